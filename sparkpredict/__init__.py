@@ -1,0 +1,31 @@
+"""sparkpredict: how many executors should this Spark job get, and how long will it take?
+
+The public API is re-exported here and imported lazily, so ``import sparkpredict`` stays
+fast enough for driver code and the CLI (numpy, pandas, scikit-learn load only when used).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS = {
+    "attach": "sparkpredict.capture.listener",
+    "build_listener": "sparkpredict.capture.listener",
+    "ingest_event_logs": "sparkpredict.capture.eventlog",
+    "suggest_executors": "sparkpredict.advise",
+    "Advice": "sparkpredict.advise",
+    "runs_table": "sparkpredict.features.runs",
+    "explain_run": "sparkpredict.monitor",
+}
+__all__ = ["__version__", "store", "errors", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("store", "errors", "units", "config"):
+        return importlib.import_module(f"sparkpredict.{name}")
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'sparkpredict' has no attribute {name!r}")

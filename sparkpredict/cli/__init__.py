@@ -1,0 +1,68 @@
+"""The ``sparkpredict`` command: parse, call the typed API, format, exit.
+
+Each subcommand lives in its own module ``sparkpredict/cli/<name>.py`` defining
+``register(subparsers)``; that function adds a parser whose ``func`` default takes the parsed
+arguments and returns an exit code. Modules import heavy libraries inside ``func`` only, so
+``sparkpredict --help`` and quick commands start fast.
+
+Errors that users can cause (:class:`sparkpredict.errors.SparkPredictError`) print one line
+and exit 2; anything else is a bug and keeps its traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+# Order is the order shown in --help. A module missing here is a bug, not a silent skip.
+COMMANDS = [
+    "listener", "submit", "ingest", "store_cmd", "runs", "fit", "predict", "evaluate",
+    "suggest", "sweep", "report", "demo", "retrain", "simulate", "explain",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="sparkpredict",
+        description="How many executors should this Spark job get, and how long will it take?")
+    parser.add_argument("--version", action="version", version=f"sparkpredict {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            mod = importlib.import_module(f"sparkpredict.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"sparkpredict.cli.{name}":
+                continue  # command not built yet
+            raise
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..errors import SparkPredictError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except SparkPredictError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        if exc.fix:
+            print(f"fix: {exc.fix}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""Resolves sparkpredict's settings once: explicit argument, then environment, then default."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: Environment variable naming the history store when no ``store=`` is given.
+STORE_ENV = "SPARKPREDICT_STORE"
+#: Where the listener jar is cached (keyed by source hash and Spark version).
+CACHE_ENV = "SPARKPREDICT_CACHE"
+
+# Spark configuration keys the listener reads.
+KEY_STORE = "spark.sparkpredict.store"
+KEY_JOB = "spark.sparkpredict.job"
+KEY_TASKS = "spark.sparkpredict.tasks"
+KEY_INPUT_BYTES = "spark.sparkpredict.inputBytes"
+KEY_FLUSH_STAGES = "spark.sparkpredict.flushEveryStages"
+LISTENER_CLASS = "io.sparkpredict.SparkPredictListener"
+
+
+def default_store() -> str:
+    """The embedded default store: ``$SPARKPREDICT_STORE`` or ``~/.sparkpredict/store``."""
+    env = os.environ.get(STORE_ENV)
+    if env:
+        return env
+    return str(Path.home() / ".sparkpredict" / "store")
+
+
+def resolve_store(store: str | os.PathLike[str] | None) -> str:
+    """The store path or URI to use; local paths come back absolute."""
+    s = str(store) if store is not None else default_store()
+    if "://" in s and not s.startswith("file://"):
+        return s
+    if s.startswith("file://"):
+        s = s[len("file://"):]
+    return str(Path(s).expanduser().resolve())
+
+
+def cache_dir() -> Path:
+    env = os.environ.get(CACHE_ENV)
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "sparkpredict"

@@ -1,0 +1,69 @@
+"""The exceptions sparkpredict raises on purpose.
+
+Every error a user can cause derives from :class:`SparkPredictError` and carries a
+``fix`` hint; the CLI prints ``error: <message>`` and ``fix: <hint>`` on one line each and
+exits with status 2, never a traceback.
+
+Hierarchy::
+
+    SparkPredictError
+    ├── InputError            a value the user gave is malformed (sizes, durations, bounds)
+    ├── StoreError            the history store is missing, unwritable, foreign or of another schema
+    ├── ListenerError         the JVM listener cannot be built or attached
+    ├── IngestError           an event log cannot be read at all
+    ├── ModelError            a model cannot be fitted or used
+    │   ├── DegenerateDataError   too few / too uniform / invalid runs to fit
+    │   ├── NotFittedError        predict before fit
+    │   └── UnknownJobError       no model or no runs for the job asked about
+    └── WorkloadError         an unknown workload or impossible sweep
+"""
+from __future__ import annotations
+
+
+class SparkPredictError(Exception):
+    """Base class; ``fix`` says what the user can do about it."""
+
+    def __init__(self, message: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+    def __str__(self) -> str:
+        return self.message if not self.fix else f"{self.message} (fix: {self.fix})"
+
+
+class InputError(SparkPredictError, ValueError):
+    pass
+
+
+class StoreError(SparkPredictError):
+    pass
+
+
+class ListenerError(SparkPredictError):
+    pass
+
+
+class IngestError(SparkPredictError):
+    pass
+
+
+class ModelError(SparkPredictError):
+    pass
+
+
+class DegenerateDataError(ModelError, ValueError):
+    pass
+
+
+class NotFittedError(ModelError):
+    pass
+
+
+class UnknownJobError(ModelError, KeyError):
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return SparkPredictError.__str__(self)
+
+
+class WorkloadError(SparkPredictError):
+    pass

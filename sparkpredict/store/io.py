@@ -1,0 +1,244 @@
+"""Reading and atomically appending to a history store (layout: see :mod:`.schema`)."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from .. import __version__
+from ..config import resolve_store
+from ..errors import StoreError
+from . import schema as S
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+
+Form = Literal["pandas", "arrow"]
+
+
+def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
+    try:
+        if "://" in path:
+            return pafs.FileSystem.from_uri(path)
+        return pafs.LocalFileSystem(), path
+    except Exception as exc:  # pyarrow raises several types for bad URIs
+        raise StoreError(f"cannot reach store {path!r}: {exc}",
+                         "give a local folder or a URI pyarrow can open (s3://, hdfs://, gs://)") from exc
+
+
+def new_batch_id(label: str = "py") -> str:
+    """Unique and time-ordered: concurrent writers never pick the same file name."""
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in label)[:60]
+    return f"{int(time.time() * 1000):013d}-{safe}-{uuid.uuid4().hex[:12]}"
+
+
+def _batch_of(filename: str) -> str | None:
+    if not (filename.startswith("part-") and filename.endswith(".parquet")):
+        return None
+    return filename[len("part-"):-len(".parquet")]
+
+
+@dataclass
+class Store:
+    """A history store at ``path``. Create with :func:`open`.
+
+    Reading returns only committed batches (see :mod:`.schema`), deduplicated so that each
+    run appears once with its latest row.
+    """
+
+    path: str
+    fs: pafs.FileSystem = field(repr=False)
+    root: str = field(repr=False)
+
+    # ---- layout -------------------------------------------------------------------------
+    def _dir(self, table: str) -> str:
+        return f"{self.root.rstrip('/')}/{table}"
+
+    def _files(self, table: str) -> dict[str, str]:
+        """batch_id -> file path for the visible part files of ``table``."""
+        sel = pafs.FileSelector(self._dir(table), allow_not_found=True)
+        out: dict[str, str] = {}
+        for info in self.fs.get_file_info(sel):
+            if info.type != pafs.FileType.File:
+                continue
+            b = _batch_of(info.base_name)
+            if b is not None:
+                out[b] = info.path
+        return out
+
+    def committed_batches(self) -> set[str]:
+        return set(self._files(S.COMMIT_TABLE))
+
+    def exists(self) -> bool:
+        return self.fs.get_file_info(f"{self.root.rstrip('/')}/{S.MARKER_FILE}").type == pafs.FileType.File
+
+    # ---- reading ------------------------------------------------------------------------
+    def read(self, table: str, form: Form = "pandas", columns: list[str] | None = None,
+             run_ids: list[str] | None = None) -> "pd.DataFrame | pa.Table":
+        """All committed rows of ``table`` (``runs``, ``stages``, ``tasks``, ``executors``)."""
+        if table not in S.TABLES:
+            raise StoreError(f"no table {table!r} in a sparkpredict store",
+                             f"use one of {', '.join(S.TABLES)}")
+        committed = self.committed_batches()
+        files = self._files(table)
+        paths = [p for b, p in sorted(files.items()) if b in committed]
+        want = S.TABLES[table]
+        parts = []
+        for p in paths:
+            try:
+                t = pq.read_table(p, filesystem=self.fs)
+            except Exception as exc:
+                raise StoreError(f"unreadable Parquet file {p!r} in store: {exc}",
+                                 "move the file out of the store folder; other runs are unaffected") from exc
+            if "run_id" not in t.column_names:
+                raise StoreError(f"foreign file {p!r} in the store's {table}/ folder",
+                                 "move files that sparkpredict did not write out of the store folder")
+            parts.append(t.select([c for c in t.column_names if c in want.names]))
+        result = S.conform(table, pa.concat_tables(parts, promote_options="permissive")) if parts \
+            else S.empty_table(table)
+        if table == "runs" and result.num_rows:
+            result = _latest_run_rows(result)
+        if run_ids is not None:
+            import pyarrow.compute as pc
+            result = result.filter(pc.is_in(result["run_id"], pa.array(run_ids, pa.string())))
+        if columns is not None:
+            result = result.select(columns)
+        if form == "arrow":
+            return result
+        return result.to_pandas()
+
+    def runs(self, form: Form = "pandas"):
+        return self.read("runs", form)
+
+    def stages(self, form: Form = "pandas"):
+        return self.read("stages", form)
+
+    def tasks(self, form: Form = "pandas"):
+        return self.read("tasks", form)
+
+    def executors(self, form: Form = "pandas"):
+        return self.read("executors", form)
+
+    # ---- writing ------------------------------------------------------------------------
+    def init(self) -> None:
+        """Create the store folder and its marker; refuse folders that hold other things."""
+        base = self.root.rstrip("/")
+        info = self.fs.get_file_info(base)
+        if info.type == pafs.FileType.File:
+            raise StoreError(f"store path {self.path!r} is a file", "give a folder path for the store")
+        if info.type == pafs.FileType.Directory and not self.exists():
+            entries = self.fs.get_file_info(pafs.FileSelector(base))
+            foreign = [e.base_name for e in entries if e.base_name not in S.TABLES]
+            if foreign:
+                raise StoreError(
+                    f"folder {self.path!r} is not a sparkpredict store: it holds {sorted(foreign)[:5]}",
+                    "point --store / spark.sparkpredict.store at an empty or new folder")
+        try:
+            self.fs.create_dir(base, recursive=True)
+            if not self.exists():
+                self._put_atomic(f"{base}/{S.MARKER_FILE}", json.dumps(
+                    {"format": S.STORE_FORMAT, "schema_version": S.SCHEMA_VERSION}).encode())
+        except OSError as exc:
+            raise StoreError(f"cannot write to store {self.path!r}: {exc}",
+                             "choose a writable folder, or fix its permissions") from exc
+
+    def check_version(self) -> None:
+        """Refuse stores written by a schema this code does not know."""
+        if not self.exists():
+            return
+        with self.fs.open_input_stream(f"{self.root.rstrip('/')}/{S.MARKER_FILE}") as f:
+            try:
+                meta = json.loads(f.read().decode())
+            except ValueError as exc:
+                raise StoreError(f"store marker in {self.path!r} is corrupt",
+                                 f"restore {S.MARKER_FILE} or use a new store folder") from exc
+        v = meta.get("schema_version")
+        if meta.get("format") != S.STORE_FORMAT or v != S.SCHEMA_VERSION:
+            raise StoreError(
+                f"store {self.path!r} has schema version {v}; this sparkpredict reads version {S.SCHEMA_VERSION}",
+                "upgrade sparkpredict to a version that reads it, or write to a new store")
+
+    def _put_atomic(self, dest: str, data: bytes) -> None:
+        d, name = dest.rsplit("/", 1)
+        tmp = f"{d}/.{name}.{uuid.uuid4().hex[:8]}.tmp"
+        with self.fs.open_output_stream(tmp) as f:
+            f.write(data)
+        self.fs.move(tmp, dest)
+
+    def append(self, tables: dict[str, pa.Table | "pd.DataFrame"], batch_id: str | None = None) -> str:
+        """Write one batch: every table's rows become visible together or not at all.
+
+        ``tables`` must include ``runs`` (the commit mark, written last). Returns the batch id.
+        """
+        if S.COMMIT_TABLE not in tables:
+            raise ValueError("a batch must include its runs rows (they commit the batch)")
+        self.init()
+        self.check_version()
+        batch_id = batch_id or new_batch_id()
+        conformed: dict[str, pa.Table] = {}
+        for name, t in tables.items():
+            if not isinstance(t, pa.Table):
+                t = pa.Table.from_pandas(t, preserve_index=False)
+            conformed[name] = S.conform(name, t)
+        order = [n for n in conformed if n != S.COMMIT_TABLE] + [S.COMMIT_TABLE]
+        written: list[str] = []
+        try:
+            for name in order:
+                d = self._dir(name)
+                self.fs.create_dir(d, recursive=True)
+                tmp = f"{d}/.part-{batch_id}.parquet.tmp"
+                pq.write_table(conformed[name], tmp, filesystem=self.fs, compression="zstd")
+                written.append(tmp)
+            # Renames, commit mark last: a crash before it leaves only invisible rows.
+            for tmp in written:
+                d, name = tmp.rsplit("/", 1)
+                self.fs.move(tmp, f"{d}/{name[1:-len('.tmp')]}")
+        except OSError as exc:
+            for tmp in written:
+                try:
+                    self.fs.delete_file(tmp)
+                except OSError:
+                    pass
+            raise StoreError(f"cannot write to store {self.path!r}: {exc}",
+                             "choose a writable folder, or fix its permissions") from exc
+        log.debug("store %s: committed batch %s", self.path, batch_id)
+        return batch_id
+
+
+def _latest_run_rows(runs: pa.Table) -> pa.Table:
+    """Keep the row with the highest ``updated_ms`` for each ``run_id``."""
+    df = runs.to_pandas()
+    df = df.sort_values(["run_id", "updated_ms"], kind="stable", na_position="first")
+    df = df.drop_duplicates("run_id", keep="last").sort_values("start_ms", kind="stable")
+    return S.conform("runs", pa.Table.from_pandas(df, preserve_index=False))
+
+
+def open(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> Store:  # noqa: A001
+    """Open the store at ``path`` (default: the embedded local store, see :mod:`sparkpredict.config`).
+
+    Raises :class:`StoreError` when the path does not hold a store (unless ``create``), or
+    holds one of an unknown schema version.
+    """
+    resolved = resolve_store(path)
+    fs, root = _filesystem(resolved)
+    store = Store(path=resolved, fs=fs, root=root)
+    if create:
+        store.init()
+    elif not store.exists():
+        raise StoreError(f"no sparkpredict store at {resolved!r}",
+                         "record a run first (sparkpredict demo, submit or ingest), or pass --store")
+    store.check_version()
+    return store
+
+
+__all__ = ["Store", "open", "new_batch_id"]

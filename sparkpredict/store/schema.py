@@ -1,0 +1,199 @@
+"""The one owner of the history store's schema: tables, columns, units and version.
+
+The JVM listener (``listeners/``) and the event-log ingester write exactly these columns;
+``tests/test_schema_contract.py`` compares the listener's files against this module.
+
+Units are part of the names: ``_ms`` milliseconds (epoch milliseconds for ``*_ms`` instants
+such as ``start_ms``), ``_bytes`` bytes, ``_mb`` mebibytes, ``_records`` counts. Times that
+Spark measures in nanoseconds (CPU time, shuffle write time) are converted once, at capture,
+to fractional milliseconds (float64) so that sums stay exact enough to compare.
+
+Store layout (any Hadoop-compatible path)::
+
+    STORE/_sparkpredict_store.json      {"format": "sparkpredict-store", "schema_version": N}
+    STORE/<table>/part-<batch_id>.parquet
+
+A *batch* is what one writer commits at once (a listener flush, one ingested log). The batch's
+``runs`` file is written last and is its commit mark: readers ignore stage, task and executor
+files whose batch has no ``runs`` file. Files are written under a hidden name (``.``) and
+renamed, so Spark and DuckDB readers never see half a file. A run may span several batches
+(the listener flushes incrementally); its latest ``runs`` row (highest ``updated_ms``) wins.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+#: Bumped whenever a column is added, removed, renamed or changes type or unit.
+SCHEMA_VERSION = 1
+STORE_FORMAT = "sparkpredict-store"
+MARKER_FILE = "_sparkpredict_store.json"
+
+#: Terminal and non-terminal states of a run.
+RUN_STATUSES = ("succeeded", "failed", "killed", "running", "incomplete")
+
+_S, _L, _I, _D, _B = pa.string(), pa.int64(), pa.int32(), pa.float64(), pa.bool_()
+
+#: Task metrics, as recorded per task and summed per stage (same names in both tables).
+METRIC_COLUMNS: list[tuple[str, pa.DataType, str]] = [
+    ("executor_run_time_ms", _L, "time the task's code ran on the executor"),
+    ("executor_cpu_time_ms", _D, "CPU time of the task thread (from ns)"),
+    ("executor_deserialize_time_ms", _L, "time to deserialize the task"),
+    ("executor_deserialize_cpu_time_ms", _D, "CPU time to deserialize the task (from ns)"),
+    ("jvm_gc_time_ms", _L, "JVM garbage collection while the task ran"),
+    ("result_serialization_time_ms", _L, "time to serialize the task's result"),
+    ("result_size_bytes", _L, "size of the task's result"),
+    ("input_bytes", _L, "bytes read from input sources"),
+    ("input_records", _L, "records read from input sources"),
+    ("output_bytes", _L, "bytes written to output"),
+    ("output_records", _L, "records written to output"),
+    ("shuffle_remote_read_bytes", _L, "shuffle bytes fetched from other executors"),
+    ("shuffle_local_read_bytes", _L, "shuffle bytes read locally"),
+    ("shuffle_read_bytes", _L, "remote + local shuffle bytes read"),
+    ("shuffle_fetch_wait_ms", _L, "time blocked waiting for shuffle fetches"),
+    ("shuffle_read_records", _L, "shuffle records read"),
+    ("shuffle_write_bytes", _L, "shuffle bytes written"),
+    ("shuffle_write_time_ms", _D, "time spent writing shuffle output (from ns)"),
+    ("shuffle_write_records", _L, "shuffle records written"),
+    ("memory_spilled_bytes", _L, "in-memory size of data spilled"),
+    ("disk_spilled_bytes", _L, "on-disk size of data spilled"),
+    ("peak_execution_memory_bytes", _L, "peak execution memory (summed over tasks in stages)"),
+]
+METRIC_NAMES = [c[0] for c in METRIC_COLUMNS]
+
+_RUNS: list[tuple[str, pa.DataType, str]] = [
+    ("run_id", _S, "app_id, or app_id/attempt when the application has attempts"),
+    ("app_id", _S, "spark.app.id"),
+    ("app_attempt_id", _S, "attempt id, null outside cluster managers that retry"),
+    ("app_name", _S, "spark.app.name"),
+    ("job", _S, "job key: spark.sparkpredict.job, default the app name"),
+    ("status", _S, "one of RUN_STATUSES"),
+    ("error_message", _S, "why the run failed, when it did"),
+    ("spark_version", _S, "Spark version of the driver"),
+    ("master", _S, "spark.master"),
+    ("start_ms", _L, "application start, epoch ms"),
+    ("end_ms", _L, "application end, epoch ms; null while running or when the log ended early"),
+    ("wall_ms", _L, "end - start, or last event - start for incomplete runs"),
+    ("executors_requested", _I, "spark.executor.instances or the N of local-cluster[N,..]"),
+    ("executors_max", _I, "most executors alive at once"),
+    ("executors_mean", _D, "time-weighted mean executors alive over the run's wall time"),
+    ("executor_cores", _I, "cores per executor (spark.executor.cores or as registered)"),
+    ("executor_memory_mb", _L, "spark.executor.memory in MiB"),
+    ("task_slots", _I, "executors_max * executor_cores / spark.task.cpus"),
+    ("input_bytes", _L, "declared (spark.sparkpredict.inputBytes) or read by stages without parents"),
+    ("input_bytes_source", _S, "'declared' or 'measured'"),
+    ("shuffle_read_bytes", _L, "total over all tasks"),
+    ("shuffle_write_bytes", _L, "total over all tasks"),
+    ("executor_run_time_ms", _L, "total over all tasks"),
+    ("num_jobs", _I, "Spark jobs started"),
+    ("num_stages", _I, "stage attempts completed (rows in stages)"),
+    ("num_tasks", _L, "tasks finished, any status"),
+    ("num_failed_tasks", _L, "tasks that did not succeed"),
+    ("properties_json", _S, "every spark.* property as a JSON object"),
+    ("source", _S, "'listener' or 'eventlog'"),
+    ("source_path", _S, "event log path, for ingested runs"),
+    ("source_fingerprint", _S, "identity of the source (ingest: size+mtime+head hash)"),
+    ("sparkpredict_version", _S, "version of the writer"),
+    ("schema_version", _I, "SCHEMA_VERSION of the writer"),
+    ("updated_ms", _L, "when this row was written; the latest row of a run wins"),
+]
+
+_EXECUTORS: list[tuple[str, pa.DataType, str]] = [
+    ("run_id", _S, "run this executor served"),
+    ("executor_id", _S, "Spark executor id"),
+    ("host", _S, "host name"),
+    ("cores", _I, "cores the executor offered"),
+    ("memory_mb", _L, "spark.executor.memory in MiB"),
+    ("added_ms", _L, "epoch ms when registered"),
+    ("removed_ms", _L, "epoch ms when removed; null if alive at the end"),
+    ("removed_reason", _S, "reason Spark gave"),
+]
+
+_STAGES: list[tuple[str, pa.DataType, str]] = [
+    ("run_id", _S, ""),
+    ("job_id", _I, "first Spark job that ran this stage"),
+    ("stage_id", _I, ""),
+    ("stage_attempt_id", _I, ""),
+    ("name", _S, "stage name (call site), e.g. 'count at job.py:12'"),
+    ("num_tasks", _I, "tasks the stage was submitted with"),
+    ("parent_stage_ids_json", _S, "JSON list of parent stage ids"),
+    ("rdd_names_json", _S, "JSON list of the stage's RDD names (scope of the DAG position)"),
+    ("submission_ms", _L, "epoch ms"),
+    ("completion_ms", _L, "epoch ms"),
+    ("duration_ms", _L, "completion - submission"),
+    ("status", _S, "'succeeded' or 'failed'"),
+    ("failure_reason", _S, ""),
+    ("num_task_rows", _I, "finished task attempts summed below"),
+    ("num_failed_tasks", _I, "finished task attempts that did not succeed"),
+    *METRIC_COLUMNS,
+    ("task_duration_min_ms", _D, "over finished task attempts"),
+    ("task_duration_median_ms", _D, ""),
+    ("task_duration_p90_ms", _D, ""),
+    ("task_duration_max_ms", _D, ""),
+]
+
+_TASKS: list[tuple[str, pa.DataType, str]] = [
+    ("run_id", _S, ""),
+    ("stage_id", _I, ""),
+    ("stage_attempt_id", _I, ""),
+    ("task_id", _L, "unique within the application"),
+    ("task_index", _I, "partition index within the stage"),
+    ("attempt", _I, "task attempt number"),
+    ("executor_id", _S, ""),
+    ("host", _S, ""),
+    ("launch_ms", _L, "epoch ms"),
+    ("finish_ms", _L, "epoch ms"),
+    ("duration_ms", _L, "finish - launch"),
+    ("getting_result_ms", _L, "time the driver spent fetching the result"),
+    ("status", _S, "Spark's end reason: SUCCESS, FAILED, KILLED, ..."),
+    ("locality", _S, "PROCESS_LOCAL, NODE_LOCAL, ..."),
+    ("speculative", _B, ""),
+    *METRIC_COLUMNS,
+]
+
+
+def _schema(cols: list[tuple[str, pa.DataType, str]]) -> pa.Schema:
+    return pa.schema([pa.field(n, t, nullable=True, metadata={"doc": d}) for n, t, d in cols])
+
+
+#: table name -> Arrow schema; order of columns is the order in files.
+TABLES: dict[str, pa.Schema] = {
+    "runs": _schema(_RUNS),
+    "executors": _schema(_EXECUTORS),
+    "stages": _schema(_STAGES),
+    "tasks": _schema(_TASKS),
+}
+#: The commit-mark table is written last in every batch.
+COMMIT_TABLE = "runs"
+
+
+def empty_table(name: str) -> pa.Table:
+    return TABLES[name].empty_table()
+
+
+def conform(name: str, table: pa.Table) -> pa.Table:
+    """Cast ``table`` to the declared schema of ``name``: order, types, missing columns as nulls.
+
+    Extra columns are an error: the schema module is the only place that may add one.
+    """
+    schema = TABLES[name]
+    extra = set(table.column_names) - set(schema.names)
+    if extra:
+        raise ValueError(f"columns not in the {name!r} schema: {sorted(extra)}")
+    arrays = []
+    for field in schema:
+        if field.name in table.column_names:
+            arrays.append(table.column(field.name).cast(field.type))
+        else:
+            arrays.append(pa.nulls(table.num_rows, field.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def describe() -> str:
+    """Human-readable listing of every table and column (used by docs and ``--help``)."""
+    lines = [f"sparkpredict store schema v{SCHEMA_VERSION}"]
+    for name, schema in TABLES.items():
+        lines.append(f"\n[{name}]")
+        for f in schema:
+            doc = (f.metadata or {}).get(b"doc", b"").decode()
+            lines.append(f"  {f.name:<34} {str(f.type):<8} {doc}")
+    return "\n".join(lines)

@@ -1,0 +1,80 @@
+"""Human units in and out: ``300GB``, ``1.5TiB``, ``45m``, ``1h30m``."""
+from __future__ import annotations
+
+import math
+import re
+
+from .errors import InputError
+
+_BYTE_UNITS = {
+    "": 1, "b": 1,
+    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
+    "t": 1000**4, "tb": 1000**4, "p": 1000**5, "pb": 1000**5,
+    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4, "pib": 1024**5,
+}
+_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.I)
+_DUR_PART = re.compile(r"([0-9]*\.?[0-9]+)\s*(ms|s|sec|m|min|h|hr|d)", re.I)
+_DUR_S = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400}
+
+
+def parse_bytes(text: str | int | float) -> int:
+    """Parse a size such as ``300GB`` (decimal) or ``1.5TiB`` (binary) into bytes.
+
+    >>> parse_bytes("1.5KiB")
+    1536
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+        unit = ""
+    else:
+        m = _SIZE_RE.match(str(text))
+        if not m or m.group(2).lower() not in _BYTE_UNITS:
+            raise InputError(f"cannot read {text!r} as a size",
+                             "write a number with a unit, e.g. 300GB, 512MiB or 1.5TiB")
+        value, unit = float(m.group(1)), m.group(2).lower()
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"size {text!r} must be positive", "give a size above zero, e.g. 64MB")
+    return int(round(value * _BYTE_UNITS[unit]))
+
+
+def parse_duration(text: str | int | float) -> float:
+    """Parse a duration such as ``45m``, ``1h30m``, ``90s`` or a bare number of seconds."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        seconds = float(text)
+    else:
+        s = str(text).strip().lower().replace(" ", "")
+        try:
+            seconds = float(s)
+        except ValueError:
+            parts = _DUR_PART.findall(s)
+            if not parts or "".join(a + b for a, b in parts) != s:
+                raise InputError(f"cannot read {text!r} as a duration",
+                                 "write e.g. 45m, 1h30m, 90s or a number of seconds") from None
+            seconds = sum(float(a) * _DUR_S[b] for a, b in parts)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InputError(f"duration {text!r} must be positive", "give a duration above zero, e.g. 45m")
+    return seconds
+
+
+def format_bytes(n: float) -> str:
+    """``1536`` -> ``1.5 KiB``; binary units, since that is what Spark reports."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_duration(seconds: float) -> str:
+    """``5400`` -> ``1h30m``; ``42.3`` -> ``42.3s``."""
+    if not math.isfinite(seconds):
+        return "inf"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    total = int(round(seconds))
+    h, rem = divmod(total, 3600)
+    m, s = divmod(rem, 60)
+    if h:
+        return f"{h}h{m:02d}m"
+    return f"{m}m{s:02d}s"
