@@ -1,0 +1,182 @@
+"""Advice quality on C3O histories: does the advice meet the deadline, and at what cost?
+
+Histories: a *recurring job* is one C3O job on one machine type with its non-input parameters
+fixed (grep: p_occurrence; kmeans: k; pagerank: convergence_criterion; sgd: iterations; sort:
+none), its runs spanning input sizes x 2..12 nodes x 5 repeats. Jobs with fewer than 3 input
+sizes are left out. For each job and each of its sizes in turn (leave-one-size-out, so edge
+sizes are extrapolation), the job's model is fitted on the other sizes and asked
+``suggest_executors(objective="cost", deadline_s=D, confidence=0.9)`` over the counts C3O ran
+(2, 4, ..., 12). The deadline D is the median over executor counts of the true runtime (mean of
+the 5 repeats) at the held-out size. Truth: the advice meets the deadline when the true runtime
+at the chosen count is within D; its cost is count x true runtime, compared with the cheapest
+count that truly meets D.
+
+    python benchmarks/advice_quality.py [--jobs sgd,sort] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_section  # noqa: E402
+from c3o_data import JOBS, PARAMS, load_c3o  # noqa: E402
+
+#: job parameters that describe the input (they vary with the size), per C3O job
+INPUT_PARAMS = {"grep": {"line_length", "lines"}, "kmeans": {"features", "observations"},
+                "pagerank": {"pages", "links"}, "sgd": {"features", "observations"},
+                "sort": {"line_length", "lines"}}
+BASE = ["job", "input_bytes", "executors", "executor_cores", "executor_memory_mb", "runtime_s"]
+CONFIDENCES = (0.9, 0.8, 0.7, 0.5)
+
+
+def recurring_jobs(jobs=JOBS) -> dict[str, pd.DataFrame]:
+    out = {}
+    for j in jobs:
+        df = load_c3o(j)
+        keys = ["machine_type"] + [p for p in PARAMS[j] if p not in INPUT_PARAMS[j]]
+        for k, g in df.groupby(keys):
+            k = k if isinstance(k, tuple) else (k,)
+            if g["input_bytes"].nunique() < 3:
+                continue
+            name = f"{j}/" + "/".join(str(v) for v in k)
+            g = g[BASE].copy()
+            g["job"] = name
+            out[name] = g.reset_index(drop=True)
+    return out
+
+
+def _model_version() -> str:
+    import hashlib
+
+    import sparkpredict.models as pkg
+
+    h = hashlib.sha256()
+    for f in sorted(Path(pkg.__file__).parent.glob("*.py")):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _fit_cached(cls, name: str, size: int, train: pd.DataFrame):
+    """Fit, or reuse a fit of the same data by the same model code (SPARKPREDICT_BENCH_CACHE)."""
+    import json
+    import os
+
+    cache = os.environ.get("SPARKPREDICT_BENCH_CACHE")
+    path = None
+    if cache:
+        path = Path(cache) / _model_version() / f"{name.replace('/', '_')}-{size}.json"
+        if path.exists():
+            d = json.loads(path.read_text())
+            return cls.from_dict(d["model"]), d["fit_s"]
+    t0 = time.perf_counter()
+    model = cls().fit(train)
+    fit_s = time.perf_counter() - t0
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"model": model.to_dict(), "fit_s": fit_s}))
+    return model, fit_s
+
+
+def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False) -> pd.DataFrame:
+    from sparkpredict.advise import suggest_executors
+    from sparkpredict.models.hybrid import JobRuntimeModel
+
+    rows = []
+    for name, g in jobs.items():
+        sizes = sorted(g["input_bytes"].unique())
+        held_sizes = [sizes[0], sizes[len(sizes) // 2], sizes[-1]] if quick else sizes
+        for s in held_sizes:
+            train, test = g[g.input_bytes != s], g[g.input_bytes == s]
+            model, fit_s = _fit_cached(JobRuntimeModel, name, s, train)
+            truth = test.groupby("executors")["runtime_s"].mean()
+            reps = test.groupby("executors")["runtime_s"].apply(np.asarray)
+            deadline = float(np.median(truth.values))
+            cost = truth.index.values * truth.values / 3600.0
+            ok = truth.values <= deadline
+            oracle = float(cost[ok].min())
+            for conf in CONFIDENCES:
+                a = suggest_executors(name, int(s), deadline_s=deadline, confidence=conf,
+                                      executor_counts=list(truth.index),
+                                      executor_cores=int(test.executor_cores.iloc[0]),
+                                      executor_memory_mb=int(test.executor_memory_mb.iloc[0]),
+                                      models={name: model})
+                e = a.executors
+                true_t = float(truth[e])
+                rows.append(dict(
+                    job=name, base=name.split("/")[0], size_mb=s / 2**20,
+                    edge=s in (sizes[0], sizes[-1]), confidence=conf, deadline_s=deadline,
+                    executors=e, predicted_s=a.predicted_runtime_s, upper_s=a.upper_s,
+                    true_s=true_t, met=true_t <= deadline,
+                    met_repeats=float(np.mean(reps[e] <= deadline)),
+                    advised_meets=bool(a.meets_deadline), cost_eh=e * true_t / 3600.0,
+                    oracle_eh=oracle, cost_ratio=(e * true_t / 3600.0) / oracle,
+                    model=model.name_, cv_mape=model.cv_mape_, fit_s=fit_s))
+            last = rows[-len(CONFIDENCES)]
+            print(f"{name:<32} {s / 2**20:>8.0f} MB  D={deadline:7.1f}s  E={last['executors']:>2} "
+                  f"true={last['true_s']:7.1f}s met={last['met']!s:<5} cost x{last['cost_ratio']:.2f} "
+                  f"[{model.name_}, fit {fit_s:.1f}s]", flush=True)
+    return pd.DataFrame(rows)
+
+
+def summarise(r: pd.DataFrame) -> str:
+    lines = []
+    main = r[r.confidence == 0.9]
+    met = main.met.mean()
+    ratio = main.cost_ratio.mean()
+    total = main.cost_eh.sum() / main.oracle_eh.sum()
+    lines.append(f"Leave-one-size-out over {main.job.nunique()} recurring C3O jobs, {len(main)} cases "
+                 f"(job x held-out size); deadline = median true runtime over 2..12 nodes.\n")
+    lines.append("| confidence | cases | deadline met (mean of 5 repeats) | met, per repeat | "
+                 "cost / cheapest meeting D (mean) | total cost / total cheapest | advice said 'meets' |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for conf, g in r.groupby("confidence", sort=False):
+        lines.append(f"| {conf} | {len(g)} | {g.met.mean():.1%} | {g.met_repeats.mean():.1%} | "
+                     f"{g.cost_ratio.mean():.3f} | {g.cost_eh.sum() / g.oracle_eh.sum():.3f} | "
+                     f"{g.advised_meets.mean():.1%} |")
+    lines.append("\nPer C3O job (confidence 0.9):\n")
+    lines.append("| job | cases | met | cost ratio (mean) | worst cost ratio | edge sizes met | "
+                 "interior met | model CV MAPE (median) |")
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for b, g in main.groupby("base"):
+        edge, inner = g[g.edge], g[~g.edge]
+        lines.append(f"| {b} | {len(g)} | {g.met.mean():.1%} | {g.cost_ratio.mean():.3f} | "
+                     f"{g.cost_ratio.max():.2f} | {edge.met.mean():.1%} | "
+                     f"{inner.met.mean() if len(inner) else float('nan'):.1%} | "
+                     f"{g.cv_mape.median():.1%} |")
+    misses = main[~main.met]
+    if len(misses):
+        lines.append("\nMissed deadlines (confidence 0.9): " + "; ".join(
+            f"{m.job} {m.size_mb:.0f} MB: E={m.executors} true {m.true_s:.0f}s > D {m.deadline_s:.0f}s "
+            f"(predicted {m.predicted_s:.0f}, upper {m.upper_s:.0f})" for m in misses.itertuples()))
+    lines.append(f"\nModels: {', '.join(f'{k} x{v}' for k, v in main.model.value_counts().items())}; "
+                 f"median fit {main.fit_s.median():.2f} s per job (machine shared with other helpers).\n")
+    lines.append(f"- goal deadline met in >= 90 % of cases at confidence 0.9: "
+                 f"**{'met' if met >= 0.9 else 'not met'}** ({met:.1%} of {len(main)})")
+    lines.append(f"- goal mean cost within 10 % of the cheapest configuration that truly meets the "
+                 f"deadline: **{'met' if ratio <= 1.10 else 'not met'}** (mean ratio {ratio:.3f}; "
+                 f"total-cost ratio {total:.3f})")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--jobs", default=",".join(JOBS))
+    ap.add_argument("--quick", action="store_true", help="hold out 3 sizes per job, not all")
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    jobs = recurring_jobs([j for j in args.jobs.split(",") if j])
+    r = evaluate(jobs, quick=args.quick)
+    body = summarise(r)
+    print("\n" + body)
+    if not args.no_write:
+        write_section("advice_quality", "## Advice quality (suggest_executors on C3O)\n\n" + body)
+
+
+if __name__ == "__main__":
+    main()

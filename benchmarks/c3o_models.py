@@ -1,0 +1,163 @@
+"""The study's tables on C3O and the combined model against the goals (section ``c3o_models``).
+
+A *job* here is one C3O program with all its parameters fixed except the one that sets the
+input size, on one machine type: e.g. ``sgd|r4.2xlarge|features=5,iterations=25`` (observations
+vary the size). That is what a recurring production job looks like — the same code and settings
+on a growing input — and it leaves the model S (input size) and E (nodes) to learn, as in the
+study. Size-defining parameters: grep/sort ``lines``, kmeans/sgd ``observations``, pagerank
+``links``. Jobs with fewer than 3 input sizes (C3O's single-configuration machine types) are
+listed but left out of the tables: no size split can be made for them.
+
+Run: ``python benchmarks/c3o_models.py [--jobs N] [--procs P]``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_section  # noqa: E402
+from c3o_data import PARAMS, load_c3o  # noqa: E402
+
+SIZE_PARAM = {"grep": "lines", "kmeans": "observations", "pagerank": "links", "sgd": "observations",
+              "sort": "lines"}
+GOALS = {"interp_mape": 0.02, "extrap_mape_mean": 0.08, "extrap_mape_worst": 0.15, "extrap_r2": 0.98,
+         "coverage": (0.85, 0.95)}
+
+
+def c3o_runs() -> pd.DataFrame:
+    """C3O as one runs table with the job key described in the module docstring."""
+    d = load_c3o()
+    keys = []
+    for _, r in d.iterrows():
+        fixed = [p for p in PARAMS[r["job"]] if p != SIZE_PARAM[r["job"]]]
+        keys.append(f"{r['job']}|{r['machine_type']}|" + ",".join(f"{p}={r[p]:g}" for p in fixed))
+    d = d.assign(job=keys, c3o_job=d["job"])
+    d.insert(0, "run_id", [f"c3o-{i}" for i in range(len(d))])
+    return d
+
+
+def _eval_job(args: tuple[pd.DataFrame, tuple[str, ...] | None]):
+    from sparkpredict.evaluate import evaluate
+
+    rows, models = args
+    numeric = rows.drop(columns=["machine_type", "c3o_job"])
+    if models is None:
+        return evaluate(numeric)
+    return evaluate(numeric, models=list(models), include_study=False)
+
+
+def run(max_jobs: int | None, procs: int, models: tuple[str, ...] | None = None):
+    from sparkpredict.evaluate import Evaluation
+
+    runs = c3o_runs()
+    levels = runs.groupby("job")["input_bytes"].nunique()
+    ok_jobs = sorted(levels[levels >= 3].index)
+    excluded = sorted(levels[levels < 3].index)
+    if max_jobs:
+        ok_jobs = ok_jobs[:: max(1, len(ok_jobs) // max_jobs)][:max_jobs]
+    tasks = [(runs[runs["job"] == j], models) for j in ok_jobs]
+    t0 = time.perf_counter()
+    if procs > 1:
+        with ProcessPoolExecutor(procs) as ex:
+            parts = list(ex.map(_eval_job, tasks))
+    else:
+        parts = [_eval_job(t) for t in tasks]
+    wall = time.perf_counter() - t0
+    ev = Evaluation(pd.concat([p.rows for p in parts], ignore_index=True),
+                    {k: v for p in parts for k, v in p.skipped.items()})
+    return ev, ok_jobs, excluded, wall
+
+
+def goal_lines(ev) -> list[str]:
+    from sparkpredict.evaluate import summary
+
+    s = summary(ev, "combined")
+    out = []
+
+    def mark(ok: bool) -> str:
+        return "**met**" if ok else "**not met**"
+
+    cv = s.get("cv3", {})
+    if cv:
+        out.append(f"- goal interpolation MAPE ≤ 2 % (3-fold CV, mean over jobs): {mark(cv['mape_mean'] <= 0.02)} "
+                   f"({100 * cv['mape_mean']:.2f} %; worst job {100 * cv['mape_worst']:.2f} %)")
+    ex = [s[k] for k in ("extrap_size", "extrap_executors") if k in s]
+    if ex:
+        mean = float(np.mean([e["mape_mean"] for e in ex]))
+        worst = max(e["mape_worst"] for e in ex)
+        r2 = float(np.mean([e["r2_mean"] for e in ex]))
+        detail = ", ".join(f"{k}: mean {100 * s[k]['mape_mean']:.2f} %, worst {100 * s[k]['mape_worst']:.2f} %, "
+                           f"R² {s[k]['r2_mean']:.3f}" for k in ("extrap_size", "extrap_executors") if k in s)
+        out.append(f"- goal extrapolation MAPE ≤ 8 % averaged over jobs: {mark(mean <= 0.08)} ({100 * mean:.2f} %; {detail})")
+        out.append(f"- goal extrapolation MAPE ≤ 15 % on the worst job: {mark(worst <= 0.15)} ({100 * worst:.2f} %)")
+        out.append(f"- goal mean R² ≥ 0.98 on the extrapolation splits: {mark(r2 >= 0.98)} ({r2:.3f})")
+    covs = [v["coverage90_mean"] for v in s.values() if np.isfinite(v["coverage90_mean"])]
+    if covs:
+        c = float(np.mean(covs))
+        per = ", ".join(f"{k} {100 * v['coverage90_mean']:.1f} %" for k, v in s.items())
+        out.append(f"- goal 90 % interval coverage in 85–95 %: {mark(0.85 <= c <= 0.95)} "
+                   f"({100 * c:.1f} % mean over splits; {per})")
+    return out
+
+
+def main() -> None:
+    from sparkpredict.evaluate import SPLITS, format_tables, summary
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jobs", type=int, default=None, help="evaluate only N jobs (quick look)")
+    ap.add_argument("--procs", type=int, default=2)
+    ap.add_argument("--no-write", action="store_true")
+    a = ap.parse_args()
+    ev, jobs, excluded, wall = run(a.jobs, a.procs)
+    lines = goal_lines(ev)
+    s = summary(ev, "combined")
+    overview = ["| model | " + " | ".join(f"{sp} MAPE | {sp} R²" for sp in SPLITS) + " |",
+                "|---|" + "---|---|" * len(SPLITS)]
+    for model, g in ev.rows.groupby("model", sort=False):
+        cells = []
+        for sp in SPLITS:
+            gs = g[(g["split"] == sp) & g["error"].isna()]
+            cells += [f"{100 * gs['mape'].mean():.1f} %", f"{gs['r2'].mean():.3f}"] if len(gs) else ["–", "–"]
+        overview.append(f"| {model} | " + " | ".join(cells) + " |")
+    chosen = ev.rows[(ev.rows["model"] == "combined")]
+    body = "\n".join([
+        "## C3O: the study's protocols, every model, every job",
+        "",
+        f"{len(jobs)} jobs (a job = one C3O program with fixed parameters on one machine type; the "
+        "size-defining parameter varies the input — see `benchmarks/c3o_models.py`), 4,650 runs in C3O. "
+        f"Left out (fewer than 3 input sizes): {len(excluded)} jobs. Machine shared with other helpers; "
+        f"evaluation wall time {wall:.0f} s on {a.procs} processes.",
+        "",
+        "Noise floor: predicting each configuration's median runtime (an oracle) has MAPE 1.7 % (grep), "
+        "4.6 % (kmeans), 2.2 % (pagerank), 0.8 % (sgd), 2.5 % (sort) against the 5 repeats.",
+        "",
+        "### Goals (combined model = `JobRuntimeModel(kind='auto')`)",
+        "",
+        *lines,
+        "",
+        "### Means over jobs",
+        "",
+        *overview,
+        "",
+        f"Errors (model could not be fitted on a split): {int(ev.rows['error'].notna().sum())} of {len(ev.rows)}.",
+        "",
+        "### Per job (the study's Tables 8–11 layout)",
+        "",
+        format_tables(ev),
+    ])
+    print("\n".join(lines))
+    print("\n".join(overview))
+    print(summary(ev, "combined"))
+    if not a.no_write:
+        write_section("c3o_models", body)
+
+
+if __name__ == "__main__":
+    main()

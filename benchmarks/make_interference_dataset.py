@@ -1,0 +1,148 @@
+"""Make the slowdown monitor's labelled dataset: real Spark runs, clean and under bubbles.
+
+Each run is its own Spark application recorded by the sparkpredict listener into ``--store``;
+its interference is recorded as the Spark property ``spark.sparkpredict.interference``
+(``none`` or ``<kind>:<intensity>``), so the label travels with the run in ``properties_json``.
+The order of conditions is shuffled within each round so that slow drifts of the machine's
+background load spread over all conditions. The 1-minute load average before and after each run
+goes to ``runs.csv`` next to the store, because "clean" runs on a shared machine are not clean.
+
+    python benchmarks/make_interference_dataset.py --store tests/data/interference/store \\
+        --workloads wordcount:48MB,sort:48MB,sqljoin:48MB --rounds 1 --clean 3
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import logging
+import os
+import random
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = REPO / "tests" / "data" / "interference"
+#: Settings of every run (the same for clean and interfered runs of a workload).
+BASE_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.default.parallelism": "8",
+    "spark.sql.files.maxPartitionBytes": str(4 << 20),
+    "spark.sql.adaptive.enabled": "false",
+    "spark.driver.memory": "1g",
+    "spark.executor.memory": "1g",
+}
+log = logging.getLogger("make_interference_dataset")
+
+
+def loadavg() -> float:
+    return os.getloadavg()[0]
+
+
+def conditions(kinds: list[str], intensities: list[int], clean: int) -> list[tuple[str, int]]:
+    return [("none", 0)] * clean + [(k, i) for k in kinds for i in intensities]
+
+
+def spark_session(store: Path, job: str, label: str, master: str, local_dir: str, extra: dict | None = None):
+    """A new application with the listener attached, labelled with its interference."""
+    from pyspark.sql import SparkSession
+
+    from sparkpredict.capture.listener import listener_conf
+    from sparkpredict.monitor import LABEL_KEY
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    b = SparkSession.builder.master(master).appName(job)
+    conf = {**BASE_CONF, "spark.local.dir": local_dir, **listener_conf(store=str(store), job=job),
+            LABEL_KEY: label, **(extra or {})}
+    for k, v in conf.items():
+        b = b.config(k, v)
+    return b.getOrCreate()
+
+
+def run_one(store: Path, workload: str, size: str, kind: str, intensity: int, master: str,
+            local_dir: str, seed: int = 0, session=spark_session) -> dict:
+    """One application of ``workload`` under the bubble ``kind:intensity`` (or none)."""
+    from sparkpredict import workloads
+    from sparkpredict.bubbles import Bubble
+    from sparkpredict.units import parse_bytes
+
+    w = workloads.get(workload)
+    data = w.data(parse_bytes(size), seed)
+    label = "none" if kind == "none" else f"{kind}:{intensity}"
+    before = loadavg()
+    t0 = time.time()
+    spark = session(store, workload, label, master, local_dir,
+                    {"spark.sparkpredict.inputBytes": str(parse_bytes(size))})
+    run_id = spark.sparkContext.applicationId
+    try:
+        if kind == "none":
+            w.run(spark, data, seed)
+        else:
+            with Bubble(kind, intensity, max_s=600, workdir=local_dir):
+                w.run(spark, data, seed)
+    finally:
+        spark.stop()
+    return {"run_id": run_id, "workload": workload, "size": size, "label": label, "kind": kind,
+            "intensity": intensity, "loadavg_1m_before": round(before, 2),
+            "loadavg_1m_after": round(loadavg(), 2), "wall_s": round(time.time() - t0, 2),
+            "started_utc": datetime.fromtimestamp(t0, timezone.utc).strftime("%H:%M:%S")}
+
+
+def main(argv: list[str] | None = None, session=spark_session) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--store", default=str(DEFAULT_OUT / "store"))
+    p.add_argument("--manifest", help="CSV of runs with load averages (default: STORE/../runs.csv)")
+    p.add_argument("--workloads", default="wordcount:48MB,sort:48MB,sqljoin:48MB")
+    p.add_argument("--kinds", default="cpu,memory,disk,network")
+    p.add_argument("--intensities", default="1,2")
+    p.add_argument("--clean", type=int, default=3, help="clean runs per workload and round")
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--budget-s", type=float, default=2100, help="stop starting runs after this")
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    store = Path(a.store)
+    manifest = Path(a.manifest) if a.manifest else store.parent / "runs.csv"
+    wls = [tuple(x.split(":")) for x in a.workloads.split(",")]
+    conds = conditions(a.kinds.split(","), [int(i) for i in a.intensities.split(",")], a.clean)
+    rng = random.Random(a.seed)
+    local_dir = tempfile.mkdtemp(prefix="sparkpredict-interference-")
+    # Warm-up (recorded into a throwaway store): the JVM's first application is slower.
+    with tempfile.TemporaryDirectory() as warm:
+        for name, size in wls:
+            run_one(Path(warm), name, size, "none", 0, a.master, local_dir, session=session)
+    t_start = time.time()
+    fields = ["run_id", "workload", "size", "label", "kind", "intensity", "loadavg_1m_before",
+              "loadavg_1m_after", "wall_s", "started_utc"]
+    new = not manifest.exists()
+    with open(manifest, "a", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=fields)
+        if new:
+            out.writeheader()
+        for r in range(a.rounds):
+            plan = [(n, s, k, i) for n, s in wls for k, i in conds]
+            rng.shuffle(plan)
+            for j, (name, size, kind, inten) in enumerate(plan):
+                if time.time() - t_start > a.budget_s:
+                    log.warning("budget of %.0f s spent; stopping before run %d of round %d",
+                                a.budget_s, j + 1, r + 1)
+                    return 0
+                row = run_one(store, name, size, kind, inten, a.master, local_dir, session=session)
+                out.writerow(row)
+                f.flush()
+                log.info("round %d run %d/%d %s %s: %.1f s (load %.2f -> %.2f)", r + 1, j + 1,
+                         len(plan), name, row["label"], row["wall_s"], row["loadavg_1m_before"],
+                         row["loadavg_1m_after"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

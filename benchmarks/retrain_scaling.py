@@ -1,0 +1,174 @@
+"""retrain_scaling: jobs fitted per second by the Spark retrain (local[1], local[2]) vs the local loop.
+
+Generates a synthetic history (every job's runs follow a known Amdahl equation with 3 % noise),
+writes it to a store with ``Store.append``, then times, alternating and repeated:
+
+* the local loop (``retrain_local``, no JVM) on ``--jobs`` jobs;
+* the Spark path (``retrain_spark``) on ``local[1]`` and ``local[2]`` on the same jobs, with the
+  session already running (rate) and, separately, the cost of starting a session and its
+  Python workers (start-up).
+
+Model: local time = n / r_local; Spark time = startup + n / r_spark. The crossover is the job
+count where both are equal: n* = startup / (1/r_local - 1/r_spark). ``retrain`` picks Spark at
+or above :data:`sparkpredict.retrain.CROSSOVER_JOBS`.
+
+    PYSPARK_PYTHON=.venv/bin/python .venv/bin/python benchmarks/retrain_scaling.py [--jobs 1000]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+SIZES_GB = (2.0, 4.0, 8.0, 16.0)
+EXECUTORS = (2, 4, 8, 16)
+
+
+def make_history(n_jobs: int, runs_per_job: int = 16, seed: int = 0, prefix: str = "job") -> pd.DataFrame:
+    """``runs`` rows of ``n_jobs`` jobs; job i's runtime is a·S·((1-b)/E + b) + c with 3 % noise.
+
+    Each job gets ``runs_per_job`` runs on a grid of 4 input sizes x 4 executor counts (cycled),
+    parameters a ~ U(5, 50) s/GB, b ~ U(0.02, 0.2), c ~ U(5, 60) s; noise is multiplicative
+    N(1, 0.03). Deterministic for a given seed.
+    """
+    rng = np.random.default_rng(seed)
+    grid = [(s, e) for s in SIZES_GB for e in EXECUTORS]
+    rows = []
+    t0 = 1_700_000_000_000
+    for j in range(n_jobs):
+        a, b, c = rng.uniform(5, 50), rng.uniform(0.02, 0.2), rng.uniform(5, 60)
+        for k in range(runs_per_job):
+            s_gb, e = grid[k % len(grid)]
+            runtime_s = (a * s_gb * ((1 - b) / e + b) + c) * rng.normal(1.0, 0.03)
+            start = t0 + (j * runs_per_job + k) * 60_000
+            rows.append({
+                "run_id": f"app-{prefix}{j:05d}-{k:03d}", "app_id": f"app-{prefix}{j:05d}-{k:03d}",
+                "app_name": f"{prefix}-{j:05d}", "job": f"{prefix}-{j:05d}", "status": "succeeded",
+                "start_ms": start, "end_ms": start + int(runtime_s * 1000), "wall_ms": int(runtime_s * 1000),
+                "executors_requested": e, "executors_max": e, "executors_mean": float(e),
+                "executor_cores": 2, "executor_memory_mb": 4096, "task_slots": 2 * e,
+                "input_bytes": int(s_gb * 2**30), "input_bytes_source": "declared",
+                "source": "listener", "schema_version": 1, "updated_ms": start + int(runtime_s * 1000) + 5,
+            })
+    return pd.DataFrame(rows)
+
+
+def write_history(store_path: str | Path, runs: pd.DataFrame, batches: int = 4) -> None:
+    """Append ``runs`` to a (new) store in ``batches`` committed batches."""
+    from sparkpredict import store
+
+    st = store.open(store_path, create=True)
+    jobs = sorted(runs.job.unique())
+    for part in np.array_split(np.array(jobs, dtype=object), max(1, min(batches, len(jobs)))):
+        st.append({"runs": runs[runs.job.isin(set(part))]})
+
+
+def _session(master: str):
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    return (SparkSession.builder.master(master).appName("retrain-bench")
+            .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.memory", "2g").getOrCreate())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--jobs", type=int, default=1000)
+    ap.add_argument("--runs-per-job", type=int, default=16)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _results import write_section
+
+    from sparkpredict import retrain as RT
+
+    tmp = Path(tempfile.mkdtemp(prefix="retrain-bench-"))
+    try:
+        runs = make_history(args.jobs, args.runs_per_job)
+        store_path = tmp / "store"
+        write_history(store_path, runs, batches=8)
+        print(f"history: {args.jobs} jobs x {args.runs_per_job} runs in {store_path}", flush=True)
+
+        times: dict[str, list[float]] = {"local": [], "local[1]": [], "local[2]": []}
+        startup: dict[str, list[float]] = {"local[1]": [], "local[2]": []}
+        # Import cost of the fitting stack in a fresh process is part of the local path's fixed
+        # cost; warm it here once (the Spark workers pay it inside their start-up, measured below).
+        RT.retrain_local(store_path, force=True, dry_run_jobs=1) if False else None
+        for rep in range(args.repeats):
+            for mode in (["local", "local[1]", "local[2]"] if rep % 2 == 0 else ["local[2]", "local[1]", "local"]):
+                if mode == "local":
+                    t = time.perf_counter()
+                    res = RT.retrain_local(store_path, force=True)
+                    times[mode].append(time.perf_counter() - t)
+                else:
+                    t = time.perf_counter()
+                    spark = _session(mode)
+                    # Start the Python workers and import the fitting stack (a 2-job retrain).
+                    RT.retrain_spark(store_path, spark=spark, force=True, _limit_jobs=2)
+                    startup[mode].append(time.perf_counter() - t)
+                    t = time.perf_counter()
+                    res = RT.retrain_spark(store_path, spark=spark, force=True)
+                    times[mode].append(time.perf_counter() - t)
+                    spark.stop()
+                assert len(res.refit) + len(res.failed) == args.jobs, (mode, len(res.refit), len(res.failed))
+                print(f"rep {rep} {mode:9s} {times[mode][-1]:7.1f} s  {args.jobs / times[mode][-1]:6.2f} jobs/s"
+                      + (f"  start-up {startup[mode][-1]:5.1f} s" if mode in startup else ""), flush=True)
+
+        med = {m: statistics.median(v) for m, v in times.items()}
+        rate = {m: args.jobs / med[m] for m in med}
+        st_up = {m: statistics.median(v) for m, v in startup.items()}
+        scale = rate["local[2]"] / rate["local[1]"]
+        inv = 1 / rate["local"] - 1 / rate["local[2]"]
+        crossover = st_up["local[2]"] / inv if inv > 0 else float("inf")
+        lines = [
+            "## retrain_scaling: batch retraining, Spark vs the local loop",
+            "",
+            f"Synthetic history: {args.jobs} jobs x {args.runs_per_job} runs (Amdahl equations + 3 % noise), "
+            f"every job refit (`force`); medians of {args.repeats} alternating repeats. "
+            "**The 2-core machine was shared with other helpers' work**, so absolute times are noisy; "
+            "ratios come from the same run.",
+            "",
+            "| path | median time, s | jobs fitted / s | start-up (session + workers), s |",
+            "|---|---:|---:|---:|",
+            f"| local loop (no JVM) | {med['local']:.1f} | {rate['local']:.2f} | 0 |",
+            f"| Spark local[1] | {med['local[1]']:.1f} | {rate['local[1]']:.2f} | {st_up['local[1]']:.1f} |",
+            f"| Spark local[2] | {med['local[2]']:.1f} | {rate['local[2]']:.2f} | {st_up['local[2]']:.1f} |",
+            "",
+            f"- local[2] / local loop: **{rate['local[2]'] / rate['local']:.2f}x** jobs per second "
+            "(session already running).",
+            f"- scaling 1 -> 2 cores: local[2] / local[1] = **{scale:.2f}x**.",
+            f"- crossover (Spark start-up / (1/r_local - 1/r_local[2])): **{crossover:.0f} jobs**; below it the "
+            f"local loop wins. `retrain` uses Spark from {RT.crossover_jobs()} jobs to refit "
+            f"(`CROSSOVER_JOBS`, override with ${RT.CROSSOVER_ENV}).",
+            "",
+            f"goal 'report jobs/s for {args.jobs} jobs on local[2] vs the local loop': **met** "
+            f"({rate['local[2]']:.2f} vs {rate['local']:.2f} jobs/s)",
+            f"goal 'scaling from 1 to 2 cores': **met** (measured {scale:.2f}x)",
+            f"goal 'find the crossover and make retrain pick the path': "
+            f"**{'met' if abs(RT.crossover_jobs() - crossover) <= max(50, 0.5 * crossover) else 'not met'}** "
+            f"(measured {crossover:.0f}, CROSSOVER_JOBS = {RT.crossover_jobs()})",
+        ]
+        md = "\n".join(lines)
+        print(md)
+        if not args.no_write:
+            write_section("retrain_scaling", md)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,705 @@
+package io.sparkpredict;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.apache.spark.executor.TaskMetrics;
+import org.apache.spark.scheduler.JobFailed;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerApplicationEnd;
+import org.apache.spark.scheduler.SparkListenerApplicationStart;
+import org.apache.spark.scheduler.SparkListenerExecutorAdded;
+import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
+import org.apache.spark.scheduler.SparkListenerJobEnd;
+import org.apache.spark.scheduler.SparkListenerJobStart;
+import org.apache.spark.scheduler.SparkListenerStageCompleted;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.scheduler.StageInfo;
+import org.apache.spark.scheduler.TaskInfo;
+import org.apache.spark.storage.RDDInfo;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Records one Spark application into a sparkpredict store (runs, executors, stages, tasks).
+ *
+ * <p>Attach with {@code spark.extraListeners=io.sparkpredict.SparkPredictListener}. Settings:
+ * {@code spark.sparkpredict.store} (any Hadoop path), {@code .job} (default: the app name),
+ * {@code .tasks} (record task rows, default true), {@code .inputBytes} (declared input size),
+ * {@code .flushEveryStages} (also flush after N completed stages, default 0 = only at job ends).
+ *
+ * <p>Never throws into Spark: every callback catches Throwable, logs once, and disables the
+ * listener. A store that cannot be written keeps the rows pending and retries at the next flush.
+ */
+public class SparkPredictListener extends SparkListener {
+    private static final Logger LOG = LoggerFactory.getLogger(SparkPredictListener.class);
+    private static final String P = "spark.sparkpredict.";
+    private static final ObjectMapper JSON = new ObjectMapper();
+    /** Cap on task rows held while the store cannot be written (about 1 GB is far above it). */
+    private static final int MAX_PENDING_TASKS = 2_000_000;
+
+    private static volatile String lastError;
+    private static volatile boolean termSignalled;
+    private static boolean signalInstalled;
+
+    /** The last error this JVM's listeners logged, or null (used by Python to explain gaps). */
+    public static String lastError() { return lastError; }
+
+    private final SparkConf conf;
+    private final String jobKey;
+    private final boolean recordTasks;
+    private final int flushEveryStages;
+    private final String writerVersion;
+    private final String builtForSpark;
+    private final String sparkVersion;
+    private StoreWriter writer;
+    private volatile boolean disabled;
+    private boolean storeErrorLogged;
+    private boolean finished;
+    private Thread shutdownHook;
+
+    // run identity and state
+    private String appId;
+    private String attemptId;
+    private String appName;
+    private long startMs;
+    private Long endMs;
+    private long lastUpdatedMs;
+    private boolean lastJobFailed;
+    private String errorMessage;
+    private int numJobs;
+    private int numStages;
+    private long numTasks;
+    private long numFailedTasks;
+    private long shuffleRead;
+    private long shuffleWrite;
+    private long runTime;
+    private long measuredInput;
+    private int stagesSinceFlush;
+
+    private static final class Exec {
+        String id, host, reason;
+        int cores;
+        long added;
+        Long removed;
+        boolean written;
+    }
+
+    private static final class StageAgg {
+        final long[] lsum = new long[Tables.N_METRICS];
+        final double[] dsum = new double[Tables.N_METRICS];
+        long[] durations = new long[16];
+        int n;
+        int failed;
+    }
+
+    private final Map<String, Exec> executors = new LinkedHashMap<>();
+    private final Map<Long, StageAgg> stageAggs = new HashMap<>();
+    private final Set<Long> completedStages = new HashSet<>();
+    private final Map<Integer, Integer> stageToJob = new HashMap<>();
+    private final List<Object[]> pendingStages = new ArrayList<>();
+    private final List<Object[]> pendingTasks = new ArrayList<>();
+
+    public SparkPredictListener(SparkConf conf) {
+        this.conf = conf;
+        Properties build = new Properties();
+        try (InputStream in = SparkPredictListener.class.getResourceAsStream("build.properties")) {
+            if (in != null) build.load(in);
+        } catch (IOException | RuntimeException e) {
+            // the stamp is informative only
+        }
+        writerVersion = build.getProperty("sparkpredict_version", "unknown");
+        builtForSpark = build.getProperty("spark_version", "unknown");
+        sparkVersion = runtimeSparkVersion();
+        String key = null;
+        boolean tasks = true;
+        int every = 0;
+        try {
+            key = conf.get(P + "job", null);
+            tasks = conf.getBoolean(P + "tasks", true);
+            every = conf.getInt(P + "flushEveryStages", 0);
+            appName = conf.get("spark.app.name", null);
+            appId = conf.get("spark.app.id", null);
+            startMs = conf.getLong("spark.app.startTime", System.currentTimeMillis());
+            if (!sameMinor(builtForSpark, sparkVersion)) {
+                fail("sparkpredict listener jar was built for Spark " + builtForSpark + " but runs on Spark "
+                    + sparkVersion + "; nothing is recorded. Fix: rebuild it against this Spark "
+                    + "(sparkpredict listener build --force, in the Python environment of this Spark)", null);
+            } else {
+                String store = conf.get(P + "store", null);
+                if (store == null || store.isEmpty()) {
+                    store = System.getProperty("user.home") + "/.sparkpredict/store";
+                }
+                writer = new StoreWriter(store, SparkContext.getOrCreate().hadoopConfiguration(), writerVersion);
+                installHooks();
+                LOG.info("sparkpredict listener {} recording into {}", writerVersion, store);
+            }
+        } catch (Throwable t) {
+            fail("constructor", t);
+        }
+        jobKey = key;
+        recordTasks = tasks;
+        flushEveryStages = every;
+    }
+
+    // ---- callbacks: each guarded, none may throw into Spark -------------------------------
+
+    @Override
+    public void onApplicationStart(SparkListenerApplicationStart e) {
+        if (disabled) return;
+        try {
+            synchronized (this) {
+                appName = e.appName();
+                if (e.appId().isDefined()) appId = e.appId().get();
+                attemptId = e.appAttemptId().isDefined() ? e.appAttemptId().get() : null;
+                startMs = e.time();
+            }
+        } catch (Throwable t) {
+            fail("onApplicationStart", t);
+        }
+    }
+
+    @Override
+    public void onExecutorAdded(SparkListenerExecutorAdded e) {
+        if (disabled) return;
+        try {
+            synchronized (this) {
+                Exec x = new Exec();
+                x.id = e.executorId();
+                x.host = e.executorInfo().executorHost();
+                x.cores = e.executorInfo().totalCores();
+                x.added = e.time();
+                executors.put(x.id, x);
+            }
+        } catch (Throwable t) {
+            fail("onExecutorAdded", t);
+        }
+    }
+
+    @Override
+    public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
+        if (disabled) return;
+        try {
+            synchronized (this) {
+                Exec x = executors.get(e.executorId());
+                if (x != null && x.removed == null) {
+                    x.removed = e.time();
+                    x.reason = e.reason();
+                }
+            }
+        } catch (Throwable t) {
+            fail("onExecutorRemoved", t);
+        }
+    }
+
+    @Override
+    public void onJobStart(SparkListenerJobStart e) {
+        if (disabled) return;
+        try {
+            synchronized (this) {
+                numJobs++;
+                for (Object s : CollectionConverters.asJava(e.stageIds())) {
+                    stageToJob.putIfAbsent((Integer) s, e.jobId());
+                }
+            }
+        } catch (Throwable t) {
+            fail("onJobStart", t);
+        }
+    }
+
+    @Override
+    public void onTaskEnd(SparkListenerTaskEnd e) {
+        if (disabled) return;
+        try {
+            synchronized (this) {
+                taskEnd(e);
+            }
+        } catch (Throwable t) {
+            fail("onTaskEnd", t);
+        }
+    }
+
+    @Override
+    public void onStageCompleted(SparkListenerStageCompleted e) {
+        if (disabled) return;
+        try {
+            synchronized (this) {
+                stageCompleted(e.stageInfo());
+                if (flushEveryStages > 0 && ++stagesSinceFlush >= flushEveryStages) {
+                    flush(false);
+                }
+            }
+        } catch (Throwable t) {
+            fail("onStageCompleted", t);
+        }
+    }
+
+    @Override
+    public void onJobEnd(SparkListenerJobEnd e) {
+        if (disabled) return;
+        try {
+            synchronized (this) {
+                if (e.jobResult() instanceof JobFailed) {
+                    lastJobFailed = true;
+                    Exception ex = ((JobFailed) e.jobResult()).exception();
+                    errorMessage = ex == null ? "job " + e.jobId() + " failed" : String.valueOf(ex.getMessage());
+                } else {
+                    lastJobFailed = false;
+                }
+                flush(false);
+            }
+        } catch (Throwable t) {
+            fail("onJobEnd", t);
+        }
+    }
+
+    @Override
+    public void onApplicationEnd(SparkListenerApplicationEnd e) {
+        if (disabled) return;
+        try {
+            synchronized (this) {
+                endMs = e.time();
+                int exit = e.exitCode().isDefined() ? (Integer) e.exitCode().get() : 0;
+                String status;
+                if (termSignalled) {
+                    status = "killed";
+                    if (errorMessage == null) errorMessage = "driver received SIGTERM";
+                } else if (exit != 0) {
+                    status = "failed";
+                    if (errorMessage == null) errorMessage = "application exit code " + exit;
+                } else if (lastJobFailed) {
+                    status = "failed";
+                } else {
+                    status = "succeeded";
+                    errorMessage = null;
+                }
+                finish(status);
+                removeShutdownHook();
+            }
+        } catch (Throwable t) {
+            fail("onApplicationEnd", t);
+        }
+    }
+
+    // ---- recording ------------------------------------------------------------------------
+
+    private static long key(int stage, int attempt) { return ((long) stage << 32) | (attempt & 0xffffffffL); }
+
+    private void taskEnd(SparkListenerTaskEnd e) {
+        TaskInfo info = e.taskInfo();
+        TaskMetrics m = e.taskMetrics();
+        long key = key(e.stageId(), e.stageAttemptId());
+        StageAgg agg = null;
+        if (!completedStages.contains(key)) {
+            agg = stageAggs.computeIfAbsent(key, k -> new StageAgg());
+        }
+        Object[] metrics = metricValues(m);
+        long duration = info.finishTime() > 0 ? info.finishTime() - info.launchTime() : 0L;
+        boolean ok = info.successful();
+        numTasks++;
+        if (!ok) numFailedTasks++;
+        if (m != null) {
+            shuffleRead += m.shuffleReadMetrics().totalBytesRead();
+            shuffleWrite += m.shuffleWriteMetrics().bytesWritten();
+            runTime += m.executorRunTime();
+        }
+        if (agg != null) {
+            for (int i = 0; i < Tables.N_METRICS; i++) {
+                Object v = metrics[i];
+                if (v instanceof Long) agg.lsum[i] += (Long) v;
+                else if (v instanceof Double) agg.dsum[i] += (Double) v;
+            }
+            if (agg.n == agg.durations.length) agg.durations = Arrays.copyOf(agg.durations, agg.n * 2);
+            agg.durations[agg.n++] = duration;
+            if (!ok) agg.failed++;
+        }
+        if (!recordTasks) return;
+        if (pendingTasks.size() >= MAX_PENDING_TASKS) {
+            if (pendingTasks.size() == MAX_PENDING_TASKS) {
+                LOG.warn("sparkpredict: {} task rows pending (store not writable?); dropping further task rows",
+                    MAX_PENDING_TASKS);
+            }
+            return;
+        }
+        Tables.Table t = Tables.TASKS;
+        Object[] r = t.newRow();
+        r[t.col("stage_id")] = e.stageId();
+        r[t.col("stage_attempt_id")] = e.stageAttemptId();
+        r[t.col("task_id")] = info.taskId();
+        r[t.col("task_index")] = info.index();
+        r[t.col("attempt")] = info.attemptNumber();
+        r[t.col("executor_id")] = info.executorId();
+        r[t.col("host")] = info.host();
+        r[t.col("launch_ms")] = info.launchTime();
+        r[t.col("finish_ms")] = info.finishTime();
+        r[t.col("duration_ms")] = duration;
+        r[t.col("getting_result_ms")] = info.gettingResultTime() > 0 && info.finishTime() > 0
+            ? info.finishTime() - info.gettingResultTime() : 0L;
+        r[t.col("status")] = info.status();
+        r[t.col("locality")] = String.valueOf(info.taskLocality());
+        r[t.col("speculative")] = info.speculative();
+        int first = t.col(Tables.METRICS[0][0].toString());
+        System.arraycopy(metrics, 0, r, first, Tables.N_METRICS);
+        pendingTasks.add(r);
+    }
+
+    /** Metric values in schema order (Long or Double, ns converted to ms); nulls without metrics. */
+    private static Object[] metricValues(TaskMetrics m) {
+        Object[] v = new Object[Tables.N_METRICS];
+        if (m == null) return v;
+        int i = 0;
+        v[i++] = m.executorRunTime();
+        v[i++] = m.executorCpuTime() / 1e6;
+        v[i++] = m.executorDeserializeTime();
+        v[i++] = m.executorDeserializeCpuTime() / 1e6;
+        v[i++] = m.jvmGCTime();
+        v[i++] = m.resultSerializationTime();
+        v[i++] = m.resultSize();
+        v[i++] = m.inputMetrics().bytesRead();
+        v[i++] = m.inputMetrics().recordsRead();
+        v[i++] = m.outputMetrics().bytesWritten();
+        v[i++] = m.outputMetrics().recordsWritten();
+        v[i++] = m.shuffleReadMetrics().remoteBytesRead();
+        v[i++] = m.shuffleReadMetrics().localBytesRead();
+        v[i++] = m.shuffleReadMetrics().totalBytesRead();
+        v[i++] = m.shuffleReadMetrics().fetchWaitTime();
+        v[i++] = m.shuffleReadMetrics().recordsRead();
+        v[i++] = m.shuffleWriteMetrics().bytesWritten();
+        v[i++] = m.shuffleWriteMetrics().writeTime() / 1e6;
+        v[i++] = m.shuffleWriteMetrics().recordsWritten();
+        v[i++] = m.memoryBytesSpilled();
+        v[i++] = m.diskBytesSpilled();
+        v[i++] = m.peakExecutionMemory();
+        return v;
+    }
+
+    private void stageCompleted(StageInfo s) throws IOException {
+        long key = key(s.stageId(), s.attemptNumber());
+        StageAgg agg = stageAggs.remove(key);
+        if (agg == null) agg = new StageAgg();
+        completedStages.add(key);
+        numStages++;
+        Tables.Table t = Tables.STAGES;
+        Object[] r = t.newRow();
+        r[t.col("job_id")] = stageToJob.get(s.stageId());
+        r[t.col("stage_id")] = s.stageId();
+        r[t.col("stage_attempt_id")] = s.attemptNumber();
+        r[t.col("name")] = s.name();
+        r[t.col("num_tasks")] = s.numTasks();
+        List<Object> parents = new ArrayList<>(CollectionConverters.asJava(s.parentIds()));
+        r[t.col("parent_stage_ids_json")] = JSON.writeValueAsString(parents);
+        List<String> rdds = new ArrayList<>();
+        for (RDDInfo ri : CollectionConverters.asJava(s.rddInfos())) rdds.add(ri.name());
+        r[t.col("rdd_names_json")] = JSON.writeValueAsString(rdds);
+        Long sub = s.submissionTime().isDefined() ? (Long) s.submissionTime().get() : null;
+        Long comp = s.completionTime().isDefined() ? (Long) s.completionTime().get() : null;
+        r[t.col("submission_ms")] = sub;
+        r[t.col("completion_ms")] = comp;
+        r[t.col("duration_ms")] = sub != null && comp != null ? comp - sub : null;
+        boolean failed = s.failureReason().isDefined();
+        r[t.col("status")] = failed ? "failed" : "succeeded";
+        r[t.col("failure_reason")] = failed ? s.failureReason().get() : null;
+        r[t.col("num_task_rows")] = agg.n;
+        r[t.col("num_failed_tasks")] = agg.failed;
+        int first = t.col(Tables.METRICS[0][0].toString());
+        for (int i = 0; i < Tables.N_METRICS; i++) {
+            r[first + i] = Tables.METRICS[i][1] == Tables.Kind.DOUBLE ? (Object) agg.dsum[i] : (Object) agg.lsum[i];
+        }
+        if (agg.n > 0) {
+            long[] d = Arrays.copyOf(agg.durations, agg.n);
+            Arrays.sort(d);
+            r[t.col("task_duration_min_ms")] = (double) d[0];
+            r[t.col("task_duration_median_ms")] = quantile(d, 0.5);
+            r[t.col("task_duration_p90_ms")] = quantile(d, 0.9);
+            r[t.col("task_duration_max_ms")] = (double) d[d.length - 1];
+        }
+        if (!failed && parents.isEmpty()) measuredInput += agg.lsum[t.col("input_bytes") - first];
+        pendingStages.add(r);
+    }
+
+    /** Linear interpolation between closest ranks, as numpy.quantile's default. */
+    static double quantile(long[] sorted, double q) {
+        double pos = q * (sorted.length - 1);
+        int lo = (int) Math.floor(pos);
+        int hi = (int) Math.ceil(pos);
+        return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
+    }
+
+    // ---- flushing -------------------------------------------------------------------------
+
+    private void finish(String status) {
+        if (finished) return;
+        statusFinal = status;
+        flush(true);
+        finished = true;
+    }
+
+    private String statusFinal;
+
+    /** Write everything new since the last flush plus an updated run row; keep it on failure. */
+    private void flush(boolean last) {
+        if (disabled || writer == null) return;
+        stagesSinceFlush = 0;
+        String runId = runId();
+        long now = Math.max(System.currentTimeMillis(), lastUpdatedMs + 1);
+        List<Object[]> execRows = new ArrayList<>();
+        List<Exec> execWritten = new ArrayList<>();
+        // Executor rows are written once, when final (removed, or alive at the end), so the
+        // table never holds two rows for one executor.
+        for (Exec x : executors.values()) {
+            if (x.written || (x.removed == null && !last)) continue;
+            Tables.Table t = Tables.EXECUTORS;
+            Object[] r = t.newRow();
+            r[t.col("executor_id")] = x.id;
+            r[t.col("host")] = x.host;
+            r[t.col("cores")] = x.cores;
+            r[t.col("memory_mb")] = executorMemoryMb();
+            r[t.col("added_ms")] = x.added;
+            r[t.col("removed_ms")] = x.removed;
+            r[t.col("removed_reason")] = x.reason;
+            execRows.add(r);
+            execWritten.add(x);
+        }
+        Map<Tables.Table, List<Object[]>> batch = new HashMap<>();
+        batch.put(Tables.EXECUTORS, execRows);
+        batch.put(Tables.STAGES, pendingStages);
+        batch.put(Tables.TASKS, pendingTasks);
+        List<Object[]> runs = new ArrayList<>();
+        runs.add(runRow(runId, last ? statusFinal : "running", now, last));
+        batch.put(Tables.RUNS, runs);
+        for (List<Object[]> rows : batch.values()) {
+            for (Object[] r : rows) r[0] = runId;
+        }
+        try {
+            writer.writeBatch(StoreWriter.newBatchId(runId), batch);
+        } catch (StoreWriter.ForeignStoreException fe) {
+            fail(fe.getMessage(), null);
+            return;
+        } catch (IOException | RuntimeException ioe) {
+            String msg = "sparkpredict: cannot write to store " + writer.store() + ": " + ioe
+                + "; rows are kept and retried at the next flush. Fix: make the store writable or "
+                + "set spark.sparkpredict.store to a writable folder";
+            lastError = msg;
+            if (!storeErrorLogged) {
+                LOG.error(msg);
+                storeErrorLogged = true;
+            } else {
+                LOG.debug(msg);
+            }
+            return;
+        }
+        lastUpdatedMs = now;
+        pendingStages.clear();
+        pendingTasks.clear();
+        for (Exec x : execWritten) x.written = true;
+    }
+
+    private String runId() {
+        String id = appId != null ? appId : "unknown-app-" + startMs;
+        return attemptId != null ? id + "/" + attemptId : id;
+    }
+
+    private Object[] runRow(String runId, String status, long now, boolean last) throws RuntimeException {
+        Tables.Table t = Tables.RUNS;
+        Object[] r = t.newRow();
+        String master = conf.get("spark.master", null);
+        r[t.col("app_id")] = appId;
+        r[t.col("app_attempt_id")] = attemptId;
+        r[t.col("app_name")] = appName;
+        r[t.col("job")] = jobKey != null && !jobKey.isEmpty() ? jobKey : appName;
+        r[t.col("status")] = status;
+        r[t.col("error_message")] = "succeeded".equals(status) ? null : errorMessage;
+        r[t.col("spark_version")] = sparkVersion;
+        r[t.col("master")] = master;
+        r[t.col("start_ms")] = startMs;
+        long end = last && endMs != null ? endMs : now;
+        r[t.col("end_ms")] = last ? endMs : null;
+        r[t.col("wall_ms")] = end - startMs;
+        r[t.col("executors_requested")] = executorsRequested(master);
+        // executor timeline over [start, end]
+        int max = 0;
+        double aliveMs = 0;
+        List<long[]> events = new ArrayList<>();
+        int maxCores = 0;
+        for (Exec x : executors.values()) {
+            long a = Math.max(x.added, startMs);
+            long b = Math.min(x.removed != null ? x.removed : end, end);
+            if (b > a) aliveMs += b - a;
+            events.add(new long[] {x.added, 1});
+            if (x.removed != null) events.add(new long[] {x.removed, -1});
+            maxCores = Math.max(maxCores, x.cores);
+        }
+        events.sort((p, q) -> p[0] != q[0] ? Long.compare(p[0], q[0]) : Long.compare(p[1], q[1]));
+        int alive = 0;
+        for (long[] ev : events) {
+            alive += (int) ev[1];
+            max = Math.max(max, alive);
+        }
+        r[t.col("executors_max")] = max;
+        r[t.col("executors_mean")] = end > startMs ? aliveMs / (end - startMs) : (double) max;
+        Integer cores = conf.contains("spark.executor.cores") && !isLocal(master)
+            ? Integer.valueOf(conf.getInt("spark.executor.cores", 1)) : (maxCores > 0 ? Integer.valueOf(maxCores) : null);
+        r[t.col("executor_cores")] = cores;
+        r[t.col("executor_memory_mb")] = executorMemoryMb();
+        int taskCpus = Math.max(1, conf.getInt("spark.task.cpus", 1));
+        r[t.col("task_slots")] = cores != null ? max * cores / taskCpus : null;
+        if (conf.contains(P + "inputBytes")) {
+            r[t.col("input_bytes")] = conf.getSizeAsBytes(P + "inputBytes");
+            r[t.col("input_bytes_source")] = "declared";
+        } else {
+            r[t.col("input_bytes")] = measuredInput;
+            r[t.col("input_bytes_source")] = "measured";
+        }
+        r[t.col("shuffle_read_bytes")] = shuffleRead;
+        r[t.col("shuffle_write_bytes")] = shuffleWrite;
+        r[t.col("executor_run_time_ms")] = runTime;
+        r[t.col("num_jobs")] = numJobs;
+        r[t.col("num_stages")] = numStages;
+        r[t.col("num_tasks")] = numTasks;
+        r[t.col("num_failed_tasks")] = numFailedTasks;
+        r[t.col("properties_json")] = propertiesJson();
+        r[t.col("source")] = "listener";
+        r[t.col("sparkpredict_version")] = writerVersion;
+        r[t.col("schema_version")] = Tables.SCHEMA_VERSION;
+        r[t.col("updated_ms")] = now;
+        return r;
+    }
+
+    private static boolean isLocal(String master) {
+        return master != null && master.startsWith("local") && !master.startsWith("local-cluster");
+    }
+
+    private long executorMemoryMb() {
+        String master = conf.get("spark.master", "");
+        // In local mode the only executor is the driver, sized by spark.driver.memory.
+        String key = isLocal(master) ? "spark.driver.memory" : "spark.executor.memory";
+        return conf.getSizeAsMb(key, "1g");
+    }
+
+    private static final Pattern LOCAL_CLUSTER = Pattern.compile("local-cluster\\[\\s*(\\d+)\\s*,.*");
+
+    private Integer executorsRequested(String master) {
+        if (conf.contains("spark.executor.instances")) return conf.getInt("spark.executor.instances", 0);
+        if (master == null) return null;
+        Matcher mm = LOCAL_CLUSTER.matcher(master);
+        if (mm.matches()) return Integer.parseInt(mm.group(1));
+        if (isLocal(master)) return 1;
+        return null;
+    }
+
+    private String propertiesJson() {
+        Pattern redact = Pattern.compile(conf.get("spark.redaction.regex", "(?i)secret|password|token|access[.]?key"));
+        Map<String, String> props = new TreeMap<>();
+        for (scala.Tuple2<String, String> kv : conf.getAll()) {
+            if (!kv._1().startsWith("spark.")) continue;
+            boolean secret = redact.matcher(kv._1()).find() || redact.matcher(kv._2()).find();
+            props.put(kv._1(), secret ? "*********(redacted)" : kv._2());
+        }
+        try {
+            return JSON.writeValueAsString(props);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    // ---- failure handling, hooks and version checks ---------------------------------------
+
+    private void fail(String where, Throwable t) {
+        boolean first = !disabled;
+        disabled = true;
+        String msg = t == null ? where
+            : "sparkpredict listener failed in " + where + " and stopped recording this application: " + t;
+        lastError = msg;
+        if (first) {
+            if (t == null) LOG.error(msg);
+            else LOG.error(msg, t);
+        }
+        removeShutdownHook();
+    }
+
+    private void installHooks() {
+        shutdownHook = new Thread(this::onShutdown, "sparkpredict-shutdown");
+        Runtime.getRuntime().addShutdownHook(shutdownHook);
+        installTermHandler();
+    }
+
+    private void removeShutdownHook() {
+        if (shutdownHook == null) return;
+        try {
+            Runtime.getRuntime().removeShutdownHook(shutdownHook);
+        } catch (IllegalStateException ignored) {
+            // already shutting down
+        }
+        shutdownHook = null;
+    }
+
+    /** JVM exit without an application end (SIGTERM, System.exit, crash of the driver's code). */
+    private void onShutdown() {
+        try {
+            // Spark's own shutdown hook stops the context and posts the application end; give
+            // it a moment so that a normal exit is not recorded as killed.
+            long deadline = System.currentTimeMillis() + 10_000;
+            synchronized (this) {
+                while (!finished && !disabled && System.currentTimeMillis() < deadline) {
+                    wait(200);
+                }
+                if (!finished && !disabled) {
+                    if (errorMessage == null) errorMessage = "driver JVM exited without an application end";
+                    finish("killed");
+                }
+            }
+        } catch (Throwable t) {
+            fail("shutdown hook", t);
+        }
+    }
+
+    /** Remember SIGTERM so that the application end it causes is recorded as killed. */
+    private static synchronized void installTermHandler() {
+        if (signalInstalled) return;
+        signalInstalled = true;
+        try {
+            final sun.misc.Signal term = new sun.misc.Signal("TERM");
+            final sun.misc.SignalHandler[] prev = new sun.misc.SignalHandler[1];
+            prev[0] = sun.misc.Signal.handle(term, sig -> {
+                termSignalled = true;
+                sun.misc.SignalHandler p = prev[0];
+                if (p == sun.misc.SignalHandler.SIG_DFL) System.exit(128 + 15);
+                else if (p != null && p != sun.misc.SignalHandler.SIG_IGN) p.handle(sig);
+            });
+        } catch (Throwable t) {
+            LOG.debug("sparkpredict: cannot watch SIGTERM ({}); a terminated driver is recorded at exit only", t.toString());
+        }
+    }
+
+    private static String runtimeSparkVersion() {
+        try {
+            Class<?> pkg = Class.forName("org.apache.spark.package$");
+            Object module = pkg.getField("MODULE$").get(null);
+            return String.valueOf(pkg.getMethod("SPARK_VERSION").invoke(module));
+        } catch (Throwable t) {
+            return "unknown";
+        }
+    }
+
+    static boolean sameMinor(String a, String b) {
+        if ("unknown".equals(a) || "unknown".equals(b)) return true;
+        String[] x = a.split("\\."), y = b.split("\\.");
+        return x.length >= 2 && y.length >= 2 && x[0].equals(y[0]) && x[1].equals(y[1]);
+    }
+}

@@ -1,0 +1,184 @@
+package io.sparkpredict;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.parquet.example.data.Group;
+import org.apache.parquet.example.data.simple.SimpleGroupFactory;
+import org.apache.parquet.hadoop.ParquetFileWriter;
+import org.apache.parquet.hadoop.ParquetWriter;
+import org.apache.parquet.hadoop.example.ExampleParquetWriter;
+import org.apache.parquet.hadoop.metadata.CompressionCodecName;
+import org.apache.parquet.hadoop.util.HadoopOutputFile;
+
+/**
+ * Writes batches into a sparkpredict store through the Hadoop FileSystem API, following the
+ * protocol of sparkpredict/store/schema.py: every file is written under a hidden name and
+ * renamed; the batch's runs file is renamed last and commits the batch.
+ */
+final class StoreWriter {
+    /** The folder holds things sparkpredict did not write: never write there. */
+    static final class ForeignStoreException extends IOException {
+        ForeignStoreException(String m) { super(m); }
+    }
+
+    private final String store;
+    private final Path root;
+    private final Configuration conf;
+    private FileSystem fs;
+    private boolean initialised;
+    private final String writerVersion;
+
+    StoreWriter(String store, Configuration hadoopConf, String writerVersion) {
+        this.store = store;
+        this.root = new Path(store);
+        this.conf = new Configuration(hadoopConf);
+        // The local file system would add .crc side files; the raw one writes only ours.
+        // Uncached so that this setting never leaks into Spark's own FileSystem instances.
+        this.conf.set("fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem");
+        this.conf.setBoolean("fs.file.impl.disable.cache", true);
+        this.writerVersion = writerVersion;
+    }
+
+    String store() { return store; }
+
+    private FileSystem fs() throws IOException {
+        if (fs == null) fs = root.getFileSystem(conf);
+        return fs;
+    }
+
+    /** Create the folder and marker if absent; refuse foreign folders and other schema versions. */
+    void init() throws IOException {
+        if (initialised) return;
+        FileSystem f = fs();
+        Path marker = new Path(root, Tables.MARKER_FILE);
+        if (f.exists(root)) {
+            if (!f.getFileStatus(root).isDirectory()) {
+                throw new ForeignStoreException("store path " + store + " is a file, not a folder");
+            }
+            if (!f.exists(marker)) {
+                List<String> foreign = new ArrayList<>();
+                for (FileStatus st : f.listStatus(root)) {
+                    String n = st.getPath().getName();
+                    // Hidden names are other writers' files in flight (e.g. a marker being created).
+                    if (n.startsWith(".") || Tables.BY_NAME.containsKey(n)) continue;
+                    foreign.add(n);
+                }
+                if (!foreign.isEmpty()) {
+                    throw new ForeignStoreException("folder " + store + " is not a sparkpredict store: it holds "
+                        + foreign.subList(0, Math.min(5, foreign.size()))
+                        + "; point spark.sparkpredict.store at an empty or new folder");
+                }
+            }
+        } else {
+            f.mkdirs(root);
+        }
+        if (!f.exists(marker)) {
+            String json = "{\"format\": \"" + Tables.STORE_FORMAT + "\", \"schema_version\": "
+                + Tables.SCHEMA_VERSION + "}";
+            Path tmp = new Path(root, "." + Tables.MARKER_FILE + "." + shortId() + ".tmp");
+            try (OutputStream out = f.create(tmp, true)) {
+                out.write(json.getBytes(StandardCharsets.UTF_8));
+            }
+            // Another writer may have created it meanwhile: theirs is as good as ours.
+            if (!f.rename(tmp, marker)) f.delete(tmp, false);
+        } else {
+            byte[] buf = new byte[4096];
+            int n;
+            try (InputStream in = f.open(marker)) {
+                n = Math.max(0, in.read(buf));
+            }
+            String text = new String(buf, 0, n, StandardCharsets.UTF_8).replace(" ", "");
+            if (!text.contains("\"format\":\"" + Tables.STORE_FORMAT + "\"")
+                || !text.contains("\"schema_version\":" + Tables.SCHEMA_VERSION)) {
+                throw new ForeignStoreException("store " + store + " has marker " + text.trim()
+                    + "; this listener writes schema version " + Tables.SCHEMA_VERSION
+                    + ": use a new store folder or a matching sparkpredict");
+            }
+        }
+        initialised = true;
+    }
+
+    /** Write one batch; runs (the commit mark) is written and renamed last. */
+    void writeBatch(String batchId, Map<Tables.Table, List<Object[]>> rows) throws IOException {
+        init();
+        FileSystem f = fs();
+        Map<Path, Path> renames = new java.util.LinkedHashMap<>();
+        try {
+            for (Tables.Table t : Tables.ALL) {
+                List<Object[]> r = rows.get(t);
+                if (r == null || (r.isEmpty() && t != Tables.RUNS)) continue;
+                Path dir = new Path(root, t.name);
+                f.mkdirs(dir);
+                Path tmp = new Path(dir, ".part-" + batchId + ".parquet.tmp");
+                writeParquet(t, r, tmp);
+                renames.put(tmp, new Path(dir, "part-" + batchId + ".parquet"));
+            }
+            for (Map.Entry<Path, Path> e : renames.entrySet()) {
+                if (!f.rename(e.getKey(), e.getValue())) {
+                    throw new IOException("rename " + e.getKey() + " -> " + e.getValue() + " failed");
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            for (Path tmp : renames.keySet()) {
+                try { f.delete(tmp, false); } catch (IOException ignored) { /* best effort */ }
+            }
+            throw e;
+        }
+    }
+
+    private void writeParquet(Tables.Table t, List<Object[]> rows, Path path) throws IOException {
+        Map<String, String> meta = new HashMap<>();
+        meta.put("sparkpredict.schema_version", Integer.toString(Tables.SCHEMA_VERSION));
+        meta.put("sparkpredict.writer", "listener " + writerVersion);
+        SimpleGroupFactory factory = new SimpleGroupFactory(t.parquet);
+        try (ParquetWriter<Group> w = ExampleParquetWriter.builder(HadoopOutputFile.fromPath(path, conf))
+                .withType(t.parquet)
+                .withConf(conf)
+                .withWriteMode(ParquetFileWriter.Mode.OVERWRITE)
+                .withCompressionCodec(CompressionCodecName.SNAPPY)
+                .withExtraMetaData(meta)
+                .build()) {
+            for (Object[] row : rows) {
+                Group g = factory.newGroup();
+                for (int i = 0; i < t.names.length; i++) {
+                    Object v = row[i];
+                    if (v == null) continue;
+                    switch (t.kinds[i]) {
+                        case STRING: g.append(t.names[i], v.toString()); break;
+                        case LONG: g.append(t.names[i], ((Number) v).longValue()); break;
+                        case INT: g.append(t.names[i], ((Number) v).intValue()); break;
+                        case DOUBLE: g.append(t.names[i], ((Number) v).doubleValue()); break;
+                        case BOOL: g.append(t.names[i], (Boolean) v); break;
+                        default: throw new IllegalStateException();
+                    }
+                }
+                w.write(g);
+            }
+        }
+    }
+
+    static String shortId() {
+        return UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+    }
+
+    static String newBatchId(String label) {
+        StringBuilder safe = new StringBuilder();
+        for (char c : label.toCharArray()) {
+            safe.append(Character.isLetterOrDigit(c) || c == '-' || c == '_' ? c : '_');
+            if (safe.length() >= 60) break;
+        }
+        return String.format("%013d-%s-%s", System.currentTimeMillis(), safe, shortId());
+    }
+}

@@ -1,0 +1,660 @@
+"""How many executors should this run get? :func:`suggest_executors` -> :class:`Advice`.
+
+The advice asks the job's fitted whole-job runtime model (:mod:`sparkpredict.models.hybrid`)
+for the runtime and its interval at every candidate executor count, costs each candidate in
+executor-hours (and money, given a price), and picks one by an objective:
+
+``"cost"``
+    the cheapest count whose interval's *upper bound* meets the deadline (so the deadline is met
+    with the requested confidence); without a deadline, the cheapest count.
+``"time"``
+    the fastest count (lowest predicted runtime), within ``budget`` when one is given.
+``"knee"``
+    where more executors stop paying off: the smallest count E such that going from E to any
+    larger candidate E' has *marginal efficiency* ``(T(E)/T(E') - 1) / (E'/E - 1)`` below
+    ``knee_efficiency`` (default 0.5). 1 means perfect linear scaling, 0 no gain at all; so
+    beyond the knee each added executor buys less than half its share of speed-up.
+
+With a deadline, candidates whose upper bound misses it are set aside for every objective;
+when no candidate meets it, the advice says so (``meets_deadline=False``) and gives the count
+with the lowest upper bound, the one most likely to make it.
+
+Nothing here starts a JVM or imports pyspark; with ``models=`` given (a dict or a model folder)
+nothing imports pandas either, so driver code and the CLI stay fast.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from .errors import InputError
+from .units import format_bytes, format_duration, parse_bytes, parse_duration
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+
+OBJECTIVES = ("cost", "time", "knee")
+#: Candidate counts above this many are thinned to a geometric grid (prediction stays O(grid)).
+_MAX_GRID = 256
+#: Default ceiling on the candidate range: twice the largest count in the history, capped.
+_MAX_DEFAULT_CAP = 1000
+_MIN_RUNS = 10
+#: A run "spilled heavily" when it spilled to disk at least this fraction of its input.
+_HEAVY_SPILL_FRACTION = 0.1
+#: Fitted models kept per process: (kind, path, version, job) -> _Source (refit on new runs).
+_CACHE: dict[tuple, "_Source"] = {}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One executor count the advice considered."""
+
+    executors: int
+    predicted_runtime_s: float
+    lower_s: float
+    upper_s: float
+    cost_executor_hours: float
+    cost_money: float | None
+    meets_deadline: bool | None
+    #: input bytes per byte of executor memory over all executors (None when memory unknown)
+    input_per_memory: float | None = None
+
+
+@dataclass(frozen=True)
+class Advice:
+    """The advice for one job and input size: data, formatted only by :meth:`summary` / the CLI."""
+
+    job: str
+    input_bytes: int
+    objective: str
+    confidence: float
+    executors: int
+    predicted_runtime_s: float
+    lower_s: float
+    upper_s: float
+    cost_executor_hours: float
+    cost_money: float | None
+    deadline_s: float | None
+    #: None without a deadline; False when no candidate met it (the fastest is given instead)
+    meets_deadline: bool | None
+    candidates: tuple[Candidate, ...]
+    model_name: str
+    model_cv_mape: float | None
+    n_runs: int | None
+    extrapolates: bool
+    #: column -> how far the chosen configuration lies outside the training range (0 = inside)
+    extrapolation: dict[str, float] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    #: suggested (spark.dynamicAllocation.minExecutors, maxExecutors)
+    dynamic_allocation: tuple[int, int] = (1, 1)
+    knee_executors: int | None = None
+    executor_cores: int | None = None
+    executor_memory_mb: int | None = None
+    price_per_executor_hour: float | None = None
+    budget: float | None = None
+
+    @property
+    def chosen(self) -> Candidate:
+        return next(c for c in self.candidates if c.executors == self.executors)
+
+    def candidates_frame(self) -> "pd.DataFrame":
+        """The candidate table as a pandas DataFrame, one row per executor count."""
+        import pandas as pd
+
+        df = pd.DataFrame([asdict(c) for c in self.candidates])
+        df["chosen"] = df["executors"] == self.executors
+        return df
+
+    def summary(self) -> str:
+        """One line: the choice, its runtime interval, cost and deadline verdict."""
+        pct = f"{self.confidence:.0%}"
+        money = f", {self.cost_money:.2f} money" if self.cost_money is not None else ""
+        s = (f"{self.job} on {format_bytes(self.input_bytes)}: {self.executors} executors, "
+             f"~{format_duration(self.predicted_runtime_s)} ({pct} interval "
+             f"{format_duration(self.lower_s)}-{format_duration(self.upper_s)}), "
+             f"{self.cost_executor_hours:.2f} executor-h{money}")
+        if self.deadline_s is not None:
+            verdict = "meets" if self.meets_deadline else "CANNOT meet"
+            s += f"; {verdict} deadline {format_duration(self.deadline_s)} at {pct}"
+        if self.extrapolates:
+            s += "; extrapolates"
+        return s
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: plain floats, ints, strings, lists; non-finite numbers become None."""
+        d = asdict(self)
+        d["candidates"] = [asdict(c) for c in self.candidates]
+        d["warnings"] = list(self.warnings)
+        d["dynamic_allocation"] = {"min_executors": self.dynamic_allocation[0],
+                                   "max_executors": self.dynamic_allocation[1]}
+        d["summary"] = self.summary()
+        return _json_safe(d)
+
+
+def _json_safe(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    if isinstance(x, bool) or x is None or isinstance(x, str):
+        return x
+    if isinstance(x, int) or (hasattr(x, "dtype") and getattr(x.dtype, "kind", "") in "iu"):
+        return int(x)
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    return f if math.isfinite(f) else None
+
+
+# ---- validation ---------------------------------------------------------------------------------
+def _positive_int(name: str, value: Any, flag: str) -> int:
+    try:
+        v = int(value)
+        ok = v == float(value) and v >= 1
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InputError(f"{name} must be a whole number of at least 1, got {value!r}",
+                         f"give {flag} as a positive integer, e.g. {flag} 4")
+    return v
+
+
+def _positive_float(name: str, value: Any, flag: str, allow_zero: bool = False) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = float("nan")
+    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        raise InputError(f"{name} must be a positive number, got {value!r}",
+                         f"give {flag} as a number above zero")
+    return v
+
+
+def _check_args(input_bytes: Any, deadline_s: Any, objective: str, confidence: float,
+                min_executors: Any, max_executors: Any) -> tuple[int, float | None, int, int | None]:
+    for what, v, eg in (("size", input_bytes, "64MB"), ("duration", deadline_s, "45m")):
+        if isinstance(v, str) and v.strip().startswith("-"):
+            raise InputError(f"{what} {v!r} must be positive", f"give a {what} above zero, e.g. {eg}")
+    size = parse_bytes(input_bytes)
+    deadline = None if deadline_s is None else parse_duration(deadline_s)
+    if objective not in OBJECTIVES:
+        raise InputError(f"unknown objective {objective!r}",
+                         "use --objective cost (cheapest meeting the deadline), time (fastest) "
+                         "or knee (where more executors stop paying off)")
+    try:
+        conf_ok = 0.0 < float(confidence) < 1.0
+    except (TypeError, ValueError):
+        conf_ok = False
+    if not conf_ok:
+        raise InputError(f"confidence must lie strictly between 0 and 1, got {confidence!r}",
+                         "give e.g. --confidence 0.9")
+    lo = _positive_int("min_executors", min_executors, "--min-executors")
+    hi = None if max_executors is None else _positive_int("max_executors", max_executors,
+                                                          "--max-executors")
+    if hi is not None and hi < lo:
+        raise InputError(f"max_executors ({hi}) is below min_executors ({lo})",
+                         "give --max-executors at least as large as --min-executors")
+    return size, deadline, lo, hi
+
+
+def candidate_grid(lo: int, hi: int, seen: Sequence[int] = ()) -> list[int]:
+    """Every count in [lo, hi], or a geometric grid of ~256 counts (plus the counts seen)."""
+    if hi - lo + 1 <= _MAX_GRID:
+        return list(range(lo, hi + 1))
+    ratio = (hi / lo) ** (1.0 / (_MAX_GRID - 1))
+    grid = {lo, hi, *(s for s in seen if lo <= s <= hi)}
+    x = float(lo)
+    while x < hi:
+        grid.add(int(round(x)))
+        x *= ratio
+    return sorted(grid)
+
+
+# ---- the choice ---------------------------------------------------------------------------------
+def knee_index(executors: Sequence[int], runtime_s: Sequence[float], efficiency: float = 0.5) -> int:
+    """Index of the knee: the first E from which no larger E' has marginal efficiency >= ``efficiency``.
+
+    Marginal efficiency of going from E to E' is ``(T(E)/T(E') - 1) / (E'/E - 1)``.
+    """
+    import numpy as np
+
+    e = np.asarray(executors, dtype=float)
+    t = np.asarray(runtime_s, dtype=float)
+    for i in range(len(e) - 1):
+        gain = (t[i] / t[i + 1:] - 1.0) / (e[i + 1:] / e[i] - 1.0)
+        if not np.any(gain >= efficiency):
+            return i
+    return len(e) - 1
+
+
+def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int) -> tuple[int, bool | None]:
+    """Index of the chosen candidate and whether the deadline is met (None without deadline)."""
+    import numpy as np
+
+    n = len(e)
+    feasible = np.ones(n, bool) if meets is None else meets.copy()
+    if meets is not None and not feasible.any():
+        # Nothing meets the deadline: the lowest upper bound is the best chance to make it.
+        return int(np.argmin(up)), False
+    pool = feasible & budget_ok if objective == "time" and budget_ok.any() else feasible
+    if objective == "knee" and feasible[knee_i]:
+        i = knee_i
+    elif objective == "time":
+        idx = np.flatnonzero(pool)
+        i = int(idx[np.lexsort((e[idx], t[idx]))[0]])
+    else:
+        idx = np.flatnonzero(feasible)
+        i = int(idx[np.lexsort((e[idx], cost[idx]))[0]])
+    return i, (None if meets is None else True)
+
+
+def suggest_executors(job: str, input_bytes: int | float | str, *,
+                      deadline_s: float | str | None = None, objective: str = "cost",
+                      executor_cores: int | None = None, executor_memory_mb: int | None = None,
+                      min_executors: int = 1, max_executors: int | None = None,
+                      price_per_executor_hour: float | None = None, budget: float | None = None,
+                      confidence: float = 0.9, knee_efficiency: float = 0.5,
+                      executor_counts: Sequence[int] | None = None,
+                      store: str | os.PathLike[str] | None = None,
+                      models: Mapping[str, Any] | str | os.PathLike[str] | None = None) -> Advice:
+    """Advise how many executors a run of ``job`` on ``input_bytes`` should get.
+
+    Parameters
+    ----------
+    job : str
+        The job key the history records (``spark.sparkpredict.job``, default the app name).
+    input_bytes : int or str
+        Input size in bytes, or a human size such as ``"300GB"`` or ``"1.5TiB"``.
+    deadline_s : float or str, optional
+        Deadline in seconds or as ``"45m"``/``"1h30m"``; met when the interval's upper bound at
+        ``confidence`` is within it.
+    objective : {"cost", "time", "knee"}
+        See the module docstring.
+    executor_cores, executor_memory_mb : int, optional
+        The executor shape of the run; default: the job's most recent run (or the model's
+        training data).
+    min_executors, max_executors : int
+        Range of candidate counts; ``max_executors`` defaults to twice the largest count in
+        the history (at least 8, at most 1000).
+    price_per_executor_hour : float, optional
+        Price of one executor for one hour; adds ``cost_money``.
+    budget : float, optional
+        For ``objective="time"``: the most the run may cost, in money when a price is given,
+        else in executor-hours.
+    confidence : float
+        Coverage of the runtime interval (default 0.9).
+    knee_efficiency : float
+        Marginal efficiency below which more executors stop paying off (``"knee"``).
+    executor_counts : sequence of int, optional
+        Explicit candidate counts (e.g. the cluster sizes you can get) instead of the range.
+    store : path, optional
+        The history store (default: ``$SPARKPREDICT_STORE`` or ``~/.sparkpredict/store``).
+    models : dict or path, optional
+        Fitted models, ``{job: model}`` or a folder written by ``sparkpredict fit``; with a
+        store as well, the store still supplies the memory / spill warnings.
+
+    Returns
+    -------
+    Advice
+
+    Raises
+    ------
+    InputError
+        Unparseable or non-positive size or deadline, unknown objective, max < min.
+    UnknownJobError
+        No model and no runs for ``job`` (the message lists the jobs that exist).
+
+    Examples
+    --------
+    >>> from sparkpredict import suggest_executors
+    >>> a = suggest_executors("nightly-etl", "300GB", deadline_s="45m")   # doctest: +SKIP
+    >>> a.executors, a.upper_s <= 45 * 60                                  # doctest: +SKIP
+    (12, True)
+    >>> print(a.summary())                                                 # doctest: +SKIP
+    """
+    import numpy as np
+
+    size, deadline, lo, hi = _check_args(input_bytes, deadline_s, objective, confidence,
+                                         min_executors, max_executors)
+    price = None if price_per_executor_hour is None else _positive_float(
+        "price_per_executor_hour", price_per_executor_hour, "--price", allow_zero=True)
+    budget_v = None if budget is None else _positive_float("budget", budget, "--budget")
+    knee_eff = _positive_float("knee_efficiency", knee_efficiency, "--knee-efficiency")
+    cores = None if executor_cores is None else _positive_int("executor_cores", executor_cores,
+                                                              "--executor-cores")
+    mem = None if executor_memory_mb is None else _positive_int(
+        "executor_memory_mb", executor_memory_mb, "--executor-memory")
+    counts = None
+    if executor_counts is not None:
+        counts = sorted({_positive_int("executor count", c, "--executor-counts")
+                         for c in executor_counts})
+        counts = [c for c in counts if c >= lo and (hi is None or c <= hi)]
+        if not counts:
+            raise InputError("no executor count in executor_counts lies within [min, max]",
+                             "widen --min-executors/--max-executors or the list of counts")
+
+    src = _Source.resolve(job, store=store, models=models)
+    model = src.model
+    cores = cores or src.default_column("executor_cores")
+    mem = mem or src.default_column("executor_memory_mb")
+    if counts is None:
+        seen_max = src.max_executors_seen() or 4
+        top = hi if hi is not None else max(lo, min(max(2 * seen_max, 8), _MAX_DEFAULT_CAP))
+        counts = candidate_grid(lo, top, src.executor_counts_seen())
+
+    e = np.asarray(counts, dtype=float)
+    X = src.query(size, e, cores, mem)
+    pred = model.predict_interval(X, confidence)
+    t = np.maximum(np.asarray(pred["predicted_runtime_s"], dtype=float), 0.0)
+    low = np.maximum(np.asarray(pred["lower_s"], dtype=float), 0.0)
+    up = np.maximum(np.asarray(pred["upper_s"], dtype=float), t)
+    cost = e * t / 3600.0
+    money = cost * price if price is not None else None
+    meets = None if deadline is None else up <= deadline
+    if budget_v is not None:
+        budget_ok = (money if money is not None else cost) <= budget_v
+    else:
+        budget_ok = np.ones(len(e), bool)
+    knee_i = knee_index(e, t, knee_eff)
+    i, met = _choose(objective, e, t, up, cost, meets, budget_ok, knee_i)
+
+    ratio = None
+    if mem:
+        ratio = size / (e * mem * 2**20)
+    rows = tuple(
+        Candidate(int(e[k]), float(t[k]), float(low[k]), float(up[k]), float(cost[k]),
+                  None if money is None else float(money[k]),
+                  None if meets is None else bool(meets[k]),
+                  None if ratio is None else float(ratio[k]))
+        for k in range(len(e)))
+
+    extr = src.extrapolation(X, i)
+    warnings = src.warnings(size, int(e[i]), mem, ratio[i] if ratio is not None else None)
+    if objective == "time" and budget_v is not None and not budget_ok[i]:
+        warnings.append("no candidate fits the budget; the fastest overall is given")
+    if meets is not None and not met:
+        warnings.append(f"no executor count in {int(e[0])}..{int(e[-1])} meets the deadline "
+                        f"{format_duration(deadline)} at {confidence:.0%} confidence; the count "
+                        "most likely to make it is given")
+    da = _dynamic_allocation(e, t, deadline, i, knee_i, lo)
+    if src.dynamic_allocation_used():
+        warnings.append(f"the history used dynamic allocation: set spark.dynamicAllocation."
+                        f"minExecutors={da[0]} and maxExecutors={da[1]}")
+    return Advice(
+        job=job, input_bytes=size, objective=objective, confidence=float(confidence),
+        executors=int(e[i]), predicted_runtime_s=float(t[i]), lower_s=float(low[i]),
+        upper_s=float(up[i]), cost_executor_hours=float(cost[i]),
+        cost_money=None if money is None else float(money[i]), deadline_s=deadline,
+        meets_deadline=met, candidates=rows, model_name=src.model_name,
+        model_cv_mape=src.cv_mape, n_runs=src.n_runs, extrapolates=any(v > 0 for v in extr.values()),
+        extrapolation=extr, warnings=tuple(warnings), dynamic_allocation=da,
+        knee_executors=int(e[knee_i]), executor_cores=cores, executor_memory_mb=mem,
+        price_per_executor_hour=price, budget=budget_v)
+
+
+def _dynamic_allocation(e, t, deadline: float | None, i: int, knee_i: int, lo: int) -> tuple[int, int]:
+    """(min, max) for dynamic allocation.
+
+    max: the chosen count, or the knee when that is larger (more executors than the knee idle
+    for little gain). min: the smallest count whose *typical* (point-predicted) runtime meets
+    the deadline, capped by the choice; without a deadline, ``min_executors``.
+    """
+    import numpy as np
+
+    hi = int(max(e[i], e[knee_i]))
+    if deadline is None:
+        return int(lo), hi
+    ok = np.flatnonzero(t <= deadline)
+    low = int(e[ok[0]]) if len(ok) else int(e[i])
+    return min(low, int(e[i])), hi
+
+
+# ---- where the model and the history come from ------------------------------------------------
+class _Source:
+    """The job's fitted model, plus its runs when a store is at hand (for defaults and warnings)."""
+
+    def __init__(self, job: str, model: Any, runs: "pd.DataFrame | None" = None,
+                 spill: "pd.Series | None" = None, dyn_alloc: bool = False) -> None:
+        self.job, self.model, self.runs, self.spill, self._dyn = job, model, runs, spill, dyn_alloc
+        self.model_name = str(getattr(model, "name_", type(model).__name__))
+        cv = getattr(model, "cv_mape_", None)
+        self.cv_mape = None if cv is None or not math.isfinite(float(cv)) else float(cv)
+        n = getattr(model, "n_runs_", None)
+        self.n_runs = int(n) if n is not None else (None if runs is None else len(runs))
+        self.features = list(getattr(model, "feature_names_", None) or
+                             ["input_bytes", "executors", "executor_cores", "executor_memory_mb"])
+        self.ranges: dict[str, tuple[float, float]] = {
+            str(k): (float(v[0]), float(v[1]))
+            for k, v in (getattr(model, "training_range_", None) or {}).items()}
+
+    # -- construction --------------------------------------------------------------------------
+    @classmethod
+    def resolve(cls, job: str, *, store: Any = None, models: Any = None) -> "_Source":
+        if models is None:
+            return cls._from_store(job, store)
+        if isinstance(models, Mapping):
+            model = models.get(job)
+            if model is None:
+                raise _unknown_job(job, list(models), "the models given")
+        else:
+            model = cls._from_dir(job, os.fspath(models))
+        if store is None:
+            return cls(job, model)
+        hist = cls._history(job, store, need_job=False)
+        return cls(job, model, *hist)
+
+    @staticmethod
+    def _from_dir(job: str, path: str) -> Any:
+        if not os.path.isdir(path):
+            raise InputError(f"no model folder at {path!r}",
+                             "fit one with `sparkpredict fit RUNS --out DIR`, or pass --store")
+        index = os.path.join(path, "sparkpredict_models.json")
+        stamp = os.stat(index).st_mtime_ns if os.path.exists(index) else 0
+        key = ("dir", os.path.abspath(path), stamp, job)
+        if key not in _CACHE:
+            from .models.persist import load_models  # numpy only; lists known jobs if unknown
+
+            _CACHE[key] = load_models(path, jobs=[job])[job]
+        return _CACHE[key]
+
+    @staticmethod
+    def _history(job: str, store: Any, need_job: bool = True):
+        """(runs of the job, disk spill per run_id, dynamic allocation seen) from a store."""
+        from .features.runs import runs_table
+        from .store import io as store_io
+
+        st = store if hasattr(store, "read") else store_io.open(store)
+        raw = st.runs()
+        if need_job and raw.empty:
+            raise _unknown_job(job, [], f"store {st.path!r}", empty=True)
+        mine = raw[raw["job"] == job]
+        if need_job and mine.empty:
+            raise _unknown_job(job, sorted(raw["job"].dropna().unique()), f"store {st.path!r}")
+        runs = runs_table(mine) if not mine.empty else None
+        if need_job and (runs is None or runs.empty):
+            raise _unknown_job(job, [], f"store {st.path!r}", no_success=True)
+        spill = None
+        if runs is not None and not runs.empty:
+            stages = st.read("stages", columns=["run_id", "disk_spilled_bytes"],
+                             run_ids=list(runs["run_id"]))
+            if not stages.empty:
+                spill = stages.groupby("run_id")["disk_spilled_bytes"].sum()
+        dyn = bool(mine["properties_json"].fillna("").str.contains(
+            '"spark.dynamicAllocation.enabled": ?"true"', regex=True).any()) if len(mine) else False
+        return runs, spill, dyn
+
+    @classmethod
+    def _from_store(cls, job: str, store: Any) -> "_Source":
+        from .config import resolve_store
+        from .store import io as store_io
+
+        st = store if hasattr(store, "read") else store_io.open(resolve_store(store))
+        version = tuple(sorted(st.committed_batches()))
+        key = ("store", st.path, hash(version), job)
+        if key in _CACHE:
+            return _CACHE[key]
+        runs, spill, dyn = cls._history(job, st)
+        model = _registry_model(job, st)
+        if model is None:
+            model = _fit(runs)
+        src = _CACHE[key] = cls(job, model, runs, spill, dyn)
+        return src
+
+    # -- what the advice asks ------------------------------------------------------------------
+    def _latest(self, col: str) -> float | None:
+        if self.runs is not None and col in self.runs and self.runs[col].notna().any():
+            return float(self.runs[col].dropna().iloc[-1])
+        if col in self.ranges:
+            lo, hi = self.ranges[col]
+            return (lo + hi) / 2.0
+        return None
+
+    def default_column(self, col: str) -> int | None:
+        v = self._latest(col)
+        return None if v is None or not math.isfinite(v) else int(round(v))
+
+    def executor_counts_seen(self) -> list[int]:
+        if self.runs is not None:
+            return sorted({int(x) for x in self.runs["executors"].dropna()})
+        if "executors" in self.ranges:
+            return sorted({int(x) for x in self.ranges["executors"]})
+        return []
+
+    def max_executors_seen(self) -> int | None:
+        seen = self.executor_counts_seen()
+        return max(seen) if seen else None
+
+    def query(self, size: int, e, cores: int | None, mem: int | None) -> dict[str, Any]:
+        import numpy as np
+
+        n = len(e)
+        given = {"input_bytes": float(size), "executor_cores": cores, "executor_memory_mb": mem}
+        X: dict[str, Any] = {"executors": e}
+        for col in self.features:
+            if col == "executors":
+                continue
+            v = given.get(col)
+            if v is None:
+                v = self._latest(col)
+            X[col] = np.full(n, np.nan if v is None else float(v))
+        X.setdefault("input_bytes", np.full(n, float(size)))
+        return X
+
+    def extrapolation(self, X: Mapping[str, Any], i: int) -> dict[str, float]:
+        import numpy as np
+
+        fn = getattr(self.model, "extrapolation", None)
+        if fn is not None:
+            return {str(k): float(np.asarray(v)[i]) for k, v in fn(X).items()}
+        out = {}
+        for col, (lo, hi) in self.ranges.items():
+            if col in X:
+                x = float(np.asarray(X[col])[i])
+                out[col] = x / hi - 1 if x > hi > 0 else (lo / x - 1 if 0 < x < lo else 0.0)
+        return out
+
+    def dynamic_allocation_used(self) -> bool:
+        return self._dyn
+
+    def warnings(self, size: int, execs: int, mem: int | None, ratio: float | None) -> list[str]:
+        w = []
+        runs = self.runs
+        n = self.n_runs
+        if n is not None and n < _MIN_RUNS:
+            w.append(f"only {n} runs of {self.job} in the history; the advice is rough until "
+                     f"~{_MIN_RUNS} runs at several executor counts and input sizes exist")
+        seen = self.executor_counts_seen()
+        if len(seen) == 1:
+            w.append(f"every run of {self.job} used {seen[0]} executors: how the runtime scales "
+                     "with executors is an assumption of the model, not a measurement")
+        if runs is not None and runs["input_bytes"].nunique() == 1:
+            w.append(f"every run of {self.job} read the same input size: how the runtime grows "
+                     "with input is an assumption of the model, not a measurement")
+        if ratio is not None and runs is not None and len(runs):
+            w.extend(self._memory_warning(size, execs, mem, ratio))
+        return w
+
+    def _memory_warning(self, size: int, execs: int, mem: int, ratio: float) -> list[str]:
+        import math as m
+
+        r = self.runs
+        per_mem = r["input_bytes"] / (r["executors"] * r["executor_memory_mb"] * 2**20)
+        if self.spill is not None:
+            spilled = r["run_id"].map(self.spill).fillna(0) >= _HEAVY_SPILL_FRACTION * r["input_bytes"]
+            ok = per_mem[~spilled].dropna()
+            what = "without heavy spill"
+            heavy = per_mem[spilled].dropna()
+        else:
+            ok, what, heavy = per_mem.dropna(), "(no spill data recorded)", per_mem.iloc[:0]
+        if ok.empty:
+            return [f"every recorded run of {self.job} spilled heavily to disk; give executors "
+                    "more memory (spark.executor.memory)"]
+        limit = float(ok.max())
+        if ratio <= limit * 1.0001:
+            return []
+        need = int(m.ceil(size / (limit * mem * 2**20)))
+        msg = (f"{execs} executors x {mem} MiB hold {ratio:.2f} bytes of input per byte of "
+               f"executor memory, beyond the {limit:.2f} that ran {what}")
+        if len(heavy):
+            msg += f"; runs at {float(heavy.min()):.2f} and above spilled heavily"
+        return [msg + f"; >= {need} executors (or more executor memory) stay within it"]
+
+
+def _unknown_job(job: str, known: list, where: str, empty: bool = False,
+                 no_success: bool = False) -> Exception:
+    from .errors import UnknownJobError
+
+    if empty:
+        return UnknownJobError(f"{where} has no runs yet",
+                               "record runs first (sparkpredict submit, demo or ingest), "
+                               "or pass --models DIR")
+    if no_success:
+        return UnknownJobError(f"job {job!r} has no succeeded runs in {where}",
+                               "advice needs at least one succeeded run of the job")
+    names = ", ".join(map(str, known[:10])) + (" ..." if len(known) > 10 else "")
+    return UnknownJobError(f"no job {job!r} in {where}",
+                           f"use one of: {names}" if known else "record runs of the job first")
+
+
+def _registry_model(job: str, st: Any) -> Any:
+    """The latest model the registry fitted for ``job``, if the registry exists and has one."""
+    import importlib.util
+
+    from .errors import UnknownJobError
+
+    if importlib.util.find_spec("sparkpredict.registry") is None:
+        return None
+    from . import registry  # type: ignore[attr-defined]
+
+    load = getattr(registry, "load_models", None)
+    if load is None:
+        return None
+    try:
+        return (load(st, jobs=[job]) or {}).get(job)
+    except UnknownJobError:  # never retrained for this job: fit from its runs
+        return None
+    except Exception as exc:  # a broken registry must not stop advice: refit from the runs
+        log.warning("registry models of %s unusable (%s); fitting from its runs", st.path, exc)
+        return None
+
+
+def _fit(runs: "pd.DataFrame") -> Any:
+    import importlib.util
+
+    if importlib.util.find_spec("sparkpredict.models.persist") is not None:
+        from .models import persist
+
+        if hasattr(persist, "fit_job"):
+            return persist.fit_job(runs)
+    from .models.hybrid import JobRuntimeModel
+
+    return JobRuntimeModel().fit(runs)
+
+
+__all__ = ["Advice", "Candidate", "suggest_executors", "knee_index", "candidate_grid", "OBJECTIVES"]

@@ -1,0 +1,245 @@
+"""Interference generators ("bubbles", after Alioth and Bubble-Up) that slow co-located Spark work.
+
+Each bubble steals one resource at a chosen intensity, runs in its own worker processes, and
+is started and stopped around a run as a context manager::
+
+    from sparkpredict.bubbles import Bubble
+
+    with Bubble("cpu", intensity=2):
+        run_the_job()
+
+Kinds (``KINDS``) and what one worker does:
+
+``cpu``
+    a busy pure-Python loop (one core each).
+``memory``
+    copies between two large arrays (64 MiB each, well beyond the last-level cache), so the
+    memory bus is busy; it also occupies a core.
+``disk``
+    writes blocks to a file and ``fsync``s after each one (the file is capped at 256 MiB and
+    rewritten from the start, then deleted); mostly waits on the device.
+``network``
+    one sender and one receiver pushing 1 MiB chunks over a TCP connection on 127.0.0.1
+    (loopback only, nothing leaves the machine); it competes with shuffle traffic between
+    executors and costs kernel CPU time.
+
+Intensity 1, 2 or 3 sets the number of workers (``WORKERS``) and, for ``disk``, the block size.
+Bubbles are bounded: at most 4 worker processes, and every worker exits by itself after
+``max_s`` seconds (default 900, at most 3600) or when the process that started it dies, so a
+crashed driver never leaves a bubble behind.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+
+from .errors import InputError
+
+log = logging.getLogger(__name__)
+
+KINDS = ("cpu", "memory", "disk", "network")
+#: intensity -> number of worker processes (same for every kind).
+WORKERS = {1: 1, 2: 2, 3: 4}
+#: disk bubble: intensity -> bytes written between fsyncs.
+DISK_BLOCK_BYTES = {1: 1 << 20, 2: 4 << 20, 3: 4 << 20}
+DISK_FILE_CAP_BYTES = 256 << 20
+MEMORY_ARRAY_BYTES = 64 << 20
+NETWORK_CHUNK_BYTES = 1 << 20
+MAX_S_LIMIT = 3600.0
+_READY = "ready"
+
+
+class Bubble:
+    """Interference of one ``kind`` at ``intensity`` while the context is open.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+    intensity : int
+        1 (light), 2 or 3 (heavy); see :data:`WORKERS`.
+    max_s : float
+        Every worker stops by itself after this many seconds even if :meth:`stop` is never called.
+    workdir : str or Path, optional
+        Folder for the disk bubble's file (default: the system temp folder). Put it on the same
+        device as ``spark.local.dir`` to compete with shuffle and spill writes.
+    """
+
+    def __init__(self, kind: str, intensity: int = 1, *, max_s: float = 900.0,
+                 workdir: str | os.PathLike[str] | None = None) -> None:
+        if kind not in KINDS:
+            raise InputError(f"unknown bubble kind {kind!r}", f"use one of {', '.join(KINDS)}")
+        if intensity not in WORKERS:
+            raise InputError(f"bubble intensity must be 1, 2 or 3, not {intensity!r}",
+                             "pick 1 (light), 2 or 3 (heavy)")
+        if not 0 < max_s <= MAX_S_LIMIT:
+            raise InputError(f"bubble max_s must be in (0, {MAX_S_LIMIT:.0f}] seconds, not {max_s!r}",
+                             "bubbles are bounded in time; pick a shorter duration")
+        self.kind = kind
+        self.intensity = intensity
+        self.max_s = float(max_s)
+        self.workdir = Path(workdir) if workdir is not None else Path(tempfile.gettempdir())
+        self._procs: list[subprocess.Popen[str]] = []
+        self.started_s: float | None = None
+
+    def __repr__(self) -> str:
+        return f"Bubble({self.kind!r}, intensity={self.intensity}, workers={len(self._procs)})"
+
+    @property
+    def pids(self) -> list[int]:
+        """Process ids of the live workers (empty when stopped)."""
+        return [p.pid for p in self._procs if p.poll() is None]
+
+    def start(self) -> "Bubble":
+        """Start the workers and wait until each is generating load."""
+        if self._procs:
+            return self
+        n = WORKERS[self.intensity]
+        deadline = time.time() + self.max_s
+        for i in range(n):
+            cmd = [sys.executable, "-m", "sparkpredict.bubbles", self.kind, str(self.intensity),
+                   repr(deadline), str(os.getpid()), str(self.workdir), str(i)]
+            self._procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                text=True))
+        for p in self._procs:
+            line = p.stdout.readline().strip() if p.stdout else ""
+            if line != _READY:
+                err = p.stderr.read() if p.stderr and p.poll() is not None else ""
+                self.stop()
+                raise RuntimeError(f"{self.kind} bubble worker failed to start: {line} {err}".strip())
+        self.started_s = time.monotonic()
+        log.info("bubble %s intensity %d started: pids %s", self.kind, self.intensity, self.pids)
+        return self
+
+    def stop(self) -> None:
+        """Stop every worker (terminate, then kill after 5 s); safe to call twice."""
+        for p in self._procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self._procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            for f in (p.stdout, p.stderr):
+                if f:
+                    f.close()
+        if self._procs:
+            log.info("bubble %s stopped", self.kind)
+        self._procs = []
+
+    def __enter__(self) -> "Bubble":
+        return self.start()
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+
+# ---- workers (run in their own processes: python -m sparkpredict.bubbles ...) ---------------
+def _alive(deadline: float, parent: int) -> bool:
+    """Keep going until the deadline, and only while the starting process lives."""
+    if time.time() >= deadline:
+        return False
+    try:
+        os.kill(parent, 0)
+    except OSError:
+        return False
+    return os.getppid() == parent
+
+
+def _ready() -> None:
+    print(_READY, flush=True)
+
+
+def _cpu(deadline: float, parent: int) -> None:
+    x = 0
+    _ready()
+    while _alive(deadline, parent):
+        for i in range(200_000):  # ~10 ms of pure interpreter work between checks
+            x = (x * 31 + i) & 0xFFFFFFFF
+
+
+def _memory(deadline: float, parent: int) -> None:
+    import numpy as np
+
+    n = MEMORY_ARRAY_BYTES // 8
+    a = np.ones(n)
+    b = np.empty(n)
+    _ready()
+    while _alive(deadline, parent):
+        np.copyto(b, a)
+        np.copyto(a, b)
+
+
+def _disk(deadline: float, parent: int, intensity: int, workdir: str, index: int) -> None:
+    block = os.urandom(DISK_BLOCK_BYTES[intensity])
+    fd, path = tempfile.mkstemp(prefix=f"sparkpredict-bubble-{index}-", dir=workdir)
+    _ready()
+    try:
+        written = 0
+        while _alive(deadline, parent):
+            if written + len(block) > DISK_FILE_CAP_BYTES:
+                os.lseek(fd, 0, os.SEEK_SET)  # bounded disk use: rewrite from the start
+                written = 0
+            os.write(fd, block)
+            os.fsync(fd)
+            written += len(block)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
+def _network(deadline: float, parent: int) -> None:
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))  # loopback only
+    server.listen(1)
+    port = server.getsockname()[1]
+
+    def drain() -> None:
+        conn, _ = server.accept()
+        with conn:
+            while conn.recv(NETWORK_CHUNK_BYTES):
+                pass
+
+    t = threading.Thread(target=drain, daemon=True)
+    t.start()
+    chunk = b"\0" * NETWORK_CHUNK_BYTES
+    with socket.create_connection(("127.0.0.1", port)) as c:
+        _ready()
+        while _alive(deadline, parent):
+            c.sendall(chunk)
+    server.close()
+
+
+def _worker(argv: list[str]) -> int:
+    import signal
+
+    kind, intensity, deadline, parent, workdir, index = (
+        argv[0], int(argv[1]), float(argv[2]), int(argv[3]), argv[4], int(argv[5]))
+    # SIGTERM -> SystemExit, so the disk worker's finally removes its file.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    if kind == "cpu":
+        _cpu(deadline, parent)
+    elif kind == "memory":
+        _memory(deadline, parent)
+    elif kind == "disk":
+        _disk(deadline, parent, intensity, workdir, index)
+    elif kind == "network":
+        _network(deadline, parent)
+    else:
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_worker(sys.argv[1:]))

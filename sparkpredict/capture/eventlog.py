@@ -1,0 +1,375 @@
+"""Backfill the history store from Spark event logs (``sparkpredict ingest``).
+
+Spark's ``EventLoggingListener`` writes one JSON event per line, as a single file
+``<appId>[_<attempt>][.<codec>][.inprogress]`` or, with rolling logs (``spark.eventLog.rolling
+.enabled``), a folder ``eventlog_v2_<appId>[_<attempt>]/`` holding ``events_<N>_<appId>[.<codec>]``
+files and an ``appstatus_<appId>[.inprogress]`` marker. :func:`parse_event_log` reads either form
+(plain, zstd, lz4, snappy or lzf; see :mod:`.codecs`) into the same runs / executors / stages /
+tasks rows that the JVM listener writes (see :mod:`.eventlog_rows`), and
+:func:`ingest_event_logs` appends each log's rows to a store as one batch.
+
+Idempotence: every ingested run row keeps its log's path and fingerprint (sizes, mtimes and a
+hash of the first 64 KiB). A log whose path and fingerprint are already in the store is not read
+again, and a log whose application is already in the store (from the listener or an earlier
+ingest under another name) adds nothing: appending would duplicate its stage and task rows.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import pyarrow as pa
+
+from ..errors import IngestError, InputError
+from .codecs import CorruptStream, TruncatedStream, codec_of, iter_decompressed, iter_lines
+from .eventlog_rows import RunBuilder
+
+if TYPE_CHECKING:
+    from ..store.io import Store
+
+log = logging.getLogger(__name__)
+
+ROLLING_PREFIX = "eventlog_v2_"
+_EVENTS_FILE = re.compile(r"^events_(\d+)_(.+)$")
+# Files in a history folder that are never event logs (checksums, notes, our own store).
+_NOT_LOGS = re.compile(r"^[._]|\.(crc|md|txt|py|parquet|html|csv)$|^appstatus_", re.I)
+_HEAD_BYTES = 64 << 10
+
+
+@dataclass
+class LogSource:
+    """One application's log: a single file or a rolling folder (``files`` in order)."""
+
+    path: str
+    files: list[str]
+    in_progress: bool
+    app_hint: str  # application id as Spark encodes it in the name (may be a user's own name)
+
+
+@dataclass
+class ParsedLog:
+    """What one event log yields: conformed tables (``runs`` holds one row) and warnings."""
+
+    path: str
+    tables: dict[str, pa.Table]
+    warnings: list[str]
+    run_id: str
+    status: str
+    fingerprint: str
+    lines: int
+    bytes_uncompressed: int
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    outcome: Literal["ingested", "unchanged", "exists", "failed"]
+    run_id: str | None = None
+    status: str | None = None
+    stages: int = 0
+    tasks: int = 0
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class IngestReport:
+    """Summary of one :func:`ingest_event_logs` call, per file and in total."""
+
+    store: str
+    files: list[FileOutcome] = field(default_factory=list)
+
+    def _count(self, outcome: str) -> int:
+        return sum(f.outcome == outcome for f in self.files)
+
+    @property
+    def files_seen(self) -> int:
+        return len(self.files)
+
+    @property
+    def files_ingested(self) -> int:
+        return self._count("ingested")
+
+    @property
+    def files_unchanged(self) -> int:
+        """Skipped without reading: same path and fingerprint as an ingested run."""
+        return self._count("unchanged")
+
+    @property
+    def files_existing(self) -> int:
+        """Skipped because their application is already in the store."""
+        return self._count("exists")
+
+    @property
+    def files_failed(self) -> int:
+        return self._count("failed")
+
+    @property
+    def runs_added(self) -> int:
+        return self.files_ingested
+
+    @property
+    def warnings(self) -> dict[str, list[str]]:
+        return {f.path: f.warnings for f in self.files if f.warnings}
+
+    @property
+    def errors(self) -> dict[str, str]:
+        return {f.path: f.error for f in self.files if f.error}
+
+    def to_dict(self) -> dict:
+        counts = {k: getattr(self, k) for k in ("files_seen", "files_ingested", "files_unchanged",
+                                                 "files_existing", "files_failed", "runs_added")}
+        return {"store": self.store, **counts, "files": [asdict(f) for f in self.files]}
+
+
+# ---- finding logs ---------------------------------------------------------------------------
+def _strip_suffixes(name: str) -> str:
+    if name.endswith(".inprogress"):
+        name = name[: -len(".inprogress")]
+    if codec_of(name) is not None:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def _rolling(path: str) -> LogSource:
+    names = os.listdir(path)
+    events = []
+    for n in names:
+        m = _EVENTS_FILE.match(n)
+        if m and not n.endswith(".crc"):
+            events.append((int(m.group(1)), n))
+    events.sort()
+    # Spark's compaction replaces files before the newest .compact one; read from there.
+    compact = [i for i, (_, n) in enumerate(events) if n.endswith(".compact")]
+    if compact:
+        events = events[compact[-1]:]
+    in_progress = any(n.startswith("appstatus_") and n.endswith(".inprogress") for n in names)
+    return LogSource(path=path, files=[os.path.join(path, n) for _, n in events],
+                     in_progress=in_progress, app_hint=os.path.basename(path)[len(ROLLING_PREFIX):])
+
+
+def _single(path: str) -> LogSource:
+    name = os.path.basename(path)
+    return LogSource(path=path, files=[path], in_progress=name.endswith(".inprogress"),
+                     app_hint=_strip_suffixes(name))
+
+
+def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
+    """Expand files and folders into event logs. A missing path is a user mistake."""
+    out: list[LogSource] = []
+    for raw in paths:
+        path = os.path.abspath(os.path.expanduser(os.fspath(raw)))
+        if not os.path.exists(path):
+            raise IngestError(f"no such file or folder: {raw}",
+                              "give event-log files or folders (spark.eventLog.dir)")
+        if os.path.isfile(path):
+            out.append(_single(path))
+        elif os.path.basename(path).startswith(ROLLING_PREFIX):
+            out.append(_rolling(path))
+        else:
+            for root, dirs, files in os.walk(path):
+                dirs.sort()
+                for d in [d for d in dirs if d.startswith(ROLLING_PREFIX)]:
+                    out.append(_rolling(os.path.join(root, d)))
+                dirs[:] = [d for d in dirs if not d.startswith((ROLLING_PREFIX, "."))]
+                out.extend(_single(os.path.join(root, f)) for f in sorted(files)
+                           if not _NOT_LOGS.search(f))
+    return out
+
+
+def fingerprint(source: LogSource) -> str:
+    """Identity of a log's current content: file names, sizes, mtimes, hash of the head."""
+    h = hashlib.sha1()
+    for f in source.files:
+        st = os.stat(f)
+        h.update(f"{os.path.basename(f)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    if source.files:
+        with open(source.files[0], "rb") as fh:
+            h.update(fh.read(_HEAD_BYTES))
+    return h.hexdigest()[:24]
+
+
+# ---- parsing --------------------------------------------------------------------------------
+def _counted(chunks: Iterator[bytes], box: list[int]) -> Iterator[bytes]:
+    for c in chunks:
+        box[0] += len(c)
+        yield c
+
+
+def _parse_source(source: LogSource) -> ParsedLog:
+    if not source.files:
+        raise IngestError(f"{source.path}: rolling event-log folder without events_* files",
+                          "point at a complete eventlog_v2_* folder")
+    fp = fingerprint(source)
+    builder = RunBuilder()
+    nbytes = [0]
+    for f in source.files:
+        name = os.path.basename(f)
+        codec = codec_of(name[: -len(".compact")] if name.endswith(".compact") else name)
+        lines_before = builder.lines
+        try:
+            with open(f, "rb") as fh:
+                builder.feed(iter_lines(_counted(iter_decompressed(fh, codec), nbytes)))
+        except TruncatedStream as exc:
+            builder.warnings.append(f"{name}: the {codec} stream ends early ({exc}); "
+                                    "events before the cut were kept")
+        except CorruptStream as exc:
+            if builder.lines == lines_before and f == source.files[0]:
+                raise IngestError(f"{source.path}: cannot decode as {codec or 'plain text'}: {exc}",
+                                  "check that the file is a Spark event log and its suffix names "
+                                  "its codec (.zstd, .lz4, .snappy, .lzf)") from None
+            builder.warnings.append(f"{name}: undecodable {codec} data after line {builder.lines} "
+                                    f"({exc}); events before it were kept")
+        except OSError as exc:
+            raise IngestError(f"cannot read {f}: {exc.strerror or exc}",
+                              "check the path and its permissions") from None
+    if any(f.endswith(".compact") for f in source.files):
+        builder.warnings.append("the log was compacted by Spark: events of finished jobs may be "
+                                "missing, so stage and task rows can be incomplete")
+    if source.in_progress:
+        builder.warnings.append("the log is in progress (.inprogress): recorded as incomplete")
+    try:
+        tables = builder.finish(in_progress=source.in_progress)
+    except ValueError as exc:
+        raise IngestError(f"{source.path}: {exc}", "ingest Spark event logs only "
+                          "(files written by spark.eventLog.enabled=true)") from None
+    run = tables["runs"]
+    if run["status"][0].as_py() == "incomplete" and not source.in_progress:
+        builder.warnings.append("no SparkListenerApplicationEnd event: recorded as incomplete")
+    run = run.set_column(run.schema.get_field_index("source_path"), "source_path",
+                         pa.array([source.path], pa.string()))
+    run = run.set_column(run.schema.get_field_index("source_fingerprint"), "source_fingerprint",
+                         pa.array([fp], pa.string()))
+    tables["runs"] = run
+    return ParsedLog(path=source.path, tables=tables, warnings=builder.warnings,
+                     run_id=run["run_id"][0].as_py(), status=run["status"][0].as_py(),
+                     fingerprint=fp, lines=builder.lines, bytes_uncompressed=nbytes[0])
+
+
+def parse_event_log(path: str | os.PathLike[str]) -> ParsedLog:
+    """Read one event log (a file or an ``eventlog_v2_*`` folder) into store rows.
+
+    Pure: touches no store. Lines that cannot be decoded, a truncated last line, a stream cut
+    off mid-block and unknown events become ``warnings``; a file that yields no application
+    raises :class:`~sparkpredict.errors.IngestError` naming the file.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The log file (any codec suffix Spark writes) or a rolling ``eventlog_v2_*`` folder.
+
+    Returns
+    -------
+    ParsedLog
+        ``tables`` maps ``runs``, ``executors``, ``stages`` and ``tasks`` to Arrow tables in the
+        store schema; ``warnings`` lists what was skipped and why.
+    """
+    p = os.path.abspath(os.fspath(path))
+    if os.path.isdir(p):
+        if not os.path.basename(p).startswith(ROLLING_PREFIX):
+            raise IngestError(f"{path} is a folder, not an event log",
+                              "use ingest_event_logs() for folders of logs")
+        return _parse_source(_rolling(p))
+    if not os.path.exists(p):
+        raise IngestError(f"no such file: {path}", "give an event-log file")
+    return _parse_source(_single(p))
+
+
+# ---- ingest ---------------------------------------------------------------------------------
+def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+                      store: "str | os.PathLike[str] | Store | None" = None, *,
+                      on_error: Literal["warn", "raise"] = "warn") -> IngestReport:
+    """Append the runs of Spark event logs to a history store, each log as one atomic batch.
+
+    Parameters
+    ----------
+    paths : path or list of paths
+        Event-log files, rolling ``eventlog_v2_*`` folders, or folders holding them
+        (e.g. ``spark.eventLog.dir``), searched recursively.
+    store : path, Store or None
+        The history store (default: the embedded store, see :mod:`sparkpredict.config`).
+    on_error : {"warn", "raise"}
+        ``"warn"`` records a log that cannot be read in the report and goes on with the others;
+        ``"raise"`` raises :class:`~sparkpredict.errors.IngestError` at the first one (logs
+        before it stay ingested).
+
+    Returns
+    -------
+    IngestReport
+        Per-file outcome (ingested / unchanged / exists / failed), warnings and errors.
+
+    Raises
+    ------
+    IngestError
+        A path does not exist, or no event log was found under the paths.
+    StoreError
+        The store cannot be opened or written.
+    """
+    from ..store import io as store_io
+
+    if on_error not in ("warn", "raise"):
+        raise InputError(f"on_error={on_error!r}", "use 'warn' or 'raise'")
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    sources = find_logs(paths)
+    if not sources:
+        raise IngestError("no event logs found under " + ", ".join(map(str, paths)),
+                          "point at spark.eventLog.dir or at event-log files")
+    st = store if isinstance(store, store_io.Store) else store_io.open(store, create=True)
+    known = st.read("runs", form="arrow", columns=["run_id", "source_path", "source_fingerprint"])
+    seen_fp = set(zip(known["source_path"].to_pylist(), known["source_fingerprint"].to_pylist()))
+    run_ids = set(known["run_id"].to_pylist())
+    name_ids = run_ids | {r.replace("/", "_") for r in run_ids}
+    report = IngestReport(store=st.path)
+    for src in sources:
+        outcome = _ingest_one(src, st, seen_fp, run_ids, name_ids)
+        report.files.append(outcome)
+        if outcome.outcome == "failed":
+            log.warning("event log %s not ingested: %s", src.path, outcome.error)
+            if on_error == "raise":
+                raise IngestError(outcome.error or "failed", "fix or remove that log and rerun; "
+                                  "logs before it were ingested")
+        elif outcome.warnings:
+            log.info("event log %s: %d warnings", src.path, len(outcome.warnings))
+    return report
+
+
+def _ingest_one(src: LogSource, st: "Store", seen_fp: set, run_ids: set, name_ids: set) -> FileOutcome:
+    from ..store.io import new_batch_id
+
+    try:
+        if (src.path, fingerprint(src)) in seen_fp:
+            return FileOutcome(src.path, "unchanged")
+        if src.app_hint in name_ids:  # Spark names logs after the app: skip without reading
+            return FileOutcome(src.path, "exists", run_id=src.app_hint,
+                               warnings=["its application is already in the store"])
+        parsed = _parse_source(src)
+    except IngestError as exc:
+        return FileOutcome(src.path, "failed", error=exc.message)
+    except Exception as exc:  # never let one log stop the others; the traceback goes to the log
+        log.exception("unexpected error reading %s", src.path)
+        return FileOutcome(src.path, "failed", error=f"{src.path}: {type(exc).__name__}: {exc}")
+    if parsed.run_id in run_ids:
+        return FileOutcome(src.path, "exists", run_id=parsed.run_id, status=parsed.status,
+                           warnings=[*parsed.warnings, f"run {parsed.run_id} is already in the store"])
+    tables = dict(parsed.tables)
+    run = tables["runs"]
+    tables["runs"] = run.set_column(run.schema.get_field_index("updated_ms"), "updated_ms",
+                                    pa.array([int(time.time() * 1000)], pa.int64()))
+    st.append(tables, batch_id=new_batch_id("ingest-" + parsed.run_id))
+    run_ids.add(parsed.run_id)
+    name_ids.update({parsed.run_id, parsed.run_id.replace("/", "_")})
+    seen_fp.add((src.path, parsed.fingerprint))
+    return FileOutcome(src.path, "ingested", run_id=parsed.run_id, status=parsed.status,
+                       stages=tables["stages"].num_rows, tasks=tables["tasks"].num_rows,
+                       warnings=parsed.warnings)
+
+
+__all__ = ["ingest_event_logs", "parse_event_log", "IngestReport", "ParsedLog", "FileOutcome",
+           "find_logs"]

@@ -1,0 +1,235 @@
+"""Build the JVM listener jar and attach it to Spark applications.
+
+The listener (Java source in ``listeners/``) is compiled with ``javac`` against the jars of
+the installed pyspark, so it always matches the Spark it runs in. The jar is cached under
+:func:`sparkpredict.config.cache_dir`, keyed by the source hash and the Spark version, and is
+built on first use.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..config import (KEY_INPUT_BYTES, KEY_JOB, KEY_STORE, KEY_TASKS, LISTENER_CLASS, cache_dir,
+                      resolve_store)
+from ..errors import ListenerError
+
+log = logging.getLogger(__name__)
+
+_REPO_SRC = Path(__file__).resolve().parents[2] / "listeners" / "src" / "main" / "java"
+#: Where an installed (non-editable) package ships the Java source as package data.
+_PKG_SRC = Path(__file__).resolve().parent / "listener_java"
+SRC_ENV = "SPARKPREDICT_LISTENER_SRC"
+
+
+def java_source_dir() -> Path:
+    """The folder holding ``io/sparkpredict/*.java`` (env override, repo checkout, package data)."""
+    candidates = [Path(os.environ[SRC_ENV])] if os.environ.get(SRC_ENV) else []
+    candidates += [_REPO_SRC, _PKG_SRC]
+    for c in candidates:
+        if (c / "io" / "sparkpredict" / "SparkPredictListener.java").is_file():
+            return c
+    raise ListenerError(f"the listener's Java source is missing (looked in {', '.join(map(str, candidates))})",
+                        "reinstall sparkpredict, or set SPARKPREDICT_LISTENER_SRC to listeners/src/main/java")
+
+
+def pyspark_home() -> Path:
+    """The installed pyspark's folder (holds ``jars/`` and ``bin/spark-submit``)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise ListenerError("pyspark is not installed", "pip install 'pyspark>=4,<5'")
+    return Path(spec.origin).parent
+
+
+def spark_version() -> str:
+    """Version of the installed pyspark (read without importing pyspark)."""
+    ns: dict[str, Any] = {}
+    exec((pyspark_home() / "version.py").read_text(), ns)  # noqa: S102 - a one-line version file
+    return str(ns["__version__"])
+
+
+def _find_javac() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "javac").is_file():
+        return str(Path(home) / "bin" / "javac")
+    found = shutil.which("javac")
+    if found:
+        return found
+    raise ListenerError(
+        "no Java compiler (javac) found: the sparkpredict listener is compiled on first use",
+        "install a JDK 17+ (e.g. apt-get install openjdk-17-jdk-headless) and put its bin/ on PATH "
+        "or set JAVA_HOME")
+
+
+def _source_hash(src: Path) -> tuple[str, list[Path]]:
+    files = sorted(src.rglob("*.java"))
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.relative_to(src).as_posix().encode())
+        h.update(b"\0")
+        h.update(f.read_bytes())
+    h.update(__version__.encode())
+    return h.hexdigest()[:16], files
+
+
+def build_listener(force: bool = False) -> Path:
+    """Compile the listener against the installed pyspark and return the cached jar's path.
+
+    Parameters
+    ----------
+    force : bool
+        Rebuild even when a jar for this source and Spark version is cached.
+
+    Returns
+    -------
+    pathlib.Path
+        ``<cache_dir>/listener/sparkpredict-listener-<spark>-<hash>.jar``.
+
+    Raises
+    ------
+    ListenerError
+        No JDK, no pyspark, or the compiler failed (its output is in the message).
+    """
+    src = java_source_dir()
+    digest, files = _source_hash(src)
+    spark = spark_version()
+    out_dir = cache_dir() / "listener"
+    jar = out_dir / f"sparkpredict-listener-{__version__}-spark{spark}-{digest}.jar"
+    if jar.is_file() and not force:
+        return jar
+    javac = _find_javac()
+    jars = pyspark_home() / "jars"
+    if not jars.is_dir():
+        raise ListenerError(f"pyspark at {jars.parent} has no jars/ folder", "reinstall pyspark from PyPI")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="sparkpredict-listener-") as tmp:
+        classes = Path(tmp) / "classes"
+        classes.mkdir()
+        cmd = [javac, "-nowarn", "-XDignore.symbol.file", "-encoding", "UTF-8", "-d", str(classes),
+               "-cp", str(jars / "*"), *map(str, files)]
+        log.info("building the sparkpredict listener for Spark %s: %s", spark, " ".join(cmd[:2]))
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        except OSError as exc:
+            raise ListenerError(f"cannot run {javac}: {exc}", "install a JDK 17+ and put javac on PATH") from exc
+        if proc.returncode != 0:
+            raise ListenerError(f"javac failed building the listener:\n{proc.stderr[-4000:]}",
+                                "use a JDK 17+; if the source was edited, fix the reported error")
+        props = (f"sparkpredict_version={__version__}\nspark_version={spark}\nsource_hash={digest}\n")
+        (classes / "io" / "sparkpredict" / "build.properties").write_text(props)
+        manifest = ("Manifest-Version: 1.0\n"
+                    "Implementation-Title: sparkpredict-listener\n"
+                    f"Implementation-Version: {__version__}\n"
+                    f"Spark-Version: {spark}\n"
+                    f"Source-Hash: {digest}\n\n")
+        tmp_jar = out_dir / f".{jar.name}.{os.getpid()}.tmp"
+        with zipfile.ZipFile(tmp_jar, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("META-INF/MANIFEST.MF", manifest)
+            for f in sorted(classes.rglob("*")):
+                if f.is_file():
+                    z.write(f, f.relative_to(classes).as_posix())
+        os.replace(tmp_jar, jar)  # atomic: concurrent builders never see half a jar
+    log.info("built %s", jar)
+    return jar
+
+
+def _store_uri(store: str) -> str:
+    """Local paths become file: URIs so the JVM never resolves them against fs.defaultFS."""
+    return store if "://" in store else Path(store).as_uri()
+
+
+def listener_conf(store: str | None = None, job: str | None = None, tasks: bool = True,
+                  input_bytes: int | None = None) -> dict[str, str]:
+    """Spark settings that load and configure the listener (builds the jar if needed).
+
+    Parameters
+    ----------
+    store : str, optional
+        Store path or URI; default the embedded local store (:func:`sparkpredict.config.default_store`).
+    job : str, optional
+        Job key grouping runs of the same job; default the application name.
+    tasks : bool
+        Record one row per task (stage rows are recorded either way).
+    input_bytes : int, optional
+        Declared input size of the run, instead of the bytes read by stages without parents.
+    """
+    conf = {
+        "spark.jars": str(build_listener()),
+        "spark.extraListeners": LISTENER_CLASS,
+        KEY_STORE: _store_uri(resolve_store(store)),
+        KEY_TASKS: "true" if tasks else "false",
+    }
+    if job:
+        conf[KEY_JOB] = job
+    if input_bytes is not None:
+        conf[KEY_INPUT_BYTES] = str(int(input_bytes))
+    return conf
+
+
+def _jvm_has_listener(jvm: Any) -> bool:
+    try:
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        loader.loadClass(LISTENER_CLASS)
+        return True
+    except Exception:  # py4j raises Py4JJavaError / Py4JError for a missing class
+        return False
+
+
+def attach(builder: Any, store: str | None = None, job: str | None = None, tasks: bool = True,
+           input_bytes: int | None = None) -> Any:
+    """Configure a ``SparkSession.builder`` to record the application; returns the builder.
+
+    Must run before the first SparkSession of the Python process: Spark reads ``spark.jars``
+    only when its JVM starts.
+
+    Examples
+    --------
+    >>> from pyspark.sql import SparkSession
+    >>> import sparkpredict
+    >>> spark = sparkpredict.attach(SparkSession.builder.appName("etl"), job="nightly-etl").getOrCreate()
+
+    Raises
+    ------
+    ListenerError
+        A JVM already runs in this process without the listener on its classpath.
+    """
+    from pyspark import SparkContext
+
+    conf = listener_conf(store=store, job=job, tasks=tasks, input_bytes=input_bytes)
+    jvm = getattr(SparkContext, "_jvm", None)
+    if jvm is not None or getattr(SparkContext, "_gateway", None) is not None:
+        if jvm is None or not _jvm_has_listener(jvm):
+            raise ListenerError(
+                "a Spark JVM is already running in this Python process, and Spark reads spark.jars "
+                "only when its JVM starts, so the sparkpredict listener can no longer be added",
+                "call sparkpredict.attach(SparkSession.builder, ...) before the first SparkSession is "
+                "created, or restart Python (in notebooks: restart the kernel)")
+        active = SparkContext._active_spark_context
+        if active is not None:
+            log.warning("a SparkContext is running; the listener records the next application only "
+                        "(stop the running session first)")
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    return builder
+
+
+def listener_error(spark: Any) -> str | None:
+    """The last error the listener logged in this process's JVM, or None when all went well."""
+    try:
+        return spark.sparkContext._jvm.io.sparkpredict.SparkPredictListener.lastError()
+    except Exception as exc:  # the class is missing: the listener was never attached
+        return f"listener not loaded: {exc}"
+
+
+__all__ = ["attach", "build_listener", "listener_conf", "listener_error", "java_source_dir",
+           "pyspark_home", "spark_version"]

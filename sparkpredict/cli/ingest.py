@@ -1,0 +1,44 @@
+"""``sparkpredict ingest PATH... [--store S] [--json]``: backfill the store from Spark event logs.
+
+Exit status: 0 when every log was ingested or already in the store, 1 when some log could not
+be read (the others were still ingested), 2 for a user mistake (missing path, bad store).
+"""
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "ingest", help="record past runs from Spark event logs",
+        description="Read Spark event logs (files, rolling eventlog_v2_* folders or whole "
+                    "spark.eventLog.dir folders; plain, zstd, lz4, snappy or lzf) into the history "
+                    "store. Logs already ingested and unchanged are skipped.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="event-log file or folder")
+    p.add_argument("--store", help="history store (default: $SPARKPREDICT_STORE or ~/.sparkpredict/store)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import json
+
+    from ..capture.eventlog import ingest_event_logs
+
+    report = ingest_event_logs(args.paths, store=args.store)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        for f in report.files:
+            if f.outcome == "ingested":
+                print(f"ingested  {f.path}: run {f.run_id} ({f.status}, {f.stages} stages, {f.tasks} tasks)")
+            elif f.outcome == "exists":
+                print(f"skipped   {f.path}: run {f.run_id} already in the store")
+            elif f.outcome == "failed":
+                print(f"FAILED    {f.path}: {f.error}")
+            for w in f.warnings if f.outcome != "exists" else []:
+                print(f"  warning: {w}")
+        print(f"{report.files_seen} logs: {report.files_ingested} ingested, {report.files_unchanged} "
+              f"unchanged, {report.files_existing} already in the store, {report.files_failed} failed "
+              f"-> {report.store}")
+    return 1 if report.files_failed else 0

@@ -1,0 +1,119 @@
+"""``sparkpredict suggest``: how many executors for this input size (and deadline)?
+
+Fast path: with ``--models DIR`` only numpy and the saved models load (no pandas, no JVM).
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "suggest", help="advise an executor count for a job's next run",
+        description="Advise how many executors a job's next run should get, from its history: "
+                    "the cheapest count that meets a deadline (cost), the fastest (time), or where "
+                    "more executors stop paying off (knee).")
+    p.add_argument("--job", required=True, help="job key as recorded (spark.sparkpredict.job)")
+    p.add_argument("--input-size", required=True, metavar="SIZE",
+                   help="input size of the next run, e.g. 300GB, 1.5TiB")
+    p.add_argument("--deadline", metavar="DURATION", help="e.g. 45m, 1h30m, 900 (seconds)")
+    p.add_argument("--objective", default="cost", choices=("cost", "time", "knee"),
+                   help="cost: cheapest meeting the deadline; time: fastest (within --budget); "
+                        "knee: where more executors stop paying off (default: cost)")
+    p.add_argument("--price", type=float, metavar="P", help="price of one executor-hour")
+    p.add_argument("--budget", type=float, metavar="B",
+                   help="for --objective time: most the run may cost (money with --price, "
+                        "else executor-hours)")
+    p.add_argument("--min-executors", type=int, default=1, metavar="N")
+    p.add_argument("--max-executors", type=int, metavar="N",
+                   help="default: twice the largest count in the history (at least 8)")
+    p.add_argument("--executor-cores", type=int, metavar="N", help="default: as last recorded")
+    p.add_argument("--executor-memory", metavar="SIZE",
+                   help="executor memory, e.g. 4g or 4096 (MiB); default: as last recorded")
+    p.add_argument("--confidence", type=float, default=0.9, help="interval coverage (default 0.9)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE)")
+    src.add_argument("--models", metavar="DIR", help="models written by `sparkpredict fit`")
+    p.add_argument("--json", action="store_true", help="print the advice as JSON")
+    p.set_defaults(func=run)
+
+
+def executor_memory_mb(text: str | None) -> int | None:
+    """``4g`` -> 4096, ``512m`` -> 512, ``4096`` -> 4096 (Spark's units: binary, bare = MiB)."""
+    if text is None:
+        return None
+    from ..errors import InputError
+
+    t = str(text).strip().lower().rstrip("b")
+    mult = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2}
+    try:
+        if t and t[-1] in mult:
+            v = float(t[:-1]) * mult[t[-1]]
+        else:
+            v = float(t)
+    except ValueError:
+        v = float("nan")
+    if not v == v or v < 1:
+        raise InputError(f"cannot read executor memory {text!r}", "write e.g. 4g, 512m or 4096 (MiB)")
+    return int(round(v))
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..advise import suggest_executors
+
+    advice = suggest_executors(
+        args.job, args.input_size, deadline_s=args.deadline, objective=args.objective,
+        executor_cores=args.executor_cores, executor_memory_mb=executor_memory_mb(args.executor_memory),
+        min_executors=args.min_executors, max_executors=args.max_executors,
+        price_per_executor_hour=args.price, budget=args.budget, confidence=args.confidence,
+        store=args.store, models=args.models)
+    if args.json:
+        import json
+
+        print(json.dumps(advice.to_dict(), indent=2))
+    else:
+        print(format_advice(advice))
+    return 0
+
+
+def format_advice(a: Any, max_rows: int = 40) -> str:
+    """The advice as a readable table, the chosen row marked with ``>``."""
+    from ..units import format_bytes, format_duration
+
+    pct = f"{a.confidence:.0%}"
+    head = [f"job {a.job}, input {format_bytes(a.input_bytes)}, objective {a.objective}"
+            + (f", deadline {format_duration(a.deadline_s)}" if a.deadline_s is not None else "")]
+    mape = "n/a" if a.model_cv_mape is None else f"{a.model_cv_mape:.1%}"
+    head.append(f"model {a.model_name} (CV MAPE {mape}, {a.n_runs if a.n_runs is not None else '?'} runs)")
+    money = a.price_per_executor_hour is not None
+    cols = ["", "executors", "runtime", f"{pct} interval", "executor-h"] + (["cost"] if money else []) \
+        + (["deadline"] if a.deadline_s is not None else [])
+    rows = []
+    cands = list(a.candidates)
+    if len(cands) > max_rows:  # keep the choice, the knee and an even spread
+        keep = {0, len(cands) - 1} | {round(k * (len(cands) - 1) / (max_rows - 1)) for k in range(max_rows)}
+        keep |= {k for k, c in enumerate(cands) if c.executors in (a.executors, a.knee_executors)}
+        cands = [cands[k] for k in sorted(keep)]
+    for c in cands:
+        row = [">" if c.executors == a.executors else "", str(c.executors),
+               format_duration(c.predicted_runtime_s),
+               f"{format_duration(c.lower_s)} - {format_duration(c.upper_s)}",
+               f"{c.cost_executor_hours:.2f}"]
+        if money:
+            row.append(f"{c.cost_money:.2f}")
+        if a.deadline_s is not None:
+            row.append("meets" if c.meets_deadline else "misses")
+        rows.append(row)
+    widths = [max(len(r[k]) for r in [cols] + rows) for k in range(len(cols))]
+    fmt = lambda r: "  ".join(v.rjust(w) for v, w in zip(r, widths)).rstrip()  # noqa: E731
+    lines = head + ["", fmt(cols)] + [fmt(r) for r in rows] + ["", "advice: " + a.summary()]
+    if a.knee_executors is not None:
+        lines.append(f"knee: {a.knee_executors} executors (more stop paying off)")
+    lines.append(f"dynamic allocation: minExecutors={a.dynamic_allocation[0]} "
+                 f"maxExecutors={a.dynamic_allocation[1]}")
+    if a.extrapolates:
+        far = ", ".join(f"{k} {v:+.0%}" for k, v in a.extrapolation.items() if v > 0)
+        lines.append(f"extrapolates beyond the history: {far}")
+    lines += [f"warning: {w}" for w in a.warnings]
+    return "\n".join(lines)

@@ -1,0 +1,75 @@
+"""``sparkpredict sweep``: run a workload over sizes x executors x repeats, recorded by the listener."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep", help="run a workload over sizes x executor counts, each run recorded",
+        description="Run a HiBench-style workload at every size x executor count x repeat, each as "
+                    "its own Spark application recorded by the listener. Rerunning the same command "
+                    "resumes: runs already recorded as succeeded are skipped.")
+    p.add_argument("--workload", required=True,
+                   help="wordcount, sort, kmeans, pagerank, logreg or sqljoin")
+    p.add_argument("--sizes", required=True, help="input sizes, e.g. 64MB,128MB,256MB")
+    p.add_argument("--executors", default="1,2,3", help="executor counts, e.g. 1,2,3 or 1-4 (default 1,2,3)")
+    p.add_argument("--repeats", type=int, default=1, help="runs per combination (default 1)")
+    p.add_argument("--master", default=None,
+                   help="master template (default local-cluster[{executors},{cores},{memory_mb}]; "
+                        "'local' = local[{executors}] threads; yarn etc. get spark.executor.instances)")
+    p.add_argument("--executor-cores", type=int, default=1)
+    p.add_argument("--executor-memory", default="1024MiB", help="per executor (default 1024MiB)")
+    p.add_argument("--seed", type=int, default=0, help="data generator seed (default 0)")
+    p.add_argument("--store", default=None, help="history store (default: the embedded local store)")
+    p.add_argument("--cache", default=None, help="generated-data cache (default ~/.cache/sparkpredict/data)")
+    p.add_argument("--no-tasks", action="store_true", help="do not record task rows (smaller store)")
+    p.set_defaults(func=_run)
+
+
+class ProgressBar:
+    """A one-line progress bar with the estimated time left, on stderr."""
+
+    def __init__(self, stream=sys.stderr, width: int = 28) -> None:
+        self.stream, self.width = stream, width
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+
+    def __call__(self, done: int, total: int, elapsed: float, eta: float | None, label: str) -> None:
+        from ..units import format_duration
+
+        frac = done / total if total else 1.0
+        fill = int(round(frac * self.width))
+        bar = "#" * fill + "." * (self.width - fill)
+        eta_s = "ETA ?" if eta is None else f"ETA {format_duration(eta)}"
+        line = f"[{bar}] {done}/{total} runs  {format_duration(elapsed)} elapsed  {eta_s}  {label}"
+        if self.tty:
+            self.stream.write("\r\033[K" + line + ("\n" if done == total else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..units import format_bytes, format_duration, parse_bytes
+    from ..sweep import plan_sweep, run_sweep
+
+    mem_mb = parse_bytes(args.executor_memory) // 2**20
+    plan = plan_sweep(args.workload, args.sizes, args.executors, repeats=args.repeats, master=args.master,
+                      executor_cores=args.executor_cores, executor_memory_mb=mem_mb, seed=args.seed)
+    print(f"sweep {plan.workload}: sizes {', '.join(format_bytes(s) for s in plan.sizes_bytes)}; "
+          f"executors {', '.join(map(str, plan.executors))}; {plan.repeats} repeat(s); "
+          f"{len(plan.combos)} runs; master {plan.master_template}", file=sys.stderr)
+    try:
+        res = run_sweep(plan, store=args.store, cache_dir=args.cache, progress=ProgressBar(),
+                        tasks=not args.no_tasks)
+    except KeyboardInterrupt:
+        print("\ninterrupted: runs finished so far are recorded; rerun the same command to resume",
+              file=sys.stderr)
+        return 130
+    print(f"{len(res.ran)} run(s) in {format_duration(res.seconds)} "
+          f"({len(res.skipped)} already recorded, {len(res.failed)} failed); store: {res.store}")
+    for o in res.failed:
+        print(f"  failed: {o.combo.size_bytes} B x {o.combo.executors} executors "
+              f"(repeat {o.combo.repeat}): {o.error}", file=sys.stderr)
+    return 1 if res.failed else 0

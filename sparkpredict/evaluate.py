@@ -1,0 +1,262 @@
+"""The study's evaluation protocols for whole-job runtime models, on a runs table.
+
+For each job and each model:
+
+* ``cv3`` — 3-fold cross-validation over the runs (interpolation); metrics on the pooled
+  out-of-fold predictions;
+* ``extrap_size`` / ``extrap_executors`` — sort the distinct input sizes (executor counts),
+  test on the outer ~34 % of the levels (largest first, then smallest, alternating), train on
+  the middle ~66 %;
+* ``practitioner`` — train on the smallest ~60 % of the input-size levels, test on the larger
+  ones (a user who tried small inputs and asks about production size).
+
+Metrics: R² (1 − SS_res/SS_tot on the test runs), RRSE (the study's relative residual standard
+error: sqrt(SS_res / (n − p)) / mean runtime, p = the model's fitted parameters — equation
+parameters for equations and their hybrids, 0 for ML regressors), MAPE, and the coverage of
+the 90 % interval where the model has ``predict_interval``.
+
+Extra models: ``evaluate(runs, models={"name": factory})`` where ``factory()`` returns an object
+with ``fit(runs_df)`` and ``predict(X)``; it is fitted on the full training rows of one job
+(``run_id`` and every column included).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from .errors import DegenerateDataError, InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("cv3", "extrap_size", "extrap_executors", "practitioner")
+SPLIT_TITLES = {
+    "cv3": "3-fold cross-validation (interpolation)",
+    "extrap_size": "extrapolation in input size (train middle ~66 % of sizes, test outer ~34 %)",
+    "extrap_executors": "extrapolation in executors (train middle ~66 % of counts, test outer ~34 %)",
+    "practitioner": "practitioner's case (train smallest ~60 % of sizes, test the larger ones)",
+}
+#: The study's models plus the combined one, as JobRuntimeModel kinds.
+STUDY_MODELS = ("amdahl", "gustafson", "ernest", "plate2d", "fully_connected", "fully_connected_c1",
+                "kernel_ridge", "gbm", "random_forest", "auto")
+
+
+def outer_levels(values: np.ndarray, fraction: float = 0.34) -> np.ndarray | None:
+    """Test mask of the outer ``fraction`` of the distinct levels (largest first, alternating)."""
+    levels = np.unique(values)
+    k = len(levels)
+    if k < 3:
+        return None
+    n_test = min(k - 2, max(1, int(round(fraction * k))))
+    picked = [levels[-1 - i // 2] if i % 2 == 0 else levels[i // 2] for i in range(n_test)]
+    return np.isin(values, picked)
+
+
+def smallest_levels(values: np.ndarray, fraction: float = 0.6) -> np.ndarray | None:
+    """Train mask of the smallest ``fraction`` of the levels (at least two, at least one left)."""
+    levels = np.unique(values)
+    k = len(levels)
+    if k < 3:
+        return None
+    n_train = min(k - 1, max(2, int(round(fraction * k))))
+    return np.isin(values, levels[:n_train])
+
+
+def split_masks(runs: "pd.DataFrame", split: str, random_state: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(train, test) boolean masks of one job's rows for ``split``; empty when not applicable."""
+    n = len(runs)
+    if split == "cv3":
+        if n < 6:
+            return []
+        perm = np.random.default_rng(random_state).permutation(n)
+        fold = np.empty(n, int)
+        fold[perm] = np.arange(n) % 3
+        return [(fold != k, fold == k) for k in range(3)]
+    if split in ("extrap_size", "extrap_executors"):
+        col = "input_bytes" if split == "extrap_size" else "executors"
+        test = outer_levels(runs[col].to_numpy(float))
+        return [] if test is None else [(~test, test)]
+    if split == "practitioner":
+        train = smallest_levels(runs["input_bytes"].to_numpy(float))
+        return [] if train is None else [(train, ~train)]
+    raise InputError(f"unknown split {split!r}", f"use one of {', '.join(SPLITS)}")
+
+
+def metrics(y: np.ndarray, pred: np.ndarray, n_params: int = 0) -> dict[str, float]:
+    """R², RRSE (df = n − n_params, over mean runtime) and MAPE (fractions)."""
+    y = np.asarray(y, float)
+    pred = np.asarray(pred, float)
+    res = y - pred
+    ss_res = float(res @ res)
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    df = len(y) - n_params if len(y) > n_params else len(y)
+    return {"r2": 1 - ss_res / ss_tot if ss_tot > 0 else (0.0 if ss_res == 0 else -math.inf),
+            "rrse": math.sqrt(ss_res / df) / float(y.mean()),
+            "mape": float(np.mean(np.abs(res) / y))}
+
+
+def _n_params(model: Any) -> int:
+    name = getattr(model, "name_", "")
+    from .models.analytical import EQUATIONS
+
+    eq = name.split(":", 1)[-1]
+    return EQUATIONS[eq].n_params if eq in EQUATIONS else 0
+
+
+@dataclass
+class Evaluation:
+    """Result of :func:`evaluate`: one row per (job, split, model) and the skipped pairs."""
+
+    rows: "pd.DataFrame"
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def table(self, split: str, metric: str) -> "pd.DataFrame":
+        """Jobs x models for one split and metric, with a ``mean`` row (like the study's tables)."""
+        r = self.rows[self.rows["split"] == split]
+        t = r.pivot_table(index="job", columns="model", values=metric, aggfunc="first", sort=False)
+        t.loc["mean"] = t.mean(numeric_only=True)
+        return t
+
+    def to_json(self) -> dict:
+        return {"rows": self.rows.replace({np.inf: None, -np.inf: None}).astype(object)
+                .where(self.rows.notna(), None).to_dict(orient="records"), "skipped": self.skipped}
+
+
+def _factories(models: Any, include_study: bool) -> dict[str, Callable[[], Any]]:
+    from .models.hybrid import JobRuntimeModel
+
+    out: dict[str, Callable[[], Any]] = {}
+    if include_study:
+        for kind in STUDY_MODELS:
+            out["combined" if kind == "auto" else kind] = (lambda k=kind: JobRuntimeModel(kind=k))
+    if isinstance(models, dict):
+        out.update(models)
+    elif models is not None:
+        for kind in models:
+            out["combined" if kind == "auto" else kind] = (lambda k=kind: JobRuntimeModel(kind=k))
+    return out
+
+
+def evaluate(runs: "pd.DataFrame", models: Any = None, splits: tuple[str, ...] = SPLITS,
+             include_study: bool = True, random_state: int = 0, min_runs: int = 12) -> Evaluation:
+    """Run the study's protocols for every job of ``runs`` and every model.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        A runs table (several jobs allowed).
+    models : dict or list, optional
+        Extra models: ``{"name": factory}`` (``factory()`` -> object with ``fit(runs_df)`` and
+        ``predict(X)``), or a list of :class:`JobRuntimeModel` kinds.
+    include_study : bool
+        Also evaluate the study's models and the combined one (:data:`STUDY_MODELS`).
+
+    Returns
+    -------
+    Evaluation
+        ``rows``: job, split, model, n_train, n_test, r2, rrse, mape, coverage90, fit_s, error.
+    """
+    import pandas as pd
+
+    from .features.runs import check_runs_frame
+
+    check_runs_frame(runs)
+    factories = _factories(models, include_study)
+    if not factories:
+        raise InputError("no models to evaluate", "pass models= or include_study=True")
+    rows: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
+    for job in sorted(runs["job"].astype(str).unique()):
+        jr = runs[runs["job"].astype(str) == job]
+        ok = np.isfinite(jr["runtime_s"].to_numpy(float)) & (jr["runtime_s"].to_numpy(float) > 0)
+        jr = jr[ok].sort_values(["input_bytes", "executors", "runtime_s"], kind="mergesort").reset_index(drop=True)
+        if len(jr) < min_runs:
+            skipped[job] = f"{len(jr)} runs (< {min_runs})"
+            continue
+        for split in splits:
+            masks = split_masks(jr, split, random_state)
+            if not masks:
+                skipped[f"{job}/{split}"] = "too few distinct levels"
+                continue
+            y = jr["runtime_s"].to_numpy(float)
+            for mname, factory in factories.items():
+                rows.append(_score(jr, y, masks, job, split, mname, factory))
+    cols = ["job", "split", "model", "n_train", "n_test", "r2", "rrse", "mape", "coverage90", "fit_s", "error"]
+    return Evaluation(pd.DataFrame(rows, columns=cols), skipped)
+
+
+def _score(jr: "pd.DataFrame", y: np.ndarray, masks: list, job: str, split: str, mname: str,
+           factory: Callable[[], Any]) -> dict[str, Any]:
+    pred = np.full(len(y), np.nan)
+    lo = np.full(len(y), np.nan)
+    hi = np.full(len(y), np.nan)
+    tested = np.zeros(len(y), bool)
+    fit_s = 0.0
+    n_params = 0
+    n_train = 0
+    try:
+        for train, test in masks:
+            model = factory()
+            t0 = time.perf_counter()
+            model.fit(jr[train].reset_index(drop=True))
+            fit_s += time.perf_counter() - t0
+            n_params = max(n_params, _n_params(model))
+            n_train = max(n_train, int(train.sum()))
+            Xq = jr[test].reset_index(drop=True)
+            if hasattr(model, "predict_interval"):
+                iv = model.predict_interval(Xq, confidence=0.9)
+                pred[test] = iv["predicted_runtime_s"]
+                lo[test], hi[test] = iv["lower_s"], iv["upper_s"]
+            else:
+                pred[test] = np.asarray(model.predict(Xq), float)
+            tested |= test
+    except (DegenerateDataError, InputError) as exc:
+        return {"job": job, "split": split, "model": mname, "n_train": n_train, "n_test": int(tested.sum()),
+                "fit_s": fit_s, "error": str(exc)}
+    m = metrics(y[tested], pred[tested], n_params)
+    cov = float(np.mean((y[tested] >= lo[tested]) & (y[tested] <= hi[tested]))) \
+        if np.isfinite(lo[tested]).all() else float("nan")
+    return {"job": job, "split": split, "model": mname, "n_train": n_train, "n_test": int(tested.sum()),
+            **m, "coverage90": cov, "fit_s": fit_s, "error": None}
+
+
+def summary(ev: Evaluation, model: str = "combined") -> dict[str, dict[str, float]]:
+    """Per split: mean and worst-job MAPE, mean R² and mean coverage of ``model``."""
+    out = {}
+    r = ev.rows[(ev.rows["model"] == model) & ev.rows["error"].isna()]
+    for split, g in r.groupby("split"):
+        out[str(split)] = {"mape_mean": float(g["mape"].mean()), "mape_worst": float(g["mape"].max()),
+                           "r2_mean": float(g["r2"].mean()), "coverage90_mean": float(g["coverage90"].mean()),
+                           "jobs": int(len(g))}
+    return out
+
+
+def format_tables(ev: Evaluation, metrics_: tuple[str, ...] = ("r2", "rrse", "mape")) -> str:
+    """Markdown tables, one per split and metric (jobs x models, mean row last)."""
+    parts = []
+    for split in SPLITS:
+        if not (ev.rows["split"] == split).any():
+            continue
+        for metric in metrics_:
+            t = ev.table(split, metric)
+            parts.append(f"**{SPLIT_TITLES[split]} — {metric.upper()}**\n\n" + _markdown(t, metric))
+    return "\n\n".join(parts)
+
+
+def _markdown(t: "pd.DataFrame", metric: str) -> str:
+    fmt = (lambda v: f"{100 * v:.1f} %") if metric in ("mape", "rrse", "coverage90") else (lambda v: f"{v:.3f}")
+    head = "| job | " + " | ".join(map(str, t.columns)) + " |"
+    sep = "|" + "---|" * (len(t.columns) + 1)
+    lines = [head, sep]
+    for idx, row in t.iterrows():
+        cells = [fmt(v) if isinstance(v, (float, int)) and np.isfinite(v) else "–" for v in row]
+        name = f"**{idx}**" if idx == "mean" else str(idx)
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

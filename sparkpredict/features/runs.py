@@ -1,0 +1,158 @@
+"""The runs table: one row per succeeded run, the input of every whole-job runtime model.
+
+Columns (units in the names)::
+
+    run_id, job, input_bytes, executors, executor_cores, executor_memory_mb, runtime_s
+    + numeric extras
+
+``executors`` is ``executors_requested`` (what the user will choose next time), else
+``executors_max``; ``runtime_s`` is ``wall_ms / 1000``.
+
+Only what is known *before* a run may predict it. A store's runs also carry post-run
+measurements (shuffle bytes, task time, ...). :func:`runs_table` keeps a few of them because
+other parts (stage models, monitoring) like to see them, but :func:`feature_columns` never
+offers them to a model. A runs file written by a user (CSV/Parquet, :func:`read_runs_file`)
+is different: every extra numeric column in it is a feature, except the post-run names below.
+"""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: The columns every runs table has, in this order.
+BASE_COLUMNS = ["job", "input_bytes", "executors", "executor_cores", "executor_memory_mb", "runtime_s"]
+#: Model inputs that every runs table provides (runtime_s is the target).
+BASE_FEATURES = ["input_bytes", "executors", "executor_cores", "executor_memory_mb"]
+#: Known only after the run: kept in runs tables for inspection, never used as model inputs.
+POST_RUN_COLUMNS = frozenset({
+    "runtime_s", "wall_ms", "shuffle_read_bytes", "shuffle_write_bytes", "executor_run_time_ms",
+    "num_jobs", "num_stages", "num_tasks", "num_failed_tasks", "executors_max", "executors_mean",
+    "task_slots", "start_ms", "end_ms", "updated_ms", "schema_version",
+    "memory_spilled_bytes", "disk_spilled_bytes", "peak_execution_memory_bytes",
+})
+#: Post-run store columns copied into runs_table (for other analyses, not for models).
+_STORE_EXTRAS = ["shuffle_read_bytes", "shuffle_write_bytes", "executor_run_time_ms",
+                 "num_stages", "num_tasks", "executors_max", "start_ms"]
+
+
+def feature_columns(runs: "pd.DataFrame") -> list[str]:
+    """Model inputs of ``runs``: the base features plus numeric extras known before a run."""
+    import pandas as pd
+
+    extras = [c for c in runs.columns
+              if c not in BASE_COLUMNS and c != "run_id" and c not in POST_RUN_COLUMNS
+              and pd.api.types.is_numeric_dtype(runs[c]) and not pd.api.types.is_bool_dtype(runs[c])]
+    return BASE_FEATURES + sorted(extras)
+
+
+def runs_table(source: Any) -> "pd.DataFrame":
+    """Runs table of a history store: succeeded runs only, one row each.
+
+    Parameters
+    ----------
+    source : Store, str, os.PathLike or pandas.DataFrame
+        A :class:`sparkpredict.store.io.Store`, a store path/URI, or the ``runs`` table read
+        from a store (``Store.runs()``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``run_id, job, input_bytes, executors, executor_cores, executor_memory_mb, runtime_s``
+        and the post-run columns ``shuffle_read_bytes, shuffle_write_bytes,
+        executor_run_time_ms, num_stages, num_tasks, executors_max, start_ms`` (not model
+        inputs, see :data:`POST_RUN_COLUMNS`), sorted by job and start time.
+    """
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(source, pd.DataFrame):
+        raw = source
+    elif isinstance(source, (str, os.PathLike)):
+        from ..store import io as store_io
+
+        st = store_io.open(str(source))
+        if not st.exists():
+            raise InputError(f"no sparkpredict store at {str(source)!r}",
+                             "give the folder the listener or `sparkpredict ingest` wrote")
+        st.check_version()
+        raw = st.runs()
+    elif hasattr(source, "runs"):
+        raw = source.runs()
+    else:
+        raise InputError(f"cannot read runs from {type(source).__name__}",
+                         "pass a Store, a store path, or the DataFrame of Store.runs()")
+    needed = {"run_id", "job", "status", "wall_ms", "input_bytes"}
+    missing = needed - set(raw.columns)
+    if missing:
+        raise InputError(f"runs rows lack columns {sorted(missing)}",
+                         "pass the runs table of a sparkpredict store (Store.runs())")
+    ok = raw[raw["status"] == "succeeded"]
+    ex_req = ok["executors_requested"] if "executors_requested" in ok else pd.Series(np.nan, ok.index)
+    ex_max = ok["executors_max"] if "executors_max" in ok else pd.Series(np.nan, ok.index)
+    out = pd.DataFrame({
+        "run_id": ok["run_id"].astype(str),
+        "job": ok["job"].astype(str),
+        "input_bytes": pd.to_numeric(ok["input_bytes"], errors="coerce").astype("float64"),
+        "executors": pd.to_numeric(ex_req, errors="coerce").fillna(
+            pd.to_numeric(ex_max, errors="coerce")).astype("float64"),
+        "executor_cores": pd.to_numeric(ok.get("executor_cores", np.nan), errors="coerce").astype("float64"),
+        "executor_memory_mb": pd.to_numeric(ok.get("executor_memory_mb", np.nan),
+                                            errors="coerce").astype("float64"),
+        "runtime_s": pd.to_numeric(ok["wall_ms"], errors="coerce").astype("float64") / 1000.0,
+    })
+    for c in _STORE_EXTRAS:
+        if c in ok:
+            out[c] = pd.to_numeric(ok[c], errors="coerce").astype("float64")
+    sort_cols = ["job", "start_ms", "run_id"] if "start_ms" in out else ["job", "run_id"]
+    return out.sort_values(sort_cols, kind="mergesort").reset_index(drop=True)
+
+
+def read_runs_file(path: str | os.PathLike[str]) -> "pd.DataFrame":
+    """Read a runs table from CSV or Parquet and check its columns.
+
+    Required: ``job, input_bytes, executors, executor_cores, executor_memory_mb, runtime_s``;
+    any other numeric column is an extra feature (unless its name is in
+    :data:`POST_RUN_COLUMNS`). ``run_id`` is optional and made up (``row-<n>``) when absent.
+
+    Raises
+    ------
+    InputError
+        The file is missing or unreadable, or a required column is missing or not numeric.
+    """
+    import pandas as pd
+
+    p = str(path)
+    if not os.path.exists(p):
+        raise InputError(f"runs file {p!r} not found", "export one with `sparkpredict runs --store S --out runs.csv`")
+    try:
+        if p.endswith((".parquet", ".pq")) or os.path.isdir(p):
+            df = pd.read_parquet(p)
+        else:
+            df = pd.read_csv(p)
+    except Exception as exc:  # pandas raises many types for malformed files
+        raise InputError(f"cannot read runs file {p!r}: {exc}", "give a CSV or Parquet runs table") from exc
+    check_runs_frame(df, what=f"runs file {p!r}")
+    if "run_id" not in df:
+        df.insert(0, "run_id", [f"row-{i}" for i in range(len(df))])
+    df["job"] = df["job"].astype(str)
+    return df
+
+
+def check_runs_frame(df: "pd.DataFrame", what: str = "runs table") -> None:
+    """Raise :class:`InputError` naming the missing or non-numeric required columns."""
+    import pandas as pd
+
+    missing = [c for c in BASE_COLUMNS if c not in df.columns]
+    if missing:
+        raise InputError(
+            f"{what} lacks column(s) {', '.join(missing)} (has: {', '.join(map(str, df.columns))})",
+            f"a runs table needs {', '.join(BASE_COLUMNS)}; export one with `sparkpredict runs`")
+    bad = [c for c in BASE_COLUMNS[1:] if not pd.api.types.is_numeric_dtype(df[c])]
+    if bad:
+        raise InputError(f"{what}: column(s) {', '.join(bad)} are not numeric",
+                         "write plain numbers: bytes, counts, MiB and seconds")

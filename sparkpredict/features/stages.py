@@ -1,0 +1,293 @@
+"""Stage-level features: a signature that names the same stage across runs, per-stage data and
+configuration features, and the task count a stage will have at another input size.
+
+The signature
+-------------
+Stage ids change from run to run (they count every stage the application ever submitted), so
+a stage is identified by what does not: its **call site** (the stage name, e.g.
+``count at job.py:12``, with run-specific paths and numbers removed), its **depth** in the
+stage DAG (longest chain of recorded parents), and its **ordinal** among the stages with the
+same call site and depth (in submission order). ``"count at job.py:12|d1|k0"`` is the first
+depth-1 stage of that call site in every run of the job.
+
+Task counts at another size
+---------------------------
+* Input stages read files in splits: ``tasks = max(floor, ceil(bytes / split))``. The split is
+  learnt from recorded runs whose task count grew with the input, else it is
+  ``spark.sql.files.maxPartitionBytes``; the floor is the smallest recorded count (what
+  ``spark.default.parallelism`` gives small inputs).
+* Shuffle stages have ``spark.sql.shuffle.partitions`` (or ``spark.default.parallelism``)
+  tasks whatever the size, unless AQE coalesced them, in which case they scale with the
+  shuffle bytes, capped by the partitions.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Configuration features and their Spark defaults (used when a run's properties lack a key).
+CONFIG_DEFAULTS: dict[str, float] = {
+    "shuffle_partitions": 200.0,
+    "max_partition_bytes": 128.0 * 2**20,
+    "aqe": 1.0,
+    "kryo": 0.0,
+    "memory_fraction": 0.6,
+    "shuffle_compress": 1.0,
+}
+CONFIG_FEATURES = ["executors", "executor_cores", "executor_memory_mb", "task_slots",
+                   "shuffle_partitions", "max_partition_bytes", "default_parallelism",
+                   "aqe", "kryo", "memory_fraction", "shuffle_compress"]
+#: Data features of one stage (per task where it matters for a per-task time).
+DATA_FEATURES = ["bytes_in_per_task", "bytes_out_per_task", "records_in_per_task", "num_tasks",
+                 "bytes_in", "is_input_stage"]
+_MB = 2.0**20
+_SPARK_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "m": 2**20, "mb": 2**20, "g": 2**30,
+                "gb": 2**30, "t": 2**40, "tb": 2**40}
+_OPEN_COST = 4 * _MB  # spark.sql.files.openCostInBytes default
+
+
+def spark_bytes(value, default: float) -> float:
+    """Spark's size strings (``128m``, ``1g``: binary units; a bare number is bytes)."""
+    if value is None:
+        return default
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([a-zA-Z]*)\s*", str(value))
+    if not m or m.group(2).lower() not in _SPARK_UNITS:
+        return default
+    return float(m.group(1)) * _SPARK_UNITS[m.group(2).lower()]
+
+
+def _flag(value, default: float) -> float:
+    if value is None:
+        return default
+    return 1.0 if str(value).strip().lower() in ("true", "1", "yes") else 0.0
+
+
+def _num(value, default: float) -> float:
+    try:
+        f = float(value)
+        return default if math.isnan(f) else f
+    except (TypeError, ValueError):
+        return default
+
+
+def config_features(run: "pd.Series | dict") -> dict[str, float]:
+    """The configuration features of one runs-table row (``properties_json`` plus run columns)."""
+    raw = run.get("properties_json")
+    try:
+        props = json.loads(raw) if isinstance(raw, str) and raw else {}
+    except ValueError:
+        props = {}
+    execs = _num(run.get("executors_max"), _num(run.get("executors"), _num(props.get("spark.executor.instances"), 1)))
+    cores = _num(run.get("executor_cores"), _num(props.get("spark.executor.cores"), 1))
+    mem = _num(run.get("executor_memory_mb"),
+               spark_bytes(props.get("spark.executor.memory"), 1024 * _MB) / _MB)
+    slots = _num(run.get("task_slots"), execs * cores)
+    return {
+        "executors": execs, "executor_cores": cores, "executor_memory_mb": mem, "task_slots": slots,
+        "shuffle_partitions": _num(props.get("spark.sql.shuffle.partitions"), CONFIG_DEFAULTS["shuffle_partitions"]),
+        "max_partition_bytes": spark_bytes(props.get("spark.sql.files.maxPartitionBytes"),
+                                           CONFIG_DEFAULTS["max_partition_bytes"]),
+        "default_parallelism": _num(props.get("spark.default.parallelism"), slots),
+        "aqe": _flag(props.get("spark.sql.adaptive.enabled"), CONFIG_DEFAULTS["aqe"]),
+        "kryo": 1.0 if "kryo" in str(props.get("spark.serializer", "")).lower() else 0.0,
+        "memory_fraction": _num(props.get("spark.memory.fraction"), CONFIG_DEFAULTS["memory_fraction"]),
+        "shuffle_compress": _flag(props.get("spark.shuffle.compress"), CONFIG_DEFAULTS["shuffle_compress"]),
+    }
+
+
+_CALLSITE_AT = re.compile(r"^(.*? at [^:\s]+?(?::\d+)?)(?:\s|$)")
+
+
+def call_site(name: str | None) -> str:
+    """The stable part of a stage name: ``'count at job.py:12'``; paths and counts removed.
+
+    >>> call_site("collect at /tmp/x/nds/nds_power.py:191")
+    'collect at nds_power.py:191'
+    >>> call_site("Listing leaf files and directories for 100 paths:<br/>file:/data/a")
+    'Listing leaf files and directories for # paths:'
+    """
+    text = re.split(r"<br/>|\n", str(name or ""), maxsplit=1)[0].strip()
+    m = _CALLSITE_AT.match(text)
+    if m:
+        head, _, where = m.group(1).rpartition(" at ")
+        return f"{head} at {where.rsplit('/', 1)[-1]}"
+    return re.sub(r"\d+", "#", text)
+
+
+def _parents(raw) -> list[int]:
+    if isinstance(raw, str) and raw:
+        try:
+            return [int(x) for x in json.loads(raw)]
+        except (ValueError, TypeError):
+            return []
+    return []
+
+
+def final_attempts(stages: "pd.DataFrame") -> "pd.DataFrame":
+    """One row per (run, stage id): the last attempt (retried attempts are superseded)."""
+    st = stages.copy()
+    st["stage_attempt_id"] = st["stage_attempt_id"].fillna(0).astype(int)
+    return (st.sort_values(["run_id", "stage_id", "stage_attempt_id"], kind="stable")
+              .drop_duplicates(["run_id", "stage_id"], keep="last"))
+
+
+def stage_signatures(stages: "pd.DataFrame") -> "pd.Series":
+    """Signature of each row of a stages table (one row per stage: see :func:`final_attempts`).
+
+    Depends only on names and the parent structure inside each run, never on ids, so it is
+    the same for the same stage in two runs of one job.
+    """
+    import pandas as pd
+
+    out = pd.Series(index=stages.index, dtype=object)
+    for _, g in stages.groupby("run_id", sort=False):
+        g = g.sort_values(["submission_ms", "stage_id"], kind="stable", na_position="last")
+        ids = [int(s) for s in g["stage_id"]]
+        present = set(ids)
+        parents = {s: [p for p in _parents(r) if p in present and p != s]
+                   for s, r in zip(ids, g.get("parent_stage_ids_json", pd.Series([None] * len(g))))}
+        depth: dict[int, int] = {}
+
+        def d(s: int, seen: frozenset = frozenset()) -> int:
+            if s not in depth:
+                ps = [p for p in parents[s] if p not in seen]
+                depth[s] = 1 + max((d(p, seen | {s}) for p in ps), default=-1)
+            return depth[s]
+
+        seen_count: dict[tuple[str, int], int] = {}
+        for idx, s, name in zip(g.index, ids, g["name"]):
+            key = (call_site(name), d(s))
+            k = seen_count.get(key, 0)
+            seen_count[key] = k + 1
+            out[idx] = f"{key[0]}|d{key[1]}|k{k}"
+    return out
+
+
+def stage_table(runs: "pd.DataFrame", stages: "pd.DataFrame", tasks: "pd.DataFrame | None" = None) -> "pd.DataFrame":
+    """One row per (run, stage) with signature, data and configuration features and targets.
+
+    Targets: ``task_ms`` (mean duration of the stage's finished tasks, from task rows, else from
+    the stage's summed run, deserialize and serialization times) and ``stage_ms`` (recorded
+    submission to completion). Run columns ``input_bytes`` and ``job`` come along.
+    """
+    import pandas as pd
+
+    st = final_attempts(stages[stages["run_id"].isin(runs["run_id"])])
+    st = st[st["status"].fillna("succeeded").str.lower().isin(["succeeded", "complete", "completed"])] \
+        if "status" in st else st
+    st = st.copy()
+    st["signature"] = stage_signatures(st)
+    n_rows = st["num_task_rows"].astype(float).where(st["num_task_rows"].notna(), st["num_tasks"].astype(float))
+    n_rows = n_rows.where(n_rows > 0, st["num_tasks"].astype(float)).clip(lower=1)
+    sum_ms = (st["executor_run_time_ms"].fillna(0).astype(float)
+              + st["executor_deserialize_time_ms"].fillna(0).astype(float)
+              + st["result_serialization_time_ms"].fillna(0).astype(float))
+    st["task_ms"] = sum_ms / n_rows
+    if tasks is not None and len(tasks):
+        tk = tasks[tasks["run_id"].isin(st["run_id"])]
+        tk = tk.assign(stage_attempt_id=tk["stage_attempt_id"].fillna(0).astype(int))
+        dur = tk["duration_ms"].astype(float).where(tk["duration_ms"].notna(),
+                                                    tk["finish_ms"].astype(float) - tk["launch_ms"].astype(float))
+        m = tk.assign(_d=dur).groupby(["run_id", "stage_id", "stage_attempt_id"])["_d"].mean().rename("_mean_task_ms")
+        st = st.merge(m, left_on=["run_id", "stage_id", "stage_attempt_id"], right_index=True, how="left")
+        st["task_ms"] = st["_mean_task_ms"].fillna(st["task_ms"])
+        st = st.drop(columns="_mean_task_ms")
+    st["stage_ms"] = st["duration_ms"].astype(float).where(
+        st["duration_ms"].notna(), st["completion_ms"].astype(float) - st["submission_ms"].astype(float))
+    f0 = lambda c: st[c].fillna(0).astype(float) if c in st else 0.0  # noqa: E731
+    st["num_tasks"] = st["num_tasks"].astype(float)
+    st["bytes_in"] = f0("input_bytes") + f0("shuffle_read_bytes")
+    st["bytes_out"] = f0("output_bytes") + f0("shuffle_write_bytes")
+    st["records_in"] = f0("input_records") + f0("shuffle_read_records")
+    st["is_input_stage"] = ((f0("input_bytes") > 0) & (f0("input_bytes") >= f0("shuffle_read_bytes"))).astype(float)
+    nt = st["num_tasks"].clip(lower=1)
+    st["bytes_in_per_task"] = st["bytes_in"] / nt
+    st["bytes_out_per_task"] = st["bytes_out"] / nt
+    st["records_in_per_task"] = st["records_in"] / nt
+    conf = pd.DataFrame([{"run_id": r["run_id"], "job": r.get("job"), "run_input_bytes": _num(r.get("input_bytes"), np.nan),
+                          **config_features(r)} for _, r in runs.iterrows()]).drop_duplicates("run_id", keep="last")
+    st = st.merge(conf, on="run_id", how="left")
+    st["waves"] = np.ceil(st["num_tasks"] / st["task_slots"].clip(lower=1))
+    return st.reset_index(drop=True)
+
+
+def waves(num_tasks, slots):
+    """Task waves: ``ceil(tasks / slots)`` (0 tasks -> 0 waves). Works on scalars and arrays."""
+    t = np.asarray(num_tasks, dtype=float)
+    s = np.maximum(np.asarray(slots, dtype=float), 1.0)
+    w = np.ceil(t / s)
+    return w if w.ndim else float(w)
+
+
+def count_rule(bytes_seen: Iterable[float], tasks_seen: Iterable[int], default_split: float,
+               cap: float | None = None):
+    """Learn ``tasks = max(floor, ceil(bytes / split))`` (capped) from recorded (bytes, tasks).
+
+    Returns a function of the new byte count. Runs whose count is above the smallest one were
+    split-bound; their median bytes per task is the split. Without such runs the configured
+    split is used.
+    """
+    b = np.asarray(list(bytes_seen), dtype=float)
+    n = np.asarray(list(tasks_seen), dtype=float)
+    ok = np.isfinite(b) & np.isfinite(n) & (n > 0)
+    b, n = b[ok], n[ok]
+    floor = float(n.min()) if len(n) else 1.0
+    grew = n > floor
+    split = float(np.median(b[grew] / n[grew])) if grew.any() else float(default_split)
+    split = max(split, 1.0)
+
+    def rule(new_bytes: float) -> int:
+        t = max(floor, math.ceil(max(float(new_bytes), 0.0) / split))
+        return int(min(t, cap) if cap else t)
+
+    rule.split_bytes = split  # type: ignore[attr-defined]
+    rule.floor = floor  # type: ignore[attr-defined]
+    return rule
+
+
+def file_split_tasks(bytes_in: float, parallelism: float, max_partition_bytes: float) -> int:
+    """Spark SQL's file splits: ``ceil(bytes / min(maxPartitionBytes, max(openCost, bytes / parallelism)))``."""
+    b = max(float(bytes_in), 1.0)
+    split = min(float(max_partition_bytes), max(_OPEN_COST, b / max(float(parallelism), 1.0)))
+    return max(1, math.ceil(b / split - 1e-9))
+
+
+def predict_num_tasks(history: "pd.DataFrame", ref: "pd.Series", new_bytes_in: float,
+                      new_conf: dict[str, float] | None = None) -> int:
+    """Task count of stage ``ref`` (a :func:`stage_table` row) when it reads ``new_bytes_in``.
+
+    ``history`` holds the same signature's rows from other runs (may be just ``ref``);
+    ``new_conf`` the configuration features of the new run (default: ``ref``'s).
+    """
+    conf = {c: ref[c] for c in CONFIG_FEATURES if c in ref}
+    conf.update(new_conf or {})
+    n_ref = float(ref["num_tasks"])
+    if ref["is_input_stage"]:
+        # Spark's file-split rule, calibrated on the recorded counts (files, other sources).
+        calib = [n / file_split_tasks(b, par, mpb) for b, n, par, mpb in zip(
+            history["bytes_in"], history["num_tasks"], history["default_parallelism"],
+            history["max_partition_bytes"]) if b > 0 and n > 0]
+        c = float(np.median(calib)) if calib else 1.0
+        t = file_split_tasks(new_bytes_in, conf["default_parallelism"], conf["max_partition_bytes"])
+        return max(1, int(round(c * t)))
+    if ref["bytes_in"] > 0:  # a shuffle stage
+        if n_ref == ref["shuffle_partitions"]:
+            return int(conf["shuffle_partitions"])
+        if n_ref == ref["default_parallelism"]:
+            return int(conf["default_parallelism"])
+        if ref["aqe"] and n_ref < ref["shuffle_partitions"] and history["num_tasks"].nunique() > 1:
+            # AQE coalesced the partitions to ~advisory size: the count follows the bytes.
+            return count_rule(history["bytes_in"], history["num_tasks"], 64 * _MB,
+                              cap=conf["shuffle_partitions"])(new_bytes_in)
+    return int(n_ref)
+
+
+__all__ = ["CONFIG_FEATURES", "DATA_FEATURES", "config_features", "call_site", "stage_signatures",
+           "stage_table", "final_attempts", "waves", "count_rule", "file_split_tasks", "predict_num_tasks", "spark_bytes"]

@@ -1,0 +1,297 @@
+"""JobRuntimeModel: one job's runtime as a function of input size, executors and the rest.
+
+``kind="auto"`` (the default) is the combined model. It fits every analytical equation and an
+*equation + boosted-trees correction* (the best equation as backbone, gradient boosting on the
+log ratio runtime / equation, which lets trees learn what the equation misses — e.g. the
+memory cliff — while staying flat, i.e. a constant relative correction, outside the training
+range), then keeps the candidate with the lowest *extrapolation-aware* cross-validated MAPE:
+the mean of 3-fold CV (interpolation) and of folds that leave out the outer size and executor
+levels (extrapolation). Any single candidate can be asked for with ``kind=`` (see
+:data:`KINDS`).
+
+Prediction intervals are split-conformal on the log scale: the out-of-fold log ratios
+``log(y / ŷ)`` of the chosen candidate give the quantiles; beyond the training range the
+interval widens with the extrapolation distance (see :meth:`JobRuntimeModel.predict_interval`).
+
+Load path: :meth:`JobRuntimeModel.from_dict` + ``predict`` use numpy only (no pandas, no
+scikit-learn, no pickle). Fitting imports scikit-learn for the trees.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import DegenerateDataError, InputError, ModelError, NotFittedError
+from . import analytical as A
+from . import ml as M
+
+log = logging.getLogger(__name__)
+
+FORMAT = "sparkpredict-job-model"
+#: Bumped when the saved layout changes; older files are refused with a "refit" hint.
+FORMAT_VERSION = 1
+GIB = float(2**30)
+EQUATION_KINDS = tuple(A.EQUATIONS)
+KINDS = ("auto", "hybrid") + EQUATION_KINDS + M.ML_KINDS
+REQUIRED = ("input_bytes", "executors")
+OPTIONAL = ("executor_cores", "executor_memory_mb")
+#: Derived model inputs for the ML parts (computed from the features, numpy only).
+DESIGN = ("input_gib", "executors", "executor_cores", "executor_memory_mb", "input_per_executor_gib",
+          "input_per_core_gib", "input_per_memory")
+MIN_RUNS = 4
+
+
+# ---- feature handling (numpy only) ---------------------------------------------------------
+def _column(X: Mapping[str, Any], name: str, n: int | None) -> np.ndarray | None:
+    if name not in X:
+        return None
+    v = np.asarray(X[name], dtype=float).ravel()
+    if n is not None and len(v) != n and len(v) == 1:
+        v = np.repeat(v, n)
+    return v
+
+
+def _n_rows(X: Mapping[str, Any]) -> int:
+    for name in REQUIRED:
+        if name in X:
+            return int(np.asarray(X[name]).size)
+    raise InputError(f"query lacks column(s) {', '.join(REQUIRED)}",
+                     "give input_bytes and executors for every row")
+
+
+def design_matrix(F: Mapping[str, np.ndarray], extras: list[str]) -> np.ndarray:
+    """ML inputs: :data:`DESIGN` columns then the extra numeric features."""
+    S = F["input_bytes"] / GIB
+    E = F["executors"]
+    C = F["executor_cores"]
+    Mem = F["executor_memory_mb"]
+    cols = [S, E, C, Mem, S / E, S / (E * C), F["input_bytes"] / (E * Mem * 2**20)]
+    cols += [F[c] for c in extras]
+    return np.column_stack(cols)
+
+
+class JobRuntimeModel:
+    """Runtime model of one job (scikit-learn style).
+
+    Parameters
+    ----------
+    kind : str
+        ``"auto"`` (combined model, chosen by extrapolation-aware CV), ``"hybrid"`` (best
+        equation + boosted-trees correction), an equation name (:data:`analytical.EQUATIONS`),
+        or ``"kernel_ridge"``, ``"gbm"``, ``"random_forest"``.
+    random_state : int
+        Seeds the trees and the CV folds; fits are deterministic and independent of row order.
+
+    Attributes
+    ----------
+    name_ : str
+        The model actually used (e.g. ``"hybrid:plate2d"``, ``"amdahl"``, ``"gbm"``).
+    cv_mape_ : float
+        Cross-validated MAPE (fraction) of the chosen model (extrapolation-aware mean).
+    n_runs_ : int
+    training_range_ : dict
+        column -> (min, max) of the training runs.
+    feature_names_ : list of str
+        Model inputs: ``input_bytes, executors, executor_cores, executor_memory_mb`` + extras.
+    """
+
+    def __init__(self, *, kind: str = "auto", random_state: int = 0) -> None:
+        self.kind = kind
+        self.random_state = random_state
+
+    # ---- fitting ------------------------------------------------------------------------
+    def fit(self, runs: Any) -> "JobRuntimeModel":
+        """Fit on the runs of one job (a DataFrame or mapping with ``runtime_s`` and the features).
+
+        Rows with NaN, zero or negative size, executors or runtime are dropped (counted in
+        ``dropped_runs_``, logged); fewer than :data:`MIN_RUNS` valid runs, or (for equation
+        kinds) a single size or executor count, raise :class:`DegenerateDataError`.
+        """
+        from . import selection
+
+        if self.kind not in KINDS:
+            raise InputError(f"unknown model kind {self.kind!r}", f"use one of {', '.join(KINDS)}")
+        F, y, extras = self._training_columns(runs)
+        self.extras_ = extras
+        self.feature_names_ = list(REQUIRED + OPTIONAL) + extras
+        self.n_runs_ = int(len(y))
+        self.training_range_ = {c: (float(np.min(F[c])), float(np.max(F[c]))) for c in self.feature_names_}
+        self.defaults_ = {c: float(np.median(F[c])) for c in OPTIONAL + tuple(extras)}
+        result = selection.select(F, y, extras, kind=self.kind, random_state=self.random_state)
+        self.name_ = result.name
+        self.component_ = result.component
+        self.cv_mape_ = float(result.cv_mape)
+        self.candidates_ = result.scores
+        self.residuals_ = np.sort(result.oof_log_ratios)
+        return self
+
+    def _training_columns(self, runs: Any) -> tuple[dict[str, np.ndarray], np.ndarray, list[str]]:
+        cols = list(runs.columns) if hasattr(runs, "columns") else list(runs.keys())
+        missing = [c for c in REQUIRED + ("runtime_s",) if c not in cols]
+        if missing:
+            raise InputError(f"runs lack column(s) {', '.join(missing)}",
+                             "pass a runs table (sparkpredict.features.runs.runs_table / read_runs_file)")
+        if "job" in cols:
+            jobs = set(np.asarray(runs["job"]).astype(str).tolist())
+            if len(jobs) > 1:
+                raise InputError(f"runs of {len(jobs)} jobs given to one model: {sorted(jobs)[:5]}",
+                                 "fit one model per job (sparkpredict.models.persist.fit_all)")
+        from ..features.runs import POST_RUN_COLUMNS, BASE_COLUMNS
+
+        extras = []
+        for c in sorted(cols):
+            if c in BASE_COLUMNS or c in POST_RUN_COLUMNS or c in ("run_id",) or c in OPTIONAL:
+                continue
+            v = np.asarray(runs[c])
+            if v.dtype.kind in "iuf":
+                extras.append(c)
+        F = {c: np.asarray(runs[c], dtype=float).ravel() for c in REQUIRED}
+        y = np.asarray(runs["runtime_s"], dtype=float).ravel()
+        n = len(y)
+        for c in OPTIONAL + tuple(extras):
+            v = np.asarray(runs[c], dtype=float).ravel() if c in cols else np.full(n, np.nan)
+            F[c] = v
+        ok = np.isfinite(y) & (y > 0)
+        for c in REQUIRED:
+            ok &= np.isfinite(F[c]) & (F[c] > 0)
+        self.dropped_runs_ = int(n - ok.sum())
+        if self.dropped_runs_:
+            log.warning("dropped %d of %d runs with NaN, zero or negative size/executors/runtime",
+                        self.dropped_runs_, n)
+        if ok.sum() < MIN_RUNS:
+            raise DegenerateDataError(
+                f"only {int(ok.sum())} usable runs (of {n}); a runtime model needs at least {MIN_RUNS}",
+                "record more runs of the job (positive input_bytes, executors and runtime_s)")
+        F = {c: v[ok] for c, v in F.items()}
+        y = y[ok]
+        for c in OPTIONAL + tuple(extras):
+            v = F[c]
+            good = np.isfinite(v) & (v > 0 if c in OPTIONAL else True)
+            fill = float(np.median(v[good])) if good.any() else 1.0
+            F[c] = np.where(good, v, fill)
+        # Row order must not matter (retrain inside Spark sees shuffled rows): sort canonically.
+        keys = [y] + [F[c] for c in reversed(list(F))]
+        order = np.lexsort(keys)
+        return {c: v[order] for c, v in F.items()}, y[order], extras
+
+    # ---- prediction ---------------------------------------------------------------------
+    def _check(self) -> None:
+        if not hasattr(self, "component_"):
+            raise NotFittedError("the model is not fitted", "call fit(runs) or load a saved model")
+
+    def _query(self, X: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        n = _n_rows(X)
+        F: dict[str, np.ndarray] = {}
+        for c in REQUIRED:
+            v = _column(X, c, n)
+            if v is None:
+                raise InputError(f"query lacks column {c!r}", "give input_bytes and executors for every row")
+            if not np.all(np.isfinite(v)) or np.any(v <= 0):
+                raise InputError(f"query column {c!r} has NaN, zero or negative values",
+                                 "ask about positive input sizes and executor counts")
+            F[c] = v
+        for c in OPTIONAL + tuple(self.extras_):
+            v = _column(X, c, n)
+            F[c] = np.full(n, self.defaults_[c]) if v is None else np.where(np.isfinite(v), v, self.defaults_[c])
+        return F
+
+    def predict(self, X: Mapping[str, Any]) -> np.ndarray:
+        """Runtime in seconds for each row of ``X`` (mapping column -> 1-D array, or a DataFrame)."""
+        self._check()
+        from .selection import predict_component
+
+        F = self._query(X)
+        return predict_component(self.component_, F, self.extras_)
+
+    def extrapolation(self, X: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """How far each row lies outside the training range, per feature column.
+
+        ``v/max − 1`` above the range, ``min/v − 1`` below it, 0 inside (so 0.5 means 50 %
+        beyond). Key ``"max"`` holds the largest value over the columns.
+        """
+        self._check()
+        F = self._query(X)
+        out: dict[str, np.ndarray] = {}
+        for c, (lo, hi) in self.training_range_.items():
+            v = F[c]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                above = np.where(v > hi, v / hi - 1 if hi > 0 else np.inf, 0.0)
+                below = np.where(v < lo, lo / np.where(v > 0, v, np.nan) - 1, 0.0)
+            out[c] = np.nan_to_num(np.maximum(above, below), nan=np.inf)
+        out["max"] = np.max(np.vstack(list(out.values())), axis=0) if out else np.zeros(len(F["executors"]))
+        return out
+
+    def predict_interval(self, X: Mapping[str, Any], confidence: float = 0.9) -> dict[str, np.ndarray]:
+        """Point prediction and a ``confidence`` interval (split-conformal on the log scale).
+
+        The quantiles of the out-of-fold log ratios ``log(y/ŷ)`` bound the interval. Outside
+        the training range the log-width grows by the factor ``1 + extrapolation["max"]``
+        (e.g. 50 % beyond the largest size seen: 1.5 × as wide on the log scale).
+        """
+        self._check()
+        if not 0 < confidence < 1:
+            raise InputError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.9")
+        pred = self.predict(X)
+        lo_q, hi_q = conformal_bounds(self.residuals_, confidence)
+        grow = 1.0 + np.minimum(self.extrapolation(X)["max"], 10.0)
+        return {"predicted_runtime_s": pred, "lower_s": pred * np.exp(lo_q * grow),
+                "upper_s": pred * np.exp(hi_q * grow)}
+
+    # ---- persistence --------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """JSON-safe state (no pickle); :meth:`from_dict` restores it."""
+        self._check()
+        from .selection import component_to_dict
+
+        return {"format": FORMAT, "version": FORMAT_VERSION, "kind": self.kind,
+                "random_state": self.random_state, "name": self.name_, "cv_mape": self.cv_mape_,
+                "n_runs": self.n_runs_, "dropped_runs": self.dropped_runs_,
+                "feature_names": self.feature_names_, "extras": self.extras_,
+                "training_range": {k: list(v) for k, v in self.training_range_.items()},
+                "defaults": self.defaults_, "candidates": self.candidates_,
+                "residuals": [float(r) for r in self.residuals_],
+                "component": component_to_dict(self.component_)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "JobRuntimeModel":
+        """Restore a model saved by :meth:`to_dict` (numpy only)."""
+        from .selection import component_from_dict
+
+        if d.get("format") != FORMAT:
+            raise ModelError("not a sparkpredict job model", "refit with `sparkpredict fit`")
+        if d.get("version") != FORMAT_VERSION:
+            raise ModelError(f"saved model has format version {d.get('version')}; this sparkpredict "
+                             f"reads version {FORMAT_VERSION}", "refit with `sparkpredict fit RUNS --out DIR`")
+        m = cls(kind=d["kind"], random_state=int(d["random_state"]))
+        m.name_ = d["name"]
+        m.cv_mape_ = float(d["cv_mape"])
+        m.n_runs_ = int(d["n_runs"])
+        m.dropped_runs_ = int(d.get("dropped_runs", 0))
+        m.feature_names_ = list(d["feature_names"])
+        m.extras_ = list(d["extras"])
+        m.training_range_ = {k: (float(v[0]), float(v[1])) for k, v in d["training_range"].items()}
+        m.defaults_ = {k: float(v) for k, v in d["defaults"].items()}
+        m.candidates_ = dict(d.get("candidates", {}))
+        m.residuals_ = np.asarray(d["residuals"], float)
+        m.component_ = component_from_dict(d["component"])
+        return m
+
+    def __repr__(self) -> str:
+        if hasattr(self, "name_"):
+            return f"JobRuntimeModel(name_={self.name_!r}, n_runs_={self.n_runs_}, cv_mape_={self.cv_mape_:.3f})"
+        return f"JobRuntimeModel(kind={self.kind!r}, random_state={self.random_state})"
+
+
+def conformal_bounds(sorted_resid: np.ndarray, confidence: float) -> tuple[float, float]:
+    """Lower/upper log-ratio quantiles with the split-conformal finite-sample correction."""
+    r = np.asarray(sorted_resid, float)
+    n = len(r)
+    if n == 0:
+        return -math.inf, math.inf
+    alpha = (1 - confidence) / 2
+    k_hi = min(n - 1, int(math.ceil((n + 1) * (1 - alpha))) - 1)
+    k_lo = max(0, int(math.floor((n + 1) * alpha)) - 1)
+    return float(min(r[k_lo], 0.0)), float(max(r[k_hi], 0.0))

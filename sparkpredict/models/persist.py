@@ -1,0 +1,154 @@
+"""Fit one model per job and save/load them as JSON (no pickle, numpy-only load).
+
+Layout of a model directory::
+
+    MODEL_DIR/sparkpredict_models.json     {"format": "sparkpredict-models", "version": N,
+                                            "jobs": {job: file name}, "skipped": {job: reason}}
+    MODEL_DIR/job-<slug>.json              JobRuntimeModel.to_dict() of one job
+
+Writes are atomic per file (temporary name + rename) and the index is written last, so a
+crash leaves the previous index (and its files) readable.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DegenerateDataError, InputError, ModelError, UnknownJobError
+from .hybrid import FORMAT_VERSION, JobRuntimeModel
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+INDEX = "sparkpredict_models.json"
+INDEX_FORMAT = "sparkpredict-models"
+
+
+def fit_job(runs_of_one_job: "pd.DataFrame", random_state: int = 0, kind: str = "auto") -> JobRuntimeModel:
+    """Fit the runtime model of one job (deterministic, independent of row order)."""
+    return JobRuntimeModel(kind=kind, random_state=random_state).fit(runs_of_one_job)
+
+
+def fit_all(runs: "pd.DataFrame", random_state: int = 0, kind: str = "auto",
+            skipped: dict[str, str] | None = None) -> dict[str, JobRuntimeModel]:
+    """Fit every job of a runs table; jobs that cannot be fitted are logged and left out.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        A runs table (``job`` column + features + ``runtime_s``).
+    skipped : dict, optional
+        Filled with ``job -> reason`` for the jobs left out.
+
+    Raises
+    ------
+    DegenerateDataError
+        When no job at all can be fitted (the reasons are in the message).
+    """
+    from ..features.runs import check_runs_frame
+
+    check_runs_frame(runs)
+    out: dict[str, JobRuntimeModel] = {}
+    reasons: dict[str, str] = {} if skipped is None else skipped
+    for job in sorted(runs["job"].astype(str).unique()):
+        rows = runs[runs["job"].astype(str) == job]
+        try:
+            out[job] = fit_job(rows, random_state, kind)
+        except DegenerateDataError as exc:
+            reasons[job] = exc.message
+            log.warning("job %r not fitted: %s", job, exc.message)
+    if not out:
+        detail = "; ".join(f"{j}: {r}" for j, r in list(reasons.items())[:5])
+        raise DegenerateDataError(f"no job could be fitted ({detail})",
+                                  "record more runs: several executor counts and input sizes per job")
+    return out
+
+
+def _slug(job: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", job)[:60]
+    return f"job-{safe}-{hashlib.sha1(job.encode()).hexdigest()[:8]}.json"
+
+
+def _write_atomic(path: str, text: str) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def save_models(models: dict[str, JobRuntimeModel], out_dir: str | os.PathLike[str],
+                skipped: dict[str, str] | None = None) -> str:
+    """Save ``models`` (job -> fitted model) under ``out_dir``; returns the index path."""
+    d = str(out_dir)
+    if os.path.exists(d) and not os.path.isdir(d):
+        raise InputError(f"model output {d!r} is a file", "give a folder for --out")
+    if os.path.isdir(d) and os.listdir(d) and not os.path.exists(os.path.join(d, INDEX)):
+        raise InputError(f"folder {d!r} holds other files and no sparkpredict models",
+                         "give an empty or new folder, or one written by `sparkpredict fit`")
+    os.makedirs(d, exist_ok=True)
+    files = {}
+    for job, m in sorted(models.items()):
+        name = _slug(job)
+        _write_atomic(os.path.join(d, name), json.dumps(m.to_dict(), separators=(",", ":")))
+        files[job] = name
+    index = {"format": INDEX_FORMAT, "version": FORMAT_VERSION, "jobs": files, "skipped": skipped or {}}
+    path = os.path.join(d, INDEX)
+    _write_atomic(path, json.dumps(index, indent=1, sort_keys=True))
+    return path
+
+
+def read_index(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The index of a model directory (checked for format and version)."""
+    path = os.path.join(str(model_dir), INDEX)
+    if not os.path.exists(path):
+        raise InputError(f"no sparkpredict models in {str(model_dir)!r}",
+                         "fit them first: `sparkpredict fit RUNS --out MODEL_DIR`")
+    try:
+        with open(path) as f:
+            index = json.load(f)
+    except ValueError as exc:
+        raise ModelError(f"model index {path!r} is corrupt: {exc}", "refit: `sparkpredict fit RUNS --out DIR`") from exc
+    if index.get("format") != INDEX_FORMAT:
+        raise ModelError(f"{path!r} is not a sparkpredict model index", "refit: `sparkpredict fit RUNS --out DIR`")
+    if index.get("version") != FORMAT_VERSION:
+        raise ModelError(f"models in {str(model_dir)!r} have format version {index.get('version')}; "
+                         f"this sparkpredict reads version {FORMAT_VERSION}",
+                         "refit them: `sparkpredict fit RUNS --out DIR`")
+    return index
+
+
+def load_models(model_dir: str | os.PathLike[str], jobs: list[str] | None = None) -> dict[str, JobRuntimeModel]:
+    """Load saved models (all, or only ``jobs``) with numpy only.
+
+    Raises
+    ------
+    UnknownJobError
+        A job in ``jobs`` has no saved model (the message lists the known jobs).
+    """
+    index = read_index(model_dir)
+    files: dict[str, str] = index["jobs"]
+    want = sorted(files) if jobs is None else list(jobs)
+    unknown = [j for j in want if j not in files]
+    if unknown:
+        raise UnknownJobError(unknown_job_message(unknown, files, index.get("skipped", {})),
+                              "fit the job first (`sparkpredict fit RUNS --out DIR`) or check the job name")
+    out = {}
+    for job in want:
+        with open(os.path.join(str(model_dir), files[job])) as f:
+            out[job] = JobRuntimeModel.from_dict(json.load(f))
+    return out
+
+
+def unknown_job_message(unknown: list[str], known: Any, skipped: dict[str, str] | None = None) -> str:
+    names = sorted(known)
+    shown = ", ".join(names[:20]) + (f" … ({len(names)} in all)" if len(names) > 20 else "")
+    msg = f"no model for job(s) {', '.join(map(repr, unknown))}; known jobs: {shown or '(none)'}"
+    for j in unknown:
+        if skipped and j in skipped:
+            msg += f"; {j!r} was not fitted: {skipped[j]}"
+    return msg

@@ -1,0 +1,401 @@
+"""Stage-level random forests with task waves (RFMS, adapted from Hadoop phases to Spark stages).
+
+A random forest predicts each stage's **per-task time** from the bytes a task processes and
+the configuration; the stage then takes ``waves x per-task time`` with
+``waves = ceil(tasks / slots)``, and the job takes the longest path through the stage DAG of
+those stage times plus the driver time between stages (replayed from the recorded run of the
+job closest in size). Tasks of an input stage follow the split size, so a model learnt on small
+inputs predicts larger ones by counting waves.
+
+Forests: one per stage signature (:func:`sparkpredict.features.stages.stage_signatures`) with
+at least ``min_rows_per_signature`` recorded rows, else one shared forest in which the signature
+is a feature. The target is a **rate** by default, per-task ms per (MiB processed + 1 MiB):
+a forest cannot extrapolate beyond the values it saw, and a rate keeps the time growing with
+the bytes of shuffle tasks whose count is fixed by ``spark.sql.shuffle.partitions``.
+
+The model follows the whole-job contract (``fit(runs_df)``, ``predict(X)``,
+``predict_interval(X, confidence)``), reading stages and tasks of the runs in ``runs_df``
+(by ``run_id``) from its store.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import DegenerateDataError, InputError, NotFittedError, UnknownJobError
+from ..features import stages as F
+from . import simulate as sim
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+_MB = 2.0**20
+FEATURES = F.DATA_FEATURES + F.CONFIG_FEATURES
+
+
+def _load(store, tables, run_ids: list[str]):
+    """(runs, stages, tasks) for ``run_ids`` from explicit tables or a store."""
+    if tables is not None:
+        runs, stages, tasks = (sim._pandas(tables[k]) if tables.get(k) is not None else None
+                               for k in ("runs", "stages", "tasks"))
+    else:
+        from ..store import io as store_io
+
+        st = store if hasattr(store, "read") else store_io.open(store)
+        runs, stages, tasks = (st.read(t, run_ids=run_ids) for t in ("runs", "stages", "tasks"))
+    keep = lambda df: None if df is None else df[df["run_id"].isin(run_ids)]  # noqa: E731
+    return keep(runs), keep(stages), keep(tasks)
+
+
+class StageRuntimeModel:
+    """Per-stage random forests + task waves; predicts a job's runtime at new sizes and executors.
+
+    Parameters
+    ----------
+    store : str or Store, optional
+        History store holding the stages (and tasks) of the runs passed to :meth:`fit`.
+    tables : dict, optional
+        ``{"runs", "stages", "tasks"}`` DataFrames instead of a store (tests, event logs).
+    mode : {"auto", "per_signature", "shared"}
+        ``auto``: a forest per signature with enough rows, the shared forest for the rest.
+    target : {"rate", "time"}
+        Learn per-task ms per (MiB + 1), or per-task ms directly.
+    n_estimators, min_rows_per_signature, random_state
+        Forest size, rows a signature needs for its own forest, seed (fits are deterministic).
+
+    Attributes (after fit)
+    ----------------------
+    name_, n_runs_, training_range_, cv_mape_ (out-of-bag whole-job MAPE on the training runs),
+    stage_table_ (training rows), feature_importances_ (shared forest, a Series),
+    signature_importances_ (dict signature -> Series).
+    """
+
+    def __init__(self, *, store=None, tables: dict | None = None, mode: str = "auto",
+                 target: str = "rate", n_estimators: int = 100, min_rows_per_signature: int = 8,
+                 random_state: int = 0) -> None:
+        self.store = store
+        self.tables = tables
+        self.mode = mode
+        self.target = target
+        self.n_estimators = n_estimators
+        self.min_rows_per_signature = min_rows_per_signature
+        self.random_state = random_state
+
+    # ---- fitting ------------------------------------------------------------------------
+    def fit(self, runs_df: "pd.DataFrame", y=None) -> "StageRuntimeModel":
+        """Fit on the runs of ``runs_df`` (needs ``run_id``; stages come from the store)."""
+        if self.mode not in ("auto", "per_signature", "shared") or self.target not in ("rate", "time"):
+            raise InputError(f"unknown mode {self.mode!r} or target {self.target!r}",
+                             "mode: auto, per_signature or shared; target: rate or time")
+        if runs_df is None or "run_id" not in runs_df or len(runs_df) == 0:
+            raise DegenerateDataError("the stage model needs runs with a run_id column",
+                                      "export runs with `sparkpredict runs`, which keeps run_id")
+        run_ids = [str(r) for r in runs_df["run_id"]]
+        runs, stages, tasks = _load(self.store, self.tables, run_ids)
+        if stages is None or stages.empty:
+            raise DegenerateDataError("no stage rows for these runs in the store",
+                                      "record runs with the sparkpredict listener or ingest their event logs")
+        table = F.stage_table(runs, stages, tasks)
+        table = table[np.isfinite(table["task_ms"]) & (table["task_ms"] > 0)].reset_index(drop=True)
+        if table.empty:
+            raise DegenerateDataError("the runs' stages have no task times", "record runs with task metrics")
+        self.runs_ = runs.drop_duplicates("run_id", keep="last").set_index("run_id", drop=False)
+        self.stages_ = stages
+        self.tasks_ = tasks
+        self.signatures_ = sorted(table["signature"].unique())
+        self._sig_code = {s: i for i, s in enumerate(self.signatures_)}
+        table["signature_code"] = table["signature"].map(self._sig_code).astype(float)
+        self.stage_table_ = table
+        yv = self._target(table)
+
+        self.shared_ = self._forest().fit(self._X(table, shared=True), yv)
+        self.forests_: dict = {}
+        if self.mode != "shared":
+            for sig, g in table.groupby("signature"):
+                if len(g) >= self.min_rows_per_signature or self.mode == "per_signature":
+                    self.forests_[sig] = self._forest().fit(self._X(g), yv[g.index])
+        self.feature_importances_ = _importances(self.shared_, FEATURES + ["signature_code"])
+        self.signature_importances_ = {s: _importances(f, FEATURES) for s, f in self.forests_.items()}
+        self._timelines: dict = {}
+        self.n_runs_ = int(table["run_id"].nunique())
+        ib = self.runs_["input_bytes"].astype(float)
+        ex = table.groupby("run_id")["executors"].first()
+        self.training_range_ = {"input_bytes": (float(ib.min()), float(ib.max())),
+                                "executors": (float(ex.min()), float(ex.max()))}
+        self.name_ = f"stage-forest[{self.mode},{self.target}]"
+        self.cv_mape_, self._oob_abs_rel = self._oob_job_errors()
+        return self
+
+    def _forest(self):
+        return _QuietForest(n_estimators=self.n_estimators, random_state=self.random_state,
+                            oob_score=True, n_jobs=1)
+
+    def _X(self, t: "pd.DataFrame", shared: bool = False) -> np.ndarray:
+        cols = FEATURES + (["signature_code"] if shared else [])
+        return t[cols].to_numpy(dtype=float)
+
+    def _denominator(self, t: "pd.DataFrame") -> np.ndarray:
+        return t["bytes_in_per_task"].to_numpy(float) / _MB + 1.0 if self.target == "rate" else np.ones(len(t))
+
+    def _target(self, t: "pd.DataFrame") -> np.ndarray:
+        return t["task_ms"].to_numpy(float) / self._denominator(t)
+
+    # ---- per-task time ------------------------------------------------------------------
+    def _task_ms_trees(self, rows: "pd.DataFrame") -> np.ndarray:
+        """(n_trees, n_rows) per-task ms: each row from its signature's forest or the shared one."""
+        out = np.empty((self.n_estimators, len(rows)))
+        den = self._denominator(rows)
+        codes = rows["signature"].map(self._sig_code).astype(float).fillna(-1.0)
+        rows = rows.assign(signature_code=codes.to_numpy())
+        own = rows["signature"].isin(self.forests_).to_numpy()
+        if (~own).any():
+            Xs = self._X(rows[~own], shared=True)
+            out[:, ~own] = np.stack([t.predict(Xs) for t in self.shared_.estimators_])
+        for sig, idx in rows[own].groupby("signature").groups.items():
+            pos = rows.index.get_indexer(idx)
+            X = self._X(rows.loc[idx])
+            out[:, pos] = np.stack([t.predict(X) for t in self.forests_[sig].estimators_])
+        return np.maximum(out, 0.0) * den
+
+    # ---- structure of a reference run ---------------------------------------------------
+    def _timeline(self, run_id: str) -> sim.Timeline:
+        if run_id not in self._timelines:
+            tasks = self.tasks_[self.tasks_["run_id"] == run_id] if self.tasks_ is not None else None
+            if tasks is None:
+                import pandas as pd
+                tasks = pd.DataFrame(columns=["run_id", "stage_id", "stage_attempt_id", "launch_ms",
+                                              "finish_ms", "duration_ms", "executor_id"])
+            self._timelines[run_id] = sim.Timeline.from_tables(
+                self.runs_.loc[[run_id]], self.stages_[self.stages_["run_id"] == run_id], tasks,
+                run_id, require_tasks=False)
+        return self._timelines[run_id]
+
+    def _reference(self, job, input_bytes: float, executors: float) -> str:
+        runs = self.runs_
+        if job is not None and "job" in runs:
+            runs = runs[runs["job"] == job]
+        if runs.empty:
+            raise UnknownJobError(f"no training runs of job {job!r} for the stage model",
+                                  f"fit on runs of that job; known: {sorted(self.runs_['job'].dropna().unique())[:5]}")
+        ib = runs["input_bytes"].astype(float).to_numpy()
+        ds = np.abs(np.log(np.maximum(ib, 1)) - math.log(max(input_bytes, 1))) if np.isfinite(input_bytes) \
+            else np.zeros(len(runs))
+        ex = runs["executors_max"].astype(float).fillna(1).to_numpy()
+        de = np.abs(ex - executors)
+        return str(runs.index[np.lexsort((de, np.round(ds, 6)))[0]])
+
+    def stage_plan(self, job, input_bytes: float, executors: int, executor_cores: int | None = None,
+                   executor_memory_mb: float | None = None, _ref: str | None = None) -> "pd.DataFrame":
+        """Per-stage prediction for one query: signature, tasks, waves, per-task ms, stage ms."""
+        ref = _ref or self._reference(job, input_bytes, executors)
+        t = self.stage_table_
+        rows = t[t["run_id"] == ref].copy()
+        r0 = rows.iloc[0]
+        ratio = input_bytes / r0["run_input_bytes"] if r0["run_input_bytes"] > 0 and np.isfinite(input_bytes) else 1.0
+        cores = float(executor_cores or r0["executor_cores"])
+        conf = {"executors": float(executors), "executor_cores": cores, "task_slots": float(executors) * cores,
+                "executor_memory_mb": float(executor_memory_mb or r0["executor_memory_mb"])}
+        # spark.default.parallelism defaults to the total cores: follow the new cluster then.
+        explicit_par = rows["default_parallelism"] != rows["task_slots"]
+        new_tasks = []
+        for _, row in rows.iterrows():
+            c = dict(conf, default_parallelism=row["default_parallelism"] if explicit_par[_] else conf["task_slots"])
+            hist = t[t["signature"] == row["signature"]]
+            new_tasks.append(F.predict_num_tasks(hist, row, row["bytes_in"] * ratio, c))
+        rows["num_tasks"] = np.asarray(new_tasks, dtype=float)
+        for col in ("bytes_in", "bytes_out", "records_in"):
+            rows[col] = rows[col] * ratio
+        nt = rows["num_tasks"].clip(lower=1)
+        rows["bytes_in_per_task"] = rows["bytes_in"] / nt
+        rows["bytes_out_per_task"] = rows["bytes_out"] / nt
+        rows["records_in_per_task"] = rows["records_in"] / nt
+        for k, v in conf.items():
+            rows[k] = v
+        rows["default_parallelism"] = np.where(explicit_par, rows["default_parallelism"], conf["task_slots"])
+        rows["waves"] = F.waves(rows["num_tasks"], rows["task_slots"])
+        rows.attrs["reference_run"] = ref
+        return rows
+
+    def _job_ms(self, plan: "pd.DataFrame", stage_ms: np.ndarray) -> float:
+        """Critical path through the reference run's stage DAG, with driver time, in ms."""
+        tl = self._timeline(plan.attrs["reference_run"])
+        rec = np.zeros(tl.n_stages)
+        if tl.stage_meta is not None and "stage_id" in tl.stage_meta:
+            pos = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(tl.stage_ids, tl.stage_attempts))}
+            # Stages without a model row (failed attempts) keep no time; modelled ones get theirs.
+            for (sid, att), ms in zip(zip(plan["stage_id"], plan["stage_attempt_id"]), stage_ms):
+                i = pos.get((int(sid), int(att)))
+                if i is not None:
+                    rec[i] = ms
+        return sim._critical_path(tl, rec)
+
+    def _predict_trees(self, X: "pd.DataFrame") -> np.ndarray:
+        """(n_rows, n_trees) whole-job seconds."""
+        self._check()
+        X = _as_frame(X)
+        out = np.empty((len(X), self.n_estimators))
+        for i, (_, q) in enumerate(X.iterrows()):
+            plan = self.stage_plan(q.get("job"), float(q.get("input_bytes", np.nan)), int(q["executors"]),
+                                   _opt(q.get("executor_cores")), _opt(q.get("executor_memory_mb")))
+            trees = self._task_ms_trees(plan)
+            stage_ms = trees * plan["waves"].to_numpy(float)  # (trees, stages)
+            out[i, :] = [self._job_ms(plan, s) / 1000 for s in stage_ms]
+        return out
+
+    def predict(self, X: "pd.DataFrame") -> np.ndarray:
+        """Predicted runtime in seconds for each row (``job``, ``input_bytes``, ``executors``, ...)."""
+        self._check()
+        X = _as_frame(X)
+        res = np.empty(len(X))
+        for i, (_, q) in enumerate(X.iterrows()):
+            plan = self.stage_plan(q.get("job"), float(q.get("input_bytes", np.nan)), int(q["executors"]),
+                                   _opt(q.get("executor_cores")), _opt(q.get("executor_memory_mb")))
+            task_ms = self._task_ms_trees(plan).mean(axis=0)
+            res[i] = self._job_ms(plan, task_ms * plan["waves"].to_numpy(float)) / 1000
+        return res
+
+    def predict_interval(self, X: "pd.DataFrame", confidence: float = 0.9) -> dict:
+        """Point prediction and an interval from the spread of the trees, widened to the
+        out-of-bag relative errors of the training runs at ``confidence``."""
+        if not 0 < confidence < 1:
+            raise InputError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.9")
+        point = self.predict(X)
+        trees = self._predict_trees(X)
+        a = (1 - confidence) / 2
+        lo_t, hi_t = np.quantile(trees, a, axis=1), np.quantile(trees, 1 - a, axis=1)
+        q = float(np.quantile(self._oob_abs_rel, confidence)) if len(self._oob_abs_rel) else 0.0
+        return {"predicted_runtime_s": point,
+                "lower_s": np.minimum(lo_t, point * (1 - min(q, 0.95))),
+                "upper_s": np.maximum(hi_t, point * (1 + q))}
+
+    # ---- errors -------------------------------------------------------------------------
+    def _oob_job_errors(self) -> tuple[float, np.ndarray]:
+        """Whole-job relative errors on the training runs using out-of-bag tree predictions."""
+        t = self.stage_table_
+        if self.n_runs_ < 3:
+            return float("nan"), np.zeros(0)
+        errs = []
+        oob = self._oob_task_ms()
+        for run_id, g in t.groupby("run_id"):
+            try:
+                plan = g.copy()
+                plan.attrs["reference_run"] = run_id
+                pred = self._job_ms(plan, oob[g.index] * g["waves"].to_numpy(float)) / 1000
+                real = float(self.runs_.loc[run_id, "wall_ms"]) / 1000
+                if real > 0 and np.isfinite(pred):
+                    errs.append(abs(pred - real) / real)
+            except Exception as exc:  # an OOB estimate must never break a fit
+                log.debug("oob error for %s skipped: %s", run_id, exc)
+        e = np.asarray(errs)
+        return (float(e.mean()) if len(e) else float("nan")), e
+
+    def _oob_task_ms(self) -> np.ndarray:
+        """Per-task ms of every training row from the trees whose bootstrap sample left it out
+        (rows that were in every bag fall back to the in-sample prediction)."""
+        t = self.stage_table_
+
+        def oob(forest, pool, shared: bool) -> np.ndarray:
+            full = forest.predict(self._X(pool, shared=shared))
+            o = getattr(forest, "oob_prediction_", None)
+            o = np.asarray(o, dtype=float).reshape(-1) if o is not None else full
+            return np.where(np.isfinite(o) & (o != 0), o, full)
+
+        rate = np.full(len(t), np.nan)
+        own = t["signature"].isin(self.forests_).to_numpy()
+        if (~own).any():
+            rate[~own] = oob(self.shared_, t, True)[~own]
+        for sig, idx in t[own].groupby("signature").groups.items():
+            rate[t.index.get_indexer(idx)] = oob(self.forests_[sig], t.loc[idx], False)
+        return np.maximum(rate, 0.0) * self._denominator(t)
+
+    def stage_errors(self, runs_df: "pd.DataFrame") -> "pd.DataFrame":
+        """Per-signature Er = mean(|pred - real| / real) of stage time and of per-task time on
+        the runs of ``runs_df`` (typically held out), predicting each from its size and executors."""
+        import pandas as pd
+
+        self._check()
+        runs, stages, tasks = _load(self.store, self.tables, [str(r) for r in runs_df["run_id"]])
+        real = F.stage_table(runs, stages, tasks)
+        rows = []
+        for run_id, g in real.groupby("run_id"):
+            r = runs[runs["run_id"] == run_id].iloc[-1]
+            plan = self.stage_plan(r.get("job"), float(r["input_bytes"]), int(g["executors"].iloc[0]),
+                                   int(g["executor_cores"].iloc[0]), float(g["executor_memory_mb"].iloc[0]))
+            task_ms = self._task_ms_trees(plan).mean(axis=0)
+            p = plan.assign(pred_task_ms=task_ms, pred_stage_ms=task_ms * plan["waves"].to_numpy(float))
+            m = g.merge(p[["signature", "pred_task_ms", "pred_stage_ms", "num_tasks"]], on="signature",
+                        suffixes=("", "_pred"))
+            m["run_id"] = run_id
+            rows.append(m)
+        if not rows:
+            return pd.DataFrame(columns=["signature", "n", "er_stage", "er_task", "tasks_exact"])
+        m = pd.concat(rows)
+        m = m[(m["stage_ms"] > 0) & (m["task_ms"] > 0)]
+        m["e_stage"] = (m["pred_stage_ms"] - m["stage_ms"]).abs() / m["stage_ms"]
+        m["e_task"] = (m["pred_task_ms"] - m["task_ms"]).abs() / m["task_ms"]
+        m["tasks_ok"] = m["num_tasks"] == m["num_tasks_pred"]
+        return (m.groupby("signature").agg(n=("e_stage", "size"), real_stage_ms=("stage_ms", "mean"),
+                                           er_stage=("e_stage", "mean"), er_task=("e_task", "mean"),
+                                           tasks_exact=("tasks_ok", "mean"))
+                 .reset_index().sort_values("real_stage_ms", ascending=False))
+
+    def _check(self) -> None:
+        if not hasattr(self, "shared_"):
+            raise NotFittedError("the stage model is not fitted", "call fit(runs_df) first")
+
+
+def _quiet_forest_class():
+    from sklearn.ensemble import RandomForestRegressor
+
+    class QuietForest(RandomForestRegressor):
+        """A random forest whose out-of-bag pass stays silent on tiny pools (few runs)."""
+
+        def fit(self, X, y, sample_weight=None):
+            import warnings
+
+            self.set_params(oob_score=len(y) >= 3)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                return super().fit(X, y, sample_weight)
+
+    return QuietForest
+
+
+def _QuietForest(**kw):  # noqa: N802 - a factory that looks like the class it builds
+    global _QUIET
+    if _QUIET is None:
+        _QUIET = _quiet_forest_class()
+    return _QUIET(**kw)
+
+
+_QUIET = None
+
+
+def _importances(forest, names: list[str]) -> "pd.Series":
+    import pandas as pd
+
+    return pd.Series(forest.feature_importances_, index=names).sort_values(ascending=False)
+
+
+def _opt(v):
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else f
+
+
+def _as_frame(X) -> "pd.DataFrame":
+    import pandas as pd
+
+    X = X if isinstance(X, pd.DataFrame) else pd.DataFrame(X)
+    if "executors" not in X:
+        raise InputError("query rows need an executors column", "add executors (and input_bytes, job)")
+    return X
+
+
+__all__ = ["StageRuntimeModel", "FEATURES"]

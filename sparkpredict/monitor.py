@@ -1,0 +1,483 @@
+"""Slowdown monitor: how much was a run slowed by interference, and which resource caused it.
+
+An Alioth-style monitor built from the store's recorded task metrics alone (no knowledge of the
+application):
+
+* **Target.** Per stage and per run, the degradation ``D = actual / expected - 1``. ``expected``
+  is the median duration of the same stage (same signature) in clean runs of the same job:
+  runs labelled ``spark.sparkpredict.interference=none``, or, without labels, the job's other runs.
+  A run's actual and expected times are sums over its stages, so ``D_run`` is the
+  expected-time-weighted mean of the stages' ``D``.
+* **Features** per stage (:data:`FEATURE_GROUPS` maps each to a resource group): CPU time / run
+  time, GC time / run time, shuffle fetch wait / run time, shuffle write time / run time, spilled
+  bytes per input byte, scheduler delay (duration - run - deserialize - result serialization -
+  getting result) / duration, task-duration skew (max / median), CPU ms per MiB moved, and
+  Alioth's windowed first-order statistics (mean, min, max, max-min, std) of the per-task ratios
+  over windows of 3, 5, 10 and 20 s of task finish times. The model sees each feature and its
+  difference from the clean baseline of the same stage.
+* **Estimator.** Gradient boosting of ``log(1 + D)`` per stage, weighted by expected time. When a
+  stage has no clean history, a denoising autoencoder (Alioth's DAE, an MLP trained on paired
+  interfered -> clean features) can reconstruct the baseline; ``benchmarks/monitor_quality.py``
+  measures whether it helps.
+* **Attribution.** Exact Shapley values over the four groups (``cpu``, ``memory``, ``network``,
+  ``disk``): a coalition's value is the run's estimated ``D`` with the other groups' features set
+  to their clean baseline. 16 coalitions, so exact is cheap.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import DegenerateDataError, NotFittedError, UnknownJobError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .store.io import Store
+
+log = logging.getLogger(__name__)
+
+GROUPS = ("cpu", "memory", "network", "disk")
+WINDOWS_S = (3, 5, 10, 20)
+STATS = ("mean", "min", "max", "range", "std")
+QOS_THRESHOLDS = (0.05, 0.10, 0.20)
+#: The Spark property that labels a run's interference: ``none`` or ``<kind>:<intensity>``.
+LABEL_KEY = "spark.sparkpredict.interference"
+#: Default training data: the labelled dataset committed with the repository.
+DEFAULT_TRAINING_STORE = Path(__file__).resolve().parents[1] / "tests" / "data" / "interference" / "store"
+
+#: per-task ratio -> group; these also get the windowed statistics.
+TASK_RATIOS = {"cpu_ratio": "cpu", "sched_ratio": "cpu", "gc_ratio": "memory",
+               "fetch_ratio": "network", "write_ratio": "disk"}
+#: stage-level features -> group.
+STAGE_FEATURES = {**TASK_RATIOS, "deser_ratio": "cpu", "skew": "cpu", "cpu_ms_per_mib": "memory",
+                  "spill_per_input": "disk"}
+WINDOW_FEATURES = {f"w{w}_{m}_{s}": g for m, g in TASK_RATIOS.items() for w in WINDOWS_S for s in STATS}
+#: every base feature -> its resource group.
+FEATURE_GROUPS: dict[str, str] = {**STAGE_FEATURES, **WINDOW_FEATURES}
+FEATURES = list(FEATURE_GROUPS)
+KEY = ["run_id", "stage_id"]
+
+
+# ---- features -----------------------------------------------------------------------------
+def _task_ratios(tasks: "pd.DataFrame") -> "pd.DataFrame":
+    t = tasks
+    run = t["executor_run_time_ms"].clip(lower=1).astype(float)
+    dur = t["duration_ms"].clip(lower=1).astype(float)
+    sched = (t["duration_ms"] - t["executor_run_time_ms"] - t["executor_deserialize_time_ms"]
+             - t["result_serialization_time_ms"] - t["getting_result_ms"].fillna(0)).clip(lower=0)
+    return t.assign(
+        cpu_ratio=(t["executor_cpu_time_ms"] / run).clip(0, 1.5),
+        sched_ratio=sched / dur,
+        gc_ratio=t["jvm_gc_time_ms"] / run,
+        fetch_ratio=t["shuffle_fetch_wait_ms"] / run,
+        write_ratio=(t["shuffle_write_time_ms"] / run).clip(0, 1.5),
+        _sched_ms=sched)
+
+
+def _windowed(t: "pd.DataFrame") -> "pd.DataFrame":
+    """Alioth's first-order statistics per window of task finish times, averaged over windows."""
+    import pandas as pd
+
+    start = t.groupby(KEY)["launch_ms"].transform("min")
+    cols = list(TASK_RATIOS)
+    out = []
+    for w in WINDOWS_S:
+        b = t[KEY + cols].assign(_bin=((t["finish_ms"] - start) // (w * 1000)).astype("int64"))
+        g = b.groupby(KEY + ["_bin"])[cols]
+        mean, mn, mx, std = g.mean(), g.min(), g.max(), g.std(ddof=0)
+        per_bin = pd.concat({"mean": mean, "min": mn, "max": mx, "range": mx - mn, "std": std}, axis=1)
+        agg = per_bin.groupby(level=KEY).mean()
+        agg.columns = [f"w{w}_{m}_{s}" for s, m in agg.columns]
+        out.append(agg)
+    return pd.concat(out, axis=1)
+
+
+def stage_features(stages: "pd.DataFrame", tasks: "pd.DataFrame") -> "pd.DataFrame":
+    """One row per completed stage: identity columns and every feature in :data:`FEATURES`.
+
+    Identity columns: ``run_id, stage_id, name, signature, num_tasks, duration_ms,
+    submission_ms``. Only each stage's last successful attempt and its finished tasks count.
+    """
+    import pandas as pd
+
+    st = stages[stages["status"].fillna("succeeded") == "succeeded"]
+    st = st.sort_values("stage_attempt_id").drop_duplicates(KEY, keep="last")
+    st = st[["run_id", "stage_id", "stage_attempt_id", "name", "num_tasks", "duration_ms",
+             "submission_ms"]].copy()
+    st["signature"] = stage_signatures(st)
+    tk = tasks.merge(st[KEY + ["stage_attempt_id"]], on=KEY + ["stage_attempt_id"])
+    tk = _task_ratios(tk[tk["duration_ms"].notna()])
+    g = tk.groupby(KEY)
+    s = g[["executor_run_time_ms", "executor_cpu_time_ms", "jvm_gc_time_ms", "shuffle_fetch_wait_ms",
+           "shuffle_write_time_ms", "duration_ms", "executor_deserialize_time_ms", "_sched_ms",
+           "memory_spilled_bytes", "disk_spilled_bytes", "input_bytes", "shuffle_read_bytes",
+           "shuffle_write_bytes", "output_bytes"]].sum()
+    run = s["executor_run_time_ms"].clip(lower=1)
+    dur = s["duration_ms"].clip(lower=1)
+    moved_mib = (s["input_bytes"] + s["shuffle_read_bytes"] + s["shuffle_write_bytes"]
+                 + s["output_bytes"]) / 2**20
+    f = pd.DataFrame({
+        "cpu_ratio": (s["executor_cpu_time_ms"] / run).clip(0, 1.5),
+        "sched_ratio": s["_sched_ms"] / dur,
+        "gc_ratio": s["jvm_gc_time_ms"] / run,
+        "fetch_ratio": s["shuffle_fetch_wait_ms"] / run,
+        "write_ratio": (s["shuffle_write_time_ms"] / run).clip(0, 1.5),
+        "deser_ratio": s["executor_deserialize_time_ms"] / dur,
+        "skew": g["duration_ms"].max() / g["duration_ms"].median().clip(lower=1),
+        # log scale: CPU per byte differs by orders of magnitude between applications
+        "cpu_ms_per_mib": np.log1p(s["executor_cpu_time_ms"] / (moved_mib + 1.0)),
+        "spill_per_input": (s["memory_spilled_bytes"] + s["disk_spilled_bytes"])
+        / (s["input_bytes"] + s["shuffle_read_bytes"]).clip(lower=1),
+    })
+    f = f.join(_windowed(tk))
+    out = st.drop(columns="stage_attempt_id").merge(f.reset_index(), on=KEY, how="inner")
+    out[FEATURES] = out[FEATURES].astype(float).fillna(0.0)
+    return out.reset_index(drop=True)
+
+
+def stage_signatures(stages: "pd.DataFrame") -> "pd.Series":
+    """The same stage across runs of a job: call site, its occurrence number, and task count.
+
+    Stage ids restart in every application and follow the DAG, so the k-th stage with a given
+    call site and task count is the same stage in two runs of a deterministic job.
+    """
+    st = stages.sort_values(KEY)
+    occ = st.groupby(["run_id", "name", "num_tasks"]).cumcount()
+    sig = st["name"].astype(str) + "|" + st["num_tasks"].astype(str) + "|" + occ.astype(str)
+    return sig.reindex(stages.index)
+
+
+def interference_labels(runs: "pd.DataFrame") -> "pd.Series":
+    """``run_id -> 'none' | '<kind>:<intensity>' | None`` from the runs' recorded properties."""
+    import pandas as pd
+
+    def one(props: Any) -> str | None:
+        try:
+            return json.loads(props).get(LABEL_KEY) if isinstance(props, str) else None
+        except ValueError:
+            return None
+    return pd.Series([one(p) for p in runs["properties_json"]], index=runs["run_id"].values)
+
+
+# ---- clean baseline and labels ----------------------------------------------------------
+def clean_baseline(feats: "pd.DataFrame") -> "pd.DataFrame":
+    """Per signature: ``expected_ms`` (median duration) and the median of every feature."""
+    g = feats.groupby("signature")
+    return g[FEATURES + ["duration_ms"]].median().rename(columns={"duration_ms": "expected_ms"})
+
+
+def with_baseline(feats: "pd.DataFrame", clean_run_ids: list[str]) -> "pd.DataFrame":
+    """Add ``expected_ms``, ``degradation`` and ``base_<feature>`` columns to stage features.
+
+    Clean runs are compared with the *other* clean runs (leave one out), so their own duration
+    never sets their expectation. Stages without a clean counterpart get NaN.
+    """
+    import pandas as pd
+
+    clean = feats[feats["run_id"].isin(clean_run_ids)]
+    parts = []
+    for rid, rows in feats.groupby("run_id", sort=False):
+        ref = clean[clean["run_id"] != rid]
+        if ref.empty:
+            ref = clean
+        base = clean_baseline(ref) if not ref.empty else pd.DataFrame(columns=FEATURES + ["expected_ms"])
+        b = base.reindex(rows["signature"].values)
+        b.columns = [f"base_{c}" if c != "expected_ms" else c for c in b.columns]
+        parts.append(pd.concat([rows.reset_index(drop=True), b.reset_index(drop=True)], axis=1))
+    out = pd.concat(parts, ignore_index=True)
+    out["degradation"] = out["duration_ms"] / out["expected_ms"] - 1.0
+    return out
+
+
+# ---- estimator --------------------------------------------------------------------------
+def _design(x: np.ndarray, x0: np.ndarray) -> np.ndarray:
+    return np.hstack([x, x - x0])
+
+
+@dataclass
+class DegradationModel:
+    """Gradient boosting of per-stage ``log(1 + D)`` from features and their clean deltas.
+
+    ``baseline``: ``"history"`` (deltas against clean runs of the same stage; the DAE fills
+    stages that have none, when fitted), ``"dae"`` (always the autoencoder's reconstruction) or
+    ``"none"`` (raw features only, deltas zero).
+    """
+
+    baseline: str = "history"
+    autoencoder: bool = True
+    n_estimators: int = 200
+    max_depth: int = 3
+    learning_rate: float = 0.05
+    random_state: int = 0
+    gbr_: Any = field(default=None, repr=False)
+    dae_: Any = field(default=None, repr=False)
+    scale_: Any = field(default=None, repr=False)
+
+    def baseline_features(self, df: "pd.DataFrame") -> np.ndarray:
+        """The clean baseline of each row, per ``self.baseline``."""
+        x = df[FEATURES].to_numpy(float)
+        if self.baseline == "none":
+            return x
+        hist = df[[f"base_{c}" for c in FEATURES]].to_numpy(float) if f"base_{FEATURES[0]}" in df \
+            else np.full_like(x, np.nan)
+        if self.dae_ is not None and (self.baseline == "dae" or np.isnan(hist).any()):
+            mu, sd = self.scale_
+            rec = self.dae_.predict((x - mu) / sd) * sd + mu
+            return rec if self.baseline == "dae" else np.where(np.isnan(hist), rec, hist)
+        return np.where(np.isnan(hist), x, hist)
+
+    def fit(self, df: "pd.DataFrame") -> "DegradationModel":
+        """Fit on stage rows from :func:`with_baseline` (rows without a label are skipped)."""
+        from sklearn.ensemble import GradientBoostingRegressor
+
+        df = df[np.isfinite(df["degradation"]) & (df["expected_ms"] > 0)]
+        if len(df) < 10:
+            raise DegenerateDataError(f"only {len(df)} labelled stages to train the monitor on",
+                                      "record clean and interfered runs (benchmarks/make_interference_dataset.py)")
+        x = df[FEATURES].to_numpy(float)
+        if self.autoencoder and self.baseline != "none":
+            self._fit_dae(x, df[[f"base_{c}" for c in FEATURES]].to_numpy(float))
+        z = _design(x, self.baseline_features(df))
+        y = np.log1p(df["degradation"].clip(lower=-0.9).to_numpy(float))
+        self.gbr_ = GradientBoostingRegressor(
+            n_estimators=self.n_estimators, max_depth=self.max_depth, learning_rate=self.learning_rate,
+            subsample=0.8, loss="huber", random_state=self.random_state)
+        self.gbr_.fit(z, y, sample_weight=np.sqrt(df["expected_ms"].to_numpy(float)))
+        return self
+
+    def _fit_dae(self, x: np.ndarray, x0: np.ndarray) -> None:
+        """Denoising autoencoder: noisy interfered features -> the clean baseline's features."""
+        from sklearn.neural_network import MLPRegressor
+
+        ok = ~np.isnan(x0).any(axis=1)
+        mu, sd = x[ok].mean(axis=0), x[ok].std(axis=0) + 1e-6
+        rng = np.random.default_rng(self.random_state)
+        xs, x0s = (x[ok] - mu) / sd, (x0[ok] - mu) / sd
+        noisy = np.vstack([xs + rng.normal(0, 0.1, xs.shape) for _ in range(3)])
+        self.dae_ = MLPRegressor(hidden_layer_sizes=(48, 12, 48), alpha=1e-3, max_iter=300,
+                                 random_state=self.random_state).fit(noisy, np.vstack([x0s] * 3))
+        self.scale_ = (mu, sd)
+
+    def predict(self, df: "pd.DataFrame", x0: np.ndarray | None = None) -> np.ndarray:
+        """Estimated ``D`` per stage row; ``x0`` overrides the baseline features."""
+        if self.gbr_ is None:
+            raise NotFittedError("the degradation model is not fitted", "call fit() first")
+        x0 = self.baseline_features(df) if x0 is None else x0
+        return np.expm1(self.gbr_.predict(_design(df[FEATURES].to_numpy(float), x0)))
+
+
+def run_estimate(model: DegradationModel, rows: "pd.DataFrame", x0: np.ndarray | None = None) -> float:
+    """A run's estimated ``D``: its stages' estimates weighted by expected (else actual) time."""
+    d = model.predict(rows, x0)
+    w = rows["expected_ms"].fillna(rows["duration_ms"]).to_numpy(float) if "expected_ms" in rows \
+        else rows["duration_ms"].to_numpy(float)
+    return float(np.average(d, weights=np.clip(w, 1, None)))
+
+
+def shapley(model: DegradationModel, rows: "pd.DataFrame") -> dict[str, float]:
+    """Exact Shapley value of each group in :data:`GROUPS` for a run's estimated ``D``.
+
+    A coalition's value is :func:`run_estimate` with the features of groups outside it set to
+    their clean baseline; the values sum to ``estimate(all) - estimate(none)``.
+    """
+    x = rows[FEATURES].to_numpy(float)
+    x0 = model.baseline_features(rows)
+    cols = {g: np.array([FEATURE_GROUPS[f] == g for f in FEATURES]) for g in GROUPS}
+    value: dict[frozenset[str], float] = {}
+    for r in range(len(GROUPS) + 1):
+        for coal in itertools.combinations(GROUPS, r):
+            mask = np.any([cols[g] for g in coal], axis=0) if coal else np.zeros(len(FEATURES), bool)
+            value[frozenset(coal)] = run_estimate(model, rows.assign(**dict(zip(
+                FEATURES, np.where(mask, x, x0).T))), x0)
+    n = len(GROUPS)
+    phi = {}
+    for g in GROUPS:
+        others = [h for h in GROUPS if h != g]
+        total = 0.0
+        for r in range(n):
+            for coal in itertools.combinations(others, r):
+                wgt = math.factorial(r) * math.factorial(n - r - 1) / math.factorial(n)
+                total += wgt * (value[frozenset(coal) | {g}] - value[frozenset(coal)])
+        phi[g] = total
+    return phi
+
+
+# ---- from a store ------------------------------------------------------------------------
+def labelled_stages(store: "Store", jobs: list[str] | None = None,
+                    run_ids: list[str] | None = None) -> "pd.DataFrame":
+    """Stage features of every run in ``store`` (or of ``jobs``), with baselines and labels.
+
+    Columns of :func:`with_baseline` plus ``job`` and ``label`` (the run's interference label).
+    Each job's clean runs are those labelled ``none``; a job without labels uses all its runs.
+    """
+    import pandas as pd
+
+    runs = store.runs()
+    runs = runs[runs["status"].isin(["succeeded", "incomplete"]) | runs["status"].isna()]
+    if jobs is not None:
+        runs = runs[runs["job"].isin(jobs)]
+    labels = interference_labels(runs)
+    ids = runs["run_id"].tolist()
+    feats = stage_features(store.read("stages", run_ids=ids), store.read("tasks", run_ids=ids))
+    job_of = dict(zip(runs["run_id"], runs["job"]))
+    feats["job"] = feats["run_id"].map(job_of)
+    feats["label"] = feats["run_id"].map(labels.to_dict())
+    parts = []
+    for _, f in feats.groupby("job", sort=False):
+        lab = f.drop_duplicates("run_id").set_index("run_id")["label"]
+        clean = lab[lab == "none"].index.tolist() if lab.notna().any() else lab.index.tolist()
+        if run_ids is not None:
+            f = f[f["run_id"].isin(run_ids) | f["run_id"].isin(clean)]
+        parts.append(with_baseline(f, clean))
+    if not parts:
+        return feats.assign(expected_ms=np.nan, degradation=np.nan)
+    return pd.concat(parts, ignore_index=True)
+
+
+def run_degradation(rows: "pd.DataFrame") -> tuple[float, float, float]:
+    """``(actual_ms, expected_ms, D)`` of one run over its stages that have a baseline."""
+    ok = rows["expected_ms"].notna() & (rows["expected_ms"] > 0)
+    act, exp = float(rows.loc[ok, "duration_ms"].sum()), float(rows.loc[ok, "expected_ms"].sum())
+    return act, exp, (act / exp - 1.0 if exp > 0 else float("nan"))
+
+
+def fit_monitor(store: "Store | str | Path | None" = None, *, jobs: list[str] | None = None,
+                **params: Any) -> DegradationModel:
+    """Train a :class:`DegradationModel` on a store's labelled runs (default: the committed dataset)."""
+    from .store import io
+
+    st = store if hasattr(store, "read") else io.open(store or DEFAULT_TRAINING_STORE)
+    df = labelled_stages(st, jobs)  # type: ignore[arg-type]
+    return DegradationModel(**params).fit(df[df["label"].notna()])
+
+
+_CACHE: dict[str, DegradationModel] = {}
+
+
+def default_model(store: "Store") -> DegradationModel:
+    """The user's store when it holds labelled interfered runs, else the committed dataset."""
+    labels = interference_labels(store.runs())
+    interfered = labels.dropna()
+    if (interfered != "none").sum() >= 5 and (interfered == "none").sum() >= 2:
+        return fit_monitor(store)
+    key = str(DEFAULT_TRAINING_STORE)
+    if key not in _CACHE:
+        if not DEFAULT_TRAINING_STORE.exists():
+            raise DegenerateDataError(
+                "no labelled interference runs to train the slowdown monitor on",
+                "record some with benchmarks/make_interference_dataset.py --store S, or pass models=")
+        _CACHE[key] = fit_monitor(DEFAULT_TRAINING_STORE)
+    return _CACHE[key]
+
+
+@dataclass
+class StageImpact:
+    """One stage of an explained run."""
+
+    stage_id: int
+    name: str
+    actual_ms: float
+    expected_ms: float | None
+    degradation: float | None
+    estimated_degradation: float
+
+
+@dataclass
+class Explanation:
+    """What :func:`explain_run` found. Degradations are fractions (0.25 = 25 % slower)."""
+
+    run_id: str
+    job: str
+    actual_ms: float
+    expected_ms: float | None
+    degradation: float | None
+    estimated_degradation: float
+    contributions: dict[str, float]
+    shares: dict[str, float]
+    main_cause: str | None
+    main_share: float
+    qos: dict[float, bool]
+    threshold: float
+    violated: bool
+    clean_runs: int
+    label: str | None
+    stages: list[StageImpact]
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        d = asdict(self)
+        d["qos"] = {f"{k:.2f}": v for k, v in self.qos.items()}
+        return d
+
+
+def explain_run(run_id: str, store: "Store | str | Path | None" = None,
+                models: DegradationModel | None = None, *, threshold: float = 0.10,
+                top_stages: int = 3) -> Explanation:
+    """Expected and actual time of a run, its degradation, and the resource group that caused it.
+
+    Parameters
+    ----------
+    run_id : str
+        A run in the store.
+    store : Store or path, optional
+        Default: the embedded store.
+    models : DegradationModel, optional
+        Default: :func:`default_model` (trained on labelled runs).
+    threshold : float
+        QoS threshold on the degradation (0.05, 0.10 or 0.20 are usual); ``violated`` compares
+        the measured degradation, or the estimate when the job has no clean runs, against it.
+
+    Raises
+    ------
+    UnknownJobError
+        The run is not in the store or has no completed stages.
+    """
+    from .store import io
+
+    st = store if hasattr(store, "read") else io.open(store)
+    runs = st.runs()  # type: ignore[union-attr]
+    row = runs[runs["run_id"] == run_id]
+    if row.empty:
+        raise UnknownJobError(f"no run {run_id!r} in store {st.path!r}",  # type: ignore[union-attr]
+                              "list runs with `sparkpredict runs`")
+    job = str(row["job"].iloc[0])
+    model = models or default_model(st)  # type: ignore[arg-type]
+    df = labelled_stages(st, [job], run_ids=[run_id])  # type: ignore[arg-type]
+    rows = df[df["run_id"] == run_id].reset_index(drop=True)
+    if rows.empty:
+        raise UnknownJobError(f"run {run_id!r} has no completed stages to explain",
+                              "explain a run that finished at least one stage")
+    clean_ids = set(df.loc[df["label"] == "none", "run_id"]) if df["label"].notna().any() \
+        else set(df["run_id"])
+    act, exp, d = run_degradation(rows)
+    if not math.isfinite(d):
+        act, exp, d = float(rows["duration_ms"].sum()), None, None  # type: ignore[assignment]
+    est = run_estimate(model, rows)
+    phi = shapley(model, rows)
+    pos = {g: max(v, 0.0) for g, v in phi.items()}
+    tot = sum(pos.values())
+    shares = {g: (v / tot if tot > 0 else 0.0) for g, v in pos.items()}
+    main = max(shares, key=shares.__getitem__) if tot > 0 else None
+    judged = d if d is not None else est
+    est_s = model.predict(rows)
+    impacts = [StageImpact(int(r.stage_id), str(r.name), float(r.duration_ms),
+                           None if not np.isfinite(r.expected_ms) else float(r.expected_ms),
+                           None if not np.isfinite(r.degradation) else float(r.degradation), float(e))
+               for r, e in zip(rows.itertuples(), est_s)]
+    impacts.sort(key=lambda s: -(s.actual_ms - (s.expected_ms if s.expected_ms is not None
+                                                else s.actual_ms / (1 + s.estimated_degradation))))
+    return Explanation(
+        run_id=run_id, job=job, actual_ms=act, expected_ms=exp, degradation=d,
+        estimated_degradation=est, contributions=phi, shares=shares, main_cause=main,
+        main_share=shares.get(main, 0.0) if main else 0.0,
+        qos={t: judged > t for t in QOS_THRESHOLDS}, threshold=threshold, violated=judged > threshold,
+        clean_runs=len(clean_ids - {run_id}), label=rows["label"].iloc[0], stages=impacts[:top_stages])

@@ -1,0 +1,344 @@
+"""The model registry: versioned, pickle-free model artifacts and a registry table inside the store.
+
+Layout (beside the history tables, under a ``_`` folder that Spark and the store's readers skip)::
+
+    STORE/_models/artifacts/<job-dir>/<kind>-v<version>-<retrain_id>.json   one fitted model
+    STORE/_models/registry/part-<retrain_id>.parquet                         one registry snapshot
+
+Every retrain writes its new artifacts first (each under a hidden name, then renamed), then the
+*whole* registry as one new snapshot file, hidden and renamed last. Readers use the snapshot with
+the highest name (``retrain_id`` is time-ordered), so the rename is the single commit point: a
+retrain that dies before it leaves only unreferenced artifacts, and the previous registry stays
+the current one. Snapshots are kept (the newest :data:`KEEP_SNAPSHOTS`) so a bad retrain can be
+rolled back by deleting its snapshot file.
+
+Artifacts are JSON only (``json.loads``; nothing is unpickled or imported by name from a file).
+Each carries ``artifact_version``; an artifact of another version is refused with a message that
+says how to refit it, and :mod:`sparkpredict.retrain` refits such jobs on its next run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import uuid
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from . import __version__
+from .errors import ModelError, StoreError, UnknownJobError
+from .store import io as store_io
+from .store import schema as S
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .models.persist import JobRuntimeModel
+
+log = logging.getLogger(__name__)
+
+#: Bumped whenever the artifact JSON layout (or the meaning of a model's ``to_dict``) changes.
+ARTIFACT_VERSION = 1
+ARTIFACT_FORMAT = "sparkpredict-model"
+#: Bumped whenever a registry column is added, removed or changes meaning.
+REGISTRY_VERSION = 1
+MODELS_DIR = "_models"
+KEEP_SNAPSHOTS = 10
+
+#: Model kinds the registry knows; a kind maps to a fixed loader (never to a name read from a file).
+KIND_RUNTIME = "runtime"
+KIND_STAGE = "stage"
+
+REGISTRY_SCHEMA = pa.schema([
+    ("job", pa.string()),
+    ("model_kind", pa.string()),            # KIND_RUNTIME or KIND_STAGE
+    ("signature", pa.string()),             # stage signature for KIND_STAGE, "" otherwise
+    ("version", pa.int64()),                # 1, 2, ... per (job, model_kind, signature)
+    ("trained_at_ms", pa.int64()),          # epoch ms when the model was fitted
+    ("n_runs", pa.int64()),                 # runs the model was fitted on
+    ("cv_mape", pa.float64()),              # cross-validated MAPE (fraction, not %)
+    ("model_name", pa.string()),            # the model the job's fit selected (name_)
+    ("training_range_json", pa.string()),   # JSON of the model's training_range_
+    ("trained_on", pa.string()),            # fingerprint of the job's runs: sha256 of run_id:updated_ms
+    ("trained_on_rows", pa.int64()),        # run rows covered by the fingerprint
+    ("artifact", pa.string()),              # path of the artifact, relative to STORE/_models
+    ("artifact_version", pa.int32()),
+    ("store_schema_version", pa.int32()),
+    ("sparkpredict_version", pa.string()),
+    ("retrain_id", pa.string()),            # the retrain that fitted this row
+    ("fit_path", pa.string()),              # "local" or "spark"
+    ("registry_version", pa.int32()),
+])
+KEY = ["job", "model_kind", "signature"]
+
+
+# ---- small helpers ------------------------------------------------------------------------------
+def _open(store: Any) -> store_io.Store:
+    return store if isinstance(store, store_io.Store) else store_io.open(store)
+
+
+def _base(store: store_io.Store) -> str:
+    return f"{store.root.rstrip('/')}/{MODELS_DIR}"
+
+
+def new_retrain_id() -> str:
+    """Time-ordered and unique: snapshot names sort in commit order."""
+    return store_io.new_batch_id("retrain")
+
+
+def fingerprint(run_ids: Iterable[str], updated_ms: Iterable[Any]) -> str:
+    """What a model was trained on: sha256 over the sorted ``run_id:updated_ms`` lines.
+
+    The Spark path computes the same string with ``sha2(concat_ws('\\n', array_sort(...)))``;
+    a null ``updated_ms`` is the empty string on both sides.
+    """
+    lines = sorted(f"{r}:{_int_text(u)}" for r, u in zip(run_ids, updated_ms))
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def _int_text(v: Any) -> str:
+    if v is None:
+        return ""
+    try:
+        if v != v:  # NaN from a nullable int column read as float
+            return ""
+    except TypeError:
+        pass
+    return str(int(v))
+
+
+def job_dir(job: str) -> str:
+    """A file-system-safe, collision-free folder name for any job key."""
+    slug = re.sub(r"[^A-Za-z0-9._-]", "_", job)[:60].lstrip(".") or "job"
+    return f"{slug}-{hashlib.sha256(job.encode()).hexdigest()[:10]}"
+
+
+def artifact_relpath(job: str, kind: str, version: int, retrain_id: str, signature: str = "") -> str:
+    sig = f"-{hashlib.sha256(signature.encode()).hexdigest()[:10]}" if signature else ""
+    return f"artifacts/{job_dir(job)}/{kind}{sig}-v{version}-{retrain_id}.json"
+
+
+def _put_atomic(fs: pafs.FileSystem, dest: str, data: bytes) -> None:
+    d, name = dest.rsplit("/", 1)
+    fs.create_dir(d, recursive=True)
+    tmp = f"{d}/.{name}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        with fs.open_output_stream(tmp) as f:
+            f.write(data)
+        fs.move(tmp, dest)
+    except BaseException:
+        try:
+            fs.delete_file(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ---- artifacts ----------------------------------------------------------------------------------
+def make_artifact(job: str, kind: str, model_dict: dict, *, signature: str = "",
+                  trained_on: str = "", trained_on_rows: int = 0) -> dict:
+    """The JSON document one artifact file holds (before version and paths are assigned)."""
+    return {
+        "format": ARTIFACT_FORMAT,
+        "artifact_version": ARTIFACT_VERSION,
+        "store_schema_version": S.SCHEMA_VERSION,
+        "sparkpredict_version": __version__,
+        "job": job,
+        "kind": kind,
+        "signature": signature,
+        "trained_on": trained_on,
+        "trained_on_rows": int(trained_on_rows),
+        "model": model_dict,
+    }
+
+
+def write_artifact(store: Any, relpath: str, doc: dict) -> None:
+    """Write one artifact atomically (hidden name, then rename)."""
+    st = _open(store)
+    data = json.dumps(doc, sort_keys=True, allow_nan=False).encode()
+    try:
+        _put_atomic(st.fs, f"{_base(st)}/{relpath}", data)
+    except OSError as exc:
+        raise StoreError(f"cannot write model artifact to store {st.path!r}: {exc}",
+                         "choose a writable store, or fix its permissions") from exc
+
+
+def read_artifact(store: Any, relpath: str) -> dict:
+    """Read and check one artifact; refuses other formats and versions with a fix hint."""
+    st = _open(store)
+    path = f"{_base(st)}/{relpath}"
+    try:
+        with st.fs.open_input_stream(path) as f:
+            doc = json.loads(f.read().decode())
+    except (OSError, FileNotFoundError) as exc:
+        raise StoreError(f"model artifact {relpath!r} is missing from store {st.path!r}",
+                         f"run `sparkpredict retrain --store {st.path} --force` to refit every job") from exc
+    except ValueError as exc:
+        raise ModelError(f"model artifact {relpath!r} is not valid JSON",
+                         f"run `sparkpredict retrain --store {st.path} --force` to refit every job") from exc
+    if not isinstance(doc, dict) or doc.get("format") != ARTIFACT_FORMAT:
+        raise ModelError(f"{relpath!r} is not a sparkpredict model artifact",
+                         "remove foreign files from the store's _models folder")
+    check_artifact_version(doc.get("artifact_version"), doc.get("job", "?"), st.path)
+    return doc
+
+
+def check_artifact_version(version: Any, job: str, store_path: str) -> None:
+    if version == ARTIFACT_VERSION:
+        return
+    if isinstance(version, int) and version > ARTIFACT_VERSION:
+        raise ModelError(
+            f"the model of job {job!r} was written by a newer sparkpredict (artifact version {version}; "
+            f"this one reads {ARTIFACT_VERSION})", "upgrade sparkpredict")
+    raise ModelError(
+        f"the model of job {job!r} has artifact version {version}, older than this sparkpredict's "
+        f"{ARTIFACT_VERSION}, and is not loaded",
+        f"run `sparkpredict retrain --store {store_path}`: it refits jobs whose models are of an older format")
+
+
+# ---- the registry table -------------------------------------------------------------------------
+def empty_registry() -> "pd.DataFrame":
+    return REGISTRY_SCHEMA.empty_table().to_pandas()
+
+
+def _snapshots(st: store_io.Store) -> list[str]:
+    sel = pafs.FileSelector(f"{_base(st)}/registry", allow_not_found=True)
+    names = [i.base_name for i in st.fs.get_file_info(sel)
+             if i.type == pafs.FileType.File and i.base_name.startswith("part-")
+             and i.base_name.endswith(".parquet")]
+    return sorted(names)
+
+
+def current_snapshot(store: Any) -> str | None:
+    """File name of the committed registry snapshot, or None before the first retrain."""
+    names = _snapshots(_open(store))
+    return names[-1] if names else None
+
+
+def read_registry(store: Any) -> "pd.DataFrame":
+    """The current registry: one row per (job, model_kind, signature), columns of REGISTRY_SCHEMA."""
+    st = _open(store)
+    name = current_snapshot(st)
+    if name is None:
+        return empty_registry()
+    path = f"{_base(st)}/registry/{name}"
+    try:
+        table = pq.read_table(path, filesystem=st.fs)
+    except Exception as exc:  # pyarrow raises several types for broken files
+        raise StoreError(f"registry snapshot {path!r} is unreadable: {exc}",
+                         "delete that file to fall back to the previous snapshot, then retrain") from exc
+    version = (table.schema.metadata or {}).get(b"registry_version", b"0")
+    if int(version) != REGISTRY_VERSION:
+        raise ModelError(
+            f"the model registry in {st.path!r} has version {int(version)}; this sparkpredict reads "
+            f"{REGISTRY_VERSION}",
+            f"run `sparkpredict retrain --store {st.path} --force` to rebuild it")
+    return table.to_pandas()
+
+
+def commit_registry(store: Any, rows: "pd.DataFrame", retrain_id: str) -> str:
+    """Write ``rows`` as the new registry snapshot; the final rename is the commit point.
+
+    Returns the snapshot's file name. Older snapshots beyond :data:`KEEP_SNAPSHOTS` are pruned
+    after the commit (best effort: a failure there never undoes the commit).
+    """
+    import pandas as pd
+
+    st = _open(store)
+    df = rows.copy()
+    for f in REGISTRY_SCHEMA:
+        if f.name not in df.columns:
+            df[f.name] = None
+    df = df[REGISTRY_SCHEMA.names].sort_values(KEY, kind="stable").reset_index(drop=True)
+    if df.duplicated(KEY).any():
+        raise ValueError("registry rows must be unique per (job, model_kind, signature)")
+    table = pa.Table.from_pandas(pd.DataFrame(df), schema=REGISTRY_SCHEMA, preserve_index=False)
+    table = table.replace_schema_metadata({"registry_version": str(REGISTRY_VERSION)})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    name = f"part-{retrain_id}.parquet"
+    try:
+        _put_atomic(st.fs, f"{_base(st)}/registry/{name}", sink.getvalue().to_pybytes())
+    except OSError as exc:
+        raise StoreError(f"cannot write the model registry to store {st.path!r}: {exc}",
+                         "choose a writable store, or fix its permissions") from exc
+    old = _snapshots(st)[:-KEEP_SNAPSHOTS]
+    for n in old:
+        try:
+            st.fs.delete_file(f"{_base(st)}/registry/{n}")
+        except OSError as exc:  # pragma: no cover - pruning is optional
+            log.warning("could not prune registry snapshot %s: %s", n, exc)
+    log.info("registry of %s: committed %s (%d rows)", st.path, name, len(df))
+    return name
+
+
+# ---- loading models -----------------------------------------------------------------------------
+def _runtime_model_from_dict(d: dict) -> "JobRuntimeModel":
+    from .models.persist import JobRuntimeModel
+
+    return JobRuntimeModel.from_dict(d)
+
+
+def load_models(store: Any = None, jobs: Iterable[str] | None = None) -> "dict[str, JobRuntimeModel]":
+    """The current whole-job runtime model of every job in the registry.
+
+    Parameters
+    ----------
+    store : str, path or Store, optional
+        The history store (default: the configured store).
+    jobs : iterable of str, optional
+        Load only these jobs; a job with no registered model raises :class:`UnknownJobError`.
+
+    Returns
+    -------
+    dict
+        job -> fitted ``JobRuntimeModel``. Empty when the store was never retrained.
+
+    Raises
+    ------
+    ModelError
+        An artifact of an older or newer format (the message says to run ``sparkpredict retrain``).
+    """
+    st = _open(store)
+    reg = read_registry(st)
+    reg = reg[reg.model_kind == KIND_RUNTIME]
+    if jobs is not None:
+        wanted = list(jobs)
+        missing = sorted(set(wanted) - set(reg.job))
+        if missing:
+            raise UnknownJobError(f"no trained model for job(s) {missing[:5]} in {st.path!r}",
+                                  f"run `sparkpredict retrain --store {st.path}` after recording runs")
+        reg = reg[reg.job.isin(wanted)]
+    out: dict[str, JobRuntimeModel] = {}
+    for row in reg.itertuples(index=False):
+        check_artifact_version(int(row.artifact_version), row.job, st.path)
+        doc = read_artifact(st, row.artifact)
+        out[row.job] = _runtime_model_from_dict(doc["model"])
+    return out
+
+
+def load_artifacts(store: Any = None, kind: str | None = None) -> dict[tuple[str, str, str], dict]:
+    """Raw artifact documents keyed by (job, model_kind, signature), e.g. for stage models."""
+    st = _open(store)
+    reg = read_registry(st)
+    if kind is not None:
+        reg = reg[reg.model_kind == kind]
+    return {(r.job, r.model_kind, r.signature): read_artifact(st, r.artifact)
+            for r in reg.itertuples(index=False)}
+
+
+def registry_path(store: Any) -> str:
+    st = _open(store)
+    return _base(st) if "://" not in st.path else f"{st.path.rstrip('/')}/{MODELS_DIR}"
+
+
+__all__ = [
+    "ARTIFACT_VERSION", "REGISTRY_SCHEMA", "KIND_RUNTIME", "KIND_STAGE", "load_models", "load_artifacts",
+    "read_registry", "commit_registry", "current_snapshot", "write_artifact", "read_artifact",
+    "make_artifact", "artifact_relpath", "fingerprint", "new_retrain_id",
+]

@@ -1,0 +1,354 @@
+"""One self-contained HTML page per history store: runtime curves, fit quality, stages, advice.
+
+:func:`build_report` reads the store, fits the runtime models (or takes fitted ones), and for
+each job draws with matplotlib (PNG, base64-embedded; the page needs no network or files):
+
+* runtime against executors, one colour per input size, with the model's fitted curve and its
+  prediction interval;
+* predicted against actual runtime for every run (in-sample, with the model's CV error quoted);
+* the stage timeline of the job's latest run;
+* the current advice for a larger input (:func:`sparkpredict.suggest_executors`).
+
+Every piece is drawn in its own ``try``: a missing part (no models yet, no stage rows, advice
+failing on too few runs) becomes a short note on the page, never a failed report. Nothing here
+starts a JVM.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import logging
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from .errors import InputError, StoreError
+from .units import format_bytes, format_duration
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class JobSection:
+    """What the report shows for one job (figures are base64 PNGs)."""
+
+    job: str
+    n_runs: int
+    figures: dict[str, str] = field(default_factory=dict)
+    model_name: str | None = None
+    cv_mape: float | None = None
+    advice_text: str | None = None
+    advice_table_html: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ReportResult:
+    """The written report: where it is and what it holds."""
+
+    path: Path
+    store: str
+    sections: list[JobSection]
+    warnings: list[str]
+
+    @property
+    def jobs(self) -> list[str]:
+        return [s.job for s in self.sections]
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _attempt(section: JobSection, what: str, fn: Callable[[], Any]) -> Any:
+    """Run one piece; a failure becomes a note on the page (Sparklens-style isolation)."""
+    try:
+        return fn()
+    except Exception as exc:  # one failing piece must not sink the report
+        msg = getattr(exc, "message", None) or str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        section.notes.append(f"{what} unavailable: {msg}")
+        log.info("report: %s for %s failed", what, section.job, exc_info=True)
+        return None
+
+
+def _template_row(runs: "pd.DataFrame", features: list[str]) -> dict[str, float]:
+    """Typical values of the job's features (median), to vary one or two of them in plots."""
+    return {c: float(runs[c].median()) for c in features if c in runs}
+
+
+def _predict(model, rows: "pd.DataFrame", confidence: float) -> dict:
+    import numpy as np
+
+    out = model.predict_interval(rows, confidence)
+    return {k: np.asarray(out[k], float) for k in ("predicted_runtime_s", "lower_s", "upper_s")}
+
+
+def _fig_runtime_vs_executors(job_runs, model, features, confidence) -> str:
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    sizes = sorted(job_runs["input_bytes"].unique())
+    colors = plt.cm.viridis(np.linspace(0, 0.9, max(len(sizes), 1)))
+    e_max = float(job_runs["executors"].max())
+    grid = np.arange(1, max(e_max, 2) + 1.0)
+    tmpl = _template_row(job_runs, features)
+    for color, s in zip(colors, sizes):
+        sub = job_runs[job_runs["input_bytes"] == s]
+        ax.scatter(sub["executors"], sub["runtime_s"], color=color, s=22, zorder=3,
+                   label=format_bytes(s))
+        if model is not None:
+            X = pd.DataFrame([{**tmpl, "input_bytes": float(s), "executors": float(e)} for e in grid])
+            p = _predict(model, X[features] if features else X, confidence)
+            ax.plot(grid, p["predicted_runtime_s"], color=color, lw=1.5)
+            ax.fill_between(grid, p["lower_s"], p["upper_s"], color=color, alpha=0.15, lw=0)
+    ax.set_xlabel("executors")
+    ax.set_ylabel("runtime (s)")
+    ax.set_xticks(grid)
+    title = "runtime vs executors per input size"
+    if model is not None:
+        title += f"\n(lines: {getattr(model, 'name_', 'model')} fit, bands: {confidence:.0%} interval)"
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(title="input", fontsize=8, title_fontsize=8)
+    return _png(fig)
+
+
+def _fig_predicted_vs_actual(job_runs, model, features, confidence) -> str:
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    p = _predict(model, job_runs[features], confidence)
+    y = job_runs["runtime_s"].to_numpy(float)
+    fig, ax = plt.subplots(figsize=(4.6, 4.0))
+    yerr = np.vstack([p["predicted_runtime_s"] - p["lower_s"], p["upper_s"] - p["predicted_runtime_s"]])
+    ax.errorbar(y, p["predicted_runtime_s"], yerr=np.clip(yerr, 0, None), fmt="o", ms=4,
+                alpha=0.7, elinewidth=0.8, capsize=2)
+    lo, hi = float(min(y.min(), p["lower_s"].min())), float(max(y.max(), p["upper_s"].max()))
+    ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="perfect")
+    ax.set_xlabel("actual runtime (s)")
+    ax.set_ylabel("predicted runtime (s)")
+    mape = float(np.mean(np.abs(p["predicted_runtime_s"] - y) / y)) * 100
+    cover = float(np.mean((y >= p["lower_s"]) & (y <= p["upper_s"]))) * 100
+    cv = getattr(model, "cv_mape_", None)
+    sub = f"in-sample MAPE {mape:.1f}%, {cover:.0f}% inside interval"
+    if cv is not None:
+        sub += f"\ncross-validated MAPE {_pct(cv)}"
+    ax.set_title(f"predicted vs actual\n{sub}", fontsize=10)
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def _pct(v: float) -> str:
+    # cv_mape_ may be a fraction (0.05) or a percentage (5.0); both print as 5.0 %.
+    v = float(v)
+    return f"{v * 100:.1f}%" if v <= 1.5 else f"{v:.1f}%"
+
+
+def _fig_stages(stages: "pd.DataFrame", run: "pd.Series") -> str:
+    import matplotlib.pyplot as plt
+
+    st = stages.sort_values(["submission_ms", "stage_id"]).reset_index(drop=True)
+    if st.empty:
+        raise InputError("the latest run has no stage rows", "record runs with the listener")
+    t0 = float(run["start_ms"])
+    fig, ax = plt.subplots(figsize=(7.5, 0.35 * len(st) + 1.4))
+    for i, r in st.iterrows():
+        start = (float(r["submission_ms"]) - t0) / 1000
+        dur = max(float(r["duration_ms"] or 0) / 1000, 0.01)
+        shuffle = (r.get("shuffle_read_bytes") or 0) + (r.get("shuffle_write_bytes") or 0)
+        color = "tab:orange" if shuffle else "tab:blue"
+        ax.barh(i, dur, left=start, color=color, alpha=0.85)
+        label = f"{r['stage_id']}: {str(r['name'])[:40]} ({int(r['num_tasks'])} tasks)"
+        ax.text(start + dur, i, " " + label, va="center", fontsize=7)
+    ax.set_yticks([])
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds since application start")
+    wall = (run["wall_ms"] or 0) / 1000
+    ax.set_xlim(0, max(wall, 1) * 1.45)
+    ax.set_title(f"stages of the latest run {run['run_id']} ({format_bytes(run['input_bytes'] or 0)}, "
+                 f"{int(run['executors_requested'] or run['executors_max'] or 0)} executors, "
+                 f"{format_duration(wall)})\norange: shuffles data, blue: no shuffle", fontsize=9)
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def _advice(job: str, input_bytes: float, store_path: str, models: dict) -> tuple[str, str]:
+    from .advise import suggest_executors
+
+    adv = suggest_executors(job, int(input_bytes), store=store_path, models=models)
+    table = adv.candidates_frame().to_html(index=False, float_format=lambda v: f"{v:,.2f}", border=0)
+    return adv.summary(), table
+
+
+def build_sections(store_path: str, jobs: list[str] | None = None, models: dict | None = None,
+                   confidence: float = 0.9, advice_factor: float = 2.0) -> tuple[list[JobSection], list[str]]:
+    """Compute every job's figures and texts (the data of the report), without writing HTML."""
+    from .features.runs import feature_columns, runs_table
+    from .store import io as store_io
+
+    st = store_io.open(store_path)
+    warnings: list[str] = []
+    runs_raw = st.runs()
+    runs = runs_table(runs_raw)
+    if runs.empty:
+        raise StoreError(f"store {store_path} holds no succeeded runs",
+                         "record some first, e.g. `sparkpredict sweep` or `sparkpredict demo`")
+    all_jobs = sorted(runs["job"].unique())
+    if jobs:
+        unknown = [j for j in jobs if j not in all_jobs]
+        if unknown:
+            raise InputError(f"no succeeded runs of job(s) {', '.join(unknown)} in {store_path}",
+                             f"choose among: {', '.join(all_jobs)}")
+        all_jobs = [j for j in all_jobs if j in jobs]
+    if models is None:
+        try:
+            from .models.persist import fit_all
+
+            models = fit_all(runs[runs["job"].isin(all_jobs)])
+        except Exception as exc:  # models missing or unfit: plots still show the runs
+            warnings.append(f"runtime models unavailable: {getattr(exc, 'message', exc)}")
+            models = {}
+    features = [c for c in feature_columns(runs) if c in runs.columns]
+    stages_all = None
+    sections = []
+    for job in all_jobs:
+        jr = runs[runs["job"] == job].reset_index(drop=True)
+        sec = JobSection(job=job, n_runs=len(jr))
+        model = models.get(job)
+        if model is None:
+            sec.notes.append("no fitted model for this job (too few or too uniform runs?); "
+                             "showing the runs only")
+        else:
+            sec.model_name = getattr(model, "name_", type(model).__name__)
+            sec.cv_mape = getattr(model, "cv_mape_", None)
+        fig = _attempt(sec, "runtime curve",
+                       lambda: _fig_runtime_vs_executors(jr, model, features, confidence))
+        if fig is None and model is not None:  # retry without the model: the runs alone still help
+            fig = _attempt(sec, "runtime plot", lambda: _fig_runtime_vs_executors(jr, None, features, confidence))
+        if fig:
+            sec.figures["runtime_vs_executors"] = fig
+        if model is not None:
+            fig = _attempt(sec, "predicted-vs-actual plot",
+                           lambda: _fig_predicted_vs_actual(jr, model, features, confidence))
+            if fig:
+                sec.figures["predicted_vs_actual"] = fig
+
+        def stage_fig() -> str:
+            nonlocal stages_all
+            latest = runs_raw[(runs_raw["job"] == job) & (runs_raw["status"] == "succeeded")] \
+                .sort_values("start_ms").iloc[-1]
+            if stages_all is None:
+                stages_all = st.stages()
+            return _fig_stages(stages_all[stages_all["run_id"] == latest["run_id"]], latest)
+
+        fig = _attempt(sec, "stage breakdown", stage_fig)
+        if fig:
+            sec.figures["stages"] = fig
+        target = float(jr["input_bytes"].max()) * advice_factor
+        adv = _attempt(sec, f"advice for {format_bytes(target)}",
+                       lambda: _advice(job, target, store_path, models))
+        if adv:
+            sec.advice_text, sec.advice_table_html = adv
+        sections.append(sec)
+    return sections, warnings
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1180px;
+color:#222;padding:0 16px} h1{font-size:22px;margin-bottom:4px} h2{font-size:18px;border-bottom:1px solid #ddd;
+padding-bottom:4px;margin-top:32px} .meta{color:#666;font-size:13px} .figs{display:flex;flex-wrap:wrap;gap:12px}
+.figs img{border:1px solid #eee;max-width:100%} pre{background:#f6f8fa;padding:10px;font-size:12.5px;
+overflow-x:auto} table{border-collapse:collapse;font-size:12.5px} td,th{padding:3px 8px;border-bottom:1px solid #eee;
+text-align:right} th{background:#fafafa} .note{color:#8a5a00;background:#fff8e1;padding:6px 10px;margin:6px 0;
+font-size:13px} .warn{color:#a00}
+"""
+
+
+def render_html(sections: list[JobSection], store_path: str, warnings: list[str]) -> str:
+    """The page: a summary table, then one section per job."""
+    e = html.escape
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    rows = "".join(
+        f"<tr><td style='text-align:left'><a href='#job-{e(s.job)}'>{e(s.job)}</a></td><td>{s.n_runs}</td>"
+        f"<td style='text-align:left'>{e(s.model_name or '-')}</td>"
+        f"<td>{_pct(s.cv_mape) if s.cv_mape is not None else '-'}</td></tr>" for s in sections)
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>sparkpredict report</title>"
+             f"<style>{_CSS}</style></head><body>",
+             "<h1>sparkpredict report</h1>",
+             f"<div class='meta'>store <code>{e(store_path)}</code> &middot; generated {now}</div>"]
+    parts += [f"<div class='note warn'>{e(w)}</div>" for w in warnings]
+    parts.append("<h2>Jobs</h2><table><tr><th style='text-align:left'>job</th><th>runs</th>"
+                 f"<th style='text-align:left'>model</th><th>CV MAPE</th></tr>{rows}</table>")
+    captions = {"runtime_vs_executors": "Runtime against executors",
+                "predicted_vs_actual": "Predicted against actual", "stages": "Stage breakdown"}
+    for s in sections:
+        parts.append(f"<h2 id='job-{e(s.job)}'>{e(s.job)} <span class='meta'>{s.n_runs} runs"
+                     + (f", model {e(s.model_name)}" if s.model_name else "") + "</span></h2>")
+        parts += [f"<div class='note'>{e(n)}</div>" for n in s.notes]
+        parts.append("<div class='figs'>")
+        for key in ("runtime_vs_executors", "predicted_vs_actual", "stages"):
+            if key in s.figures:
+                parts.append(f"<img alt='{captions[key]}' title='{captions[key]}' "
+                             f"src='data:image/png;base64,{s.figures[key]}'>")
+        parts.append("</div>")
+        if s.advice_text:
+            parts.append(f"<h3>Current advice</h3><pre>{e(s.advice_text)}</pre>")
+        if s.advice_table_html:
+            parts.append(f"<details><summary>all candidates</summary>{s.advice_table_html}</details>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def build_report(out: str | os.PathLike, store: str | os.PathLike | None = None,
+                 jobs: list[str] | None = None, models: dict | None = None,
+                 confidence: float = 0.9) -> ReportResult:
+    """Write the HTML report of ``store`` (default: the embedded store) to ``out``.
+
+    Parameters
+    ----------
+    out : path
+        The HTML file to write (written to a temporary name, then renamed).
+    store : path, optional
+        History store; default the embedded local store.
+    jobs : list of str, optional
+        Only these jobs (default: every job with succeeded runs).
+    models : dict, optional
+        Fitted models per job (``sparkpredict.models.persist.fit_all``); fitted here if absent.
+
+    Raises
+    ------
+    StoreError
+        No store, or no succeeded runs in it.
+    InputError
+        A job asked for has no succeeded runs.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display; must precede pyplot's import
+    from .config import resolve_store
+
+    store_path = resolve_store(store)
+    sections, warnings = build_sections(store_path, jobs, models, confidence)
+    page = render_html(sections, store_path, warnings)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, out)
+    return ReportResult(out.resolve(), store_path, sections, warnings)
+
+
+__all__ = ["build_report", "build_sections", "render_html", "ReportResult", "JobSection"]

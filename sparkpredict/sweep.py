@@ -1,0 +1,405 @@
+"""Sweeps: run a workload over sizes x executor counts x repeats, each run its own Spark application.
+
+:func:`plan_sweep` validates everything up front (unknown workload, a size below the
+generator's minimum, more executors than this machine can start), so a bad sweep fails before
+any data is generated or any run recorded. :func:`run_sweep` then
+
+1. generates each size's input once (cached on disk, deterministic per seed and size);
+2. skips combinations the store already holds as *succeeded* runs of the same sweep key
+   (``spark.sparkpredict.sweep.key``, read back from the runs' ``properties_json``), so an
+   interrupted sweep resumes where it stopped;
+3. runs every remaining combination as its own application in *this* Python process: one
+   driver JVM, a fresh SparkContext per run (stop + start costs ~0.2 s, a new driver JVM
+   10-17 s). Each application has its own master (``local-cluster[E,cores,mem]`` by default),
+   its own app id and is recorded by the listener with ``spark.sparkpredict.job = workload``
+   and ``spark.sparkpredict.inputBytes`` = the generated input's bytes.
+
+Because the listener's jar must be on the driver's classpath when the JVM starts, a sweep
+must be the first thing to start Spark in its process (the CLI always is).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import workloads as W
+from .errors import InputError, ListenerError, WorkloadError
+from .units import format_bytes, parse_bytes
+
+log = logging.getLogger(__name__)
+
+KEY_SWEEP = "spark.sparkpredict.sweep.key"
+DEFAULT_MASTER = "local-cluster[{executors},{cores},{memory_mb}]"
+#: Executor JVMs per physical core that a local sweep may start (they mostly wait on each other).
+OVERSUBSCRIBE = 4
+#: Memory an executor JVM takes beyond its heap (metaspace, threads, off-heap buffers), MiB.
+JVM_OVERHEAD_MB = 300
+#: How long to wait for a local-cluster's executors to register before the job starts.
+EXECUTOR_WAIT_S = 180.0
+
+
+@dataclass(frozen=True)
+class Combo:
+    """One run of a sweep."""
+
+    size_bytes: int
+    executors: int
+    repeat: int
+    master: str
+
+    def key(self, workload: str) -> str:
+        return f"{workload}|{self.size_bytes}|{self.executors}|{self.repeat}|{self.master}"
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """A validated sweep (see :func:`plan_sweep`)."""
+
+    workload: str
+    sizes_bytes: tuple[int, ...]
+    executors: tuple[int, ...]
+    repeats: int
+    master_template: str
+    executor_cores: int
+    executor_memory_mb: int
+    seed: int
+    combos: tuple[Combo, ...]
+
+    @property
+    def job(self) -> str:
+        return self.workload
+
+
+@dataclass
+class RunOutcome:
+    combo: Combo
+    status: str  # succeeded | failed | skipped
+    app_id: str | None = None
+    seconds: float = 0.0
+    error: str | None = None
+    result: dict = field(default_factory=dict)
+
+
+@dataclass
+class SweepResult:
+    plan: SweepPlan
+    store: str
+    outcomes: list[RunOutcome]
+    seconds: float
+
+    @property
+    def ran(self) -> list[RunOutcome]:
+        return [o for o in self.outcomes if o.status != "skipped"]
+
+    @property
+    def failed(self) -> list[RunOutcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+    @property
+    def skipped(self) -> list[RunOutcome]:
+        return [o for o in self.outcomes if o.status == "skipped"]
+
+
+#: progress(done, total, elapsed_s, eta_s or None, label)
+Progress = Callable[[int, int, float, "float | None", str], None]
+
+
+def parse_list(text: str | Sequence, kind: str) -> list:
+    """``"64MB,128MB"`` -> bytes, ``"1,2,3"`` or ``"1-3"`` -> ints (``kind``: sizes|ints)."""
+    items = [t.strip() for t in (text.split(",") if isinstance(text, str) else map(str, text)) if t.strip()]
+    if not items:
+        raise InputError(f"empty list of {kind}", "give a comma-separated list, e.g. 64MB,128MB or 1,2,3")
+    if kind == "sizes":
+        return [parse_bytes(t) for t in items]
+    out: list[int] = []
+    for t in items:
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", t)
+        if not m:
+            raise InputError(f"cannot read {t!r} as an executor count", "write e.g. 1,2,3 or 1-4")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        out.extend(range(lo, hi + 1))
+    if any(e < 1 for e in out):
+        raise InputError("executor counts must be at least 1", "write e.g. 1,2,3")
+    return out
+
+
+def master_for(template: str, executors: int, cores: int, memory_mb: int) -> str:
+    """The master URL of one run: ``{executors}``, ``{cores}``, ``{memory_mb}`` filled in.
+
+    ``local`` alone means ``local[{executors}]``: E task threads in the driver JVM, recorded
+    as E one-core executors (fast, for demos; no executor JVMs).
+    """
+    if template == "local":
+        template = "local[{executors}]"
+    return template.format(executors=executors, cores=cores, memory_mb=memory_mb)
+
+
+def _mem_available_mb() -> float:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20
+
+
+def check_capacity(master: str, executors: int, cores: int, memory_mb: int) -> None:
+    """Refuse local masters this machine cannot start; cluster masters are the cluster's business."""
+    ncpu = os.cpu_count() or 1
+    m = re.fullmatch(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]", master)
+    if m:
+        n, c, mem = map(int, m.groups())
+        if n * c > OVERSUBSCRIBE * ncpu:
+            raise WorkloadError(
+                f"{master} asks for {n} executors x {c} cores = {n * c} cores; this machine has {ncpu} "
+                f"and a local sweep may start at most {OVERSUBSCRIBE * ncpu}",
+                f"use at most {OVERSUBSCRIBE * ncpu // c} executors here, or sweep on a cluster (--master)")
+        need = n * (mem + JVM_OVERHEAD_MB)
+        avail = _mem_available_mb()
+        if need > avail:
+            raise WorkloadError(
+                f"{master} needs about {need:.0f} MiB for {n} executor JVMs; {avail:.0f} MiB is available",
+                f"use at most {int(avail // (mem + JVM_OVERHEAD_MB))} executors or less memory per executor")
+        return
+    m = re.fullmatch(r"local\[(\d+|\*)(?:,\d+)?\]", master)
+    if m and m.group(1) != "*" and int(m.group(1)) > OVERSUBSCRIBE * ncpu:
+        raise WorkloadError(f"{master} asks for {m.group(1)} task threads on a {ncpu}-core machine",
+                            f"use at most {OVERSUBSCRIBE * ncpu} executors with a local master")
+
+
+def plan_sweep(workload: str, sizes: str | Sequence, executors: str | Sequence, repeats: int = 1,
+               master: str | None = None, executor_cores: int = 1, executor_memory_mb: int = 1024,
+               seed: int = 0) -> SweepPlan:
+    """Validate a sweep and list its runs; raises before anything is generated or started.
+
+    Parameters
+    ----------
+    workload : str
+        A name from :func:`sparkpredict.workloads.names`.
+    sizes : str or sequence
+        Input sizes, e.g. ``"64MB,128MB"`` or ``[64_000_000, ...]``.
+    executors : str or sequence
+        Executor counts, e.g. ``"1,2,3"`` or ``"1-3"``.
+    repeats : int
+        Runs per (size, executors).
+    master : str, optional
+        Master template; default ``local-cluster[{executors},{cores},{memory_mb}]``. ``local``
+        means ``local[{executors}]``. A master without ``{executors}`` (yarn, k8s://...) gets
+        ``spark.executor.instances``.
+
+    Raises
+    ------
+    WorkloadError
+        Unknown workload, size below the generator's minimum, or more executors than a local
+        master can start on this machine.
+    InputError
+        Unreadable sizes, counts or repeats.
+    """
+    w = W.get(workload)
+    size_list = sorted(set(parse_list(sizes, "sizes")))
+    ex_list = sorted(set(parse_list(executors, "ints")))
+    if int(repeats) < 1:
+        raise InputError(f"repeats must be at least 1, not {repeats}", "give --repeats 1 or more")
+    if executor_cores < 1 or executor_memory_mb < 256:
+        raise InputError("executors need at least 1 core and 256 MiB",
+                         "give --executor-cores >= 1 and --executor-memory >= 256MB")
+    for s in size_list:
+        W.check_size(w, s)
+    template = master or DEFAULT_MASTER
+    combos = []
+    for e in ex_list:
+        check_capacity(master_for(template, e, executor_cores, executor_memory_mb), e,
+                       executor_cores, executor_memory_mb)
+    for r in range(int(repeats)):
+        for s in size_list:
+            for e in ex_list:
+                combos.append(Combo(s, e, r, master_for(template, e, executor_cores, executor_memory_mb)))
+    return SweepPlan(workload, tuple(size_list), tuple(ex_list), int(repeats), template,
+                     executor_cores, executor_memory_mb, seed, tuple(combos))
+
+
+def recorded_keys(store_path: str, workload: str) -> set[str]:
+    """Sweep keys of the succeeded runs of ``workload`` already in the store."""
+    from .store import io as store_io
+
+    st = store_io.open(store_path, create=True)
+    runs = st.read("runs", columns=["job", "status", "properties_json"])
+    keys: set[str] = set()
+    for job, status, props in zip(runs["job"], runs["status"], runs["properties_json"]):
+        if job != workload or status != "succeeded" or not props:
+            continue
+        try:
+            k = json.loads(props).get(KEY_SWEEP)
+        except ValueError:
+            continue
+        if k:
+            keys.add(k)
+    return keys
+
+
+def _is_local(master: str) -> bool:
+    return master.startswith("local")
+
+
+def run_conf(plan: SweepPlan, combo: Combo, input_bytes: int, local_dir: Path) -> dict[str, str]:
+    """Spark settings of one sweep run (beyond the listener's)."""
+    # Shuffle partitions follow the input (one per generated part), not the executor count,
+    # so runs at different executor counts do the same work.
+    parts = max(4, math.ceil(input_bytes / W.gen.PART_BYTES))
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(parts),
+        "spark.default.parallelism": str(parts),
+        "spark.local.dir": str(local_dir),
+        "spark.executor.memory": f"{plan.executor_memory_mb}m",
+        "spark.executor.cores": str(plan.executor_cores),
+        KEY_SWEEP: combo.key(plan.workload),
+        "spark.sparkpredict.sweep.repeat": str(combo.repeat),
+        "spark.sparkpredict.sweep.seed": str(plan.seed),
+    }
+    if not _is_local(combo.master) or combo.master.startswith("local["):
+        # Cluster managers read this; in local[E] it records E as the executors requested.
+        conf["spark.executor.instances"] = str(combo.executors)
+        conf["spark.dynamicAllocation.enabled"] = "false"
+    return conf
+
+
+def _wait_for_executors(spark, n: int, timeout_s: float) -> None:
+    """Block until ``n`` executors registered, so every run starts its work at full width."""
+    sc = spark.sparkContext
+    deadline = time.monotonic() + timeout_s
+    while True:
+        # getExecutorMemoryStatus counts the driver's block manager too.
+        alive = sc._jsc.sc().getExecutorMemoryStatus().size() - 1
+        if alive >= n:
+            return
+        if time.monotonic() > deadline:
+            raise WorkloadError(f"only {alive} of {n} executors started within {timeout_s:.0f} s",
+                                "the machine is overloaded: use fewer executors or retry later")
+        time.sleep(0.2)
+
+
+def _start_session(master: str, app_name: str, conf: dict[str, str]):
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    return builder.getOrCreate()
+
+
+def _eta(done: list[tuple[int, float]], todo: Sequence[Combo]) -> float | None:
+    """Seconds left: a per-run fixed cost plus a per-byte cost, fitted on the runs done so far."""
+    if not done:
+        return None
+    import numpy as np
+
+    x = np.array([d[0] for d in done], float)
+    y = np.array([d[1] for d in done], float)
+    if len(set(x)) >= 2:
+        b, a = np.polyfit(x, y, 1)
+        b, a = max(b, 0.0), max(a, 0.0)
+    else:
+        a, b = float(y.mean()), 0.0
+    return float(sum(max(a + b * c.size_bytes, 0.5 * y.min()) for c in todo))
+
+
+def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
+              cache_dir: str | os.PathLike | None = None, workdir: str | os.PathLike | None = None,
+              progress: Progress | None = None, extra_conf: dict[str, str] | None = None,
+              tasks: bool = True) -> SweepResult:
+    """Run every combination of ``plan`` not yet recorded in ``store``; see the module docstring.
+
+    Returns a :class:`SweepResult` (one outcome per combination, skipped ones included). A run
+    whose job fails is recorded by the listener as failed and the sweep goes on; a rerun
+    retries it. Ctrl-C stops the current application and re-raises :class:`KeyboardInterrupt`.
+    """
+    from .capture.listener import listener_conf
+    from .config import resolve_store
+    from .store import io as store_io
+
+    t0 = time.monotonic()
+    store_path = resolve_store(store)
+    store_io.open(store_path, create=True)  # unwritable or foreign store: fail before any run
+    w = W.get(plan.workload)
+    workdir = Path(workdir) if workdir else Path(store_path).parent / "sweep-work"
+    local_dir = workdir / "spark-local"
+    local_dir.mkdir(parents=True, exist_ok=True)
+
+    recorded = recorded_keys(store_path, plan.workload)
+    todo = [c for c in plan.combos if c.key(plan.workload) not in recorded]
+    outcomes = [RunOutcome(c, "skipped") for c in plan.combos if c.key(plan.workload) in recorded]
+    total = len(todo)
+    if progress:
+        progress(0, total, 0.0, None, f"{len(outcomes)} runs already recorded" if outcomes else "starting")
+
+    # Inputs first: generation errors surface before any application is recorded.
+    data: dict[int, tuple[Path, int]] = {}
+    for size in sorted({c.size_bytes for c in todo}):
+        path = w.data(size, plan.seed, cache_dir)
+        data[size] = (path, W.gen.data_size(path))
+
+    done: list[tuple[int, float]] = []
+    verified = False
+    for i, combo in enumerate(todo):
+        path, nbytes = data[combo.size_bytes]
+        conf = run_conf(plan, combo, nbytes, local_dir)
+        conf.update(listener_conf(store_path, plan.workload, tasks=tasks, input_bytes=nbytes))
+        conf.update(extra_conf or {})
+        name = f"{plan.workload}-{format_bytes(combo.size_bytes).replace(' ', '')}-{combo.executors}x-r{combo.repeat}"
+        outcome = RunOutcome(combo, "failed")
+        started = time.monotonic()
+        spark = _start_session(combo.master, name, conf)
+        try:
+            outcome.app_id = spark.sparkContext.applicationId
+            if combo.master.startswith("local-cluster"):
+                _wait_for_executors(spark, combo.executors, EXECUTOR_WAIT_S)
+            outcome.result = w.run(spark, path, plan.seed)
+            outcome.status = "succeeded"
+        except KeyboardInterrupt:
+            spark.stop()
+            raise
+        except WorkloadError:
+            spark.stop()
+            raise
+        except Exception as exc:  # the job failed: the listener records it; the sweep goes on
+            outcome.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+            log.warning("run %s failed: %s", name, outcome.error)
+        finally:
+            spark.stop()
+        outcome.seconds = time.monotonic() - started
+        outcomes.append(outcome)
+        done.append((combo.size_bytes, outcome.seconds))
+        if not verified:
+            _verify_recorded(store_path, outcome.app_id)
+            verified = True
+        if progress:
+            progress(i + 1, total, time.monotonic() - t0, _eta(done, todo[i + 1:]), name)
+    return SweepResult(plan, store_path, outcomes, time.monotonic() - t0)
+
+
+def _verify_recorded(store_path: str, app_id: str | None) -> None:
+    """After the first run: is the listener really recording? Better to stop now than after 70 runs."""
+    from .store import io as store_io
+
+    runs = store_io.open(store_path).read("runs", columns=["app_id"])
+    if app_id not in set(runs["app_id"]):
+        raise ListenerError(f"the run {app_id} was not recorded in {store_path}",
+                            "check `sparkpredict listener build` and that nothing started Spark "
+                            "in this process before the sweep")
+
+
+__all__ = ["Combo", "SweepPlan", "SweepResult", "RunOutcome", "plan_sweep", "run_sweep",
+           "recorded_keys", "check_capacity", "master_for", "parse_list", "DEFAULT_MASTER", "KEY_SWEEP"]

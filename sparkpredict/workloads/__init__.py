@@ -1,0 +1,150 @@
+"""HiBench-style workloads: deterministic data generators, Spark job bodies and their registry.
+
+Each workload has a generator sized in bytes (deterministic for a seed, cached on disk), a
+body that runs on a SparkSession, and a thin ``spark-submit`` script in the repository's
+``jobs/`` folder. The sweep runs the bodies in-process; the scripts are the same code for
+``spark-submit`` / ``sparkpredict submit``.
+
+>>> from sparkpredict import workloads
+>>> sorted(workloads.names())
+['kmeans', 'logreg', 'pagerank', 'sort', 'sqljoin', 'wordcount']
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import WorkloadError
+from ..units import format_bytes, parse_bytes
+from . import bodies, generate as gen
+
+#: The repository's jobs/ folder (present in a source checkout / editable install).
+JOBS_DIR = Path(__file__).resolve().parents[2] / "jobs"
+_MB = 1000**2
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload: how to make its input and how to run it."""
+
+    name: str
+    description: str
+    #: Smallest input the generator makes meaningfully (at least one full chunk of records).
+    min_bytes: int
+    writer: Callable[[Path, int, int], None]
+    body: Callable[..., dict[str, Any]]
+    #: Extra parameters passed to the body (iterations ...), recorded in the run's properties.
+    params: dict[str, Any]
+
+    @property
+    def script(self) -> Path:
+        """The spark-submit script ``jobs/<name>.py``."""
+        return JOBS_DIR / f"{self.name}.py"
+
+    def data(self, nbytes: int, seed: int = 0, cache_dir: Path | str | None = None) -> Path:
+        """The generated input of ``nbytes`` for ``seed`` (generated once, then cached)."""
+        check_size(self, nbytes)
+        return gen.ensure_data(self.name, self.writer, nbytes, seed, Path(cache_dir or default_cache()))
+
+    def run(self, spark, data_path: Path | str, seed: int = 0) -> dict[str, Any]:
+        """Run the workload's Spark body on ``data_path``; returns its result summary."""
+        return self.body(spark, str(data_path), {**self.params, "seed": seed})
+
+
+def _simple(chunk: gen.ChunkFn) -> Callable[[Path, int, int], None]:
+    def write(folder: Path, nbytes: int, seed: int) -> None:
+        gen.write_sized(folder, chunk, nbytes, seed)
+    return write
+
+
+def _write_sql(folder: Path, nbytes: int, seed: int) -> None:
+    # The dimension table is ~5 % of the bytes, so both sides of the join grow with the input.
+    n_customers = max(2000, int(nbytes * 0.05 / 26))
+    cust = gen.customers_lines(n_customers)
+    (folder / "customers").mkdir(parents=True, exist_ok=True)
+    (folder / "customers" / "part-00000.txt").write_bytes(cust)
+    orders = functools.partial(gen.orders_chunk, n_customers=n_customers)
+    gen.write_sized(folder / "orders", orders, nbytes - len(cust), seed)
+
+
+WORKLOADS: dict[str, Workload] = {w.name: w for w in [
+    Workload("wordcount", "word count over Zipf-distributed text (HiBench micro/wordcount)",
+             1 * _MB, _simple(gen.text_chunk), bodies.wordcount, {}),
+    Workload("sort", "TeraSort-like total sort of 100-byte records by a 10-byte key",
+             1 * _MB, _simple(gen.tera_chunk), bodies.sort, {}),
+    Workload("kmeans", "MLlib k-means (k=5, 5 iterations) on 8-d Gaussian mixtures",
+             1 * _MB, _simple(gen.points_chunk), bodies.kmeans, {"iterations": 5}),
+    Workload("pagerank", "PageRank, 3 iterations of join + aggregate over a power-law graph",
+             1 * _MB, _simple(gen.edges_chunk), bodies.pagerank, {"iterations": 3}),
+    Workload("logreg", "MLlib logistic regression (10 L-BFGS iterations, 10 features)",
+             1 * _MB, _simple(gen.labeled_chunk), bodies.logreg, {"iterations": 10}),
+    Workload("sqljoin", "SQL shuffle join of orders with customers, then group-by aggregation",
+             2 * _MB, _write_sql, bodies.sqljoin, {}),
+]}
+
+
+def names() -> list[str]:
+    return list(WORKLOADS)
+
+
+def get(name: str) -> Workload:
+    """The workload called ``name``; :class:`WorkloadError` naming the known ones otherwise."""
+    try:
+        return WORKLOADS[name]
+    except KeyError:
+        raise WorkloadError(f"unknown workload {name!r}",
+                            f"choose one of: {', '.join(WORKLOADS)}") from None
+
+
+def check_size(workload: Workload, nbytes: int) -> None:
+    if nbytes < workload.min_bytes:
+        raise WorkloadError(
+            f"size {format_bytes(nbytes)} is below the {workload.name} generator's minimum "
+            f"of {format_bytes(workload.min_bytes)}",
+            f"give sizes of at least {workload.min_bytes // _MB}MB")
+
+
+def default_cache() -> Path:
+    from ..config import cache_dir
+
+    return cache_dir() / "data"
+
+
+def main(name: str, argv: list[str] | None = None) -> int:
+    """Entry point of ``jobs/<name>.py``: generate (or reuse) the input, run, print the result.
+
+    The SparkSession takes its master and the listener settings from ``spark-submit``
+    (``sparkpredict submit`` adds them). ``spark.sparkpredict.inputBytes`` is declared here
+    when the submitter did not.
+    """
+    w = get(name)
+    p = argparse.ArgumentParser(prog=f"jobs/{name}.py", description=w.description)
+    p.add_argument("--size", default="64MB", help="input size to generate (e.g. 64MB)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", help="use this generated folder instead of the cache")
+    p.add_argument("--cache", help="data cache folder (default ~/.cache/sparkpredict/data)")
+    a = p.parse_args(argv)
+    nbytes = parse_bytes(a.size)
+    path = Path(a.data) if a.data else w.data(nbytes, a.seed, a.cache)
+    actual = gen.data_size(path)
+
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(name)
+    # Declare the generated size for the listener unless the submitter already did.
+    if not SparkConf().contains("spark.sparkpredict.inputBytes"):
+        builder = builder.config("spark.sparkpredict.inputBytes", str(actual))
+    spark = builder.getOrCreate()
+    try:
+        result = w.run(spark, path, a.seed)
+        print(f"{name}: {result}")
+    finally:
+        spark.stop()
+    return 0
+
+
+__all__ = ["Workload", "WORKLOADS", "get", "names", "check_size", "main", "default_cache"]

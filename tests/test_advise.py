@@ -1,0 +1,203 @@
+"""suggest_executors: the choice per objective, deadline semantics, units, errors, data shape.
+
+The choice logic is checked against a model whose law is known exactly (``LawModel``, written to
+the JobRuntimeModel contract), so every expected answer is derived by hand from the law; the
+real fitted model is exercised in tests/test_advise_history.py.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from sparkpredict import suggest_executors
+from sparkpredict.errors import InputError, UnknownJobError
+
+GB = 10**9
+
+
+class LawModel:
+    """T(S, E) = w * S/GB * ((1 - b)/E + b) + c, interval T*(1 -/+ spread), known exactly."""
+
+    name_ = "law"
+    cv_mape_ = 0.03
+
+    def __init__(self, w=60.0, b=0.0, c=30.0, spread=0.1, n_runs=40,
+                 sizes=(10 * GB, 100 * GB), execs=(2, 16)):
+        self.w, self.b, self.c, self.spread = w, b, c, spread
+        self.n_runs_ = n_runs
+        self.feature_names_ = ["input_bytes", "executors", "executor_cores", "executor_memory_mb"]
+        self.training_range_ = {"input_bytes": sizes, "executors": execs,
+                                "executor_cores": (4, 4), "executor_memory_mb": (4096, 4096)}
+        self.calls = []
+
+    def runtime(self, s, e):
+        return self.w * s / GB * ((1 - self.b) / e + self.b) + self.c
+
+    def predict(self, X):
+        return self.runtime(np.asarray(X["input_bytes"], float), np.asarray(X["executors"], float))
+
+    def predict_interval(self, X, confidence=0.9):
+        self.calls.append({k: np.asarray(v).copy() for k, v in X.items()})
+        t = self.predict(X)
+        k = self.spread * confidence / 0.9
+        return {"predicted_runtime_s": t, "lower_s": t * (1 - k), "upper_s": t * (1 + k)}
+
+
+def advise(model=None, **kw):
+    model = model or LawModel()
+    kw.setdefault("input_bytes", 50 * GB)
+    return suggest_executors("etl", models={"etl": model}, **kw)
+
+
+def test_cost_with_deadline_is_cheapest_count_whose_upper_bound_meets_it():
+    # T = 3000/E + 30 at 50 GB; upper = 1.1 T <= 600  <=>  E >= 3000 / (600/1.1 - 30) = 5.82
+    a = advise(deadline_s=600)
+    assert a.executors == 6
+    assert a.meets_deadline is True and a.upper_s <= 600
+    five = next(c for c in a.candidates if c.executors == 5)
+    assert five.meets_deadline is False and five.upper_s > 600
+    assert a.predicted_runtime_s == pytest.approx(3000 / 6 + 30)
+    assert a.cost_executor_hours == pytest.approx(6 * (3000 / 6 + 30) / 3600)
+
+
+def test_higher_confidence_needs_more_executors():
+    # spread 0.0556 at 0.5: E >= 3000/(560/1.0556 - 30) = 5.99 -> 6; 0.11 at 0.99: 6.32 -> 7
+    assert advise(deadline_s=560, confidence=0.5).executors == 6
+    assert advise(deadline_s=560, confidence=0.99).executors == 7
+
+
+def test_cost_without_deadline_is_cheapest():
+    # E*T = 3000 + 30 E grows with E: the cheapest count is the smallest allowed
+    assert advise().executors == 1
+    assert advise(min_executors=3).executors == 3
+
+
+def test_unreachable_deadline_says_so_and_gives_the_fastest():
+    a = advise(deadline_s=60, max_executors=20)  # even E=20: 1.1*(150+30) = 198 s > 60 s
+    assert a.meets_deadline is False
+    assert a.executors == 20
+    assert any("meets the deadline" in w for w in a.warnings)
+    assert "CANNOT meet" in a.summary()
+
+
+def test_time_is_fastest_within_budget():
+    assert advise(objective="time", max_executors=24).executors == 24
+    # budget in executor-hours: E*(3000/E + 30)/3600 <= 1.5  <=>  E <= (5400-3000)/30 = 80
+    assert advise(objective="time", max_executors=200, budget=1.5).executors == 80
+    # with a price the budget is money: 2 per executor-hour -> 1.5 money = 0.75 h -> E <= -10: none fit
+    a = advise(objective="time", max_executors=30, budget=1.5, price_per_executor_hour=2.0)
+    assert a.executors == 30 and any("budget" in w for w in a.warnings)
+    assert a.cost_money == pytest.approx(2.0 * a.cost_executor_hours)
+
+
+@pytest.mark.parametrize("b,knee", [(0.06, 15), (0.12, 7), (0.3, 2)])
+def test_knee_matches_amdahl_closed_form(b, knee):
+    # For Amdahl (c=0) the marginal efficiency E -> E' is 1/(1 + b E'/(1-b)), falling with E',
+    # so the knee is the smallest E with E+1 > (1-b)/b.
+    a = advise(LawModel(b=b, c=0.0), objective="knee", max_executors=64)
+    assert a.executors == knee == a.knee_executors
+
+
+def test_knee_respects_the_deadline():
+    m = LawModel(b=0.1, c=0.0)  # knee 9; T(9) = 3000*(0.9/9+0.1) = 600, upper 660
+    assert advise(m, objective="knee", max_executors=64, deadline_s=700).executors == 9
+    # deadline 500: upper = 1.1*3000*(0.9/E+0.1) <= 500 <=> E >= 2970/170 = 17.5 -> cheapest is 18
+    assert advise(m, objective="knee", max_executors=64, deadline_s=500).executors == 18
+
+
+def test_human_units_and_numbers_agree():
+    a = advise(input_bytes="50GB", deadline_s="10m")
+    b = advise(input_bytes=50 * GB, deadline_s=600)
+    assert (a.executors, a.input_bytes, a.deadline_s) == (b.executors, 50 * GB, 600.0)
+
+
+def test_candidates_cover_the_range_and_query_carries_the_shape():
+    m = LawModel()
+    a = advise(m, min_executors=2, max_executors=7, executor_cores=8, executor_memory_mb=2048)
+    assert [c.executors for c in a.candidates] == [2, 3, 4, 5, 6, 7]
+    X = m.calls[-1]
+    assert list(X["executors"]) == [2, 3, 4, 5, 6, 7]
+    assert set(X["executor_cores"]) == {8} and set(X["executor_memory_mb"]) == {2048}
+    assert set(X["input_bytes"]) == {50 * GB}
+
+
+def test_default_range_is_twice_the_largest_count_seen_and_shape_from_training():
+    m = LawModel(execs=(2, 16))
+    a = advise(m)
+    assert a.candidates[-1].executors == 32
+    assert set(m.calls[-1]["executor_memory_mb"]) == {4096}  # constant in the training data
+
+
+def test_explicit_executor_counts():
+    a = advise(executor_counts=[12, 4, 8, 4], deadline_s=600)
+    assert [c.executors for c in a.candidates] == [4, 8, 12]
+    assert a.executors == 8
+
+
+def test_extrapolation_is_reported_per_column():
+    inside = advise(input_bytes=50 * GB, min_executors=2, max_executors=16)
+    assert inside.extrapolates is False
+    out = advise(input_bytes=300 * GB, min_executors=2, max_executors=16)
+    assert out.extrapolates is True
+    assert out.extrapolation["input_bytes"] > 0 and out.extrapolation["executors"] == 0
+    assert advise(input_bytes=50 * GB).extrapolation["executors"] > 0  # 1 executor, trained on 2..16
+    assert "extrapolates" in out.summary()
+
+
+def test_too_few_runs_warns():
+    assert any("only 4 runs" in w for w in advise(LawModel(n_runs=4)).warnings)
+    assert not any("only" in w for w in advise(LawModel(n_runs=40)).warnings)
+
+
+def test_advice_is_frozen_json_safe_data():
+    a = advise(deadline_s="15m", price_per_executor_hour=0.5)
+    with pytest.raises(AttributeError):
+        a.executors = 3  # type: ignore[misc]
+    d = json.loads(json.dumps(a.to_dict()))
+    assert d["executors"] == a.executors
+    assert len(d["candidates"]) == len(a.candidates)
+    assert d["model_name"] == "law" and d["model_cv_mape"] == pytest.approx(0.03)
+    assert d["dynamic_allocation"]["max_executors"] >= d["executors"]
+    row = next(c for c in d["candidates"] if c["executors"] == a.executors)
+    assert row["cost_money"] == pytest.approx(0.5 * row["cost_executor_hours"])
+    df = a.candidates_frame()
+    assert int(df.loc[df.chosen, "executors"].iloc[0]) == a.executors
+    assert math.isclose(df["predicted_runtime_s"].sum(), sum(c.predicted_runtime_s for c in a.candidates))
+
+
+def test_dynamic_allocation_bounds():
+    # deadline 900: point T = 3000/E + 30 <= 900 from E = 4; upper from E = 4 (1.1*780 = 858)
+    a = advise(deadline_s=900, objective="cost", max_executors=40)
+    lo, hi = a.dynamic_allocation
+    assert lo <= a.executors <= hi
+    assert lo == 4
+
+
+# ---- bad input: one clear error naming the fix ---------------------------------------------------
+@pytest.mark.parametrize("kw,needle", [
+    ({"input_bytes": "-5GB"}, "must be positive"),
+    ({"input_bytes": "lots"}, "as a size"),
+    ({"input_bytes": 0}, "must be positive"),
+    ({"deadline_s": "soon"}, "as a duration"),
+    ({"deadline_s": -3}, "must be positive"),
+    ({"min_executors": 8, "max_executors": 4}, "below min_executors"),
+    ({"min_executors": 0}, "at least 1"),
+    ({"objective": "cheap"}, "unknown objective"),
+    ({"confidence": 1.5}, "between 0 and 1"),
+    ({"price_per_executor_hour": -1}, "positive"),
+])
+def test_bad_input_names_the_fix(kw, needle):
+    m = LawModel()
+    with pytest.raises(InputError) as e:
+        advise(m, **kw)
+    assert needle in e.value.message and e.value.fix
+    assert m.calls == []  # rejected before any model was asked
+
+
+def test_unknown_job_lists_the_known_ones():
+    with pytest.raises(UnknownJobError) as e:
+        suggest_executors("nope", "1GB", models={"etl": LawModel(), "ml": LawModel()})
+    assert "'nope'" in e.value.message and "etl" in e.value.fix and "ml" in e.value.fix

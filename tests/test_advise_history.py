@@ -1,0 +1,170 @@
+"""suggest_executors on a real history store: the real runtime model fitted on the fly,
+recovery of a known scaling law, and the warnings that need the store (spill, dynamic
+allocation, too few runs), plus the errors for missing history."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sparkpredict import store as store_mod
+from sparkpredict import suggest_executors
+from sparkpredict.errors import ModelError, StoreError, UnknownJobError
+
+GB = 10**9
+SIZES_GB = (10, 20, 40, 80)
+EXECS = (1, 2, 4, 8)
+
+
+def law(size_gb, e):
+    """The job's true runtime: 100 s per GB spread over the executors + 20 s fixed."""
+    return 100.0 * size_gb / e + 20.0
+
+
+def history(job="etl", mem_mb=4096, spill_above=None, dyn=False, repeats=2, seed=0, sizes=SIZES_GB,
+            execs=EXECS, status="succeeded"):
+    """runs (+ stages) rows of a recurring job sampled from ``law`` with 3 % noise."""
+    rng = np.random.default_rng(seed)
+    runs, stages = [], []
+    k = 0
+    for s in sizes:
+        for e in execs:
+            for _ in range(repeats):
+                k += 1
+                rid = f"app-{job}-{k:03d}"
+                t = law(s, e) * (1 + 0.03 * rng.standard_normal())
+                props = {"spark.executor.instances": str(e)}
+                if dyn:
+                    props["spark.dynamicAllocation.enabled"] = "true"
+                runs.append(dict(run_id=rid, app_id=rid, job=job, app_name=job, status=status,
+                                 start_ms=1_700_000_000_000 + k * 1000, wall_ms=int(t * 1000),
+                                 updated_ms=1_700_000_000_000 + k * 1000, executors_requested=e,
+                                 executors_max=e, executor_cores=4, executor_memory_mb=mem_mb,
+                                 input_bytes=int(s * GB), properties_json=json.dumps(props)))
+                ratio = s * GB / (e * mem_mb * 2**20)
+                spilled = int(0.5 * s * GB) if spill_above is not None and ratio > spill_above else 0
+                stages.append(dict(run_id=rid, stage_id=0, stage_attempt_id=0, disk_spilled_bytes=spilled,
+                                   memory_spilled_bytes=spilled))
+    return pd.DataFrame(runs), pd.DataFrame(stages)
+
+
+def fast_model(frame):
+    """An equation-only fit (no model selection): quick, for tests about warnings, not accuracy."""
+    from sparkpredict.features.runs import runs_table
+    from sparkpredict.models.persist import fit_job
+
+    return fit_job(runs_table(frame[0]), kind="amdahl")
+
+
+def make_store(path, *frames):
+    st = store_mod.open(path, create=True)
+    for runs, stages in frames:
+        st.append({"runs": runs, "stages": stages})
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def etl_store(tmp_path_factory):
+    return make_store(tmp_path_factory.mktemp("hist") / "store", history(),
+                      history(job="other", sizes=(1, 2), execs=(1, 2)))
+
+
+def test_recovers_the_cheapest_count_that_meets_the_deadline(etl_store):
+    # true law at 30 GB: 3000/E + 20 <= 450 from E = 7; the 90 % upper bound adds a few %.
+    a = suggest_executors("etl", "30GB", deadline_s="7m30s", store=etl_store, max_executors=16)
+    assert a.meets_deadline is True and a.upper_s <= 450
+    assert 7 <= a.executors <= 9
+    assert law(30, a.executors) <= 450                     # it truly meets the deadline
+    assert abs(a.predicted_runtime_s - law(30, a.executors)) / law(30, a.executors) < 0.1
+    assert a.n_runs == 32 and a.model_cv_mape is not None and a.model_name
+    assert a.extrapolates is False and a.executor_memory_mb == 4096 and a.executor_cores == 4
+
+
+def test_extrapolation_beyond_the_largest_size(etl_store):
+    a = suggest_executors("etl", "160GB", store=etl_store, min_executors=2, max_executors=8)
+    assert a.extrapolates is True
+    assert a.extrapolation["input_bytes"] == pytest.approx(160 / 80 - 1, rel=1e-6)
+
+
+def test_store_models_are_cached_per_store_version(etl_store):
+    import sparkpredict.advise as adv
+
+    suggest_executors("etl", "30GB", store=etl_store)
+    n = len(adv._CACHE)
+    suggest_executors("etl", "31GB", store=etl_store)
+    assert len(adv._CACHE) == n  # same committed batches: no refit
+
+
+def test_spill_warning_names_the_safe_count(tmp_path):
+    mem = 1024
+    h = history(mem_mb=mem, spill_above=10.0)
+    path = make_store(tmp_path / "s", h)
+    models = {"etl": fast_model(h)}  # the store still supplies runs and spill
+    runs, _ = h
+    ratio = runs.input_bytes / (runs.executors_requested * mem * 2**20)
+    limit = ratio[ratio <= 10.0].max()
+    a = suggest_executors("etl", "30GB", store=path, models=models, executor_counts=[2, 8])
+    assert a.executors == 2  # cheapest, no deadline
+    w = [x for x in a.warnings if "executor memory" in x]
+    assert len(w) == 1 and f"{limit:.2f}" in w[0] and "spilled heavily" in w[0]
+    need = math.ceil(30 * GB / (limit * mem * 2**20))
+    assert f">= {need} executors" in w[0]
+    assert a.candidates[0].input_per_memory == pytest.approx(30 * GB / (2 * mem * 2**20))
+    ok = suggest_executors("etl", "30GB", store=path, models=models, executor_counts=[8])
+    assert not any("executor memory" in x for x in ok.warnings)
+
+
+def test_dynamic_allocation_history_gets_bounds(tmp_path):
+    h = history(dyn=True)
+    path = make_store(tmp_path / "s", h)
+    a = suggest_executors("etl", "30GB", deadline_s="10m", store=path, models={"etl": fast_model(h)},
+                          max_executors=16)
+    lo, hi = a.dynamic_allocation
+    assert any(f"minExecutors={lo} and maxExecutors={hi}" in w for w in a.warnings)
+    assert lo <= a.executors <= hi
+
+
+def test_few_runs_warn(tmp_path):
+    path = make_store(tmp_path / "s", history(sizes=(10, 20), execs=(1, 2, 4), repeats=1))
+    a = suggest_executors("etl", "15GB", store=path)
+    assert any("only 6 runs" in w for w in a.warnings)
+
+
+def test_single_executor_count_warns(tmp_path):
+    path = make_store(tmp_path / "s", history(execs=(4,), repeats=2))
+    try:
+        a = suggest_executors("etl", "15GB", store=path)
+    except ModelError as e:  # a model may refuse a single count; then it must say how to fix it
+        assert e.fix
+        return
+    assert any("used 4 executors" in w for w in a.warnings)
+
+
+def test_unknown_job_lists_the_jobs_of_the_store(etl_store):
+    with pytest.raises(UnknownJobError) as e:
+        suggest_executors("nightly", "1GB", store=etl_store)
+    assert "'nightly'" in e.value.message and "etl" in e.value.fix and "other" in e.value.fix
+
+
+def test_empty_store_says_record_runs_first(tmp_path):
+    store_mod.open(tmp_path / "empty", create=True)
+    with pytest.raises(UnknownJobError) as e:
+        suggest_executors("etl", "1GB", store=tmp_path / "empty")
+    assert "no runs" in e.value.message and "record runs" in e.value.fix
+
+
+def test_failed_runs_only(tmp_path):
+    path = make_store(tmp_path / "s", history(status="failed", sizes=(10,), execs=(1, 2)))
+    with pytest.raises(UnknownJobError) as e:
+        suggest_executors("etl", "1GB", store=path)
+    assert "no succeeded runs" in e.value.message
+
+
+def test_missing_store_is_a_store_error(tmp_path):
+    with pytest.raises(StoreError) as e:
+        suggest_executors("etl", "1GB", store=tmp_path / "nothing-here")
+    assert e.value.fix
+    assert not (tmp_path / "nothing-here").exists()  # nothing written

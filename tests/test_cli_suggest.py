@@ -1,0 +1,113 @@
+"""``sparkpredict suggest``: table and JSON agree with the API; bad input exits 2 with one
+error line and writes nothing; the --models fast path loads no pandas / scikit-learn / pyspark."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from sparkpredict import suggest_executors
+from sparkpredict.cli import main
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_advise_history import history, make_store  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    from sparkpredict.features.runs import runs_table
+    from sparkpredict.models.persist import fit_all, save_models
+
+    runs, _ = history()
+    d = tmp_path_factory.mktemp("models") / "m"
+    save_models(fit_all(runs_table(runs), kind="amdahl"), d)  # quick fit; accuracy is tested elsewhere
+    return str(d)
+
+
+def snapshot(path):
+    out = {}
+    for root, _, files in os.walk(path):
+        for f in files:
+            p = os.path.join(root, f)
+            out[p] = os.stat(p).st_mtime_ns
+    return out
+
+
+def test_table_marks_the_advised_row(model_dir, capsys):
+    rc = main(["suggest", "--job", "etl", "--input-size", "30GB", "--deadline", "7m30s",
+               "--max-executors", "16", "--models", model_dir])
+    out = capsys.readouterr().out
+    assert rc == 0
+    a = suggest_executors("etl", "30GB", deadline_s="7m30s", max_executors=16, models=model_dir)
+    marked = [ln for ln in out.splitlines() if ln.lstrip().startswith(">")]
+    assert len(marked) == 1 and marked[0].split()[1] == str(a.executors)
+    assert "meets" in marked[0] and "7m30s" in out and "27.9 GiB" in out
+    assert a.summary() in out
+    # one row per candidate count, 1..16
+    rows = [ln for ln in out.splitlines() if ln.strip() and ln.strip().lstrip("> ").split()[0].isdigit()]
+    assert len(rows) == 16
+
+
+def test_json_is_the_advice(model_dir, capsys):
+    rc = main(["suggest", "--job", "etl", "--input-size", "30GB", "--objective", "knee",
+               "--price", "0.25", "--models", model_dir, "--json"])
+    d = json.loads(capsys.readouterr().out)
+    a = suggest_executors("etl", "30GB", objective="knee", price_per_executor_hour=0.25, models=model_dir)
+    assert rc == 0 and d["executors"] == a.executors == a.knee_executors
+    assert d["cost_money"] == pytest.approx(a.cost_money)
+    assert [c["executors"] for c in d["candidates"]] == [c.executors for c in a.candidates]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--job", "nope", "--input-size", "1GB"], "no model for job(s) 'nope'"),
+    (["--job", "etl", "--input-size=-5GB"], "must be positive"),
+    (["--job", "etl", "--input-size", "lots"], "as a size"),
+    (["--job", "etl", "--input-size", "1GB", "--deadline", "soon"], "as a duration"),
+    (["--job", "etl", "--input-size", "1GB", "--deadline=-10m"], "must be positive"),
+    (["--job", "etl", "--input-size", "1GB", "--min-executors", "9", "--max-executors", "3"],
+     "below min_executors"),
+    (["--job", "etl", "--input-size", "1GB", "--confidence", "2"], "between 0 and 1"),
+])
+def test_bad_input_one_line_exit_2_nothing_written(model_dir, capsys, args, needle):
+    before = snapshot(model_dir)
+    rc = main(["suggest", *args, "--models", model_dir])
+    cap = capsys.readouterr()
+    assert rc == 2 and cap.out == ""
+    errors = [ln for ln in cap.err.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and needle in errors[0], cap.err
+    assert "Traceback" not in cap.err and "fix:" in cap.err
+    assert snapshot(model_dir) == before
+
+
+def test_no_runs_and_unknown_job_in_a_store(tmp_path, capsys):
+    from sparkpredict import store as store_mod
+
+    store_mod.open(tmp_path / "empty", create=True)
+    before = snapshot(tmp_path)
+    assert main(["suggest", "--job", "etl", "--input-size", "1GB", "--store", str(tmp_path / "empty")]) == 2
+    assert "has no runs" in capsys.readouterr().err
+    path = make_store(tmp_path / "s", history(sizes=(10, 20), execs=(1, 2), repeats=1))
+    before = snapshot(tmp_path)
+    assert main(["suggest", "--job", "nightly", "--input-size", "1GB", "--store", path]) == 2
+    err = capsys.readouterr().err
+    assert "no job 'nightly'" in err and "use one of: etl" in err
+    assert snapshot(tmp_path) == before
+
+
+def test_store_and_models_are_exclusive(model_dir, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["suggest", "--job", "etl", "--input-size", "1GB", "--models", model_dir, "--store", str(tmp_path)])
+    assert e.value.code == 2
+
+
+def test_models_fast_path_imports_no_pandas_sklearn_or_pyspark(model_dir):
+    code = ("import sys; from sparkpredict.cli import main; "
+            f"rc = main(['suggest', '--job', 'etl', '--input-size', '30GB', '--models', {model_dir!r}]); "
+            "heavy = [m for m in ('pandas', 'sklearn', 'pyspark', 'scipy', 'py4j') if m in sys.modules]; "
+            "print('HEAVY', heavy, rc, file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "HEAVY [] 0" in p.stderr, p.stderr
+    assert "executors" in p.stdout
