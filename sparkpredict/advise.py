@@ -8,7 +8,9 @@ executor-hours (and money, given a price), and picks one by an objective:
     the cheapest count whose interval's *upper bound* meets the deadline (so the deadline is met
     with the requested confidence); without a deadline, the cheapest count.
 ``"time"``
-    the fastest count (lowest predicted runtime), within ``budget`` when one is given.
+    the fastest count (lowest predicted runtime), within ``budget`` when one is given; counts
+    within :data:`SAME_SPEED` (2 %) of the fastest count as equally fast, and the cheapest of
+    them is given.
 ``"knee"``
     where more executors stop paying off: the smallest count E such that going from E to any
     larger candidate E' has *marginal efficiency* ``(T(E)/T(E') - 1) / (E'/E - 1)`` below
@@ -17,7 +19,7 @@ executor-hours (and money, given a price), and picks one by an objective:
 
 With a deadline, candidates whose upper bound misses it are set aside for every objective;
 when no candidate meets it, the advice says so (``meets_deadline=False``) and gives the count
-with the lowest upper bound, the one most likely to make it.
+with the lowest upper bound, the one most likely to make it (again the cheapest within 2 %).
 
 Nothing here starts a JVM or imports pyspark; with ``models=`` given (a dict or a model folder)
 nothing imports pandas either, so driver code and the CLI stay fast.
@@ -44,6 +46,9 @@ _MAX_GRID = 256
 #: Default ceiling on the candidate range: twice the largest count in the history, capped.
 _MAX_DEFAULT_CAP = 1000
 _MIN_RUNS = 10
+#: Runtimes within 2 % of the fastest count as equally fast (no model resolves less): the
+#: cheapest of them is "the fastest" -- no paying 50 % more for a predicted 1 % speed-up.
+SAME_SPEED = 0.02
 #: A run "spilled heavily" when it spilled to disk at least this fraction of its input.
 _HEAVY_SPILL_FRACTION = 0.1
 #: Fitted models kept per process: (kind, path, version, job) -> _Source (refit on new runs).
@@ -233,6 +238,15 @@ def knee_index(executors: Sequence[int], runtime_s: Sequence[float], efficiency:
     return len(e) - 1
 
 
+def _fastest(mask, speed, cost, e) -> int:
+    """Cheapest of the candidates in ``mask`` within SAME_SPEED of the lowest ``speed``."""
+    import numpy as np
+
+    near = mask & (speed <= speed[mask].min() * (1.0 + SAME_SPEED))
+    idx = np.flatnonzero(near)
+    return int(idx[np.lexsort((e[idx], cost[idx]))[0]])
+
+
 def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int) -> tuple[int, bool | None]:
     """Index of the chosen candidate and whether the deadline is met (None without deadline)."""
     import numpy as np
@@ -241,13 +255,14 @@ def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int) -> tu
     feasible = np.ones(n, bool) if meets is None else meets.copy()
     if meets is not None and not feasible.any():
         # Nothing meets the deadline: the lowest upper bound is the best chance to make it.
-        return int(np.argmin(up)), False
-    pool = feasible & budget_ok if objective == "time" and budget_ok.any() else feasible
+        return _fastest(np.ones(n, bool), up, cost, e), False
+    pool = feasible & budget_ok
+    if not pool.any():  # nothing within budget (and deadline): the deadline wins, warned below
+        pool = feasible
     if objective == "knee" and feasible[knee_i]:
         i = knee_i
     elif objective == "time":
-        idx = np.flatnonzero(pool)
-        i = int(idx[np.lexsort((e[idx], t[idx]))[0]])
+        i = _fastest(pool, t, cost, e)
     else:
         idx = np.flatnonzero(feasible)
         i = int(idx[np.lexsort((e[idx], cost[idx]))[0]])
@@ -510,6 +525,9 @@ class _Source:
     def _latest(self, col: str) -> float | None:
         if self.runs is not None and col in self.runs and self.runs[col].notna().any():
             return float(self.runs[col].dropna().iloc[-1])
+        defaults = getattr(self.model, "defaults_", None) or {}
+        if col in defaults:  # the model's own fill-in (training median)
+            return float(defaults[col])
         if col in self.ranges:
             lo, hi = self.ranges[col]
             return (lo + hi) / 2.0
@@ -551,7 +569,7 @@ class _Source:
 
         fn = getattr(self.model, "extrapolation", None)
         if fn is not None:
-            return {str(k): float(np.asarray(v)[i]) for k, v in fn(X).items()}
+            return {str(k): float(np.asarray(v)[i]) for k, v in fn(X).items() if k != "max"}
         out = {}
         for col, (lo, hi) in self.ranges.items():
             if col in X:

@@ -63,11 +63,13 @@ REGISTRY_SCHEMA = pa.schema([
     ("n_runs", pa.int64()),                 # runs the model was fitted on
     ("cv_mape", pa.float64()),              # cross-validated MAPE (fraction, not %)
     ("model_name", pa.string()),            # the model the job's fit selected (name_)
+    ("fit_kind", pa.string()),              # the kind asked of the fit ("auto", an equation, ...)
     ("training_range_json", pa.string()),   # JSON of the model's training_range_
     ("trained_on", pa.string()),            # fingerprint of the job's runs: sha256 of run_id:updated_ms
     ("trained_on_rows", pa.int64()),        # run rows covered by the fingerprint
     ("artifact", pa.string()),              # path of the artifact, relative to STORE/_models
     ("artifact_version", pa.int32()),
+    ("model_format_version", pa.int32()),   # the model's own to_dict format version
     ("store_schema_version", pa.int32()),
     ("sparkpredict_version", pa.string()),
     ("retrain_id", pa.string()),            # the retrain that fitted this row
@@ -153,6 +155,7 @@ def make_artifact(job: str, kind: str, model_dict: dict, *, signature: str = "",
         "signature": signature,
         "trained_on": trained_on,
         "trained_on_rows": int(trained_on_rows),
+        "model_format_version": model_dict.get("version"),
         "model": model_dict,
     }
 
@@ -160,7 +163,8 @@ def make_artifact(job: str, kind: str, model_dict: dict, *, signature: str = "",
 def write_artifact(store: Any, relpath: str, doc: dict) -> None:
     """Write one artifact atomically (hidden name, then rename)."""
     st = _open(store)
-    data = json.dumps(doc, sort_keys=True, allow_nan=False).encode()
+    # allow_nan: models may hold inf bounds; Python reads NaN/Infinity back exactly.
+    data = json.dumps(doc, sort_keys=True).encode()
     try:
         _put_atomic(st.fs, f"{_base(st)}/{relpath}", data)
     except OSError as exc:
@@ -278,6 +282,22 @@ def commit_registry(store: Any, rows: "pd.DataFrame", retrain_id: str) -> str:
 
 
 # ---- loading models -----------------------------------------------------------------------------
+def runtime_model_format() -> int:
+    """The format version of whole-job models this sparkpredict writes and reads."""
+    from .models.hybrid import FORMAT_VERSION
+
+    return int(FORMAT_VERSION)
+
+
+def _check_model_format(doc: dict, store_path: str) -> None:
+    v = doc.get("model", {}).get("version")
+    if v != runtime_model_format():
+        raise ModelError(
+            f"the model of job {doc.get('job')!r} has model format version {v}; this sparkpredict reads "
+            f"{runtime_model_format()}",
+            f"run `sparkpredict retrain --store {store_path}`: it refits models of another format")
+
+
 def _runtime_model_from_dict(d: dict) -> "JobRuntimeModel":
     from .models.persist import JobRuntimeModel
 
@@ -318,6 +338,7 @@ def load_models(store: Any = None, jobs: Iterable[str] | None = None) -> "dict[s
     for row in reg.itertuples(index=False):
         check_artifact_version(int(row.artifact_version), row.job, st.path)
         doc = read_artifact(st, row.artifact)
+        _check_model_format(doc, st.path)
         out[row.job] = _runtime_model_from_dict(doc["model"])
     return out
 

@@ -41,16 +41,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: Jobs to refit at or above which Spark (``local[*]``) beats the local loop on a 2-core
-#: machine, Spark start-up included; measured by benchmarks/retrain_scaling.py (see docs/retrain.md).
-#: Override with $SPARKPREDICT_RETRAIN_CROSSOVER.
+#: machine, Spark start-up included, for the default ``auto`` models (and the ML kinds);
+#: measured by benchmarks/retrain_scaling.py (see docs/retrain.md).
 CROSSOVER_JOBS = 400
+#: The same for a single equation (``kind="amdahl"``, ...): each fit is ~50x cheaper, so
+#: Spark's start-up takes many more jobs to pay back.
+CROSSOVER_JOBS_EQUATION = 5000
 CROSSOVER_ENV = "SPARKPREDICT_RETRAIN_CROSSOVER"
 
 #: Output schema of the applyInPandas step: one row per job.
 _UDF_SCHEMA = "job string, doc string, error string"
-
-Fitter = Callable[..., Any]
-
 
 @dataclass
 class RetrainResult:
@@ -80,19 +80,20 @@ def _normalize(raw: "pd.DataFrame") -> "pd.DataFrame":
     return df.sort_values(["start_ms", "run_id"], kind="stable", na_position="first").reset_index(drop=True)
 
 
-def fit_group(raw_runs: "pd.DataFrame", *, random_state: int = 0, fitter: Fitter | None = None,
-              to_table: Callable[["pd.DataFrame"], "pd.DataFrame"] | None = None) -> dict:
+def fit_group(raw_runs: "pd.DataFrame", *, random_state: int = 0, kind: str = "auto") -> dict:
     """Fit one job's whole-job model from its raw ``runs`` rows; return the artifact document.
+
+    This is the one fitting function of both paths: :func:`sparkpredict.features.runs.runs_table`
+    then :func:`sparkpredict.models.persist.fit_job`, on rows normalised by :func:`_normalize`.
 
     Parameters
     ----------
     raw_runs : DataFrame
         The store's ``runs`` rows of one job (latest row per run), in any order.
     random_state : int
-        Passed to the fitter; fits are deterministic for a given value.
-    fitter, to_table : callable, optional
-        Defaults :func:`sparkpredict.models.persist.fit_job` and
-        :func:`sparkpredict.features.runs.runs_table`; replaceable to retrain other models.
+        Passed to the fit; fits are deterministic for a given value.
+    kind : str
+        Model kind for :class:`sparkpredict.models.hybrid.JobRuntimeModel` (default ``auto``).
 
     Returns
     -------
@@ -100,24 +101,24 @@ def fit_group(raw_runs: "pd.DataFrame", *, random_state: int = 0, fitter: Fitter
         JSON-safe artifact document (:func:`sparkpredict.registry.make_artifact`) with a
         ``meta`` entry: model name, cv_mape, n_runs, training_range.
     """
-    if fitter is None:
-        from .models.persist import fit_job as fitter
-    if to_table is None:
-        from .features.runs import runs_table as to_table
+    from .features.runs import runs_table
+    from .models.persist import fit_job
+
     raw = _normalize(raw_runs)
     jobs = raw["job"].dropna().unique()
     if len(jobs) != 1:
         raise InputError(f"fit_group needs the runs of exactly one job, got {len(jobs)}")
     job = str(jobs[0])
-    model = fitter(to_table(raw), random_state=random_state)
+    model = fit_job(runs_table(raw), random_state=random_state, kind=kind)
     doc = R.make_artifact(job, R.KIND_RUNTIME, model.to_dict(),
                           trained_on=R.fingerprint(raw["run_id"], raw["updated_ms"]),
                           trained_on_rows=len(raw))
     doc["meta"] = {
-        "model_name": str(getattr(model, "name_", "")),
-        "cv_mape": _float_or_none(getattr(model, "cv_mape_", None)),
-        "n_runs": int(getattr(model, "n_runs_", len(raw))),
-        "training_range": _jsonable(getattr(model, "training_range_", None)),
+        "model_name": str(model.name_),
+        "fit_kind": kind,
+        "cv_mape": _float_or_none(model.cv_mape_),
+        "n_runs": int(model.n_runs_),
+        "training_range": _jsonable(model.training_range_),
     }
     return doc
 
@@ -147,19 +148,36 @@ def _jsonable(v: Any) -> Any:
 
 
 # ---- planning: which jobs need a refit ----------------------------------------------------------
-def _plan(prev: "pd.DataFrame", fingerprints: dict[str, tuple[str, int]], force: bool) -> list[str]:
-    """Jobs whose runs changed, that have no model, or whose model is of an older format."""
+def _plan(prev: "pd.DataFrame", fingerprints: dict[str, tuple[str, int]], force: bool,
+          kind: str = "auto") -> list[str]:
+    """Jobs whose runs changed, that have no model, or whose model is of another format or kind."""
     cur = prev[prev.model_kind == R.KIND_RUNTIME].set_index("job")
+    model_format = R.runtime_model_format()
     stale = []
     for job, (fp, _n) in sorted(fingerprints.items()):
         if force or job not in cur.index:
             stale.append(job)
             continue
         row = cur.loc[job]
-        if (row.trained_on != fp or int(row.artifact_version) != R.ARTIFACT_VERSION
-                or int(row.store_schema_version) != S.SCHEMA_VERSION):
+        if (row.trained_on != fp or _int(row.artifact_version) != R.ARTIFACT_VERSION
+                or _int(row.model_format_version) != model_format
+                or _int(row.store_schema_version) != S.SCHEMA_VERSION or row.fit_kind != kind):
             stale.append(job)
     return stale
+
+
+def _check_kind(kind: str) -> None:
+    from .models.hybrid import KINDS
+
+    if kind not in KINDS:
+        raise InputError(f"unknown model kind {kind!r}", f"use one of {', '.join(KINDS)}")
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
 
 
 def _only(fps: dict[str, tuple[str, int]], jobs: Iterable[str] | None) -> dict[str, tuple[str, int]]:
@@ -200,9 +218,10 @@ def _commit(st: store_io.Store, prev: "pd.DataFrame", results: Iterable[tuple[st
         rows[key] = {
             "job": job, "model_kind": R.KIND_RUNTIME, "signature": "", "version": version,
             "trained_at_ms": now_ms, "n_runs": meta["n_runs"], "cv_mape": meta["cv_mape"],
-            "model_name": meta["model_name"], "training_range_json": json.dumps(meta["training_range"]),
+            "model_name": meta["model_name"], "fit_kind": meta["fit_kind"], "training_range_json": json.dumps(meta["training_range"]),
             "trained_on": doc["trained_on"], "trained_on_rows": doc["trained_on_rows"], "artifact": rel,
-            "artifact_version": R.ARTIFACT_VERSION, "store_schema_version": S.SCHEMA_VERSION,
+            "artifact_version": R.ARTIFACT_VERSION, "model_format_version": doc["model_format_version"],
+            "store_schema_version": S.SCHEMA_VERSION,
             "sparkpredict_version": doc["sparkpredict_version"], "retrain_id": result.retrain_id,
             "fit_path": result.fit_path, "registry_version": R.REGISTRY_VERSION,
         }
@@ -216,23 +235,24 @@ def _commit(st: store_io.Store, prev: "pd.DataFrame", results: Iterable[tuple[st
 
 # ---- the local path -----------------------------------------------------------------------------
 def retrain_local(store: Any = None, *, force: bool = False, random_state: int = 0, jobs: Iterable[str] | None = None,
-                  fitter: Fitter | None = None, to_table: Callable | None = None,
+                  kind: str = "auto",
                   on_artifact: Callable[[int], None] | None = None) -> RetrainResult:
     """Refit stale jobs in this process (no JVM). See :func:`retrain` for the parameters."""
+    _check_kind(kind)
     t0 = time.perf_counter()
     st = store_io.open(store)
     result = RetrainResult(retrain_id=R.new_retrain_id(), fit_path="local", n_jobs=0)
     raw = st.runs()
     fps = _only(_local_fingerprints(raw), jobs)
     prev = R.read_registry(st)
-    stale = _plan(prev, fps, force)
+    stale = _plan(prev, fps, force, kind)
     result.n_jobs = len(fps)
     result.unchanged = sorted(set(fps) - set(stale))
     groups = {str(j): g for j, g in raw[raw.job.notna() & raw.run_id.notna()].groupby("job", sort=True)}
 
     def fits() -> Iterator[tuple[str, str | None, str | None]]:
         for job in stale:
-            yield fit_group_safe(groups[job], random_state=random_state, fitter=fitter, to_table=to_table)
+            yield fit_group_safe(groups[job], random_state=random_state, kind=kind)
 
     _commit(st, prev, fits(), result, on_artifact)
     result.seconds = time.perf_counter() - t0
@@ -295,7 +315,7 @@ def _spark_fingerprints(latest) -> dict[str, tuple[str, int]]:
 
 
 def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = None, force: bool = False,
-                  random_state: int = 0, jobs: Iterable[str] | None = None, fitter: Fitter | None = None, to_table: Callable | None = None,
+                  random_state: int = 0, jobs: Iterable[str] | None = None, kind: str = "auto",
                   partitions: int | None = None,
                   on_artifact: Callable[[int], None] | None = None) -> RetrainResult:
     """Refit stale jobs with ``groupBy("job").applyInPandas`` (see :func:`retrain`).
@@ -303,6 +323,7 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
     ``spark``: an active SparkSession to use (left running); otherwise one is started on
     ``master`` (default ``local[*]``) and stopped at the end.
     """
+    _check_kind(kind)
     t0 = time.perf_counter()
     st = store_io.open(store)
     own = spark is None
@@ -329,14 +350,14 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
         else:
             latest = read_runs_spark(spark, st).cache()
             fps = _only(_spark_fingerprints(latest), jobs)
-        stale = _plan(prev, fps, force)
+        stale = _plan(prev, fps, force, kind)
         result.n_jobs = len(fps)
         result.unchanged = sorted(set(fps) - set(stale))
         rows: list = []
         if stale and latest is not None:
             from pyspark.sql import functions as F
 
-            udf = _make_udf(random_state, fitter, to_table)
+            udf = _make_udf(random_state, kind)
             todo = latest.where(F.col("job").isin(stale)) if len(stale) < len(fps) or jobs is not None else latest
             rows = todo.groupBy("job").applyInPandas(udf, _UDF_SCHEMA).collect()
         if latest is not None:
@@ -353,13 +374,13 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
     return result
 
 
-def _make_udf(random_state: int, fitter: Fitter | None, to_table: Callable | None):
+def _make_udf(random_state: int, kind: str):
     def fit_pdf(pdf):  # runs on the executors' Python workers
         import pandas as pd
 
         from sparkpredict.retrain import fit_group_safe
 
-        job, doc, err = fit_group_safe(pdf, random_state=random_state, fitter=fitter, to_table=to_table)
+        job, doc, err = fit_group_safe(pdf, random_state=random_state, kind=kind)
         return pd.DataFrame({"job": [job], "doc": [doc], "error": [err]})
 
     return fit_pdf
@@ -372,7 +393,11 @@ def _python() -> str:
 
 
 # ---- choosing the path --------------------------------------------------------------------------
-def crossover_jobs() -> int:
+def crossover_jobs(kind: str = "auto") -> int:
+    """Jobs to refit from which the Spark path is faster than the local loop, for ``kind``.
+
+    ``$SPARKPREDICT_RETRAIN_CROSSOVER`` overrides the measured values (any kind).
+    """
     env = os.environ.get(CROSSOVER_ENV)
     if env:
         try:
@@ -380,7 +405,9 @@ def crossover_jobs() -> int:
         except ValueError as exc:
             raise InputError(f"${CROSSOVER_ENV}={env!r} is not a number of jobs",
                              f"set {CROSSOVER_ENV} to an integer, or unset it") from exc
-    return CROSSOVER_JOBS
+    from .models.hybrid import EQUATION_KINDS
+
+    return CROSSOVER_JOBS_EQUATION if kind in EQUATION_KINDS else CROSSOVER_JOBS
 
 
 def spark_available() -> bool:
@@ -393,20 +420,20 @@ def spark_available() -> bool:
     return bool(os.environ.get("JAVA_HOME") or shutil.which("java"))
 
 
-def plan(store: Any = None, *, force: bool = False) -> tuple[list[str], int]:
+def plan(store: Any = None, *, force: bool = False, kind: str = "auto") -> tuple[list[str], int]:
     """(jobs a retrain would refit, jobs in the store), read without Spark."""
     st = store_io.open(store)
     fps = _local_fingerprints(st.runs())
-    return _plan(R.read_registry(st), fps, force), len(fps)
+    return _plan(R.read_registry(st), fps, force, kind), len(fps)
 
 
-def choose_path(n_stale: int) -> str:
+def choose_path(n_stale: int, kind: str = "auto") -> str:
     """"spark" when at least :func:`crossover_jobs` jobs need fitting and Spark can start."""
-    return "spark" if n_stale >= crossover_jobs() and n_stale > 0 and spark_available() else "local"
+    return "spark" if n_stale >= max(1, crossover_jobs(kind)) and spark_available() else "local"
 
 
 def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | None = None,
-            force: bool = False, random_state: int = 0, spark: Any = None,
+            force: bool = False, kind: str = "auto", random_state: int = 0, spark: Any = None,
             on_artifact: Callable[[int], None] | None = None) -> RetrainResult:
     """Refit the models of every job with new runs and commit them to the store's registry.
 
@@ -421,6 +448,9 @@ def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | N
         Spark master for the Spark path (default ``local[*]``); implies ``use_spark`` if given.
     force : bool
         Refit every job, changed or not.
+    kind : str
+        Model kind of every fit (``auto`` by default; see docs/models.md). Jobs registered with
+        another kind are refit.
     random_state : int
         Seed passed to every fit (fits are deterministic).
     spark : SparkSession, optional
@@ -432,19 +462,26 @@ def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | N
     Returns
     -------
     RetrainResult
+
+    Examples
+    --------
+    >>> from sparkpredict.retrain import retrain
+    >>> res = retrain("/data/sparkpredict-store")          # doctest: +SKIP
+    >>> res.fit_path, len(res.refit), res.snapshot           # doctest: +SKIP
+    ('local', 12, 'part-1795969908242-retrain-85da47e39eb6.parquet')
     """
     if use_spark is None:
         if master is not None or spark is not None:
             use_spark = True
         else:
-            stale, _n = plan(store, force=force)
-            use_spark = choose_path(len(stale)) == "spark"
-            log.info("retrain: %d job(s) to refit, crossover %d -> %s path", len(stale), crossover_jobs(),
+            stale, _n = plan(store, force=force, kind=kind)
+            use_spark = choose_path(len(stale), kind) == "spark"
+            log.info("retrain: %d job(s) to refit, crossover %d -> %s path", len(stale), crossover_jobs(kind),
                      "spark" if use_spark else "local")
     if use_spark:
-        return retrain_spark(store, spark=spark, master=master, force=force, random_state=random_state,
-                             on_artifact=on_artifact)
-    return retrain_local(store, force=force, random_state=random_state, on_artifact=on_artifact)
+        return retrain_spark(store, spark=spark, master=master, force=force, kind=kind,
+                             random_state=random_state, on_artifact=on_artifact)
+    return retrain_local(store, force=force, kind=kind, random_state=random_state, on_artifact=on_artifact)
 
 
 __all__ = ["retrain", "retrain_local", "retrain_spark", "fit_group", "RetrainResult", "plan", "choose_path",

@@ -319,12 +319,16 @@ def _eta(done: list[tuple[int, float]], todo: Sequence[Combo]) -> float | None:
 def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
               cache_dir: str | os.PathLike | None = None, workdir: str | os.PathLike | None = None,
               progress: Progress | None = None, extra_conf: dict[str, str] | None = None,
-              tasks: bool = True) -> SweepResult:
+              tasks: bool = True, warmup: bool = True) -> SweepResult:
     """Run every combination of ``plan`` not yet recorded in ``store``; see the module docstring.
 
     Returns a :class:`SweepResult` (one outcome per combination, skipped ones included). A run
     whose job fails is recorded by the listener as failed and the sweep goes on; a rerun
     retries it. Ctrl-C stops the current application and re-raises :class:`KeyboardInterrupt`.
+
+    With ``warmup`` (default), an unrecorded application first runs the workload once on the
+    smallest input: the first job in a fresh driver JVM runs several times slower (class
+    loading, JIT), which would make the first recorded run an outlier.
     """
     from .capture.listener import listener_conf
     from .config import resolve_store
@@ -351,6 +355,9 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
         path = w.data(size, plan.seed, cache_dir)
         data[size] = (path, W.gen.data_size(path))
 
+    if todo and warmup and not _jvm_started():
+        _warm_up(w, todo[0], data[min(data)][0], plan, local_dir, store_path)
+
     done: list[tuple[int, float]] = []
     verified = False
     for i, combo in enumerate(todo):
@@ -364,6 +371,7 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
         spark = _start_session(combo.master, name, conf)
         try:
             outcome.app_id = spark.sparkContext.applicationId
+            spark.sparkContext.setLogLevel("ERROR")  # Spark's WARN lines would bury the progress bar
             if combo.master.startswith("local-cluster"):
                 _wait_for_executors(spark, combo.executors, EXECUTOR_WAIT_S)
             outcome.result = w.run(spark, path, plan.seed)
@@ -388,6 +396,32 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
         if progress:
             progress(i + 1, total, time.monotonic() - t0, _eta(done, todo[i + 1:]), name)
     return SweepResult(plan, store_path, outcomes, time.monotonic() - t0)
+
+
+def _jvm_started() -> bool:
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is not None
+
+
+def _warm_up(w: W.Workload, combo: Combo, path: Path, plan: SweepPlan, local_dir: Path,
+             store_path: str) -> None:
+    """One unrecorded run: the jar goes on the classpath, but no listener records it."""
+    from .capture.listener import listener_conf
+
+    conf = run_conf(plan, combo, W.gen.data_size(path), local_dir)
+    conf.pop(KEY_SWEEP)
+    lc = listener_conf(store_path, plan.workload)
+    conf["spark.jars"] = lc["spark.jars"]  # must be there when the driver JVM starts
+    # Local threads suffice: the point is the driver JVM (local-cluster executors start fresh anyway).
+    spark = _start_session("local[2]", f"{plan.workload}-warmup", conf)
+    try:
+        spark.sparkContext.setLogLevel("ERROR")
+        w.run(spark, path, plan.seed)
+    except Exception as exc:  # a broken workload shows up (and is recorded) in the real runs
+        log.warning("warm-up run failed: %s", exc)
+    finally:
+        spark.stop()
 
 
 def _verify_recorded(store_path: str, app_id: str | None) -> None:

@@ -85,12 +85,31 @@ def test_unreachable_deadline_says_so_and_gives_the_fastest():
 
 def test_time_is_fastest_within_budget():
     assert advise(objective="time", max_executors=24).executors == 24
-    # budget in executor-hours: E*(3000/E + 30)/3600 <= 1.5  <=>  E <= (5400-3000)/30 = 80
-    assert advise(objective="time", max_executors=200, budget=1.5).executors == 80
+    # budget in executor-hours: E*(3000/E + 30)/3600 <= 0.92  <=>  E <= (3312-3000)/30 = 10.4
+    assert advise(objective="time", max_executors=200, budget=0.92).executors == 10
     # with a price the budget is money: 2 per executor-hour -> 1.5 money = 0.75 h -> E <= -10: none fit
     a = advise(objective="time", max_executors=30, budget=1.5, price_per_executor_hour=2.0)
     assert a.executors == 30 and any("budget" in w for w in a.warnings)
     assert a.cost_money == pytest.approx(2.0 * a.cost_executor_hours)
+
+
+def test_fastest_treats_runtimes_within_2_percent_as_equal():
+    # T = 3000 (0.1/E + 0.9): T(E) <= 1.02 T(20) <=> 0.1/E <= 1.02*0.905 - 0.9 <=> E >= 4.33
+    flat = LawModel(b=0.9, c=0.0)
+    a = advise(flat, objective="time", max_executors=20)
+    assert a.executors == 5
+    # the same rule picks among counts when none meets the deadline (by upper bound)
+    b = advise(flat, deadline_s=1000, max_executors=20)
+    assert b.meets_deadline is False and b.executors == 5
+
+
+def test_time_with_deadline_and_budget():
+    # deadline 600 met from E = 6; budget 0.9 h: (3000 + 30 E)/3600 <= 0.9 <=> E <= 8
+    assert advise(objective="time", deadline_s=600, budget=0.9, max_executors=20).executors == 8
+    # budget 0.85 h allows E <= 2, none of which meets the deadline: the deadline wins, warned
+    a = advise(objective="time", deadline_s=600, budget=0.85, max_executors=20)
+    assert a.executors == 20 and a.meets_deadline is True
+    assert any("budget" in w for w in a.warnings)
 
 
 @pytest.mark.parametrize("b,knee", [(0.06, 15), (0.12, 7), (0.3, 2)])

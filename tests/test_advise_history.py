@@ -128,8 +128,9 @@ def test_dynamic_allocation_history_gets_bounds(tmp_path):
 
 
 def test_few_runs_warn(tmp_path):
-    path = make_store(tmp_path / "s", history(sizes=(10, 20), execs=(1, 2, 4), repeats=1))
-    a = suggest_executors("etl", "15GB", store=path)
+    h = history(sizes=(10, 20), execs=(1, 2, 4), repeats=1)
+    path = make_store(tmp_path / "s", h)
+    a = suggest_executors("etl", "15GB", store=path, models={"etl": fast_model(h)})
     assert any("only 6 runs" in w for w in a.warnings)
 
 

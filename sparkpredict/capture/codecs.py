@@ -65,7 +65,7 @@ def _arrow_stream(f: BinaryIO, codec: str) -> Iterator[bytes]:
     stream = pa.CompressedInputStream(pa.PythonFile(f, mode="r"), codec)
     while True:
         try:
-            chunk = stream.read(_READ)
+            chunk = stream.read1(1 << 16)  # read1 of a small size: a cut stream still yields what precedes the cut
         except OSError as exc:  # pyarrow reports a cut frame and garbage alike
             msg = str(exc).lower()
             if "truncat" in msg or "unexpected end" in msg or "premature" in msg:

@@ -75,12 +75,7 @@ def runs_table(source: Any) -> "pd.DataFrame":
     elif isinstance(source, (str, os.PathLike)):
         from ..store import io as store_io
 
-        st = store_io.open(str(source))
-        if not st.exists():
-            raise InputError(f"no sparkpredict store at {str(source)!r}",
-                             "give the folder the listener or `sparkpredict ingest` wrote")
-        st.check_version()
-        raw = st.runs()
+        raw = store_io.open(str(source)).runs()  # StoreError when no store is there
     elif hasattr(source, "runs"):
         raw = source.runs()
     else:

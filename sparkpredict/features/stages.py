@@ -179,6 +179,9 @@ def stage_table(runs: "pd.DataFrame", stages: "pd.DataFrame", tasks: "pd.DataFra
     """
     import pandas as pd
 
+    from ..store.schema import TABLES
+
+    stages = stages.reindex(columns=list(dict.fromkeys([*stages.columns, *TABLES["stages"].names])))
     st = final_attempts(stages[stages["run_id"].isin(runs["run_id"])])
     st = st[st["status"].fillna("succeeded").str.lower().isin(["succeeded", "complete", "completed"])] \
         if "status" in st else st

@@ -242,7 +242,7 @@ def check_inputs(S: Array, E: Array, y: Array, n_params: int = 1, what: str = "r
 
 def fit_equation(name: str, S: Sequence[float], E: Sequence[float], y: Sequence[float], *,
                  power: int | str = "auto", weights: Sequence[float] | None = None,
-                 grid: int = 17, refine: int = 4, allow_single_size: bool = False) -> FittedEquation:
+                 grid: int = 17, refine: int = 3, allow_single_size: bool = False) -> FittedEquation:
     """Fit one registered equation by NNLS + a 1-D search over its nonlinear parameter.
 
     Parameters

@@ -49,17 +49,25 @@ def _column(X: Mapping[str, Any], name: str, n: int | None) -> np.ndarray | None
     if name not in X:
         return None
     v = np.asarray(X[name], dtype=float).ravel()
-    if n is not None and len(v) != n and len(v) == 1:
+    if n is not None and len(v) != n:
+        if len(v) != 1:
+            raise InputError(f"query column {name!r} has {len(v)} values for {n} rows",
+                             "give one value per row, or a single value to use for every row")
         v = np.repeat(v, n)
     return v
 
 
 def _n_rows(X: Mapping[str, Any]) -> int:
-    for name in REQUIRED:
-        if name in X:
-            return int(np.asarray(X[name]).size)
-    raise InputError(f"query lacks column(s) {', '.join(REQUIRED)}",
-                     "give input_bytes and executors for every row")
+    """Rows of a query: the longest required column (length-1 columns broadcast)."""
+    sizes = {int(np.asarray(X[c]).size) for c in REQUIRED if c in X}
+    if not sizes:
+        raise InputError(f"query lacks column(s) {', '.join(REQUIRED)}",
+                         "give input_bytes and executors for every row")
+    n = max(sizes)
+    if sizes - {1, n}:
+        raise InputError(f"query columns differ in length ({sorted(sizes)})",
+                         "give one value per row, or a single value to use for every row")
+    return n
 
 
 def design_matrix(F: Mapping[str, np.ndarray], extras: list[str]) -> np.ndarray:
@@ -125,7 +133,8 @@ class JobRuntimeModel:
         self.component_ = result.component
         self.cv_mape_ = float(result.cv_mape)
         self.candidates_ = result.scores
-        self.residuals_ = np.sort(result.oof_log_ratios)
+        self.residuals_ = np.sort(result.cv.oof_in)
+        self.extrap_z_ = np.sort(result.cv.ext_z)
         return self
 
     def _training_columns(self, runs: Any) -> tuple[dict[str, np.ndarray], np.ndarray, list[str]]:
@@ -227,18 +236,29 @@ class JobRuntimeModel:
     def predict_interval(self, X: Mapping[str, Any], confidence: float = 0.9) -> dict[str, np.ndarray]:
         """Point prediction and a ``confidence`` interval (split-conformal on the log scale).
 
-        The quantiles of the out-of-fold log ratios ``log(y/ŷ)`` bound the interval. Outside
-        the training range the log-width grows by the factor ``1 + extrapolation["max"]``
-        (e.g. 50 % beyond the largest size seen: 1.5 × as wide on the log scale).
+        Inside the training range, the quantiles of the interpolation folds' out-of-fold log
+        ratios ``log(y/ŷ)`` bound the interval. Outside it, at distance ``d``
+        (``extrapolation(X)["max"]``), each bound is the wider of that and ``d · z_q``, where
+        ``z`` are the extrapolation folds' log ratios divided by their own distance: the
+        interval grows linearly with how far the query lies beyond the runs seen.
         """
         self._check()
         if not 0 < confidence < 1:
             raise InputError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.9")
         pred = self.predict(X)
         lo_q, hi_q = conformal_bounds(self.residuals_, confidence)
-        grow = 1.0 + np.minimum(self.extrapolation(X)["max"], 10.0)
-        return {"predicted_runtime_s": pred, "lower_s": pred * np.exp(lo_q * grow),
-                "upper_s": pred * np.exp(hi_q * grow)}
+        lo, hi = np.full(len(pred), lo_q), np.full(len(pred), hi_q)
+        d = self.extrapolation(X)["max"]
+        out = d > 0
+        if out.any():
+            if len(self.extrap_z_):
+                z_lo, z_hi = conformal_bounds(self.extrap_z_, confidence)
+            else:  # no extrapolation folds (too few levels): widen in proportion to distance
+                z_lo, z_hi = lo_q, hi_q
+            dd = np.minimum(d[out], 10.0)
+            lo[out] = np.minimum(lo_q, dd * z_lo)
+            hi[out] = np.maximum(hi_q, dd * z_hi)
+        return {"predicted_runtime_s": pred, "lower_s": pred * np.exp(lo), "upper_s": pred * np.exp(hi)}
 
     # ---- persistence --------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -253,6 +273,7 @@ class JobRuntimeModel:
                 "training_range": {k: list(v) for k, v in self.training_range_.items()},
                 "defaults": self.defaults_, "candidates": self.candidates_,
                 "residuals": [float(r) for r in self.residuals_],
+                "extrap_z": [float(r) for r in self.extrap_z_],
                 "component": component_to_dict(self.component_)}
 
     @classmethod
@@ -276,6 +297,7 @@ class JobRuntimeModel:
         m.defaults_ = {k: float(v) for k, v in d["defaults"].items()}
         m.candidates_ = dict(d.get("candidates", {}))
         m.residuals_ = np.asarray(d["residuals"], float)
+        m.extrap_z_ = np.asarray(d["extrap_z"], float)
         m.component_ = component_from_dict(d["component"])
         return m
 

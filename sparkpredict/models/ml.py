@@ -116,6 +116,16 @@ def fit_gbm(X: np.ndarray, y: np.ndarray, random_state: int = 0, **params: Any) 
     return _export_trees(trees, init, est.learning_rate, "gbm"), est
 
 
+def fit_tree(X: np.ndarray, y: np.ndarray, random_state: int = 0, min_samples_leaf: int = 3,
+             max_depth: int | None = 6) -> tuple[dict, Any]:
+    """One regression tree (the hybrid's residual correction: cheap, flat beyond the data)."""
+    from sklearn.tree import DecisionTreeRegressor
+
+    est = DecisionTreeRegressor(min_samples_leaf=min_samples_leaf, max_depth=max_depth,
+                                random_state=random_state).fit(X, y)
+    return _export_trees([est], 0.0, 1.0, "random_forest"), est
+
+
 def fit_random_forest(X: np.ndarray, y: np.ndarray, random_state: int = 0, n_estimators: int = 100,
                       **params: Any) -> tuple[dict, Any]:
     """Random forest (bootstrap, all features per split as scikit-learn's regressor default)."""

@@ -81,28 +81,37 @@ def predict_component(c: Component, F: dict[str, np.ndarray], extras: list[str])
 
 
 # ---- fitting candidates ------------------------------------------------------------------
+#: Residual correction of the hybrid: "tree" (one regression tree, ~1 ms) or "gbm".
+CORRECTION = "tree"
+
+
 def fit_component(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: list[str],
-                  random_state: int = 0, backbone: str | None = None) -> Component:
-    """Fit one candidate: an equation name, an ML kind, or ``hybrid`` (needs ``backbone``)."""
+                  random_state: int = 0, backbone: str | None = None,
+                  power: int | None = None) -> Component:
+    """Fit one candidate: an equation name, an ML kind, or ``hybrid`` (needs ``backbone``).
+
+    ``power`` fixes f(S) = S**power (cross-validation reuses the power chosen on all runs).
+    """
     S = F["input_bytes"] / GIB
     E = F["executors"]
     single = len(np.unique(S)) < 2
     if kind in A.EQUATIONS or kind == "hybrid":
         name = backbone if kind == "hybrid" else kind
-        eq = A.fit_equation(name, S, E, y, power=1 if single else "auto", weights=1.0 / y**2,
+        eq = A.fit_equation(name, S, E, y, power=1 if single else (power or "auto"), weights=1.0 / y**2,
                             allow_single_size=single)
         if kind != "hybrid":
             return Component("equation", equation=eq, single_size=single)
         base = np.maximum(eq.predict(S, E), 1e-3)
-        ml = M.fit_gbm(_design(F, extras), np.log(y / base), random_state)[0]
+        fit = M.fit_tree if CORRECTION == "tree" else M.fit_gbm
+        ml = fit(_design(F, extras), np.log(y / base), random_state)[0]
         return Component("hybrid", equation=eq, ml=ml, ml_target="log_ratio", single_size=single)
     if kind in M.ML_KINDS:
         return Component("ml", ml=M.fit_ml(kind, _design(F, extras), y, random_state))
     raise DegenerateDataError(f"unknown model kind {kind!r}")
 
 
-def folds(F: dict[str, np.ndarray], random_state: int = 0) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """(interpolation test masks, extrapolation test masks) for the rows of ``F``."""
+def folds(F: dict[str, np.ndarray], random_state: int = 0) -> tuple[list[np.ndarray], list[tuple[np.ndarray, str]]]:
+    """(interpolation test masks, [(extrapolation test mask, column)]) for the rows of ``F``."""
     n = len(F["executors"])
     perm = np.random.default_rng(random_state).permutation(n)
     fold = np.empty(n, int)
@@ -112,7 +121,7 @@ def folds(F: dict[str, np.ndarray], random_state: int = 0) -> tuple[list[np.ndar
     for col in ("input_bytes", "executors"):
         levels = np.unique(F[col])
         if len(levels) >= 3:
-            extrap += [F[col] == levels[-1], F[col] == levels[0]]
+            extrap += [(F[col] == levels[-1], col), (F[col] == levels[0], col)]
     return interp, extrap
 
 
@@ -121,18 +130,24 @@ class CVResult:
     score: float
     interp_mape: float
     extrap_mape: float
-    oof_log: np.ndarray = field(repr=False)
+    oof_in: np.ndarray = field(repr=False)      # log(y/ŷ) of the interpolation folds
+    ext_z: np.ndarray = field(repr=False)       # log(y/ŷ) / distance of the extrapolation folds
+
+
+def _distance(v: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """How far beyond [lo, hi]: v/hi − 1 above, lo/v − 1 below (as JobRuntimeModel.extrapolation)."""
+    return np.where(v > hi, v / hi - 1, np.where(v < lo, lo / v - 1, 0.0))
 
 
 def cross_validate(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: list[str],
-                   random_state: int = 0, backbone: str | None = None) -> CVResult:
+                   random_state: int = 0, backbone: str | None = None, power: int | None = None) -> CVResult:
     interp, extrap = folds(F, random_state)
 
     def run(test: np.ndarray) -> np.ndarray | None:
         train = ~test
         Ft = {c: v[train] for c, v in F.items()}
         try:
-            comp = fit_component(kind, Ft, y[train], extras, random_state, backbone)
+            comp = fit_component(kind, Ft, y[train], extras, random_state, backbone, power)
         except DegenerateDataError:
             return None
         return predict_component(comp, {c: v[test] for c, v in F.items()}, extras)
@@ -142,19 +157,23 @@ def cross_validate(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: l
         p = run(t)
         if p is not None:
             oof[t] = p
-    logs = [np.log(y / oof)[np.isfinite(oof)]]
     interp_mape = float(np.nanmean(np.abs(oof - y) / y)) if np.isfinite(oof).any() else np.inf
-    ex = []
-    for t in extrap:
+    if len(interp) and not np.isfinite(oof).all():
+        interp_mape = np.inf  # a fold could not be fitted: the candidate is not robust here
+    ex, zs = [], []
+    for t, col in extrap:
         p = run(t)
         if p is None:
             ex.append(np.inf)
             continue
         ex.append(float(np.mean(np.abs(p - y[t]) / y[t])))
-        logs.append(np.log(y[t] / p))
+        v = F[col]
+        d = _distance(v[t], float(v[~t].min()), float(v[~t].max()))
+        zs.append(np.log(y[t] / p) / np.maximum(d, 1e-9))
     extrap_mape = float(np.mean(ex)) if ex else np.nan
     score = interp_mape if not ex else 0.5 * (interp_mape + extrap_mape)
-    return CVResult(score, interp_mape, extrap_mape, np.concatenate(logs))
+    return CVResult(score, interp_mape, extrap_mape, np.log(y / oof)[np.isfinite(oof)],
+                    np.concatenate(zs) if zs else np.zeros(0))
 
 
 @dataclass
@@ -163,7 +182,7 @@ class Selection:
     component: Component
     cv_mape: float
     scores: dict[str, float]
-    oof_log_ratios: np.ndarray
+    cv: CVResult
 
 
 def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str = "auto",
@@ -172,13 +191,20 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
     if kind in A.EQUATIONS or kind in M.ML_KINDS:
         comp = fit_component(kind, F, y, extras, random_state)
         cv = cross_validate(kind, F, y, extras, random_state)
-        return Selection(comp.name, comp, _finite(cv.score), {comp.name: cv.score}, cv.oof_log)
-    # auto / hybrid: every equation is scored; the best becomes the hybrid's backbone.
+        return Selection(comp.name, comp, _finite(cv.score), {comp.name: round(float(cv.score), 6)}, cv)
+    # auto / hybrid: every equation is scored; the best becomes the hybrid's backbone. Each
+    # equation's f(S) power is chosen once on all runs and kept in its CV folds.
+    full: dict[str, Component] = {}
     results: dict[str, CVResult] = {}
     for name in A.EQUATIONS:
         if A.EQUATIONS[name].n_params + 1 > len(y):
             continue
-        results[name] = cross_validate(name, F, y, extras, random_state)
+        try:
+            full[name] = fit_component(name, F, y, extras, random_state)
+        except DegenerateDataError:
+            continue
+        pw = full[name].equation.power  # type: ignore[union-attr]
+        results[name] = cross_validate(name, F, y, extras, random_state, power=pw)
     finite = {k: r for k, r in results.items() if np.isfinite(r.score)}
     if not finite:
         raise DegenerateDataError(
@@ -186,16 +212,19 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
             f"({len(np.unique(F['input_bytes']))} input sizes, {len(np.unique(F['executors']))} executor counts)",
             "record runs with at least two executor counts (and several input sizes to predict other sizes)")
     backbone = min(finite, key=lambda k: (finite[k].score, k))
-    results["hybrid"] = cross_validate("hybrid", F, y, extras, random_state, backbone)
-    pool = {k: r for k, r in results.items() if np.isfinite(r.score)} if kind == "auto" \
-        else {"hybrid": results["hybrid"]}
-    if not pool or not np.isfinite(results["hybrid"].score) and kind == "hybrid":
+    bpow = full[backbone].equation.power  # type: ignore[union-attr]
+    results["hybrid"] = cross_validate("hybrid", F, y, extras, random_state, backbone, bpow)
+    pool = dict(finite) if kind == "auto" else {}
+    if np.isfinite(results["hybrid"].score):
+        pool["hybrid"] = results["hybrid"]
+    if not pool:
         pool = {backbone: finite[backbone]}
     best = min(pool, key=lambda k: (pool[k].score, k))
-    comp = fit_component("hybrid" if best == "hybrid" else best, F, y, extras, random_state, backbone)
+    comp = fit_component("hybrid", F, y, extras, random_state, backbone, bpow) if best == "hybrid" \
+        else full[best]
     scores = {("hybrid:" + backbone if k == "hybrid" else k): round(float(r.score), 6)
               for k, r in results.items()}
-    return Selection(comp.name, comp, float(pool[best].score), scores, pool[best].oof_log)
+    return Selection(comp.name, comp, float(pool[best].score), scores, pool[best])
 
 
 def _finite(x: float) -> float:

@@ -147,7 +147,8 @@ def _ms(v, default: float) -> float:
 def _build(run, st: "pd.DataFrame", tk: "pd.DataFrame", executors_df) -> Timeline:
     import pandas as pd
 
-    tk = tk.copy()
+    tk = tk[[c for c in ("stage_id", "stage_attempt_id", "launch_ms", "finish_ms", "duration_ms",
+                         "executor_id") if c in tk]].copy()
     tk["stage_attempt_id"] = tk["stage_attempt_id"].fillna(0).astype(int)
     launch = tk["launch_ms"].astype(float)
     finish = tk["finish_ms"].astype(float)
@@ -221,8 +222,9 @@ def _build(run, st: "pd.DataFrame", tk: "pd.DataFrame", executors_df) -> Timelin
     delay = np.maximum(ready_a - gate_time, 0.0)
 
     # Tasks grouped by stage position, in recorded launch order.
-    pos = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(st["stage_id"], st["stage_attempt_id"]))}
-    tk["_pos"] = [pos[(int(a), int(b))] for a, b in zip(tk["stage_id"], tk["stage_attempt_id"])]
+    key_st = st["stage_id"].to_numpy(np.int64) * 100_000 + st["stage_attempt_id"].to_numpy(np.int64)
+    key_tk = tk["stage_id"].to_numpy(np.int64) * 100_000 + tk["stage_attempt_id"].to_numpy(np.int64)
+    tk["_pos"] = pd.Index(key_st).get_indexer(key_tk)
     tk = tk.sort_values(["_pos", "_launch"], kind="stable")
     counts = np.bincount(tk["_pos"].to_numpy(), minlength=n)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -283,7 +285,7 @@ class SimResult:
 
 
 def replay(tl: Timeline, executors: int, cores: int | None = None, *, task_cpus: int = 1,
-           stage_times_out: np.ndarray | None = None) -> SimResult:
+           host_cores: int | None = None, stage_times_out: np.ndarray | None = None) -> SimResult:
     """Replay ``tl`` on ``executors x cores`` task slots (list scheduling, FIFO).
 
     Parameters
@@ -294,6 +296,11 @@ def replay(tl: Timeline, executors: int, cores: int | None = None, *, task_cpus:
         The cluster to simulate; ``cores`` defaults to the recording's cores per executor.
     task_cpus : int
         ``spark.task.cpus``: slots per executor are ``cores // task_cpus``.
+    host_cores : int, optional
+        Physical cores that *all* executors share (``local-cluster`` on one machine). Slots
+        beyond them only time-share the CPUs: the replay then runs ``min(slots, host_cores)``
+        slots and first divides recorded durations by the recording's own oversubscription
+        ``max(1, recorded slots / host_cores)``. A model of CPU-bound tasks; off by default.
     stage_times_out : ndarray, optional
         If given (shape ``(n_stages, 2)``), receives each stage's simulated start and end (ms).
 
@@ -309,11 +316,17 @@ def replay(tl: Timeline, executors: int, cores: int | None = None, *, task_cpus:
     slots = int(executors) * max(cores // task_cpus, 1)
     n = tl.n_stages
     dur, off = tl.task_duration_ms, tl.task_offsets
+    run_slots = slots
+    if host_cores:
+        rec_slots = tl.executors * max(tl.cores // task_cpus, 1)
+        dur = dur / max(1.0, rec_slots / host_cores)
+        run_slots = min(slots, int(host_cores))
     prio, gate, order, delay = tl.priority, tl.gate_prefix, tl.completion_order, tl.delay_ms
 
     end = np.full(n, np.nan)
     start = np.full(n, np.nan)
-    remaining = (off[1:] - off[:-1]).astype(np.int64)
+    # Python lists in the per-task loop: indexing them is several times faster than numpy's.
+    remaining = (off[1:] - off[:-1]).tolist()
     parents_left = np.array([len(p) for p in tl.parents], dtype=np.int64)
     children: list[list[int]] = [[] for _ in range(n)]
     for i, ps in enumerate(tl.parents):
@@ -331,8 +344,9 @@ def replay(tl: Timeline, executors: int, cores: int | None = None, *, task_cpus:
 
     events: list[tuple[float, int, int]] = []  # (time, kind 0=task end 1=stage ready, stage)
     ready: list[tuple[int, int]] = []           # (priority, stage) with tasks left to launch
-    next_task = off[:-1].copy()
-    free = slots
+    next_task = off[:-1].tolist()
+    durl, offl, priol = dur.tolist(), off.tolist(), prio.tolist()
+    free = run_slots
     now = 0.0
     n_done = 0
 
@@ -385,30 +399,33 @@ def replay(tl: Timeline, executors: int, cores: int | None = None, *, task_cpus:
             if remaining[s] == 0:
                 finish_stage(s, t)
             else:
-                push(ready, (int(prio[s]), s))
+                push(ready, (priol[s], s))
         else:
             free += 1
-            remaining[s] -= 1
-            if remaining[s] == 0:
+            left = remaining[s] - 1
+            remaining[s] = left
+            if left == 0:
                 finish_stage(s, t)
         # Hand free slots to the highest-priority stages with tasks left.
         while free and ready:
-            p, r = ready[0]
+            r = ready[0][1]
             k = next_task[r]
-            push(events, (now + dur[k], 0, r))
-            free -= 1
-            next_task[r] = k + 1
-            if k + 1 == off[r + 1]:
+            stop = min(offl[r + 1], k + free)
+            for j in range(k, stop):
+                push(events, (now + durl[j], 0, r))
+            free -= stop - k
+            next_task[r] = stop
+            if stop == offl[r + 1]:
                 pop(ready)
 
     wall_ms = (float(np.nanmax(end)) if n else 0.0) + tl.tail_ms
     if stage_times_out is not None:
         stage_times_out[:, 0], stage_times_out[:, 1] = start, end
-    lb = lower_bound_ms(tl, slots)
+    lb = lower_bound_ms(tl if dur is tl.task_duration_ms else tl.with_durations(dur), run_slots)
     total = float(dur.sum())
     return SimResult(executors=int(executors), cores=cores, slots=slots, predicted_wall_s=wall_ms / 1000,
                      lower_bound_s=min(lb, wall_ms) / 1000,
-                     busy_fraction=total / (slots * wall_ms) if wall_ms > 0 else 0.0)
+                     busy_fraction=total / (run_slots * wall_ms) if wall_ms > 0 else 0.0)
 
 
 def lower_bound_ms(tl: Timeline, slots: int) -> float:
@@ -472,11 +489,11 @@ class SimulationReport:
 
 
 def simulate_timeline(tl: Timeline, executors: Sequence[int], cores: int | None = None,
-                      *, task_cpus: int = 1) -> SimulationReport:
+                      *, task_cpus: int = 1, host_cores: int | None = None) -> SimulationReport:
     """Self-check at the recorded executor count, then replay each count in ``executors``."""
-    actual = replay(tl, tl.executors, tl.cores, task_cpus=task_cpus)
+    actual = replay(tl, tl.executors, tl.cores, task_cpus=task_cpus, host_cores=host_cores)
     rec_s = tl.recorded_wall_ms / 1000
-    preds = [replay(tl, int(e), cores, task_cpus=task_cpus) for e in executors]
+    preds = [replay(tl, int(e), cores, task_cpus=task_cpus, host_cores=host_cores) for e in executors]
     return SimulationReport(run_id=tl.run_id, job=tl.job, actual_executors=tl.executors,
                             actual_cores=tl.cores, recorded_wall_s=rec_s, self_check=actual,
                             self_error=(actual.predicted_wall_s - rec_s) / rec_s if rec_s > 0 else float("nan"),
@@ -510,3 +527,190 @@ def simulate_run(store, run_id: str, executors: Sequence[int], cores: int | None
 
 __all__ = ["Timeline", "SimResult", "SimulationReport", "replay", "lower_bound_ms",
            "simulate_timeline", "simulate_run", "load_timeline"]
+
+
+# ---- the replay as a whole-job model ----------------------------------------------------------
+class ReplayRuntimeModel:
+    """The replay behind the whole-job contract (``fit(runs_df)``, ``predict(X)``,
+    ``predict_interval(X, confidence)``), so the advisor and ``evaluate`` can use it and a job
+    with a single recorded run still gets a prediction.
+
+    Each query replays the training run nearest in input size (then in executors) on the
+    query's ``executors x executor_cores``. When the size differs, stages are resized first:
+    input stages get the task count of their split size, shuffle stages keep their
+    partitions, and every task's duration scales with the bytes it processes
+    (``(MiB per task + 1)`` ratio, as the stage model's rate).
+
+    Parameters
+    ----------
+    store : str or Store, optional
+        History store with the task rows of the runs given to :meth:`fit`.
+    tables : dict, optional
+        ``{"runs", "stages", "tasks"}`` DataFrames instead of a store.
+    scale_size : bool
+        Resize stages for another input size (else replay the recorded tasks as they are).
+    host_cores : int, optional
+        Physical cores all executors share (``local-cluster``): see :func:`replay`.
+    """
+
+    def __init__(self, *, store=None, tables: dict | None = None, scale_size: bool = True,
+                 host_cores: int | None = None) -> None:
+        self.store = store
+        self.tables = tables
+        self.scale_size = scale_size
+        self.host_cores = host_cores
+
+    def fit(self, runs_df: "pd.DataFrame", y=None) -> "ReplayRuntimeModel":
+        """Remember the runs of ``runs_df`` (by ``run_id``) that can be replayed."""
+        from ..errors import DegenerateDataError
+        from ..features import stages as F
+        from .stages import _load
+
+        if runs_df is None or "run_id" not in runs_df or len(runs_df) == 0:
+            raise DegenerateDataError("the replay model needs runs with a run_id column",
+                                      "export runs with `sparkpredict runs`, which keeps run_id")
+        runs, stages, tasks = _load(self.store, self.tables, [str(r) for r in runs_df["run_id"]])
+        if tasks is None or tasks.empty:
+            raise DegenerateDataError("none of these runs has task rows to replay",
+                                      "record with spark.sparkpredict.tasks=true or ingest event logs")
+        with_tasks = set(tasks["run_id"].unique())
+        self.runs_ = runs[runs["run_id"].isin(with_tasks)].drop_duplicates("run_id", keep="last") \
+            .set_index("run_id", drop=False)
+        self._stages, self._tasks = stages, tasks
+        self.stage_table_ = F.stage_table(self.runs_, stages, tasks)
+        self._timelines: dict[str, Timeline] = {}
+        self.n_runs_ = len(self.runs_)
+        ex = self._executors(self.runs_)
+        ib = self.runs_["input_bytes"].astype(float)
+        self.training_range_ = {"input_bytes": (float(ib.min()), float(ib.max())),
+                                "executors": (float(ex.min()), float(ex.max()))}
+        self.name_ = "replay"
+        self.self_errors_ = {r: simulate_timeline(self._timeline(r), [], host_cores=self.host_cores).self_error
+                             for r in list(self.runs_.index)[:50]}
+        self.cv_mape_, self._abs_rel = self._loo_errors()
+        return self
+
+    @staticmethod
+    def _executors(runs: "pd.DataFrame") -> "pd.Series":
+        e = runs["executors_requested"].astype(float) if "executors_requested" in runs else None
+        m = runs["executors_max"].astype(float)
+        return m if e is None else e.fillna(m)
+
+    def _timeline(self, run_id: str) -> Timeline:
+        if run_id not in self._timelines:
+            self._timelines[run_id] = Timeline.from_tables(
+                self.runs_.loc[[run_id]], self._stages[self._stages["run_id"] == run_id],
+                self._tasks[self._tasks["run_id"] == run_id], run_id)
+        return self._timelines[run_id]
+
+    def _reference(self, job, input_bytes: float, executors: float, exclude: str | None = None) -> str:
+        runs = self.runs_ if exclude is None else self.runs_.drop(index=exclude)
+        if job is not None and "job" in runs:
+            runs = runs[runs["job"] == job]
+        elif runs["job"].nunique() > 1:
+            raise InputError("the query has no job column and the model knows several jobs",
+                             "add a job column to the query rows")
+        if runs.empty:
+            raise UnknownJobError(f"no replayable runs of job {job!r}",
+                                  "fit on runs of that job recorded with task rows")
+        ib = runs["input_bytes"].astype(float).to_numpy()
+        ds = np.abs(np.log(np.maximum(ib, 1)) - math.log(max(input_bytes, 1))) \
+            if math.isfinite(input_bytes) else np.zeros(len(runs))
+        de = np.abs(self._executors(runs).to_numpy() - executors)
+        return str(runs.index[np.lexsort((de, np.round(ds, 6)))[0]])
+
+    def _sized(self, run_id: str, input_bytes: float, executors: float, cores: float) -> Timeline:
+        from ..features import stages as F
+
+        tl = self._timeline(run_id)
+        ref_bytes = float(self.runs_.loc[run_id, "input_bytes"])
+        if not self.scale_size or not (ref_bytes > 0 and math.isfinite(input_bytes)) or input_bytes == ref_bytes:
+            return tl
+        ratio = input_bytes / ref_bytes
+        t = self.stage_table_
+        rows = t[t["run_id"] == run_id].set_index(["stage_id", "stage_attempt_id"])
+        n_new = (tl.task_offsets[1:] - tl.task_offsets[:-1]).astype(float)
+        scale = np.ones(tl.n_stages)
+        slots = executors * cores
+        for i, key in enumerate(zip(tl.stage_ids.tolist(), tl.stage_attempts.tolist())):
+            if key not in rows.index:
+                continue
+            row = rows.loc[key]
+            par = row["default_parallelism"] if row["default_parallelism"] != row["task_slots"] else slots
+            conf = {"executors": executors, "executor_cores": cores, "task_slots": slots, "default_parallelism": par}
+            hist = t[t["signature"] == row["signature"]]
+            n = F.predict_num_tasks(hist, row, row["bytes_in"] * ratio, conf)
+            old_bpt = row["bytes_in"] / max(row["num_tasks"], 1) / 2**20
+            new_bpt = row["bytes_in"] * ratio / max(n, 1) / 2**20
+            n_new[i] = n if n_new[i] else 0
+            scale[i] = (new_bpt + 1) / (old_bpt + 1)
+        return tl.resized(n_new.astype(np.int64), scale)
+
+    def _predict_one(self, job, input_bytes: float, executors: float, cores: float | None,
+                     exclude: str | None = None) -> float:
+        ref = self._reference(job, input_bytes, executors, exclude)
+        tl = self._timeline(ref)
+        c = int(cores) if cores and math.isfinite(cores) else tl.cores
+        return replay(self._sized(ref, input_bytes, executors, c), int(executors), c,
+                      host_cores=self.host_cores).predicted_wall_s
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted runtime in seconds per query row (``input_bytes``, ``executors``, ...)."""
+        from .stages import _as_frame, _opt
+
+        if not hasattr(self, "runs_"):
+            from ..errors import NotFittedError
+            raise NotFittedError("the replay model is not fitted", "call fit(runs_df) first")
+        X = _as_frame(X)
+        return np.array([self._predict_one(q.get("job"), float(q.get("input_bytes", np.nan)),
+                                           float(q["executors"]), _opt(q.get("executor_cores")))
+                         for _, q in X.iterrows()])
+
+    def predict_interval(self, X, confidence: float = 0.9) -> dict:
+        """Point prediction and an interval from leave-one-run-out relative errors (or, with
+        one run, its self-check error)."""
+        if not 0 < confidence < 1:
+            raise InputError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.9")
+        from .stages import _as_frame, _opt
+
+        X = _as_frame(X)
+        p = self.predict(X)
+        q = np.full(len(X), float(np.quantile(self._abs_rel, confidence)) if len(self._abs_rel) else 0.0)
+        if self.n_runs_ < 5:
+            # Too few runs to measure errors away from the recording: widen with the distance
+            # to the replayed run (a heuristic: +5 % per doubling of executors, +10 % of size).
+            for i, (_, r) in enumerate(X.iterrows()):
+                ib, e = float(r.get("input_bytes", np.nan)), float(r["executors"])
+                ref = self.runs_.loc[self._reference(r.get("job"), ib, e)]
+                de = abs(math.log2(e / max(float(self._executors(self.runs_).loc[ref.name]), 1)))
+                ds = abs(math.log2(ib / float(ref["input_bytes"]))) if ib > 0 and ref["input_bytes"] > 0 else 0.0
+                q[i] += 0.05 * de + 0.10 * ds
+        return {"predicted_runtime_s": p, "lower_s": p * (1 - np.minimum(q, 0.95)), "upper_s": p * (1 + q)}
+
+    def _loo_errors(self) -> tuple[float, np.ndarray]:
+        """Predict each training run from the others (at most 40 runs); one run: its self-check."""
+        errs = []
+        runs = self.runs_
+        if len(runs) == 1:
+            e = np.array([abs(v) for v in self.self_errors_.values()])
+            return float(e.mean()), e
+        ex = self._executors(runs)
+        for run_id in list(runs.index)[:40]:
+            r = runs.loc[run_id]
+            others = runs.drop(index=run_id)
+            if "job" in runs and not (others["job"] == r.get("job")).any():
+                continue
+            real = float(r["wall_ms"]) / 1000
+            try:
+                pred = self._predict_one(r.get("job"), float(r["input_bytes"]), float(ex[run_id]),
+                                         float(r["executor_cores"]), exclude=run_id)
+            except Exception as exc:  # an error estimate must never break a fit
+                log.debug("leave-one-out for %s skipped: %s", run_id, exc)
+                continue
+            if real > 0:
+                errs.append(abs(pred - real) / real)
+        e = np.asarray(errs)
+        return (float(e.mean()) if len(e) else float("nan")), e
+
+
+__all__ += ["ReplayRuntimeModel"]

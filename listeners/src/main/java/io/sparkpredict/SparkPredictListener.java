@@ -17,7 +17,6 @@ import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.spark.SparkConf;
-import org.apache.spark.SparkContext;
 import org.apache.spark.executor.TaskMetrics;
 import org.apache.spark.scheduler.JobFailed;
 import org.apache.spark.scheduler.SparkListener;
@@ -146,7 +145,9 @@ public class SparkPredictListener extends SparkListener {
                 if (store == null || store.isEmpty()) {
                     store = System.getProperty("user.home") + "/.sparkpredict/store";
                 }
-                writer = new StoreWriter(store, SparkContext.getOrCreate().hadoopConfiguration(), writerVersion);
+                // Never touch SparkContext here: the listener is built inside its constructor.
+                writer = new StoreWriter(store, org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(conf),
+                    writerVersion);
                 installHooks();
                 LOG.info("sparkpredict listener {} recording into {}", writerVersion, store);
             }

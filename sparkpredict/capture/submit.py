@@ -1,0 +1,236 @@
+"""Run the real ``spark-submit`` with the sparkpredict listener attached.
+
+No shell is involved: arguments go to the process as a list. The user's own ``--conf``
+values win over ours; ``--jars`` and ``spark.extraListeners`` are merged, not replaced.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import KEY_INPUT_BYTES, KEY_JOB, LISTENER_CLASS, resolve_store
+from ..errors import ListenerError, StoreError
+from .listener import listener_conf, pyspark_home
+
+log = logging.getLogger(__name__)
+
+#: A per-submit tag: the listener copies every spark.* property into properties_json, so the
+#: runs this submit recorded are found exactly, even with other applications writing at once.
+KEY_SUBMIT_ID = "spark.sparkpredict.submitId"
+
+# spark-submit options that take a value (everything else before the app resource is a flag).
+_VALUE_OPTS = {
+    "--master", "--deploy-mode", "--class", "--name", "--jars", "--packages", "--exclude-packages",
+    "--repositories", "--py-files", "--files", "--archives", "--conf", "-c", "--properties-file",
+    "--driver-memory", "--driver-java-options", "--driver-library-path", "--driver-class-path",
+    "--executor-memory", "--proxy-user", "--driver-cores", "--total-executor-cores",
+    "--executor-cores", "--queue", "--num-executors", "--principal", "--keytab",
+}
+
+
+@dataclass
+class SubmitResult:
+    """What a submit did: spark-submit's exit code, the store, and the runs it recorded."""
+
+    returncode: int
+    store: str
+    run_ids: list[str] = field(default_factory=list)
+    command: list[str] = field(default_factory=list)
+
+
+def spark_submit_path() -> Path:
+    """``$SPARK_HOME/bin/spark-submit`` when SPARK_HOME is set, else the installed pyspark's."""
+    home = os.environ.get("SPARK_HOME")
+    candidates = [Path(home) / "bin" / "spark-submit"] if home else []
+    candidates.append(pyspark_home() / "bin" / "spark-submit")
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise ListenerError(f"no spark-submit found (looked at {', '.join(map(str, candidates))})",
+                        "set SPARK_HOME to a Spark distribution, or reinstall pyspark")
+
+
+def _split(args: list[str]) -> tuple[list[str], list[str]]:
+    """(spark-submit options, application resource + its arguments)."""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if not a.startswith("-"):
+            return args[:i], args[i:]
+        if a in _VALUE_OPTS:
+            i += 2
+        else:
+            i += 1  # a flag, or --opt=value
+    return args, []
+
+
+def _user_conf(opts: list[str]) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    i = 0
+    while i < len(opts):
+        a = opts[i]
+        val = None
+        if a in ("--conf", "-c") and i + 1 < len(opts):
+            val = opts[i + 1]
+            i += 1
+        elif a.startswith("--conf="):
+            val = a[len("--conf="):]
+        if val is not None and "=" in val:
+            k, v = val.split("=", 1)
+            conf[k] = v
+        i += 1
+    return conf
+
+
+def _opt_value(opts: list[str], name: str) -> str | None:
+    for i, a in enumerate(opts):
+        if a == name and i + 1 < len(opts):
+            return opts[i + 1]
+        if a.startswith(name + "="):
+            return a[len(name) + 1:]
+    return None
+
+
+def dynamic_allocation_enabled(spark_submit_args: list[str]) -> bool:
+    """Whether the user's spark-submit arguments turn on dynamic allocation."""
+    opts, _ = _split(spark_submit_args)
+    return _user_conf(opts).get("spark.dynamicAllocation.enabled", "").strip().lower() == "true"
+
+
+def build_command(spark_submit_args: list[str], *, store: str | None = None, job: str | None = None,
+                  executors: int | None = None, extra_conf: dict[str, str] | None = None,
+                  submit_id: str | None = None) -> list[str]:
+    """The spark-submit command line with the listener added (user values win)."""
+    opts, app = _split(list(spark_submit_args))
+    if not app:
+        raise ListenerError("no application given to spark-submit",
+                            "put the job after --, e.g. sparkpredict submit -- job.py ARGS")
+    user = _user_conf(opts)
+    ours = listener_conf(store=store, job=job)
+    jar = ours.pop("spark.jars")
+    ours.update(extra_conf or {})
+    if submit_id:
+        ours[KEY_SUBMIT_ID] = submit_id
+    new_opts = list(opts)
+    # --jars: append ours to the user's list.
+    jars = _opt_value(opts, "--jars")
+    if jars is None:
+        new_opts += ["--jars", jar]
+    else:
+        for i, a in enumerate(new_opts):
+            if a == "--jars":
+                new_opts[i + 1] = f"{jars},{jar}"
+            elif a.startswith("--jars="):
+                new_opts[i] = f"--jars={jars},{jar}"
+    listeners = [x.strip() for x in user.get("spark.extraListeners", "").split(",") if x.strip()]
+    if LISTENER_CLASS not in listeners:
+        listeners.append(LISTENER_CLASS)
+    for i, a in enumerate(new_opts):  # drop the user's extraListeners; the merged list replaces it
+        if a in ("--conf", "-c") and i + 1 < len(new_opts) and new_opts[i + 1].startswith("spark.extraListeners="):
+            new_opts[i + 1] = f"spark.extraListeners={','.join(listeners)}"
+    if "spark.extraListeners" not in user:
+        new_opts += ["--conf", f"spark.extraListeners={','.join(listeners)}"]
+    ours.pop("spark.extraListeners", None)
+    for k, v in ours.items():
+        if k in user:
+            if user[k] != v:
+                log.info("keeping the user's %s=%s (sparkpredict would set %s)", k, user[k], v)
+            continue
+        new_opts += ["--conf", f"{k}={v}"]
+    if executors is not None and _opt_value(opts, "--num-executors") is None \
+            and "spark.executor.instances" not in user:
+        new_opts += ["--num-executors", str(int(executors))]
+    return [str(spark_submit_path()), *new_opts, *app]
+
+
+def submit(spark_submit_args: list[str], *, store: str | None = None, job: str | None = None,
+           executors: int | None = None, extra_conf: dict[str, str] | None = None) -> SubmitResult:
+    """Run spark-submit with the listener; stream its output; return its exit code and runs.
+
+    Parameters
+    ----------
+    spark_submit_args : list of str
+        Everything you would pass to ``spark-submit`` (options, the application, its arguments).
+    store, job : str, optional
+        History store and job key (default: the embedded store; the application name).
+    executors : int, optional
+        Adds ``--num-executors`` unless the arguments already fix the executor count.
+    extra_conf : dict, optional
+        More ``--conf`` keys; the user's own ``--conf`` values win.
+
+    Returns
+    -------
+    SubmitResult
+        ``returncode`` of spark-submit, the resolved ``store`` and the ``run_ids`` recorded.
+        When spark-submit failed but the recorded run says running/succeeded (the driver's code
+        raised after its last Spark job), a corrected run row with status ``failed`` is appended.
+    """
+    resolved = resolve_store(store)
+    submit_id = uuid.uuid4().hex
+    cmd = build_command(spark_submit_args, store=resolved, job=job, executors=executors,
+                        extra_conf=extra_conf, submit_id=submit_id)
+    log.info("running %s", " ".join(cmd))
+    env = dict(os.environ)
+    env.setdefault("PYSPARK_PYTHON", _python())
+    proc = subprocess.Popen(cmd, env=env)  # output streams straight to ours; no shell
+    try:
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGTERM)  # lets the listener record the run as killed
+        try:
+            rc = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+        raise
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    run_ids = _record_outcome(resolved, submit_id, rc)
+    return SubmitResult(returncode=rc, store=resolved, run_ids=run_ids, command=cmd)
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable
+
+
+def _record_outcome(store_path: str, submit_id: str, rc: int) -> list[str]:
+    """Find this submit's runs; mark them failed when spark-submit failed but they say otherwise."""
+    from .. import store as store_mod
+
+    try:
+        st = store_mod.open(store_path)
+        runs = st.runs()
+    except StoreError as exc:
+        log.warning("cannot read the store %s after the run: %s", store_path, exc)
+        return []
+    if runs.empty:
+        return []
+    mine = runs[runs["properties_json"].fillna("").str.contains(submit_id, regex=False)]
+    run_ids = list(mine["run_id"])
+    if rc != 0:
+        stale = mine[mine["status"].isin(["running", "succeeded"])]
+        if not stale.empty:
+            fixed = stale.copy()
+            now = int(time.time() * 1000)
+            fixed["status"] = "failed"
+            fixed["error_message"] = fixed["error_message"].fillna(f"spark-submit exited with code {rc}")
+            fixed["updated_ms"] = [max(now, int(u) + 1) for u in stale["updated_ms"]]
+            if fixed["end_ms"].isna().any():
+                fixed.loc[fixed["end_ms"].isna(), "end_ms"] = now
+            fixed["wall_ms"] = fixed["end_ms"] - fixed["start_ms"]
+            st.append({"runs": fixed})
+            log.info("marked %s failed (spark-submit exit code %d)", ", ".join(fixed["run_id"]), rc)
+    return run_ids
+
+
+__all__ = ["SubmitResult", "submit", "build_command", "spark_submit_path", "dynamic_allocation_enabled",
+           "KEY_SUBMIT_ID", "KEY_INPUT_BYTES", "KEY_JOB"]

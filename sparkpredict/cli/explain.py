@@ -1,0 +1,72 @@
+"""``sparkpredict explain RUN_ID``: was this run slowed by interference, by how much, and why?"""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "explain", help="estimate a run's slowdown from interference and name the cause",
+        description="Compare a run with the clean runs of its job: expected and actual time, "
+                    "the measured and estimated degradation, the resource group (cpu, memory, "
+                    "network, disk) that caused it with its Shapley share, and the stages most "
+                    "affected.")
+    p.add_argument("run_id", metavar="RUN_ID", help="run id as recorded (see `sparkpredict runs`)")
+    p.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE)")
+    p.add_argument("--training-store", metavar="T",
+                   help="store of labelled clean/interfered runs to train the estimator on "
+                        "(default: the store itself when it holds labelled runs, else the "
+                        "bundled dataset)")
+    p.add_argument("--threshold", type=float, default=0.10, metavar="F",
+                   help="QoS threshold on the degradation, as a fraction (default 0.10)")
+    p.add_argument("--stages", type=int, default=3, metavar="N", help="stages to list (default 3)")
+    p.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    p.set_defaults(func=run)
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x * 100:+.1f} %"
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from .. import monitor
+    from ..errors import InputError
+    from ..store import io
+    from ..units import format_duration
+
+    if not 0 < args.threshold < 10:
+        raise InputError(f"--threshold {args.threshold} is not a fraction",
+                         "give e.g. 0.05, 0.10 or 0.20 (5, 10 or 20 %)")
+    store = io.open(args.store)
+    models = monitor.fit_monitor(args.training_store) if args.training_store else None
+    e = monitor.explain_run(args.run_id, store, models, threshold=args.threshold, top_stages=args.stages)
+    if args.json:
+        print(json.dumps(e.to_dict(), indent=2, default=str))
+        return 0
+    label = f", recorded interference: {e.label}" if e.label and e.label != "none" else ""
+    print(f"run {e.run_id} (job {e.job}{label})")
+    exp = format_duration(e.expected_ms / 1000) if e.expected_ms else "unknown (no clean runs)"
+    print(f"  actual   {format_duration(e.actual_ms / 1000)}   (sum of stage times)")
+    print(f"  expected {exp}   (median of {e.clean_runs} clean runs of the job, per stage)")
+    print(f"  degradation: measured {_pct(e.degradation)}, estimated from metrics "
+          f"{_pct(e.estimated_degradation)}")
+    verdict = "VIOLATED" if e.violated else "met"
+    print(f"  QoS at {e.threshold * 100:.0f} %: {verdict}   "
+          + "  ".join(f"{t * 100:.0f}%:{'over' if v else 'ok'}" for t, v in e.qos.items()))
+    if e.main_cause:
+        print(f"  main cause: {e.main_cause} ({e.main_share * 100:.0f} % of the estimated slowdown)")
+    else:
+        print("  main cause: none (the metrics show no slowdown)")
+    print("  contributions (Shapley, points of degradation): "
+          + ", ".join(f"{g} {v * 100:+.1f}" for g, v in e.contributions.items()))
+    if e.stages:
+        print("  stages most affected:")
+        for s in e.stages:
+            ref = f"{format_duration(s.expected_ms / 1000)} expected ({_pct(s.degradation)})" \
+                if s.expected_ms else f"estimated {_pct(s.estimated_degradation)}"
+            print(f"    stage {s.stage_id:<4} {format_duration(s.actual_ms / 1000):>8}  vs {ref}  "
+                  f"{s.name[:60]}")
+    return 0

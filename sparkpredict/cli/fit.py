@@ -1,0 +1,34 @@
+"""``sparkpredict fit RUNS --out MODEL_DIR``: fit one runtime model per job and save it (JSON)."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "fit", help="fit a runtime model per job from a runs table",
+        description="Fit every job's runtime model (the combined model by default) and save them "
+                    "as JSON in MODEL_DIR. No JVM is started.")
+    p.add_argument("runs", metavar="RUNS", help="runs table (CSV/Parquet) from `sparkpredict runs`")
+    p.add_argument("--out", required=True, metavar="MODEL_DIR")
+    p.add_argument("--kind", default="auto", help="model kind (default auto; see docs/models.md)")
+    p.add_argument("--random-state", type=int, default=0)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..features.runs import read_runs_file
+    from ..models.persist import fit_all, save_models
+
+    runs = read_runs_file(args.runs)
+    skipped: dict[str, str] = {}
+    models = fit_all(runs, random_state=args.random_state, kind=args.kind, skipped=skipped)
+    save_models(models, args.out, skipped=skipped)
+    width = max(len(j) for j in models)
+    for job, m in models.items():
+        print(f"{job:<{width}}  {m.name_:<26} runs {m.n_runs_:>5}  cv MAPE {100 * m.cv_mape_:6.2f} %")
+    for job, why in skipped.items():
+        print(f"{job:<{width}}  not fitted: {why}")
+    print(f"saved {len(models)} model(s) to {args.out}")
+    return 0

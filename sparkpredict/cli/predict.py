@@ -1,0 +1,71 @@
+"""``sparkpredict predict MODEL_DIR QUERY --out PRED.csv``: runtimes with 90 % intervals."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "predict", help="predict runtimes for a query table with saved models",
+        description="QUERY is CSV/Parquet with job, input_bytes, executors (executor_cores, "
+                    "executor_memory_mb and extra features optional). Writes the query's rows in "
+                    "order with predicted_runtime_s, lower_s, upper_s, model and extrapolation.")
+    p.add_argument("model_dir", metavar="MODEL_DIR")
+    p.add_argument("query", metavar="QUERY")
+    p.add_argument("--out", required=True, metavar="PRED.csv")
+    p.add_argument("--confidence", type=float, default=0.9)
+    p.set_defaults(func=run)
+
+
+def predict_table(models: dict, query: Any, confidence: float = 0.9) -> Any:
+    """Query rows in order + predicted_runtime_s, lower_s, upper_s, model, extrapolation."""
+    import numpy as np
+
+    from ..errors import InputError
+
+    missing = [c for c in ("job", "input_bytes", "executors") if c not in query.columns]
+    if missing:
+        raise InputError(f"query lacks column(s) {', '.join(missing)}",
+                         "give job, input_bytes and executors for every row")
+    out = query.copy()
+    n = len(out)
+    cols = {k: np.full(n, np.nan) for k in ("predicted_runtime_s", "lower_s", "upper_s", "extrapolation")}
+    names = np.empty(n, dtype=object)
+    jobs = out["job"].astype(str).to_numpy()
+    for job in sorted(set(jobs)):
+        idx = np.flatnonzero(jobs == job)
+        m = models[job]
+        X = {c: out[c].to_numpy()[idx] for c in out.columns if c != "job" and out[c].dtype.kind in "iuf"}
+        iv = m.predict_interval(X, confidence=confidence)
+        for k in ("predicted_runtime_s", "lower_s", "upper_s"):
+            cols[k][idx] = iv[k]
+        cols["extrapolation"][idx] = m.extrapolation(X)["max"]
+        names[idx] = m.name_
+    for k, v in cols.items():
+        out[k] = v
+    out["model"] = names
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from ..errors import InputError
+    from ..models.persist import load_models
+    from .runs import write_table
+
+    path = args.query
+    try:
+        query = pd.read_parquet(path) if path.endswith((".parquet", ".pq")) else pd.read_csv(path)
+    except FileNotFoundError as exc:
+        raise InputError(f"query file {path!r} not found", "give a CSV/Parquet with job, input_bytes, executors") from exc
+    except Exception as exc:
+        raise InputError(f"cannot read query {path!r}: {exc}", "give a CSV or Parquet file") from exc
+    if "job" not in query.columns:
+        raise InputError(f"query {path!r} lacks column job", "give job, input_bytes and executors for every row")
+    models = load_models(args.model_dir, jobs=sorted(set(query["job"].astype(str))))
+    out = predict_table(models, query, args.confidence)
+    write_table(out, args.out)
+    print(f"wrote {len(out)} predictions to {args.out}")
+    return 0

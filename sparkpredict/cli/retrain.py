@@ -1,0 +1,62 @@
+"""``sparkpredict retrain``: refit jobs with new runs into the store's model registry."""
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "retrain", help="refit the models of jobs with new runs into the store's registry",
+        description="Refit the whole-job runtime model of every job whose runs changed since the last "
+                    "retrain, and commit them to the store's model registry (STORE/_models). Without "
+                    "--spark/--local the faster path is chosen by the number of jobs to refit "
+                    "(see docs/retrain.md).")
+    p.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE or "
+                                   "~/.sparkpredict/store)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--spark", action="store_true", help="fit inside Spark (groupBy(job).applyInPandas)")
+    where.add_argument("--local", action="store_true", help="fit in this process, no JVM")
+    p.add_argument("--master", help="Spark master for --spark (default local[*]); implies --spark")
+    p.add_argument("--force", action="store_true", help="refit every job, changed or not")
+    p.add_argument("--kind", default="auto",
+                   help="model kind of every fit: auto (default), hybrid, an equation or an ML kind")
+    p.add_argument("--dry-run", action="store_true", help="only say which jobs would be refit, and how")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .. import retrain as RT
+    from ..errors import InputError
+
+    if args.local and args.master:
+        raise InputError("--local and --master contradict each other", "drop one of them")
+    use_spark = True if (args.spark or args.master) else (False if args.local else None)
+    if args.dry_run:
+        stale, n_jobs = RT.plan(args.store, force=args.force, kind=args.kind)
+        path = {True: "spark", False: "local", None: RT.choose_path(len(stale), args.kind)}[use_spark]
+        out = {"jobs": n_jobs, "to_refit": stale, "path": path, "crossover_jobs": RT.crossover_jobs(args.kind)}
+        if args.json:
+            print(json.dumps(out, indent=2))
+        else:
+            print(f"{len(stale)} of {n_jobs} job(s) would be refit on the {path} path "
+                  f"(Spark from {RT.crossover_jobs(args.kind)} jobs)")
+            for job in stale:
+                print(f"  {job}")
+        return 0
+    res = RT.retrain(args.store, use_spark=use_spark, master=args.master, force=args.force, kind=args.kind)
+    if args.json:
+        print(json.dumps({
+            "retrain_id": res.retrain_id, "path": res.fit_path, "master": res.master, "jobs": res.n_jobs,
+            "refit": res.refit, "unchanged": len(res.unchanged), "failed": res.failed,
+            "snapshot": res.snapshot, "seconds": round(res.seconds, 3)}, indent=2))
+    else:
+        where = res.fit_path + (f" ({res.master})" if res.master else "")
+        print(f"refit {len(res.refit)} of {res.n_jobs} job(s) on the {where} path in {res.seconds:.1f} s; "
+              f"{len(res.unchanged)} unchanged, {len(res.failed)} failed")
+        for job, why in sorted(res.failed.items()):
+            print(f"  not refit: {job}: {why}")
+        if res.snapshot:
+            print(f"registry: {res.snapshot}")
+    return 1 if res.failed and not res.refit and not res.unchanged else 0

@@ -1,0 +1,47 @@
+"""``sparkpredict runs``: export a history store's runs table to CSV or Parquet."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "runs", help="export the runs table (one row per succeeded run) to CSV/Parquet",
+        description="Write one row per succeeded run: run_id, job, input_bytes, executors, "
+                    "executor_cores, executor_memory_mb, runtime_s (+ post-run columns for "
+                    "inspection). The file is the input of `fit` and `evaluate`.")
+    p.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE)")
+    p.add_argument("--out", required=True, metavar="FILE", help="runs.csv or runs.parquet")
+    p.add_argument("--job", action="append", help="only this job (repeatable)")
+    p.set_defaults(func=run)
+
+
+def write_table(df: Any, path: str) -> None:
+    """Write CSV or Parquet atomically (temporary name + rename)."""
+    import os
+
+    tmp = f"{path}.tmp-{os.getpid()}"
+    if path.endswith((".parquet", ".pq")):
+        df.to_parquet(tmp, index=False)
+    else:
+        df.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..config import resolve_store
+    from ..errors import InputError
+    from ..features.runs import runs_table
+
+    df = runs_table(resolve_store(args.store))
+    if args.job:
+        unknown = sorted(set(args.job) - set(df["job"]))
+        if unknown:
+            raise InputError(f"no succeeded runs of job(s) {unknown} in the store; "
+                             f"jobs: {', '.join(sorted(set(df['job']))) or '(none)'}",
+                             "check the job name (spark.sparkpredict.job, default the app name)")
+        df = df[df["job"].isin(args.job)]
+    write_table(df, args.out)
+    print(f"wrote {len(df)} runs of {df['job'].nunique()} job(s) to {args.out}")
+    return 0

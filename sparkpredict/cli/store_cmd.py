@@ -1,0 +1,58 @@
+"""``sparkpredict store summary [--store S]``: what the history store holds."""
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("store", help="show what the history store holds",
+                              description="Inspect a sparkpredict history store.")
+    sub = p.add_subparsers(dest="store_command", metavar="ACTION")
+    s = sub.add_parser("summary", help="runs recorded, per job, with status and wall time")
+    s.add_argument("--store", help="history store path or URI (default: the embedded local store)")
+    s.add_argument("--last", type=int, default=10, help="list this many latest runs (default 10)")
+    s.set_defaults(func=_summary)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def store_summary(store: str | None = None):
+    """(per-job table, runs table) of the store, as pandas DataFrames."""
+    from .. import store as store_mod
+
+    st = store_mod.open(store)
+    runs = st.runs()
+    if runs.empty:
+        return runs, runs, st.path
+    per_job = runs.groupby("job", dropna=False).agg(
+        runs=("run_id", "size"),
+        succeeded=("status", lambda s: int((s == "succeeded").sum())),
+        last_start_ms=("start_ms", "max"),
+        median_wall_ms=("wall_ms", "median")).reset_index()
+    return per_job, runs, st.path
+
+
+def _summary(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from ..units import format_duration
+
+    per_job, runs, path = store_summary(args.store)
+    print(f"store {path}: {len(runs)} runs")
+    if runs.empty:
+        return 0
+
+    def when(ms: float) -> str:
+        return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+    print(f"\n{'job':<30} {'runs':>5} {'ok':>5} {'median wall':>12}  last start (UTC)")
+    for r in per_job.itertuples():
+        wall = format_duration(r.median_wall_ms / 1000) if r.median_wall_ms == r.median_wall_ms else "-"
+        print(f"{str(r.job):<30} {r.runs:>5} {r.succeeded:>5} {wall:>12}  {when(r.last_start_ms)}")
+    print(f"\nlatest {min(args.last, len(runs))} runs:")
+    print(f"{'run_id':<28} {'job':<24} {'status':<10} {'wall':>9} {'exec max':>8} {'tasks':>7}")
+    for r in runs.sort_values("start_ms").tail(args.last).itertuples():
+        wall = format_duration(r.wall_ms / 1000) if r.wall_ms == r.wall_ms else "-"
+        ex = "-" if r.executors_max != r.executors_max else int(r.executors_max)
+        nt = "-" if r.num_tasks != r.num_tasks else int(r.num_tasks)
+        print(f"{str(r.run_id):<28} {str(r.job):<24} {r.status:<10} {wall:>9} {ex:>8} {nt:>7}")
+    return 0

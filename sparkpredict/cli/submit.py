@@ -1,0 +1,78 @@
+"""``sparkpredict submit [options] -- <spark-submit args>``: run spark-submit, recording the run."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "submit", help="run spark-submit with the listener attached",
+        description="Run the real spark-submit with the sparkpredict listener; everything after -- "
+                    "goes to spark-submit unchanged (your own --conf values win).")
+    p.add_argument("--store", help="history store path or URI (default: the embedded local store)")
+    p.add_argument("--job", help="job key grouping runs of this job (default: the application name)")
+    p.add_argument("--executors", help="N, or 'auto' to take sparkpredict's advice (needs --job, --input-size)")
+    p.add_argument("--input-size", help="declared input size of this run, e.g. 120g")
+    p.add_argument("--deadline", help="with --executors auto: finish within this time, e.g. 30m")
+    p.add_argument("--objective", choices=["cost", "time", "knee"], default="cost",
+                   help="with --executors auto: what the advice optimises (default cost)")
+    p.add_argument("spark_args", nargs=argparse.REMAINDER, help="-- then spark-submit's arguments")
+    p.set_defaults(func=_run)
+
+
+def executor_settings(args: argparse.Namespace, spark_args: list[str], input_bytes: int | None
+                      ) -> tuple[int | None, dict[str, str]]:
+    """(--num-executors, extra --conf) from --executors N|auto; prints the advice's summary."""
+    from ..errors import InputError
+
+    if args.executors is None:
+        return None, {}
+    if args.executors != "auto":
+        try:
+            n = int(args.executors)
+        except ValueError:
+            raise InputError(f"--executors {args.executors!r} is not a number",
+                             "give a whole number of executors, or auto") from None
+        if n < 1:
+            raise InputError(f"--executors {n} must be at least 1", "give 1 or more, or auto")
+        return n, {}
+    if not args.job or input_bytes is None:
+        raise InputError("--executors auto needs --job and --input-size",
+                         "add e.g. --job nightly-etl --input-size 120g")
+    from ..advise import suggest_executors
+    from ..capture.submit import dynamic_allocation_enabled
+    from ..units import parse_duration
+
+    deadline = parse_duration(args.deadline) if args.deadline else None
+    advice = suggest_executors(args.job, input_bytes, deadline_s=deadline, objective=args.objective,
+                               store=args.store)
+    print(advice.summary(), flush=True)
+    if dynamic_allocation_enabled(spark_args):
+        lo, hi = advice.dynamic_allocation
+        return None, {"spark.dynamicAllocation.minExecutors": str(int(lo)),
+                      "spark.dynamicAllocation.maxExecutors": str(int(hi))}
+    return int(advice.executors), {}
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..capture.submit import submit
+    from ..config import KEY_INPUT_BYTES
+    from ..errors import InputError
+    from ..units import parse_bytes
+
+    spark_args = list(args.spark_args)
+    if spark_args and spark_args[0] == "--":
+        spark_args = spark_args[1:]
+    if not spark_args:
+        raise InputError("nothing to submit", "write: sparkpredict submit [options] -- job.py [args]")
+    input_bytes = parse_bytes(args.input_size) if args.input_size else None
+    executors, extra = executor_settings(args, spark_args, input_bytes)
+    if input_bytes is not None:
+        extra[KEY_INPUT_BYTES] = str(input_bytes)
+    result = submit(spark_args, store=args.store, job=args.job, executors=executors, extra_conf=extra)
+    if result.run_ids:
+        print(f"sparkpredict: recorded {', '.join(result.run_ids)} in {result.store}", file=sys.stderr)
+    else:
+        print(f"sparkpredict: no run was recorded in {result.store}", file=sys.stderr)
+    return result.returncode

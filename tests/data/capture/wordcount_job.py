@@ -1,0 +1,22 @@
+"""A small word count for capture tests: `spark-submit wordcount_job.py [--fail] [--sleep S]`.
+
+--fail raises in the driver after the Spark jobs succeeded (the listener sees no failed job;
+``sparkpredict submit`` must still mark the run failed). --sleep waits after the first job,
+so a test can kill the driver then.
+"""
+import sys
+import time
+
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.appName("wordcount-job").getOrCreate()
+sc = spark.sparkContext
+words = sc.parallelize(["a b c", "a b", "c d e f"] * 200, 4).flatMap(str.split)
+print("counts", sorted(words.map(lambda w: (w, 1)).reduceByKey(lambda a, b: a + b).collect())[:2], flush=True)
+if "--sleep" in sys.argv:
+    print("first job done", flush=True)
+    time.sleep(float(sys.argv[sys.argv.index("--sleep") + 1]))
+    words.count()
+if "--fail" in sys.argv:
+    raise SystemExit("driver failed on purpose")
+spark.stop()

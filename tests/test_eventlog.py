@@ -1,0 +1,240 @@
+"""Event-log ingest on real logs: every shared log, every codec, rolling and in-progress forms.
+
+Expected counts are computed here independently of sparkpredict: pyarrow's zstd stream (or the
+plain bytes) and ``json.loads`` of every line, as the issue's reference does.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from sparkpredict import store
+from sparkpredict.capture.eventlog import ingest_event_logs, parse_event_log
+from sparkpredict.errors import IngestError
+from sparkpredict.store import schema as S
+
+LOGS = Path(__file__).parent / "data" / "eventlogs"
+SHARED = sorted(p.name for p in LOGS.glob("*") if p.suffix in (".zstd", ".json"))
+SPARK4 = LOGS / "spark4"
+PLAIN4 = SPARK4 / "local-1795969313432"  # the same job logged uncompressed
+
+
+@functools.lru_cache(maxsize=None)
+def reference(name: str) -> dict:
+    """Counts and sums from decoding every line of the log with json.loads."""
+    path = LOGS / name
+    if path.suffix == ".zstd":
+        data = pa.CompressedInputStream(pa.OSFile(str(path)), "zstd").read()
+    else:
+        data = path.read_bytes()
+    out = {"StageCompleted": 0, "TaskEnd": 0, "ExecutorAdded": 0, "ExecutorRemoved": 0,
+           "run_time": 0, "shuffle_write": 0, "input": 0, "stages": {}}
+    for line in data.splitlines():
+        if not line.strip():
+            continue
+        ev = json.loads(line)
+        kind = ev["Event"].replace("SparkListener", "")
+        if kind in out:
+            out[kind] += 1
+        if kind == "StageCompleted":
+            si = ev["Stage Info"]
+            out["stages"][(si["Stage ID"], si["Stage Attempt ID"])] = si["Number of Tasks"]
+        if kind == "TaskEnd" and ev.get("Task Metrics"):
+            tm = ev["Task Metrics"]
+            out["run_time"] += tm["Executor Run Time"]
+            out["shuffle_write"] += tm["Shuffle Write Metrics"]["Shuffle Bytes Written"]
+            out["input"] += tm["Input Metrics"]["Bytes Read"]
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def parsed(name: str):
+    return parse_event_log(LOGS / name)
+
+
+def assert_stage_sums_match_tasks(tables: dict[str, pa.Table]) -> None:
+    tasks, stages = tables["tasks"], tables["stages"]
+    agg = tasks.group_by(["stage_id", "stage_attempt_id"]).aggregate(
+        [(m, "sum") for m in S.METRIC_NAMES] + [("task_id", "count")])
+    by_key = {(r["stage_id"], r["stage_attempt_id"]): r for r in agg.to_pylist()}
+    for st in stages.to_pylist():
+        t = by_key.get((st["stage_id"], st["stage_attempt_id"]))
+        assert st["num_task_rows"] == (t["task_id_count"] if t else 0)
+        for m in S.METRIC_NAMES:
+            assert st[m] == pytest.approx(t[f"{m}_sum"] if t else 0), (st["stage_id"], m)
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_shared_log_rows_equal_its_events(name):
+    ref, got = reference(name), parsed(name)
+    assert got.tables["stages"].num_rows == ref["StageCompleted"]
+    assert got.tables["tasks"].num_rows == ref["TaskEnd"]
+    assert got.tables["executors"].num_rows == ref["ExecutorAdded"]
+    run = got.tables["runs"].to_pylist()[0]
+    assert run["num_tasks"] == ref["TaskEnd"] and run["num_stages"] == ref["StageCompleted"]
+    assert run["executor_run_time_ms"] == ref["run_time"]
+    assert run["shuffle_write_bytes"] == ref["shuffle_write"]
+    assert (pc.sum(got.tables["tasks"]["input_bytes"]).as_py() or 0) == ref["input"]
+    got_stages = {(s["stage_id"], s["stage_attempt_id"]): s["num_tasks"]
+                  for s in got.tables["stages"].to_pylist()}
+    assert got_stages == ref["stages"]
+    assert_stage_sums_match_tasks(got.tables)
+    for table, t in got.tables.items():
+        assert t.schema.equals(S.TABLES[table], check_metadata=False)
+
+
+def test_dynamic_allocation_timeline_15_added_14_removed():
+    got = parsed("eventlog_4nodes_8cores_dynamic_alloc.zstd")
+    ex = got.tables["executors"]
+    assert ex.num_rows == 15
+    assert ex["removed_ms"].null_count == 1 and pc.count(ex["removed_ms"]).as_py() == 14
+    run = got.tables["runs"].to_pylist()[0]
+    assert 1 <= run["executors_mean"] < run["executors_max"] <= 15
+    assert run["status"] == "succeeded" and run["end_ms"] - run["start_ms"] == run["wall_ms"]
+
+
+def test_run_row_fields_from_environment_and_app_events():
+    run = parsed("nds_q72_dataproc_2_2.zstd").tables["runs"].to_pylist()[0]
+    props = json.loads(run["properties_json"])
+    assert run["spark_version"] == "3.5.3" and run["master"] == props["spark.master"] == "yarn"
+    assert all(k.startswith("spark.") for k in props) and "spark.executor.memory" in props
+    assert run["executors_max"] == 8 and run["executor_cores"] == 16 and run["task_slots"] == 128
+    assert run["input_bytes_source"] == "measured" and run["input_bytes"] > 18e9
+    assert run["job"] == run["app_name"] and run["source"] == "eventlog"
+
+
+def test_log_without_application_end_is_incomplete():
+    got = parsed("nds_q88_photon_db_13_3.zstd")
+    run = got.tables["runs"].to_pylist()[0]
+    assert run["status"] == "incomplete" and run["end_ms"] is None and run["wall_ms"] > 0
+    assert any("ApplicationEnd" in w for w in got.warnings)
+
+
+def test_spark_2_3_peak_memory_from_accumulables_and_failed_tasks_counted():
+    tasks = parsed("sparklens_local-1532512550423.json").tables["tasks"]
+    assert tasks.num_rows == 8 and pc.all(pc.equal(tasks["status"], "SUCCESS")).as_py()
+    failed = parsed("tasks_executors_fail_compressed_eventlog.zstd")
+    run = failed.tables["runs"].to_pylist()[0]
+    assert run["num_failed_tasks"] == pc.sum(failed.tables["stages"]["num_failed_tasks"]).as_py() > 0
+
+
+# ---- Spark 4 logs written by Spark itself, in every codec ------------------------------------
+CODEC_LOGS = sorted(p.name for p in SPARK4.glob("local-*"))
+
+
+@pytest.mark.parametrize("name", CODEC_LOGS)
+def test_every_spark_codec_gives_the_same_rows(name):
+    """The same job was logged with each codec: identical counts and record totals."""
+    plain = parse_event_log(PLAIN4).tables
+    got = parse_event_log(SPARK4 / name)
+    assert not got.warnings and got.status == "succeeded"
+    for table in ("stages", "tasks"):
+        assert got.tables[table].num_rows == plain[table].num_rows > 0
+    for col in ("shuffle_write_records", "shuffle_read_records", "result_size_bytes"):
+        assert pc.sum(got.tables["tasks"][col]).as_py() > 0
+    for col in ("shuffle_write_records", "shuffle_read_records"):
+        assert pc.sum(got.tables["tasks"][col]).as_py() == pc.sum(plain["tasks"][col]).as_py()
+    assert got.tables["runs"]["spark_version"][0].as_py().startswith("4.")
+    assert_stage_sums_match_tasks(got.tables)
+
+
+def test_rolling_folder_with_several_files(tmp_path):
+    folder = next(SPARK4.glob("eventlog_v2_*"))
+    assert len(list(folder.glob("events_*"))) >= 2
+    got = parse_event_log(folder)
+    assert got.status == "succeeded" and not got.warnings
+    assert got.tables["tasks"].num_rows == 5005 and got.tables["stages"].num_rows == 4
+    assert_stage_sums_match_tasks(got.tables)
+    # The same folder while the application was still running: status marker .inprogress.
+    live = tmp_path / folder.name
+    shutil.copytree(folder, live)
+    for f in live.glob("appstatus_*"):
+        f.rename(f.with_name(f.name + ".inprogress"))
+    assert parse_event_log(live).status == "incomplete"
+
+
+def test_inprogress_suffix_and_truncated_last_line(tmp_path):
+    src = PLAIN4
+    lines = src.read_bytes().splitlines(keepends=True)
+    n_task_end = sum(b'"SparkListenerTaskEnd"' in ln for ln in lines)
+    cut = [i for i, ln in enumerate(lines) if b'"SparkListenerTaskEnd"' in ln][-1]
+    log = tmp_path / (src.name + ".inprogress")
+    log.write_bytes(b"".join(lines[:cut]) + lines[cut][: len(lines[cut]) // 2])
+    got = parse_event_log(log)
+    assert got.status == "incomplete" and got.tables["runs"]["end_ms"][0].as_py() is None
+    assert got.tables["tasks"].num_rows == n_task_end - 1
+    assert any("truncated" in w for w in got.warnings)
+
+
+def test_unknown_events_and_key_order_are_fine(tmp_path):
+    src = PLAIN4
+    lines = src.read_bytes().splitlines()
+    extra = [b'{"Event":"com.example.MyListenerEvent","payload":[1,2,3]}', b"",
+             b'{"Stage ID":0,"Event":"SparkListenerJobStart","Job ID":99,"Stage IDs":[]}']
+    log = tmp_path / "app"
+    log.write_bytes(b"\n".join(lines[:3] + extra + lines[3:]) + b"\n")
+    got = parse_event_log(log)
+    assert not got.warnings
+    assert got.tables["runs"]["num_jobs"][0].as_py() == sum(b"JobStart" in ln for ln in lines) + 1
+
+
+def test_corrupt_and_foreign_files_fail_alone(tmp_path):
+    src = next(SPARK4.glob("local-*.zstd"))
+    cut = tmp_path / "cut.zstd"
+    cut.write_bytes(src.read_bytes()[: src.stat().st_size * 3 // 4])
+    got = parse_event_log(cut)
+    assert got.status == "incomplete" and any("ends early" in w for w in got.warnings)
+    bad = tmp_path / "noise.lz4"
+    bad.write_bytes(b"\x00garbage" * 100)
+    with pytest.raises(IngestError, match="cannot decode as lz4"):
+        parse_event_log(bad)
+    text = tmp_path / "notes"
+    text.write_text("hello\nworld\n")
+    with pytest.raises(IngestError, match="no SparkListenerApplicationStart"):
+        parse_event_log(text)
+
+
+# ---- ingest into a store: idempotence and atomicity ------------------------------------------
+def test_ingest_is_idempotent_and_reads_only_new_logs(tmp_path):
+    folder = tmp_path / "history"
+    folder.mkdir()
+    small = sorted(SPARK4.glob("local-*"))
+    shutil.copy(small[0], folder)
+    shutil.copy(LOGS / "sparklens_local-1532512550423.json", folder)
+    st = store.open(tmp_path / "st", create=True)
+    r1 = ingest_event_logs(folder, st)
+    assert (r1.files_ingested, r1.files_failed, r1.runs_added) == (2, 0, 2)
+    n_tasks = len(st.tasks())
+    r2 = ingest_event_logs(folder, st)
+    assert (r2.files_unchanged, r2.files_ingested) == (2, 0)
+    shutil.copy(LOGS / "rp_nosql_eventlog.json", folder)
+    r3 = ingest_event_logs(folder, st)
+    assert (r3.files_unchanged, r3.files_ingested) == (2, 1)
+    # The same application under another name adds nothing.
+    shutil.copy(small[0], tmp_path / ("renamed-copy" + small[0].suffix))
+    r4 = ingest_event_logs(tmp_path / ("renamed-copy" + small[0].suffix), st)
+    assert r4.files_existing == 1 and r4.runs_added == 0
+    assert len(st.runs()) == 3 and len(st.tasks()) == n_tasks + 4
+    runs = st.runs()
+    assert set(runs.source) == {"eventlog"} and runs.source_fingerprint.notna().all()
+
+
+def test_bad_file_does_not_stop_the_others(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "broken.snappy").write_bytes(b"\x82SNAPPY\x00" + b"\xff" * 40)
+    shutil.copy(LOGS / "sparklens_local-1532512550423.json", tmp_path / "logs")
+    st = store.open(tmp_path / "st", create=True)
+    r = ingest_event_logs(tmp_path / "logs", st)
+    assert (r.files_ingested, r.files_failed) == (1, 1)
+    assert "broken.snappy" in next(iter(r.errors))
+    assert list(st.runs().run_id) == ["local-1532512550423"]
+    with pytest.raises(IngestError):
+        ingest_event_logs(tmp_path / "logs" / "broken.snappy", st, on_error="raise")
+    with pytest.raises(IngestError, match="no such file"):
+        ingest_event_logs(tmp_path / "missing", st)

@@ -1,0 +1,188 @@
+"""JobRuntimeModel (combined model) and persistence: accuracy on synthetic jobs, JSON round trip,
+numpy-only load path, determinism, row-order independence, intervals, degenerate inputs."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sparkpredict.errors import DegenerateDataError, InputError, ModelError, NotFittedError, UnknownJobError
+from sparkpredict.models.hybrid import JobRuntimeModel
+from sparkpredict.models.persist import fit_all, fit_job, load_models, save_models
+
+GIB = 2**30
+
+
+def synthetic_job(job="etl", noise=0.02, seed=0, cliff=True, sizes=(8, 12, 16, 20, 24), execs=(2, 4, 6, 8, 10, 12)):
+    """Amdahl-shaped job (S in GiB) that slows 2.5x once input per executor exceeds 9 GiB (memory)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for s in sizes:
+        for e in execs:
+            for r in range(5):
+                t = 40 * s / e + 1.5 * s + 25
+                if cliff and s / e > 9:
+                    t *= 2.5
+                rows.append({"run_id": f"{job}-{s}-{e}-{r}", "job": job, "input_bytes": s * GIB,
+                             "executors": e, "executor_cores": 4, "executor_memory_mb": 16384,
+                             "runtime_s": t * (1 + noise * rng.standard_normal())})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def job():
+    return synthetic_job()
+
+
+@pytest.fixture(scope="module")
+def model(job):
+    return JobRuntimeModel().fit(job)
+
+
+def test_combined_model_fits_and_reports(model, job):
+    assert model.n_runs_ == len(job)
+    assert model.training_range_["input_bytes"] == (8 * GIB, 24 * GIB)
+    assert model.feature_names_[:4] == ["input_bytes", "executors", "executor_cores", "executor_memory_mb"]
+    assert 0 < model.cv_mape_ < 0.2
+    assert model.name_ in model.candidates_
+    pred = model.predict(job)
+    # the cliff is inside the data, so the combined model must learn it (noise is 2 %)
+    assert np.mean(np.abs(pred / job["runtime_s"] - 1)) < 0.04
+
+
+def test_combined_beats_equation_inside_range(model, job):
+    eq = JobRuntimeModel(kind="amdahl").fit(job)
+    y = job["runtime_s"].to_numpy()
+    assert np.mean(np.abs(model.predict(job) / y - 1)) < np.mean(np.abs(eq.predict(job) / y - 1))
+
+
+def test_round_trip_is_exact_and_json_safe(model, job):
+    d = json.loads(json.dumps(model.to_dict()))
+    m2 = JobRuntimeModel.from_dict(d)
+    q = {"input_bytes": np.array([5, 10, 30, 60]) * GIB, "executors": np.array([1, 3, 9, 30])}
+    np.testing.assert_array_equal(model.predict(q), m2.predict(q))
+    for k, v in model.predict_interval(q).items():
+        np.testing.assert_array_equal(v, m2.predict_interval(q)[k])
+    assert (m2.name_, m2.n_runs_, m2.cv_mape_) == (model.name_, model.n_runs_, model.cv_mape_)
+    bad = dict(d, version=d["version"] + 1)
+    with pytest.raises(ModelError, match="format version"):
+        JobRuntimeModel.from_dict(bad)
+
+
+def test_deterministic_and_row_order_free(job):
+    a = JobRuntimeModel(random_state=0).fit(job).to_dict()
+    shuffled = job.sample(frac=1.0, random_state=7).reset_index(drop=True)
+    b = fit_job(shuffled, random_state=0).to_dict()
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def test_optional_columns_default_and_broadcast(model):
+    q_min = {"input_bytes": [10 * GIB], "executors": [4]}
+    q_full = dict(q_min, executor_cores=[4], executor_memory_mb=[16384])
+    assert model.predict(q_min)[0] == model.predict(q_full)[0]
+    both = model.predict({"input_bytes": 10 * GIB, "executors": np.array([2, 4, 8])})
+    assert both.shape == (3,) and both[0] > both[1] > both[2]
+
+
+def test_extrapolation_distances(model):
+    x = model.extrapolation({"input_bytes": np.array([16, 48, 4]) * GIB, "executors": np.array([6, 6, 24])})
+    np.testing.assert_allclose(x["input_bytes"], [0.0, 1.0, 1.0])
+    np.testing.assert_allclose(x["executors"], [0.0, 0.0, 1.0])
+    np.testing.assert_allclose(x["max"], [0.0, 1.0, 1.0])
+
+
+def test_interval_contains_prediction_and_widens_outside(model):
+    q = {"input_bytes": np.array([16, 40]) * GIB, "executors": np.array([6, 6])}
+    iv = model.predict_interval(q, confidence=0.9)
+    assert np.all(iv["lower_s"] <= iv["predicted_runtime_s"]) and np.all(iv["predicted_runtime_s"] <= iv["upper_s"])
+    rel = iv["upper_s"] / iv["lower_s"]
+    assert rel[1] > rel[0]  # 67 % beyond the largest size seen: wider
+    iv50 = model.predict_interval(q, confidence=0.5)
+    assert np.all(iv50["upper_s"] - iv50["lower_s"] <= iv["upper_s"] - iv["lower_s"])
+    with pytest.raises(InputError, match="confidence"):
+        model.predict_interval(q, confidence=1.5)
+
+
+def test_interval_coverage_on_fresh_runs(model):
+    fresh = synthetic_job(seed=11)
+    iv = model.predict_interval(fresh, confidence=0.9)
+    y = fresh["runtime_s"].to_numpy()
+    cover = np.mean((y >= iv["lower_s"]) & (y <= iv["upper_s"]))
+    assert 0.8 <= cover <= 0.99
+
+
+def test_load_path_needs_numpy_only(model, tmp_path):
+    save_models({"etl": model}, tmp_path / "m")
+    code = ("import sys; from sparkpredict.models.persist import load_models;"
+            f"m = load_models({str(tmp_path / 'm')!r})['etl'];"
+            "p = m.predict_interval({'input_bytes': [1e10], 'executors': [4]});"
+            "bad = sorted(k for k in sys.modules if k.split('.')[0] in ('pandas', 'sklearn', 'scipy', 'pyspark'));"
+            "print(repr(float(p['predicted_runtime_s'][0])), bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONHASHSEED": "0"}).stdout.split(" ", 1)
+    assert out[1].strip() == "[]"
+    assert float(out[0]) == model.predict({"input_bytes": [1e10], "executors": [4]})[0]
+
+
+def test_persist_fit_all_save_load(tmp_path):
+    runs = pd.concat([synthetic_job("a", cliff=False), synthetic_job("b", seed=2),
+                      synthetic_job("c", execs=(4,))], ignore_index=True)
+    skipped: dict[str, str] = {}
+    models = fit_all(runs, skipped=skipped)
+    assert sorted(models) == ["a", "b"]
+    assert "one executor count" in skipped["c"] or "executor counts" in skipped["c"]
+    save_models(models, tmp_path / "out", skipped=skipped)
+    loaded = load_models(tmp_path / "out")
+    q = {"input_bytes": [12 * GIB], "executors": [5]}
+    assert loaded["a"].predict(q)[0] == models["a"].predict(q)[0]
+    with pytest.raises(UnknownJobError, match=r"no model for job\(s\) 'zzz'; known jobs: a, b"):
+        load_models(tmp_path / "out", jobs=["zzz"])
+    with pytest.raises(UnknownJobError, match="'c' was not fitted"):
+        load_models(tmp_path / "out", jobs=["c"])
+    idx = tmp_path / "out" / "sparkpredict_models.json"
+    meta = json.loads(idx.read_text())
+    idx.write_text(json.dumps(dict(meta, version=0)))
+    with pytest.raises(ModelError, match="format version 0"):
+        load_models(tmp_path / "out")
+    with pytest.raises(InputError, match="no sparkpredict models"):
+        load_models(tmp_path / "nowhere")
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "x.txt").write_text("x")
+    with pytest.raises(InputError, match="holds other files"):
+        save_models(models, tmp_path / "foreign")
+
+
+def test_degenerate_jobs():
+    with pytest.raises(NotFittedError):
+        JobRuntimeModel().predict({"input_bytes": [1], "executors": [1]})
+    with pytest.raises(InputError, match="unknown model kind"):
+        JobRuntimeModel(kind="magic").fit(synthetic_job())
+    with pytest.raises(InputError, match="2 jobs"):
+        JobRuntimeModel().fit(pd.concat([synthetic_job("a"), synthetic_job("b")]))
+    with pytest.raises(InputError, match="runtime_s"):
+        JobRuntimeModel().fit(synthetic_job().drop(columns="runtime_s"))
+    with pytest.raises(DegenerateDataError, match="executor count"):
+        JobRuntimeModel().fit(synthetic_job(execs=(4,)))
+    with pytest.raises(DegenerateDataError, match="usable runs"):
+        JobRuntimeModel().fit(synthetic_job().head(3))
+    tiny = synthetic_job(sizes=(8, 16), execs=(2, 4))
+    bad = tiny.copy()
+    bad.loc[0, "runtime_s"] = np.nan
+    bad.loc[1, "runtime_s"] = -3.0
+    bad.loc[2, "input_bytes"] = 0
+    m = JobRuntimeModel(kind="amdahl").fit(bad)
+    assert m.dropped_runs_ == 3 and m.n_runs_ == len(tiny) - 3
+
+
+def test_single_size_is_a_documented_fallback():
+    one = synthetic_job(sizes=(16,), cliff=False, noise=0.01)
+    m = JobRuntimeModel().fit(one)
+    y = one["runtime_s"].to_numpy()
+    assert np.mean(np.abs(m.predict(one) / y - 1)) < 0.03
+    x = m.extrapolation({"input_bytes": [32 * GIB], "executors": [4]})
+    assert x["input_bytes"][0] == pytest.approx(1.0)

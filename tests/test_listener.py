@@ -1,0 +1,180 @@
+"""The JVM listener in a real Spark application (one JVM per pytest process, via ``spark_app``)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sparkpredict import store as store_mod
+from sparkpredict.store import schema as S
+
+pytestmark = pytest.mark.spark
+
+
+def _wordcount_and_groupby(spark) -> None:
+    sc = spark.sparkContext
+    lines = ["the quick brown fox", "jumps over the lazy dog", "the end"] * 400
+    counts = sc.parallelize(lines, 6).flatMap(str.split).map(lambda w: (w, 1)).reduceByKey(lambda a, b: a + b)
+    assert dict(counts.collect())["the"] == 1200
+    df = spark.createDataFrame([(i % 7, i) for i in range(5000)], ["k", "v"])
+    rows = df.groupBy("k").sum("v").collect()
+    assert len(rows) == 7
+
+
+def _check_stage_sums(stages: pd.DataFrame, tasks: pd.DataFrame) -> None:
+    """Every stage's metric sums equal the sums over its task rows; quantiles match numpy's."""
+    by = tasks.groupby(["run_id", "stage_id", "stage_attempt_id"])
+    sums = by[S.METRIC_NAMES].sum()
+    for st in stages.itertuples(index=False):
+        key = (st.run_id, st.stage_id, st.stage_attempt_id)
+        assert st.num_task_rows == len(by.get_group(key)), key
+        for col in S.METRIC_NAMES:
+            want, got = sums.loc[key, col], getattr(st, col)
+            assert np.isclose(got, want, rtol=1e-9, atol=1e-6), (key, col, got, want)
+        d = by.get_group(key)["duration_ms"].to_numpy(dtype=float)
+        assert st.task_duration_min_ms == d.min() and st.task_duration_max_ms == d.max()
+        assert np.isclose(st.task_duration_median_ms, np.quantile(d, 0.5))
+        assert np.isclose(st.task_duration_p90_ms, np.quantile(d, 0.9))
+
+
+@pytest.mark.cluster
+def test_local_cluster_wordcount_groupby_records_consistent_rows(spark_app, tmp_path):
+    store = tmp_path / "store"
+    with spark_app(store, job="wc-cluster", master="local-cluster[2,1,1024]",
+                   conf={"spark.executor.memory": "512m"}) as spark:
+        _wordcount_and_groupby(spark)
+        app_id = spark.sparkContext.applicationId
+    st = store_mod.open(store)
+    runs, stages, tasks, execs = st.runs(), st.stages(), st.tasks(), st.executors()
+    assert list(runs["run_id"]) == [app_id]
+    run = runs.iloc[0]
+    assert run.status == "succeeded" and run.job == "wc-cluster" and run.source == "listener"
+    assert run.master == "local-cluster[2,1,1024]" and run.executors_requested == 2
+    assert run.executors_max == 2 and run.executor_cores == 1 and run.task_slots == 2
+    assert 0 < run.executors_mean <= 2
+    assert run.executor_memory_mb == 512
+    props = json.loads(run.properties_json)
+    assert props["spark.executor.memory"] == "512m" and props["spark.sparkpredict.job"] == "wc-cluster"
+    assert run.end_ms >= run.start_ms and run.wall_ms == run.end_ms - run.start_ms
+    # rows of the tables agree with each other
+    assert len(tasks) == run.num_tasks and run.num_failed_tasks == 0
+    assert len(stages) == run.num_stages and run.num_jobs >= 2
+    assert run.shuffle_write_bytes == tasks["shuffle_write_bytes"].sum() > 0
+    assert run.shuffle_read_bytes == tasks["shuffle_read_bytes"].sum() > 0
+    assert run.executor_run_time_ms == tasks["executor_run_time_ms"].sum()
+    _check_stage_sums(stages, tasks)
+    shuffle_map = stages[stages["shuffle_write_bytes"] > 0]
+    reducers = stages[stages["shuffle_read_bytes"] > 0]
+    assert len(shuffle_map) >= 2 and len(reducers) >= 2
+    assert (reducers["shuffle_remote_read_bytes"] + reducers["shuffle_local_read_bytes"]
+            == reducers["shuffle_read_bytes"]).all()
+    assert all(json.loads(p) for p in reducers["parent_stage_ids_json"])
+    assert stages["job_id"].notna().all() and (stages["status"] == "succeeded").all()
+    # tasks ran on the two executors, never on the driver
+    assert set(tasks["executor_id"]) == {"0", "1"} == set(execs["executor_id"])
+    assert (execs["cores"] == 1).all() and (execs["memory_mb"] == 512).all()
+    assert (tasks["status"] == "SUCCESS").all()
+    assert (tasks["duration_ms"] == tasks["finish_ms"] - tasks["launch_ms"]).all()
+
+
+def test_failed_job_records_failed_run_and_store_reads_in_spark(spark_app, tmp_path):
+    store = tmp_path / "store"
+    with spark_app(store, job="fails") as spark:
+        def boom(x):
+            raise ValueError("boom on purpose")
+
+        with pytest.raises(Exception, match="boom on purpose"):
+            spark.sparkContext.parallelize(range(4), 2).map(boom).collect()
+    run = store_mod.open(store).runs().iloc[0]
+    assert run.status == "failed" and "boom on purpose" in run.error_message
+    assert run.num_failed_tasks >= 1 and run.end_ms is not None
+    # the files are plain Parquet that Spark itself reads (hidden temp names are skipped)
+    with spark_app(tmp_path / "other", job="reader") as spark:
+        runs = spark.read.parquet(str(store / "runs"))
+        assert set(runs.columns) == set(S.TABLES["runs"].names)
+        statuses = [r.status for r in runs.collect()]
+        assert statuses[-1] == "failed" or "failed" in statuses
+        assert spark.read.parquet(str(store / "stages")).count() >= 1
+        assert spark.read.parquet(str(store / "tasks")).filter("status != 'SUCCESS'").count() >= 1
+
+
+def test_foreign_folder_is_left_alone_and_app_succeeds(spark_app, tmp_path):
+    from sparkpredict.capture.listener import listener_error
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    (folder / "holiday.jpg").write_bytes(b"not a store")
+    with spark_app(folder, job="foreign") as spark:
+        assert spark.sparkContext.parallelize(range(100), 2).sum() == 4950
+        err = listener_error(spark)
+    assert err is not None and "not a sparkpredict store" in err and "holiday.jpg" in err
+    assert sorted(p.name for p in folder.iterdir()) == ["holiday.jpg"]
+
+
+def test_unwritable_store_keeps_rows_until_it_can_write(spark_app, tmp_path):
+    """The store's parent is a file: flushes fail (logged once) and the rows are kept; once
+    the path becomes writable, the next flush writes everything, earlier jobs included."""
+    from sparkpredict.capture.listener import listener_error
+
+    blocker = tmp_path / "blocked"
+    blocker.write_text("a file where the store's parent folder should be")
+    store = blocker / "store"
+    with spark_app(store, job="unwritable") as spark:
+        sc = spark.sparkContext
+        assert sc.parallelize(range(10), 2).count() == 10
+        err = listener_error(spark)
+        assert err is not None and "cannot write to store" in err
+        blocker.unlink()
+        assert sc.parallelize(range(10), 3).map(lambda x: (x % 2, x)).reduceByKey(lambda a, b: a + b).count() == 2
+    st = store_mod.open(store)
+    run = st.runs().iloc[0]
+    assert run.status == "succeeded" and run.num_jobs == 2
+    stages = st.stages()
+    assert sorted(stages["job_id"].unique()) == [0, 1]  # the first job's rows were not lost
+    assert len(st.tasks()) == run.num_tasks == 2 + 3 + 3
+
+
+def test_tasks_off_and_declared_input(spark_app, tmp_path):
+    store = tmp_path / "store"
+    with spark_app(store, job="no-tasks", conf={"spark.sparkpredict.tasks": "false",
+                                                "spark.sparkpredict.inputBytes": "2k"}) as spark:
+        assert spark.sparkContext.parallelize(range(100), 4).map(lambda x: (x % 3, 1)).reduceByKey(
+            lambda a, b: a + b).count() == 3
+    st = store_mod.open(store)
+    run = st.runs().iloc[0]
+    assert st.tasks().empty and run.num_tasks == 8
+    assert run.input_bytes == 2048 and run.input_bytes_source == "declared"
+    assert st.stages()["num_task_rows"].sum() == 8
+
+
+def test_measured_input_bytes_from_stages_without_parents(spark_app, tmp_path):
+    data = tmp_path / "data.txt"
+    data.write_text("x\n" * 50_000)
+    store = tmp_path / "store"
+    with spark_app(store, job="input") as spark:
+        assert spark.sparkContext.textFile(str(data), 2).count() == 50_000
+    st = store_mod.open(store)
+    run = st.runs().iloc[0]
+    assert run.input_bytes_source == "measured"
+    assert run.input_bytes == st.stages()["input_bytes"].sum() >= data.stat().st_size
+
+
+def test_running_jvm_accepts_attach_when_listener_is_loaded(spark_app, tmp_path):
+    """In this process the JVM started with the jar, so attach() can configure later sessions."""
+    from pyspark.sql import SparkSession
+
+    import sparkpredict
+
+    with spark_app(tmp_path / "s1", job="first"):
+        pass
+    builder = sparkpredict.attach(SparkSession.builder.master("local[1]").appName("attached"),
+                                  store=str(tmp_path / "s2"), job="attached")
+    spark = builder.config("spark.ui.enabled", "false").getOrCreate()
+    try:
+        assert spark.sparkContext.parallelize(range(3)).count() == 3
+    finally:
+        spark.stop()
+    assert store_mod.open(tmp_path / "s2").runs().iloc[0].job == "attached"

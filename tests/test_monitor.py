@@ -1,0 +1,204 @@
+"""The slowdown monitor on task metrics with known values (no JVM): features, labels, Shapley."""
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sparkpredict import monitor as m
+from sparkpredict.errors import DegenerateDataError, NotFittedError, UnknownJobError
+from sparkpredict.store import io
+
+
+def _tasks(run_id, stage_id, rows, t0=1_000_000):
+    """rows: dicts with run, cpu, dur, finish_s (+ optional gc, fetch, write, deser, ser)."""
+    out = []
+    for i, r in enumerate(rows):
+        finish = t0 + int(r["finish_s"] * 1000)
+        out.append(dict(
+            run_id=run_id, stage_id=stage_id, stage_attempt_id=0, task_id=stage_id * 1000 + i,
+            task_index=i, attempt=0, executor_id="driver", host="h", launch_ms=finish - r["dur"],
+            finish_ms=finish, duration_ms=r["dur"], getting_result_ms=0, status="SUCCESS",
+            executor_run_time_ms=r["run"], executor_cpu_time_ms=float(r["cpu"]),
+            executor_deserialize_time_ms=r.get("deser", 0), jvm_gc_time_ms=r.get("gc", 0),
+            result_serialization_time_ms=r.get("ser", 0), input_bytes=r.get("input", 1 << 20),
+            shuffle_read_bytes=0, shuffle_fetch_wait_ms=r.get("fetch", 0),
+            shuffle_write_bytes=1 << 18, shuffle_write_time_ms=float(r.get("write", 0)),
+            output_bytes=0, memory_spilled_bytes=r.get("spill", 0), disk_spilled_bytes=0))
+    return out
+
+
+def _stage(run_id, stage_id, name, tasks, t0=1_000_000):
+    sub = min(t["launch_ms"] for t in tasks)
+    comp = max(t["finish_ms"] for t in tasks)
+    return dict(run_id=run_id, job_id=0, stage_id=stage_id, stage_attempt_id=0, name=name,
+                num_tasks=len(tasks), submission_ms=sub, completion_ms=comp, duration_ms=comp - sub,
+                status="succeeded")
+
+
+def test_stage_features_from_known_task_metrics():
+    rows = [dict(run=1000, cpu=200, dur=1100, finish_s=0.5, gc=100, deser=50, ser=10),
+            dict(run=1000, cpu=400, dur=1100, finish_s=1.0, gc=100, deser=50, ser=10),
+            dict(run=1000, cpu=600, dur=1100, finish_s=4.0, gc=100, deser=50, ser=10),
+            dict(run=1000, cpu=1000, dur=2200, finish_s=5.0, gc=100, deser=50, ser=10)]
+    tasks = pd.DataFrame(_tasks("r1", 0, rows))
+    stages = pd.DataFrame([_stage("r1", 0, "count at x.py:1", tasks.to_dict("records"))])
+    f = m.stage_features(stages, tasks).iloc[0]
+    assert f["cpu_ratio"] == pytest.approx(2200 / 4000)
+    assert f["gc_ratio"] == pytest.approx(0.1)
+    # scheduler delay = duration - run - deserialize - result serialization - getting result
+    assert f["sched_ratio"] == pytest.approx((40 * 3 + 1140) / 5500)
+    assert f["skew"] == pytest.approx(2200 / 1100)
+    # 3 s windows from the first launch (t0 - 2.2 s): finishes at 0.5, 1.0 | 4.0, 5.0 s after t0
+    # fall in windows 0 (0.2, 0.4) and 2 (0.6, 1.0): window means 0.3 and 0.8, mins 0.2 and 0.6.
+    assert f["w3_cpu_ratio_mean"] == pytest.approx(0.55)
+    assert f["w3_cpu_ratio_min"] == pytest.approx(0.4)
+    assert f["w3_cpu_ratio_range"] == pytest.approx(0.3)
+    # one 20 s window holds all four tasks
+    assert f["w20_cpu_ratio_range"] == pytest.approx(0.8)
+    assert f["w20_cpu_ratio_std"] == pytest.approx(np.std([0.2, 0.4, 0.6, 1.0]))
+    assert f["w20_gc_ratio_std"] == pytest.approx(0.0)
+    assert set(m.FEATURES) <= set(f.index)
+    assert set(m.FEATURE_GROUPS.values()) == set(m.GROUPS)
+
+
+def test_signatures_match_the_same_stage_across_runs():
+    st = pd.DataFrame({"run_id": ["a", "a", "a", "b", "b", "b"], "stage_id": [0, 1, 2, 7, 8, 9],
+                       "name": ["count", "count", "save", "count", "count", "save"],
+                       "num_tasks": [8, 8, 4, 8, 8, 4]})
+    sig = m.stage_signatures(st)
+    assert list(sig[:3]) == list(sig[3:])
+    assert sig.iloc[0] != sig.iloc[1]  # the second `count` is another stage
+
+
+def _feature_frame(run_stage_durations, clean):
+    rows = []
+    for rid, durs in run_stage_durations.items():
+        for sid, d in enumerate(durs):
+            rows.append({"run_id": rid, "stage_id": sid, "signature": f"s{sid}", "duration_ms": d,
+                         **{f: 0.5 for f in m.FEATURES}})
+    return m.with_baseline(pd.DataFrame(rows), clean)
+
+
+def test_baseline_is_the_median_of_the_other_clean_runs():
+    df = _feature_frame({"c1": [100, 10], "c2": [200, 10], "c3": [300, 10], "x": [400, 20]},
+                        ["c1", "c2", "c3"])
+    x = df[df.run_id == "x"].set_index("stage_id")
+    assert x.loc[0, "expected_ms"] == 200 and x.loc[0, "degradation"] == pytest.approx(1.0)
+    assert x.loc[1, "degradation"] == pytest.approx(1.0)
+    c1 = df[(df.run_id == "c1") & (df.stage_id == 0)].iloc[0]
+    assert c1["expected_ms"] == 250  # leave one out: median of 200 and 300
+    act, exp, d = m.run_degradation(x.reset_index())
+    assert (act, exp) == (420, 210) and d == pytest.approx(1.0)
+
+
+def _synthetic_training(n=240, seed=0):
+    """Stage rows whose degradation is driven by the CPU group only (cpu_ratio falls)."""
+    rng = np.random.default_rng(seed)
+    base = {f: rng.uniform(0.05, 0.5) for f in m.FEATURES}
+    rows = []
+    for i in range(n):
+        d = rng.choice([0.0, 0.0, 0.3, 0.6, 1.0])
+        x = {f: base[f] + rng.normal(0, 0.03) for f in m.FEATURES}  # noise in every group
+        for f in m.FEATURES:
+            if m.FEATURE_GROUPS[f] == "cpu" and "cpu_ratio" in f:
+                x[f] = base[f] / (1 + d)
+        rows.append({"run_id": f"r{i}", "stage_id": 0, "duration_ms": 1000 * (1 + d),
+                     "expected_ms": 1000.0, "degradation": d, **x,
+                     **{f"base_{f}": base[f] for f in m.FEATURES}})
+    return pd.DataFrame(rows)
+
+
+def test_shapley_names_the_group_that_drives_the_slowdown_and_sums_up():
+    train = _synthetic_training()
+    model = m.DegradationModel(autoencoder=False, n_estimators=100).fit(train)
+    probe = _synthetic_training(n=40, seed=1)
+    slow = probe[probe.degradation >= 0.6].head(3)
+    phi = m.shapley(model, slow)
+    assert max(phi, key=phi.get) == "cpu"
+    assert phi["cpu"] > 0.3 and all(abs(phi[g]) < 0.1 for g in ("memory", "network", "disk"))
+    # efficiency: the values add up to estimate(all features) - estimate(all at baseline)
+    x0 = model.baseline_features(slow)
+    at_base = slow.assign(**dict(zip(m.FEATURES, x0.T)))
+    total = m.run_estimate(model, slow, x0) - m.run_estimate(model, at_base, x0)
+    assert sum(phi.values()) == pytest.approx(total, abs=1e-9)
+    assert m.run_estimate(model, slow) == pytest.approx(slow.degradation.mean(), abs=0.15)
+
+
+def test_model_contract_errors():
+    with pytest.raises(NotFittedError):
+        m.DegradationModel().predict(_synthetic_training(n=5))
+    with pytest.raises(DegenerateDataError, match="only 5 labelled stages"):
+        m.DegradationModel().fit(_synthetic_training(n=5))
+
+
+def _store_with_runs(path, plan, seed=0):
+    """plan: list of (run_id, label, slow_factor, kind) -> a store of 2-stage runs."""
+    rng = np.random.default_rng(seed)
+    runs, stages, tasks = [], [], []
+    for k, (rid, label, f, kind) in enumerate(plan):
+        t0 = 2_000_000 + k * 100_000
+        for sid, name in enumerate(["count at job.py:3", "save at job.py:9"]):
+            rows = []
+            for i in range(8):
+                base_run = 800 + rng.normal(0, 15)
+                if kind == "cpu":  # same CPU time, stretched run time
+                    r = dict(run=int(base_run * f), cpu=0.9 * base_run)
+                elif kind == "disk":  # slower shuffle writes
+                    r = dict(run=int(base_run * f), cpu=0.9 * base_run, write=base_run * (f - 1 + 0.02))
+                else:
+                    r = dict(run=int(base_run), cpu=0.9 * base_run, write=0.02 * base_run)
+                r.update(dur=r["run"] + 20, finish_s=(i // 2 + 1) * r["run"] / 1000 + sid * 10)
+                rows.append(r)
+            tk = _tasks(rid, sid, rows, t0)
+            tasks += tk
+            stages.append(_stage(rid, sid, name, tk))
+        runs.append(dict(run_id=rid, app_id=rid, job="etl", status="succeeded", start_ms=t0,
+                         properties_json=json.dumps({m.LABEL_KEY: label}), updated_ms=t0))
+    st = io.open(path, create=True)
+    st.append({"runs": pd.DataFrame(runs), "stages": pd.DataFrame(stages), "tasks": pd.DataFrame(tasks)})
+    return st
+
+
+def test_explain_run_end_to_end_on_a_store(tmp_path):
+    plan = [(f"clean{i}", "none", 1.0, "none") for i in range(4)]
+    plan += [(f"cpu{i}", f"cpu:{1 + i % 2}", f, "cpu") for i, f in enumerate([1.3, 1.6, 2.0, 1.4, 1.8])]
+    plan += [(f"disk{i}", f"disk:{1 + i % 2}", f, "disk") for i, f in enumerate([1.3, 1.6, 2.0, 1.4, 1.8])]
+    st = _store_with_runs(tmp_path / "s", plan)
+    model = m.fit_monitor(st, autoencoder=False, n_estimators=100)
+    held = _store_with_runs(tmp_path / "h", plan[:4] + [("victim", "cpu:2", 1.7, "cpu"),
+                                                         ("victim2", "disk:2", 1.7, "disk")], seed=5)
+    e = m.explain_run("victim", held, model, threshold=0.2)
+    assert e.main_cause == "cpu" and e.main_share > 0.5
+    assert e.degradation == pytest.approx(0.7, abs=0.1)
+    assert e.estimated_degradation == pytest.approx(e.degradation, abs=0.25)
+    assert e.violated and e.qos == {0.05: True, 0.10: True, 0.20: True}
+    assert e.clean_runs == 4 and len(e.stages) == 2
+    assert sum(e.shares.values()) == pytest.approx(1.0)
+    assert m.explain_run("victim2", held, model).main_cause == "disk"
+    clean = m.explain_run("clean0", held, model)
+    assert abs(clean.degradation) < 0.05 and not clean.qos[0.05]
+    with pytest.raises(UnknownJobError, match="no run 'nope'"):
+        m.explain_run("nope", held, model)
+
+
+def test_explain_cli_prints_and_exits(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    plan = [(f"clean{i}", "none", 1.0, "none") for i in range(3)]
+    plan += [(f"cpu{i}", f"cpu:{1 + i % 2}", f, "cpu") for i, f in enumerate([1.3, 1.6, 2.0, 1.8, 1.5])]
+    plan += [(f"disk{i}", f"disk:{1 + i % 2}", f, "disk") for i, f in enumerate([1.3, 1.6, 2.0])]
+    _store_with_runs(tmp_path / "s", plan)
+    assert main(["explain", "cpu2", "--store", str(tmp_path / "s"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["run_id"] == "cpu2" and out["main_cause"] == "cpu"
+    assert out["degradation"] == pytest.approx(1.0, abs=0.1)
+    assert main(["explain", "cpu2", "--store", str(tmp_path / "s")]) == 0
+    text = capsys.readouterr().out
+    assert "main cause: cpu" in text and "QoS at 10 %: VIOLATED" in text
+    assert main(["explain", "zzz", "--store", str(tmp_path / "s")]) == 2
+    assert "no run 'zzz'" in capsys.readouterr().err
+    assert main(["explain", "cpu2", "--store", str(tmp_path / "s"), "--threshold", "-1"]) == 2

@@ -1,0 +1,266 @@
+"""The model registry and the local retrain path (no JVM): artifacts, versions, incremental refits, faults."""
+from __future__ import annotations
+
+import json
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from sparkpredict import registry as R
+from sparkpredict import retrain as RT
+from sparkpredict import store
+from sparkpredict.errors import InputError, ModelError, StoreError, UnknownJobError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from retrain_scaling import make_history, write_history  # noqa: E402
+
+KIND = "amdahl"  # one equation: ~50x cheaper than "auto", same plumbing
+
+
+def _models_json(st) -> dict[str, str]:
+    reg = R.read_registry(st)
+    return {r.job: json.dumps(R.read_artifact(st, r.artifact)["model"], sort_keys=True)
+            for r in reg.itertuples()}
+
+
+@pytest.fixture
+def hist(tmp_path):
+    runs = make_history(6, runs_per_job=12, seed=3)
+    write_history(tmp_path / "store", runs, batches=2)
+    return tmp_path / "store", runs
+
+
+def test_local_retrain_registers_every_job_and_matches_the_fit_path(hist):
+    path, runs = hist
+    res = RT.retrain_local(path, kind=KIND)
+    assert res.fit_path == "local" and res.refit == sorted(runs.job.unique()) and not res.failed
+    reg = R.read_registry(path)
+    assert list(reg.columns) == R.REGISTRY_SCHEMA.names
+    assert set(reg.version) == {1} and set(reg.model_kind) == {"runtime"} and set(reg.n_runs) == {12}
+    assert reg.cv_mape.between(0, 0.2).all()
+    rng = json.loads(reg.training_range_json.iloc[0])
+    assert rng["input_bytes"] == [2.0 * 2**30, 8.0 * 2**30] and rng["executors"] == [2.0, 16.0]
+    # Same models as the `sparkpredict fit` path (runs_table + fit_all), byte for byte.
+    from sparkpredict.features.runs import runs_table
+    from sparkpredict.models.persist import fit_all
+
+    direct = fit_all(runs_table(store.open(path)), random_state=0, kind=KIND)
+    loaded = R.load_models(path)
+    assert set(loaded) == set(direct)
+    for job, m in direct.items():
+        assert json.dumps(loaded[job].to_dict(), sort_keys=True) == json.dumps(m.to_dict(), sort_keys=True)
+    # ... and they recover the generating equation (3 % noise): predictions within 10 %.
+    g = runs[runs.job == "job-00000"]
+    X = {"input_bytes": g.input_bytes.to_numpy(float), "executors": g.executors_requested.to_numpy(float)}
+    pred = loaded["job-00000"].predict(X)
+    assert np.median(np.abs(pred / (g.wall_ms.to_numpy() / 1000) - 1)) < 0.1
+
+
+def test_incremental_refit_only_changed_jobs(hist):
+    path, runs = hist
+    RT.retrain_local(path, kind=KIND)
+    before = R.read_registry(path).set_index("job")
+    again = RT.retrain_local(path, kind=KIND)
+    assert again.refit == [] and len(again.unchanged) == 6 and again.snapshot == R.current_snapshot(path)
+    extra = runs[runs.job == "job-00002"].head(1).copy()
+    extra["run_id"] = extra["app_id"] = "app-new-1"
+    extra["updated_ms"] += 10**6
+    store.open(path).append({"runs": extra})
+    res = RT.retrain_local(path, kind=KIND)
+    assert res.refit == ["job-00002"] and len(res.unchanged) == 5
+    after = R.read_registry(path).set_index("job")
+    assert after.loc["job-00002", "version"] == 2 and after.loc["job-00002", "n_runs"] == 13
+    assert after.loc["job-00002", "trained_on"] != before.loc["job-00002", "trained_on"]
+    unchanged = after.drop(index="job-00002")
+    assert (unchanged.artifact == before.drop(index="job-00002").artifact).all()
+    # Another model kind asked for: every job is stale.
+    assert len(RT.plan(path, kind="ernest")[0]) == 6
+
+
+def test_artifacts_are_json_and_load_without_pickle(hist, monkeypatch):
+    path, _ = hist
+    RT.retrain_local(path, kind=KIND)
+    files = list((path / "_models" / "artifacts").rglob("*.json"))
+    assert len(files) == 6
+    assert all(json.loads(f.read_text())["format"] == R.ARTIFACT_FORMAT for f in files)
+    assert not list((path / "_models").rglob(".*"))  # no temporary files left
+
+    def no_pickle(*a, **k):
+        raise AssertionError("pickle used to load a model")
+
+    monkeypatch.setattr(pickle, "loads", no_pickle)
+    monkeypatch.setattr(pickle, "load", no_pickle)
+    assert len(R.load_models(path)) == 6
+    # The store's history readers do not see the registry folder.
+    assert len(store.open(path).runs()) == 6 * 12
+
+
+def test_older_artifact_format_is_refused_then_refit(hist):
+    path, _ = hist
+    RT.retrain_local(path, kind=KIND)
+    st = store.open(path)
+    reg = R.read_registry(st)
+    # Simulate a registry written by an older sparkpredict for job-00001 (artifact version 0).
+    row = reg.job == "job-00001"
+    art = path / "_models" / reg.loc[row, "artifact"].iloc[0]
+    doc = json.loads(art.read_text())
+    doc["artifact_version"] = 0
+    art.write_text(json.dumps(doc))
+    reg.loc[row, "artifact_version"] = 0
+    R.commit_registry(st, reg, R.new_retrain_id())
+    with pytest.raises(ModelError) as e:
+        R.load_models(path)
+    assert "older" in str(e.value) and "sparkpredict retrain" in e.value.fix
+    assert RT.plan(path, kind=KIND)[0] == ["job-00001"]
+    res = RT.retrain_local(path, kind=KIND)
+    assert res.refit == ["job-00001"]
+    assert len(R.load_models(path)) == 6
+
+
+def test_newer_and_foreign_artifacts_refused(hist):
+    path, _ = hist
+    RT.retrain_local(path, kind=KIND)
+    reg = R.read_registry(path)
+    art = path / "_models" / reg.artifact.iloc[0]
+    doc = json.loads(art.read_text())
+    art.write_text(json.dumps({**doc, "artifact_version": R.ARTIFACT_VERSION + 1}))
+    with pytest.raises(ModelError, match="newer sparkpredict"):
+        R.read_artifact(path, reg.artifact.iloc[0])
+    art.write_bytes(pickle.dumps({"format": R.ARTIFACT_FORMAT}))  # a pickle planted in the store
+    with pytest.raises(ModelError, match="not valid JSON"):
+        R.load_models(path)
+
+
+def test_unknown_job_and_empty_registry(hist):
+    path, _ = hist
+    assert R.load_models(path) == {} and R.current_snapshot(path) is None
+    RT.retrain_local(path, kind=KIND)
+    with pytest.raises(UnknownJobError) as e:
+        R.load_models(path, jobs=["nope"])
+    assert "retrain" in e.value.fix
+    assert set(R.load_models(path, jobs=["job-00003"])) == {"job-00003"}
+
+
+def test_bad_kind_and_degenerate_job_reported(hist):
+    path, runs = hist
+    with pytest.raises(InputError, match="unknown model kind"):
+        RT.retrain_local(path, kind="nonsense")
+    # A job with 2 runs cannot be fitted: reported as failed, the others are registered.
+    tiny = runs[runs.job == "job-00000"].head(2).copy()
+    tiny["job"] = "tiny"
+    tiny["run_id"] = tiny["app_id"] = ["tiny-1", "tiny-2"]
+    store.open(path).append({"runs": tiny})
+    res = RT.retrain_local(path, kind=KIND)
+    assert "tiny" in res.failed and len(res.refit) == 6
+    assert "tiny" not in set(R.read_registry(path).job)
+
+
+def test_exception_halfway_leaves_previous_registry_current(hist):
+    path, runs = hist
+    RT.retrain_local(path, kind=KIND)
+    snap, before = R.current_snapshot(path), _models_json(store.open(path))
+
+    def boom(n):
+        if n == 3:
+            raise RuntimeError("injected failure after 3 artifacts")
+
+    with pytest.raises(RuntimeError, match="injected"):
+        RT.retrain_local(path, kind=KIND, force=True, on_artifact=boom)
+    # Three new artifacts were written, but the registry did not move.
+    assert len(list((path / "_models" / "artifacts").rglob("*.json"))) == 6 + 3
+    assert R.current_snapshot(path) == snap
+    assert _models_json(store.open(path)) == before
+    assert len(R.load_models(path)) == 6
+    # The next retrain completes and commits.
+    res = RT.retrain_local(path, kind=KIND, force=True)
+    assert len(res.refit) == 6 and R.current_snapshot(path) != snap
+    assert set(R.read_registry(path).version) == {2}
+
+
+def test_process_killed_mid_retrain_leaves_registry_loadable(tmp_path):
+    path = tmp_path / "store"
+    write_history(path, make_history(40, runs_per_job=12, seed=5), batches=2)
+    RT.retrain_local(path, kind=KIND)
+    snap, before = R.current_snapshot(path), _models_json(store.open(path))
+    n0 = len(list((path / "_models" / "artifacts").rglob("*.json")))
+    # "auto" fits take ~0.3-2 s each: plenty of time to kill the process between two artifacts.
+    proc = subprocess.Popen([sys.executable, "-m", "sparkpredict", "retrain", "--store", str(path),
+                             "--local", "--force", "--kind", "auto"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and proc.poll() is None:
+            if len(list((path / "_models" / "artifacts").rglob("*.json"))) >= n0 + 2:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "retrain finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert R.current_snapshot(path) == snap
+    assert _models_json(store.open(path)) == before
+    models = R.load_models(path)
+    assert len(models) == 40 and all(m.name_ == "amdahl" for m in models.values())
+
+
+def test_crash_before_the_commit_rename_leaves_no_visible_snapshot(hist, monkeypatch):
+    """The snapshot is written under a hidden name; dying before the rename changes nothing."""
+    path, _ = hist
+    RT.retrain_local(path, kind=KIND)
+    snap = R.current_snapshot(path)
+    real_put = R._put_atomic
+
+    def crash_before_rename(fs, dest, data):
+        if "/registry/" not in dest:
+            return real_put(fs, dest, data)
+        d, name = dest.rsplit("/", 1)
+        with fs.open_output_stream(f"{d}/.{name}.dead.tmp") as f:
+            f.write(data[: len(data) // 2])  # half a file, as a killed writer leaves it
+        raise OSError("disk full")
+
+    monkeypatch.setattr(R, "_put_atomic", crash_before_rename)
+    with pytest.raises(StoreError, match="cannot write the model registry"):
+        RT.retrain_local(path, kind=KIND, force=True)
+    monkeypatch.undo()
+    assert R.current_snapshot(path) == snap
+    assert pq.read_table(path / "_models" / "registry" / snap).num_rows == 6
+    assert len(R.load_models(path)) == 6
+
+
+def test_cli_dry_run_and_retrain(hist, capsys):
+    from sparkpredict.cli import main
+
+    path, _ = hist
+    assert main(["retrain", "--store", str(path), "--dry-run", "--json", "--kind", KIND]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["jobs"] == 6 and len(out["to_refit"]) == 6 and out["path"] == "local"
+    assert main(["retrain", "--store", str(path), "--local", "--kind", KIND]) == 0
+    assert "refit 6 of 6 job(s) on the local path" in capsys.readouterr().out
+    assert main(["retrain", "--store", str(path / "missing"), "--local"]) == 2
+    assert "no sparkpredict store" in capsys.readouterr().err
+
+
+def test_auto_path_choice(monkeypatch):
+    monkeypatch.setenv(RT.CROSSOVER_ENV, "100")
+    assert RT.choose_path(99) == "local"
+    assert RT.choose_path(100) == ("spark" if RT.spark_available() else "local")
+    monkeypatch.delenv(RT.CROSSOVER_ENV)
+    assert RT.crossover_jobs("amdahl") == RT.CROSSOVER_JOBS_EQUATION
+    assert RT.crossover_jobs("auto") == RT.CROSSOVER_JOBS
+    assert RT.choose_path(0) == "local"
+
+
+def test_fingerprint_ignores_row_order_and_null_updated():
+    a = R.fingerprint(["r2", "r1"], [2, 1])
+    assert a == R.fingerprint(["r1", "r2"], [1.0, 2.0])
+    assert R.fingerprint(["r1"], [None]) == R.fingerprint(["r1"], [float("nan")]) != R.fingerprint(["r1"], [0])
+    assert R.job_dir("a/b c") != R.job_dir("a_b c") and "/" not in R.job_dir("a/b c")

@@ -1,0 +1,124 @@
+"""The Spark retrain path gives the same models as the local fit (local[2] and local-cluster)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sparkpredict import registry as R
+from sparkpredict import retrain as RT
+from sparkpredict import store
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from retrain_scaling import make_history, write_history  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+N_JOBS = 200
+RUNS_PER_JOB = 10
+KIND = "amdahl"  # one equation per job keeps 200 jobs x 3 paths inside the test budget
+
+
+def _local_reference(st, kind: str = KIND, jobs=None) -> dict[str, str]:
+    """The local path (`sparkpredict fit`): runs_table + fit_all, as JSON."""
+    from sparkpredict.features.runs import runs_table
+    from sparkpredict.models.persist import fit_all
+
+    table = runs_table(st)
+    if jobs is not None:
+        table = table[table.job.isin(jobs)]
+    return {j: json.dumps(m.to_dict(), sort_keys=True) for j, m in fit_all(table, kind=kind).items()}
+
+
+def _registered(st, jobs=None) -> dict[str, str]:
+    reg = R.read_registry(st)
+    if jobs is not None:
+        reg = reg[reg.job.isin(jobs)]
+    return {r.job: json.dumps(R.read_artifact(st, r.artifact)["model"], sort_keys=True) for r in reg.itertuples()}
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    base = tmp_path_factory.mktemp("retrain")
+    runs = make_history(N_JOBS, runs_per_job=RUNS_PER_JOB, seed=11)
+    path = base / "store"
+    write_history(path, runs, batches=4)
+    st = store.open(path)
+    # A run whose first row looked succeeded with an absurd runtime and whose latest row says
+    # it failed: both paths must keep the latest row (and so leave the run out of the fit).
+    flip = runs[runs.job == "job-00001"].head(1).copy()
+    flip["run_id"] = flip["app_id"] = "app-flip"
+    flip["wall_ms"], flip["updated_ms"] = 10**9, 1
+    st.append({"runs": flip})
+    st.append({"runs": flip.assign(status="failed", updated_ms=2)})
+    # Stage rows: one committed batch, one whose runs file never came (invisible).
+    stages = pd.DataFrame({"run_id": ["app-flip"] * 3, "stage_id": [0, 1, 2], "duration_ms": [5, 6, 7]})
+    st.append({"runs": flip.assign(status="failed", updated_ms=2), "stages": stages})
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sparkpredict.store import schema as S
+
+    pq.write_table(S.conform("stages", pa.Table.from_pandas(stages.assign(run_id="ghost"), preserve_index=False)),
+                   path / "stages" / "part-9999999999999-dead-000000000000.parquet")
+    return path, runs, _local_reference(st)
+
+
+def test_spark_local2_equals_local_fit_incremental_and_faults(history, spark_app, tmp_path):
+    path, runs, ref = history
+    st = store.open(path)
+    assert len(ref) == N_JOBS
+    with spark_app(tmp_path / "listener-store", job="retrain-test", master="local[2]") as spark:
+        res = RT.retrain_spark(path, spark=spark, kind=KIND, force=True)
+        assert res.fit_path == "spark" and res.master == "local[2]"
+        assert len(res.refit) == N_JOBS and not res.failed
+        assert _registered(st) == ref  # same JSON, job by job
+        # Spark's fingerprints equal the local ones: nothing is stale for the local planner.
+        assert RT.plan(path, kind=KIND)[0] == []
+        # The commit protocol: stage rows only from batches with a runs file.
+        assert sorted(r.run_id for r in RT.read_committed_spark(spark, st, "stages").collect()) == ["app-flip"] * 3
+
+        # Incremental: new runs for three jobs -> exactly those three refit.
+        new = runs[runs.job.isin(["job-00005", "job-00050", "job-00150"])].groupby("job").head(1).copy()
+        new["run_id"] = new["app_id"] = new["run_id"] + "-again"
+        new["updated_ms"] += 10**7
+        st.append({"runs": new})
+        inc = RT.retrain_spark(path, spark=spark, kind=KIND)
+        assert inc.refit == ["job-00005", "job-00050", "job-00150"] and len(inc.unchanged) == N_JOBS - 3
+        reg = R.read_registry(st).set_index("job")
+        assert reg.loc["job-00050", "version"] == 2 and reg.loc["job-00051", "version"] == 1
+        assert _registered(st, inc.refit) == _local_reference(st, jobs=inc.refit)
+
+        # An exception halfway through the Spark path's commit: previous registry stays current.
+        snap, before = R.current_snapshot(st), _registered(st)
+
+        def boom(n):
+            if n == 50:
+                raise RuntimeError("injected")
+
+        with pytest.raises(RuntimeError, match="injected"):
+            RT.retrain_spark(path, spark=spark, kind=KIND, force=True, on_artifact=boom)
+        assert R.current_snapshot(st) == snap and _registered(st) == before
+        assert len(R.load_models(st)) == N_JOBS
+
+        # The default "auto" models (GBM, forests, CV) are identical too, on a few jobs.
+        few = ["job-00007", "job-00123"]
+        auto = RT.retrain_spark(path, spark=spark, kind="auto", jobs=few)
+        assert auto.refit == few
+        assert _registered(st, few) == _local_reference(st, kind="auto", jobs=few)
+        # ... and the job's session settings are restored.
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "4"
+
+
+@pytest.mark.cluster
+def test_spark_local_cluster_equals_local_fit(history, spark_app, tmp_path):
+    path, _runs, _ref = history
+    st = store.open(path)
+    with spark_app(tmp_path / "listener-store", job="retrain-test", master="local-cluster[2,1,1024]") as spark:
+        res = RT.retrain_spark(path, spark=spark, kind=KIND, force=True)
+    assert res.master.startswith("local-cluster") and len(res.refit) == N_JOBS and not res.failed
+    # The reference is recomputed: the local[2] test may have added runs to three jobs.
+    assert _registered(st) == _local_reference(st)

@@ -1,0 +1,72 @@
+"""Runs table from a real Parquet store and from CSV/Parquet files."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from sparkpredict.errors import InputError, StoreError
+from sparkpredict.features.runs import BASE_COLUMNS, feature_columns, read_runs_file, runs_table
+from sparkpredict.store import io as store_io
+
+
+def _runs_rows() -> pd.DataFrame:
+    return pd.DataFrame({
+        "run_id": ["a", "b", "c", "d"],
+        "app_id": ["a", "b", "c", "d"],
+        "job": ["etl", "etl", "etl", "ml"],
+        "status": ["succeeded", "failed", "succeeded", "succeeded"],
+        "start_ms": [1000, 2000, 3000, 4000],
+        "wall_ms": [60_500, 10_000, 30_250, 5_000],
+        "executors_requested": [4, 4, None, 2],
+        "executors_max": [4, 3, 8, 2],
+        "executor_cores": [2, 2, 2, 1],
+        "executor_memory_mb": [4096, 4096, 4096, 1024],
+        "input_bytes": [10 * 2**30, 10 * 2**30, 20 * 2**30, 2**20],
+        "shuffle_read_bytes": [5, 6, 7, 8],
+        "updated_ms": [1, 1, 1, 1],
+    })
+
+
+def test_runs_table_from_store(tmp_path):
+    st = store_io.open(tmp_path / "store", create=True)
+    st.append({"runs": _runs_rows()})
+    for source in (st, str(tmp_path / "store"), st.runs()):
+        t = runs_table(source)
+        assert list(t["run_id"]) == ["a", "c", "d"]  # the failed run is dropped
+        assert list(t.columns[:7]) == ["run_id"] + BASE_COLUMNS
+        # executors: requested, else the most alive at once
+        assert list(t["executors"]) == [4.0, 8.0, 2.0]
+        assert list(t["runtime_s"]) == [60.5, 30.25, 5.0]
+        # post-run columns are kept for inspection but are never model inputs
+        assert "shuffle_read_bytes" in t
+        assert "shuffle_read_bytes" not in feature_columns(t)
+
+
+def test_runs_table_errors(tmp_path):
+    with pytest.raises(StoreError, match="no sparkpredict store"):
+        runs_table(str(tmp_path / "nothing"))
+    with pytest.raises(InputError, match="lack columns"):
+        runs_table(pd.DataFrame({"run_id": ["x"]}))
+    with pytest.raises(InputError, match="cannot read runs"):
+        runs_table(42)
+
+
+def test_read_runs_file_csv_parquet_and_errors(tmp_path):
+    df = pd.DataFrame({"job": ["j", "j"], "input_bytes": [1e9, 2e9], "executors": [2, 4],
+                       "executor_cores": [1, 1], "executor_memory_mb": [1024, 1024],
+                       "runtime_s": [10.0, 12.0], "partitions": [8, 16]})
+    df.to_csv(tmp_path / "r.csv", index=False)
+    df.to_parquet(tmp_path / "r.parquet", index=False)
+    for name in ("r.csv", "r.parquet"):
+        r = read_runs_file(tmp_path / name)
+        assert list(r["run_id"]) == ["row-0", "row-1"]
+        assert feature_columns(r) == ["input_bytes", "executors", "executor_cores", "executor_memory_mb",
+                                      "partitions"]
+    df.drop(columns=["executors", "runtime_s"]).to_csv(tmp_path / "bad.csv", index=False)
+    with pytest.raises(InputError, match="lacks column.*executors, runtime_s"):
+        read_runs_file(tmp_path / "bad.csv")
+    df.assign(runtime_s=["x", "y"]).to_csv(tmp_path / "text.csv", index=False)
+    with pytest.raises(InputError, match="runtime_s are not numeric"):
+        read_runs_file(tmp_path / "text.csv")
+    with pytest.raises(InputError, match="not found"):
+        read_runs_file(tmp_path / "missing.csv")

@@ -1,0 +1,81 @@
+"""``sparkpredict submit --executors auto``: the advised count reaches Spark.
+
+A store holds a synthetic history of job ``etl`` (runtime law known, see
+tests/test_advise_history.py); a real spark-submit of a tiny PySpark job with
+``--executors auto`` must run with ``spark.executor.instances`` = the advice's count, recorded by
+the listener in the new run's properties.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import pytest
+
+from sparkpredict import store as store_mod
+from sparkpredict import suggest_executors
+from sparkpredict.cli import main
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_advise_history import history, make_store  # noqa: E402
+
+TINY_JOB = """\
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.getOrCreate()
+print("count", spark.range(1000).count())
+spark.stop()
+"""
+
+
+@pytest.mark.spark
+def test_auto_executors_reach_spark(tmp_path, capsys):
+    path = make_store(tmp_path / "store", history())
+    expected = suggest_executors("etl", "30GB", deadline_s="7m30s", store=path)
+    assert expected.executors > 1  # a count Spark would not pick by itself
+    job = tmp_path / "tiny.py"
+    job.write_text(TINY_JOB)
+    before = set(store_mod.open(path).runs().run_id)
+    rc = main(["submit", "--store", path, "--job", "etl", "--executors", "auto", "--input-size", "30GB",
+               "--deadline", "7m30s", "--", "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+               "--driver-memory", "512m", str(job)])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert expected.summary() in out  # the advice was shown before the run
+    runs = store_mod.open(path).runs()
+    new = runs[~runs.run_id.isin(before)]
+    assert len(new) == 1
+    row = new.iloc[0]
+    props = json.loads(row.properties_json)
+    assert props["spark.executor.instances"] == str(expected.executors)
+    assert int(row.executors_requested) == expected.executors
+    assert row.job == "etl" and row.status == "succeeded"
+    assert int(row.input_bytes) == 30 * 10**9  # --input-size declared to the listener
+
+
+def test_auto_with_dynamic_allocation_sets_the_bounds(tmp_path):
+    from sparkpredict.cli.submit import executor_settings
+
+    path = make_store(tmp_path / "store", history())
+    args = argparse.Namespace(executors="auto", job="etl", deadline="10m", objective="cost", store=path)
+    n, conf = executor_settings(args, ["--conf", "spark.dynamicAllocation.enabled=true", "job.py"], 30 * 10**9)
+    a = suggest_executors("etl", 30 * 10**9, deadline_s=600, store=path)
+    assert n is None
+    assert conf == {"spark.dynamicAllocation.minExecutors": str(a.dynamic_allocation[0]),
+                    "spark.dynamicAllocation.maxExecutors": str(a.dynamic_allocation[1])}
+    assert a.dynamic_allocation[0] <= a.executors <= a.dynamic_allocation[1]
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (["--job", "nightly", "--input-size", "1GB"], "no job 'nightly'"),
+    (["--job", "etl"], "needs --job and --input-size"),
+    (["--job", "etl", "--input-size", "1GB", "--deadline", "soon"], "as a duration"),
+])
+def test_auto_with_bad_input_submits_nothing(tmp_path, capsys, extra, needle):
+    path = make_store(tmp_path / "store", history(sizes=(10, 20), execs=(1, 2), repeats=1))
+    before = store_mod.open(path).runs()
+    rc = main(["submit", "--store", path, "--executors", "auto", *extra, "--", "--master", "local[1]", "x.py"])
+    err = capsys.readouterr().err
+    assert rc == 2 and needle in err, err
+    assert len(store_mod.open(path).runs()) == len(before)  # nothing ran, nothing recorded
