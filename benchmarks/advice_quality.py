@@ -100,6 +100,15 @@ def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False) -> pd.DataFrame
             cost = truth.index.values * truth.values / 3600.0
             ok = truth.values <= deadline
             oracle = float(cost[ok].min())
+            # diagnostic for the model: its 90 % interval at the held-out size, every repeat
+            X = {"input_bytes": np.full(len(truth), float(s)), "executors": truth.index.values.astype(float),
+                 "executor_cores": np.full(len(truth), float(test.executor_cores.iloc[0])),
+                 "executor_memory_mb": np.full(len(truth), float(test.executor_memory_mb.iloc[0]))}
+            iv = model.predict_interval(X, 0.9)
+            cover = [(lo <= r) & (r <= hi) for lo, hi, r in zip(iv["lower_s"], iv["upper_s"], reps.values)]
+            below_up = [r <= hi for hi, r in zip(iv["upper_s"], reps.values)]
+            cov90, up90 = float(np.mean(np.concatenate(cover))), float(np.mean(np.concatenate(below_up)))
+            ape = float(np.mean(np.abs(iv["predicted_runtime_s"] - truth.values) / truth.values))
             for conf in CONFIDENCES:
                 a = suggest_executors(name, int(s), deadline_s=deadline, confidence=conf,
                                       executor_counts=list(truth.index),
@@ -116,7 +125,8 @@ def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False) -> pd.DataFrame
                     met_repeats=float(np.mean(reps[e] <= deadline)),
                     advised_meets=bool(a.meets_deadline), cost_eh=e * true_t / 3600.0,
                     oracle_eh=oracle, cost_ratio=(e * true_t / 3600.0) / oracle,
-                    model=model.name_, cv_mape=model.cv_mape_, fit_s=fit_s))
+                    model=model.name_, cv_mape=model.cv_mape_, fit_s=fit_s, coverage90=cov90,
+                    below_upper90=up90, heldout_mape=ape))
             last = rows[-len(CONFIDENCES)]
             print(f"{name:<32} {s / 2**20:>8.0f} MB  D={deadline:7.1f}s  E={last['executors']:>2} "
                   f"true={last['true_s']:7.1f}s met={last['met']!s:<5} cost x{last['cost_ratio']:.2f} "
@@ -141,19 +151,24 @@ def summarise(r: pd.DataFrame) -> str:
                      f"{g.advised_meets.mean():.1%} |")
     lines.append("\nPer C3O job (confidence 0.9):\n")
     lines.append("| job | cases | met | cost ratio (mean) | worst cost ratio | edge sizes met | "
-                 "interior met | model CV MAPE (median) |")
-    lines.append("|---|---|---|---|---|---|---|---|")
+                 "interior met | model CV MAPE (median) | held-out MAPE | runs below upper bound |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for b, g in main.groupby("base"):
         edge, inner = g[g.edge], g[~g.edge]
         lines.append(f"| {b} | {len(g)} | {g.met.mean():.1%} | {g.cost_ratio.mean():.3f} | "
                      f"{g.cost_ratio.max():.2f} | {edge.met.mean():.1%} | "
                      f"{inner.met.mean() if len(inner) else float('nan'):.1%} | "
-                     f"{g.cv_mape.median():.1%} |")
+                     f"{g.cv_mape.median():.1%} | {g.heldout_mape.mean():.1%} | {g.below_upper90.mean():.1%} |")
     misses = main[~main.met]
     if len(misses):
         lines.append("\nMissed deadlines (confidence 0.9): " + "; ".join(
             f"{m.job} {m.size_mb:.0f} MB: E={m.executors} true {m.true_s:.0f}s > D {m.deadline_s:.0f}s "
             f"(predicted {m.predicted_s:.0f}, upper {m.upper_s:.0f})" for m in misses.itertuples()))
+    lines.append(f"\nThe models at the held-out sizes (what the advice stands on): MAPE "
+                 f"{main.heldout_mape.mean():.1%} (edge sizes {main[main.edge].heldout_mape.mean():.1%}, "
+                 f"interior {main[~main.edge].heldout_mape.mean():.1%}); 90 % interval coverage "
+                 f"{main.coverage90.mean():.1%}; runs below the interval's upper bound "
+                 f"{main.below_upper90.mean():.1%} (the deadline rule needs >= 90 %).")
     lines.append(f"\nModels: {', '.join(f'{k} x{v}' for k, v in main.model.value_counts().items())}; "
                  f"median fit {main.fit_s.median():.2f} s per job (machine shared with other helpers).\n")
     lines.append(f"- goal deadline met in >= 90 % of cases at confidence 0.9: "

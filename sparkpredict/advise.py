@@ -19,7 +19,7 @@ executor-hours (and money, given a price), and picks one by an objective:
 
 With a deadline, candidates whose upper bound misses it are set aside for every objective;
 when no candidate meets it, the advice says so (``meets_deadline=False``) and gives the count
-with the lowest upper bound, the one most likely to make it (again the cheapest within 2 %).
+with the lowest upper bound, the one most likely to make it.
 
 Nothing here starts a JVM or imports pyspark; with ``models=`` given (a dict or a model folder)
 nothing imports pandas either, so driver code and the CLI stay fast.
@@ -254,8 +254,9 @@ def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int) -> tu
     n = len(e)
     feasible = np.ones(n, bool) if meets is None else meets.copy()
     if meets is not None and not feasible.any():
-        # Nothing meets the deadline: the lowest upper bound is the best chance to make it.
-        return _fastest(np.ones(n, bool), up, cost, e), False
+        # Nothing meets the deadline: the lowest upper bound is the best chance to make it
+        # (no cost tolerance here: making the deadline comes first; ties -> fewer executors).
+        return int(np.lexsort((e, up))[0]), False
     pool = feasible & budget_ok
     if not pool.any():  # nothing within budget (and deadline): the deadline wins, warned below
         pool = feasible
@@ -392,7 +393,9 @@ def suggest_executors(job: str, input_bytes: int | float | str, *,
     extr = src.extrapolation(X, i)
     warnings = src.warnings(size, int(e[i]), mem, ratio[i] if ratio is not None else None)
     if objective == "time" and budget_v is not None and not budget_ok[i]:
-        warnings.append("no candidate fits the budget; the fastest overall is given")
+        also = " and meets the deadline" if meets is not None and met else ""
+        warnings.append(f"no candidate fits the budget{also}; the fastest "
+                        f"{'meeting the deadline' if also else 'overall'} is given")
     if meets is not None and not met:
         warnings.append(f"no executor count in {int(e[0])}..{int(e[-1])} meets the deadline "
                         f"{format_duration(deadline)} at {confidence:.0%} confidence; the count "
@@ -603,6 +606,8 @@ class _Source:
 
         r = self.runs
         per_mem = r["input_bytes"] / (r["executors"] * r["executor_memory_mb"] * 2**20)
+        if per_mem.dropna().empty:  # executor memory never recorded: nothing to compare with
+            return []
         if self.spill is not None:
             spilled = r["run_id"].map(self.spill).fillna(0) >= _HEAVY_SPILL_FRACTION * r["input_bytes"]
             ok = per_mem[~spilled].dropna()

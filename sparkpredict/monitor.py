@@ -9,9 +9,9 @@ application):
   A run's actual and expected times are sums over its stages, so ``D_run`` is the
   expected-time-weighted mean of the stages' ``D``.
 * **Features** per stage (:data:`FEATURE_GROUPS` maps each to a resource group): CPU time / run
-  time, GC time / run time, shuffle fetch wait / run time, shuffle write time / run time, spilled
+  time (less shuffle fetch wait and write time, so I/O waits do not read as CPU contention), GC time / run time, shuffle fetch wait / run time, shuffle write time / run time, spilled
   bytes per input byte, scheduler delay (duration - run - deserialize - result serialization -
-  getting result) / duration, task-duration skew (max / median), CPU ms per MiB moved, and
+  getting result) and deserialize time per task in ms, task-duration skew (max / median), CPU ms per MiB moved, and
   Alioth's windowed first-order statistics (mean, min, max, max-min, std) of the per-task ratios
   over windows of 3, 5, 10 and 20 s of task finish times. The model sees each feature and its
   difference from the clean baseline of the same stage.
@@ -54,10 +54,10 @@ LABEL_KEY = "spark.sparkpredict.interference"
 DEFAULT_TRAINING_STORE = Path(__file__).resolve().parents[1] / "tests" / "data" / "interference" / "store"
 
 #: per-task ratio -> group; these also get the windowed statistics.
-TASK_RATIOS = {"cpu_ratio": "cpu", "sched_ratio": "cpu", "gc_ratio": "memory",
+TASK_RATIOS = {"cpu_ratio": "cpu", "sched_ms": "cpu", "gc_ratio": "memory",
                "fetch_ratio": "network", "write_ratio": "disk"}
 #: stage-level features -> group.
-STAGE_FEATURES = {**TASK_RATIOS, "deser_ratio": "cpu", "skew": "cpu", "cpu_ms_per_mib": "memory",
+STAGE_FEATURES = {**TASK_RATIOS, "deser_ms": "cpu", "skew": "cpu", "cpu_ms_per_mib": "memory",
                   "spill_per_input": "disk"}
 WINDOW_FEATURES = {f"w{w}_{m}_{s}": g for m, g in TASK_RATIOS.items() for w in WINDOWS_S for s in STATS}
 #: every base feature -> its resource group.
@@ -70,16 +70,17 @@ KEY = ["run_id", "stage_id"]
 def _task_ratios(tasks: "pd.DataFrame") -> "pd.DataFrame":
     t = tasks
     run = t["executor_run_time_ms"].clip(lower=1).astype(float)
-    dur = t["duration_ms"].clip(lower=1).astype(float)
     sched = (t["duration_ms"] - t["executor_run_time_ms"] - t["executor_deserialize_time_ms"]
              - t["result_serialization_time_ms"] - t["getting_result_ms"].fillna(0)).clip(lower=0)
+    # CPU share of the time not spent blocked on shuffle I/O, so that slow disks or networks
+    # (which also lower CPU time / run time) do not read as CPU contention.
+    busy = (t["executor_run_time_ms"] - t["shuffle_fetch_wait_ms"] - t["shuffle_write_time_ms"]).clip(lower=1)
     return t.assign(
-        cpu_ratio=(t["executor_cpu_time_ms"] / run).clip(0, 1.5),
-        sched_ratio=sched / dur,
+        cpu_ratio=(t["executor_cpu_time_ms"] / busy).clip(0, 1.5),
+        sched_ms=sched.astype(float),
         gc_ratio=t["jvm_gc_time_ms"] / run,
         fetch_ratio=t["shuffle_fetch_wait_ms"] / run,
-        write_ratio=(t["shuffle_write_time_ms"] / run).clip(0, 1.5),
-        _sched_ms=sched)
+        write_ratio=(t["shuffle_write_time_ms"] / run).clip(0, 1.5))
 
 
 def _windowed(t: "pd.DataFrame") -> "pd.DataFrame":
@@ -117,20 +118,22 @@ def stage_features(stages: "pd.DataFrame", tasks: "pd.DataFrame") -> "pd.DataFra
     tk = _task_ratios(tk[tk["duration_ms"].notna()])
     g = tk.groupby(KEY)
     s = g[["executor_run_time_ms", "executor_cpu_time_ms", "jvm_gc_time_ms", "shuffle_fetch_wait_ms",
-           "shuffle_write_time_ms", "duration_ms", "executor_deserialize_time_ms", "_sched_ms",
+           "shuffle_write_time_ms", "duration_ms", "executor_deserialize_time_ms",
            "memory_spilled_bytes", "disk_spilled_bytes", "input_bytes", "shuffle_read_bytes",
            "shuffle_write_bytes", "output_bytes"]].sum()
     run = s["executor_run_time_ms"].clip(lower=1)
-    dur = s["duration_ms"].clip(lower=1)
     moved_mib = (s["input_bytes"] + s["shuffle_read_bytes"] + s["shuffle_write_bytes"]
                  + s["output_bytes"]) / 2**20
     f = pd.DataFrame({
-        "cpu_ratio": (s["executor_cpu_time_ms"] / run).clip(0, 1.5),
-        "sched_ratio": s["_sched_ms"] / dur,
+        "cpu_ratio": (s["executor_cpu_time_ms"] / (run - s["shuffle_fetch_wait_ms"]
+                                                   - s["shuffle_write_time_ms"]).clip(lower=1)).clip(0, 1.5),
+        # per-task means in ms, not shares of the duration: a share of a fixed overhead falls
+        # whenever tasks get slower, whatever the cause, and would read as a CPU effect.
+        "sched_ms": g["sched_ms"].mean(),
         "gc_ratio": s["jvm_gc_time_ms"] / run,
         "fetch_ratio": s["shuffle_fetch_wait_ms"] / run,
         "write_ratio": (s["shuffle_write_time_ms"] / run).clip(0, 1.5),
-        "deser_ratio": s["executor_deserialize_time_ms"] / dur,
+        "deser_ms": g["executor_deserialize_time_ms"].mean(),
         "skew": g["duration_ms"].max() / g["duration_ms"].median().clip(lower=1),
         # log scale: CPU per byte differs by orders of magnitude between applications
         "cpu_ms_per_mib": np.log1p(s["executor_cpu_time_ms"] / (moved_mib + 1.0)),

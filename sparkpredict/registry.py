@@ -96,8 +96,8 @@ def new_retrain_id() -> str:
 def fingerprint(run_ids: Iterable[str], updated_ms: Iterable[Any]) -> str:
     """What a model was trained on: sha256 over the sorted ``run_id:updated_ms`` lines.
 
-    The Spark path computes the same string with ``sha2(concat_ws('\\n', array_sort(...)))``;
-    a null ``updated_ms`` is the empty string on both sides.
+    Both retrain paths call this function (the Spark path on its executors); a null or NaN
+    ``updated_ms`` is the empty string, so the nullable-int-as-float reading gives the same text.
     """
     lines = sorted(f"{r}:{_int_text(u)}" for r, u in zip(run_ids, updated_ms))
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()

@@ -4,9 +4,9 @@ Both paths call :func:`fit_group` — the one fitting function — on the same r
 
 * **local** (:func:`retrain_local`): read the store with pyarrow, loop over the jobs.
 * **Spark** (:func:`retrain_spark`): read the committed ``runs`` files from any Hadoop path with
-  Spark, keep each run's latest row (``updated_ms``, as :meth:`Store.read` does), fingerprint
-  every job, then ``groupBy("job").applyInPandas`` calls :func:`fit_group` on the executors and
-  returns each model's JSON.
+  Spark, keep each run's latest row (``updated_ms``, as :meth:`Store.read` does), then
+  ``groupBy("job").applyInPandas``: on the executors each job is fingerprinted and, when stale,
+  fitted by :func:`fit_group`; its model's JSON comes back to the driver. One Spark job.
 
 Both then go through :func:`_commit`: artifacts are written one by one, and the registry
 snapshot is committed with one rename at the very end (see :mod:`sparkpredict.registry`), so a
@@ -50,7 +50,7 @@ CROSSOVER_JOBS_EQUATION = 5000
 CROSSOVER_ENV = "SPARKPREDICT_RETRAIN_CROSSOVER"
 
 #: Output schema of the applyInPandas step: one row per job.
-_UDF_SCHEMA = "job string, doc string, error string"
+_UDF_SCHEMA = "job string, status string, doc string, error string"
 
 @dataclass
 class RetrainResult:
@@ -148,22 +148,24 @@ def _jsonable(v: Any) -> Any:
 
 
 # ---- planning: which jobs need a refit ----------------------------------------------------------
+def _prev_state(prev: "pd.DataFrame") -> dict[str, tuple]:
+    """job -> what decides staleness, small enough to ship to Spark's Python workers."""
+    cur = prev[prev.model_kind == R.KIND_RUNTIME]
+    return {r.job: (r.trained_on, _int(r.artifact_version), _int(r.model_format_version),
+                    _int(r.store_schema_version), r.fit_kind) for r in cur.itertuples(index=False)}
+
+
+def _is_stale(state: tuple | None, fp: str, force: bool, kind: str, model_format: int) -> bool:
+    """Runs changed, no model yet, or a model of another artifact/model/store format or kind."""
+    return force or state is None or state != (fp, R.ARTIFACT_VERSION, model_format, S.SCHEMA_VERSION, kind)
+
+
 def _plan(prev: "pd.DataFrame", fingerprints: dict[str, tuple[str, int]], force: bool,
           kind: str = "auto") -> list[str]:
-    """Jobs whose runs changed, that have no model, or whose model is of another format or kind."""
-    cur = prev[prev.model_kind == R.KIND_RUNTIME].set_index("job")
-    model_format = R.runtime_model_format()
-    stale = []
-    for job, (fp, _n) in sorted(fingerprints.items()):
-        if force or job not in cur.index:
-            stale.append(job)
-            continue
-        row = cur.loc[job]
-        if (row.trained_on != fp or _int(row.artifact_version) != R.ARTIFACT_VERSION
-                or _int(row.model_format_version) != model_format
-                or _int(row.store_schema_version) != S.SCHEMA_VERSION or row.fit_kind != kind):
-            stale.append(job)
-    return stale
+    """The jobs of ``fingerprints`` that need a refit, sorted."""
+    state, model_format = _prev_state(prev), R.runtime_model_format()
+    return [job for job, (fp, _n) in sorted(fingerprints.items())
+            if _is_stale(state.get(job), fp, force, kind, model_format)]
 
 
 def _check_kind(kind: str) -> None:
@@ -304,24 +306,17 @@ def read_committed_spark(spark: Any, st: store_io.Store, table: str):
     return rows.join(F.broadcast(marks), "_batch", "left_semi").drop("_batch")
 
 
-def _spark_fingerprints(latest) -> dict[str, tuple[str, int]]:
-    from pyspark.sql import functions as F
-
-    line = F.concat_ws(":", F.col("run_id"), F.coalesce(F.col("updated_ms").cast("string"), F.lit("")))
-    agg = latest.groupBy("job").agg(
-        F.sha2(F.concat_ws("\n", F.array_sort(F.collect_list(line))), 256).alias("fp"),
-        F.count(F.lit(1)).alias("n"))
-    return {r["job"]: (r["fp"], int(r["n"])) for r in agg.collect()}
-
-
 def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = None, force: bool = False,
                   random_state: int = 0, jobs: Iterable[str] | None = None, kind: str = "auto",
                   partitions: int | None = None,
                   on_artifact: Callable[[int], None] | None = None) -> RetrainResult:
     """Refit stale jobs with ``groupBy("job").applyInPandas`` (see :func:`retrain`).
 
-    ``spark``: an active SparkSession to use (left running); otherwise one is started on
-    ``master`` (default ``local[*]``) and stopped at the end.
+    One Spark job: read the committed runs, keep each run's latest row, group by job; each
+    group is fingerprinted on the executor and fitted only when stale (the previous registry's
+    state travels with the function). ``spark``: an active SparkSession to use (left running);
+    otherwise one is started on ``master`` (default ``local[*]``) and stopped at the end.
+    ``partitions``: fit tasks (default 4 x default parallelism).
     """
     _check_kind(kind)
     t0 = time.perf_counter()
@@ -339,31 +334,24 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
     # A few tasks per core for every shuffle: the runs table is small, and Spark's default of
     # 200 partitions costs more in task overhead than the work. Adaptive execution would
     # coalesce the fit step's tiny partitions into one task and serialise the fits.
-    n_parts = partitions or spark.sparkContext.defaultParallelism * 4
-    spark.conf.set("spark.sql.shuffle.partitions", str(n_parts))
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions or spark.sparkContext.defaultParallelism * 4))
     spark.conf.set("spark.sql.adaptive.enabled", "false")
     try:
         prev = R.read_registry(st)
-        if not st.fs.get_file_info(f"{st.root.rstrip('/')}/runs").type == pafs.FileType.Directory:
-            fps: dict[str, tuple[str, int]] = {}
-            latest = None
-        else:
-            latest = read_runs_spark(spark, st).cache()
-            fps = _only(_spark_fingerprints(latest), jobs)
-        stale = _plan(prev, fps, force, kind)
-        result.n_jobs = len(fps)
-        result.unchanged = sorted(set(fps) - set(stale))
         rows: list = []
-        if stale and latest is not None:
+        if st.fs.get_file_info(f"{st.root.rstrip('/')}/runs").type == pafs.FileType.Directory:
             from pyspark.sql import functions as F
 
-            udf = _make_udf(random_state, kind)
-            todo = latest.where(F.col("job").isin(stale)) if len(stale) < len(fps) or jobs is not None else latest
-            rows = todo.groupBy("job").applyInPandas(udf, _UDF_SCHEMA).collect()
-        if latest is not None:
-            latest.unpersist()
+            latest = read_runs_spark(spark, st)
+            if jobs is not None:
+                latest = latest.where(F.col("job").isin(sorted(set(jobs))))
+            udf = _make_udf(random_state, kind, force, _prev_state(prev))
+            rows = latest.groupBy("job").applyInPandas(udf, _UDF_SCHEMA).collect()
         rows.sort(key=lambda r: r["job"])
-        _commit(st, prev, ((r["job"], r["doc"], r["error"]) for r in rows), result, on_artifact)
+        result.n_jobs = len(rows)
+        result.unchanged = [r["job"] for r in rows if r["status"] == "unchanged"]
+        _commit(st, prev, ((r["job"], r["doc"], r["error"]) for r in rows if r["status"] != "unchanged"),
+                result, on_artifact)
     finally:
         for k, v in saved.items():
             if v is not None:
@@ -374,14 +362,20 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
     return result
 
 
-def _make_udf(random_state: int, kind: str):
+def _make_udf(random_state: int, kind: str, force: bool, state: dict[str, tuple]):
     def fit_pdf(pdf):  # runs on the executors' Python workers
         import pandas as pd
 
-        from sparkpredict.retrain import fit_group_safe
+        from sparkpredict import registry as R
+        from sparkpredict.retrain import _is_stale, fit_group_safe
 
+        job = str(pdf["job"].iloc[0])
+        fp = R.fingerprint(pdf["run_id"], pdf["updated_ms"])
+        if not _is_stale(state.get(job), fp, force, kind, R.runtime_model_format()):
+            return pd.DataFrame({"job": [job], "status": ["unchanged"], "doc": [None], "error": [None]})
         job, doc, err = fit_group_safe(pdf, random_state=random_state, kind=kind)
-        return pd.DataFrame({"job": [job], "doc": [doc], "error": [err]})
+        return pd.DataFrame({"job": [job], "status": ["fit" if err is None else "failed"],
+                             "doc": [doc], "error": [err]})
 
     return fit_pdf
 

@@ -259,6 +259,8 @@ def run_conf(plan: SweepPlan, combo: Combo, input_bytes: int, local_dir: Path) -
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": str(parts),
         "spark.default.parallelism": str(parts),
+        # One generated part file per read task, whatever the executor count.
+        "spark.sql.files.maxPartitionBytes": str(W.gen.PART_BYTES),
         "spark.local.dir": str(local_dir),
         "spark.executor.memory": f"{plan.executor_memory_mb}m",
         "spark.executor.cores": str(plan.executor_cores),

@@ -111,3 +111,16 @@ def test_models_fast_path_imports_no_pandas_sklearn_or_pyspark(model_dir):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "HEAVY [] 0" in p.stderr, p.stderr
     assert "executors" in p.stdout
+
+
+@pytest.mark.parametrize("text,mb", [("4g", 4096), ("512m", 512), ("4096", 4096), ("1.5G", 1536), ("2gb", 2048)])
+def test_executor_memory_in_spark_units(text, mb):
+    from sparkpredict.cli.suggest import executor_memory_mb
+
+    assert executor_memory_mb(text) == mb
+
+
+def test_bad_executor_memory(model_dir, capsys):
+    rc = main(["suggest", "--job", "etl", "--input-size", "1GB", "--executor-memory", "lots",
+               "--models", model_dir])
+    assert rc == 2 and "cannot read executor memory 'lots'" in capsys.readouterr().err

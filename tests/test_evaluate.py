@@ -18,7 +18,7 @@ def test_outer_and_smallest_levels():
     v = np.repeat([2, 4, 6, 8, 10, 12], 2)
     test = outer_levels(v)
     assert sorted(set(v[test])) == [2, 12]          # 34 % of 6 levels = 2: largest and smallest
-    assert sorted(set(v[outer_levels(np.arange(5))])) == [0, 4]
+    assert sorted(set(np.arange(5)[outer_levels(np.arange(5))])) == [0, 4]
     assert sorted(set(np.arange(3)[outer_levels(np.arange(3))])) == [2]  # 3 levels: the largest
     assert outer_levels(np.array([1, 2, 1])) is None
     train = smallest_levels(np.arange(5))

@@ -11,7 +11,7 @@ and writes each codec's *stream* format, not a standard frame format:
 - ``lzf``: Ning compress-lzf's ``LZFOutputStream`` (``ZV`` chunks, type 0 stored / 1 compressed).
 
 The raw LZ4 and snappy blocks are decoded by pyarrow; LZF, which pyarrow lacks, by a small
-pure-Python decoder (slower, ~10 MB/s; LZF is rarely chosen for event logs). Every reader
+pure-Python decoder (a few MB/s; LZF is rarely chosen for event logs). Every reader
 yields decompressed chunks of bounded size, so memory does not grow with the log.
 A stream that ends early (an in-progress or truncated log) raises :class:`TruncatedStream`
 after yielding everything that could be decoded.

@@ -91,23 +91,22 @@ def _metrics(tm: Any, line: bytes) -> tuple:
 
 
 def _task_status(info: dict[str, Any]) -> str:
-    """Spark's ``TaskInfo.status`` for a finished task."""
+    """Spark's ``TaskInfo.status`` (what the listener records)."""
+    if not info.get("Finish Time"):
+        return "GET RESULT" if info.get("Getting Result Time") else "RUNNING"
     if info.get("Failed"):
         return "FAILED"
-    if info.get("Killed"):
-        return "KILLED"
-    return "SUCCESS" if info.get("Finish Time") else "UNKNOWN"
+    return "KILLED" if info.get("Killed") else "SUCCESS"
 
 
-def memory_mb(text: str | None, default: int | None = None) -> int | None:
-    """Spark's ``byteStringAsMb`` for memory settings (``4g``, ``4096m``, bare number = MiB)."""
-    if text is None:
-        return default
-    m = re.fullmatch(r"\s*(\d+)\s*([kmgtp]?)b?\s*", str(text).lower())
+def spark_size(text: str | None, unit: str = "m") -> int | None:
+    """Spark's ``getSizeAsMb`` / ``getSizeAsBytes``: binary suffixes, a bare number is in ``unit``."""
+    m = re.fullmatch(r"\s*(\d+)\s*([bkmgtp]?)b?\s*", str(text).lower()) if text is not None else None
     if not m:
-        return default
-    n, unit = int(m.group(1)), m.group(2) or "m"
-    return n * 1024 ** "kmgtp".index(unit) // 1024
+        return None
+    scale = " kmgtp"
+    n, u = int(m.group(1)), (m.group(2) or unit).replace("b", " ")
+    return n * 1024 ** scale.index(u) // 1024 ** scale.index(unit.replace("b", " "))
 
 
 class RunBuilder:
@@ -123,13 +122,15 @@ class RunBuilder:
         self.executors: list[list[Any]] = []  # [id, host, cores, added, removed, reason]
         self.stage_jobs: dict[int, int] = {}
         self.num_jobs = 0
-        self.last_job_failure: str | None = None
+        self.last_job_failed = False
+        self.error_message: str | None = None
         self.stages: dict[tuple[int, int], dict[str, Any]] = {}
         self.last_ms = 0
         self.lines = self.events = self.bad_lines = self.skipped = 0
         self._last_bad = 0
         self._rows: list[tuple] = []
         self._chunks: list[pa.RecordBatch] = []
+        self._counted: list[pa.Array] = []  # per task: ended before its stage completed
         self._handlers = {
             b"SparkListenerLogStart": self._log_start,
             b"SparkListenerApplicationStart": self._app_start,
@@ -179,9 +180,9 @@ class RunBuilder:
                         self.skipped += 1
                         continue
                     self.events += 1
-                except (ValueError, RecursionError):  # JSONDecodeError, bad UTF-8
+                except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
                     self._bad(n, "is not valid JSON")
-                except (TypeError, AttributeError, KeyError, IndexError, OverflowError) as exc:
+                except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError) as exc:
                     self._bad(n, f"has an unexpected structure ({type(exc).__name__}: {exc})")
         finally:
             self.lines = n
@@ -204,12 +205,14 @@ class RunBuilder:
         if self.app:
             self.warnings.append("a second SparkListenerApplicationStart; the first one is kept")
             return
-        self.app = {"app_id": ev["App ID"], "app_name": ev.get("App Name"),
-                    "attempt": ev.get("App Attempt ID"), "start_ms": int(ev["Timestamp"])}
+        attempt = ev.get("App Attempt ID")
+        self.app = {"app_id": _typed(ev["App ID"], str), "app_name": _typed(ev.get("App Name"), str),
+                    "attempt": None if attempt is None else str(attempt),
+                    "start_ms": _ms(ev["Timestamp"])}
         self._ts(self.app["start_ms"])
 
     def _app_end(self, ev: dict) -> None:
-        self.end_ms = int(ev["Timestamp"])
+        self.end_ms = _ms(ev["Timestamp"])
         code = ev.get("ExitCode")  # Spark >= 4.0
         self.exit_code = int(code) if code is not None else None
         self._ts(self.end_ms)
@@ -222,55 +225,68 @@ class RunBuilder:
 
     def _executor_added(self, ev: dict) -> None:
         info = ev.get("Executor Info") or {}
-        t = int(ev["Timestamp"])
-        self.executors.append([str(ev["Executor ID"]), info.get("Host"), info.get("Total Cores"),
-                               t, None, None])
+        t = _ms(ev["Timestamp"])
+        self.executors.append([str(ev["Executor ID"]), _typed(info.get("Host"), str),
+                               _typed(info.get("Total Cores"), int), t, None, None])
         self._ts(t)
 
     def _executor_removed(self, ev: dict) -> None:
-        eid, t = str(ev["Executor ID"]), int(ev["Timestamp"])
+        eid, t = str(ev["Executor ID"]), _ms(ev["Timestamp"])
         for e in reversed(self.executors):
             if e[0] == eid and e[4] is None:
-                e[4], e[5] = t, ev.get("Removed Reason")
+                e[4], e[5] = t, _typed(ev.get("Removed Reason"), str)
                 break
         self._ts(t)
 
     def _job_start(self, ev: dict) -> None:
         self.num_jobs += 1
-        job = int(ev["Job ID"])
+        job = _typed(ev["Job ID"], int)
         for sid in ev.get("Stage IDs") or []:
-            self.stage_jobs.setdefault(int(sid), job)
+            self.stage_jobs.setdefault(_typed(sid, int), job)
         self._ts(ev.get("Submission Time"))
 
     def _job_end(self, ev: dict) -> None:
         result = ev.get("Job Result") or {}
-        if result.get("Result") == "JobFailed":
-            exc = result.get("Exception") or {}
-            self.last_job_failure = str(exc.get("Message") or "job failed") if isinstance(exc, dict) \
-                else str(exc)
-        else:
-            self.last_job_failure = None
+        self.last_job_failed = result.get("Result") == "JobFailed"
+        if self.last_job_failed:  # as the listener: the latest failure's message is kept
+            exc = result.get("Exception")
+            msg = exc.get("Message") if isinstance(exc, dict) else None
+            self.error_message = str(msg) if msg is not None else f"job {ev.get('Job ID')} failed"
         self._ts(ev.get("Completion Time"))
 
     def _stage_completed(self, ev: dict) -> None:
         si = ev["Stage Info"]
-        key = (int(si["Stage ID"]), int(si.get("Stage Attempt ID", 0)))
+        key = (_typed(si["Stage ID"], int), _typed(si.get("Stage Attempt ID", 0), int))
+        sub, done = _typed(si.get("Submission Time"), int), _typed(si.get("Completion Time"), int)
+        failure = si.get("Failure Reason")
+        row = {  # only what the stage row needs: Stage Info's accumulables are large
+            "name": _typed(si.get("Stage Name"), str), "num_tasks": _typed(si.get("Number of Tasks"), int),
+            "parent_stage_ids_json": _json([_typed(i, int) for i in si.get("Parent IDs") or []]),
+            "rdd_names_json": _json([_typed(r.get("Name"), str) for r in si.get("RDD Info") or []]),
+            "submission_ms": sub, "completion_ms": done,
+            "duration_ms": done - sub if sub is not None and done is not None else None,
+            "status": "failed" if "Failure Reason" in si else "succeeded",
+            "failure_reason": None if failure is None else str(failure),
+        }
         if key in self.stages:
             self.warnings.append(f"stage {key[0]} attempt {key[1]} completed twice; the last is kept")
-        self.stages[key] = si
-        self._ts(si.get("Completion Time"))
+        self.stages[key] = row
+        self._ts(done)
 
     def _task_end(self, ev: dict, line: bytes) -> None:
         info = ev["Task Info"]
+        stage, attempt = ev["Stage ID"], ev.get("Stage Attempt ID", 0)
         launch, finish = info.get("Launch Time"), info.get("Finish Time")
         got = info.get("Getting Result Time") or 0
         self._rows.append((
-            ev["Stage ID"], ev.get("Stage Attempt ID", 0), info["Task ID"], info.get("Index"),
+            stage, attempt, info["Task ID"], info.get("Index"),
             info.get("Attempt"), info.get("Executor ID"), info.get("Host"), launch, finish,
-            finish - launch if finish and launch else None,
+            (finish - launch if launch is not None else None) if finish else 0,
             finish - got if got and finish else 0,
             _task_status(info), info.get("Locality"), info.get("Speculative"),
             *_metrics(ev.get("Task Metrics"), line),
+            # Like the listener, a stage sums only tasks that ended before it completed.
+            (stage, attempt) not in self.stages,
         ))
         if finish and finish > self.last_ms:
             self.last_ms = finish
@@ -282,6 +298,7 @@ class RunBuilder:
             return
         cols = list(zip(*self._rows))
         self._rows = []
+        self._counted.append(pa.array(cols.pop(), pa.bool_()))
         try:
             arrays = [pa.array(c, type=f.type) for c, f in zip(cols, _TASK_SCHEMA)]
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
@@ -318,101 +335,87 @@ class RunBuilder:
                              "or its beginning is missing")
         self._flush()
         tasks = pa.Table.from_batches(self._chunks, schema=_TASK_SCHEMA)
-        self._chunks = []
+        counted = pa.chunked_array(self._counted, pa.bool_())
+        self._chunks, self._counted = [], []
         run_id = self.app["app_id"] + (f"/{self.app['attempt']}" if self.app["attempt"] else "")
         tasks = tasks.append_column("run_id", pa.array([run_id] * tasks.num_rows, pa.string()))
-        stages = self._stage_table(tasks, run_id)
+        stages = self._stage_table(tasks.filter(counted) if tasks.num_rows else tasks, run_id)
         execs, run = self._run_tables(tasks, stages, run_id, in_progress)
         return {"runs": S.conform("runs", run), "executors": S.conform("executors", execs),
                 "stages": S.conform("stages", stages), "tasks": S.conform("tasks", tasks)}
 
     def _stage_table(self, tasks: pa.Table, run_id: str) -> pa.Table:
-        keys = sorted(self.stages)
         sums: dict[tuple[int, int], dict[str, Any]] = {}
         quant: dict[tuple[int, int], tuple[float, ...]] = {}
-        if tasks.num_rows and keys:
+        if tasks.num_rows and self.stages:
             failed = pc.not_equal(tasks["status"], "SUCCESS").cast(pa.int64())
             t = tasks.select(["stage_id", "stage_attempt_id", *S.METRIC_NAMES]).append_column("failed", failed)
             agg = t.group_by(["stage_id", "stage_attempt_id"]).aggregate(
                 [(m, "sum", pc.ScalarAggregateOptions(min_count=0)) for m in [*S.METRIC_NAMES, "failed"]]
                 + [("stage_id", "count")])
-            for row in agg.to_pylist():
-                sums[(row["stage_id"], row["stage_attempt_id"])] = row
+            sums = {(r["stage_id"], r["stage_attempt_id"]): r for r in agg.to_pylist()}
             quant = _duration_quantiles(tasks)
-        cols: dict[str, list] = {n: [] for n in S.TABLES["stages"].names}
-        for key in keys:
-            si = self.stages[key]
-            sub, done = si.get("Submission Time"), si.get("Completion Time")
-            rdds = si.get("RDD Info") or []
+        rows = []
+        for key, st in self.stages.items():  # in completion order, as the listener writes them
             s = sums.get(key, {})
             row = {
                 "run_id": run_id, "job_id": self.stage_jobs.get(key[0]), "stage_id": key[0],
-                "stage_attempt_id": key[1], "name": si.get("Stage Name"),
-                "num_tasks": si.get("Number of Tasks"),
-                "parent_stage_ids_json": json.dumps(sorted(si.get("Parent IDs") or [])),
-                "rdd_names_json": json.dumps([r.get("Name") for r in rdds if isinstance(r, dict)]),
-                "submission_ms": sub, "completion_ms": done,
-                "duration_ms": done - sub if sub and done else None,
-                "status": "failed" if si.get("Failure Reason") else "succeeded",
-                "failure_reason": si.get("Failure Reason"),
+                "stage_attempt_id": key[1], **st,
                 "num_task_rows": s.get("stage_id_count", 0), "num_failed_tasks": s.get("failed_sum", 0),
+                **{m: s.get(f"{m}_sum", 0) for m in S.METRIC_NAMES},
             }
-            for m in S.METRIC_NAMES:
-                row[m] = s.get(f"{m}_sum", 0)
             q = quant.get(key, (None,) * 4)
             for name, v in zip(("min", "median", "p90", "max"), q):
                 row[f"task_duration_{name}_ms"] = v
-            for n in cols:
-                cols[n].append(row.get(n))
-        return pa.Table.from_pydict(cols, schema=S.TABLES["stages"])
+            rows.append(row)
+        return pa.Table.from_pylist(rows, schema=S.TABLES["stages"])
 
     def _run_tables(self, tasks: pa.Table, stages: pa.Table, run_id: str,
                     in_progress: bool) -> tuple[pa.Table, pa.Table]:
+        """The run row, computed as the listener computes it (SparkPredictListener.runRow)."""
         from .. import __version__
 
         p = self.props
+        master = p.get("spark.master")
+        local = bool(master) and master.startswith("local") and not master.startswith("local-cluster")
         start = self.app["start_ms"]
         complete = self.end_ms is not None and not in_progress
-        end = self.end_ms if complete else None
-        horizon = end if end is not None else max(self.last_ms, start)
-        exec_mb = memory_mb(p.get("spark.executor.memory"), 1024)
+        end = self.end_ms if complete else max(self.last_ms, start)
+        mem_mb = spark_size(p.get("spark.driver.memory" if local else "spark.executor.memory", "1g"))
+        ex = self.executors
         execs = pa.table({
-            "run_id": [run_id] * len(self.executors),
-            "executor_id": [e[0] for e in self.executors], "host": [e[1] for e in self.executors],
-            "cores": pa.array([e[2] for e in self.executors], pa.int32()),
-            "memory_mb": pa.array([exec_mb] * len(self.executors), pa.int64()),
-            "added_ms": pa.array([e[3] for e in self.executors], pa.int64()),
-            "removed_ms": pa.array([e[4] for e in self.executors], pa.int64()),
-            "removed_reason": pa.array([e[5] for e in self.executors], pa.string()),
+            "run_id": [run_id] * len(ex), "executor_id": [e[0] for e in ex], "host": [e[1] for e in ex],
+            "cores": pa.array([e[2] for e in ex], pa.int32()),
+            "memory_mb": pa.array([mem_mb] * len(ex), pa.int64()),
+            "added_ms": pa.array([e[3] for e in ex], pa.int64()),
+            "removed_ms": pa.array([e[4] for e in ex], pa.int64()),
+            "removed_reason": pa.array([e[5] for e in ex], pa.string()),
         })
-        emax, emean = _executor_timeline(self.executors, start, horizon)
-        cores = _int(p.get("spark.executor.cores"))
+        emax, emean = _executor_timeline(ex, start, end)
+        max_cores = max((e[2] for e in ex if isinstance(e[2], int)), default=0)
+        cores = _int(p.get("spark.executor.cores")) if not local else None
         if cores is None:
-            cores = max((e[2] for e in self.executors if isinstance(e[2], int)), default=None)
-        task_cpus = _int(p.get("spark.task.cpus")) or 1
+            cores = max_cores or None
+        task_cpus = max(1, _int(p.get("spark.task.cpus")) or 1)
         requested = _int(p.get("spark.executor.instances"))
-        m = re.match(r"local-cluster\[\s*(\d+)", p.get("spark.master", ""))
-        if requested is None and m:
-            requested = int(m.group(1))
+        m = re.match(r"local-cluster\[\s*(\d+)\s*,", master or "")
+        if requested is None:
+            requested = int(m.group(1)) if m else (1 if local else None)
         declared = p.get("spark.sparkpredict.inputBytes")
-        input_bytes, source = None, None
-        if declared:
-            try:
-                from ..units import parse_bytes
-                input_bytes, source = parse_bytes(declared), "declared"
-            except ValueError:
-                self.warnings.append(f"spark.sparkpredict.inputBytes={declared!r} is not a size; measured instead")
+        input_bytes = spark_size(declared, "b") if declared else None
+        if declared and input_bytes is None:
+            self.warnings.append(f"spark.sparkpredict.inputBytes={declared!r} is not a size; measured instead")
         if input_bytes is None:
-            roots = pc.equal(stages["parent_stage_ids_json"], "[]")
-            input_bytes = pc.sum(stages.filter(roots)["input_bytes"]).as_py() or 0
-            source = "measured"
+            roots = pc.and_(pc.equal(stages["parent_stage_ids_json"], "[]"),
+                            pc.equal(stages["status"], "succeeded"))
+            measured = pc.sum(stages.filter(roots)["input_bytes"]).as_py() or 0
         status = "incomplete"
         if complete:
-            failed = (self.exit_code not in (None, 0)) or self.last_job_failure is not None
+            failed = self.exit_code not in (None, 0) or self.last_job_failed
             status = "failed" if failed else "succeeded"
-        error = self.last_job_failure if status == "failed" else None
+        error = None if status == "succeeded" else self.error_message
         if status == "failed" and error is None:
-            error = f"application exited with code {self.exit_code}"
+            error = f"application exit code {self.exit_code}"
 
         def total(col: str) -> int:
             return (pc.sum(tasks[col]).as_py() or 0) if tasks.num_rows else 0
@@ -422,23 +425,54 @@ class RunBuilder:
             "app_name": self.app["app_name"],
             "job": p.get("spark.sparkpredict.job") or self.app["app_name"],
             "status": status, "error_message": error, "spark_version": self.spark_version,
-            "master": p.get("spark.master"), "start_ms": start, "end_ms": end,
-            "wall_ms": horizon - start, "executors_requested": requested,
+            "master": master, "start_ms": start, "end_ms": end if complete else None,
+            "wall_ms": end - start, "executors_requested": requested,
             "executors_max": emax, "executors_mean": emean, "executor_cores": cores,
-            "executor_memory_mb": exec_mb,
+            "executor_memory_mb": mem_mb,
             "task_slots": emax * cores // task_cpus if cores else None,
-            "input_bytes": input_bytes, "input_bytes_source": source,
+            "input_bytes": input_bytes if input_bytes is not None else measured,
+            "input_bytes_source": "declared" if input_bytes is not None else "measured",
             "shuffle_read_bytes": total("shuffle_read_bytes"),
             "shuffle_write_bytes": total("shuffle_write_bytes"),
             "executor_run_time_ms": total("executor_run_time_ms"),
             "num_jobs": self.num_jobs, "num_stages": stages.num_rows, "num_tasks": tasks.num_rows,
             "num_failed_tasks": (pc.sum(pc.not_equal(tasks["status"], "SUCCESS").cast(pa.int64())).as_py()
                                  or 0) if tasks.num_rows else 0,
-            "properties_json": json.dumps({k: v for k, v in sorted(p.items()) if k.startswith("spark.")}),
+            "properties_json": _properties_json(p),
             "source": "eventlog", "sparkpredict_version": __version__,
             "schema_version": S.SCHEMA_VERSION,
         }
         return execs, pa.Table.from_pylist([run])
+
+
+def _json(value: Any) -> str:
+    """Compact JSON, as the listener's Jackson writes it."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _properties_json(props: dict[str, str]) -> str:
+    """Every ``spark.*`` property, secrets redacted with ``spark.redaction.regex`` as the listener does."""
+    try:
+        redact = re.compile(props.get("spark.redaction.regex", "(?i)secret|password|token|access[.]?key"))
+    except re.error:
+        redact = re.compile("(?i)secret|password|token|access[.]?key")
+    out = {k: ("*********(redacted)" if redact.search(k) or redact.search(v) else v)
+           for k, v in sorted(props.items()) if k.startswith("spark.")}
+    return _json(out)
+
+
+def _typed(v: Any, typ: type) -> Any:
+    """``v`` if it is None or of ``typ`` (bool is not an int here), else TypeError."""
+    if v is None or (isinstance(v, typ) and not (typ is int and isinstance(v, bool))):
+        return v
+    raise TypeError(f"expected {typ.__name__}, got {type(v).__name__}")
+
+
+def _ms(v: Any) -> int:
+    """A required epoch-ms timestamp."""
+    if v is None:
+        raise TypeError("timestamp is null")
+    return _typed(v, int)
 
 
 def _int(v: Any) -> int | None:
@@ -448,39 +482,32 @@ def _int(v: Any) -> int | None:
         return None
 
 
-def _executor_timeline(executors: list[list[Any]], start: int, end: int) -> tuple[int, float | None]:
+def _executor_timeline(executors: list[list[Any]], start: int, end: int) -> tuple[int, float]:
     """Most executors alive at once, and their time-weighted mean over [start, end]."""
-    points = []
+    alive_ms = 0
+    events = []
     for e in executors:
-        added = max(e[3], start)
-        removed = e[4] if e[4] is not None else end
-        points.append((added, 1))
-        points.append((max(removed, added), -1))
-    points.sort(key=lambda p: (p[0], p[1]))  # removals before additions at the same instant
+        a = max(e[3], start)
+        b = min(e[4] if e[4] is not None else end, end)
+        alive_ms += max(b - a, 0)
+        events.append((e[3], 1))
+        if e[4] is not None:
+            events.append((e[4], -1))
+    events.sort()  # at one instant removals (-1) come before additions
     alive = peak = 0
-    area, prev = 0.0, start
-    for t, d in points:
-        t_clip = min(max(t, start), end)
-        area += alive * (t_clip - prev)
-        prev = max(prev, t_clip)
+    for _, d in events:
         alive += d
         peak = max(peak, alive)
-    area += alive * max(end - prev, 0)
-    mean = area / (end - start) if end > start else float(peak)
-    return peak, mean
+    return peak, (alive_ms / (end - start) if end > start else float(peak))
 
 
 def _duration_quantiles(tasks: pa.Table) -> dict[tuple[int, int], tuple[float, ...]]:
-    """(stage, attempt) -> min, median, p90, max of task duration (linear interpolation)."""
+    """(stage, attempt) -> min, median, p90, max of task duration (numpy's linear quantiles)."""
     sid = tasks["stage_id"].to_numpy(zero_copy_only=False).astype(np.int64)
     att = tasks["stage_attempt_id"].to_numpy(zero_copy_only=False).astype(np.int64)
-    dur = tasks["duration_ms"].to_numpy(zero_copy_only=False).astype(np.float64)
-    ok = ~np.isnan(dur)
-    sid, att, dur = sid[ok], att[ok], dur[ok]
+    dur = tasks["duration_ms"].fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64)
     order = np.lexsort((dur, att, sid))
     sid, att, dur = sid[order], att[order], dur[order]
-    if not len(dur):
-        return {}
     bounds = np.flatnonzero((np.diff(sid) != 0) | (np.diff(att) != 0)) + 1
     out = {}
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(dur)]):

@@ -214,8 +214,9 @@ def stage_table(runs: "pd.DataFrame", stages: "pd.DataFrame", tasks: "pd.DataFra
     st["bytes_in_per_task"] = st["bytes_in"] / nt
     st["bytes_out_per_task"] = st["bytes_out"] / nt
     st["records_in_per_task"] = st["records_in"] / nt
-    conf = pd.DataFrame([{"run_id": r["run_id"], "job": r.get("job"), "run_input_bytes": _num(r.get("input_bytes"), np.nan),
-                          **config_features(r)} for _, r in runs.iterrows()]).drop_duplicates("run_id", keep="last")
+    conf = pd.DataFrame([{"run_id": r["run_id"], "job": r.get("job"),
+                          "run_input_bytes": _num(r.get("input_bytes"), np.nan), **config_features(r)}
+                         for _, r in runs.iterrows()]).drop_duplicates("run_id", keep="last")
     st = st.merge(conf, on="run_id", how="left")
     st["waves"] = np.ceil(st["num_tasks"] / st["task_slots"].clip(lower=1))
     return st.reset_index(drop=True)
@@ -293,4 +294,5 @@ def predict_num_tasks(history: "pd.DataFrame", ref: "pd.Series", new_bytes_in: f
 
 
 __all__ = ["CONFIG_FEATURES", "DATA_FEATURES", "config_features", "call_site", "stage_signatures",
-           "stage_table", "final_attempts", "waves", "count_rule", "file_split_tasks", "predict_num_tasks", "spark_bytes"]
+           "stage_table", "final_attempts", "waves", "count_rule", "file_split_tasks", "predict_num_tasks",
+           "spark_bytes"]

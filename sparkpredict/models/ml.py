@@ -88,6 +88,23 @@ def predict_exported(m: dict, X: np.ndarray) -> np.ndarray:
     raise ValueError(f"unknown exported model type {m['type']!r}")
 
 
+def merge_forests(parts: list[dict]) -> dict:
+    """One averaging ensemble ("random_forest" type) of the trees of several exported ones."""
+    out = {"type": "random_forest", "init": 0.0, "scale": 1.0, "depth": max(p["depth"] for p in parts)}
+    off = 0
+    roots, left, right = [], [], []
+    for p in parts:
+        roots.append(np.asarray(p["roots"]) + off)
+        left.append(np.asarray(p["left"]) + off)
+        right.append(np.asarray(p["right"]) + off)
+        off += len(p["value"])
+    out.update(roots=np.concatenate(roots), left=np.concatenate(left), right=np.concatenate(right),
+               feature=np.concatenate([p["feature"] for p in parts]),
+               threshold=np.concatenate([p["threshold"] for p in parts]),
+               value=np.concatenate([p["value"] for p in parts]))
+    return out
+
+
 def to_jsonable(m: dict) -> dict:
     """Arrays -> lists (float64 round-trips exactly through JSON's repr)."""
     return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in m.items()}

@@ -37,27 +37,34 @@ class Component:
     ml: dict | None = None                      # exported regressor (see ml.py)
     ml_target: str = "runtime"                  # "runtime" or "log_ratio" (hybrid correction)
     single_size: bool = False
+    #: hybrid only: the correction fades linearly to 0 at this distance beyond the training box
+    #: (input size and executors); None keeps it flat (trees' own constant extrapolation).
+    fade: float | None = None
+    box: dict[str, tuple[float, float]] | None = None
 
     @property
     def name(self) -> str:
         if self.kind == "equation":
             return self.equation.name  # type: ignore[union-attr]
         if self.kind == "hybrid":
-            return f"hybrid:{self.equation.name}"  # type: ignore[union-attr]
+            return f"hybrid:{self.equation.name}" + ("" if self.fade is None else "~fade")  # type: ignore[union-attr]
         return str(self.ml["type"])  # type: ignore[index]
 
 
 def component_to_dict(c: Component) -> dict:
     return {"kind": c.kind, "equation": c.equation.to_dict() if c.equation else None,
             "ml": M.to_jsonable(c.ml) if c.ml else None, "ml_target": c.ml_target,
-            "single_size": c.single_size}
+            "single_size": c.single_size, "fade": c.fade,
+            "box": {k: list(v) for k, v in c.box.items()} if c.box else None}
 
 
 def component_from_dict(d: dict) -> Component:
     return Component(kind=d["kind"],
                      equation=A.FittedEquation.from_dict(d["equation"]) if d.get("equation") else None,
                      ml=M.from_jsonable(d["ml"]) if d.get("ml") else None,
-                     ml_target=d.get("ml_target", "runtime"), single_size=bool(d.get("single_size")))
+                     ml_target=d.get("ml_target", "runtime"), single_size=bool(d.get("single_size")),
+                     fade=d.get("fade"),
+                     box={k: (float(v[0]), float(v[1])) for k, v in d["box"].items()} if d.get("box") else None)
 
 
 def _design(F: dict[str, np.ndarray], extras: list[str]) -> np.ndarray:
@@ -76,13 +83,30 @@ def predict_component(c: Component, F: dict[str, np.ndarray], extras: list[str])
         pred = M.predict_exported(c.ml, _design(F, extras))  # type: ignore[arg-type]
     else:
         base = np.maximum(c.equation.predict(S, E), 1e-3)  # type: ignore[union-attr]
-        pred = base * np.exp(M.predict_exported(c.ml, _design(F, extras)))  # type: ignore[arg-type]
+        corr = M.predict_exported(c.ml, _design(F, extras))  # type: ignore[arg-type]
+        if c.fade is not None and c.box:
+            d = np.max([_distance(F[k], lo, hi) for k, (lo, hi) in c.box.items()], axis=0)
+            corr = corr * np.clip(1 - d / c.fade, 0.0, 1.0)
+        pred = base * np.exp(corr)
     return np.maximum(np.asarray(pred, float), 1e-3)
 
 
 # ---- fitting candidates ------------------------------------------------------------------
-#: Residual correction of the hybrid: "tree" (one regression tree, ~1 ms) or "gbm".
-CORRECTION = "tree"
+#: Residual correction of the hybrid: "tree" (one regression tree, ~1 ms), "tree2" (mean of a
+#: deep and a shallow tree) or "gbm".
+CORRECTION = "tree2"
+#: Fade distances tried for the hybrid's correction outside the training box (None = flat).
+FADES: tuple[float | None, ...] = (None, 0.25)
+
+
+def _fit_correction(X: np.ndarray, r: np.ndarray, random_state: int) -> dict:
+    if CORRECTION == "gbm":
+        return M.fit_gbm(X, r, random_state, n_estimators=30, learning_rate=0.2)[0]
+    if CORRECTION == "tree":
+        return M.fit_tree(X, r, random_state)[0]
+    deep = M.fit_tree(X, r, random_state, min_samples_leaf=1, max_depth=None)[0]
+    shallow = M.fit_tree(X, r, random_state, min_samples_leaf=5, max_depth=3)[0]
+    return M.merge_forests([deep, shallow])
 
 
 def fit_component(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: list[str],
@@ -102,9 +126,9 @@ def fit_component(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: li
         if kind != "hybrid":
             return Component("equation", equation=eq, single_size=single)
         base = np.maximum(eq.predict(S, E), 1e-3)
-        fit = M.fit_tree if CORRECTION == "tree" else M.fit_gbm
-        ml = fit(_design(F, extras), np.log(y / base), random_state)[0]
-        return Component("hybrid", equation=eq, ml=ml, ml_target="log_ratio", single_size=single)
+        ml = _fit_correction(_design(F, extras), np.log(y / base), random_state)
+        box = {k: (float(F[k].min()), float(F[k].max())) for k in ("input_bytes", "executors")}
+        return Component("hybrid", equation=eq, ml=ml, ml_target="log_ratio", single_size=single, box=box)
     if kind in M.ML_KINDS:
         return Component("ml", ml=M.fit_ml(kind, _design(F, extras), y, random_state))
     raise DegenerateDataError(f"unknown model kind {kind!r}")
@@ -140,40 +164,55 @@ def _distance(v: np.ndarray, lo: float, hi: float) -> np.ndarray:
 
 
 def cross_validate(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: list[str],
-                   random_state: int = 0, backbone: str | None = None, power: int | None = None) -> CVResult:
+                   random_state: int = 0, backbone: str | None = None, power: int | None = None,
+                   fades: tuple[float | None, ...] = (None,)) -> list[CVResult]:
+    """CV of one candidate; for a hybrid one result per fade variant (same fits, other predictions)."""
     interp, extrap = folds(F, random_state)
+    nv = len(fades)
 
-    def run(test: np.ndarray) -> np.ndarray | None:
+    def run(test: np.ndarray) -> list[np.ndarray] | None:
         train = ~test
         Ft = {c: v[train] for c, v in F.items()}
         try:
             comp = fit_component(kind, Ft, y[train], extras, random_state, backbone, power)
         except DegenerateDataError:
             return None
-        return predict_component(comp, {c: v[test] for c, v in F.items()}, extras)
+        Fq = {c: v[test] for c, v in F.items()}
+        out = []
+        for fd in fades:
+            comp.fade = fd
+            out.append(predict_component(comp, Fq, extras))
+        return out
 
-    oof = np.full(len(y), np.nan)
+    oof = np.full((nv, len(y)), np.nan)
     for t in interp:
         p = run(t)
         if p is not None:
-            oof[t] = p
-    interp_mape = float(np.nanmean(np.abs(oof - y) / y)) if np.isfinite(oof).any() else np.inf
-    if len(interp) and not np.isfinite(oof).all():
-        interp_mape = np.inf  # a fold could not be fitted: the candidate is not robust here
-    ex, zs = [], []
+            for i in range(nv):
+                oof[i, t] = p[i]
+    ex: list[list[float]] = [[] for _ in range(nv)]
+    zs: list[list[np.ndarray]] = [[] for _ in range(nv)]
     for t, col in extrap:
         p = run(t)
-        if p is None:
-            ex.append(np.inf)
-            continue
-        ex.append(float(np.mean(np.abs(p - y[t]) / y[t])))
         v = F[col]
         d = _distance(v[t], float(v[~t].min()), float(v[~t].max()))
-        zs.append(np.log(y[t] / p) / np.maximum(d, 1e-9))
-    extrap_mape = float(np.mean(ex)) if ex else np.nan
-    score = interp_mape if not ex else 0.5 * (interp_mape + extrap_mape)
-    return CVResult(score, interp_mape, extrap_mape, np.log(y / oof)[np.isfinite(oof)],
-                    np.concatenate(zs) if zs else np.zeros(0))
+        for i in range(nv):
+            if p is None:
+                ex[i].append(np.inf)
+                continue
+            ex[i].append(float(np.mean(np.abs(p[i] - y[t]) / y[t])))
+            zs[i].append(np.log(y[t] / p[i]) / np.maximum(d, 1e-9))
+    results = []
+    for i in range(nv):
+        o = oof[i]
+        interp_mape = float(np.nanmean(np.abs(o - y) / y)) if np.isfinite(o).any() else np.inf
+        if len(interp) and not np.isfinite(o).all():
+            interp_mape = np.inf  # a fold could not be fitted: the candidate is not robust here
+        extrap_mape = float(np.mean(ex[i])) if ex[i] else np.nan
+        score = interp_mape if not ex[i] else 0.5 * (interp_mape + extrap_mape)
+        results.append(CVResult(score, interp_mape, extrap_mape, np.log(y / o)[np.isfinite(o)],
+                                np.concatenate(zs[i]) if zs[i] else np.zeros(0)))
+    return results
 
 
 @dataclass
@@ -190,7 +229,7 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
     """Cross-validate the candidates ``kind`` allows and fit the best on all rows."""
     if kind in A.EQUATIONS or kind in M.ML_KINDS:
         comp = fit_component(kind, F, y, extras, random_state)
-        cv = cross_validate(kind, F, y, extras, random_state)
+        cv = cross_validate(kind, F, y, extras, random_state)[0]
         return Selection(comp.name, comp, _finite(cv.score), {comp.name: round(float(cv.score), 6)}, cv)
     # auto / hybrid: every equation is scored; the best becomes the hybrid's backbone. Each
     # equation's f(S) power is chosen once on all runs and kept in its CV folds.
@@ -204,27 +243,37 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
         except DegenerateDataError:
             continue
         pw = full[name].equation.power  # type: ignore[union-attr]
-        results[name] = cross_validate(name, F, y, extras, random_state, power=pw)
+        results[name] = cross_validate(name, F, y, extras, random_state, power=pw)[0]
     finite = {k: r for k, r in results.items() if np.isfinite(r.score)}
     if not finite:
         raise DegenerateDataError(
             f"no runtime equation can be fitted to these {len(y)} runs "
             f"({len(np.unique(F['input_bytes']))} input sizes, {len(np.unique(F['executors']))} executor counts)",
             "record runs with at least two executor counts (and several input sizes to predict other sizes)")
-    backbone = min(finite, key=lambda k: (finite[k].score, k))
+    # The backbone matters beyond the data (inside, the correction fixes it): rank by extrapolation.
+    backbone = min(finite, key=lambda k: (_extrap_key(finite[k]), k))
     bpow = full[backbone].equation.power  # type: ignore[union-attr]
-    results["hybrid"] = cross_validate("hybrid", F, y, extras, random_state, backbone, bpow)
+    hy = cross_validate("hybrid", F, y, extras, random_state, backbone, bpow, FADES)
+    hnames = {fd: "hybrid" if fd is None else "hybrid~fade" for fd in FADES}
+    for fd, r in zip(FADES, hy):
+        results[hnames[fd]] = r
     pool = dict(finite) if kind == "auto" else {}
-    if np.isfinite(results["hybrid"].score):
-        pool["hybrid"] = results["hybrid"]
+    pool.update({hnames[fd]: r for fd, r in zip(FADES, hy) if np.isfinite(r.score)})
     if not pool:
         pool = {backbone: finite[backbone]}
     best = min(pool, key=lambda k: (pool[k].score, k))
-    comp = fit_component("hybrid", F, y, extras, random_state, backbone, bpow) if best == "hybrid" \
-        else full[best]
-    scores = {("hybrid:" + backbone if k == "hybrid" else k): round(float(r.score), 6)
+    if best.startswith("hybrid"):
+        comp = fit_component("hybrid", F, y, extras, random_state, backbone, bpow)
+        comp.fade = next(fd for fd, n in hnames.items() if n == best)
+    else:
+        comp = full[best]
+    scores = {(k.replace("hybrid", "hybrid:" + backbone) if k.startswith("hybrid") else k): round(float(r.score), 6)
               for k, r in results.items()}
     return Selection(comp.name, comp, float(pool[best].score), scores, pool[best])
+
+
+def _extrap_key(r: CVResult) -> float:
+    return r.extrap_mape if np.isfinite(r.extrap_mape) else r.score
 
 
 def _finite(x: float) -> float:

@@ -443,27 +443,38 @@ def lower_bound_ms(tl: Timeline, slots: int) -> float:
     return max(cp, work)
 
 
-def _critical_path(tl: Timeline, stage_ms: np.ndarray) -> float:
-    """Longest gated path when stage ``s`` takes ``stage_ms[s]`` (driver delays included)."""
-    n = tl.n_stages
-    end = np.full(n, np.nan)
+def _critical_path(tl: Timeline, stage_ms: np.ndarray):
+    """Longest gated path when stage ``s`` takes ``stage_ms[..., s]`` (driver delays included).
+
+    ``stage_ms`` may be 1-D (one answer, a float) or 2-D ``(k, n_stages)`` (``k`` answers at once,
+    e.g. one per tree of a forest).
+    """
+    ms = np.atleast_2d(np.asarray(stage_ms, dtype=float))
+    k, n = ms.shape[0], tl.n_stages
+    if n == 0:
+        out = np.full(k, tl.tail_ms)
+        return float(out[0]) if np.ndim(stage_ms) == 1 else out
+    end = np.zeros((k, n))
+    ready = np.zeros(n, dtype=bool)
     order, gate = tl.completion_order, tl.gate_prefix
-    pm = np.zeros(n + 1)  # pm[k] = max end over the first k stages in completion order
+    pm = np.zeros((k, n + 1))  # pm[:, j] = max end over the first j stages in completion order
     # Gates point only to stages that finished before submission, so processing in recorded
     # submission order (the stages are stored that way) sees every gate already computed.
-    k_done = 0
+    j_done = 0
     for s in range(n):
         g = int(gate[s])
-        while k_done < g:
-            e = end[order[k_done]]
-            pm[k_done + 1] = max(pm[k_done], 0.0 if np.isnan(e) else e)
-            k_done += 1
-        t = pm[g]
-        for p in tl.parents[s]:
-            if not np.isnan(end[p]):
-                t = max(t, end[p])
-        end[s] = t + tl.delay_ms[s] + stage_ms[s]
-    return float(np.nanmax(end)) + tl.tail_ms
+        while j_done < g:
+            o = order[j_done]
+            pm[:, j_done + 1] = np.maximum(pm[:, j_done], end[:, o]) if ready[o] else pm[:, j_done]
+            j_done += 1
+        t = pm[:, g]
+        ps = [p for p in tl.parents[s] if ready[p]]
+        if ps:
+            t = np.maximum(t, end[:, ps].max(axis=1))
+        end[:, s] = t + tl.delay_ms[s] + ms[:, s]
+        ready[s] = True
+    out = end.max(axis=1) + tl.tail_ms
+    return float(out[0]) if np.ndim(stage_ms) == 1 else out
 
 
 @dataclass(frozen=True)
@@ -671,7 +682,7 @@ class ReplayRuntimeModel:
         one run, its self-check error)."""
         if not 0 < confidence < 1:
             raise InputError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.9")
-        from .stages import _as_frame, _opt
+        from .stages import _as_frame
 
         X = _as_frame(X)
         p = self.predict(X)

@@ -99,6 +99,8 @@ class StageRuntimeModel:
         if stages is None or stages.empty:
             raise DegenerateDataError("no stage rows for these runs in the store",
                                       "record runs with the sparkpredict listener or ingest their event logs")
+        for cache in ("_base_cache", "_hist_cache"):
+            self.__dict__.pop(cache, None)
         table = F.stage_table(runs, stages, tasks)
         table = table[np.isfinite(table["task_ms"]) & (table["task_ms"] > 0)].reset_index(drop=True)
         if table.empty:
@@ -190,81 +192,99 @@ class StageRuntimeModel:
 
     def stage_plan(self, job, input_bytes: float, executors: int, executor_cores: int | None = None,
                    executor_memory_mb: float | None = None, _ref: str | None = None) -> "pd.DataFrame":
-        """Per-stage prediction for one query: signature, tasks, waves, per-task ms, stage ms."""
+        """Per-stage plan for one query: the reference run's stages with the query's task counts,
+        bytes per task, configuration and waves (``attrs["reference_run"]`` names the run)."""
         ref = _ref or self._reference(job, input_bytes, executors)
-        t = self.stage_table_
-        rows = t[t["run_id"] == ref].copy()
-        r0 = rows.iloc[0]
+        base = self._base_rows(ref)
+        rows = base.copy()
+        r0 = base.iloc[0]
         ratio = input_bytes / r0["run_input_bytes"] if r0["run_input_bytes"] > 0 and np.isfinite(input_bytes) else 1.0
         cores = float(executor_cores or r0["executor_cores"])
         conf = {"executors": float(executors), "executor_cores": cores, "task_slots": float(executors) * cores,
                 "executor_memory_mb": float(executor_memory_mb or r0["executor_memory_mb"])}
         # spark.default.parallelism defaults to the total cores: follow the new cluster then.
-        explicit_par = rows["default_parallelism"] != rows["task_slots"]
-        new_tasks = []
-        for _, row in rows.iterrows():
-            c = dict(conf, default_parallelism=row["default_parallelism"] if explicit_par[_] else conf["task_slots"])
-            hist = t[t["signature"] == row["signature"]]
-            new_tasks.append(F.predict_num_tasks(hist, row, row["bytes_in"] * ratio, c))
-        rows["num_tasks"] = np.asarray(new_tasks, dtype=float)
+        explicit_par = (base["default_parallelism"] != base["task_slots"]).to_numpy()
+        par = np.where(explicit_par, base["default_parallelism"].to_numpy(float), conf["task_slots"])
+        hist = self._history()
+        rows["num_tasks"] = np.asarray(
+            [F.predict_num_tasks(hist[rec["signature"]], rec, rec["bytes_in"] * ratio,
+                                 dict(conf, default_parallelism=pp))
+             for rec, pp in zip(base.to_dict("records"), par)], dtype=float)
         for col in ("bytes_in", "bytes_out", "records_in"):
-            rows[col] = rows[col] * ratio
+            rows[col] = base[col] * ratio
         nt = rows["num_tasks"].clip(lower=1)
         rows["bytes_in_per_task"] = rows["bytes_in"] / nt
         rows["bytes_out_per_task"] = rows["bytes_out"] / nt
         rows["records_in_per_task"] = rows["records_in"] / nt
         for k, v in conf.items():
             rows[k] = v
-        rows["default_parallelism"] = np.where(explicit_par, rows["default_parallelism"], conf["task_slots"])
+        rows["default_parallelism"] = par
         rows["waves"] = F.waves(rows["num_tasks"], rows["task_slots"])
         rows.attrs["reference_run"] = ref
         return rows
 
-    def _job_ms(self, plan: "pd.DataFrame", stage_ms: np.ndarray) -> float:
-        """Critical path through the reference run's stage DAG, with driver time, in ms."""
-        tl = self._timeline(plan.attrs["reference_run"])
-        rec = np.zeros(tl.n_stages)
-        if tl.stage_meta is not None and "stage_id" in tl.stage_meta:
-            pos = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(tl.stage_ids, tl.stage_attempts))}
-            # Stages without a model row (failed attempts) keep no time; modelled ones get theirs.
-            for (sid, att), ms in zip(zip(plan["stage_id"], plan["stage_attempt_id"]), stage_ms):
-                i = pos.get((int(sid), int(att)))
-                if i is not None:
-                    rec[i] = ms
-        return sim._critical_path(tl, rec)
+    def _base_rows(self, run_id: str) -> "pd.DataFrame":
+        cache = self.__dict__.setdefault("_base_cache", {})
+        if run_id not in cache:
+            t = self.stage_table_
+            cache[run_id] = t[t["run_id"] == run_id]
+        return cache[run_id]
 
-    def _predict_trees(self, X: "pd.DataFrame") -> np.ndarray:
-        """(n_rows, n_trees) whole-job seconds."""
+    def _history(self) -> dict:
+        if "_hist_cache" not in self.__dict__:
+            self._hist_cache = {s: g for s, g in self.stage_table_.groupby("signature")}
+        return self._hist_cache
+
+    def _positions(self, run_id: str, plan: "pd.DataFrame") -> np.ndarray:
+        """Timeline position of each plan row (stages without a row, e.g. failed attempts, get none)."""
+        tl = self._timeline(run_id)
+        pos = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(tl.stage_ids, tl.stage_attempts))}
+        return np.array([pos.get((int(a), int(b)), -1) for a, b in zip(plan["stage_id"], plan["stage_attempt_id"])])
+
+    def _job_ms(self, plan: "pd.DataFrame", stage_ms: np.ndarray):
+        """Critical path through the reference run's stage DAG, with driver time, in ms.
+        ``stage_ms`` is (stages,) or (k, stages)."""
+        ref = plan.attrs["reference_run"]
+        tl = self._timeline(ref)
+        pos = self._positions(ref, plan)
+        ms = np.atleast_2d(stage_ms)
+        rec = np.zeros((ms.shape[0], tl.n_stages))
+        ok = pos >= 0
+        rec[:, pos[ok]] = ms[:, ok]
+        out = sim._critical_path(tl, rec)
+        return float(out[0]) if np.ndim(stage_ms) == 1 else out
+
+    def _evaluate(self, X, trees: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """Point seconds per row, and (rows, trees) seconds when ``trees``."""
+        import pandas as pd
+
         self._check()
         X = _as_frame(X)
-        out = np.empty((len(X), self.n_estimators))
-        for i, (_, q) in enumerate(X.iterrows()):
-            plan = self.stage_plan(q.get("job"), float(q.get("input_bytes", np.nan)), int(q["executors"]),
-                                   _opt(q.get("executor_cores")), _opt(q.get("executor_memory_mb")))
-            trees = self._task_ms_trees(plan)
-            stage_ms = trees * plan["waves"].to_numpy(float)  # (trees, stages)
-            out[i, :] = [self._job_ms(plan, s) / 1000 for s in stage_ms]
-        return out
+        plans = [self.stage_plan(q.get("job"), float(q.get("input_bytes", np.nan)), int(q["executors"]),
+                                 _opt(q.get("executor_cores")), _opt(q.get("executor_memory_mb")))
+                 for q in X.to_dict("records")]
+        sizes = np.cumsum([0] + [len(p) for p in plans])
+        allrows = pd.concat(plans, ignore_index=True)
+        per_tree = self._task_ms_trees(allrows) * allrows["waves"].to_numpy(float)  # (trees, all stages)
+        point = np.empty(len(plans))
+        tree_s = np.empty((len(plans), self.n_estimators)) if trees else None
+        for i, plan in enumerate(plans):
+            st = per_tree[:, sizes[i]:sizes[i + 1]]
+            point[i] = self._job_ms(plan, st.mean(axis=0)) / 1000
+            if trees:
+                tree_s[i] = self._job_ms(plan, st) / 1000
+        return point, tree_s
 
     def predict(self, X: "pd.DataFrame") -> np.ndarray:
         """Predicted runtime in seconds for each row (``job``, ``input_bytes``, ``executors``, ...)."""
-        self._check()
-        X = _as_frame(X)
-        res = np.empty(len(X))
-        for i, (_, q) in enumerate(X.iterrows()):
-            plan = self.stage_plan(q.get("job"), float(q.get("input_bytes", np.nan)), int(q["executors"]),
-                                   _opt(q.get("executor_cores")), _opt(q.get("executor_memory_mb")))
-            task_ms = self._task_ms_trees(plan).mean(axis=0)
-            res[i] = self._job_ms(plan, task_ms * plan["waves"].to_numpy(float)) / 1000
-        return res
+        return self._evaluate(X, trees=False)[0]
 
     def predict_interval(self, X: "pd.DataFrame", confidence: float = 0.9) -> dict:
         """Point prediction and an interval from the spread of the trees, widened to the
         out-of-bag relative errors of the training runs at ``confidence``."""
         if not 0 < confidence < 1:
             raise InputError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.9")
-        point = self.predict(X)
-        trees = self._predict_trees(X)
+        point, trees = self._evaluate(X, trees=True)
         a = (1 - confidence) / 2
         lo_t, hi_t = np.quantile(trees, a, axis=1), np.quantile(trees, 1 - a, axis=1)
         q = float(np.quantile(self._oob_abs_rel, confidence)) if len(self._oob_abs_rel) else 0.0

@@ -24,9 +24,9 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 #: Largest part file; Spark reads one part (or less) per task.
-PART_BYTES = 4 * 1024 * 1024
+PART_BYTES = 1024 * 1024
 #: Rows generated per chunk (before formatting); small enough to keep memory flat.
-_CHUNK_ROWS = 50_000
+_CHUNK_ROWS = 20_000
 MANIFEST = "_manifest.json"
 
 ChunkFn = Callable[[np.random.Generator, int], bytes]

@@ -1,0 +1,58 @@
+"""``sparkpredict demo``: a small sweep, a model, advice for a larger input, and the report."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "demo", help="the whole loop in ~2 minutes: sweep, fit, advise, report",
+        description="Run a small word-count sweep on local Spark (each run recorded by the listener), "
+                    "fit its runtime model, print advice for an input 4x larger, and write the HTML "
+                    "report. Runs already recorded are reused, so a second demo is quick.")
+    p.add_argument("--store", default=None, help="history store (default: the embedded local store)")
+    p.add_argument("--workdir", default=None,
+                   help="report, models, generated data and Spark scratch (default ~/.sparkpredict/demo)")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import time
+
+    from ..demo import DEMO_EXECUTORS, DEMO_SIZES, DEMO_WORKLOAD, run_demo
+    from ..units import format_bytes, format_duration
+    from .sweep import ProgressBar
+
+    t0 = time.monotonic()
+    print(f"sparkpredict demo: sweeping {DEMO_WORKLOAD} over sizes {DEMO_SIZES} x executors "
+          f"{DEMO_EXECUTORS} on local Spark, each run recorded by the listener", file=sys.stderr)
+    res = run_demo(store=args.store, workdir=args.workdir, progress=ProgressBar())
+    sw = res.sweep
+    print(f"\n1. sweep: {len(sw.ran)} run(s) recorded now, {len(sw.skipped)} reused, "
+          f"{len(sw.failed)} failed, in {format_duration(sw.seconds)}")
+    if res.model_name:
+        cv = f", cross-validated MAPE {res.cv_mape * 100:.1f}%" if res.cv_mape is not None else ""
+        print(f"2. model: {res.model_name}{cv}")
+    else:
+        print("2. model: none (see below)")
+    if res.advice is not None:
+        print(f"3. advice for {format_bytes(res.advice_input_bytes)} (4x the largest input recorded):")
+        print(f"   {res.advice.summary()}")
+        for w in res.advice.warnings:
+            print(f"   warning: {w}")
+    else:
+        print("3. advice: none (see below)")
+    print(f"4. report: {res.report_path or 'not written (see below)'}")
+    print("5. where everything is:")
+    print(f"   history store  {res.store}   (runs/ stages/ tasks/ executors/ Parquet)")
+    if res.models_dir:
+        print(f"   fitted models  {res.models_dir}")
+    print(f"   generated data {res.workdir / 'data'}")
+    if res.report_path:
+        print(f"   report         {res.report_path}")
+    print(f"   next: sparkpredict suggest --job {DEMO_WORKLOAD} --input-size 1GB --store {res.store}")
+    for m in res.messages:
+        print(f"note: {m}", file=sys.stderr)
+    print(f"demo finished in {format_duration(time.monotonic() - t0)}", file=sys.stderr)
+    return 0 if res.report_path and not sw.failed else 1

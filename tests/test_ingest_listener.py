@@ -1,0 +1,66 @@
+"""One Spark 4 application recorded twice: by the JVM listener and from its own event log.
+
+The two records must agree (issue 3): same runs, stages and tasks, equal sums of run time,
+shuffle bytes and input bytes. The event log is written rolling + zstd, Spark 4's forms.
+"""
+from __future__ import annotations
+
+import pytest
+
+from sparkpredict import store
+from sparkpredict.capture.eventlog import ingest_event_logs
+
+
+@pytest.mark.spark
+def test_listener_and_event_log_agree(spark_app, tmp_path):
+    logs = tmp_path / "eventlogs"
+    logs.mkdir()
+    data = tmp_path / "words.txt"
+    data.write_text("\n".join(f"w{i % 97} w{i % 13} w{i % 7}" for i in range(20000)))
+    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(logs),
+            "spark.eventLog.rolling.enabled": "true", "spark.eventLog.compression.codec": "zstd",
+            "spark.eventLog.compress": "true"}
+    with spark_app(tmp_path / "listener-store", job="agree", conf=conf) as spark:
+        from pyspark.sql import functions as F
+
+        lines = spark.read.text(str(data)).repartition(4)
+        words = lines.select(F.explode(F.split("value", " ")).alias("w"))
+        assert words.groupBy("w").count().count() == 97  # w0..w96
+        spark.sparkContext.parallelize(range(1000), 6).map(lambda x: (x % 5, x)) \
+            .reduceByKey(lambda a, b: a + b).collect()
+    (folder,) = logs.glob("eventlog_v2_*")
+    assert any(f.name.endswith(".zstd") for f in folder.glob("events_*"))
+
+    listener = store.open(tmp_path / "listener-store")
+    report = ingest_event_logs([logs], tmp_path / "eventlog-store")
+    assert report.files_ingested == 1 and not report.errors
+    ingested = store.open(tmp_path / "eventlog-store")
+
+    lr, er = listener.runs(), ingested.runs()
+    assert len(lr) == len(er) == 1
+    lrun, erun = lr.iloc[0], er.iloc[0]
+    assert lrun.run_id == erun.run_id and erun.status == lrun.status == "succeeded"
+    assert len(listener.stages()) == len(ingested.stages()) == erun.num_stages > 0
+    assert len(listener.tasks()) == len(ingested.tasks()) == erun.num_tasks > 0
+    for col in ("wall_ms", "start_ms", "end_ms", "executor_run_time_ms", "shuffle_read_bytes",
+                "shuffle_write_bytes", "input_bytes", "num_jobs", "executors_max", "task_slots",
+                "executor_cores", "executors_requested", "executor_memory_mb"):
+        assert lrun[col] == erun[col], col
+    assert erun.input_bytes > 0 and erun.shuffle_write_bytes > 0
+    assert lrun.executors_mean == pytest.approx(erun.executors_mean)
+    # Stage by stage, the sums of task metrics agree too.
+    key = ["stage_id", "stage_attempt_id"]
+    ls = listener.stages().sort_values(key).reset_index(drop=True)
+    es = ingested.stages().sort_values(key).reset_index(drop=True)
+    for col in ("num_task_rows", "executor_run_time_ms", "input_bytes", "shuffle_read_bytes",
+                "shuffle_write_bytes", "task_duration_median_ms", "parent_stage_ids_json", "job_id"):
+        assert ls[col].tolist() == es[col].tolist(), col
+    lt = listener.tasks().sort_values("task_id").reset_index(drop=True)
+    et = ingested.tasks().sort_values("task_id").reset_index(drop=True)
+    for col in ("task_id", "status", "duration_ms", "executor_cpu_time_ms", "shuffle_write_time_ms"):
+        assert lt[col].tolist() == pytest.approx(et[col].tolist()) if lt[col].dtype.kind == "f" \
+            else lt[col].tolist() == et[col].tolist(), col
+    # Ingesting the log into the listener's store adds nothing: the run is already there.
+    again = ingest_event_logs([logs], listener)
+    assert again.files_existing == 1 and again.runs_added == 0
+    assert len(listener.tasks()) == len(lt)

@@ -1,0 +1,70 @@
+"""A driver killed after its first job: earlier batches stay readable, status is not succeeded."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sparkpredict import store as store_mod
+from sparkpredict.errors import StoreError
+
+pytestmark = pytest.mark.spark
+JOB = Path(__file__).parent / "data" / "capture" / "wordcount_job.py"
+
+
+def _start(store: Path, job: str, log: Path) -> subprocess.Popen:
+    from sparkpredict.capture.submit import build_command
+
+    cmd = build_command(["--master", "local[1]", "--driver-memory", "512m", "--conf", "spark.ui.enabled=false",
+                         str(JOB), "--sleep", "300"], store=str(store), job=job)
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    # A session of its own, so that the Python driver child can be reaped with its JVM.
+    return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def _first_batch(store: Path):
+    try:
+        runs = store_mod.open(store).runs()
+    except StoreError:
+        return None
+    return runs if len(runs) else None
+
+
+def test_killed_drivers_keep_their_first_batch(listener_jar, tmp_path):
+    procs = {sig: _start(tmp_path / sig.name, f"killed-{sig.name}", tmp_path / f"{sig.name}.log")
+             for sig in (signal.SIGTERM, signal.SIGKILL)}
+    try:
+        pending = dict(procs)
+        deadline = time.time() + 240
+        while pending and time.time() < deadline:
+            for sig, p in list(pending.items()):
+                assert p.poll() is None, (tmp_path / f"{sig.name}.log").read_text()[-3000:]
+                if _first_batch(tmp_path / sig.name) is not None:
+                    os.kill(p.pid, sig)  # the spark-submit process is the driver JVM (exec'd)
+                    del pending[sig]
+            time.sleep(0.5)
+        assert not pending, "no batch was committed in time"
+        for p in procs.values():
+            p.wait(timeout=120)
+    finally:
+        for p in procs.values():
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+    for sig, status in ((signal.SIGTERM, "killed"), (signal.SIGKILL, "running")):
+        st = store_mod.open(tmp_path / sig.name)
+        run = st.runs().iloc[0]
+        assert run.status == status, (sig, run.status)
+        stages, tasks = st.stages(), st.tasks()
+        assert len(stages) >= 2 and (stages["job_id"] == 0).sum() == 2
+        assert stages["num_task_rows"].sum() == len(tasks) >= 8
+    killed = store_mod.open(tmp_path / "SIGTERM").runs().iloc[0]
+    assert "SIGTERM" in killed.error_message and killed.end_ms >= killed.start_ms

@@ -1,0 +1,89 @@
+"""The HTML report on the committed history: plots embedded, advice shown, graceful when parts are missing."""
+from __future__ import annotations
+
+import base64
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparkpredict.errors import InputError, StoreError
+
+HISTORY = Path(__file__).parent / "data" / "history"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def history_report(tmp_path_factory):
+    from sparkpredict.report import build_report
+
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    return build_report(out, store=HISTORY)
+
+
+def _images(page: str) -> list[bytes]:
+    return [base64.b64decode(m) for m in re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", page)]
+
+
+def test_history_report_has_every_plot_and_advice(history_report):
+    from sparkpredict.store import io as store_io
+
+    res = history_report
+    jobs = set(store_io.open(HISTORY).runs()["job"])
+    assert set(res.jobs) == jobs and len(jobs) >= 3
+    page = res.path.read_text()
+    imgs = _images(page)
+    assert len(imgs) == 3 * len(jobs)
+    assert all(i.startswith(PNG_MAGIC) and len(i) > 5000 for i in imgs)
+    for s in res.sections:
+        assert set(s.figures) == {"runtime_vs_executors", "predicted_vs_actual", "stages"}, s.notes
+        assert s.model_name and s.advice_text and f"{s.job} on " in s.advice_text
+        assert "<table" in s.advice_table_html
+        assert f"id='job-{s.job}'" in page
+    # self-contained: nothing fetched from elsewhere
+    assert not re.search(r"(src|href)=['\"]https?:", page)
+
+
+def test_report_cli_one_job(tmp_path):
+    out = tmp_path / "sort.html"
+    r = subprocess.run([sys.executable, "-m", "sparkpredict", "report", "--store", str(HISTORY),
+                        "--job", "sort", "--out", str(out)], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ))
+    assert r.returncode == 0, r.stderr
+    assert "report of 1 job(s) (sort)" in r.stdout and str(out) in r.stdout
+    page = out.read_text()
+    assert "id='job-sort'" in page and "id='job-wordcount'" not in page
+
+
+def test_unknown_job_and_missing_store_are_clear_errors(tmp_path):
+    from sparkpredict.report import build_report
+
+    with pytest.raises(InputError, match="no succeeded runs of job"):
+        build_report(tmp_path / "r.html", store=HISTORY, jobs=["nope"])
+    with pytest.raises(StoreError, match="no sparkpredict store"):
+        build_report(tmp_path / "r.html", store=tmp_path / "nothing-here")
+    assert not (tmp_path / "r.html").exists()
+    r = subprocess.run([sys.executable, "-m", "sparkpredict", "report", "--store", str(tmp_path / "none"),
+                        "--out", str(tmp_path / "x.html")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "error: no sparkpredict store" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_missing_pieces_degrade_to_notes(tmp_path):
+    """Two runs without stage rows: no model, no stage plot, no advice; the page still shows the runs."""
+    from sparkpredict.report import build_report
+    from sparkpredict.store import io as store_io
+
+    runs = store_io.open(HISTORY).runs()
+    few = runs[(runs["job"] == "sort") & (runs["status"] == "succeeded")].head(2)
+    st = store_io.open(tmp_path / "store", create=True)
+    st.append({"runs": few})
+    res = build_report(tmp_path / "r.html", store=tmp_path / "store")
+    (sec,) = res.sections
+    assert list(sec.figures) == ["runtime_vs_executors"]
+    notes = " | ".join(sec.notes)
+    assert "no fitted model" in notes and "stage breakdown unavailable" in notes and "advice" in notes
+    page = res.path.read_text()
+    assert len(_images(page)) == 1 and "no fitted model" in page

@@ -1,0 +1,64 @@
+"""The listener writes exactly the columns and types of sparkpredict/store/schema.py."""
+from __future__ import annotations
+
+import json
+import re
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sparkpredict.capture.listener import java_source_dir
+from sparkpredict.store import schema as S
+
+_KINDS = {"S": pa.string(), "L": pa.int64(), "I": pa.int32(), "D": pa.float64(), "B": pa.bool_()}
+
+
+def _java_tables() -> dict[str, list[tuple[str, pa.DataType]]]:
+    """Column lists of Tables.java, in order (METRICS expanded where the tables include it)."""
+    text = (java_source_dir() / "io" / "sparkpredict" / "Tables.java").read_text()
+    pair = re.compile(r'\{"(\w+)",\s*([SLIDB])\}|\bMETRICS\b(?!\s*=)')
+    metrics_block = re.search(r"METRICS = \{(.*?)\};", text, re.S).group(1)
+    metrics = [(n, _KINDS[k]) for n, k in re.findall(r'\{"(\w+)",\s*([SLIDB])\}', metrics_block)]
+    out = {}
+    for chunk in text.split('new Table("')[1:]:
+        name, body = chunk.split('"', 1)
+        body = body.split("static final", 1)[0]  # up to the next declaration
+        cols: list[tuple[str, pa.DataType]] = []
+        for pm in pair.finditer(body):
+            if pm.group(1):
+                cols.append((pm.group(1), _KINDS[pm.group(2)]))
+            else:
+                cols.extend(metrics)
+        out[name] = cols
+    return out
+
+
+def test_java_source_declares_the_schema_modules_columns():
+    java = _java_tables()
+    assert set(java) == set(S.TABLES)
+    for name, schema in S.TABLES.items():
+        assert java[name] == [(f.name, f.type) for f in schema], name
+    text = (java_source_dir() / "io" / "sparkpredict" / "Tables.java").read_text()
+    assert f"SCHEMA_VERSION = {S.SCHEMA_VERSION};" in text and f'"{S.MARKER_FILE}"' in text
+
+
+@pytest.mark.spark
+def test_listener_files_match_schema(spark_app, tmp_path):
+    store = tmp_path / "store"
+    with spark_app(store, job="contract") as spark:
+        rdd = spark.sparkContext.parallelize(range(50), 3).map(lambda x: (x % 4, x))
+        assert rdd.reduceByKey(lambda a, b: a + b).count() == 4
+    marker = json.loads((store / S.MARKER_FILE).read_text())
+    assert marker == {"format": S.STORE_FORMAT, "schema_version": S.SCHEMA_VERSION}
+    for name, schema in S.TABLES.items():
+        files = sorted((store / name).glob("part-*.parquet"))
+        assert files, f"the listener wrote no {name} file"
+        for f in files:
+            got = pq.read_schema(f)
+            assert [(x.name, x.type) for x in got] == [(x.name, x.type) for x in schema], (name, f.name)
+            assert got.metadata[b"sparkpredict.schema_version"] == str(S.SCHEMA_VERSION).encode()
+    # nothing else in the store: no temp files, no checksum side files
+    leftovers = [p for p in store.rglob("*") if p.is_file() and not p.name.startswith("part-")
+                 and p.name != S.MARKER_FILE]
+    assert leftovers == []

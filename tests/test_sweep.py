@@ -1,0 +1,123 @@
+"""Sweeps: bad input refused before anything is recorded; a tiny real sweep; resume."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from sparkpredict import sweep as S
+from sparkpredict.errors import InputError, WorkloadError
+
+MB = 1000**2
+
+
+def _cli(*args: str, env_store: str | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    if env_store:
+        env["SPARKPREDICT_STORE"] = env_store
+    return subprocess.run([sys.executable, "-m", "sparkpredict", *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def test_parse_lists():
+    assert S.parse_list("64MB, 128MB", "sizes") == [64 * MB, 128 * MB]
+    assert S.parse_list("1,3-5", "ints") == [1, 3, 4, 5]
+    with pytest.raises(InputError, match="executor count"):
+        S.parse_list("1,two", "ints")
+    with pytest.raises(InputError, match="at least 1"):
+        S.parse_list("0,1", "ints")
+    with pytest.raises(InputError, match="as a size"):
+        S.parse_list("64 furlongs", "sizes")
+
+
+def test_plan_orders_repeats_outermost():
+    plan = S.plan_sweep("sort", "2MB,1MB", "2,1", repeats=2, master="local")
+    assert plan.sizes_bytes == (MB, 2 * MB)
+    assert len(plan.combos) == 8
+    assert [c.repeat for c in plan.combos] == [0] * 4 + [1] * 4  # an interrupted sweep stays balanced
+    assert plan.combos[0].master == "local[1]" and plan.combos[1].master == "local[2]"
+    c = plan.combos[0]
+    assert c.key("sort") == "sort|1000000|1|0|local[1]"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(workload="teragen", sizes="8MB", executors="1"), "unknown workload 'teragen'"),
+    (dict(workload="wordcount", sizes="8MB,500KB", executors="1"), "below the wordcount generator's minimum"),
+    (dict(workload="sort", sizes="8MB", executors="1,2,500"), "cores"),
+    (dict(workload="sort", sizes="8MB", executors="2", executor_memory_mb=10**7), "MiB is available"),
+    (dict(workload="sort", sizes="8MB", executors="1", master="local", repeats=0), "repeats"),
+])
+def test_bad_sweeps_are_refused_up_front(kwargs, message):
+    with pytest.raises((WorkloadError, InputError)) as e:
+        S.plan_sweep(**kwargs)
+    assert message in e.value.message
+    assert e.value.fix
+
+
+def test_capacity_check_allows_what_the_machine_can_start():
+    S.check_capacity("local-cluster[2,1,1024]", 2, 1, 1024)
+    S.check_capacity("yarn", 500, 4, 8192)  # a cluster's capacity is the cluster's business
+    with pytest.raises(WorkloadError, match="task threads"):
+        S.check_capacity(f"local[{64 * (os.cpu_count() or 1)}]", 1, 1, 1024)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--workload", "nope", "--sizes", "8MB"], "unknown workload 'nope'"),
+    (["--workload", "sort", "--sizes", "100KB"], "below the sort generator's minimum"),
+    (["--workload", "sort", "--sizes", "8MB", "--executors", "1-400"], "asks for"),
+])
+def test_cli_bad_input_one_clear_line_and_nothing_recorded(tmp_path, args, message):
+    store = tmp_path / "store"
+    r = _cli("sweep", *args, "--store", str(store), "--cache", str(tmp_path / "cache"))
+    assert r.returncode == 2
+    assert message in r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stderr.count("error:") == 1 and "fix:" in r.stderr
+    assert not store.exists() and not (tmp_path / "cache").exists()
+
+
+def test_eta_fits_fixed_plus_per_byte_cost():
+    todo = [S.Combo(4 * MB, 1, 0, "local[1]"), S.Combo(8 * MB, 1, 0, "local[1]")]
+    assert S._eta([], todo) is None
+    eta = S._eta([(MB, 3.0), (2 * MB, 4.0)], todo)  # 2 s + 1 s/MB
+    assert eta == pytest.approx(6.0 + 10.0)
+
+
+@pytest.mark.spark
+def test_tiny_real_sweep_records_each_run_and_resumes(spark_app, tmp_path):
+    """Four applications recorded by the listener; a rerun skips them; a wider plan adds only new runs."""
+    from sparkpredict.store import io as store_io
+
+    store, cache = tmp_path / "store", tmp_path / "cache"
+    seen: list[tuple[int, int]] = []
+    plan = S.plan_sweep("wordcount", "1MB,2MB", "1,2", master="local")
+    res = S.run_sweep(plan, store=store, cache_dir=cache, workdir=tmp_path / "work",
+                      progress=lambda d, t, el, eta, lab: seen.append((d, t)), tasks=False)
+    assert [o.status for o in res.outcomes] == ["succeeded"] * 4, [o.error for o in res.outcomes]
+    assert seen[-1] == (4, 4)
+
+    runs = store_io.open(store).runs()
+    assert len(runs) == 4 and set(runs["status"]) == {"succeeded"}
+    assert set(runs["job"]) == {"wordcount"}
+    assert len(set(runs["app_id"])) == 4  # each combination its own application
+    sizes = {}
+    for c in plan.combos:
+        d = cache / f"wordcount-s0-{c.size_bytes}B"
+        sizes[c.size_bytes] = sum(p.stat().st_size for p in d.glob("part-*"))
+    for _, r in runs.iterrows():
+        key = json.loads(r["properties_json"])[S.KEY_SWEEP]
+        _, size, e, rep, master = key.split("|")
+        assert r["input_bytes"] == sizes[int(size)] and r["input_bytes_source"] == "declared"
+        assert r["executors_requested"] == int(e) and r["master"] == master == f"local[{e}]"
+
+    again = S.run_sweep(plan, store=store, cache_dir=cache, workdir=tmp_path / "work", tasks=False)
+    assert len(again.skipped) == 4 and not again.ran
+    assert len(store_io.open(store).runs()) == 4
+
+    wider = S.plan_sweep("wordcount", "1MB,2MB", "1,2", repeats=2, master="local")
+    more = S.run_sweep(wider, store=store, cache_dir=cache, workdir=tmp_path / "work", tasks=False)
+    assert len(more.skipped) == 4 and [o.combo.repeat for o in more.ran] == [1] * 4
+    assert len(store_io.open(store).runs()) == 8

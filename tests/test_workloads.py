@@ -1,0 +1,123 @@
+"""Workload generators (deterministic, sized, cached) and the Spark bodies on real data."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from sparkpredict import workloads as W
+from sparkpredict.errors import WorkloadError
+from sparkpredict.workloads import generate as gen
+
+MB = 1000**2
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(Path(path).rglob("part-*")):
+        h.update(p.relative_to(path).as_posix().encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _lines(path: Path) -> list[bytes]:
+    out: list[bytes] = []
+    for p in sorted(Path(path).rglob("part-*")):
+        out.extend(p.read_bytes().splitlines())
+    return out
+
+
+def test_registry_names_and_scripts():
+    assert set(W.names()) == {"wordcount", "sort", "kmeans", "pagerank", "logreg", "sqljoin"}
+    for name in W.names():
+        script = W.get(name).script
+        assert script.is_file(), script
+        assert f'main("{name}"' in script.read_text()
+
+
+def test_unknown_workload_names_the_known_ones():
+    with pytest.raises(WorkloadError) as e:
+        W.get("terasort2")
+    assert "unknown workload 'terasort2'" in e.value.message
+    assert "wordcount" in e.value.fix and "sqljoin" in e.value.fix
+
+
+def test_size_below_minimum_is_refused(tmp_path):
+    w = W.get("sqljoin")
+    with pytest.raises(WorkloadError) as e:
+        w.data(w.min_bytes - 1, 0, tmp_path)
+    assert "below the sqljoin generator's minimum" in e.value.message
+    assert not any(tmp_path.iterdir())  # nothing generated
+
+
+@pytest.mark.parametrize("name", sorted(W.WORKLOADS))
+def test_generator_is_sized_and_deterministic(name, tmp_path):
+    w = W.get(name)
+    size = w.min_bytes + 300_000
+    a = w.data(size, 7, tmp_path / "a")
+    b = w.data(size, 7, tmp_path / "b")
+    c = w.data(size, 8, tmp_path / "c")
+    assert _digest(a) == _digest(b)
+    assert _digest(a) != _digest(c)
+    actual = gen.data_size(a)
+    longest = max(len(ln) for ln in _lines(a)) + 1
+    assert size - longest < actual <= size  # short of the size by less than one line
+    assert gen.manifest(a)["bytes"] == actual
+    for p in Path(a).rglob("part-*"):  # every part holds whole lines only
+        data = p.read_bytes()
+        assert data.endswith(b"\n") and len(data) <= gen.PART_BYTES
+
+
+def test_larger_size_extends_the_smaller_one(tmp_path):
+    w = W.get("sort")
+    small, big = w.data(2 * MB, 1, tmp_path), w.data(3 * MB, 1, tmp_path)
+    s, b = _lines(small), _lines(big)
+    assert b[: len(s)] == s
+    assert all(len(x) == 99 for x in b)  # TeraGen-like 100-byte records (newline included)
+
+
+def test_cached_data_is_reused_not_regenerated(tmp_path):
+    w = W.get("wordcount")
+    p1 = w.data(1 * MB, 0, tmp_path)
+    stamp = {p: p.stat().st_mtime_ns for p in p1.rglob("*")}
+    p2 = w.data(1 * MB, 0, tmp_path)
+    assert p1 == p2
+    assert {p: p.stat().st_mtime_ns for p in p2.rglob("*")} == stamp
+    # an interrupted generation (no manifest) is never taken for a complete data set
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def _expected(name: str, path: Path) -> dict:
+    """What the body must find, computed from the files in plain Python."""
+    if name == "wordcount":
+        words = [w for ln in _lines(path) for w in ln.split(b" ") if w]
+        return {"words": len(words), "distinct_words": len(set(words))}
+    if name == "sort":
+        keys = sorted(ln[:10].decode() for ln in _lines(path))
+        return {"records": len(keys), "first_key": keys[0]}
+    if name == "kmeans":
+        return {"points": len(_lines(path))}
+    if name == "pagerank":
+        nodes = {int(x) for ln in _lines(path) for x in ln.split(b",")}
+        return {"nodes": len(nodes)}
+    if name == "sqljoin":
+        return {"orders": len(_lines(path / "orders")), "groups": 20}
+    return {}
+
+
+@pytest.mark.spark
+def test_workload_bodies_do_the_work(spark_app, tmp_path):
+    """Every body, on its smallest input, in one application recorded by the listener."""
+    store = tmp_path / "store"
+    with spark_app(store, job="workloads-smoke") as spark:
+        for name in W.names():
+            w = W.get(name)
+            path = w.data(w.min_bytes, 3, tmp_path / "data")
+            result = w.run(spark, path, seed=3)
+            for k, v in _expected(name, path).items():
+                assert result[k] == v, (name, k)
+            if name == "logreg":
+                assert result["accuracy"] > 0.6  # labels follow a logistic model: learnable
+            if name == "kmeans":
+                assert result["training_cost"] > 0
