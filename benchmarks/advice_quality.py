@@ -62,7 +62,40 @@ def _model_version() -> str:
     return h.hexdigest()[:16]
 
 
-def _fit_cached(cls, name: str, size: int, train: pd.DataFrame):
+class GroupCalibrated:
+    """Reference only (not sparkpredict's model): the fitted model's point predictions with an
+    interval from *leave-one-size-out* residuals on the training sizes, i.e. calibrated on
+    unseen sizes, the question the advice asks."""
+
+    def __init__(self, model, log_ratios: np.ndarray) -> None:
+        self.model, self.r = model, np.sort(np.asarray(log_ratios, float))
+        for a in ("name_", "cv_mape_", "n_runs_", "training_range_", "feature_names_", "defaults_"):
+            setattr(self, a, getattr(model, a, None))
+
+    def extrapolation(self, X):
+        return self.model.extrapolation(X)
+
+    def predict_interval(self, X, confidence: float = 0.9):
+        p = self.model.predict(X)
+        lo, hi = np.quantile(self.r, [(1 - confidence) / 2, (1 + confidence) / 2])
+        return {"predicted_runtime_s": p, "lower_s": p * np.exp(min(lo, 0.0)),
+                "upper_s": p * np.exp(max(hi, 0.0))}
+
+
+def loso_residuals(cls, name: str, g: pd.DataFrame, held: int) -> np.ndarray:
+    """log(y / prediction) of every training run, each size predicted by a model fitted without it."""
+    out = []
+    train_sizes = [t for t in sorted(g.input_bytes.unique()) if t != held]
+    for t in train_sizes:
+        key = f"pair-{min(t, held)}-{max(t, held)}"
+        m, _ = _fit_cached(cls, name, key, g[(g.input_bytes != held) & (g.input_bytes != t)])
+        rows = g[g.input_bytes == t]
+        X = {c: rows[c].to_numpy(float) for c in BASE[1:-1]}
+        out.append(np.log(rows.runtime_s.to_numpy(float) / m.predict(X)))
+    return np.concatenate(out)
+
+
+def _fit_cached(cls, name: str, size, train: pd.DataFrame):
     """Fit, or reuse a fit of the same data by the same model code (SPARKPREDICT_BENCH_CACHE)."""
     import json
     import os
@@ -83,7 +116,7 @@ def _fit_cached(cls, name: str, size: int, train: pd.DataFrame):
     return model, fit_s
 
 
-def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False) -> pd.DataFrame:
+def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False, reference: bool = False) -> pd.DataFrame:
     from sparkpredict.advise import suggest_executors
     from sparkpredict.models.hybrid import JobRuntimeModel
 
@@ -109,16 +142,20 @@ def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False) -> pd.DataFrame
             below_up = [r <= hi for hi, r in zip(iv["upper_s"], reps.values)]
             cov90, up90 = float(np.mean(np.concatenate(cover))), float(np.mean(np.concatenate(below_up)))
             ape = float(np.mean(np.abs(iv["predicted_runtime_s"] - truth.values) / truth.values))
-            for conf in CONFIDENCES:
+            variants = [("model", conf, model) for conf in CONFIDENCES]
+            if reference:
+                variants.append(("loso-calibrated", 0.9,
+                                 GroupCalibrated(model, loso_residuals(JobRuntimeModel, name, g, s))))
+            for variant, conf, mdl in variants:
                 a = suggest_executors(name, int(s), deadline_s=deadline, confidence=conf,
                                       executor_counts=list(truth.index),
                                       executor_cores=int(test.executor_cores.iloc[0]),
                                       executor_memory_mb=int(test.executor_memory_mb.iloc[0]),
-                                      models={name: model})
+                                      models={name: mdl})
                 e = a.executors
                 true_t = float(truth[e])
                 rows.append(dict(
-                    job=name, base=name.split("/")[0], size_mb=s / 2**20,
+                    job=name, variant=variant, base=name.split("/")[0], size_mb=s / 2**20,
                     edge=s in (sizes[0], sizes[-1]), confidence=conf, deadline_s=deadline,
                     executors=e, predicted_s=a.predicted_runtime_s, upper_s=a.upper_s,
                     true_s=true_t, met=true_t <= deadline,
@@ -127,7 +164,7 @@ def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False) -> pd.DataFrame
                     oracle_eh=oracle, cost_ratio=(e * true_t / 3600.0) / oracle,
                     model=model.name_, cv_mape=model.cv_mape_, fit_s=fit_s, coverage90=cov90,
                     below_upper90=up90, heldout_mape=ape))
-            last = rows[-len(CONFIDENCES)]
+            last = rows[-len(variants)]
             print(f"{name:<32} {s / 2**20:>8.0f} MB  D={deadline:7.1f}s  E={last['executors']:>2} "
                   f"true={last['true_s']:7.1f}s met={last['met']!s:<5} cost x{last['cost_ratio']:.2f} "
                   f"[{model.name_}, fit {fit_s:.1f}s]", flush=True)
@@ -136,7 +173,7 @@ def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False) -> pd.DataFrame
 
 def summarise(r: pd.DataFrame) -> str:
     lines = []
-    main = r[r.confidence == 0.9]
+    main = r[(r.confidence == 0.9) & (r.variant == "model")]
     met = main.met.mean()
     ratio = main.cost_ratio.mean()
     total = main.cost_eh.sum() / main.oracle_eh.sum()
@@ -145,8 +182,9 @@ def summarise(r: pd.DataFrame) -> str:
     lines.append("| confidence | cases | deadline met (mean of 5 repeats) | met, per repeat | "
                  "cost / cheapest meeting D (mean) | total cost / total cheapest | advice said 'meets' |")
     lines.append("|---|---|---|---|---|---|---|")
-    for conf, g in r.groupby("confidence", sort=False):
-        lines.append(f"| {conf} | {len(g)} | {g.met.mean():.1%} | {g.met_repeats.mean():.1%} | "
+    for (variant, conf), g in r.groupby(["variant", "confidence"], sort=False):
+        label = f"{conf}" if variant == "model" else f"{conf}, reference: {variant} intervals"
+        lines.append(f"| {label} | {len(g)} | {g.met.mean():.1%} | {g.met_repeats.mean():.1%} | "
                      f"{g.cost_ratio.mean():.3f} | {g.cost_eh.sum() / g.oracle_eh.sum():.3f} | "
                      f"{g.advised_meets.mean():.1%} |")
     lines.append("\nPer C3O job (confidence 0.9):\n")
@@ -184,9 +222,12 @@ def main() -> None:
     ap.add_argument("--jobs", default=",".join(JOBS))
     ap.add_argument("--quick", action="store_true", help="hold out 3 sizes per job, not all")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--reference", action="store_true",
+                    help="add a reference row: the same point predictions with intervals calibrated "
+                         "by leave-one-size-out on the training sizes (several extra fits per case)")
     args = ap.parse_args()
     jobs = recurring_jobs([j for j in args.jobs.split(",") if j])
-    r = evaluate(jobs, quick=args.quick)
+    r = evaluate(jobs, quick=args.quick, reference=args.reference)
     body = summarise(r)
     print("\n" + body)
     if not args.no_write:

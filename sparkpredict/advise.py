@@ -51,8 +51,16 @@ _MIN_RUNS = 10
 SAME_SPEED = 0.02
 #: A run "spilled heavily" when it spilled to disk at least this fraction of its input.
 _HEAVY_SPILL_FRACTION = 0.1
-#: Fitted models kept per process: (kind, path, version, job) -> _Source (refit on new runs).
-_CACHE: dict[tuple, "_Source"] = {}
+#: Models kept per process, (kind, path, version, job) -> model or _Source: a new store
+#: version (new runs) refits; the oldest entries go beyond _CACHE_SIZE.
+_CACHE: dict[tuple, Any] = {}
+_CACHE_SIZE = 32
+
+
+def _remember(key: tuple, value: Any) -> None:
+    while len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = value
 
 
 @dataclass(frozen=True)
@@ -118,7 +126,7 @@ class Advice:
     def summary(self) -> str:
         """One line: the choice, its runtime interval, cost and deadline verdict."""
         pct = f"{self.confidence:.0%}"
-        money = f", {self.cost_money:.2f} money" if self.cost_money is not None else ""
+        money = f" (cost {self.cost_money:.2f})" if self.cost_money is not None else ""
         s = (f"{self.job} on {format_bytes(self.input_bytes)}: {self.executors} executors, "
              f"~{format_duration(self.predicted_runtime_s)} ({pct} interval "
              f"{format_duration(self.lower_s)}-{format_duration(self.upper_s)}), "
@@ -478,7 +486,7 @@ class _Source:
         if key not in _CACHE:
             from .models.persist import load_models  # numpy only; lists known jobs if unknown
 
-            _CACHE[key] = load_models(path, jobs=[job])[job]
+            _remember(key, load_models(path, jobs=[job])[job])
         return _CACHE[key]
 
     @staticmethod
@@ -513,15 +521,16 @@ class _Source:
         from .store import io as store_io
 
         st = store if hasattr(store, "read") else store_io.open(resolve_store(store))
-        version = tuple(sorted(st.committed_batches()))
-        key = ("store", st.path, hash(version), job)
+        version = tuple(sorted(st.committed_batches())) + (_registry_snapshot(st),)
+        key = ("store", st.path, hash(version), job)  # new runs or a retrain: refit / reload
         if key in _CACHE:
             return _CACHE[key]
         runs, spill, dyn = cls._history(job, st)
         model = _registry_model(job, st)
         if model is None:
             model = _fit(runs)
-        src = _CACHE[key] = cls(job, model, runs, spill, dyn)
+        src = cls(job, model, runs, spill, dyn)
+        _remember(key, src)
         return src
 
     # -- what the advice asks ------------------------------------------------------------------
@@ -643,6 +652,20 @@ def _unknown_job(job: str, known: list, where: str, empty: bool = False,
     names = ", ".join(map(str, known[:10])) + (" ..." if len(known) > 10 else "")
     return UnknownJobError(f"no job {job!r} in {where}",
                            f"use one of: {names}" if known else "record runs of the job first")
+
+
+def _registry_snapshot(st: Any) -> str | None:
+    """Name of the registry's current snapshot (changes with every retrain), if any."""
+    import importlib.util
+
+    if importlib.util.find_spec("sparkpredict.registry") is None:
+        return None
+    from . import registry  # type: ignore[attr-defined]
+
+    try:
+        return registry.current_snapshot(st)
+    except Exception:  # no registry yet, or unreadable: the model is then fitted from runs
+        return None
 
 
 def _registry_model(job: str, st: Any) -> Any:

@@ -1,6 +1,6 @@
 """``sparkpredict demo``: the whole loop in about two minutes on a laptop.
 
-1. a small sweep of the word-count workload (4 sizes x 1-3 executors, local Spark), each run
+1. a small sweep of the word-count workload (2-16 MB x 1-3 executors, local Spark), each run
    recorded by the listener into the store (the embedded default unless ``store=``);
 2. fit the job's runtime model from the recorded runs;
 3. advice for an input four times larger than any recorded;
@@ -25,7 +25,7 @@ from .sweep import Progress, SweepResult, plan_sweep, run_sweep
 log = logging.getLogger(__name__)
 
 DEMO_WORKLOAD = "wordcount"
-DEMO_SIZES = "4MB,8MB,16MB,32MB"
+DEMO_SIZES = "2MB,4MB,8MB,16MB"
 DEMO_EXECUTORS = "1,2,3"
 #: The advice is asked for this multiple of the largest recorded input.
 ADVICE_FACTOR = 4

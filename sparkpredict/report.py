@@ -167,19 +167,24 @@ def _fig_stages(stages: "pd.DataFrame", run: "pd.Series") -> str:
     fig, ax = plt.subplots(figsize=(7.5, 0.35 * len(st) + 1.4))
     for i, r in st.iterrows():
         start = (float(r["submission_ms"]) - t0) / 1000
-        dur = max(float(r["duration_ms"] or 0) / 1000, 0.01)
-        shuffle = (r.get("shuffle_read_bytes") or 0) + (r.get("shuffle_write_bytes") or 0)
-        color = "tab:orange" if shuffle else "tab:blue"
+        dur = max(float(r["duration_ms"]) / 1000 if r["duration_ms"] == r["duration_ms"] else 0.0, 0.01)
+        shuffle = sum(float(r.get(c) or 0) for c in ("shuffle_read_bytes", "shuffle_write_bytes")
+                      if r.get(c) == r.get(c))
+        color = "tab:orange" if shuffle > 0 else "tab:blue"
         ax.barh(i, dur, left=start, color=color, alpha=0.85)
         label = f"{r['stage_id']}: {str(r['name'])[:40]} ({int(r['num_tasks'])} tasks)"
         ax.text(start + dur, i, " " + label, va="center", fontsize=7)
     ax.set_yticks([])
     ax.invert_yaxis()
     ax.set_xlabel("seconds since application start")
-    wall = (run["wall_ms"] or 0) / 1000
+    def num(key: str) -> float:
+        v = run.get(key)
+        return float(v) if v is not None and v == v else 0.0  # None and NaN count as 0
+
+    wall = num("wall_ms") / 1000
     ax.set_xlim(0, max(wall, 1) * 1.45)
-    ax.set_title(f"stages of the latest run {run['run_id']} ({format_bytes(run['input_bytes'] or 0)}, "
-                 f"{int(run['executors_requested'] or run['executors_max'] or 0)} executors, "
+    ax.set_title(f"stages of the latest run {run['run_id']} ({format_bytes(num('input_bytes'))}, "
+                 f"{int(num('executors_requested') or num('executors_max'))} executors, "
                  f"{format_duration(wall)})\norange: shuffles data, blue: no shuffle", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)

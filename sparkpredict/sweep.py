@@ -371,24 +371,22 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
         outcome = RunOutcome(combo, "failed")
         started = time.monotonic()
         spark = _start_session(combo.master, name, conf)
+        exit_code = 1
         try:
             outcome.app_id = spark.sparkContext.applicationId
             spark.sparkContext.setLogLevel("ERROR")  # Spark's WARN lines would bury the progress bar
             if combo.master.startswith("local-cluster"):
                 _wait_for_executors(spark, combo.executors, EXECUTOR_WAIT_S)
             outcome.result = w.run(spark, path, plan.seed)
-            outcome.status = "succeeded"
+            outcome.status, exit_code = "succeeded", 0
         except KeyboardInterrupt:
-            spark.stop()
+            exit_code = 130
             raise
-        except WorkloadError:
-            spark.stop()
-            raise
-        except Exception as exc:  # the job failed: the listener records it; the sweep goes on
-            outcome.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+        except Exception as exc:  # the run failed: recorded as failed, retried by the next sweep
+            outcome.error = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}"
             log.warning("run %s failed: %s", name, outcome.error)
         finally:
-            spark.stop()
+            _stop(spark, exit_code)
         outcome.seconds = time.monotonic() - started
         outcomes.append(outcome)
         done.append((combo.size_bytes, outcome.seconds))
@@ -398,6 +396,20 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
         if progress:
             progress(i + 1, total, time.monotonic() - t0, _eta(done, todo[i + 1:]), name)
     return SweepResult(plan, store_path, outcomes, time.monotonic() - t0)
+
+
+def _stop(spark, exit_code: int) -> None:
+    """Stop the application; a non-zero exit code makes the listener record it as failed.
+
+    A Python-side failure (an exception in the body, executors that never came, Ctrl-C) leaves
+    no failed Spark job behind, and would otherwise be recorded as succeeded.
+    """
+    if exit_code:
+        try:
+            spark.sparkContext._jsc.sc().stop(exit_code)
+        except Exception as exc:  # the JVM may already be gone; the Python-side stop still runs
+            log.debug("stop(%d) failed: %s", exit_code, exc)
+    spark.stop()
 
 
 def _jvm_started() -> bool:

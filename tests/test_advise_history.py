@@ -169,3 +169,26 @@ def test_missing_store_is_a_store_error(tmp_path):
         suggest_executors("etl", "1GB", store=tmp_path / "nothing-here")
     assert e.value.fix
     assert not (tmp_path / "nothing-here").exists()  # nothing written
+
+
+def test_store_path_never_starts_a_jvm(tmp_path):
+    import subprocess
+    import sys
+
+    path = make_store(tmp_path / "s", history(sizes=(10, 20), execs=(1, 2, 4), repeats=1))
+    code = ("import sys; sys.modules['pyspark'] = None; from sparkpredict import suggest_executors; "
+            f"a = suggest_executors('etl', '30GB', store={path!r}); "
+            "print('LOADED', [m for m in ('pyspark', 'py4j') if sys.modules.get(m) is not None], a.executors)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "LOADED [] " in p.stdout, p.stdout + p.stderr
+
+
+def test_registry_model_is_used_first_and_a_retrain_is_seen(tmp_path):
+    from sparkpredict.retrain import retrain_local
+
+    path = make_store(tmp_path / "s", history())
+    retrain_local(path, kind="amdahl")  # an equation the automatic choice would not name
+    a = suggest_executors("etl", "30GB", store=path)
+    assert a.model_name == "amdahl"
+    retrain_local(path, kind="ernest", force=True)
+    assert suggest_executors("etl", "30GB", store=path).model_name == "ernest"

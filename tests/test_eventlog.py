@@ -62,9 +62,21 @@ def reference(name: str) -> dict:
     return out
 
 
-@functools.lru_cache(maxsize=None)
-def parsed(name: str):
-    return parse_event_log(LOGS / name)
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """Every shared log ingested into one store (each log is read once for the whole module)."""
+    st = store.open(tmp_path_factory.mktemp("shared") / "st", create=True)
+    report = ingest_event_logs([LOGS / n for n in SHARED], st)
+    assert (report.files_ingested, report.files_failed) == (len(SHARED), 0), report.errors
+    outcomes = {Path(f.path).name: f for f in report.files}
+
+    def rows(name: str):
+        """The store's rows of that log's run, and the file's ingest outcome."""
+        o = outcomes[name]
+        tables = {t: st.read(t, form="arrow", run_ids=[o.run_id]) for t in S.TABLES}
+        return tables, o
+
+    return rows
 
 
 def assert_stage_sums_match_tasks(tables: dict[str, pa.Table]) -> None:
@@ -82,39 +94,38 @@ def assert_stage_sums_match_tasks(tables: dict[str, pa.Table]) -> None:
 
 
 @pytest.mark.parametrize("name", SHARED)
-def test_shared_log_rows_equal_its_events(name):
-    ref, got = reference(name), parsed(name)
-    assert got.tables["stages"].num_rows == ref["StageCompleted"]
-    assert got.tables["tasks"].num_rows == ref["TaskEnd"]
-    assert got.tables["executors"].num_rows == ref["ExecutorAdded"]
-    run = got.tables["runs"].to_pylist()[0]
+def test_shared_log_rows_equal_its_events(name, shared):
+    ref, (tables, _) = reference(name), shared(name)
+    assert tables["stages"].num_rows == ref["StageCompleted"]
+    assert tables["tasks"].num_rows == ref["TaskEnd"]
+    assert tables["executors"].num_rows == ref["ExecutorAdded"]
+    run = tables["runs"].to_pylist()[0]
     assert run["num_tasks"] == ref["TaskEnd"] and run["num_stages"] == ref["StageCompleted"]
     assert run["executor_run_time_ms"] == ref["run_time"]
     assert run["shuffle_write_bytes"] == ref["shuffle_write"]
-    assert (pc.sum(got.tables["tasks"]["input_bytes"]).as_py() or 0) == ref["input"]
+    assert (pc.sum(tables["tasks"]["input_bytes"]).as_py() or 0) == ref["input"]
     got_stages = {(s["stage_id"], s["stage_attempt_id"]): s["num_tasks"]
-                  for s in got.tables["stages"].to_pylist()}
+                  for s in tables["stages"].to_pylist()}
     assert got_stages == ref["stages"]
     got_sums = {(s["stage_id"], s["stage_attempt_id"]): (s["num_task_rows"], s["executor_run_time_ms"],
                                                          s["shuffle_write_bytes"])
-                for s in got.tables["stages"].to_pylist()}
+                for s in tables["stages"].to_pylist()}
     assert got_sums == ref["stage_sums"]
-    for table, t in got.tables.items():
-        assert t.schema.equals(S.TABLES[table], check_metadata=False)
+    assert run["source"] == "eventlog" and run["source_path"].endswith(name)
 
 
-def test_dynamic_allocation_timeline_15_added_14_removed():
-    got = parsed("eventlog_4nodes_8cores_dynamic_alloc.zstd")
-    ex = got.tables["executors"]
+def test_dynamic_allocation_timeline_15_added_14_removed(shared):
+    tables, _ = shared("eventlog_4nodes_8cores_dynamic_alloc.zstd")
+    ex = tables["executors"]
     assert ex.num_rows == 15
     assert ex["removed_ms"].null_count == 1 and pc.count(ex["removed_ms"]).as_py() == 14
-    run = got.tables["runs"].to_pylist()[0]
+    run = tables["runs"].to_pylist()[0]
     assert 1 <= run["executors_mean"] < run["executors_max"] <= 15
     assert run["status"] == "succeeded" and run["end_ms"] - run["start_ms"] == run["wall_ms"]
 
 
-def test_run_row_fields_from_environment_and_app_events():
-    run = parsed("nds_q72_dataproc_2_2.zstd").tables["runs"].to_pylist()[0]
+def test_run_row_fields_from_environment_and_app_events(shared):
+    run = shared("nds_q72_dataproc_2_2.zstd")[0]["runs"].to_pylist()[0]
     props = json.loads(run["properties_json"])
     assert run["spark_version"] == "3.5.3" and run["master"] == props["spark.master"] == "yarn"
     assert all(k.startswith("spark.") for k in props) and "spark.executor.memory" in props
@@ -123,20 +134,20 @@ def test_run_row_fields_from_environment_and_app_events():
     assert run["job"] == run["app_name"] and run["source"] == "eventlog"
 
 
-def test_log_without_application_end_is_incomplete():
-    got = parsed("nds_q88_photon_db_13_3.zstd")
-    run = got.tables["runs"].to_pylist()[0]
+def test_log_without_application_end_is_incomplete(shared):
+    tables, outcome = shared("nds_q88_photon_db_13_3.zstd")
+    run = tables["runs"].to_pylist()[0]
     assert run["status"] == "incomplete" and run["end_ms"] is None and run["wall_ms"] > 0
-    assert any("ApplicationEnd" in w for w in got.warnings)
+    assert any("ApplicationEnd" in w for w in outcome.warnings)
 
 
-def test_failed_tasks_counted_and_spark_2_fields(tmp_path):
-    failed = parsed("tasks_executors_fail_compressed_eventlog.zstd")
-    run = failed.tables["runs"].to_pylist()[0]
-    statuses = failed.tables["tasks"]["status"].to_pylist()
+def test_failed_tasks_counted_and_spark_2_fields(tmp_path, shared):
+    failed = shared("tasks_executors_fail_compressed_eventlog.zstd")[0]
+    run = failed["runs"].to_pylist()[0]
+    statuses = failed["tasks"]["status"].to_pylist()
     assert run["num_failed_tasks"] == sum(s != "SUCCESS" for s in statuses) > 0
     assert "FAILED" in statuses
-    tasks = parsed("sparklens_local-1532512550423.json").tables["tasks"]
+    tasks = shared("sparklens_local-1532512550423.json")[0]["tasks"]
     assert tasks.num_rows == 8 and set(tasks["status"].to_pylist()) == {"SUCCESS"}
     # Spark < 3.0 kept the peak execution memory only among the task's accumulables.
     lines = PLAIN4.read_bytes().splitlines()

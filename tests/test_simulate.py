@@ -148,6 +148,12 @@ def test_cli_prints_self_check_before_predictions(capsys):
     assert out.index("self-check at 1 executors (actually used)") < out.index("executors cores")
     assert cli_main(["simulate", str(log), "--executors", "0"]) == 2
     assert "positive integers" in capsys.readouterr().err
+    assert cli_main(["simulate", str(log), "--executors", "2", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["actual_executors"] == 1 and abs(rep["self_error"]) < 0.05
+    assert [p["executors"] for p in rep["predictions"]] == [2]
+    assert cli_main(["simulate", "no-such-run", "--store", str(log.parent / "no-store")]) == 2
+    assert "no sparkpredict store" in capsys.readouterr().err
 
 
 def test_host_cores_models_executors_time_sharing_one_machine():

@@ -117,7 +117,8 @@ def test_tiny_real_sweep_records_each_run_and_resumes(spark_app, tmp_path):
     assert len(again.skipped) == 4 and not again.ran
     assert len(store_io.open(store).runs()) == 4
 
-    wider = S.plan_sweep("wordcount", "1MB,2MB", "1,2", repeats=2, master="local")
+    # an interrupted sweep resumes: the wider plan runs only what is missing
+    wider = S.plan_sweep("wordcount", "1MB,2MB", "1-3", master="local")
     more = S.run_sweep(wider, store=store, cache_dir=cache, workdir=tmp_path / "work", tasks=False)
-    assert len(more.skipped) == 4 and [o.combo.repeat for o in more.ran] == [1] * 4
-    assert len(store_io.open(store).runs()) == 8
+    assert len(more.skipped) == 4 and [o.combo.executors for o in more.ran] == [3, 3]
+    assert len(store_io.open(store).runs()) == 6

@@ -114,7 +114,7 @@ _SNAPPY_MAGIC = b"\x82SNAPPY\x00"
 
 def _varint(data: bytes) -> int:
     shift = value = 0
-    for i, b in enumerate(data[:5]):
+    for b in data[:5]:
         value |= (b & 0x7F) << shift
         if not b & 0x80:
             return value

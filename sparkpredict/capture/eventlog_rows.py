@@ -14,7 +14,6 @@ fields (see :func:`_decode_task_end`).
 from __future__ import annotations
 
 import json
-import logging
 import re
 from typing import Any
 
@@ -24,7 +23,6 @@ import pyarrow.compute as pc
 
 from ..store import schema as S
 
-log = logging.getLogger(__name__)
 
 _PREFIX = b'{"Event":"'
 _TASK_PREFIX = b'{"Event":"SparkListenerTask'

@@ -108,8 +108,10 @@ def format_advice(a: Any, max_rows: int = 40) -> str:
     widths = [max(len(r[k]) for r in [cols] + rows) for k in range(len(cols))]
     fmt = lambda r: "  ".join(v.rjust(w) for v, w in zip(r, widths)).rstrip()  # noqa: E731
     lines = head + ["", fmt(cols)] + [fmt(r) for r in rows] + ["", "advice: " + a.summary()]
-    if a.knee_executors is not None:
+    if a.knee_executors is not None and a.knee_executors < a.candidates[-1].executors:
         lines.append(f"knee: {a.knee_executors} executors (more stop paying off)")
+    elif a.knee_executors is not None:
+        lines.append(f"knee: not reached up to {a.knee_executors} executors (more still pay off)")
     lines.append(f"dynamic allocation: minExecutors={a.dynamic_allocation[0]} "
                  f"maxExecutors={a.dynamic_allocation[1]}")
     if a.extrapolates:

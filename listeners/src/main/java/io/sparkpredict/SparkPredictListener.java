@@ -653,11 +653,15 @@ public class SparkPredictListener extends SparkListener {
     /** JVM exit without an application end (SIGTERM, System.exit, crash of the driver's code). */
     private void onShutdown() {
         try {
-            // Spark's own shutdown hook stops the context and posts the application end; give
-            // it a moment so that a normal exit is not recorded as killed.
-            long deadline = System.currentTimeMillis() + 10_000;
+            // Spark's own shutdown hook stops a live context and posts the application end
+            // (Hadoop's hook manager gives it 30 s): wait for it, so that a normal exit, or
+            // System.exit after the driver's code failed, is not recorded as killed. A slow
+            // stop on a loaded machine takes well over 10 s.
+            long start = System.currentTimeMillis();
             synchronized (this) {
-                while (!finished && !disabled && System.currentTimeMillis() < deadline) {
+                while (!finished && !disabled) {
+                    long waited = System.currentTimeMillis() - start;
+                    if (waited > 45_000 || (waited > 2_000 && !contextActive())) break;
                     wait(200);
                 }
                 if (!finished && !disabled) {
@@ -667,6 +671,15 @@ public class SparkPredictListener extends SparkListener {
             }
         } catch (Throwable t) {
             fail("shutdown hook", t);
+        }
+    }
+
+    /** Whether a SparkContext is still active (its stop, which posts the application end, is pending). */
+    private static boolean contextActive() {
+        try {
+            return org.apache.spark.SparkContext$.MODULE$.getActive().isDefined();
+        } catch (Throwable t) {
+            return true;
         }
     }
 
