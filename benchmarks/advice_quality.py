@@ -67,8 +67,10 @@ class GroupCalibrated:
     interval from *leave-one-size-out* residuals on the training sizes, i.e. calibrated on
     unseen sizes, the question the advice asks."""
 
-    def __init__(self, model, log_ratios: np.ndarray) -> None:
-        self.model, self.r = model, np.sort(np.asarray(log_ratios, float))
+    def __init__(self, model, log_ratios: np.ndarray, executors: np.ndarray | None = None) -> None:
+        self.model, self.r = model, np.asarray(log_ratios, float)
+        # with executors: Mondrian calibration, quantiles from the runs at the same count
+        self.e = None if executors is None else np.asarray(executors, float)
         for a in ("name_", "cv_mape_", "n_runs_", "training_range_", "feature_names_", "defaults_"):
             setattr(self, a, getattr(model, a, None))
 
@@ -77,14 +79,20 @@ class GroupCalibrated:
 
     def predict_interval(self, X, confidence: float = 0.9):
         p = self.model.predict(X)
-        lo, hi = np.quantile(self.r, [(1 - confidence) / 2, (1 + confidence) / 2])
-        return {"predicted_runtime_s": p, "lower_s": p * np.exp(min(lo, 0.0)),
-                "upper_s": p * np.exp(max(hi, 0.0))}
+        qs = [(1 - confidence) / 2, (1 + confidence) / 2]
+        lo, hi = (np.full(len(p), q) for q in np.quantile(self.r, qs))
+        if self.e is not None:
+            for k, e in enumerate(np.asarray(X["executors"], float)):
+                same = self.r[self.e == e]
+                if len(same) >= 10:
+                    lo[k], hi[k] = np.quantile(same, qs)
+        return {"predicted_runtime_s": p, "lower_s": p * np.exp(np.minimum(lo, 0.0)),
+                "upper_s": p * np.exp(np.maximum(hi, 0.0))}
 
 
-def loso_residuals(cls, name: str, g: pd.DataFrame, held: int) -> np.ndarray:
+def loso_residuals(cls, name: str, g: pd.DataFrame, held: int) -> tuple[np.ndarray, np.ndarray]:
     """log(y / prediction) of every training run, each size predicted by a model fitted without it."""
-    out = []
+    out, execs = [], []
     train_sizes = [t for t in sorted(g.input_bytes.unique()) if t != held]
     for t in train_sizes:
         key = f"pair-{min(t, held)}-{max(t, held)}"
@@ -92,7 +100,8 @@ def loso_residuals(cls, name: str, g: pd.DataFrame, held: int) -> np.ndarray:
         rows = g[g.input_bytes == t]
         X = {c: rows[c].to_numpy(float) for c in BASE[1:-1]}
         out.append(np.log(rows.runtime_s.to_numpy(float) / m.predict(X)))
-    return np.concatenate(out)
+        execs.append(rows.executors.to_numpy(float))
+    return np.concatenate(out), np.concatenate(execs)
 
 
 def _fit_cached(cls, name: str, size, train: pd.DataFrame):
@@ -144,8 +153,10 @@ def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False, reference: bool
             ape = float(np.mean(np.abs(iv["predicted_runtime_s"] - truth.values) / truth.values))
             variants = [("model", conf, model) for conf in CONFIDENCES]
             if reference:
-                variants.append(("loso-calibrated", 0.9,
-                                 GroupCalibrated(model, loso_residuals(JobRuntimeModel, name, g, s))))
+                r_loso, e_loso = loso_residuals(JobRuntimeModel, name, g, s)
+                variants.append(("loso-calibrated", 0.9, GroupCalibrated(model, r_loso)))
+                variants.append(("loso-calibrated per executor count", 0.9,
+                                 GroupCalibrated(model, r_loso, e_loso)))
             for variant, conf, mdl in variants:
                 a = suggest_executors(name, int(s), deadline_s=deadline, confidence=conf,
                                       executor_counts=list(truth.index),

@@ -8,15 +8,20 @@ writes it to a store with ``Store.append``, then times, alternating and repeated
   session already running (rate) and, separately, the cost of starting a session and its
   Python workers (start-up).
 
+Each Spark measurement uses ``retrain_spark``'s default method (``repartition(job)`` +
+``mapInPandas``); ``groupBy(job).applyInPandas`` is timed once on local[2] for comparison.
+
 Model: local time = n / r_local; Spark time = startup + n / r_spark. The crossover is the job
 count where both are equal: n* = startup / (1/r_local - 1/r_spark). ``retrain`` picks Spark at
 or above :data:`sparkpredict.retrain.CROSSOVER_JOBS`.
 
-    PYSPARK_PYTHON=.venv/bin/python .venv/bin/python benchmarks/retrain_scaling.py [--jobs 1000]
+    PYSPARK_PYTHON=.venv/bin/python .venv/bin/python benchmarks/retrain_scaling.py \\
+        [--jobs 1000] [--auto-jobs 1000] [--repeats 2]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -87,6 +92,7 @@ def measure(store_path: Path, jobs: list[str], kind: str, repeats: int) -> dict:
     from sparkpredict import retrain as RT
 
     times: dict[str, list[float]] = {"local": [], "local[1]": [], "local[2]": []}
+    apply_s = float("nan")
     startup: dict[str, list[float]] = {"local[1]": [], "local[2]": []}
     for rep in range(repeats):
         order = ["local", "local[1]", "local[2]"] if rep % 2 == 0 else ["local[2]", "local[1]", "local"]
@@ -105,6 +111,11 @@ def measure(store_path: Path, jobs: list[str], kind: str, repeats: int) -> dict:
                 t = time.perf_counter()
                 res = RT.retrain_spark(store_path, spark=spark, force=True, kind=kind, jobs=jobs)
                 times[mode].append(time.perf_counter() - t)
+                if mode == "local[2]" and rep == 0:
+                    t = time.perf_counter()
+                    RT.retrain_spark(store_path, spark=spark, force=True, kind=kind, jobs=jobs, method="apply")
+                    apply_s = time.perf_counter() - t
+                    print(f"  {kind:7s} rep {rep} local[2] applyInPandas {apply_s:7.1f} s", flush=True)
                 spark.stop()
             assert len(res.refit) + len(res.failed) == len(jobs), (mode, len(res.refit), len(res.failed))
             print(f"  {kind:7s} rep {rep} {mode:9s} {times[mode][-1]:7.1f} s "
@@ -114,7 +125,7 @@ def measure(store_path: Path, jobs: list[str], kind: str, repeats: int) -> dict:
     rate = {m: len(jobs) / med[m] for m in med}
     st_up = {m: statistics.median(v) for m, v in startup.items()}
     inv = 1 / rate["local"] - 1 / rate["local[2]"]
-    return {"kind": kind, "n": len(jobs), "med": med, "rate": rate, "startup": st_up,
+    return {"kind": kind, "n": len(jobs), "med": med, "apply_s": apply_s, "rate": rate, "startup": st_up,
             "scale": rate["local[2]"] / rate["local[1]"], "speedup": rate["local[2]"] / rate["local"],
             "crossover": st_up["local[2]"] / inv if inv > 0 else float("inf")}
 
@@ -127,6 +138,8 @@ def _rows(m: dict) -> list[str]:
         f"| {m['startup']['local[1]']:.1f} |",
         f"| {k} | {n} | Spark local[2] | {m['med']['local[2]']:.1f} | {m['rate']['local[2]']:.2f} "
         f"| {m['startup']['local[2]']:.1f} |",
+        f"| {k} | {n} | Spark local[2], groupBy.applyInPandas (1 run) | {m['apply_s']:.1f} "
+        f"| {n / m['apply_s']:.2f} | - |",
     ]
 
 
@@ -146,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs-per-job", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    ap.add_argument("--save", help="also save the raw measurements to this JSON file")
+    ap.add_argument("--render", help="skip measuring: re-render the section from a --save file")
     args = ap.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -155,14 +170,25 @@ def main(argv: list[str] | None = None) -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="retrain-bench-"))
     try:
-        runs = make_history(args.jobs, args.runs_per_job)
-        store_path = tmp / "store"
-        write_history(store_path, runs, batches=8)
-        jobs = sorted(runs.job.unique())
-        print(f"history: {args.jobs} jobs x {args.runs_per_job} runs in {store_path}", flush=True)
-        results = [measure(store_path, jobs, args.fast_kind, args.repeats)]
-        if args.auto_jobs:
-            results.append(measure(store_path, jobs[:args.auto_jobs], "auto", args.repeats))
+        if args.render:
+            saved = json.loads(Path(args.render).read_text())
+            results, args.jobs, args.runs_per_job, args.repeats = (
+                saved["results"], saved["jobs"], saved["runs_per_job"], saved["repeats"])
+        else:
+            runs = make_history(args.jobs, args.runs_per_job)
+            store_path = tmp / "store"
+            write_history(store_path, runs, batches=8)
+            jobs = sorted(runs.job.unique())
+            print(f"history: {args.jobs} jobs x {args.runs_per_job} runs in {store_path}", flush=True)
+            results = [measure(store_path, jobs, args.fast_kind, args.repeats)]
+            if args.save:
+                Path(args.save).write_text(json.dumps({"results": results, "jobs": args.jobs, "repeats": args.repeats,
+                                                       "runs_per_job": args.runs_per_job}))
+            if args.auto_jobs:
+                results.append(measure(store_path, jobs[:args.auto_jobs], "auto", args.repeats))
+            if args.save:
+                Path(args.save).write_text(json.dumps({"results": results, "jobs": args.jobs, "repeats": args.repeats,
+                                                       "runs_per_job": args.runs_per_job}))
         lines = [
             "## retrain_scaling: batch retraining, Spark vs the local loop",
             "",

@@ -8,13 +8,14 @@ application):
   runs labelled ``spark.sparkpredict.interference=none``, or, without labels, the job's other runs.
   A run's actual and expected times are sums over its stages, so ``D_run`` is the
   expected-time-weighted mean of the stages' ``D``.
-* **Features** per stage (:data:`FEATURE_GROUPS` maps each to a resource group): CPU time / run
-  time (less shuffle fetch wait and write time, so I/O waits do not read as CPU contention), GC time / run time, shuffle fetch wait / run time, shuffle write time / run time, spilled
-  bytes per input byte, scheduler delay (duration - run - deserialize - result serialization -
-  getting result) and deserialize time per task in ms, task-duration skew (max / median), CPU ms per MiB moved, and
-  Alioth's windowed first-order statistics (mean, min, max, max-min, std) of the per-task ratios
-  over windows of 3, 5, 10 and 20 s of task finish times. The model sees each feature and its
-  difference from the clean baseline of the same stage.
+* **Features** per stage (:data:`FEATURE_GROUPS` maps each to a resource group): CPU time /
+  (run time - shuffle fetch wait - shuffle write time), so that I/O waits do not read as CPU
+  contention; GC time / run time; shuffle fetch wait / run time; shuffle write time / run time;
+  spilled bytes per input byte; scheduler delay (duration - run - deserialize - result
+  serialization - getting result) and deserialize time, per task in ms; task-duration skew
+  (max / median); CPU ms per MiB moved; and Alioth's windowed first-order statistics (mean, min,
+  max, max-min, std) of the per-task metrics over windows of 3, 5, 10 and 20 s of task finish
+  times. The model sees each feature and its difference from the clean baseline of the stage.
 * **Estimator.** Gradient boosting of ``log(1 + D)`` per stage, weighted by expected time. When a
   stage has no clean history, a denoising autoencoder (Alioth's DAE, an MLP trained on paired
   interfered -> clean features) can reconstruct the baseline; ``benchmarks/monitor_quality.py``
@@ -365,12 +366,13 @@ def fit_monitor(store: "Store | str | Path | None" = None, *, jobs: list[str] | 
 _CACHE: dict[str, DegradationModel] = {}
 
 
-def default_model(store: "Store") -> DegradationModel:
-    """The user's store when it holds labelled interfered runs, else the committed dataset."""
-    labels = interference_labels(store.runs())
-    interfered = labels.dropna()
-    if (interfered != "none").sum() >= 5 and (interfered == "none").sum() >= 2:
-        return fit_monitor(store)
+def default_model(store: "Store | None" = None) -> DegradationModel:
+    """Trained on the user's store when it holds labelled interfered runs, else on the committed
+    dataset (:data:`DEFAULT_TRAINING_STORE`, trained once per process)."""
+    if store is not None:
+        interfered = interference_labels(store.runs()).dropna()
+        if (interfered != "none").sum() >= 5 and (interfered == "none").sum() >= 2:
+            return fit_monitor(store)
     key = str(DEFAULT_TRAINING_STORE)
     if key not in _CACHE:
         if not DEFAULT_TRAINING_STORE.exists():

@@ -102,8 +102,9 @@ def _fig_runtime_vs_executors(job_runs, model, features, confidence) -> str:
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     sizes = sorted(job_runs["input_bytes"].unique())
     colors = plt.cm.viridis(np.linspace(0, 0.9, max(len(sizes), 1)))
-    e_max = float(job_runs["executors"].max())
-    grid = np.arange(1, max(e_max, 2) + 1.0)
+    # The recorded counts plus one beyond: the curve shows the trend without far extrapolation.
+    e_min, e_max = float(job_runs["executors"].min()), float(job_runs["executors"].max())
+    grid = np.arange(max(1.0, e_min), e_max + 2.0)
     tmpl = _template_row(job_runs, features)
     for color, s in zip(colors, sizes):
         sub = job_runs[job_runs["input_bytes"] == s]
@@ -117,6 +118,9 @@ def _fig_runtime_vs_executors(job_runs, model, features, confidence) -> str:
     ax.set_xlabel("executors")
     ax.set_ylabel("runtime (s)")
     ax.set_xticks(grid)
+    top = float(job_runs["runtime_s"].max())
+    if ax.get_ylim()[1] > 1.6 * top:  # a wide band far from the data would flatten the runs
+        ax.set_ylim(0, 1.6 * top)
     title = "runtime vs executors per input size"
     if model is not None:
         title += f"\n(lines: {getattr(model, 'name_', 'model')} fit, bands: {confidence:.0%} interval)"

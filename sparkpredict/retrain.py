@@ -43,10 +43,10 @@ log = logging.getLogger(__name__)
 #: Jobs to refit at or above which Spark (``local[*]``) beats the local loop on a 2-core
 #: machine, Spark start-up included, for the default ``auto`` models (and the ML kinds);
 #: measured by benchmarks/retrain_scaling.py (see docs/retrain.md).
-CROSSOVER_JOBS = 400
+CROSSOVER_JOBS = 100
 #: The same for a single equation (``kind="amdahl"``, ...): each fit is ~50x cheaper, so
 #: Spark's start-up takes many more jobs to pay back.
-CROSSOVER_JOBS_EQUATION = 5000
+CROSSOVER_JOBS_EQUATION = 1_000_000
 CROSSOVER_ENV = "SPARKPREDICT_RETRAIN_CROSSOVER"
 
 #: Output schema of the applyInPandas step: one row per job.

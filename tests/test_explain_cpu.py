@@ -29,7 +29,7 @@ def _job(spark) -> int:
 def trained():
     if not monitor.DEFAULT_TRAINING_STORE.exists():
         pytest.skip("the interference dataset is not committed")
-    return monitor.fit_monitor(monitor.DEFAULT_TRAINING_STORE)
+    return monitor.default_model()  # cached: the CLI below reuses it
 
 
 def test_explain_names_cpu_under_a_cpu_bubble(spark_app, trained, tmp_path, capsys):
@@ -52,7 +52,6 @@ def test_explain_names_cpu_under_a_cpu_bubble(spark_app, trained, tmp_path, caps
 
     from sparkpredict.cli import main
 
-    assert main(["explain", victim, "--store", str(store), "--json",
-                 "--training-store", str(monitor.DEFAULT_TRAINING_STORE)]) == 0
+    assert main(["explain", victim, "--store", str(store), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["main_cause"] == "cpu" and out["run_id"] == victim

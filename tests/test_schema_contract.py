@@ -62,3 +62,18 @@ def test_listener_files_match_schema(spark_app, tmp_path):
     leftovers = [p for p in store.rglob("*") if p.is_file() and not p.name.startswith("part-")
                  and p.name != S.MARKER_FILE]
     assert leftovers == []
+
+
+def test_golden_store_written_by_listener_v0_1_still_reads():
+    """A store the listener wrote (word count, local[2], sparkpredict 0.1.0, schema v1) must keep
+    reading; when this fails, move SCHEMA_VERSION and keep a reader for the old one."""
+    from pathlib import Path
+
+    from sparkpredict import store as store_mod
+
+    st = store_mod.open(Path(__file__).parent / "data" / "capture" / "golden_store_v1")
+    runs, stages, tasks = st.runs(), st.stages(), st.tasks()
+    assert len(runs) == 1 and runs.iloc[0].status == "succeeded" and runs.iloc[0].schema_version == 1
+    assert len(stages) == 2 and len(tasks) == runs.iloc[0].num_tasks == 8
+    assert stages["shuffle_write_bytes"].sum() == tasks["shuffle_write_bytes"].sum() > 0
+    assert list(st.executors()["executor_id"]) == ["driver"]

@@ -116,3 +116,24 @@ def test_task_count_for_a_new_input_size():
     # Shuffle stage: the partitions, whatever the size; and the new setting when it changes.
     assert predict_num_tasks(agg, agg.iloc[0], 4096 * MiB) == 16
     assert predict_num_tasks(agg, agg.iloc[0], 4096 * MiB, {"shuffle_partitions": 64}) == 64
+
+
+def test_concurrent_sibling_stages_are_told_apart_by_bytes_not_by_id():
+    # Two scans of a join submitted together: Spark gives them ids (and submission times) in
+    # either order from run to run. Seen in this project's sqljoin runs under AQE.
+    def run(run_id, big_first):
+        big = {"name": "collect at bodies.py:108", "input_bytes": 15_000_000, "num_tasks": 4}
+        small = {"name": "collect at bodies.py:108", "input_bytes": 700_000, "num_tasks": 1}
+        first, second = (big, small) if big_first else (small, big)
+        rows = [dict(first, stage_id=0, submission_ms=0, completion_ms=900),
+                dict(second, stage_id=1, submission_ms=80, completion_ms=950),
+                {"name": "collect at bodies.py:108", "stage_id": 4, "submission_ms": 1000,
+                 "completion_ms": 1500, "shuffle_read_bytes": 8_000_000, "num_tasks": 3}]
+        return pd.DataFrame([dict(r, run_id=run_id, stage_attempt_id=0, parent_stage_ids_json="[]") for r in rows])
+
+    a, b = run("a", True), run("b", False)
+    sa = dict(zip(a["input_bytes"].fillna(0), stage_signatures(a)))
+    sb = dict(zip(b["input_bytes"].fillna(0), stage_signatures(b)))
+    assert sa == sb
+    assert sa[15_000_000].endswith("k0") and sa[700_000].endswith("k1")
+    assert sa[0].endswith("k2")  # the join stage came later: its own epoch

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from sparkpredict import store as store_mod
-from sparkpredict.errors import DegenerateDataError, NotFittedError, UnknownJobError
+from sparkpredict.errors import DegenerateDataError, InputError, NotFittedError, UnknownJobError
 from sparkpredict.features.stages import file_split_tasks, waves
 from sparkpredict.models.stages import StageRuntimeModel
 
@@ -182,3 +182,18 @@ def test_replay_model_predicts_other_executor_counts_and_sizes_from_a_single_run
     assert np.mean(np.abs(pred - real) / real) < 0.10, (pred, real)
     iv = model.predict_interval(other, 0.9)
     assert np.all(iv["lower_s"] < iv["predicted_runtime_s"]) and np.all(iv["predicted_runtime_s"] < iv["upper_s"])
+
+
+def test_combining_stage_times_by_replay_agrees_with_waves_on_sequential_stages(history):
+    path, runs, truth = history
+    held = runs["input_bytes"] == 512 * MiB
+    waves_m = StageRuntimeModel(store=path, n_estimators=20).fit(runs[~held])
+    sim_m = StageRuntimeModel(store=path, n_estimators=20, combine="simulate").fit(runs[~held])
+    test = runs[held]
+    real = np.array([truth[r][2] for r in test["run_id"]])
+    a, b = waves_m.predict(test), sim_m.predict(test)
+    # This job's stages never overlap, so both ways of adding stage times must agree and be right.
+    assert np.allclose(a, b, rtol=0.03)
+    assert np.mean(np.abs(b - real) / real) < 0.05
+    with pytest.raises(InputError, match="combine"):
+        StageRuntimeModel(store=path, combine="sum").fit(runs)

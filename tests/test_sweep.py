@@ -122,3 +122,20 @@ def test_tiny_real_sweep_records_each_run_and_resumes(spark_app, tmp_path):
     more = S.run_sweep(wider, store=store, cache_dir=cache, workdir=tmp_path / "work", tasks=False)
     assert len(more.skipped) == 4 and [o.combo.executors for o in more.ran] == [3, 3]
     assert len(store_io.open(store).runs()) == 6
+
+
+@pytest.mark.spark
+def test_failed_run_is_recorded_failed_and_retried(spark_app, tmp_path):
+    """A run that fails is recorded with status failed (not succeeded) and redone by the next sweep."""
+    from sparkpredict.store import io as store_io
+
+    store, cache = tmp_path / "store", tmp_path / "cache"
+    plan = S.plan_sweep("wordcount", "1MB", "1", master="local")
+    bad = S.run_sweep(plan, store=store, cache_dir=cache, workdir=tmp_path / "w", tasks=False,
+                      extra_conf={"spark.sql.shuffle.partitions": "0"})  # invalid: the job cannot run
+    assert [o.status for o in bad.outcomes] == ["failed"] and bad.outcomes[0].error
+    runs = store_io.open(store).runs()
+    assert list(runs["status"]) == ["failed"]
+    good = S.run_sweep(plan, store=store, cache_dir=cache, workdir=tmp_path / "w", tasks=False)
+    assert [o.status for o in good.outcomes] == ["succeeded"]
+    assert sorted(store_io.open(store).runs()["status"]) == ["failed", "succeeded"]

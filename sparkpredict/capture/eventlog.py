@@ -15,6 +15,7 @@ ingest under another name) adds nothing: appending would duplicate its stage and
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -196,6 +197,22 @@ def fingerprint(source: LogSource) -> str:
 
 
 # ---- parsing --------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _system_pool() -> Iterator[None]:
+    """Allocate Arrow memory with malloc while a log is read and written.
+
+    A log's task rows are built in thousands of small chunks; pyarrow's default mimalloc pool
+    keeps more of that memory (~30 MB more peak RSS on a 1 GB log). Buffers remember their pool,
+    so restoring the default afterwards is safe.
+    """
+    previous = pa.default_memory_pool()
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(previous)
+
+
 def _counted(chunks: Iterator[bytes], box: list[int]) -> Iterator[bytes]:
     for c in chunks:
         box[0] += len(c)
@@ -275,10 +292,13 @@ def parse_event_log(path: str | os.PathLike[str]) -> ParsedLog:
         if not os.path.basename(p).startswith(ROLLING_PREFIX):
             raise IngestError(f"{path} is a folder, not an event log",
                               "use ingest_event_logs() for folders of logs")
-        return _parse_source(_rolling(p))
-    if not os.path.exists(p):
+        source = _rolling(p)
+    elif not os.path.exists(p):
         raise IngestError(f"no such file: {path}", "give an event-log file")
-    return _parse_source(_single(p))
+    else:
+        source = _single(p)
+    with _system_pool():
+        return _parse_source(source)
 
 
 # ---- ingest ---------------------------------------------------------------------------------
@@ -328,7 +348,8 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
     name_ids = run_ids | {r.replace("/", "_") for r in run_ids}
     report = IngestReport(store=st.path)
     for src in sources:
-        outcome = _ingest_one(src, st, seen_fp, run_ids, name_ids)
+        with _system_pool():
+            outcome = _ingest_one(src, st, seen_fp, run_ids, name_ids)
         report.files.append(outcome)
         if outcome.outcome == "failed":
             log.warning("event log %s not ingested: %s", src.path, outcome.error)

@@ -30,7 +30,7 @@ _TASK_END = b'{"Event":"SparkListenerTaskEnd"'
 _ACCUM = b',"Accumulables":['
 _TASK_METRICS = b',"Task Metrics":'
 _PEAK_ACCUM = re.compile(rb'"Name":"internal\.metrics\.peakExecutionMemory","Update":(\d+)')
-_CHUNK_ROWS = 8192
+_CHUNK_ROWS = 4096  # tasks per Arrow chunk: bounds the Python objects alive at once
 _MAX_LINE_WARNINGS = 10
 
 _TASK_COLS = ["stage_id", "stage_attempt_id", "task_id", "task_index", "attempt", "executor_id",
@@ -38,6 +38,11 @@ _TASK_COLS = ["stage_id", "stage_attempt_id", "task_id", "task_index", "attempt"
               "locality", "speculative", *S.METRIC_NAMES]
 _TASK_SCHEMA = pa.schema([S.TABLES["tasks"].field(c) for c in _TASK_COLS])
 _NO_METRICS = (None,) * len(S.METRIC_NAMES)
+_KEYS = ["stage_id", "stage_attempt_id"]
+# Task rows live until the end, in many small chunks: the system allocator returns their
+# memory better than pyarrow's default mimalloc pool (see eventlog._system_pool).
+_POOL = pa.system_memory_pool()
+_SUMMED = [*S.METRIC_NAMES, "failed"]
 _NS_PER_MS = 1e6
 
 
@@ -128,7 +133,8 @@ class RunBuilder:
         self._last_bad = 0
         self._rows: list[tuple] = []
         self._chunks: list[pa.RecordBatch] = []
-        self._counted: list[pa.Array] = []  # per task: ended before its stage completed
+        self._sums: dict[tuple[int, int], dict[str, Any]] = {}  # stage -> sums of counted tasks
+        self._durations: list[pa.Table] = []  # stage ids and durations of counted tasks
         self._handlers = {
             b"SparkListenerLogStart": self._log_start,
             b"SparkListenerApplicationStart": self._app_start,
@@ -296,12 +302,33 @@ class RunBuilder:
             return
         cols = list(zip(*self._rows))
         self._rows = []
-        self._counted.append(pa.array(cols.pop(), pa.bool_()))
+        counted = pa.array(cols.pop(), pa.bool_())
         try:
-            arrays = [pa.array(c, type=f.type) for c, f in zip(cols, _TASK_SCHEMA)]
+            arrays = [pa.array(c, type=f.type, memory_pool=_POOL) for c, f in zip(cols, _TASK_SCHEMA)]
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
             arrays = self._arrays_row_by_row(cols)
-        self._chunks.append(pa.RecordBatch.from_arrays(arrays, schema=_TASK_SCHEMA))
+        batch = pa.RecordBatch.from_arrays(arrays, schema=_TASK_SCHEMA)
+        self._chunks.append(batch)
+        self._add_to_stages(batch.filter(counted))
+
+    def _add_to_stages(self, batch: pa.RecordBatch) -> None:
+        """Fold one chunk of counted task rows into the stage sums (no copy of all tasks at the end)."""
+        if not batch.num_rows:
+            return
+        failed = pc.not_equal(batch.column("status"), "SUCCESS").cast(pa.int64())
+        t = pa.Table.from_batches([batch]).select(_KEYS + S.METRIC_NAMES).append_column("failed", failed)
+        agg = t.group_by(_KEYS, use_threads=False).aggregate(
+            [(m, "sum", pc.ScalarAggregateOptions(min_count=0)) for m in _SUMMED]
+            + [("stage_id", "count", pc.CountOptions(mode="all"))])
+        for row in agg.to_pylist():
+            key = (row.pop("stage_id"), row.pop("stage_attempt_id"))
+            acc = self._sums.get(key)
+            if acc is None:
+                self._sums[key] = row
+            else:
+                for c, v in row.items():
+                    acc[c] += v
+        self._durations.append(pa.Table.from_batches([batch]).select(_KEYS + ["duration_ms"]))
 
     def _arrays_row_by_row(self, cols: list[tuple]) -> list[pa.Array]:
         """Slow path for a chunk holding a value of the wrong type: null it, warn once."""
@@ -333,26 +360,17 @@ class RunBuilder:
                              "or its beginning is missing")
         self._flush()
         tasks = pa.Table.from_batches(self._chunks, schema=_TASK_SCHEMA)
-        counted = pa.chunked_array(self._counted, pa.bool_())
-        self._chunks, self._counted = [], []
+        self._chunks = []
         run_id = self.app["app_id"] + (f"/{self.app['attempt']}" if self.app["attempt"] else "")
         tasks = tasks.append_column("run_id", pa.array([run_id] * tasks.num_rows, pa.string()))
-        stages = self._stage_table(tasks.filter(counted) if tasks.num_rows else tasks, run_id)
+        stages = self._stage_table(run_id)
         execs, run = self._run_tables(tasks, stages, run_id, in_progress)
         return {"runs": S.conform("runs", run), "executors": S.conform("executors", execs),
                 "stages": S.conform("stages", stages), "tasks": S.conform("tasks", tasks)}
 
-    def _stage_table(self, tasks: pa.Table, run_id: str) -> pa.Table:
-        sums: dict[tuple[int, int], dict[str, Any]] = {}
-        quant: dict[tuple[int, int], tuple[float, ...]] = {}
-        if tasks.num_rows and self.stages:
-            failed = pc.not_equal(tasks["status"], "SUCCESS").cast(pa.int64())
-            t = tasks.select(["stage_id", "stage_attempt_id", *S.METRIC_NAMES]).append_column("failed", failed)
-            agg = t.group_by(["stage_id", "stage_attempt_id"]).aggregate(
-                [(m, "sum", pc.ScalarAggregateOptions(min_count=0)) for m in [*S.METRIC_NAMES, "failed"]]
-                + [("stage_id", "count")])
-            sums = {(r["stage_id"], r["stage_attempt_id"]): r for r in agg.to_pylist()}
-            quant = _duration_quantiles(tasks)
+    def _stage_table(self, run_id: str) -> pa.Table:
+        sums = self._sums
+        quant = _duration_quantiles(pa.concat_tables(self._durations)) if self._durations else {}
         rows = []
         for key, st in self.stages.items():  # in completion order, as the listener writes them
             s = sums.get(key, {})

@@ -95,6 +95,8 @@ def config_features(run: "pd.Series | dict") -> dict[str, float]:
         "max_partition_bytes": spark_bytes(props.get("spark.sql.files.maxPartitionBytes"),
                                            CONFIG_DEFAULTS["max_partition_bytes"]),
         "default_parallelism": _num(props.get("spark.default.parallelism"), slots),
+        # Not a model input: whether spark.default.parallelism was set (else it follows the cores).
+        "parallelism_explicit": 0.0 if props.get("spark.default.parallelism") is None else 1.0,
         "aqe": _flag(props.get("spark.sql.adaptive.enabled"), CONFIG_DEFAULTS["aqe"]),
         "kryo": 1.0 if "kryo" in str(props.get("spark.serializer", "")).lower() else 0.0,
         "memory_fraction": _num(props.get("spark.memory.fraction"), CONFIG_DEFAULTS["memory_fraction"]),
@@ -142,13 +144,21 @@ def stage_signatures(stages: "pd.DataFrame") -> "pd.Series":
     """Signature of each row of a stages table (one row per stage: see :func:`final_attempts`).
 
     Depends only on names and the parent structure inside each run, never on ids, so it is
-    the same for the same stage in two runs of one job.
+    the same for the same stage in two runs of one job. Stages submitted in the same *epoch*
+    (between the same stage completions, e.g. the two scans of a join) come in no stable order,
+    neither by id nor by time: among those, the ordinal follows the bytes they read (largest
+    first), which keeps the fact table's scan apart from the dimension table's in every run.
     """
     import pandas as pd
 
     out = pd.Series(index=stages.index, dtype=object)
     for _, g in stages.groupby("run_id", sort=False):
-        g = g.sort_values(["submission_ms", "stage_id"], kind="stable", na_position="last")
+        sub = pd.to_numeric(g["submission_ms"], errors="coerce")
+        comp = np.sort(pd.to_numeric(g.get("completion_ms", sub), errors="coerce").dropna().to_numpy(float))
+        num = lambda c: pd.to_numeric(g[c], errors="coerce").fillna(0) if c in g else 0.0  # noqa: E731
+        g = g.assign(_epoch=np.searchsorted(comp, sub.fillna(np.inf).to_numpy(float), side="left"),
+                     _bytes=-(num("input_bytes") + num("shuffle_read_bytes")), _n=-num("num_tasks"))
+        g = g.sort_values(["_epoch", "_bytes", "_n", "stage_id"], kind="stable")
         ids = [int(s) for s in g["stage_id"]]
         present = set(ids)
         parents = {s: [p for p in _parents(r) if p in present and p != s]
@@ -222,6 +232,21 @@ def stage_table(runs: "pd.DataFrame", stages: "pd.DataFrame", tasks: "pd.DataFra
     return st.reset_index(drop=True)
 
 
+def run_config(runs: "pd.DataFrame") -> "pd.DataFrame":
+    """``run_id`` and the configuration features of each store run (from ``properties_json``),
+    to give a query the settings its run will use. ``default_parallelism`` is left empty when the
+    run did not set it (it then follows the cores)."""
+    import pandas as pd
+
+    rows = []
+    for _, r in runs.iterrows():
+        c = config_features(r)
+        if not c.pop("parallelism_explicit"):
+            c["default_parallelism"] = np.nan
+        rows.append({"run_id": r["run_id"], **{k: c[k] for k in CONFIG_FEATURES[4:]}})
+    return pd.DataFrame(rows)
+
+
 def waves(num_tasks, slots):
     """Task waves: ``ceil(tasks / slots)`` (0 tasks -> 0 waves). Works on scalars and arrays."""
     t = np.asarray(num_tasks, dtype=float)
@@ -256,6 +281,28 @@ def count_rule(bytes_seen: Iterable[float], tasks_seen: Iterable[int], default_s
     return rule
 
 
+def power_rule(bytes_seen: Iterable[float], tasks_seen: Iterable[int]):
+    """Least-squares ``log tasks = a + b log bytes`` over recorded (bytes, tasks); constant when
+    the bytes never changed. Returns a function of the new byte count."""
+    b = np.asarray(list(bytes_seen), dtype=float)
+    n = np.asarray(list(tasks_seen), dtype=float)
+    ok = np.isfinite(b) & np.isfinite(n) & (b > 0) & (n > 0)
+    b, n = np.log(b[ok]), np.log(n[ok])
+    if len(b) == 0:
+        return lambda new_bytes: 1
+    if np.ptp(b) < 1e-9:
+        const = int(round(float(np.exp(n.mean()))))
+        return lambda new_bytes: max(1, const)
+    slope, icpt = np.polyfit(b, n, 1)
+    slope = float(np.clip(slope, 0.0, 1.0))  # tasks never fall with more data, nor grow faster
+    icpt = float(np.mean(n - slope * b))
+
+    def rule(new_bytes: float) -> int:
+        return max(1, int(round(math.exp(icpt + slope * math.log(max(float(new_bytes), 1.0))))))
+
+    return rule
+
+
 def file_split_tasks(bytes_in: float, parallelism: float, max_partition_bytes: float) -> int:
     """Spark SQL's file splits: ``ceil(bytes / min(maxPartitionBytes, max(openCost, bytes / parallelism)))``."""
     b = max(float(bytes_in), 1.0)
@@ -272,7 +319,25 @@ def predict_num_tasks(history: "pd.DataFrame", ref: "pd.Series", new_bytes_in: f
     """
     conf = {c: ref[c] for c in CONFIG_FEATURES if c in ref}
     conf.update(new_conf or {})
+    given = set(new_conf or {})
     n_ref = float(ref["num_tasks"])
+
+    def policy(*cols: str) -> bool:
+        """Did the recorded runs change these settings with the input (and the query not say)?"""
+        for c in cols:
+            h = history
+            if c == "default_parallelism" and "parallelism_explicit" in h:
+                h = h[h["parallelism_explicit"] == 1]  # implicit values only follow the cores
+            if c not in given and c in h and h[c].nunique() > 1:
+                return True
+        return False
+
+    if ref["is_input_stage"] or ref["bytes_in"] > 0:
+        keys = ("default_parallelism", "max_partition_bytes") if ref["is_input_stage"] else \
+            ("shuffle_partitions", "default_parallelism")
+        if policy(*keys):
+            # The user's runs scale these settings with the size: follow the recorded counts.
+            return power_rule(history["bytes_in"], history["num_tasks"])(new_bytes_in)
     if ref["is_input_stage"]:
         # Spark's file-split rule, calibrated on the recorded counts (files, other sources).
         calib = [n / file_split_tasks(b, par, mpb) for b, n, par, mpb in zip(
@@ -294,5 +359,5 @@ def predict_num_tasks(history: "pd.DataFrame", ref: "pd.Series", new_bytes_in: f
 
 
 __all__ = ["CONFIG_FEATURES", "DATA_FEATURES", "config_features", "call_site", "stage_signatures",
-           "stage_table", "final_attempts", "waves", "count_rule", "file_split_tasks", "predict_num_tasks",
+           "stage_table", "run_config", "final_attempts", "waves", "count_rule", "power_rule", "file_split_tasks", "predict_num_tasks",
            "spark_bytes"]

@@ -134,7 +134,7 @@ class JobRuntimeModel:
         self.cv_mape_ = float(result.cv_mape)
         self.candidates_ = result.scores
         self.residuals_ = np.sort(result.cv.oof_in)
-        self.extrap_z_ = np.sort(result.cv.ext_z)
+        self.extrap_z_ = {k: np.sort(v) for k, v in result.cv.ext_z.items()}
         return self
 
     def _training_columns(self, runs: Any) -> tuple[dict[str, np.ndarray], np.ndarray, list[str]]:
@@ -239,8 +239,9 @@ class JobRuntimeModel:
         Inside the training range, the quantiles of the interpolation folds' out-of-fold log
         ratios ``log(y/ŷ)`` bound the interval. Outside it, at distance ``d``
         (``extrapolation(X)["max"]``), each bound is the wider of that and ``d · z_q``, where
-        ``z`` are the extrapolation folds' log ratios divided by their own distance: the
-        interval grows linearly with how far the query lies beyond the runs seen.
+        ``z`` are the extrapolation folds' log ratios divided by their own distance (the wider
+        of all folds' quantiles and those of the folds leaving the range in the row's
+        direction): the interval grows linearly with how far the query lies beyond the runs.
         """
         self._check()
         if not 0 < confidence < 1:
@@ -248,16 +249,32 @@ class JobRuntimeModel:
         pred = self.predict(X)
         lo_q, hi_q = conformal_bounds(self.residuals_, confidence)
         lo, hi = np.full(len(pred), lo_q), np.full(len(pred), hi_q)
-        d = self.extrapolation(X)["max"]
+        ext = self.extrapolation(X)
+        d = ext["max"]
         out = d > 0
         if out.any():
-            if len(self.extrap_z_):
-                z_lo, z_hi = conformal_bounds(self.extrap_z_, confidence)
-            else:  # no extrapolation folds (too few levels): widen in proportion to distance
-                z_lo, z_hi = lo_q, hi_q
-            dd = np.minimum(d[out], 10.0)
-            lo[out] = np.minimum(lo_q, dd * z_lo)
-            hi[out] = np.maximum(hi_q, dd * z_hi)
+            pooled = np.sort(np.concatenate(list(self.extrap_z_.values()))) if self.extrap_z_ else np.zeros(0)
+            pb = conformal_bounds(pooled, confidence) if len(pooled) else (lo_q, hi_q)
+            zb = {}
+            for k in [c + sd for c in ("input_bytes", "executors") for sd in "+-"]:
+                z = self.extrap_z_.get(k, np.zeros(0))
+                gb = conformal_bounds(z, confidence) if len(z) >= 10 else pb
+                zb[k] = (min(gb[0], pb[0]), max(gb[1], pb[1]))
+            # each row: the wider of all extrapolation folds' bounds and those of the folds that
+            # left the range in the same direction (column and side) as the row does
+            by_exec = ext["executors"] > ext["input_bytes"]
+            F = self._query(X)
+            col_hi = np.where(by_exec, F["executors"] > self.training_range_["executors"][1],
+                              F["input_bytes"] > self.training_range_["input_bytes"][1])
+            z_lo, z_hi = np.zeros(len(d)), np.zeros(len(d))
+            for bx in (False, True):
+                for up in (False, True):
+                    m = out & (by_exec == bx) & (col_hi == up)
+                    k = ("executors" if bx else "input_bytes") + ("+" if up else "-")
+                    z_lo[m], z_hi[m] = zb[k]
+            dd = np.minimum(d, 10.0)
+            lo = np.where(out, np.minimum(lo_q, dd * z_lo), lo)
+            hi = np.where(out, np.maximum(hi_q, dd * z_hi), hi)
         return {"predicted_runtime_s": pred, "lower_s": pred * np.exp(lo), "upper_s": pred * np.exp(hi)}
 
     # ---- persistence --------------------------------------------------------------------
@@ -273,7 +290,7 @@ class JobRuntimeModel:
                 "training_range": {k: list(v) for k, v in self.training_range_.items()},
                 "defaults": self.defaults_, "candidates": self.candidates_,
                 "residuals": [float(r) for r in self.residuals_],
-                "extrap_z": [float(r) for r in self.extrap_z_],
+                "extrap_z": {k: [float(r) for r in v] for k, v in self.extrap_z_.items()},
                 "component": component_to_dict(self.component_)}
 
     @classmethod
@@ -297,7 +314,7 @@ class JobRuntimeModel:
         m.defaults_ = {k: float(v) for k, v in d["defaults"].items()}
         m.candidates_ = dict(d.get("candidates", {}))
         m.residuals_ = np.asarray(d["residuals"], float)
-        m.extrap_z_ = np.asarray(d["extrap_z"], float)
+        m.extrap_z_ = {k: np.asarray(v, float) for k, v in d["extrap_z"].items()}
         m.component_ = component_from_dict(d["component"])
         return m
 

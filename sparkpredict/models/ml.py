@@ -143,9 +143,9 @@ def fit_tree(X: np.ndarray, y: np.ndarray, random_state: int = 0, min_samples_le
     return _export_trees([est], 0.0, 1.0, "random_forest"), est
 
 
-def fit_random_forest(X: np.ndarray, y: np.ndarray, random_state: int = 0, n_estimators: int = 100,
+def fit_random_forest(X: np.ndarray, y: np.ndarray, random_state: int = 0, n_estimators: int = 50,
                       **params: Any) -> tuple[dict, Any]:
-    """Random forest (bootstrap, all features per split as scikit-learn's regressor default)."""
+    """Random forest of 50 trees (bootstrap; all features per split, scikit-learn's regressor default)."""
     from sklearn.ensemble import RandomForestRegressor
 
     est = RandomForestRegressor(n_estimators=n_estimators, random_state=random_state, n_jobs=1,

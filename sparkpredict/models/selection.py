@@ -94,7 +94,7 @@ def predict_component(c: Component, F: dict[str, np.ndarray], extras: list[str])
 # ---- fitting candidates ------------------------------------------------------------------
 #: Residual correction of the hybrid: "tree" (one regression tree, ~1 ms), "tree2" (mean of a
 #: deep and a shallow tree) or "gbm".
-CORRECTION = "tree2"
+CORRECTION = "gbm"
 #: Fade distances tried for the hybrid's correction outside the training box (None = flat).
 FADES: tuple[float | None, ...] = (None, 0.25)
 
@@ -155,7 +155,7 @@ class CVResult:
     interp_mape: float
     extrap_mape: float
     oof_in: np.ndarray = field(repr=False)      # log(y/ŷ) of the interpolation folds
-    ext_z: np.ndarray = field(repr=False)       # log(y/ŷ) / distance of the extrapolation folds
+    ext_z: dict[str, np.ndarray] = field(repr=False)  # log(y/ŷ) / distance, per "<column><+|->"
 
 
 def _distance(v: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -191,17 +191,18 @@ def cross_validate(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: l
             for i in range(nv):
                 oof[i, t] = p[i]
     ex: list[list[float]] = [[] for _ in range(nv)]
-    zs: list[list[np.ndarray]] = [[] for _ in range(nv)]
+    zs: list[dict[str, list[np.ndarray]]] = [{} for _ in range(nv)]
     for t, col in extrap:
         p = run(t)
         v = F[col]
+        key = col + ("+" if v[t].min() > v[~t].max() else "-")
         d = _distance(v[t], float(v[~t].min()), float(v[~t].max()))
         for i in range(nv):
             if p is None:
                 ex[i].append(np.inf)
                 continue
             ex[i].append(float(np.mean(np.abs(p[i] - y[t]) / y[t])))
-            zs[i].append(np.log(y[t] / p[i]) / np.maximum(d, 1e-9))
+            zs[i].setdefault(key, []).append(np.log(y[t] / p[i]) / np.maximum(d, 1e-9))
     results = []
     for i in range(nv):
         o = oof[i]
@@ -211,7 +212,7 @@ def cross_validate(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: l
         extrap_mape = float(np.mean(ex[i])) if ex[i] else np.nan
         score = interp_mape if not ex[i] else 0.5 * (interp_mape + extrap_mape)
         results.append(CVResult(score, interp_mape, extrap_mape, np.log(y / o)[np.isfinite(o)],
-                                np.concatenate(zs[i]) if zs[i] else np.zeros(0)))
+                                {k: np.sort(np.concatenate(v)) for k, v in zs[i].items()}))
     return results
 
 

@@ -647,8 +647,9 @@ class ReplayRuntimeModel:
             if key not in rows.index:
                 continue
             row = rows.loc[key]
-            par = row["default_parallelism"] if row["default_parallelism"] != row["task_slots"] else slots
-            conf = {"executors": executors, "executor_cores": cores, "task_slots": slots, "default_parallelism": par}
+            conf = {"executors": executors, "executor_cores": cores, "task_slots": slots}
+            if row["parallelism_explicit"] != 1:  # the default follows the cores
+                conf["default_parallelism"] = slots
             hist = t[t["signature"] == row["signature"]]
             n = F.predict_num_tasks(hist, row, row["bytes_in"] * ratio, conf)
             old_bpt = row["bytes_in"] / max(row["num_tasks"], 1) / 2**20

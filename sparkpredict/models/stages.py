@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 _MB = 2.0**20
 FEATURES = F.DATA_FEATURES + F.CONFIG_FEATURES
+#: Configuration a query row may give (columns of X); the rest comes from the reference run.
+QUERY_CONFIG = ("shuffle_partitions", "max_partition_bytes", "default_parallelism", "aqe", "kryo",
+                "memory_fraction", "shuffle_compress")
 
 
 def _load(store, tables, run_ids: list[str]):
@@ -64,6 +67,10 @@ class StageRuntimeModel:
         ``auto``: a forest per signature with enough rows, the shared forest for the rest.
     target : {"rate", "time"}
         Learn per-task ms per (MiB + 1), or per-task ms directly.
+    combine : {"waves", "simulate"}
+        Job time from stage times: ``waves`` = critical path of ``waves x per-task time`` plus
+        driver time (RFMS); ``simulate`` = replay the reference run's tasks with the predicted
+        counts and per-task times (stages that overlap share the slots).
     n_estimators, min_rows_per_signature, random_state
         Forest size, rows a signature needs for its own forest, seed (fits are deterministic).
 
@@ -75,12 +82,13 @@ class StageRuntimeModel:
     """
 
     def __init__(self, *, store=None, tables: dict | None = None, mode: str = "auto",
-                 target: str = "rate", n_estimators: int = 100, min_rows_per_signature: int = 8,
-                 random_state: int = 0) -> None:
+                 target: str = "rate", combine: str = "waves", n_estimators: int = 100,
+                 min_rows_per_signature: int = 8, random_state: int = 0) -> None:
         self.store = store
         self.tables = tables
         self.mode = mode
         self.target = target
+        self.combine = combine
         self.n_estimators = n_estimators
         self.min_rows_per_signature = min_rows_per_signature
         self.random_state = random_state
@@ -88,9 +96,10 @@ class StageRuntimeModel:
     # ---- fitting ------------------------------------------------------------------------
     def fit(self, runs_df: "pd.DataFrame", y=None) -> "StageRuntimeModel":
         """Fit on the runs of ``runs_df`` (needs ``run_id``; stages come from the store)."""
-        if self.mode not in ("auto", "per_signature", "shared") or self.target not in ("rate", "time"):
-            raise InputError(f"unknown mode {self.mode!r} or target {self.target!r}",
-                             "mode: auto, per_signature or shared; target: rate or time")
+        if self.mode not in ("auto", "per_signature", "shared") or self.target not in ("rate", "time") \
+                or self.combine not in ("waves", "simulate"):
+            raise InputError(f"unknown mode {self.mode!r}, target {self.target!r} or combine {self.combine!r}",
+                             "mode: auto, per_signature or shared; target: rate or time; combine: waves or simulate")
         if runs_df is None or "run_id" not in runs_df or len(runs_df) == 0:
             raise DegenerateDataError("the stage model needs runs with a run_id column",
                                       "export runs with `sparkpredict runs`, which keeps run_id")
@@ -105,6 +114,7 @@ class StageRuntimeModel:
         table = table[np.isfinite(table["task_ms"]) & (table["task_ms"] > 0)].reset_index(drop=True)
         if table.empty:
             raise DegenerateDataError("the runs' stages have no task times", "record runs with task metrics")
+        runs = runs[runs["run_id"].isin(table["run_id"])]  # a reference run needs modelled stages
         self.runs_ = runs.drop_duplicates("run_id", keep="last").set_index("run_id", drop=False)
         self.stages_ = stages
         self.tasks_ = tasks
@@ -128,7 +138,7 @@ class StageRuntimeModel:
         ex = table.groupby("run_id")["executors"].first()
         self.training_range_ = {"input_bytes": (float(ib.min()), float(ib.max())),
                                 "executors": (float(ex.min()), float(ex.max()))}
-        self.name_ = f"stage-forest[{self.mode},{self.target}]"
+        self.name_ = f"stage-forest[{self.mode},{self.target},{self.combine}]"
         self.cv_mape_, self._oob_abs_rel = self._oob_job_errors()
         return self
 
@@ -186,14 +196,19 @@ class StageRuntimeModel:
         ib = runs["input_bytes"].astype(float).to_numpy()
         ds = np.abs(np.log(np.maximum(ib, 1)) - math.log(max(input_bytes, 1))) if np.isfinite(input_bytes) \
             else np.zeros(len(runs))
-        ex = runs["executors_max"].astype(float).fillna(1).to_numpy()
+        ex = sim.ReplayRuntimeModel._executors(runs).fillna(1).to_numpy()
         de = np.abs(ex - executors)
         return str(runs.index[np.lexsort((de, np.round(ds, 6)))[0]])
 
     def stage_plan(self, job, input_bytes: float, executors: int, executor_cores: int | None = None,
-                   executor_memory_mb: float | None = None, _ref: str | None = None) -> "pd.DataFrame":
+                   executor_memory_mb: float | None = None, _ref: str | None = None,
+                   config: dict | None = None) -> "pd.DataFrame":
         """Per-stage plan for one query: the reference run's stages with the query's task counts,
-        bytes per task, configuration and waves (``attrs["reference_run"]`` names the run)."""
+        bytes per task, configuration and waves (``attrs["reference_run"]`` names the run).
+
+        ``config`` may set configuration features of the new run (``shuffle_partitions``,
+        ``max_partition_bytes``, ``default_parallelism``, ``aqe``, ``kryo``, ``memory_fraction``,
+        ``shuffle_compress``); the others are the reference run's."""
         ref = _ref or self._reference(job, input_bytes, executors)
         base = self._base_rows(ref)
         rows = base.copy()
@@ -202,14 +217,17 @@ class StageRuntimeModel:
         cores = float(executor_cores or r0["executor_cores"])
         conf = {"executors": float(executors), "executor_cores": cores, "task_slots": float(executors) * cores,
                 "executor_memory_mb": float(executor_memory_mb or r0["executor_memory_mb"])}
+        conf.update({k: float(v) for k, v in (config or {}).items() if k in QUERY_CONFIG})
         # spark.default.parallelism defaults to the total cores: follow the new cluster then.
-        explicit_par = (base["default_parallelism"] != base["task_slots"]).to_numpy()
+        explicit_par = (base["parallelism_explicit"] == 1).to_numpy() | ("default_parallelism" in conf)
+        if "default_parallelism" in conf:
+            base = base.assign(default_parallelism=conf["default_parallelism"])
         par = np.where(explicit_par, base["default_parallelism"].to_numpy(float), conf["task_slots"])
         hist = self._history()
         rows["num_tasks"] = np.asarray(
             [F.predict_num_tasks(hist[rec["signature"]], rec, rec["bytes_in"] * ratio,
-                                 dict(conf, default_parallelism=pp))
-             for rec, pp in zip(base.to_dict("records"), par)], dtype=float)
+                                 conf if ex else dict(conf, default_parallelism=pp))
+             for rec, pp, ex in zip(base.to_dict("records"), par, explicit_par)], dtype=float)
         for col in ("bytes_in", "bytes_out", "records_in"):
             rows[col] = base[col] * ratio
         nt = rows["num_tasks"].clip(lower=1)
@@ -261,19 +279,50 @@ class StageRuntimeModel:
         self._check()
         X = _as_frame(X)
         plans = [self.stage_plan(q.get("job"), float(q.get("input_bytes", np.nan)), int(q["executors"]),
-                                 _opt(q.get("executor_cores")), _opt(q.get("executor_memory_mb")))
+                                 _opt(q.get("executor_cores")), _opt(q.get("executor_memory_mb")),
+                                 config={k: q[k] for k in QUERY_CONFIG if _opt(q.get(k)) is not None})
                  for q in X.to_dict("records")]
         sizes = np.cumsum([0] + [len(p) for p in plans])
         allrows = pd.concat(plans, ignore_index=True)
         per_tree = self._task_ms_trees(allrows) * allrows["waves"].to_numpy(float)  # (trees, all stages)
         point = np.empty(len(plans))
         tree_s = np.empty((len(plans), self.n_estimators)) if trees else None
+        waves = allrows["waves"].to_numpy(float)
         for i, plan in enumerate(plans):
             st = per_tree[:, sizes[i]:sizes[i + 1]]
             point[i] = self._job_ms(plan, st.mean(axis=0)) / 1000
             if trees:
                 tree_s[i] = self._job_ms(plan, st) / 1000
+            if self.combine == "simulate":
+                task_ms = st.mean(axis=0) / np.maximum(waves[sizes[i]:sizes[i + 1]], 1)
+                sim_s = self._simulate_plan(plan, task_ms)
+                if trees:  # the trees' spread, around the simulated point
+                    tree_s[i] *= sim_s / point[i] if point[i] > 0 else 1.0
+                point[i] = sim_s
         return point, tree_s
+
+    def _simulate_plan(self, plan: "pd.DataFrame", task_ms: np.ndarray) -> float:
+        """Seconds from replaying the reference run with the plan's task counts and per-task times
+        (each stage keeps its recorded skew), on the plan's executors x cores."""
+        ref = plan.attrs["reference_run"]
+        tl = self._timeline(ref)
+        pos = self._positions(ref, plan)
+        n_new = np.zeros(tl.n_stages, dtype=np.int64)
+        want = np.zeros(tl.n_stages)
+        ok = pos >= 0
+        n_new[pos[ok]] = plan["num_tasks"].to_numpy(np.int64)[ok]
+        want[pos[ok]] = task_ms[ok]
+        durs = []
+        for s in range(tl.n_stages):
+            rec = tl.task_duration_ms[tl.task_offsets[s]:tl.task_offsets[s + 1]]
+            shape = rec / rec.mean() if len(rec) and rec.mean() > 0 else np.ones(1)
+            durs.append(np.resize(shape, int(n_new[s])) * want[s])
+        offs = np.concatenate([[0], np.cumsum([len(d) for d in durs])]).astype(np.int64)
+        from dataclasses import replace
+
+        new = replace(tl, task_duration_ms=np.concatenate(durs) if durs else np.zeros(0), task_offsets=offs)
+        p0 = plan.iloc[0]
+        return sim.replay(new, int(p0["executors"]), int(p0["executor_cores"])).predicted_wall_s
 
     def predict(self, X: "pd.DataFrame") -> np.ndarray:
         """Predicted runtime in seconds for each row (``job``, ``input_bytes``, ``executors``, ...)."""
@@ -332,9 +381,10 @@ class StageRuntimeModel:
             rate[t.index.get_indexer(idx)] = oob(self.forests_[sig], t.loc[idx], False)
         return np.maximum(rate, 0.0) * self._denominator(t)
 
-    def stage_errors(self, runs_df: "pd.DataFrame") -> "pd.DataFrame":
+    def stage_errors(self, runs_df: "pd.DataFrame", use_config: bool = True) -> "pd.DataFrame":
         """Per-signature Er = mean(|pred - real| / real) of stage time and of per-task time on
-        the runs of ``runs_df`` (typically held out), predicting each from its size and executors."""
+        the runs of ``runs_df`` (typically held out), predicting each from its size, executors
+        and (``use_config``) the configuration it was submitted with, known before a run."""
         import pandas as pd
 
         self._check()
@@ -343,8 +393,11 @@ class StageRuntimeModel:
         rows = []
         for run_id, g in real.groupby("run_id"):
             r = runs[runs["run_id"] == run_id].iloc[-1]
-            plan = self.stage_plan(r.get("job"), float(r["input_bytes"]), int(g["executors"].iloc[0]),
-                                   int(g["executor_cores"].iloc[0]), float(g["executor_memory_mb"].iloc[0]))
+            g0 = g.iloc[0]
+            conf = {k: g0[k] for k in QUERY_CONFIG if use_config and
+                    (k != "default_parallelism" or g0["parallelism_explicit"] == 1)}
+            plan = self.stage_plan(r.get("job"), float(r["input_bytes"]), int(g0["executors"]),
+                                   int(g0["executor_cores"]), float(g0["executor_memory_mb"]), config=conf)
             task_ms = self._task_ms_trees(plan).mean(axis=0)
             p = plan.assign(pred_task_ms=task_ms, pred_stage_ms=task_ms * plan["waves"].to_numpy(float))
             m = g.merge(p[["signature", "pred_task_ms", "pred_stage_ms", "num_tasks"]], on="signature",
