@@ -115,7 +115,7 @@ def run_demo(store: str | os.PathLike | None = None, workdir: str | os.PathLike 
         from .report import build_report
 
         rep = build_report(wd / "report.html", store=store_path, jobs=[plan.job],
-                           models=models or None)
+                           models=models or None, advice_factor=ADVICE_FACTOR)
         res.report_path = rep.path
         res.messages.extend(rep.warnings)
     except Exception as exc:

@@ -323,7 +323,7 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
 
 def build_report(out: str | os.PathLike, store: str | os.PathLike | None = None,
                  jobs: list[str] | None = None, models: dict | None = None,
-                 confidence: float = 0.9) -> ReportResult:
+                 confidence: float = 0.9, advice_factor: float = 2.0) -> ReportResult:
     """Write the HTML report of ``store`` (default: the embedded store) to ``out``.
 
     Parameters
@@ -336,6 +336,8 @@ def build_report(out: str | os.PathLike, store: str | os.PathLike | None = None,
         Only these jobs (default: every job with succeeded runs).
     models : dict, optional
         Fitted models per job (``sparkpredict.models.persist.fit_all``); fitted here if absent.
+    advice_factor : float
+        The advice shown is for this multiple of the job's largest recorded input.
 
     Raises
     ------
@@ -350,7 +352,7 @@ def build_report(out: str | os.PathLike, store: str | os.PathLike | None = None,
     from .config import resolve_store
 
     store_path = resolve_store(store)
-    sections, warnings = build_sections(store_path, jobs, models, confidence)
+    sections, warnings = build_sections(store_path, jobs, models, confidence, advice_factor)
     page = render_html(sections, store_path, warnings)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -287,8 +287,10 @@ def read_runs_spark(spark: Any, st: store_io.Store):
     df = (spark.read.schema(_spark_schema("runs")).option("pathGlobFilter", "part-*.parquet")
           .parquet(f"{spark_path(st)}/runs").withColumn("_file", F.col("_metadata.file_name")))
     w = Window.partitionBy("run_id").orderBy(F.col("updated_ms").desc_nulls_last(), F.col("_file").desc())
-    return (df.where(F.col("run_id").isNotNull() & F.col("job").isNotNull())
-            .withColumn("_rn", F.row_number().over(w)).where("_rn = 1").drop("_rn", "_file"))
+    # Deduplicate first, then drop job-less runs: the same order as Store.read + the local path.
+    return (df.where(F.col("run_id").isNotNull())
+            .withColumn("_rn", F.row_number().over(w)).where("_rn = 1").drop("_rn", "_file")
+            .where(F.col("job").isNotNull()))
 
 
 def read_committed_spark(spark: Any, st: store_io.Store, table: str):

@@ -86,7 +86,7 @@ def test_spark_local2_equals_local_fit_incremental_and_faults(history, spark_app
         new["run_id"] = new["app_id"] = new["run_id"] + "-again"
         new["updated_ms"] += 10**7
         st.append({"runs": new})
-        inc = RT.retrain_spark(path, spark=spark, kind=KIND)
+        inc = RT.retrain_spark(path, spark=spark, kind=KIND, method="apply")  # groupBy.applyInPandas
         assert inc.refit == ["job-00005", "job-00050", "job-00150"] and len(inc.unchanged) == N_JOBS - 3
         reg = R.read_registry(st).set_index("job")
         assert reg.loc["job-00050", "version"] == 2 and reg.loc["job-00051", "version"] == 1

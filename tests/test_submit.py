@@ -51,6 +51,9 @@ def test_command_keeps_users_executor_count_and_needs_an_app(listener_jar):
         build_command(["--master", "local[2]"])
     assert dynamic_allocation_enabled(["--conf", "spark.dynamicAllocation.enabled=true", "j.py"])
     assert not dynamic_allocation_enabled(["j.py", "--conf", "spark.dynamicAllocation.enabled=true"])
+    cmd = build_command(["--conf=spark.extraListeners=a.B", "job.py"])
+    assert "--conf=spark.extraListeners=a.B,io.sparkpredict.SparkPredictListener" in cmd
+    assert not any(c.startswith("spark.extraListeners=") for c in cmd)
 
 
 def test_cli_rejects_bad_executor_count(capsys):

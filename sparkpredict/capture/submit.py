@@ -131,11 +131,14 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
     listeners = [x.strip() for x in user.get("spark.extraListeners", "").split(",") if x.strip()]
     if LISTENER_CLASS not in listeners:
         listeners.append(LISTENER_CLASS)
-    for i, a in enumerate(new_opts):  # drop the user's extraListeners; the merged list replaces it
+    merged = f"spark.extraListeners={','.join(listeners)}"
+    for i, a in enumerate(new_opts):  # the merged list replaces the user's extraListeners
         if a in ("--conf", "-c") and i + 1 < len(new_opts) and new_opts[i + 1].startswith("spark.extraListeners="):
-            new_opts[i + 1] = f"spark.extraListeners={','.join(listeners)}"
+            new_opts[i + 1] = merged
+        elif a.startswith("--conf=spark.extraListeners="):
+            new_opts[i] = f"--conf={merged}"
     if "spark.extraListeners" not in user:
-        new_opts += ["--conf", f"spark.extraListeners={','.join(listeners)}"]
+        new_opts += ["--conf", merged]
     ours.pop("spark.extraListeners", None)
     for k, v in ours.items():
         if k in user:
