@@ -209,6 +209,11 @@ def summarise(r: pd.DataFrame) -> str:
                      f"{inner.met.mean() if len(inner) else float('nan'):.1%} | "
                      f"{g.cv_mape.median():.1%} | {g.heldout_mape.mean():.1%} | {g.below_upper90.mean():.1%} |")
     misses = main[~main.met]
+    close = misses[misses.true_s <= 1.02 * misses.deadline_s]
+    by_job = ", ".join(f"{k} {v}" for k, v in close.base.value_counts().items()) or "none"
+    lines.append(f"\n{len(misses)} of {len(main)} advised counts missed the deadline; {len(close)} of them "
+                 f"by at most 2 %, within run-to-run noise of the deadline ({by_job}); "
+                 f"{int((misses.advised_meets).sum())} misses were advised as meeting it.")
     if len(misses):
         lines.append("\nMissed deadlines (confidence 0.9): " + "; ".join(
             f"{m.job} {m.size_mb:.0f} MB: E={m.executors} true {m.true_s:.0f}s > D {m.deadline_s:.0f}s "

@@ -117,7 +117,7 @@ def summarize(res: pd.DataFrame) -> pd.DataFrame:
             "slowed runs": len(slow),
             "cause acc (all interfered)": (inter["cause"] == inter["true_cause"]).mean() if len(inter) else np.nan,
         })
-    return res.groupby("variant", sort=False).apply(one)
+    return pd.DataFrame({v: one(g) for v, g in res.groupby("variant", sort=False)}).T
 
 
 def _fmt(x: float) -> str:
@@ -176,18 +176,19 @@ def main(argv: list[str] | None = None) -> int:
               f"{1 / max(1, df.loc[df.label != 'none', 'label'].str.split(':').str[0].nunique()):.2f}): "
               "this bounds how well any attribution can do from these metrics on this machine."]
     h, raw, dae = summ.loc["history"], summ.loc["raw"], summ.loc["dae"]
-    helps = dae["MAE all"] < raw["MAE all"]
+    # "helps" needs a clear gain: differences under 10 % of the raw error are within run-to-run noise
+    helps = dae["MAE all"] < 0.9 * raw["MAE all"]
     lines += ["",
               f"- goal degradation MAE <= 5 % on held-out workloads: **{'met' if h['MAE all'] <= MAE_GOAL else 'not met'}** "
               f"(history {h['MAE all']:.3f}; null estimate {summ.loc['zero', 'MAE all']:.3f}).",
               f"- goal top-1 cause accuracy >= 0.8: **{'met' if h['cause acc (slowed >=5%)'] >= CAUSE_GOAL else 'not met'}** "
               f"({_fmt(h['cause acc (slowed >=5%)'])} over {int(h['slowed runs'])} interfered runs slowed by >= 5 %; "
               f"{_fmt(h['cause acc (all interfered)'])} over all interfered runs).",
-              f"- autoencoder: {'helps' if helps else 'does not help'} without clean history "
+              f"- autoencoder: {'helps' if helps else 'does not help materially (< 10 % better)'} without clean history "
               f"(MAE {dae['MAE all']:.3f} with DAE vs {raw['MAE all']:.3f} raw; cause acc "
               f"{_fmt(dae['cause acc (slowed >=5%)'])} vs {_fmt(raw['cause acc (slowed >=5%)'])}); the clean "
-              f"history beats both (MAE {h['MAE all']:.3f}), so `explain` uses history and the DAE only "
-              "for stages without clean runs."]
+              f"history beats both (MAE {h['MAE all']:.3f}); `explain` uses the clean history, and the DAE "
+              "(off by default, `DegradationModel(autoencoder=True)`) only fills stages without clean runs."]
     body = "\n".join(lines)
     print(body)
     print(res[res.variant == "history"][["job", "run_id", "label", "measured", "estimated", "cause"]]

@@ -210,7 +210,8 @@ def main() -> None:
         out += ["", "Longest stages, largest size held out:", "",
                 "| job | stage signature | real stage ms | Er stage | Er per-task | tasks exact |", "|---|---|---:|---:|---:|---:|"]
         for _, r in top.iterrows():
-            out.append(f"| {r.job} | `{r.signature[:60]}` | {r.real_stage_ms:.0f} | {pct(r.er_stage)} | "
+            sig = r.signature if len(r.signature) <= 60 else r.signature[:38] + "..." + r.signature[-19:]
+            out.append(f"| {r.job} | `{sig}` | {r.real_stage_ms:.0f} | {pct(r.er_stage)} | "
                        f"{pct(r.er_task)} | {pct(r.tasks_exact)} |")
         out += ["", "Feature importances of the shared forest (RFMS view), fit on all runs of each job:", "",
                 "| job | top features (importance) |", "|---|---|"]

@@ -220,3 +220,10 @@ def test_unknown_job_lists_the_known_ones():
     with pytest.raises(UnknownJobError) as e:
         suggest_executors("nope", "1GB", models={"etl": LawModel(), "ml": LawModel()})
     assert "'nope'" in e.value.message and "etl" in e.value.fix and "ml" in e.value.fix
+
+
+def test_wide_ranges_are_thinned_but_keep_the_ends_and_the_counts_seen():
+    a = advise(LawModel(execs=(3, 17)), min_executors=1, max_executors=5000)
+    counts = [c.executors for c in a.candidates]
+    assert len(counts) <= 256 + 2 and counts == sorted(set(counts))
+    assert {1, 3, 17, 5000} <= set(counts)

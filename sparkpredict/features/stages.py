@@ -315,47 +315,54 @@ def predict_num_tasks(history: "pd.DataFrame", ref: "pd.Series", new_bytes_in: f
     """Task count of stage ``ref`` (a :func:`stage_table` row) when it reads ``new_bytes_in``.
 
     ``history`` holds the same signature's rows from other runs (may be just ``ref``);
-    ``new_conf`` the configuration features of the new run (default: ``ref``'s).
+    ``new_conf`` the configuration features of the new run (default: ``ref``'s). Candidate
+    rules, in order of preference: Spark's file splits (input stages) or the shuffle partitions
+    (shuffle stages), ``spark.default.parallelism``, AQE coalescing, a power law in the bytes,
+    and the recorded count. The rule that reproduces the recorded counts best wins (ties go to
+    the earlier one); rules that read a setting the recorded runs changed with their size are
+    left out unless the query gives that setting.
     """
     conf = {c: ref[c] for c in CONFIG_FEATURES if c in ref}
     conf.update(new_conf or {})
     given = set(new_conf or {})
-    n_ref = float(ref["num_tasks"])
+    h = history[(history["num_tasks"] > 0) & np.isfinite(history["num_tasks"])]
+    if h.empty:
+        h = history.iloc[0:0]
 
-    def policy(*cols: str) -> bool:
-        """Did the recorded runs change these settings with the input (and the query not say)?"""
-        for c in cols:
-            h = history
-            if c == "default_parallelism" and "parallelism_explicit" in h:
-                h = h[h["parallelism_explicit"] == 1]  # implicit values only follow the cores
-            if c not in given and c in h and h[c].nunique() > 1:
-                return True
-        return False
+    def varied(col: str) -> bool:
+        """Did the recorded runs change this setting (and the query not say)?"""
+        hh = h[h["parallelism_explicit"] == 1] if col == "default_parallelism" and "parallelism_explicit" in h else h
+        return col not in given and col in hh and hh[col].nunique() > 1
 
-    if ref["is_input_stage"] or ref["bytes_in"] > 0:
-        keys = ("default_parallelism", "max_partition_bytes") if ref["is_input_stage"] else \
-            ("shuffle_partitions", "default_parallelism")
-        if policy(*keys):
-            # The user's runs scale these settings with the size: follow the recorded counts.
-            return power_rule(history["bytes_in"], history["num_tasks"])(new_bytes_in)
+    rules: list = []  # (reads, rule(bytes, conf) -> tasks)
     if ref["is_input_stage"]:
-        # Spark's file-split rule, calibrated on the recorded counts (files, other sources).
         calib = [n / file_split_tasks(b, par, mpb) for b, n, par, mpb in zip(
-            history["bytes_in"], history["num_tasks"], history["default_parallelism"],
-            history["max_partition_bytes"]) if b > 0 and n > 0]
-        c = float(np.median(calib)) if calib else 1.0
-        t = file_split_tasks(new_bytes_in, conf["default_parallelism"], conf["max_partition_bytes"])
-        return max(1, int(round(c * t)))
-    if ref["bytes_in"] > 0:  # a shuffle stage
-        if n_ref == ref["shuffle_partitions"]:
-            return int(conf["shuffle_partitions"])
-        if n_ref == ref["default_parallelism"]:
-            return int(conf["default_parallelism"])
-        if ref["aqe"] and n_ref < ref["shuffle_partitions"] and history["num_tasks"].nunique() > 1:
+            h["bytes_in"], h["num_tasks"], h["default_parallelism"], h["max_partition_bytes"]) if b > 0]
+        c0 = float(np.median(calib)) if calib else 1.0
+        rules.append((("default_parallelism", "max_partition_bytes"), lambda b, c: max(1, int(round(
+            c0 * file_split_tasks(b, c["default_parallelism"], c["max_partition_bytes"]))))))
+        rules.append((("default_parallelism",), lambda b, c: int(c["default_parallelism"])))
+    elif ref["bytes_in"] > 0:  # a shuffle stage
+        rules.append((("shuffle_partitions",), lambda b, c: int(c["shuffle_partitions"])))
+        rules.append((("default_parallelism",), lambda b, c: int(c["default_parallelism"])))
+        if ref["aqe"] and h["num_tasks"].nunique() > 1:
             # AQE coalesced the partitions to ~advisory size: the count follows the bytes.
-            return count_rule(history["bytes_in"], history["num_tasks"], 64 * _MB,
-                              cap=conf["shuffle_partitions"])(new_bytes_in)
-    return int(n_ref)
+            aqe = count_rule(h["bytes_in"], h["num_tasks"], 64 * _MB)
+            rules.append((("shuffle_partitions",), lambda b, c: min(aqe(b), int(c["shuffle_partitions"]))))
+    if h["bytes_in"].nunique() > 1:
+        power = power_rule(h["bytes_in"], h["num_tasks"])
+        rules.append(((), lambda b, c: power(b)))
+    n_ref = int(ref["num_tasks"])
+    rules.append(((), lambda b, c: n_ref))
+    rules = [r for r in rules if not any(varied(k) for k in r[0])]
+    if len(h) and len(rules) > 1:
+        rows = h.to_dict("records")
+        scores = [float(np.mean([abs(math.log(max(f(r["bytes_in"], r), 1)) - math.log(r["num_tasks"]))
+                                 for r in rows])) for _, f in rules]
+        best = rules[int(np.argmin(np.round(scores, 9)))][1]
+    else:
+        best = rules[0][1]
+    return max(1, int(best(new_bytes_in, conf)))
 
 
 __all__ = ["CONFIG_FEATURES", "DATA_FEATURES", "config_features", "call_site", "stage_signatures",

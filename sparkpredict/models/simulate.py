@@ -540,6 +540,20 @@ __all__ = ["Timeline", "SimResult", "SimulationReport", "replay", "lower_bound_m
            "simulate_timeline", "simulate_run", "load_timeline"]
 
 
+def head_trends(runs: "pd.DataFrame", head_ms: dict, executors: "pd.Series") -> dict:
+    """Per job: slope (ms per executor) of the time from application start to the first stage,
+    by least squares over its runs; jobs with a single executor count get none."""
+    out = {}
+    for job, g in runs.groupby("job"):
+        ids = [r for r in g.index if r in head_ms]
+        e = executors.loc[ids].to_numpy(float)
+        h = np.array([head_ms[r] for r in ids], dtype=float)
+        ok = np.isfinite(e) & np.isfinite(h)
+        if ok.sum() >= 2 and np.ptp(e[ok]) > 0:
+            out[job] = float(np.polyfit(e[ok], h[ok], 1)[0])
+    return out
+
+
 # ---- the replay as a whole-job model ----------------------------------------------------------
 class ReplayRuntimeModel:
     """The replay behind the whole-job contract (``fit(runs_df)``, ``predict(X)``,
@@ -562,14 +576,19 @@ class ReplayRuntimeModel:
         Resize stages for another input size (else replay the recorded tasks as they are).
     host_cores : int, optional
         Physical cores all executors share (``local-cluster``): see :func:`replay`.
+    driver_trend : bool
+        With runs of a job at several executor counts, let the time from application start to
+        the first stage (executor start-up, the wait for executors) follow its least-squares
+        line in the executor count (``head_slope_ms_`` per job), instead of the replayed run's.
     """
 
     def __init__(self, *, store=None, tables: dict | None = None, scale_size: bool = True,
-                 host_cores: int | None = None) -> None:
+                 host_cores: int | None = None, driver_trend: bool = True) -> None:
         self.store = store
         self.tables = tables
         self.scale_size = scale_size
         self.host_cores = host_cores
+        self.driver_trend = driver_trend
 
     def fit(self, runs_df: "pd.DataFrame", y=None) -> "ReplayRuntimeModel":
         """Remember the runs of ``runs_df`` (by ``run_id``) that can be replayed."""
@@ -598,6 +617,8 @@ class ReplayRuntimeModel:
         self.name_ = "replay"
         self.self_errors_ = {r: simulate_timeline(self._timeline(r), [], host_cores=self.host_cores).self_error
                              for r in list(self.runs_.index)[:50]}
+        heads = {r: self._timeline(r).head_ms for r in list(self.runs_.index)[:200]}
+        self.head_slope_ms_ = head_trends(self.runs_, heads, self._executors(self.runs_)) if self.driver_trend else {}
         self.cv_mape_, self._abs_rel = self._loo_errors()
         return self
 
@@ -663,8 +684,11 @@ class ReplayRuntimeModel:
         ref = self._reference(job, input_bytes, executors, exclude)
         tl = self._timeline(ref)
         c = int(cores) if cores and math.isfinite(cores) else tl.cores
-        return replay(self._sized(ref, input_bytes, executors, c), int(executors), c,
+        wall = replay(self._sized(ref, input_bytes, executors, c), int(executors), c,
                       host_cores=self.host_cores).predicted_wall_s
+        slope = self.head_slope_ms_.get(self.runs_.loc[ref, "job"], 0.0)
+        e_ref = float(self._executors(self.runs_.loc[[ref]]).iloc[0])
+        return max(wall + slope * (executors - e_ref) / 1000, wall * 0.05)
 
     def predict(self, X) -> np.ndarray:
         """Predicted runtime in seconds per query row (``input_bytes``, ``executors``, ...)."""

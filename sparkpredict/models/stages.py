@@ -71,6 +71,9 @@ class StageRuntimeModel:
         Job time from stage times: ``waves`` = critical path of ``waves x per-task time`` plus
         driver time (RFMS); ``simulate`` = replay the reference run's tasks with the predicted
         counts and per-task times (stages that overlap share the slots).
+    driver_trend : bool
+        Let the time from application start to the first stage follow its trend in the executor
+        count over the training runs (see :class:`~sparkpredict.models.simulate.ReplayRuntimeModel`).
     n_estimators, min_rows_per_signature, random_state
         Forest size, rows a signature needs for its own forest, seed (fits are deterministic).
 
@@ -83,7 +86,7 @@ class StageRuntimeModel:
 
     def __init__(self, *, store=None, tables: dict | None = None, mode: str = "auto",
                  target: str = "rate", combine: str = "waves", n_estimators: int = 100,
-                 min_rows_per_signature: int = 8, random_state: int = 0) -> None:
+                 min_rows_per_signature: int = 8, driver_trend: bool = True, random_state: int = 0) -> None:
         self.store = store
         self.tables = tables
         self.mode = mode
@@ -91,6 +94,7 @@ class StageRuntimeModel:
         self.combine = combine
         self.n_estimators = n_estimators
         self.min_rows_per_signature = min_rows_per_signature
+        self.driver_trend = driver_trend
         self.random_state = random_state
 
     # ---- fitting ------------------------------------------------------------------------
@@ -139,6 +143,10 @@ class StageRuntimeModel:
         self.training_range_ = {"input_bytes": (float(ib.min()), float(ib.max())),
                                 "executors": (float(ex.min()), float(ex.max()))}
         self.name_ = f"stage-forest[{self.mode},{self.target},{self.combine}]"
+        self._exec = sim.ReplayRuntimeModel._executors(self.runs_)
+        first = stages.groupby("run_id")["submission_ms"].min()
+        heads = {r: float(first[r] - self.runs_.loc[r, "start_ms"]) for r in self.runs_.index if r in first.index}
+        self.head_slope_ms_ = sim.head_trends(self.runs_, heads, self._exec) if self.driver_trend else {}
         self.cv_mape_, self._oob_abs_rel = self._oob_job_errors()
         return self
 
@@ -299,6 +307,13 @@ class StageRuntimeModel:
                 if trees:  # the trees' spread, around the simulated point
                     tree_s[i] *= sim_s / point[i] if point[i] > 0 else 1.0
                 point[i] = sim_s
+            ref = plan.attrs["reference_run"]
+            shift = self.head_slope_ms_.get(self.runs_.loc[ref, "job"], 0.0) / 1000 * (
+                float(plan["executors"].iloc[0]) - float(self._exec.loc[ref]))
+            if shift:
+                point[i] = max(point[i] + shift, 0.05 * point[i])
+                if trees:
+                    tree_s[i] = np.maximum(tree_s[i] + shift, 0.05 * tree_s[i])
         return point, tree_s
 
     def _simulate_plan(self, plan: "pd.DataFrame", task_ms: np.ndarray) -> float:

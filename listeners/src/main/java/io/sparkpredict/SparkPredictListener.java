@@ -60,6 +60,11 @@ public class SparkPredictListener extends SparkListener {
     /** The last error this JVM's listeners logged, or null (used by Python to explain gaps). */
     public static String lastError() { return lastError; }
 
+    private static final java.util.concurrent.atomic.AtomicLong BUSY_NS = new java.util.concurrent.atomic.AtomicLong();
+
+    /** Wall time this JVM's listeners spent inside their callbacks, flushes included (ns). */
+    public static long busyNanos() { return BUSY_NS.get(); }
+
     private final SparkConf conf;
     private final String jobKey;
     private final boolean recordTasks;
@@ -164,6 +169,7 @@ public class SparkPredictListener extends SparkListener {
     @Override
     public void onApplicationStart(SparkListenerApplicationStart e) {
         if (disabled) return;
+        long t0 = System.nanoTime();
         try {
             synchronized (this) {
                 appName = e.appName();
@@ -173,12 +179,15 @@ public class SparkPredictListener extends SparkListener {
             }
         } catch (Throwable t) {
             fail("onApplicationStart", t);
+        } finally {
+            BUSY_NS.addAndGet(System.nanoTime() - t0);
         }
     }
 
     @Override
     public void onExecutorAdded(SparkListenerExecutorAdded e) {
         if (disabled) return;
+        long t0 = System.nanoTime();
         try {
             synchronized (this) {
                 Exec x = new Exec();
@@ -190,12 +199,15 @@ public class SparkPredictListener extends SparkListener {
             }
         } catch (Throwable t) {
             fail("onExecutorAdded", t);
+        } finally {
+            BUSY_NS.addAndGet(System.nanoTime() - t0);
         }
     }
 
     @Override
     public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
         if (disabled) return;
+        long t0 = System.nanoTime();
         try {
             synchronized (this) {
                 Exec x = executors.get(e.executorId());
@@ -206,12 +218,15 @@ public class SparkPredictListener extends SparkListener {
             }
         } catch (Throwable t) {
             fail("onExecutorRemoved", t);
+        } finally {
+            BUSY_NS.addAndGet(System.nanoTime() - t0);
         }
     }
 
     @Override
     public void onJobStart(SparkListenerJobStart e) {
         if (disabled) return;
+        long t0 = System.nanoTime();
         try {
             synchronized (this) {
                 numJobs++;
@@ -221,24 +236,30 @@ public class SparkPredictListener extends SparkListener {
             }
         } catch (Throwable t) {
             fail("onJobStart", t);
+        } finally {
+            BUSY_NS.addAndGet(System.nanoTime() - t0);
         }
     }
 
     @Override
     public void onTaskEnd(SparkListenerTaskEnd e) {
         if (disabled) return;
+        long t0 = System.nanoTime();
         try {
             synchronized (this) {
                 taskEnd(e);
             }
         } catch (Throwable t) {
             fail("onTaskEnd", t);
+        } finally {
+            BUSY_NS.addAndGet(System.nanoTime() - t0);
         }
     }
 
     @Override
     public void onStageCompleted(SparkListenerStageCompleted e) {
         if (disabled) return;
+        long t0 = System.nanoTime();
         try {
             synchronized (this) {
                 stageCompleted(e.stageInfo());
@@ -248,12 +269,15 @@ public class SparkPredictListener extends SparkListener {
             }
         } catch (Throwable t) {
             fail("onStageCompleted", t);
+        } finally {
+            BUSY_NS.addAndGet(System.nanoTime() - t0);
         }
     }
 
     @Override
     public void onJobEnd(SparkListenerJobEnd e) {
         if (disabled) return;
+        long t0 = System.nanoTime();
         try {
             synchronized (this) {
                 if (e.jobResult() instanceof JobFailed) {
@@ -267,12 +291,15 @@ public class SparkPredictListener extends SparkListener {
             }
         } catch (Throwable t) {
             fail("onJobEnd", t);
+        } finally {
+            BUSY_NS.addAndGet(System.nanoTime() - t0);
         }
     }
 
     @Override
     public void onApplicationEnd(SparkListenerApplicationEnd e) {
         if (disabled) return;
+        long t0 = System.nanoTime();
         try {
             synchronized (this) {
                 endMs = e.time();
@@ -295,6 +322,8 @@ public class SparkPredictListener extends SparkListener {
             }
         } catch (Throwable t) {
             fail("onApplicationEnd", t);
+        } finally {
+            BUSY_NS.addAndGet(System.nanoTime() - t0);
         }
     }
 
