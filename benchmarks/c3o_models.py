@@ -1,10 +1,10 @@
 """The study's tables on C3O and the combined model against the goals (section ``c3o_models``).
 
 A *job* here is one C3O program with all its parameters fixed except the one that sets the
-input size, on one machine type: e.g. ``sgd|r4.2xlarge|features=5,iterations=25`` (observations
+input size, on one machine type: e.g. ``sgd/r4.2xlarge/features=5,iterations=25`` (observations
 vary the size). That is what a recurring production job looks like — the same code and settings
 on a growing input — and it leaves the model S (input size) and E (nodes) to learn, as in the
-study. Size-defining parameters: grep/sort ``lines``, kmeans/sgd ``observations``, pagerank
+study. Key: ``program/machine_type/fixed parameters``. Size-defining parameters: grep/sort ``lines``, kmeans/sgd ``observations``, pagerank
 ``links``. Jobs with fewer than 3 input sizes (C3O's single-configuration machine types) are
 listed but left out of the tables: no size split can be made for them.
 
@@ -37,7 +37,7 @@ def c3o_runs() -> pd.DataFrame:
     keys = []
     for _, r in d.iterrows():
         fixed = [p for p in PARAMS[r["job"]] if p != SIZE_PARAM[r["job"]]]
-        keys.append(f"{r['job']}|{r['machine_type']}|" + ",".join(f"{p}={r[p]:g}" for p in fixed))
+        keys.append(f"{r['job']}/{r['machine_type']}/" + ",".join(f"{p}={r[p]:g}" for p in fixed))
     d = d.assign(job=keys, c3o_job=d["job"])
     d.insert(0, "run_id", [f"c3o-{i}" for i in range(len(d))])
     return d

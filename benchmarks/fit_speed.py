@@ -1,6 +1,6 @@
 """How long fitting takes for one job of ~150 runs (section ``fit_speed``).
 
-Measured on the C3O job ``grep|m4.2xlarge|line_length=100,p_occurrence=0.5`` (150 runs):
+Measured on the C3O job ``grep/m4.2xlarge/line_length=100,p_occurrence=0.5`` (150 runs):
 
 * every model of the study fitted once on all 150 runs (six equations by NNLS + 1-D search,
   kernel ridge with its degree/alpha search, GBM with sklearn defaults, a 50-tree forest);
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import write_section  # noqa: E402
 from c3o_models import c3o_runs  # noqa: E402
 
-JOB = "grep|m4.2xlarge|line_length=100,p_occurrence=0.5"
+JOB = "grep/m4.2xlarge/line_length=100,p_occurrence=0.5"
 GOAL_S = 0.5
 
 

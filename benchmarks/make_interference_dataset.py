@@ -8,7 +8,7 @@ background load spread over all conditions. The 1-minute load average before and
 goes to ``runs.csv`` next to the store, because "clean" runs on a shared machine are not clean.
 
     python benchmarks/make_interference_dataset.py --store tests/data/interference/store \\
-        --workloads wordcount:48MB,sort:48MB,sqljoin:48MB --rounds 1 --clean 3
+        --workloads wordcount:24MB,sort:24MB,sqljoin:24MB --rounds 2 --clean 4
 """
 from __future__ import annotations
 
@@ -94,18 +94,40 @@ def run_one(store: Path, workload: str, size: str, kind: str, intensity: int, ma
             "started_utc": datetime.fromtimestamp(t0, timezone.utc).strftime("%H:%M:%S")}
 
 
+def compact(store_path: Path) -> None:
+    """Rewrite the store as one batch (the listener writes one per flush: many small files)."""
+    import shutil
+
+    from sparkpredict.store import io
+
+    src = io.open(store_path)
+    tables = {t: src.read(t, form="arrow") for t in ("runs", "stages", "tasks", "executors")}
+    tmp = store_path.with_name(store_path.name + ".compacting")
+    shutil.rmtree(tmp, ignore_errors=True)
+    dst = io.open(tmp, create=True)
+    dst.append(tables, batch_id=io.new_batch_id("interference-dataset"))
+    for t, table in tables.items():  # never swap in a store that lost rows
+        if not io.open(tmp).read(t, form="arrow").equals(table):
+            raise RuntimeError(f"compacted {t} differs from the original; kept {store_path}")
+    old = store_path.with_name(store_path.name + ".old")
+    store_path.rename(old)
+    tmp.rename(store_path)
+    shutil.rmtree(old)
+
+
 def main(argv: list[str] | None = None, session=spark_session) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--store", default=str(DEFAULT_OUT / "store"))
     p.add_argument("--manifest", help="CSV of runs with load averages (default: STORE/../runs.csv)")
-    p.add_argument("--workloads", default="wordcount:48MB,sort:48MB,sqljoin:48MB")
+    p.add_argument("--workloads", default="wordcount:24MB,sort:24MB,sqljoin:24MB")
     p.add_argument("--kinds", default="cpu,memory,disk,network")
     p.add_argument("--intensities", default="1,2")
-    p.add_argument("--clean", type=int, default=3, help="clean runs per workload and round")
-    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--clean", type=int, default=4, help="clean runs per workload and round")
+    p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--master", default="local[2]")
     p.add_argument("--budget-s", type=float, default=2100, help="stop starting runs after this")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-compact", action="store_true", help="keep the listener's many small files")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -134,13 +156,15 @@ def main(argv: list[str] | None = None, session=spark_session) -> int:
                 if time.time() - t_start > a.budget_s:
                     log.warning("budget of %.0f s spent; stopping before run %d of round %d",
                                 a.budget_s, j + 1, r + 1)
-                    return 0
+                    break
                 row = run_one(store, name, size, kind, inten, a.master, local_dir, session=session)
                 out.writerow(row)
                 f.flush()
                 log.info("round %d run %d/%d %s %s: %.1f s (load %.2f -> %.2f)", r + 1, j + 1,
                          len(plan), name, row["label"], row["wall_s"], row["loadavg_1m_before"],
                          row["loadavg_1m_after"])
+    if not a.no_compact and store.exists():
+        compact(store)
     return 0
 
 

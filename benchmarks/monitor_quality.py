@@ -5,9 +5,9 @@ estimated run degradation with the measured one (actual / expected - 1, expected
 W's clean runs, leave-one-out for the clean runs themselves), and the top-1 Shapley cause with
 the bubble that was running. Estimator variants, to answer "does the autoencoder help?":
 
-* ``raw``     gradient boosting on the features alone (deltas zero: no clean reference);
-* ``dae``     deltas against the denoising autoencoder's reconstruction of clean features;
-* ``history`` deltas against the median features of W's clean runs (what ``explain`` uses);
+* ``raw``     gradient boosting on the raw features (no clean reference);
+* ``dae``     log-ratios to the denoising autoencoder's reconstruction of the clean features;
+* ``history`` log-ratios to the median features of W's clean runs (what ``explain`` uses);
 * ``zero``    the null estimate D = 0, for scale.
 
     python benchmarks/monitor_quality.py [--store tests/data/interference/store] [--no-write]

@@ -183,12 +183,15 @@ def main(argv: list[str] | None = None) -> int:
             results = [measure(store_path, jobs, args.fast_kind, args.repeats)]
             if args.save:
                 Path(args.save).write_text(json.dumps({"results": results, "jobs": args.jobs, "repeats": args.repeats,
-                                                       "runs_per_job": args.runs_per_job}))
+                                                       "runs_per_job": args.runs_per_job,
+                                                       "load": f"{os.getloadavg()[0]:.0f} at the end"}))
             if args.auto_jobs:
                 results.append(measure(store_path, jobs[:args.auto_jobs], "auto", args.repeats))
             if args.save:
                 Path(args.save).write_text(json.dumps({"results": results, "jobs": args.jobs, "repeats": args.repeats,
-                                                       "runs_per_job": args.runs_per_job}))
+                                                       "runs_per_job": args.runs_per_job,
+                                                       "load": f"{os.getloadavg()[0]:.0f} at the end"}))
+        load = saved.get("load", "not recorded") if args.render else f"{os.getloadavg()[0]:.0f} at the end"
         lines = [
             "## retrain_scaling: batch retraining, Spark vs the local loop",
             "",
@@ -196,8 +199,9 @@ def main(argv: list[str] | None = None) -> int:
             f"3 % noise), written with `Store.append`. Every job refit (`force`); medians of {args.repeats} "
             "alternating repeats; rates with the Spark session and its Python workers already running, "
             "start-up measured separately (new session + a 2-job retrain). "
-            "**The 2-core machine was shared with other helpers' tests and benchmarks** (load average far "
-            "above 2), so absolute times are noisy; ratios come from the same run.",
+            "**The 2-core machine was shared with other helpers' tests and benchmarks** (1-minute load "
+            f"average {load}), so absolute times are noisy and one repeat can be off by 2x; ratios come "
+            "from the same run.",
             "",
             "| model kind | jobs | path | median time, s | jobs fitted / s | start-up, s |",
             "|---|---:|---|---:|---:|---:|",
@@ -217,11 +221,14 @@ def main(argv: list[str] | None = None) -> int:
         lines += [
             "",
             f"goal 'jobs/s for {big['n']} jobs on local[2] vs the local loop': "
-            f"**{'met' if any(m['n'] >= 1000 for m in results) else 'partial'}** ("
+            f"**{'met' if all(m['n'] >= 1000 for m in results) else 'partial: the default auto models on fewer jobs (time)'}** ("
             + "; ".join(f"{m['kind']} on {m['n']} jobs: {m['rate']['local[2]']:.2f} vs "
                         f"{m['rate']['local']:.2f} jobs/s" for m in results) + ")",
-            "goal 'how the rate scales from 1 to 2 cores': **met** ("
-            + "; ".join(f"{m['kind']}: {m['scale']:.2f}x" for m in results) + ")",
+            "goal 'how the rate scales from 1 to 2 cores': "
+            + ("**met**" if all(m["scale"] >= 1.3 for m in results) else
+               "**not met** (measured, but the second core gave no clear speed-up: the 2 shared cores were "
+               "saturated by other helpers' work, so local[2] got no more CPU than local[1])")
+            + " (" + "; ".join(f"{m['kind']}: local[2]/local[1] = {m['scale']:.2f}x" for m in results) + ")",
             f"goal 'find the crossover and make retrain pick the right path': **{'met' if ok else 'not met'}** ("
             + "; ".join(f"{m['kind']}: measured {m['crossover']:.0f}, configured {RT.crossover_jobs(m['kind'])}"
                         for m in results) + ")",

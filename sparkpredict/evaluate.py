@@ -257,6 +257,6 @@ def _markdown(t: "pd.DataFrame", metric: str) -> str:
     lines = [head, sep]
     for idx, row in t.iterrows():
         cells = [fmt(v) if isinstance(v, (float, int)) and np.isfinite(v) else "–" for v in row]
-        name = f"**{idx}**" if idx == "mean" else str(idx)
+        name = f"**{idx}**" if idx == "mean" else str(idx).replace("|", "\\|")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -15,7 +15,7 @@ application):
   serialization - getting result) and deserialize time, per task in ms; task-duration skew
   (max / median); CPU ms per MiB moved; and Alioth's windowed first-order statistics (mean, min,
   max, max-min, std) of the per-task metrics over windows of 3, 5, 10 and 20 s of task finish
-  times. The model sees each feature and its difference from the clean baseline of the stage.
+  times. The model sees each feature's log-ratio to the clean baseline of the same stage.
 * **Estimator.** Gradient boosting of ``log(1 + D)`` per stage, weighted by expected time. When a
   stage has no clean history, a denoising autoencoder (Alioth's DAE, an MLP trained on paired
   interfered -> clean features) can reconstruct the baseline; ``benchmarks/monitor_quality.py``
@@ -116,7 +116,9 @@ def stage_features(stages: "pd.DataFrame", tasks: "pd.DataFrame") -> "pd.DataFra
              "submission_ms"]].copy()
     st["signature"] = stage_signatures(st)
     tk = tasks.merge(st[KEY + ["stage_attempt_id"]], on=KEY + ["stage_attempt_id"])
-    tk = _task_ratios(tk[tk["duration_ms"].notna()])
+    tk = tk[tk["duration_ms"].notna() & tk["finish_ms"].notna()]
+    metrics = [c for c in tk.columns if c.endswith(("_ms", "_bytes")) and c not in ("launch_ms", "finish_ms")]
+    tk = _task_ratios(tk.fillna({c: 0 for c in metrics}))  # event logs may lack some metrics
     g = tk.groupby(KEY)
     s = g[["executor_run_time_ms", "executor_cpu_time_ms", "jvm_gc_time_ms", "shuffle_fetch_wait_ms",
            "shuffle_write_time_ms", "duration_ms", "executor_deserialize_time_ms",
@@ -147,15 +149,28 @@ def stage_features(stages: "pd.DataFrame", tasks: "pd.DataFrame") -> "pd.DataFra
     return out.reset_index(drop=True)
 
 
+#: Call sites of actions called through Py4J: Spark names them either way in different runs.
+_UNSTABLE_SITES = ("NativeMethodAccessorImpl", "DirectMethodHandleAccessor", "<unknown>")
+
+
+def _call_site(name: Any) -> str:
+    head, sep, where = str(name).split("\n", 1)[0].partition(" at ")
+    if not sep or where.startswith(_UNSTABLE_SITES):
+        return head
+    return f"{head} at {where.rsplit('/', 1)[-1]}"
+
+
 def stage_signatures(stages: "pd.DataFrame") -> "pd.Series":
     """The same stage across runs of a job: call site, its occurrence number, and task count.
 
     Stage ids restart in every application and follow the DAG, so the k-th stage with a given
-    call site and task count is the same stage in two runs of a deterministic job.
+    call site and task count is the same stage in two runs of a deterministic job. Folders and
+    Py4J's unstable call sites (``count at NativeMethodAccessorImpl.java:0`` in one run,
+    ``count at <unknown>:0`` in the next) are dropped from the call site.
     """
-    st = stages.sort_values(KEY)
-    occ = st.groupby(["run_id", "name", "num_tasks"]).cumcount()
-    sig = st["name"].astype(str) + "|" + st["num_tasks"].astype(str) + "|" + occ.astype(str)
+    st = stages.sort_values(KEY).assign(_site=lambda d: d["name"].map(_call_site))
+    occ = st.groupby(["run_id", "_site", "num_tasks"]).cumcount()
+    sig = st["_site"] + "|" + st["num_tasks"].astype(str) + "|" + occ.astype(str)
     return sig.reindex(stages.index)
 
 
@@ -202,17 +217,26 @@ def with_baseline(feats: "pd.DataFrame", clean_run_ids: list[str]) -> "pd.DataFr
 
 
 # ---- estimator --------------------------------------------------------------------------
-def _design(x: np.ndarray, x0: np.ndarray) -> np.ndarray:
-    return np.hstack([x, x - x0])
+_EPS = 1e-2
+
+
+def _design(x: np.ndarray, x0: np.ndarray | None) -> np.ndarray:
+    """Log-ratios to the clean baseline: scale-free, so they carry over between applications
+    (a CPU-bound stage whose CPU share halves runs about twice as long, whatever it computes).
+    Without a baseline, the raw features."""
+    if x0 is None:
+        return x
+    return np.log((np.abs(x) + _EPS) / (np.abs(x0) + _EPS))
 
 
 @dataclass
 class DegradationModel:
-    """Gradient boosting of per-stage ``log(1 + D)`` from features and their clean deltas.
+    """Gradient boosting of per-stage ``log(1 + D)`` from the features' log-ratios to their clean
+    baseline (or from the raw features, with ``baseline="none"``).
 
-    ``baseline``: ``"history"`` (deltas against clean runs of the same stage; the DAE fills
-    stages that have none when ``autoencoder=True``), ``"dae"`` (always the autoencoder's
-    reconstruction) or ``"none"`` (raw features only, deltas zero). The DAE is off by default:
+    ``baseline``: ``"history"`` (clean runs of the same stage; the DAE fills stages that have
+    none when ``autoencoder=True``), ``"dae"`` (always the autoencoder's reconstruction of the
+    clean features) or ``"none"`` (no baseline). The DAE is off by default:
     ``benchmarks/monitor_quality.py`` found no material gain from it on the committed dataset.
     """
 
@@ -250,7 +274,7 @@ class DegradationModel:
         x = df[FEATURES].to_numpy(float)
         if self.baseline == "dae" or (self.autoencoder and self.baseline == "history"):
             self._fit_dae(x, df[[f"base_{c}" for c in FEATURES]].to_numpy(float))
-        z = _design(x, self.baseline_features(df))
+        z = _design(x, None if self.baseline == "none" else self.baseline_features(df))
         y = np.log1p(df["degradation"].clip(lower=-0.9).to_numpy(float))
         self.gbr_ = GradientBoostingRegressor(
             n_estimators=self.n_estimators, max_depth=self.max_depth, learning_rate=self.learning_rate,
@@ -276,7 +300,8 @@ class DegradationModel:
         if self.gbr_ is None:
             raise NotFittedError("the degradation model is not fitted", "call fit() first")
         x0 = self.baseline_features(df) if x0 is None else x0
-        return np.expm1(self.gbr_.predict(_design(df[FEATURES].to_numpy(float), x0)))
+        z = _design(df[FEATURES].to_numpy(float), None if self.baseline == "none" else x0)
+        return np.expm1(self.gbr_.predict(z))
 
 
 def run_estimate(model: DegradationModel, rows: "pd.DataFrame", x0: np.ndarray | None = None) -> float:

@@ -186,3 +186,21 @@ def test_single_size_is_a_documented_fallback():
     assert np.mean(np.abs(m.predict(one) / y - 1)) < 0.03
     x = m.extrapolation({"input_bytes": [32 * GIB], "executors": [4]})
     assert x["input_bytes"][0] == pytest.approx(1.0)
+
+
+def test_switch_blends_inside_and_outside_models():
+    from sparkpredict.models.analytical import FittedEquation
+    from sparkpredict.models.selection import BLEND, Component, component_from_dict, component_to_dict, predict_component
+
+    inner = Component("equation", equation=FittedEquation("amdahl", 1, (10.0, 0.0, 0.0), 0.0, 10))
+    outer = Component("equation", equation=FittedEquation("amdahl", 1, (20.0, 0.0, 0.0), 0.0, 10))
+    sw = Component("switch", parts=(inner, outer), box={"input_bytes": (GIB, 4.0 * GIB), "executors": (1.0, 4.0)})
+    sw = component_from_dict(json.loads(json.dumps(component_to_dict(sw))))
+    F = {"input_bytes": np.array([2.0, 4.0 * (1 + BLEND / 2), 8.0]) * GIB, "executors": np.array([2.0, 1.0, 1.0]),
+         "executor_cores": np.ones(3), "executor_memory_mb": np.ones(3)}
+    p = predict_component(sw, F, [])
+    assert p[0] == pytest.approx(10.0)                       # inside: the interpolating part
+    # halfway through the blend zone: geometric mean of 42 (inside model) and 84 (outside model)
+    assert p[1] == pytest.approx((10 * 4.2) ** 0.5 * (20 * 4.2) ** 0.5)
+    assert p[2] == pytest.approx(160.0)                      # far outside: the extrapolating part
+    assert sw.name == "amdahl|amdahl"

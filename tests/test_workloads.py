@@ -107,17 +107,16 @@ def _expected(name: str, path: Path) -> dict:
 
 
 @pytest.mark.spark
-def test_workload_bodies_do_the_work(spark_app, tmp_path):
-    """Every body, on its smallest input, in one application recorded by the listener."""
-    store = tmp_path / "store"
-    with spark_app(store, job="workloads-smoke") as spark:
-        for name in W.names():
-            w = W.get(name)
-            path = w.data(w.min_bytes, 3, tmp_path / "data")
-            result = w.run(spark, path, seed=3)
-            for k, v in _expected(name, path).items():
-                assert result[k] == v, (name, k)
-            if name == "logreg":
-                assert result["accuracy"] > 0.6  # labels follow a logistic model: learnable
-            if name == "kmeans":
-                assert result["training_cost"] > 0
+@pytest.mark.parametrize("name", W.names())
+def test_workload_body_does_the_work(spark_app, tmp_path, name):
+    """Each body, on its smallest input, as an application recorded by the listener."""
+    w = W.get(name)
+    path = w.data(w.min_bytes, 3, tmp_path / "data")
+    with spark_app(tmp_path / "store", job=f"smoke-{name}") as spark:
+        result = w.run(spark, path, seed=3)
+    for k, v in _expected(name, path).items():
+        assert result[k] == v, (name, k)
+    if name == "logreg":
+        assert result["accuracy"] > 0.6  # labels follow a logistic model: learnable
+    if name == "kmeans":
+        assert result["training_cost"] > 0

@@ -1,13 +1,15 @@
 """JobRuntimeModel: one job's runtime as a function of input size, executors and the rest.
 
-``kind="auto"`` (the default) is the combined model. It fits every analytical equation and an
-*equation + boosted-trees correction* (the best equation as backbone, gradient boosting on the
-log ratio runtime / equation, which lets trees learn what the equation misses — e.g. the
-memory cliff — while staying flat, i.e. a constant relative correction, outside the training
-range), then keeps the candidate with the lowest *extrapolation-aware* cross-validated MAPE:
-the mean of 3-fold CV (interpolation) and of folds that leave out the outer size and executor
-levels (extrapolation). Any single candidate can be asked for with ``kind=`` (see
-:data:`KINDS`).
+``kind="auto"`` (the default) is the combined model. Candidates: every analytical equation
+and an *equation + boosted-trees correction* (``hybrid``: the equation that extrapolates best
+as backbone, a small gradient boosting on the log ratio runtime / equation, which lets trees
+learn what the equation misses — the 2-node slowdown, the memory cliff — while staying flat,
+i.e. a constant relative correction, beyond the data; ``hybrid~fade`` lets that correction fade
+out 25 % beyond). All are scored by cross-validation on the job's own runs: 3-fold CV
+(interpolation) and folds that leave out the outer size and executor levels (extrapolation).
+The model then *switches*: inside the training box the best interpolating candidate predicts,
+beyond it the best extrapolating one, blended over the first 10 % beyond the box (see
+:mod:`.selection`). Any single candidate can be asked for with ``kind=`` (:data:`KINDS`).
 
 Prediction intervals are split-conformal on the log scale: the out-of-fold log ratios
 ``log(y / ŷ)`` of the chosen candidate give the quantiles; beyond the training range the

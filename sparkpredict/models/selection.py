@@ -10,7 +10,10 @@ Folds (on canonically sorted rows, so row order never matters):
 * leave the largest / smallest input-size level out, and the same for executors, when the job
   has at least three levels of it (extrapolation).
 
-Score = mean of the interpolation MAPE and the mean extrapolation-fold MAPE.
+Score = mean of the interpolation MAPE and the mean extrapolation-fold MAPE. ``auto`` then
+builds a ``switch`` component: the candidate with the best interpolation MAPE inside the training
+box, the one with the best extrapolation-fold MAPE beyond it, blended geometrically over
+:data:`BLEND` (relative distance) so predictions do not jump at the edge.
 """
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ GIB = float(2**30)
 class Component:
     """What a fitted model predicts with."""
 
-    kind: str                                  # "equation", "ml" or "hybrid"
+    kind: str                                  # "equation", "ml", "hybrid" or "switch"
     equation: A.FittedEquation | None = None
     ml: dict | None = None                      # exported regressor (see ml.py)
     ml_target: str = "runtime"                  # "runtime" or "log_ratio" (hybrid correction)
@@ -41,9 +44,13 @@ class Component:
     #: (input size and executors); None keeps it flat (trees' own constant extrapolation).
     fade: float | None = None
     box: dict[str, tuple[float, float]] | None = None
+    #: switch only: (inside, outside) components, blended over BLEND beyond the training box
+    parts: tuple["Component", "Component"] | None = None
 
     @property
     def name(self) -> str:
+        if self.kind == "switch":
+            return f"{self.parts[0].name}|{self.parts[1].name}"  # type: ignore[index]
         if self.kind == "equation":
             return self.equation.name  # type: ignore[union-attr]
         if self.kind == "hybrid":
@@ -52,6 +59,9 @@ class Component:
 
 
 def component_to_dict(c: Component) -> dict:
+    if c.kind == "switch":
+        return {"kind": "switch", "parts": [component_to_dict(p) for p in c.parts],  # type: ignore[union-attr]
+                "box": {k: list(v) for k, v in c.box.items()} if c.box else None}
     return {"kind": c.kind, "equation": c.equation.to_dict() if c.equation else None,
             "ml": M.to_jsonable(c.ml) if c.ml else None, "ml_target": c.ml_target,
             "single_size": c.single_size, "fade": c.fade,
@@ -59,6 +69,10 @@ def component_to_dict(c: Component) -> dict:
 
 
 def component_from_dict(d: dict) -> Component:
+    if d["kind"] == "switch":
+        inner, outer = (component_from_dict(p) for p in d["parts"])
+        return Component("switch", parts=(inner, outer),
+                         box={k: (float(v[0]), float(v[1])) for k, v in d["box"].items()})
     return Component(kind=d["kind"],
                      equation=A.FittedEquation.from_dict(d["equation"]) if d.get("equation") else None,
                      ml=M.from_jsonable(d["ml"]) if d.get("ml") else None,
@@ -77,6 +91,16 @@ def predict_component(c: Component, F: dict[str, np.ndarray], extras: list[str])
     """Runtime in seconds (≥ 1 ms) for features ``F``; numpy only."""
     S = F["input_bytes"] / GIB
     E = F["executors"]
+    if c.kind == "switch":
+        inner, outer = c.parts  # type: ignore[misc]
+        d = np.max([_distance(F[k], lo, hi) for k, (lo, hi) in c.box.items()], axis=0)  # type: ignore[union-attr]
+        w = np.clip(d / BLEND, 0.0, 1.0)
+        pred = np.ones(len(d))
+        if (w < 1).any():
+            pred = pred * predict_component(inner, F, extras) ** (1 - w)
+        if (w > 0).any():
+            pred = pred * predict_component(outer, F, extras) ** w
+        return np.maximum(pred, 1e-3)
     if c.kind == "equation":
         pred = c.equation.predict(S, E)  # type: ignore[union-attr]
     elif c.kind == "ml":
@@ -95,6 +119,12 @@ def predict_component(c: Component, F: dict[str, np.ndarray], extras: list[str])
 #: Residual correction of the hybrid: "tree" (one regression tree, ~1 ms), "tree2" (mean of a
 #: deep and a shallow tree) or "gbm".
 CORRECTION = "gbm"
+#: Switch: inside the training box the best interpolating candidate, beyond it the best
+#: extrapolating one, blended geometrically over this relative distance.
+BLEND = 0.1
+#: Which candidate predicts beyond the training box: "cv" (best extrapolation-fold MAPE) or
+#: "backbone" (the backbone equation itself).
+OUTER = "cv"
 #: Fade distances tried for the hybrid's correction outside the training box (None = flat).
 FADES: tuple[float | None, ...] = (None, 0.25)
 
@@ -262,15 +292,47 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
     pool.update({hnames[fd]: r for fd, r in zip(FADES, hy) if np.isfinite(r.score)})
     if not pool:
         pool = {backbone: finite[backbone]}
-    best = min(pool, key=lambda k: (pool[k].score, k))
-    if best.startswith("hybrid"):
-        comp = fit_component("hybrid", F, y, extras, random_state, backbone, bpow)
-        comp.fade = next(fd for fd, n in hnames.items() if n == best)
-    else:
-        comp = full[best]
-    scores = {(k.replace("hybrid", "hybrid:" + backbone) if k.startswith("hybrid") else k): round(float(r.score), 6)
-              for k, r in results.items()}
-    return Selection(comp.name, comp, float(pool[best].score), scores, pool[best])
+    scores = {_label(k, backbone): round(float(r.score), 6) for k, r in results.items()}
+
+    def build(k: str) -> Component:
+        if k.startswith("hybrid"):
+            c = fit_component("hybrid", F, y, extras, random_state, backbone, bpow)
+            c.fade = next(fd for fd, n in hnames.items() if n == k)
+            return c
+        return full[k]
+
+    inner = min(pool, key=lambda k: (pool[k].interp_mape, k))
+    has_ext = any(np.isfinite(r.extrap_mape) for r in pool.values())
+    outer = min(pool, key=lambda k: (_extrap_key(pool[k]), k)) if has_ext else inner
+    if OUTER == "backbone" and backbone in pool:
+        outer = backbone
+    if inner == outer or kind != "auto":
+        best = min(pool, key=lambda k: (pool[k].score, k)) if kind != "auto" else inner
+        return _single(build(best), pool[best], scores)
+    ci = build(inner)
+    co = build(outer) if not (outer.startswith("hybrid") and inner.startswith("hybrid")) else _refade(ci, outer, hnames)
+    box = {k: (float(F[k].min()), float(F[k].max())) for k in ("input_bytes", "executors")}
+    comp = Component("switch", parts=(ci, co), box=box)
+    # inside: the interpolator's CV errors; outside: the extrapolator's
+    cv = CVResult(0.5 * (pool[inner].interp_mape + pool[outer].extrap_mape), pool[inner].interp_mape,
+                  pool[outer].extrap_mape, pool[inner].oof_in, pool[outer].ext_z)
+    scores[comp.name] = round(float(cv.score), 6)
+    return Selection(comp.name, comp, float(cv.score), scores, cv)
+
+
+def _single(comp: Component, cv: CVResult, scores: dict[str, float]) -> Selection:
+    return Selection(comp.name, comp, float(cv.score), scores, cv)
+
+
+def _refade(c: Component, name: str, hnames: dict) -> Component:
+    """The same fitted hybrid with another fade (no refit)."""
+    fd = next(f for f, n in hnames.items() if n == name)
+    return Component("hybrid", equation=c.equation, ml=c.ml, ml_target=c.ml_target,
+                     single_size=c.single_size, fade=fd, box=c.box)
+
+
+def _label(k: str, backbone: str) -> str:
+    return k.replace("hybrid", "hybrid:" + backbone) if k.startswith("hybrid") else k
 
 
 def _extrap_key(r: CVResult) -> float:

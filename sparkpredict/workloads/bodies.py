@@ -76,12 +76,15 @@ def pagerank(spark, path: str, params: dict[str, Any]) -> dict[str, Any]:
     edges = spark.read.csv(path, schema="src long, dst long").cache()
     out_deg = edges.groupBy("src").agg(F.count("*").alias("deg"))
     links = edges.join(out_deg, "src").cache()
-    ranks = edges.select(F.col("src").alias("node")).union(edges.select(F.col("dst").alias("node"))) \
-        .distinct().withColumn("rank", F.lit(1.0))
+    nodes = edges.select(F.col("src").alias("node")).union(edges.select(F.col("dst").alias("node"))) \
+        .distinct().localCheckpoint(eager=True)
+    ranks = nodes.withColumn("rank", F.lit(1.0))
     for _ in range(int(params.get("iterations", 3))):
         contrib = links.join(ranks, links.src == ranks.node) \
-            .select(F.col("dst").alias("node"), (F.col("rank") / F.col("deg")).alias("c"))
-        ranks = contrib.groupBy("node").agg((F.lit(0.15) + F.lit(0.85) * F.sum("c")).alias("rank"))
+            .groupBy(F.col("dst").alias("node")).agg(F.sum(F.col("rank") / F.col("deg")).alias("c"))
+        # Every node keeps a rank (0.15 without in-links), as in the textbook formulation.
+        ranks = nodes.join(contrib, "node", "left") \
+            .select("node", (F.lit(0.15) + F.lit(0.85) * F.coalesce(F.col("c"), F.lit(0.0))).alias("rank"))
         # Cut the lineage each step so plans stay small and each iteration is its own stages.
         ranks = ranks.localCheckpoint(eager=True)
     top = ranks.orderBy(F.desc("rank")).first()
