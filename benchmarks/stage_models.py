@@ -173,6 +173,16 @@ def main() -> None:
            + f". Machine: {os.cpu_count()} cores shared by all executors and by other helpers' work "
              f"(load average {os.getloadavg()[0]:.1f} when this ran)."]
 
+    out += ["", "Recorded runtimes (s) by executors x input size, to show how much noise the models face "
+                "(a model cannot beat the scatter between neighbouring cells):", ""]
+    for job, g in runs.groupby("job"):
+        pv = g.pivot_table(index="executors", columns="input_bytes", values="runtime_s", aggfunc="mean")
+        out += [f"{job}:", "", "| executors | " + " | ".join(f"{c / 2**20:.0f} MiB" for c in pv.columns) + " |",
+                "|---:|" + "---:|" * len(pv.columns)]
+        out += [f"| {int(e)} | " + " | ".join("" if not np.isfinite(v) else f"{v:.0f}" for v in r) + " |"
+                for e, r in zip(pv.index, pv.to_numpy())]
+        out.append("")
+
     rows, ers, imps = size_holdouts(args.store, runs)
     if rows:
         df = pd.DataFrame(rows)

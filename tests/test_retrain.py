@@ -67,6 +67,16 @@ def history(tmp_path_factory):
     return path, runs, _local_reference(st)
 
 
+@pytest.mark.cluster
+def test_spark_local_cluster_equals_local_fit(history, spark_app, tmp_path):
+    path, _runs, ref = history
+    st = store.open(path)
+    with spark_app(tmp_path / "listener-store", job="retrain-test", master="local-cluster[2,1,1024]") as spark:
+        res = RT.retrain_spark(path, spark=spark, kind=KIND, force=True)
+    assert res.master.startswith("local-cluster") and len(res.refit) == N_JOBS and not res.failed
+    assert _registered(st) == ref  # runs before the local[2] test, which adds runs
+
+
 def test_spark_local2_equals_local_fit_incremental_and_faults(history, spark_app, tmp_path):
     path, runs, ref = history
     st = store.open(path)
@@ -89,7 +99,7 @@ def test_spark_local2_equals_local_fit_incremental_and_faults(history, spark_app
         inc = RT.retrain_spark(path, spark=spark, kind=KIND, method="apply")  # groupBy.applyInPandas
         assert inc.refit == ["job-00005", "job-00050", "job-00150"] and len(inc.unchanged) == N_JOBS - 3
         reg = R.read_registry(st).set_index("job")
-        assert reg.loc["job-00050", "version"] == 2 and reg.loc["job-00051", "version"] == 1
+        assert reg.loc["job-00050", "version"] == reg.loc["job-00051", "version"] + 1
         assert _registered(st, inc.refit) == _local_reference(st, jobs=inc.refit)
 
         # An exception halfway through the Spark path's commit: previous registry stays current.
@@ -100,7 +110,7 @@ def test_spark_local2_equals_local_fit_incremental_and_faults(history, spark_app
                 raise RuntimeError("injected")
 
         with pytest.raises(RuntimeError, match="injected"):
-            RT.retrain_spark(path, spark=spark, kind=KIND, force=True, on_artifact=boom)
+            RT.retrain_spark(path, spark=spark, kind=KIND, force=True, jobs=sorted(ref)[:60], on_artifact=boom)
         assert R.current_snapshot(st) == snap and _registered(st) == before
         assert len(R.load_models(st)) == N_JOBS
 
@@ -113,12 +123,3 @@ def test_spark_local2_equals_local_fit_incremental_and_faults(history, spark_app
         assert spark.conf.get("spark.sql.shuffle.partitions") == "4"
 
 
-@pytest.mark.cluster
-def test_spark_local_cluster_equals_local_fit(history, spark_app, tmp_path):
-    path, _runs, _ref = history
-    st = store.open(path)
-    with spark_app(tmp_path / "listener-store", job="retrain-test", master="local-cluster[2,1,1024]") as spark:
-        res = RT.retrain_spark(path, spark=spark, kind=KIND, force=True)
-    assert res.master.startswith("local-cluster") and len(res.refit) == N_JOBS and not res.failed
-    # The reference is recomputed: the local[2] test may have added runs to three jobs.
-    assert _registered(st) == _local_reference(st)
