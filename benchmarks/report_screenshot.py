@@ -77,7 +77,10 @@ def main() -> int:
         shot_s = screenshot(out, PNG, a.width, a.height)
         size_kb = out.stat().st_size / 1024
     distinct, ink = colours(PNG)
-    ok = n_img >= 3 * len(res.sections) and distinct > 200 and ink > 0.05
+    # Every figure the report made is on the page (a job without a model has no fit plot and
+    # says so), at least the runtime and stage plots per job, and the screenshot is not blank.
+    n_fig = sum(len(s.figures) for s in res.sections)
+    ok = n_img == n_fig >= 2 * len(res.sections) and distinct > 200 and ink > 0.05
     notes = [f"{s.job}: {n}" for s in res.sections for n in s.notes] + res.warnings
     body = "\n".join([
         "## report_screenshot",

@@ -398,6 +398,7 @@ def default_model(store: "Store | None" = None) -> DegradationModel:
     if store is not None:
         interfered = interference_labels(store.runs()).dropna()
         if (interfered != "none").sum() >= 5 and (interfered == "none").sum() >= 2:
+            log.info("training the slowdown monitor on the labelled runs of %s", store.path)
             return fit_monitor(store)
     key = str(DEFAULT_TRAINING_STORE)
     if key not in _CACHE:
@@ -405,6 +406,7 @@ def default_model(store: "Store | None" = None) -> DegradationModel:
             raise DegenerateDataError(
                 "no labelled interference runs to train the slowdown monitor on",
                 "record some with benchmarks/make_interference_dataset.py --store S, or pass models=")
+        log.info("training the slowdown monitor on the bundled dataset %s", key)
         _CACHE[key] = fit_monitor(DEFAULT_TRAINING_STORE)
     return _CACHE[key]
 

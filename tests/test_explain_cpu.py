@@ -20,7 +20,7 @@ CONF = {"spark.sql.shuffle.partitions": "8", "spark.default.parallelism": "8"}
 
 def _job(spark) -> int:
     """CPU-bound hashing over 8 partitions, then a shuffle and an aggregation."""
-    df = spark.range(0, 1_500_000, numPartitions=8).selectExpr(
+    df = spark.range(0, 1_000_000, numPartitions=8).selectExpr(
         "substr(sha2(cast(id as string), 256), 1, 3) as k", "id")
     return len(df.groupBy("k").count().collect())
 

@@ -1,7 +1,6 @@
 """The slowdown monitor on task metrics with known values (no JVM): features, labels, Shapley."""
 from __future__ import annotations
 
-import itertools
 import json
 
 import numpy as np

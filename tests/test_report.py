@@ -36,13 +36,18 @@ def test_history_report_has_every_plot_and_advice(history_report):
     assert set(res.jobs) == jobs and len(jobs) >= 2
     page = res.path.read_text()
     imgs = _images(page)
-    assert len(imgs) == 3 * len(jobs)
+    assert len(imgs) == sum(len(s.figures) for s in res.sections) >= 2 * len(jobs)
     assert all(i.startswith(PNG_MAGIC) and len(i) > 5000 for i in imgs)
+    fitted = [s for s in res.sections if s.model_name]
+    assert fitted, [s.notes for s in res.sections]  # wordcount's full grid always fits
     for s in res.sections:
-        assert set(s.figures) == {"runtime_vs_executors", "predicted_vs_actual", "stages"}, s.notes
-        assert s.model_name and s.advice_text and f"{s.job} on " in s.advice_text
-        assert "<table" in s.advice_table_html
+        assert {"runtime_vs_executors", "stages"} <= set(s.figures), s.notes
         assert f"id='job-{s.job}'" in page
+        if s.model_name:
+            assert "predicted_vs_actual" in s.figures
+            assert s.advice_text and f"{s.job} on " in s.advice_text and "<table" in s.advice_table_html
+        else:  # too few runs for a model (the partial sort sweep): said on the page, not a failure
+            assert any("no fitted model" in n for n in s.notes)
     # self-contained: nothing fetched from elsewhere
     assert not re.search(r"(src|href)=['\"]https?:", page)
 

@@ -182,3 +182,21 @@ def test_other_real_logs_replay_within_five_percent_at_their_own_count(name):
     rep = simulate_timeline(Timeline.from_tables(t["runs"], t["stages"], t["tasks"]), [1])
     assert abs(rep.self_error) <= 0.05, rep.self_error
     assert rep.predictions[0].lower_bound_s <= rep.predictions[0].predicted_wall_s
+
+
+def test_replay_of_every_recorded_sweep_run_matches_its_wall_time():
+    from sparkpredict import store
+    from sparkpredict.models.simulate import load_timeline
+
+    path = Path(__file__).parent / "data" / "history"
+    if not (path / "_sparkpredict_store.json").exists():
+        pytest.skip("tests/data/history not recorded yet")
+    st = store.open(path)
+    runs, stages, tasks = st.runs(), st.stages(), st.tasks()  # read once: the store has many files
+    ok = runs.loc[runs["status"] == "succeeded", "run_id"]
+    assert len(ok)
+    for run_id in ok:
+        rep = simulate_timeline(Timeline.from_tables(runs, stages, tasks, run_id), [])
+        assert abs(rep.self_error) <= 0.05, (run_id, rep.self_error)
+    # load_timeline (what the CLI uses) reads the same run from the store
+    assert load_timeline(st, ok.iloc[0]).n_tasks == Timeline.from_tables(runs, stages, tasks, ok.iloc[0]).n_tasks

@@ -137,3 +137,24 @@ def test_concurrent_sibling_stages_are_told_apart_by_bytes_not_by_id():
     assert sa == sb
     assert sa[15_000_000].endswith("k0") and sa[700_000].endswith("k1")
     assert sa[0].endswith("k2")  # the join stage came later: its own epoch
+
+
+def test_signatures_are_identical_across_real_recorded_runs_of_a_job():
+    # The project's recorded sweep (tests/data/history): the listener's real stage rows of one
+    # workload at several sizes and executor counts.
+    from pathlib import Path
+
+    from sparkpredict import store
+
+    path = Path(__file__).parent / "data" / "history"
+    if not (path / "_sparkpredict_store.json").exists():
+        pytest.skip("tests/data/history not recorded yet")
+    st = store.open(path)
+    runs = st.runs()
+    wc = runs[(runs["job"] == "wordcount") & (runs["status"] == "succeeded")]
+    if len(wc) < 2:
+        pytest.skip("fewer than two wordcount runs recorded")
+    t = stage_table(wc, st.read("stages", run_ids=list(wc["run_id"])))
+    per_run = t.groupby("run_id")["signature"].apply(lambda s: tuple(sorted(s)))
+    assert per_run.nunique() == 1, per_run.value_counts()
+    assert t.groupby("run_id")["signature"].apply(lambda s: s.is_unique).all()

@@ -366,5 +366,5 @@ def predict_num_tasks(history: "pd.DataFrame", ref: "pd.Series", new_bytes_in: f
 
 
 __all__ = ["CONFIG_FEATURES", "DATA_FEATURES", "config_features", "call_site", "stage_signatures",
-           "stage_table", "run_config", "final_attempts", "waves", "count_rule", "power_rule", "file_split_tasks", "predict_num_tasks",
-           "spark_bytes"]
+           "stage_table", "run_config", "final_attempts", "waves", "count_rule", "power_rule",
+           "file_split_tasks", "predict_num_tasks", "spark_bytes"]
