@@ -163,6 +163,9 @@ def main(argv: list[str] | None = None, session=spark_session) -> int:
                 log.info("round %d run %d/%d %s %s: %.1f s (load %.2f -> %.2f)", r + 1, j + 1,
                          len(plan), name, row["label"], row["wall_s"], row["loadavg_1m_before"],
                          row["loadavg_1m_after"])
+    import shutil
+
+    shutil.rmtree(local_dir, ignore_errors=True)  # the runs' spark.local.dir
     if not a.no_compact and store.exists():
         compact(store)
     return 0
