@@ -528,7 +528,7 @@ class _Source:
         runs, spill, dyn = cls._history(job, st)
         model = _registry_model(job, st)
         if model is None:
-            model = _fit(runs)
+            model = _fit(runs, st)
         src = cls(job, model, runs, spill, dyn)
         _remember(key, src)
         return src
@@ -690,17 +690,22 @@ def _registry_model(job: str, st: Any) -> Any:
         return None
 
 
-def _fit(runs: "pd.DataFrame") -> Any:
-    import importlib.util
+def _fit(runs: "pd.DataFrame", st: Any) -> Any:
+    """The whole-job model; with too few runs for it, a replay of the recorded task timeline.
 
-    if importlib.util.find_spec("sparkpredict.models.persist") is not None:
-        from .models import persist
+    The replay (stage-level, see :mod:`sparkpredict.models.simulate`) needs only one run, so a
+    job recorded once still gets advice; its interval is wider and its name says what it is.
+    """
+    from .errors import DegenerateDataError
+    from .models import persist
 
-        if hasattr(persist, "fit_job"):
-            return persist.fit_job(runs)
-    from .models.hybrid import JobRuntimeModel
+    try:
+        return persist.fit_job(runs)
+    except DegenerateDataError as exc:
+        from .models.simulate import ReplayRuntimeModel
 
-    return JobRuntimeModel().fit(runs)
+        log.info("job has too few runs for the whole-job model (%s); replaying its tasks", exc)
+        return ReplayRuntimeModel(store=st).fit(runs)
 
 
 __all__ = ["Advice", "Candidate", "suggest_executors", "knee_index", "candidate_grid", "OBJECTIVES"]
