@@ -15,7 +15,7 @@ setup() {
   fi
   # The stamp skips pip when nothing that pip reads has changed since the last install.
   local stamp=.venv/.sparkpredict-installed want
-  want=$(cat setup.cfg pyproject.toml | sha1sum | cut -d' ' -f1)
+  want=$(cat setup.cfg setup.py pyproject.toml | sha1sum | cut -d' ' -f1)
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     .venv/bin/python -m pip install -q --upgrade pip
     .venv/bin/python -m pip install -q -e '.[test]'

@@ -113,6 +113,13 @@ def main() -> int:
     over = {m: (med[m] / med["none"] - 1) * 100 for m in ("eventlog", "listener")}
     ok_el = paired["listener"] <= max(paired["eventlog"], 0.0) + 1e-9 or over["listener"] <= over["eventlog"]
     busy_med = statistics.median(busy)
+    # When the event log (which surely costs something) comes out below the reference by more
+    # than the effect we look for, the machine's noise is larger than the goal: say so.
+    noisy = paired["eventlog"] < -2.0 or over["eventlog"] < -2.0
+
+    def verdict(ok: bool) -> str:
+        return ("inconclusive: noise > effect on this shared machine" if noisy
+                else ("met" if ok else "not met"))
     # The end-to-end ratio cannot resolve 2 % on a shared machine; the listener's own time in its
     # callbacks (on Spark's listener-bus thread, flushes included) bounds what it can add.
     ok_2 = paired["listener"] <= 2.0 or busy_med <= 2.0
@@ -141,9 +148,9 @@ def main() -> int:
         " work runs on Spark's asynchronous listener-bus thread, so it bounds the listener's cost; the end-to-end"
         " ratios above are within this machine's noise (the event log's negative overhead shows its size).",
         "",
-        f"- goal overhead ≤ event log's: **{'met' if ok_el else 'not met'}** (listener {paired['listener']:+.1f} %"
+        f"- goal overhead ≤ event log's: **{verdict(ok_el)}** (listener {paired['listener']:+.1f} %"
         f" vs event log {paired['eventlog']:+.1f} %, paired medians)",
-        f"- goal overhead ≤ 2 % of wall time: **{'met' if ok_2 else 'not met'}** (end-to-end {paired['listener']:+.1f} %;"
+        f"- goal overhead ≤ 2 % of wall time: **{verdict(ok_2)}** (end-to-end {paired['listener']:+.1f} %;"
         f" own callback time {busy_med:.2f} %)",
     ]
     body = "\n".join(lines)

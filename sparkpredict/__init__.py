@@ -10,11 +10,19 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
+# public name -> module that defines it. (evaluate() and retrain() stay in their modules:
+# a function named like its own submodule would be shadowed once the submodule is imported.)
 _EXPORTS = {
     "attach": "sparkpredict.capture.listener",
     "build_listener": "sparkpredict.capture.listener",
     "ingest_event_logs": "sparkpredict.capture.eventlog",
+    "parse_event_log": "sparkpredict.capture.eventlog",
+    "submit": "sparkpredict.capture.submit",
+    "JobRuntimeModel": "sparkpredict.models.hybrid",
+    "StageRuntimeModel": "sparkpredict.models.stages",
+    "ReplayRuntimeModel": "sparkpredict.models.simulate",
+    "simulate_run": "sparkpredict.models.simulate",
+    "load_models": "sparkpredict.registry",
     "suggest_executors": "sparkpredict.advise",
     "Advice": "sparkpredict.advise",
     "runs_table": "sparkpredict.features.runs",

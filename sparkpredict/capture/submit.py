@@ -148,7 +148,9 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
         new_opts += ["--conf", f"{k}={v}"]
     if executors is not None and _opt_value(opts, "--num-executors") is None \
             and "spark.executor.instances" not in user:
-        new_opts += ["--num-executors", str(int(executors))]
+        # As a conf key rather than --num-executors: spark-submit drops that flag on local and
+        # local-cluster masters, and the key means the same on YARN, Kubernetes and standalone.
+        new_opts += ["--conf", f"spark.executor.instances={int(executors)}"]
     return [str(spark_submit_path()), *new_opts, *app]
 
 
@@ -163,7 +165,7 @@ def submit(spark_submit_args: list[str], *, store: str | None = None, job: str |
     store, job : str, optional
         History store and job key (default: the embedded store; the application name).
     executors : int, optional
-        Adds ``--num-executors`` unless the arguments already fix the executor count.
+        Sets ``spark.executor.instances`` unless the arguments already fix the executor count.
     extra_conf : dict, optional
         More ``--conf`` keys; the user's own ``--conf`` values win.
 

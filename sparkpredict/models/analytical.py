@@ -97,6 +97,11 @@ def _fc_comm(E: Array) -> Array:
     return E * (E - 1.0) / 2.0
 
 
+def _cols(*cols: Array) -> Array:
+    """Columns side by side; with a ``(g, 1)`` nonlinear value the result is ``(g, n, k)``."""
+    return np.stack(np.broadcast_arrays(*cols), axis=-1)
+
+
 EQUATIONS: dict[str, Equation] = {e.name: e for e in [
     Equation(
         "amdahl", "a·f(S)·((1−b)/E + b) + c", ("a", "b", "c"), ((0, INF), (0, 1), (0, INF)), None,
@@ -105,7 +110,7 @@ EQUATIONS: dict[str, Equation] = {e.name: e for e in [
         fn=lambda S, E, th, pw: th[0] * _f(S, pw) * ((1 - th[1]) / E + th[1]) + th[2]),
     Equation(
         "gustafson", "a·f(S) / (E + b·(1−E)) + c", ("a", "b", "c"), ((0, INF), (0, 1), (0, INF)), "b",
-        basis=lambda S, E, pw, nl: np.column_stack([_f(S, pw) / (E + nl * (1 - E)), np.ones_like(S)]),
+        basis=lambda S, E, pw, nl: _cols(_f(S, pw) / (E + nl * (1 - E)), np.ones_like(S)),
         to_theta=lambda lin, nl: np.array([lin[0], nl, lin[1]]),
         fn=lambda S, E, th, pw: th[0] * _f(S, pw) / (E + th[1] * (1 - E)) + th[2]),
     Equation(
@@ -117,13 +122,13 @@ EQUATIONS: dict[str, Equation] = {e.name: e for e in [
     Equation(
         "plate2d", "a·f(S)/E + b·S·E^c + d", ("a", "b", "c", "d"), ((0, INF), (0, INF), (-2, 2), (0, INF)),
         "c",
-        basis=lambda S, E, pw, nl: np.column_stack([_f(S, pw) / E, S * E ** nl, np.ones_like(S)]),
+        basis=lambda S, E, pw, nl: _cols(_f(S, pw) / E, S * E ** nl, np.ones_like(S)),
         to_theta=lambda lin, nl: np.array([lin[0], lin[1], nl, lin[2]]),
         fn=lambda S, E, th, pw: th[0] * _f(S, pw) / E + th[1] * S * E ** th[2] + th[3]),
     Equation(
         "fully_connected", "a·f(S)/E + b·S^c·E(E−1)/2 + d", ("a", "b", "c", "d"),
         ((0, INF), (0, INF), (0, 2), (0, INF)), "c",
-        basis=lambda S, E, pw, nl: np.column_stack([_f(S, pw) / E, S ** nl * _fc_comm(E), np.ones_like(S)]),
+        basis=lambda S, E, pw, nl: _cols(_f(S, pw) / E, S ** nl * _fc_comm(E), np.ones_like(S)),
         to_theta=lambda lin, nl: np.array([lin[0], lin[1], nl, lin[2]]),
         fn=lambda S, E, th, pw: th[0] * _f(S, pw) / E + th[1] * S ** th[2] * _fc_comm(E) + th[3]),
     Equation(
@@ -146,25 +151,26 @@ def _supports(k: int) -> list[list[int]]:
 def nnls_batch(A: Array, y: Array, w: Array | None = None) -> tuple[Array, Array]:
     """Exact non-negative least squares for a batch of small problems sharing ``y``.
 
-    ``A`` is ``(g, n, k)`` with k ≤ 6; solves min ‖√w(A_i x − y)‖², x ≥ 0 for each i. Every
+    ``A`` is ``(g, n, k)`` with k ≤ 6; solves min ‖√w(A_i x − y)‖², x ≥ 0 for each i (``w`` is
+    ``(n,)``, or ``(g, n)`` for one weight vector per problem, e.g. CV folds as 0/1 masks). Every
     support is solved on the normal equations of the column-scaled problem and the best feasible
     one kept: that is the global optimum, because the NNLS solution is the unconstrained
     least-squares solution on its own support. Returns ``(x (g, k), sse (g,))``.
     """
     A = np.asarray(A, float)
     g, n, k = A.shape
-    sw = np.ones(n) if w is None else np.sqrt(np.asarray(w, float))
-    Aw = A * sw[None, :, None]
-    yw = y * sw
+    sw = np.ones((1, n)) if w is None else np.sqrt(np.atleast_2d(np.asarray(w, float)))
+    Aw = A * sw[:, :, None]
+    yw = y[None, :] * sw
     scale = np.sqrt(np.einsum("gnk,gnk->gk", Aw, Aw))
     scale[~(scale > 0)] = 1.0
     As = Aw / scale[:, None, :]
     G = np.einsum("gnk,gnl->gkl", As, As)
-    b = np.einsum("gnk,n->gk", As, yw)
-    yy = float(yw @ yw)
+    b = np.einsum("gnk,gn->gk", As, np.broadcast_to(yw, (g, n)))
+    yy = np.broadcast_to(np.einsum("gn,gn->g", yw, yw), (g,)).copy()
     best_x = np.zeros((g, k))
-    best_sse = np.full(g, yy)
-    tol = 1e-12 * max(yy, 1e-300)
+    best_sse = yy.copy()
+    tol = 1e-12 * np.maximum(yy, 1e-300)
     for sup in _supports(k):
         Gs = G[:, sup][:, :, sup]
         bs = b[:, sup]
@@ -181,7 +187,7 @@ def nnls_batch(A: Array, y: Array, w: Array | None = None) -> tuple[Array, Array
             upd[:, sup] = xs[better]
             best_x[better] = upd
     x = best_x / scale
-    resid = (np.einsum("gnk,gk->gn", A, x) - y[None, :]) * sw[None, :]
+    resid = (np.einsum("gnk,gk->gn", A, x) - y[None, :]) * sw
     return x, np.einsum("gn,gn->g", resid, resid)
 
 
@@ -281,30 +287,78 @@ def fit_equation(name: str, S: Sequence[float], E: Sequence[float], y: Sequence[
     if len(np.unique(E_)) < 2:
         raise DegenerateDataError(f"equation {name}: all runs have one executor count",
                                   "run the job with at least two executor counts")
-    w = None if weights is None else np.asarray(weights, float).ravel()
+    w = np.ones(len(y_)) if weights is None else np.asarray(weights, float).ravel()
     powers = [1, 2] if power == "auto" else [int(power)]
     if not eq.uses_power or len(np.unique(S_)) < 2:
         powers = [1]
     best: FittedEquation | None = None
     for pw in powers:
-        if eq.nonlinear is None:
-            nl = 0.0
-        else:
-            # Grid over the bounds, then zoom into the best cell `refine` times: the SSE of the
-            # remaining parameters is solved exactly at every point, so this 1-D search is global
-            # up to the final cell width (range · (2/(grid−1))**refine).
-            lo, hi = eq.nl_bounds  # type: ignore[misc]
-            nl, best_v = lo, np.inf
-            for _ in range(refine + 1):
-                pts = np.linspace(lo, hi, grid)
-                vals = nnls_batch(np.stack([eq.basis(S_, E_, pw, p) for p in pts]), y_, w)[1]
-                i = int(np.argmin(vals))
-                if vals[i] < best_v:
-                    nl, best_v = float(pts[i]), float(vals[i])
-                lo, hi = pts[max(i - 1, 0)], pts[min(i + 1, grid - 1)]
-        lin, sse = nnls_small(eq.basis(S_, E_, pw, nl), y_, w)
-        fitted = FittedEquation(name, pw, tuple(float(t) for t in eq.to_theta(lin, nl)), sse, len(y_))
-        if best is None or sse < best.sse * (1 - 1e-9):
+        nl, lin, sse = _fit_weighted(eq, S_, E_, y_, pw, w[None, :], grid, refine)
+        fitted = FittedEquation(name, pw, tuple(float(t) for t in eq.to_theta(lin[0], nl[0])), float(sse[0]), len(y_))
+        if best is None or fitted.sse < best.sse * (1 - 1e-9):
             best = fitted
     assert best is not None
     return best
+
+
+def _fit_weighted(eq: Equation, S: Array, E: Array, y: Array, pw: int, W: Array, grid: int,
+                  refine: int) -> tuple[Array, Array, Array]:
+    """Fit ``eq`` once per row of weights ``W`` (m, n): ``(nl (m,), linear (m, k), sse (m,))``.
+
+    Grid over the nonlinear bounds, then zoom into each fit's best cell ``refine`` times: the SSE
+    of the remaining parameters is solved exactly at every point, so this 1-D search is global
+    up to the final cell width (range · (2/(grid−1))**refine). All fits and grid points of a
+    round are one batched NNLS (CV folds are 0/1 weight masks on the same rows).
+    """
+    m = W.shape[0]
+    if eq.nonlinear is None:
+        nl = np.zeros(m)
+    else:
+        lo0, hi0 = eq.nl_bounds  # type: ignore[misc]
+        lo, hi = np.full(m, float(lo0)), np.full(m, float(hi0))
+        nl, best_v = np.full(m, float(lo0)), np.full(m, np.inf)
+        Wg = np.repeat(W, grid, axis=0)
+        rows = np.arange(m)
+        for _ in range(refine + 1):
+            pts = lo[:, None] + (hi - lo)[:, None] * np.linspace(0.0, 1.0, grid)[None, :]
+            A = eq.basis(S, E, pw, pts.reshape(-1, 1))
+            vals = nnls_batch(A, y, Wg)[1].reshape(m, grid)
+            i = np.argmin(vals, axis=1)
+            v = vals[rows, i]
+            upd = v < best_v
+            nl = np.where(upd, pts[rows, i], nl)
+            best_v = np.where(upd, v, best_v)
+            lo, hi = pts[rows, np.maximum(i - 1, 0)], pts[rows, np.minimum(i + 1, grid - 1)]
+    if eq.nonlinear:
+        A = eq.basis(S, E, pw, nl[:, None])
+    else:
+        B = eq.basis(S, E, pw, 0.0)
+        A = np.broadcast_to(B, (m,) + B.shape)
+    lin, sse = nnls_batch(np.asarray(A, float), y, W)
+    return nl, lin, sse
+
+
+def fit_equation_folds(name: str, S: Sequence[float], E: Sequence[float], y: Sequence[float],
+                       train_masks: Sequence[Array], *, power: int, weights: Sequence[float] | None = None,
+                       grid: int = 17, refine: int = 3) -> list[FittedEquation | None]:
+    """:func:`fit_equation` on the rows of each boolean mask (CV folds), batched, fixed ``power``.
+
+    Equal to fitting each subset on its own (up to rounding). ``None`` for a mask whose rows
+    cannot be fitted (fewer runs than parameters + 1, one input size or one executor count).
+    """
+    eq = EQUATIONS[name]
+    S_, E_, y_ = (np.asarray(v, dtype=float).ravel() for v in (S, E, y))
+    w = np.ones(len(y_)) if weights is None else np.asarray(weights, float).ravel()
+    pw = int(power) if eq.uses_power else 1
+    ok = [bool(len(np.unique(S_[t])) >= 2 and len(np.unique(E_[t])) >= 2 and t.sum() >= eq.n_params + 1)
+          for t in train_masks]
+    out: list[FittedEquation | None] = [None] * len(ok)
+    idx = [i for i, o in enumerate(ok) if o]
+    if not idx:
+        return out
+    W = np.stack([np.where(train_masks[i], w, 0.0) for i in idx])
+    nl, lin, sse = _fit_weighted(eq, S_, E_, y_, pw, W, grid, refine)
+    for j, i in enumerate(idx):
+        out[i] = FittedEquation(name, pw, tuple(float(t) for t in eq.to_theta(lin[j], nl[j])), float(sse[j]),
+                                int(train_masks[i].sum()))
+    return out

@@ -141,18 +141,20 @@ def _fit_correction(X: np.ndarray, r: np.ndarray, random_state: int) -> dict:
 
 def fit_component(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: list[str],
                   random_state: int = 0, backbone: str | None = None,
-                  power: int | None = None) -> Component:
+                  power: int | None = None, equation: A.FittedEquation | None = None) -> Component:
     """Fit one candidate: an equation name, an ML kind, or ``hybrid`` (needs ``backbone``).
 
-    ``power`` fixes f(S) = S**power (cross-validation reuses the power chosen on all runs).
+    ``power`` fixes f(S) = S**power (cross-validation reuses the power chosen on all runs);
+    ``equation`` is the equation already fitted to these rows (CV fits all folds in one batch).
     """
     S = F["input_bytes"] / GIB
     E = F["executors"]
     single = len(np.unique(S)) < 2
     if kind in A.EQUATIONS or kind == "hybrid":
         name = backbone if kind == "hybrid" else kind
-        eq = A.fit_equation(name, S, E, y, power=1 if single else (power or "auto"), weights=1.0 / y**2,
-                            allow_single_size=single)
+        eq = equation if equation is not None else A.fit_equation(
+            name, S, E, y, power=1 if single else (power or "auto"), weights=1.0 / y**2,
+            allow_single_size=single)
         if kind != "hybrid":
             return Component("equation", equation=eq, single_size=single)
         base = np.maximum(eq.predict(S, E), 1e-3)
@@ -179,6 +181,18 @@ def folds(F: dict[str, np.ndarray], random_state: int = 0) -> tuple[list[np.ndar
     return interp, extrap
 
 
+def fold_equations(name: str | None, F: dict[str, np.ndarray], y: np.ndarray, tests: list[np.ndarray],
+                   power: int | None) -> list[A.FittedEquation | None] | None:
+    """Equation ``name`` fitted on the training rows of every fold in one batch (``None`` for a
+    fold that cannot be fitted); ``None`` overall where the batched path does not apply (no fixed
+    power, or one input size: then each fold is fitted on its own as before)."""
+    if name is None or power is None or len(np.unique(F["input_bytes"])) < 2:
+        return None
+    S = F["input_bytes"] / GIB
+    return A.fit_equation_folds(name, S, F["executors"], y, [~t for t in tests], power=power,
+                                weights=1.0 / y**2)
+
+
 @dataclass
 class CVResult:
     score: float
@@ -195,16 +209,34 @@ def _distance(v: np.ndarray, lo: float, hi: float) -> np.ndarray:
 
 def cross_validate(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: list[str],
                    random_state: int = 0, backbone: str | None = None, power: int | None = None,
-                   fades: tuple[float | None, ...] = (None,)) -> list[CVResult]:
-    """CV of one candidate; for a hybrid one result per fade variant (same fits, other predictions)."""
+                   fades: tuple[float | None, ...] = (None,), cache: dict | None = None) -> list[CVResult]:
+    """CV of one candidate; for a hybrid one result per fade variant (same fits, other predictions).
+
+    ``cache`` (one dict per :func:`select` call) shares the batched fold fits of an equation
+    between its own CV and the hybrid's that uses it as backbone (same folds, power, weights).
+    """
     interp, extrap = folds(F, random_state)
     nv = len(fades)
+    tests = list(interp) + [t for t, _ in extrap]
+    eqs = None
+    if kind in A.EQUATIONS or kind == "hybrid":
+        name = kind if kind in A.EQUATIONS else backbone
+        key = (name, power)
+        if cache is not None and key in cache:
+            eqs = cache[key]
+        else:
+            eqs = fold_equations(name, F, y, tests, power)
+            if cache is not None:
+                cache[key] = eqs
+    fold_no = {id(t): j for j, t in enumerate(tests)}
 
     def run(test: np.ndarray) -> list[np.ndarray] | None:
         train = ~test
         Ft = {c: v[train] for c, v in F.items()}
+        # a fold the batch could not fit goes the single-fit way (its fallbacks and errors)
+        eq = eqs[fold_no[id(test)]] if eqs is not None else None
         try:
-            comp = fit_component(kind, Ft, y[train], extras, random_state, backbone, power)
+            comp = fit_component(kind, Ft, y[train], extras, random_state, backbone, power, equation=eq)
         except DegenerateDataError:
             return None
         Fq = {c: v[test] for c, v in F.items()}
@@ -260,12 +292,14 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
     """Cross-validate the candidates ``kind`` allows and fit the best on all rows."""
     if kind in A.EQUATIONS or kind in M.ML_KINDS:
         comp = fit_component(kind, F, y, extras, random_state)
-        cv = cross_validate(kind, F, y, extras, random_state)[0]
+        pw = comp.equation.power if comp.equation is not None else None
+        cv = cross_validate(kind, F, y, extras, random_state, power=pw)[0]
         return Selection(comp.name, comp, _finite(cv.score), {comp.name: round(float(cv.score), 6)}, cv)
     # auto / hybrid: every equation is scored; the best becomes the hybrid's backbone. Each
     # equation's f(S) power is chosen once on all runs and kept in its CV folds.
     full: dict[str, Component] = {}
     results: dict[str, CVResult] = {}
+    cache: dict = {}
     for name in A.EQUATIONS:
         if A.EQUATIONS[name].n_params + 1 > len(y):
             continue
@@ -274,7 +308,7 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
         except DegenerateDataError:
             continue
         pw = full[name].equation.power  # type: ignore[union-attr]
-        results[name] = cross_validate(name, F, y, extras, random_state, power=pw)[0]
+        results[name] = cross_validate(name, F, y, extras, random_state, power=pw, cache=cache)[0]
     finite = {k: r for k, r in results.items() if np.isfinite(r.score)}
     if not finite:
         raise DegenerateDataError(
@@ -284,7 +318,7 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
     # The backbone matters beyond the data (inside, the correction fixes it): rank by extrapolation.
     backbone = min(finite, key=lambda k: (_extrap_key(finite[k]), k))
     bpow = full[backbone].equation.power  # type: ignore[union-attr]
-    hy = cross_validate("hybrid", F, y, extras, random_state, backbone, bpow, FADES)
+    hy = cross_validate("hybrid", F, y, extras, random_state, backbone, bpow, FADES, cache=cache)
     hnames = {fd: "hybrid" if fd is None else "hybrid~fade" for fd in FADES}
     for fd, r in zip(FADES, hy):
         results[hnames[fd]] = r
@@ -296,7 +330,8 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
 
     def build(k: str) -> Component:
         if k.startswith("hybrid"):
-            c = fit_component("hybrid", F, y, extras, random_state, backbone, bpow)
+            c = fit_component("hybrid", F, y, extras, random_state, backbone, bpow,
+                              equation=full[backbone].equation)
             c.fade = next(fd for fd, n in hnames.items() if n == k)
             return c
         return full[k]

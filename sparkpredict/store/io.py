@@ -138,7 +138,9 @@ class Store:
             raise StoreError(f"store path {self.path!r} is a file", "give a folder path for the store")
         if info.type == pafs.FileType.Directory and not self.exists():
             entries = self.fs.get_file_info(pafs.FileSelector(base))
-            foreign = [e.base_name for e in entries if e.base_name not in S.TABLES]
+            # Hidden names are other writers' temp files (the listener's marker is written that way).
+            foreign = [e.base_name for e in entries
+                       if e.base_name not in S.TABLES and not e.base_name.startswith(".")]
             if foreign:
                 raise StoreError(
                     f"folder {self.path!r} is not a sparkpredict store: it holds {sorted(foreign)[:5]}",
