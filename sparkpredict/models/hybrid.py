@@ -135,7 +135,11 @@ class JobRuntimeModel:
         self.component_ = result.component
         self.cv_mape_ = float(result.cv_mape)
         self.candidates_ = result.scores
-        self.residuals_ = np.sort(result.cv.oof_in)
+        # Inside the training range the interval is calibrated on input sizes left out whole
+        # (what a question about a new size faces); random-fold residuals only as a fallback.
+        grouped = selection.grouped_residuals(result.component, F, y, extras, self.random_state) \
+            if selection.CALIBRATION == "size_groups" else None
+        self.residuals_ = np.sort(result.cv.oof_in if grouped is None else grouped)
         self.extrap_z_ = {k: np.sort(v) for k, v in result.cv.ext_z.items()}
         return self
 
