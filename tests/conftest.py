@@ -67,6 +67,14 @@ def spark_app(listener_jar, tmp_path_factory):
         finally:
             spark.stop()
 
+    # spark-submit turns the first session's settings into JVM system properties, which every
+    # later SparkConf of the process inherits. Launch the JVM with the neutral base settings
+    # first, so a test's own conf (say spark.default.parallelism) cannot leak into the next.
+    from pyspark import SparkContext
+
+    if SparkContext._jvm is None:
+        with _app(tmp_path_factory.mktemp("bootstrap-store"), job="bootstrap"):
+            pass
     yield _app
     active = SparkSession.getActiveSession()
     if active is not None:

@@ -142,3 +142,20 @@ def test_single_size_fallback_is_explicit():
     assert fit.power == 1
     # at the size it saw, the fit is right
     assert np.max(np.abs(fit.predict(S[keep], E[keep]) / y[keep] - 1)) < 0.03
+
+
+def test_batched_fold_fits_equal_fitting_each_subset():
+    # CV folds as 0/1 weight masks in one batched NNLS must give each subset's own fit
+    from sparkpredict.models.analytical import fit_equation_folds
+
+    theta, power = TRUE["plate2d"]
+    S, E, y, _ = _data("plate2d", theta, power, noise=0.03, seed=4)
+    rng = np.random.default_rng(2)
+    masks = [rng.random(len(y)) < 0.7 for _ in range(3)] + [S < S.max(), np.full(len(y), True)]
+    masks.append(E == E.min())  # one executor count: cannot be fitted -> None
+    fits = fit_equation_folds("plate2d", S, E, y, masks, power=power, weights=1 / y**2)
+    assert fits[-1] is None
+    for m, f in zip(masks[:-1], fits[:-1]):
+        one = fit_equation("plate2d", S[m], E[m], y[m], power=power, weights=1 / y[m] ** 2)
+        np.testing.assert_allclose(f.theta, one.theta, rtol=1e-6, atol=1e-9)
+        assert f.n == int(m.sum())

@@ -204,3 +204,31 @@ def test_switch_blends_inside_and_outside_models():
     assert p[1] == pytest.approx((10 * 4.2) ** 0.5 * (20 * 4.2) ** 0.5)
     assert p[2] == pytest.approx(160.0)                      # far outside: the extrapolating part
     assert sw.name == "amdahl|amdahl"
+
+
+def test_interval_is_calibrated_on_unseen_sizes(job):
+    from sparkpredict.models import selection
+
+    F = {c: job[c].to_numpy(float) for c in ("input_bytes", "executors")}
+    folds = selection.size_group_folds(F)
+    # every run is left out exactly once, with all the runs of its input size
+    assert np.array_equal(np.sum(folds, axis=0), np.ones(len(job)))
+    for t in folds:
+        assert not set(job["input_bytes"][t]) & set(job["input_bytes"][~t])
+    # calibrated on whole sizes left out, the interval is wider than from random folds (which
+    # keep each size's repeats in training and mostly measure the 2 % repeat noise)
+    grouped = JobRuntimeModel().fit(job)
+    old = selection.CALIBRATION
+    selection.CALIBRATION = "random"
+    try:
+        rand = JobRuntimeModel().fit(job)
+    finally:
+        selection.CALIBRATION = old
+    assert len(grouped.residuals_) == len(job)
+    q = {"input_bytes": 16 * GIB, "executors": 6}
+    w = {m: m.predict_interval(q)["upper_s"] / m.predict_interval(q)["lower_s"] for m in (grouped, rand)}
+    assert w[grouped][0] > w[rand][0]
+    # a size held out of training: the upper bound holds for >= 90 % of its runs
+    train, test = job[job.input_bytes != 16 * GIB], job[job.input_bytes == 16 * GIB]
+    m = JobRuntimeModel().fit(train)
+    assert np.mean(test["runtime_s"].to_numpy() <= m.predict_interval(test)["upper_s"]) >= 0.9

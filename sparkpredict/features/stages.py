@@ -107,11 +107,18 @@ def config_features(run: "pd.Series | dict") -> dict[str, float]:
 _CALLSITE_AT = re.compile(r"^(.*? at [^:\s]+?(?::\d+)?)(?:\s|$)")
 
 
+_JVM_REFLECTION = re.compile(
+    r"^(<unknown>|NativeMethodAccessorImpl\.java|DirectMethodHandleAccessor\.java|"
+    r"GeneratedMethodAccessor\d*|DelegatingMethodAccessorImpl\.java|Method\.java)(:\d+)?$")
+
+
 def call_site(name: str | None) -> str:
     """The stable part of a stage name: ``'count at job.py:12'``; paths and counts removed.
 
     >>> call_site("collect at /tmp/x/nds/nds_power.py:191")
     'collect at nds_power.py:191'
+    >>> call_site("count at NativeMethodAccessorImpl.java:0")
+    'count at <py4j>'
     >>> call_site("Listing leaf files and directories for 100 paths:<br/>file:/data/a")
     'Listing leaf files and directories for # paths:'
     """
@@ -119,7 +126,12 @@ def call_site(name: str | None) -> str:
     m = _CALLSITE_AT.match(text)
     if m:
         head, _, where = m.group(1).rpartition(" at ")
-        return f"{head} at {where.rsplit('/', 1)[-1]}"
+        where = where.rsplit('/', 1)[-1]
+        # An action called from Python through Py4J is named after whichever JVM frame Spark
+        # found first, and that varies from run to run of the same code.
+        if _JVM_REFLECTION.match(where):
+            where = "<py4j>"
+        return f"{head} at {where}"
     return re.sub(r"\d+", "#", text)
 
 

@@ -12,7 +12,8 @@ beyond it the best extrapolating one, blended over the first 10 % beyond the box
 :mod:`.selection`). Any single candidate can be asked for with ``kind=`` (:data:`KINDS`).
 
 Prediction intervals are split-conformal on the log scale: the out-of-fold log ratios
-``log(y / ŷ)`` of the chosen candidate give the quantiles; beyond the training range the
+``log(y / ŷ)`` of the chosen model refitted without whole input-size groups give the quantiles
+(the error at an input size not seen in training); beyond the training range the
 interval widens with the extrapolation distance (see :meth:`JobRuntimeModel.predict_interval`).
 
 Load path: :meth:`JobRuntimeModel.from_dict` + ``predict`` use numpy only (no pandas, no
@@ -44,6 +45,9 @@ OPTIONAL = ("executor_cores", "executor_memory_mb")
 DESIGN = ("input_gib", "executors", "executor_cores", "executor_memory_mb", "input_per_executor_gib",
           "input_per_core_gib", "input_per_memory")
 MIN_RUNS = 4
+#: Interval beyond the training range: "add" (in-range bound + distance x drift per unit
+#: distance) or "max" (the wider of the two).
+OUTSIDE = "add"
 
 
 # ---- feature handling (numpy only) ---------------------------------------------------------
@@ -242,9 +246,11 @@ class JobRuntimeModel:
     def predict_interval(self, X: Mapping[str, Any], confidence: float = 0.9) -> dict[str, np.ndarray]:
         """Point prediction and a ``confidence`` interval (split-conformal on the log scale).
 
-        Inside the training range, the quantiles of the interpolation folds' out-of-fold log
-        ratios ``log(y/ŷ)`` bound the interval. Outside it, at distance ``d``
-        (``extrapolation(X)["max"]``), each bound is the wider of that and ``d · z_q``, where
+        Inside the training range, the quantiles of the out-of-fold log ratios ``log(y/ŷ)`` of
+        folds that leave out whole input-size groups bound the interval (an unseen size's error,
+        :func:`.selection.grouped_residuals`; random 3-fold residuals with fewer than three
+        sizes). Outside it, at distance ``d`` (``extrapolation(X)["max"]``), each bound is that
+        plus ``d · z_q`` (:data:`OUTSIDE`), where
         ``z`` are the extrapolation folds' log ratios divided by their own distance (the wider
         of all folds' quantiles and those of the folds leaving the range in the row's
         direction): the interval grows linearly with how far the query lies beyond the runs.
@@ -279,8 +285,14 @@ class JobRuntimeModel:
                     k = ("executors" if bx else "input_bytes") + ("+" if up else "-")
                     z_lo[m], z_hi[m] = zb[k]
             dd = np.minimum(d, 10.0)
-            lo = np.where(out, np.minimum(lo_q, dd * z_lo), lo)
-            hi = np.where(out, np.maximum(hi_q, dd * z_hi), hi)
+            if OUTSIDE == "add":
+                # beyond the range: the in-range error at unseen sizes plus the drift that grows
+                # with the distance (each one-sided, so the interval never narrows outside)
+                lo = np.where(out, lo_q + dd * np.minimum(z_lo, 0.0), lo)
+                hi = np.where(out, hi_q + dd * np.maximum(z_hi, 0.0), hi)
+            else:
+                lo = np.where(out, np.minimum(lo_q, dd * z_lo), lo)
+                hi = np.where(out, np.maximum(hi_q, dd * z_hi), hi)
         return {"predicted_runtime_s": pred, "lower_s": pred * np.exp(lo), "upper_s": pred * np.exp(hi)}
 
     # ---- persistence --------------------------------------------------------------------

@@ -14,6 +14,10 @@ Score = mean of the interpolation MAPE and the mean extrapolation-fold MAPE. ``a
 builds a ``switch`` component: the candidate with the best interpolation MAPE inside the training
 box, the one with the best extrapolation-fold MAPE beyond it, blended geometrically over
 :data:`BLEND` (relative distance) so predictions do not jump at the edge.
+
+Speed: all folds of an equation are one batched NNLS (0/1 weights), shared with the hybrid
+that uses it as backbone. Interval calibration (:func:`grouped_residuals`) refits the chosen
+structure on three more folds that leave out whole input-size groups.
 """
 from __future__ import annotations
 
