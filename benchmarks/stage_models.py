@@ -289,7 +289,7 @@ def main() -> None:
                     f"(mean |error| {pct(m)} over {len(cross)} pairs, default replay; with the host_cores="
                     f"{args.host_cores} correction: {pct(mh)})",
                 "",
-                f"Why CPU sharing limits this here: every executor of `local-cluster` runs on the same "
+                f"Why CPU sharing limits this here: every executor of the sweep (`local[E]` task threads or `local-cluster` JVMs) runs on the same "
                 f"{os.cpu_count()} cores (and other helpers' processes ran on them too). A recorded task's "
                 "duration already contains the CPU share it got; replaying it on more executors assumes the "
                 "extra slots are real CPUs, so going up from 1-2 executors over-predicts the speed-up once slots "
