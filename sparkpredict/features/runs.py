@@ -100,6 +100,17 @@ def runs_table(source: Any) -> "pd.DataFrame":
                                             errors="coerce").astype("float64"),
         "runtime_s": pd.to_numeric(ok["wall_ms"], errors="coerce").astype("float64") / 1000.0,
     })
+    # local[N] runs one driver-executor with N task threads. When a sweep asked for
+    # spark.executor.instances=E there, the user's "executors" is E threads, so cores per executor
+    # are the slots over E; otherwise executors x cores would count each thread E times.
+    if "master" in ok and "task_slots" in ok:
+        local = ok["master"].astype(str).str.match(r"^local(\[|$)").to_numpy()
+        slots = pd.to_numeric(ok["task_slots"], errors="coerce").to_numpy(dtype="float64")
+        execs = out["executors"].to_numpy(dtype="float64")
+        fix = local & np.isfinite(slots) & (execs > 0) & (slots > 0)
+        cores = out["executor_cores"].to_numpy(dtype="float64").copy()
+        cores[fix] = np.maximum(1.0, np.floor(slots[fix] / execs[fix]))
+        out["executor_cores"] = cores
     for c in _STORE_EXTRAS:
         if c in ok:
             out[c] = pd.to_numeric(ok[c], errors="coerce").astype("float64")

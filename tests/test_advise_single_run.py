@@ -1,0 +1,36 @@
+"""A job recorded once still gets advice: the advisor falls back to replaying its tasks."""
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+
+from sparkpredict import store, suggest_executors
+
+HISTORY = Path(__file__).parent / "data" / "history"
+
+
+@pytest.fixture
+def one_run_store(tmp_path):
+    src = store.open(HISTORY)
+    runs = src.read("runs", form="arrow")
+    runs = runs.filter(pc.equal(runs["job"], "sqljoin"))
+    # the run at 2 executors and the largest size: one run, one executor count
+    df = runs.to_pandas()
+    pick = df[(df.executors_requested == 2)].sort_values("input_bytes").iloc[-1].run_id
+    tables = {name: src.read(name, form="arrow", run_ids=[pick])
+              for name in ("executors", "stages", "tasks", "runs")}
+    dst = store.open(tmp_path / "one", create=True)
+    dst.append(tables)
+    return dst.path, df[df.run_id == pick].iloc[0]
+
+
+def test_single_run_gets_advice_from_the_replay(one_run_store):
+    path, run = one_run_store
+    advice = suggest_executors("sqljoin", int(run.input_bytes), store=path, objective="time",
+                               max_executors=4)
+    assert advice.model_name == "replay"
+    by_e = {c.executors: c for c in advice.candidates}
+    # At the recorded count the replay reproduces the recorded wall time (its self-check).
+    assert by_e[2].predicted_runtime_s == pytest.approx(run.wall_ms / 1000, rel=0.05)
+    assert all(c.lower_s <= c.predicted_runtime_s <= c.upper_s for c in advice.candidates)
+    assert any("runs" in w for w in advice.warnings)  # too few runs is said
