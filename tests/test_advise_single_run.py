@@ -34,3 +34,17 @@ def test_single_run_gets_advice_from_the_replay(one_run_store):
     assert by_e[2].predicted_runtime_s == pytest.approx(run.wall_ms / 1000, rel=0.05)
     assert all(c.lower_s <= c.predicted_runtime_s <= c.upper_s for c in advice.candidates)
     assert any("runs" in w for w in advice.warnings)  # too few runs is said
+
+
+def test_stage_forest_serves_the_advisor():
+    from sparkpredict.features.runs import runs_table
+    from sparkpredict.models.stages import StageRuntimeModel
+
+    runs = runs_table(HISTORY)
+    model = StageRuntimeModel(store=str(HISTORY)).fit(runs[runs.job == "sort"])
+    advice = suggest_executors("sort", "64MB", models={"sort": model}, store=HISTORY,
+                               objective="time", max_executors=6)
+    assert advice.model_name.startswith("stage-forest")
+    assert advice.extrapolates  # 64 MB is twice the largest size recorded
+    times = [c.predicted_runtime_s for c in advice.candidates]
+    assert advice.predicted_runtime_s == min(times) or advice.predicted_runtime_s <= min(times) * 1.02
