@@ -39,14 +39,16 @@ def test_command_adds_listener_and_user_values_win(listener_jar, tmp_path):
     assert conf["spark.extraListeners"] == ["com.x.Other,io.sparkpredict.SparkPredictListener"]
     assert conf["spark.sparkpredict.store"] == [(tmp_path / "s").as_uri()]
     assert conf["spark.sparkpredict.inputBytes"] == ["10"]
-    assert opts[opts.index("--num-executors") + 1] == "7"
+    assert conf["spark.executor.instances"] == ["7"]  # as a conf key: local masters drop --num-executors
+    assert "--num-executors" not in opts
 
 
 def test_command_keeps_users_executor_count_and_needs_an_app(listener_jar):
     cmd = build_command(["--num-executors", "3", "job.py"], executors=9)
     assert cmd.count("--num-executors") == 1 and cmd[cmd.index("--num-executors") + 1] == "3"
+    assert "spark.executor.instances=9" not in cmd
     cmd = build_command(["--conf", "spark.executor.instances=2", "job.py"], executors=9)
-    assert "--num-executors" not in cmd
+    assert "spark.executor.instances=9" not in cmd and "--num-executors" not in cmd
     with pytest.raises(ListenerError, match="no application"):
         build_command(["--master", "local[2]"])
     assert dynamic_allocation_enabled(["--conf", "spark.dynamicAllocation.enabled=true", "j.py"])
