@@ -150,25 +150,17 @@ def stage_features(stages: "pd.DataFrame", tasks: "pd.DataFrame") -> "pd.DataFra
 
 
 #: Call sites of actions called through Py4J: Spark names them either way in different runs.
-_UNSTABLE_SITES = ("NativeMethodAccessorImpl", "DirectMethodHandleAccessor", "<unknown>")
-
-
-def _call_site(name: Any) -> str:
-    head, sep, where = str(name).split("\n", 1)[0].partition(" at ")
-    if not sep or where.startswith(_UNSTABLE_SITES):
-        return head
-    return f"{head} at {where.rsplit('/', 1)[-1]}"
-
-
 def stage_signatures(stages: "pd.DataFrame") -> "pd.Series":
     """The same stage across runs of a job: call site, its occurrence number, and task count.
 
     Stage ids restart in every application and follow the DAG, so the k-th stage with a given
     call site and task count is the same stage in two runs of a deterministic job. Folders and
     Py4J's unstable call sites (``count at NativeMethodAccessorImpl.java:0`` in one run,
-    ``count at <unknown>:0`` in the next) are dropped from the call site.
+    ``count at <unknown>:0`` in the next) are normalised by :func:`features.stages.call_site`.
     """
-    st = stages.sort_values(KEY).assign(_site=lambda d: d["name"].map(_call_site))
+    from .features.stages import call_site
+
+    st = stages.sort_values(KEY).assign(_site=lambda d: d["name"].map(call_site))
     occ = st.groupby(["run_id", "_site", "num_tasks"]).cumcount()
     sig = st["_site"] + "|" + st["num_tasks"].astype(str) + "|" + occ.astype(str)
     return sig.reindex(stages.index)
