@@ -18,6 +18,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="sparkpredict batch retraining (spark-submit)")
     ap.add_argument("--store", required=True, help="history store path or URI")
     ap.add_argument("--force", action="store_true", help="refit every job, changed or not")
+    ap.add_argument("--no-stage-models", dest="stage_models", action="store_false",
+                    help="fit only the whole-job models")
     ap.add_argument("--partitions", type=int, help="fit tasks (default 4 x default parallelism)")
     args = ap.parse_args(argv)
 
@@ -27,10 +29,11 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = SparkSession.builder.appName("sparkpredict-retrain").getOrCreate()
     try:
-        res = retrain_spark(args.store, spark=spark, force=args.force, partitions=args.partitions)
+        res = retrain_spark(args.store, spark=spark, force=args.force, partitions=args.partitions,
+                            stage_models=args.stage_models)
     finally:
         spark.stop()
-    print(json.dumps({"retrain_id": res.retrain_id, "jobs": res.n_jobs, "refit": len(res.refit),
+    print(json.dumps({"retrain_id": res.retrain_id, "jobs": res.n_jobs, "refit": len(res.refit), "stage_refit": len(res.stage_refit),
                       "unchanged": len(res.unchanged), "failed": res.failed, "snapshot": res.snapshot,
                       "seconds": round(res.seconds, 1)}))
     return 0

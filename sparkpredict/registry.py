@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from .models.persist import JobRuntimeModel
+    from .models.stages import StageRuntimeModel
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,8 @@ KIND_STAGE = "stage"
 REGISTRY_SCHEMA = pa.schema([
     ("job", pa.string()),
     ("model_kind", pa.string()),            # KIND_RUNTIME or KIND_STAGE
-    ("signature", pa.string()),             # stage signature for KIND_STAGE, "" otherwise
+    ("signature", pa.string()),             # "": the model covers the whole job (a stage model
+                                            # holds one forest per stage signature inside)
     ("version", pa.int64()),                # 1, 2, ... per (job, model_kind, signature)
     ("trained_at_ms", pa.int64()),          # epoch ms when the model was fitted
     ("n_runs", pa.int64()),                 # runs the model was fitted on
@@ -343,6 +345,27 @@ def load_models(store: Any = None, jobs: Iterable[str] | None = None) -> "dict[s
     return out
 
 
+def load_stage_models(store: Any = None, jobs: Iterable[str] | None = None) -> "dict[str, StageRuntimeModel]":
+    """The current stage-level model of every job that has one, keyed by job.
+
+    A stage model keeps the ids of its training runs, not their stages and tasks: those are read
+    from ``store`` again (they are what a replay needs). A model whose runs are no longer all in
+    the store is refused (:class:`DegenerateDataError`, "refit it").
+    """
+    from .models.stages import StageRuntimeModel
+
+    st = _open(store)
+    reg = read_registry(st)
+    reg = reg[reg.model_kind == KIND_STAGE]
+    if jobs is not None:
+        reg = reg[reg.job.isin(list(jobs))]
+    out: dict[str, StageRuntimeModel] = {}
+    for row in reg.itertuples(index=False):
+        doc = read_artifact(st, row.artifact)
+        out[row.job] = StageRuntimeModel.from_dict(doc["model"], store=st)
+    return out
+
+
 def load_artifacts(store: Any = None, kind: str | None = None) -> dict[tuple[str, str, str], dict]:
     """Raw artifact documents keyed by (job, model_kind, signature), e.g. for stage models."""
     st = _open(store)
@@ -359,7 +382,7 @@ def registry_path(store: Any) -> str:
 
 
 __all__ = [
-    "ARTIFACT_VERSION", "REGISTRY_SCHEMA", "KIND_RUNTIME", "KIND_STAGE", "load_models", "load_artifacts",
+    "ARTIFACT_VERSION", "REGISTRY_SCHEMA", "KIND_RUNTIME", "KIND_STAGE", "load_models", "load_stage_models", "load_artifacts",
     "read_registry", "commit_registry", "current_snapshot", "write_artifact", "read_artifact",
     "make_artifact", "artifact_relpath", "fingerprint", "new_retrain_id",
 ]

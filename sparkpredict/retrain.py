@@ -41,16 +41,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: Jobs to refit at or above which Spark (``local[*]``) beats the local loop on a 2-core
-#: machine, Spark start-up included, for the default ``auto`` models (and the ML kinds);
-#: measured by benchmarks/retrain_scaling.py (see docs/retrain.md).
-CROSSOVER_JOBS = 100
-#: The same for a single equation (``kind="amdahl"``, ...): each fit is ~50x cheaper, so
-#: Spark's start-up takes many more jobs to pay back.
-CROSSOVER_JOBS_EQUATION = 1_000_000
+#: machine, JVM start-up included, for the default ``auto`` models (and the ML kinds): measured
+#: 221 by benchmarks/retrain_scaling.py on 1,000 jobs (quiet machine; see docs/retrain.md).
+CROSSOVER_JOBS = 220
+#: The same for a single equation (``kind="amdahl"``, ...): each fit is ~10x cheaper, so Spark's
+#: start-up takes more jobs to pay back (measured 1,279).
+CROSSOVER_JOBS_EQUATION = 1300
 CROSSOVER_ENV = "SPARKPREDICT_RETRAIN_CROSSOVER"
 
 #: Output schema of the applyInPandas step: one row per job.
-_UDF_SCHEMA = "job string, status string, doc string, error string"
+_UDF_SCHEMA = "job string, kind string, status string, doc string, error string"
 
 @dataclass
 class RetrainResult:
@@ -62,6 +62,8 @@ class RetrainResult:
     refit: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    stage_refit: list[str] = field(default_factory=list)    # jobs whose stage model was refit
+    stage_skipped: list[str] = field(default_factory=list)  # refit jobs without stage rows
     snapshot: str | None = None
     seconds: float = 0.0
     master: str | None = None
@@ -123,14 +125,73 @@ def fit_group(raw_runs: "pd.DataFrame", *, random_state: int = 0, kind: str = "a
     return doc
 
 
-def fit_group_safe(raw_runs: "pd.DataFrame", **kw: Any) -> tuple[str, str | None, str | None]:
-    """(job, artifact JSON or None, error or None): a job that cannot be fitted does not stop the others."""
-    job = str(raw_runs["job"].iloc[0]) if len(raw_runs) else ""
+def _conform_rows(table: str, df: "pd.DataFrame | None") -> "pd.DataFrame":
+    """Rows of a store table as :meth:`Store.read` gives them, whichever path read them."""
+    if df is None or not len(df):
+        return S.empty_table(table).to_pandas()
+    cols = [c for c in S.TABLES[table].names if c in df.columns]
+    return S.conform(table, pa.Table.from_pandas(df[cols], preserve_index=False)).to_pandas()
+
+
+def fit_stage_group(raw_runs: "pd.DataFrame", stages: "pd.DataFrame | None", tasks: "pd.DataFrame | None",
+                    *, random_state: int = 0) -> dict | None:
+    """Fit one job's stage-level model (a random forest per stage signature, see
+    :class:`sparkpredict.models.stages.StageRuntimeModel`); return its artifact document, or
+    None when the job's runs have no stage rows (histories ingested without stages, C3O-like runs).
+
+    The one stage-fitting function of both paths: the job's ``runs`` rows and its ``stages`` and
+    ``tasks`` rows in any order (the model sorts them).
+    """
+    from .errors import DegenerateDataError
+    from .features.runs import runs_table
+    from .models.stages import StageRuntimeModel
+
+    raw = _normalize(raw_runs)
+    job = str(raw["job"].dropna().iloc[0])
+    valid = runs_table(raw)  # the runs a whole-job model would use: finished, with a wall time
+    stages = _conform_rows("stages", stages)
+    stages = stages[stages["run_id"].isin(valid["run_id"])]
+    if stages.empty:
+        return None
+    tasks = _conform_rows("tasks", tasks)
     try:
-        doc = fit_group(raw_runs, **kw)
+        model = StageRuntimeModel(tables={"runs": raw, "stages": stages, "tasks": tasks},
+                                  random_state=random_state).fit(valid[["run_id"]])
+    except DegenerateDataError:
+        return None  # stages without task times: nothing for a per-task forest to learn
+    doc = R.make_artifact(job, R.KIND_STAGE, model.to_dict(),
+                          trained_on=R.fingerprint(raw["run_id"], raw["updated_ms"]), trained_on_rows=len(raw))
+    doc["meta"] = {"model_name": str(model.name_), "fit_kind": R.KIND_STAGE,
+                   "cv_mape": _float_or_none(model.cv_mape_), "n_runs": int(model.n_runs_),
+                   "training_range": _jsonable(model.training_range_),
+                   "signatures": len(model.signatures_), "signature_forests": len(model.forests_)}
+    return doc
+
+
+#: One fit outcome: (job, model_kind, status, artifact JSON, error); status is "fit", "failed",
+#: "unchanged" or "skipped" (a stage model for a job without stage rows).
+Outcome = tuple[str, str, str, "str | None", "str | None"]
+
+
+def fit_group_safe(raw_runs: "pd.DataFrame", stages: "pd.DataFrame | None" = None,
+                   tasks: "pd.DataFrame | None" = None, *, stage_models: bool = False,
+                   **kw: Any) -> list[Outcome]:
+    """The job's whole-job model and (``stage_models``) its stage model; a job or model that
+    cannot be fitted does not stop the others."""
+    job = str(raw_runs["job"].iloc[0]) if len(raw_runs) else ""
+    out: list[Outcome] = []
+    try:
+        out.append((job, R.KIND_RUNTIME, "fit", json.dumps(fit_group(raw_runs, **kw), sort_keys=True), None))
     except (SparkPredictError, ValueError) as exc:
-        return job, None, f"{type(exc).__name__}: {exc}"
-    return job, json.dumps(doc, sort_keys=True), None
+        out.append((job, R.KIND_RUNTIME, "failed", None, f"{type(exc).__name__}: {exc}"))
+    if stage_models:
+        try:
+            doc = fit_stage_group(raw_runs, stages, tasks, random_state=kw.get("random_state", 0))
+            out.append((job, R.KIND_STAGE, "skipped", None, None) if doc is None
+                       else (job, R.KIND_STAGE, "fit", json.dumps(doc, sort_keys=True), None))
+        except (SparkPredictError, ValueError) as exc:
+            out.append((job, R.KIND_STAGE, "failed", None, f"{type(exc).__name__}: {exc}"))
+    return out
 
 
 def _float_or_none(v: Any) -> float | None:
@@ -148,11 +209,11 @@ def _jsonable(v: Any) -> Any:
 
 
 # ---- planning: which jobs need a refit ----------------------------------------------------------
-def _prev_state(prev: "pd.DataFrame") -> dict[str, tuple]:
-    """job -> what decides staleness, small enough to ship to Spark's Python workers."""
-    cur = prev[prev.model_kind == R.KIND_RUNTIME]
-    return {r.job: (r.trained_on, _int(r.artifact_version), _int(r.model_format_version),
-                    _int(r.store_schema_version), r.fit_kind) for r in cur.itertuples(index=False)}
+def _prev_state(prev: "pd.DataFrame") -> dict[tuple[str, str], tuple]:
+    """(job, model_kind) -> what decides staleness, small enough to ship to Spark's Python workers."""
+    cur = prev[prev.model_kind.isin([R.KIND_RUNTIME, R.KIND_STAGE]) & (prev.signature.fillna("") == "")]
+    return {(r.job, r.model_kind): (r.trained_on, _int(r.artifact_version), _int(r.model_format_version),
+                                    _int(r.store_schema_version), r.fit_kind) for r in cur.itertuples(index=False)}
 
 
 def _is_stale(state: tuple | None, fp: str, force: bool, kind: str, model_format: int) -> bool:
@@ -160,12 +221,21 @@ def _is_stale(state: tuple | None, fp: str, force: bool, kind: str, model_format
     return force or state is None or state != (fp, R.ARTIFACT_VERSION, model_format, S.SCHEMA_VERSION, kind)
 
 
+def _job_is_stale(state: dict[tuple[str, str], tuple], job: str, fp: str, force: bool, kind: str) -> bool:
+    """The job's whole-job model is stale, or its stage model (when it has one) is: both are refit
+    together. A job without a stage model gets one when its runs next change (or with force)."""
+    from .models.stages import STAGE_FORMAT_VERSION
+
+    stage = state.get((job, R.KIND_STAGE))
+    return _is_stale(state.get((job, R.KIND_RUNTIME)), fp, force, kind, R.runtime_model_format()) or (
+        stage is not None and _is_stale(stage, fp, False, R.KIND_STAGE, STAGE_FORMAT_VERSION))
+
+
 def _plan(prev: "pd.DataFrame", fingerprints: dict[str, tuple[str, int]], force: bool,
           kind: str = "auto") -> list[str]:
     """The jobs of ``fingerprints`` that need a refit, sorted."""
-    state, model_format = _prev_state(prev), R.runtime_model_format()
-    return [job for job, (fp, _n) in sorted(fingerprints.items())
-            if _is_stale(state.get(job), fp, force, kind, model_format)]
+    state = _prev_state(prev)
+    return [job for job, (fp, _n) in sorted(fingerprints.items()) if _job_is_stale(state, job, fp, force, kind)]
 
 
 def _check_kind(kind: str) -> None:
@@ -195,30 +265,34 @@ def _local_fingerprints(raw: "pd.DataFrame") -> dict[str, tuple[str, int]]:
 
 
 # ---- commit: artifacts, then the registry in one rename -----------------------------------------
-def _commit(st: store_io.Store, prev: "pd.DataFrame", results: Iterable[tuple[str, str | None, str | None]],
+def _commit(st: store_io.Store, prev: "pd.DataFrame", results: Iterable[Outcome],
             result: RetrainResult, on_artifact: Callable[[int], None] | None) -> RetrainResult:
     import pandas as pd
 
     rows = {tuple(r[k] for k in R.KEY): r for r in prev.to_dict("records")}
     now_ms = int(time.time() * 1000)
     written = 0
-    for job, doc_json, err in results:
-        if err is not None or doc_json is None:
-            result.failed[job] = err or "no model"
-            log.warning("retrain: job %r not refit: %s", job, err)
+    for job, kind, status, doc_json, err in results:
+        if status == "skipped":
+            result.stage_skipped.append(job)
+            continue
+        if status != "fit" or doc_json is None:
+            key = job if kind == R.KIND_RUNTIME else f"{job} ({kind} model)"
+            result.failed[key] = err or "no model"
+            log.warning("retrain: %s model of job %r not refit: %s", kind, job, err)
             continue
         doc = json.loads(doc_json)
         meta = doc.pop("meta")
-        key = (job, R.KIND_RUNTIME, "")
+        key = (job, kind, "")
         version = int(rows[key]["version"]) + 1 if key in rows else 1
-        rel = R.artifact_relpath(job, R.KIND_RUNTIME, version, result.retrain_id)
+        rel = R.artifact_relpath(job, kind, version, result.retrain_id)
         R.write_artifact(st, rel, doc)
         written += 1
-        result.refit.append(job)
+        (result.refit if kind == R.KIND_RUNTIME else result.stage_refit).append(job)
         if on_artifact is not None:
             on_artifact(written)  # test hook: raising here must leave the previous registry current
         rows[key] = {
-            "job": job, "model_kind": R.KIND_RUNTIME, "signature": "", "version": version,
+            "job": job, "model_kind": kind, "signature": "", "version": version,
             "trained_at_ms": now_ms, "n_runs": meta["n_runs"], "cv_mape": meta["cv_mape"],
             "model_name": meta["model_name"], "fit_kind": meta["fit_kind"], "training_range_json": json.dumps(meta["training_range"]),
             "trained_on": doc["trained_on"], "trained_on_rows": doc["trained_on_rows"], "artifact": rel,
@@ -228,6 +302,8 @@ def _commit(st: store_io.Store, prev: "pd.DataFrame", results: Iterable[tuple[st
             "fit_path": result.fit_path, "registry_version": R.REGISTRY_VERSION,
         }
     result.refit.sort()
+    result.stage_refit.sort()
+    result.stage_skipped.sort()
     if written:
         result.snapshot = R.commit_registry(st, pd.DataFrame(list(rows.values())), result.retrain_id)
     else:
@@ -237,7 +313,7 @@ def _commit(st: store_io.Store, prev: "pd.DataFrame", results: Iterable[tuple[st
 
 # ---- the local path -----------------------------------------------------------------------------
 def retrain_local(store: Any = None, *, force: bool = False, random_state: int = 0, jobs: Iterable[str] | None = None,
-                  kind: str = "auto",
+                  kind: str = "auto", stage_models: bool = True,
                   on_artifact: Callable[[int], None] | None = None) -> RetrainResult:
     """Refit stale jobs in this process (no JVM). See :func:`retrain` for the parameters."""
     _check_kind(kind)
@@ -250,11 +326,19 @@ def retrain_local(store: Any = None, *, force: bool = False, random_state: int =
     stale = _plan(prev, fps, force, kind)
     result.n_jobs = len(fps)
     result.unchanged = sorted(set(fps) - set(stale))
-    groups = {str(j): g for j, g in raw[raw.job.notna() & raw.run_id.notna()].groupby("job", sort=True)}
+    raw = raw[raw.job.notna() & raw.run_id.notna()]
+    groups = {str(j): g for j, g in raw.groupby("job", sort=True)}
+    detail: dict[str, dict] = {"stages": {}, "tasks": {}}
+    if stage_models and stale:
+        job_of = dict(zip(raw["run_id"], raw["job"].astype(str)))
+        for table in detail:
+            rows = st.read(table)
+            detail[table] = {j: g for j, g in rows.groupby(rows["run_id"].map(job_of), sort=False)}
 
-    def fits() -> Iterator[tuple[str, str | None, str | None]]:
+    def fits() -> Iterator[Outcome]:
         for job in stale:
-            yield fit_group_safe(groups[job], random_state=random_state, kind=kind)
+            yield from fit_group_safe(groups[job], detail["stages"].get(job), detail["tasks"].get(job),
+                                      stage_models=stage_models, random_state=random_state, kind=kind)
 
     _commit(st, prev, fits(), result, on_artifact)
     result.seconds = time.perf_counter() - t0
@@ -310,7 +394,7 @@ def read_committed_spark(spark: Any, st: store_io.Store, table: str):
 
 def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = None, force: bool = False,
                   random_state: int = 0, jobs: Iterable[str] | None = None, kind: str = "auto",
-                  partitions: int | None = None, method: str = "map",
+                  partitions: int | None = None, method: str = "map", stage_models: bool = True,
                   on_artifact: Callable[[int], None] | None = None) -> RetrainResult:
     """Refit stale jobs inside Spark (see :func:`retrain`).
 
@@ -321,7 +405,9 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
     ``partitions``: fit tasks (default 4 x default parallelism). ``method``: ``"map"``
     (default; ``repartition(job)`` + ``mapInPandas``, one Python call per partition) or
     ``"apply"`` (``groupBy(job).applyInPandas``, one call per job: same results, 3-4x the
-    per-job overhead measured here, see docs/retrain.md).
+    per-job overhead measured here, see docs/retrain.md). ``stage_models``: also fit each
+    job's stage model; when the store holds stage rows, each job's runs are cogrouped with its
+    stage and task rows (``groupBy(job).cogroup(...).applyInPandas``).
     """
     _check_kind(kind)
     if method not in ("map", "apply"):
@@ -352,8 +438,12 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
             latest = read_runs_spark(spark, st)
             if jobs is not None:
                 latest = latest.where(F.col("job").isin(sorted(set(jobs))))
-            udf = _make_udf(random_state, kind, force, _prev_state(prev))
-            if method == "apply":
+            udf = _make_udf(random_state, kind, force, _prev_state(prev), stage_models)
+            detail = _detail_rows(spark, st, latest) if stage_models else None
+            if detail is not None:
+                rows = (latest.groupBy("job").cogroup(detail.groupBy("job"))
+                        .applyInPandas(_cogroup_udf(udf), _UDF_SCHEMA).collect())
+            elif method == "apply":
                 rows = latest.groupBy("job").applyInPandas(udf, _UDF_SCHEMA).collect()
             else:
                 # Same function per job, but one Python call per partition instead of per job:
@@ -361,11 +451,11 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
                 n = int(spark.conf.get("spark.sql.shuffle.partitions"))
                 rows = (latest.repartition(n, "job").sortWithinPartitions("job")
                         .mapInPandas(_per_partition(udf), _UDF_SCHEMA).collect())
-        rows.sort(key=lambda r: r["job"])
-        result.n_jobs = len(rows)
+        rows.sort(key=lambda r: (r["job"], r["kind"]))
+        result.n_jobs = len({r["job"] for r in rows})
         result.unchanged = [r["job"] for r in rows if r["status"] == "unchanged"]
-        _commit(st, prev, ((r["job"], r["doc"], r["error"]) for r in rows if r["status"] != "unchanged"),
-                result, on_artifact)
+        _commit(st, prev, ((r["job"], r["kind"], r["status"], r["doc"], r["error"])
+                           for r in rows if r["status"] != "unchanged"), result, on_artifact)
     finally:
         for k, v in saved.items():
             if v is not None:
@@ -376,22 +466,61 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
     return result
 
 
-def _make_udf(random_state: int, kind: str, force: bool, state: dict[str, tuple]):
-    def fit_pdf(pdf):  # runs on the executors' Python workers
+def _detail_rows(spark: Any, st: store_io.Store, latest: Any) -> Any:
+    """Committed stage and task rows with their run's job, as one frame (``_table`` says which),
+    or None when the store has no stage rows."""
+    from pyspark.sql import functions as F
+
+    have = [t for t in ("stages", "tasks")
+            if st.fs.get_file_info(f"{st.root.rstrip('/')}/{t}").type == pafs.FileType.Directory]
+    if "stages" not in have:
+        return None
+    # New attributes for the job column: `latest` is cogrouped with this frame, and a column it
+    # shares by lineage makes Spark's analyser call the grouping key ambiguous.
+    jobs_of = latest.select(F.col("run_id").alias("_run_id"), F.col("job").alias("_job"))
+    parts = [read_committed_spark(spark, st, t)
+             .join(jobs_of, F.col("run_id") == F.col("_run_id")).drop("_run_id")
+             .withColumnRenamed("_job", "job").withColumn("_table", F.lit(t))
+             for t in have]
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1], allowMissingColumns=True)
+
+
+def _make_udf(random_state: int, kind: str, force: bool, state: dict[tuple[str, str], tuple],
+              stage_models: bool = True):
+    def fit_pdf(pdf):  # one argument: Spark passes (key, frame) to a function of two
+        return fit_job(pdf, None)
+
+    def fit_job(pdf, detail):  # runs on the executors' Python workers
         import pandas as pd
 
         from sparkpredict import registry as R
-        from sparkpredict.retrain import _is_stale, fit_group_safe
+        from sparkpredict.retrain import _job_is_stale, fit_group_safe
 
         job = str(pdf["job"].iloc[0])
         fp = R.fingerprint(pdf["run_id"], pdf["updated_ms"])
-        if not _is_stale(state.get(job), fp, force, kind, R.runtime_model_format()):
-            return pd.DataFrame({"job": [job], "status": ["unchanged"], "doc": [None], "error": [None]})
-        job, doc, err = fit_group_safe(pdf, random_state=random_state, kind=kind)
-        return pd.DataFrame({"job": [job], "status": ["fit" if err is None else "failed"],
-                             "doc": [doc], "error": [err]})
+        if not _job_is_stale(state, job, fp, force, kind):
+            out = [(job, R.KIND_RUNTIME, "unchanged", None, None)]
+        else:
+            by = {} if detail is None or detail.empty else dict(tuple(detail.groupby("_table")))
+            out = fit_group_safe(pdf, by.get("stages"), by.get("tasks"), stage_models=stage_models,
+                                 random_state=random_state, kind=kind)
+        return pd.DataFrame(out, columns=["job", "kind", "status", "doc", "error"])
 
+    fit_pdf.with_detail = fit_job  # type: ignore[attr-defined]
     return fit_pdf
+
+
+def _cogroup_udf(per_job: Callable[..., "pd.DataFrame"]):
+    with_detail = per_job.with_detail  # type: ignore[attr-defined]
+
+    def fit_cogroup(runs, detail):
+        if runs.empty:  # stage rows of a job without committed runs: nothing to fit
+            import pandas as pd
+
+            return pd.DataFrame(columns=["job", "kind", "status", "doc", "error"])
+        return with_detail(runs, detail)
+
+    return fit_cogroup
 
 
 def _per_partition(per_job: Callable[["pd.DataFrame"], "pd.DataFrame"]):
@@ -466,7 +595,7 @@ def choose_path(n_stale: int, kind: str = "auto") -> str:
 
 def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | None = None,
             force: bool = False, kind: str = "auto", random_state: int = 0, spark: Any = None,
-            on_artifact: Callable[[int], None] | None = None) -> RetrainResult:
+            stage_models: bool = True, on_artifact: Callable[[int], None] | None = None) -> RetrainResult:
     """Refit the models of every job with new runs and commit them to the store's registry.
 
     Parameters
@@ -487,6 +616,9 @@ def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | N
         Seed passed to every fit (fits are deterministic).
     spark : SparkSession, optional
         Use this session for the Spark path instead of starting one.
+    stage_models : bool
+        Also fit each refit job's stage-level model (a random forest per stage signature,
+        :class:`sparkpredict.models.stages.StageRuntimeModel`) when its runs have stage rows.
     on_artifact : callable, optional
         Test hook, called with the number of artifacts written after each one; an exception it
         raises aborts the retrain before the registry commit (the previous registry stays current).
@@ -512,9 +644,10 @@ def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | N
                      "spark" if use_spark else "local")
     if use_spark:
         return retrain_spark(store, spark=spark, master=master, force=force, kind=kind,
-                             random_state=random_state, on_artifact=on_artifact)
-    return retrain_local(store, force=force, kind=kind, random_state=random_state, on_artifact=on_artifact)
+                             random_state=random_state, stage_models=stage_models, on_artifact=on_artifact)
+    return retrain_local(store, force=force, kind=kind, random_state=random_state, stage_models=stage_models,
+                         on_artifact=on_artifact)
 
 
-__all__ = ["retrain", "retrain_local", "retrain_spark", "fit_group", "RetrainResult", "plan", "choose_path",
+__all__ = ["retrain", "retrain_local", "retrain_spark", "fit_group", "fit_stage_group", "RetrainResult", "plan", "choose_path",
            "crossover_jobs", "read_runs_spark", "read_committed_spark", "CROSSOVER_JOBS"]

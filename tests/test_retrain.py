@@ -96,7 +96,8 @@ def test_spark_local2_equals_local_fit_incremental_and_faults(history, spark_app
         new["run_id"] = new["app_id"] = new["run_id"] + "-again"
         new["updated_ms"] += 10**7
         st.append({"runs": new})
-        inc = RT.retrain_spark(path, spark=spark, kind=KIND, method="apply")  # groupBy.applyInPandas
+        # groupBy.applyInPandas (the cogroup with stage rows is covered by the stage-model test)
+        inc = RT.retrain_spark(path, spark=spark, kind=KIND, method="apply", stage_models=False)
         assert inc.refit == ["job-00005", "job-00050", "job-00150"] and len(inc.unchanged) == N_JOBS - 3
         reg = R.read_registry(st).set_index("job")
         assert reg.loc["job-00050", "version"] == reg.loc["job-00051", "version"] + 1
@@ -123,3 +124,42 @@ def test_spark_local2_equals_local_fit_incremental_and_faults(history, spark_app
         assert spark.conf.get("spark.sql.shuffle.partitions") == "4"
 
 
+
+
+def test_stage_models_from_spark_equal_the_local_fit_and_load_from_the_registry(spark_app, tmp_path):
+    """Stage-level models (a forest per stage signature) of the committed history: the Spark path
+    (runs cogrouped with stage and task rows) writes the same artifacts as the local loop, and the
+    registry's model predicts what a fresh fit predicts."""
+    import shutil
+
+    import numpy as np
+
+    from sparkpredict.models.stages import StageRuntimeModel
+
+    src = Path(__file__).parent / "data" / "history"
+    local, spark_store = tmp_path / "local", tmp_path / "spark"
+    shutil.copytree(src, local)
+    shutil.copytree(src, spark_store)
+    loc = RT.retrain_local(local)
+    with spark_app(tmp_path / "listener-store", job="retrain-test", master="local[2]") as spark:
+        sp = RT.retrain_spark(spark_store, spark=spark)
+    jobs = ["sort", "sqljoin", "wordcount"]
+    assert loc.stage_refit == sp.stage_refit == jobs and not loc.failed and not sp.failed
+
+    def stage_docs(path):
+        return {k[0]: json.dumps(d["model"], sort_keys=True) for k, d in R.load_artifacts(path, kind="stage").items()}
+
+    assert stage_docs(local) == stage_docs(spark_store)
+    assert all(json.loads(d)["forests"] for d in stage_docs(local).values())  # per-signature forests
+    reg = R.read_registry(spark_store)
+    assert sorted(reg[reg.model_kind == "stage"].job) == jobs
+
+    st = store.open(src)
+    runs = st.runs()
+    fresh = StageRuntimeModel(store=st).fit(runs[runs.job == "sort"])
+    loaded = R.load_stage_models(spark_store)["sort"]
+    X = pd.DataFrame({"job": "sort", "input_bytes": [6 << 20, 64 << 20], "executors": [2, 4]})
+    assert np.array_equal(loaded.predict(X), fresh.predict(X))
+    # Unchanged runs: nothing is refit, the stage models included.
+    again = RT.retrain_local(spark_store)
+    assert again.refit == [] and again.stage_refit == [] and again.unchanged == jobs

@@ -197,3 +197,40 @@ def test_combining_stage_times_by_replay_agrees_with_waves_on_sequential_stages(
     assert np.mean(np.abs(b - real) / real) < 0.05
     with pytest.raises(InputError, match="combine"):
         StageRuntimeModel(store=path, combine="sum").fit(runs)
+
+
+def test_forest_arrays_predict_exactly_like_the_scikit_learn_forest():
+    from sklearn.ensemble import RandomForestRegressor
+
+    from sparkpredict.models.forest_json import forest_from_dict, forest_to_dict
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 5)) * [1, 10, 100, 1e6, 1e9]
+    y = X[:, 0] ** 2 + np.sin(X[:, 1]) + (X[:, 3] > 0)
+    rf = RandomForestRegressor(n_estimators=20, random_state=0, oob_score=True).fit(X, y)
+    back = forest_from_dict(json.loads(json.dumps(forest_to_dict(rf))))
+    Xq = rng.normal(size=(500, 5)) * [1, 10, 100, 1e6, 1e9]
+    assert np.array_equal(back.predict(Xq), rf.predict(Xq))
+    assert all(np.array_equal(a.predict(Xq), b.predict(Xq)) for a, b in zip(back.estimators_, rf.estimators_))
+    assert np.array_equal(back.oob_prediction_, rf.oob_prediction_)
+    with pytest.raises(ValueError, match="sparkpredict.forest"):
+        forest_from_dict({"format": "pickle", "version": 1})
+
+
+def test_stage_model_json_round_trip_predicts_the_same(history, tmp_path):
+    path, runs, _ = history
+    model = StageRuntimeModel(store=path, random_state=1).fit(runs)
+    doc = json.loads(json.dumps(model.to_dict()))  # JSON only: no pickle, no estimator objects
+    back = StageRuntimeModel.from_dict(doc, store=path)
+    X = pd.DataFrame({"job": runs["job"].iloc[0], "input_bytes": [100 * MiB, 700 * MiB, 3000 * MiB],
+                      "executors": [1, 2, 5]})
+    a, b = model.predict_interval(X), back.predict_interval(X)
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert back.cv_mape_ == model.cv_mape_ and back.name_ == model.name_
+    # The runs it was fitted on must still be in the store it is loaded against.
+    other = store_mod.open(tmp_path / "other", create=True)
+    other.append(make_run(99, 64 * MiB, 1)[0])
+    with pytest.raises(DegenerateDataError, match="refit"):
+        StageRuntimeModel.from_dict(doc, store=other)
+    with pytest.raises(InputError, match="retrain --force"):
+        StageRuntimeModel.from_dict({**doc, "version": 99}, store=path)

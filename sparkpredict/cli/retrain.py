@@ -21,6 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true", help="refit every job, changed or not")
     p.add_argument("--kind", default="auto",
                    help="model kind of every fit: auto (default), hybrid, an equation or an ML kind")
+    p.add_argument("--no-stage-models", dest="stage_models", action="store_false",
+                   help="fit only the whole-job models, not each job's stage-level forests")
     p.add_argument("--dry-run", action="store_true", help="only say which jobs would be refit, and how")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_run)
@@ -45,16 +47,20 @@ def _run(args: argparse.Namespace) -> int:
             for job in stale:
                 print(f"  {job}")
         return 0
-    res = RT.retrain(args.store, use_spark=use_spark, master=args.master, force=args.force, kind=args.kind)
+    res = RT.retrain(args.store, use_spark=use_spark, master=args.master, force=args.force, kind=args.kind,
+                     stage_models=args.stage_models)
     if args.json:
         print(json.dumps({
             "retrain_id": res.retrain_id, "path": res.fit_path, "master": res.master, "jobs": res.n_jobs,
-            "refit": res.refit, "unchanged": len(res.unchanged), "failed": res.failed,
+            "refit": res.refit, "stage_refit": res.stage_refit, "stage_skipped": res.stage_skipped,
+            "unchanged": len(res.unchanged), "failed": res.failed,
             "snapshot": res.snapshot, "seconds": round(res.seconds, 3)}, indent=2))
     else:
         where = res.fit_path + (f" ({res.master})" if res.master else "")
         print(f"refit {len(res.refit)} of {res.n_jobs} job(s) on the {where} path in {res.seconds:.1f} s; "
               f"{len(res.unchanged)} unchanged, {len(res.failed)} failed")
+        if res.stage_refit or res.stage_skipped:
+            print(f"stage models: {len(res.stage_refit)} refit, {len(res.stage_skipped)} job(s) without stage rows")
         for job, why in sorted(res.failed.items()):
             print(f"  not refit: {job}: {why}")
         if res.snapshot:

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 _MB = 2.0**20
 FEATURES = F.DATA_FEATURES + F.CONFIG_FEATURES
 #: Configuration a query row may give (columns of X); the rest comes from the reference run.
+STAGE_FORMAT = "sparkpredict.stage_model"
+STAGE_FORMAT_VERSION = 1
 QUERY_CONFIG = ("shuffle_partitions", "max_partition_bytes", "default_parallelism", "aqe", "kryo",
                 "memory_fraction", "shuffle_compress")
 
@@ -107,11 +109,31 @@ class StageRuntimeModel:
         if runs_df is None or "run_id" not in runs_df or len(runs_df) == 0:
             raise DegenerateDataError("the stage model needs runs with a run_id column",
                                       "export runs with `sparkpredict runs`, which keeps run_id")
-        run_ids = [str(r) for r in runs_df["run_id"]]
+        table = self._prepare([str(r) for r in runs_df["run_id"]])
+        yv = self._target(table)
+        self.shared_ = self._forest().fit(self._X(table, shared=True), yv)
+        self.forests_: dict = {}
+        if self.mode != "shared":
+            for sig, g in table.groupby("signature"):
+                if len(g) >= self.min_rows_per_signature or self.mode == "per_signature":
+                    self.forests_[sig] = self._forest().fit(self._X(g), yv[g.index])
+        self.feature_importances_ = _importances(self.shared_, FEATURES + ["signature_code"])
+        self.signature_importances_ = {s: _importances(f, FEATURES) for s, f in self.forests_.items()}
+        self.cv_mape_, self._oob_abs_rel = self._oob_job_errors()
+        return self
+
+    def _prepare(self, run_ids: list[str]) -> "pd.DataFrame":
+        """Read the runs' stages and tasks and set everything that follows from the data alone
+        (training table, signatures, reference runs, driver trends); returns the training table."""
         runs, stages, tasks = _load(self.store, self.tables, run_ids)
         if stages is None or stages.empty:
             raise DegenerateDataError("no stage rows for these runs in the store",
                                       "record runs with the sparkpredict listener or ingest their event logs")
+        # One row order whatever read the rows (a store, Spark, event logs): the forests'
+        # bootstrap samples pick rows by position.
+        stages = _sorted(stages, ["run_id", "stage_id", "stage_attempt_id"])
+        tasks = None if tasks is None else _sorted(tasks, ["run_id", "stage_id", "stage_attempt_id",
+                                                           "task_id", "attempt"])
         for cache in ("_base_cache", "_hist_cache"):
             self.__dict__.pop(cache, None)
         table = F.stage_table(runs, stages, tasks)
@@ -126,16 +148,6 @@ class StageRuntimeModel:
         self._sig_code = {s: i for i, s in enumerate(self.signatures_)}
         table["signature_code"] = table["signature"].map(self._sig_code).astype(float)
         self.stage_table_ = table
-        yv = self._target(table)
-
-        self.shared_ = self._forest().fit(self._X(table, shared=True), yv)
-        self.forests_: dict = {}
-        if self.mode != "shared":
-            for sig, g in table.groupby("signature"):
-                if len(g) >= self.min_rows_per_signature or self.mode == "per_signature":
-                    self.forests_[sig] = self._forest().fit(self._X(g), yv[g.index])
-        self.feature_importances_ = _importances(self.shared_, FEATURES + ["signature_code"])
-        self.signature_importances_ = {s: _importances(f, FEATURES) for s, f in self.forests_.items()}
         self._timelines: dict = {}
         self.n_runs_ = int(table["run_id"].nunique())
         ib = self.runs_["input_bytes"].astype(float)
@@ -147,8 +159,51 @@ class StageRuntimeModel:
         first = stages.groupby("run_id")["submission_ms"].min()
         heads = {r: float(first[r] - self.runs_.loc[r, "start_ms"]) for r in self.runs_.index if r in first.index}
         self.head_slope_ms_ = sim.head_trends(self.runs_, heads, self._exec) if self.driver_trend else {}
-        self.cv_mape_, self._oob_abs_rel = self._oob_job_errors()
+        return table
+
+    # ---- persistence --------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """JSON-safe state: parameters, training run ids and the forests' arrays (no pickle).
+
+        The runs' stages and tasks are not copied: :meth:`from_dict` reads them again from the
+        store, which holds them already (a registry artifact lives in that store)."""
+        from .forest_json import forest_to_dict
+
+        self._check()
+        return {"format": STAGE_FORMAT, "version": STAGE_FORMAT_VERSION, "params": self._params(),
+                "run_ids": [str(r) for r in self.runs_.index], "name": self.name_,
+                "n_runs": self.n_runs_, "cv_mape": _json_float(self.cv_mape_),
+                "oob_abs_rel": [float(v) for v in self._oob_abs_rel],
+                "shared": forest_to_dict(self.shared_),
+                "forests": {sig: forest_to_dict(f) for sig, f in sorted(self.forests_.items())}}
+
+    @classmethod
+    def from_dict(cls, d: dict, *, store=None, tables: dict | None = None) -> "StageRuntimeModel":
+        """The model of :meth:`to_dict`, predicting with numpy only, its runs read from ``store``."""
+        from .forest_json import forest_from_dict
+
+        if d.get("format") != STAGE_FORMAT or d.get("version") != STAGE_FORMAT_VERSION:
+            raise InputError(f"not a stage model of format v{STAGE_FORMAT_VERSION} (got {d.get('format')!r} "
+                             f"v{d.get('version')!r})", "refit it with `sparkpredict retrain --force`")
+        self = cls(store=store, tables=tables, **d["params"])
+        try:
+            self._prepare(list(d["run_ids"]))
+            held = self.n_runs_
+        except DegenerateDataError:
+            held = 0
+        if held != d["n_runs"]:
+            raise DegenerateDataError(
+                f"the store holds {held} of the {d['n_runs']} runs this stage model was fitted on",
+                "refit it with `sparkpredict retrain --force`")
+        self.shared_ = forest_from_dict(d["shared"])
+        self.forests_ = {sig: forest_from_dict(f) for sig, f in d["forests"].items()}
+        self.cv_mape_ = float("nan") if d["cv_mape"] is None else float(d["cv_mape"])
+        self._oob_abs_rel = np.asarray(d["oob_abs_rel"], dtype=float)
         return self
+
+    def _params(self) -> dict:
+        return {k: getattr(self, k) for k in ("mode", "target", "combine", "n_estimators",
+                                              "min_rows_per_signature", "driver_trend", "random_state")}
 
     def _forest(self):
         return _QuietForest(n_estimators=self.n_estimators, random_state=self.random_state,
@@ -467,6 +522,15 @@ def _importances(forest, names: list[str]) -> "pd.Series":
     import pandas as pd
 
     return pd.Series(forest.feature_importances_, index=names).sort_values(ascending=False)
+
+
+def _sorted(df: "pd.DataFrame", keys: list[str]) -> "pd.DataFrame":
+    keys = [k for k in keys if k in df.columns]
+    return df.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
+
+
+def _json_float(v) -> float | None:
+    return None if v is None or not math.isfinite(float(v)) else float(v)
 
 
 def _opt(v):
