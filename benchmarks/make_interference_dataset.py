@@ -7,8 +7,9 @@ The order of conditions is shuffled within each round so that slow drifts of the
 background load spread over all conditions. The 1-minute load average before and after each run
 goes to ``runs.csv`` next to the store, because "clean" runs on a shared machine are not clean.
 
-    python benchmarks/make_interference_dataset.py --store tests/data/interference/store \\
-        --workloads wordcount:24MB,sort:24MB,sqljoin:24MB --rounds 2 --clean 4
+    python benchmarks/make_interference_dataset.py --store sparkpredict/data/interference/store \\
+        --workloads wordcount:24MB,sort:24MB,sqljoin:24MB --rounds 2 --clean 4 \\
+        --master 'local-cluster[2,1,1024]'
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = REPO / "tests" / "data" / "interference"
+DEFAULT_OUT = REPO / "sparkpredict" / "data" / "interference"
 #: Settings of every run (the same for clean and interfered runs of a workload).
 BASE_CONF = {
     "spark.ui.enabled": "false",
@@ -35,6 +36,12 @@ BASE_CONF = {
     "spark.sql.adaptive.enabled": "false",
     "spark.driver.memory": "1g",
     "spark.executor.memory": "1g",
+    # With local-cluster, start the job only once every executor has registered: otherwise the
+    # first stages' durations hold the executors' launch (seconds, and different every run).
+    # Standalone waits for spark.cores.max x the ratio; without cores.max it expects 0 cores.
+    "spark.cores.max": "2",
+    "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+    "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
 }
 log = logging.getLogger("make_interference_dataset")
 

@@ -7,10 +7,14 @@ the bubble that was running. Estimator variants, to answer "does the autoencoder
 
 * ``raw``     gradient boosting on the raw features (no clean reference);
 * ``dae``     log-ratios to the denoising autoencoder's reconstruction of the clean features;
-* ``history`` log-ratios to the median features of W's clean runs (what ``explain`` uses);
+* ``history`` log-ratios to the median features of W's clean runs, boosting from the
+  run-time components' summed change (what ``explain`` uses);
+* ``history, full boosting`` the prior plus the whole boosted correction (weight 1, not chosen
+  by cross-validation);
+* ``history, no prior`` the same features, boosting from zero;
 * ``zero``    the null estimate D = 0, for scale.
 
-    python benchmarks/monitor_quality.py [--store tests/data/interference/store] [--no-write]
+    python benchmarks/monitor_quality.py [--store sparkpredict/data/interference/store] [--no-write]
 """
 from __future__ import annotations
 
@@ -34,6 +38,8 @@ VARIANTS = {
     "raw": dict(baseline="none", autoencoder=False),
     "dae": dict(baseline="dae", autoencoder=True),
     "history": dict(baseline="history", autoencoder=False),
+    "history, full boosting": dict(baseline="history", autoencoder=False, correction=1.0),
+    "history, no prior": dict(baseline="history", autoencoder=False, prior="none"),
 }
 MAE_GOAL, CAUSE_GOAL, SLOW = 0.05, 0.8, 0.05
 
@@ -57,7 +63,7 @@ def evaluate(df: pd.DataFrame) -> pd.DataFrame:
                 label = r["label"].iloc[0]
                 rows.append(dict(job=held, run_id=rid, label=label, variant=name, measured=d,
                                  estimated=est, true_cause=None if label == "none" else label.split(":")[0],
-                                 cause=cause, fit_s=fit_s))
+                                 cause=cause, fit_s=fit_s, correction=model.correction_))
         for rid, r in test.groupby("run_id"):
             _, _, d = m.run_degradation(r.reset_index(drop=True))
             label = r["label"].iloc[0]
@@ -126,7 +132,7 @@ def _fmt(x: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--store", default=str(REPO / "tests" / "data" / "interference" / "store"))
+    p.add_argument("--store", default=str(m.DEFAULT_TRAINING_STORE))
     p.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     a = p.parse_args(argv)
     store = io.open(a.store)
@@ -149,10 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     if manifest.exists():
         man = pd.read_csv(manifest)
         man = man[man["run_id"].isin(df["run_id"])]
-        lines += ["", f"The machine was shared with other helpers' jobs: 1-minute load average before runs "
-                  f"median {man['loadavg_1m_before'].median():.1f} (range {man['loadavg_1m_before'].min():.1f}"
-                  f"-{man['loadavg_1m_before'].max():.1f}) on 2 cores, so 'clean' runs were not clean: the "
-                  f"measured degradation of clean runs against each other has mean |D| "
+        lines += ["", f"1-minute load average before each run: median {man['loadavg_1m_before'].median():.1f} "
+                  f"(range {man['loadavg_1m_before'].min():.1f}-{man['loadavg_1m_before'].max():.1f}) on 2 cores; "
+                  "it counts the previous run's executors and bubbles, which are still winding down. "
+                  f"Noise floor: clean runs measured against the other clean runs have mean |D| "
                   f"{clean['measured'].abs().mean():.3f} (max {clean['measured'].abs().max():.3f})."]
     lines += ["", "| estimator | runs | MAE all | MAE interfered | MAE clean | top-1 cause acc (runs slowed >= 5 %) "
               "| slowed runs | cause acc (all interfered) |", "|---|---|---|---|---|---|---|---|"]
@@ -160,8 +166,11 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {v} | {int(s['runs'])} | {_fmt(s['MAE all'])} | {_fmt(s['MAE interfered'])} | "
                      f"{_fmt(s['MAE clean'])} | {_fmt(s['cause acc (slowed >=5%)'])} | {int(s['slowed runs'])} | "
                      f"{_fmt(s['cause acc (all interfered)'])} |")
+    chosen = res[res.variant == "history"].groupby("job")["correction"].first()
     lines += ["", "MAE of the `history` estimator per held-out workload: "
-              + ", ".join(f"{j} {r.mae:.3f} ({r.runs} runs)" for j, r in per_job.iterrows()) + ".",
+              + ", ".join(f"{j} {r.mae:.3f} ({r.runs} runs)" for j, r in per_job.iterrows()) + ". "
+              "Weight of the boosted correction chosen by leave-one-workload-out CV on the training "
+              "workloads: " + ", ".join(f"{j} {w:g}" for j, w in chosen.items()) + ".",
               "", "Named cause (columns) against the bubble that ran (rows), `history` estimator:", "",
               "| bubble | " + " | ".join(cause_tab.columns) + " |", "|---" * (len(cause_tab.columns) + 1) + "|"]
     for k, r in cause_tab.iterrows():

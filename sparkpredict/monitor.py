@@ -16,7 +16,10 @@ application):
   (max / median); CPU ms per MiB moved; and Alioth's windowed first-order statistics (mean, min,
   max, max-min, std) of the per-task metrics over windows of 3, 5, 10 and 20 s of task finish
   times. The model sees each feature's log-ratio to the clean baseline of the same stage.
-* **Estimator.** Gradient boosting of ``log(1 + D)`` per stage, weighted by expected time. When a
+* **Estimator.** ``log(1 + D)`` per stage = a physical prior (the run's summed change of the
+  run-time components :data:`COMPONENTS` over its baseline run time) + a gradient-boosting
+  correction, weighted by expected time, whose weight is chosen by leave-one-job-out
+  cross-validation (on the shipped dataset it is 0: the boosting does not carry over). When a
   stage has no clean history, a denoising autoencoder (Alioth's DAE, an MLP trained on paired
   interfered -> clean features) can reconstruct the baseline; ``benchmarks/monitor_quality.py``
   measures whether it helps.
@@ -49,16 +52,24 @@ GROUPS = ("cpu", "memory", "network", "disk")
 WINDOWS_S = (3, 5, 10, 20)
 STATS = ("mean", "min", "max", "range", "std")
 QOS_THRESHOLDS = (0.05, 0.10, 0.20)
+#: Weights of the boosted correction that :class:`DegradationModel` chooses from by cross-validation.
+CORRECTION_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
 #: The Spark property that labels a run's interference: ``none`` or ``<kind>:<intensity>``.
 LABEL_KEY = "spark.sparkpredict.interference"
-#: Default training data: the labelled dataset committed with the repository.
-DEFAULT_TRAINING_STORE = Path(__file__).resolve().parents[1] / "tests" / "data" / "interference" / "store"
+#: Default training data: the labelled dataset shipped with the package (see its NOTES.md).
+DEFAULT_TRAINING_STORE = Path(__file__).resolve().parent / "data" / "interference" / "store"
 
 #: per-task ratio -> group; these also get the windowed statistics.
 TASK_RATIOS = {"cpu_ratio": "cpu", "sched_ms": "cpu", "gc_ratio": "memory",
                "fetch_ratio": "network", "write_ratio": "disk"}
+#: Where a task's run time went, in mean ms per task -> the group that stretches it. Their
+#: differences from the clean baseline, over the baseline's run time, add up to the task's slowdown:
+#: waiting off-CPU for a core (``wait_ms``), more CPU time for the same work (cache and memory
+#: bandwidth contention, ``cpu_ms``), GC pauses, shuffle fetch waits, shuffle write time.
+COMPONENTS = {"wait_ms": "cpu", "cpu_ms": "memory", "gc_ms": "memory", "fetch_ms": "network",
+              "write_ms": "disk"}
 #: stage-level features -> group.
-STAGE_FEATURES = {**TASK_RATIOS, "deser_ms": "cpu", "skew": "cpu", "cpu_ms_per_mib": "memory",
+STAGE_FEATURES = {**TASK_RATIOS, **COMPONENTS, "deser_ms": "cpu", "skew": "cpu", "cpu_ms_per_mib": "memory",
                   "spill_per_input": "disk"}
 WINDOW_FEATURES = {f"w{w}_{m}_{s}": g for m, g in TASK_RATIOS.items() for w in WINDOWS_S for s in STATS}
 #: every base feature -> its resource group.
@@ -127,7 +138,13 @@ def stage_features(stages: "pd.DataFrame", tasks: "pd.DataFrame") -> "pd.DataFra
     run = s["executor_run_time_ms"].clip(lower=1)
     moved_mib = (s["input_bytes"] + s["shuffle_read_bytes"] + s["shuffle_write_bytes"]
                  + s["output_bytes"]) / 2**20
+    run_ms = g["executor_run_time_ms"].mean()
+    comp = {"cpu_ms": g["executor_cpu_time_ms"].mean(), "gc_ms": g["jvm_gc_time_ms"].mean(),
+            "fetch_ms": g["shuffle_fetch_wait_ms"].mean(), "write_ms": g["shuffle_write_time_ms"].mean()}
+    comp["wait_ms"] = (run_ms - sum(comp.values())).clip(lower=0)
     f = pd.DataFrame({
+        **comp,
+        "run_ms": run_ms,
         "cpu_ratio": (s["executor_cpu_time_ms"] / (run - s["shuffle_fetch_wait_ms"]
                                                    - s["shuffle_write_time_ms"]).clip(lower=1)).clip(0, 1.5),
         # per-task means in ms, not shares of the duration: a share of a fixed overhead falls
@@ -145,7 +162,7 @@ def stage_features(stages: "pd.DataFrame", tasks: "pd.DataFrame") -> "pd.DataFra
     })
     f = f.join(_windowed(tk))
     out = st.drop(columns="stage_attempt_id").merge(f.reset_index(), on=KEY, how="inner")
-    out[FEATURES] = out[FEATURES].astype(float).fillna(0.0)
+    out[FEATURES + ["run_ms"]] = out[FEATURES + ["run_ms"]].astype(float).fillna(0.0)
     return out.reset_index(drop=True)
 
 
@@ -182,7 +199,8 @@ def interference_labels(runs: "pd.DataFrame") -> "pd.Series":
 def clean_baseline(feats: "pd.DataFrame") -> "pd.DataFrame":
     """Per signature: ``expected_ms`` (median duration) and the median of every feature."""
     g = feats.groupby("signature")
-    return g[FEATURES + ["duration_ms"]].median().rename(columns={"duration_ms": "expected_ms"})
+    extra = ["run_ms"] if "run_ms" in feats else []
+    return g[FEATURES + extra + ["duration_ms"]].median().rename(columns={"duration_ms": "expected_ms"})
 
 
 def with_baseline(feats: "pd.DataFrame", clean_run_ids: list[str]) -> "pd.DataFrame":
@@ -199,7 +217,7 @@ def with_baseline(feats: "pd.DataFrame", clean_run_ids: list[str]) -> "pd.DataFr
         ref = clean[clean["run_id"] != rid]
         if ref.empty:
             ref = clean
-        base = clean_baseline(ref) if not ref.empty else pd.DataFrame(columns=FEATURES + ["expected_ms"])
+        base = clean_baseline(ref) if not ref.empty else pd.DataFrame(columns=FEATURES + ["run_ms", "expected_ms"])
         b = base.reindex(rows["signature"].values)
         b.columns = [f"base_{c}" if c != "expected_ms" else c for c in b.columns]
         parts.append(pd.concat([rows.reset_index(drop=True), b.reset_index(drop=True)], axis=1))
@@ -212,13 +230,31 @@ def with_baseline(feats: "pd.DataFrame", clean_run_ids: list[str]) -> "pd.DataFr
 _EPS = 1e-2
 
 
-def _design(x: np.ndarray, x0: np.ndarray | None) -> np.ndarray:
+_COMPONENT_IDX = np.array([f in COMPONENTS for f in FEATURES])
+
+
+def _design(x: np.ndarray, x0: np.ndarray | None, scale: np.ndarray | None = None) -> np.ndarray:
     """Log-ratios to the clean baseline: scale-free, so they carry over between applications
     (a CPU-bound stage whose CPU share halves runs about twice as long, whatever it computes).
-    Without a baseline, the raw features."""
+    The run-time components (:data:`COMPONENTS`) enter as their change over the baseline's run
+    time per task (``scale``), so that they add up to the stretch of the tasks. Without a
+    baseline, the raw features."""
     if x0 is None:
         return x
-    return np.log((np.abs(x) + _EPS) / (np.abs(x0) + _EPS))
+    z = np.log((np.abs(x) + _EPS) / (np.abs(x0) + _EPS))
+    if scale is not None:
+        s = np.maximum(np.asarray(scale, dtype=float), 1.0)[:, None]
+        z[:, _COMPONENT_IDX] = (x[:, _COMPONENT_IDX] - x0[:, _COMPONENT_IDX]) / s
+    return z
+
+
+def _scale(df: "pd.DataFrame") -> np.ndarray:
+    """The baseline's run ms per task of each row (the row's own when it has no baseline)."""
+    own = df["run_ms"].to_numpy(float) if "run_ms" in df else np.ones(len(df))
+    if "base_run_ms" not in df:
+        return own
+    base = df["base_run_ms"].to_numpy(float)
+    return np.where(np.isfinite(base), base, own)
 
 
 @dataclass
@@ -230,10 +266,22 @@ class DegradationModel:
     none when ``autoencoder=True``), ``"dae"`` (always the autoencoder's reconstruction of the
     clean features) or ``"none"`` (no baseline). The DAE is off by default:
     ``benchmarks/monitor_quality.py`` found no material gain from it on the committed dataset.
+
+    ``prior``: ``"components"`` (default) starts from the physical estimate, the sum of the
+    run-time components' changes over the baseline's run time (:data:`COMPONENTS`: a task that
+    waited 300 ms more for a core on a 1 s baseline is 30 % slower), and the boosting learns only
+    the rest (scheduling, driver time, waves that no longer line up); ``"none"`` boosts from zero.
+
+    ``correction``: the weight of the boosted part on top of the prior. None (default) chooses it
+    among :data:`CORRECTION_WEIGHTS` by leave-one-job-out cross-validation on the training runs
+    (run-level MAE), because what the boosting learns about one application need not carry over
+    to another; a number fixes it (1.0: the plain boosted model).
     """
 
     baseline: str = "history"
     autoencoder: bool = False
+    prior: str = "components"
+    correction: float | None = None
     n_estimators: int = 200
     max_depth: int = 3
     learning_rate: float = 0.05
@@ -241,6 +289,8 @@ class DegradationModel:
     gbr_: Any = field(default=None, repr=False)
     dae_: Any = field(default=None, repr=False)
     scale_: Any = field(default=None, repr=False)
+    correction_: float = 1.0
+    correction_cv_: dict = field(default_factory=dict, repr=False)
 
     def baseline_features(self, df: "pd.DataFrame") -> np.ndarray:
         """The clean baseline of each row, per ``self.baseline``."""
@@ -266,13 +316,40 @@ class DegradationModel:
         x = df[FEATURES].to_numpy(float)
         if self.baseline == "dae" or (self.autoencoder and self.baseline == "history"):
             self._fit_dae(x, df[[f"base_{c}" for c in FEATURES]].to_numpy(float))
-        z = _design(x, None if self.baseline == "none" else self.baseline_features(df))
-        y = np.log1p(df["degradation"].clip(lower=-0.9).to_numpy(float))
+        x0 = None if self.baseline == "none" else self.baseline_features(df)
+        z = _design(x, x0, _scale(df))
+        y = np.log1p(df["degradation"].clip(lower=-0.9).to_numpy(float)) - self._prior(x, x0, df)
         self.gbr_ = GradientBoostingRegressor(
             n_estimators=self.n_estimators, max_depth=self.max_depth, learning_rate=self.learning_rate,
             subsample=0.8, loss="huber", random_state=self.random_state)
         self.gbr_.fit(z, y, sample_weight=np.sqrt(df["expected_ms"].to_numpy(float)))
+        self.correction_ = 1.0 if self.prior == "none" or x0 is None else (
+            self.correction if self.correction is not None else self._choose_correction(df))
         return self
+
+    def _choose_correction(self, df: "pd.DataFrame") -> float:
+        """The weight in :data:`CORRECTION_WEIGHTS` with the lowest run-level MAE when each
+        training job in turn is predicted by a model fitted on the others (1.0 with one job)."""
+        from dataclasses import replace
+
+        jobs = df["job"].dropna().unique() if "job" in df else []
+        if len(jobs) < 2:
+            return 1.0
+        err = {w: [] for w in CORRECTION_WEIGHTS}
+        for held in jobs:
+            sub = replace(self, correction=1.0, gbr_=None, dae_=None, scale_=None).fit(df[df["job"] != held])
+            for _, rows in df[df["job"] == held].groupby("run_id", sort=False):
+                rows = rows.reset_index(drop=True)
+                measured = run_degradation(rows)[2]
+                if not math.isfinite(measured):
+                    continue
+                for w in CORRECTION_WEIGHTS:
+                    sub.correction_ = w
+                    err[w].append(abs(run_estimate(sub, rows) - measured))
+        self.correction_cv_ = {w: float(np.mean(e)) for w, e in err.items() if e}
+        if not self.correction_cv_:
+            return 1.0
+        return min(self.correction_cv_, key=self.correction_cv_.__getitem__)
 
     def _fit_dae(self, x: np.ndarray, x0: np.ndarray) -> None:
         """Denoising autoencoder: noisy interfered features -> the clean baseline's features."""
@@ -292,8 +369,29 @@ class DegradationModel:
         if self.gbr_ is None:
             raise NotFittedError("the degradation model is not fitted", "call fit() first")
         x0 = self.baseline_features(df) if x0 is None else x0
-        z = _design(df[FEATURES].to_numpy(float), None if self.baseline == "none" else x0)
-        return np.expm1(self.gbr_.predict(z))
+        x = df[FEATURES].to_numpy(float)
+        x0 = None if self.baseline == "none" else x0
+        return np.expm1(self._prior(x, x0, df)
+                        + self.correction_ * self.gbr_.predict(_design(x, x0, _scale(df))))
+
+    def _prior(self, x: np.ndarray, x0: np.ndarray | None, df: "pd.DataFrame") -> np.ndarray:
+        """``log(1 + D)`` of the components' summed change over the whole run, for each of its
+        stages (0 without a baseline or prior).
+
+        Summed over the run's tasks, not per stage: stages submitted together share the slots,
+        and which of them gets a cold executor's first task (seconds of class loading and JIT)
+        changes from run to run; over the run those shifts cancel."""
+        if self.prior == "none" or x0 is None:
+            return np.zeros(len(x))
+        import pandas as pd
+
+        n = df["num_tasks"].to_numpy(float) if "num_tasks" in df else np.ones(len(df))
+        extra = np.nan_to_num((x[:, _COMPONENT_IDX] - x0[:, _COMPONENT_IDX]).sum(axis=1)) * n
+        base = np.maximum(_scale(df), 1.0) * n
+        runs = df["run_id"].to_numpy() if "run_id" in df else np.zeros(len(df))
+        tot = pd.DataFrame({"run": runs, "extra": extra, "base": base}).groupby("run", sort=False)
+        d = (tot["extra"].transform("sum") / tot["base"].transform("sum")).to_numpy(float)
+        return np.log1p(np.clip(d, -0.5, 20.0))
 
 
 def run_estimate(model: DegradationModel, rows: "pd.DataFrame", x0: np.ndarray | None = None) -> float:

@@ -1,6 +1,6 @@
 """A real job under a real CPU bubble: `explain` must measure the slowdown and blame the CPU.
 
-The estimator is trained on the committed interference dataset (tests/data/interference), which
+The estimator is trained on the committed interference dataset (sparkpredict/data/interference), which
 holds other workloads than this job, so this also checks that the monitor needs no knowledge of
 the application.
 """
