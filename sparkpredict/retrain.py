@@ -74,11 +74,17 @@ class RetrainResult:
 
 
 # ---- the one fitting function -------------------------------------------------------------------
+def _conform_rows(table: str, df: "pd.DataFrame | None") -> "pd.DataFrame":
+    """Rows of a store table as :meth:`Store.read` gives them, whichever path read them."""
+    if df is None or not len(df):
+        return S.empty_table(table).to_pandas()
+    cols = [c for c in S.TABLES[table].names if c in df.columns]
+    return S.conform(table, pa.Table.from_pandas(df[cols], preserve_index=False)).to_pandas()
+
+
 def _normalize(raw: "pd.DataFrame") -> "pd.DataFrame":
     """Same rows -> same frame, whichever path read them: runs-schema dtypes, fixed order."""
-    cols = [c for c in S.TABLES["runs"].names if c in raw.columns]
-    table = S.conform("runs", pa.Table.from_pandas(raw[cols], preserve_index=False))
-    df = table.to_pandas()
+    df = _conform_rows("runs", raw)
     return df.sort_values(["start_ms", "run_id"], kind="stable", na_position="first").reset_index(drop=True)
 
 
@@ -123,14 +129,6 @@ def fit_group(raw_runs: "pd.DataFrame", *, random_state: int = 0, kind: str = "a
         "training_range": _jsonable(model.training_range_),
     }
     return doc
-
-
-def _conform_rows(table: str, df: "pd.DataFrame | None") -> "pd.DataFrame":
-    """Rows of a store table as :meth:`Store.read` gives them, whichever path read them."""
-    if df is None or not len(df):
-        return S.empty_table(table).to_pandas()
-    cols = [c for c in S.TABLES[table].names if c in df.columns]
-    return S.conform(table, pa.Table.from_pandas(df[cols], preserve_index=False)).to_pandas()
 
 
 def fit_stage_group(raw_runs: "pd.DataFrame", stages: "pd.DataFrame | None", tasks: "pd.DataFrame | None",
