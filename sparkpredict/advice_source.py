@@ -1,0 +1,302 @@
+"""Where the advice's model and history come from: a model folder, models in memory, the store's
+registry, or a fit of the job's runs (cached per store version), plus the warnings the runs
+support (too few runs, heavy spill, dynamic allocation).
+
+Imported by :mod:`sparkpredict.advise`; nothing here starts a JVM, and pandas is imported only
+when a store is read.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger("sparkpredict.advise")
+
+_MIN_RUNS = 10
+#: A run "spilled heavily" when it spilled to disk at least this fraction of its input.
+_HEAVY_SPILL_FRACTION = 0.1
+#: Models kept per process, (kind, path, version, job) -> model or HistorySource: a new store
+#: version (new runs) refits; the oldest entries go beyond _CACHE_SIZE.
+_CACHE: dict[tuple, Any] = {}
+_CACHE_SIZE = 32
+
+
+def _remember(key: tuple, value: Any) -> None:
+    while len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = value
+
+
+class HistorySource:
+    """The job's fitted model, plus its runs when a store is at hand (for defaults and warnings)."""
+
+    def __init__(self, job: str, model: Any, runs: "pd.DataFrame | None" = None,
+                 spill: "pd.Series | None" = None, dyn_alloc: bool = False) -> None:
+        self.job, self.model, self.runs, self.spill, self._dyn = job, model, runs, spill, dyn_alloc
+        self.model_name = str(getattr(model, "name_", type(model).__name__))
+        cv = getattr(model, "cv_mape_", None)
+        self.cv_mape = None if cv is None or not math.isfinite(float(cv)) else float(cv)
+        n = getattr(model, "n_runs_", None)
+        self.n_runs = int(n) if n is not None else (None if runs is None else len(runs))
+        self.features = list(getattr(model, "feature_names_", None) or
+                             ["input_bytes", "executors", "executor_cores", "executor_memory_mb"])
+        self.ranges: dict[str, tuple[float, float]] = {
+            str(k): (float(v[0]), float(v[1]))
+            for k, v in (getattr(model, "training_range_", None) or {}).items()}
+
+    # -- construction --------------------------------------------------------------------------
+    @classmethod
+    def resolve(cls, job: str, *, store: Any = None, models: Any = None) -> "HistorySource":
+        if models is None:
+            return cls._from_store(job, store)
+        if isinstance(models, Mapping):
+            model = models.get(job)
+            if model is None:
+                raise _unknown_job(job, list(models), "the models given")
+        else:
+            model = cls._from_dir(job, os.fspath(models))
+        if store is None:
+            return cls(job, model)
+        hist = cls._history(job, store, need_job=False)
+        return cls(job, model, *hist)
+
+    @staticmethod
+    def _from_dir(job: str, path: str) -> Any:
+        if not os.path.isdir(path):
+            raise InputError(f"no model folder at {path!r}",
+                             "fit one with `sparkpredict fit RUNS --out DIR`, or pass --store")
+        index = os.path.join(path, "sparkpredict_models.json")
+        stamp = os.stat(index).st_mtime_ns if os.path.exists(index) else 0
+        key = ("dir", os.path.abspath(path), stamp, job)
+        if key not in _CACHE:
+            from .models.persist import load_models  # numpy only; lists known jobs if unknown
+
+            _remember(key, load_models(path, jobs=[job])[job])
+        return _CACHE[key]
+
+    @staticmethod
+    def _history(job: str, store: Any, need_job: bool = True):
+        """(runs of the job, disk spill per run_id, dynamic allocation seen) from a store."""
+        from .features.runs import runs_table
+        from .store import io as store_io
+
+        st = store if hasattr(store, "read") else store_io.open(store)
+        raw = st.runs()
+        if need_job and raw.empty:
+            raise _unknown_job(job, [], f"store {st.path!r}", empty=True)
+        mine = raw[raw["job"] == job]
+        if need_job and mine.empty:
+            raise _unknown_job(job, sorted(raw["job"].dropna().unique()), f"store {st.path!r}")
+        runs = runs_table(mine) if not mine.empty else None
+        if need_job and (runs is None or runs.empty):
+            raise _unknown_job(job, [], f"store {st.path!r}", no_success=True)
+        spill = None
+        if runs is not None and not runs.empty:
+            stages = st.read("stages", columns=["run_id", "disk_spilled_bytes"],
+                             run_ids=list(runs["run_id"]))
+            if not stages.empty:
+                spill = stages.groupby("run_id")["disk_spilled_bytes"].sum()
+        dyn = bool(mine["properties_json"].fillna("").str.contains(
+            '"spark.dynamicAllocation.enabled": ?"true"', regex=True).any()) if len(mine) else False
+        return runs, spill, dyn
+
+    @classmethod
+    def _from_store(cls, job: str, store: Any) -> "HistorySource":
+        from .config import resolve_store
+        from .store import io as store_io
+
+        st = store if hasattr(store, "read") else store_io.open(resolve_store(store))
+        version = tuple(sorted(st.committed_batches())) + (_registry_snapshot(st),)
+        key = ("store", st.path, hash(version), job)  # new runs or a retrain: refit / reload
+        if key in _CACHE:
+            return _CACHE[key]
+        runs, spill, dyn = cls._history(job, st)
+        model = _registry_model(job, st)
+        if model is None:
+            model = _fit(runs, st)
+        src = cls(job, model, runs, spill, dyn)
+        _remember(key, src)
+        return src
+
+    # -- what the advice asks ------------------------------------------------------------------
+    def _latest(self, col: str) -> float | None:
+        if self.runs is not None and col in self.runs and self.runs[col].notna().any():
+            return float(self.runs[col].dropna().iloc[-1])
+        defaults = getattr(self.model, "defaults_", None) or {}
+        if col in defaults:  # the model's own fill-in (training median)
+            return float(defaults[col])
+        if col in self.ranges:
+            lo, hi = self.ranges[col]
+            return (lo + hi) / 2.0
+        return None
+
+    def default_column(self, col: str) -> int | None:
+        v = self._latest(col)
+        return None if v is None or not math.isfinite(v) else int(round(v))
+
+    def executor_counts_seen(self) -> list[int]:
+        if self.runs is not None:
+            return sorted({int(x) for x in self.runs["executors"].dropna()})
+        if "executors" in self.ranges:
+            return sorted({int(x) for x in self.ranges["executors"]})
+        return []
+
+    def max_executors_seen(self) -> int | None:
+        seen = self.executor_counts_seen()
+        return max(seen) if seen else None
+
+    def query(self, size: int, e, cores: int | None, mem: int | None) -> dict[str, Any]:
+        import numpy as np
+
+        n = len(e)
+        given = {"input_bytes": float(size), "executor_cores": cores, "executor_memory_mb": mem}
+        X: dict[str, Any] = {"executors": e}
+        for col in self.features:
+            if col == "executors":
+                continue
+            v = given.get(col)
+            if v is None:
+                v = self._latest(col)
+            X[col] = np.full(n, np.nan if v is None else float(v))
+        X.setdefault("input_bytes", np.full(n, float(size)))
+        return X
+
+    def extrapolation(self, X: Mapping[str, Any], i: int) -> dict[str, float]:
+        import numpy as np
+
+        fn = getattr(self.model, "extrapolation", None)
+        if fn is not None:
+            return {str(k): float(np.asarray(v)[i]) for k, v in fn(X).items() if k != "max"}
+        out = {}
+        for col, (lo, hi) in self.ranges.items():
+            if col in X:
+                x = float(np.asarray(X[col])[i])
+                out[col] = x / hi - 1 if x > hi > 0 else (lo / x - 1 if 0 < x < lo else 0.0)
+        return out
+
+    def dynamic_allocation_used(self) -> bool:
+        return self._dyn
+
+    def warnings(self, size: int, execs: int, mem: int | None, ratio: float | None) -> list[str]:
+        w = []
+        runs = self.runs
+        n = self.n_runs
+        if n is not None and n < _MIN_RUNS:
+            w.append(f"only {n} runs of {self.job} in the history; the advice is rough until "
+                     f"~{_MIN_RUNS} runs at several executor counts and input sizes exist")
+        seen = self.executor_counts_seen()
+        if len(seen) == 1:
+            w.append(f"every run of {self.job} used {seen[0]} executors: how the runtime scales "
+                     "with executors is an assumption of the model, not a measurement")
+        if runs is not None and runs["input_bytes"].nunique() == 1:
+            w.append(f"every run of {self.job} read the same input size: how the runtime grows "
+                     "with input is an assumption of the model, not a measurement")
+        if ratio is not None and runs is not None and len(runs):
+            w.extend(self._memory_warning(size, execs, mem, ratio))
+        return w
+
+    def _memory_warning(self, size: int, execs: int, mem: int, ratio: float) -> list[str]:
+        import math as m
+
+        r = self.runs
+        per_mem = r["input_bytes"] / (r["executors"] * r["executor_memory_mb"] * 2**20)
+        if per_mem.dropna().empty:  # executor memory never recorded: nothing to compare with
+            return []
+        if self.spill is not None:
+            spilled = r["run_id"].map(self.spill).fillna(0) >= _HEAVY_SPILL_FRACTION * r["input_bytes"]
+            ok = per_mem[~spilled].dropna()
+            what = "without heavy spill"
+            heavy = per_mem[spilled].dropna()
+        else:
+            ok, what, heavy = per_mem.dropna(), "(no spill data recorded)", per_mem.iloc[:0]
+        if ok.empty:
+            return [f"every recorded run of {self.job} spilled heavily to disk; give executors "
+                    "more memory (spark.executor.memory)"]
+        limit = float(ok.max())
+        if ratio <= limit * 1.0001:
+            return []
+        need = int(m.ceil(size / (limit * mem * 2**20)))
+        msg = (f"{execs} executors x {mem} MiB hold {ratio:.2f} bytes of input per byte of "
+               f"executor memory, beyond the {limit:.2f} that ran {what}")
+        if len(heavy):
+            msg += f"; runs at {float(heavy.min()):.2f} and above spilled heavily"
+        return [msg + f"; >= {need} executors (or more executor memory) stay within it"]
+
+
+def _unknown_job(job: str, known: list, where: str, empty: bool = False,
+                 no_success: bool = False) -> Exception:
+    from .errors import UnknownJobError
+
+    if empty:
+        return UnknownJobError(f"{where} has no runs yet",
+                               "record runs first (sparkpredict submit, demo or ingest), "
+                               "or pass --models DIR")
+    if no_success:
+        return UnknownJobError(f"job {job!r} has no succeeded runs in {where}",
+                               "advice needs at least one succeeded run of the job")
+    names = ", ".join(map(str, known[:10])) + (" ..." if len(known) > 10 else "")
+    return UnknownJobError(f"no job {job!r} in {where}",
+                           f"use one of: {names}" if known else "record runs of the job first")
+
+
+def _registry_snapshot(st: Any) -> str | None:
+    """Name of the registry's current snapshot (changes with every retrain), if any."""
+    import importlib.util
+
+    if importlib.util.find_spec("sparkpredict.registry") is None:
+        return None
+    from . import registry  # type: ignore[attr-defined]
+
+    try:
+        return registry.current_snapshot(st)
+    except Exception:  # no registry yet, or unreadable: the model is then fitted from runs
+        return None
+
+
+def _registry_model(job: str, st: Any) -> Any:
+    """The latest model the registry fitted for ``job``, if the registry exists and has one."""
+    import importlib.util
+
+    from .errors import UnknownJobError
+
+    if importlib.util.find_spec("sparkpredict.registry") is None:
+        return None
+    from . import registry  # type: ignore[attr-defined]
+
+    load = getattr(registry, "load_models", None)
+    if load is None:
+        return None
+    try:
+        return (load(st, jobs=[job]) or {}).get(job)
+    except UnknownJobError:  # never retrained for this job: fit from its runs
+        return None
+    except Exception as exc:  # a broken registry must not stop advice: refit from the runs
+        log.warning("registry models of %s unusable (%s); fitting from its runs", st.path, exc)
+        return None
+
+
+def _fit(runs: "pd.DataFrame", st: Any) -> Any:
+    """The whole-job model; with too few runs for it, a replay of the recorded task timeline.
+
+    The replay (stage-level, see :mod:`sparkpredict.models.simulate`) needs only one run, so a
+    job recorded once still gets advice; its interval is wider and its name says what it is.
+    """
+    from .errors import DegenerateDataError
+    from .models import persist
+
+    try:
+        return persist.fit_job(runs)
+    except DegenerateDataError as exc:
+        from .models.simulate import ReplayRuntimeModel
+
+        log.info("job has too few runs for the whole-job model (%s); replaying its tasks", exc)
+        return ReplayRuntimeModel(store=st).fit(runs)
+
+
