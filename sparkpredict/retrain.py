@@ -1,12 +1,14 @@
 """Retraining every job's models into the store's registry, locally or as a Spark job.
 
-Both paths call :func:`fit_group` — the one fitting function — on the same rows of each job:
+Both paths call :func:`fit_group` and :func:`fit_stage_group` — the one fitting function of
+each model kind — on the same rows of each job:
 
 * **local** (:func:`retrain_local`): read the store with pyarrow, loop over the jobs.
-* **Spark** (:func:`retrain_spark`): read the committed ``runs`` files from any Hadoop path with
-  Spark, keep each run's latest row (``updated_ms``, as :meth:`Store.read` does), then
-  ``groupBy("job").applyInPandas``: on the executors each job is fingerprinted and, when stale,
-  fitted by :func:`fit_group`; its model's JSON comes back to the driver. One Spark job.
+* **Spark** (``retrain_spark``, in :mod:`sparkpredict.retrain_spark` and re-exported here): read
+  the committed ``runs`` files from any Hadoop path with Spark, keep each run's latest row
+  (``updated_ms``, as :meth:`Store.read` does), group by job (cogrouped with the job's stage and
+  task rows when there are some): on the executors each job is fingerprinted and, when stale,
+  fitted; its models' JSON comes back to the driver. One Spark job.
 
 Both then go through :func:`_commit`: artifacts are written one by one, and the registry
 snapshot is committed with one rename at the very end (see :mod:`sparkpredict.registry`), so a
@@ -28,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 
 from . import registry as R
 from .errors import InputError, SparkPredictError
@@ -48,9 +49,6 @@ CROSSOVER_JOBS = 220
 #: start-up takes more jobs to pay back (measured 1,279).
 CROSSOVER_JOBS_EQUATION = 1300
 CROSSOVER_ENV = "SPARKPREDICT_RETRAIN_CROSSOVER"
-
-#: Output schema of the applyInPandas step: one row per job.
-_UDF_SCHEMA = "job string, kind string, status string, doc string, error string"
 
 @dataclass
 class RetrainResult:
@@ -343,214 +341,6 @@ def retrain_local(store: Any = None, *, force: bool = False, random_state: int =
     return result
 
 
-# ---- the Spark path -----------------------------------------------------------------------------
-def spark_path(st: store_io.Store) -> str:
-    """The store's path as Spark's Hadoop layer reads it (local folders as file://)."""
-    return st.path if "://" in st.path else "file://" + st.path
-
-
-def _spark_schema(table: str):
-    from pyspark.sql import types as T
-
-    m = {pa.string(): T.StringType(), pa.int64(): T.LongType(), pa.int32(): T.IntegerType(),
-         pa.float64(): T.DoubleType(), pa.bool_(): T.BooleanType()}
-    return T.StructType([T.StructField(f.name, m[f.type], True) for f in S.TABLES[table]])
-
-
-def read_runs_spark(spark: Any, st: store_io.Store):
-    """The committed runs of the store as a Spark DataFrame, latest row per run_id.
-
-    Every visible ``runs/part-*.parquet`` is a commit mark, so all of them are read; ties on
-    ``updated_ms`` go to the later batch (file name), as in :meth:`Store.read`.
-    """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    df = (spark.read.schema(_spark_schema("runs")).option("pathGlobFilter", "part-*.parquet")
-          .parquet(f"{spark_path(st)}/runs").withColumn("_file", F.col("_metadata.file_name")))
-    w = Window.partitionBy("run_id").orderBy(F.col("updated_ms").desc_nulls_last(), F.col("_file").desc())
-    # Deduplicate first, then drop job-less runs: the same order as Store.read + the local path.
-    return (df.where(F.col("run_id").isNotNull())
-            .withColumn("_rn", F.row_number().over(w)).where("_rn = 1").drop("_rn", "_file")
-            .where(F.col("job").isNotNull()))
-
-
-def read_committed_spark(spark: Any, st: store_io.Store, table: str):
-    """Rows of ``stages``/``tasks``/``executors`` whose batch has a runs file (the commit protocol)."""
-    from pyspark.sql import functions as F
-
-    def batch(col):
-        return F.regexp_extract(col, r"^part-(.*)\.parquet$", 1)
-
-    base = spark_path(st)
-    marks = (spark.read.schema(_spark_schema("runs")).option("pathGlobFilter", "part-*.parquet")
-             .parquet(f"{base}/runs").select(batch(F.col("_metadata.file_name")).alias("_batch")).distinct())
-    rows = (spark.read.schema(_spark_schema(table)).option("pathGlobFilter", "part-*.parquet")
-            .parquet(f"{base}/{table}").withColumn("_batch", batch(F.col("_metadata.file_name"))))
-    return rows.join(F.broadcast(marks), "_batch", "left_semi").drop("_batch")
-
-
-def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = None, force: bool = False,
-                  random_state: int = 0, jobs: Iterable[str] | None = None, kind: str = "auto",
-                  partitions: int | None = None, method: str = "map", stage_models: bool = True,
-                  on_artifact: Callable[[int], None] | None = None) -> RetrainResult:
-    """Refit stale jobs inside Spark (see :func:`retrain`).
-
-    One Spark job: read the committed runs, keep each run's latest row, group by job; each
-    group is fingerprinted on the executor and fitted only when stale (the previous registry's
-    state travels with the function). ``spark``: an active SparkSession to use (left running);
-    otherwise one is started on ``master`` (default ``local[*]``) and stopped at the end.
-    ``partitions``: fit tasks (default 4 x default parallelism). ``method``: ``"map"``
-    (default; ``repartition(job)`` + ``mapInPandas``, one Python call per partition) or
-    ``"apply"`` (``groupBy(job).applyInPandas``, one call per job: same results, 3-4x the
-    per-job overhead measured here, see docs/retrain.md). ``stage_models``: also fit each
-    job's stage model; when the store holds stage rows, each job's runs are cogrouped with its
-    stage and task rows (``groupBy(job).cogroup(...).applyInPandas``).
-    """
-    _check_kind(kind)
-    if method not in ("map", "apply"):
-        raise InputError(f"unknown Spark method {method!r}", "use 'map' or 'apply'")
-    t0 = time.perf_counter()
-    st = store_io.open(store)
-    own = spark is None
-    if own:
-        from pyspark.sql import SparkSession
-
-        os.environ.setdefault("PYSPARK_PYTHON", _python())
-        spark = (SparkSession.builder.master(master or "local[*]").appName("sparkpredict-retrain")
-                 .config("spark.ui.showConsoleProgress", "false").getOrCreate())
-    result = RetrainResult(retrain_id=R.new_retrain_id(), fit_path="spark", n_jobs=0,
-                           master=spark.sparkContext.master)
-    saved = {k: spark.conf.get(k, None) for k in ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")}
-    # A few tasks per core for every shuffle: the runs table is small, and Spark's default of
-    # 200 partitions costs more in task overhead than the work. Adaptive execution would
-    # coalesce the fit step's tiny partitions into one task and serialise the fits.
-    spark.conf.set("spark.sql.shuffle.partitions", str(partitions or spark.sparkContext.defaultParallelism * 4))
-    spark.conf.set("spark.sql.adaptive.enabled", "false")
-    try:
-        prev = R.read_registry(st)
-        rows: list = []
-        if st.fs.get_file_info(f"{st.root.rstrip('/')}/runs").type == pafs.FileType.Directory:
-            from pyspark.sql import functions as F
-
-            latest = read_runs_spark(spark, st)
-            if jobs is not None:
-                latest = latest.where(F.col("job").isin(sorted(set(jobs))))
-            udf = _make_udf(random_state, kind, force, _prev_state(prev), stage_models)
-            detail = _detail_rows(spark, st, latest) if stage_models else None
-            if detail is not None:
-                rows = (latest.groupBy("job").cogroup(detail.groupBy("job"))
-                        .applyInPandas(_cogroup_udf(udf), _UDF_SCHEMA).collect())
-            elif method == "apply":
-                rows = latest.groupBy("job").applyInPandas(udf, _UDF_SCHEMA).collect()
-            else:
-                # Same function per job, but one Python call per partition instead of per job:
-                # hash-partition by job, sort, and cut the Arrow batches at job boundaries.
-                n = int(spark.conf.get("spark.sql.shuffle.partitions"))
-                rows = (latest.repartition(n, "job").sortWithinPartitions("job")
-                        .mapInPandas(_per_partition(udf), _UDF_SCHEMA).collect())
-        rows.sort(key=lambda r: (r["job"], r["kind"]))
-        result.n_jobs = len({r["job"] for r in rows})
-        result.unchanged = [r["job"] for r in rows if r["status"] == "unchanged"]
-        _commit(st, prev, ((r["job"], r["kind"], r["status"], r["doc"], r["error"])
-                           for r in rows if r["status"] != "unchanged"), result, on_artifact)
-    finally:
-        for k, v in saved.items():
-            if v is not None:
-                spark.conf.set(k, v)
-        if own:
-            spark.stop()
-    result.seconds = time.perf_counter() - t0
-    return result
-
-
-def _detail_rows(spark: Any, st: store_io.Store, latest: Any) -> Any:
-    """Committed stage and task rows with their run's job, as one frame (``_table`` says which),
-    or None when the store has no stage rows."""
-    from pyspark.sql import functions as F
-
-    have = [t for t in ("stages", "tasks")
-            if st.fs.get_file_info(f"{st.root.rstrip('/')}/{t}").type == pafs.FileType.Directory]
-    if "stages" not in have:
-        return None
-    # New attributes for the job column: `latest` is cogrouped with this frame, and a column it
-    # shares by lineage makes Spark's analyser call the grouping key ambiguous.
-    jobs_of = latest.select(F.col("run_id").alias("_run_id"), F.col("job").alias("_job"))
-    parts = [read_committed_spark(spark, st, t)
-             .join(jobs_of, F.col("run_id") == F.col("_run_id")).drop("_run_id")
-             .withColumnRenamed("_job", "job").withColumn("_table", F.lit(t))
-             for t in have]
-    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1], allowMissingColumns=True)
-
-
-def _make_udf(random_state: int, kind: str, force: bool, state: dict[tuple[str, str], tuple],
-              stage_models: bool = True):
-    def fit_pdf(pdf):  # one argument: Spark passes (key, frame) to a function of two
-        return fit_job(pdf, None)
-
-    def fit_job(pdf, detail):  # runs on the executors' Python workers
-        import pandas as pd
-
-        from sparkpredict import registry as R
-        from sparkpredict.retrain import _job_is_stale, fit_group_safe
-
-        job = str(pdf["job"].iloc[0])
-        fp = R.fingerprint(pdf["run_id"], pdf["updated_ms"])
-        if not _job_is_stale(state, job, fp, force, kind):
-            out = [(job, R.KIND_RUNTIME, "unchanged", None, None)]
-        else:
-            by = {} if detail is None or detail.empty else dict(tuple(detail.groupby("_table")))
-            out = fit_group_safe(pdf, by.get("stages"), by.get("tasks"), stage_models=stage_models,
-                                 random_state=random_state, kind=kind)
-        return pd.DataFrame(out, columns=["job", "kind", "status", "doc", "error"])
-
-    fit_pdf.with_detail = fit_job  # type: ignore[attr-defined]
-    return fit_pdf
-
-
-def _cogroup_udf(per_job: Callable[..., "pd.DataFrame"]):
-    with_detail = per_job.with_detail  # type: ignore[attr-defined]
-
-    def fit_cogroup(runs, detail):
-        if runs.empty:  # stage rows of a job without committed runs: nothing to fit
-            import pandas as pd
-
-            return pd.DataFrame(columns=["job", "kind", "status", "doc", "error"])
-        return with_detail(runs, detail)
-
-    return fit_cogroup
-
-
-def _per_partition(per_job: Callable[["pd.DataFrame"], "pd.DataFrame"]):
-    """mapInPandas function: apply ``per_job`` to each job of a partition sorted by job."""
-    def fit_partition(batches):
-        import pandas as pd
-
-        carry = None
-        for pdf in batches:
-            if carry is not None and len(carry):
-                pdf = pd.concat([carry, pdf], ignore_index=True)
-            if pdf.empty:
-                continue
-            # Rows are sorted by job: the last job of this batch may continue in the next one.
-            last = pdf["job"].iloc[-1]
-            tail = (pdf["job"] == last).to_numpy()
-            carry = pdf[tail]
-            done = pdf[~tail]
-            if len(done):
-                yield pd.concat([per_job(g) for _, g in done.groupby("job", sort=True)], ignore_index=True)
-        if carry is not None and len(carry):
-            yield per_job(carry)
-
-    return fit_partition
-
-
-def _python() -> str:
-    import sys
-
-    return sys.executable
-
-
 # ---- choosing the path --------------------------------------------------------------------------
 def crossover_jobs(kind: str = "auto") -> int:
     """Jobs to refit from which the Spark path is faster than the local loop, for ``kind``.
@@ -641,11 +431,25 @@ def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | N
             log.info("retrain: %d job(s) to refit, crossover %d -> %s path", len(stale), crossover_jobs(kind),
                      "spark" if use_spark else "local")
     if use_spark:
+        from .retrain_spark import retrain_spark
+
         return retrain_spark(store, spark=spark, master=master, force=force, kind=kind,
                              random_state=random_state, stage_models=stage_models, on_artifact=on_artifact)
     return retrain_local(store, force=force, kind=kind, random_state=random_state, stage_models=stage_models,
                          on_artifact=on_artifact)
 
 
-__all__ = ["retrain", "retrain_local", "retrain_spark", "fit_group", "fit_stage_group", "RetrainResult", "plan", "choose_path",
-           "crossover_jobs", "read_runs_spark", "read_committed_spark", "CROSSOVER_JOBS"]
+#: The Spark path lives in :mod:`sparkpredict.retrain_spark`; its public names stay reachable here.
+_SPARK_NAMES = ("retrain_spark", "read_runs_spark", "read_committed_spark", "spark_path")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SPARK_NAMES:
+        from . import retrain_spark as _spark
+
+        return getattr(_spark, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["retrain", "retrain_local", "fit_group", "fit_stage_group", "RetrainResult", "plan", "choose_path",
+           "crossover_jobs", "CROSSOVER_JOBS"]

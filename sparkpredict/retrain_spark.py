@@ -1,0 +1,240 @@
+"""The Spark path of :mod:`sparkpredict.retrain`: read the committed store with Spark, fit every
+stale job on the executors, bring the artifacts' JSON back to the driver.
+
+Each job's runs (latest row per run) are shipped to a Python worker, which fingerprints the job
+and, when stale, calls the same :func:`sparkpredict.retrain.fit_group_safe` as the local loop;
+with stage rows in the store, the runs are cogrouped with the job's committed stage and task
+rows, so the stage-level models are fitted there too. The driver then commits through
+:func:`sparkpredict.retrain._commit`, exactly as the local path does.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from . import registry as R
+from .errors import InputError
+from .retrain import RetrainResult, _check_kind, _commit, _prev_state
+from .store import io as store_io
+from .store import schema as S
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Output schema of the fit step: one row per (job, model kind).
+_UDF_SCHEMA = "job string, kind string, status string, doc string, error string"
+
+
+def spark_path(st: store_io.Store) -> str:
+    """The store's path as Spark's Hadoop layer reads it (local folders as file://)."""
+    return st.path if "://" in st.path else "file://" + st.path
+
+
+def _spark_schema(table: str):
+    from pyspark.sql import types as T
+
+    m = {pa.string(): T.StringType(), pa.int64(): T.LongType(), pa.int32(): T.IntegerType(),
+         pa.float64(): T.DoubleType(), pa.bool_(): T.BooleanType()}
+    return T.StructType([T.StructField(f.name, m[f.type], True) for f in S.TABLES[table]])
+
+
+def read_runs_spark(spark: Any, st: store_io.Store):
+    """The committed runs of the store as a Spark DataFrame, latest row per run_id.
+
+    Every visible ``runs/part-*.parquet`` is a commit mark, so all of them are read; ties on
+    ``updated_ms`` go to the later batch (file name), as in :meth:`Store.read`.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    df = (spark.read.schema(_spark_schema("runs")).option("pathGlobFilter", "part-*.parquet")
+          .parquet(f"{spark_path(st)}/runs").withColumn("_file", F.col("_metadata.file_name")))
+    w = Window.partitionBy("run_id").orderBy(F.col("updated_ms").desc_nulls_last(), F.col("_file").desc())
+    # Deduplicate first, then drop job-less runs: the same order as Store.read + the local path.
+    return (df.where(F.col("run_id").isNotNull())
+            .withColumn("_rn", F.row_number().over(w)).where("_rn = 1").drop("_rn", "_file")
+            .where(F.col("job").isNotNull()))
+
+
+def read_committed_spark(spark: Any, st: store_io.Store, table: str):
+    """Rows of ``stages``/``tasks``/``executors`` whose batch has a runs file (the commit protocol)."""
+    from pyspark.sql import functions as F
+
+    def batch(col):
+        return F.regexp_extract(col, r"^part-(.*)\.parquet$", 1)
+
+    base = spark_path(st)
+    marks = (spark.read.schema(_spark_schema("runs")).option("pathGlobFilter", "part-*.parquet")
+             .parquet(f"{base}/runs").select(batch(F.col("_metadata.file_name")).alias("_batch")).distinct())
+    rows = (spark.read.schema(_spark_schema(table)).option("pathGlobFilter", "part-*.parquet")
+            .parquet(f"{base}/{table}").withColumn("_batch", batch(F.col("_metadata.file_name"))))
+    return rows.join(F.broadcast(marks), "_batch", "left_semi").drop("_batch")
+
+
+def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = None, force: bool = False,
+                  random_state: int = 0, jobs: Iterable[str] | None = None, kind: str = "auto",
+                  partitions: int | None = None, method: str = "map", stage_models: bool = True,
+                  on_artifact: Callable[[int], None] | None = None) -> RetrainResult:
+    """Refit stale jobs inside Spark (see :func:`retrain`).
+
+    One Spark job: read the committed runs, keep each run's latest row, group by job; each
+    group is fingerprinted on the executor and fitted only when stale (the previous registry's
+    state travels with the function). ``spark``: an active SparkSession to use (left running);
+    otherwise one is started on ``master`` (default ``local[*]``) and stopped at the end.
+    ``partitions``: fit tasks (default 4 x default parallelism). ``method``: ``"map"``
+    (default; ``repartition(job)`` + ``mapInPandas``, one Python call per partition) or
+    ``"apply"`` (``groupBy(job).applyInPandas``, one call per job: same results, 3-4x the
+    per-job overhead measured here, see docs/retrain.md). ``stage_models``: also fit each
+    job's stage model; when the store holds stage rows, each job's runs are cogrouped with its
+    stage and task rows (``groupBy(job).cogroup(...).applyInPandas``).
+    """
+    _check_kind(kind)
+    if method not in ("map", "apply"):
+        raise InputError(f"unknown Spark method {method!r}", "use 'map' or 'apply'")
+    t0 = time.perf_counter()
+    st = store_io.open(store)
+    own = spark is None
+    if own:
+        from pyspark.sql import SparkSession
+
+        os.environ.setdefault("PYSPARK_PYTHON", _python())
+        spark = (SparkSession.builder.master(master or "local[*]").appName("sparkpredict-retrain")
+                 .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    result = RetrainResult(retrain_id=R.new_retrain_id(), fit_path="spark", n_jobs=0,
+                           master=spark.sparkContext.master)
+    saved = {k: spark.conf.get(k, None) for k in ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")}
+    # A few tasks per core for every shuffle: the runs table is small, and Spark's default of
+    # 200 partitions costs more in task overhead than the work. Adaptive execution would
+    # coalesce the fit step's tiny partitions into one task and serialise the fits.
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions or spark.sparkContext.defaultParallelism * 4))
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        prev = R.read_registry(st)
+        rows: list = []
+        if st.fs.get_file_info(f"{st.root.rstrip('/')}/runs").type == pafs.FileType.Directory:
+            from pyspark.sql import functions as F
+
+            latest = read_runs_spark(spark, st)
+            if jobs is not None:
+                latest = latest.where(F.col("job").isin(sorted(set(jobs))))
+            udf = _make_udf(random_state, kind, force, _prev_state(prev), stage_models)
+            detail = _detail_rows(spark, st, latest) if stage_models else None
+            if detail is not None:
+                rows = (latest.groupBy("job").cogroup(detail.groupBy("job"))
+                        .applyInPandas(_cogroup_udf(udf), _UDF_SCHEMA).collect())
+            elif method == "apply":
+                rows = latest.groupBy("job").applyInPandas(udf, _UDF_SCHEMA).collect()
+            else:
+                # Same function per job, but one Python call per partition instead of per job:
+                # hash-partition by job, sort, and cut the Arrow batches at job boundaries.
+                n = int(spark.conf.get("spark.sql.shuffle.partitions"))
+                rows = (latest.repartition(n, "job").sortWithinPartitions("job")
+                        .mapInPandas(_per_partition(udf), _UDF_SCHEMA).collect())
+        rows.sort(key=lambda r: (r["job"], r["kind"]))
+        result.n_jobs = len({r["job"] for r in rows})
+        result.unchanged = [r["job"] for r in rows if r["status"] == "unchanged"]
+        _commit(st, prev, ((r["job"], r["kind"], r["status"], r["doc"], r["error"])
+                           for r in rows if r["status"] != "unchanged"), result, on_artifact)
+    finally:
+        for k, v in saved.items():
+            if v is not None:
+                spark.conf.set(k, v)
+        if own:
+            spark.stop()
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _detail_rows(spark: Any, st: store_io.Store, latest: Any) -> Any:
+    """Committed stage and task rows with their run's job, as one frame (``_table`` says which),
+    or None when the store has no stage rows."""
+    from pyspark.sql import functions as F
+
+    have = [t for t in ("stages", "tasks")
+            if st.fs.get_file_info(f"{st.root.rstrip('/')}/{t}").type == pafs.FileType.Directory]
+    if "stages" not in have:
+        return None
+    # New attributes for the job column: `latest` is cogrouped with this frame, and a column it
+    # shares by lineage makes Spark's analyser call the grouping key ambiguous.
+    jobs_of = latest.select(F.col("run_id").alias("_run_id"), F.col("job").alias("_job"))
+    parts = [read_committed_spark(spark, st, t)
+             .join(jobs_of, F.col("run_id") == F.col("_run_id")).drop("_run_id")
+             .withColumnRenamed("_job", "job").withColumn("_table", F.lit(t))
+             for t in have]
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1], allowMissingColumns=True)
+
+
+def _make_udf(random_state: int, kind: str, force: bool, state: dict[tuple[str, str], tuple],
+              stage_models: bool = True):
+    def fit_pdf(pdf):  # one argument: Spark passes (key, frame) to a function of two
+        return fit_job(pdf, None)
+
+    def fit_job(pdf, detail):  # runs on the executors' Python workers
+        import pandas as pd
+
+        from sparkpredict import registry as R
+        from sparkpredict.retrain import _job_is_stale, fit_group_safe
+
+        job = str(pdf["job"].iloc[0])
+        fp = R.fingerprint(pdf["run_id"], pdf["updated_ms"])
+        if not _job_is_stale(state, job, fp, force, kind):
+            out = [(job, R.KIND_RUNTIME, "unchanged", None, None)]
+        else:
+            by = {} if detail is None or detail.empty else dict(tuple(detail.groupby("_table")))
+            out = fit_group_safe(pdf, by.get("stages"), by.get("tasks"), stage_models=stage_models,
+                                 random_state=random_state, kind=kind)
+        return pd.DataFrame(out, columns=["job", "kind", "status", "doc", "error"])
+
+    fit_pdf.with_detail = fit_job  # type: ignore[attr-defined]
+    return fit_pdf
+
+
+def _cogroup_udf(per_job: Callable[..., "pd.DataFrame"]):
+    with_detail = per_job.with_detail  # type: ignore[attr-defined]
+
+    def fit_cogroup(runs, detail):
+        if runs.empty:  # stage rows of a job without committed runs: nothing to fit
+            import pandas as pd
+
+            return pd.DataFrame(columns=["job", "kind", "status", "doc", "error"])
+        return with_detail(runs, detail)
+
+    return fit_cogroup
+
+
+def _per_partition(per_job: Callable[["pd.DataFrame"], "pd.DataFrame"]):
+    """mapInPandas function: apply ``per_job`` to each job of a partition sorted by job."""
+    def fit_partition(batches):
+        import pandas as pd
+
+        carry = None
+        for pdf in batches:
+            if carry is not None and len(carry):
+                pdf = pd.concat([carry, pdf], ignore_index=True)
+            if pdf.empty:
+                continue
+            # Rows are sorted by job: the last job of this batch may continue in the next one.
+            last = pdf["job"].iloc[-1]
+            tail = (pdf["job"] == last).to_numpy()
+            carry = pdf[tail]
+            done = pdf[~tail]
+            if len(done):
+                yield pd.concat([per_job(g) for _, g in done.groupby("job", sort=True)], ignore_index=True)
+        if carry is not None and len(carry):
+            yield per_job(carry)
+
+    return fit_partition
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable
+
+
+__all__ = ["retrain_spark", "read_runs_spark", "read_committed_spark", "spark_path"]
