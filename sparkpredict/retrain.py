@@ -142,6 +142,8 @@ def fit_stage_group(raw_runs: "pd.DataFrame", stages: "pd.DataFrame | None", tas
     from .features.runs import runs_table
     from .models.stages import StageRuntimeModel
 
+    if stages is None or not len(stages):  # runs-only histories: no runs table to build
+        return None
     raw = _normalize(raw_runs)
     job = str(raw["job"].dropna().iloc[0])
     valid = runs_table(raw)  # the runs a whole-job model would use: finished, with a wall time
