@@ -117,7 +117,6 @@ def main() -> None:
     a = ap.parse_args()
     ev, jobs, excluded, wall = run(a.jobs, a.procs)
     lines = goal_lines(ev)
-    s = summary(ev, "combined")
     overview = ["| model | " + " | ".join(f"{sp} MAPE | {sp} R²" for sp in SPLITS) + " |",
                 "|---|" + "---|---|" * len(SPLITS)]
     for model, g in ev.rows.groupby("model", sort=False):
@@ -126,7 +125,6 @@ def main() -> None:
             gs = g[(g["split"] == sp) & g["error"].isna()]
             cells += [f"{100 * gs['mape'].mean():.1f} %", f"{gs['r2'].mean():.3f}"] if len(gs) else ["–", "–"]
         overview.append(f"| {model} | " + " | ".join(cells) + " |")
-    chosen = ev.rows[(ev.rows["model"] == "combined")]
     body = "\n".join([
         "## C3O: the study's protocols, every model, every job",
         "",

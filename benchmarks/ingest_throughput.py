@@ -16,7 +16,6 @@ subprocess. Goals (issue 3): >= 1.0x the reference, <= 300 MB peak memory.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil

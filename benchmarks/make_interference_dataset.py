@@ -72,8 +72,16 @@ def spark_session(store: Path, job: str, label: str, master: str, local_dir: str
     return b.getOrCreate()
 
 
+def bubble_cpus(kind: str, spark_cpus: set[int] | None, neighbour_cpus: set[int] | None):
+    """Where a bubble runs: a ``cpu`` bubble time-shares Spark's cores, the others are neighbours."""
+    if spark_cpus is None:
+        return None
+    return spark_cpus if kind == "cpu" else neighbour_cpus
+
+
 def run_one(store: Path, workload: str, size: str, kind: str, intensity: int, master: str,
-            local_dir: str, seed: int = 0, session=spark_session) -> dict:
+            local_dir: str, seed: int = 0, session=spark_session,
+            spark_cpus: set[int] | None = None, neighbour_cpus: set[int] | None = None) -> dict:
     """One application of ``workload`` under the bubble ``kind:intensity`` (or none)."""
     from sparkpredict import workloads
     from sparkpredict.bubbles import Bubble
@@ -91,7 +99,8 @@ def run_one(store: Path, workload: str, size: str, kind: str, intensity: int, ma
         if kind == "none":
             w.run(spark, data, seed)
         else:
-            with Bubble(kind, intensity, max_s=600, workdir=local_dir):
+            with Bubble(kind, intensity, max_s=600, workdir=local_dir,
+                        cpus=bubble_cpus(kind, spark_cpus, neighbour_cpus)):
                 w.run(spark, data, seed)
     finally:
         spark.stop()
@@ -135,7 +144,17 @@ def main(argv: list[str] | None = None, session=spark_session) -> int:
     p.add_argument("--budget-s", type=float, default=2100, help="stop starting runs after this")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-compact", action="store_true", help="keep the listener's many small files")
+    p.add_argument("--spark-cpus", help="pin this process, and so the driver and executor JVMs it "
+                   "starts, to these CPUs (e.g. 0); the cpu bubble shares them")
+    p.add_argument("--neighbour-cpus", help="pin the memory, disk and network bubbles to these CPUs "
+                   "(e.g. 1): neighbours on their own cores")
     a = p.parse_args(argv)
+    spark_cpus = {int(c) for c in a.spark_cpus.split(",")} if a.spark_cpus else None
+    neighbour_cpus = {int(c) for c in a.neighbour_cpus.split(",")} if a.neighbour_cpus else None
+    if (spark_cpus is None) != (neighbour_cpus is None):
+        p.error("give --spark-cpus and --neighbour-cpus together")
+    if spark_cpus is not None:
+        os.sched_setaffinity(0, spark_cpus)  # inherited by the JVMs this process starts
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     store = Path(a.store)
@@ -164,7 +183,8 @@ def main(argv: list[str] | None = None, session=spark_session) -> int:
                     log.warning("budget of %.0f s spent; stopping before run %d of round %d",
                                 a.budget_s, j + 1, r + 1)
                     break
-                row = run_one(store, name, size, kind, inten, a.master, local_dir, session=session)
+                row = run_one(store, name, size, kind, inten, a.master, local_dir, session=session,
+                              spark_cpus=spark_cpus, neighbour_cpus=neighbour_cpus)
                 out.writerow(row)
                 f.flush()
                 log.info("round %d run %d/%d %s %s: %.1f s (load %.2f -> %.2f)", r + 1, j + 1,

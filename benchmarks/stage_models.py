@@ -31,6 +31,7 @@ from sparkpredict import store as store_mod  # noqa: E402
 from sparkpredict.features.runs import runs_table  # noqa: E402
 from sparkpredict.features.stages import run_config  # noqa: E402
 from sparkpredict.models import simulate as sim  # noqa: E402
+from sparkpredict.models.replay import ReplayRuntimeModel  # noqa: E402
 from sparkpredict.models.stages import StageRuntimeModel  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,7 +84,7 @@ def size_holdouts(store_path: str, runs: pd.DataFrame) -> tuple[list[dict], list
             er.insert(1, "kind", kind)
             er["held_out_MiB"] = s / 2**20
             ers.append(er)
-            r = sim.ReplayRuntimeModel(store=store_path).fit(train)
+            r = ReplayRuntimeModel(store=store_path).fit(train)
             row["replay"] = _mape(r.predict(test), real)
             if job_factory is not None:
                 try:

@@ -20,7 +20,7 @@ _EXPORTS = {
     "submit": "sparkpredict.capture.submit",
     "JobRuntimeModel": "sparkpredict.models.hybrid",
     "StageRuntimeModel": "sparkpredict.models.stages",
-    "ReplayRuntimeModel": "sparkpredict.models.simulate",
+    "ReplayRuntimeModel": "sparkpredict.models.replay",
     "simulate_run": "sparkpredict.models.simulate",
     "load_models": "sparkpredict.registry",
     "suggest_executors": "sparkpredict.advise",

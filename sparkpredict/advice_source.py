@@ -294,7 +294,7 @@ def _fit(runs: "pd.DataFrame", st: Any) -> Any:
     try:
         return persist.fit_job(runs)
     except DegenerateDataError as exc:
-        from .models.simulate import ReplayRuntimeModel
+        from .models.replay import ReplayRuntimeModel
 
         log.info("job has too few runs for the whole-job model (%s); replaying its tasks", exc)
         return ReplayRuntimeModel(store=st).fit(runs)

@@ -13,7 +13,7 @@ Kinds (``KINDS``) and what one worker does:
 ``cpu``
     a busy pure-Python loop (one core each).
 ``memory``
-    copies between two large arrays (64 MiB each, well beyond the last-level cache), so the
+    copies between two large arrays (256 MiB each, beyond the last-level cache), so the
     memory bus is busy; it also occupies a core.
 ``disk``
     writes blocks to a file and ``fsync``s after each one (the file is capped at 256 MiB and
@@ -40,6 +40,7 @@ import threading
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Iterable
 
 from .errors import InputError
 
@@ -51,7 +52,7 @@ WORKERS = {1: 1, 2: 2, 3: 4}
 #: disk bubble: intensity -> bytes written between fsyncs.
 DISK_BLOCK_BYTES = {1: 1 << 20, 2: 4 << 20, 3: 4 << 20}
 DISK_FILE_CAP_BYTES = 256 << 20
-MEMORY_ARRAY_BYTES = 64 << 20
+MEMORY_ARRAY_BYTES = 256 << 20
 NETWORK_CHUNK_BYTES = 1 << 20
 MAX_S_LIMIT = 3600.0
 _READY = "ready"
@@ -71,10 +72,15 @@ class Bubble:
     workdir : str or Path, optional
         Folder for the disk bubble's file (default: the system temp folder). Put it on the same
         device as ``spark.local.dir`` to compete with shuffle and spill writes.
+    cpus : iterable of int, optional
+        Pin the workers to these CPUs (``os.sched_setaffinity``); default: wherever the OS puts
+        them. A neighbour on its own cores shares memory bandwidth, disk and network with Spark
+        but not Spark's cores; a ``cpu`` bubble pinned to Spark's cores time-shares them.
     """
 
     def __init__(self, kind: str, intensity: int = 1, *, max_s: float = 900.0,
-                 workdir: str | os.PathLike[str] | None = None) -> None:
+                 workdir: str | os.PathLike[str] | None = None,
+                 cpus: "Iterable[int] | None" = None) -> None:
         if kind not in KINDS:
             raise InputError(f"unknown bubble kind {kind!r}", f"use one of {', '.join(KINDS)}")
         if intensity not in WORKERS:
@@ -86,6 +92,7 @@ class Bubble:
         self.kind = kind
         self.intensity = intensity
         self.max_s = float(max_s)
+        self.cpus = _check_cpus(cpus)
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.gettempdir())
         self._procs: list[subprocess.Popen[str]] = []
         self.started_s: float | None = None
@@ -106,7 +113,8 @@ class Bubble:
         deadline = time.time() + self.max_s
         for i in range(n):
             cmd = [sys.executable, "-m", "sparkpredict.bubbles", self.kind, str(self.intensity),
-                   repr(deadline), str(os.getpid()), str(self.workdir), str(i)]
+                   repr(deadline), str(os.getpid()), str(self.workdir), str(i),
+                   ",".join(map(str, self.cpus)) if self.cpus else ""]
             self._procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                                 text=True))
         for p in self._procs:
@@ -143,6 +151,20 @@ class Bubble:
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+def _check_cpus(cpus: "Iterable[int] | None") -> tuple[int, ...]:
+    if cpus is None:
+        return ()
+    try:
+        wanted = tuple(sorted({int(c) for c in cpus}))
+    except (TypeError, ValueError):
+        raise InputError(f"bubble cpus must be CPU numbers, not {cpus!r}", "pass e.g. cpus=[1]") from None
+    have = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+    if not wanted or not set(wanted) <= set(range(os.cpu_count() or 1)):
+        raise InputError(f"bubble cpus {list(wanted)} are not CPUs of this machine "
+                         f"(it has {os.cpu_count()})", f"pick among {sorted(have)}")
+    return wanted
 
 
 # ---- workers (run in their own processes: python -m sparkpredict.bubbles ...) ---------------
@@ -226,6 +248,8 @@ def _worker(argv: list[str]) -> int:
 
     kind, intensity, deadline, parent, workdir, index = (
         argv[0], int(argv[1]), float(argv[2]), int(argv[3]), argv[4], int(argv[5]))
+    if len(argv) > 6 and argv[6]:
+        os.sched_setaffinity(0, {int(c) for c in argv[6].split(",")})
     # SIGTERM -> SystemExit, so the disk worker's finally removes its file.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if kind == "cpu":

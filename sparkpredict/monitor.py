@@ -8,7 +8,8 @@ application):
   runs labelled ``spark.sparkpredict.interference=none``, or, without labels, the job's other runs.
   A run's actual and expected times are sums over its stages, so ``D_run`` is the
   expected-time-weighted mean of the stages' ``D``.
-* **Features** per stage (:data:`FEATURE_GROUPS` maps each to a resource group): CPU time /
+* **Features** per stage (in :mod:`sparkpredict.features.interference`; :data:`FEATURE_GROUPS`
+  maps each to a resource group): CPU time /
   (run time - shuffle fetch wait - shuffle write time), so that I/O waits do not read as CPU
   contention; GC time / run time; shuffle fetch wait / run time; shuffle write time / run time;
   spilled bytes per input byte; scheduler delay (duration - run - deserialize - result
@@ -30,7 +31,6 @@ application):
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import math
 from dataclasses import dataclass, field
@@ -40,190 +40,29 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import DegenerateDataError, NotFittedError, UnknownJobError
+from .features.interference import (  # the features live there; their names stay importable here
+    COMPONENTS, FEATURE_GROUPS, FEATURES, GROUPS, KEY, LABEL_KEY, STAGE_FEATURES, STATS, TASK_RATIOS,
+    WINDOW_FEATURES, WINDOWS_S, clean_baseline, interference_labels, stage_features, stage_signatures,
+    with_baseline)
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from .store.io import Store
 
+__all__ = ["COMPONENTS", "CORRECTION_WEIGHTS", "DEFAULT_TRAINING_STORE", "FEATURE_GROUPS", "FEATURES",
+           "GROUPS", "KEY", "LABEL_KEY", "QOS_THRESHOLDS", "STAGE_FEATURES", "STATS", "TASK_RATIOS",
+           "WINDOW_FEATURES", "WINDOWS_S", "DegradationModel", "Explanation", "StageImpact",
+           "clean_baseline", "default_model", "explain_run", "fit_monitor", "interference_labels",
+           "labelled_stages", "run_degradation", "run_estimate", "shapley", "stage_features",
+           "stage_signatures", "with_baseline"]
 log = logging.getLogger(__name__)
 
-GROUPS = ("cpu", "memory", "network", "disk")
-WINDOWS_S = (3, 5, 10, 20)
-STATS = ("mean", "min", "max", "range", "std")
 QOS_THRESHOLDS = (0.05, 0.10, 0.20)
 #: Weights of the boosted correction that :class:`DegradationModel` chooses from by cross-validation.
 CORRECTION_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
-#: The Spark property that labels a run's interference: ``none`` or ``<kind>:<intensity>``.
-LABEL_KEY = "spark.sparkpredict.interference"
 #: Default training data: the labelled dataset shipped with the package (see its NOTES.md).
 DEFAULT_TRAINING_STORE = Path(__file__).resolve().parent / "data" / "interference" / "store"
-
-#: per-task ratio -> group; these also get the windowed statistics.
-TASK_RATIOS = {"cpu_ratio": "cpu", "sched_ms": "cpu", "gc_ratio": "memory",
-               "fetch_ratio": "network", "write_ratio": "disk"}
-#: Where a task's run time went, in mean ms per task -> the group that stretches it. Their
-#: differences from the clean baseline, over the baseline's run time, add up to the task's slowdown:
-#: waiting off-CPU for a core (``wait_ms``), more CPU time for the same work (cache and memory
-#: bandwidth contention, ``cpu_ms``), GC pauses, shuffle fetch waits, shuffle write time.
-COMPONENTS = {"wait_ms": "cpu", "cpu_ms": "memory", "gc_ms": "memory", "fetch_ms": "network",
-              "write_ms": "disk"}
-#: stage-level features -> group.
-STAGE_FEATURES = {**TASK_RATIOS, **COMPONENTS, "deser_ms": "cpu", "skew": "cpu", "cpu_ms_per_mib": "memory",
-                  "spill_per_input": "disk"}
-WINDOW_FEATURES = {f"w{w}_{m}_{s}": g for m, g in TASK_RATIOS.items() for w in WINDOWS_S for s in STATS}
-#: every base feature -> its resource group.
-FEATURE_GROUPS: dict[str, str] = {**STAGE_FEATURES, **WINDOW_FEATURES}
-FEATURES = list(FEATURE_GROUPS)
-KEY = ["run_id", "stage_id"]
-
-
-# ---- features -----------------------------------------------------------------------------
-def _task_ratios(tasks: "pd.DataFrame") -> "pd.DataFrame":
-    t = tasks
-    run = t["executor_run_time_ms"].clip(lower=1).astype(float)
-    sched = (t["duration_ms"] - t["executor_run_time_ms"] - t["executor_deserialize_time_ms"]
-             - t["result_serialization_time_ms"] - t["getting_result_ms"].fillna(0)).clip(lower=0)
-    # CPU share of the time not spent blocked on shuffle I/O, so that slow disks or networks
-    # (which also lower CPU time / run time) do not read as CPU contention.
-    busy = (t["executor_run_time_ms"] - t["shuffle_fetch_wait_ms"] - t["shuffle_write_time_ms"]).clip(lower=1)
-    return t.assign(
-        cpu_ratio=(t["executor_cpu_time_ms"] / busy).clip(0, 1.5),
-        sched_ms=sched.astype(float),
-        gc_ratio=t["jvm_gc_time_ms"] / run,
-        fetch_ratio=t["shuffle_fetch_wait_ms"] / run,
-        write_ratio=(t["shuffle_write_time_ms"] / run).clip(0, 1.5))
-
-
-def _windowed(t: "pd.DataFrame") -> "pd.DataFrame":
-    """Alioth's first-order statistics per window of task finish times, averaged over windows."""
-    import pandas as pd
-
-    start = t.groupby(KEY)["launch_ms"].transform("min")
-    cols = list(TASK_RATIOS)
-    out = []
-    for w in WINDOWS_S:
-        b = t[KEY + cols].assign(_bin=((t["finish_ms"] - start) // (w * 1000)).astype("int64"))
-        g = b.groupby(KEY + ["_bin"])[cols]
-        mean, mn, mx, std = g.mean(), g.min(), g.max(), g.std(ddof=0)
-        per_bin = pd.concat({"mean": mean, "min": mn, "max": mx, "range": mx - mn, "std": std}, axis=1)
-        agg = per_bin.groupby(level=KEY).mean()
-        agg.columns = [f"w{w}_{m}_{s}" for s, m in agg.columns]
-        out.append(agg)
-    return pd.concat(out, axis=1)
-
-
-def stage_features(stages: "pd.DataFrame", tasks: "pd.DataFrame") -> "pd.DataFrame":
-    """One row per completed stage: identity columns and every feature in :data:`FEATURES`.
-
-    Identity columns: ``run_id, stage_id, name, signature, num_tasks, duration_ms,
-    submission_ms``. Only each stage's last successful attempt and its finished tasks count.
-    """
-    import pandas as pd
-
-    st = stages[stages["status"].fillna("succeeded") == "succeeded"]
-    st = st.sort_values("stage_attempt_id").drop_duplicates(KEY, keep="last")
-    st = st[["run_id", "stage_id", "stage_attempt_id", "name", "num_tasks", "duration_ms",
-             "submission_ms"]].copy()
-    st["signature"] = stage_signatures(st)
-    tk = tasks.merge(st[KEY + ["stage_attempt_id"]], on=KEY + ["stage_attempt_id"])
-    tk = tk[tk["duration_ms"].notna() & tk["finish_ms"].notna()]
-    metrics = [c for c in tk.columns if c.endswith(("_ms", "_bytes")) and c not in ("launch_ms", "finish_ms")]
-    tk = _task_ratios(tk.fillna({c: 0 for c in metrics}))  # event logs may lack some metrics
-    g = tk.groupby(KEY)
-    s = g[["executor_run_time_ms", "executor_cpu_time_ms", "jvm_gc_time_ms", "shuffle_fetch_wait_ms",
-           "shuffle_write_time_ms", "duration_ms", "executor_deserialize_time_ms",
-           "memory_spilled_bytes", "disk_spilled_bytes", "input_bytes", "shuffle_read_bytes",
-           "shuffle_write_bytes", "output_bytes"]].sum()
-    run = s["executor_run_time_ms"].clip(lower=1)
-    moved_mib = (s["input_bytes"] + s["shuffle_read_bytes"] + s["shuffle_write_bytes"]
-                 + s["output_bytes"]) / 2**20
-    run_ms = g["executor_run_time_ms"].mean()
-    comp = {"cpu_ms": g["executor_cpu_time_ms"].mean(), "gc_ms": g["jvm_gc_time_ms"].mean(),
-            "fetch_ms": g["shuffle_fetch_wait_ms"].mean(), "write_ms": g["shuffle_write_time_ms"].mean()}
-    comp["wait_ms"] = (run_ms - sum(comp.values())).clip(lower=0)
-    f = pd.DataFrame({
-        **comp,
-        "run_ms": run_ms,
-        "cpu_ratio": (s["executor_cpu_time_ms"] / (run - s["shuffle_fetch_wait_ms"]
-                                                   - s["shuffle_write_time_ms"]).clip(lower=1)).clip(0, 1.5),
-        # per-task means in ms, not shares of the duration: a share of a fixed overhead falls
-        # whenever tasks get slower, whatever the cause, and would read as a CPU effect.
-        "sched_ms": g["sched_ms"].mean(),
-        "gc_ratio": s["jvm_gc_time_ms"] / run,
-        "fetch_ratio": s["shuffle_fetch_wait_ms"] / run,
-        "write_ratio": (s["shuffle_write_time_ms"] / run).clip(0, 1.5),
-        "deser_ms": g["executor_deserialize_time_ms"].mean(),
-        "skew": g["duration_ms"].max() / g["duration_ms"].median().clip(lower=1),
-        # log scale: CPU per byte differs by orders of magnitude between applications
-        "cpu_ms_per_mib": np.log1p(s["executor_cpu_time_ms"] / (moved_mib + 1.0)),
-        "spill_per_input": (s["memory_spilled_bytes"] + s["disk_spilled_bytes"])
-        / (s["input_bytes"] + s["shuffle_read_bytes"]).clip(lower=1),
-    })
-    f = f.join(_windowed(tk))
-    out = st.drop(columns="stage_attempt_id").merge(f.reset_index(), on=KEY, how="inner")
-    out[FEATURES + ["run_ms"]] = out[FEATURES + ["run_ms"]].astype(float).fillna(0.0)
-    return out.reset_index(drop=True)
-
-
-#: Call sites of actions called through Py4J: Spark names them either way in different runs.
-def stage_signatures(stages: "pd.DataFrame") -> "pd.Series":
-    """The same stage across runs of a job: call site, its occurrence number, and task count.
-
-    Stage ids restart in every application and follow the DAG, so the k-th stage with a given
-    call site and task count is the same stage in two runs of a deterministic job. Folders and
-    Py4J's unstable call sites (``count at NativeMethodAccessorImpl.java:0`` in one run,
-    ``count at <unknown>:0`` in the next) are normalised by :func:`features.stages.call_site`.
-    """
-    from .features.stages import call_site
-
-    st = stages.sort_values(KEY).assign(_site=lambda d: d["name"].map(call_site))
-    occ = st.groupby(["run_id", "_site", "num_tasks"]).cumcount()
-    sig = st["_site"] + "|" + st["num_tasks"].astype(str) + "|" + occ.astype(str)
-    return sig.reindex(stages.index)
-
-
-def interference_labels(runs: "pd.DataFrame") -> "pd.Series":
-    """``run_id -> 'none' | '<kind>:<intensity>' | None`` from the runs' recorded properties."""
-    import pandas as pd
-
-    def one(props: Any) -> str | None:
-        try:
-            return json.loads(props).get(LABEL_KEY) if isinstance(props, str) else None
-        except ValueError:
-            return None
-    return pd.Series([one(p) for p in runs["properties_json"]], index=runs["run_id"].values)
-
-
-# ---- clean baseline and labels ----------------------------------------------------------
-def clean_baseline(feats: "pd.DataFrame") -> "pd.DataFrame":
-    """Per signature: ``expected_ms`` (median duration) and the median of every feature."""
-    g = feats.groupby("signature")
-    extra = ["run_ms"] if "run_ms" in feats else []
-    return g[FEATURES + extra + ["duration_ms"]].median().rename(columns={"duration_ms": "expected_ms"})
-
-
-def with_baseline(feats: "pd.DataFrame", clean_run_ids: list[str]) -> "pd.DataFrame":
-    """Add ``expected_ms``, ``degradation`` and ``base_<feature>`` columns to stage features.
-
-    Clean runs are compared with the *other* clean runs (leave one out), so their own duration
-    never sets their expectation. Stages without a clean counterpart get NaN.
-    """
-    import pandas as pd
-
-    clean = feats[feats["run_id"].isin(clean_run_ids)]
-    parts = []
-    for rid, rows in feats.groupby("run_id", sort=False):
-        ref = clean[clean["run_id"] != rid]
-        if ref.empty:
-            ref = clean
-        base = clean_baseline(ref) if not ref.empty else pd.DataFrame(columns=FEATURES + ["run_ms", "expected_ms"])
-        b = base.reindex(rows["signature"].values)
-        b.columns = [f"base_{c}" if c != "expected_ms" else c for c in b.columns]
-        parts.append(pd.concat([rows.reset_index(drop=True), b.reset_index(drop=True)], axis=1))
-    out = pd.concat(parts, ignore_index=True)
-    out["degradation"] = out["duration_ms"] / out["expected_ms"] - 1.0
-    return out
 
 
 # ---- estimator --------------------------------------------------------------------------

@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
 import zipfile
-from pathlib import Path
 
 import pytest
 

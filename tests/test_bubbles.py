@@ -76,7 +76,7 @@ def test_each_bubble_makes_its_load_and_stops(kind, tmp_path):
         elif kind == "memory":
             rss_kib = int(next(line for line in _proc(pid, "status").splitlines()
                                if line.startswith("VmRSS")).split()[1])
-            assert rss_kib > 120 * 1024  # two 64 MiB arrays, touched
+            assert rss_kib > 500 * 1024  # two 256 MiB arrays, touched
             assert _cpu_s(pid) > 0.05
         elif kind == "disk":
             files = list(tmp_path.glob("sparkpredict-bubble-*"))
@@ -91,6 +91,17 @@ def test_each_bubble_makes_its_load_and_stops(kind, tmp_path):
     assert b.pids == []
     assert _wait_gone(pids, 5)
     assert list(tmp_path.glob("sparkpredict-bubble-*")) == []  # the disk bubble cleans up
+
+
+def test_cpus_pin_the_workers_and_bad_cpus_are_refused():
+    last = max(os.sched_getaffinity(0))
+    with Bubble("cpu", intensity=2, max_s=30, cpus=[last]) as b:
+        assert [os.sched_getaffinity(p) for p in b.pids] == [{last}, {last}]
+    with pytest.raises(InputError, match="not CPUs of this machine") as e:
+        Bubble("cpu", cpus=[os.cpu_count() + 3])
+    assert "pick among" in e.value.fix
+    with pytest.raises(InputError, match="must be CPU numbers"):
+        Bubble("cpu", cpus=["zero"])
 
 
 def test_intensity_sets_the_number_of_workers():

@@ -166,7 +166,7 @@ def test_errors_are_clear(history, tmp_path):
 
 
 def test_replay_model_predicts_other_executor_counts_and_sizes_from_a_single_run(history):
-    from sparkpredict.models.simulate import ReplayRuntimeModel
+    from sparkpredict.models.replay import ReplayRuntimeModel
 
     path, runs, truth = history
     one = runs[(runs["input_bytes"] == 256 * MiB) & (runs["executors"] == 1)]

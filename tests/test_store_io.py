@@ -53,7 +53,7 @@ def test_foreign_folder_refused_and_untouched(tmp_path):
 
 
 def test_unknown_schema_version_refused(tmp_path):
-    s = store.open(tmp_path / "st", create=True)
+    store.open(tmp_path / "st", create=True)
     (tmp_path / "st" / S.MARKER_FILE).write_text(json.dumps({"format": S.STORE_FORMAT, "schema_version": 99}))
     with pytest.raises(StoreError) as e:
         store.open(tmp_path / "st")

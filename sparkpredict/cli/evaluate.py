@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if args.stage_models:
         from ..config import resolve_store
         from ..models.hybrid import JobRuntimeModel
-        from ..models.simulate import ReplayRuntimeModel
+        from ..models.replay import ReplayRuntimeModel
         from ..models.stages import StageRuntimeModel
 
         path = resolve_store(args.store)

@@ -28,6 +28,7 @@ import numpy as np
 from ..errors import DegenerateDataError, InputError, NotFittedError, UnknownJobError
 from ..features import stages as F
 from . import simulate as sim
+from .replay import ReplayRuntimeModel, head_trends
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -75,7 +76,7 @@ class StageRuntimeModel:
         counts and per-task times (stages that overlap share the slots).
     driver_trend : bool
         Let the time from application start to the first stage follow its trend in the executor
-        count over the training runs (see :class:`~sparkpredict.models.simulate.ReplayRuntimeModel`).
+        count over the training runs (see :class:`~sparkpredict.models.replay.ReplayRuntimeModel`).
     n_estimators, min_rows_per_signature, random_state
         Forest size, rows a signature needs for its own forest, seed (fits are deterministic).
 
@@ -155,10 +156,10 @@ class StageRuntimeModel:
         self.training_range_ = {"input_bytes": (float(ib.min()), float(ib.max())),
                                 "executors": (float(ex.min()), float(ex.max()))}
         self.name_ = f"stage-forest[{self.mode},{self.target},{self.combine}]"
-        self._exec = sim.ReplayRuntimeModel._executors(self.runs_)
+        self._exec = ReplayRuntimeModel._executors(self.runs_)
         first = stages.groupby("run_id")["submission_ms"].min()
         heads = {r: float(first[r] - self.runs_.loc[r, "start_ms"]) for r in self.runs_.index if r in first.index}
-        self.head_slope_ms_ = sim.head_trends(self.runs_, heads, self._exec) if self.driver_trend else {}
+        self.head_slope_ms_ = head_trends(self.runs_, heads, self._exec) if self.driver_trend else {}
         return table
 
     # ---- persistence --------------------------------------------------------------------
@@ -259,7 +260,7 @@ class StageRuntimeModel:
         ib = runs["input_bytes"].astype(float).to_numpy()
         ds = np.abs(np.log(np.maximum(ib, 1)) - math.log(max(input_bytes, 1))) if np.isfinite(input_bytes) \
             else np.zeros(len(runs))
-        ex = sim.ReplayRuntimeModel._executors(runs).fillna(1).to_numpy()
+        ex = ReplayRuntimeModel._executors(runs).fillna(1).to_numpy()
         de = np.abs(ex - executors)
         return str(runs.index[np.lexsort((de, np.round(ds, 6)))[0]])
 

@@ -13,7 +13,6 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from .. import __version__
 from ..config import resolve_store
 from ..errors import StoreError
 from . import schema as S

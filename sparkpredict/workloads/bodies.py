@@ -96,8 +96,6 @@ def pagerank(spark, path: str, params: dict[str, Any]) -> dict[str, Any]:
 
 def sqljoin(spark, path: str, params: dict[str, Any]) -> dict[str, Any]:
     """SQL join of orders with customers plus aggregation (HiBench sql/join + aggregation)."""
-    from pyspark.sql import functions as F
-
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # a real shuffle join
     orders = spark.read.csv(f"{path}/orders", schema="order_id long, customer_id long, amount double, day int")
     customers = spark.read.csv(f"{path}/customers", schema="customer_id long, segment string, region string")

@@ -1,0 +1,228 @@
+"""The scheduler replay (:mod:`sparkpredict.models.simulate`) as a whole-job runtime model.
+
+A job with a single recorded run still gets a prediction: each query replays the nearest
+recorded run on the query's executors, its stages resized for the query's input size.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import InputError, UnknownJobError
+from .simulate import Timeline, replay, simulate_timeline
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+
+
+def head_trends(runs: "pd.DataFrame", head_ms: dict, executors: "pd.Series") -> dict:
+    """Per job: slope (ms per executor) of the time from application start to the first stage,
+    by least squares over its runs; jobs with a single executor count get none."""
+    out = {}
+    for job, g in runs.groupby("job"):
+        ids = [r for r in g.index if r in head_ms]
+        e = executors.loc[ids].to_numpy(float)
+        h = np.array([head_ms[r] for r in ids], dtype=float)
+        ok = np.isfinite(e) & np.isfinite(h)
+        if ok.sum() >= 2 and np.ptp(e[ok]) > 0:
+            out[job] = float(np.polyfit(e[ok], h[ok], 1)[0])
+    return out
+
+
+class ReplayRuntimeModel:
+    """The replay behind the whole-job contract (``fit(runs_df)``, ``predict(X)``,
+    ``predict_interval(X, confidence)``), so the advisor and ``evaluate`` can use it and a job
+    with a single recorded run still gets a prediction.
+
+    Each query replays the training run nearest in input size (then in executors) on the
+    query's ``executors x executor_cores``. When the size differs, stages are resized first:
+    input stages get the task count of their split size, shuffle stages keep their
+    partitions, and every task's duration scales with the bytes it processes
+    (``(MiB per task + 1)`` ratio, as the stage model's rate).
+
+    Parameters
+    ----------
+    store : str or Store, optional
+        History store with the task rows of the runs given to :meth:`fit`.
+    tables : dict, optional
+        ``{"runs", "stages", "tasks"}`` DataFrames instead of a store.
+    scale_size : bool
+        Resize stages for another input size (else replay the recorded tasks as they are).
+    host_cores : int, optional
+        Physical cores all executors share (``local-cluster``): see :func:`replay`.
+    driver_trend : bool
+        With runs of a job at several executor counts, let the time from application start to
+        the first stage (executor start-up, the wait for executors) follow its least-squares
+        line in the executor count (``head_slope_ms_`` per job), instead of the replayed run's.
+    """
+
+    def __init__(self, *, store=None, tables: dict | None = None, scale_size: bool = True,
+                 host_cores: int | None = None, driver_trend: bool = True) -> None:
+        self.store = store
+        self.tables = tables
+        self.scale_size = scale_size
+        self.host_cores = host_cores
+        self.driver_trend = driver_trend
+
+    def fit(self, runs_df: "pd.DataFrame", y=None) -> "ReplayRuntimeModel":
+        """Remember the runs of ``runs_df`` (by ``run_id``) that can be replayed."""
+        from ..errors import DegenerateDataError
+        from ..features import stages as F
+        from .stages import _load
+
+        if runs_df is None or "run_id" not in runs_df or len(runs_df) == 0:
+            raise DegenerateDataError("the replay model needs runs with a run_id column",
+                                      "export runs with `sparkpredict runs`, which keeps run_id")
+        runs, stages, tasks = _load(self.store, self.tables, [str(r) for r in runs_df["run_id"]])
+        if tasks is None or tasks.empty:
+            raise DegenerateDataError("none of these runs has task rows to replay",
+                                      "record with spark.sparkpredict.tasks=true or ingest event logs")
+        with_tasks = set(tasks["run_id"].unique())
+        self.runs_ = runs[runs["run_id"].isin(with_tasks)].drop_duplicates("run_id", keep="last") \
+            .set_index("run_id", drop=False)
+        self._stages, self._tasks = stages, tasks
+        self.stage_table_ = F.stage_table(self.runs_, stages, tasks)
+        self._timelines: dict[str, Timeline] = {}
+        self.n_runs_ = len(self.runs_)
+        ex = self._executors(self.runs_)
+        ib = self.runs_["input_bytes"].astype(float)
+        self.training_range_ = {"input_bytes": (float(ib.min()), float(ib.max())),
+                                "executors": (float(ex.min()), float(ex.max()))}
+        self.name_ = "replay"
+        self.self_errors_ = {r: simulate_timeline(self._timeline(r), [], host_cores=self.host_cores).self_error
+                             for r in list(self.runs_.index)[:50]}
+        heads = {r: self._timeline(r).head_ms for r in list(self.runs_.index)[:200]}
+        self.head_slope_ms_ = head_trends(self.runs_, heads, self._executors(self.runs_)) if self.driver_trend else {}
+        self.cv_mape_, self._abs_rel = self._loo_errors()
+        return self
+
+    @staticmethod
+    def _executors(runs: "pd.DataFrame") -> "pd.Series":
+        e = runs["executors_requested"].astype(float) if "executors_requested" in runs else None
+        m = runs["executors_max"].astype(float)
+        return m if e is None else e.fillna(m)
+
+    def _timeline(self, run_id: str) -> Timeline:
+        if run_id not in self._timelines:
+            self._timelines[run_id] = Timeline.from_tables(
+                self.runs_.loc[[run_id]], self._stages[self._stages["run_id"] == run_id],
+                self._tasks[self._tasks["run_id"] == run_id], run_id)
+        return self._timelines[run_id]
+
+    def _reference(self, job, input_bytes: float, executors: float, exclude: str | None = None) -> str:
+        runs = self.runs_ if exclude is None else self.runs_.drop(index=exclude)
+        if job is not None and "job" in runs:
+            runs = runs[runs["job"] == job]
+        elif runs["job"].nunique() > 1:
+            raise InputError("the query has no job column and the model knows several jobs",
+                             "add a job column to the query rows")
+        if runs.empty:
+            raise UnknownJobError(f"no replayable runs of job {job!r}",
+                                  "fit on runs of that job recorded with task rows")
+        ib = runs["input_bytes"].astype(float).to_numpy()
+        ds = np.abs(np.log(np.maximum(ib, 1)) - math.log(max(input_bytes, 1))) \
+            if math.isfinite(input_bytes) else np.zeros(len(runs))
+        de = np.abs(self._executors(runs).to_numpy() - executors)
+        return str(runs.index[np.lexsort((de, np.round(ds, 6)))[0]])
+
+    def _sized(self, run_id: str, input_bytes: float, executors: float, cores: float) -> Timeline:
+        from ..features import stages as F
+
+        tl = self._timeline(run_id)
+        ref_bytes = float(self.runs_.loc[run_id, "input_bytes"])
+        if not self.scale_size or not (ref_bytes > 0 and math.isfinite(input_bytes)) or input_bytes == ref_bytes:
+            return tl
+        ratio = input_bytes / ref_bytes
+        t = self.stage_table_
+        rows = t[t["run_id"] == run_id].set_index(["stage_id", "stage_attempt_id"])
+        n_new = (tl.task_offsets[1:] - tl.task_offsets[:-1]).astype(float)
+        scale = np.ones(tl.n_stages)
+        slots = executors * cores
+        for i, key in enumerate(zip(tl.stage_ids.tolist(), tl.stage_attempts.tolist())):
+            if key not in rows.index:
+                continue
+            row = rows.loc[key]
+            conf = {"executors": executors, "executor_cores": cores, "task_slots": slots}
+            if row["parallelism_explicit"] != 1:  # the default follows the cores
+                conf["default_parallelism"] = slots
+            hist = t[t["signature"] == row["signature"]]
+            n = F.predict_num_tasks(hist, row, row["bytes_in"] * ratio, conf)
+            old_bpt = row["bytes_in"] / max(row["num_tasks"], 1) / 2**20
+            new_bpt = row["bytes_in"] * ratio / max(n, 1) / 2**20
+            n_new[i] = n if n_new[i] else 0
+            scale[i] = (new_bpt + 1) / (old_bpt + 1)
+        return tl.resized(n_new.astype(np.int64), scale)
+
+    def _predict_one(self, job, input_bytes: float, executors: float, cores: float | None,
+                     exclude: str | None = None) -> float:
+        ref = self._reference(job, input_bytes, executors, exclude)
+        tl = self._timeline(ref)
+        c = int(cores) if cores and math.isfinite(cores) else tl.cores
+        wall = replay(self._sized(ref, input_bytes, executors, c), int(executors), c,
+                      host_cores=self.host_cores).predicted_wall_s
+        slope = self.head_slope_ms_.get(self.runs_.loc[ref, "job"], 0.0)
+        e_ref = float(self._executors(self.runs_.loc[[ref]]).iloc[0])
+        return max(wall + slope * (executors - e_ref) / 1000, wall * 0.05)
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted runtime in seconds per query row (``input_bytes``, ``executors``, ...)."""
+        from .stages import _as_frame, _opt
+
+        if not hasattr(self, "runs_"):
+            from ..errors import NotFittedError
+            raise NotFittedError("the replay model is not fitted", "call fit(runs_df) first")
+        X = _as_frame(X)
+        return np.array([self._predict_one(q.get("job"), float(q.get("input_bytes", np.nan)),
+                                           float(q["executors"]), _opt(q.get("executor_cores")))
+                         for _, q in X.iterrows()])
+
+    def predict_interval(self, X, confidence: float = 0.9) -> dict:
+        """Point prediction and an interval from leave-one-run-out relative errors (or, with
+        one run, its self-check error)."""
+        if not 0 < confidence < 1:
+            raise InputError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.9")
+        from .stages import _as_frame
+
+        X = _as_frame(X)
+        p = self.predict(X)
+        q = np.full(len(X), float(np.quantile(self._abs_rel, confidence)) if len(self._abs_rel) else 0.0)
+        if self.n_runs_ < 5:
+            # Too few runs to measure errors away from the recording: widen with the distance
+            # to the replayed run (a heuristic: +5 % per doubling of executors, +10 % of size).
+            for i, (_, r) in enumerate(X.iterrows()):
+                ib, e = float(r.get("input_bytes", np.nan)), float(r["executors"])
+                ref = self.runs_.loc[self._reference(r.get("job"), ib, e)]
+                de = abs(math.log2(e / max(float(self._executors(self.runs_).loc[ref.name]), 1)))
+                ds = abs(math.log2(ib / float(ref["input_bytes"]))) if ib > 0 and ref["input_bytes"] > 0 else 0.0
+                q[i] += 0.05 * de + 0.10 * ds
+        return {"predicted_runtime_s": p, "lower_s": p * (1 - np.minimum(q, 0.95)), "upper_s": p * (1 + q)}
+
+    def _loo_errors(self) -> tuple[float, np.ndarray]:
+        """Predict each training run from the others (at most 40 runs); one run: its self-check."""
+        errs = []
+        runs = self.runs_
+        if len(runs) == 1:
+            e = np.array([abs(v) for v in self.self_errors_.values()])
+            return float(e.mean()), e
+        ex = self._executors(runs)
+        for run_id in list(runs.index)[:40]:
+            r = runs.loc[run_id]
+            others = runs.drop(index=run_id)
+            if "job" in runs and not (others["job"] == r.get("job")).any():
+                continue
+            real = float(r["wall_ms"]) / 1000
+            try:
+                pred = self._predict_one(r.get("job"), float(r["input_bytes"]), float(ex[run_id]),
+                                         float(r["executor_cores"]), exclude=run_id)
+            except Exception as exc:  # an error estimate must never break a fit
+                log.debug("leave-one-out for %s skipped: %s", run_id, exc)
+                continue
+            if real > 0:
+                errs.append(abs(pred - real) / real)
+        e = np.asarray(errs)
+        return (float(e.mean()) if len(e) else float("nan")), e
