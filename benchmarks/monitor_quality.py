@@ -147,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
              "monitor_quality_own_cores": "Slowdown monitor, neighbours on their own core "
                                           "(monitor_quality --section monitor_quality_own_cores)"
              }.get(a.section, f"Slowdown monitor ({a.section})")
+    design = {"monitor_quality_own_cores": (
+        "Design: this process, and so the driver and both executor JVMs, pinned to CPU 0; the "
+        "memory, disk and network bubbles pinned to CPU 1 (neighbours on their own core); the CPU "
+        "bubble on CPU 0, time-sharing Spark's core. See the dataset's NOTES.md.")}.get(a.section)
     store = io.open(a.store)
     df = m.labelled_stages(store)
     df = df[df["label"].notna()]
@@ -164,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
              f"({', '.join(sorted(df['job'].unique()))}), {len(df)} stages. Each workload is held out in "
              "turn: the estimator is trained on the others' runs; expected times of the held-out "
              "workload come from its own clean runs (median per stage, leave-one-out)."]
+    if design:
+        lines += ["", design]
     if manifest.exists():
         man = pd.read_csv(manifest)
         man = man[man["run_id"].isin(df["run_id"])]
@@ -173,10 +179,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"Noise floor: clean runs measured against the other clean runs have mean |D| "
                   f"{clean['measured'].abs().mean():.3f} (max {clean['measured'].abs().max():.3f})."]
     inter = res[(res.variant == "zero")].assign(kind=lambda d: d["label"].str.split(":").str[0])
-    by_kind = inter.groupby("kind")["measured"].agg(runs="size", mean="mean", slowed=lambda x: int((x >= SLOW).sum()))
-    lines += ["", "Measured slowdown D per bubble (all workloads and intensities): "
-              + ", ".join(f"{k} mean {r['mean']:+.3f} ({r['slowed']} of {r['runs']} runs slowed >= 5 %)"
-                          for k, r in by_kind.iterrows()) + "."]
+    by_kind = inter.groupby("kind")["measured"].agg(runs="size", median="median",
+                                                    slowed=lambda x: int((x >= SLOW).sum()))
+    lines += ["", "Measured slowdown D per bubble (all workloads and intensities; `none` = the clean "
+              "runs against each other): "
+              + ", ".join(f"{k} median {r['median']:+.3f} ({int(r['slowed'])} of {int(r['runs'])} runs "
+                          "slowed >= 5 %)" for k, r in by_kind.iterrows()) + "."]
     lines += ["", "| estimator | runs | MAE all | MAE interfered | MAE clean | top-1 cause acc (runs slowed >= 5 %) "
               "| slowed runs | cause acc (all interfered) | QoS verdict at 10 % agrees |", "|---|---|---|---|---|---|---|---|---|"]
     for v, s in summ.iterrows():
