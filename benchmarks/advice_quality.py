@@ -224,7 +224,7 @@ def summarise(r: pd.DataFrame) -> str:
                  f"{main.coverage90.mean():.1%}; runs below the interval's upper bound "
                  f"{main.below_upper90.mean():.1%} (the deadline rule needs >= 90 %).")
     lines.append(f"\nModels: {', '.join(f'{k} x{v}' for k, v in main.model.value_counts().items())}; "
-                 f"median fit {main.fit_s.median():.2f} s per job (machine shared with other helpers).\n")
+                 f"median fit {main.fit_s.median():.2f} s per job.\n")
     lines.append(f"- goal deadline met in >= 90 % of cases at confidence 0.9: "
                  f"**{'met' if met >= 0.9 else 'not met'}** ({met:.1%} of {len(main)})")
     lines.append(f"- goal mean cost within 10 % of the cheapest configuration that truly meets the "
