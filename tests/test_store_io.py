@@ -73,3 +73,44 @@ def test_unwritable_store(tmp_path):
 def test_schema_rejects_unknown_columns():
     with pytest.raises(ValueError):
         S.conform("runs", pa.table({"run_id": ["a"], "bogus": [1]}))
+
+
+def test_clean_removes_only_old_uncommitted_files_and_plain_readers_then_see_committed_rows(tmp_path, capsys):
+    import os
+    import time
+
+    import pyarrow.dataset as ds
+
+    from sparkpredict.cli import main
+
+    root = tmp_path / "st"
+    s = store.open(root, create=True)
+    s.append(_batch("app-1"))
+    committed_before = s.stages(form="arrow")
+    ghost = S.conform("stages", pa.table({"run_id": ["ghost"], "stage_id": pa.array([9], pa.int32())}))
+    dead = root / "stages" / "part-999-dead.parquet"          # a writer died between its renames
+    tmp_left = root / "tasks" / ".part-998-dead.parquet.tmp"  # ... or before them
+    fresh = root / "stages" / "part-997-writing.parquet"      # a writer mid-commit right now
+    (root / "tasks").mkdir(exist_ok=True)
+    for p in (dead, fresh):
+        pq.write_table(ghost, p)
+    tmp_left.write_bytes(b"partial")
+    hour_ago = time.time() - 3600
+    for p in (dead, tmp_left):
+        os.utime(p, (hour_ago, hour_ago))
+    assert "ghost" in set(ds.dataset(root / "stages").to_table()["run_id"].to_pylist())  # what Spark would read
+
+    assert main(["store", "clean", "--store", str(root), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "would remove 2 uncommitted file(s)" in out and dead.name in out and tmp_left.name in out
+    assert dead.exists() and tmp_left.exists()
+
+    assert main(["store", "clean", "--store", str(root)]) == 0
+    assert "removed 2 uncommitted file(s)" in capsys.readouterr().out
+    assert not dead.exists() and not tmp_left.exists() and fresh.exists()  # the young one is left alone
+    assert s.stages(form="arrow").equals(committed_before)  # committed rows untouched
+    assert s.remove_orphans(min_age_s=0.0) == [str(fresh)]
+    assert set(ds.dataset(root / "stages").to_table()["run_id"].to_pylist()) == {"app-1"}
+
+    assert main(["store", "clean", "--store", str(root), "--older-than", "soon"]) != 0
+    assert "cannot read 'soon' as a duration" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""``sparkpredict store summary [--store S]``: what the history store holds."""
+"""``sparkpredict store summary|clean [--store S]``: what the history store holds, and tidying it."""
 from __future__ import annotations
 
 import argparse
@@ -12,6 +12,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--store", help="history store path or URI (default: the embedded local store)")
     s.add_argument("--last", type=int, default=10, help="list this many latest runs (default 10)")
     s.set_defaults(func=_summary)
+    c = sub.add_parser("clean", help="remove files of batches that were never committed",
+                       description="Remove part files whose batch never got its runs file (a writer "
+                       "died mid-commit) and leftover .tmp files, so that plain spark.read.parquet "
+                       "sees only committed rows. sparkpredict's own readers skip them anyway.")
+    c.add_argument("--store", help="history store path or URI (default: the embedded local store)")
+    c.add_argument("--older-than", default="10m", metavar="AGE",
+                   help="only files last modified this long ago, so a writer mid-commit is left "
+                   "alone (default 10m)")
+    c.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
+    c.set_defaults(func=_clean)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -55,4 +65,18 @@ def _summary(args: argparse.Namespace) -> int:
         ex = "-" if r.executors_max != r.executors_max else int(r.executors_max)
         nt = "-" if r.num_tasks != r.num_tasks else int(r.num_tasks)
         print(f"{str(r.run_id):<28} {str(r.job):<24} {r.status:<10} {wall:>9} {ex:>8} {nt:>7}")
+    return 0
+
+
+def _clean(args: argparse.Namespace) -> int:
+    from .. import store as store_mod
+    from ..units import parse_duration
+
+    age_s = parse_duration(args.older_than)
+    st = store_mod.open(args.store)
+    paths = st.orphans(age_s) if args.dry_run else st.remove_orphans(age_s)
+    verb = "would remove" if args.dry_run else "removed"
+    print(f"store {st.path}: {verb} {len(paths)} uncommitted file(s)")
+    for p in paths:
+        print(f"  {p}")
     return 0

@@ -78,6 +78,39 @@ class Store:
     def committed_batches(self) -> set[str]:
         return set(self._files(S.COMMIT_TABLE))
 
+    def orphans(self, min_age_s: float = 600.0) -> list[str]:
+        """Files no reader should see, last modified over ``min_age_s`` ago: part files of
+        batches that never got their runs file (a writer died between its renames), and
+        leftover ``.tmp`` files. sparkpredict's readers skip them already; a plain
+        ``spark.read.parquet("STORE/tasks")`` does not."""
+        committed = self.committed_batches()
+        cutoff_ns = (time.time() - min_age_s) * 1e9
+        out = []
+        for table in S.TABLES:
+            for info in self.fs.get_file_info(pafs.FileSelector(self._dir(table), allow_not_found=True)):
+                if info.type != pafs.FileType.File or info.mtime_ns is None or info.mtime_ns > cutoff_ns:
+                    continue
+                name = info.base_name
+                batch = _batch_of(name)
+                leftover = name.startswith(".part-") and name.endswith(".parquet.tmp")
+                if leftover or (batch is not None and batch not in committed):
+                    out.append(info.path)
+        return sorted(out)
+
+    def remove_orphans(self, min_age_s: float = 600.0) -> list[str]:
+        """Delete :meth:`orphans`; returns the paths removed. Committed rows are never touched."""
+        removed = []
+        for path in self.orphans(min_age_s):
+            try:
+                self.fs.delete_file(path)
+            except OSError as exc:
+                raise StoreError(f"cannot remove {path!r} from store {self.path!r}: {exc}",
+                                 "fix the folder's permissions; nothing committed was changed") from exc
+            removed.append(path)
+        if removed:
+            log.info("store %s: removed %d uncommitted file(s)", self.path, len(removed))
+        return removed
+
     def exists(self) -> bool:
         return self.fs.get_file_info(f"{self.root.rstrip('/')}/{S.MARKER_FILE}").type == pafs.FileType.File
 
