@@ -114,3 +114,23 @@ def test_clean_removes_only_old_uncommitted_files_and_plain_readers_then_see_com
 
     assert main(["store", "clean", "--store", str(root), "--older-than", "soon"]) != 0
     assert "cannot read 'soon' as a duration" in capsys.readouterr().err
+
+
+def test_cli_output_into_a_closed_pipe_ends_quietly(tmp_path):
+    """`sparkpredict store summary | head -1`: the reader leaves early; no traceback follows."""
+    import subprocess
+    import sys
+
+    s = store.open(tmp_path / "st", create=True)
+    n = 3000  # ~250 KB of listing, more than a pipe buffer holds
+    s.append({"runs": pd.DataFrame({"run_id": [f"app-{i:05d}" for i in range(n)], "job": ["j"] * n,
+                                    "status": ["succeeded"] * n, "start_ms": range(n),
+                                    "updated_ms": [1] * n})})
+    p = subprocess.Popen([sys.executable, "-m", "sparkpredict", "store", "summary", "--store",
+                          str(tmp_path / "st"), "--last", str(n)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline().startswith(b"store ")
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=60) == 141, err
+    assert "Traceback" not in err and "BrokenPipe" not in err
