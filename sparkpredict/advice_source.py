@@ -1,5 +1,6 @@
 """Where the advice's model and history come from: a model folder, models in memory, the store's
-registry, or a fit of the job's runs (cached per store version), plus the warnings the runs
+registry, or a fit of the job's runs (cached per store version, in memory and as JSON under
+``cache_dir()/advice``, so the next process does not refit), plus the warnings the runs
 support (too few runs, heavy spill, dynamic allocation).
 
 Imported by :mod:`sparkpredict.advise`; nothing here starts a JVM, and pandas is imported only
@@ -120,7 +121,11 @@ class HistorySource:
         runs, spill, dyn = cls._history(job, st)
         model = _registry_model(job, st)
         if model is None:
-            model = _fit(runs, st)
+            disk_key = _disk_key(st.path, version, job)
+            model = _load_fitted(disk_key)
+            if model is None:
+                model = _fit(runs, st)
+                _save_fitted(disk_key, model)
         src = cls(job, model, runs, spill, dyn)
         _remember(key, src)
         return src
@@ -280,6 +285,66 @@ def _registry_model(job: str, st: Any) -> Any:
     except Exception as exc:  # a broken registry must not stop advice: refit from the runs
         log.warning("registry models of %s unusable (%s); fitting from its runs", st.path, exc)
         return None
+
+
+def _models_code_stamp() -> str:
+    """Changes whenever the model code does (file sizes and times), so a cached fit of an older
+    sparkpredict is never reused."""
+    from pathlib import Path
+
+    from . import __version__
+
+    d = Path(__file__).resolve().parent / "models"
+    parts = [__version__] + [f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in sorted(d.glob("*.py"))]
+    return "|".join(parts)
+
+
+def _disk_key(store_path: str, version: tuple, job: str) -> str:
+    import hashlib
+
+    text = repr((store_path, version, job, _models_code_stamp()))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _fitted_path(key: str) -> "os.PathLike[str]":
+    from .config import cache_dir
+
+    return cache_dir() / "advice" / f"{key}.json"
+
+
+def _load_fitted(key: str) -> Any:
+    """A whole-job model fitted earlier on the same committed runs (another process, e.g. the
+    previous ``sparkpredict suggest``): JSON read with numpy only, no refit and no sklearn import."""
+    import json
+
+    from .models.hybrid import JobRuntimeModel
+
+    try:
+        with open(_fitted_path(key)) as f:
+            return JobRuntimeModel.from_dict(json.load(f))
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # a damaged cache entry only costs a refit
+        log.debug("ignoring cached fit %s: %s", key, exc)
+        return None
+
+
+def _save_fitted(key: str, model: Any) -> None:
+    import json
+
+    from .models.hybrid import JobRuntimeModel
+
+    if not isinstance(model, JobRuntimeModel):  # the replay reads the store; nothing to keep
+        return
+    path = _fitted_path(key)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(model.to_dict(), f, separators=(",", ":"))
+        os.replace(tmp, path)
+    except OSError as exc:  # a read-only home only costs the next call a refit
+        log.debug("cannot cache the fit in %s: %s", path, exc)
 
 
 def _fit(runs: "pd.DataFrame", st: Any) -> Any:

@@ -192,3 +192,41 @@ def test_registry_model_is_used_first_and_a_retrain_is_seen(tmp_path):
     assert a.model_name == "amdahl"
     retrain_local(path, kind="ernest", force=True)
     assert suggest_executors("etl", "30GB", store=path).model_name == "ernest"
+
+
+def test_a_fit_is_kept_on_disk_for_the_next_process_until_new_runs_arrive(tmp_path, monkeypatch):
+    """`sparkpredict suggest` twice: the second process loads the first one's fit (no refit, no
+    sklearn); a damaged entry is refit; a new run changes the committed batches and forces a refit."""
+    import json
+
+    import sparkpredict.advice_source as src
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    path = make_store(tmp_path / "store", history(sizes=(10, 20, 40)))
+    first = suggest_executors("etl", "30GB", deadline_s=600, store=path)
+    (entry,) = (tmp_path / "cache" / "advice").glob("*.json")
+    real_fit, fits = src._fit, []
+
+    def counting_fit(*a, **k):
+        fits.append(1)
+        return real_fit(*a, **k)
+
+    monkeypatch.setattr(src, "_fit", counting_fit)
+    src._CACHE.clear()  # a new process
+    again = suggest_executors("etl", "30GB", deadline_s=600, store=path)
+    assert fits == []
+    assert again.executors == first.executors and again.model_name == first.model_name
+    assert again.predicted_runtime_s == pytest.approx(first.predicted_runtime_s, rel=1e-12)
+
+    entry.write_text("{not json")
+    src._CACHE.clear()
+    assert suggest_executors("etl", "30GB", deadline_s=600, store=path).executors == first.executors
+    assert fits == [1]
+    json.loads(entry.read_text())  # rewritten whole
+
+    runs, stages = history(sizes=(80,), seed=1)
+    store_mod.open(path).append({"runs": runs.iloc[:1], "stages": stages.iloc[:1]})
+    src._CACHE.clear()
+    suggest_executors("etl", "30GB", deadline_s=600, store=path)
+    assert fits == [1, 1]
+    assert len(list((tmp_path / "cache" / "advice").glob("*.json"))) == 2
