@@ -287,29 +287,13 @@ def _registry_model(job: str, st: Any) -> Any:
         return None
 
 
-def _models_code_stamp() -> str:
-    """Changes whenever the model code does (file sizes and times), so a cached fit of an older
-    sparkpredict is never reused."""
+def _disk_key(store_path: str, version: tuple, job: str) -> str:
     from pathlib import Path
 
-    from . import __version__
+    from . import fitcache
 
-    d = Path(__file__).resolve().parent / "models"
-    parts = [__version__] + [f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in sorted(d.glob("*.py"))]
-    return "|".join(parts)
-
-
-def _disk_key(store_path: str, version: tuple, job: str) -> str:
-    import hashlib
-
-    text = repr((store_path, version, job, _models_code_stamp()))
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def _fitted_path(key: str) -> "os.PathLike[str]":
-    from .config import cache_dir
-
-    return cache_dir() / "advice" / f"{key}.json"
+    models = Path(__file__).resolve().parent / "models"
+    return fitcache.make_key(store_path, version, job, fitcache.code_stamp(*sorted(models.glob("*.py"))))
 
 
 def _load_fitted(key: str) -> Any:
@@ -317,34 +301,21 @@ def _load_fitted(key: str) -> Any:
     previous ``sparkpredict suggest``): JSON read with numpy only, no refit and no sklearn import."""
     import json
 
+    from . import fitcache
     from .models.hybrid import JobRuntimeModel
 
-    try:
-        with open(_fitted_path(key)) as f:
-            return JobRuntimeModel.from_dict(json.load(f))
-    except FileNotFoundError:
-        return None
-    except Exception as exc:  # a damaged cache entry only costs a refit
-        log.debug("ignoring cached fit %s: %s", key, exc)
-        return None
+    return fitcache.read("advice", key, "json", lambda f: JobRuntimeModel.from_dict(json.load(f)))
 
 
 def _save_fitted(key: str, model: Any) -> None:
     import json
 
+    from . import fitcache
     from .models.hybrid import JobRuntimeModel
 
-    if not isinstance(model, JobRuntimeModel):  # the replay reads the store; nothing to keep
-        return
-    path = _fitted_path(key)
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(model.to_dict(), f, separators=(",", ":"))
-        os.replace(tmp, path)
-    except OSError as exc:  # a read-only home only costs the next call a refit
-        log.debug("cannot cache the fit in %s: %s", path, exc)
+    if isinstance(model, JobRuntimeModel):  # the replay reads the store; nothing to keep
+        fitcache.write("advice", key, "json",
+                       lambda f: f.write(json.dumps(model.to_dict(), separators=(",", ":")).encode()))
 
 
 def _fit(runs: "pd.DataFrame", st: Any) -> Any:

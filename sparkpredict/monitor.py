@@ -54,7 +54,7 @@ __all__ = ["COMPONENTS", "CORRECTION_WEIGHTS", "DEFAULT_TRAINING_STORE", "FEATUR
            "GROUPS", "KEY", "LABEL_KEY", "QOS_THRESHOLDS", "STAGE_FEATURES", "STATS", "TASK_RATIOS",
            "WINDOW_FEATURES", "WINDOWS_S", "DegradationModel", "Explanation", "StageImpact",
            "clean_baseline", "default_model", "explain_run", "fit_monitor", "interference_labels",
-           "labelled_stages", "run_degradation", "run_estimate", "shapley", "stage_features",
+           "labelled_stages", "cached_monitor", "run_degradation", "run_estimate", "shapley", "stage_features",
            "stage_signatures", "with_baseline"]
 log = logging.getLogger(__name__)
 
@@ -321,23 +321,48 @@ def fit_monitor(store: "Store | str | Path | None" = None, *, jobs: list[str] | 
 _CACHE: dict[str, DegradationModel] = {}
 
 
+def cached_monitor(st: "Store | str | Path") -> DegradationModel:
+    """:func:`fit_monitor` on ``st``, trained once per version of the store and of the monitor's
+    code: kept in this process and on disk for the next one (:mod:`sparkpredict.fitcache`)."""
+    import pickle
+
+    import sklearn
+
+    from . import fitcache
+    from .store import io
+
+    if not hasattr(st, "committed_batches"):
+        st = io.open(st)
+    here = Path(__file__).resolve()
+    stamp = fitcache.code_stamp(here, here.parent / "features" / "interference.py")
+    key = fitcache.make_key(st.path, sorted(st.committed_batches()), stamp, sklearn.__version__,
+                            np.__version__)
+    if key not in _CACHE:
+        model = fitcache.read("monitor", key, "pkl", pickle.load)
+        if not isinstance(model, DegradationModel):
+            model = fit_monitor(st)
+            fitcache.write("monitor", key, "pkl",
+                           lambda f: pickle.dump(model, f, protocol=pickle.HIGHEST_PROTOCOL))
+        _CACHE[key] = model
+    return _CACHE[key]
+
+
 def default_model(store: "Store | None" = None) -> DegradationModel:
     """Trained on the user's store when it holds labelled interfered runs, else on the committed
-    dataset (:data:`DEFAULT_TRAINING_STORE`, trained once per process)."""
+    dataset (:data:`DEFAULT_TRAINING_STORE`); trained once per store version (see :func:`cached_monitor`)."""
     if store is not None:
         interfered = interference_labels(store.runs()).dropna()
         if (interfered != "none").sum() >= 5 and (interfered == "none").sum() >= 2:
-            log.info("training the slowdown monitor on the labelled runs of %s", store.path)
-            return fit_monitor(store)
-    key = str(DEFAULT_TRAINING_STORE)
-    if key not in _CACHE:
-        if not DEFAULT_TRAINING_STORE.exists():
-            raise DegenerateDataError(
-                "no labelled interference runs to train the slowdown monitor on",
-                "record some with benchmarks/make_interference_dataset.py --store S, or pass models=")
-        log.info("training the slowdown monitor on the bundled dataset %s", key)
-        _CACHE[key] = fit_monitor(DEFAULT_TRAINING_STORE)
-    return _CACHE[key]
+            log.info("slowdown monitor trained on the labelled runs of %s", store.path)
+            return cached_monitor(store)
+    if not DEFAULT_TRAINING_STORE.exists():
+        raise DegenerateDataError(
+            "no labelled interference runs to train the slowdown monitor on",
+            "record some with benchmarks/make_interference_dataset.py --store S, or pass models=")
+    from .store import io
+
+    log.info("slowdown monitor trained on the bundled dataset %s", DEFAULT_TRAINING_STORE)
+    return cached_monitor(io.open(DEFAULT_TRAINING_STORE))
 
 
 @dataclass

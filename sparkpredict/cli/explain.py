@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--threshold {args.threshold} is not a fraction",
                          "give e.g. 0.05, 0.10 or 0.20 (5, 10 or 20 %)")
     store = io.open(args.store)
-    models = monitor.fit_monitor(args.training_store) if args.training_store else None
+    models = monitor.cached_monitor(args.training_store) if args.training_store else None
     e = monitor.explain_run(args.run_id, store, models, threshold=args.threshold, top_stages=args.stages)
     if args.json:
         print(json.dumps(e.to_dict(), indent=2, default=str))
