@@ -230,3 +230,16 @@ def test_a_fit_is_kept_on_disk_for_the_next_process_until_new_runs_arrive(tmp_pa
     suggest_executors("etl", "30GB", deadline_s=600, store=path)
     assert fits == [1, 1]
     assert len(list((tmp_path / "cache" / "advice").glob("*.json"))) == 2
+
+
+def test_an_unwritable_cache_costs_only_a_refit(tmp_path, monkeypatch):
+    import sparkpredict.advice_source as src
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would go")
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(blocker))
+    path = make_store(tmp_path / "store", history(sizes=(10, 20, 40)))
+    src._CACHE.clear()
+    a = suggest_executors("etl", "30GB", deadline_s=600, store=path)
+    assert a.executors > 0 and blocker.read_text().startswith("a file")
+    assert list(tmp_path.glob("**/*.tmp")) == []
