@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -49,6 +50,13 @@ CROSSOVER_JOBS = 220
 #: start-up takes more jobs to pay back (measured 1,279).
 CROSSOVER_JOBS_EQUATION = 1300
 CROSSOVER_ENV = "SPARKPREDICT_RETRAIN_CROSSOVER"
+#: Spark start-up the crossovers above pay back (new JVM, session, an empty retrain; measured 13.2 s).
+SPARK_STARTUP_S = 13.2
+#: Seconds a job's stage-level model costs more on the local loop than on Spark ``local[2]``:
+#: ``benchmarks/stage_retrain_scaling.py`` measured 1.64 vs 0.99 s a job of 24 recorded runs for
+#: both models, less the whole-job model's 0.06 s (13.2 s / 220 jobs). So with stage models Spark
+#: pays back from about 21 jobs.
+STAGE_FIT_SAVING_S = 0.59
 
 @dataclass
 class RetrainResult:
@@ -378,9 +386,45 @@ def plan(store: Any = None, *, force: bool = False, kind: str = "auto") -> tuple
     return _plan(R.read_registry(st), fps, force, kind), len(fps)
 
 
-def choose_path(n_stale: int, kind: str = "auto") -> str:
-    """"spark" when at least :func:`crossover_jobs` jobs need fitting and Spark can start."""
-    return "spark" if n_stale >= max(1, crossover_jobs(kind)) and spark_available() else "local"
+def choose_path(n_stale: int, kind: str = "auto", n_stage: int = 0) -> str:
+    """"spark" when at least :func:`crossover_jobs` jobs need fitting and Spark can start.
+
+    ``n_stage`` of the ``n_stale`` jobs also get a stage-level model; each saves
+    :data:`STAGE_FIT_SAVING_S` more on Spark, so it counts as that many seconds' worth of extra
+    whole-job fits (unless ``$SPARKPREDICT_RETRAIN_CROSSOVER`` fixes the count).
+    """
+    n = crossover_jobs(kind)
+    weighted = float(n_stale)
+    if n_stage and CROSSOVER_ENV not in os.environ and n > 0:
+        weighted += n_stage * STAGE_FIT_SAVING_S / (SPARK_STARTUP_S / n)
+    return "spark" if weighted >= max(1, n) and spark_available() else "local"
+
+
+def plan_path(store: Any = None, *, force: bool = False, kind: str = "auto",
+              stage_models: bool = True) -> dict[str, Any]:
+    """What :func:`retrain` would do without ``use_spark``: ``{"to_refit", "jobs", "stage_jobs",
+    "path"}`` (jobs to refit, jobs in the store, those of them with stage models, local or spark)."""
+    stale, n_jobs = plan(store, force=force, kind=kind)
+    staged = jobs_with_stages(store, stale) if stage_models and stale else []
+    return {"to_refit": stale, "jobs": n_jobs, "stage_jobs": staged,
+            "path": choose_path(len(stale), kind, len(staged))}
+
+
+def crossover_stage_jobs(kind: str = "auto") -> int:
+    """The crossover in jobs when every job also gets a stage-level model (see :func:`choose_path`)."""
+    n = crossover_jobs(kind)
+    if CROSSOVER_ENV in os.environ or n <= 0:
+        return n
+    return math.ceil(n * SPARK_STARTUP_S / (SPARK_STARTUP_S + STAGE_FIT_SAVING_S * n))
+
+
+def jobs_with_stages(store: Any, jobs: Iterable[str]) -> list[str]:
+    """The ``jobs`` whose committed runs have stage rows (they get stage-level models)."""
+    st = store_io.open(store)
+    runs = st.runs()
+    staged = set(st.read("stages", columns=["run_id"])["run_id"])
+    want = set(jobs)
+    return sorted({j for j, r in zip(runs["job"], runs["run_id"]) if j in want and r in staged})
 
 
 def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | None = None,
@@ -428,10 +472,10 @@ def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | N
         if master is not None or spark is not None:
             use_spark = True
         else:
-            stale, _n = plan(store, force=force, kind=kind)
-            use_spark = choose_path(len(stale), kind) == "spark"
-            log.info("retrain: %d job(s) to refit, crossover %d -> %s path", len(stale), crossover_jobs(kind),
-                     "spark" if use_spark else "local")
+            p = plan_path(store, force=force, kind=kind, stage_models=stage_models)
+            use_spark = p["path"] == "spark"
+            log.info("retrain: %d job(s) to refit (%d with stage models), crossover %d -> %s path",
+                     len(p["to_refit"]), len(p["stage_jobs"]), crossover_jobs(kind), p["path"])
     if use_spark:
         from .retrain_spark import retrain_spark
 
@@ -453,5 +497,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["retrain", "retrain_local", "fit_group", "fit_stage_group", "RetrainResult", "plan", "choose_path",
+__all__ = ["retrain", "retrain_local", "fit_group", "fit_stage_group", "RetrainResult", "plan", "plan_path",
+           "jobs_with_stages", "crossover_stage_jobs", "choose_path",
            "crossover_jobs", "CROSSOVER_JOBS"]

@@ -257,6 +257,25 @@ def test_auto_path_choice(monkeypatch):
     assert RT.crossover_jobs("amdahl") == RT.CROSSOVER_JOBS_EQUATION
     assert RT.crossover_jobs("auto") == RT.CROSSOVER_JOBS
     assert RT.choose_path(0) == "local"
+    # jobs with stage models save Spark more time each: far fewer of them pay for its start-up
+    n = RT.crossover_stage_jobs("auto")
+    assert 15 <= n <= 30
+    assert RT.choose_path(n - 1, "auto", n_stage=n - 1) == "local"
+    assert RT.choose_path(n, "auto", n_stage=n) == ("spark" if RT.spark_available() else "local")
+    assert RT.choose_path(n, "auto", n_stage=0) == "local"
+
+
+def test_dry_run_counts_the_jobs_with_stage_models(capsys):
+    from pathlib import Path
+
+    from sparkpredict.cli import main
+
+    history = Path(__file__).parent / "data" / "history"
+    p = RT.plan_path(history, force=True)
+    assert p["to_refit"] == p["stage_jobs"] == ["sort", "sqljoin", "wordcount"] and p["path"] == "local"
+    assert RT.plan_path(history, force=True, stage_models=False)["stage_jobs"] == []
+    assert main(["retrain", "--store", str(history), "--dry-run", "--force"]) == 0
+    assert "3 of them with stage models" in capsys.readouterr().out
 
 
 def test_fingerprint_ignores_row_order_and_null_updated():

@@ -36,14 +36,18 @@ def _run(args: argparse.Namespace) -> int:
         raise InputError("--local and --master contradict each other", "drop one of them")
     use_spark = True if (args.spark or args.master) else (False if args.local else None)
     if args.dry_run:
-        stale, n_jobs = RT.plan(args.store, force=args.force, kind=args.kind)
-        path = {True: "spark", False: "local", None: RT.choose_path(len(stale), args.kind)}[use_spark]
-        out = {"jobs": n_jobs, "to_refit": stale, "path": path, "crossover_jobs": RT.crossover_jobs(args.kind)}
+        out = RT.plan_path(args.store, force=args.force, kind=args.kind, stage_models=args.stage_models)
+        if use_spark is not None:
+            out["path"] = "spark" if use_spark else "local"
+        out["crossover_jobs"] = RT.crossover_jobs(args.kind)
+        stale, path = out["to_refit"], out["path"]
         if args.json:
             print(json.dumps(out, indent=2))
         else:
-            print(f"{len(stale)} of {n_jobs} job(s) would be refit on the {path} path "
-                  f"(Spark from {RT.crossover_jobs(args.kind)} jobs)")
+            print(f"{len(stale)} of {out['jobs']} job(s) would be refit on the {path} path, "
+                  f"{len(out['stage_jobs'])} of them with stage models (Spark from "
+                  f"{RT.crossover_jobs(args.kind)} jobs, or {RT.crossover_stage_jobs(args.kind)} "
+                  "with stage models)")
             for job in stale:
                 print(f"  {job}")
         return 0
