@@ -292,8 +292,9 @@ def _disk_key(store_path: str, version: tuple, job: str) -> str:
 
     from . import fitcache
 
-    models = Path(__file__).resolve().parent / "models"
-    return fitcache.make_key(store_path, version, job, fitcache.code_stamp(*sorted(models.glob("*.py"))))
+    here = Path(__file__).resolve()
+    code = [here, here.parent / "features" / "runs.py", *sorted((here.parent / "models").glob("*.py"))]
+    return fitcache.make_key(store_path, version, job, fitcache.code_stamp(*code))
 
 
 def _load_fitted(key: str) -> Any:

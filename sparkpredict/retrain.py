@@ -404,9 +404,12 @@ def plan_path(store: Any = None, *, force: bool = False, kind: str = "auto",
               stage_models: bool = True) -> dict[str, Any]:
     """What :func:`retrain` would do without ``use_spark``: ``{"to_refit", "jobs", "stage_jobs",
     "path"}`` (jobs to refit, jobs in the store, those of them with stage models, local or spark)."""
-    stale, n_jobs = plan(store, force=force, kind=kind)
-    staged = jobs_with_stages(store, stale) if stage_models and stale else []
-    return {"to_refit": stale, "jobs": n_jobs, "stage_jobs": staged,
+    st = store_io.open(store)
+    runs = st.runs()  # read once for both questions
+    fps = _local_fingerprints(runs)
+    stale = _plan(R.read_registry(st), fps, force, kind)
+    staged = _staged(st, runs, stale) if stage_models and stale else []
+    return {"to_refit": stale, "jobs": len(fps), "stage_jobs": staged,
             "path": choose_path(len(stale), kind, len(staged))}
 
 
@@ -421,10 +424,13 @@ def crossover_stage_jobs(kind: str = "auto") -> int:
 def jobs_with_stages(store: Any, jobs: Iterable[str]) -> list[str]:
     """The ``jobs`` whose committed runs have stage rows (they get stage-level models)."""
     st = store_io.open(store)
-    runs = st.runs()
-    staged = set(st.read("stages", columns=["run_id"])["run_id"])
+    return _staged(st, st.runs(), jobs)
+
+
+def _staged(st: Any, runs: "pd.DataFrame", jobs: Iterable[str]) -> list[str]:
+    with_stages = set(st.read("stages", columns=["run_id"])["run_id"])
     want = set(jobs)
-    return sorted({j for j, r in zip(runs["job"], runs["run_id"]) if j in want and r in staged})
+    return sorted({j for j, r in zip(runs["job"], runs["run_id"]) if j in want and r in with_stages})
 
 
 def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | None = None,
