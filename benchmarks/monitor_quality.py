@@ -180,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
                   "it counts the previous run's executors and bubbles, which are still winding down. "
                   f"Noise floor: clean runs measured against the other clean runs have mean |D| "
                   f"{clean['measured'].abs().mean():.3f} (max {clean['measured'].abs().max():.3f})."]
-    inter = res[(res.variant == "zero")].assign(kind=lambda d: d["label"].str.split(":").str[0])
-    by_kind = inter.groupby("kind")["measured"].agg(runs="size", median="median",
+    per_run = res[(res.variant == "zero")].assign(kind=lambda d: d["label"].str.split(":").str[0])
+    by_kind = per_run.groupby("kind")["measured"].agg(runs="size", median="median",
                                                     slowed=lambda x: int((x >= SLOW).sum()))
     lines += ["", "Measured slowdown D per bubble (all workloads and intensities; `none` = the clean "
               "runs against each other): "

@@ -382,7 +382,11 @@ def spark_available() -> bool:
 def plan(store: Any = None, *, force: bool = False, kind: str = "auto") -> tuple[list[str], int]:
     """(jobs a retrain would refit, jobs in the store), read without Spark."""
     st = store_io.open(store)
-    fps = _local_fingerprints(st.runs())
+    return _stale_jobs(st, st.runs(), force, kind)
+
+
+def _stale_jobs(st: Any, runs: "pd.DataFrame", force: bool, kind: str) -> tuple[list[str], int]:
+    fps = _local_fingerprints(runs)
     return _plan(R.read_registry(st), fps, force, kind), len(fps)
 
 
@@ -406,10 +410,9 @@ def plan_path(store: Any = None, *, force: bool = False, kind: str = "auto",
     "path"}`` (jobs to refit, jobs in the store, those of them with stage models, local or spark)."""
     st = store_io.open(store)
     runs = st.runs()  # read once for both questions
-    fps = _local_fingerprints(runs)
-    stale = _plan(R.read_registry(st), fps, force, kind)
+    stale, n_jobs = _stale_jobs(st, runs, force, kind)
     staged = _staged(st, runs, stale) if stage_models and stale else []
-    return {"to_refit": stale, "jobs": len(fps), "stage_jobs": staged,
+    return {"to_refit": stale, "jobs": n_jobs, "stage_jobs": staged,
             "path": choose_path(len(stale), kind, len(staged))}
 
 
