@@ -157,11 +157,18 @@ class HistorySource:
         seen = self.executor_counts_seen()
         return max(seen) if seen else None
 
-    def query(self, size: int, e, cores: int | None, mem: int | None) -> dict[str, Any]:
+    def param_names(self) -> list[str]:
+        """The job parameters the model takes (declared by the history's runs), sorted."""
+        base = {"input_bytes", "executors", "executor_cores", "executor_memory_mb"}
+        return sorted(c for c in self.features if c not in base)
+
+    def query(self, size: int, e, cores: int | None, mem: int | None,
+              params: Mapping[str, float] | None = None) -> dict[str, Any]:
         import numpy as np
 
         n = len(e)
-        given = {"input_bytes": float(size), "executor_cores": cores, "executor_memory_mb": mem}
+        given: dict[str, Any] = {"input_bytes": float(size), "executor_cores": cores,
+                                 "executor_memory_mb": mem, **(params or {})}
         X: dict[str, Any] = {"executors": e}
         for col in self.features:
             if col == "executors":

@@ -98,6 +98,8 @@ class Advice:
     executor_memory_mb: int | None = None
     price_per_executor_hour: float | None = None
     budget: float | None = None
+    #: the job parameters the prediction used (given, or assumed from the history; see warnings)
+    params: dict[str, float] = field(default_factory=dict)
 
     @property
     def chosen(self) -> Candidate:
@@ -273,6 +275,7 @@ def suggest_executors(job: str, input_bytes: int | float | str, *,
                       price_per_executor_hour: float | None = None, budget: float | None = None,
                       confidence: float = 0.9, knee_efficiency: float = 0.5,
                       executor_counts: Sequence[int] | None = None,
+                      params: Mapping[str, float | int | str] | None = None,
                       store: str | os.PathLike[str] | None = None,
                       models: Mapping[str, Any] | str | os.PathLike[str] | None = None) -> Advice:
     """Advise how many executors a run of ``job`` on ``input_bytes`` should get.
@@ -305,6 +308,11 @@ def suggest_executors(job: str, input_bytes: int | float | str, *,
         Marginal efficiency below which more executors stop paying off (``"knee"``).
     executor_counts : sequence of int, optional
         Explicit candidate counts (e.g. the cluster sizes you can get) instead of the range.
+    params : mapping of str to number, optional
+        The run's job parameters beyond its input size (``{"iterations": 25}``), for a history
+        whose runs declared them (``spark.sparkpredict.param.<name>``, ``submit --param``).
+        A parameter the history declares but ``params`` omits is taken from the latest run,
+        with a warning; one the history never declared is an error.
     store : path, optional
         The history store (default: ``$SPARKPREDICT_STORE`` or ``~/.sparkpredict/store``).
     models : dict or path, optional
@@ -351,8 +359,16 @@ def suggest_executors(job: str, input_bytes: int | float | str, *,
             raise InputError("no executor count in executor_counts lies within [min, max]",
                              "widen --min-executors/--max-executors or the list of counts")
 
+    given_params = check_params(params)
     src = HistorySource.resolve(job, store=store, models=models)
     model = src.model
+    known = src.param_names()
+    unknown = sorted(set(given_params) - set(known))
+    if unknown:
+        has = f"its history declares {', '.join(known)}" if known else "its history declares none"
+        raise InputError(f"job {job!r} has no recorded parameter {', '.join(map(repr, unknown))} ({has})",
+                         "check the name, or record runs that declare it (sparkpredict submit "
+                         "--param NAME=VALUE, or spark.sparkpredict.param.NAME) and refit")
     cores = cores or src.default_column("executor_cores")
     mem = mem or src.default_column("executor_memory_mb")
     if counts is None:
@@ -361,7 +377,8 @@ def suggest_executors(job: str, input_bytes: int | float | str, *,
         counts = candidate_grid(lo, top, src.executor_counts_seen())
 
     e = np.asarray(counts, dtype=float)
-    X = src.query(size, e, cores, mem)
+    X = src.query(size, e, cores, mem, given_params)
+    used = {p: float(np.asarray(X[p], dtype=float)[0]) for p in known}
     pred = model.predict_interval(X, confidence)
     t = np.maximum(np.asarray(pred["predicted_runtime_s"], dtype=float), 0.0)
     low = np.maximum(np.asarray(pred["lower_s"], dtype=float), 0.0)
@@ -388,6 +405,11 @@ def suggest_executors(job: str, input_bytes: int | float | str, *,
 
     extr = src.extrapolation(X, i)
     warnings = src.warnings(size, int(e[i]), mem, ratio[i] if ratio is not None else None)
+    assumed = [p for p in known if p not in given_params]
+    if assumed:
+        warnings.append("job parameter(s) not given, taken from the history: "
+                        + ", ".join(f"{p}={used[p]:g}" for p in assumed)
+                        + " (pass params= / --param NAME=VALUE)")
     if objective == "time" and budget_v is not None and not budget_ok[i]:
         also = " and meets the deadline" if meets is not None and met else ""
         warnings.append(f"no candidate fits the budget{also}; the fastest "
@@ -409,7 +431,27 @@ def suggest_executors(job: str, input_bytes: int | float | str, *,
         model_cv_mape=src.cv_mape, n_runs=src.n_runs, extrapolates=any(v > 0 for v in extr.values()),
         extrapolation=extr, warnings=tuple(warnings), dynamic_allocation=da,
         knee_executors=int(e[knee_i]), executor_cores=cores, executor_memory_mb=mem,
-        price_per_executor_hour=price, budget=budget_v)
+        price_per_executor_hour=price, budget=budget_v, params=used)
+
+
+def check_params(params: Any) -> dict[str, float]:
+    """name -> finite float; InputError naming the fix otherwise."""
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise InputError(f"params must map names to numbers, got {type(params).__name__}",
+                         "pass e.g. params={'iterations': 25}")
+    out = {}
+    for k, v in params.items():
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            f = math.nan
+        if not math.isfinite(f):
+            raise InputError(f"job parameter {k!r} = {v!r} is not a number",
+                             "give a finite number, e.g. --param iterations=25")
+        out[str(k)] = f
+    return out
 
 
 def _dynamic_allocation(e, t, deadline: float | None, i: int, knee_i: int, lo: int) -> tuple[int, int]:
@@ -429,4 +471,4 @@ def _dynamic_allocation(e, t, deadline: float | None, i: int, knee_i: int, lo: i
     return min(low, int(e[i])), hi
 
 
-__all__ = ["Advice", "Candidate", "suggest_executors", "knee_index", "candidate_grid", "OBJECTIVES"]
+__all__ = ["Advice", "Candidate", "suggest_executors", "check_params", "knee_index", "candidate_grid", "OBJECTIVES"]

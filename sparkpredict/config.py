@@ -15,6 +15,9 @@ KEY_JOB = "spark.sparkpredict.job"
 KEY_TASKS = "spark.sparkpredict.tasks"
 KEY_INPUT_BYTES = "spark.sparkpredict.inputBytes"
 KEY_FLUSH_STAGES = "spark.sparkpredict.flushEveryStages"
+#: ``spark.sparkpredict.param.<name>=<number>``: a job parameter known before the run (iterations,
+#: k, a page count) that the runtime models take as a feature next to the input size.
+PARAM_PREFIX = "spark.sparkpredict.param."
 LISTENER_CLASS = "io.sparkpredict.SparkPredictListener"
 
 

@@ -38,13 +38,15 @@ def test_auto_executors_reach_spark(tmp_path, capsys):
     job.write_text(TINY_JOB)
     before = set(store_mod.open(path).runs().run_id)
     rc = main(["submit", "--store", path, "--job", "etl", "--executors", "auto", "--input-size", "30GB",
-               "--deadline", "7m30s", "--", "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+               "--deadline", "7m30s", "--param", "iterations=3", "--", "--master", "local[1]", "--conf", "spark.ui.enabled=false",
                "--conf", "spark.sparkpredict.tasks=false",  # no task rows: a shorter flush
                "--driver-java-options", "-XX:TieredStopAtLevel=1",  # faster start of a short JVM
                "--driver-memory", "512m", str(job)])
     assert rc == 0
-    out = capsys.readouterr().out
-    assert expected.summary() in out  # the advice was shown before the run
+    captured = capsys.readouterr()
+    assert expected.summary() in captured.out  # the advice was shown before the run
+    # the history never declared the parameter: recorded with this run, not used by the advice
+    assert "iterations are new to etl's history" in captured.err
     runs = store_mod.open(path).runs()
     new = runs[~runs.run_id.isin(before)]
     assert len(new) == 1
@@ -58,6 +60,10 @@ def test_auto_executors_reach_spark(tmp_path, capsys):
     assert int(row.executors_requested) == expected.executors
     assert row.job == "etl" and row.status == "succeeded"
     assert int(row.input_bytes) == 30 * 10**9  # --input-size declared to the listener
+    assert props.get("spark.sparkpredict.param.iterations") == "3"
+    from sparkpredict.features.runs import runs_table
+
+    assert runs_table(path).set_index("run_id").loc[row.run_id, "iterations"] == 3.0
 
 
 def test_auto_with_dynamic_allocation_sets_the_bounds(tmp_path):
@@ -77,6 +83,7 @@ def test_auto_with_dynamic_allocation_sets_the_bounds(tmp_path):
     (["--job", "nightly", "--input-size", "1GB"], "no job 'nightly'"),
     (["--job", "etl"], "needs --job and --input-size"),
     (["--job", "etl", "--input-size", "1GB", "--deadline", "soon"], "as a duration"),
+    (["--job", "etl", "--input-size", "1GB", "--param", "iterations=lots"], "'lots' is not a number"),
 ])
 def test_auto_with_bad_input_submits_nothing(tmp_path, capsys, extra, needle):
     path = make_store(tmp_path / "store", history(sizes=(10, 20), execs=(1, 2), repeats=1))

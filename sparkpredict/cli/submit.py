@@ -5,6 +5,9 @@ import argparse
 import sys
 
 
+from .suggest import add_param_option, parse_params
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "submit", help="run spark-submit with the listener attached",
@@ -17,6 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--deadline", help="with --executors auto: finish within this time, e.g. 30m")
     p.add_argument("--objective", choices=["cost", "time", "knee"], default="cost",
                    help="with --executors auto: what the advice optimises (default cost)")
+    add_param_option(p)
     p.add_argument("spark_args", nargs=argparse.REMAINDER, help="-- then spark-submit's arguments")
     p.set_defaults(func=_run)
 
@@ -26,6 +30,7 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     """(--num-executors, extra --conf) from --executors N|auto; prints the advice's summary."""
     from ..errors import InputError
 
+    params = parse_params(getattr(args, "param", None))
     if args.executors is None:
         return None, {}
     if args.executors != "auto":
@@ -44,9 +49,16 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     from ..capture.submit import dynamic_allocation_enabled
     from ..units import parse_duration
 
+    from ..advice_source import HistorySource
+
     deadline = parse_duration(args.deadline) if args.deadline else None
+    known = set(HistorySource.resolve(args.job, store=args.store).param_names())
+    new = sorted(set(params) - known)
+    if new:  # the first runs that declare a parameter cannot be advised by it yet
+        print(f"sparkpredict: job parameter(s) {', '.join(new)} are new to {args.job}'s history: "
+              "recorded with this run, not used by this advice", file=sys.stderr, flush=True)
     advice = suggest_executors(args.job, input_bytes, deadline_s=deadline, objective=args.objective,
-                               store=args.store)
+                               params={k: v for k, v in params.items() if k in known}, store=args.store)
     print(advice.summary(), flush=True)
     if dynamic_allocation_enabled(spark_args):
         lo, hi = advice.dynamic_allocation
@@ -56,8 +68,9 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..advise import check_params
     from ..capture.submit import submit
-    from ..config import KEY_INPUT_BYTES
+    from ..config import KEY_INPUT_BYTES, PARAM_PREFIX
     from ..errors import InputError
     from ..units import parse_bytes
 
@@ -67,7 +80,10 @@ def _run(args: argparse.Namespace) -> int:
     if not spark_args:
         raise InputError("nothing to submit", "write: sparkpredict submit [options] -- job.py [args]")
     input_bytes = parse_bytes(args.input_size) if args.input_size else None
+    params = parse_params(args.param)
+    check_params(params)  # numbers only: the store's runs table reads them as such
     executors, extra = executor_settings(args, spark_args, input_bytes)
+    extra.update({PARAM_PREFIX + name: value for name, value in params.items()})
     if input_bytes is not None:
         extra[KEY_INPUT_BYTES] = str(input_bytes)
     result = submit(spark_args, store=args.store, job=args.job, executors=executors, extra_conf=extra)
@@ -76,3 +92,4 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(f"sparkpredict: no run was recorded in {result.store}", file=sys.stderr)
     return result.returncode
+

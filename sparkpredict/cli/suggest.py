@@ -32,11 +32,35 @@ def register(subparsers: Any) -> None:
     p.add_argument("--executor-memory", metavar="SIZE",
                    help="executor memory, e.g. 4g or 4096 (MiB); default: as last recorded")
     p.add_argument("--confidence", type=float, default=0.9, help="interval coverage (default 0.9)")
+    add_param_option(p)
     src = p.add_mutually_exclusive_group()
     src.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE)")
     src.add_argument("--models", metavar="DIR", help="models written by `sparkpredict fit`")
     p.add_argument("--json", action="store_true", help="print the advice as JSON")
     p.set_defaults(func=run)
+
+
+def add_param_option(p: Any) -> None:
+    p.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="a job parameter of the run beyond its size (e.g. iterations=25), "
+                        "as its recorded runs declared it; repeat for several")
+
+
+def parse_params(pairs: list[str] | None) -> dict[str, str]:
+    """``["iterations=25", "k=3"]`` -> ``{"iterations": "25", "k": "3"}`` (numbers checked later)."""
+    import re
+
+    from ..errors import InputError
+
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        name, eq, value = str(pair).partition("=")
+        name, value = name.strip(), value.strip()
+        if not eq or not value or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+            raise InputError(f"cannot read --param {pair!r}",
+                             "write NAME=VALUE with a word for NAME, e.g. --param iterations=25")
+        out[name] = value
+    return out
 
 
 def executor_memory_mb(text: str | None) -> int | None:
@@ -67,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         executor_cores=args.executor_cores, executor_memory_mb=executor_memory_mb(args.executor_memory),
         min_executors=args.min_executors, max_executors=args.max_executors,
         price_per_executor_hour=args.price, budget=args.budget, confidence=args.confidence,
-        store=args.store, models=args.models)
+        params=parse_params(args.param), store=args.store, models=args.models)
     if args.json:
         import json
 
@@ -107,6 +131,8 @@ def format_advice(a: Any, max_rows: int = 40) -> str:
         rows.append(row)
     widths = [max(len(r[k]) for r in [cols] + rows) for k in range(len(cols))]
     fmt = lambda r: "  ".join(v.rjust(w) for v, w in zip(r, widths)).rstrip()  # noqa: E731
+    if a.params:
+        head.append("job parameters: " + ", ".join(f"{k}={v:g}" for k, v in a.params.items()))
     lines = head + ["", fmt(cols)] + [fmt(r) for r in rows] + ["", "advice: " + a.summary()]
     if a.knee_executors is not None and a.knee_executors < a.candidates[-1].executors:
         lines.append(f"knee: {a.knee_executors} executors (more stop paying off)")

@@ -5,6 +5,10 @@ Columns (units in the names)::
     run_id, job, input_bytes, executors, executor_cores, executor_memory_mb, runtime_s
     + numeric extras
 
+In a store, the extras are the job parameters a run declared as Spark properties
+``spark.sparkpredict.param.<name>=<number>`` (``sparkpredict submit --param name=value``): each
+becomes a column ``<name>``.
+
 ``executors`` is ``executors_requested`` (what the user will choose next time), else
 ``executors_max``; ``runtime_s`` is ``wall_ms / 1000``.
 
@@ -16,10 +20,13 @@ is different: every extra numeric column in it is a feature, except the post-run
 """
 from __future__ import annotations
 
+import logging
 import os
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -114,8 +121,47 @@ def runs_table(source: Any) -> "pd.DataFrame":
     for c in _STORE_EXTRAS:
         if c in ok:
             out[c] = pd.to_numeric(ok[c], errors="coerce").astype("float64")
+    if "properties_json" in ok:
+        for name, values in _declared_params(ok["properties_json"]).items():
+            out[name] = values
     sort_cols = ["job", "start_ms", "run_id"] if "start_ms" in out else ["job", "run_id"]
     return out.sort_values(sort_cols, kind="mergesort").reset_index(drop=True)
+
+
+#: a parameter name must be usable as a column and a CLI word
+_PARAM_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+def _declared_params(props: "pd.Series") -> "dict[str, pd.Series]":
+    """name -> float values (NaN where a run did not declare it) of ``spark.sparkpredict.param.*``."""
+    import json
+    import re
+
+    import pandas as pd
+
+    from ..config import PARAM_PREFIX
+
+    text = props.fillna("").astype(str)
+    has = text.str.contains(PARAM_PREFIX, regex=False)
+    found: dict[str, dict[Any, Any]] = {}
+    for idx, raw in text[has].items():
+        try:
+            d = json.loads(raw)
+        except ValueError:
+            continue
+        for k, v in d.items():
+            if k.startswith(PARAM_PREFIX):
+                found.setdefault(k[len(PARAM_PREFIX):], {})[idx] = v
+    out = {}
+    reserved = set(BASE_COLUMNS) | set(POST_RUN_COLUMNS) | {"run_id"}
+    for name, vals in sorted(found.items()):
+        if not re.match(_PARAM_NAME, name) or name in reserved:
+            log.warning("ignored job parameter %r: a parameter name is a word that is not a "
+                        "runs-table column", name)
+            continue
+        out[name] = pd.to_numeric(pd.Series(vals, dtype=object).reindex(props.index),
+                                  errors="coerce").astype("float64")
+    return out
 
 
 def read_runs_file(path: str | os.PathLike[str]) -> "pd.DataFrame":
