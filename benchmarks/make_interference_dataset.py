@@ -14,10 +14,13 @@ goes to ``runs.csv`` next to the store, because "clean" runs on a shared machine
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import logging
 import os
 import random
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -79,9 +82,36 @@ def bubble_cpus(kind: str, spark_cpus: set[int] | None, neighbour_cpus: set[int]
     return spark_cpus if kind == "cpu" else neighbour_cpus
 
 
+@contextlib.contextmanager
+def emulated_nic(rate: str | None):
+    """Shape loopback to ``rate`` (``tc`` token bucket) while the recording runs, and restore it.
+
+    On one machine, executors fetch shuffle blocks over loopback at memory speed, so a network
+    neighbour cannot slow them; a rate-limited loopback stands in for a NIC that the shuffle
+    and the neighbour share. Clean runs see the same link. Needs root and ``tc``; refuses to
+    replace shaping that someone else set up.
+    """
+    if not rate:
+        yield
+        return
+    show = subprocess.run(["tc", "qdisc", "show", "dev", "lo"], capture_output=True, text=True, check=True)
+    if not show.stdout.startswith("qdisc noqueue"):
+        raise SystemExit(f"loopback already has shaping ({show.stdout.strip()}); not replacing it")
+    # burst above loopback's 64 KiB MTU, or the biggest packets never pass
+    subprocess.run(["tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", rate, "burst", "256kb",
+                    "latency", "200ms"], check=True)
+    log.info("loopback shaped to %s", rate)
+    try:
+        yield
+    finally:
+        subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], check=False)
+        log.info("loopback shaping removed")
+
+
 def run_one(store: Path, workload: str, size: str, kind: str, intensity: int, master: str,
             local_dir: str, seed: int = 0, session=spark_session,
-            spark_cpus: set[int] | None = None, neighbour_cpus: set[int] | None = None) -> dict:
+            spark_cpus: set[int] | None = None, neighbour_cpus: set[int] | None = None,
+            neighbour_nice: int = 0, extra_conf: dict | None = None) -> dict:
     """One application of ``workload`` under the bubble ``kind:intensity`` (or none)."""
     from sparkpredict import workloads
     from sparkpredict.bubbles import Bubble
@@ -93,14 +123,15 @@ def run_one(store: Path, workload: str, size: str, kind: str, intensity: int, ma
     before = loadavg()
     t0 = time.time()
     spark = session(store, workload, label, master, local_dir,
-                    {"spark.sparkpredict.inputBytes": str(parse_bytes(size))})
+                    {"spark.sparkpredict.inputBytes": str(parse_bytes(size)), **(extra_conf or {})})
     run_id = spark.sparkContext.applicationId
     try:
         if kind == "none":
             w.run(spark, data, seed)
         else:
             with Bubble(kind, intensity, max_s=600, workdir=local_dir,
-                        cpus=bubble_cpus(kind, spark_cpus, neighbour_cpus)):
+                        cpus=bubble_cpus(kind, spark_cpus, neighbour_cpus),
+                        nice=0 if kind == "cpu" else neighbour_nice):
                 w.run(spark, data, seed)
     finally:
         spark.stop()
@@ -148,6 +179,13 @@ def main(argv: list[str] | None = None, session=spark_session) -> int:
                    "starts, to these CPUs (e.g. 0); the cpu bubble shares them")
     p.add_argument("--neighbour-cpus", help="pin the memory, disk and network bubbles to these CPUs "
                    "(e.g. 1): neighbours on their own cores")
+    p.add_argument("--neighbour-nice", type=int, default=0, metavar="N",
+                   help="niceness of the memory, disk and network bubbles (19: they run on the "
+                        "cycles Spark leaves idle and contend for their own resource, not its cores)")
+    p.add_argument("--nic", metavar="RATE", help="shape loopback to RATE (tc, e.g. 20mbit) for the "
+                   "whole recording: an emulated NIC that shuffle and the network bubble share")
+    p.add_argument("--shuffle-sync", action="store_true", help="spark.shuffle.sync=true on every "
+                   "run: shuffle files reach the disk the disk bubble writes to")
     a = p.parse_args(argv)
     spark_cpus = {int(c) for c in a.spark_cpus.split(",")} if a.spark_cpus else None
     neighbour_cpus = {int(c) for c in a.neighbour_cpus.split(",")} if a.neighbour_cpus else None
@@ -162,11 +200,23 @@ def main(argv: list[str] | None = None, session=spark_session) -> int:
     wls = [tuple(x.split(":")) for x in a.workloads.split(",")]
     conds = conditions(a.kinds.split(","), [int(i) for i in a.intensities.split(",")], a.clean)
     rng = random.Random(a.seed)
+    extra_conf = {"spark.shuffle.sync": "true"} if a.shuffle_sync else {}
+    # a SIGTERM (timeout, kill) must still run the finally blocks that remove the shaping
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    with emulated_nic(a.nic):
+        _record(a, store, manifest, wls, conds, rng, extra_conf, spark_cpus, neighbour_cpus, session)
+    if not a.no_compact and store.exists():
+        compact(store)
+    return 0
+
+
+def _record(a, store, manifest, wls, conds, rng, extra_conf, spark_cpus, neighbour_cpus, session) -> None:
     local_dir = tempfile.mkdtemp(prefix="sparkpredict-interference-")
     # Warm-up (recorded into a throwaway store): the JVM's first application is slower.
     with tempfile.TemporaryDirectory() as warm:
         for name, size in wls:
-            run_one(Path(warm), name, size, "none", 0, a.master, local_dir, session=session)
+            run_one(Path(warm), name, size, "none", 0, a.master, local_dir, session=session,
+                    extra_conf=extra_conf)
     t_start = time.time()
     fields = ["run_id", "workload", "size", "label", "kind", "intensity", "loadavg_1m_before",
               "loadavg_1m_after", "wall_s", "started_utc"]
@@ -184,7 +234,8 @@ def main(argv: list[str] | None = None, session=spark_session) -> int:
                                 a.budget_s, j + 1, r + 1)
                     break
                 row = run_one(store, name, size, kind, inten, a.master, local_dir, session=session,
-                              spark_cpus=spark_cpus, neighbour_cpus=neighbour_cpus)
+                              spark_cpus=spark_cpus, neighbour_cpus=neighbour_cpus,
+                              neighbour_nice=a.neighbour_nice, extra_conf=extra_conf)
                 out.writerow(row)
                 f.flush()
                 log.info("round %d run %d/%d %s %s: %.1f s (load %.2f -> %.2f)", r + 1, j + 1,
@@ -193,9 +244,6 @@ def main(argv: list[str] | None = None, session=spark_session) -> int:
     import shutil
 
     shutil.rmtree(local_dir, ignore_errors=True)  # the runs' spark.local.dir
-    if not a.no_compact and store.exists():
-        compact(store)
-    return 0
 
 
 if __name__ == "__main__":

@@ -210,14 +210,13 @@ class HistorySource:
         if runs is not None and runs["input_bytes"].nunique() == 1:
             w.append(f"every run of {self.job} read the same input size: how the runtime grows "
                      "with input is an assumption of the model, not a measurement")
-        if ratio is not None and runs is not None and len(runs):
-            w.extend(self._memory_warning(size, execs, mem, ratio))
+        if ratio is not None and mem is not None and runs is not None and len(runs):
+            w.extend(self._memory_warning(runs, size, execs, mem, ratio))
         return w
 
-    def _memory_warning(self, size: int, execs: int, mem: int, ratio: float) -> list[str]:
+    def _memory_warning(self, r: "pd.DataFrame", size: int, execs: int, mem: int, ratio: float) -> list[str]:
         import math as m
 
-        r = self.runs
         per_mem = r["input_bytes"] / (r["executors"] * r["executor_memory_mb"] * 2**20)
         if per_mem.dropna().empty:  # executor memory never recorded: nothing to compare with
             return []
@@ -321,9 +320,11 @@ def _save_fitted(key: str, model: Any) -> None:
     from . import fitcache
     from .models.hybrid import JobRuntimeModel
 
+    def dump(f: Any) -> None:
+        f.write(json.dumps(model.to_dict(), separators=(",", ":")).encode())
+
     if isinstance(model, JobRuntimeModel):  # the replay reads the store; nothing to keep
-        fitcache.write("advice", key, "json",
-                       lambda f: f.write(json.dumps(model.to_dict(), separators=(",", ":")).encode()))
+        fitcache.write("advice", key, "json", dump)
 
 
 def _fit(runs: "pd.DataFrame", st: Any) -> Any:

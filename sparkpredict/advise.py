@@ -37,6 +37,7 @@ from .errors import InputError
 from .units import format_bytes, format_duration, parse_bytes, parse_duration
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 log = logging.getLogger(__name__)
@@ -220,7 +221,8 @@ def candidate_grid(lo: int, hi: int, seen: Sequence[int] = ()) -> list[int]:
 
 
 # ---- the choice ---------------------------------------------------------------------------------
-def knee_index(executors: Sequence[int], runtime_s: Sequence[float], efficiency: float = 0.5) -> int:
+def knee_index(executors: "Sequence[float] | np.ndarray", runtime_s: "Sequence[float] | np.ndarray",
+               efficiency: float = 0.5) -> int:
     """Index of the knee: the first E from which no larger E' has marginal efficiency >= ``efficiency``.
 
     Marginal efficiency of going from E to E' is ``(T(E)/T(E') - 1) / (E'/E - 1)``.
@@ -414,7 +416,7 @@ def suggest_executors(job: str, input_bytes: int | float | str, *,
         also = " and meets the deadline" if meets is not None and met else ""
         warnings.append(f"no candidate fits the budget{also}; the fastest "
                         f"{'meeting the deadline' if also else 'overall'} is given")
-    if meets is not None and not met:
+    if deadline is not None and meets is not None and not met:
         warnings.append(f"no executor count in {int(e[0])}..{int(e[-1])} meets the deadline "
                         f"{format_duration(deadline)} at {confidence:.0%} confidence; the count "
                         "most likely to make it is given")

@@ -76,11 +76,15 @@ class Bubble:
         Pin the workers to these CPUs (``os.sched_setaffinity``); default: wherever the OS puts
         them. A neighbour on its own cores shares memory bandwidth, disk and network with Spark
         but not Spark's cores; a ``cpu`` bubble pinned to Spark's cores time-shares them.
+    nice : int
+        Niceness of the workers (0..19). A niced neighbour runs on the cycles Spark leaves
+        idle, so it contends for its own resource (memory bus, disk, network) rather than for
+        Spark's cores.
     """
 
     def __init__(self, kind: str, intensity: int = 1, *, max_s: float = 900.0,
                  workdir: str | os.PathLike[str] | None = None,
-                 cpus: "Iterable[int] | None" = None) -> None:
+                 cpus: "Iterable[int] | None" = None, nice: int = 0) -> None:
         if kind not in KINDS:
             raise InputError(f"unknown bubble kind {kind!r}", f"use one of {', '.join(KINDS)}")
         if intensity not in WORKERS:
@@ -93,6 +97,10 @@ class Bubble:
         self.intensity = intensity
         self.max_s = float(max_s)
         self.cpus = _check_cpus(cpus)
+        if not isinstance(nice, int) or not 0 <= nice <= 19:
+            raise InputError(f"bubble nice must be a whole number in 0..19, not {nice!r}",
+                             "pick 0 (default) to 19 (runs only on idle cycles)")
+        self.nice = nice
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.gettempdir())
         self._procs: list[subprocess.Popen[str]] = []
         self.started_s: float | None = None
@@ -114,7 +122,7 @@ class Bubble:
         for i in range(n):
             cmd = [sys.executable, "-m", "sparkpredict.bubbles", self.kind, str(self.intensity),
                    repr(deadline), str(os.getpid()), str(self.workdir), str(i),
-                   ",".join(map(str, self.cpus)) if self.cpus else ""]
+                   ",".join(map(str, self.cpus)) if self.cpus else "", str(self.nice)]
             self._procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                                 text=True))
         for p in self._procs:
@@ -250,6 +258,8 @@ def _worker(argv: list[str]) -> int:
         argv[0], int(argv[1]), float(argv[2]), int(argv[3]), argv[4], int(argv[5]))
     if len(argv) > 6 and argv[6]:
         os.sched_setaffinity(0, {int(c) for c in argv[6].split(",")})
+    if len(argv) > 7 and int(argv[7]):
+        os.nice(int(argv[7]))
     # SIGTERM -> SystemExit, so the disk worker's finally removes its file.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if kind == "cpu":

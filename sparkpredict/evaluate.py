@@ -21,6 +21,7 @@ with ``fit(runs_df)`` and ``predict(X)``; it is fitted on the full training rows
 """
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -135,12 +136,12 @@ def _factories(models: Any, include_study: bool) -> dict[str, Callable[[], Any]]
     out: dict[str, Callable[[], Any]] = {}
     if include_study:
         for kind in STUDY_MODELS:
-            out["combined" if kind == "auto" else kind] = (lambda k=kind: JobRuntimeModel(kind=k))
+            out["combined" if kind == "auto" else kind] = functools.partial(JobRuntimeModel, kind=kind)
     if isinstance(models, dict):
         out.update(models)
     elif models is not None:
         for kind in models:
-            out["combined" if kind == "auto" else kind] = (lambda k=kind: JobRuntimeModel(kind=k))
+            out["combined" if kind == "auto" else kind] = functools.partial(JobRuntimeModel, kind=kind)
     return out
 
 

@@ -48,7 +48,7 @@ def read(kind: str, key: str, suffix: str, load: Callable[[IO[bytes]], T]) -> T 
         return None
 
 
-def write(kind: str, key: str, suffix: str, dump: Callable[[IO[bytes]], None]) -> None:
+def write(kind: str, key: str, suffix: str, dump: Callable[[IO[bytes]], object]) -> None:
     """Write the entry with ``dump(file)``; a read-only home only costs the next process a refit."""
     path = entry_path(kind, key, suffix)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")

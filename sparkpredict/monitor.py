@@ -35,7 +35,7 @@ import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable, cast
 
 import numpy as np
 
@@ -171,10 +171,10 @@ class DegradationModel:
         training job in turn is predicted by a model fitted on the others (1.0 with one job)."""
         from dataclasses import replace
 
-        jobs = df["job"].dropna().unique() if "job" in df else []
+        jobs: np.ndarray | list[Any] = df["job"].dropna().unique() if "job" in df else []
         if len(jobs) < 2:
             return 1.0
-        err = {w: [] for w in CORRECTION_WEIGHTS}
+        err: dict[float, list[float]] = {w: [] for w in CORRECTION_WEIGHTS}
         for held in jobs:
             sub = replace(self, correction=1.0, gbr_=None, dae_=None, scale_=None).fit(df[df["job"] != held])
             for _, rows in df[df["job"] == held].groupby("run_id", sort=False):
@@ -331,16 +331,16 @@ def cached_monitor(st: "Store | str | Path") -> DegradationModel:
     from . import fitcache
     from .store import io
 
-    if not hasattr(st, "committed_batches"):
-        st = io.open(st)
+    # duck-typed: anything with committed_batches is used as the store, only paths are opened
+    store = cast("Store", st) if hasattr(st, "committed_batches") else io.open(st)
     here = Path(__file__).resolve()
     stamp = fitcache.code_stamp(here, here.parent / "features" / "interference.py")
-    key = fitcache.make_key(st.path, sorted(st.committed_batches()), stamp, sklearn.__version__,
+    key = fitcache.make_key(store.path, sorted(store.committed_batches()), stamp, sklearn.__version__,
                             np.__version__)
     if key not in _CACHE:
         model = fitcache.read("monitor", key, "pkl", pickle.load)
         if not isinstance(model, DegradationModel):
-            model = fit_monitor(st)
+            model = fit_monitor(store)
             fitcache.write("monitor", key, "pkl",
                            lambda f: pickle.dump(model, f, protocol=pickle.HIGHEST_PROTOCOL))
         _CACHE[key] = model
@@ -456,10 +456,12 @@ def explain_run(run_id: str, store: "Store | str | Path | None" = None,
     main = max(shares, key=shares.__getitem__) if tot > 0 else None
     judged = d if d is not None else est
     est_s = model.predict(rows)
+    # pandas-stubs type every named-tuple field as any scalar (None, NaT, Interval, ...)
+    stage_rows: Iterable[Any] = rows.itertuples()
     impacts = [StageImpact(int(r.stage_id), str(r.name), float(r.duration_ms),
                            None if not np.isfinite(r.expected_ms) else float(r.expected_ms),
                            None if not np.isfinite(r.degradation) else float(r.degradation), float(e))
-               for r, e in zip(rows.itertuples(), est_s)]
+               for r, e in zip(stage_rows, est_s)]
     impacts.sort(key=lambda s: -(s.actual_ms - (s.expected_ms if s.expected_ms is not None
                                                 else s.actual_ms / (1 + s.estimated_degradation))))
     return Explanation(

@@ -247,6 +247,12 @@ def read_registry(store: Any) -> "pd.DataFrame":
     return table.to_pandas()
 
 
+def _rows(reg: "pd.DataFrame") -> Iterable[Any]:
+    """``reg.itertuples(index=False)``: pandas-stubs type every field as any scalar (None, NaT,
+    Interval, ...), where REGISTRY_SCHEMA fixes each column's type."""
+    return reg.itertuples(index=False)
+
+
 def commit_registry(store: Any, rows: "pd.DataFrame", retrain_id: str) -> str:
     """Write ``rows`` as the new registry snapshot; the final rename is the commit point.
 
@@ -337,7 +343,7 @@ def load_models(store: Any = None, jobs: Iterable[str] | None = None) -> "dict[s
                                   f"run `sparkpredict retrain --store {st.path}` after recording runs")
         reg = reg[reg.job.isin(wanted)]
     out: dict[str, JobRuntimeModel] = {}
-    for row in reg.itertuples(index=False):
+    for row in _rows(reg):
         check_artifact_version(int(row.artifact_version), row.job, st.path)
         doc = read_artifact(st, row.artifact)
         _check_model_format(doc, st.path)
@@ -360,7 +366,7 @@ def load_stage_models(store: Any = None, jobs: Iterable[str] | None = None) -> "
     if jobs is not None:
         reg = reg[reg.job.isin(list(jobs))]
     out: dict[str, StageRuntimeModel] = {}
-    for row in reg.itertuples(index=False):
+    for row in _rows(reg):
         doc = read_artifact(st, row.artifact)
         out[row.job] = StageRuntimeModel.from_dict(doc["model"], store=st)
     return out
@@ -373,7 +379,7 @@ def load_artifacts(store: Any = None, kind: str | None = None) -> dict[tuple[str
     if kind is not None:
         reg = reg[reg.model_kind == kind]
     return {(r.job, r.model_kind, r.signature): read_artifact(st, r.artifact)
-            for r in reg.itertuples(index=False)}
+            for r in _rows(reg)}
 
 
 def registry_path(store: Any) -> str:

@@ -169,7 +169,7 @@ def _fig_stages(stages: "pd.DataFrame", run: "pd.Series") -> str:
         raise InputError("the latest run has no stage rows", "record runs with the listener")
     t0 = float(run["start_ms"])
     fig, ax = plt.subplots(figsize=(7.5, 0.35 * len(st) + 1.4))
-    for i, r in st.iterrows():
+    for i, (_, r) in enumerate(st.iterrows()):  # st's index is 0..n-1: the bar's row
         start = (float(r["submission_ms"]) - t0) / 1000
         dur = max(float(r["duration_ms"]) / 1000 if r["duration_ms"] == r["duration_ms"] else 0.0, 0.01)
         shuffle = sum(float(r.get(c) or 0) for c in ("shuffle_read_bytes", "shuffle_write_bytes")

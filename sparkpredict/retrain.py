@@ -218,8 +218,10 @@ def _jsonable(v: Any) -> Any:
 def _prev_state(prev: "pd.DataFrame") -> dict[tuple[str, str], tuple]:
     """(job, model_kind) -> what decides staleness, small enough to ship to Spark's Python workers."""
     cur = prev[prev.model_kind.isin([R.KIND_RUNTIME, R.KIND_STAGE]) & (prev.signature.fillna("") == "")]
+    # pandas-stubs type every named-tuple field as any scalar; the registry's schema fixes them
+    rows: Iterable[Any] = cur.itertuples(index=False)
     return {(r.job, r.model_kind): (r.trained_on, _int(r.artifact_version), _int(r.model_format_version),
-                                    _int(r.store_schema_version), r.fit_kind) for r in cur.itertuples(index=False)}
+                                    _int(r.store_schema_version), r.fit_kind) for r in rows}
 
 
 def _is_stale(state: tuple | None, fp: str, force: bool, kind: str, model_format: int) -> bool:
@@ -283,8 +285,8 @@ def _commit(st: store_io.Store, prev: "pd.DataFrame", results: Iterable[Outcome]
             result.stage_skipped.append(job)
             continue
         if status != "fit" or doc_json is None:
-            key = job if kind == R.KIND_RUNTIME else f"{job} ({kind} model)"
-            result.failed[key] = err or "no model"
+            label = job if kind == R.KIND_RUNTIME else f"{job} ({kind} model)"
+            result.failed[label] = err or "no model"
             log.warning("retrain: %s model of job %r not refit: %s", kind, job, err)
             continue
         doc = json.loads(doc_json)

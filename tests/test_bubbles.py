@@ -104,6 +104,14 @@ def test_cpus_pin_the_workers_and_bad_cpus_are_refused():
         Bubble("cpu", cpus=["zero"])
 
 
+def test_nice_lowers_the_workers_priority_and_bad_values_are_refused():
+    with Bubble("memory", intensity=1, max_s=30, nice=19) as b:
+        assert [os.getpriority(os.PRIO_PROCESS, p) for p in b.pids] == [19]
+    for bad in (-1, 20, 2.5):
+        with pytest.raises(InputError, match="nice must be a whole number in 0..19"):
+            Bubble("cpu", nice=bad)
+
+
 def test_intensity_sets_the_number_of_workers():
     with Bubble("cpu", intensity=2, max_s=30) as b:
         assert len(b.pids) == 2

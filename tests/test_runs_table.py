@@ -70,3 +70,11 @@ def test_read_runs_file_csv_parquet_and_errors(tmp_path):
         read_runs_file(tmp_path / "text.csv")
     with pytest.raises(InputError, match="not found"):
         read_runs_file(tmp_path / "missing.csv")
+
+
+def test_runs_without_executor_shape_columns_get_nan_not_a_crash():
+    # a store written before the shape was recorded, or an event log that lacks it
+    raw = _runs_rows().drop(columns=["executor_cores", "executor_memory_mb", "executors_requested"])
+    t = runs_table(raw)
+    assert t["executor_cores"].isna().all() and t["executor_memory_mb"].isna().all()
+    assert list(t["executors"]) == [4.0, 8.0, 2.0]  # the most alive at once

@@ -393,10 +393,11 @@ class RunBuilder:
 
         p = self.props
         master = p.get("spark.master")
-        local = bool(master) and master.startswith("local") and not master.startswith("local-cluster")
+        local = master is not None and master.startswith("local") and not master.startswith("local-cluster")
         start = self.app["start_ms"]
         complete = self.end_ms is not None and not in_progress
-        end = self.end_ms if complete else max(self.last_ms, start)
+        # complete implies end_ms is set; repeated because mypy does not narrow through complete
+        end = self.end_ms if self.end_ms is not None and complete else max(self.last_ms, start)
         mem_mb = spark_size(p.get("spark.driver.memory" if local else "spark.executor.memory", "1g"))
         ex = self.executors
         execs = pa.table({
@@ -525,7 +526,7 @@ def _duration_quantiles(tasks: pa.Table) -> dict[tuple[int, int], tuple[float, .
     order = np.lexsort((dur, att, sid))
     sid, att, dur = sid[order], att[order], dur[order]
     bounds = np.flatnonzero((np.diff(sid) != 0) | (np.diff(att) != 0)) + 1
-    out = {}
+    out: dict[tuple[int, int], tuple[float, ...]] = {}
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(dur)]):
         d = dur[lo:hi]
         q = np.quantile(d, [0.5, 0.9])

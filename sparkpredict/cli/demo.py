@@ -29,6 +29,7 @@ def _run(args: argparse.Namespace) -> int:
           f"{DEMO_EXECUTORS} on local Spark, each run recorded by the listener", file=sys.stderr)
     res = run_demo(store=args.store, workdir=args.workdir, progress=ProgressBar())
     sw = res.sweep
+    assert sw is not None  # run_demo records the sweep or raises
     print(f"\n1. sweep: {len(sw.ran)} run(s) recorded now, {len(sw.skipped)} reused, "
           f"{len(sw.failed)} failed, in {format_duration(sw.seconds)}")
     if res.model_name:
@@ -37,6 +38,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print("2. model: none (see below)")
     if res.advice is not None:
+        assert res.advice_input_bytes is not None  # set before the advice is asked for
         print(f"3. advice for {format_bytes(res.advice_input_bytes)} (4x the largest input recorded):")
         print(f"   {res.advice.summary()}")
         for w in res.advice.warnings:

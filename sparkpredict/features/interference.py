@@ -8,7 +8,7 @@ to the groups. See :mod:`sparkpredict.monitor` for the estimator built on them.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -69,7 +69,8 @@ def _windowed(t: "pd.DataFrame") -> "pd.DataFrame":
         mean, mn, mx, std = g.mean(), g.min(), g.max(), g.std(ddof=0)
         per_bin = pd.concat({"mean": mean, "min": mn, "max": mx, "range": mx - mn, "std": std}, axis=1)
         agg = per_bin.groupby(level=KEY).mean()
-        agg.columns = [f"w{w}_{m}_{s}" for s, m in agg.columns]
+        # (statistic, ratio) pairs from the concat's keys; the stubs type columns as Index[str]
+        agg.columns = [f"w{w}_{m}_{s}" for s, m in cast("pd.MultiIndex", agg.columns)]
         out.append(agg)
     return pd.concat(out, axis=1)
 

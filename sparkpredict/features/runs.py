@@ -94,16 +94,16 @@ def runs_table(source: Any) -> "pd.DataFrame":
         raise InputError(f"runs rows lack columns {sorted(missing)}",
                          "pass the runs table of a sparkpredict store (Store.runs())")
     ok = raw[raw["status"] == "succeeded"]
-    ex_req = ok["executors_requested"] if "executors_requested" in ok else pd.Series(np.nan, ok.index)
-    ex_max = ok["executors_max"] if "executors_max" in ok else pd.Series(np.nan, ok.index)
+    ex_req = _or_nan(ok, "executors_requested")
+    ex_max = _or_nan(ok, "executors_max")
     out = pd.DataFrame({
         "run_id": ok["run_id"].astype(str),
         "job": ok["job"].astype(str),
         "input_bytes": pd.to_numeric(ok["input_bytes"], errors="coerce").astype("float64"),
         "executors": pd.to_numeric(ex_req, errors="coerce").fillna(
             pd.to_numeric(ex_max, errors="coerce")).astype("float64"),
-        "executor_cores": pd.to_numeric(ok.get("executor_cores", np.nan), errors="coerce").astype("float64"),
-        "executor_memory_mb": pd.to_numeric(ok.get("executor_memory_mb", np.nan),
+        "executor_cores": pd.to_numeric(_or_nan(ok, "executor_cores"), errors="coerce").astype("float64"),
+        "executor_memory_mb": pd.to_numeric(_or_nan(ok, "executor_memory_mb"),
                                             errors="coerce").astype("float64"),
         "runtime_s": pd.to_numeric(ok["wall_ms"], errors="coerce").astype("float64") / 1000.0,
     })
@@ -126,6 +126,13 @@ def runs_table(source: Any) -> "pd.DataFrame":
             out[name] = values
     sort_cols = ["job", "start_ms", "run_id"] if "start_ms" in out else ["job", "run_id"]
     return out.sort_values(sort_cols, kind="mergesort").reset_index(drop=True)
+
+
+def _or_nan(df: "pd.DataFrame", col: str) -> "pd.Series":
+    import numpy as np
+    import pandas as pd
+
+    return df[col] if col in df else pd.Series(np.nan, df.index)
 
 
 #: a parameter name must be usable as a column and a CLI word

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Hashable, Iterable, Mapping
 
 import numpy as np
 
@@ -167,7 +167,10 @@ def stage_signatures(stages: "pd.DataFrame") -> "pd.Series":
     for _, g in stages.groupby("run_id", sort=False):
         sub = pd.to_numeric(g["submission_ms"], errors="coerce")
         comp = np.sort(pd.to_numeric(g.get("completion_ms", sub), errors="coerce").dropna().to_numpy(float))
-        num = lambda c: pd.to_numeric(g[c], errors="coerce").fillna(0) if c in g else 0.0  # noqa: E731
+
+        def num(c: str) -> "pd.Series | float":
+            return pd.to_numeric(g[c], errors="coerce").fillna(0) if c in g else 0.0
+
         g = g.assign(_epoch=np.searchsorted(comp, sub.fillna(np.inf).to_numpy(float), side="left"),
                      _bytes=-(num("input_bytes") + num("shuffle_read_bytes")), _n=-num("num_tasks"))
         g = g.sort_values(["_epoch", "_bytes", "_n", "stage_id"], kind="stable")
@@ -226,7 +229,11 @@ def stage_table(runs: "pd.DataFrame", stages: "pd.DataFrame", tasks: "pd.DataFra
         st = st.drop(columns="_mean_task_ms")
     st["stage_ms"] = st["duration_ms"].astype(float).where(
         st["duration_ms"].notna(), st["completion_ms"].astype(float) - st["submission_ms"].astype(float))
-    f0 = lambda c: st[c].fillna(0).astype(float) if c in st else 0.0  # noqa: E731
+
+    def f0(c: str) -> "pd.Series":
+        # zeros as a Series, not 0.0: is_input_stage below calls .astype on the comparison
+        return st[c].fillna(0).astype(float) if c in st else pd.Series(0.0, index=st.index)
+
     st["num_tasks"] = st["num_tasks"].astype(float)
     st["bytes_in"] = f0("input_bytes") + f0("shuffle_read_bytes")
     st["bytes_out"] = f0("output_bytes") + f0("shuffle_write_bytes")
@@ -322,8 +329,8 @@ def file_split_tasks(bytes_in: float, parallelism: float, max_partition_bytes: f
     return max(1, math.ceil(b / split - 1e-9))
 
 
-def predict_num_tasks(history: "pd.DataFrame", ref: "pd.Series", new_bytes_in: float,
-                      new_conf: dict[str, float] | None = None) -> int:
+def predict_num_tasks(history: "pd.DataFrame", ref: "pd.Series | Mapping[Hashable, Any]",
+                      new_bytes_in: float, new_conf: dict[str, float] | None = None) -> int:
     """Task count of stage ``ref`` (a :func:`stage_table` row) when it reads ``new_bytes_in``.
 
     ``history`` holds the same signature's rows from other runs (may be just ``ref``);

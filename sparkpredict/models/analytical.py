@@ -68,7 +68,8 @@ class Equation:
     params: tuple[str, ...]
     bounds: tuple[tuple[float, float], ...]
     nonlinear: str | None
-    basis: Callable[[Array, Array, int, float], Array] = field(repr=False)
+    # nl is a (g, 1) column when a grid of nonlinear values is evaluated in one batch
+    basis: Callable[[Array, Array, int, float | Array], Array] = field(repr=False)
     to_theta: Callable[[Array, float], Array] = field(repr=False)
     fn: Callable[[Array, Array, Array, int], Array] = field(repr=False)
     uses_power: bool = True
@@ -246,8 +247,9 @@ def check_inputs(S: Array, E: Array, y: Array, n_params: int = 1, what: str = "r
                                   f"record at least {n_params + 1} runs of the job")
 
 
-def fit_equation(name: str, S: Sequence[float], E: Sequence[float], y: Sequence[float], *,
-                 power: int | str = "auto", weights: Sequence[float] | None = None,
+def fit_equation(name: str, S: Sequence[float] | Array, E: Sequence[float] | Array,
+                 y: Sequence[float] | Array, *,
+                 power: int | str = "auto", weights: Sequence[float] | Array | None = None,
                  grid: int = 17, refine: int = 3, allow_single_size: bool = False) -> FittedEquation:
     """Fit one registered equation by NNLS + a 1-D search over its nonlinear parameter.
 
@@ -338,8 +340,9 @@ def _fit_weighted(eq: Equation, S: Array, E: Array, y: Array, pw: int, W: Array,
     return nl, lin, sse
 
 
-def fit_equation_folds(name: str, S: Sequence[float], E: Sequence[float], y: Sequence[float],
-                       train_masks: Sequence[Array], *, power: int, weights: Sequence[float] | None = None,
+def fit_equation_folds(name: str, S: Sequence[float] | Array, E: Sequence[float] | Array,
+                       y: Sequence[float] | Array, train_masks: Sequence[Array], *, power: int,
+                       weights: Sequence[float] | Array | None = None,
                        grid: int = 17, refine: int = 3) -> list[FittedEquation | None]:
     """:func:`fit_equation` on the rows of each boolean mask (CV folds), batched, fixed ``power``.
 

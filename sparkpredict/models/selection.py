@@ -165,9 +165,14 @@ def fit_component(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: li
     single = len(np.unique(S)) < 2
     if kind in A.EQUATIONS or kind == "hybrid":
         name = backbone if kind == "hybrid" else kind
-        eq = equation if equation is not None else A.fit_equation(
-            name, S, E, y, power=1 if single else (power or "auto"), weights=1.0 / y**2,
-            allow_single_size=single)
+        if equation is not None:
+            eq = equation
+        elif name is None:
+            raise DegenerateDataError("a hybrid needs a backbone equation",
+                                      f"pass backbone, one of {', '.join(A.EQUATIONS)}")
+        else:
+            eq = A.fit_equation(name, S, E, y, power=1 if single else (power or "auto"),
+                                weights=1.0 / y**2, allow_single_size=single)
         if kind != "hybrid":
             return Component("equation", equation=eq, single_size=single)
         base = np.maximum(eq.predict(S, E), 1e-3)
@@ -234,13 +239,13 @@ def cross_validate(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: l
     eqs = None
     if kind in A.EQUATIONS or kind == "hybrid":
         name = kind if kind in A.EQUATIONS else backbone
-        key = (name, power)
-        if cache is not None and key in cache:
-            eqs = cache[key]
+        cache_key = (name, power)
+        if cache is not None and cache_key in cache:
+            eqs = cache[cache_key]
         else:
             eqs = fold_equations(name, F, y, tests, power)
             if cache is not None:
-                cache[key] = eqs
+                cache[cache_key] = eqs
     fold_no = {id(t): j for j, t in enumerate(tests)}
 
     def run(test: np.ndarray) -> list[np.ndarray] | None:

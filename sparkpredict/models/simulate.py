@@ -29,7 +29,7 @@ import json
 import logging
 import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Sequence, cast
 
 import numpy as np
 
@@ -93,11 +93,11 @@ class Timeline:
                 raise InputError("several runs in these tables; say which to replay",
                                  f"pass run_id, one of {sorted(runs['run_id'].unique())[:5]}")
             run_id = str(runs["run_id"].iloc[0])
-        run = runs[runs["run_id"] == run_id]
-        if run.empty:
+        matches = runs[runs["run_id"] == run_id]
+        if matches.empty:
             raise UnknownJobError(f"no run {run_id!r} in the store",
                                   "list runs with `sparkpredict runs` and pass one of their run_id")
-        run = run.iloc[-1]
+        run = matches.iloc[-1]
         st = stages[stages["run_id"] == run_id]
         tk = tasks[tasks["run_id"] == run_id]
         if tk.empty and require_tasks:
@@ -166,7 +166,8 @@ def _build(run, st: "pd.DataFrame", tk: "pd.DataFrame", executors_df) -> Timelin
     st["stage_id"] = st["stage_id"].astype(int)
     sub = st["submission_ms"].astype(float).fillna(st["_first_launch"])
     comp = st["completion_ms"].astype(float).fillna(st["_last_finish"])
-    comp = np.fmax(comp, st["_last_finish"].astype(float))  # never before its own tasks
+    # never before its own tasks; a ufunc of a Series is a Series (numpy's stubs say ndarray)
+    comp = cast("pd.Series", np.fmax(comp, st["_last_finish"].astype(float)))
     start_ms = _ms(run.get("start_ms"), float(np.nanmin(np.concatenate([sub.values, launch.values, [np.inf]]))))
     sub = sub.fillna(start_ms).clip(lower=start_ms)
     comp = comp.fillna(sub)

@@ -355,12 +355,12 @@ class StageRuntimeModel:
         for i, plan in enumerate(plans):
             st = per_tree[:, sizes[i]:sizes[i + 1]]
             point[i] = self._job_ms(plan, st.mean(axis=0)) / 1000
-            if trees:
+            if tree_s is not None:
                 tree_s[i] = self._job_ms(plan, st) / 1000
             if self.combine == "simulate":
                 task_ms = st.mean(axis=0) / np.maximum(waves[sizes[i]:sizes[i + 1]], 1)
                 sim_s = self._simulate_plan(plan, task_ms)
-                if trees:  # the trees' spread, around the simulated point
+                if tree_s is not None:  # the trees' spread, around the simulated point
                     tree_s[i] *= sim_s / point[i] if point[i] > 0 else 1.0
                 point[i] = sim_s
             ref = plan.attrs["reference_run"]
@@ -368,7 +368,7 @@ class StageRuntimeModel:
                 float(plan["executors"].iloc[0]) - float(self._exec.loc[ref]))
             if shift:
                 point[i] = max(point[i] + shift, 0.05 * point[i])
-                if trees:
+                if tree_s is not None:
                     tree_s[i] = np.maximum(tree_s[i] + shift, 0.05 * tree_s[i])
         return point, tree_s
 
@@ -405,6 +405,7 @@ class StageRuntimeModel:
         if not 0 < confidence < 1:
             raise InputError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.9")
         point, trees = self._evaluate(X, trees=True)
+        assert trees is not None  # trees=True always returns the per-tree seconds
         a = (1 - confidence) / 2
         lo_t, hi_t = np.quantile(trees, a, axis=1), np.quantile(trees, 1 - a, axis=1)
         q = float(np.quantile(self._oob_abs_rel, confidence)) if len(self._oob_abs_rel) else 0.0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -44,7 +45,7 @@ class Workload:
         """The spark-submit script ``jobs/<name>.py``."""
         return JOBS_DIR / f"{self.name}.py"
 
-    def data(self, nbytes: int, seed: int = 0, cache_dir: Path | str | None = None) -> Path:
+    def data(self, nbytes: int, seed: int = 0, cache_dir: str | os.PathLike | None = None) -> Path:
         """The generated input of ``nbytes`` for ``seed`` (generated once, then cached)."""
         check_size(self, nbytes)
         return gen.ensure_data(self.name, self.writer, nbytes, seed, Path(cache_dir or default_cache()))
