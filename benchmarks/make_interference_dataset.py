@@ -97,9 +97,11 @@ def emulated_nic(rate: str | None):
     show = subprocess.run(["tc", "qdisc", "show", "dev", "lo"], capture_output=True, text=True, check=True)
     if not show.stdout.startswith("qdisc noqueue"):
         raise SystemExit(f"loopback already has shaping ({show.stdout.strip()}); not replacing it")
-    # burst above loopback's 64 KiB MTU, or the biggest packets never pass
+    # burst above loopback's 64 KiB MTU, or the biggest packets never pass; a short queue (10 ms)
+    # so that the neighbour takes bandwidth without adding much queueing delay to Spark's RPCs
+    # (this kernel has no fair-queueing qdisc to put under the bucket)
     subprocess.run(["tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", rate, "burst", "256kb",
-                    "latency", "200ms"], check=True)
+                    "latency", "10ms"], check=True)
     log.info("loopback shaped to %s", rate)
     try:
         yield
@@ -108,10 +110,45 @@ def emulated_nic(rate: str | None):
         log.info("loopback shaping removed")
 
 
+BLKIO_WRITE_BPS = Path("/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device")
+
+
+@contextlib.contextmanager
+def emulated_disk(rate_bytes: int | None, path: str):
+    """Throttle writes to the disk holding ``path`` (cgroup v1 blkio, machine-wide) and restore.
+
+    This machine's disk absorbs an fsync-ing neighbour without Spark noticing (1.5 GB/s); a
+    throttled device stands in for the slower disks of cloud hosts, where a neighbour's writes
+    delay Spark's synced shuffle files. Needs root and cgroup v1 blkio; refuses to replace a
+    throttle that someone else set.
+    """
+    if not rate_bytes:
+        yield
+        return
+    if not BLKIO_WRITE_BPS.exists():
+        raise SystemExit(f"{BLKIO_WRITE_BPS} not found: --disk-write-rate needs cgroup v1 blkio")
+    if BLKIO_WRITE_BPS.read_text().strip():
+        raise SystemExit(f"a write throttle is already set ({BLKIO_WRITE_BPS.read_text().strip()}); "
+                         "not replacing it")
+    dev = os.stat(path).st_dev
+    node = f"{os.major(dev)}:{os.minor(dev)}"
+    sys_dev = Path(f"/sys/dev/block/{node}")
+    if (sys_dev / "partition").exists():  # the throttle belongs to the whole disk
+        node = (sys_dev.resolve().parent / "dev").read_text().strip()
+    BLKIO_WRITE_BPS.write_text(f"{node} {int(rate_bytes)}")
+    log.info("writes to block device %s throttled to %d bytes/s", node, rate_bytes)
+    try:
+        yield
+    finally:
+        BLKIO_WRITE_BPS.write_text(f"{node} 0")
+        log.info("write throttle removed")
+
+
 def run_one(store: Path, workload: str, size: str, kind: str, intensity: int, master: str,
             local_dir: str, seed: int = 0, session=spark_session,
             spark_cpus: set[int] | None = None, neighbour_cpus: set[int] | None = None,
-            neighbour_nice: int = 0, extra_conf: dict | None = None) -> dict:
+            neighbour_nice: int = 0, extra_conf: dict | None = None,
+            network_rate: float | None = None) -> dict:
     """One application of ``workload`` under the bubble ``kind:intensity`` (or none)."""
     from sparkpredict import workloads
     from sparkpredict.bubbles import Bubble
@@ -131,7 +168,8 @@ def run_one(store: Path, workload: str, size: str, kind: str, intensity: int, ma
         else:
             with Bubble(kind, intensity, max_s=600, workdir=local_dir,
                         cpus=bubble_cpus(kind, spark_cpus, neighbour_cpus),
-                        nice=0 if kind == "cpu" else neighbour_nice):
+                        nice=0 if kind == "cpu" else neighbour_nice,
+                        rate_bytes=network_rate if kind == "network" else None):
                 w.run(spark, data, seed)
     finally:
         spark.stop()
@@ -184,6 +222,11 @@ def main(argv: list[str] | None = None, session=spark_session) -> int:
                         "cycles Spark leaves idle and contend for their own resource, not its cores)")
     p.add_argument("--nic", metavar="RATE", help="shape loopback to RATE (tc, e.g. 20mbit) for the "
                    "whole recording: an emulated NIC that shuffle and the network bubble share")
+    p.add_argument("--disk-write-rate", metavar="SIZE", help="throttle writes to the disk of the "
+                   "runs' spark.local.dir to SIZE per second (cgroup blkio, e.g. 20MB) for the "
+                   "whole recording: an emulated slow disk")
+    p.add_argument("--network-rate", metavar="SIZE", help="pace each network bubble worker to SIZE "
+                   "per second (e.g. 2MB); default: as fast as it can")
     p.add_argument("--shuffle-sync", action="store_true", help="spark.shuffle.sync=true on every "
                    "run: shuffle files reach the disk the disk bubble writes to")
     a = p.parse_args(argv)
@@ -203,7 +246,10 @@ def main(argv: list[str] | None = None, session=spark_session) -> int:
     extra_conf = {"spark.shuffle.sync": "true"} if a.shuffle_sync else {}
     # a SIGTERM (timeout, kill) must still run the finally blocks that remove the shaping
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    with emulated_nic(a.nic):
+    from sparkpredict.units import parse_bytes
+
+    rate = parse_bytes(a.disk_write_rate) if a.disk_write_rate else None
+    with emulated_nic(a.nic), emulated_disk(rate, tempfile.gettempdir()):
         _record(a, store, manifest, wls, conds, rng, extra_conf, spark_cpus, neighbour_cpus, session)
     if not a.no_compact and store.exists():
         compact(store)
@@ -211,6 +257,8 @@ def main(argv: list[str] | None = None, session=spark_session) -> int:
 
 
 def _record(a, store, manifest, wls, conds, rng, extra_conf, spark_cpus, neighbour_cpus, session) -> None:
+    from sparkpredict.units import parse_bytes
+
     local_dir = tempfile.mkdtemp(prefix="sparkpredict-interference-")
     # Warm-up (recorded into a throwaway store): the JVM's first application is slower.
     with tempfile.TemporaryDirectory() as warm:
@@ -235,7 +283,8 @@ def _record(a, store, manifest, wls, conds, rng, extra_conf, spark_cpus, neighbo
                     break
                 row = run_one(store, name, size, kind, inten, a.master, local_dir, session=session,
                               spark_cpus=spark_cpus, neighbour_cpus=neighbour_cpus,
-                              neighbour_nice=a.neighbour_nice, extra_conf=extra_conf)
+                              neighbour_nice=a.neighbour_nice, extra_conf=extra_conf,
+                              network_rate=parse_bytes(a.network_rate) if a.network_rate else None)
                 out.writerow(row)
                 f.flush()
                 log.info("round %d run %d/%d %s %s: %.1f s (load %.2f -> %.2f)", r + 1, j + 1,

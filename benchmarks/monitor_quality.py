@@ -17,9 +17,13 @@ the bubble that was running. Estimator variants, to answer "does the autoencoder
     python benchmarks/monitor_quality.py [--store sparkpredict/data/interference/store] [--no-write]
     python benchmarks/monitor_quality.py --store benchmarks/data/interference_own_cores/store \
         --section monitor_quality_own_cores
+    python benchmarks/monitor_quality.py --store benchmarks/data/interference_contended/store \
+        --section monitor_quality_contended
 
 The second dataset pins Spark to CPU 0 and the memory, disk and network bubbles to CPU 1
-(neighbours on their own core); only the CPU bubble shares Spark's core.
+(neighbours on their own core); only the CPU bubble shares Spark's core. The third records on
+emulated slow devices (loopback shaped to 20 Mbit/s, disk writes throttled to 20 MB/s, synced
+shuffle files, niced neighbours), so that Spark waits on the disk and the network.
 """
 from __future__ import annotations
 
@@ -145,14 +149,24 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     title = {"monitor_quality": "Slowdown monitor (monitor_quality)",
              "monitor_quality_own_cores": "Slowdown monitor, neighbours on their own core "
-                                          "(monitor_quality --section monitor_quality_own_cores)"
+                                          "(monitor_quality --section monitor_quality_own_cores)",
+             "monitor_quality_contended": "Slowdown monitor on emulated slow devices "
+                                          "(monitor_quality --section monitor_quality_contended)"
              }.get(a.section, f"Slowdown monitor ({a.section})")
     design = {"monitor_quality_own_cores": (
         "Design: this process, and so the driver and both executor JVMs, pinned to CPU 0; the "
         "memory, disk and network bubbles pinned to CPU 1 (neighbours on their own core); the CPU "
         "bubble on CPU 0, time-sharing Spark's core. See the dataset's NOTES.md. An experiment: the "
         "issue's goals are judged on the shipped dataset (section `monitor_quality`); the goal lines "
-        "below say how this dataset fares against the same bars.")}.get(a.section)
+        "below say how this dataset fares against the same bars."),
+        "monitor_quality_contended": (
+            "Design: loopback shaped to 20 Mbit/s (tc token bucket) and disk writes throttled to "
+            "20 MB/s (cgroup blkio) for the whole recording, shuffle files synced "
+            "(spark.shuffle.sync=true), the memory, disk and network bubbles at nice 19 and the "
+            "network bubble paced to 1 MB/s per worker, so that Spark waits on the disk and the "
+            "network. See the dataset's NOTES.md. An experiment: the issue's goals are judged on "
+            "the shipped dataset (section `monitor_quality`); the goal lines below say how this "
+            "dataset fares against the same bars.")}.get(a.section)
     store = io.open(a.store)
     df = m.labelled_stages(store)
     df = df[df["label"].notna()]

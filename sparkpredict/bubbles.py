@@ -80,11 +80,16 @@ class Bubble:
         Niceness of the workers (0..19). A niced neighbour runs on the cycles Spark leaves
         idle, so it contends for its own resource (memory bus, disk, network) rather than for
         Spark's cores.
+    rate_bytes : float, optional
+        ``network`` only: each worker sends at most this many bytes per second (default: as
+        fast as it can). On a rate-limited link a greedy sender fills the queue and Spark's
+        small RPC messages wait behind it; a paced neighbour takes a share of the bandwidth.
     """
 
     def __init__(self, kind: str, intensity: int = 1, *, max_s: float = 900.0,
                  workdir: str | os.PathLike[str] | None = None,
-                 cpus: "Iterable[int] | None" = None, nice: int = 0) -> None:
+                 cpus: "Iterable[int] | None" = None, nice: int = 0,
+                 rate_bytes: float | None = None) -> None:
         if kind not in KINDS:
             raise InputError(f"unknown bubble kind {kind!r}", f"use one of {', '.join(KINDS)}")
         if intensity not in WORKERS:
@@ -101,6 +106,10 @@ class Bubble:
             raise InputError(f"bubble nice must be a whole number in 0..19, not {nice!r}",
                              "pick 0 (default) to 19 (runs only on idle cycles)")
         self.nice = nice
+        if rate_bytes is not None and (kind != "network" or not rate_bytes > 0):
+            raise InputError(f"rate_bytes={rate_bytes!r} applies to a network bubble and must be positive",
+                             "pass a send rate in bytes/s with kind='network', or leave it out")
+        self.rate_bytes = rate_bytes
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.gettempdir())
         self._procs: list[subprocess.Popen[str]] = []
         self.started_s: float | None = None
@@ -122,7 +131,8 @@ class Bubble:
         for i in range(n):
             cmd = [sys.executable, "-m", "sparkpredict.bubbles", self.kind, str(self.intensity),
                    repr(deadline), str(os.getpid()), str(self.workdir), str(i),
-                   ",".join(map(str, self.cpus)) if self.cpus else "", str(self.nice)]
+                   ",".join(map(str, self.cpus)) if self.cpus else "", str(self.nice),
+                   repr(self.rate_bytes or 0.0)]
             self._procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                                 text=True))
         for p in self._procs:
@@ -229,7 +239,7 @@ def _disk(deadline: float, parent: int, intensity: int, workdir: str, index: int
         os.unlink(path)
 
 
-def _network(deadline: float, parent: int) -> None:
+def _network(deadline: float, parent: int, rate_bytes: float = 0.0) -> None:
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.bind(("127.0.0.1", 0))  # loopback only
     server.listen(1)
@@ -243,11 +253,19 @@ def _network(deadline: float, parent: int) -> None:
 
     t = threading.Thread(target=drain, daemon=True)
     t.start()
-    chunk = b"\0" * NETWORK_CHUNK_BYTES
+    # paced: small chunks, so no single send floods a slow link's queue
+    chunk = b"\0" * (NETWORK_CHUNK_BYTES if not rate_bytes else 64 << 10)
     with socket.create_connection(("127.0.0.1", port)) as c:
         _ready()
+        t0, sent = time.monotonic(), 0
         while _alive(deadline, parent):
+            if rate_bytes:
+                ahead = sent / rate_bytes - (time.monotonic() - t0)
+                if ahead > 0:
+                    time.sleep(min(ahead, 0.5))
+                    continue
             c.sendall(chunk)
+            sent += len(chunk)
     server.close()
 
 
@@ -269,7 +287,7 @@ def _worker(argv: list[str]) -> int:
     elif kind == "disk":
         _disk(deadline, parent, intensity, workdir, index)
     elif kind == "network":
-        _network(deadline, parent)
+        _network(deadline, parent, float(argv[8]) if len(argv) > 8 else 0.0)
     else:
         return 2
     return 0
