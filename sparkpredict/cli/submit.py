@@ -20,7 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--deadline", help="with --executors auto: finish within this time, e.g. 30m")
     p.add_argument("--objective", choices=["cost", "time", "knee"], default="cost",
                    help="with --executors auto: what the advice optimises (default cost)")
-    add_param_option(p)
+    add_param_option(p, text="declare a job parameter of this run beyond its size (e.g. "
+                     "iterations=25; recorded as spark.sparkpredict.param.NAME), used by --executors "
+                     "auto once earlier runs declared it too; repeat for several")
     p.add_argument("spark_args", nargs=argparse.REMAINDER, help="-- then spark-submit's arguments")
     p.set_defaults(func=_run)
 

@@ -40,10 +40,9 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def add_param_option(p: Any) -> None:
-    p.add_argument("--param", action="append", metavar="NAME=VALUE",
-                   help="a job parameter of the run beyond its size (e.g. iterations=25), "
-                        "as its recorded runs declared it; repeat for several")
+def add_param_option(p: Any, text: str = "a job parameter of the run beyond its size (e.g. "
+                     "iterations=25), as its recorded runs declared it; repeat for several") -> None:
+    p.add_argument("--param", action="append", metavar="NAME=VALUE", help=text)
 
 
 def parse_params(pairs: list[str] | None) -> dict[str, str]:
