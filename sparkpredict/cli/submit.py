@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-
 from .suggest import add_param_option, parse_params
 
 
@@ -27,12 +26,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def executor_settings(args: argparse.Namespace, spark_args: list[str], input_bytes: int | None
-                      ) -> tuple[int | None, dict[str, str]]:
+def executor_settings(args: argparse.Namespace, spark_args: list[str], input_bytes: int | None,
+                      params: dict[str, str] | None = None) -> tuple[int | None, dict[str, str]]:
     """(--num-executors, extra --conf) from --executors N|auto; prints the advice's summary."""
     from ..errors import InputError
 
-    params = parse_params(getattr(args, "param", None))
+    params = params or {}
     if args.executors is None:
         return None, {}
     if args.executors != "auto":
@@ -48,10 +47,9 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
         raise InputError("--executors auto needs --job and --input-size",
                          "add e.g. --job nightly-etl --input-size 120g")
     from ..advise import suggest_executors
+    from ..advice_source import HistorySource
     from ..capture.submit import dynamic_allocation_enabled
     from ..units import parse_duration
-
-    from ..advice_source import HistorySource
 
     deadline = parse_duration(args.deadline) if args.deadline else None
     known = set(HistorySource.resolve(args.job, store=args.store).param_names())
@@ -84,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
     input_bytes = parse_bytes(args.input_size) if args.input_size else None
     params = parse_params(args.param)
     check_params(params)  # numbers only: the store's runs table reads them as such
-    executors, extra = executor_settings(args, spark_args, input_bytes)
+    executors, extra = executor_settings(args, spark_args, input_bytes, params)
     extra.update({PARAM_PREFIX + name: value for name, value in params.items()})
     if input_bytes is not None:
         extra[KEY_INPUT_BYTES] = str(input_bytes)
@@ -94,4 +92,3 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(f"sparkpredict: no run was recorded in {result.store}", file=sys.stderr)
     return result.returncode
-

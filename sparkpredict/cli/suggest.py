@@ -50,12 +50,13 @@ def parse_params(pairs: list[str] | None) -> dict[str, str]:
     import re
 
     from ..errors import InputError
+    from ..features.runs import PARAM_NAME_PATTERN
 
     out: dict[str, str] = {}
     for pair in pairs or []:
         name, eq, value = str(pair).partition("=")
         name, value = name.strip(), value.strip()
-        if not eq or not value or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+        if not eq or not value or not re.match(PARAM_NAME_PATTERN, name):
             raise InputError(f"cannot read --param {pair!r}",
                              "write NAME=VALUE with a word for NAME, e.g. --param iterations=25")
         out[name] = value

@@ -136,7 +136,7 @@ def _or_nan(df: "pd.DataFrame", col: str) -> "pd.Series":
 
 
 #: a parameter name must be usable as a column and a CLI word
-_PARAM_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+PARAM_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
 def _declared_params(props: "pd.Series") -> "dict[str, pd.Series]":
@@ -162,7 +162,7 @@ def _declared_params(props: "pd.Series") -> "dict[str, pd.Series]":
     out = {}
     reserved = set(BASE_COLUMNS) | set(POST_RUN_COLUMNS) | {"run_id"}
     for name, vals in sorted(found.items()):
-        if not re.match(_PARAM_NAME, name) or name in reserved:
+        if not re.match(PARAM_NAME_PATTERN, name) or name in reserved:
             log.warning("ignored job parameter %r: a parameter name is a word that is not a "
                         "runs-table column", name)
             continue
