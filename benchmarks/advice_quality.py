@@ -125,6 +125,17 @@ def _fit_cached(cls, name: str, size, train: pd.DataFrame):
     return model, fit_s
 
 
+def held_out_case(test: pd.DataFrame):
+    """The truth at one held-out size: mean runtime and repeats per count, the deadline (median
+    of the means over counts), each count's cost in executor-hours, and the cheapest meeting it."""
+    truth = test.groupby("executors")["runtime_s"].mean()
+    reps = test.groupby("executors")["runtime_s"].apply(np.asarray)
+    deadline = float(np.median(truth.values))
+    cost = truth.index.values * truth.values / 3600.0
+    oracle = float(cost[truth.values <= deadline].min())
+    return truth, reps, deadline, cost, oracle
+
+
 def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False, reference: bool = False,
              params: bool = True) -> pd.DataFrame:
     from sparkpredict.advise import suggest_executors
@@ -137,12 +148,7 @@ def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False, reference: bool
         for s in held_sizes:
             train, test = g[g.input_bytes != s], g[g.input_bytes == s]
             model, fit_s = _fit_cached(JobRuntimeModel, name, s, train[BASE])
-            truth = test.groupby("executors")["runtime_s"].mean()
-            reps = test.groupby("executors")["runtime_s"].apply(np.asarray)
-            deadline = float(np.median(truth.values))
-            cost = truth.index.values * truth.values / 3600.0
-            ok = truth.values <= deadline
-            oracle = float(cost[ok].min())
+            truth, reps, deadline, cost, oracle = held_out_case(test)
             # diagnostic for the model: its 90 % interval at the held-out size, every repeat
             X = {"input_bytes": np.full(len(truth), float(s)), "executors": truth.index.values.astype(float),
                  "executor_cores": np.full(len(truth), float(test.executor_cores.iloc[0])),
@@ -214,11 +220,7 @@ def noise_bound(jobs: dict[str, pd.DataFrame]) -> pd.DataFrame:
             sizes = sorted(g["input_bytes"].unique())
             for s in sizes:
                 test = g[g.input_bytes == s]
-                truth = test.groupby("executors")["runtime_s"].mean()
-                reps = test.groupby("executors")["runtime_s"].apply(np.asarray)
-                deadline = float(np.median(truth.values))
-                cost = truth.index.values * truth.values / 3600.0
-                oracle = float(cost[truth.values <= deadline].min())
+                truth, reps, deadline, cost, oracle = held_out_case(test)
                 ok = truth.values * factor <= deadline
                 k = int(np.flatnonzero(ok)[np.argmin(cost[ok])]) if ok.any() else int(np.argmin(truth.values))
                 e = int(truth.index[k])
