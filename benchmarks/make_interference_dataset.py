@@ -45,6 +45,8 @@ BASE_CONF = {
     "spark.cores.max": "2",
     "spark.scheduler.minRegisteredResourcesRatio": "1.0",
     "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
+    # host counters 4 times a second: stages here last 1-5 s
+    "spark.sparkpredict.hostSampleIntervalMs": "250",
 }
 log = logging.getLogger("make_interference_dataset")
 
@@ -183,10 +185,10 @@ def compact(store_path: Path) -> None:
     """Rewrite the store as one batch (the listener writes one per flush: many small files)."""
     import shutil
 
-    from sparkpredict.store import io
+    from sparkpredict.store import io, schema
 
     src = io.open(store_path)
-    tables = {t: src.read(t, form="arrow") for t in ("runs", "stages", "tasks", "executors")}
+    tables = {t: src.read(t, form="arrow") for t in schema.TABLES}
     tmp = store_path.with_name(store_path.name + ".compacting")
     shutil.rmtree(tmp, ignore_errors=True)
     dst = io.open(tmp, create=True)

@@ -19,6 +19,10 @@ KEY_FLUSH_STAGES = "spark.sparkpredict.flushEveryStages"
 #: k, a page count) that the runtime models take as a feature next to the input size.
 PARAM_PREFIX = "spark.sparkpredict.param."
 LISTENER_CLASS = "io.sparkpredict.SparkPredictListener"
+#: The Spark plugin that samples host counters (CPU by mode, pressure stalls, disk and network
+#: bytes) on the driver's and every executor's host for the slowdown monitor.
+HOST_PLUGIN_CLASS = "io.sparkpredict.HostMetricsPlugin"
+KEY_HOST_SAMPLE_MS = "spark.sparkpredict.hostSampleIntervalMs"
 
 
 def default_store() -> str:

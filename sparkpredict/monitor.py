@@ -39,11 +39,11 @@ from typing import TYPE_CHECKING, Any, Iterable, cast
 
 import numpy as np
 
-from .errors import DegenerateDataError, NotFittedError, UnknownJobError
+from .errors import DegenerateDataError, InputError, NotFittedError, UnknownJobError
 from .features.interference import (  # the features live there; their names stay importable here
-    COMPONENTS, FEATURE_GROUPS, FEATURES, GROUPS, KEY, LABEL_KEY, STAGE_FEATURES, STATS, TASK_RATIOS,
-    WINDOW_FEATURES, WINDOWS_S, clean_baseline, interference_labels, stage_features, stage_signatures,
-    with_baseline)
+    COMPONENTS, FEATURE_GROUPS, FEATURES, GROUPS, HOST_FEATURES, KEY, LABEL_KEY, STAGE_FEATURES, STATS,
+    TASK_RATIOS, WINDOW_FEATURES, WINDOWS_S, clean_baseline, interference_labels, stage_features,
+    stage_signatures, with_baseline)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,8 +51,8 @@ if TYPE_CHECKING:
     from .store.io import Store
 
 __all__ = ["COMPONENTS", "CORRECTION_WEIGHTS", "DEFAULT_TRAINING_STORE", "FEATURE_GROUPS", "FEATURES",
-           "GROUPS", "KEY", "LABEL_KEY", "QOS_THRESHOLDS", "STAGE_FEATURES", "STATS", "TASK_RATIOS",
-           "WINDOW_FEATURES", "WINDOWS_S", "DegradationModel", "Explanation", "StageImpact",
+           "GROUPS", "HOST_FEATURES", "KEY", "LABEL_KEY", "QOS_THRESHOLDS", "STAGE_FEATURES", "STATS", "TASK_RATIOS",
+           "WINDOW_FEATURES", "host_evidence", "WINDOWS_S", "DegradationModel", "Explanation", "StageImpact",
            "clean_baseline", "default_model", "explain_run", "fit_monitor", "interference_labels",
            "labelled_stages", "cached_monitor", "run_degradation", "run_estimate", "shapley", "stage_features",
            "stage_signatures", "with_baseline"]
@@ -111,6 +111,20 @@ class DegradationModel:
     waited 300 ms more for a core on a 1 s baseline is 30 % slower), and the boosting learns only
     the rest (scheduling, driver time, waves that no longer line up); ``"none"`` boosts from zero.
 
+    ``culprit``: ``"host"`` (default) learns, from the training runs' host counters
+    (:data:`HOST_FEATURES` against their clean baseline), which kind of neighbour took the cores
+    that Spark's tasks waited for: a compute neighbour (``cpu``), network traffic or disk I/O.
+    The rise in ``wait_ms`` is then shared among those groups by that probability
+    (:meth:`culprit_probabilities`) instead of going to ``cpu`` whole. The estimate of ``D`` does
+    not change, only its attribution. A memory-bandwidth neighbour counts as a compute one here:
+    /proc shows both as user-mode CPU (telling them apart needs the hardware's cache and
+    bandwidth counters, which VMs rarely expose), so ``memory`` keeps only what shows in Spark's
+    own metrics (more CPU time for the same work, GC). ``"host4"`` learns the four bubble kinds
+    as they are, memory included: an experiment, see ``benchmarks/RESULTS.md``. ``"none"``, or
+    runs without host samples, give the wait to ``cpu``. ``culprit_c`` is the inverse L2
+    strength of the logistic regression (set before the data was seen;
+    ``benchmarks/monitor_quality.py`` reports the sensitivity).
+
     ``correction``: the weight of the boosted part on top of the prior. None (default) chooses it
     among :data:`CORRECTION_WEIGHTS` by leave-one-job-out cross-validation on the training runs
     (run-level MAE), because what the boosting learns about one application need not carry over
@@ -121,6 +135,8 @@ class DegradationModel:
     autoencoder: bool = False
     prior: str = "components"
     correction: float | None = None
+    culprit: str = "host"
+    culprit_c: float = 0.5
     n_estimators: int = 200
     max_depth: int = 3
     learning_rate: float = 0.05
@@ -130,6 +146,7 @@ class DegradationModel:
     scale_: Any = field(default=None, repr=False)
     correction_: float = 1.0
     correction_cv_: dict = field(default_factory=dict, repr=False)
+    culprit_: Any = field(default=None, repr=False)
 
     def baseline_features(self, df: "pd.DataFrame") -> np.ndarray:
         """The clean baseline of each row, per ``self.baseline``."""
@@ -164,7 +181,43 @@ class DegradationModel:
         self.gbr_.fit(z, y, sample_weight=np.sqrt(df["expected_ms"].to_numpy(float)))
         self.correction_ = 1.0 if self.prior == "none" or x0 is None else (
             self.correction if self.correction is not None else self._choose_correction(df))
+        if self.culprit not in ("host", "host4", "none"):
+            raise InputError(f"culprit={self.culprit!r} is not a culprit model", "use 'host', 'host4' or 'none'")
+        self.culprit_ = self._fit_culprit(df) if self.culprit != "none" else None
         return self
+
+    def _fit_culprit(self, df: "pd.DataFrame") -> Any:
+        """Multinomial logistic regression of the interfered runs' neighbour kind on their host
+        evidence; None without host samples for at least two kinds (8 runs)."""
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        if "label" not in df:
+            return None
+        xs, ys = [], []
+        for _, rows in df[df["label"].notna() & (df["label"] != "none")].groupby("run_id", sort=False):
+            z = host_evidence(rows)
+            kind = str(rows["label"].iloc[0]).split(":")[0]
+            if kind == "memory" and self.culprit == "host":
+                kind = "cpu"  # a compute neighbour to /proc, see the class docstring
+            if z is not None and kind in GROUPS:
+                xs.append(z)
+                ys.append(kind)
+        if len(ys) < 8 or len(set(ys)) < 2:
+            return None
+        return make_pipeline(StandardScaler(), LogisticRegression(C=self.culprit_c, max_iter=2000)).fit(
+            np.array(xs), ys)
+
+    def culprit_probabilities(self, rows: "pd.DataFrame") -> dict[str, float]:
+        """Which group's neighbour took the cores, for one run: probabilities over :data:`GROUPS`
+        from its host evidence; all on ``cpu`` without a culprit model or host samples."""
+        z = host_evidence(rows) if self.culprit_ is not None else None
+        if z is None:
+            return {g: float(g == "cpu") for g in GROUPS}
+        p = self.culprit_.predict_proba(z[None, :])[0]
+        probs = dict(zip(self.culprit_.classes_, p))
+        return {g: float(probs.get(g, 0.0)) for g in GROUPS}
 
     def _choose_correction(self, df: "pd.DataFrame") -> float:
         """The weight in :data:`CORRECTION_WEIGHTS` with the lowest run-level MAE when each
@@ -233,6 +286,24 @@ class DegradationModel:
         return np.log1p(np.clip(d, -0.5, 20.0))
 
 
+def host_evidence(rows: "pd.DataFrame") -> np.ndarray | None:
+    """A run's host counters against their clean baseline: per :data:`HOST_FEATURES`, the
+    expected-time-weighted mean over its stages of ``log1p(x) - log1p(baseline)``. None when no
+    stage has both."""
+    base = [f"base_{c}" for c in HOST_FEATURES]
+    if not set(base) <= set(rows.columns):
+        return None
+    x = rows[list(HOST_FEATURES)].to_numpy(float)
+    x0 = rows[base].to_numpy(float)
+    ok = np.isfinite(x).all(axis=1) & np.isfinite(x0).all(axis=1)
+    if not ok.any():
+        return None
+    w = rows["expected_ms"].fillna(rows["duration_ms"]).to_numpy(float)[ok] if "expected_ms" in rows \
+        else rows["duration_ms"].to_numpy(float)[ok]
+    z = np.log1p(np.clip(x[ok], 0, None)) - np.log1p(np.clip(x0[ok], 0, None))
+    return np.average(z, axis=0, weights=np.clip(w, 1, None))
+
+
 def run_estimate(model: DegradationModel, rows: "pd.DataFrame", x0: np.ndarray | None = None) -> float:
     """A run's estimated ``D``: its stages' estimates weighted by expected (else actual) time."""
     d = model.predict(rows, x0)
@@ -245,17 +316,26 @@ def shapley(model: DegradationModel, rows: "pd.DataFrame") -> dict[str, float]:
     """Exact Shapley value of each group in :data:`GROUPS` for a run's estimated ``D``.
 
     A coalition's value is :func:`run_estimate` with the features of groups outside it set to
-    their clean baseline; the values sum to ``estimate(all) - estimate(none)``.
+    their clean baseline; the values sum to ``estimate(all) - estimate(none)``. The wait for a
+    core (``wait_ms``) belongs to every group in proportion to
+    :meth:`DegradationModel.culprit_probabilities`: a coalition moves it from its baseline by
+    its groups' share of the probability.
     """
     x = rows[FEATURES].to_numpy(float)
     x0 = model.baseline_features(rows)
     cols = {g: np.array([FEATURE_GROUPS[f] == g for f in FEATURES]) for g in GROUPS}
+    wait = FEATURES.index("wait_ms")
+    for g in GROUPS:
+        cols[g][wait] = False
+    culprit = model.culprit_probabilities(rows)
     value: dict[frozenset[str], float] = {}
     for r in range(len(GROUPS) + 1):
         for coal in itertools.combinations(GROUPS, r):
             mask = np.any([cols[g] for g in coal], axis=0) if coal else np.zeros(len(FEATURES), bool)
-            value[frozenset(coal)] = run_estimate(model, rows.assign(**dict(zip(
-                FEATURES, np.where(mask, x, x0).T))), x0)
+            xs = np.where(mask, x, x0)
+            share = sum(culprit[g] for g in coal)
+            xs[:, wait] = x0[:, wait] + share * (x[:, wait] - x0[:, wait])
+            value[frozenset(coal)] = run_estimate(model, rows.assign(**dict(zip(FEATURES, xs.T))), x0)
     n = len(GROUPS)
     phi = {}
     for g in GROUPS:
@@ -285,7 +365,8 @@ def labelled_stages(store: "Store", jobs: list[str] | None = None,
         runs = runs[runs["job"].isin(jobs)]
     labels = interference_labels(runs)
     ids = runs["run_id"].tolist()
-    feats = stage_features(store.read("stages", run_ids=ids), store.read("tasks", run_ids=ids))
+    feats = stage_features(store.read("stages", run_ids=ids), store.read("tasks", run_ids=ids),
+                           store.read("host_samples", run_ids=ids))
     job_of = dict(zip(runs["run_id"], runs["job"]))
     feats["job"] = feats["run_id"].map(job_of)
     feats["label"] = feats["run_id"].map(labels.to_dict())
@@ -397,6 +478,9 @@ class Explanation:
     clean_runs: int
     label: str | None
     stages: list[StageImpact]
+    #: who took the cores Spark's tasks waited for, from the host counters (probabilities over
+    #: GROUPS); None when the run has no host samples or the model no culprit part
+    culprit: dict[str, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -469,4 +553,6 @@ def explain_run(run_id: str, store: "Store | str | Path | None" = None,
         estimated_degradation=est, contributions=phi, shares=shares, main_cause=main,
         main_share=shares.get(main, 0.0) if main else 0.0,
         qos={t: judged > t for t in QOS_THRESHOLDS}, threshold=threshold, violated=judged > threshold,
-        clean_runs=len(clean_ids - {run_id}), label=rows["label"].iloc[0], stages=impacts[:top_stages])
+        clean_runs=len(clean_ids - {run_id}), label=rows["label"].iloc[0], stages=impacts[:top_stages],
+        culprit=model.culprit_probabilities(rows) if model.culprit_ is not None
+        and host_evidence(rows) is not None else None)

@@ -51,7 +51,7 @@ def test_explain_names_cpu_under_a_cpu_bubble(spark_app, trained, tmp_path, caps
     e = monitor.explain_run(victim, str(store), trained)
     assert e.clean_runs == 2
     assert e.degradation is not None and e.degradation > 0.2, e
-    assert e.main_cause == "cpu", e.contributions
+    assert e.main_cause == "cpu", (e.contributions, e.culprit)
     assert e.violated and e.stages and e.stages[0].actual_ms > 0
 
     from sparkpredict.cli import main

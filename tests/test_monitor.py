@@ -237,3 +237,55 @@ def test_the_trained_monitor_is_kept_on_disk_until_new_labelled_runs_arrive(tmp_
     m._CACHE.clear()
     m.explain_run("cpu2", io.open(tmp_path / "s"))
     assert fits == [1, 1, 1]
+
+
+def _waiting_runs(n_runs=24, seed=0):
+    """Runs whose tasks wait longer for a core (wait_ms up); the host counters say who took the
+    cores: user-mode CPU for ``cpu`` neighbours, softirq for ``network`` ones."""
+    brng = np.random.default_rng(0)
+    base = {f: brng.uniform(0.05, 0.5) for f in m.FEATURES}
+    base.update(wait_ms=100.0, run_ms=1000.0)
+    hbase = {h: 0.1 for h in m.HOST_FEATURES}
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n_runs):
+        kind = ["none", "cpu", "network"][i % 3]
+        d = 0.0 if kind == "none" else rng.uniform(0.3, 0.8)
+        x = {f: base[f] * (1 + rng.normal(0, 0.02)) for f in m.FEATURES}
+        x["wait_ms"] = base["wait_ms"] + 1000.0 * d  # the whole slowdown is waiting for a core
+        h = {k: v * (1 + rng.normal(0, 0.05)) for k, v in hbase.items()}
+        if kind == "cpu":
+            h["host_user_share"] = 0.1 + 0.5 * d
+        elif kind == "network":
+            h["host_softirq_share"] = 0.1 + 0.5 * d
+            h["host_net_mib_s"] = 0.1 + 20 * d
+        for s in range(3):
+            rows.append({"run_id": f"r{i}", "stage_id": s, "job": f"j{i % 2}", "label": kind if kind == "none"
+                         else f"{kind}:1", "num_tasks": 4, "duration_ms": 1000 * (1 + d), "expected_ms": 1000.0,
+                         "degradation": d, "run_ms": 1000.0 * (1 + d), **x, **h,
+                         **{f"base_{f}": base[f] for f in m.FEATURES}, "base_run_ms": 1000.0,
+                         **{f"base_{k}": v for k, v in hbase.items()}})
+    return pd.DataFrame(rows)
+
+
+def test_host_counters_say_who_took_the_cores_without_changing_the_estimate():
+    train = _waiting_runs()
+    kw = dict(n_estimators=40, learning_rate=0.1, correction=0.0)
+    model = m.DegradationModel(**kw).fit(train)
+    blind = m.DegradationModel(culprit="none", **kw).fit(train)
+    assert model.culprit_ is not None and blind.culprit_ is None
+    probe = _waiting_runs(n_runs=6, seed=1)
+    for rid, kind in (("r2", "network"), ("r1", "cpu")):
+        run = probe[probe.run_id == rid].reset_index(drop=True)
+        p = model.culprit_probabilities(run)
+        assert max(p, key=p.get) == kind and sum(p.values()) == pytest.approx(1.0)
+        phi, phi_blind = m.shapley(model, run), m.shapley(blind, run)
+        assert max(phi, key=phi.get) == kind
+        assert max(phi_blind, key=phi_blind.get) == "cpu"  # without host counters the wait is CPU's
+        # the estimate is the same; only its attribution moved, and it still adds up
+        assert m.run_estimate(model, run) == pytest.approx(m.run_estimate(blind, run))
+        assert sum(phi.values()) == pytest.approx(sum(phi_blind.values()), abs=1e-9)
+    # a run without host samples: everything as before
+    bare = probe[probe.run_id == "r2"].assign(**{h: np.nan for h in m.HOST_FEATURES}).reset_index(drop=True)
+    assert model.culprit_probabilities(bare) == {"cpu": 1.0, "memory": 0.0, "network": 0.0, "disk": 0.0}
+    assert m.shapley(model, bare) == pytest.approx(m.shapley(blind, bare))

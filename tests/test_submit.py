@@ -37,6 +37,7 @@ def test_command_adds_listener_and_user_values_win(listener_jar, tmp_path):
     conf = _conf(opts)
     assert conf["spark.sparkpredict.job"] == ["mine"]  # the user's value, once
     assert conf["spark.extraListeners"] == ["com.x.Other,io.sparkpredict.SparkPredictListener"]
+    assert conf["spark.plugins"] == ["io.sparkpredict.HostMetricsPlugin"]
     assert conf["spark.sparkpredict.store"] == [(tmp_path / "s").as_uri()]
     assert conf["spark.sparkpredict.inputBytes"] == ["10"]
     assert conf["spark.executor.instances"] == ["7"]  # as a conf key: local masters drop --num-executors
@@ -56,6 +57,10 @@ def test_command_keeps_users_executor_count_and_needs_an_app(listener_jar):
     cmd = build_command(["--conf=spark.extraListeners=a.B", "job.py"])
     assert "--conf=spark.extraListeners=a.B,io.sparkpredict.SparkPredictListener" in cmd
     assert not any(c.startswith("spark.extraListeners=") for c in cmd)
+    # the user's plugins stay, ours join them, and a repeated run does not add ours twice
+    cmd = build_command(["-c", "spark.plugins=com.x.Gpu,io.sparkpredict.HostMetricsPlugin", "job.py"])
+    assert _conf(["--conf" if a == "-c" else a for a in cmd])["spark.plugins"] == \
+        ["com.x.Gpu,io.sparkpredict.HostMetricsPlugin"]
 
 
 def test_cli_rejects_bad_executor_count(capsys):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..config import (KEY_INPUT_BYTES, KEY_JOB, KEY_STORE, KEY_TASKS, LISTENER_CLASS, cache_dir,
+from ..config import (HOST_PLUGIN_CLASS, KEY_INPUT_BYTES, KEY_JOB, KEY_STORE, KEY_TASKS, LISTENER_CLASS, cache_dir,
                       resolve_store)
 from ..errors import ListenerError
 
@@ -166,6 +166,7 @@ def listener_conf(store: str | None = None, job: str | None = None, tasks: bool 
     conf = {
         "spark.jars": str(build_listener()),
         "spark.extraListeners": LISTENER_CLASS,
+        "spark.plugins": HOST_PLUGIN_CLASS,
         KEY_STORE: _store_uri(resolve_store(store)),
         KEY_TASKS: "true" if tasks else "false",
     }

@@ -97,6 +97,26 @@ def _opt_value(opts: list[str], name: str) -> str | None:
     return None
 
 
+#: Comma-separated settings where ours are added to the user's, not dropped for them.
+MERGED_LISTS = ("spark.extraListeners", "spark.plugins")
+
+
+def _merge_list(opts: list[str], user: dict[str, str], key: str, ours: str) -> list[str]:
+    """``opts`` with ``key`` holding the user's classes plus ours (the merged list replaces theirs)."""
+    items = [x.strip() for x in user.get(key, "").split(",") if x.strip()]
+    items += [x for x in ours.split(",") if x not in items]
+    merged = f"{key}={','.join(items)}"
+    out = list(opts)
+    for i, a in enumerate(out):
+        if a in ("--conf", "-c") and i + 1 < len(out) and out[i + 1].startswith(key + "="):
+            out[i + 1] = merged
+        elif a.startswith(f"--conf={key}="):
+            out[i] = f"--conf={merged}"
+    if key not in user:
+        out += ["--conf", merged]
+    return out
+
+
 def dynamic_allocation_enabled(spark_submit_args: list[str]) -> bool:
     """Whether the user's spark-submit arguments turn on dynamic allocation."""
     opts, _ = _split(spark_submit_args)
@@ -128,18 +148,8 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
                 new_opts[i + 1] = f"{jars},{jar}"
             elif a.startswith("--jars="):
                 new_opts[i] = f"--jars={jars},{jar}"
-    listeners = [x.strip() for x in user.get("spark.extraListeners", "").split(",") if x.strip()]
-    if LISTENER_CLASS not in listeners:
-        listeners.append(LISTENER_CLASS)
-    merged = f"spark.extraListeners={','.join(listeners)}"
-    for i, a in enumerate(new_opts):  # the merged list replaces the user's extraListeners
-        if a in ("--conf", "-c") and i + 1 < len(new_opts) and new_opts[i + 1].startswith("spark.extraListeners="):
-            new_opts[i + 1] = merged
-        elif a.startswith("--conf=spark.extraListeners="):
-            new_opts[i] = f"--conf={merged}"
-    if "spark.extraListeners" not in user:
-        new_opts += ["--conf", merged]
-    ours.pop("spark.extraListeners", None)
+    for key, ours_value in ((k, ours.pop(k)) for k in MERGED_LISTS if k in ours):
+        new_opts = _merge_list(new_opts, user, key, ours_value)
     for k, v in ours.items():
         if k in user:
             if user[k] != v:

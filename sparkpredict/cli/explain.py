@@ -60,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"  main cause: {e.main_cause} ({e.main_share * 100:.0f} % of the estimated slowdown)")
     else:
         print("  main cause: none (the metrics show no slowdown)")
+    if e.culprit:
+        print("  who took the cores Spark waited for (host counters): "
+              + ", ".join(f"{g} {p * 100:.0f} %" for g, p in sorted(e.culprit.items(), key=lambda kv: -kv[1])
+                          if p >= 0.005))
     print("  contributions (Shapley, points of degradation): "
           + ", ".join(f"{g} {v * 100:+.1f}" for g, v in e.contributions.items()))
     if e.stages:

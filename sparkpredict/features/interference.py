@@ -38,6 +38,17 @@ WINDOW_FEATURES = {f"w{w}_{m}_{s}": g for m, g in TASK_RATIOS.items() for w in W
 FEATURE_GROUPS: dict[str, str] = {**STAGE_FEATURES, **WINDOW_FEATURES}
 FEATURES = list(FEATURE_GROUPS)
 KEY = ["run_id", "stage_id"]
+#: Host counters over a stage's window (from the ``host_samples`` table, averaged over the hosts
+#: of the stage's executors): shares of the host's CPU time by mode, pressure stalls as a share
+#: of wall time, and I/O rates. They describe the whole host, neighbours included, so they say
+#: who took the cores that Spark's tasks waited for (:class:`sparkpredict.monitor.DegradationModel`
+#: learns the mapping); NaN where the run has no host samples (event logs, a listener without
+#: the plugin).
+HOST_FEATURES = ("host_user_share", "host_system_share", "host_softirq_share", "host_iowait_share",
+                 "host_steal_share", "host_psi_cpu", "host_psi_io", "host_psi_memory", "host_disk_mib_s",
+                 "host_net_mib_s", "host_ctxt_k_s", "host_major_faults_s", "host_procs_running")
+_CPU_MODES = ("cpu_user_ms", "cpu_nice_ms", "cpu_system_ms", "cpu_idle_ms", "cpu_iowait_ms", "cpu_irq_ms",
+              "cpu_softirq_ms", "cpu_steal_ms")
 
 # ---- features -----------------------------------------------------------------------------
 def _task_ratios(tasks: "pd.DataFrame") -> "pd.DataFrame":
@@ -75,8 +86,10 @@ def _windowed(t: "pd.DataFrame") -> "pd.DataFrame":
     return pd.concat(out, axis=1)
 
 
-def stage_features(stages: "pd.DataFrame", tasks: "pd.DataFrame") -> "pd.DataFrame":
-    """One row per completed stage: identity columns and every feature in :data:`FEATURES`.
+def stage_features(stages: "pd.DataFrame", tasks: "pd.DataFrame",
+                   host_samples: "pd.DataFrame | None" = None) -> "pd.DataFrame":
+    """One row per completed stage: identity columns, every feature in :data:`FEATURES`, and
+    :data:`HOST_FEATURES` (NaN without ``host_samples``).
 
     Identity columns: ``run_id, stage_id, name, signature, num_tasks, duration_ms,
     submission_ms``. Only each stage's last successful attempt and its finished tasks count.
@@ -86,7 +99,7 @@ def stage_features(stages: "pd.DataFrame", tasks: "pd.DataFrame") -> "pd.DataFra
     st = stages[stages["status"].fillna("succeeded") == "succeeded"]
     st = st.sort_values("stage_attempt_id").drop_duplicates(KEY, keep="last")
     st = st[["run_id", "stage_id", "stage_attempt_id", "name", "num_tasks", "duration_ms",
-             "submission_ms"]].copy()
+             "submission_ms", "completion_ms"]].copy()
     st["signature"] = stage_signatures(st)
     tk = tasks.merge(st[KEY + ["stage_attempt_id"]], on=KEY + ["stage_attempt_id"])
     tk = tk[tk["duration_ms"].notna() & tk["finish_ms"].notna()]
@@ -123,9 +136,93 @@ def stage_features(stages: "pd.DataFrame", tasks: "pd.DataFrame") -> "pd.DataFra
         / (s["input_bytes"] + s["shuffle_read_bytes"]).clip(lower=1),
     })
     f = f.join(_windowed(tk))
-    out = st.drop(columns="stage_attempt_id").merge(f.reset_index(), on=KEY, how="inner")
+    out = st.merge(f.reset_index(), on=KEY, how="inner")
     out[FEATURES + ["run_ms"]] = out[FEATURES + ["run_ms"]].astype(float).fillna(0.0)
-    return out.reset_index(drop=True)
+    hf = host_features(out, tk, host_samples) if host_samples is not None else None
+    if hf is None or hf.empty:
+        out = out.assign(**{c: np.nan for c in HOST_FEATURES})
+    else:
+        out = out.merge(hf.astype({c: float for c in HOST_FEATURES}), on=KEY, how="left")
+    return out.drop(columns=["stage_attempt_id", "completion_ms"]).reset_index(drop=True)
+
+
+def _host_rates(d: dict[str, float], span_ms: float) -> dict[str, float]:
+    """:data:`HOST_FEATURES` from counter deltas ``d`` over ``span_ms`` of one host."""
+    total = sum(d[c] for c in _CPU_MODES)
+    if not (total > 0 and span_ms > 0):
+        return {}
+    per_s = 1000.0 / span_ms
+    return {
+        "host_user_share": (d["cpu_user_ms"] + d["cpu_nice_ms"]) / total,
+        "host_system_share": d["cpu_system_ms"] / total,
+        "host_softirq_share": (d["cpu_softirq_ms"] + d["cpu_irq_ms"]) / total,
+        "host_iowait_share": d["cpu_iowait_ms"] / total,
+        "host_steal_share": d["cpu_steal_ms"] / total,
+        "host_psi_cpu": d["psi_cpu_some_us"] / 1000.0 / span_ms,
+        "host_psi_io": d["psi_io_some_us"] / 1000.0 / span_ms,
+        "host_psi_memory": d["psi_memory_some_us"] / 1000.0 / span_ms,
+        "host_disk_mib_s": (d["disk_read_bytes"] + d["disk_write_bytes"]) / 2**20 * per_s,
+        "host_net_mib_s": (d["net_rx_bytes"] + d["net_tx_bytes"]) / 2**20 * per_s,
+        "host_ctxt_k_s": d["context_switches"] / 1000.0 * per_s,
+        "host_major_faults_s": d["major_page_faults"] * per_s,
+    }
+
+
+def _window_rates(series: tuple, t0: float, t1: float, counters: list[str]) -> dict[str, float]:
+    """One host's rates over ``[t0, t1]``; empty when its samples cover under half the window."""
+    _, tm, val, running = series
+    lo, hi = max(t0, tm[0]), min(t1, tm[-1])
+    if hi - lo < 0.5 * (t1 - t0):
+        return {}
+    d = {c: float(np.interp(hi, tm, val[:, i]) - np.interp(lo, tm, val[:, i])) for i, c in enumerate(counters)}
+    r = _host_rates(d, hi - lo)
+    if r:
+        inside = (tm >= lo) & (tm <= hi)
+        r["host_procs_running"] = float(running[inside].mean()) if inside.any() \
+            else float(np.interp((lo + hi) / 2, tm, running))
+    return r
+
+
+def host_features(stages: "pd.DataFrame", tasks: "pd.DataFrame", samples: "pd.DataFrame") -> "pd.DataFrame":
+    """:data:`HOST_FEATURES` of each stage (``KEY`` + features), over its submission-completion
+    window, from the cumulative counters of ``samples`` (the ``host_samples`` table) interpolated
+    at the window's ends. Each host counts once (its executors sample the same counters); the
+    stage's hosts are those of its tasks' executors, or the driver's in local mode."""
+    import pandas as pd
+
+    counters = list(_CPU_MODES) + ["psi_cpu_some_us", "psi_io_some_us", "psi_memory_some_us",
+                                          "disk_read_bytes", "disk_write_bytes", "net_rx_bytes",
+                                          "net_tx_bytes", "context_switches", "major_page_faults"]
+    if samples is None or samples.empty:
+        return pd.DataFrame(columns=KEY + list(HOST_FEATURES))
+    smp = samples.dropna(subset=["time_ms"]).sort_values("time_ms")
+    series = {}
+    for (rid, eid), g in smp.groupby(["run_id", "executor_id"], sort=False):
+        if len(g) >= 2:
+            series[(rid, eid)] = (g["host"].iloc[0], g["time_ms"].to_numpy(float),
+                                  g[counters].astype(float).to_numpy(), g["procs_running"].astype(float).to_numpy())
+    execs = tasks.groupby(KEY)["executor_id"].unique() if not tasks.empty else pd.Series(dtype=object)
+    rows = []
+    for st in stages[KEY + ["submission_ms", "completion_ms"]].itertuples(index=False):
+        rid, sid, t0, t1 = st
+        if not (np.isfinite(t0) and np.isfinite(t1)) or t1 <= t0:
+            continue
+        hosts: dict[Any, dict[str, float]] = {}
+        # the driver's samples stand in only for a local-mode executor, which lives in its JVM
+        for ids in (list(execs.get((rid, sid), [])), ["driver"]):
+            for eid in ids:
+                got = series.get((rid, eid))
+                if got is None or got[0] in hosts:
+                    continue
+                r = _window_rates(got, t0, t1, counters)
+                if r:
+                    hosts[got[0]] = r
+            if hosts:
+                break
+        if hosts:
+            mean = pd.DataFrame(list(hosts.values())).mean()
+            rows.append({"run_id": rid, "stage_id": sid, **mean.to_dict()})
+    return pd.DataFrame(rows, columns=KEY + list(HOST_FEATURES))
 
 
 #: Call sites of actions called through Py4J: Spark names them either way in different runs.
@@ -161,7 +258,7 @@ def interference_labels(runs: "pd.DataFrame") -> "pd.Series":
 def clean_baseline(feats: "pd.DataFrame") -> "pd.DataFrame":
     """Per signature: ``expected_ms`` (median duration) and the median of every feature."""
     g = feats.groupby("signature")
-    extra = ["run_ms"] if "run_ms" in feats else []
+    extra = [c for c in ("run_ms", *HOST_FEATURES) if c in feats]
     return g[FEATURES + extra + ["duration_ms"]].median().rename(columns={"duration_ms": "expected_ms"})
 
 

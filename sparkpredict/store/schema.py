@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-#: Bumped whenever a column is added, removed, renamed or changes type or unit.
+#: Bumped whenever a column of a table is added, removed, renamed or changes type or unit. A new
+#: table is additive and keeps the version: stores written before it simply have no rows there
+#: (``host_samples`` came this way), and older readers never open its folder.
 SCHEMA_VERSION = 1
 STORE_FORMAT = "sparkpredict-store"
 MARKER_FILE = "_sparkpredict_store.json"
@@ -151,6 +153,38 @@ _TASKS: list[tuple[str, pa.DataType, str]] = [
 ]
 
 
+_HOST_SAMPLES: list[tuple[str, pa.DataType, str]] = [
+    ("run_id", _S, ""),
+    ("executor_id", _S, "the executor that sampled its host, or 'driver'"),
+    ("host", _S, "host name"),
+    ("time_ms", _L, "epoch ms of the reading"),
+    ("cpu_count", _I, "logical CPUs of the host"),
+    # /proc/stat: CPU time of the whole host by mode, cumulative since boot
+    ("cpu_user_ms", _L, "host CPU time in user mode (all processes), cumulative"),
+    ("cpu_nice_ms", _L, "in user mode at positive nice, cumulative"),
+    ("cpu_system_ms", _L, "in the kernel, cumulative"),
+    ("cpu_idle_ms", _L, "idle, cumulative"),
+    ("cpu_iowait_ms", _L, "idle with I/O outstanding, cumulative"),
+    ("cpu_irq_ms", _L, "serving hardware interrupts, cumulative"),
+    ("cpu_softirq_ms", _L, "serving soft interrupts (network receive, block completion), cumulative"),
+    ("cpu_steal_ms", _L, "taken by the hypervisor for other guests, cumulative"),
+    ("procs_running", _I, "runnable threads at the reading (instantaneous)"),
+    ("context_switches", _L, "cumulative"),
+    # /proc/pressure (PSI, Linux 4.20+): time some (or all) runnable tasks stalled on the resource
+    ("psi_cpu_some_us", _L, "time some task waited for a CPU, cumulative"),
+    ("psi_memory_some_us", _L, "time some task stalled on memory reclaim or swap-in, cumulative"),
+    ("psi_memory_full_us", _L, "time all non-idle tasks stalled on memory, cumulative"),
+    ("psi_io_some_us", _L, "time some task waited for block I/O, cumulative"),
+    ("psi_io_full_us", _L, "time all non-idle tasks waited for block I/O, cumulative"),
+    ("disk_read_bytes", _L, "read from whole disks (/proc/diskstats), cumulative"),
+    ("disk_write_bytes", _L, "written to whole disks, cumulative"),
+    ("net_rx_bytes", _L, "received on every interface, loopback included (/proc/net/dev), cumulative"),
+    ("net_tx_bytes", _L, "sent on every interface, cumulative"),
+    ("mem_available_bytes", _L, "MemAvailable at the reading (instantaneous)"),
+    ("major_page_faults", _L, "faults that read from disk, cumulative"),
+]
+
+
 def _schema(cols: list[tuple[str, pa.DataType, str]]) -> pa.Schema:
     return pa.schema([pa.field(n, t, nullable=True, metadata={"doc": d}) for n, t, d in cols])
 
@@ -161,6 +195,7 @@ TABLES: dict[str, pa.Schema] = {
     "executors": _schema(_EXECUTORS),
     "stages": _schema(_STAGES),
     "tasks": _schema(_TASKS),
+    "host_samples": _schema(_HOST_SAMPLES),
 }
 #: The commit-mark table is written last in every batch.
 COMMIT_TABLE = "runs"

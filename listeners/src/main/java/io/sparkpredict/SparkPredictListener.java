@@ -119,6 +119,7 @@ public class SparkPredictListener extends SparkListener {
     private final Map<Integer, Integer> stageToJob = new HashMap<>();
     private final List<Object[]> pendingStages = new ArrayList<>();
     private final List<Object[]> pendingTasks = new ArrayList<>();
+    private final List<Object[]> pendingHosts = new ArrayList<>();
 
     public SparkPredictListener(SparkConf conf) {
         this.conf = conf;
@@ -510,6 +511,11 @@ public class SparkPredictListener extends SparkListener {
         batch.put(Tables.EXECUTORS, execRows);
         batch.put(Tables.STAGES, pendingStages);
         batch.put(Tables.TASKS, pendingTasks);
+        pendingHosts.addAll(hostRows(startMs));
+        if (pendingHosts.size() > HostMetricsPlugin.MAX_PENDING) {  // the store keeps failing: keep the newest
+            pendingHosts.subList(0, pendingHosts.size() - HostMetricsPlugin.MAX_PENDING).clear();
+        }
+        batch.put(Tables.HOST_SAMPLES, pendingHosts);
         List<Object[]> runs = new ArrayList<>();
         runs.add(runRow(runId, last ? statusFinal : "running", now, last));
         batch.put(Tables.RUNS, runs);
@@ -537,6 +543,7 @@ public class SparkPredictListener extends SparkListener {
         lastUpdatedMs = now;
         pendingStages.clear();
         pendingTasks.clear();
+        pendingHosts.clear();
         for (Exec x : execWritten) x.written = true;
     }
 
@@ -609,6 +616,26 @@ public class SparkPredictListener extends SparkListener {
         r[t.col("schema_version")] = Tables.SCHEMA_VERSION;
         r[t.col("updated_ms")] = now;
         return r;
+    }
+
+    /** Host samples queued by {@link HostMetricsPlugin} since the last flush (none without the plugin). */
+    private static List<Object[]> hostRows(long sinceMs) {
+        List<Object[]> out = new ArrayList<>();
+        Tables.Table t = Tables.HOST_SAMPLES;
+        int first = t.col(HostSampler.FIELDS[0]);
+        for (HostSampler.Sample s : HostMetricsPlugin.drain()) {
+            if (s.timeMs < sinceMs) continue;  // a previous application's, in the same JVM
+            Object[] r = t.newRow();
+            r[t.col("executor_id")] = s.executorId;
+            r[t.col("host")] = s.host;
+            r[t.col("time_ms")] = s.timeMs;
+            for (int i = 0; i < s.values.length; i++) {
+                Long v = s.values[i];
+                r[first + i] = (v != null && t.kinds[first + i] == Tables.Kind.INT) ? (Object) v.intValue() : v;
+            }
+            out.add(r);
+        }
+        return out;
     }
 
     private static boolean isLocal(String master) {

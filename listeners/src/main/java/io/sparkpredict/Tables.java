@@ -113,8 +113,18 @@ final class Tables {
         {"speculative", B},
     }, METRICS, new Object[][] {}));
 
+    static final Table HOST_SAMPLES = new Table("host_samples", new Object[][] {
+        {"run_id", S}, {"executor_id", S}, {"host", S}, {"time_ms", L}, {"cpu_count", I},
+        {"cpu_user_ms", L}, {"cpu_nice_ms", L}, {"cpu_system_ms", L}, {"cpu_idle_ms", L},
+        {"cpu_iowait_ms", L}, {"cpu_irq_ms", L}, {"cpu_softirq_ms", L}, {"cpu_steal_ms", L},
+        {"procs_running", I}, {"context_switches", L}, {"psi_cpu_some_us", L},
+        {"psi_memory_some_us", L}, {"psi_memory_full_us", L}, {"psi_io_some_us", L},
+        {"psi_io_full_us", L}, {"disk_read_bytes", L}, {"disk_write_bytes", L}, {"net_rx_bytes", L},
+        {"net_tx_bytes", L}, {"mem_available_bytes", L}, {"major_page_faults", L},
+    });
+
     /** Written in this order; runs last (the batch's commit mark). */
-    static final List<Table> ALL = Arrays.asList(EXECUTORS, STAGES, TASKS, RUNS);
+    static final List<Table> ALL = Arrays.asList(EXECUTORS, STAGES, TASKS, HOST_SAMPLES, RUNS);
 
     static final Map<String, Table> BY_NAME = new LinkedHashMap<>();
     static {

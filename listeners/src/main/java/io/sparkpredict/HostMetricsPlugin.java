@@ -1,0 +1,185 @@
+package io.sparkpredict;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.apache.spark.api.plugin.DriverPlugin;
+import org.apache.spark.api.plugin.ExecutorPlugin;
+import org.apache.spark.api.plugin.PluginContext;
+import org.apache.spark.api.plugin.SparkPlugin;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Samples host counters ({@link HostSampler}) on the driver's and every executor's host and
+ * hands them to the {@link SparkPredictListener} of the driver, which writes them to the
+ * store's host_samples table. Enabled with {@code spark.plugins=io.sparkpredict.HostMetricsPlugin}
+ * (sparkpredict's Spark settings add it); {@code spark.sparkpredict.hostSampleIntervalMs}
+ * (default 1000, 0 = off) sets the period. A listener-only setup records everything else.
+ *
+ * Like the listener, it never throws into Spark: a failed reading or send is dropped.
+ */
+public class HostMetricsPlugin implements SparkPlugin {
+    private static final Logger LOG = LoggerFactory.getLogger(HostMetricsPlugin.class);
+    static final String INTERVAL_KEY = "spark.sparkpredict.hostSampleIntervalMs";
+    /** Samples kept for the listener at most (about 100 MB of heap at worst); older ones are dropped. */
+    static final int MAX_PENDING = 500_000;
+
+    private static final ConcurrentLinkedQueue<HostSampler.Sample> PENDING = new ConcurrentLinkedQueue<>();
+    private static final AtomicInteger SIZE = new AtomicInteger();
+    private static final AtomicLong DROPPED = new AtomicLong();
+
+    /** Driver side: queue a sample for the listener's next flush. */
+    static void offer(HostSampler.Sample s) {
+        if (s == null) return;
+        PENDING.add(s);
+        if (SIZE.incrementAndGet() > MAX_PENDING && PENDING.poll() != null) {
+            SIZE.decrementAndGet();
+            DROPPED.incrementAndGet();
+        }
+    }
+
+    /** Driver side: every queued sample, oldest first; the queue is left empty. */
+    static List<HostSampler.Sample> drain() {
+        List<HostSampler.Sample> out = new ArrayList<>();
+        HostSampler.Sample s;
+        while ((s = PENDING.poll()) != null) {
+            SIZE.decrementAndGet();
+            out.add(s);
+        }
+        return out;
+    }
+
+    static long dropped() { return DROPPED.get(); }
+
+    @Override
+    public DriverPlugin driverPlugin() {
+        return new DriverPlugin() {
+            private Ticker ticker;
+
+            @Override
+            public Map<String, String> init(SparkContext sc, PluginContext ctx) {
+                try {
+                    long every = interval(ctx.conf());
+                    if (every > 0) {
+                        HostSampler sampler = new HostSampler();
+                        ticker = new Ticker("sparkpredict-host-driver", every,
+                            () -> offer(sampler.read("driver", ctx.hostname())));
+                    }
+                } catch (Throwable t) {
+                    LOG.warn("sparkpredict: host sampling on the driver is off: {}", t.toString());
+                }
+                return Collections.emptyMap();
+            }
+
+            @Override
+            public Object receive(Object message) {
+                if (message instanceof HostSampler.Sample) offer((HostSampler.Sample) message);
+                return null;
+            }
+
+            @Override
+            public void shutdown() {
+                if (ticker != null) ticker.stop();
+            }
+        };
+    }
+
+    @Override
+    public ExecutorPlugin executorPlugin() {
+        return new ExecutorPlugin() {
+            private Ticker ticker;
+
+            @Override
+            public void init(PluginContext ctx, Map<String, String> extraConf) {
+                try {
+                    long every = interval(ctx.conf());
+                    // In local mode the executor shares the driver's JVM and host: the driver samples it.
+                    if (every > 0 && !"driver".equals(ctx.executorID())) {
+                        HostSampler sampler = new HostSampler();
+                        ticker = new Ticker("sparkpredict-host-executor", every, () -> {
+                            HostSampler.Sample s = sampler.read(ctx.executorID(), executorHost());
+                            if (s != null) ctx.send(s);
+                        });
+                    }
+                } catch (Throwable t) {
+                    LOG.warn("sparkpredict: host sampling on executor {} is off: {}", ctx.executorID(), t.toString());
+                }
+            }
+
+            @Override
+            public void shutdown() {
+                if (ticker != null) ticker.stop();
+            }
+        };
+    }
+
+    /** The host name the executor registered with (tasks' host); PluginContext.hostname() has
+     * none on executors, whose RPC environment only connects out. */
+    private static String executorHost() {
+        try {
+            return org.apache.spark.SparkEnv.get().blockManager().blockManagerId().host();
+        } catch (RuntimeException e) {
+            try {
+                return java.net.InetAddress.getLocalHost().getHostName();
+            } catch (java.io.IOException | RuntimeException e2) {
+                return null;
+            }
+        }
+    }
+
+    private static long interval(SparkConf conf) {
+        return Math.max(0L, conf.getLong(INTERVAL_KEY, 1000L));
+    }
+
+    /** A daemon thread running {@code body} every {@code everyMs}; failures are counted, not thrown. */
+    private static final class Ticker implements Runnable {
+        interface Body { void run() throws Exception; }
+
+        private final long everyMs;
+        private final Body body;
+        private final Thread thread;
+        private volatile boolean stopped;
+        private int failures;
+
+        Ticker(String name, long everyMs, Body body) {
+            this.everyMs = everyMs;
+            this.body = body;
+            thread = new Thread(this, name);
+            thread.setDaemon(true);
+            thread.start();
+        }
+
+        @Override
+        public void run() {
+            long next = System.currentTimeMillis();
+            while (!stopped) {
+                try {
+                    body.run();
+                } catch (Throwable t) {
+                    if (failures++ == 0) LOG.warn("sparkpredict: a host sample failed (later ones are not logged): {}", t.toString());
+                }
+                next += everyMs;
+                long sleep = next - System.currentTimeMillis();
+                if (sleep < 0) { next = System.currentTimeMillis(); continue; }
+                try {
+                    Thread.sleep(sleep);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        }
+
+        void stop() {
+            stopped = true;
+            thread.interrupt();
+        }
+    }
+}

@@ -1,0 +1,96 @@
+"""Host counters: the plugin records them from real Spark, and the monitor turns them into rates."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sparkpredict.features.interference import HOST_FEATURES, host_features
+from sparkpredict.store import io
+
+MODES = ("cpu_user_ms", "cpu_nice_ms", "cpu_system_ms", "cpu_idle_ms", "cpu_iowait_ms", "cpu_irq_ms",
+         "cpu_softirq_ms", "cpu_steal_ms")
+
+
+def _samples(run: str, executor: str, host: str, t0: float, n: int, every_ms: float, per_s: dict) -> pd.DataFrame:
+    """Cumulative counters growing at ``per_s`` (per second of wall time) from arbitrary offsets."""
+    t = t0 + every_ms * np.arange(n)
+    rows = {"run_id": run, "executor_id": executor, "host": host, "time_ms": t, "cpu_count": 2,
+            "procs_running": 3}
+    for i, c in enumerate([*MODES, "psi_cpu_some_us", "psi_io_some_us", "psi_memory_some_us",
+                           "disk_read_bytes", "disk_write_bytes", "net_rx_bytes", "net_tx_bytes",
+                           "context_switches", "major_page_faults"]):
+        rows[c] = 1e9 + 7 * i + per_s.get(c, 0.0) * (t - t0) / 1000.0
+    return pd.DataFrame(rows)
+
+
+def test_rates_are_recovered_from_known_counter_slopes():
+    # 2 CPUs: 2000 CPU-ms per second; 600 user, 200 system, 100 softirq, 100 iowait, 1000 idle
+    rates = {"cpu_user_ms": 600, "cpu_system_ms": 200, "cpu_softirq_ms": 100, "cpu_iowait_ms": 100,
+             "cpu_idle_ms": 1000, "psi_cpu_some_us": 250_000, "psi_io_some_us": 50_000,
+             "net_rx_bytes": 3 * 2**20, "net_tx_bytes": 2**20, "disk_write_bytes": 2 * 2**20,
+             "context_switches": 5000}
+    s = pd.concat([_samples("r", "0", "h1", 1_000, 40, 250, rates),
+                   _samples("r", "1", "h1", 1_010, 40, 250, rates)])  # same host: counted once
+    stages = pd.DataFrame({"run_id": ["r"], "stage_id": [3], "submission_ms": [2_130.0],
+                           "completion_ms": [6_770.0]})
+    tasks = pd.DataFrame({"run_id": ["r", "r"], "stage_id": [3, 3], "executor_id": ["0", "1"]})
+    f = host_features(stages, tasks, s).iloc[0]
+    assert f["host_user_share"] == pytest.approx(0.30)
+    assert f["host_system_share"] == pytest.approx(0.10)
+    assert f["host_softirq_share"] == pytest.approx(0.05)
+    assert f["host_iowait_share"] == pytest.approx(0.05)
+    assert f["host_psi_cpu"] == pytest.approx(0.25)
+    assert f["host_psi_io"] == pytest.approx(0.05)
+    assert f["host_net_mib_s"] == pytest.approx(4.0)
+    assert f["host_disk_mib_s"] == pytest.approx(2.0)
+    assert f["host_ctxt_k_s"] == pytest.approx(5.0)
+    assert f["host_procs_running"] == pytest.approx(3.0)
+
+
+def test_hosts_are_averaged_and_the_driver_stands_in_only_for_local_mode():
+    busy = {"cpu_user_ms": 1800, "cpu_idle_ms": 200}
+    idle = {"cpu_user_ms": 200, "cpu_idle_ms": 1800}
+    s = pd.concat([_samples("r", "0", "h1", 0, 20, 500, busy), _samples("r", "1", "h2", 0, 20, 500, idle),
+                   _samples("r", "driver", "h0", 0, 20, 500, {"cpu_idle_ms": 2000})])
+    stages = pd.DataFrame({"run_id": ["r", "r"], "stage_id": [0, 1], "submission_ms": [1000.0, 1000.0],
+                           "completion_ms": [5000.0, 5000.0]})
+    tasks = pd.DataFrame({"run_id": ["r", "r", "r"], "stage_id": [0, 0, 1], "executor_id": ["0", "1", "driver"]})
+    f = host_features(stages, tasks, s).set_index("stage_id")
+    assert f.loc[0, "host_user_share"] == pytest.approx(0.5)   # (0.9 + 0.1) / 2, not the driver's host
+    assert f.loc[1, "host_user_share"] == pytest.approx(0.0)   # a local-mode stage: the driver's host
+
+
+def test_windows_the_samples_do_not_cover_give_no_features():
+    s = _samples("r", "0", "h1", 0, 5, 1000, {"cpu_idle_ms": 2000})  # 0-4 s
+    stages = pd.DataFrame({"run_id": ["r"], "stage_id": [0], "submission_ms": [3000.0], "completion_ms": [9000.0]})
+    tasks = pd.DataFrame({"run_id": ["r"], "stage_id": [0], "executor_id": ["0"]})
+    assert host_features(stages, tasks, s).empty
+    assert list(host_features(stages, tasks, s.iloc[:0]).columns) == ["run_id", "stage_id", *HOST_FEATURES]
+
+
+@pytest.mark.spark
+def test_the_plugin_records_host_counters_of_a_real_run(spark_app, tmp_path):
+    store = tmp_path / "store"
+    with spark_app(store, job="hosts", conf={"spark.sparkpredict.hostSampleIntervalMs": "200"}) as spark:
+        spark.range(0, 3_000_000, numPartitions=4).selectExpr("sum(hash(id, id * 7))").collect()
+        app = spark.sparkContext.applicationId
+    st = io.open(store)
+    run = st.runs().set_index("run_id").loc[app]
+    h = st.read("host_samples").sort_values("time_ms")
+    assert set(h["run_id"]) == {app} and set(h["executor_id"]) == {"driver"}  # local mode
+    assert len(h) >= 5
+    assert h["time_ms"].between(run["start_ms"], run["end_ms"] + 1000).all()
+    assert (h["cpu_count"] == os.cpu_count()).all()
+    for c in [*MODES, "context_switches", "net_rx_bytes", "disk_write_bytes"]:
+        assert h[c].notna().all() and (h[c].diff().dropna() >= 0).all(), c  # cumulative counters
+    # every CPU of the host is in exactly one mode: the modes add up to wall time x CPUs
+    span_ms = h["time_ms"].iloc[-1] - h["time_ms"].iloc[0]
+    cpu_ms = sum(h[c].iloc[-1] - h[c].iloc[0] for c in MODES)
+    assert cpu_ms == pytest.approx(span_ms * os.cpu_count(), rel=0.1)
+    # the job's own CPU time ran on this host, in user mode
+    tasks = st.read("tasks")
+    user = (h["cpu_user_ms"].iloc[-1] + h["cpu_nice_ms"].iloc[-1]) - (h["cpu_user_ms"].iloc[0] + h["cpu_nice_ms"].iloc[0])
+    assert user >= 0.5 * tasks["executor_cpu_time_ms"].sum()
