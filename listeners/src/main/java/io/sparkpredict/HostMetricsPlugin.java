@@ -59,6 +59,33 @@ public class HostMetricsPlugin implements SparkPlugin {
 
     static long dropped() { return DROPPED.get(); }
 
+    private static final AtomicLong READ_NS = new AtomicLong();
+    private static final AtomicLong READ_CPU_NS = new AtomicLong();
+    private static final AtomicLong READS = new AtomicLong();
+    private static final java.lang.management.ThreadMXBean THREADS =
+        java.lang.management.ManagementFactory.getThreadMXBean();
+
+    /** Wall time this JVM spent reading /proc for samples (ns), for benchmarks/host_sampler_cost.py;
+     * on a busy host it includes waiting for a core. */
+    public static long readNanos() { return READ_NS.get(); }
+
+    /** CPU time of those readings (ns; 0 where the JVM cannot measure thread CPU time). */
+    public static long readCpuNanos() { return READ_CPU_NS.get(); }
+
+    /** Readings this JVM took. */
+    public static long reads() { return READS.get(); }
+
+    private static HostSampler.Sample timedRead(HostSampler sampler, String executorId, String host) {
+        long t0 = System.nanoTime();
+        long c0 = THREADS.getCurrentThreadCpuTime();
+        HostSampler.Sample s = sampler.read(executorId, host);
+        long c1 = THREADS.getCurrentThreadCpuTime();
+        READ_NS.addAndGet(System.nanoTime() - t0);
+        if (c0 >= 0 && c1 >= c0) READ_CPU_NS.addAndGet(c1 - c0);
+        READS.incrementAndGet();
+        return s;
+    }
+
     @Override
     public DriverPlugin driverPlugin() {
         return new DriverPlugin() {
@@ -71,7 +98,7 @@ public class HostMetricsPlugin implements SparkPlugin {
                     if (every > 0) {
                         HostSampler sampler = new HostSampler();
                         ticker = new Ticker("sparkpredict-host-driver", every,
-                            () -> offer(sampler.read("driver", ctx.hostname())));
+                            () -> offer(timedRead(sampler, "driver", ctx.hostname())));
                     }
                 } catch (Throwable t) {
                     LOG.warn("sparkpredict: host sampling on the driver is off: {}", t.toString());
@@ -105,7 +132,7 @@ public class HostMetricsPlugin implements SparkPlugin {
                     if (every > 0 && !"driver".equals(ctx.executorID())) {
                         HostSampler sampler = new HostSampler();
                         ticker = new Ticker("sparkpredict-host-executor", every, () -> {
-                            HostSampler.Sample s = sampler.read(ctx.executorID(), executorHost());
+                            HostSampler.Sample s = timedRead(sampler, ctx.executorID(), executorHost());
                             if (s != null) ctx.send(s);
                         });
                     }

@@ -103,6 +103,8 @@ final class HostSampler {
         if (ls == null) return false;
         long cpus = 0;
         for (String l : ls) {
+            // /proc/stat's "intr" line holds thousands of numbers: split only the lines we read
+            if (!(l.startsWith("cpu") || l.startsWith("procs_running") || l.startsWith("ctxt"))) continue;
             String[] f = l.trim().split("\\s+");
             if (f[0].equals("cpu")) {
                 for (int i = 0; i < 8 && i + 1 < f.length; i++) v[CPU0 + i] = Long.parseLong(f[i + 1]) * MS_PER_JIFFY;
