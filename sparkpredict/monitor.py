@@ -165,6 +165,8 @@ class DegradationModel:
         """Fit on stage rows from :func:`with_baseline` (rows without a label are skipped)."""
         from sklearn.ensemble import GradientBoostingRegressor
 
+        if self.culprit not in ("host", "host4", "none"):
+            raise InputError(f"culprit={self.culprit!r} is not a culprit model", "use 'host', 'host4' or 'none'")
         df = df[np.isfinite(df["degradation"]) & (df["expected_ms"] > 0)]
         if len(df) < 10:
             raise DegenerateDataError(f"only {len(df)} labelled stages to train the monitor on",
@@ -181,8 +183,6 @@ class DegradationModel:
         self.gbr_.fit(z, y, sample_weight=np.sqrt(df["expected_ms"].to_numpy(float)))
         self.correction_ = 1.0 if self.prior == "none" or x0 is None else (
             self.correction if self.correction is not None else self._choose_correction(df))
-        if self.culprit not in ("host", "host4", "none"):
-            raise InputError(f"culprit={self.culprit!r} is not a culprit model", "use 'host', 'host4' or 'none'")
         self.culprit_ = self._fit_culprit(df) if self.culprit != "none" else None
         return self
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from sparkpredict import monitor as m
-from sparkpredict.errors import DegenerateDataError, NotFittedError, UnknownJobError
+from sparkpredict.errors import DegenerateDataError, InputError, NotFittedError, UnknownJobError
 from sparkpredict.store import io
 
 
@@ -137,6 +137,8 @@ def test_model_contract_errors():
         m.DegradationModel().predict(_synthetic_training(n=5))
     with pytest.raises(DegenerateDataError, match="only 5 labelled stages"):
         m.DegradationModel().fit(_synthetic_training(n=5))
+    with pytest.raises(InputError, match="use 'host', 'host4' or 'none'"):
+        m.DegradationModel(culprit="hosts").fit(_synthetic_training(n=40))
 
 
 def _store_with_runs(path, plan, seed=0):

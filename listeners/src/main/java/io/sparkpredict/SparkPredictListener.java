@@ -622,7 +622,8 @@ public class SparkPredictListener extends SparkListener {
     private static List<Object[]> hostRows(long sinceMs) {
         List<Object[]> out = new ArrayList<>();
         Tables.Table t = Tables.HOST_SAMPLES;
-        int first = t.col(HostSampler.FIELDS[0]);
+        int[] at = new int[HostSampler.FIELDS.length];  // by name: the two lists may order differently
+        for (int i = 0; i < at.length; i++) at[i] = t.col(HostSampler.FIELDS[i]);
         for (HostSampler.Sample s : HostMetricsPlugin.drain()) {
             if (s.timeMs < sinceMs) continue;  // a previous application's, in the same JVM
             Object[] r = t.newRow();
@@ -631,7 +632,7 @@ public class SparkPredictListener extends SparkListener {
             r[t.col("time_ms")] = s.timeMs;
             for (int i = 0; i < s.values.length; i++) {
                 Long v = s.values[i];
-                r[first + i] = (v != null && t.kinds[first + i] == Tables.Kind.INT) ? (Object) v.intValue() : v;
+                r[at[i]] = (v != null && t.kinds[at[i]] == Tables.Kind.INT) ? (Object) v.intValue() : v;
             }
             out.add(r);
         }
