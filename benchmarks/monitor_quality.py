@@ -136,15 +136,16 @@ def separability(df: pd.DataFrame, spark: bool = True, host: bool = False) -> fl
     return float(np.mean(hits))
 
 
-def culprit_sensitivity(df: pd.DataFrame, cs=(0.1, 0.5, 2.0)) -> dict[float, float]:
+def culprit_sensitivity(df: pd.DataFrame, corrections: dict[str, float],
+                        cs=(0.1, 0.5, 2.0)) -> dict[float, float]:
     """Top-1 accuracy over slowed interfered runs, one workload held out, per ``culprit_c``. The
-    estimate of D does not depend on it, so the correction is fixed at the default's choice."""
+    estimate of D does not depend on it, so each fold's correction is the one ``evaluate`` chose
+    for the ``history`` variant (``corrections``: held-out job -> weight)."""
     hits: dict[float, list[bool]] = {c: [] for c in cs}
     for held in sorted(df["job"].unique()):
         train, test = df[(df["job"] != held) & df["label"].notna()], df[df["job"] == held]
-        base = m.DegradationModel(**VARIANTS["history"]).fit(train)
         for c in cs:
-            model = m.DegradationModel(**VARIANTS["history"], correction=base.correction_, culprit_c=c).fit(train)
+            model = m.DegradationModel(**VARIANTS["history"], correction=corrections[held], culprit_c=c).fit(train)
             for _, r in test[test["label"] != "none"].groupby("run_id"):
                 r = r.reset_index(drop=True)
                 if m.run_degradation(r)[2] < SLOW:
@@ -265,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
                  f"{sep_host:.2f} from the host evidence alone, {sep_both:.2f} from both."
                  if n_host else " The runs have no host samples (recorded before the host plugin).")]
     if n_host:
-        sens = culprit_sensitivity(df)
+        sens = culprit_sensitivity(df, chosen.to_dict())
         lines += ["Sensitivity to the culprit model's regularisation (`culprit_c`, inverse L2 strength; "
                   "0.5 was set before the data was seen): top-1 accuracy over slowed runs "
                   + ", ".join(f"{c:g}: {acc:.3f}" for c, acc in sens.items()) + "."]

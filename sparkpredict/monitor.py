@@ -52,8 +52,8 @@ if TYPE_CHECKING:
 
 __all__ = ["COMPONENTS", "CORRECTION_WEIGHTS", "DEFAULT_TRAINING_STORE", "FEATURE_GROUPS", "FEATURES",
            "GROUPS", "HOST_FEATURES", "KEY", "LABEL_KEY", "QOS_THRESHOLDS", "STAGE_FEATURES", "STATS", "TASK_RATIOS",
-           "WINDOW_FEATURES", "host_evidence", "WINDOWS_S", "DegradationModel", "Explanation", "StageImpact",
-           "clean_baseline", "default_model", "explain_run", "fit_monitor", "interference_labels",
+           "WINDOW_FEATURES", "WINDOWS_S", "DegradationModel", "Explanation", "StageImpact",
+           "clean_baseline", "default_model", "explain_run", "fit_monitor", "host_evidence", "interference_labels",
            "labelled_stages", "cached_monitor", "run_degradation", "run_estimate", "shapley", "stage_features",
            "stage_signatures", "with_baseline"]
 log = logging.getLogger(__name__)
@@ -209,15 +209,19 @@ class DegradationModel:
         return make_pipeline(StandardScaler(), LogisticRegression(C=self.culprit_c, max_iter=2000)).fit(
             np.array(xs), ys)
 
-    def culprit_probabilities(self, rows: "pd.DataFrame") -> dict[str, float]:
+    def host_culprit(self, rows: "pd.DataFrame") -> dict[str, float] | None:
         """Which group's neighbour took the cores, for one run: probabilities over :data:`GROUPS`
-        from its host evidence; all on ``cpu`` without a culprit model or host samples."""
+        from its host evidence; None without a culprit model or host samples."""
         z = host_evidence(rows) if self.culprit_ is not None else None
         if z is None:
-            return {g: float(g == "cpu") for g in GROUPS}
+            return None
         p = self.culprit_.predict_proba(z[None, :])[0]
         probs = dict(zip(self.culprit_.classes_, p))
         return {g: float(probs.get(g, 0.0)) for g in GROUPS}
+
+    def culprit_probabilities(self, rows: "pd.DataFrame") -> dict[str, float]:
+        """:meth:`host_culprit`, or all on ``cpu`` where it has nothing to say."""
+        return self.host_culprit(rows) or {g: float(g == "cpu") for g in GROUPS}
 
     def _choose_correction(self, df: "pd.DataFrame") -> float:
         """The weight in :data:`CORRECTION_WEIGHTS` with the lowest run-level MAE when each
@@ -312,14 +316,15 @@ def run_estimate(model: DegradationModel, rows: "pd.DataFrame", x0: np.ndarray |
     return float(np.average(d, weights=np.clip(w, 1, None)))
 
 
-def shapley(model: DegradationModel, rows: "pd.DataFrame") -> dict[str, float]:
+def shapley(model: DegradationModel, rows: "pd.DataFrame",
+            culprit: dict[str, float] | None = None) -> dict[str, float]:
     """Exact Shapley value of each group in :data:`GROUPS` for a run's estimated ``D``.
 
     A coalition's value is :func:`run_estimate` with the features of groups outside it set to
     their clean baseline; the values sum to ``estimate(all) - estimate(none)``. The wait for a
     core (``wait_ms``) belongs to every group in proportion to
     :meth:`DegradationModel.culprit_probabilities`: a coalition moves it from its baseline by
-    its groups' share of the probability.
+    its groups' share of the probability (``culprit``, computed when not given).
     """
     x = rows[FEATURES].to_numpy(float)
     x0 = model.baseline_features(rows)
@@ -327,7 +332,7 @@ def shapley(model: DegradationModel, rows: "pd.DataFrame") -> dict[str, float]:
     wait = FEATURES.index("wait_ms")
     for g in GROUPS:
         cols[g][wait] = False
-    culprit = model.culprit_probabilities(rows)
+    culprit = culprit or model.culprit_probabilities(rows)
     value: dict[frozenset[str], float] = {}
     for r in range(len(GROUPS) + 1):
         for coal in itertools.combinations(GROUPS, r):
@@ -533,7 +538,8 @@ def explain_run(run_id: str, store: "Store | str | Path | None" = None,
     if not math.isfinite(d):
         act, exp, d = float(rows["duration_ms"].sum()), None, None  # type: ignore[assignment]
     est = run_estimate(model, rows)
-    phi = shapley(model, rows)
+    host = model.host_culprit(rows)
+    phi = shapley(model, rows, host)
     pos = {g: max(v, 0.0) for g, v in phi.items()}
     tot = sum(pos.values())
     shares = {g: (v / tot if tot > 0 else 0.0) for g, v in pos.items()}
@@ -554,5 +560,4 @@ def explain_run(run_id: str, store: "Store | str | Path | None" = None,
         main_share=shares.get(main, 0.0) if main else 0.0,
         qos={t: judged > t for t in QOS_THRESHOLDS}, threshold=threshold, violated=judged > threshold,
         clean_runs=len(clean_ids - {run_id}), label=rows["label"].iloc[0], stages=impacts[:top_stages],
-        culprit=model.culprit_probabilities(rows) if model.culprit_ is not None
-        and host_evidence(rows) is not None else None)
+        culprit=host)

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import KEY_INPUT_BYTES, KEY_JOB, LISTENER_CLASS, resolve_store
+from ..config import KEY_INPUT_BYTES, KEY_JOB, resolve_store
 from ..errors import ListenerError, StoreError
 from .listener import listener_conf, pyspark_home
 
@@ -148,8 +148,9 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
                 new_opts[i + 1] = f"{jars},{jar}"
             elif a.startswith("--jars="):
                 new_opts[i] = f"--jars={jars},{jar}"
-    for key, ours_value in ((k, ours.pop(k)) for k in MERGED_LISTS if k in ours):
-        new_opts = _merge_list(new_opts, user, key, ours_value)
+    for key in MERGED_LISTS:
+        if key in ours:
+            new_opts = _merge_list(new_opts, user, key, ours.pop(key))
     for k, v in ours.items():
         if k in user:
             if user[k] != v:

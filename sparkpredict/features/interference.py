@@ -49,6 +49,9 @@ HOST_FEATURES = ("host_user_share", "host_system_share", "host_softirq_share", "
                  "host_net_mib_s", "host_ctxt_k_s", "host_major_faults_s", "host_procs_running")
 _CPU_MODES = ("cpu_user_ms", "cpu_nice_ms", "cpu_system_ms", "cpu_idle_ms", "cpu_iowait_ms", "cpu_irq_ms",
               "cpu_softirq_ms", "cpu_steal_ms")
+#: the cumulative ``host_samples`` columns that :func:`host_features` differences over a window
+_COUNTERS = [*_CPU_MODES, "psi_cpu_some_us", "psi_io_some_us", "psi_memory_some_us", "disk_read_bytes",
+             "disk_write_bytes", "net_rx_bytes", "net_tx_bytes", "context_switches", "major_page_faults"]
 
 # ---- features -----------------------------------------------------------------------------
 def _task_ratios(tasks: "pd.DataFrame") -> "pd.DataFrame":
@@ -168,13 +171,13 @@ def _host_rates(d: dict[str, float], span_ms: float) -> dict[str, float]:
     }
 
 
-def _window_rates(series: tuple, t0: float, t1: float, counters: list[str]) -> dict[str, float]:
+def _window_rates(series: tuple, t0: float, t1: float) -> dict[str, float]:
     """One host's rates over ``[t0, t1]``; empty when its samples cover under half the window."""
     _, tm, val, running = series
     lo, hi = max(t0, tm[0]), min(t1, tm[-1])
     if hi - lo < 0.5 * (t1 - t0):
         return {}
-    d = {c: float(np.interp(hi, tm, val[:, i]) - np.interp(lo, tm, val[:, i])) for i, c in enumerate(counters)}
+    d = {c: float(np.interp(hi, tm, val[:, i]) - np.interp(lo, tm, val[:, i])) for i, c in enumerate(_COUNTERS)}
     r = _host_rates(d, hi - lo)
     if r:
         inside = (tm >= lo) & (tm <= hi)
@@ -190,9 +193,6 @@ def host_features(stages: "pd.DataFrame", tasks: "pd.DataFrame", samples: "pd.Da
     stage's hosts are those of its tasks' executors, or the driver's in local mode."""
     import pandas as pd
 
-    counters = list(_CPU_MODES) + ["psi_cpu_some_us", "psi_io_some_us", "psi_memory_some_us",
-                                          "disk_read_bytes", "disk_write_bytes", "net_rx_bytes",
-                                          "net_tx_bytes", "context_switches", "major_page_faults"]
     if samples is None or samples.empty:
         return pd.DataFrame(columns=KEY + list(HOST_FEATURES))
     smp = samples.dropna(subset=["time_ms"]).sort_values("time_ms")
@@ -200,7 +200,7 @@ def host_features(stages: "pd.DataFrame", tasks: "pd.DataFrame", samples: "pd.Da
     for (rid, eid), g in smp.groupby(["run_id", "executor_id"], sort=False):
         if len(g) >= 2:
             series[(rid, eid)] = (g["host"].iloc[0], g["time_ms"].to_numpy(float),
-                                  g[counters].astype(float).to_numpy(), g["procs_running"].astype(float).to_numpy())
+                                  g[_COUNTERS].astype(float).to_numpy(), g["procs_running"].astype(float).to_numpy())
     execs = tasks.groupby(KEY)["executor_id"].unique() if not tasks.empty else pd.Series(dtype=object)
     rows = []
     for st in stages[KEY + ["submission_ms", "completion_ms"]].itertuples(index=False):
@@ -214,7 +214,7 @@ def host_features(stages: "pd.DataFrame", tasks: "pd.DataFrame", samples: "pd.Da
                 got = series.get((rid, eid))
                 if got is None or got[0] in hosts:
                     continue
-                r = _window_rates(got, t0, t1, counters)
+                r = _window_rates(got, t0, t1)
                 if r:
                     hosts[got[0]] = r
             if hosts:
