@@ -70,6 +70,16 @@ _EPS = 1e-2
 
 
 _COMPONENT_IDX = np.array([f in COMPONENTS for f in FEATURES])
+_MEM_IDX = HOST_FEATURES.index("host_mem_available_gib")
+#: The host evidence the culprit model reads: each kind of neighbour's own footprint (network:
+#: bytes and the softirq time that moves them; disk: bytes, I/O stalls and iowait; memory: the
+#: memory it holds). A neighbour that takes cores and leaves none of these is a compute one.
+#: CPU-wide counters (PSI cpu, system share, context switches) rise under every neighbour and
+#: came out differently in local mode than in the training runs; on all 14 features the model
+#: named network for a memory bubble there, on these it names memory (docs/monitor.md).
+CULPRIT_EVIDENCE = ("host_net_mib_s", "host_softirq_share", "host_disk_mib_s", "host_psi_io",
+                    "host_iowait_share", "host_mem_available_gib")
+_CULPRIT_IDX = [HOST_FEATURES.index(f) for f in CULPRIT_EVIDENCE]
 
 
 def _design(x: np.ndarray, x0: np.ndarray | None, scale: np.ndarray | None = None) -> np.ndarray:
@@ -111,18 +121,19 @@ class DegradationModel:
     waited 300 ms more for a core on a 1 s baseline is 30 % slower), and the boosting learns only
     the rest (scheduling, driver time, waves that no longer line up); ``"none"`` boosts from zero.
 
-    ``culprit``: ``"host"`` (default) learns, from the training runs' host counters
-    (:data:`HOST_FEATURES` against their clean baseline), which kind of neighbour took the cores
-    that Spark's tasks waited for: a compute neighbour (``cpu``), network traffic or disk I/O.
-    The rise in ``wait_ms`` is then shared among those groups by that probability
+    ``culprit``: ``"host"`` (default) learns, from the footprints in the training runs' host
+    counters (:data:`CULPRIT_EVIDENCE` against their clean baseline), which kind of neighbour took the cores
+    that Spark's tasks waited for: a compute (``cpu``), memory, network or disk neighbour. The
+    rise in ``wait_ms`` is then shared among those groups by that probability
     (:meth:`culprit_probabilities`) instead of going to ``cpu`` whole. The estimate of ``D`` does
-    not change, only its attribution. A memory-bandwidth neighbour counts as a compute one here:
-    /proc shows both as user-mode CPU (telling them apart needs the hardware's cache and
-    bandwidth counters, which VMs rarely expose), so ``memory`` keeps only what shows in Spark's
-    own metrics (more CPU time for the same work, GC). ``"host4"`` learns the four bubble kinds
-    as they are, memory included: an experiment, see ``benchmarks/RESULTS.md``. ``"none"``, or
-    runs without host samples, give the wait to ``cpu``. ``culprit_c`` is the inverse L2
-    strength of the logistic regression (set before the data was seen;
+    not change, only its attribution. A memory neighbour is recognised by its footprint, the
+    memory it holds (less available memory than in the clean runs): /proc shows its bandwidth
+    as plain user-mode CPU, and the cache and bandwidth counters that would show it are
+    hardware counters that VMs rarely expose. So a compute neighbour holding gigabytes is named
+    memory too (docs/monitor.md). ``"host3"`` counts memory neighbours as compute ones, leaving
+    ``memory`` only what shows in Spark's own metrics (more CPU time for the same work, GC).
+    ``"none"``, or runs without host samples, give the wait to ``cpu``. ``culprit_c`` is the
+    inverse L2 strength of the logistic regression (set before the data was seen;
     ``benchmarks/monitor_quality.py`` reports the sensitivity).
 
     ``correction``: the weight of the boosted part on top of the prior. None (default) chooses it
@@ -165,8 +176,8 @@ class DegradationModel:
         """Fit on stage rows from :func:`with_baseline` (rows without a label are skipped)."""
         from sklearn.ensemble import GradientBoostingRegressor
 
-        if self.culprit not in ("host", "host4", "none"):
-            raise InputError(f"culprit={self.culprit!r} is not a culprit model", "use 'host', 'host4' or 'none'")
+        if self.culprit not in ("host", "host3", "none"):
+            raise InputError(f"culprit={self.culprit!r} is not a culprit model", "use 'host', 'host3' or 'none'")
         df = df[np.isfinite(df["degradation"]) & (df["expected_ms"] > 0)]
         if len(df) < 10:
             raise DegenerateDataError(f"only {len(df)} labelled stages to train the monitor on",
@@ -187,8 +198,9 @@ class DegradationModel:
         return self
 
     def _fit_culprit(self, df: "pd.DataFrame") -> Any:
-        """Multinomial logistic regression of the interfered runs' neighbour kind on their host
-        evidence; None without host samples for at least two kinds (8 runs)."""
+        """Multinomial logistic regression of the interfered runs' neighbour kind on the
+        :data:`CULPRIT_EVIDENCE` part of their host evidence; None without host samples for at
+        least two kinds (8 runs)."""
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
@@ -197,10 +209,10 @@ class DegradationModel:
             return None
         xs, ys = [], []
         for _, rows in df[df["label"].notna() & (df["label"] != "none")].groupby("run_id", sort=False):
-            z = host_evidence(rows)
+            z = _culprit_evidence(rows)
             kind = str(rows["label"].iloc[0]).split(":")[0]
-            if kind == "memory" and self.culprit == "host":
-                kind = "cpu"  # a compute neighbour to /proc, see the class docstring
+            if kind == "memory" and self.culprit == "host3":
+                kind = "cpu"
             if z is not None and kind in GROUPS:
                 xs.append(z)
                 ys.append(kind)
@@ -212,7 +224,7 @@ class DegradationModel:
     def host_culprit(self, rows: "pd.DataFrame") -> dict[str, float] | None:
         """Which group's neighbour took the cores, for one run: probabilities over :data:`GROUPS`
         from its host evidence; None without a culprit model or host samples."""
-        z = host_evidence(rows) if self.culprit_ is not None else None
+        z = _culprit_evidence(rows) if self.culprit_ is not None else None
         if z is None:
             return None
         p = self.culprit_.predict_proba(z[None, :])[0]
@@ -292,20 +304,30 @@ class DegradationModel:
 
 def host_evidence(rows: "pd.DataFrame") -> np.ndarray | None:
     """A run's host counters against their clean baseline: per :data:`HOST_FEATURES`, the
-    expected-time-weighted mean over its stages of ``log1p(x) - log1p(baseline)``. None when no
-    stage has both."""
+    expected-time-weighted mean over its stages of ``log1p(x) - log1p(baseline)``, except for
+    available memory, where it is the GiB that something else took (``baseline - x``): the
+    footprint of a memory-hungry neighbour is its size, not its ratio to the host's RAM.
+
+    A counter this host does not have (no PSI in the kernel, say) counts as unchanged. None when
+    no stage has host CPU shares for itself and its baseline."""
     base = [f"base_{c}" for c in HOST_FEATURES]
     if not set(base) <= set(rows.columns):
         return None
     x = rows[list(HOST_FEATURES)].to_numpy(float)
     x0 = rows[base].to_numpy(float)
-    ok = np.isfinite(x).all(axis=1) & np.isfinite(x0).all(axis=1)
+    ok = np.isfinite(x[:, 0]) & np.isfinite(x0[:, 0])
     if not ok.any():
         return None
     w = rows["expected_ms"].fillna(rows["duration_ms"]).to_numpy(float)[ok] if "expected_ms" in rows \
         else rows["duration_ms"].to_numpy(float)[ok]
     z = np.log1p(np.clip(x[ok], 0, None)) - np.log1p(np.clip(x0[ok], 0, None))
-    return np.average(z, axis=0, weights=np.clip(w, 1, None))
+    z[:, _MEM_IDX] = x0[ok][:, _MEM_IDX] - x[ok][:, _MEM_IDX]
+    return np.average(np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0), axis=0, weights=np.clip(w, 1, None))
+
+
+def _culprit_evidence(rows: "pd.DataFrame") -> np.ndarray | None:
+    z = host_evidence(rows)
+    return None if z is None else z[_CULPRIT_IDX]
 
 
 def run_estimate(model: DegradationModel, rows: "pd.DataFrame", x0: np.ndarray | None = None) -> float:

@@ -15,11 +15,13 @@ MODES = ("cpu_user_ms", "cpu_nice_ms", "cpu_system_ms", "cpu_idle_ms", "cpu_iowa
          "cpu_softirq_ms", "cpu_steal_ms")
 
 
-def _samples(run: str, executor: str, host: str, t0: float, n: int, every_ms: float, per_s: dict) -> pd.DataFrame:
-    """Cumulative counters growing at ``per_s`` (per second of wall time) from arbitrary offsets."""
+def _samples(run: str, executor: str, host: str, t0: float, n: int, every_ms: float, per_s: dict,
+             mem_gib: float = 6.0) -> pd.DataFrame:
+    """Cumulative counters growing at ``per_s`` (per second of wall time) from arbitrary offsets;
+    available memory alternates 1 GiB either side of ``mem_gib``."""
     t = t0 + every_ms * np.arange(n)
     rows = {"run_id": run, "executor_id": executor, "host": host, "time_ms": t, "cpu_count": 2,
-            "procs_running": 3}
+            "procs_running": 3, "mem_available_bytes": (mem_gib + (-1.0) ** np.arange(n)) * 2**30}
     for i, c in enumerate([*MODES, "psi_cpu_some_us", "psi_io_some_us", "psi_memory_some_us",
                            "disk_read_bytes", "disk_write_bytes", "net_rx_bytes", "net_tx_bytes",
                            "context_switches", "major_page_faults"]):
@@ -49,18 +51,21 @@ def test_rates_are_recovered_from_known_counter_slopes():
     assert f["host_disk_mib_s"] == pytest.approx(2.0)
     assert f["host_ctxt_k_s"] == pytest.approx(5.0)
     assert f["host_procs_running"] == pytest.approx(3.0)
+    assert f["host_mem_available_gib"] == pytest.approx(6.0 - 1 / 19)  # the 19 readings inside, 10 low
 
 
 def test_hosts_are_averaged_and_the_driver_stands_in_only_for_local_mode():
     busy = {"cpu_user_ms": 1800, "cpu_idle_ms": 200}
     idle = {"cpu_user_ms": 200, "cpu_idle_ms": 1800}
-    s = pd.concat([_samples("r", "0", "h1", 0, 20, 500, busy), _samples("r", "1", "h2", 0, 20, 500, idle),
+    s = pd.concat([_samples("r", "0", "h1", 0, 20, 500, busy, mem_gib=4.0),
+                   _samples("r", "1", "h2", 0, 20, 500, idle, mem_gib=8.0),
                    _samples("r", "driver", "h0", 0, 20, 500, {"cpu_idle_ms": 2000})])
     stages = pd.DataFrame({"run_id": ["r", "r"], "stage_id": [0, 1], "submission_ms": [1000.0, 1000.0],
                            "completion_ms": [5000.0, 5000.0]})
     tasks = pd.DataFrame({"run_id": ["r", "r", "r"], "stage_id": [0, 0, 1], "executor_id": ["0", "1", "driver"]})
     f = host_features(stages, tasks, s).set_index("stage_id")
     assert f.loc[0, "host_user_share"] == pytest.approx(0.5)   # (0.9 + 0.1) / 2, not the driver's host
+    assert f.loc[0, "host_mem_available_gib"] == pytest.approx(6.0 + 1 / 9)  # 9 readings inside, 5 high
     assert f.loc[1, "host_user_share"] == pytest.approx(0.0)   # a local-mode stage: the driver's host
 
 
@@ -70,6 +75,24 @@ def test_windows_the_samples_do_not_cover_give_no_features():
     tasks = pd.DataFrame({"run_id": ["r"], "stage_id": [0], "executor_id": ["0"]})
     assert host_features(stages, tasks, s).empty
     assert list(host_features(stages, tasks, s.iloc[:0]).columns) == ["run_id", "stage_id", *HOST_FEATURES]
+
+
+def test_host_evidence_is_memory_taken_in_gib_and_ignores_counters_the_host_lacks():
+    from sparkpredict.monitor import host_evidence
+
+    hf = list(HOST_FEATURES)
+    base = {f"base_{c}": 0.2 for c in hf}
+    rows = pd.DataFrame([{**{c: 0.2 for c in hf}, **base, "expected_ms": 1000.0, "duration_ms": 1500.0}] * 2)
+    rows["host_user_share"] = [np.expm1(np.log1p(0.2) + 0.3)] * 2       # +0.3 in log1p
+    rows["base_host_mem_available_gib"] = 20.0
+    rows["host_mem_available_gib"] = [19.0, 18.0]                     # 1 and 2 GiB taken
+    rows["expected_ms"] = [3000.0, 1000.0]
+    rows[["host_psi_cpu", "base_host_psi_io"]] = np.nan                # a kernel without PSI
+    z = dict(zip(hf, host_evidence(rows)))
+    assert z["host_user_share"] == pytest.approx(0.3)
+    assert z["host_mem_available_gib"] == pytest.approx(1.25)         # weighted 3:1 by expected time
+    assert z["host_psi_cpu"] == 0.0 and z["host_psi_io"] == 0.0 and z["host_net_mib_s"] == 0.0
+    assert host_evidence(rows.assign(host_user_share=np.nan)) is None
 
 
 @pytest.mark.spark

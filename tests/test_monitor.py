@@ -137,7 +137,7 @@ def test_model_contract_errors():
         m.DegradationModel().predict(_synthetic_training(n=5))
     with pytest.raises(DegenerateDataError, match="only 5 labelled stages"):
         m.DegradationModel().fit(_synthetic_training(n=5))
-    with pytest.raises(InputError, match="use 'host', 'host4' or 'none'"):
+    with pytest.raises(InputError, match="use 'host', 'host3' or 'none'"):
         m.DegradationModel(culprit="hosts").fit(_synthetic_training(n=40))
 
 

@@ -43,10 +43,14 @@ KEY = ["run_id", "stage_id"]
 #: of wall time, and I/O rates. They describe the whole host, neighbours included, so they say
 #: who took the cores that Spark's tasks waited for (:class:`sparkpredict.monitor.DegradationModel`
 #: learns the mapping); NaN where the run has no host samples (event logs, a listener without
-#: the plugin).
+#: the plugin). The last two are levels averaged over the window, not rates.
 HOST_FEATURES = ("host_user_share", "host_system_share", "host_softirq_share", "host_iowait_share",
                  "host_steal_share", "host_psi_cpu", "host_psi_io", "host_psi_memory", "host_disk_mib_s",
-                 "host_net_mib_s", "host_ctxt_k_s", "host_major_faults_s", "host_procs_running")
+                 "host_net_mib_s", "host_ctxt_k_s", "host_major_faults_s", "host_procs_running",
+                 "host_mem_available_gib")
+#: ``host_samples`` columns read as levels (mean over the window) -> their feature, and its scale
+_LEVELS = {"procs_running": ("host_procs_running", 1.0),
+           "mem_available_bytes": ("host_mem_available_gib", 1.0 / 2**30)}
 _CPU_MODES = ("cpu_user_ms", "cpu_nice_ms", "cpu_system_ms", "cpu_idle_ms", "cpu_iowait_ms", "cpu_irq_ms",
               "cpu_softirq_ms", "cpu_steal_ms")
 #: the cumulative ``host_samples`` columns that :func:`host_features` differences over a window
@@ -173,7 +177,7 @@ def _host_rates(d: dict[str, float], span_ms: float) -> dict[str, float]:
 
 def _window_rates(series: tuple, t0: float, t1: float) -> dict[str, float]:
     """One host's rates over ``[t0, t1]``; empty when its samples cover under half the window."""
-    _, tm, val, running = series
+    _, tm, val, levels = series
     lo, hi = max(t0, tm[0]), min(t1, tm[-1])
     if hi - lo < 0.5 * (t1 - t0):
         return {}
@@ -181,8 +185,10 @@ def _window_rates(series: tuple, t0: float, t1: float) -> dict[str, float]:
     r = _host_rates(d, hi - lo)
     if r:
         inside = (tm >= lo) & (tm <= hi)
-        r["host_procs_running"] = float(running[inside].mean()) if inside.any() \
-            else float(np.interp((lo + hi) / 2, tm, running))
+        for i, (name, scale) in enumerate(_LEVELS.values()):
+            v = levels[:, i]
+            r[name] = scale * float(np.nanmean(v[inside]) if np.isfinite(v[inside]).any()
+                                    else np.interp((lo + hi) / 2, tm, v))
     return r
 
 
@@ -200,7 +206,7 @@ def host_features(stages: "pd.DataFrame", tasks: "pd.DataFrame", samples: "pd.Da
     for (rid, eid), g in smp.groupby(["run_id", "executor_id"], sort=False):
         if len(g) >= 2:
             series[(rid, eid)] = (g["host"].iloc[0], g["time_ms"].to_numpy(float),
-                                  g[_COUNTERS].astype(float).to_numpy(), g["procs_running"].astype(float).to_numpy())
+                                  g[_COUNTERS].astype(float).to_numpy(), g[list(_LEVELS)].astype(float).to_numpy())
     execs = tasks.groupby(KEY)["executor_id"].unique() if not tasks.empty else pd.Series(dtype=object)
     rows = []
     for st in stages[KEY + ["submission_ms", "completion_ms"]].itertuples(index=False):

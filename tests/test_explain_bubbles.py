@@ -1,8 +1,8 @@
-"""A real job under a real CPU bubble: `explain` must measure the slowdown and blame the CPU.
+"""Real jobs under real bubbles: `explain` must measure the slowdown and name the neighbour.
 
 The estimator is trained on the committed interference dataset (sparkpredict/data/interference), which
-holds other workloads than this job, so this also checks that the monitor needs no knowledge of
-the application.
+holds other workloads than this job and ran on `local-cluster`, not local mode, so this also
+checks that the monitor needs no knowledge of the application.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def trained():
     return monitor.default_model()  # cached: the CLI below reuses it
 
 
-def test_explain_names_cpu_under_a_cpu_bubble(spark_app, trained, tmp_path, capsys):
+def _explained_run_under(bubble: Bubble, spark_app, trained, tmp_path) -> monitor.Explanation:
     store = tmp_path / "store"
     with spark_app(tmp_path / "warm", job="warmup", conf=CONF) as spark:
         _job(spark)  # JIT warm-up, recorded elsewhere
@@ -42,20 +42,31 @@ def test_explain_names_cpu_under_a_cpu_bubble(spark_app, trained, tmp_path, caps
         _job(spark)
     with spark_app(store, job="hashagg", conf=CONF) as spark:
         victim = spark.sparkContext.applicationId
-        # 4 busy workers on top of Spark's task threads: a slowdown well above background noise
-        with Bubble("cpu", intensity=3, max_s=300):
+        with bubble:
             _job(spark)
     with spark_app(store, job="hashagg", conf=clean) as spark:
         _job(spark)
-
     e = monitor.explain_run(victim, str(store), trained)
-    assert e.clean_runs == 2
+    assert e.run_id == victim and e.clean_runs == 2
     assert e.degradation is not None and e.degradation > 0.2, e
-    assert e.main_cause == "cpu", (e.contributions, e.culprit)
     assert e.violated and e.stages and e.stages[0].actual_ms > 0
+    return e
+
+
+def test_explain_names_cpu_under_a_cpu_bubble(spark_app, trained, tmp_path, capsys):
+    # 4 busy workers on top of Spark's task threads: a slowdown well above background noise
+    e = _explained_run_under(Bubble("cpu", intensity=3, max_s=300), spark_app, trained, tmp_path)
+    assert e.main_cause == "cpu", (e.contributions, e.culprit)
 
     from sparkpredict.cli import main
 
-    assert main(["explain", victim, "--store", str(store), "--json"]) == 0
+    assert main(["explain", e.run_id, "--store", str(tmp_path / "store"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["main_cause"] == "cpu" and out["run_id"] == victim
+    assert out["main_cause"] == "cpu" and out["run_id"] == e.run_id
+
+
+def test_explain_names_memory_under_a_memory_bubble(spark_app, trained, tmp_path):
+    # 2 copiers of 2 x 256 MiB arrays: they take cores, and hold 1 GiB while they do
+    e = _explained_run_under(Bubble("memory", intensity=2, max_s=300), spark_app, trained, tmp_path)
+    assert e.culprit is not None and e.culprit["memory"] > 0.5, e.culprit
+    assert e.main_cause == "memory", (e.contributions, e.culprit)
