@@ -51,9 +51,9 @@ if TYPE_CHECKING:
     from .store.io import Store
 
 __all__ = ["COMPONENTS", "CORRECTION_WEIGHTS", "DEFAULT_TRAINING_STORE", "FEATURE_GROUPS", "FEATURES",
-           "GROUPS", "HOST_FEATURES", "KEY", "LABEL_KEY", "QOS_THRESHOLDS", "STAGE_FEATURES", "STATS", "TASK_RATIOS",
+           "GROUPS", "CULPRIT_EVIDENCE", "FOOTPRINT", "HOST_FEATURES", "KEY", "LABEL_KEY", "QOS_THRESHOLDS", "STAGE_FEATURES", "STATS", "TASK_RATIOS",
            "WINDOW_FEATURES", "WINDOWS_S", "DegradationModel", "Explanation", "StageImpact",
-           "clean_baseline", "default_model", "explain_run", "fit_monitor", "host_evidence", "interference_labels",
+           "clean_baseline", "default_model", "explain_run", "fit_monitor", "host_evidence", "host_footprint", "interference_labels",
            "labelled_stages", "cached_monitor", "run_degradation", "run_estimate", "shapley", "stage_features",
            "stage_signatures", "with_baseline"]
 log = logging.getLogger(__name__)
@@ -325,6 +325,29 @@ def host_evidence(rows: "pd.DataFrame") -> np.ndarray | None:
     return np.average(np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0), axis=0, weights=np.clip(w, 1, None))
 
 
+#: :func:`host_footprint`'s keys -> (host feature, sign): the change that names each neighbour
+FOOTPRINT = {"memory_held_gib": ("host_mem_available_gib", -1.0), "network_mib_s": ("host_net_mib_s", 1.0),
+             "disk_mib_s": ("host_disk_mib_s", 1.0), "io_stall_share": ("host_psi_io", 1.0)}
+
+
+def host_footprint(rows: "pd.DataFrame") -> dict[str, float] | None:
+    """The footprints behind the culprit, in their units, for one run: the expected-time-weighted
+    mean change over the clean baseline of the memory held by something else (GiB), network and
+    disk traffic (MiB/s) and the share of time with tasks stalled on I/O. None without host
+    samples; a counter the host lacks is left out."""
+    if not {f"base_{f}" for f, _ in FOOTPRINT.values()} <= set(rows.columns):
+        return None
+    w = rows["expected_ms"].fillna(rows["duration_ms"]).to_numpy(float) if "expected_ms" in rows \
+        else rows["duration_ms"].to_numpy(float)
+    out = {}
+    for key, (f, sign) in FOOTPRINT.items():
+        dv = sign * (rows[f].to_numpy(float) - rows[f"base_{f}"].to_numpy(float))
+        ok = np.isfinite(dv)
+        if ok.any():
+            out[key] = float(np.average(dv[ok], weights=np.clip(w[ok], 1, None)))
+    return out or None
+
+
 def _culprit_evidence(rows: "pd.DataFrame") -> np.ndarray | None:
     z = host_evidence(rows)
     return None if z is None else z[_CULPRIT_IDX]
@@ -508,6 +531,8 @@ class Explanation:
     #: who took the cores Spark's tasks waited for, from the host counters (probabilities over
     #: GROUPS); None when the run has no host samples or the model no culprit part
     culprit: dict[str, float] | None = None
+    #: the host footprints the culprit reads, as changes over the clean runs (:func:`host_footprint`)
+    footprint: dict[str, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -582,4 +607,4 @@ def explain_run(run_id: str, store: "Store | str | Path | None" = None,
         main_share=shares.get(main, 0.0) if main else 0.0,
         qos={t: judged > t for t in QOS_THRESHOLDS}, threshold=threshold, violated=judged > threshold,
         clean_runs=len(clean_ids - {run_id}), label=rows["label"].iloc[0], stages=impacts[:top_stages],
-        culprit=host)
+        culprit=host, footprint=host_footprint(rows))

@@ -15,7 +15,10 @@ from sparkpredict.bubbles import Bubble
 
 pytestmark = pytest.mark.spark
 
-CONF = {"spark.sql.shuffle.partitions": "8", "spark.default.parallelism": "8"}
+# The job lasts about a second: host samples every 100 ms, so that each stage has its own
+# (the default 1 s suits jobs of minutes; stages the samples do not cover get no host evidence)
+CONF = {"spark.sql.shuffle.partitions": "8", "spark.default.parallelism": "8",
+        "spark.sparkpredict.hostSampleIntervalMs": "100"}
 
 
 def _job(spark) -> int:
@@ -56,7 +59,9 @@ def _explained_run_under(bubble: Bubble, spark_app, trained, tmp_path) -> monito
 def test_explain_names_cpu_under_a_cpu_bubble(spark_app, trained, tmp_path, capsys):
     # 4 busy workers on top of Spark's task threads: a slowdown well above background noise
     e = _explained_run_under(Bubble("cpu", intensity=3, max_s=300), spark_app, trained, tmp_path)
+    assert e.culprit is not None and e.culprit["cpu"] > 0.5, e.culprit
     assert e.main_cause == "cpu", (e.contributions, e.culprit)
+    assert e.footprint is not None and abs(e.footprint["memory_held_gib"]) < 0.4, e.footprint
 
     from sparkpredict.cli import main
 
@@ -69,4 +74,5 @@ def test_explain_names_memory_under_a_memory_bubble(spark_app, trained, tmp_path
     # 2 copiers of 2 x 256 MiB arrays: they take cores, and hold 1 GiB while they do
     e = _explained_run_under(Bubble("memory", intensity=2, max_s=300), spark_app, trained, tmp_path)
     assert e.culprit is not None and e.culprit["memory"] > 0.5, e.culprit
+    assert e.footprint is not None and 0.4 < e.footprint["memory_held_gib"] < 1.5, e.footprint
     assert e.main_cause == "memory", (e.contributions, e.culprit)

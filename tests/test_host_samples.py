@@ -95,6 +95,19 @@ def test_host_evidence_is_memory_taken_in_gib_and_ignores_counters_the_host_lack
     assert host_evidence(rows.assign(host_user_share=np.nan)) is None
 
 
+def test_host_footprint_is_the_change_in_units_and_skips_counters_the_host_lacks():
+    from sparkpredict.monitor import host_footprint
+
+    rows = pd.DataFrame({"expected_ms": [3000.0, 1000.0], "duration_ms": [4000.0, 1500.0],
+                         "host_mem_available_gib": [19.0, 18.0], "base_host_mem_available_gib": [20.0, 20.0],
+                         "host_net_mib_s": [12.0, 4.0], "base_host_net_mib_s": [2.0, 2.0],
+                         "host_disk_mib_s": [1.0, 1.0], "base_host_disk_mib_s": [1.0, 1.0],
+                         "host_psi_io": [np.nan, np.nan], "base_host_psi_io": [0.0, 0.0]})
+    f = host_footprint(rows)
+    assert f == pytest.approx({"memory_held_gib": 1.25, "network_mib_s": 8.0, "disk_mib_s": 0.0})
+    assert host_footprint(rows.drop(columns="base_host_net_mib_s")) is None
+
+
 @pytest.mark.spark
 def test_the_plugin_records_host_counters_of_a_real_run(spark_app, tmp_path):
     store = tmp_path / "store"

@@ -64,6 +64,12 @@ def run(args: argparse.Namespace) -> int:
         print("  who took the cores Spark waited for (host counters): "
               + ", ".join(f"{g} {p * 100:.0f} %" for g, p in sorted(e.culprit.items(), key=lambda kv: -kv[1])
                           if p >= 0.005))
+    if e.footprint:
+        units = {"memory_held_gib": ("memory held by others", "{:+.2f} GiB", 1.0),
+                 "network_mib_s": ("network", "{:+,.1f} MiB/s", 1.0), "disk_mib_s": ("disk", "{:+,.1f} MiB/s", 1.0),
+                 "io_stall_share": ("time stalled on I/O", "{:+.1f} %", 100.0)}
+        print("  host footprint against the clean runs: "
+              + ", ".join(f"{units[k][0]} " + units[k][1].format(v * units[k][2]) for k, v in e.footprint.items()))
     print("  contributions (Shapley, points of degradation): "
           + ", ".join(f"{g} {v * 100:+.1f}" for g, v in e.contributions.items()))
     if e.stages:
