@@ -133,3 +133,19 @@ def test_the_plugin_records_host_counters_of_a_real_run(spark_app, tmp_path):
     tasks = st.read("tasks")
     user = (h["cpu_user_ms"].iloc[-1] + h["cpu_nice_ms"].iloc[-1]) - (h["cpu_user_ms"].iloc[0] + h["cpu_nice_ms"].iloc[0])
     assert user >= 0.5 * tasks["executor_cpu_time_ms"].sum()
+
+
+@pytest.mark.spark
+def test_a_last_reading_at_application_end_covers_a_short_job(spark_app, tmp_path):
+    # one reading a minute: the only ones in this run are the first and the listener's last
+    store = tmp_path / "store"
+    with spark_app(store, job="short", conf={"spark.sparkpredict.hostSampleIntervalMs": "60000"}) as spark:
+        spark.range(0, 100_000, numPartitions=2).selectExpr("sum(id)").collect()
+        app = spark.sparkContext.applicationId
+    st = io.open(store)
+    h = st.read("host_samples")
+    stages, tasks = st.stages(), st.tasks()
+    assert len(h) == 2 and set(h["run_id"]) == {app}
+    assert h["time_ms"].max() >= stages["completion_ms"].max()
+    f = host_features(stages, tasks, h)
+    assert len(f) == len(stages) and f[["host_user_share", "host_mem_available_gib"]].notna().all().all()

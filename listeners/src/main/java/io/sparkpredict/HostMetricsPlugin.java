@@ -75,6 +75,21 @@ public class HostMetricsPlugin implements SparkPlugin {
     /** Readings this JVM took. */
     public static long reads() { return READS.get(); }
 
+    /** The driver's reading, kept for one more at application end; null where the driver does not sample. */
+    private static volatile Runnable driverReading;
+
+    /** Driver side, called by the listener at application end: one more reading, so that the run's
+     * last stages lie between two samples however short they are. Never throws. */
+    static void sampleDriverNow() {
+        Runnable read = driverReading;
+        if (read == null) return;
+        try {
+            read.run();
+        } catch (Throwable t) {
+            LOG.debug("sparkpredict: the last host sample failed: {}", t.toString());
+        }
+    }
+
     private static HostSampler.Sample timedRead(HostSampler sampler, String executorId, String host) {
         long t0 = System.nanoTime();
         long c0 = THREADS.getCurrentThreadCpuTime();
@@ -95,10 +110,12 @@ public class HostMetricsPlugin implements SparkPlugin {
             public Map<String, String> init(SparkContext sc, PluginContext ctx) {
                 try {
                     long every = interval(ctx.conf());
+                    driverReading = null;
                     if (every > 0) {
                         HostSampler sampler = new HostSampler();
-                        ticker = new Ticker("sparkpredict-host-driver", every,
-                            () -> offer(timedRead(sampler, "driver", ctx.hostname())));
+                        Runnable read = () -> offer(timedRead(sampler, "driver", ctx.hostname()));
+                        driverReading = read;
+                        ticker = new Ticker("sparkpredict-host-driver", every, read::run);
                     }
                 } catch (Throwable t) {
                     LOG.warn("sparkpredict: host sampling on the driver is off: {}", t.toString());

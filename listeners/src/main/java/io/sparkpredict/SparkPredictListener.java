@@ -69,6 +69,8 @@ public class SparkPredictListener extends SparkListener {
     private final String jobKey;
     private final boolean recordTasks;
     private final int flushEveryStages;
+    /** This application runs the host plugin (spark.plugins names it): take its last reading at the end. */
+    private final boolean hostPlugin;
     private final String writerVersion;
     private final String builtForSpark;
     private final String sparkVersion;
@@ -135,7 +137,10 @@ public class SparkPredictListener extends SparkListener {
         String key = null;
         boolean tasks = true;
         int every = 0;
+        boolean plugin = false;
         try {
+            plugin = java.util.Arrays.asList(conf.get("spark.plugins", "").trim().split("\\s*,\\s*"))
+                .contains(HostMetricsPlugin.class.getName());
             key = conf.get(P + "job", null);
             tasks = conf.getBoolean(P + "tasks", true);
             every = conf.getInt(P + "flushEveryStages", 0);
@@ -163,6 +168,7 @@ public class SparkPredictListener extends SparkListener {
         jobKey = key;
         recordTasks = tasks;
         flushEveryStages = every;
+        hostPlugin = plugin;
     }
 
     // ---- callbacks: each guarded, none may throw into Spark -------------------------------
@@ -318,6 +324,7 @@ public class SparkPredictListener extends SparkListener {
                     status = "succeeded";
                     errorMessage = null;
                 }
+                if (hostPlugin) HostMetricsPlugin.sampleDriverNow();
                 finish(status);
                 removeShutdownHook();
             }
