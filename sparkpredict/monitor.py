@@ -71,6 +71,7 @@ _EPS = 1e-2
 
 _COMPONENT_IDX = np.array([f in COMPONENTS for f in FEATURES])
 _MEM_IDX = HOST_FEATURES.index("host_mem_available_gib")
+_USER_IDX = HOST_FEATURES.index("host_user_share")  # CPU shares exist wherever /proc/stat does
 #: The host evidence the culprit model reads: each kind of neighbour's own footprint (network:
 #: bytes and the softirq time that moves them; disk: bytes, I/O stalls and iowait; memory: the
 #: memory it holds). A neighbour that takes cores and leaves none of these is a compute one.
@@ -315,7 +316,7 @@ def host_evidence(rows: "pd.DataFrame") -> np.ndarray | None:
         return None
     x = rows[list(HOST_FEATURES)].to_numpy(float)
     x0 = rows[base].to_numpy(float)
-    ok = np.isfinite(x[:, 0]) & np.isfinite(x0[:, 0])
+    ok = np.isfinite(x[:, _USER_IDX]) & np.isfinite(x0[:, _USER_IDX])
     if not ok.any():
         return None
     w = rows["expected_ms"].fillna(rows["duration_ms"]).to_numpy(float)[ok] if "expected_ms" in rows \
