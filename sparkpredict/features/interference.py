@@ -3,7 +3,7 @@
 Every feature is computed from the store's recorded task metrics alone (no knowledge of the
 application) and belongs to one of four resource groups (:data:`GROUPS`): the monitor compares
 each stage with the same stage in clean runs (:func:`with_baseline`) and attributes the change
-to the groups. See :mod:`sparkpredict.monitor` for the estimator built on them.
+to the groups. See :mod:`sparkpredict.models.degradation` for the estimator built on them.
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ KEY = ["run_id", "stage_id"]
 #: Host counters over a stage's window (from the ``host_samples`` table, averaged over the hosts
 #: of the stage's executors): shares of the host's CPU time by mode, pressure stalls as a share
 #: of wall time, and I/O rates. They describe the whole host, neighbours included, so they say
-#: who took the cores that Spark's tasks waited for (:class:`sparkpredict.monitor.DegradationModel`
+#: who took the cores that Spark's tasks waited for (:class:`sparkpredict.models.degradation.DegradationModel`
 #: learns the mapping); NaN where the run has no host samples (event logs, a listener without
 #: the plugin). The last two are levels averaged over the window, not rates.
 HOST_FEATURES = ("host_user_share", "host_system_share", "host_softirq_share", "host_iowait_share",
@@ -289,3 +289,54 @@ def with_baseline(feats: "pd.DataFrame", clean_run_ids: list[str]) -> "pd.DataFr
     out = pd.concat(parts, ignore_index=True)
     out["degradation"] = out["duration_ms"] / out["expected_ms"] - 1.0
     return out
+
+
+# ---- a run's host evidence against its clean baseline --------------------------------------
+_MEM_IDX = HOST_FEATURES.index("host_mem_available_gib")
+_USER_IDX = HOST_FEATURES.index("host_user_share")  # CPU shares exist wherever /proc/stat does
+
+
+def host_evidence(rows: "pd.DataFrame") -> np.ndarray | None:
+    """A run's host counters against their clean baseline: per :data:`HOST_FEATURES`, the
+    expected-time-weighted mean over its stages of ``log1p(x) - log1p(baseline)``, except for
+    available memory, where it is the GiB that something else took (``baseline - x``): the
+    footprint of a memory-hungry neighbour is its size, not its ratio to the host's RAM.
+
+    A counter this host does not have (no PSI in the kernel, say) counts as unchanged. None when
+    no stage has host CPU shares for itself and its baseline."""
+    base = [f"base_{c}" for c in HOST_FEATURES]
+    if not set(base) <= set(rows.columns):
+        return None
+    x = rows[list(HOST_FEATURES)].to_numpy(float)
+    x0 = rows[base].to_numpy(float)
+    ok = np.isfinite(x[:, _USER_IDX]) & np.isfinite(x0[:, _USER_IDX])
+    if not ok.any():
+        return None
+    w = rows["expected_ms"].fillna(rows["duration_ms"]).to_numpy(float)[ok] if "expected_ms" in rows \
+        else rows["duration_ms"].to_numpy(float)[ok]
+    z = np.log1p(np.clip(x[ok], 0, None)) - np.log1p(np.clip(x0[ok], 0, None))
+    z[:, _MEM_IDX] = x0[ok][:, _MEM_IDX] - x[ok][:, _MEM_IDX]
+    return np.average(np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0), axis=0, weights=np.clip(w, 1, None))
+
+
+#: :func:`host_footprint`'s keys -> (host feature, sign): the change that names each neighbour
+FOOTPRINT = {"memory_held_gib": ("host_mem_available_gib", -1.0), "network_mib_s": ("host_net_mib_s", 1.0),
+             "disk_mib_s": ("host_disk_mib_s", 1.0), "io_stall_share": ("host_psi_io", 1.0)}
+
+
+def host_footprint(rows: "pd.DataFrame") -> dict[str, float] | None:
+    """The footprints behind the culprit, in their units, for one run: the expected-time-weighted
+    mean change over the clean baseline of the memory held by something else (GiB), network and
+    disk traffic (MiB/s) and the share of time with tasks stalled on I/O. None without host
+    samples; a counter the host lacks is left out."""
+    if not {f"base_{f}" for f, _ in FOOTPRINT.values()} <= set(rows.columns):
+        return None
+    w = rows["expected_ms"].fillna(rows["duration_ms"]).to_numpy(float) if "expected_ms" in rows \
+        else rows["duration_ms"].to_numpy(float)
+    out = {}
+    for key, (f, sign) in FOOTPRINT.items():
+        dv = sign * (rows[f].to_numpy(float) - rows[f"base_{f}"].to_numpy(float))
+        ok = np.isfinite(dv)
+        if ok.any():
+            out[key] = float(np.average(dv[ok], weights=np.clip(w[ok], 1, None)))
+    return out or None
