@@ -258,7 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     known = known_workloads(df)
     sep = separability(df)
     sep_host, sep_both = separability(df, spark=False, host=True), separability(df, host=True)
-    n_host = sum(m.host_evidence(r) is not None for _, r in df.groupby("run_id"))
+    # each run's bubble kind and host evidence, for the runs that have host samples
+    host_ev = [(r["label"].iloc[0].split(":")[0], z) for _, r in df.groupby("run_id")
+               if (z := m.host_evidence(r)) is not None]
+    n_host = len(host_ev)
     lines += ["", f"Known workloads (runs split in 4 folds, every workload in training; Alioth reported "
               f"5.3 % there and 10.8 % on unseen applications): MAE {known['abs_err'].mean():.3f} over "
               f"{len(known)} runs.",
@@ -272,8 +275,7 @@ def main(argv: list[str] | None = None) -> int:
                  if n_host else " The runs have no host samples (recorded before the host plugin).")]
     if n_host:
         mem_i = list(m.HOST_FEATURES).index("host_mem_available_gib")
-        taken = pd.DataFrame([(r["label"].iloc[0].split(":")[0], z[mem_i]) for _, r in df.groupby("run_id")
-                              if (z := m.host_evidence(r)) is not None], columns=["kind", "gib"])
+        taken = pd.DataFrame([(kind, z[mem_i]) for kind, z in host_ev], columns=["kind", "gib"])
         q = taken.groupby("kind")["gib"].describe()
         lines += ["", "The culprit model reads each neighbour's footprint (`monitor.CULPRIT_EVIDENCE`: "
                   "network bytes and softirq time, disk bytes, I/O stalls and iowait, and the memory "

@@ -296,6 +296,13 @@ _MEM_IDX = HOST_FEATURES.index("host_mem_available_gib")
 _USER_IDX = HOST_FEATURES.index("host_user_share")  # CPU shares exist wherever /proc/stat does
 
 
+def stage_weights(rows: "pd.DataFrame") -> np.ndarray:
+    """Each stage's weight in its run's figures: its expected time, else its actual time (at
+    least 1 ms), so that a run's mean is its stages' time-weighted mean."""
+    w = rows["expected_ms"].fillna(rows["duration_ms"]) if "expected_ms" in rows else rows["duration_ms"]
+    return np.clip(w.to_numpy(float), 1, None)
+
+
 def host_evidence(rows: "pd.DataFrame") -> np.ndarray | None:
     """A run's host counters against their clean baseline: per :data:`HOST_FEATURES`, the
     expected-time-weighted mean over its stages of ``log1p(x) - log1p(baseline)``, except for
@@ -312,11 +319,9 @@ def host_evidence(rows: "pd.DataFrame") -> np.ndarray | None:
     ok = np.isfinite(x[:, _USER_IDX]) & np.isfinite(x0[:, _USER_IDX])
     if not ok.any():
         return None
-    w = rows["expected_ms"].fillna(rows["duration_ms"]).to_numpy(float)[ok] if "expected_ms" in rows \
-        else rows["duration_ms"].to_numpy(float)[ok]
     z = np.log1p(np.clip(x[ok], 0, None)) - np.log1p(np.clip(x0[ok], 0, None))
     z[:, _MEM_IDX] = x0[ok][:, _MEM_IDX] - x[ok][:, _MEM_IDX]
-    return np.average(np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0), axis=0, weights=np.clip(w, 1, None))
+    return np.average(np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0), axis=0, weights=stage_weights(rows)[ok])
 
 
 #: :func:`host_footprint`'s keys -> (host feature, sign): the change that names each neighbour
@@ -331,12 +336,11 @@ def host_footprint(rows: "pd.DataFrame") -> dict[str, float] | None:
     samples; a counter the host lacks is left out."""
     if not {f"base_{f}" for f, _ in FOOTPRINT.values()} <= set(rows.columns):
         return None
-    w = rows["expected_ms"].fillna(rows["duration_ms"]).to_numpy(float) if "expected_ms" in rows \
-        else rows["duration_ms"].to_numpy(float)
+    w = stage_weights(rows)
     out = {}
     for key, (f, sign) in FOOTPRINT.items():
         dv = sign * (rows[f].to_numpy(float) - rows[f"base_{f}"].to_numpy(float))
         ok = np.isfinite(dv)
         if ok.any():
-            out[key] = float(np.average(dv[ok], weights=np.clip(w[ok], 1, None)))
+            out[key] = float(np.average(dv[ok], weights=w[ok]))
     return out or None

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import DegenerateDataError, InputError, NotFittedError
-from ..features.interference import COMPONENTS, FEATURE_GROUPS, FEATURES, GROUPS, HOST_FEATURES, host_evidence
+from ..features.interference import (COMPONENTS, FEATURE_GROUPS, FEATURES, GROUPS, HOST_FEATURES, host_evidence,
+                                     stage_weights)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -260,10 +261,7 @@ def _culprit_evidence(rows: "pd.DataFrame") -> np.ndarray | None:
 
 def run_estimate(model: DegradationModel, rows: "pd.DataFrame", x0: np.ndarray | None = None) -> float:
     """A run's estimated ``D``: its stages' estimates weighted by expected (else actual) time."""
-    d = model.predict(rows, x0)
-    w = rows["expected_ms"].fillna(rows["duration_ms"]).to_numpy(float) if "expected_ms" in rows \
-        else rows["duration_ms"].to_numpy(float)
-    return float(np.average(d, weights=np.clip(w, 1, None)))
+    return float(np.average(model.predict(rows, x0), weights=stage_weights(rows)))
 
 
 def shapley(model: DegradationModel, rows: "pd.DataFrame",
