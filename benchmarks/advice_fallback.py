@@ -1,6 +1,6 @@
 """What-if for the advice's cost goal: when no executor count meets the deadline by its upper
-bound, how much cost does "the lowest upper bound" (the advisor's rule) buy, against taking the
-cheapest count whose upper bound is within a tolerance of the lowest?
+bound, how much cost does "the count most likely to make it" (the advisor's rule) buy, against
+taking the cheapest count whose upper bound is within a tolerance of the lowest?
 
 Same protocol and cases as ``advice_quality.py`` (C3O, leave one size out, deadline = median true
 runtime over executor counts, confidence 0.9). Only the fallback rule changes, by replacing
@@ -28,11 +28,11 @@ SHIPPED = advise._choose
 
 
 def with_tolerance(tol: float):
-    def choose(objective, e, t, up, cost, meets, budget_ok, knee_i):
+    def choose(objective, e, t, up, cost, meets, budget_ok, knee_i, chance=None):
         if meets is not None and not meets.any() and tol > 0:
             idx = np.flatnonzero(up <= up.min() * (1 + tol))
             return int(idx[np.lexsort((e[idx], cost[idx]))[0]]), False
-        return SHIPPED(objective, e, t, up, cost, meets, budget_ok, knee_i)
+        return SHIPPED(objective, e, t, up, cost, meets, budget_ok, knee_i, chance)
     return choose
 
 
@@ -45,7 +45,7 @@ def main() -> None:
     jobs = aq.recurring_jobs()
     lines = ["## Advice fallback what-if (advice_fallback)", "",
              "When no count meets the deadline by its upper bound (the advice then says so), the "
-             "shipped rule takes the count with the lowest upper bound. Taking instead the cheapest "
+             "shipped rule takes the count most likely to make it. Taking instead the cheapest "
              "count whose upper bound is within a tolerance of the lowest, on the same 147 cases as "
              "`advice_quality` (confidence 0.9):", "",
              "| tolerance | deadline met | mean cost / cheapest meeting D | cases where nothing met by the upper bound |",

@@ -16,6 +16,7 @@ count that truly meets D.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
 from pathlib import Path
@@ -157,6 +158,9 @@ def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False, reference: bool
             cover = [(lo <= r) & (r <= hi) for lo, hi, r in zip(iv["lower_s"], iv["upper_s"], reps.values)]
             below_up = [r <= hi for hi, r in zip(iv["upper_s"], reps.values)]
             cov90, up90 = float(np.mean(np.concatenate(cover))), float(np.mean(np.concatenate(below_up)))
+            # the chance each count's advice states for the deadline, and whether the runs made it
+            chance = model.chance_within(X, deadline)
+            chance_runs = [(float(p), bool(r <= deadline)) for p, rr in zip(chance, reps.values) for r in rr]
             ape = float(np.mean(np.abs(iv["predicted_runtime_s"] - truth.values) / truth.values))
             variants = [("model", conf, model, None) for conf in CONFIDENCES]
             pcols = [c for c in g.columns if c not in BASE]
@@ -192,7 +196,8 @@ def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False, reference: bool
                     advised_meets=bool(a.meets_deadline), cost_eh=e * true_t / 3600.0,
                     oracle_eh=oracle, cost_ratio=(e * true_t / 3600.0) / oracle,
                     model=model.name_, cv_mape=model.cv_mape_, fit_s=fit_s, coverage90=cov90,
-                    below_upper90=up90, heldout_mape=v_ape))
+                    below_upper90=up90, heldout_mape=v_ape, chance_runs=chance_runs,
+                    chance=a.chance_meets_deadline))
             last = rows[-len(variants)]
             print(f"{name:<32} {s / 2**20:>8.0f} MB  D={deadline:7.1f}s  E={last['executors']:>2} "
                   f"true={last['true_s']:7.1f}s met={last['met']!s:<5} cost x{last['cost_ratio']:.2f} "
@@ -203,20 +208,27 @@ def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False, reference: bool
 #: one run's noise quantile the bound certifies with: the upper end of a two-sided 90 % interval,
 #: and a one-sided 90 % bound
 BOUND_QUANTILES = {"95th": 0.95, "90th": 0.90}
+#: margins on the true mean runtimes: an advisor that knows each count's mean exactly and
+#: certifies a count when its mean times (1 + margin) meets the deadline
+BOUND_MARGINS = (0.01, 0.02, 0.05)
 
 
 def noise_bound(jobs: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Reference, not a model: an advisor that knows every count's *true mean* runtime at the
     held-out size and bounds one run by the job's run-to-run noise, the quantile of
-    log(run / mean of its repeats) over all the job's configurations. It picks the cheapest count
-    whose mean times that noise factor meets the deadline, else the fastest. No model can do
-    better while its "meets the deadline" is an honest bound on one run."""
+    log(run / mean of its repeats) over all the job's configurations, or by a fixed margin
+    (:data:`BOUND_MARGINS`). It picks the cheapest count whose mean times that factor meets the
+    deadline, else the fastest. No model can do better while its "meets the deadline" is an
+    honest bound on one run (the noise rows), or than any model whose error at an unseen size
+    needs that margin (the margin rows)."""
     rows = []
     for name, g in jobs.items():
         cell = g.groupby(["input_bytes", "executors"])["runtime_s"].transform("mean")
         noise = np.log(g["runtime_s"] / cell)
-        for label, q in BOUND_QUANTILES.items():
-            factor = float(np.exp(np.quantile(noise, q)))
+        factors = {f"one run's {label} percentile of noise": float(np.exp(np.quantile(noise, q)))
+                   for label, q in BOUND_QUANTILES.items()}
+        factors.update({f"a {m:.0%} margin": 1.0 + m for m in BOUND_MARGINS})
+        for label, factor in factors.items():
             sizes = sorted(g["input_bytes"].unique())
             for s in sizes:
                 test = g[g.input_bytes == s]
@@ -224,7 +236,7 @@ def noise_bound(jobs: dict[str, pd.DataFrame]) -> pd.DataFrame:
                 ok = truth.values * factor <= deadline
                 k = int(np.flatnonzero(ok)[np.argmin(cost[ok])]) if ok.any() else int(np.argmin(truth.values))
                 e = int(truth.index[k])
-                rows.append(dict(job=name, variant=f"bound: true means + one run's {label} percentile of noise",
+                rows.append(dict(job=name, variant=f"bound: true means + {label}",
                                  base=name.split("/")[0], size_mb=s / 2**20, edge=s in (sizes[0], sizes[-1]),
                                  confidence=0.9, executors=e, met=bool(truth[e] <= deadline),
                                  met_repeats=float(np.mean(reps[e] <= deadline)), advised_meets=bool(ok.any()),
@@ -303,12 +315,39 @@ def summarise(r: pd.DataFrame) -> str:
             lines.append(f"| {v.split(': ', 1)[1]} | "
                          + " | ".join(f"{x:.3f}" for x in g.groupby("base").cost_ratio.mean())
                          + f" | {g.cost_ratio.mean():.3f} |")
-        best = bound.groupby("variant").cost_ratio.mean().min()
-        lines.append(f"\nEven with the means known exactly, bounding one run costs {best:.3f}x or more, "
+        by = bound.groupby("variant").cost_ratio.mean()
+        noisy = by[by.index.str.contains("noise")].min()
+        margins = ", ".join(f"{m:.0%}: {by[f'bound: true means + a {m:.0%} margin']:.3f}"
+                            for m in BOUND_MARGINS)
+        lines.append(f"\nEven with the means known exactly, bounding one run costs {noisy:.3f}x or more, "
                      "because the deadline (the median over counts) sits just above the cheapest meeting "
                      "count by construction and one run's noise is of the same size as that margin. "
-                     "The <= 1.10 goal is therefore out of reach for advice whose 'meets the deadline' "
-                     "is an honest bound on one run; with the means known and no per-run noise it is 1.000.")
+                     f"Certifying the true means with a margin instead ({margins}) shows how little "
+                     "error the goal tolerates: the margin any model needs is its error at an unseen "
+                     f"size (here MAPE {main.heldout_mape.mean():.1%}). The <= 1.10 goal is therefore "
+                     "out of reach for advice whose 'meets the deadline' is an honest bound; with the "
+                     "means known exactly and no margin it is 1.000.")
+    if "chance_runs" in main and main.chance_runs.notna().all():
+        pairs = np.array([p for cell in main.chance_runs for p in cell], float)
+        lines.append("\n**The stated chance of meeting the deadline** (`Candidate.chance_meets_deadline`, "
+                     "every count of every case, against each of its 5 runs at the held-out size):\n")
+        lines.append("| stated chance | runs | mean stated | runs that met the deadline |")
+        lines.append("|---|---|---|---|")
+        edges = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 1.0 + 1e-9)
+        for lo, hi in itertools.pairwise(edges):
+            m = (pairs[:, 0] >= lo) & (pairs[:, 0] < hi)
+            if m.any():
+                lines.append(f"| {lo:.0%}-{min(hi, 1):.0%} | {int(m.sum())} | {pairs[m, 0].mean():.1%} | "
+                             f"{pairs[m, 1].mean():.1%} |")
+        brier = float(np.mean((pairs[:, 0] - pairs[:, 1]) ** 2))
+        base = float(np.mean((pairs[:, 1].mean() - pairs[:, 1]) ** 2))
+        said = main[main.advised_meets]
+        lines.append(f"\nBrier score {brier:.3f} (one constant chance, the overall rate: {base:.3f}). "
+                     f"Where the advice said 'meets' ({len(said)} cases) it stated a mean chance of "
+                     f"{said.chance.mean():.1%} and {said.met_repeats.mean():.1%} of the runs met the "
+                     f"deadline; where it could not ({len(main) - len(said)} cases) it stated "
+                     f"{main[~main.advised_meets].chance.mean():.1%} for the count given, and "
+                     f"{main[~main.advised_meets].met_repeats.mean():.1%} of the runs made it.")
     return "\n".join(lines)
 
 

@@ -19,7 +19,9 @@ executor-hours (and money, given a price), and picks one by an objective:
 
 With a deadline, candidates whose upper bound misses it are set aside for every objective;
 when no candidate meets it, the advice says so (``meets_deadline=False``) and gives the count
-with the lowest upper bound, the one most likely to make it.
+most likely to make it (ties: the lower upper bound, then fewer executors). Each candidate
+also carries the chance that one run meets the deadline (``chance_meets_deadline``), read from
+the same error distribution as the interval.
 
 Nothing here starts a JVM or imports pyspark; with ``models=`` given (a dict or a model folder)
 nothing imports pandas either, so driver code and the CLI stay fast.
@@ -65,6 +67,9 @@ class Candidate:
     meets_deadline: bool | None
     #: input bytes per byte of executor memory over all executors (None when memory unknown)
     input_per_memory: float | None = None
+    #: chance (0..1) that one run finishes within the deadline; None without a deadline or
+    #: for a model that cannot say (one without ``chance_within``)
+    chance_meets_deadline: float | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,8 @@ class Advice:
     budget: float | None = None
     #: the job parameters the prediction used (given, or assumed from the history; see warnings)
     params: dict[str, float] = field(default_factory=dict)
+    #: the chosen count's chance (0..1) that one run finishes within the deadline
+    chance_meets_deadline: float | None = None
 
     @property
     def chosen(self) -> Candidate:
@@ -125,6 +132,8 @@ class Advice:
         if self.deadline_s is not None:
             verdict = "meets" if self.meets_deadline else "CANNOT meet"
             s += f"; {verdict} deadline {format_duration(self.deadline_s)} at {pct}"
+            if self.chance_meets_deadline is not None:
+                s += f" (chance {format_chance(self.chance_meets_deadline)})"
         if self.extrapolates:
             s += "; extrapolates"
         return s
@@ -138,6 +147,15 @@ class Advice:
                                    "max_executors": self.dynamic_allocation[1]}
         d["summary"] = self.summary()
         return _json_safe(d)
+
+
+def format_chance(p: float) -> str:
+    """A chance as a whole percentage; never "100%" or "0%", which no model can promise."""
+    if p >= 0.995:
+        return ">99%"
+    if p < 0.005:
+        return "<1%"
+    return f"{p:.0%}"
 
 
 def _json_safe(x: Any) -> Any:
@@ -247,16 +265,19 @@ def _fastest(mask, speed, cost, e) -> int:
     return int(idx[np.lexsort((e[idx], cost[idx]))[0]])
 
 
-def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int) -> tuple[int, bool | None]:
+def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int,
+            chance=None) -> tuple[int, bool | None]:
     """Index of the chosen candidate and whether the deadline is met (None without deadline)."""
     import numpy as np
 
     n = len(e)
     feasible = np.ones(n, bool) if meets is None else meets.copy()
     if meets is not None and not feasible.any():
-        # Nothing meets the deadline: the lowest upper bound is the best chance to make it
-        # (no cost tolerance here: making the deadline comes first; ties -> fewer executors).
-        return int(np.lexsort((e, up))[0]), False
+        # Nothing meets the deadline: the count most likely to make it (no cost tolerance
+        # here: making the deadline comes first). Ties, e.g. every chance ~0 for a hopeless
+        # deadline: the lowest upper bound, then fewer executors.
+        keys = (e, up) if chance is None else (e, up, -np.round(chance, 4))
+        return int(np.lexsort(keys)[0]), False
     pool = feasible & budget_ok
     if not pool.any():  # nothing within budget (and deadline): the deadline wins, warned below
         pool = feasible
@@ -388,12 +409,15 @@ def suggest_executors(job: str, input_bytes: int | float | str, *,
     cost = e * t / 3600.0
     money = cost * price if price is not None else None
     meets = None if deadline is None else up <= deadline
+    chance = None
+    if deadline is not None and hasattr(model, "chance_within"):
+        chance = np.clip(np.asarray(model.chance_within(X, deadline), dtype=float), 0.0, 1.0)
     if budget_v is not None:
         budget_ok = (money if money is not None else cost) <= budget_v
     else:
         budget_ok = np.ones(len(e), bool)
     knee_i = knee_index(e, t, knee_eff)
-    i, met = _choose(objective, e, t, up, cost, meets, budget_ok, knee_i)
+    i, met = _choose(objective, e, t, up, cost, meets, budget_ok, knee_i, chance)
 
     ratio = None
     if mem:
@@ -402,7 +426,8 @@ def suggest_executors(job: str, input_bytes: int | float | str, *,
         Candidate(int(e[k]), float(t[k]), float(low[k]), float(up[k]), float(cost[k]),
                   None if money is None else float(money[k]),
                   None if meets is None else bool(meets[k]),
-                  None if ratio is None else float(ratio[k]))
+                  None if ratio is None else float(ratio[k]),
+                  None if chance is None else float(chance[k]))
         for k in range(len(e)))
 
     extr = src.extrapolation(X, i)
@@ -433,7 +458,8 @@ def suggest_executors(job: str, input_bytes: int | float | str, *,
         model_cv_mape=src.cv_mape, n_runs=src.n_runs, extrapolates=any(v > 0 for v in extr.values()),
         extrapolation=extr, warnings=tuple(warnings), dynamic_allocation=da,
         knee_executors=int(e[knee_i]), executor_cores=cores, executor_memory_mb=mem,
-        price_per_executor_hour=price, budget=budget_v, params=used)
+        price_per_executor_hour=price, budget=budget_v, params=used,
+        chance_meets_deadline=None if chance is None else float(chance[i]))
 
 
 def check_params(params: Any) -> dict[str, float]:

@@ -83,6 +83,34 @@ def test_unreachable_deadline_says_so_and_gives_the_fastest():
     assert "CANNOT meet" in a.summary()
 
 
+class ChanceLawModel(LawModel):
+    """LawModel whose chance of meeting a limit peaks at 4 executors (as when larger counts
+    are extrapolated and so less certain), although larger counts are predicted faster."""
+
+    def chance_within(self, X, limit_s):
+        e = np.asarray(X["executors"], float)
+        return 0.6 - 0.05 * np.abs(e - 4)
+
+
+def test_chance_is_none_without_deadline_or_a_model_that_cannot_say():
+    assert all(c.chance_meets_deadline is None for c in advise(deadline_s=600).candidates)
+    a = advise(ChanceLawModel())
+    assert a.chance_meets_deadline is None and all(c.chance_meets_deadline is None for c in a.candidates)
+    assert "chance" not in a.summary()
+
+
+def test_unreachable_deadline_gives_the_count_most_likely_to_make_it():
+    a = advise(ChanceLawModel(), deadline_s=60, max_executors=20)
+    assert a.meets_deadline is False
+    assert a.executors == 4 and a.chance_meets_deadline == pytest.approx(0.6)
+    assert [c.chance_meets_deadline for c in a.candidates[:5]] == pytest.approx([0.45, 0.5, 0.55, 0.6, 0.55])
+    assert "(chance 60%)" in a.summary()
+    # chances tied: the lowest upper bound (the fastest) decides, as without chances
+    flat = ChanceLawModel()
+    flat.chance_within = lambda X, limit_s: np.full(len(X["executors"]), 0.001)
+    assert advise(flat, deadline_s=60, max_executors=20).executors == 20
+
+
 def test_time_is_fastest_within_budget():
     assert advise(objective="time", max_executors=24).executors == 24
     # budget in executor-hours: E*(3000/E + 30)/3600 <= 0.92  <=>  E <= (3312-3000)/30 = 10.4

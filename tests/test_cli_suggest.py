@@ -46,6 +46,11 @@ def test_table_marks_the_advised_row(model_dir, capsys):
     assert len(marked) == 1 and marked[0].split()[1] == str(a.executors)
     assert "meets" in marked[0] and "7m30s" in out and "27.9 GiB" in out
     assert a.summary() in out
+    # the last column: each count's chance of making the deadline, as the API has it
+    from sparkpredict.advise import format_chance
+
+    assert marked[0].split()[-1] == format_chance(a.chosen.chance_meets_deadline)
+    assert f"(chance {format_chance(a.chance_meets_deadline)})" in a.summary()
     # one row per candidate count, 1..16
     rows = [ln for ln in out.splitlines() if ln.strip() and ln.strip().lstrip("> ").split()[0].isdigit()]
     assert len(rows) == 16

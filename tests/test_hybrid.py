@@ -116,6 +116,38 @@ def test_interval_coverage_on_fresh_runs(model):
     assert 0.8 <= cover <= 0.99
 
 
+def test_chance_within_reads_the_interval(model):
+    # in range and 67 % beyond the largest size: chance >= (1 + c)/2 exactly when the upper
+    # bound at confidence c is within the limit, and chance <= (1 - c)/2 exactly when the
+    # lower bound is not below it
+    q = {"input_bytes": np.array([16, 16, 40, 40]) * GIB, "executors": np.array([4, 8, 6, 12])}
+    p = model.predict(q)
+    for factor in (0.6, 0.8, 0.95, 1.0, 1.05, 1.2, 1.6, 3.0):
+        for k, limit in enumerate(p * factor):
+            row = {c: v[k:k + 1] for c, v in q.items()}
+            chance = float(model.chance_within(row, limit)[0])
+            for conf in (0.5, 0.8, 0.9, 0.95):
+                iv = model.predict_interval(row, conf)
+                assert (chance >= (1 + conf) / 2 - 1e-4) == bool(iv["upper_s"][0] <= limit), (factor, k, conf)
+                assert (chance <= (1 - conf) / 2 + 1e-4) == bool(iv["lower_s"][0] >= limit), (factor, k, conf)
+    # at the prediction itself: an even chance; more time never lowers it
+    np.testing.assert_allclose(model.chance_within(q, p[0])[0], 0.5, atol=1e-3)
+    limits = p[2] * np.array([0.5, 0.9, 1.0, 1.1, 1.5, 4.0])
+    chances = [float(model.chance_within({c: v[2:3] for c, v in q.items()}, t)[0]) for t in limits]
+    assert chances == sorted(chances) and chances[0] < 0.1 and chances[-1] > 0.95
+
+
+def test_chance_within_is_calibrated_on_fresh_runs(model):
+    # 2 % noise: a limit 2 % above each fresh run's prediction is met by about 84 % of the runs
+    # (Phi(1)); the model's chances for those limits must say about as much
+    fresh = synthetic_job(seed=11)
+    p = model.predict(fresh)
+    y = fresh["runtime_s"].to_numpy()
+    for factor in (0.98, 1.0, 1.02, 1.04):
+        said = np.mean([model.chance_within(fresh.iloc[[k]], p[k] * factor)[0] for k in range(len(y))])
+        assert said == pytest.approx(np.mean(y <= p * factor), abs=0.15), factor
+
+
 def test_load_path_needs_numpy_only(model, tmp_path):
     save_models({"etl": model}, tmp_path / "m")
     code = ("import sys; from sparkpredict.models.persist import load_models;"

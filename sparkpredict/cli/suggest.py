@@ -103,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
 
 def format_advice(a: Any, max_rows: int = 40) -> str:
     """The advice as a readable table, the chosen row marked with ``>``."""
+    from ..advise import format_chance
     from ..units import format_bytes, format_duration
 
     pct = f"{a.confidence:.0%}"
@@ -112,7 +113,7 @@ def format_advice(a: Any, max_rows: int = 40) -> str:
     head.append(f"model {a.model_name} (CV MAPE {mape}, {a.n_runs if a.n_runs is not None else '?'} runs)")
     money = a.price_per_executor_hour is not None
     cols = ["", "executors", "runtime", f"{pct} interval", "executor-h"] + (["cost"] if money else []) \
-        + (["deadline"] if a.deadline_s is not None else [])
+        + (["deadline", "chance"] if a.deadline_s is not None else [])
     rows = []
     cands = list(a.candidates)
     if len(cands) > max_rows:  # keep the choice, the knee and an even spread
@@ -128,6 +129,7 @@ def format_advice(a: Any, max_rows: int = 40) -> str:
             row.append(f"{c.cost_money:.2f}")
         if a.deadline_s is not None:
             row.append("meets" if c.meets_deadline else "misses")
+            row.append("" if c.chance_meets_deadline is None else format_chance(c.chance_meets_deadline))
         rows.append(row)
     widths = [max(len(r[k]) for r in [cols] + rows) for k in range(len(cols))]
     fmt = lambda r: "  ".join(v.rjust(w) for v, w in zip(r, widths)).rstrip()  # noqa: E731

@@ -48,6 +48,10 @@ MIN_RUNS = 4
 #: Interval beyond the training range: "add" (in-range bound + distance x drift per unit
 #: distance) or "max" (the wider of the two).
 OUTSIDE = "add"
+#: chance_within: bisection steps (confidence resolved to 2**-14) and the widest confidence
+#: asked for (the bounds stop growing at the extreme residual anyway)
+_CHANCE_STEPS = 14
+_CHANCE_MAX_CONFIDENCE = 0.999
 
 
 # ---- feature handling (numpy only) ---------------------------------------------------------
@@ -259,41 +263,75 @@ class JobRuntimeModel:
         if not 0 < confidence < 1:
             raise InputError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.9")
         pred = self.predict(X)
-        lo_q, hi_q = conformal_bounds(self.residuals_, confidence)
-        lo, hi = np.full(len(pred), lo_q), np.full(len(pred), hi_q)
+        lo, hi = self._log_bounds(X)(np.full(len(pred), float(confidence)))
+        return {"predicted_runtime_s": pred, "lower_s": pred * np.exp(lo), "upper_s": pred * np.exp(hi)}
+
+    def chance_within(self, X: Mapping[str, Any], limit_s: float) -> np.ndarray:
+        """Per row, the chance that one run takes at most ``limit_s`` seconds.
+
+        The same distribution the interval reads: the interval at confidence ``c`` spans the
+        ``(1 - c)/2`` and ``(1 + c)/2`` quantiles, so a limit above the prediction is met with
+        chance ``(1 + c)/2`` for the ``c`` whose upper bound reaches it, one below with
+        ``(1 - c)/2`` for the ``c`` whose lower bound does. Hence ``chance_within(X, t) >=
+        (1 + c)/2`` exactly when ``predict_interval(X, c)["upper_s"] <= t``. It saturates at
+        the residuals' resolution (about ``1/(n + 1)`` from 0 and 1).
+        """
+        self._check()
+        pred = self.predict(X)
+        bounds = self._log_bounds(X)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            target = np.log(float(limit_s) / pred)
+        target = np.where(np.isfinite(target), target, np.inf)  # a non-positive prediction: met
+        above = target >= 0
+        # bisection per row for the smallest confidence whose bound reaches the limit (the
+        # bounds widen monotonically with the confidence)
+        c_lo, c_hi = np.zeros(len(pred)), np.full(len(pred), _CHANCE_MAX_CONFIDENCE)
+        for _ in range(_CHANCE_STEPS):
+            mid = (c_lo + c_hi) / 2
+            lo, hi = bounds(mid)
+            reach = np.where(above, hi >= target, lo <= target)
+            c_hi, c_lo = np.where(reach, mid, c_hi), np.where(reach, c_lo, mid)
+        return np.where(above, (1 + c_hi) / 2, (1 - c_hi) / 2)
+
+    def _log_bounds(self, X: Mapping[str, Any]):
+        """``confidence -> (lower, upper)``: each row's interval bounds as ``log(bound / ŷ)``,
+        at that row's confidence (an array); see :meth:`predict_interval`."""
         ext = self.extrapolation(X)
         d = ext["max"]
         out = d > 0
-        if out.any():
-            pooled = np.sort(np.concatenate(list(self.extrap_z_.values()))) if self.extrap_z_ else np.zeros(0)
-            pb = conformal_bounds(pooled, confidence) if len(pooled) else (lo_q, hi_q)
-            zb = {}
-            for k in [c + sd for c in ("input_bytes", "executors") for sd in "+-"]:
-                z = self.extrap_z_.get(k, np.zeros(0))
-                gb = conformal_bounds(z, confidence) if len(z) >= 10 else pb
-                zb[k] = (min(gb[0], pb[0]), max(gb[1], pb[1]))
-            # each row: the wider of all extrapolation folds' bounds and those of the folds that
-            # left the range in the same direction (column and side) as the row does
-            by_exec = ext["executors"] > ext["input_bytes"]
-            F = self._query(X)
-            col_hi = np.where(by_exec, F["executors"] > self.training_range_["executors"][1],
-                              F["input_bytes"] > self.training_range_["input_bytes"][1])
-            z_lo, z_hi = np.zeros(len(d)), np.zeros(len(d))
-            for bx in (False, True):
-                for up in (False, True):
-                    m = out & (by_exec == bx) & (col_hi == up)
+        if not out.any():
+            return lambda c: conformal_bounds(self.residuals_, c)
+        pooled = np.sort(np.concatenate([np.zeros(0)] + list(self.extrap_z_.values())))
+        # each row: the wider of all extrapolation folds' bounds and those of the folds that
+        # left the range in the same direction (column and side) as the row does
+        by_exec = ext["executors"] > ext["input_bytes"]
+        F = self._query(X)
+        col_hi = np.where(by_exec, F["executors"] > self.training_range_["executors"][1],
+                          F["input_bytes"] > self.training_range_["input_bytes"][1])
+        groups = []
+        for bx in (False, True):
+            for up in (False, True):
+                m = out & (by_exec == bx) & (col_hi == up)
+                if m.any():
                     k = ("executors" if bx else "input_bytes") + ("+" if up else "-")
-                    z_lo[m], z_hi[m] = zb[k]
-            dd = np.minimum(d, 10.0)
+                    groups.append((m, self.extrap_z_.get(k, np.zeros(0))))
+        dd = np.minimum(d, 10.0)
+
+        def at(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            lo_q, hi_q = conformal_bounds(self.residuals_, c)
+            pb = conformal_bounds(pooled, c) if len(pooled) else (lo_q, hi_q)
+            z_lo, z_hi = np.zeros(len(d)), np.zeros(len(d))
+            for m, z in groups:
+                gb = conformal_bounds(z, c) if len(z) >= 10 else pb
+                z_lo[m], z_hi[m] = np.minimum(gb[0], pb[0])[m], np.maximum(gb[1], pb[1])[m]
             if OUTSIDE == "add":
                 # beyond the range: the in-range error at unseen sizes plus the drift that grows
                 # with the distance (each one-sided, so the interval never narrows outside)
-                lo = np.where(out, lo_q + dd * np.minimum(z_lo, 0.0), lo)
-                hi = np.where(out, hi_q + dd * np.maximum(z_hi, 0.0), hi)
-            else:
-                lo = np.where(out, np.minimum(lo_q, dd * z_lo), lo)
-                hi = np.where(out, np.maximum(hi_q, dd * z_hi), hi)
-        return {"predicted_runtime_s": pred, "lower_s": pred * np.exp(lo), "upper_s": pred * np.exp(hi)}
+                return (np.where(out, lo_q + dd * np.minimum(z_lo, 0.0), lo_q),
+                        np.where(out, hi_q + dd * np.maximum(z_hi, 0.0), hi_q))
+            return (np.where(out, np.minimum(lo_q, dd * z_lo), lo_q),
+                    np.where(out, np.maximum(hi_q, dd * z_hi), hi_q))
+        return at
 
     # ---- persistence --------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -342,13 +380,17 @@ class JobRuntimeModel:
         return f"JobRuntimeModel(kind={self.kind!r}, random_state={self.random_state})"
 
 
-def conformal_bounds(sorted_resid: np.ndarray, confidence: float) -> tuple[float, float]:
-    """Lower/upper log-ratio quantiles with the split-conformal finite-sample correction."""
+def conformal_bounds(sorted_resid: np.ndarray, confidence: Any) -> Any:
+    """Lower/upper log-ratio quantiles with the split-conformal finite-sample correction.
+
+    ``confidence`` a float gives two floats; an array gives two arrays, one bound per entry."""
     r = np.asarray(sorted_resid, float)
+    c = np.asarray(confidence, float)
     n = len(r)
     if n == 0:
-        return -math.inf, math.inf
-    alpha = (1 - confidence) / 2
-    k_hi = min(n - 1, int(math.ceil((n + 1) * (1 - alpha))) - 1)
-    k_lo = max(0, int(math.floor((n + 1) * alpha)) - 1)
-    return float(min(r[k_lo], 0.0)), float(max(r[k_hi], 0.0))
+        return (-math.inf, math.inf) if c.ndim == 0 else (np.full(c.shape, -math.inf), np.full(c.shape, math.inf))
+    alpha = (1 - c) / 2
+    k_hi = np.minimum(n - 1, np.ceil((n + 1) * (1 - alpha)).astype(int) - 1)
+    k_lo = np.maximum(0, np.floor((n + 1) * alpha).astype(int) - 1)
+    lo, hi = np.minimum(r[k_lo], 0.0), np.maximum(r[k_hi], 0.0)
+    return (float(lo), float(hi)) if c.ndim == 0 else (lo, hi)
