@@ -28,7 +28,7 @@ _EXPORTS = {
     "runs_table": "sparkpredict.features.runs",
     "explain_run": "sparkpredict.monitor",
 }
-__all__ = ["__version__", "store", "errors", *sorted(_EXPORTS)]
+__all__ = ["__version__", "store", "errors", *sorted(_EXPORTS)]  # noqa: PLE0604 (names: strings)
 
 
 def __getattr__(name: str) -> Any:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import math
 import os
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
 
@@ -38,8 +39,8 @@ def _remember(key: tuple, value: Any) -> None:
 class HistorySource:
     """The job's fitted model, plus its runs when a store is at hand (for defaults and warnings)."""
 
-    def __init__(self, job: str, model: Any, runs: "pd.DataFrame | None" = None,
-                 spill: "pd.Series | None" = None, dyn_alloc: bool = False) -> None:
+    def __init__(self, job: str, model: Any, runs: pd.DataFrame | None = None,
+                 spill: pd.Series | None = None, dyn_alloc: bool = False) -> None:
         self.job, self.model, self.runs, self.spill, self._dyn = job, model, runs, spill, dyn_alloc
         self.model_name = str(getattr(model, "name_", type(model).__name__))
         cv = getattr(model, "cv_mape_", None)
@@ -54,7 +55,7 @@ class HistorySource:
 
     # -- construction --------------------------------------------------------------------------
     @classmethod
-    def resolve(cls, job: str, *, store: Any = None, models: Any = None) -> "HistorySource":
+    def resolve(cls, job: str, *, store: Any = None, models: Any = None) -> HistorySource:
         if models is None:
             return cls._from_store(job, store)
         if isinstance(models, Mapping):
@@ -77,7 +78,9 @@ class HistorySource:
         stamp = os.stat(index).st_mtime_ns if os.path.exists(index) else 0
         key = ("dir", os.path.abspath(path), stamp, job)
         if key not in _CACHE:
-            from .models.persist import load_models  # numpy only; lists known jobs if unknown
+            from .models.persist import (
+                load_models,  # numpy only; lists known jobs if unknown
+            )
 
             _remember(key, load_models(path, jobs=[job])[job])
         return _CACHE[key]
@@ -109,7 +112,7 @@ class HistorySource:
         return runs, spill, dyn
 
     @classmethod
-    def _from_store(cls, job: str, store: Any) -> "HistorySource":
+    def _from_store(cls, job: str, store: Any) -> HistorySource:
         from .config import resolve_store
         from .store import io as store_io
 
@@ -214,7 +217,7 @@ class HistorySource:
             w.extend(self._memory_warning(runs, size, execs, mem, ratio))
         return w
 
-    def _memory_warning(self, r: "pd.DataFrame", size: int, execs: int, mem: int, ratio: float) -> list[str]:
+    def _memory_warning(self, r: pd.DataFrame, size: int, execs: int, mem: int, ratio: float) -> list[str]:
         import math as m
 
         per_mem = r["input_bytes"] / (r["executors"] * r["executor_memory_mb"] * 2**20)
@@ -228,8 +231,8 @@ class HistorySource:
         else:
             ok, what, heavy = per_mem.dropna(), "(no spill data recorded)", per_mem.iloc[:0]
         if ok.empty:
-            return [f"every recorded run of {self.job} spilled heavily to disk; give executors "
-                    "more memory (spark.executor.memory)"]
+            return [(f"every recorded run of {self.job} spilled heavily to disk; give executors "
+                     "more memory (spark.executor.memory)")]
         limit = float(ok.max())
         if ratio <= limit * 1.0001:
             return []
@@ -267,7 +270,7 @@ def _registry_snapshot(st: Any) -> str | None:
 
     try:
         return registry.current_snapshot(st)
-    except Exception:  # no registry yet, or unreadable: the model is then fitted from runs
+    except Exception:  # no registry yet, or unreadable: the model is then fitted from runs  # noqa: BLE001
         return None
 
 
@@ -288,7 +291,7 @@ def _registry_model(job: str, st: Any) -> Any:
         return (load(st, jobs=[job]) or {}).get(job)
     except UnknownJobError:  # never retrained for this job: fit from its runs
         return None
-    except Exception as exc:  # a broken registry must not stop advice: refit from the runs
+    except Exception as exc:  # a broken registry must not stop advice: refit from the runs  # noqa: BLE001
         log.warning("registry models of %s unusable (%s); fitting from its runs", st.path, exc)
         return None
 
@@ -327,7 +330,7 @@ def _save_fitted(key: str, model: Any) -> None:
         fitcache.write("advice", key, "json", dump)
 
 
-def _fit(runs: "pd.DataFrame", st: Any) -> Any:
+def _fit(runs: pd.DataFrame, st: Any) -> Any:
     """The whole-job model; with too few runs for it, a replay of the recorded task timeline.
 
     The replay (stage-level, see :mod:`sparkpredict.models.simulate`) needs only one run, so a

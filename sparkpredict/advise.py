@@ -31,8 +31,9 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .advice_source import _CACHE, HistorySource  # noqa: F401  (_CACHE: tests inspect it)
 from .errors import InputError
@@ -113,7 +114,7 @@ class Advice:
     def chosen(self) -> Candidate:
         return next(c for c in self.candidates if c.executors == self.executors)
 
-    def candidates_frame(self) -> "pd.DataFrame":
+    def candidates_frame(self) -> pd.DataFrame:
         """The candidate table as a pandas DataFrame, one row per executor count."""
         import pandas as pd
 
@@ -239,7 +240,7 @@ def candidate_grid(lo: int, hi: int, seen: Sequence[int] = ()) -> list[int]:
 
 
 # ---- the choice ---------------------------------------------------------------------------------
-def knee_index(executors: "Sequence[float] | np.ndarray", runtime_s: "Sequence[float] | np.ndarray",
+def knee_index(executors: Sequence[float] | np.ndarray, runtime_s: Sequence[float] | np.ndarray,
                efficiency: float = 0.5) -> int:
     """Index of the knee: the first E from which no larger E' has marginal efficiency >= ``efficiency``.
 
@@ -291,7 +292,7 @@ def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int,
     return i, (None if meets is None else True)
 
 
-def suggest_executors(job: str, input_bytes: int | float | str, *,
+def suggest_executors(job: str, input_bytes: float | str, *,
                       deadline_s: float | str | None = None, objective: str = "cost",
                       executor_cores: int | None = None, executor_memory_mb: int | None = None,
                       min_executors: int = 1, max_executors: int | None = None,
@@ -499,4 +500,4 @@ def _dynamic_allocation(e, t, deadline: float | None, i: int, knee_i: int, lo: i
     return min(low, int(e[i])), hi
 
 
-__all__ = ["Advice", "Candidate", "suggest_executors", "check_params", "knee_index", "candidate_grid", "OBJECTIVES"]
+__all__ = ["OBJECTIVES", "Advice", "Candidate", "candidate_grid", "check_params", "knee_index", "suggest_executors"]

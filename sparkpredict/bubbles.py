@@ -38,9 +38,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Iterable
 
 from .errors import InputError
 
@@ -88,7 +88,7 @@ class Bubble:
 
     def __init__(self, kind: str, intensity: int = 1, *, max_s: float = 900.0,
                  workdir: str | os.PathLike[str] | None = None,
-                 cpus: "Iterable[int] | None" = None, nice: int = 0,
+                 cpus: Iterable[int] | None = None, nice: int = 0,
                  rate_bytes: float | None = None) -> None:
         if kind not in KINDS:
             raise InputError(f"unknown bubble kind {kind!r}", f"use one of {', '.join(KINDS)}")
@@ -122,7 +122,7 @@ class Bubble:
         """Process ids of the live workers (empty when stopped)."""
         return [p.pid for p in self._procs if p.poll() is None]
 
-    def start(self) -> "Bubble":
+    def start(self) -> Bubble:
         """Start the workers and wait until each is generating load."""
         if self._procs:
             return self
@@ -163,7 +163,7 @@ class Bubble:
             log.info("bubble %s stopped", self.kind)
         self._procs = []
 
-    def __enter__(self) -> "Bubble":
+    def __enter__(self) -> Bubble:  # noqa: PYI034 (typing.Self needs Python 3.11)
         return self.start()
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
@@ -171,7 +171,7 @@ class Bubble:
         self.stop()
 
 
-def _check_cpus(cpus: "Iterable[int] | None") -> tuple[int, ...]:
+def _check_cpus(cpus: Iterable[int] | None) -> tuple[int, ...]:
     if cpus is None:
         return ()
     try:

@@ -38,8 +38,7 @@ def resolve_store(store: str | os.PathLike[str] | None) -> str:
     s = str(store) if store is not None else default_store()
     if "://" in s and not s.startswith("file://"):
         return s
-    if s.startswith("file://"):
-        s = s[len("file://"):]
+    s = s.removeprefix("file://")
     return str(Path(s).expanduser().resolve())
 
 

@@ -95,10 +95,10 @@ def run_demo(store: str | os.PathLike | None = None, workdir: str | os.PathLike 
         try:
             res.models_dir = wd / "models"
             save_models(models, res.models_dir)
-        except Exception as exc:  # saving is a convenience; the advice uses the models in memory
+        except Exception as exc:  # saving is a convenience; the advice uses the models in memory  # noqa: BLE001
             res.models_dir = None
             res.messages.append(f"models not saved: {getattr(exc, 'message', exc)}")
-    except Exception as exc:
+    except Exception as exc:  # the demo reports each step that failed and goes on  # noqa: BLE001
         res.messages.append(f"no runtime model: {getattr(exc, 'message', exc)}")
 
     if models:
@@ -108,7 +108,7 @@ def run_demo(store: str | os.PathLike | None = None, workdir: str | os.PathLike 
             target = int(max(plan.sizes_bytes) * ADVICE_FACTOR)
             res.advice_input_bytes = target
             res.advice = suggest_executors(plan.job, target, store=store_path, models=models)
-        except Exception as exc:
+        except Exception as exc:  # the demo reports each step that failed and goes on  # noqa: BLE001
             res.messages.append(f"no advice: {getattr(exc, 'message', exc)}")
 
     try:
@@ -118,9 +118,9 @@ def run_demo(store: str | os.PathLike | None = None, workdir: str | os.PathLike 
                            models=models or None, advice_factor=ADVICE_FACTOR)
         res.report_path = rep.path
         res.messages.extend(rep.warnings)
-    except Exception as exc:
+    except Exception as exc:  # the demo reports each step that failed and goes on  # noqa: BLE001
         res.messages.append(f"no report: {getattr(exc, 'message', exc)}")
     return res
 
 
-__all__ = ["run_demo", "DemoResult", "default_workdir"]
+__all__ = ["DemoResult", "default_workdir", "run_demo"]

@@ -25,8 +25,9 @@ import functools
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -70,7 +71,7 @@ def smallest_levels(values: np.ndarray, fraction: float = 0.6) -> np.ndarray | N
     return np.isin(values, levels[:n_train])
 
 
-def split_masks(runs: "pd.DataFrame", split: str, random_state: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+def split_masks(runs: pd.DataFrame, split: str, random_state: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """(train, test) boolean masks of one job's rows for ``split``; empty when not applicable."""
     n = len(runs)
     if split == "cv3":
@@ -115,10 +116,10 @@ def _n_params(model: Any) -> int:
 class Evaluation:
     """Result of :func:`evaluate`: one row per (job, split, model) and the skipped pairs."""
 
-    rows: "pd.DataFrame"
+    rows: pd.DataFrame
     skipped: dict[str, str] = field(default_factory=dict)
 
-    def table(self, split: str, metric: str) -> "pd.DataFrame":
+    def table(self, split: str, metric: str) -> pd.DataFrame:
         """Jobs x models for one split and metric, with a ``mean`` row (like the study's tables)."""
         r = self.rows[self.rows["split"] == split]
         t = r.pivot_table(index="job", columns="model", values=metric, aggfunc="first", sort=False)
@@ -145,7 +146,7 @@ def _factories(models: Any, include_study: bool) -> dict[str, Callable[[], Any]]
     return out
 
 
-def evaluate(runs: "pd.DataFrame", models: Any = None, splits: tuple[str, ...] = SPLITS,
+def evaluate(runs: pd.DataFrame, models: Any = None, splits: tuple[str, ...] = SPLITS,
              include_study: bool = True, random_state: int = 0, min_runs: int = 12) -> Evaluation:
     """Run the study's protocols for every job of ``runs`` and every model.
 
@@ -193,7 +194,7 @@ def evaluate(runs: "pd.DataFrame", models: Any = None, splits: tuple[str, ...] =
     return Evaluation(pd.DataFrame(rows, columns=cols), skipped)
 
 
-def _score(jr: "pd.DataFrame", y: np.ndarray, masks: list, job: str, split: str, mname: str,
+def _score(jr: pd.DataFrame, y: np.ndarray, masks: list, job: str, split: str, mname: str,
            factory: Callable[[], Any]) -> dict[str, Any]:
     pred = np.full(len(y), np.nan)
     lo = np.full(len(y), np.nan)
@@ -235,7 +236,7 @@ def summary(ev: Evaluation, model: str = "combined") -> dict[str, dict[str, floa
     for split, g in r.groupby("split"):
         out[str(split)] = {"mape_mean": float(g["mape"].mean()), "mape_worst": float(g["mape"].max()),
                            "r2_mean": float(g["r2"].mean()), "coverage90_mean": float(g["coverage90"].mean()),
-                           "jobs": int(len(g))}
+                           "jobs": len(g)}
     return out
 
 
@@ -251,7 +252,7 @@ def format_tables(ev: Evaluation, metrics_: tuple[str, ...] = ("r2", "rrse", "ma
     return "\n\n".join(parts)
 
 
-def _markdown(t: "pd.DataFrame", metric: str) -> str:
+def _markdown(t: pd.DataFrame, metric: str) -> str:
     fmt = (lambda v: f"{100 * v:.1f} %") if metric in ("mape", "rrse", "coverage90") else (lambda v: f"{v:.3f}")
     head = "| job | " + " | ".join(map(str, t.columns)) + " |"
     sep = "|" + "---|" * (len(t.columns) + 1)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, Callable, TypeVar
+from typing import IO, Any, TypeVar
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -43,7 +44,7 @@ def read(kind: str, key: str, suffix: str, load: Callable[[IO[bytes]], T]) -> T 
             return load(f)
     except FileNotFoundError:
         return None
-    except Exception as exc:  # damaged, foreign or from another version: refit
+    except Exception as exc:  # damaged, foreign or from another version: refit  # noqa: BLE001
         log.debug("ignoring cache entry %s: %s", path, exc)
         return None
 

@@ -38,31 +38,87 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from .errors import DegenerateDataError, UnknownJobError
 from .features.interference import (  # the features live there; their names stay importable here
-    COMPONENTS, FEATURE_GROUPS, FEATURES, FOOTPRINT, GROUPS, HOST_FEATURES, KEY, LABEL_KEY, STAGE_FEATURES,
-    STATS, TASK_RATIOS, WINDOW_FEATURES, WINDOWS_S, clean_baseline, host_evidence, host_footprint,
-    interference_labels, stage_features, stage_signatures, with_baseline)
+    COMPONENTS,
+    FEATURE_GROUPS,
+    FEATURES,
+    FOOTPRINT,
+    GROUPS,
+    HOST_FEATURES,
+    KEY,
+    LABEL_KEY,
+    STAGE_FEATURES,
+    STATS,
+    TASK_RATIOS,
+    WINDOW_FEATURES,
+    WINDOWS_S,
+    clean_baseline,
+    host_evidence,
+    host_footprint,
+    interference_labels,
+    stage_features,
+    stage_signatures,
+    with_baseline,
+)
 from .models.degradation import (  # the estimator lives there; its names stay importable here
-    CORRECTION_WEIGHTS, CULPRIT_EVIDENCE, DegradationModel, run_degradation, run_estimate, shapley)
+    CORRECTION_WEIGHTS,
+    CULPRIT_EVIDENCE,
+    DegradationModel,
+    run_degradation,
+    run_estimate,
+    shapley,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from .store.io import Store
 
-__all__ = ["COMPONENTS", "CORRECTION_WEIGHTS", "DEFAULT_TRAINING_STORE", "FEATURE_GROUPS", "FEATURES",
-           "GROUPS", "CULPRIT_EVIDENCE", "FOOTPRINT", "HOST_FEATURES", "KEY", "LABEL_KEY", "QOS_THRESHOLDS", "STAGE_FEATURES", "STATS", "TASK_RATIOS",
-           "WINDOW_FEATURES", "WINDOWS_S", "DegradationModel", "Explanation", "StageImpact",
-           "clean_baseline", "default_model", "explain_run", "fit_monitor", "host_evidence", "host_footprint", "interference_labels",
-           "labelled_stages", "cached_monitor", "run_degradation", "run_estimate", "shapley", "stage_features",
-           "stage_signatures", "with_baseline"]
+__all__ = [
+    "COMPONENTS",
+    "CORRECTION_WEIGHTS",
+    "CULPRIT_EVIDENCE",
+    "DEFAULT_TRAINING_STORE",
+    "FEATURES",
+    "FEATURE_GROUPS",
+    "FOOTPRINT",
+    "GROUPS",
+    "HOST_FEATURES",
+    "KEY",
+    "LABEL_KEY",
+    "QOS_THRESHOLDS",
+    "STAGE_FEATURES",
+    "STATS",
+    "TASK_RATIOS",
+    "WINDOWS_S",
+    "WINDOW_FEATURES",
+    "DegradationModel",
+    "Explanation",
+    "StageImpact",
+    "cached_monitor",
+    "clean_baseline",
+    "default_model",
+    "explain_run",
+    "fit_monitor",
+    "host_evidence",
+    "host_footprint",
+    "interference_labels",
+    "labelled_stages",
+    "run_degradation",
+    "run_estimate",
+    "shapley",
+    "stage_features",
+    "stage_signatures",
+    "with_baseline",
+]
 log = logging.getLogger(__name__)
 
 QOS_THRESHOLDS = (0.05, 0.10, 0.20)
@@ -71,8 +127,8 @@ DEFAULT_TRAINING_STORE = Path(__file__).resolve().parent / "data" / "interferenc
 
 
 # ---- from a store ------------------------------------------------------------------------
-def labelled_stages(store: "Store", jobs: list[str] | None = None,
-                    run_ids: list[str] | None = None) -> "pd.DataFrame":
+def labelled_stages(store: Store, jobs: list[str] | None = None,
+                    run_ids: list[str] | None = None) -> pd.DataFrame:
     """Stage features of every run in ``store`` (or of ``jobs``), with baselines and labels.
 
     Columns of :func:`with_baseline` plus ``job`` and ``label`` (the run's interference label).
@@ -103,7 +159,7 @@ def labelled_stages(store: "Store", jobs: list[str] | None = None,
     return pd.concat(parts, ignore_index=True)
 
 
-def fit_monitor(store: "Store | str | Path | None" = None, *, jobs: list[str] | None = None,
+def fit_monitor(store: Store | str | Path | None = None, *, jobs: list[str] | None = None,
                 **params: Any) -> DegradationModel:
     """Train a :class:`DegradationModel` on a store's labelled runs (default: the committed dataset)."""
     from .store import io
@@ -116,7 +172,7 @@ def fit_monitor(store: "Store | str | Path | None" = None, *, jobs: list[str] | 
 _CACHE: dict[str, DegradationModel] = {}
 
 
-def cached_monitor(st: "Store | str | Path") -> DegradationModel:
+def cached_monitor(st: Store | str | Path) -> DegradationModel:
     """:func:`fit_monitor` on ``st``, trained once per version of the store and of the monitor's
     code: kept in this process and on disk for the next one (:mod:`sparkpredict.fitcache`)."""
     import pickle
@@ -143,7 +199,7 @@ def cached_monitor(st: "Store | str | Path") -> DegradationModel:
     return _CACHE[key]
 
 
-def default_model(store: "Store | None" = None) -> DegradationModel:
+def default_model(store: Store | None = None) -> DegradationModel:
     """Trained on the user's store when it holds labelled interfered runs, else on the committed
     dataset (:data:`DEFAULT_TRAINING_STORE`); trained once per store version (see :func:`cached_monitor`)."""
     if store is not None:
@@ -207,7 +263,7 @@ class Explanation:
         return d
 
 
-def explain_run(run_id: str, store: "Store | str | Path | None" = None,
+def explain_run(run_id: str, store: Store | str | Path | None = None,
                 models: DegradationModel | None = None, *, threshold: float = 0.10,
                 top_stages: int = 3) -> Explanation:
     """Expected and actual time of a run, its degradation, and the resource group that caused it.

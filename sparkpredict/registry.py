@@ -109,7 +109,7 @@ def _int_text(v: Any) -> str:
     if v is None:
         return ""
     try:
-        if v != v:  # NaN from a nullable int column read as float
+        if v != v:  # NaN from a nullable int column read as float  # noqa: PLR0124
             return ""
     except TypeError:
         pass
@@ -208,7 +208,7 @@ def check_artifact_version(version: Any, job: str, store_path: str) -> None:
 
 
 # ---- the registry table -------------------------------------------------------------------------
-def empty_registry() -> "pd.DataFrame":
+def empty_registry() -> pd.DataFrame:
     return REGISTRY_SCHEMA.empty_table().to_pandas()
 
 
@@ -226,7 +226,7 @@ def current_snapshot(store: Any) -> str | None:
     return names[-1] if names else None
 
 
-def read_registry(store: Any) -> "pd.DataFrame":
+def read_registry(store: Any) -> pd.DataFrame:
     """The current registry: one row per (job, model_kind, signature), columns of REGISTRY_SCHEMA."""
     st = _open(store)
     name = current_snapshot(st)
@@ -247,13 +247,13 @@ def read_registry(store: Any) -> "pd.DataFrame":
     return table.to_pandas()
 
 
-def _rows(reg: "pd.DataFrame") -> Iterable[Any]:
+def _rows(reg: pd.DataFrame) -> Iterable[Any]:
     """``reg.itertuples(index=False)``: pandas-stubs type every field as any scalar (None, NaT,
     Interval, ...), where REGISTRY_SCHEMA fixes each column's type."""
     return reg.itertuples(index=False)
 
 
-def commit_registry(store: Any, rows: "pd.DataFrame", retrain_id: str) -> str:
+def commit_registry(store: Any, rows: pd.DataFrame, retrain_id: str) -> str:
     """Write ``rows`` as the new registry snapshot; the final rename is the commit point.
 
     Returns the snapshot's file name. Older snapshots beyond :data:`KEEP_SNAPSHOTS` are pruned
@@ -306,13 +306,13 @@ def _check_model_format(doc: dict, store_path: str) -> None:
             f"run `sparkpredict retrain --store {store_path}`: it refits models of another format")
 
 
-def _runtime_model_from_dict(d: dict) -> "JobRuntimeModel":
+def _runtime_model_from_dict(d: dict) -> JobRuntimeModel:
     from .models.persist import JobRuntimeModel
 
     return JobRuntimeModel.from_dict(d)
 
 
-def load_models(store: Any = None, jobs: Iterable[str] | None = None) -> "dict[str, JobRuntimeModel]":
+def load_models(store: Any = None, jobs: Iterable[str] | None = None) -> dict[str, JobRuntimeModel]:
     """The current whole-job runtime model of every job in the registry.
 
     Parameters
@@ -351,7 +351,7 @@ def load_models(store: Any = None, jobs: Iterable[str] | None = None) -> "dict[s
     return out
 
 
-def load_stage_models(store: Any = None, jobs: Iterable[str] | None = None) -> "dict[str, StageRuntimeModel]":
+def load_stage_models(store: Any = None, jobs: Iterable[str] | None = None) -> dict[str, StageRuntimeModel]:
     """The current stage-level model of every job that has one, keyed by job.
 
     A stage model keeps the ids of its training runs, not their stages and tasks: those are read
@@ -388,7 +388,20 @@ def registry_path(store: Any) -> str:
 
 
 __all__ = [
-    "ARTIFACT_VERSION", "REGISTRY_SCHEMA", "KIND_RUNTIME", "KIND_STAGE", "load_models", "load_stage_models", "load_artifacts",
-    "read_registry", "commit_registry", "current_snapshot", "write_artifact", "read_artifact",
-    "make_artifact", "artifact_relpath", "fingerprint", "new_retrain_id",
+    "ARTIFACT_VERSION",
+    "KIND_RUNTIME",
+    "KIND_STAGE",
+    "REGISTRY_SCHEMA",
+    "artifact_relpath",
+    "commit_registry",
+    "current_snapshot",
+    "fingerprint",
+    "load_artifacts",
+    "load_models",
+    "load_stage_models",
+    "make_artifact",
+    "new_retrain_id",
+    "read_artifact",
+    "read_registry",
+    "write_artifact",
 ]

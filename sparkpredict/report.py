@@ -20,10 +20,11 @@ import html
 import io
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, StoreError
 from .units import format_bytes, format_duration
@@ -71,10 +72,11 @@ def _png(fig) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def _attempt(section: JobSection, what: str, fn: Callable[[], Any]) -> Any:
-    """Run one piece; a failure becomes a note on the page (Sparklens-style isolation)."""
+def _attempt(section: JobSection, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run one piece, ``fn(*args)``; a failure becomes a note on the page (Sparklens-style
+    isolation)."""
     try:
-        return fn()
+        return fn(*args)
     except Exception as exc:  # one failing piece must not sink the report
         msg = getattr(exc, "message", None) or str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         section.notes.append(f"{what} unavailable: {msg}")
@@ -82,12 +84,12 @@ def _attempt(section: JobSection, what: str, fn: Callable[[], Any]) -> Any:
         return None
 
 
-def _template_row(runs: "pd.DataFrame", features: list[str]) -> dict[str, float]:
+def _template_row(runs: pd.DataFrame, features: list[str]) -> dict[str, float]:
     """Typical values of the job's features (median), to vary one or two of them in plots."""
     return {c: float(runs[c].median()) for c in features if c in runs}
 
 
-def _predict(model, rows: "pd.DataFrame", confidence: float) -> dict:
+def _predict(model, rows: pd.DataFrame, confidence: float) -> dict:
     import numpy as np
 
     out = model.predict_interval(rows, confidence)
@@ -161,7 +163,7 @@ def _pct(v: float) -> str:
     return f"{v * 100:.1f}%" if v <= 1.5 else f"{v:.1f}%"
 
 
-def _fig_stages(stages: "pd.DataFrame", run: "pd.Series") -> str:
+def _fig_stages(stages: pd.DataFrame, run: pd.Series) -> str:
     import matplotlib.pyplot as plt
 
     st = stages.sort_values(["submission_ms", "stage_id"]).reset_index(drop=True)
@@ -183,7 +185,7 @@ def _fig_stages(stages: "pd.DataFrame", run: "pd.Series") -> str:
     ax.set_xlabel("seconds since application start")
     def num(key: str) -> float:
         v = run.get(key)
-        return float(v) if v is not None and v == v else 0.0  # None and NaN count as 0
+        return float(v) if v is not None and v == v else 0.0  # None and NaN count as 0  # noqa: PLR0124
 
     wall = num("wall_ms") / 1000
     ax.set_xlim(0, max(wall, 1) * 1.45)
@@ -227,7 +229,7 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
             from .models.persist import fit_all
 
             models = fit_all(runs[runs["job"].isin(all_jobs)])
-        except Exception as exc:  # models missing or unfit: plots still show the runs
+        except Exception as exc:  # models missing or unfit: plots still show the runs  # noqa: BLE001
             warnings.append(f"runtime models unavailable: {getattr(exc, 'message', exc)}")
             models = {}
     features = [c for c in feature_columns(runs) if c in runs.columns]
@@ -243,19 +245,18 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
         else:
             sec.model_name = getattr(model, "name_", type(model).__name__)
             sec.cv_mape = getattr(model, "cv_mape_", None)
-        fig = _attempt(sec, "runtime curve",
-                       lambda: _fig_runtime_vs_executors(jr, model, features, confidence))
+        fig = _attempt(sec, "runtime curve", _fig_runtime_vs_executors, jr, model, features, confidence)
         if fig is None and model is not None:  # retry without the model: the runs alone still help
-            fig = _attempt(sec, "runtime plot", lambda: _fig_runtime_vs_executors(jr, None, features, confidence))
+            fig = _attempt(sec, "runtime plot", _fig_runtime_vs_executors, jr, None, features, confidence)
         if fig:
             sec.figures["runtime_vs_executors"] = fig
         if model is not None:
-            fig = _attempt(sec, "predicted-vs-actual plot",
-                           lambda: _fig_predicted_vs_actual(jr, model, features, confidence))
+            fig = _attempt(sec, "predicted-vs-actual plot", _fig_predicted_vs_actual, jr, model, features,
+                           confidence)
             if fig:
                 sec.figures["predicted_vs_actual"] = fig
 
-        def stage_fig() -> str:
+        def stage_fig(job: str) -> str:
             nonlocal stages_all
             latest = runs_raw[(runs_raw["job"] == job) & (runs_raw["status"] == "succeeded")] \
                 .sort_values("start_ms").iloc[-1]
@@ -263,12 +264,11 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
                 stages_all = st.stages()
             return _fig_stages(stages_all[stages_all["run_id"] == latest["run_id"]], latest)
 
-        fig = _attempt(sec, "stage breakdown", stage_fig)
+        fig = _attempt(sec, "stage breakdown", stage_fig, job)
         if fig:
             sec.figures["stages"] = fig
         target = float(jr["input_bytes"].max()) * advice_factor
-        adv = _attempt(sec, f"advice for {format_bytes(target)}",
-                       lambda: _advice(job, target, store_path, models))
+        adv = _attempt(sec, f"advice for {format_bytes(target)}", _advice, job, target, store_path, models)
         if adv:
             sec.advice_text, sec.advice_table_html = adv
         sections.append(sec)
@@ -294,8 +294,8 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
         f"<tr><td style='text-align:left'><a href='#job-{e(s.job)}'>{e(s.job)}</a></td><td>{s.n_runs}</td>"
         f"<td style='text-align:left'>{e(s.model_name or '-')}</td>"
         f"<td>{_pct(s.cv_mape) if s.cv_mape is not None else '-'}</td></tr>" for s in sections)
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>sparkpredict report</title>"
-             f"<style>{_CSS}</style></head><body>",
+    parts = [(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>sparkpredict report</title>"
+              f"<style>{_CSS}</style></head><body>"),
              "<h1>sparkpredict report</h1>",
              f"<div class='meta'>store <code>{e(store_path)}</code> &middot; generated {now}</div>"]
     parts += [f"<div class='note warn'>{e(w)}</div>" for w in warnings]
@@ -362,4 +362,4 @@ def build_report(out: str | os.PathLike, store: str | os.PathLike | None = None,
     return ReportResult(out.resolve(), store_path, sections, warnings)
 
 
-__all__ = ["build_report", "build_sections", "render_html", "ReportResult", "JobSection"]
+__all__ = ["JobSection", "ReportResult", "build_report", "build_sections", "render_html"]

@@ -80,7 +80,7 @@ class RetrainResult:
 
 
 # ---- the one fitting function -------------------------------------------------------------------
-def _conform_rows(table: str, df: "pd.DataFrame | None") -> "pd.DataFrame":
+def _conform_rows(table: str, df: pd.DataFrame | None) -> pd.DataFrame:
     """Rows of a store table as :meth:`Store.read` gives them, whichever path read them."""
     if df is None or not len(df):
         return S.empty_table(table).to_pandas()
@@ -88,13 +88,13 @@ def _conform_rows(table: str, df: "pd.DataFrame | None") -> "pd.DataFrame":
     return S.conform(table, pa.Table.from_pandas(df[cols], preserve_index=False)).to_pandas()
 
 
-def _normalize(raw: "pd.DataFrame") -> "pd.DataFrame":
+def _normalize(raw: pd.DataFrame) -> pd.DataFrame:
     """Same rows -> same frame, whichever path read them: runs-schema dtypes, fixed order."""
     df = _conform_rows("runs", raw)
     return df.sort_values(["start_ms", "run_id"], kind="stable", na_position="first").reset_index(drop=True)
 
 
-def fit_group(raw_runs: "pd.DataFrame", *, random_state: int = 0, kind: str = "auto") -> dict:
+def fit_group(raw_runs: pd.DataFrame, *, random_state: int = 0, kind: str = "auto") -> dict:
     """Fit one job's whole-job model from its raw ``runs`` rows; return the artifact document.
 
     This is the one fitting function of both paths: :func:`sparkpredict.features.runs.runs_table`
@@ -137,7 +137,7 @@ def fit_group(raw_runs: "pd.DataFrame", *, random_state: int = 0, kind: str = "a
     return doc
 
 
-def fit_stage_group(raw_runs: "pd.DataFrame", stages: "pd.DataFrame | None", tasks: "pd.DataFrame | None",
+def fit_stage_group(raw_runs: pd.DataFrame, stages: pd.DataFrame | None, tasks: pd.DataFrame | None,
                     *, random_state: int = 0) -> dict | None:
     """Fit one job's stage-level model (a random forest per stage signature, see
     :class:`sparkpredict.models.stages.StageRuntimeModel`); return its artifact document, or
@@ -179,8 +179,8 @@ def fit_stage_group(raw_runs: "pd.DataFrame", stages: "pd.DataFrame | None", tas
 Outcome = tuple[str, str, str, "str | None", "str | None"]
 
 
-def fit_group_safe(raw_runs: "pd.DataFrame", stages: "pd.DataFrame | None" = None,
-                   tasks: "pd.DataFrame | None" = None, *, stage_models: bool = False,
+def fit_group_safe(raw_runs: pd.DataFrame, stages: pd.DataFrame | None = None,
+                   tasks: pd.DataFrame | None = None, *, stage_models: bool = False,
                    **kw: Any) -> list[Outcome]:
     """The job's whole-job model and (``stage_models``) its stage model; a job or model that
     cannot be fitted does not stop the others."""
@@ -205,7 +205,7 @@ def _float_or_none(v: Any) -> float | None:
         f = float(v)
     except (TypeError, ValueError):
         return None
-    return f if f == f else None
+    return None if math.isnan(f) else f
 
 
 def _jsonable(v: Any) -> Any:
@@ -215,7 +215,7 @@ def _jsonable(v: Any) -> Any:
 
 
 # ---- planning: which jobs need a refit ----------------------------------------------------------
-def _prev_state(prev: "pd.DataFrame") -> dict[tuple[str, str], tuple]:
+def _prev_state(prev: pd.DataFrame) -> dict[tuple[str, str], tuple]:
     """(job, model_kind) -> what decides staleness, small enough to ship to Spark's Python workers."""
     cur = prev[prev.model_kind.isin([R.KIND_RUNTIME, R.KIND_STAGE]) & (prev.signature.fillna("") == "")]
     # pandas-stubs type every named-tuple field as any scalar; the registry's schema fixes them
@@ -239,7 +239,7 @@ def _job_is_stale(state: dict[tuple[str, str], tuple], job: str, fp: str, force:
         stage is not None and _is_stale(stage, fp, False, R.KIND_STAGE, STAGE_FORMAT_VERSION))
 
 
-def _plan(prev: "pd.DataFrame", fingerprints: dict[str, tuple[str, int]], force: bool,
+def _plan(prev: pd.DataFrame, fingerprints: dict[str, tuple[str, int]], force: bool,
           kind: str = "auto") -> list[str]:
     """The jobs of ``fingerprints`` that need a refit, sorted."""
     state = _prev_state(prev)
@@ -267,13 +267,13 @@ def _only(fps: dict[str, tuple[str, int]], jobs: Iterable[str] | None) -> dict[s
     return {j: v for j, v in fps.items() if j in keep}
 
 
-def _local_fingerprints(raw: "pd.DataFrame") -> dict[str, tuple[str, int]]:
+def _local_fingerprints(raw: pd.DataFrame) -> dict[str, tuple[str, int]]:
     raw = raw[raw.job.notna() & raw.run_id.notna()]
     return {str(j): (R.fingerprint(g.run_id, g.updated_ms), len(g)) for j, g in raw.groupby("job", sort=True)}
 
 
 # ---- commit: artifacts, then the registry in one rename -----------------------------------------
-def _commit(st: store_io.Store, prev: "pd.DataFrame", results: Iterable[Outcome],
+def _commit(st: store_io.Store, prev: pd.DataFrame, results: Iterable[Outcome],
             result: RetrainResult, on_artifact: Callable[[int], None] | None) -> RetrainResult:
     import pandas as pd
 
@@ -387,7 +387,7 @@ def plan(store: Any = None, *, force: bool = False, kind: str = "auto") -> tuple
     return _stale_jobs(st, st.runs(), force, kind)
 
 
-def _stale_jobs(st: Any, runs: "pd.DataFrame", force: bool, kind: str) -> tuple[list[str], int]:
+def _stale_jobs(st: Any, runs: pd.DataFrame, force: bool, kind: str) -> tuple[list[str], int]:
     fps = _local_fingerprints(runs)
     return _plan(R.read_registry(st), fps, force, kind), len(fps)
 
@@ -432,7 +432,7 @@ def jobs_with_stages(store: Any, jobs: Iterable[str]) -> list[str]:
     return _staged(st, st.runs(), jobs)
 
 
-def _staged(st: Any, runs: "pd.DataFrame", jobs: Iterable[str]) -> list[str]:
+def _staged(st: Any, runs: pd.DataFrame, jobs: Iterable[str]) -> list[str]:
     with_stages = set(st.read("stages", columns=["run_id"])["run_id"])
     want = set(jobs)
     return sorted({j for j, r in zip(runs["job"], runs["run_id"]) if j in want and r in with_stages})
@@ -508,6 +508,17 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["retrain", "retrain_local", "fit_group", "fit_stage_group", "RetrainResult", "plan", "plan_path",
-           "jobs_with_stages", "crossover_stage_jobs", "choose_path",
-           "crossover_jobs", "CROSSOVER_JOBS"]
+__all__ = [
+    "CROSSOVER_JOBS",
+    "RetrainResult",
+    "choose_path",
+    "crossover_jobs",
+    "crossover_stage_jobs",
+    "fit_group",
+    "fit_stage_group",
+    "jobs_with_stages",
+    "plan",
+    "plan_path",
+    "retrain",
+    "retrain_local",
+]

@@ -194,7 +194,7 @@ def _make_udf(random_state: int, kind: str, force: bool, state: dict[tuple[str, 
     return fit_pdf
 
 
-def _cogroup_udf(per_job: Callable[..., "pd.DataFrame"]):
+def _cogroup_udf(per_job: Callable[..., pd.DataFrame]):
     with_detail = per_job.with_detail  # type: ignore[attr-defined]
 
     def fit_cogroup(runs, detail):
@@ -207,7 +207,7 @@ def _cogroup_udf(per_job: Callable[..., "pd.DataFrame"]):
     return fit_cogroup
 
 
-def _per_partition(per_job: Callable[["pd.DataFrame"], "pd.DataFrame"]):
+def _per_partition(per_job: Callable[[pd.DataFrame], pd.DataFrame]):
     """mapInPandas function: apply ``per_job`` to each job of a partition sorted by job."""
     def fit_partition(batches):
         import pandas as pd
@@ -237,4 +237,4 @@ def _python() -> str:
     return sys.executable
 
 
-__all__ = ["retrain_spark", "read_runs_spark", "read_committed_spark", "spark_path"]
+__all__ = ["read_committed_spark", "read_runs_spark", "retrain_spark", "spark_path"]

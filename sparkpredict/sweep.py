@@ -25,9 +25,9 @@ import math
 import os
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from . import workloads as W
 from .errors import InputError, ListenerError, WorkloadError
@@ -382,7 +382,7 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
         except KeyboardInterrupt:
             exit_code = 130
             raise
-        except Exception as exc:  # the run failed: recorded as failed, retried by the next sweep
+        except Exception as exc:  # the run failed: recorded as failed, retried by the next sweep  # noqa: BLE001
             outcome.error = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}"
             log.warning("run %s failed: %s", name, outcome.error)
         finally:
@@ -407,7 +407,7 @@ def _stop(spark, exit_code: int) -> None:
     if exit_code:
         try:
             spark.sparkContext._jsc.sc().stop(exit_code)
-        except Exception as exc:  # the JVM may already be gone; the Python-side stop still runs
+        except Exception as exc:  # the JVM may already be gone; the Python-side stop still runs  # noqa: BLE001
             log.debug("stop(%d) failed: %s", exit_code, exc)
     spark.stop()
 
@@ -432,7 +432,7 @@ def _warm_up(w: W.Workload, combo: Combo, path: Path, plan: SweepPlan, local_dir
     try:
         spark.sparkContext.setLogLevel("ERROR")
         w.run(spark, path, plan.seed)
-    except Exception as exc:  # a broken workload shows up (and is recorded) in the real runs
+    except Exception as exc:  # a broken workload shows up (and is recorded) in the real runs  # noqa: BLE001
         log.warning("warm-up run failed: %s", exc)
     finally:
         spark.stop()
@@ -449,5 +449,17 @@ def _verify_recorded(store_path: str, app_id: str | None) -> None:
                             "in this process before the sweep")
 
 
-__all__ = ["Combo", "SweepPlan", "SweepResult", "RunOutcome", "plan_sweep", "run_sweep",
-           "recorded_keys", "check_capacity", "master_for", "parse_list", "DEFAULT_MASTER", "KEY_SWEEP"]
+__all__ = [
+    "DEFAULT_MASTER",
+    "KEY_SWEEP",
+    "Combo",
+    "RunOutcome",
+    "SweepPlan",
+    "SweepResult",
+    "check_capacity",
+    "master_for",
+    "parse_list",
+    "plan_sweep",
+    "recorded_keys",
+    "run_sweep",
+]

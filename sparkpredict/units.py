@@ -12,12 +12,12 @@ _BYTE_UNITS = {
     "t": 1000**4, "tb": 1000**4, "p": 1000**5, "pb": 1000**5,
     "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4, "pib": 1024**5,
 }
-_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.I)
-_DUR_PART = re.compile(r"([0-9]*\.?[0-9]+)\s*(ms|s|sec|m|min|h|hr|d)", re.I)
+_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
+_DUR_PART = re.compile(r"([0-9]*\.?[0-9]+)\s*(ms|s|sec|m|min|h|hr|d)", re.IGNORECASE)
 _DUR_S = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400}
 
 
-def parse_bytes(text: str | int | float) -> int:
+def parse_bytes(text: str | float) -> int:
     """Parse a size such as ``300GB`` (decimal) or ``1.5TiB`` (binary) into bytes.
 
     >>> parse_bytes("1.5KiB")
@@ -37,7 +37,7 @@ def parse_bytes(text: str | int | float) -> int:
     return int(round(value * _BYTE_UNITS[unit]))
 
 
-def parse_duration(text: str | int | float) -> float:
+def parse_duration(text: str | float) -> float:
     """Parse a duration such as ``45m``, ``1h30m``, ``90s`` or a bare number of seconds."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         seconds = float(text)

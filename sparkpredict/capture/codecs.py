@@ -39,8 +39,7 @@ class CorruptStream(Exception):
 
 def codec_of(name: str) -> str | None:
     """Codec from a Spark event-log file name (``.inprogress`` ignored), or ``None`` for plain."""
-    if name.endswith(".inprogress"):
-        name = name[: -len(".inprogress")]
+    name = name.removesuffix(".inprogress")
     ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     if ext == "zst":
         return "zstd"

@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Literal
 import pyarrow as pa
 
 from ..errors import IngestError, InputError
-from .codecs import CorruptStream, TruncatedStream, codec_of, iter_decompressed, iter_lines
+from .codecs import (
+    CorruptStream,
+    TruncatedStream,
+    codec_of,
+    iter_decompressed,
+    iter_lines,
+)
 from .eventlog_rows import RunBuilder
 
 if TYPE_CHECKING:
@@ -39,7 +45,7 @@ log = logging.getLogger(__name__)
 ROLLING_PREFIX = "eventlog_v2_"
 _EVENTS_FILE = re.compile(r"^events_(\d+)_(.+)$")
 # Files in a history folder that are never event logs (checksums, notes, our own store).
-_NOT_LOGS = re.compile(r"^[._]|\.(crc|md|txt|py|parquet|html|csv)$|^appstatus_", re.I)
+_NOT_LOGS = re.compile(r"^[._]|\.(crc|md|txt|py|parquet|html|csv)$|^appstatus_", re.IGNORECASE)
 _HEAD_BYTES = 64 << 10
 
 
@@ -131,8 +137,7 @@ class IngestReport:
 
 # ---- finding logs ---------------------------------------------------------------------------
 def _strip_suffixes(name: str) -> str:
-    if name.endswith(".inprogress"):
-        name = name[: -len(".inprogress")]
+    name = name.removesuffix(".inprogress")
     if codec_of(name) is not None:
         name = name.rsplit(".", 1)[0]
     return name
@@ -228,7 +233,7 @@ def _parse_source(source: LogSource) -> ParsedLog:
     nbytes = [0]
     for f in source.files:
         name = os.path.basename(f)
-        codec = codec_of(name[: -len(".compact")] if name.endswith(".compact") else name)
+        codec = codec_of(name.removesuffix(".compact"))
         lines_before = builder.lines
         try:
             with open(f, "rb") as fh:
@@ -303,7 +308,7 @@ def parse_event_log(path: str | os.PathLike[str]) -> ParsedLog:
 
 # ---- ingest ---------------------------------------------------------------------------------
 def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-                      store: "str | os.PathLike[str] | Store | None" = None, *,
+                      store: str | os.PathLike[str] | Store | None = None, *,
                       on_error: Literal["warn", "raise"] = "warn") -> IngestReport:
     """Append the runs of Spark event logs to a history store, each log as one atomic batch.
 
@@ -361,7 +366,7 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
     return report
 
 
-def _ingest_one(src: LogSource, st: "Store", seen_fp: set, run_ids: set, name_ids: set) -> FileOutcome:
+def _ingest_one(src: LogSource, st: Store, seen_fp: set, run_ids: set, name_ids: set) -> FileOutcome:
     from ..store.io import new_batch_id
 
     try:
@@ -392,5 +397,11 @@ def _ingest_one(src: LogSource, st: "Store", seen_fp: set, run_ids: set, name_id
                        warnings=parsed.warnings)
 
 
-__all__ = ["ingest_event_logs", "parse_event_log", "IngestReport", "ParsedLog", "FileOutcome",
-           "find_logs"]
+__all__ = [
+    "FileOutcome",
+    "IngestReport",
+    "ParsedLog",
+    "find_logs",
+    "ingest_event_logs",
+    "parse_event_log",
+]

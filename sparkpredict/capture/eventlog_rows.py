@@ -23,7 +23,6 @@ import pyarrow.compute as pc
 
 from ..store import schema as S
 
-
 _PREFIX = b'{"Event":"'
 _TASK_PREFIX = b'{"Event":"SparkListenerTask'
 _TASK_END = b'{"Event":"SparkListenerTaskEnd"'

@@ -18,8 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..config import (HOST_PLUGIN_CLASS, KEY_INPUT_BYTES, KEY_JOB, KEY_STORE, KEY_TASKS, LISTENER_CLASS, cache_dir,
-                      resolve_store)
+from ..config import (
+    HOST_PLUGIN_CLASS,
+    KEY_INPUT_BYTES,
+    KEY_JOB,
+    KEY_STORE,
+    KEY_TASKS,
+    LISTENER_CLASS,
+    cache_dir,
+    resolve_store,
+)
 from ..errors import ListenerError
 
 log = logging.getLogger(__name__)
@@ -119,7 +127,7 @@ def build_listener(force: bool = False) -> Path:
                "-cp", str(jars / "*"), *map(str, files)]
         log.info("building the sparkpredict listener for Spark %s: %s", spark, " ".join(cmd[:2]))
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
         except OSError as exc:
             raise ListenerError(f"cannot run {javac}: {exc}", "install a JDK 17+ and put javac on PATH") from exc
         if proc.returncode != 0:
@@ -182,7 +190,7 @@ def _jvm_has_listener(jvm: Any) -> bool:
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
         loader.loadClass(LISTENER_CLASS)
         return True
-    except Exception:  # py4j raises Py4JJavaError / Py4JError for a missing class
+    except Exception:  # py4j raises Py4JJavaError / Py4JError for a missing class  # noqa: BLE001
         return False
 
 
@@ -228,9 +236,16 @@ def listener_error(spark: Any) -> str | None:
     """The last error the listener logged in this process's JVM, or None when all went well."""
     try:
         return spark.sparkContext._jvm.io.sparkpredict.SparkPredictListener.lastError()
-    except Exception as exc:  # the class is missing: the listener was never attached
+    except Exception as exc:  # the class is missing: the listener was never attached  # noqa: BLE001
         return f"listener not loaded: {exc}"
 
 
-__all__ = ["attach", "build_listener", "listener_conf", "listener_error", "java_source_dir",
-           "pyspark_home", "spark_version"]
+__all__ = [
+    "attach",
+    "build_listener",
+    "java_source_dir",
+    "listener_conf",
+    "listener_error",
+    "pyspark_home",
+    "spark_version",
+]

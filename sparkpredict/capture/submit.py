@@ -248,5 +248,13 @@ def _record_outcome(store_path: str, submit_id: str, rc: int) -> list[str]:
     return run_ids
 
 
-__all__ = ["SubmitResult", "submit", "build_command", "spark_submit_path", "dynamic_allocation_enabled",
-           "KEY_SUBMIT_ID", "KEY_INPUT_BYTES", "KEY_JOB"]
+__all__ = [
+    "KEY_INPUT_BYTES",
+    "KEY_JOB",
+    "KEY_SUBMIT_ID",
+    "SubmitResult",
+    "build_command",
+    "dynamic_allocation_enabled",
+    "spark_submit_path",
+    "submit",
+]

@@ -28,8 +28,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from ..evaluate import SPLITS, evaluate, format_tables, summary
     from ..errors import InputError
+    from ..evaluate import SPLITS, evaluate, format_tables, summary
     from ..features.runs import read_runs_file
 
     if args.runs is None and args.store is None:

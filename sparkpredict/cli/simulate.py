@@ -76,8 +76,8 @@ def format_report(rep: Any) -> str:
         f"run {rep.run_id}" + (f" (job {rep.job})" if rep.job else "")
         + f": {rep.actual_executors} executors x {rep.actual_cores} cores, {rep.n_tasks:,} tasks "
           f"in {rep.n_stages} stages, recorded {rep.recorded_wall_s:.1f} s",
-        f"self-check at {rep.actual_executors} executors (actually used): replay {sc.predicted_wall_s:.1f} s, "
-        f"error {rep.self_error * 100:+.1f} %",
+        (f"self-check at {rep.actual_executors} executors (actually used): replay {sc.predicted_wall_s:.1f} s, "
+         f"error {rep.self_error * 100:+.1f} %"),
         "",
         f"{'executors':>9} {'cores':>5} {'slots':>6} {'predicted':>11} {'lower bound':>12} {'slots busy':>10}",
     ]

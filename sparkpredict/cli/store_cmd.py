@@ -57,14 +57,14 @@ def _summary(args: argparse.Namespace) -> int:
     print(f"\n{'job':<30} {'runs':>5} {'ok':>5} {'median wall':>12}  last start (UTC)")
     for r in per_job.itertuples():
         wall = format_duration(r.median_wall_ms / 1000) if r.median_wall_ms == r.median_wall_ms else "-"
-        print(f"{str(r.job):<30} {r.runs:>5} {r.succeeded:>5} {wall:>12}  {when(r.last_start_ms)}")
+        print(f"{r.job!s:<30} {r.runs:>5} {r.succeeded:>5} {wall:>12}  {when(r.last_start_ms)}")
     print(f"\nlatest {min(args.last, len(runs))} runs:")
     print(f"{'run_id':<28} {'job':<24} {'status':<10} {'wall':>9} {'exec max':>8} {'tasks':>7}")
     for r in runs.sort_values("start_ms").tail(args.last).itertuples():
         wall = format_duration(r.wall_ms / 1000) if r.wall_ms == r.wall_ms else "-"
         ex = "-" if r.executors_max != r.executors_max else int(r.executors_max)
         nt = "-" if r.num_tasks != r.num_tasks else int(r.num_tasks)
-        print(f"{str(r.run_id):<28} {str(r.job):<24} {r.status:<10} {wall:>9} {ex:>8} {nt:>7}")
+        print(f"{r.run_id!s:<28} {r.job!s:<24} {r.status:<10} {wall:>9} {ex:>8} {nt:>7}")
     return 0
 
 

@@ -46,8 +46,8 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     if not args.job or input_bytes is None:
         raise InputError("--executors auto needs --job and --input-size",
                          "add e.g. --job nightly-etl --input-size 120g")
-    from ..advise import suggest_executors
     from ..advice_source import HistorySource
+    from ..advise import suggest_executors
     from ..capture.submit import dynamic_allocation_enabled
     from ..units import parse_duration
 

@@ -5,6 +5,7 @@ Fast path: with ``--models DIR`` only numpy and the saved models load (no pandas
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 
@@ -78,7 +79,7 @@ def executor_memory_mb(text: str | None) -> int | None:
             v = float(t)
     except ValueError:
         v = float("nan")
-    if not v == v or v < 1:
+    if math.isnan(v) or v < 1:
         raise InputError(f"cannot read executor memory {text!r}", "write e.g. 4g, 512m or 4096 (MiB)")
     return int(round(v))
 
@@ -132,7 +133,7 @@ def format_advice(a: Any, max_rows: int = 40) -> str:
             row.append("" if c.chance_meets_deadline is None else format_chance(c.chance_meets_deadline))
         rows.append(row)
     widths = [max(len(r[k]) for r in [cols] + rows) for k in range(len(cols))]
-    fmt = lambda r: "  ".join(v.rjust(w) for v, w in zip(r, widths)).rstrip()  # noqa: E731
+    fmt = lambda r: "  ".join(v.rjust(w) for v, w in zip(r, widths)).rstrip()
     if a.params:
         head.append("job parameters: " + ", ".join(f"{k}={v:g}" for k, v in a.params.items()))
     lines = head + ["", fmt(cols)] + [fmt(r) for r in rows] + ["", "advice: " + a.summary()]

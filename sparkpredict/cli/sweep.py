@@ -51,8 +51,8 @@ class ProgressBar:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..units import format_bytes, format_duration, parse_bytes
     from ..sweep import plan_sweep, run_sweep
+    from ..units import format_bytes, format_duration, parse_bytes
 
     mem_mb = parse_bytes(args.executor_memory) // 2**20
     plan = plan_sweep(args.workload, args.sizes, args.executors, repeats=args.repeats, master=args.master,

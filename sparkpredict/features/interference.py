@@ -58,7 +58,7 @@ _COUNTERS = [*_CPU_MODES, "psi_cpu_some_us", "psi_io_some_us", "psi_memory_some_
              "disk_write_bytes", "net_rx_bytes", "net_tx_bytes", "context_switches", "major_page_faults"]
 
 # ---- features -----------------------------------------------------------------------------
-def _task_ratios(tasks: "pd.DataFrame") -> "pd.DataFrame":
+def _task_ratios(tasks: pd.DataFrame) -> pd.DataFrame:
     t = tasks
     run = t["executor_run_time_ms"].clip(lower=1).astype(float)
     sched = (t["duration_ms"] - t["executor_run_time_ms"] - t["executor_deserialize_time_ms"]
@@ -74,7 +74,7 @@ def _task_ratios(tasks: "pd.DataFrame") -> "pd.DataFrame":
         write_ratio=(t["shuffle_write_time_ms"] / run).clip(0, 1.5))
 
 
-def _windowed(t: "pd.DataFrame") -> "pd.DataFrame":
+def _windowed(t: pd.DataFrame) -> pd.DataFrame:
     """Alioth's first-order statistics per window of task finish times, averaged over windows."""
     import pandas as pd
 
@@ -93,8 +93,8 @@ def _windowed(t: "pd.DataFrame") -> "pd.DataFrame":
     return pd.concat(out, axis=1)
 
 
-def stage_features(stages: "pd.DataFrame", tasks: "pd.DataFrame",
-                   host_samples: "pd.DataFrame | None" = None) -> "pd.DataFrame":
+def stage_features(stages: pd.DataFrame, tasks: pd.DataFrame,
+                   host_samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per completed stage: identity columns, every feature in :data:`FEATURES`, and
     :data:`HOST_FEATURES` (NaN without ``host_samples``).
 
@@ -192,7 +192,7 @@ def _window_rates(series: tuple, t0: float, t1: float) -> dict[str, float]:
     return r
 
 
-def host_features(stages: "pd.DataFrame", tasks: "pd.DataFrame", samples: "pd.DataFrame") -> "pd.DataFrame":
+def host_features(stages: pd.DataFrame, tasks: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
     """:data:`HOST_FEATURES` of each stage (``KEY`` + features), over its submission-completion
     window, from the cumulative counters of ``samples`` (the ``host_samples`` table) interpolated
     at the window's ends. Each host counts once (its executors sample the same counters); the
@@ -232,7 +232,7 @@ def host_features(stages: "pd.DataFrame", tasks: "pd.DataFrame", samples: "pd.Da
 
 
 #: Call sites of actions called through Py4J: Spark names them either way in different runs.
-def stage_signatures(stages: "pd.DataFrame") -> "pd.Series":
+def stage_signatures(stages: pd.DataFrame) -> pd.Series:
     """The same stage across runs of a job: call site, its occurrence number, and task count.
 
     Stage ids restart in every application and follow the DAG, so the k-th stage with a given
@@ -248,7 +248,7 @@ def stage_signatures(stages: "pd.DataFrame") -> "pd.Series":
     return sig.reindex(stages.index)
 
 
-def interference_labels(runs: "pd.DataFrame") -> "pd.Series":
+def interference_labels(runs: pd.DataFrame) -> pd.Series:
     """``run_id -> 'none' | '<kind>:<intensity>' | None`` from the runs' recorded properties."""
     import pandas as pd
 
@@ -261,14 +261,14 @@ def interference_labels(runs: "pd.DataFrame") -> "pd.Series":
 
 
 # ---- clean baseline and labels ----------------------------------------------------------
-def clean_baseline(feats: "pd.DataFrame") -> "pd.DataFrame":
+def clean_baseline(feats: pd.DataFrame) -> pd.DataFrame:
     """Per signature: ``expected_ms`` (median duration) and the median of every feature."""
     g = feats.groupby("signature")
     extra = [c for c in ("run_ms", *HOST_FEATURES) if c in feats]
     return g[FEATURES + extra + ["duration_ms"]].median().rename(columns={"duration_ms": "expected_ms"})
 
 
-def with_baseline(feats: "pd.DataFrame", clean_run_ids: list[str]) -> "pd.DataFrame":
+def with_baseline(feats: pd.DataFrame, clean_run_ids: list[str]) -> pd.DataFrame:
     """Add ``expected_ms``, ``degradation`` and ``base_<feature>`` columns to stage features.
 
     Clean runs are compared with the *other* clean runs (leave one out), so their own duration
@@ -296,14 +296,14 @@ _MEM_IDX = HOST_FEATURES.index("host_mem_available_gib")
 _USER_IDX = HOST_FEATURES.index("host_user_share")  # CPU shares exist wherever /proc/stat does
 
 
-def stage_weights(rows: "pd.DataFrame") -> np.ndarray:
+def stage_weights(rows: pd.DataFrame) -> np.ndarray:
     """Each stage's weight in its run's figures: its expected time, else its actual time (at
     least 1 ms), so that a run's mean is its stages' time-weighted mean."""
     w = rows["expected_ms"].fillna(rows["duration_ms"]) if "expected_ms" in rows else rows["duration_ms"]
     return np.clip(w.to_numpy(float), 1, None)
 
 
-def host_evidence(rows: "pd.DataFrame") -> np.ndarray | None:
+def host_evidence(rows: pd.DataFrame) -> np.ndarray | None:
     """A run's host counters against their clean baseline: per :data:`HOST_FEATURES`, the
     expected-time-weighted mean over its stages of ``log1p(x) - log1p(baseline)``, except for
     available memory, where it is the GiB that something else took (``baseline - x``): the
@@ -329,7 +329,7 @@ FOOTPRINT = {"memory_held_gib": ("host_mem_available_gib", -1.0), "network_mib_s
              "disk_mib_s": ("host_disk_mib_s", 1.0), "io_stall_share": ("host_psi_io", 1.0)}
 
 
-def host_footprint(rows: "pd.DataFrame") -> dict[str, float] | None:
+def host_footprint(rows: pd.DataFrame) -> dict[str, float] | None:
     """The footprints behind the culprit, in their units, for one run: the expected-time-weighted
     mean change over the clean baseline of the memory held by something else (GiB), network and
     disk traffic (MiB/s) and the share of time with tasks stalled on I/O. None without host

@@ -47,7 +47,7 @@ _STORE_EXTRAS = ["shuffle_read_bytes", "shuffle_write_bytes", "executor_run_time
                  "num_stages", "num_tasks", "executors_max", "start_ms"]
 
 
-def feature_columns(runs: "pd.DataFrame") -> list[str]:
+def feature_columns(runs: pd.DataFrame) -> list[str]:
     """Model inputs of ``runs``: the base features plus numeric extras known before a run."""
     import pandas as pd
 
@@ -57,7 +57,7 @@ def feature_columns(runs: "pd.DataFrame") -> list[str]:
     return BASE_FEATURES + sorted(extras)
 
 
-def runs_table(source: Any) -> "pd.DataFrame":
+def runs_table(source: Any) -> pd.DataFrame:
     """Runs table of a history store: succeeded runs only, one row each.
 
     Parameters
@@ -128,7 +128,7 @@ def runs_table(source: Any) -> "pd.DataFrame":
     return out.sort_values(sort_cols, kind="mergesort").reset_index(drop=True)
 
 
-def _or_nan(df: "pd.DataFrame", col: str) -> "pd.Series":
+def _or_nan(df: pd.DataFrame, col: str) -> pd.Series:
     import numpy as np
     import pandas as pd
 
@@ -139,7 +139,7 @@ def _or_nan(df: "pd.DataFrame", col: str) -> "pd.Series":
 PARAM_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
-def _declared_params(props: "pd.Series") -> "dict[str, pd.Series]":
+def _declared_params(props: pd.Series) -> dict[str, pd.Series]:
     """name -> float values (NaN where a run did not declare it) of ``spark.sparkpredict.param.*``."""
     import json
     import re
@@ -171,7 +171,7 @@ def _declared_params(props: "pd.Series") -> "dict[str, pd.Series]":
     return out
 
 
-def read_runs_file(path: str | os.PathLike[str]) -> "pd.DataFrame":
+def read_runs_file(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a runs table from CSV or Parquet and check its columns.
 
     Required: ``job, input_bytes, executors, executor_cores, executor_memory_mb, runtime_s``;
@@ -202,7 +202,7 @@ def read_runs_file(path: str | os.PathLike[str]) -> "pd.DataFrame":
     return df
 
 
-def check_runs_frame(df: "pd.DataFrame", what: str = "runs table") -> None:
+def check_runs_frame(df: pd.DataFrame, what: str = "runs table") -> None:
     """Raise :class:`InputError` naming the missing or non-numeric required columns."""
     import pandas as pd
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import TYPE_CHECKING, Any, Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -77,7 +78,7 @@ def _num(value, default: float) -> float:
         return default
 
 
-def config_features(run: "pd.Series | dict") -> dict[str, float]:
+def config_features(run: pd.Series | dict) -> dict[str, float]:
     """The configuration features of one runs-table row (``properties_json`` plus run columns)."""
     raw = run.get("properties_json")
     try:
@@ -144,7 +145,7 @@ def _parents(raw) -> list[int]:
     return []
 
 
-def final_attempts(stages: "pd.DataFrame") -> "pd.DataFrame":
+def final_attempts(stages: pd.DataFrame) -> pd.DataFrame:
     """One row per (run, stage id): the last attempt (retried attempts are superseded)."""
     st = stages.copy()
     st["stage_attempt_id"] = st["stage_attempt_id"].fillna(0).astype(int)
@@ -152,7 +153,7 @@ def final_attempts(stages: "pd.DataFrame") -> "pd.DataFrame":
               .drop_duplicates(["run_id", "stage_id"], keep="last"))
 
 
-def stage_signatures(stages: "pd.DataFrame") -> "pd.Series":
+def stage_signatures(stages: pd.DataFrame) -> pd.Series:
     """Signature of each row of a stages table (one row per stage: see :func:`final_attempts`).
 
     Depends only on names and the parent structure inside each run, never on ids, so it is
@@ -168,7 +169,7 @@ def stage_signatures(stages: "pd.DataFrame") -> "pd.Series":
         sub = pd.to_numeric(g["submission_ms"], errors="coerce")
         comp = np.sort(pd.to_numeric(g.get("completion_ms", sub), errors="coerce").dropna().to_numpy(float))
 
-        def num(c: str) -> "pd.Series | float":
+        def num(c: str, g: pd.DataFrame = g) -> pd.Series | float:
             return pd.to_numeric(g[c], errors="coerce").fillna(0) if c in g else 0.0
 
         g = g.assign(_epoch=np.searchsorted(comp, sub.fillna(np.inf).to_numpy(float), side="left"),
@@ -180,7 +181,8 @@ def stage_signatures(stages: "pd.DataFrame") -> "pd.Series":
                    for s, r in zip(ids, g.get("parent_stage_ids_json", pd.Series([None] * len(g))))}
         depth: dict[int, int] = {}
 
-        def d(s: int, seen: frozenset = frozenset()) -> int:
+        def d(s: int, seen: frozenset = frozenset(), depth: dict[int, int] = depth,
+              parents: dict[int, list[int]] = parents) -> int:
             if s not in depth:
                 ps = [p for p in parents[s] if p not in seen]
                 depth[s] = 1 + max((d(p, seen | {s}) for p in ps), default=-1)
@@ -195,7 +197,7 @@ def stage_signatures(stages: "pd.DataFrame") -> "pd.Series":
     return out
 
 
-def stage_table(runs: "pd.DataFrame", stages: "pd.DataFrame", tasks: "pd.DataFrame | None" = None) -> "pd.DataFrame":
+def stage_table(runs: pd.DataFrame, stages: pd.DataFrame, tasks: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (run, stage) with signature, data and configuration features and targets.
 
     Targets: ``task_ms`` (mean duration of the stage's finished tasks, from task rows, else from
@@ -230,7 +232,7 @@ def stage_table(runs: "pd.DataFrame", stages: "pd.DataFrame", tasks: "pd.DataFra
     st["stage_ms"] = st["duration_ms"].astype(float).where(
         st["duration_ms"].notna(), st["completion_ms"].astype(float) - st["submission_ms"].astype(float))
 
-    def f0(c: str) -> "pd.Series":
+    def f0(c: str) -> pd.Series:
         # zeros as a Series, not 0.0: is_input_stage below calls .astype on the comparison
         return st[c].fillna(0).astype(float) if c in st else pd.Series(0.0, index=st.index)
 
@@ -251,7 +253,7 @@ def stage_table(runs: "pd.DataFrame", stages: "pd.DataFrame", tasks: "pd.DataFra
     return st.reset_index(drop=True)
 
 
-def run_config(runs: "pd.DataFrame") -> "pd.DataFrame":
+def run_config(runs: pd.DataFrame) -> pd.DataFrame:
     """``run_id`` and the configuration features of each store run (from ``properties_json``),
     to give a query the settings its run will use. ``default_parallelism`` is left empty when the
     run did not set it (it then follows the cores)."""
@@ -329,7 +331,7 @@ def file_split_tasks(bytes_in: float, parallelism: float, max_partition_bytes: f
     return max(1, math.ceil(b / split - 1e-9))
 
 
-def predict_num_tasks(history: "pd.DataFrame", ref: "pd.Series | Mapping[Hashable, Any]",
+def predict_num_tasks(history: pd.DataFrame, ref: pd.Series | Mapping[Hashable, Any],
                       new_bytes_in: float, new_conf: dict[str, float] | None = None) -> int:
     """Task count of stage ``ref`` (a :func:`stage_table` row) when it reads ``new_bytes_in``.
 
@@ -384,6 +386,19 @@ def predict_num_tasks(history: "pd.DataFrame", ref: "pd.Series | Mapping[Hashabl
     return max(1, int(best(new_bytes_in, conf)))
 
 
-__all__ = ["CONFIG_FEATURES", "DATA_FEATURES", "config_features", "call_site", "stage_signatures",
-           "stage_table", "run_config", "final_attempts", "waves", "count_rule", "power_rule",
-           "file_split_tasks", "predict_num_tasks", "spark_bytes"]
+__all__ = [
+    "CONFIG_FEATURES",
+    "DATA_FEATURES",
+    "call_site",
+    "config_features",
+    "count_rule",
+    "file_split_tasks",
+    "final_attempts",
+    "power_rule",
+    "predict_num_tasks",
+    "run_config",
+    "spark_bytes",
+    "stage_signatures",
+    "stage_table",
+    "waves",
+]

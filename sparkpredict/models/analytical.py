@@ -27,8 +27,8 @@ Only numpy is imported: fitting and prediction never need scipy or a JVM.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -226,7 +226,7 @@ class FittedEquation:
                 "sse": float(self.sse), "n": int(self.n)}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "FittedEquation":
+    def from_dict(cls, d: dict) -> FittedEquation:
         if d["name"] not in EQUATIONS:
             raise DegenerateDataError(f"unknown equation {d['name']!r} in a saved model",
                                       f"refit: known equations are {', '.join(EQUATIONS)}")

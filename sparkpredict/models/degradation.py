@@ -13,8 +13,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import DegenerateDataError, InputError, NotFittedError
-from ..features.interference import (COMPONENTS, FEATURE_GROUPS, FEATURES, GROUPS, HOST_FEATURES, host_evidence,
-                                     stage_weights)
+from ..features.interference import (
+    COMPONENTS,
+    FEATURE_GROUPS,
+    FEATURES,
+    GROUPS,
+    HOST_FEATURES,
+    host_evidence,
+    stage_weights,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,7 +56,7 @@ def _design(x: np.ndarray, x0: np.ndarray | None, scale: np.ndarray | None = Non
     return z
 
 
-def _scale(df: "pd.DataFrame") -> np.ndarray:
+def _scale(df: pd.DataFrame) -> np.ndarray:
     """The baseline's run ms per task of each row (the row's own when it has no baseline)."""
     own = df["run_ms"].to_numpy(float) if "run_ms" in df else np.ones(len(df))
     if "base_run_ms" not in df:
@@ -111,7 +118,7 @@ class DegradationModel:
     correction_cv_: dict = field(default_factory=dict, repr=False)
     culprit_: Any = field(default=None, repr=False)
 
-    def baseline_features(self, df: "pd.DataFrame") -> np.ndarray:
+    def baseline_features(self, df: pd.DataFrame) -> np.ndarray:
         """The clean baseline of each row, per ``self.baseline``."""
         x = df[FEATURES].to_numpy(float)
         if self.baseline == "none":
@@ -124,7 +131,7 @@ class DegradationModel:
             return rec if self.baseline == "dae" else np.where(np.isnan(hist), rec, hist)
         return np.where(np.isnan(hist), x, hist)
 
-    def fit(self, df: "pd.DataFrame") -> "DegradationModel":
+    def fit(self, df: pd.DataFrame) -> DegradationModel:
         """Fit on stage rows from :func:`with_baseline` (rows without a label are skipped)."""
         from sklearn.ensemble import GradientBoostingRegressor
 
@@ -149,7 +156,7 @@ class DegradationModel:
         self.culprit_ = self._fit_culprit(df) if self.culprit != "none" else None
         return self
 
-    def _fit_culprit(self, df: "pd.DataFrame") -> Any:
+    def _fit_culprit(self, df: pd.DataFrame) -> Any:
         """Multinomial logistic regression of the interfered runs' neighbour kind on the
         :data:`CULPRIT_EVIDENCE` part of their host evidence; None without host samples for at
         least two kinds (8 runs)."""
@@ -173,7 +180,7 @@ class DegradationModel:
         return make_pipeline(StandardScaler(), LogisticRegression(C=self.culprit_c, max_iter=2000)).fit(
             np.array(xs), ys)
 
-    def host_culprit(self, rows: "pd.DataFrame") -> dict[str, float] | None:
+    def host_culprit(self, rows: pd.DataFrame) -> dict[str, float] | None:
         """Which group's neighbour took the cores, for one run: probabilities over :data:`GROUPS`
         from its host evidence; None without a culprit model or host samples."""
         z = _culprit_evidence(rows) if self.culprit_ is not None else None
@@ -183,11 +190,11 @@ class DegradationModel:
         probs = dict(zip(self.culprit_.classes_, p))
         return {g: float(probs.get(g, 0.0)) for g in GROUPS}
 
-    def culprit_probabilities(self, rows: "pd.DataFrame") -> dict[str, float]:
+    def culprit_probabilities(self, rows: pd.DataFrame) -> dict[str, float]:
         """:meth:`host_culprit`, or all on ``cpu`` where it has nothing to say."""
         return self.host_culprit(rows) or {g: float(g == "cpu") for g in GROUPS}
 
-    def _choose_correction(self, df: "pd.DataFrame") -> float:
+    def _choose_correction(self, df: pd.DataFrame) -> float:
         """The weight in :data:`CORRECTION_WEIGHTS` with the lowest run-level MAE when each
         training job in turn is predicted by a model fitted on the others (1.0 with one job)."""
         from dataclasses import replace
@@ -224,7 +231,7 @@ class DegradationModel:
                                  random_state=self.random_state).fit(noisy, np.vstack([x0s] * 3))
         self.scale_ = (mu, sd)
 
-    def predict(self, df: "pd.DataFrame", x0: np.ndarray | None = None) -> np.ndarray:
+    def predict(self, df: pd.DataFrame, x0: np.ndarray | None = None) -> np.ndarray:
         """Estimated ``D`` per stage row; ``x0`` overrides the baseline features."""
         if self.gbr_ is None:
             raise NotFittedError("the degradation model is not fitted", "call fit() first")
@@ -234,7 +241,7 @@ class DegradationModel:
         return np.expm1(self._prior(x, x0, df)
                         + self.correction_ * self.gbr_.predict(_design(x, x0, _scale(df))))
 
-    def _prior(self, x: np.ndarray, x0: np.ndarray | None, df: "pd.DataFrame") -> np.ndarray:
+    def _prior(self, x: np.ndarray, x0: np.ndarray | None, df: pd.DataFrame) -> np.ndarray:
         """``log(1 + D)`` of the components' summed change over the whole run, for each of its
         stages (0 without a baseline or prior).
 
@@ -254,17 +261,17 @@ class DegradationModel:
         return np.log1p(np.clip(d, -0.5, 20.0))
 
 
-def _culprit_evidence(rows: "pd.DataFrame") -> np.ndarray | None:
+def _culprit_evidence(rows: pd.DataFrame) -> np.ndarray | None:
     z = host_evidence(rows)
     return None if z is None else z[_CULPRIT_IDX]
 
 
-def run_estimate(model: DegradationModel, rows: "pd.DataFrame", x0: np.ndarray | None = None) -> float:
+def run_estimate(model: DegradationModel, rows: pd.DataFrame, x0: np.ndarray | None = None) -> float:
     """A run's estimated ``D``: its stages' estimates weighted by expected (else actual) time."""
     return float(np.average(model.predict(rows, x0), weights=stage_weights(rows)))
 
 
-def shapley(model: DegradationModel, rows: "pd.DataFrame",
+def shapley(model: DegradationModel, rows: pd.DataFrame,
             culprit: dict[str, float] | None = None) -> dict[str, float]:
     """Exact Shapley value of each group in :data:`GROUPS` for a run's estimated ``D``.
 
@@ -302,7 +309,7 @@ def shapley(model: DegradationModel, rows: "pd.DataFrame",
     return phi
 
 
-def run_degradation(rows: "pd.DataFrame") -> tuple[float, float, float]:
+def run_degradation(rows: pd.DataFrame) -> tuple[float, float, float]:
     """``(actual_ms, expected_ms, D)`` of one run over its stages that have a baseline."""
     ok = rows["expected_ms"].notna() & (rows["expected_ms"] > 0)
     act, exp = float(rows.loc[ok, "duration_ms"].sum()), float(rows.loc[ok, "expected_ms"].sum())

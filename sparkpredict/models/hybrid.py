@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -121,7 +122,7 @@ class JobRuntimeModel:
         self.random_state = random_state
 
     # ---- fitting ------------------------------------------------------------------------
-    def fit(self, runs: Any) -> "JobRuntimeModel":
+    def fit(self, runs: Any) -> JobRuntimeModel:
         """Fit on the runs of one job (a DataFrame or mapping with ``runtime_s`` and the features).
 
         Rows with NaN, zero or negative size, executors or runtime are dropped (counted in
@@ -135,7 +136,7 @@ class JobRuntimeModel:
         F, y, extras = self._training_columns(runs)
         self.extras_ = extras
         self.feature_names_ = list(REQUIRED + OPTIONAL) + extras
-        self.n_runs_ = int(len(y))
+        self.n_runs_ = len(y)
         self.training_range_ = {c: (float(np.min(F[c])), float(np.max(F[c]))) for c in self.feature_names_}
         self.defaults_ = {c: float(np.median(F[c])) for c in OPTIONAL + tuple(extras)}
         result = selection.select(F, y, extras, kind=self.kind, random_state=self.random_state)
@@ -162,7 +163,7 @@ class JobRuntimeModel:
             if len(jobs) > 1:
                 raise InputError(f"runs of {len(jobs)} jobs given to one model: {sorted(jobs)[:5]}",
                                  "fit one model per job (sparkpredict.models.persist.fit_all)")
-        from ..features.runs import POST_RUN_COLUMNS, BASE_COLUMNS
+        from ..features.runs import BASE_COLUMNS, POST_RUN_COLUMNS
 
         extras = []
         for c in sorted(cols):
@@ -350,7 +351,7 @@ class JobRuntimeModel:
                 "component": component_to_dict(self.component_)}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "JobRuntimeModel":
+    def from_dict(cls, d: Mapping[str, Any]) -> JobRuntimeModel:
         """Restore a model saved by :meth:`to_dict` (numpy only)."""
         from .selection import component_from_dict
 

@@ -29,12 +29,12 @@ INDEX = "sparkpredict_models.json"
 INDEX_FORMAT = "sparkpredict-models"
 
 
-def fit_job(runs_of_one_job: "pd.DataFrame", random_state: int = 0, kind: str = "auto") -> JobRuntimeModel:
+def fit_job(runs_of_one_job: pd.DataFrame, random_state: int = 0, kind: str = "auto") -> JobRuntimeModel:
     """Fit the runtime model of one job (deterministic, independent of row order)."""
     return JobRuntimeModel(kind=kind, random_state=random_state).fit(runs_of_one_job)
 
 
-def fit_all(runs: "pd.DataFrame", random_state: int = 0, kind: str = "auto",
+def fit_all(runs: pd.DataFrame, random_state: int = 0, kind: str = "auto",
             skipped: dict[str, str] | None = None) -> dict[str, JobRuntimeModel]:
     """Fit every job of a runs table; jobs that cannot be fitted are logged and left out.
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def head_trends(runs: "pd.DataFrame", head_ms: dict, executors: "pd.Series") -> dict:
+def head_trends(runs: pd.DataFrame, head_ms: dict, executors: pd.Series) -> dict:
     """Per job: slope (ms per executor) of the time from application start to the first stage,
     by least squares over its runs; jobs with a single executor count get none."""
     out = {}
@@ -69,7 +69,7 @@ class ReplayRuntimeModel:
         self.host_cores = host_cores
         self.driver_trend = driver_trend
 
-    def fit(self, runs_df: "pd.DataFrame", y=None) -> "ReplayRuntimeModel":
+    def fit(self, runs_df: pd.DataFrame, y=None) -> ReplayRuntimeModel:
         """Remember the runs of ``runs_df`` (by ``run_id``) that can be replayed."""
         from ..errors import DegenerateDataError
         from ..features import stages as F
@@ -102,7 +102,7 @@ class ReplayRuntimeModel:
         return self
 
     @staticmethod
-    def _executors(runs: "pd.DataFrame") -> "pd.Series":
+    def _executors(runs: pd.DataFrame) -> pd.Series:
         e = runs["executors_requested"].astype(float) if "executors_requested" in runs else None
         m = runs["executors_max"].astype(float)
         return m if e is None else e.fillna(m)
@@ -219,7 +219,7 @@ class ReplayRuntimeModel:
             try:
                 pred = self._predict_one(r.get("job"), float(r["input_bytes"]), float(ex[run_id]),
                                          float(r["executor_cores"]), exclude=run_id)
-            except Exception as exc:  # an error estimate must never break a fit
+            except Exception as exc:  # an error estimate must never break a fit  # noqa: BLE001
                 log.debug("leave-one-out for %s skipped: %s", run_id, exc)
                 continue
             if real > 0:

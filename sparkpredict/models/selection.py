@@ -48,7 +48,7 @@ class Component:
     fade: float | None = None
     box: dict[str, tuple[float, float]] | None = None
     #: switch only: (inside, outside) components, blended over BLEND beyond the training box
-    parts: tuple["Component", "Component"] | None = None
+    parts: tuple[Component, Component] | None = None
 
     @property
     def name(self) -> str:

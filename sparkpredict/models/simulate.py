@@ -28,8 +28,9 @@ import heapq
 import json
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Sequence, cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -67,7 +68,7 @@ class Timeline:
     cores: int                       # cores per executor
     job: str | None = None
     input_bytes: float | None = None
-    stage_meta: "pd.DataFrame | None" = field(default=None, compare=False, repr=False)
+    stage_meta: pd.DataFrame | None = field(default=None, compare=False, repr=False)
 
     @property
     def n_stages(self) -> int:
@@ -79,9 +80,9 @@ class Timeline:
 
     # ------------------------------------------------------------------------------------
     @classmethod
-    def from_tables(cls, runs: "pd.DataFrame", stages: "pd.DataFrame", tasks: "pd.DataFrame",
-                    run_id: str | None = None, executors: "pd.DataFrame | None" = None,
-                    *, require_tasks: bool = True) -> "Timeline":
+    def from_tables(cls, runs: pd.DataFrame, stages: pd.DataFrame, tasks: pd.DataFrame,
+                    run_id: str | None = None, executors: pd.DataFrame | None = None,
+                    *, require_tasks: bool = True) -> Timeline:
         """Build the timeline of ``run_id`` from store-schema tables (pandas or pyarrow).
 
         Raises :class:`ModelError` when the run has no task rows (the listener ran with
@@ -105,7 +106,7 @@ class Timeline:
                              "record with spark.sparkpredict.tasks=true (the default) or ingest its event log")
         return _build(run, st, tk, executors)
 
-    def with_durations(self, durations_ms: np.ndarray) -> "Timeline":
+    def with_durations(self, durations_ms: np.ndarray) -> Timeline:
         """Same schedule structure, other task durations (a model's scaled tasks)."""
         d = np.asarray(durations_ms, dtype=float)
         if d.shape != self.task_duration_ms.shape:
@@ -114,7 +115,7 @@ class Timeline:
         return replace(self, task_duration_ms=d)
 
     def resized(self, num_tasks: Sequence[int] | np.ndarray,
-                scale: Sequence[float] | np.ndarray) -> "Timeline":
+                scale: Sequence[float] | np.ndarray) -> Timeline:
         """Another input size: stage ``s`` gets ``num_tasks[s]`` tasks, each ``scale[s]`` times as
         long; new tasks reuse the recorded durations cyclically, so the stage's skew is kept."""
         n_new = np.maximum(np.asarray(num_tasks, dtype=np.int64), 0)
@@ -144,7 +145,7 @@ def _ms(v, default: float) -> float:
     return default if math.isnan(f) else f
 
 
-def _build(run, st: "pd.DataFrame", tk: "pd.DataFrame", executors_df) -> Timeline:
+def _build(run, st: pd.DataFrame, tk: pd.DataFrame, executors_df) -> Timeline:
     import pandas as pd
 
     tk = tk[[c for c in ("stage_id", "stage_attempt_id", "launch_ms", "finish_ms", "duration_ms",
@@ -254,7 +255,7 @@ def _build(run, st: "pd.DataFrame", tk: "pd.DataFrame", executors_df) -> Timelin
         stage_meta=st[meta_cols].reset_index(drop=True))
 
 
-def _recorded_slots(run, tk: "pd.DataFrame") -> int:
+def _recorded_slots(run, tk: pd.DataFrame) -> int:
     slots = int(_ms(run.get("task_slots"), 0))
     if not slots:
         e, c = int(_ms(run.get("executors_max"), 0)), int(_ms(run.get("executor_cores"), 0))
@@ -262,7 +263,7 @@ def _recorded_slots(run, tk: "pd.DataFrame") -> int:
     return max(slots, 1)
 
 
-def _max_concurrency(tk: "pd.DataFrame") -> int:
+def _max_concurrency(tk: pd.DataFrame) -> int:
     """Most tasks running at once in the recording (a slot count when the run row lacks one)."""
     ev = np.concatenate([np.stack([tk["_launch"].to_numpy(), np.ones(len(tk))], 1),
                          np.stack([tk["_finish"].to_numpy(), -np.ones(len(tk))], 1)])
@@ -537,5 +538,13 @@ def simulate_run(store, run_id: str, executors: Sequence[int], cores: int | None
     return simulate_timeline(load_timeline(store, run_id), executors, cores)
 
 
-__all__ = ["Timeline", "SimResult", "SimulationReport", "replay", "lower_bound_ms",
-           "simulate_timeline", "simulate_run", "load_timeline"]
+__all__ = [
+    "SimResult",
+    "SimulationReport",
+    "Timeline",
+    "load_timeline",
+    "lower_bound_ms",
+    "replay",
+    "simulate_run",
+    "simulate_timeline",
+]

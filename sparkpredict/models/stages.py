@@ -53,7 +53,7 @@ def _load(store, tables, run_ids: list[str]):
 
         st = store if hasattr(store, "read") else store_io.open(store)
         runs, stages, tasks = (st.read(t, run_ids=run_ids) for t in ("runs", "stages", "tasks"))
-    keep = lambda df: None if df is None else df[df["run_id"].isin(run_ids)]  # noqa: E731
+    keep = lambda df: None if df is None else df[df["run_id"].isin(run_ids)]
     return keep(runs), keep(stages), keep(tasks)
 
 
@@ -101,7 +101,7 @@ class StageRuntimeModel:
         self.random_state = random_state
 
     # ---- fitting ------------------------------------------------------------------------
-    def fit(self, runs_df: "pd.DataFrame", y=None) -> "StageRuntimeModel":
+    def fit(self, runs_df: pd.DataFrame, y=None) -> StageRuntimeModel:
         """Fit on the runs of ``runs_df`` (needs ``run_id``; stages come from the store)."""
         if self.mode not in ("auto", "per_signature", "shared") or self.target not in ("rate", "time") \
                 or self.combine not in ("waves", "simulate"):
@@ -123,7 +123,7 @@ class StageRuntimeModel:
         self.cv_mape_, self._oob_abs_rel = self._oob_job_errors()
         return self
 
-    def _prepare(self, run_ids: list[str]) -> "pd.DataFrame":
+    def _prepare(self, run_ids: list[str]) -> pd.DataFrame:
         """Read the runs' stages and tasks and set everything that follows from the data alone
         (training table, signatures, reference runs, driver trends); returns the training table."""
         runs, stages, tasks = _load(self.store, self.tables, run_ids)
@@ -179,7 +179,7 @@ class StageRuntimeModel:
                 "forests": {sig: forest_to_dict(f) for sig, f in sorted(self.forests_.items())}}
 
     @classmethod
-    def from_dict(cls, d: dict, *, store=None, tables: dict | None = None) -> "StageRuntimeModel":
+    def from_dict(cls, d: dict, *, store=None, tables: dict | None = None) -> StageRuntimeModel:
         """The model of :meth:`to_dict`, predicting with numpy only, its runs read from ``store``."""
         from .forest_json import forest_from_dict
 
@@ -210,18 +210,18 @@ class StageRuntimeModel:
         return _QuietForest(n_estimators=self.n_estimators, random_state=self.random_state,
                             oob_score=True, n_jobs=1)
 
-    def _X(self, t: "pd.DataFrame", shared: bool = False) -> np.ndarray:
+    def _X(self, t: pd.DataFrame, shared: bool = False) -> np.ndarray:
         cols = FEATURES + (["signature_code"] if shared else [])
         return t[cols].to_numpy(dtype=float)
 
-    def _denominator(self, t: "pd.DataFrame") -> np.ndarray:
+    def _denominator(self, t: pd.DataFrame) -> np.ndarray:
         return t["bytes_in_per_task"].to_numpy(float) / _MB + 1.0 if self.target == "rate" else np.ones(len(t))
 
-    def _target(self, t: "pd.DataFrame") -> np.ndarray:
+    def _target(self, t: pd.DataFrame) -> np.ndarray:
         return t["task_ms"].to_numpy(float) / self._denominator(t)
 
     # ---- per-task time ------------------------------------------------------------------
-    def _task_ms_trees(self, rows: "pd.DataFrame") -> np.ndarray:
+    def _task_ms_trees(self, rows: pd.DataFrame) -> np.ndarray:
         """(n_trees, n_rows) per-task ms: each row from its signature's forest or the shared one."""
         out = np.empty((self.n_estimators, len(rows)))
         den = self._denominator(rows)
@@ -266,7 +266,7 @@ class StageRuntimeModel:
 
     def stage_plan(self, job, input_bytes: float, executors: int, executor_cores: int | None = None,
                    executor_memory_mb: float | None = None, _ref: str | None = None,
-                   config: dict | None = None) -> "pd.DataFrame":
+                   config: dict | None = None) -> pd.DataFrame:
         """Per-stage plan for one query: the reference run's stages with the query's task counts,
         bytes per task, configuration and waves (``attrs["reference_run"]`` names the run).
 
@@ -305,7 +305,7 @@ class StageRuntimeModel:
         rows.attrs["reference_run"] = ref
         return rows
 
-    def _base_rows(self, run_id: str) -> "pd.DataFrame":
+    def _base_rows(self, run_id: str) -> pd.DataFrame:
         cache = self.__dict__.setdefault("_base_cache", {})
         if run_id not in cache:
             t = self.stage_table_
@@ -317,13 +317,13 @@ class StageRuntimeModel:
             self._hist_cache = {s: g for s, g in self.stage_table_.groupby("signature")}
         return self._hist_cache
 
-    def _positions(self, run_id: str, plan: "pd.DataFrame") -> np.ndarray:
+    def _positions(self, run_id: str, plan: pd.DataFrame) -> np.ndarray:
         """Timeline position of each plan row (stages without a row, e.g. failed attempts, get none)."""
         tl = self._timeline(run_id)
         pos = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(tl.stage_ids, tl.stage_attempts))}
         return np.array([pos.get((int(a), int(b)), -1) for a, b in zip(plan["stage_id"], plan["stage_attempt_id"])])
 
-    def _job_ms(self, plan: "pd.DataFrame", stage_ms: np.ndarray):
+    def _job_ms(self, plan: pd.DataFrame, stage_ms: np.ndarray):
         """Critical path through the reference run's stage DAG, with driver time, in ms.
         ``stage_ms`` is (stages,) or (k, stages)."""
         ref = plan.attrs["reference_run"]
@@ -372,7 +372,7 @@ class StageRuntimeModel:
                     tree_s[i] = np.maximum(tree_s[i] + shift, 0.05 * tree_s[i])
         return point, tree_s
 
-    def _simulate_plan(self, plan: "pd.DataFrame", task_ms: np.ndarray) -> float:
+    def _simulate_plan(self, plan: pd.DataFrame, task_ms: np.ndarray) -> float:
         """Seconds from replaying the reference run with the plan's task counts and per-task times
         (each stage keeps its recorded skew), on the plan's executors x cores."""
         ref = plan.attrs["reference_run"]
@@ -395,11 +395,11 @@ class StageRuntimeModel:
         p0 = plan.iloc[0]
         return sim.replay(new, int(p0["executors"]), int(p0["executor_cores"])).predicted_wall_s
 
-    def predict(self, X: "pd.DataFrame") -> np.ndarray:
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
         """Predicted runtime in seconds for each row (``job``, ``input_bytes``, ``executors``, ...)."""
         return self._evaluate(X, trees=False)[0]
 
-    def predict_interval(self, X: "pd.DataFrame", confidence: float = 0.9) -> dict:
+    def predict_interval(self, X: pd.DataFrame, confidence: float = 0.9) -> dict:
         """Point prediction and an interval from the spread of the trees, widened to the
         out-of-bag relative errors of the training runs at ``confidence``."""
         if not 0 < confidence < 1:
@@ -429,7 +429,7 @@ class StageRuntimeModel:
                 real = float(self.runs_.loc[run_id, "wall_ms"]) / 1000
                 if real > 0 and np.isfinite(pred):
                     errs.append(abs(pred - real) / real)
-            except Exception as exc:  # an OOB estimate must never break a fit
+            except Exception as exc:  # an OOB estimate must never break a fit  # noqa: BLE001
                 log.debug("oob error for %s skipped: %s", run_id, exc)
         e = np.asarray(errs)
         return (float(e.mean()) if len(e) else float("nan")), e
@@ -453,7 +453,7 @@ class StageRuntimeModel:
             rate[t.index.get_indexer(idx)] = oob(self.forests_[sig], t.loc[idx], False)
         return np.maximum(rate, 0.0) * self._denominator(t)
 
-    def stage_errors(self, runs_df: "pd.DataFrame", use_config: bool = True) -> "pd.DataFrame":
+    def stage_errors(self, runs_df: pd.DataFrame, use_config: bool = True) -> pd.DataFrame:
         """Per-signature Er = mean(|pred - real| / real) of stage time and of per-task time on
         the runs of ``runs_df`` (typically held out), predicting each from its size, executors
         and (``use_config``) the configuration it was submitted with, known before a run."""
@@ -510,7 +510,7 @@ def _quiet_forest_class():
     return QuietForest
 
 
-def _QuietForest(**kw):  # noqa: N802 - a factory that looks like the class it builds
+def _QuietForest(**kw):
     global _QUIET
     if _QUIET is None:
         _QUIET = _quiet_forest_class()
@@ -520,13 +520,13 @@ def _QuietForest(**kw):  # noqa: N802 - a factory that looks like the class it b
 _QUIET = None
 
 
-def _importances(forest, names: list[str]) -> "pd.Series":
+def _importances(forest, names: list[str]) -> pd.Series:
     import pandas as pd
 
     return pd.Series(forest.feature_importances_, index=names).sort_values(ascending=False)
 
 
-def _sorted(df: "pd.DataFrame", keys: list[str]) -> "pd.DataFrame":
+def _sorted(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     keys = [k for k in keys if k in df.columns]
     return df.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
 
@@ -543,7 +543,7 @@ def _opt(v):
     return None if math.isnan(f) else f
 
 
-def _as_frame(X) -> "pd.DataFrame":
+def _as_frame(X) -> pd.DataFrame:
     import pandas as pd
 
     X = X if isinstance(X, pd.DataFrame) else pd.DataFrame(X)
@@ -552,4 +552,4 @@ def _as_frame(X) -> "pd.DataFrame":
     return X
 
 
-__all__ = ["StageRuntimeModel", "FEATURES"]
+__all__ = ["FEATURES", "StageRuntimeModel"]

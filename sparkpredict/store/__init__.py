@@ -9,4 +9,4 @@ from __future__ import annotations
 from . import schema
 from .io import Store, new_batch_id, open
 
-__all__ = ["Store", "open", "new_batch_id", "schema"]
+__all__ = ["Store", "new_batch_id", "open", "schema"]

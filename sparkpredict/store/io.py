@@ -116,7 +116,7 @@ class Store:
 
     # ---- reading ------------------------------------------------------------------------
     def read(self, table: str, form: Form = "pandas", columns: list[str] | None = None,
-             run_ids: list[str] | None = None) -> "pd.DataFrame | pa.Table":
+             run_ids: list[str] | None = None) -> pd.DataFrame | pa.Table:
         """All committed rows of ``table`` (``runs``, ``stages``, ``tasks``, ``executors``)."""
         if table not in S.TABLES:
             raise StoreError(f"no table {table!r} in a sparkpredict store",
@@ -212,7 +212,7 @@ class Store:
             f.write(data)
         self.fs.move(tmp, dest)
 
-    def append(self, tables: dict[str, pa.Table | "pd.DataFrame"], batch_id: str | None = None) -> str:
+    def append(self, tables: dict[str, pa.Table | pd.DataFrame], batch_id: str | None = None) -> str:
         """Write one batch: every table's rows become visible together or not at all.
 
         ``tables`` must include ``runs`` (the commit mark, written last). Returns the batch id.
@@ -260,7 +260,7 @@ def _latest_run_rows(runs: pa.Table) -> pa.Table:
     return S.conform("runs", pa.Table.from_pandas(df, preserve_index=False))
 
 
-def open(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> Store:  # noqa: A001
+def open(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> Store:
     """Open the store at ``path`` (default: the embedded local store, see :mod:`sparkpredict.config`).
 
     Raises :class:`StoreError` when the path does not hold a store (unless ``create``), or
@@ -278,4 +278,4 @@ def open(path: str | os.PathLike[str] | None = None, *, create: bool = False) ->
     return store
 
 
-__all__ = ["Store", "open", "new_batch_id"]
+__all__ = ["Store", "new_batch_id", "open"]

@@ -230,5 +230,5 @@ def describe() -> str:
         lines.append(f"\n[{name}]")
         for f in schema:
             doc = (f.metadata or {}).get(b"doc", b"").decode()
-            lines.append(f"  {f.name:<34} {str(f.type):<8} {doc}")
+            lines.append(f"  {f.name:<34} {f.type!s:<8} {doc}")
     return "\n".join(lines)

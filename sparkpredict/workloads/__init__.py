@@ -14,13 +14,15 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import WorkloadError
 from ..units import format_bytes, parse_bytes
-from . import bodies, generate as gen
+from . import bodies
+from . import generate as gen
 
 #: The repository's jobs/ folder (present in a source checkout / editable install).
 JOBS_DIR = Path(__file__).resolve().parents[2] / "jobs"
@@ -148,4 +150,4 @@ def main(name: str, argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["Workload", "WORKLOADS", "get", "names", "check_size", "main", "default_cache"]
+__all__ = ["WORKLOADS", "Workload", "check_size", "default_cache", "get", "main", "names"]

@@ -16,8 +16,8 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 
