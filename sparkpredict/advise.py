@@ -152,9 +152,9 @@ class Advice:
 
 def format_chance(p: float) -> str:
     """A chance as a whole percentage; never "100%" or "0%", which no model can promise."""
-    if p >= 0.995:
+    if p > 0.99:
         return ">99%"
-    if p < 0.005:
+    if p < 0.01:
         return "<1%"
     return f"{p:.0%}"
 

@@ -111,6 +111,13 @@ def test_unreachable_deadline_gives_the_count_most_likely_to_make_it():
     assert advise(flat, deadline_s=60, max_executors=20).executors == 20
 
 
+def test_chance_is_written_as_a_whole_percentage_never_0_or_100():
+    from sparkpredict.advise import format_chance
+
+    assert [format_chance(p) for p in (0.0, 0.005, 0.0099, 0.01, 0.5, 0.974, 0.99, 0.991, 1.0)] == \
+        ["<1%", "<1%", "<1%", "1%", "50%", "97%", "99%", ">99%", ">99%"]
+
+
 def test_time_is_fastest_within_budget():
     assert advise(objective="time", max_executors=24).executors == 24
     # budget in executor-hours: E*(3000/E + 30)/3600 <= 0.92  <=>  E <= (3312-3000)/30 = 10.4

@@ -135,6 +135,9 @@ def test_chance_within_reads_the_interval(model):
     limits = p[2] * np.array([0.5, 0.9, 1.0, 1.1, 1.5, 4.0])
     chances = [float(model.chance_within({c: v[2:3] for c, v in q.items()}, t)[0]) for t in limits]
     assert chances == sorted(chances) and chances[0] < 0.1 and chances[-1] > 0.95
+    for bad in (0, -5, float("nan")):
+        with pytest.raises(InputError, match="positive number of seconds"):
+            model.chance_within(q, bad)
 
 
 def test_chance_within_is_calibrated_on_fresh_runs(model):

@@ -278,11 +278,15 @@ class JobRuntimeModel:
         the residuals' resolution (about ``1/(n + 1)`` from 0 and 1).
         """
         self._check()
+        limit = float(limit_s)
+        if not (math.isfinite(limit) and limit > 0):
+            raise InputError(f"limit must be a positive number of seconds, got {limit_s!r}",
+                             "give the deadline in seconds, e.g. 2700 for 45 minutes")
         pred = self.predict(X)
         bounds = self._log_bounds(X)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            target = np.log(float(limit_s) / pred)
-        target = np.where(np.isfinite(target), target, np.inf)  # a non-positive prediction: met
+        # a non-positive prediction (an equation's extrapolation gone wrong) counts as met
+        target = np.log(limit / np.where(pred > 0, pred, np.nan))
+        target = np.where(pred > 0, target, np.inf)
         above = target >= 0
         # bisection per row for the smallest confidence whose bound reaches the limit (the
         # bounds widen monotonically with the confidence)
