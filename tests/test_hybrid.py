@@ -108,6 +108,21 @@ def test_interval_contains_prediction_and_widens_outside(model):
         model.predict_interval(q, confidence=1.5)
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_closely_spaced_sizes_do_not_blow_up_the_interval_beyond_them(seed):
+    # inputs that grow a few % a day: the extrapolation fold leaving out the largest size lies
+    # only 5 % beyond the others, so its error (mostly the unseen-size error) must not be read
+    # as a drift rate 20x that per unit distance (it made the upper bound 3.6-7.9x the
+    # prediction at twice the largest size, for an exact Amdahl job with 5 % noise)
+    runs = synthetic_job(sizes=(16, 17, 18, 19, 20), cliff=False, noise=0.05, seed=seed)
+    m = JobRuntimeModel().fit(runs)
+    fresh = pd.concat([synthetic_job(sizes=(40,), execs=(6,), cliff=False, noise=0.05, seed=k)
+                       for k in range(20)])
+    iv = m.predict_interval(fresh, confidence=0.9)
+    assert np.all(iv["upper_s"] / iv["predicted_runtime_s"] < 2.5)
+    assert np.mean(fresh["runtime_s"].to_numpy() <= iv["upper_s"]) >= 0.9
+
+
 def test_interval_coverage_on_fresh_runs(model):
     fresh = synthetic_job(seed=11)
     iv = model.predict_interval(fresh, confidence=0.9)
