@@ -158,6 +158,7 @@ def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False, reference: bool
             cover = [(lo <= r) & (r <= hi) for lo, hi, r in zip(iv["lower_s"], iv["upper_s"], reps.values)]
             below_up = [r <= hi for hi, r in zip(iv["upper_s"], reps.values)]
             cov90, up90 = float(np.mean(np.concatenate(cover))), float(np.mean(np.concatenate(below_up)))
+            widths = iv["upper_s"] / iv["predicted_runtime_s"]
             # the chance each count's advice states for the deadline, and whether the runs made it
             chance = model.chance_within(X, deadline)
             chance_runs = [(float(p), bool(r <= deadline)) for p, rr in zip(chance, reps.values) for r in rr]
@@ -202,6 +203,7 @@ def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False, reference: bool
                     oracle_eh=oracle, cost_ratio=(e * true_t / 3600.0) / oracle,
                     model=model.name_, cv_mape=model.cv_mape_, fit_s=fit_s, coverage90=cov90,
                     below_upper90=up90, heldout_mape=v_ape, near_mape=v_near, chance_runs=chance_runs,
+                    widths=widths,
                     chance=a.chance_meets_deadline))
             last = rows[-len(variants)]
             print(f"{name:<32} {s / 2**20:>8.0f} MB  D={deadline:7.1f}s  E={last['executors']:>2} "
@@ -296,6 +298,12 @@ def summarise(r: pd.DataFrame) -> str:
                  f"MAPE {main.near_mape.mean():.1%}"
                  + (f" ({r[r.variant == 'model + job parameters'].near_mape.mean():.1%} with the job's "
                     f"parameters)" if (r.variant == "model + job parameters").any() else "") + ".")
+    spread = []
+    for label, part in (("interior sizes", main[~main.edge]), ("edge sizes", main[main.edge])):
+        w = np.concatenate(list(part.widths))
+        spread.append(f"at {label} median {np.median(w):.2f}x, 90th percentile {np.quantile(w, 0.9):.2f}x, "
+                      f"largest {w.max():.2f}x")
+    lines.append("The interval's upper bound over the prediction (confidence 0.9): " + "; ".join(spread) + ".")
     lines.append(f"\nModels: {', '.join(f'{k} x{v}' for k, v in main.model.value_counts().items())}; "
                  f"median fit {main.fit_s.median():.2f} s per job.\n")
     lines.append(f"- goal deadline met in >= 90 % of cases at confidence 0.9: "

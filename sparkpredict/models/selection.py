@@ -224,8 +224,9 @@ class CVResult:
 #: the others counts as this far away when its error becomes a drift per unit distance. Its
 #: error there is mostly the unseen-size error the in-range bound already covers; divided by
 #: a distance of a few % it became a drift that blew up far bounds (upper bound / prediction
-#: up to 90,000x on C3O's held-out edge sizes; 19x with 0.25, while the 90 % coverage of the
-#: study's extrapolation splits went from 91.0 % to 89.9 %: benchmarks/RESULTS.md).
+#: up to 90,000x on C3O's held-out edge sizes without the floor; 19x with 0.25, while the 90 %
+#: coverage of the study's splits went from 91.0 % to 89.9 %: benchmarks/RESULTS.md,
+#: advice_quality and c3o_models).
 Z_MIN_DISTANCE = 0.25
 
 
