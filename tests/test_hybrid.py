@@ -117,7 +117,7 @@ def test_closely_spaced_sizes_do_not_blow_up_the_interval_beyond_them(seed):
     runs = synthetic_job(sizes=(16, 17, 18, 19, 20), cliff=False, noise=0.05, seed=seed)
     m = JobRuntimeModel().fit(runs)
     fresh = pd.concat([synthetic_job(sizes=(40,), execs=(6,), cliff=False, noise=0.05, seed=k)
-                       for k in range(20)])
+                       for k in range(100, 120)])
     iv = m.predict_interval(fresh, confidence=0.9)
     assert np.all(iv["upper_s"] / iv["predicted_runtime_s"] < 2.5)
     assert np.mean(fresh["runtime_s"].to_numpy() <= iv["upper_s"]) >= 0.9
