@@ -123,6 +123,72 @@ def test_closely_spaced_sizes_do_not_blow_up_the_interval_beyond_them(seed):
     assert np.mean(fresh["runtime_s"].to_numpy() <= iv["upper_s"]) >= 0.9
 
 
+def _log_width(m, sizes_gib, executors=6.0):
+    iv = m.predict_interval({"input_bytes": np.asarray(sizes_gib, float) * GIB,
+                             "executors": np.full(len(sizes_gib), executors)}, 0.9)
+    return np.log(iv["upper_s"] / iv["predicted_runtime_s"]), iv
+
+
+def test_far_upper_bound_grows_with_log_distance_beyond_what_the_folds_measured(model):
+    # the extrapolation folds measure the drift at d <= 1; beyond, the upper bound must keep
+    # widening (the old law stopped at d = 10) but like log d, not d (the old law made the
+    # error factor grow exponentially with the size ratio: 1,879 h for 8x a real history)
+    top = model.training_range_["input_bytes"][1] / GIB
+    d = np.array([0.0, 1.0, 10.0, 100.0])
+    L, _ = _log_width(model, top * (1 + d))
+    excess = L - L[0]
+    assert excess[1] > 0.05
+    assert excess[1] < excess[2] < excess[3]
+    # linear_log: 1 : 3.30 : 5.61 (relative: 1 : 10 : 10)
+    np.testing.assert_allclose(excess[2:] / excess[1], [1 + np.log(10), 1 + np.log(100)], rtol=0.05)
+
+
+def test_size_floor_keeps_far_bounds_on_the_right_side_of_the_edge(model):
+    # a run does not get faster because its input grew: beyond the largest size the lower
+    # bound is at least the largest size's; below the smallest, the upper at most the smallest's
+    lo_s, hi_s = (v / GIB for v in model.training_range_["input_bytes"])
+    for e in (2.0, 6.0, 12.0, 30.0):
+        _, edge = _log_width(model, [hi_s, lo_s], e)
+        _, far = _log_width(model, hi_s * np.array([1.5, 3, 11, 101]), e)
+        assert np.all(far["lower_s"] >= edge["lower_s"][0] * (1 - 1e-9)), e
+        assert np.all(far["lower_s"] <= far["predicted_runtime_s"])
+        _, small = _log_width(model, lo_s / np.array([1.5, 3, 11, 101]), e)
+        assert np.all(small["upper_s"] <= edge["upper_s"][1] * (1 + 1e-9)), e
+        assert np.all(small["upper_s"] >= small["predicted_runtime_s"])
+        assert np.all(small["lower_s"] > 0)
+
+
+def test_models_saved_before_the_drift_law_keep_their_intervals(model):
+    # a saved model without "drift_law" was fitted when the drift grew with d (capped at 10)
+    # and had no size floor: loading it must not change its intervals
+    d = model.to_dict()
+    assert d["drift_law"] == "linear_log"
+    del d["drift_law"]
+    old = JobRuntimeModel.from_dict(json.loads(json.dumps(d)))
+    top = model.training_range_["input_bytes"][1] / GIB
+    L, _ = _log_width(old, top * (1 + np.array([0.0, 1.0, 10.0, 100.0])))
+    excess = L - L[0]
+    np.testing.assert_allclose(excess[2:] / excess[1], [10.0, 10.0], rtol=1e-6)
+    # nor a size floor: far below the smallest size its upper bound passes the smallest size's
+    lo_s = model.training_range_["input_bytes"][0] / GIB
+    _, edge = _log_width(old, [lo_s])
+    _, small = _log_width(old, [lo_s / 101])
+    assert small["upper_s"][0] > edge["upper_s"][0]
+
+
+def test_size_power_is_chosen_by_cross_validation_not_in_sample_fit(job):
+    # the memory cliff bends the runtimes: plate2d fits S**2 better in-sample, but S**2
+    # extrapolates worse in the job's own CV, so the model keeps S
+    from sparkpredict.models import selection
+
+    F, y, extras = JobRuntimeModel()._training_columns(job)
+    assert selection.fit_component("plate2d", F, y, extras).equation.power == 2
+    cv = {pw: selection.cross_validate("plate2d", F, y, extras, power=pw)[0].score for pw in (1, 2)}
+    assert cv[1] < cv[2]
+    sel = selection.select(F, y, extras)
+    assert sel.scores["plate2d"] == round(cv[1], 6)
+
+
 def test_interval_coverage_on_fresh_runs(model):
     fresh = synthetic_job(seed=11)
     iv = model.predict_interval(fresh, confidence=0.9)
@@ -132,10 +198,11 @@ def test_interval_coverage_on_fresh_runs(model):
 
 
 def test_chance_within_reads_the_interval(model):
-    # in range and 67 % beyond the largest size: chance >= (1 + c)/2 exactly when the upper
+    # in range, 67 % beyond the largest size and far outside: chance >= (1 + c)/2 exactly when the upper
     # bound at confidence c is within the limit, and chance <= (1 - c)/2 exactly when the
     # lower bound is not below it
-    q = {"input_bytes": np.array([16, 16, 40, 40]) * GIB, "executors": np.array([4, 8, 6, 12])}
+    # (the last two rows are far beyond and far below the sizes, where the size floor binds)
+    q = {"input_bytes": np.array([16, 16, 40, 40, 400, 1]) * GIB, "executors": np.array([4, 8, 6, 12, 6, 6])}
     p = model.predict(q)
     for factor in (0.6, 0.8, 0.95, 1.0, 1.05, 1.2, 1.6, 3.0):
         for k, limit in enumerate(p * factor):

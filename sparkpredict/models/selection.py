@@ -228,6 +228,25 @@ class CVResult:
 #: coverage of the study's splits went from 91.0 % to 89.9 %: benchmarks/RESULTS.md,
 #: advice_quality and c3o_models).
 Z_MIN_DISTANCE = 0.25
+#: How each equation's f(S) = S**power is chosen: "cv" (the better cross-validation score,
+#: power 1 on a tie) or "sse" (the smaller weighted in-sample error, as before 2026-11-30).
+POWER_CHOICE = "cv"
+
+#: How the drift per unit distance scales with the distance d beyond the range: "linear_log"
+#: (d up to 1, then 1 + log d) or "relative" (d, capped at 10: models saved before the law was
+#: recorded). The extrapolation folds measure the drift at d <= 1 (a left-out level rarely lies
+#: more than twice the next); beyond that nothing was measured, and a linear drift on the log
+#: scale would make the error grow exponentially with the size ratio, which no mechanism does:
+#: a mis-estimated size exponent errs by a power of the ratio, i.e. linearly in log d.
+DRIFT_LAW = "linear_log"
+
+
+def drift_distance(d: np.ndarray, law: str = DRIFT_LAW) -> np.ndarray:
+    """What the drift per unit distance is multiplied by at distance ``d`` (:func:`_distance`)."""
+    d = np.asarray(d, float)
+    if law == "relative":
+        return np.minimum(d, 10.0)
+    return np.where(d <= 1.0, d, 1.0 + np.log(np.maximum(d, 1.0)))
 
 
 def _distance(v: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -292,7 +311,7 @@ def cross_validate(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: l
                 ex[i].append(np.inf)
                 continue
             ex[i].append(float(np.mean(np.abs(p[i] - y[t]) / y[t])))
-            zs[i].setdefault(key, []).append(np.log(y[t] / p[i]) / np.maximum(d, Z_MIN_DISTANCE))
+            zs[i].setdefault(key, []).append(np.log(y[t] / p[i]) / drift_distance(np.maximum(d, Z_MIN_DISTANCE)))
     results = []
     for i in range(nv):
         o = oof[i]
@@ -328,15 +347,23 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
     full: dict[str, Component] = {}
     results: dict[str, CVResult] = {}
     cache: dict = {}
+    several_sizes = len(np.unique(F["input_bytes"])) >= 2
     for name in A.EQUATIONS:
         if A.EQUATIONS[name].n_params + 1 > len(y):
             continue
-        try:
-            full[name] = fit_component(name, F, y, extras, random_state)
-        except DegenerateDataError:
-            continue
-        pw = full[name].equation.power  # type: ignore[union-attr]
-        results[name] = cross_validate(name, F, y, extras, random_state, power=pw, cache=cache)[0]
+        powers: tuple[int | None, ...] = (None,)
+        if POWER_CHOICE == "cv" and several_sizes and A.EQUATIONS[name].uses_power:
+            powers = (1, 2)
+        for pw_try in powers:
+            try:
+                comp = fit_component(name, F, y, extras, random_state, power=pw_try)
+            except DegenerateDataError:
+                continue
+            pw = comp.equation.power  # type: ignore[union-attr]
+            r = cross_validate(name, F, y, extras, random_state, power=pw, cache=cache)[0]
+            # S**2 only where the runs' held-out errors favour it, not their in-sample fit
+            if name not in results or r.score < results[name].score:
+                full[name], results[name] = comp, r
     finite = {k: r for k, r in results.items() if np.isfinite(r.score)}
     if not finite:
         raise DegenerateDataError(
