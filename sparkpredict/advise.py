@@ -53,6 +53,9 @@ _MAX_DEFAULT_CAP = 1000
 #: Runtimes within 2 % of the fastest count as equally fast (no model resolves less): the
 #: cheapest of them is "the fastest" -- no paying 50 % more for a predicted 1 % speed-up.
 SAME_SPEED = 0.02
+#: An upper bound beyond this many times the prediction means the history cannot answer the
+#: question; the advice then says which run would narrow it.
+WIDE_INTERVAL = 10.0
 
 
 @dataclass(frozen=True)
@@ -446,6 +449,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         warnings.append(f"no executor count in {int(e[0])}..{int(e[-1])} meets the deadline "
                         f"{format_duration(deadline)} at {confidence:.0%} confidence; the count "
                         "most likely to make it is given")
+    if t[i] > 0 and up[i] > WIDE_INTERVAL * t[i]:
+        warnings.append(_wide_interval_warning(up[i] / t[i], confidence, extr, src.ranges, X, i))
     da = _dynamic_allocation(e, t, deadline, i, knee_i, lo)
     if src.dynamic_allocation_used():
         warnings.append(f"the history used dynamic allocation: set spark.dynamicAllocation."
@@ -461,6 +466,24 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         knee_executors=int(e[knee_i]), executor_cores=cores, executor_memory_mb=mem,
         price_per_executor_hour=price, budget=budget_v, params=used,
         chance_meets_deadline=None if chance is None else float(chance[i]))
+
+
+def _wide_interval_warning(width: float, confidence: float, extr: Mapping[str, float],
+                           ranges: Mapping[str, tuple[float, float]], X: Mapping[str, Any], i: int) -> str:
+    import numpy as np
+
+    s = (f"the {confidence:.0%} interval reaches {width:,.0f}x the predicted runtime: the history "
+         "cannot pin this run down")
+    col = max(extr, key=lambda k: extr[k]) if extr else None
+    if col is None or extr[col] <= 0 or col not in ranges or col not in X:
+        return s + "; more runs of the job would narrow it"
+    lo, hi = ranges[col]
+    above = float(np.asarray(X[col], dtype=float)[i]) > hi
+    edge = hi if above else lo
+    shown = format_bytes(int(edge)) if col == "input_bytes" else f"{edge:g}"
+    what = "input size" if col == "input_bytes" else col
+    times = f"{extr[col] + 1:.1f}x the runs' largest" if above else f"1/{extr[col] + 1:.1f} of the runs' smallest"
+    return f"{s} (its {what} is {times}, {shown}); a run nearer it would narrow the interval"
 
 
 def check_params(params: Any) -> dict[str, float]:

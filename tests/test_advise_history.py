@@ -243,3 +243,28 @@ def test_an_unwritable_cache_costs_only_a_refit(tmp_path, monkeypatch):
     a = suggest_executors("etl", "30GB", deadline_s=600, store=path)
     assert a.executors > 0 and blocker.read_text().startswith("a file")
     assert list(tmp_path.glob("**/*.tmp")) == []
+
+
+def test_an_interval_the_history_cannot_narrow_says_which_run_would(tmp_path, monkeypatch):
+    # the listener-recorded history of this repository: sqljoin ran on 4-32 MB with repeats up
+    # to 2.6x apart, so 2 GB (62.5x its largest input) is beyond what it can bound
+    from pathlib import Path
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    real = Path(__file__).parent / "data" / "history"
+    far = suggest_executors("sqljoin", "2GB", deadline_s="5m", store=real)
+    wide = [w for w in far.warnings if "cannot pin this run down" in w]
+    assert len(wide) == 1 and far.upper_s > 10 * far.predicted_runtime_s
+    assert "62.5x the runs' largest, 30.5 MiB" in wide[0]
+    near = suggest_executors("sqljoin", "16MB", deadline_s="5m", store=real)
+    assert near.upper_s <= 10 * near.predicted_runtime_s
+    assert not any("cannot pin" in w for w in near.warnings)
+
+
+def test_a_clean_history_far_out_keeps_a_usable_interval(etl_store):
+    # 3 % noise on a known law: even 100x beyond the largest input the upper bound stays within
+    # 10x the prediction, so the wide-interval warning stays silent
+    a = suggest_executors("etl", "8TB", store=etl_store)
+    assert a.extrapolation["input_bytes"] > 90
+    assert a.upper_s <= 10 * a.predicted_runtime_s
+    assert not any("cannot pin" in w for w in a.warnings)
