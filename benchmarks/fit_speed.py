@@ -16,6 +16,7 @@ Medians of ``--repeat`` alternating rounds; imports are done before timing.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -98,9 +99,9 @@ def main() -> None:
     body = "\n".join([
         f"## Fitting speed: one job of {len(rows)} runs (C3O `{JOB}`)",
         "",
-        f"Median of {a.repeat} alternating rounds, imports excluded. The machine was shared with other "
-        "helpers (2 cores, load average far above 2), so absolute times are inflated; the reference "
-        "sklearn GBM fit in the same rounds shows by how much (it takes ~0.05-0.1 s on an idle core).",
+        f"Median of {a.repeat} alternating rounds, imports excluded; 1-minute load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the end. The reference sklearn GBM fit "
+        "in the same rounds shows how loaded the machine was (it takes ~0.05-0.1 s on an idle core).",
         "",
         *lines,
         "",

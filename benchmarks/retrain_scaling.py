@@ -126,6 +126,7 @@ def measure(store_path: Path, jobs: list[str], kind: str, repeats: int) -> dict:
     st_up = {m: statistics.median(v) for m, v in startup.items()}
     inv = 1 / rate["local"] - 1 / rate["local[2]"]
     return {"kind": kind, "n": len(jobs), "med": med, "apply_s": apply_s, "rate": rate, "startup": st_up,
+            "startup_samples": startup,
             "scale": rate["local[2]"] / rate["local[1]"], "speedup": rate["local[2]"] / rate["local"],
             "crossover": st_up["local[2]"] / inv if inv > 0 else float("inf")}
 
@@ -231,15 +232,17 @@ def main(argv: list[str] | None = None) -> int:
             f"Nothing else ran on the 2-core machine (1-minute load average {load}); ratios come "
             "from the same run. These jobs have runs only (no stage rows), so no stage models are fitted.",
             "",
-            "| model kind | jobs | path | median time, s | jobs fitted / s | start-up, s |",
+            "| model kind | jobs | path | median time, s | jobs fitted / s | start-up, s (median) |",
             "|---|---:|---|---:|---:|---:|",
         ]
         for m in results:
             lines += _rows(m)
         lines.append("")
         # `sparkpredict retrain` starts a new JVM: its start-up is the slowest session start
-        # measured (the one that launched the JVM); the others reused a running JVM.
-        cold = max(v for m in results for v in m["startup"].values())
+        # measured (the one that launched the JVM); the others reused a running JVM, so a
+        # median over repeats would mix the two (saves before 2026-11-30 kept medians only).
+        cold = max(max(v) for m in results
+                   for v in m.get("startup_samples", {k: [x] for k, x in m["startup"].items()}).values())
         for m in results:
             inv = 1 / m["rate"]["local"] - 1 / m["rate"]["local[2]"]
             m["crossover_cold"] = cold / inv if inv > 0 else float("inf")
