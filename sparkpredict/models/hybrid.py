@@ -268,7 +268,7 @@ class JobRuntimeModel:
         if not 0 < confidence < 1:
             raise InputError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.9")
         pred = self.predict(X)
-        lo, hi = self._log_bounds(X)(np.full(len(pred), float(confidence)))
+        lo, hi = self._log_bounds(X, pred)(np.full(len(pred), float(confidence)))
         return {"predicted_runtime_s": pred, "lower_s": pred * np.exp(lo), "upper_s": pred * np.exp(hi)}
 
     def chance_within(self, X: Mapping[str, Any], limit_s: float) -> np.ndarray:
@@ -287,7 +287,7 @@ class JobRuntimeModel:
             raise InputError(f"limit must be a positive number of seconds, got {limit_s!r}",
                              "give the deadline in seconds, e.g. 2700 for 45 minutes")
         pred = self.predict(X)
-        bounds = self._log_bounds(X)
+        bounds = self._log_bounds(X, pred)
         # a non-positive prediction (an equation's extrapolation gone wrong) counts as met
         target = np.log(limit / np.where(pred > 0, pred, np.nan))
         target = np.where(pred > 0, target, np.inf)
@@ -302,13 +302,14 @@ class JobRuntimeModel:
             c_hi, c_lo = np.where(reach, mid, c_hi), np.where(reach, c_lo, mid)
         return np.where(above, (1 + c_hi) / 2, (1 - c_hi) / 2)
 
-    def _log_bounds(self, X: Mapping[str, Any]):
+    def _log_bounds(self, X: Mapping[str, Any], pred: np.ndarray):
         """``confidence -> (lower, upper)``: each row's interval bounds as ``log(bound / ŷ)``,
-        at that row's confidence (an array); see :meth:`predict_interval`."""
-        drift = self._drift_bounds(X)
+        at that row's confidence (an array), ``pred`` being ``predict(X)``; see
+        :meth:`predict_interval`."""
+        F = self._query(X)
+        drift = self._drift_bounds(F)
         if self.drift_law_ == "relative":  # saved before the size floor existed: as it was then
             return drift
-        F = self._query(X)
         lo_s, hi_s = self.training_range_["input_bytes"]
         above, below = F["input_bytes"] > hi_s, F["input_bytes"] < lo_s
         if not (above.any() or below.any()):
@@ -317,7 +318,7 @@ class JobRuntimeModel:
         # largest size the lower bound stays at or above the largest size's, below the smallest
         # the upper bound at or below the smallest's. This keeps far lower bounds off 0 s.
         edge_F = dict(F, input_bytes=np.clip(F["input_bytes"], lo_s, hi_s))
-        pred, edge_pred = self.predict(F), self.predict(edge_F)
+        edge_pred = self.predict(edge_F)
         with np.errstate(divide="ignore", invalid="ignore"):
             shift = np.log(edge_pred / pred)
         above &= np.isfinite(shift)
