@@ -36,6 +36,7 @@ from _results import write_section
 
 from sparkpredict.models import selection
 from sparkpredict.models.hybrid import JobRuntimeModel
+from sparkpredict.units import format_duration
 
 ROOT = Path(__file__).resolve().parents[1]
 LAWS = ("relative", "linear_log")  # reference first
@@ -111,14 +112,6 @@ def local_rows(law: str) -> list[dict]:
     return out
 
 
-def _dur(s: float) -> str:
-    if s < 120:
-        return f"{s:.0f} s"
-    if s < 7200:
-        return f"{s / 60:.0f} min"
-    return f"{s / 3600:,.0f} h"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-write", action="store_true")
@@ -157,8 +150,8 @@ def main() -> None:
               "|---|---:|---:|---|---|---:|---:|"]
     for (job, factor), g in local.groupby(["job", "factor"], sort=False):
         ref, new = g[g.law == "relative"].iloc[0], g[g.law == "linear_log"].iloc[0]
-        lines.append(f"| {job} | {factor}x | {_dur(new.pred)} | {_dur(ref.lower)} - {_dur(ref.upper)} "
-                     f"| {_dur(new.lower)} - {_dur(new.upper)} | {ref.upper / ref.pred:,.0f}x "
+        lines.append(f"| {job} | {factor}x | {format_duration(new.pred)} | {format_duration(ref.lower)} - {format_duration(ref.upper)} "
+                     f"| {format_duration(new.lower)} - {format_duration(new.upper)} | {ref.upper / ref.pred:,.0f}x "
                      f"| {new.upper / new.pred:,.0f}x |")
     near = r[r.d <= 1]
     far = r[r.d > 1]
