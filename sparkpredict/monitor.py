@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -83,6 +83,7 @@ if TYPE_CHECKING:
     from .store.io import Store
 
 __all__ = [
+    "CAUSE_MIN_SLOWDOWN",
     "COMPONENTS",
     "CORRECTION_WEIGHTS",
     "CULPRIT_EVIDENCE",
@@ -94,6 +95,7 @@ __all__ = [
     "HOST_FEATURES",
     "KEY",
     "LABEL_KEY",
+    "MATCHED_SHARE_WARN",
     "QOS_THRESHOLDS",
     "STAGE_FEATURES",
     "STATS",
@@ -122,6 +124,12 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 QOS_THRESHOLDS = (0.05, 0.10, 0.20)
+#: An estimated slowdown below this is not told apart from noise (the estimator's error on clean
+#: runs is about 3 %, benchmarks/RESULTS.md), so no cause is named for it.
+CAUSE_MIN_SLOWDOWN = 0.05
+#: Below this share of a run's stage time with a counterpart in the job's clean runs, the
+#: comparison covers too little of the run to stand for it, and the explanation says so.
+MATCHED_SHARE_WARN = 0.5
 #: Default training data: the labelled dataset shipped with the package (see its NOTES.md).
 DEFAULT_TRAINING_STORE = Path(__file__).resolve().parent / "data" / "interference" / "store"
 
@@ -254,6 +262,10 @@ class Explanation:
     culprit: dict[str, float] | None = None
     #: the host footprints the culprit reads, as changes over the clean runs (:func:`host_footprint`)
     footprint: dict[str, float] | None = None
+    #: share of the run's stage time whose stage has a counterpart in another clean run of the
+    #: job (same call site and task count); the measured figures cover this part only
+    matched_share: float = 1.0
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -284,6 +296,9 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     ------
     UnknownJobError
         The run is not in the store or has no completed stages.
+    DegenerateDataError
+        Nothing to compare the run with: its job has no other clean run, or none of the run's
+        stages matches theirs (unless ``models`` reconstructs baselines with its autoencoder).
     """
     from .store import io
 
@@ -302,6 +317,26 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
                               "explain a run that finished at least one stage")
     clean_ids = set(df.loc[df["label"] == "none", "run_id"]) if df["label"].notna().any() \
         else set(df["run_id"])
+    others = clean_ids - {run_id}
+    matched = rows["expected_ms"].notna() & (rows["expected_ms"] > 0)
+    if (not others or not matched.any()) and getattr(model, "dae_", None) is None:
+        # The only clean run of its job would be compared with itself (a slowdown of 0 by
+        # construction), and a run sharing no stage with the clean runs with nothing at all.
+        what = (f"no other clean run of job {job!r} to compare it with" if not others else
+                f"none of its {len(rows)} stages matches a stage of the {len(others)} other clean "
+                f"run(s) of job {job!r} (same call site and task count)")
+        raise DegenerateDataError(
+            f"cannot explain run {run_id!r}: {what}",
+            f"record other runs of the same application under job name {job!r} (undisturbed ones "
+            "labelled --conf spark.sparkpredict.interference=none), then explain again")
+    total_ms = float(rows["duration_ms"].sum())
+    share = float(rows.loc[matched, "duration_ms"].sum()) / total_ms if total_ms > 0 else 1.0
+    notes = []
+    if share < MATCHED_SHARE_WARN:
+        notes.append(f"only {share:.0%} of this run's stage time has a counterpart in the clean runs "
+                     f"of job {job!r}; the measured degradation covers that part only. If the job's "
+                     "runs are different applications, give each its own job name "
+                     "(spark.sparkpredict.job)")
     act, exp, d = run_degradation(rows)
     if not math.isfinite(d):
         act, exp, d = float(rows["duration_ms"].sum()), None, None  # type: ignore[assignment]
@@ -311,7 +346,7 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     pos = {g: max(v, 0.0) for g, v in phi.items()}
     tot = sum(pos.values())
     shares = {g: (v / tot if tot > 0 else 0.0) for g, v in pos.items()}
-    main = max(shares, key=shares.__getitem__) if tot > 0 else None
+    main = max(shares, key=shares.__getitem__) if tot > 0 and est >= CAUSE_MIN_SLOWDOWN else None
     judged = d if d is not None else est
     est_s = model.predict(rows)
     # pandas-stubs type every named-tuple field as any scalar (None, NaT, Interval, ...)
@@ -328,4 +363,4 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
         main_share=shares.get(main, 0.0) if main else 0.0,
         qos={t: judged > t for t in QOS_THRESHOLDS}, threshold=threshold, violated=judged > threshold,
         clean_runs=len(clean_ids - {run_id}), label=rows["label"].iloc[0], stages=impacts[:top_stages],
-        culprit=host, footprint=host_footprint(rows))
+        culprit=host, footprint=host_footprint(rows), matched_share=share, warnings=notes)

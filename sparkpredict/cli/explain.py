@@ -49,8 +49,9 @@ def run(args: argparse.Namespace) -> int:
     label = f", recorded interference: {e.label}" if e.label and e.label != "none" else ""
     print(f"run {e.run_id} (job {e.job}{label})")
     exp = format_duration(e.expected_ms / 1000) if e.expected_ms else "unknown (no clean runs)"
-    print(f"  actual   {format_duration(e.actual_ms / 1000)}   (sum of stage times)")
-    print(f"  expected {exp}   (median of {e.clean_runs} clean runs of the job, per stage)")
+    part = "" if e.matched_share >= 0.995 else f", the {e.matched_share:.0%} of it with a clean counterpart"
+    print(f"  actual   {format_duration(e.actual_ms / 1000)}   (sum of stage times{part})")
+    print(f"  expected {exp}   (median of {e.clean_runs} other clean runs of the job, per stage)")
     print(f"  degradation: measured {_pct(e.degradation)}, estimated from metrics "
           f"{_pct(e.estimated_degradation)}")
     verdict = "VIOLATED" if e.violated else "met"
@@ -59,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
     if e.main_cause:
         print(f"  main cause: {e.main_cause} ({e.main_share * 100:.0f} % of the estimated slowdown)")
     else:
-        print("  main cause: none (the metrics show no slowdown)")
+        print(f"  main cause: none (the metrics show no slowdown of {monitor.CAUSE_MIN_SLOWDOWN:.0%} "
+              "or more)")
     if e.culprit:
         print("  who took the cores Spark waited for (host counters): "
               + ", ".join(f"{g} {p * 100:.0f} %" for g, p in sorted(e.culprit.items(), key=lambda kv: -kv[1])
@@ -79,4 +81,6 @@ def run(args: argparse.Namespace) -> int:
                 if s.expected_ms else f"estimated {_pct(s.estimated_degradation)}"
             print(f"    stage {s.stage_id:<4} {format_duration(s.actual_ms / 1000):>8}  vs {ref}  "
                   f"{s.name[:60]}")
+    for w in e.warnings:
+        print(f"  warning: {w}")
     return 0
