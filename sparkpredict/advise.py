@@ -56,6 +56,12 @@ SAME_SPEED = 0.02
 #: An upper bound beyond this many times the prediction means the history cannot answer the
 #: question; the advice then says which run would narrow it.
 WIDE_INTERVAL = 10.0
+#: A cross-validated error above this is more than repeats of one application on a quiet
+#: cluster scatter (C3O's jobs: 5-15 %); the advice then says what usually causes it. A fit that
+#: minimises relative error stays below 50 % even on two applications 5x apart (it follows the
+#: faster), so the bar sits lower: this repository's wordcount history (42 %, repeats 5x apart
+#: on a shared 2-core machine) is above it, its sqljoin and sort histories (24 %, 17 %) below.
+UNRELIABLE_CV_MAPE = 0.35
 
 
 @dataclass(frozen=True)
@@ -451,6 +457,13 @@ def suggest_executors(job: str, input_bytes: float | str, *,
                         "most likely to make it is given")
     if t[i] > 0 and up[i] > WIDE_INTERVAL * t[i]:
         warnings.append(_wide_interval_warning(up[i] / t[i], confidence, extr, src.ranges, X, i))
+    if src.cv_mape is not None and src.cv_mape > UNRELIABLE_CV_MAPE:
+        warnings.append(f"the model's cross-validated error is {src.cv_mape:.0%}: the runs of {job} "
+                        "differ far more than their input sizes and executor counts explain. If "
+                        "they are different applications under one job name, give each its own "
+                        "(spark.sparkpredict.job); if a setting changed between them, record it as "
+                        "a job parameter (spark.sparkpredict.param.NAME); if other work shared the "
+                        "cluster, `sparkpredict explain RUN_ID` says which runs it slowed")
     da = _dynamic_allocation(e, t, deadline, i, knee_i, lo)
     if src.dynamic_allocation_used():
         warnings.append(f"the history used dynamic allocation: set spark.dynamicAllocation."
