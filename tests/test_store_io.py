@@ -134,3 +134,23 @@ def test_cli_output_into_a_closed_pipe_ends_quietly(tmp_path):
     err = p.stderr.read().decode()
     assert p.wait(timeout=60) == 141, err
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+def test_summary_columns_stay_aligned_with_long_yarn_ids_and_app_names(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    s = store.open(tmp_path / "st", create=True)
+    ids = ["application_1603128018386_7756", "app-1", "local-1532512550423"]
+    jobs = ["NDS - Power Run on a long name", "etl", "Spark shell"]
+    s.append({"runs": pd.DataFrame({"run_id": ids, "job": jobs, "status": ["succeeded"] * 3,
+                                    "start_ms": [1, 2, 3], "updated_ms": [1] * 3, "wall_ms": [1000.0] * 3,
+                                    "executors_max": [2.0] * 3, "num_tasks": [8.0] * 3})})
+    assert main(["store", "summary", "--store", str(tmp_path / "st")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    listing = lines[lines.index("latest 3 runs:") + 1:]
+    assert len(listing) == 4
+    # every row's job starts where the header's does, and its status column too
+    col_job, col_status = listing[0].index("job"), listing[0].index("status")
+    for line, rid, job in zip(listing[1:], ids, jobs):
+        assert line.startswith(rid) and line[col_job:].startswith(job)
+        assert line[col_status:].startswith("succeeded")

@@ -54,17 +54,22 @@ def _summary(args: argparse.Namespace) -> int:
     def when(ms: float) -> str:
         return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
 
-    print(f"\n{'job':<30} {'runs':>5} {'ok':>5} {'median wall':>12}  last start (UTC)")
+    jw = max(3, *(len(str(j)) for j in per_job["job"]))
+    print(f"\n{'job':<{jw}} {'runs':>5} {'ok':>5} {'median wall':>12}  last start (UTC)")
     for r in per_job.itertuples():
         wall = format_duration(r.median_wall_ms / 1000) if r.median_wall_ms == r.median_wall_ms else "-"
-        print(f"{r.job!s:<30} {r.runs:>5} {r.succeeded:>5} {wall:>12}  {when(r.last_start_ms)}")
-    print(f"\nlatest {min(args.last, len(runs))} runs:")
-    print(f"{'run_id':<28} {'job':<24} {'status':<10} {'wall':>9} {'exec max':>8} {'tasks':>7}")
-    for r in runs.sort_values("start_ms").tail(args.last).itertuples():
+        print(f"{r.job!s:<{jw}} {r.runs:>5} {r.succeeded:>5} {wall:>12}  {when(r.last_start_ms)}")
+    latest = runs.sort_values("start_ms").tail(args.last)
+    print(f"\nlatest {len(latest)} runs:")
+    # columns as wide as their longest value: YARN ids and app names overflow fixed widths
+    rw = max(6, *(len(str(x)) for x in latest["run_id"]))
+    jw = max(3, *(len(str(x)) for x in latest["job"]))
+    print(f"{'run_id':<{rw}} {'job':<{jw}} {'status':<10} {'wall':>9} {'exec max':>8} {'tasks':>7}")
+    for r in latest.itertuples():
         wall = format_duration(r.wall_ms / 1000) if r.wall_ms == r.wall_ms else "-"
         ex = "-" if r.executors_max != r.executors_max else int(r.executors_max)
         nt = "-" if r.num_tasks != r.num_tasks else int(r.num_tasks)
-        print(f"{r.run_id!s:<28} {r.job!s:<24} {r.status:<10} {wall:>9} {ex:>8} {nt:>7}")
+        print(f"{r.run_id!s:<{rw}} {r.job!s:<{jw}} {r.status:<10} {wall:>9} {ex:>8} {nt:>7}")
     return 0
 
 
