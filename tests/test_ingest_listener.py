@@ -28,6 +28,11 @@ def test_listener_and_event_log_agree(spark_app, tmp_path):
         assert words.groupBy("w").count().count() == 97  # w0..w96
         spark.sparkContext.parallelize(range(1000), 6).map(lambda x: (x % 5, x)) \
             .reduceByKey(lambda a, b: a + b).collect()
+        # read once from the file, then twice from the cache: Spark counts the cached reads as
+        # stage input too, the run's input must not
+        cached = spark.read.text(str(data)).cache()
+        for _ in range(3):
+            assert cached.count() == 20000
     (folder,) = logs.glob("eventlog_v2_*")
     assert any(f.name.endswith(".zstd") for f in folder.glob("events_*"))
 
@@ -47,6 +52,9 @@ def test_listener_and_event_log_agree(spark_app, tmp_path):
                 "executor_cores", "executors_requested", "executor_memory_mb"):
         assert lrun[col] == erun[col], col
     assert erun.input_bytes > 0 and erun.shuffle_write_bytes > 0
+    # two reads of the file (the word count, the first pass over the cache), not four
+    assert erun.input_bytes == pytest.approx(2 * data.stat().st_size, rel=0.05)
+    assert ingested.stages()["input_bytes"].sum() > erun.input_bytes
     assert lrun.executors_mean == pytest.approx(erun.executors_mean)
     # Stage by stage, the sums of task metrics agree too.
     key = ["stage_id", "stage_attempt_id"]

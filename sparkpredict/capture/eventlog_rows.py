@@ -101,6 +101,15 @@ def _task_status(info: dict[str, Any]) -> str:
     return "KILLED" if info.get("Killed") else "SUCCESS"
 
 
+def _persisted(level: Any) -> bool:
+    """Whether an RDD Info's storage level keeps its blocks (StorageLevel.isValid)."""
+    if not isinstance(level, dict):
+        return False
+    kept = any(level.get(k) is True for k in ("Use Memory", "Use Disk", "Use Off Heap"))
+    replication = level.get("Replication", 1)
+    return kept and not (isinstance(replication, int) and replication <= 0)
+
+
 def spark_size(text: str | None, unit: str = "m") -> int | None:
     """Spark's ``getSizeAsMb`` / ``getSizeAsBytes``: binary suffixes, a bare number is in ``unit``."""
     m = re.fullmatch(r"\s*(\d+)\s*([bkmgtp]?)b?\s*", str(text).lower()) if text is not None else None
@@ -127,6 +136,10 @@ class RunBuilder:
         self.last_job_failed = False
         self.error_message: str | None = None
         self.stages: dict[tuple[int, int], dict[str, Any]] = {}
+        # as the listener: stages over a persisted RDD an earlier stage computed read the cache,
+        # and their input is not the run's (see finish)
+        self._materialised: set[int] = set()
+        self._reads_cache: set[tuple[int, int]] = set()
         self.last_ms = 0
         self.lines = self.events = self.bad_lines = self.skipped = 0
         self._last_bad = 0
@@ -274,6 +287,12 @@ class RunBuilder:
         if key in self.stages:
             self.warnings.append(f"stage {key[0]} attempt {key[1]} completed twice; the last is kept")
         self.stages[key] = row
+        persisted = {r.get("RDD ID") for r in si.get("RDD Info") or []
+                     if isinstance(r, dict) and _persisted(r.get("Storage Level"))}
+        if persisted & self._materialised:
+            self._reads_cache.add(key)
+        if row["status"] == "succeeded":
+            self._materialised |= persisted
         self._ts(done)
 
     def _task_end(self, ev: dict, line: bytes) -> None:
@@ -422,9 +441,11 @@ class RunBuilder:
         if declared and input_bytes is None:
             self.warnings.append(f"spark.sparkpredict.inputBytes={declared!r} is not a size; measured instead")
         if input_bytes is None:
-            roots = pc.and_(pc.equal(stages["parent_stage_ids_json"], "[]"),
-                            pc.equal(stages["status"], "succeeded"))
-            measured = pc.sum(stages.filter(roots)["input_bytes"]).as_py() or 0
+            # what the succeeded stages read from data sources, not from cached blocks
+            source = [s == "succeeded" and (sid, att) not in self._reads_cache for s, sid, att in zip(
+                stages["status"].to_pylist(), stages["stage_id"].to_pylist(),
+                stages["stage_attempt_id"].to_pylist())]
+            measured = pc.sum(stages.filter(pa.array(source, pa.bool_()))["input_bytes"]).as_py() or 0
         status = "incomplete"
         if complete:
             failed = self.exit_code not in (None, 0) or self.last_job_failed

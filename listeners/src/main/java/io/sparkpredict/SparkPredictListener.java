@@ -118,6 +118,8 @@ public class SparkPredictListener extends SparkListener {
     private final Map<String, Exec> executors = new LinkedHashMap<>();
     private final Map<Long, StageAgg> stageAggs = new HashMap<>();
     private final Set<Long> completedStages = new HashSet<>();
+    /** Persisted RDDs a succeeded stage has computed: later stages over them read the cache. */
+    private final Set<Integer> materialisedRdds = new HashSet<>();
     private final Map<Integer, Integer> stageToJob = new HashMap<>();
     private final List<Object[]> pendingStages = new ArrayList<>();
     private final List<Object[]> pendingTasks = new ArrayList<>();
@@ -443,7 +445,15 @@ public class SparkPredictListener extends SparkListener {
         List<Object> parents = new ArrayList<>(CollectionConverters.asJava(s.parentIds()));
         r[t.col("parent_stage_ids_json")] = JSON.writeValueAsString(parents);
         List<String> rdds = new ArrayList<>();
-        for (RDDInfo ri : CollectionConverters.asJava(s.rddInfos())) rdds.add(ri.name());
+        List<Integer> persisted = new ArrayList<>();
+        boolean readsCache = false;
+        for (RDDInfo ri : CollectionConverters.asJava(s.rddInfos())) {
+            rdds.add(ri.name());
+            if (ri.storageLevel().isValid()) {
+                persisted.add(ri.id());
+                readsCache |= materialisedRdds.contains(ri.id());
+            }
+        }
         r[t.col("rdd_names_json")] = JSON.writeValueAsString(rdds);
         Long sub = s.submissionTime().isDefined() ? (Long) s.submissionTime().get() : null;
         Long comp = s.completionTime().isDefined() ? (Long) s.completionTime().get() : null;
@@ -467,7 +477,14 @@ public class SparkPredictListener extends SparkListener {
             r[t.col("task_duration_p90_ms")] = quantile(d, 0.9);
             r[t.col("task_duration_max_ms")] = (double) d[d.length - 1];
         }
-        if (!failed && parents.isEmpty()) measuredInput += agg.lsum[t.col("input_bytes") - first];
+        // The run's input is what its stages read from data sources. Spark also counts a read of
+        // a cached block as input, so a stage over an already computed persisted RDD is left
+        // out (an iterative job would otherwise count its input once per pass). Stages with
+        // parents count too: a scan can wait on other stages (Databricks' pruning, unions).
+        if (!failed) {
+            if (!readsCache) measuredInput += agg.lsum[t.col("input_bytes") - first];
+            materialisedRdds.addAll(persisted);
+        }
         pendingStages.add(r);
     }
 
