@@ -287,8 +287,9 @@ class RunBuilder:
         if key in self.stages:
             self.warnings.append(f"stage {key[0]} attempt {key[1]} completed twice; the last is kept")
         self.stages[key] = row
-        persisted = {r.get("RDD ID") for r in si.get("RDD Info") or []
-                     if isinstance(r, dict) and _persisted(r.get("Storage Level"))}
+        persisted = {r["RDD ID"] for r in si.get("RDD Info") or []
+                     if isinstance(r, dict) and isinstance(r.get("RDD ID"), int)
+                     and _persisted(r.get("Storage Level"))}
         if persisted & self._materialised:
             self._reads_cache.add(key)
         if row["status"] == "succeeded":
