@@ -196,7 +196,7 @@ def _fig_stages(stages: pd.DataFrame, run: pd.Series) -> str:
     return _png(fig)
 
 
-def _advice(job: str, input_bytes: float, store_path: str, models: dict) -> tuple[str, str]:
+def _advice(job: str, input_bytes: float, store_path: str, models: dict | None) -> tuple[str, str]:
     from .advise import suggest_executors
 
     adv = suggest_executors(job, int(input_bytes), store=store_path, models=models)
@@ -240,8 +240,8 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
         sec = JobSection(job=job, n_runs=len(jr))
         model = models.get(job)
         if model is None:
-            sec.notes.append("no fitted model for this job (too few or too uniform runs?); "
-                             "showing the runs only")
+            sec.notes.append("no fitted model for this job (too few or too uniform runs?): "
+                             "the plots show the runs only")
         else:
             sec.model_name = getattr(model, "name_", type(model).__name__)
             sec.cv_mape = getattr(model, "cv_mape_", None)
@@ -268,7 +268,15 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
         if fig:
             sec.figures["stages"] = fig
         target = float(jr["input_bytes"].max()) * advice_factor
-        adv = _attempt(sec, f"advice for {format_bytes(target)}", _advice, job, target, store_path, models)
+        if not target > 0:
+            sec.notes.append("no advice: the runs of this job recorded no input size (declare it "
+                             "with spark.sparkpredict.inputBytes or `sparkpredict submit --input-size`)")
+            sections.append(sec)
+            continue
+        # without a whole-job model the store still answers, as `suggest` does: by replaying
+        # the job's recorded tasks
+        adv = _attempt(sec, f"advice for {format_bytes(target)}", _advice, job, target, store_path,
+                       models if model is not None else None)
         if adv:
             sec.advice_text, sec.advice_table_html = adv
         sections.append(sec)
