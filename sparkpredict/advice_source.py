@@ -210,10 +210,15 @@ class HistorySource:
         if len(seen) == 1:
             w.append(f"every run of {self.job} used {seen[0]} executors: how the runtime scales "
                      "with executors is an assumption of the model, not a measurement")
-        if runs is not None and runs["input_bytes"].nunique() == 1:
+        if runs is not None and len(runs) and not (runs["input_bytes"].fillna(0) > 0).any():
+            w.append(f"no run of {self.job} recorded an input size (its sources report no bytes "
+                     "read, and none was declared): the size asked about cannot be related to "
+                     "them. Declare it per run (spark.sparkpredict.inputBytes, or sparkpredict "
+                     "submit --input-size)")
+        elif runs is not None and runs["input_bytes"].nunique() == 1:
             w.append(f"every run of {self.job} read the same input size: how the runtime grows "
                      "with input is an assumption of the model, not a measurement")
-        if ratio is not None and mem is not None and runs is not None and len(runs):
+        if ratio is not None and mem is not None and runs is not None and (runs["input_bytes"] > 0).any():
             w.extend(self._memory_warning(runs, size, execs, mem, ratio))
         return w
 
@@ -224,7 +229,8 @@ class HistorySource:
         if per_mem.dropna().empty:  # executor memory never recorded: nothing to compare with
             return []
         if self.spill is not None:
-            spilled = r["run_id"].map(self.spill).fillna(0) >= _HEAVY_SPILL_FRACTION * r["input_bytes"]
+            spill = r["run_id"].map(self.spill).fillna(0)
+            spilled = (spill > 0) & (spill >= _HEAVY_SPILL_FRACTION * r["input_bytes"])
             ok = per_mem[~spilled].dropna()
             what = "without heavy spill"
             heavy = per_mem[spilled].dropna()
