@@ -22,10 +22,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     import json
+    import logging
 
     from ..capture.eventlog import ingest_event_logs
 
-    report = ingest_event_logs(args.paths, store=args.store)
+    # each failure is printed below, once; the library's own warning would repeat it
+    logger = logging.getLogger("sparkpredict.capture.eventlog")
+    level = logger.level
+    if not args.verbose:
+        logger.setLevel(logging.ERROR)
+    try:
+        report = ingest_event_logs(args.paths, store=args.store)
+    finally:
+        logger.setLevel(level)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -35,7 +44,8 @@ def _run(args: argparse.Namespace) -> int:
             elif f.outcome == "exists":
                 print(f"skipped   {f.path}: run {f.run_id} already in the store")
             elif f.outcome == "failed":
-                print(f"FAILED    {f.path}: {f.error}")
+                err = f.error or "failed"
+                print(f"FAILED    {err if err.startswith(str(f.path)) else f'{f.path}: {err}'}")
             for w in f.warnings if f.outcome != "exists" else []:
                 print(f"  warning: {w}")
         print(f"{report.files_seen} logs: {report.files_ingested} ingested, {report.files_unchanged} "
