@@ -29,7 +29,7 @@ def machine() -> str:
         pass
     mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     try:
-        java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+        java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr.splitlines()[0]
     except (OSError, IndexError):
         java = "no java"
     return (f"{os.cpu_count()} cores ({cpu}), {mem_gib:.0f} GiB RAM, Python {platform.python_version()}, "

@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import advice_quality as aq  # noqa: E402
-from _results import write_section  # noqa: E402
+import advice_quality as aq
+from _results import write_section
 
-from sparkpredict import advise  # noqa: E402
+from sparkpredict import advise
 
 SHIPPED = advise._choose
 
@@ -57,10 +57,10 @@ def main() -> None:
     aq.CONFIDENCES = (0.9,)
     jobs = aq.recurring_jobs()
     lines = ["## Advice fallback what-if (advice_fallback)", "",
-             "When no count meets the deadline by its upper bound (the advice then says so), the "
+             ("When no count meets the deadline by its upper bound (the advice then says so), the "
              "shipped rule takes the count most likely to make it. Taking instead the cheapest "
              "count whose upper bound is within a tolerance of the lowest, on the same 147 cases as "
-             "`advice_quality` (confidence 0.9):", "",
+             "`advice_quality` (confidence 0.9):"), "",
              "| tolerance | deadline met | mean cost / cheapest meeting D | cases where nothing met by the upper bound |",
              "|---:|---:|---:|---:|"]
     for tol in (float(x) for x in args.tolerances.split(",")):

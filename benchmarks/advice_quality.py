@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section  # noqa: E402
-from c3o_data import JOBS, PARAMS, load_c3o  # noqa: E402
+from _results import write_section
+from c3o_data import JOBS, PARAMS, load_c3o
 
 #: job parameters that describe the input (they vary with the size), per C3O job
 INPUT_PARAMS = {"grep": {"line_length", "lines"}, "kmeans": {"features", "observations"},
@@ -149,7 +149,7 @@ def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False, reference: bool
         for s in held_sizes:
             train, test = g[g.input_bytes != s], g[g.input_bytes == s]
             model, fit_s = _fit_cached(JobRuntimeModel, name, s, train[BASE])
-            truth, reps, deadline, cost, oracle = held_out_case(test)
+            truth, reps, deadline, _cost, oracle = held_out_case(test)
             # diagnostic for the model: its 90 % interval at the held-out size, every repeat
             X = {"input_bytes": np.full(len(truth), float(s)), "executors": truth.index.values.astype(float),
                  "executor_cores": np.full(len(truth), float(test.executor_cores.iloc[0])),
@@ -193,18 +193,18 @@ def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False, reference: bool
                     pX = dict(X, **{c: np.full(len(truth), v) for c, v in pvals.items()})
                     rel = np.abs(mdl.predict(pX) - truth.values) / truth.values
                     v_ape, v_near = float(np.mean(rel)), float(np.mean(rel[near]))
-                rows.append(dict(
-                    job=name, variant=variant, base=name.split("/")[0], size_mb=s / 2**20,
-                    edge=s in (sizes[0], sizes[-1]), confidence=conf, deadline_s=deadline,
-                    executors=e, predicted_s=a.predicted_runtime_s, upper_s=a.upper_s,
-                    true_s=true_t, met=true_t <= deadline,
-                    met_repeats=float(np.mean(reps[e] <= deadline)),
-                    advised_meets=bool(a.meets_deadline), cost_eh=e * true_t / 3600.0,
-                    oracle_eh=oracle, cost_ratio=(e * true_t / 3600.0) / oracle,
-                    model=model.name_, cv_mape=model.cv_mape_, fit_s=fit_s, coverage90=cov90,
-                    below_upper90=up90, heldout_mape=v_ape, near_mape=v_near, chance_runs=chance_runs,
-                    widths=widths,
-                    chance=a.chance_meets_deadline))
+                rows.append({
+                    "job": name, "variant": variant, "base": name.split("/")[0], "size_mb": s / 2**20,
+                    "edge": s in (sizes[0], sizes[-1]), "confidence": conf, "deadline_s": deadline,
+                    "executors": e, "predicted_s": a.predicted_runtime_s, "upper_s": a.upper_s,
+                    "true_s": true_t, "met": true_t <= deadline,
+                    "met_repeats": float(np.mean(reps[e] <= deadline)),
+                    "advised_meets": bool(a.meets_deadline), "cost_eh": e * true_t / 3600.0,
+                    "oracle_eh": oracle, "cost_ratio": (e * true_t / 3600.0) / oracle,
+                    "model": model.name_, "cv_mape": model.cv_mape_, "fit_s": fit_s, "coverage90": cov90,
+                    "below_upper90": up90, "heldout_mape": v_ape, "near_mape": v_near, "chance_runs": chance_runs,
+                    "widths": widths,
+                    "chance": a.chance_meets_deadline})
             last = rows[-len(variants)]
             print(f"{name:<32} {s / 2**20:>8.0f} MB  D={deadline:7.1f}s  E={last['executors']:>2} "
                   f"true={last['true_s']:7.1f}s met={last['met']!s:<5} cost x{last['cost_ratio']:.2f} "
@@ -243,12 +243,12 @@ def noise_bound(jobs: dict[str, pd.DataFrame]) -> pd.DataFrame:
                 ok = truth.values * factor <= deadline
                 k = int(np.flatnonzero(ok)[np.argmin(cost[ok])]) if ok.any() else int(np.argmin(truth.values))
                 e = int(truth.index[k])
-                rows.append(dict(job=name, variant=f"bound: true means + {label}",
-                                 base=name.split("/")[0], size_mb=s / 2**20, edge=s in (sizes[0], sizes[-1]),
-                                 confidence=0.9, executors=e, met=bool(truth[e] <= deadline),
-                                 met_repeats=float(np.mean(reps[e] <= deadline)), advised_meets=bool(ok.any()),
-                                 cost_eh=float(cost[k]), oracle_eh=oracle, cost_ratio=float(cost[k]) / oracle,
-                                 noise_factor=factor))
+                rows.append({"job": name, "variant": f"bound: true means + {label}",
+                             "base": name.split("/")[0], "size_mb": s / 2**20, "edge": s in (sizes[0], sizes[-1]),
+                             "confidence": 0.9, "executors": e, "met": bool(truth[e] <= deadline),
+                             "met_repeats": float(np.mean(reps[e] <= deadline)), "advised_meets": bool(ok.any()),
+                             "cost_eh": float(cost[k]), "oracle_eh": oracle, "cost_ratio": float(cost[k]) / oracle,
+                             "noise_factor": factor})
     return pd.DataFrame(rows)
 
 

@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section  # noqa: E402
-from c3o_data import PARAMS, load_c3o  # noqa: E402
+from _results import write_section
+from c3o_data import PARAMS, load_c3o
 
 SIZE_PARAM = {"grep": "lines", "kmeans": "observations", "pagerank": "links", "sgd": "observations",
               "sort": "lines"}
@@ -128,13 +128,13 @@ def main() -> None:
     body = "\n".join([
         "## C3O: the study's protocols, every model, every job",
         "",
-        f"{len(jobs)} jobs (a job = one C3O program with fixed parameters on one machine type; the "
+        (f"{len(jobs)} jobs (a job = one C3O program with fixed parameters on one machine type; the "
         "size-defining parameter varies the input — see `benchmarks/c3o_models.py`), 4,650 runs in C3O. "
         f"Left out (fewer than 3 input sizes): {len(excluded)} jobs. Machine shared with other helpers; "
-        f"evaluation wall time {wall:.0f} s on {a.procs} processes.",
+        f"evaluation wall time {wall:.0f} s on {a.procs} processes."),
         "",
-        "Noise floor: predicting each configuration's median runtime (an oracle) has MAPE 1.7 % (grep), "
-        "4.6 % (kmeans), 2.2 % (pagerank), 0.8 % (sgd), 2.5 % (sort) against the 5 repeats.",
+        ("Noise floor: predicting each configuration's median runtime (an oracle) has MAPE 1.7 % (grep), "
+        "4.6 % (kmeans), 2.2 % (pagerank), 0.8 % (sgd), 2.5 % (sort) against the 5 repeats."),
         "",
         "### Goals (combined model = `JobRuntimeModel(kind='auto')`)",
         "",

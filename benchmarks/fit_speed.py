@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section  # noqa: E402
-from c3o_models import c3o_runs  # noqa: E402
+from _results import write_section
+from c3o_models import c3o_runs
 
 JOB = "grep/m4.2xlarge/line_length=100,p_occurrence=0.5"
 GOAL_S = 0.5
@@ -99,16 +99,16 @@ def main() -> None:
     body = "\n".join([
         f"## Fitting speed: one job of {len(rows)} runs (C3O `{JOB}`)",
         "",
-        f"Median of {a.repeat} alternating rounds, imports excluded; 1-minute load average "
+        (f"Median of {a.repeat} alternating rounds, imports excluded; 1-minute load average "
         f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the end. The reference sklearn GBM fit "
-        "in the same rounds shows how loaded the machine was (it takes ~0.05-0.1 s on an idle core).",
+        "in the same rounds shows how loaded the machine was (it takes ~0.05-0.1 s on an idle core)."),
         "",
         *lines,
         "",
-        f"- goal fitting all models for one job of ~150 runs ≤ {GOAL_S} s — every model of the study once: "
-        f"{mark(med['all_once'])} ({med['all_once']:.3f} s)",
-        f"- goal (same, read as the combined model that `sparkpredict fit` runs per job, CV included): "
-        f"{mark(med['combined'])} ({med['combined']:.3f} s; {med['combined'] / ref:.1f}× one sklearn GBM fit)",
+        (f"- goal fitting all models for one job of ~150 runs ≤ {GOAL_S} s — every model of the study once: "
+        f"{mark(med['all_once'])} ({med['all_once']:.3f} s)"),
+        (f"- goal (same, read as the combined model that `sparkpredict fit` runs per job, CV included): "
+        f"{mark(med['combined'])} ({med['combined']:.3f} s; {med['combined'] / ref:.1f}× one sklearn GBM fit)"),
     ])
     print(body)
     if not a.no_write:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section  # noqa: E402
+from _results import write_section
 
 DEFAULT_PERIOD_MS = 1000
 GOAL_SHARE = 0.001  # at most 0.1 % of one core at the default period
@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     share_default = per_read_cpu_ms / DEFAULT_PERIOD_MS
     body = "\n".join([
         "## Host sampler cost (host_sampler_cost)", "",
-        f"One `local[2]` application, listener and host plugin, sampling every {a.period_ms} ms while "
-        f"a CPU-bound job repeated for {wall_s:.1f} s ({jobs} jobs); the driver's JVM timed every reading.", "",
+        (f"One `local[2]` application, listener and host plugin, sampling every {a.period_ms} ms while "
+        f"a CPU-bound job repeated for {wall_s:.1f} s ({jobs} jobs); the driver's JVM timed every reading."), "",
         "| measure | value |", "|---|---|",
         f"| readings in the window | {reads} |",
         f"| wall time reading /proc, total (includes waiting for a core: the job keeps both busy) | {read_ms:.1f} ms |",
@@ -73,10 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         f"| reading CPU time / job wall time (at {a.period_ms} ms) | {cpu_ms / (wall_s * 1000):.4%} |",
         f"| share of one core at the default period ({DEFAULT_PERIOD_MS} ms) | {share_default:.4%} |",
         f"| host_samples rows written for the application | {rows} |", "",
-        f"goal at most 0.1 % of one core per executor at the default period: "
-        f"**{'met' if share_default <= GOAL_SHARE else 'not met'}** ({share_default:.4%})", "",
-        "The figure is the reading only; sending a sample to the driver is one small RPC message "
-        "per period, and the listener writes the rows with its batches."])
+        (f"goal at most 0.1 % of one core per executor at the default period: "
+        f"**{'met' if share_default <= GOAL_SHARE else 'not met'}** ({share_default:.4%})"), "",
+        ("The figure is the reading only; sending a sample to the driver is one small RPC message "
+        "per period, and the listener writes the rows with its batches.")])
     print(body)
     if not a.no_write:
         write_section("host_sampler_cost", body)

@@ -29,7 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section  # noqa: E402
+from _results import write_section
 
 REPO = Path(__file__).resolve().parents[1]
 LOGS = REPO / "tests" / "data" / "eventlogs"
@@ -41,24 +41,24 @@ _IDS = re.compile(rb'"(Stage ID|Job ID|Task ID)":(\d+)|"(Stage IDs|Parent IDs)":
 
 # Peak memory = VmHWM of the child: ru_maxrss would carry over the parent's RSS across exec.
 HWM = "int(next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1])"
-CHILD_REF = """
+CHILD_REF = f"""
 import json, sys, time
 t = time.perf_counter()
 with open(sys.argv[1], "rb") as f:
     for line in f:
         json.loads(line)
 dt = time.perf_counter() - t
-print(dt, %s)
-""" % HWM
-CHILD_OURS = """
+print(dt, {HWM})
+"""
+CHILD_OURS = f"""
 import sys, time
 from sparkpredict.capture.eventlog import ingest_event_logs
 t = time.perf_counter()
 r = ingest_event_logs([sys.argv[1]], sys.argv[2])
 dt = time.perf_counter() - t
 assert r.files_ingested == 1, r.to_dict()
-print(dt, %s, r.files[0].tasks)
-""" % HWM
+print(dt, {HWM}, r.files[0].tasks)
+"""
 
 
 def _lines(name: str) -> list[bytes]:
@@ -87,7 +87,7 @@ def build_log(path: Path, target_bytes: int) -> tuple[int, int]:
                 body = [ln for ln in _lines(name) if _event(ln) not in APP_LEVEL]
                 top = {k: 0 for k in offsets}
 
-                def fresh(m: re.Match) -> bytes:
+                def fresh(m: re.Match, top: dict[bytes, int] = top) -> bytes:
                     if m.group(1):
                         key, v = m.group(1), int(m.group(2))
                         top[key] = max(top[key], v + 1)
@@ -111,7 +111,8 @@ def build_log(path: Path, target_bytes: int) -> tuple[int, int]:
 
 def _run(code: str, *args: str) -> list[float]:
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env)
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
+                         check=False)
     if out.returncode:
         raise RuntimeError(out.stderr[-2000:])
     return [float(x) for x in out.stdout.split()]

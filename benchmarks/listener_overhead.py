@@ -25,13 +25,18 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section  # noqa: E402
+from _results import write_section
 
 MODES = ("none", "eventlog", "listener")
 
 
 def _conf(mode: str, work: Path, rnd: int) -> dict[str, str]:
-    from sparkpredict.config import HOST_PLUGIN_CLASS, KEY_STORE, KEY_TASKS, LISTENER_CLASS
+    from sparkpredict.config import (
+        HOST_PLUGIN_CLASS,
+        KEY_STORE,
+        KEY_TASKS,
+        LISTENER_CLASS,
+    )
 
     if mode == "eventlog":
         d = work / "eventlog"
@@ -137,10 +142,10 @@ def main() -> int:
     lines = [
         "## Listener overhead",
         "",
-        f"One job of {args.tasks:,} tasks (`spark.range(...).count()`, `{args.master}`), job + `stop()`"
-        f" wall time, {args.rounds} rounds, the three ways alternated (order rotated each round) in one JVM.",
-        f"1-minute load average {load_before:.1f} before the warm-up and {load_after:.1f} after the last round"
-        f" ({os.cpu_count()} CPUs). Single figures are noisy; the paired per-round ratios are the better estimate.",
+        (f"One job of {args.tasks:,} tasks (`spark.range(...).count()`, `{args.master}`), job + `stop()`"
+        f" wall time, {args.rounds} rounds, the three ways alternated (order rotated each round) in one JVM."),
+        (f"1-minute load average {load_before:.1f} before the warm-up and {load_after:.1f} after the last round"
+        f" ({os.cpu_count()} CPUs). Single figures are noisy; the paired per-round ratios are the better estimate."),
         "",
         "| way | median job+stop (s) | median job (s) | overhead vs none (medians) | overhead vs none (paired median) |",
         "|---|---|---|---|---|",
@@ -151,22 +156,22 @@ def main() -> int:
         lines.append(f"| {m} | {med[m]:.2f} | {jmed[m]:.2f} | {o} | {p} |")
     lines += [
         "",
-        f"Recorded: {len(runs)} runs, {rows:,} task rows, store {st_bytes / 2**20:.1f} MiB; "
-        f"event logs {el_bytes / 2**20:.1f} MiB.",
+        (f"Recorded: {len(runs)} runs, {rows:,} task rows, store {st_bytes / 2**20:.1f} MiB; "
+        f"event logs {el_bytes / 2**20:.1f} MiB."),
         "",
-        f"Time the listener spent in its own callbacks (all task ends, its Parquet flushes included), as a share"
+        (f"Time the listener spent in its own callbacks (all task ends, its Parquet flushes included), as a share"
         f" of the job+stop wall time: median **{busy_med:.2f} %** ({', '.join(f'{b:.2f}' for b in busy)} %). That"
         " work runs on Spark's asynchronous listener-bus thread, so it bounds the listener's cost; the end-to-end"
-        " ratios above are within this machine's noise when the event log's overhead comes out negative.",
+        " ratios above are within this machine's noise when the event log's overhead comes out negative."),
         "",
-        f"The host plugin's CPU time reading /proc ({readings:,} readings; in local mode only the driver samples,"
+        (f"The host plugin's CPU time reading /proc ({readings:,} readings; in local mode only the driver samples,"
         f" every second), as a share of one core over the job+stop wall time: median **{plugin_med:.3f} %**"
-        f" ({', '.join(f'{b:.3f}' for b in plugin)} %).",
+        f" ({', '.join(f'{b:.3f}' for b in plugin)} %)."),
         "",
-        f"- goal overhead ≤ event log's: **{verdict(ok_el)}** (listener {paired['listener']:+.1f} %"
-        f" vs event log {paired['eventlog']:+.1f} %, paired medians)",
-        f"- goal overhead ≤ 2 % of wall time: **{verdict(ok_2)}** (end-to-end {paired['listener']:+.1f} %;"
-        f" own callback time {busy_med:.2f} % + host plugin {plugin_med:.3f} %)",
+        (f"- goal overhead ≤ event log's: **{verdict(ok_el)}** (listener {paired['listener']:+.1f} %"
+        f" vs event log {paired['eventlog']:+.1f} %, paired medians)"),
+        (f"- goal overhead ≤ 2 % of wall time: **{verdict(ok_2)}** (end-to-end {paired['listener']:+.1f} %;"
+        f" own callback time {busy_med:.2f} % + host plugin {plugin_med:.3f} %)"),
     ]
     body = "\n".join(lines)
     print(body)

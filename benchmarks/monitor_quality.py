@@ -45,20 +45,20 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _results import write_section  # noqa: E402
+from _results import write_section
 
-from sparkpredict import monitor as m  # noqa: E402
-from sparkpredict.store import io  # noqa: E402
+from sparkpredict import monitor as m
+from sparkpredict.store import io
 
 VARIANTS = {
-    "raw": dict(baseline="none", autoencoder=False),
-    "dae": dict(baseline="dae", autoencoder=True),
-    "history": dict(baseline="history", autoencoder=False),
-    "history, no host evidence": dict(baseline="history", autoencoder=False, culprit="none"),
-    "history, memory counted as cpu": dict(baseline="history", autoencoder=False, culprit="host3"),
-    "history, without memory held": dict(baseline="history", autoencoder=False, blank=("host_mem_available_gib",)),
-    "history, full boosting": dict(baseline="history", autoencoder=False, correction=1.0),
-    "history, no prior": dict(baseline="history", autoencoder=False, prior="none"),
+    "raw": {"baseline": "none", "autoencoder": False},
+    "dae": {"baseline": "dae", "autoencoder": True},
+    "history": {"baseline": "history", "autoencoder": False},
+    "history, no host evidence": {"baseline": "history", "autoencoder": False, "culprit": "none"},
+    "history, memory counted as cpu": {"baseline": "history", "autoencoder": False, "culprit": "host3"},
+    "history, without memory held": {"baseline": "history", "autoencoder": False, "blank": ("host_mem_available_gib",)},
+    "history, full boosting": {"baseline": "history", "autoencoder": False, "correction": 1.0},
+    "history, no prior": {"baseline": "history", "autoencoder": False, "prior": "none"},
 }
 MAE_GOAL, CAUSE_GOAL, SLOW, QOS = 0.05, 0.8, 0.05, 0.10
 
@@ -82,14 +82,14 @@ def evaluate(df: pd.DataFrame) -> pd.DataFrame:
                 phi = m.shapley(model, r)
                 cause = max(phi, key=phi.get) if max(phi.values()) > 0 else None
                 label = r["label"].iloc[0]
-                rows.append(dict(job=held, run_id=rid, label=label, variant=name, measured=d,
-                                 estimated=est, true_cause=None if label == "none" else label.split(":")[0],
-                                 cause=cause, fit_s=fit_s, correction=model.correction_))
+                rows.append({"job": held, "run_id": rid, "label": label, "variant": name, "measured": d,
+                             "estimated": est, "true_cause": None if label == "none" else label.split(":")[0],
+                             "cause": cause, "fit_s": fit_s, "correction": model.correction_})
         for rid, r in test.groupby("run_id"):
             _, _, d = m.run_degradation(r.reset_index(drop=True))
             label = r["label"].iloc[0]
-            rows.append(dict(job=held, run_id=rid, label=label, variant="zero", measured=d, estimated=0.0,
-                             true_cause=None if label == "none" else label.split(":")[0], cause=None, fit_s=0))
+            rows.append({"job": held, "run_id": rid, "label": label, "variant": "zero", "measured": d, "estimated": 0.0,
+                         "true_cause": None if label == "none" else label.split(":")[0], "cause": None, "fit_s": 0})
     out = pd.DataFrame(rows)
     out["abs_err"] = (out["estimated"] - out["measured"]).abs()
     return out
@@ -106,7 +106,7 @@ def known_workloads(df: pd.DataFrame, folds: int = 4, seed: int = 0) -> pd.DataF
         model = m.DegradationModel(**VARIANTS["history"]).fit(df[~df["run_id"].isin(test_ids)])
         for rid in test_ids:
             r = df[df["run_id"] == rid].reset_index(drop=True)
-            rows.append(dict(run_id=rid, measured=m.run_degradation(r)[2], estimated=m.run_estimate(model, r)))
+            rows.append({"run_id": rid, "measured": m.run_degradation(r)[2], "estimated": m.run_estimate(model, r)})
     out = pd.DataFrame(rows)
     out["abs_err"] = (out["estimated"] - out["measured"]).abs()
     return out
@@ -218,21 +218,21 @@ def main(argv: list[str] | None = None) -> int:
                             res.loc[(res.variant == "history") & res.true_cause.notna(), "cause"].fillna("none"))
     clean = res[(res.variant == "zero") & res.true_cause.isna()]
     lines = [f"## {title}", "",
-             f"Dataset: `{Path(a.store).relative_to(REPO) if Path(a.store).is_relative_to(REPO) else a.store}`, "
+             (f"Dataset: `{Path(a.store).relative_to(REPO) if Path(a.store).is_relative_to(REPO) else a.store}`, "
              f"{df['run_id'].nunique()} runs of {df['job'].nunique()} workloads "
              f"({', '.join(sorted(df['job'].unique()))}), {len(df)} stages. Each workload is held out in "
              "turn: the estimator is trained on the others' runs; expected times of the held-out "
-             "workload come from its own clean runs (median per stage, leave-one-out)."]
+             "workload come from its own clean runs (median per stage, leave-one-out).")]
     if design:
         lines += ["", design]
     if manifest.exists():
         man = pd.read_csv(manifest)
         man = man[man["run_id"].isin(df["run_id"])]
-        lines += ["", f"1-minute load average before each run: median {man['loadavg_1m_before'].median():.1f} "
+        lines += ["", (f"1-minute load average before each run: median {man['loadavg_1m_before'].median():.1f} "
                   f"(range {man['loadavg_1m_before'].min():.1f}-{man['loadavg_1m_before'].max():.1f}) on 2 cores; "
                   "it counts the previous run's executors and bubbles, which are still winding down. "
                   f"Noise floor: clean runs measured against the other clean runs have mean |D| "
-                  f"{clean['measured'].abs().mean():.3f} (max {clean['measured'].abs().max():.3f})."]
+                  f"{clean['measured'].abs().mean():.3f} (max {clean['measured'].abs().max():.3f}).")]
     per_run = res[(res.variant == "zero")].assign(kind=lambda d: d["label"].str.split(":").str[0])
     by_kind = per_run.groupby("kind")["measured"].agg(runs="size", median="median",
                                                     slowed=lambda x: int((x >= SLOW).sum()))
@@ -240,8 +240,8 @@ def main(argv: list[str] | None = None) -> int:
               "runs against each other): "
               + ", ".join(f"{k} median {r['median']:+.3f} ({int(r['slowed'])} of {int(r['runs'])} runs "
                           "slowed >= 5 %)" for k, r in by_kind.iterrows()) + "."]
-    lines += ["", "| estimator | runs | MAE all | MAE interfered | MAE clean | top-1 cause acc (runs slowed >= 5 %) "
-              "| slowed runs | cause acc (all interfered) | QoS verdict at 10 % agrees |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", ("| estimator | runs | MAE all | MAE interfered | MAE clean | top-1 cause acc (runs slowed >= 5 %) "
+              "| slowed runs | cause acc (all interfered) | QoS verdict at 10 % agrees |"), "|---|---|---|---|---|---|---|---|---|"]
     for v, s in summ.iterrows():
         lines.append(f"| {v} | {int(s['runs'])} | {_fmt(s['MAE all'])} | {_fmt(s['MAE interfered'])} | "
                      f"{_fmt(s['MAE clean'])} | {_fmt(s['cause acc (slowed >=5%)'])} | {int(s['slowed runs'])} | "
@@ -262,9 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     host_ev = [(r["label"].iloc[0].split(":")[0], z) for _, r in df.groupby("run_id")
                if (z := m.host_evidence(r)) is not None]
     n_host = len(host_ev)
-    lines += ["", f"Known workloads (runs split in 4 folds, every workload in training; Alioth reported "
+    lines += ["", (f"Known workloads (runs split in 4 folds, every workload in training; Alioth reported "
               f"5.3 % there and 10.8 % on unseen applications): MAE {known['abs_err'].mean():.3f} over "
-              f"{len(known)} runs.",
+              f"{len(known)} runs."),
               f"Separability check: a gradient-boosting classifier on each run's feature deltas, one "
               f"workload held out at a time, names the bubble of {sep:.2f} of interfered runs (chance "
               f"{1 / max(1, df.loc[df.label != 'none', 'label'].str.split(':').str[0].nunique()):.2f}): "
@@ -293,16 +293,16 @@ def main(argv: list[str] | None = None) -> int:
     # "helps" needs a clear gain: differences under 10 % of the raw error are within run-to-run noise
     helps = dae["MAE all"] < 0.9 * raw["MAE all"]
     lines += ["",
-              f"- goal degradation MAE <= 5 % on held-out workloads: **{'met' if h['MAE all'] <= MAE_GOAL else 'not met'}** "
-              f"(history {h['MAE all']:.3f}; null estimate {summ.loc['zero', 'MAE all']:.3f}).",
-              f"- goal top-1 cause accuracy >= 0.8: **{'met' if h['cause acc (slowed >=5%)'] >= CAUSE_GOAL else 'not met'}** "
+              (f"- goal degradation MAE <= 5 % on held-out workloads: **{'met' if h['MAE all'] <= MAE_GOAL else 'not met'}** "
+              f"(history {h['MAE all']:.3f}; null estimate {summ.loc['zero', 'MAE all']:.3f})."),
+              (f"- goal top-1 cause accuracy >= 0.8: **{'met' if h['cause acc (slowed >=5%)'] >= CAUSE_GOAL else 'not met'}** "
               f"({_fmt(h['cause acc (slowed >=5%)'])} over {int(h['slowed runs'])} interfered runs slowed by >= 5 %; "
-              f"{_fmt(h['cause acc (all interfered)'])} over all interfered runs).",
-              f"- autoencoder: {'helps' if helps else 'does not help materially (< 10 % better)'} without clean history "
+              f"{_fmt(h['cause acc (all interfered)'])} over all interfered runs)."),
+              (f"- autoencoder: {'helps' if helps else 'does not help materially (< 10 % better)'} without clean history "
               f"(MAE {dae['MAE all']:.3f} with DAE vs {raw['MAE all']:.3f} raw; cause acc "
               f"{_fmt(dae['cause acc (slowed >=5%)'])} vs {_fmt(raw['cause acc (slowed >=5%)'])}); the clean "
               f"history beats both (MAE {h['MAE all']:.3f}); `explain` uses the clean history, and the DAE "
-              "(off by default, `DegradationModel(autoencoder=True)`) only fills stages without clean runs."]
+              "(off by default, `DegradationModel(autoencoder=True)`) only fills stages without clean runs.")]
     body = "\n".join(lines)
     print(body)
     print(res[res.variant == "history"][["job", "run_id", "label", "measured", "estimated", "cause"]]

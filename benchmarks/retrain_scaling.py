@@ -159,12 +159,12 @@ def _rows(m: dict) -> list[str]:
     k, n = m["kind"], m["n"]
     return [
         f"| {k} | {n} | local loop (no JVM) | {m['med']['local']:.1f} | {m['rate']['local']:.2f} | - |",
-        f"| {k} | {n} | Spark local[1] | {m['med']['local[1]']:.1f} | {m['rate']['local[1]']:.2f} "
-        f"| {m['startup']['local[1]']:.1f} |",
-        f"| {k} | {n} | Spark local[2] | {m['med']['local[2]']:.1f} | {m['rate']['local[2]']:.2f} "
-        f"| {m['startup']['local[2]']:.1f} |",
-        f"| {k} | {n} | Spark local[2], groupBy.applyInPandas (1 run) | {m['apply_s']:.1f} "
-        f"| {n / m['apply_s']:.2f} | - |",
+        (f"| {k} | {n} | Spark local[1] | {m['med']['local[1]']:.1f} | {m['rate']['local[1]']:.2f} "
+        f"| {m['startup']['local[1]']:.1f} |"),
+        (f"| {k} | {n} | Spark local[2] | {m['med']['local[2]']:.1f} | {m['rate']['local[2]']:.2f} "
+        f"| {m['startup']['local[2]']:.1f} |"),
+        (f"| {k} | {n} | Spark local[2], groupBy.applyInPandas (1 run) | {m['apply_s']:.1f} "
+        f"| {n / m['apply_s']:.2f} | - |"),
     ]
 
 
@@ -225,12 +225,12 @@ def main(argv: list[str] | None = None) -> int:
         lines = [
             "## retrain_scaling: batch retraining, Spark vs the local loop",
             "",
-            f"Synthetic history: {args.jobs} jobs x {args.runs_per_job} runs (each job an Amdahl equation + "
+            (f"Synthetic history: {args.jobs} jobs x {args.runs_per_job} runs (each job an Amdahl equation + "
             f"3 % noise), written with `Store.append`. Every job refit (`force`); medians of {args.repeats} "
             "alternating repeats; rates with the Spark session and its Python workers already running, "
             "start-up measured separately (new session + a 2-job retrain). "
             f"Nothing else ran on the 2-core machine (1-minute load average {load}); ratios come "
-            "from the same run. These jobs have runs only (no stage rows), so no stage models are fitted.",
+            "from the same run. These jobs have runs only (no stage rows), so no stage models are fitted."),
             "",
             "| model kind | jobs | path | median time, s | jobs fitted / s | start-up, s (median) |",
             "|---|---:|---|---:|---:|---:|",
@@ -273,10 +273,10 @@ def main(argv: list[str] | None = None) -> int:
         ]
         if stage:
             lo, sp = stage["local"], stage["local[2]"]
-            lines += ["", f"Stage-level models (a random forest per stage signature, with each job's whole-job "
+            lines += ["", (f"Stage-level models (a random forest per stage signature, with each job's whole-job "
                       f"model) of the recorded history `{Path(stage['history']).name}` ({lo['jobs']} jobs): "
                       f"local loop {lo['s']:.1f} s, Spark local[2] {sp['s']:.1f} s (session warm; runs cogrouped "
-                      f"with stage and task rows): {lo['s'] / sp['s']:.2f}x."]
+                      f"with stage and task rows): {lo['s'] / sp['s']:.2f}x.")]
         md = "\n".join(lines)
         print(md)
         if not args.no_write:

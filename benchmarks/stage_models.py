@@ -25,14 +25,15 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section  # noqa: E402
+from _results import write_section
 
-from sparkpredict import store as store_mod  # noqa: E402
-from sparkpredict.features.runs import runs_table  # noqa: E402
-from sparkpredict.features.stages import run_config  # noqa: E402
-from sparkpredict.models import simulate as sim  # noqa: E402
-from sparkpredict.models.replay import ReplayRuntimeModel  # noqa: E402
-from sparkpredict.models.stages import StageRuntimeModel  # noqa: E402
+from sparkpredict import store as store_mod
+from sparkpredict.errors import SparkPredictError
+from sparkpredict.features.runs import runs_table
+from sparkpredict.features.stages import run_config
+from sparkpredict.models import simulate as sim
+from sparkpredict.models.replay import ReplayRuntimeModel
+from sparkpredict.models.stages import StageRuntimeModel
 
 REPO = Path(__file__).resolve().parents[1]
 EVENTLOGS = REPO.parent / "shared" / "data" / "eventlogs"
@@ -44,18 +45,10 @@ def _mape(pred, real) -> float:
     return float(np.mean(np.abs(pred - real) / real))
 
 
-def _job_model():
-    try:
-        from sparkpredict.models.hybrid import JobRuntimeModel
-        return lambda: JobRuntimeModel()
-    except Exception:  # the whole-job model is another helper's; compare when present
-        return None
-
-
 def size_holdouts(store_path: str, runs: pd.DataFrame) -> tuple[list[dict], list[pd.DataFrame], dict]:
     """Leave-one-size-out per job. Returns whole-job rows, per-stage Er frames, importances."""
     rows, ers, imps = [], [], {}
-    job_factory = _job_model()
+    from sparkpredict.models.hybrid import JobRuntimeModel
     # The configuration a run is submitted with is known before it runs: queries carry it.
     cfg = run_config(store_mod.open(store_path).runs())
     for job, g in runs.groupby("job"):
@@ -86,12 +79,11 @@ def size_holdouts(store_path: str, runs: pd.DataFrame) -> tuple[list[dict], list
             ers.append(er)
             r = ReplayRuntimeModel(store=store_path).fit(train)
             row["replay"] = _mape(r.predict(test), real)
-            if job_factory is not None:
-                try:
-                    row["job_model"] = _mape(job_factory().fit(train).predict(test), real)
-                except Exception as exc:
-                    log.warning("job model on %s: %s", job, exc)
-                    row["job_model"] = np.nan
+            try:
+                row["job_model"] = _mape(JobRuntimeModel().fit(train).predict(test), real)
+            except SparkPredictError as exc:  # too few runs left for the whole-job model: n/a
+                log.warning("job model on %s: %s", job, exc)
+                row["job_model"] = np.nan
             rows.append(row)
     return rows, ers, imps
 
@@ -103,7 +95,7 @@ def replay_accuracy(st, runs: pd.DataFrame, host_cores: int) -> tuple[pd.DataFra
     for rid in runs["run_id"]:
         try:
             tls[rid] = sim.Timeline.from_tables(raw, stages, tasks, rid)
-        except Exception as exc:
+        except SparkPredictError as exc:
             log.warning("run %s: %s", rid, exc)
     for _, r in runs.iterrows():
         tl = tls.get(r["run_id"])
@@ -141,7 +133,7 @@ def eventlog_selfchecks() -> list[dict]:
         try:
             t = parse_event_log(f).tables
             tl = sim.Timeline.from_tables(t["runs"], t["stages"], t["tasks"])
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 -- a shared log that cannot be read or replayed is skipped
             log.warning("%s: %s", f.name, exc)
             continue
         rep = sim.simulate_timeline(tl, [max(1, tl.executors // 2), tl.executors * 2])
@@ -173,7 +165,7 @@ def control_section() -> list[str]:
     df, er = pd.DataFrame(rows), pd.concat(ers)
     i, x = df[df.kind == "interpolation"], df[df.kind != "interpolation"]
     return ["", "### Control: the same protocol on synthetic runs with a known per-task relation", "",
-            f"{len(runs)} runs of a 3-stage job (input stage in 32 MiB splits, 8-partition shuffle, 1-task "
+            (f"{len(runs)} runs of a 3-stage job (input stage in 32 MiB splits, 8-partition shuffle, 1-task "
             "result; per-task time = fixed + ms per MiB, 2 % noise, ideal scheduling), 5 sizes x 1-3 "
             "executors x 2 cores (`tests/test_stage_models.py` generator). Whole-job MAPE, size absent from "
             f"training: stage forests {pct(i.stage_forest.mean())} interpolation / {pct(x.stage_forest.mean())} "
@@ -182,7 +174,7 @@ def control_section() -> list[str]:
             f"{pct(x.get('job_model', pd.Series(dtype=float)).mean())}); per-stage Er stage time "
             f"{pct(er.er_stage.mean())}, per-task time {pct(er.er_task.mean())}, task counts exact "
             f"{pct(er.tasks_exact.mean())}. Replay: self-check mean |error| {pct(self_df.err.abs().mean())}, "
-            f"other executor counts mean |error| {pct(cross.err.abs().mean())} over {len(cross)} pairs."]
+            f"other executor counts mean |error| {pct(cross.err.abs().mean())} over {len(cross)} pairs.")]
 
 
 def pct(x: float) -> str:
@@ -208,8 +200,8 @@ def main() -> None:
            + f". Machine: {os.cpu_count()} cores shared by all executors and by other helpers' work "
              f"(load average {os.getloadavg()[0]:.1f} when this ran)."]
 
-    out += ["", "Recorded runtimes (s) by executors x input size, to show how much noise the models face "
-                "(a model cannot beat the scatter between neighbouring cells):", ""]
+    out += ["", ("Recorded runtimes (s) by executors x input size, to show how much noise the models face "
+                "(a model cannot beat the scatter between neighbouring cells):"), ""]
     for job, g in runs.groupby("job"):
         pv = g.pivot_table(index="executors", columns="input_bytes", values="runtime_s", aggfunc="mean")
         out += [f"{job}:", "", "| executors | " + " | ".join(f"{c / 2**20:.0f} MiB" for c in pv.columns) + " |",
@@ -222,12 +214,12 @@ def main() -> None:
     if rows:
         df = pd.DataFrame(rows)
         out += ["", "### Stage model: whole-job MAPE on an input size absent from training", "",
-                "Each size held out in turn (all its executor counts); models train on the other sizes. "
+                ("Each size held out in turn (all its executor counts); models train on the other sizes. "
                 "Stage-forest queries carry the held-out runs' Spark settings (shuffle partitions, split "
                 "size, parallelism...: known before a run is submitted); the other two models see "
-                "size, executors, cores and memory only.", "",
-                "| job | held-out size MiB | split | test runs | stage forests (waves) | stage forests "
-                "(combined by replay) | replay (nearest run) | whole-job model |",
+                "size, executors, cores and memory only."), "",
+                ("| job | held-out size MiB | split | test runs | stage forests (waves) | stage forests "
+                "(combined by replay) | replay (nearest run) | whole-job model |"),
                 "|---|---:|---|---:|---:|---:|---:|---:|"]
         for _, r in df.iterrows():
             out.append(f"| {r.job} | {r.held_out_MiB:.0f} | {r.kind} | {r.n_test} | {pct(r.stage_forest)} | "
@@ -240,9 +232,9 @@ def main() -> None:
                            f"{pct(k.get('job_model', pd.Series(dtype=float)).mean())} |")
         er = pd.concat(ers)
         out += ["", "### Stage model: per-stage Er = mean(|pred - real| / real)", "",
-                "Per job and split: Er of stage time (waves x per-task time vs the recorded stage duration) "
+                ("Per job and split: Er of stage time (waves x per-task time vs the recorded stage duration) "
                 "and of per-task time, averaged over stages (plain and weighted by real stage time), and the "
-                "share of stages whose task count was predicted exactly.", "",
+                "share of stages whose task count was predicted exactly."), "",
                 "| job | split | stages | Er stage time | Er stage time (time-weighted) | Er per-task time | task count exact |",
                 "|---|---|---:|---:|---:|---:|---:|"]
         for (job, kind), g in er.groupby(["job", "kind"]):
@@ -264,33 +256,33 @@ def main() -> None:
             out.append(f"| {job} | " + ", ".join(f"{k} {v:.2f}" for k, v in s.head(6).items()) + " |")
         interp = df[df.kind == "interpolation"].stage_forest.mean()
         extrap = df[df.kind != "interpolation"].stage_forest.mean()
-        out += ["", f"Stage model whole-job MAPE, size absent from training: interpolation {pct(interp)}, "
+        out += ["", (f"Stage model whole-job MAPE, size absent from training: interpolation {pct(interp)}, "
                     f"extrapolation to the largest size {pct(extrap)}; mean per-stage Er (stage time) "
                     f"{pct(er.er_stage.mean())}, per-task time {pct(er.er_task.mean())} "
-                    "(RFMS reported 0.6-7.2 %, 5 % mean, per Hadoop phase)."]
+                    "(RFMS reported 0.6-7.2 %, 5 % mean, per Hadoop phase).")]
 
     self_df, cross = replay_accuracy(st, runs, args.host_cores)
     out += ["", "### Replay (what-if simulation) on the sweep runs", ""]
     if len(self_df):
         a = self_df.err.abs()
-        out += [f"Self-check at the executor count actually used ({len(self_df)} runs): mean |error| "
-                f"{pct(a.mean())}, median {pct(a.median())}, max {pct(a.max())}, mean signed {pct(self_df.err.mean())}.", ""]
+        out += [(f"Self-check at the executor count actually used ({len(self_df)} runs): mean |error| "
+                f"{pct(a.mean())}, median {pct(a.median())}, max {pct(a.max())}, mean signed {pct(self_df.err.mean())}."), ""]
         out.append(f"goal error at the executor count actually used <= 5 %: **{'met' if a.mean() <= 0.05 else 'not met'}** "
                    f"(mean |error| {pct(a.mean())} over {len(self_df)} runs; {pct((a <= 0.05).mean())} of runs within 5 %)")
     if len(cross):
-        out += ["", "Replaying each run on the executor count of another run of the same job and size "
-                    f"(host_cores = {args.host_cores} models executors time-sharing this machine's CPUs):", "",
+        out += ["", ("Replaying each run on the executor count of another run of the same job and size "
+                    f"(host_cores = {args.host_cores} models executors time-sharing this machine's CPUs):"), "",
                 "| job | from E | to E | pairs | mean error | mean |error| | mean |error| with host_cores |",
                 "|---|---:|---:|---:|---:|---:|---:|"]
         for (job, fe, te), g in cross.groupby(["job", "from_E", "to_E"]):
             out.append(f"| {job} | {fe} | {te} | {len(g)} | {pct(g.err.mean())} | {pct(g.err.abs().mean())} | "
                        f"{pct(g.err_host.abs().mean())} |")
         m, mh = cross.err.abs().mean(), cross.err_host.abs().mean()
-        out += ["", f"goal error at other executor counts <= 10 %: **{'met' if m <= 0.10 else 'not met'}** "
+        out += ["", (f"goal error at other executor counts <= 10 %: **{'met' if m <= 0.10 else 'not met'}** "
                     f"(mean |error| {pct(m)} over {len(cross)} pairs, default replay; with the host_cores="
-                    f"{args.host_cores} correction: {pct(mh)})",
+                    f"{args.host_cores} correction: {pct(mh)})"),
                 "",
-                f"Why CPU sharing limits this here: every executor of the sweep (`local[E]` task threads or `local-cluster` JVMs) runs on the same "
+                (f"Why CPU sharing limits this here: every executor of the sweep (`local[E]` task threads or `local-cluster` JVMs) runs on the same "
                 f"{os.cpu_count()} cores (and other helpers' processes ran on them too). A recorded task's "
                 "duration already contains the CPU share it got; replaying it on more executors assumes the "
                 "extra slots are real CPUs, so going up from 1-2 executors over-predicts the speed-up once slots "
@@ -298,20 +290,20 @@ def main() -> None:
                 "`host_cores` divides recorded durations by the recording's oversubscription and caps "
                 "concurrent tasks at the cores; it cannot remove the noise of processes outside the run. "
                 "Executor start-up and the driver's wait for executors are part of the recorded driver time and "
-                "are kept, though on this machine they grow with the executor count."]
+                "are kept, though on this machine they grow with the executor count.")]
     out += control_section()
     logs = eventlog_selfchecks() if EVENTLOGS.exists() else []
     if logs:
-        out += ["", "Real event logs (../shared/data/eventlogs), replayed at their own executor count "
-                    "(self-check) and at half and double:", "",
+        out += ["", ("Real event logs (../shared/data/eventlogs), replayed at their own executor count "
+                    "(self-check) and at half and double:"), "",
                 "| log | executors x cores | tasks | recorded s | replay s | error | half E s | double E s |",
                 "|---|---|---:|---:|---:|---:|---:|---:|"]
         for r in logs:
             out.append(f"| {r['log']} | {r['executors x cores']} | {r['tasks']:,} | {r['recorded_s']:.1f} | "
                        f"{r['replay_s']:.1f} | {100 * r['err']:+.1f} % | {r['half_E_s']:.1f} | {r['double_E_s']:.1f} |")
         ea = np.abs([r["err"] for r in logs])
-        out += ["", f"Event logs at their actual executor count: mean |error| {pct(ea.mean())}, max {pct(ea.max())} "
-                    f"({'all' if (ea <= 0.05).all() else int((ea <= 0.05).sum())} of {len(ea)} within 5 %)."]
+        out += ["", (f"Event logs at their actual executor count: mean |error| {pct(ea.mean())}, max {pct(ea.max())} "
+                    f"({'all' if (ea <= 0.05).all() else int((ea <= 0.05).sum())} of {len(ea)} within 5 %).")]
     body = "\n".join(out)
     print(body)
     write_section("stage_models", body)

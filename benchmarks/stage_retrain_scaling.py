@@ -102,11 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     lines = ["## stage_retrain_scaling: stage-level models at more jobs", "",
-             "The recorded history (`tests/data/history`, 3 jobs x 24 runs with stage and task rows) "
+             ("The recorded history (`tests/data/history`, 3 jobs x 24 runs with stage and task rows) "
              "cloned K times under new job names; every job's whole-job and stage-level models refit "
              f"(`force`). Spark `local[2]` with its session running and its Python workers warm "
              f"(start-up {startup:.1f} s: a new session and an empty retrain, measured apart), the local loop with its libraries imported; medians of {a.repeats} "
-             f"repeat(s); 1-minute load average {os.getloadavg()[0]:.1f} at the end.", "",
+             f"repeat(s); 1-minute load average {os.getloadavg()[0]:.1f} at the end."), "",
              "| clones | jobs | local loop, s | Spark local[2], s | local / Spark | jobs / s local | jobs / s Spark |",
              "|---:|---:|---:|---:|---:|---:|---:|"]
     for k, jobs, loc, spk in rows:
@@ -115,12 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     k, jobs, loc, spk = rows[-1]
     saving = (loc - spk) / jobs  # seconds a job, from the largest history
     cross = startup / saving if saving > 0 else float("inf")
-    lines += ["", f"At {jobs} jobs Spark local[2] refits stage models {loc / spk:.2f}x as fast as the local "
+    lines += ["", (f"At {jobs} jobs Spark local[2] refits stage models {loc / spk:.2f}x as fast as the local "
               f"loop ({'wins' if spk < loc else 'loses'}); with a new JVM ({startup:.1f} s) it "
               f"{'wins' if spk + startup < loc else 'still loses'}. Spark saves {saving:.2f} s a job, so "
               f"its start-up pays back from {cross:.0f} jobs with stage models; `retrain` switches at "
               f"{RT.crossover_stage_jobs('auto')} (`STAGE_FIT_SAVING_S` = {RT.STAGE_FIT_SAVING_S} s on top "
-              f"of the whole-job model's {RT.SPARK_STARTUP_S / RT.crossover_jobs('auto'):.2f} s)."]
+              f"of the whole-job model's {RT.SPARK_STARTUP_S / RT.crossover_jobs('auto'):.2f} s).")]
     body = "\n".join(lines)
     print(body)
     if not a.no_write:

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section  # noqa: E402
-from c3o_data import load_c3o  # noqa: E402
+from _results import write_section
+from c3o_data import load_c3o
 
 VENV_BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[1]
@@ -67,9 +67,9 @@ def in_memory(model, size: float, deadline: float, n: int = 200) -> list[tuple[s
              "executor_cores": np.full(len(e), 8.0), "executor_memory_mb": np.full(len(e), 4096.0)}
         adv, ref = [], []
         for _ in range(n // 20):  # alternate advice and reference in blocks
-            adv += time_calls(lambda: suggest_executors("sort", size, deadline_s=deadline,
-                                                        models={"sort": model}, **kw), 20)
-            ref += time_calls(lambda: model.predict_interval(X, 0.9), 20)
+            adv += time_calls(lambda kw=kw: suggest_executors("sort", size, deadline_s=deadline,
+                                                              models={"sort": model}, **kw), 20)
+            ref += time_calls(lambda X=X: model.predict_interval(X, 0.9), 20)
         rows.append((label, statistics.median(adv), statistics.median(ref), len(e)))
     return rows
 
@@ -83,13 +83,13 @@ def cold_cli(model_dir: str, size: float, deadline: float, repeats: int) -> tupl
     for _ in range(repeats):
         for cmd, acc in ((cli, t_cli), (ref, t_ref)):
             t = time.perf_counter()
-            p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
             acc.append(time.perf_counter() - t)
             if p.returncode != 0:
                 raise SystemExit(f"{cmd} failed: {p.stderr}")
     p = subprocess.run([sys.executable, "-X", "importtime", "-c",
                         "import sys; from sparkpredict.cli import main; sys.exit(main(sys.argv[1:]))",
-                        *cli[1:]], capture_output=True, text=True, env=env)
+                        *cli[1:]], capture_output=True, text=True, env=env, check=True)
     by_pkg: dict[str, int] = defaultdict(int)
     for line in p.stderr.splitlines():
         m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
@@ -115,7 +115,7 @@ def cold_cli_store(repeats: int) -> tuple[list[float], list[float]]:
             env = dict(os.environ, SPARKPREDICT_CACHE=cache)
             for i in range(3):
                 t = time.perf_counter()
-                p = subprocess.run(cli, capture_output=True, text=True, env=env)
+                p = subprocess.run(cli, capture_output=True, text=True, env=env, check=False)
                 (first if i == 0 else cached).append(time.perf_counter() - t)
                 if p.returncode != 0:
                     raise SystemExit(f"{cli} failed: {p.stderr}")
@@ -137,9 +137,9 @@ def main() -> None:
     t_first, t_cached = cold_cli_store(args.repeats)
     load = os.getloadavg()[0]
     lines = ["## suggest speed\n",
-             f"Model: the combined JobRuntimeModel of C3O sort on r4.2xlarge ({model.name_}, "
+             (f"Model: the combined JobRuntimeModel of C3O sort on r4.2xlarge ({model.name_}, "
              f"{model.n_runs_} runs); load average {load:.1f} at the end. Medians; the reference "
-             "is measured alternately in the same run.\n",
+             "is measured alternately in the same run.\n"),
              "| in memory | candidates | suggest_executors (median) | predict_interval alone (reference) | ratio |",
              "|---|---|---|---|---|"]
     for label, adv, ref, n in mem:
@@ -148,10 +148,10 @@ def main() -> None:
     lines += ["", "| cold process | median | min | max |", "|---|---|---|---|",
               f"| `sparkpredict suggest --models DIR` | {cli:.2f} s | {min(t_cli):.2f} s | {max(t_cli):.2f} s |",
               f"| reference `python -c 'import numpy'` | {ref:.2f} s | {min(t_ref):.2f} s | {max(t_ref):.2f} s |",
-              f"| `sparkpredict suggest --store tests/data/history`, first call (fits, caches the fit) "
-              f"| {statistics.median(t_first):.2f} s | {min(t_first):.2f} s | {max(t_first):.2f} s |",
-              f"| the same, later calls (load the cached fit) | {statistics.median(t_cached):.2f} s "
-              f"| {min(t_cached):.2f} s | {max(t_cached):.2f} s |",
+              (f"| `sparkpredict suggest --store tests/data/history`, first call (fits, caches the fit) "
+              f"| {statistics.median(t_first):.2f} s | {min(t_first):.2f} s | {max(t_first):.2f} s |"),
+              (f"| the same, later calls (load the cached fit) | {statistics.median(t_cached):.2f} s "
+              f"| {min(t_cached):.2f} s | {max(t_cached):.2f} s |"),
               "", f"CLI imports (cumulative, top level): {imports}. CLI / reference = {cli / ref:.1f}x.\n"]
     worst = max(adv for _, adv, _, _ in mem[:2])
     lines.append(f"- goal suggest_executors <= {GOAL_MEM_MS:.0f} ms with models in memory: "

@@ -33,11 +33,11 @@ def history(path, job="ml", iterations=(1, 4), declare=True):
                 if declare:
                     props["spark.sparkpredict.param.iterations"] = str(it)
                 t = law(s, e, it) * (1 + 0.02 * rng.standard_normal())
-                runs.append(dict(run_id=f"app-{k:03d}", app_id=f"app-{k:03d}", job=job, app_name=job,
-                                 status="succeeded", start_ms=1_700_000_000_000 + k * 1000,
-                                 wall_ms=int(t * 1000), updated_ms=1, executors_requested=e,
-                                 executors_max=e, executor_cores=4, executor_memory_mb=4096,
-                                 input_bytes=s * GB, properties_json=json.dumps(props)))
+                runs.append({"run_id": f"app-{k:03d}", "app_id": f"app-{k:03d}", "job": job, "app_name": job,
+                             "status": "succeeded", "start_ms": 1_700_000_000_000 + k * 1000,
+                             "wall_ms": int(t * 1000), "updated_ms": 1, "executors_requested": e,
+                             "executors_max": e, "executor_cores": 4, "executor_memory_mb": 4096,
+                             "input_bytes": s * GB, "properties_json": json.dumps(props)})
     st = store_mod.open(path, create=True)
     st.append({"runs": pd.DataFrame(runs)})
     return str(path)

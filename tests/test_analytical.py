@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 
 from sparkpredict.errors import DegenerateDataError
-from sparkpredict.models.analytical import EQUATIONS, fit_equation, nnls_batch, nnls_small
+from sparkpredict.models.analytical import (
+    EQUATIONS,
+    fit_equation,
+    nnls_batch,
+    nnls_small,
+)
 
 SIZES = np.array([1.0, 2.0, 4.0, 6.0, 8.0, 12.0])
 EXECS = np.array([1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0])
@@ -71,7 +76,7 @@ def test_nnls_is_the_global_optimum():
         A = rng.random((40, 4)) * rng.choice([1e-3, 1, 1e3], 4)
         y = A @ rng.normal(size=4) + 0.1 * rng.normal(size=40)
         x, sse = nnls_small(A, y)
-        xs, rnorm = scipy_opt.nnls(A, y)
+        _xs, rnorm = scipy_opt.nnls(A, y)
         assert sse == pytest.approx(rnorm**2, rel=1e-7, abs=1e-9)
         assert np.all(x >= 0)
     # the batch form gives the same as one-by-one

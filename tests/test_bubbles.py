@@ -148,7 +148,7 @@ def test_workers_exit_when_the_process_that_started_them_dies():
     code = ("import os, sys\nfrom sparkpredict.bubbles import Bubble\n"
             "b = Bubble('cpu', 2, max_s=120).start()\n"
             "print(' '.join(map(str, b.pids)), flush=True)\nos._exit(0)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     pids = [int(p) for p in out.stdout.split()]
     assert len(pids) == 2
     assert _wait_gone(pids, 15)

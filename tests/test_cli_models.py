@@ -5,11 +5,10 @@ import json
 
 import numpy as np
 import pandas as pd
+from test_hybrid import synthetic_job
 
 from sparkpredict.cli import main
 from sparkpredict.store import io as store_io
-
-from test_hybrid import synthetic_job
 
 
 def _store_from(runs: pd.DataFrame, path) -> None:

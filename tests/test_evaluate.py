@@ -6,12 +6,19 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from test_hybrid import synthetic_job
 
 from sparkpredict.errors import InputError
-from sparkpredict.evaluate import (Evaluation, evaluate, format_tables, metrics, outer_levels, smallest_levels,
-                                   split_masks, summary)
-
-from test_hybrid import synthetic_job
+from sparkpredict.evaluate import (
+    Evaluation,
+    evaluate,
+    format_tables,
+    metrics,
+    outer_levels,
+    smallest_levels,
+    split_masks,
+    summary,
+)
 
 
 def test_outer_and_smallest_levels():

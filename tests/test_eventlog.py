@@ -25,7 +25,7 @@ SPARK4 = LOGS / "spark4"
 PLAIN4 = SPARK4 / "local-1795969313432"  # the same job logged uncompressed
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def reference(name: str) -> dict:
     """Counts and sums from decoding every line of the log with json.loads."""
     path = LOGS / name
@@ -139,6 +139,17 @@ def test_log_without_application_end_is_incomplete(shared):
     run = tables["runs"].to_pylist()[0]
     assert run["status"] == "incomplete" and run["end_ms"] is None and run["wall_ms"] > 0
     assert any("ApplicationEnd" in w for w in outcome.warnings)
+
+
+def test_input_counts_scans_that_wait_on_other_stages(shared):
+    # Databricks runs its big scans as stages whose parents compute the pruning filters: the
+    # run read 53 GB, its stages without parents 2.8 MB. No RDD in it is persisted, so every
+    # succeeded stage's input is a source read.
+    tables, _ = shared("nds_q88_photon_db_13_3.zstd")
+    run, st = tables["runs"].to_pylist()[0], tables["stages"].to_pandas()
+    ok = st[st.status == "succeeded"]
+    assert run["input_bytes"] == ok.input_bytes.sum() == 52_997_115_316
+    assert ok.loc[ok.parent_stage_ids_json == "[]", "input_bytes"].sum() < 3e6
 
 
 def test_failed_tasks_counted_and_spark_2_fields(tmp_path, shared):

@@ -11,7 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sparkpredict.errors import DegenerateDataError, InputError, ModelError, NotFittedError, UnknownJobError
+from sparkpredict.errors import (
+    DegenerateDataError,
+    InputError,
+    ModelError,
+    NotFittedError,
+    UnknownJobError,
+)
 from sparkpredict.models.hybrid import JobRuntimeModel
 from sparkpredict.models.persist import fit_all, fit_job, load_models, save_models
 
@@ -307,7 +313,13 @@ def test_single_size_is_a_documented_fallback():
 
 def test_switch_blends_inside_and_outside_models():
     from sparkpredict.models.analytical import FittedEquation
-    from sparkpredict.models.selection import BLEND, Component, component_from_dict, component_to_dict, predict_component
+    from sparkpredict.models.selection import (
+        BLEND,
+        Component,
+        component_from_dict,
+        component_to_dict,
+        predict_component,
+    )
 
     inner = Component("equation", equation=FittedEquation("amdahl", 1, (10.0, 0.0, 0.0), 0.0, 10))
     outer = Component("equation", equation=FittedEquation("amdahl", 1, (20.0, 0.0, 0.0), 0.0, 10))

@@ -8,7 +8,12 @@ import pandas as pd
 import pytest
 
 from sparkpredict import monitor as m
-from sparkpredict.errors import DegenerateDataError, InputError, NotFittedError, UnknownJobError
+from sparkpredict.errors import (
+    DegenerateDataError,
+    InputError,
+    NotFittedError,
+    UnknownJobError,
+)
 from sparkpredict.store import io
 
 
@@ -17,32 +22,32 @@ def _tasks(run_id, stage_id, rows, t0=1_000_000):
     out = []
     for i, r in enumerate(rows):
         finish = t0 + int(r["finish_s"] * 1000)
-        out.append(dict(
-            run_id=run_id, stage_id=stage_id, stage_attempt_id=0, task_id=stage_id * 1000 + i,
-            task_index=i, attempt=0, executor_id="driver", host="h", launch_ms=finish - r["dur"],
-            finish_ms=finish, duration_ms=r["dur"], getting_result_ms=0, status="SUCCESS",
-            executor_run_time_ms=r["run"], executor_cpu_time_ms=float(r["cpu"]),
-            executor_deserialize_time_ms=r.get("deser", 0), jvm_gc_time_ms=r.get("gc", 0),
-            result_serialization_time_ms=r.get("ser", 0), input_bytes=r.get("input", 1 << 20),
-            shuffle_read_bytes=0, shuffle_fetch_wait_ms=r.get("fetch", 0),
-            shuffle_write_bytes=1 << 18, shuffle_write_time_ms=float(r.get("write", 0)),
-            output_bytes=0, memory_spilled_bytes=r.get("spill", 0), disk_spilled_bytes=0))
+        out.append({
+            "run_id": run_id, "stage_id": stage_id, "stage_attempt_id": 0, "task_id": stage_id * 1000 + i,
+            "task_index": i, "attempt": 0, "executor_id": "driver", "host": "h", "launch_ms": finish - r["dur"],
+            "finish_ms": finish, "duration_ms": r["dur"], "getting_result_ms": 0, "status": "SUCCESS",
+            "executor_run_time_ms": r["run"], "executor_cpu_time_ms": float(r["cpu"]),
+            "executor_deserialize_time_ms": r.get("deser", 0), "jvm_gc_time_ms": r.get("gc", 0),
+            "result_serialization_time_ms": r.get("ser", 0), "input_bytes": r.get("input", 1 << 20),
+            "shuffle_read_bytes": 0, "shuffle_fetch_wait_ms": r.get("fetch", 0),
+            "shuffle_write_bytes": 1 << 18, "shuffle_write_time_ms": float(r.get("write", 0)),
+            "output_bytes": 0, "memory_spilled_bytes": r.get("spill", 0), "disk_spilled_bytes": 0})
     return out
 
 
 def _stage(run_id, stage_id, name, tasks, t0=1_000_000):
     sub = min(t["launch_ms"] for t in tasks)
     comp = max(t["finish_ms"] for t in tasks)
-    return dict(run_id=run_id, job_id=0, stage_id=stage_id, stage_attempt_id=0, name=name,
-                num_tasks=len(tasks), submission_ms=sub, completion_ms=comp, duration_ms=comp - sub,
-                status="succeeded")
+    return {"run_id": run_id, "job_id": 0, "stage_id": stage_id, "stage_attempt_id": 0, "name": name,
+            "num_tasks": len(tasks), "submission_ms": sub, "completion_ms": comp, "duration_ms": comp - sub,
+            "status": "succeeded"}
 
 
 def test_stage_features_from_known_task_metrics():
-    rows = [dict(run=1000, cpu=200, dur=1100, finish_s=0.5, gc=100, deser=50, ser=10),
-            dict(run=1000, cpu=400, dur=1100, finish_s=1.0, gc=100, deser=50, ser=10),
-            dict(run=1000, cpu=600, dur=1100, finish_s=4.0, gc=100, deser=50, ser=10),
-            dict(run=1000, cpu=1000, dur=2200, finish_s=5.0, gc=100, deser=50, ser=10)]
+    rows = [{"run": 1000, "cpu": 200, "dur": 1100, "finish_s": 0.5, "gc": 100, "deser": 50, "ser": 10},
+            {"run": 1000, "cpu": 400, "dur": 1100, "finish_s": 1.0, "gc": 100, "deser": 50, "ser": 10},
+            {"run": 1000, "cpu": 600, "dur": 1100, "finish_s": 4.0, "gc": 100, "deser": 50, "ser": 10},
+            {"run": 1000, "cpu": 1000, "dur": 2200, "finish_s": 5.0, "gc": 100, "deser": 50, "ser": 10}]
     tasks = pd.DataFrame(_tasks("r1", 0, rows))
     stages = pd.DataFrame([_stage("r1", 0, "count at x.py:1", tasks.to_dict("records"))])
     f = m.stage_features(stages, tasks).iloc[0]
@@ -141,29 +146,30 @@ def test_model_contract_errors():
         m.DegradationModel(culprit="hosts").fit(_synthetic_training(n=40))
 
 
-def _store_with_runs(path, plan, seed=0):
-    """plan: list of (run_id, label, slow_factor, kind) -> a store of 2-stage runs."""
+def _store_with_runs(path, plan, seed=0, names=None):
+    """plan: list of (run_id, label, slow_factor, kind) -> a store of 2-stage runs
+    (``names``: run_id -> its own list of stage names instead)."""
     rng = np.random.default_rng(seed)
     runs, stages, tasks = [], [], []
     for k, (rid, label, f, kind) in enumerate(plan):
         t0 = 2_000_000 + k * 100_000
-        for sid, name in enumerate(["count at job.py:3", "save at job.py:9"]):
+        for sid, name in enumerate((names or {}).get(rid, ["count at job.py:3", "save at job.py:9"])):
             rows = []
             for i in range(8):
                 base_run = 800 + rng.normal(0, 15)
                 if kind == "cpu":  # same CPU time, stretched run time
-                    r = dict(run=int(base_run * f), cpu=0.9 * base_run)
+                    r = {"run": int(base_run * f), "cpu": 0.9 * base_run}
                 elif kind == "disk":  # slower shuffle writes
-                    r = dict(run=int(base_run * f), cpu=0.9 * base_run, write=base_run * (f - 1 + 0.02))
+                    r = {"run": int(base_run * f), "cpu": 0.9 * base_run, "write": base_run * (f - 1 + 0.02)}
                 else:
-                    r = dict(run=int(base_run), cpu=0.9 * base_run, write=0.02 * base_run)
+                    r = {"run": int(base_run), "cpu": 0.9 * base_run, "write": 0.02 * base_run}
                 r.update(dur=r["run"] + 20, finish_s=(i // 2 + 1) * r["run"] / 1000 + sid * 10)
                 rows.append(r)
             tk = _tasks(rid, sid, rows, t0)
             tasks += tk
             stages.append(_stage(rid, sid, name, tk))
-        runs.append(dict(run_id=rid, app_id=rid, job="etl", status="succeeded", start_ms=t0,
-                         properties_json=json.dumps({m.LABEL_KEY: label}), updated_ms=t0))
+        runs.append({"run_id": rid, "app_id": rid, "job": "etl", "status": "succeeded", "start_ms": t0,
+                     "properties_json": json.dumps({m.LABEL_KEY: label}), "updated_ms": t0})
     st = io.open(path, create=True)
     st.append({"runs": pd.DataFrame(runs), "stages": pd.DataFrame(stages), "tasks": pd.DataFrame(tasks)})
     return st
@@ -187,8 +193,41 @@ def test_explain_run_end_to_end_on_a_store(tmp_path):
     assert m.explain_run("victim2", held, model).main_cause == "disk"
     clean = m.explain_run("clean0", held, model)
     assert abs(clean.degradation) < 0.05 and not clean.qos[0.05]
+    # no slowdown, so no cause, whatever small positive Shapley values the noise leaves
+    assert clean.estimated_degradation < m.CAUSE_MIN_SLOWDOWN and clean.main_cause is None
+    assert e.matched_share == pytest.approx(1.0) and e.warnings == []
     with pytest.raises(UnknownJobError, match="no run 'nope'"):
         m.explain_run("nope", held, model)
+
+
+def test_explain_never_compares_a_run_with_itself_and_says_how_much_it_compared(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    plan = [(f"clean{i}", "none", 1.0, "none") for i in range(3)]
+    model = m.fit_monitor(_store_with_runs(tmp_path / "train", plan + [
+        (f"cpu{i}", "cpu:1", f, "cpu") for i, f in enumerate([1.3, 1.6, 2.0, 1.5, 1.8])]),
+        autoencoder=False, n_estimators=50)
+    # the only run of its job: it would be its own baseline (a slowdown of 0 by construction)
+    lone = _store_with_runs(tmp_path / "lone", [("solo", None, 1.7, "cpu")])
+    with pytest.raises(DegenerateDataError, match="no other clean run of job 'etl'"):
+        m.explain_run("solo", lone, model)
+    # another application under the same job name: no stage in common
+    names = {"alien": ["read at other.py:1", "save at other.py:5"],
+             "mixed": ["count at job.py:3", "join at other.py:2", "save at other.py:7"]}
+    st = _store_with_runs(tmp_path / "s", plan + [("alien", "cpu:1", 1.5, "cpu"), ("mixed", "cpu:1", 1.5, "cpu")],
+                          names=names)
+    with pytest.raises(DegenerateDataError, match="none of its 2 stages matches a stage of the 3 other"):
+        m.explain_run("alien", st, model)
+    # one stage of three in common: the figures cover a third of the run, and say so
+    e = m.explain_run("mixed", st, model)
+    assert e.matched_share == pytest.approx(1 / 3, abs=0.05)
+    assert e.actual_ms < 0.4 * sum(s["duration_ms"] for s in st.read("stages", run_ids=["mixed"]).to_dict("records"))
+    assert len(e.warnings) == 1 and "only 33% of this run's stage time" in e.warnings[0]
+    assert main(["explain", "mixed", "--store", str(tmp_path / "s")]) == 0
+    assert "warning: only 33%" in capsys.readouterr().out
+    assert main(["explain", "solo", "--store", str(tmp_path / "lone")]) == 2
+    err = capsys.readouterr().err
+    assert "no other clean run" in err and "fix:" in err and "Traceback" not in err
 
 
 def test_explain_cli_prints_and_exits(tmp_path, capsys):
@@ -272,7 +311,7 @@ def _waiting_runs(n_runs=24, seed=0):
 
 def test_host_counters_say_who_took_the_cores_without_changing_the_estimate():
     train = _waiting_runs()
-    kw = dict(n_estimators=40, learning_rate=0.1, correction=0.0)
+    kw = {"n_estimators": 40, "learning_rate": 0.1, "correction": 0.0}
     model = m.DegradationModel(**kw).fit(train)
     blind = m.DegradationModel(culprit="none", **kw).fit(train)
     assert model.culprit_ is not None and blind.culprit_ is None

@@ -19,7 +19,7 @@ from sparkpredict import store
 from sparkpredict.errors import InputError, ModelError, StoreError, UnknownJobError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from retrain_scaling import make_history, write_history  # noqa: E402
+from retrain_scaling import make_history, write_history
 
 KIND = "amdahl"  # one equation: ~50x cheaper than "auto", same plumbing
 
@@ -163,7 +163,7 @@ def test_bad_kind_and_degenerate_job_reported(hist):
 
 
 def test_exception_halfway_leaves_previous_registry_current(hist):
-    path, runs = hist
+    path, _runs = hist
     RT.retrain_local(path, kind=KIND)
     snap, before = R.current_snapshot(path), _models_json(store.open(path))
 

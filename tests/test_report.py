@@ -56,7 +56,7 @@ def test_report_cli_one_job(tmp_path):
     out = tmp_path / "sort.html"
     r = subprocess.run([sys.executable, "-m", "sparkpredict", "report", "--store", str(HISTORY),
                         "--job", "sort", "--out", str(out)], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ))
+                       env=dict(os.environ), check=False)
     assert r.returncode == 0, r.stderr
     assert "report of 1 job(s) (sort)" in r.stdout and str(out) in r.stdout
     page = out.read_text()
@@ -72,7 +72,7 @@ def test_unknown_job_and_missing_store_are_clear_errors(tmp_path):
         build_report(tmp_path / "r.html", store=tmp_path / "nothing-here")
     assert not (tmp_path / "r.html").exists()
     r = subprocess.run([sys.executable, "-m", "sparkpredict", "report", "--store", str(tmp_path / "none"),
-                        "--out", str(tmp_path / "x.html")], capture_output=True, text=True, timeout=120)
+                        "--out", str(tmp_path / "x.html")], capture_output=True, text=True, timeout=120, check=False)
     assert r.returncode == 2 and "error: no sparkpredict store" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -92,3 +92,30 @@ def test_missing_pieces_degrade_to_notes(tmp_path):
     assert "no fitted model" in notes and "stage breakdown unavailable" in notes and "advice" in notes
     page = res.path.read_text()
     assert len(_images(page)) == 1 and "no fitted model" in page
+
+
+def test_a_job_too_small_for_a_model_still_gets_the_advice_suggest_gives(tmp_path):
+    """Two recorded runs: no whole-job model, but `suggest` answers by replaying their tasks, so
+    the report's advice does too; a job whose runs recorded no input size says why it has none."""
+    import pandas as pd
+
+    from sparkpredict import suggest_executors
+    from sparkpredict.report import build_report
+    from sparkpredict.store import io as store_io
+
+    src = store_io.open(HISTORY)
+    runs = src.runs()
+    two = runs[(runs["job"] == "sqljoin") & (runs["status"] == "succeeded")].head(2)
+    ids = two["run_id"].tolist()
+    sizeless = runs[(runs["job"] == "sort") & (runs["status"] == "succeeded")].head(2).assign(input_bytes=0)
+    st = store_io.open(tmp_path / "store", create=True)
+    st.append({"runs": pd.concat([two, sizeless]), "stages": src.read("stages", run_ids=ids),
+               "tasks": src.read("tasks", run_ids=ids), "executors": src.read("executors", run_ids=ids)})
+    res = build_report(tmp_path / "r.html", store=tmp_path / "store")
+    sec = {s.job: s for s in res.sections}
+    join = sec["sqljoin"]
+    assert any("no fitted model" in n for n in join.notes)
+    assert not any("advice" in n for n in join.notes), join.notes
+    direct = suggest_executors("sqljoin", int(2 * two["input_bytes"].max()), store=tmp_path / "store")
+    assert direct.model_name.startswith("replay") and join.advice_text == direct.summary()
+    assert any("recorded no input size" in n for n in sec["sort"].notes)

@@ -13,7 +13,7 @@ from sparkpredict import retrain as RT
 from sparkpredict import store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from retrain_scaling import make_history, write_history  # noqa: E402
+from retrain_scaling import make_history, write_history
 
 pytestmark = pytest.mark.spark
 

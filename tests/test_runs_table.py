@@ -5,7 +5,12 @@ import pandas as pd
 import pytest
 
 from sparkpredict.errors import InputError, StoreError
-from sparkpredict.features.runs import BASE_COLUMNS, feature_columns, read_runs_file, runs_table
+from sparkpredict.features.runs import (
+    BASE_COLUMNS,
+    feature_columns,
+    read_runs_file,
+    runs_table,
+)
 from sparkpredict.store import io as store_io
 
 

@@ -18,7 +18,7 @@ def _java_tables() -> dict[str, list[tuple[str, pa.DataType]]]:
     """Column lists of Tables.java, in order (METRICS expanded where the tables include it)."""
     text = (java_source_dir() / "io" / "sparkpredict" / "Tables.java").read_text()
     pair = re.compile(r'\{"(\w+)",\s*([SLIDB])\}|\bMETRICS\b(?!\s*=)')
-    metrics_block = re.search(r"METRICS = \{(.*?)\};", text, re.S).group(1)
+    metrics_block = re.search(r"METRICS = \{(.*?)\};", text, re.DOTALL).group(1)
     metrics = [(n, _KINDS[k]) for n, k in re.findall(r'\{"(\w+)",\s*([SLIDB])\}', metrics_block)]
     out = {}
     for chunk in text.split('new Table("')[1:]:

@@ -10,7 +10,12 @@ import pytest
 
 from sparkpredict.cli import main as cli_main
 from sparkpredict.errors import InputError, ModelError
-from sparkpredict.models.simulate import Timeline, lower_bound_ms, replay, simulate_timeline
+from sparkpredict.models.simulate import (
+    Timeline,
+    lower_bound_ms,
+    replay,
+    simulate_timeline,
+)
 
 # The committed copies (tests/data/eventlogs, Apache-2.0, see NOTES.md there), else the shared data.
 _LOCAL = Path(__file__).resolve().parent / "data" / "eventlogs"

@@ -7,8 +7,14 @@ import pandas as pd
 import pytest
 
 from sparkpredict.features.stages import (
-    call_site, config_features, file_split_tasks, predict_num_tasks, spark_bytes, stage_signatures,
-    stage_table)
+    call_site,
+    config_features,
+    file_split_tasks,
+    predict_num_tasks,
+    spark_bytes,
+    stage_signatures,
+    stage_table,
+)
 
 MiB = 2**20
 
@@ -24,7 +30,7 @@ def _stages(run_id: str, first_id: int, names_parents: list[tuple[str, list[int]
 def test_signature_is_stable_across_runs_whose_ids_and_paths_differ():
     # The same job twice: ids start elsewhere, the driver script lives in another temp folder,
     # and two stages share a call site (SQL plans often do), told apart by depth and order.
-    shape = lambda d: [(f"load at {d}/job.py:10", []), (f"load at {d}/job.py:10", []),  # noqa: E731
+    shape = lambda d: [(f"load at {d}/job.py:10", []), (f"load at {d}/job.py:10", []),
                        (f"join at {d}/job.py:20", [0, 1]), (f"collect at {d}/job.py:30", [2]),
                        (f"collect at {d}/job.py:30", [3])]
     a = _stages("a", 0, shape("/tmp/x1"))

@@ -9,7 +9,12 @@ import pandas as pd
 import pytest
 
 from sparkpredict import store as store_mod
-from sparkpredict.errors import DegenerateDataError, InputError, NotFittedError, UnknownJobError
+from sparkpredict.errors import (
+    DegenerateDataError,
+    InputError,
+    NotFittedError,
+    UnknownJobError,
+)
 from sparkpredict.features.stages import file_split_tasks, waves
 from sparkpredict.models.stages import StageRuntimeModel
 
@@ -133,7 +138,7 @@ def test_forest_recovers_known_per_task_time_and_predicts_an_absent_size(history
 def test_larger_input_is_predicted_by_counting_waves(history):
     path, runs, _ = history
     model = StageRuntimeModel(store=path, n_estimators=50).fit(runs)
-    tables, wall = make_run(99, 4096 * MiB, 2, noise=0.0)   # 4x the largest size trained on
+    _tables, wall = make_run(99, 4096 * MiB, 2, noise=0.0)   # 4x the largest size trained on
     X = pd.DataFrame({"job": ["etl"], "input_bytes": [4096 * MiB], "executors": [2]})
     pred = float(model.predict(X)[0])
     assert pred == pytest.approx(wall, rel=0.10)

@@ -19,7 +19,7 @@ from sparkpredict import suggest_executors
 from sparkpredict.cli import main
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_advise_history import history, make_store  # noqa: E402
+from test_advise_history import history, make_store
 
 TINY_JOB = """\
 from pyspark.sql import SparkSession

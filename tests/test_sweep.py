@@ -19,7 +19,7 @@ def _cli(*args: str, env_store: str | None = None) -> subprocess.CompletedProces
     if env_store:
         env["SPARKPREDICT_STORE"] = env_store
     return subprocess.run([sys.executable, "-m", "sparkpredict", *args], capture_output=True, text=True,
-                          env=env, timeout=120)
+                          env=env, timeout=120, check=False)
 
 
 def test_parse_lists():
@@ -44,11 +44,11 @@ def test_plan_orders_repeats_outermost():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(workload="teragen", sizes="8MB", executors="1"), "unknown workload 'teragen'"),
-    (dict(workload="wordcount", sizes="8MB,500KB", executors="1"), "below the wordcount generator's minimum"),
-    (dict(workload="sort", sizes="8MB", executors="1,2,500"), "cores"),
-    (dict(workload="sort", sizes="8MB", executors="2", executor_memory_mb=10**7), "MiB is available"),
-    (dict(workload="sort", sizes="8MB", executors="1", master="local", repeats=0), "repeats"),
+    ({"workload": "teragen", "sizes": "8MB", "executors": "1"}, "unknown workload 'teragen'"),
+    ({"workload": "wordcount", "sizes": "8MB,500KB", "executors": "1"}, "below the wordcount generator's minimum"),
+    ({"workload": "sort", "sizes": "8MB", "executors": "1,2,500"}, "cores"),
+    ({"workload": "sort", "sizes": "8MB", "executors": "2", "executor_memory_mb": 10**7}, "MiB is available"),
+    ({"workload": "sort", "sizes": "8MB", "executors": "1", "master": "local", "repeats": 0}, "repeats"),
 ])
 def test_bad_sweeps_are_refused_up_front(kwargs, message):
     with pytest.raises((WorkloadError, InputError)) as e:
@@ -109,7 +109,7 @@ def test_tiny_real_sweep_records_each_run_and_resumes(spark_app, tmp_path):
         sizes[c.size_bytes] = sum(p.stat().st_size for p in d.glob("part-*"))
     for _, r in runs.iterrows():
         key = json.loads(r["properties_json"])[S.KEY_SWEEP]
-        _, size, e, rep, master = key.split("|")
+        _, size, e, _rep, master = key.split("|")
         assert r["input_bytes"] == sizes[int(size)] and r["input_bytes_source"] == "declared"
         assert r["executors_requested"] == int(e) and r["master"] == master == f"local[{e}]"
 

@@ -1,7 +1,12 @@
 import pytest
 
 from sparkpredict.errors import InputError
-from sparkpredict.units import format_bytes, format_duration, parse_bytes, parse_duration
+from sparkpredict.units import (
+    format_bytes,
+    format_duration,
+    parse_bytes,
+    parse_duration,
+)
 
 
 @pytest.mark.parametrize("text,expected", [
