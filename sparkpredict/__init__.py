@@ -24,7 +24,7 @@ _EXPORTS = {
     "simulate_run": "sparkpredict.models.simulate",
     "load_models": "sparkpredict.registry",
     "suggest_executors": "sparkpredict.advise",
-    "Advice": "sparkpredict.advise",
+    "Advice": "sparkpredict.advice",
     "runs_table": "sparkpredict.features.runs",
     "explain_run": "sparkpredict.monitor",
 }

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
 def format_advice(a: Any, max_rows: int = 40) -> str:
     """The advice as a readable table, the chosen row marked with ``>``."""
-    from ..advise import format_chance
+    from ..advice import format_chance
     from ..units import format_bytes, format_duration
 
     pct = f"{a.confidence:.0%}"

@@ -1,0 +1,135 @@
+"""The advice as data: :class:`Advice` and its :class:`Candidate` rows.
+
+:func:`sparkpredict.advise.suggest_executors` builds them; only :meth:`Advice.summary`, the CLI
+and the report turn them into text.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .units import format_bytes, format_duration
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One executor count the advice considered."""
+
+    executors: int
+    predicted_runtime_s: float
+    lower_s: float
+    upper_s: float
+    cost_executor_hours: float
+    cost_money: float | None
+    meets_deadline: bool | None
+    #: input bytes per byte of executor memory over all executors (None when memory unknown)
+    input_per_memory: float | None = None
+    #: chance (0..1) that one run finishes within the deadline; None without a deadline or
+    #: for a model that cannot say (one without ``chance_within``)
+    chance_meets_deadline: float | None = None
+
+
+@dataclass(frozen=True)
+class Advice:
+    """The advice for one job and input size: data, formatted only by :meth:`summary` / the CLI."""
+
+    job: str
+    input_bytes: int
+    objective: str
+    confidence: float
+    executors: int
+    predicted_runtime_s: float
+    lower_s: float
+    upper_s: float
+    cost_executor_hours: float
+    cost_money: float | None
+    deadline_s: float | None
+    #: None without a deadline; False when no candidate met it (the fastest is given instead)
+    meets_deadline: bool | None
+    candidates: tuple[Candidate, ...]
+    model_name: str
+    model_cv_mape: float | None
+    n_runs: int | None
+    extrapolates: bool
+    #: column -> how far the chosen configuration lies outside the training range (0 = inside)
+    extrapolation: dict[str, float] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    #: suggested (spark.dynamicAllocation.minExecutors, maxExecutors)
+    dynamic_allocation: tuple[int, int] = (1, 1)
+    knee_executors: int | None = None
+    executor_cores: int | None = None
+    executor_memory_mb: int | None = None
+    price_per_executor_hour: float | None = None
+    budget: float | None = None
+    #: the job parameters the prediction used (given, or assumed from the history; see warnings)
+    params: dict[str, float] = field(default_factory=dict)
+    #: the chosen count's chance (0..1) that one run finishes within the deadline
+    chance_meets_deadline: float | None = None
+
+    @property
+    def chosen(self) -> Candidate:
+        return next(c for c in self.candidates if c.executors == self.executors)
+
+    def candidates_frame(self) -> pd.DataFrame:
+        """The candidate table as a pandas DataFrame, one row per executor count."""
+        import pandas as pd
+
+        df = pd.DataFrame([asdict(c) for c in self.candidates])
+        df["chosen"] = df["executors"] == self.executors
+        return df
+
+    def summary(self) -> str:
+        """One line: the choice, its runtime interval, cost and deadline verdict."""
+        pct = f"{self.confidence:.0%}"
+        money = f" (cost {self.cost_money:.2f})" if self.cost_money is not None else ""
+        s = (f"{self.job} on {format_bytes(self.input_bytes)}: {self.executors} executors, "
+             f"~{format_duration(self.predicted_runtime_s)} ({pct} interval "
+             f"{format_duration(self.lower_s)}-{format_duration(self.upper_s)}), "
+             f"{self.cost_executor_hours:.2f} executor-h{money}")
+        if self.deadline_s is not None:
+            verdict = "meets" if self.meets_deadline else "CANNOT meet"
+            s += f"; {verdict} deadline {format_duration(self.deadline_s)} at {pct}"
+            if self.chance_meets_deadline is not None:
+                s += f" (chance {format_chance(self.chance_meets_deadline)})"
+        if self.extrapolates:
+            s += "; extrapolates"
+        return s
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: plain floats, ints, strings, lists; non-finite numbers become None."""
+        d = asdict(self)
+        d["candidates"] = [asdict(c) for c in self.candidates]
+        d["warnings"] = list(self.warnings)
+        d["dynamic_allocation"] = {"min_executors": self.dynamic_allocation[0],
+                                   "max_executors": self.dynamic_allocation[1]}
+        d["summary"] = self.summary()
+        return _json_safe(d)
+
+
+def format_chance(p: float) -> str:
+    """A chance as a whole percentage; never "100%" or "0%", which no model can promise."""
+    if p > 0.99:
+        return ">99%"
+    if p < 0.01:
+        return "<1%"
+    return f"{p:.0%}"
+
+
+def _json_safe(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    if isinstance(x, bool) or x is None or isinstance(x, str):
+        return x
+    if isinstance(x, int) or (hasattr(x, "dtype") and getattr(x.dtype, "kind", "") in "iu"):
+        return int(x)
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    return f if math.isfinite(f) else None
