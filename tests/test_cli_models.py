@@ -42,6 +42,19 @@ def test_runs_fit_predict_evaluate(tmp_path, capsys):
     assert np.all(p["lower_s"] <= p["predicted_runtime_s"]) and np.all(p["predicted_runtime_s"] <= p["upper_s"])
     assert p["model"].notna().all() and p.loc[2, "extrapolation"] > 1.0
 
+    # sizes in human units, as everywhere else in the CLI: the same rows, the same predictions
+    q.assign(input_bytes=["10GiB", "12GiB", "40GiB"]).to_csv(tmp_path / "qh.csv", index=False)
+    assert main(["predict", str(tmp_path / "models"), str(tmp_path / "qh.csv"), "--out", str(tmp_path / "ph.csv")]) == 0
+    ph = pd.read_csv(tmp_path / "ph.csv")
+    assert list(ph["input_bytes"]) == list(q["input_bytes"])
+    assert np.allclose(ph["predicted_runtime_s"], p["predicted_runtime_s"])
+    for col, bad in (("input_bytes", "40XB"), ("executors", "four")):
+        q.assign(**{col: q[col].astype(object).where(q.index != 1, bad)}).to_csv(tmp_path / "qb.csv", index=False)
+        capsys.readouterr()
+        assert main(["predict", str(tmp_path / "models"), str(tmp_path / "qb.csv"), "--out", str(tmp_path / "pb.csv")]) == 2
+        assert f"query row 2: {col} '{bad}' is not a" in capsys.readouterr().err
+        assert not (tmp_path / "pb.csv").exists()
+
     pd.DataFrame({"job": ["nope"], "input_bytes": [1e9], "executors": [2]}).to_csv(tmp_path / "q2.csv", index=False)
     capsys.readouterr()
     assert main(["predict", str(tmp_path / "models"), str(tmp_path / "q2.csv"), "--out", str(tmp_path / "p2.csv")]) == 2

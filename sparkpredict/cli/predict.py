@@ -8,8 +8,9 @@ from typing import Any
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "predict", help="predict runtimes for a query table with saved models",
-        description="QUERY is CSV/Parquet with job, input_bytes, executors (executor_cores, "
-                    "executor_memory_mb and extra features optional). Writes the query's rows in "
+        description="QUERY is CSV/Parquet with job, input_bytes (bytes, or a size such as 50GB "
+                    "or 1.5TiB), executors (executor_cores, executor_memory_mb and extra "
+                    "features optional). Writes the query's rows in "
                     "order with predicted_runtime_s, lower_s, upper_s, model and extrapolation.")
     p.add_argument("model_dir", metavar="MODEL_DIR")
     p.add_argument("query", metavar="QUERY")
@@ -28,7 +29,7 @@ def predict_table(models: dict, query: Any, confidence: float = 0.9) -> Any:
     if missing:
         raise InputError(f"query lacks column(s) {', '.join(missing)}",
                          "give job, input_bytes and executors for every row")
-    out = query.copy()
+    out = _numeric(query)
     n = len(out)
     cols = {k: np.full(n, np.nan) for k in ("predicted_runtime_s", "lower_s", "upper_s", "extrapolation")}
     names = np.empty(n, dtype=object)
@@ -45,6 +46,32 @@ def predict_table(models: dict, query: Any, confidence: float = 0.9) -> Any:
     for k, v in cols.items():
         out[k] = v
     out["model"] = names
+    return out
+
+
+def _numeric(query: Any) -> Any:
+    """The query with input_bytes read as sizes (``50MB`` as well as bytes) and the executor
+    columns as numbers; a value that is neither is an error naming its row."""
+    import pandas as pd
+
+    from ..errors import InputError
+    from ..units import parse_bytes
+
+    out = query.copy()
+    for col in ("input_bytes", "executors", "executor_cores", "executor_memory_mb"):
+        if col not in out.columns or out[col].dtype.kind in "iuf":
+            continue
+        values = []
+        for row, v in enumerate(out[col].tolist(), start=1):
+            try:
+                values.append(float(parse_bytes(v)) if col == "input_bytes" else float(v))
+            except (InputError, TypeError, ValueError) as exc:
+                what = "a size" if col == "input_bytes" else "a number"
+                raise InputError(f"query row {row}: {col} {v!r} is not {what}",
+                                 "write sizes as bytes or with a unit (50MB, 1.5TiB) and counts as "
+                                 "whole numbers") from exc
+        whole = all(float(v).is_integer() for v in values)  # bytes and counts stay integers
+        out[col] = pd.Series(values, index=out.index, dtype="int64" if whole else float)
     return out
 
 
