@@ -35,3 +35,24 @@ def test_cli_exit_codes_and_json(tmp_path, capsys):
     empty.mkdir()
     assert main(["ingest", str(empty), "--store", st]) == 2
     assert "no event logs found" in capsys.readouterr().err
+
+
+def test_a_failure_is_printed_once_not_again_as_a_log_warning(tmp_path):
+    """ingest and retrain print each failure themselves; the library's warning stays for -v."""
+    import subprocess
+    import sys
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "sparkpredict", *args], capture_output=True, text=True,
+                              timeout=300, check=False)
+
+    bad = tmp_path / "notalog.json"
+    bad.write_text("garbage\n")
+    st = str(tmp_path / "st")
+    r = cli("ingest", str(LOGS / "sparklens_local-1532512550423.json"), str(bad), "--store", st)
+    assert r.returncode == 1 and r.stdout.count("notalog.json") == 1 and "notalog.json" not in r.stderr
+    assert "notalog.json" in cli("-v", "ingest", str(bad), "--store", st).stderr
+    # one recorded run, without an input size: no runtime model, said once, with the fix
+    r = cli("retrain", "--store", st, "--local")
+    assert "not refit: Spark shell: DegenerateDataError: only 0 usable runs (of 1)" in r.stdout
+    assert "not refit" not in r.stderr and "usable runs" not in r.stderr, r.stderr

@@ -11,16 +11,31 @@ and exit 2; anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
 import sys
+from collections.abc import Iterator
 
 # Order is the order shown in --help. A module missing here is a bug, not a silent skip.
 COMMANDS = [
     "listener", "submit", "ingest", "store_cmd", "runs", "fit", "predict", "evaluate",
     "suggest", "sweep", "report", "demo", "retrain", "simulate", "explain",
 ]
+
+
+@contextlib.contextmanager
+def printed_here(logger: str, verbose: bool) -> Iterator[None]:
+    """Hold back a library logger's warnings that the command prints itself, once (kept with -v)."""
+    log = logging.getLogger(logger)
+    level = log.level
+    if not verbose:
+        log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 def build_parser() -> argparse.ArgumentParser:

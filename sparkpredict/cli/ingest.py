@@ -22,19 +22,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     import json
-    import logging
 
     from ..capture.eventlog import ingest_event_logs
+    from . import printed_here
 
-    # each failure is printed below, once; the library's own warning would repeat it
-    logger = logging.getLogger("sparkpredict.capture.eventlog")
-    level = logger.level
-    if not args.verbose:
-        logger.setLevel(logging.ERROR)
-    try:
+    with printed_here("sparkpredict.capture.eventlog", args.verbose):  # each failure: below
         report = ingest_event_logs(args.paths, store=args.store)
-    finally:
-        logger.setLevel(level)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

@@ -31,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from .. import retrain as RT
     from ..errors import InputError
+    from . import printed_here
 
     if args.local and args.master:
         raise InputError("--local and --master contradict each other", "drop one of them")
@@ -51,8 +52,9 @@ def _run(args: argparse.Namespace) -> int:
             for job in stale:
                 print(f"  {job}")
         return 0
-    res = RT.retrain(args.store, use_spark=use_spark, master=args.master, force=args.force, kind=args.kind,
-                     stage_models=args.stage_models)
+    with printed_here("sparkpredict.retrain", args.verbose):  # each failure: "not refit" below
+        res = RT.retrain(args.store, use_spark=use_spark, master=args.master, force=args.force,
+                         kind=args.kind, stage_models=args.stage_models)
     if args.json:
         print(json.dumps({
             "retrain_id": res.retrain_id, "path": res.fit_path, "master": res.master, "jobs": res.n_jobs,

@@ -183,7 +183,7 @@ class JobRuntimeModel:
         for c in REQUIRED:
             ok &= np.isfinite(F[c]) & (F[c] > 0)
         self.dropped_runs_ = int(n - ok.sum())
-        if self.dropped_runs_:
+        if self.dropped_runs_ and ok.sum() >= MIN_RUNS:  # else the error below says it
             log.warning("dropped %d of %d runs with NaN, zero or negative size/executors/runtime",
                         self.dropped_runs_, n)
         if ok.sum() < MIN_RUNS:
