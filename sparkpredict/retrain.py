@@ -123,7 +123,15 @@ def fit_group(raw_runs: pd.DataFrame, *, random_state: int = 0, kind: str = "aut
     if len(jobs) != 1:
         raise InputError(f"fit_group needs the runs of exactly one job, got {len(jobs)}")
     job = str(jobs[0])
-    model = fit_job(runs_table(raw), random_state=random_state, kind=kind)
+    table = runs_table(raw)
+    if table.empty:  # say why there is nothing to fit, not "0 usable runs (of 0)"
+        from .errors import DegenerateDataError
+
+        counts = raw["status"].fillna("unknown").value_counts()
+        raise DegenerateDataError(
+            "no succeeded run (" + ", ".join(f"{n} {s}" for s, n in counts.items()) + ")",
+            "record a run of the job that finishes")
+    model = fit_job(table, random_state=random_state, kind=kind)
     doc = R.make_artifact(job, R.KIND_RUNTIME, model.to_dict(),
                           trained_on=R.fingerprint(raw["run_id"], raw["updated_ms"]),
                           trained_on_rows=len(raw))

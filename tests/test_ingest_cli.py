@@ -52,7 +52,10 @@ def test_a_failure_is_printed_once_not_again_as_a_log_warning(tmp_path):
     r = cli("ingest", str(LOGS / "sparklens_local-1532512550423.json"), str(bad), "--store", st)
     assert r.returncode == 1 and r.stdout.count("notalog.json") == 1 and "notalog.json" not in r.stderr
     assert "notalog.json" in cli("-v", "ingest", str(bad), "--store", st).stderr
-    # one recorded run, without an input size: no runtime model, said once, with the fix
+    # one recorded run, without an input size: no runtime model, said once, with the fix; a job
+    # whose only run never finished says that
+    assert cli("ingest", str(LOGS / "nds_q88_photon_db_13_3.zstd"), "--store", st).returncode == 0
     r = cli("retrain", "--store", st, "--local")
     assert "not refit: Spark shell: DegenerateDataError: only 0 usable runs (of 1)" in r.stdout
+    assert "not refit: Databricks Shell: DegenerateDataError: no succeeded run (1 incomplete)" in r.stdout
     assert "not refit" not in r.stderr and "usable runs" not in r.stderr, r.stderr
