@@ -243,11 +243,18 @@ class HistorySource:
         if ratio <= limit * 1.0001:
             return []
         need = int(m.ceil(size / (limit * mem * 2**20)))
-        msg = (f"{execs} executors x {mem} MiB hold {ratio:.2f} bytes of input per byte of "
-               f"executor memory, beyond the {limit:.2f} that ran {what}")
+
+        def r2(x: float) -> str:  # small ratios keep two significant digits, not "0.01"
+            return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"
+
+        msg = (f"{execs} executors x {mem} MiB hold {r2(ratio)} bytes of input per byte of "
+               f"executor memory, beyond the {r2(limit)} that ran {what}")
         if len(heavy):
-            msg += f"; runs at {float(heavy.min()):.2f} and above spilled heavily"
-        return [msg + f"; >= {need} executors (or more executor memory) stay within it"]
+            msg += f"; runs at {r2(float(heavy.min()))} and above spilled heavily"
+        elif self.spill is not None:
+            # no run spilled: nothing says where spill starts, only how far the runs went
+            msg += "; none of its runs spilled heavily, so whether this one does is untested"
+        return [msg + f"; >= {need} executors (or more executor memory) stay within what ran"]
 
 
 def _unknown_job(job: str, known: list, where: str, empty: bool = False,

@@ -117,6 +117,20 @@ def test_spill_warning_names_the_safe_count(tmp_path):
     assert not any("executor memory" in x for x in ok.warnings)
 
 
+def test_beyond_the_memory_the_runs_used_without_any_spill_is_called_untested(tmp_path):
+    # 64 GiB executors that never spilled: the runs held at most 0.8 GB on one of them (0.012
+    # bytes per byte, shown as such, not "0.01"); 8 GB needs 10 of them to stay within that
+    h = history(mem_mb=64 * 1024, sizes=(0.1, 0.2, 0.4, 0.8), spill_above=None)
+    path = make_store(tmp_path / "s", h)
+    a = suggest_executors("etl", "8GB", store=path, models={"etl": fast_model(h)}, executor_counts=[1])
+    (w,) = [x for x in a.warnings if "executor memory" in x]
+    runs, _ = h
+    limit = (runs.input_bytes / (runs.executors_requested * 64 * 2**30)).max()
+    assert f"beyond the {limit:.2g} that ran without heavy spill" in w
+    assert "none of its runs spilled heavily, so whether this one does is untested" in w
+    assert ">= 10 executors (or more executor memory) stay within what ran" in w
+
+
 def test_dynamic_allocation_history_gets_bounds(tmp_path):
     h = history(dyn=True)
     path = make_store(tmp_path / "s", h)
