@@ -129,10 +129,38 @@ def test_closely_spaced_sizes_do_not_blow_up_the_interval_beyond_them(seed):
     assert np.mean(fresh["runtime_s"].to_numpy() <= iv["upper_s"]) >= 0.9
 
 
+def _free(m):
+    """The same model with the fitted curve's own growth beyond the sizes (no cap)."""
+    return JobRuntimeModel.from_dict(json.loads(json.dumps(dict(m.to_dict(), size_growth="free"))))
+
+
 def _log_width(m, sizes_gib, executors=6.0):
-    iv = m.predict_interval({"input_bytes": np.asarray(sizes_gib, float) * GIB,
-                             "executors": np.full(len(sizes_gib), executors)}, 0.9)
+    """The interval around the fitted curve (the drift law's own width, before the cap)."""
+    iv = _free(m).predict_interval({"input_bytes": np.asarray(sizes_gib, float) * GIB,
+                                    "executors": np.full(len(sizes_gib), executors)}, 0.9)
     return np.log(iv["upper_s"] / iv["predicted_runtime_s"]), iv
+
+
+def test_growth_beyond_the_largest_size_is_at_most_proportional(model):
+    # the cliff job's curve bends up at the top of its sizes; beyond them the point prediction
+    # grows at most as the input does from the largest size's, and the interval stays the
+    # fitted curve's, only lowered to contain the prediction
+    top = model.training_range_["input_bytes"][1]
+    free = _free(model)
+    for e in (2.0, 6.0, 12.0):
+        S = top * np.array([1.0, 1.5, 3.0, 11.0, 101.0])
+        X = {"input_bytes": S, "executors": np.full(len(S), e)}
+        iv, ivf = model.predict_interval(X, 0.9), free.predict_interval(X, 0.9)
+        p, pf = iv["predicted_runtime_s"], ivf["predicted_runtime_s"]
+        assert np.all(p <= p[0] * S / top * (1 + 1e-9)) and np.all(p <= pf * (1 + 1e-12))
+        np.testing.assert_allclose(model.predict(X), p)
+        np.testing.assert_allclose(iv["upper_s"], ivf["upper_s"])
+        assert np.all(iv["lower_s"] <= p) and np.all(iv["lower_s"] <= ivf["lower_s"] * (1 + 1e-12))
+        np.testing.assert_allclose(model.chance_within(X, 1e4), free.chance_within(X, 1e4))
+    assert np.any(p < 0.9 * pf)  # the cap binds on this job
+    # inside the sizes nothing changes
+    inside = {"input_bytes": np.array([top / 2, top]), "executors": np.array([4.0, 4.0])}
+    np.testing.assert_allclose(model.predict(inside), free.predict(inside))
 
 
 def test_far_upper_bound_grows_with_log_distance_beyond_what_the_folds_measured(model):
@@ -168,9 +196,12 @@ def test_models_saved_before_the_drift_law_keep_their_intervals(model):
     # a saved model without "drift_law" was fitted when the drift grew with d (capped at 10)
     # and had no size floor: loading it must not change its intervals
     d = model.to_dict()
-    assert d["drift_law"] == "linear_log"
-    del d["drift_law"]
+    assert d["drift_law"] == "linear_log" and d["size_growth"] == "proportional"
+    del d["drift_law"], d["size_growth"]
     old = JobRuntimeModel.from_dict(json.loads(json.dumps(d)))
+    assert old.size_growth_ == "free"  # nor the growth cap, saved before it existed
+    far = {"input_bytes": np.array([model.training_range_["input_bytes"][1] * 11]), "executors": np.array([6.0])}
+    np.testing.assert_allclose(old.predict(far), _free(model).predict(far))
     top = model.training_range_["input_bytes"][1] / GIB
     L, _ = _log_width(old, top * (1 + np.array([0.0, 1.0, 10.0, 100.0])))
     excess = L - L[0]
