@@ -236,30 +236,25 @@ class JobRuntimeModel:
     def predict(self, X: Mapping[str, Any]) -> np.ndarray:
         """Runtime in seconds for each row of ``X`` (mapping column -> 1-D array, or a DataFrame)."""
         self._check()
-        from .selection import predict_component
-
         F = self._query(X)
-        return self._capped(F, predict_component(self.component_, F, self.extras_))
+        return self._capped(F, self._curve(F))
 
-    def _raw(self, X: Mapping[str, Any]) -> np.ndarray:
-        """The fitted curve's prediction, before :data:`SIZE_GROWTH`: what the interval is
-        calibrated around."""
+    def _curve(self, F: dict[str, np.ndarray]) -> np.ndarray:
+        """The fitted curve's prediction for query columns ``F``, before :data:`SIZE_GROWTH`:
+        what the interval is calibrated around."""
         from .selection import predict_component
 
-        return predict_component(self.component_, self._query(X), self.extras_)
+        return predict_component(self.component_, F, self.extras_)
 
     def _capped(self, F: dict[str, np.ndarray], raw: np.ndarray) -> np.ndarray:
         """``raw`` with growth beyond the largest size held to proportional (:data:`SIZE_GROWTH`)."""
         if getattr(self, "size_growth_", "free") != "proportional":
             return raw
-        from .selection import predict_component
-
         top = self.training_range_["input_bytes"][1]
         above = F["input_bytes"] > top
         if not above.any():
             return raw
-        edge = predict_component(self.component_, dict(F, input_bytes=np.minimum(F["input_bytes"], top)),
-                                 self.extras_)
+        edge = self._curve(dict(F, input_bytes=np.minimum(F["input_bytes"], top)))
         return np.where(above, np.minimum(raw, edge * F["input_bytes"] / top), raw)
 
     def extrapolation(self, X: Mapping[str, Any]) -> dict[str, np.ndarray]:
@@ -300,9 +295,10 @@ class JobRuntimeModel:
         self._check()
         if not 0 < confidence < 1:
             raise InputError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.9")
-        raw = self._raw(X)
+        F = self._query(X)
+        raw = self._curve(F)
         lo, hi = self._log_bounds(X, raw)(np.full(len(raw), float(confidence)))
-        pred = self._capped(self._query(X), raw)
+        pred = self._capped(F, raw)
         # the interval is the fitted curve's, calibrated around it; it keeps the capped
         # prediction inside (the cap only ever lowers it, so only the lower bound can move)
         return {"predicted_runtime_s": pred, "lower_s": np.minimum(raw * np.exp(lo), pred),
@@ -323,7 +319,7 @@ class JobRuntimeModel:
         if not (math.isfinite(limit) and limit > 0):
             raise InputError(f"limit must be a positive number of seconds, got {limit_s!r}",
                              "give the deadline in seconds, e.g. 2700 for 45 minutes")
-        pred = self._raw(X)  # the distribution the interval reads is the fitted curve's
+        pred = self._curve(self._query(X))  # the distribution the interval reads is the curve's
         bounds = self._log_bounds(X, pred)
         # a non-positive prediction (an equation's extrapolation gone wrong) counts as met
         target = np.log(limit / np.where(pred > 0, pred, np.nan))
@@ -356,7 +352,7 @@ class JobRuntimeModel:
         # largest size the lower bound stays at or above the largest size's, below the smallest
         # the upper bound at or below the smallest's. This keeps far lower bounds off 0 s.
         edge_F = dict(F, input_bytes=np.clip(F["input_bytes"], lo_s, hi_s))
-        edge_pred = self._raw(edge_F)
+        edge_pred = self._curve(edge_F)
         with np.errstate(divide="ignore", invalid="ignore"):
             shift = np.log(edge_pred / pred)
         above &= np.isfinite(shift)
