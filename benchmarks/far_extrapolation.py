@@ -189,8 +189,7 @@ def main() -> None:
               f"prediction (reference {fr.width.median():.2f}x; ratio {fn.width.median() / fr.width.median():.2f}) "
               f"and a 90th percentile of {fn.width.quantile(0.9):,.0f}x (reference {fr.width.quantile(0.9):,.0f}x); "
               f"{fn.inside.mean():.1%} lie inside the interval (reference {fr.inside.mean():.1%}). Both "
-              "widths are against the capped prediction (table above): the bounds are the fitted "
-              "curve's, so against a lower prediction the same upper bound reads wider."),
+              "laws' intervals keep their log widths around the capped prediction (table above)."),
               "",
               (f"The lower bound keeps the relative law: on the log law too (`{BOTH}`, not shipped) only "
                f"{fb.inside.mean():.1%} of the runs beyond d = 1 lay inside the interval, because the models "

@@ -148,8 +148,8 @@ def main() -> None:
                    f"{ratio.median():.1f}x, from {ratio.min():.1f}x to {ratio.max():.0f}x, with the growth "
                    f"beyond the largest size held to proportional (`hybrid.SIZE_GROWTH`); the fitted "
                    f"curves' own growth (reference, same models): median {free.median():.1f}x, from "
-                   f"{free.min():.1f}x to {free.max():.0f}x. The interval is the fitted curve's either "
-                   "way. "
+                   f"{free.min():.1f}x to {free.max():.0f}x. The interval keeps its log widths around "
+                   "the capped prediction. "
                    + ("Every run lies below the shipped upper bound" if new.below_upper.all() else
                       f"{int((~new.below_upper).sum())} run(s) lie above the shipped upper bound")
                    + f"; {int((~new.inside).sum())} lie below the lower bound."),

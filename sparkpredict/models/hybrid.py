@@ -53,9 +53,10 @@ OUTSIDE = "add"
 #: proportion to the input from the largest size's prediction) or "free" (the fitted curve's
 #: own growth; models saved before the setting existed). A curve fitted on a narrow range of
 #: sizes extrapolates its curvature; on C3O trained on the 3-4 smallest sizes the capped
-#: prediction's MAPE is 32 % against 86 % (benchmarks/far_extrapolation.py). The interval is
-#: the fitted model's either way, only widened to contain the capped prediction. Only the
-#: combined model ("auto", "hybrid") is capped: single kinds stay the study's baselines.
+#: prediction's MAPE is 32 % against 86 % (benchmarks/far_extrapolation.py). The interval
+#: keeps its log widths around the capped prediction: as many runs lay below its upper bound
+#: there as below the uncapped one's. Only the combined model ("auto", "hybrid") is capped:
+#: single kinds stay the study's baselines.
 SIZE_GROWTH = "proportional"
 #: chance_within: bisection steps (confidence resolved to 2**-14) and the widest confidence
 #: asked for (the bounds stop growing at the extreme residual anyway)
@@ -240,8 +241,7 @@ class JobRuntimeModel:
         return self._capped(F, self._curve(F))
 
     def _curve(self, F: dict[str, np.ndarray]) -> np.ndarray:
-        """The fitted curve's prediction for query columns ``F``, before :data:`SIZE_GROWTH`:
-        what the interval is calibrated around."""
+        """The fitted curve's prediction for query columns ``F``, before :data:`SIZE_GROWTH`."""
         from .selection import predict_component
 
         return predict_component(self.component_, F, self.extras_)
@@ -288,21 +288,16 @@ class JobRuntimeModel:
         direction) and ``g`` is :func:`.selection.drift_distance`: ``d`` up to 1, where the
         folds measured it, ``1 + log d`` beyond for the upper bound (``d``, capped at 10, for
         the lower). Beyond the sizes a size floor applies: the lower bound is at least the
-        largest size's, and below them the upper bound at most the smallest size's. The bounds
-        are the fitted curve's; the point prediction beyond the largest size is capped
-        (:data:`SIZE_GROWTH`) and the lower bound lowered to it where needed.
+        largest size's, and below them the upper bound at most the smallest size's. Beyond the
+        largest size the prediction is capped (:data:`SIZE_GROWTH`) and the bounds keep their
+        log widths around it.
         """
         self._check()
         if not 0 < confidence < 1:
             raise InputError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.9")
-        F = self._query(X)
-        raw = self._curve(F)
-        lo, hi = self._log_bounds(X, raw)(np.full(len(raw), float(confidence)))
-        pred = self._capped(F, raw)
-        # the interval is the fitted curve's, calibrated around it; it keeps the capped
-        # prediction inside (the cap only ever lowers it, so only the lower bound can move)
-        return {"predicted_runtime_s": pred, "lower_s": np.minimum(raw * np.exp(lo), pred),
-                "upper_s": raw * np.exp(hi)}
+        pred = self.predict(X)
+        lo, hi = self._log_bounds(X, pred)(np.full(len(pred), float(confidence)))
+        return {"predicted_runtime_s": pred, "lower_s": pred * np.exp(lo), "upper_s": pred * np.exp(hi)}
 
     def chance_within(self, X: Mapping[str, Any], limit_s: float) -> np.ndarray:
         """Per row, the chance that one run takes at most ``limit_s`` seconds.
@@ -319,7 +314,7 @@ class JobRuntimeModel:
         if not (math.isfinite(limit) and limit > 0):
             raise InputError(f"limit must be a positive number of seconds, got {limit_s!r}",
                              "give the deadline in seconds, e.g. 2700 for 45 minutes")
-        pred = self._curve(self._query(X))  # the distribution the interval reads is the curve's
+        pred = self.predict(X)
         bounds = self._log_bounds(X, pred)
         # a non-positive prediction (an equation's extrapolation gone wrong) counts as met
         target = np.log(limit / np.where(pred > 0, pred, np.nan))
@@ -337,8 +332,7 @@ class JobRuntimeModel:
 
     def _log_bounds(self, X: Mapping[str, Any], pred: np.ndarray):
         """``confidence -> (lower, upper)``: each row's interval bounds as ``log(bound / ŷ)``,
-        at that row's confidence (an array), ``pred`` being the fitted curve's prediction
-        (before :data:`SIZE_GROWTH`); see
+        at that row's confidence (an array), ``pred`` being ``predict(X)``; see
         :meth:`predict_interval`."""
         F = self._query(X)
         drift = self._drift_bounds(F)
