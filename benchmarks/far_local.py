@@ -158,10 +158,7 @@ def main() -> None:
                "and fixed cost, with noise on top (mean runtime per size, 4 / 8 / 16 / 32 MB: "
                f"{hist_means} s). The small rise at the top is extrapolated as curvature; the cap "
                "stops that, and what remains high is the largest size's own runtime, measured "
-               "on a slower day. Why "
-               "some runs lie below the lower bound: the size floor holds the lower bound at the "
-               "largest size's, as measured on the day of the history, and the machine runs these "
-               "jobs faster today (ratios above)."),
+               "on a slower day (ratios above)."),
               "", (f"The {len(far)} runs took {far.runtime_s.sum():.0f} s of application time; this "
                    f"invocation's sweep {wall:.0f} s (runs already in the store are not run again).")]
     text = "\n".join(lines)
