@@ -210,7 +210,8 @@ class HistorySource:
         if len(seen) == 1:
             w.append(f"every run of {self.job} used {seen[0]} executors: how the runtime scales "
                      "with executors is an assumption of the model, not a measurement")
-        if runs is not None and len(runs) and not (runs["input_bytes"].fillna(0) > 0).any():
+        sized = runs is not None and bool((runs["input_bytes"] > 0).any())  # NaN counts as none
+        if runs is not None and len(runs) and not sized:
             w.append(f"no run of {self.job} recorded an input size (its sources report no bytes "
                      "read, and none was declared): the size asked about cannot be related to "
                      "them. Declare it per run (spark.sparkpredict.inputBytes, or sparkpredict "
@@ -218,7 +219,7 @@ class HistorySource:
         elif runs is not None and runs["input_bytes"].nunique() == 1:
             w.append(f"every run of {self.job} read the same input size: how the runtime grows "
                      "with input is an assumption of the model, not a measurement")
-        if ratio is not None and mem is not None and runs is not None and (runs["input_bytes"] > 0).any():
+        if ratio is not None and mem is not None and runs is not None and sized:
             w.extend(self._memory_warning(runs, size, execs, mem, ratio))
         return w
 

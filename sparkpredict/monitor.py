@@ -339,7 +339,7 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
                      "(spark.sparkpredict.job)")
     act, exp, d = run_degradation(rows)
     if not math.isfinite(d):
-        act, exp, d = float(rows["duration_ms"].sum()), None, None  # type: ignore[assignment]
+        act, exp, d = total_ms, None, None  # type: ignore[assignment]
     est = run_estimate(model, rows)
     host = model.host_culprit(rows)
     phi = shapley(model, rows, host)
@@ -362,5 +362,5 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
         estimated_degradation=est, contributions=phi, shares=shares, main_cause=main,
         main_share=shares.get(main, 0.0) if main else 0.0,
         qos={t: judged > t for t in QOS_THRESHOLDS}, threshold=threshold, violated=judged > threshold,
-        clean_runs=len(clean_ids - {run_id}), label=rows["label"].iloc[0], stages=impacts[:top_stages],
+        clean_runs=len(others), label=rows["label"].iloc[0], stages=impacts[:top_stages],
         culprit=host, footprint=host_footprint(rows), matched_share=share, warnings=notes)
