@@ -2,7 +2,7 @@
 stale job on the executors, bring the artifacts' JSON back to the driver.
 
 Each job's runs (latest row per run) are shipped to a Python worker, which fingerprints the job
-and, when stale, calls the same :func:`sparkpredict.retrain.fit_group_safe` as the local loop;
+and, when stale, calls the same :func:`sparkpredict.fitting.fit_group_safe` as the local loop;
 with stage rows in the store, the runs are cogrouped with the job's committed stage and task
 rows, so the stage-level models are fitted there too. The driver then commits through
 :func:`sparkpredict.retrain._commit`, exactly as the local path does.
@@ -178,7 +178,8 @@ def _make_udf(random_state: int, kind: str, force: bool, state: dict[tuple[str, 
         import pandas as pd
 
         from sparkpredict import registry as R
-        from sparkpredict.retrain import _job_is_stale, fit_group_safe
+        from sparkpredict.fitting import fit_group_safe
+        from sparkpredict.retrain import _job_is_stale
 
         job = str(pdf["job"].iloc[0])
         fp = R.fingerprint(pdf["run_id"], pdf["updated_ms"])

@@ -29,6 +29,7 @@ from ..errors import DegenerateDataError, InputError, NotFittedError, UnknownJob
 from ..features import stages as F
 from . import simulate as sim
 from .replay import ReplayRuntimeModel, head_trends
+from .timeline import as_pandas
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,7 +47,7 @@ QUERY_CONFIG = ("shuffle_partitions", "max_partition_bytes", "default_parallelis
 def _load(store, tables, run_ids: list[str]):
     """(runs, stages, tasks) for ``run_ids`` from explicit tables or a store."""
     if tables is not None:
-        runs, stages, tasks = (sim._pandas(tables[k]) if tables.get(k) is not None else None
+        runs, stages, tasks = (as_pandas(tables[k]) if tables.get(k) is not None else None
                                for k in ("runs", "stages", "tasks"))
     else:
         from ..store import io as store_io

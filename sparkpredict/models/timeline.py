@@ -1,0 +1,268 @@
+"""A recorded run reduced to what the scheduler replay (:mod:`sparkpredict.models.simulate`) needs.
+
+:class:`Timeline` holds, per stage, its tasks' durations, its parents, the stages it waited
+for and the driver time before it; :meth:`Timeline.from_tables` builds it from store-schema
+tables (the listener's or an ingested event log's), :func:`load_timeline` from a store. What a
+replay keeps from the recording, and why, is in :mod:`sparkpredict.models.simulate`.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
+
+from ..errors import InputError, ModelError, UnknownJobError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A recorded run reduced to what the scheduler replays. Times are ms from app start.
+
+    Build with :meth:`from_tables` (store or event-log tables) or :func:`load_timeline`.
+    Stage arrays are indexed by stage position ``0..n_stages-1``; tasks are grouped by stage
+    (``task_offsets`` is a CSR index: stage ``s`` owns ``task_duration_ms[o[s]:o[s+1]]``).
+    """
+
+    run_id: str
+    stage_ids: np.ndarray            # int, Spark stage id per position
+    stage_attempts: np.ndarray       # int
+    priority: np.ndarray             # int rank: FIFO order (job id, stage id)
+    parents: tuple[np.ndarray, ...]  # positions of parent stages
+    gate_prefix: np.ndarray          # stages (in recorded completion order) done before submission
+    completion_order: np.ndarray     # positions sorted by recorded completion
+    delay_ms: np.ndarray             # driver time: gates done -> stage submitted
+    task_offsets: np.ndarray         # CSR offsets, len n_stages + 1
+    task_duration_ms: np.ndarray     # float
+    head_ms: float                   # app start -> ... (folded into delays of gate-less stages)
+    tail_ms: float                   # last stage completion -> app end
+    recorded_wall_ms: float
+    executors: int                   # executors actually used (max alive)
+    cores: int                       # cores per executor
+    job: str | None = None
+    input_bytes: float | None = None
+    stage_meta: pd.DataFrame | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def n_stages(self) -> int:
+        return len(self.stage_ids)
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.task_duration_ms)
+
+    # ------------------------------------------------------------------------------------
+    @classmethod
+    def from_tables(cls, runs: pd.DataFrame, stages: pd.DataFrame, tasks: pd.DataFrame,
+                    run_id: str | None = None, executors: pd.DataFrame | None = None,
+                    *, require_tasks: bool = True) -> Timeline:
+        """Build the timeline of ``run_id`` from store-schema tables (pandas or pyarrow).
+
+        Raises :class:`ModelError` when the run has no task rows (the listener ran with
+        ``spark.sparkpredict.tasks=false``): there is nothing to replay.
+        """
+        runs, stages, tasks = (as_pandas(t) for t in (runs, stages, tasks))
+        if run_id is None:
+            if runs["run_id"].nunique() != 1:
+                raise InputError("several runs in these tables; say which to replay",
+                                 f"pass run_id, one of {sorted(runs['run_id'].unique())[:5]}")
+            run_id = str(runs["run_id"].iloc[0])
+        matches = runs[runs["run_id"] == run_id]
+        if matches.empty:
+            raise UnknownJobError(f"no run {run_id!r} in the store",
+                                  "list runs with `sparkpredict runs` and pass one of their run_id")
+        run = matches.iloc[-1]
+        st = stages[stages["run_id"] == run_id]
+        tk = tasks[tasks["run_id"] == run_id]
+        if tk.empty and require_tasks:
+            raise ModelError(f"run {run_id!r} has no task rows, so it cannot be replayed",
+                             "record with spark.sparkpredict.tasks=true (the default) or ingest its event log")
+        return _build(run, st, tk, executors)
+
+    def with_durations(self, durations_ms: np.ndarray) -> Timeline:
+        """Same schedule structure, other task durations (a model's scaled tasks)."""
+        d = np.asarray(durations_ms, dtype=float)
+        if d.shape != self.task_duration_ms.shape:
+            raise InputError("durations must have one value per task",
+                             f"give {self.n_tasks} durations")
+        return replace(self, task_duration_ms=d)
+
+    def resized(self, num_tasks: Sequence[int] | np.ndarray,
+                scale: Sequence[float] | np.ndarray) -> Timeline:
+        """Another input size: stage ``s`` gets ``num_tasks[s]`` tasks, each ``scale[s]`` times as
+        long; new tasks reuse the recorded durations cyclically, so the stage's skew is kept."""
+        n_new = np.maximum(np.asarray(num_tasks, dtype=np.int64), 0)
+        sc = np.asarray(scale, dtype=float)
+        durs, offs = [], [0]
+        for s in range(self.n_stages):
+            rec = self.task_duration_ms[self.task_offsets[s]:self.task_offsets[s + 1]]
+            if len(rec) == 0 or n_new[s] == 0:
+                d = np.zeros(0)
+            else:
+                d = np.resize(rec, int(n_new[s])) * sc[s]
+            durs.append(d)
+            offs.append(offs[-1] + len(d))
+        return replace(self, task_duration_ms=np.concatenate(durs) if durs else np.zeros(0),
+                       task_offsets=np.asarray(offs, dtype=np.int64))
+
+
+def as_pandas(t):
+    """A pandas frame of a store table read either way (pyarrow Table or pandas)."""
+    return t.to_pandas() if hasattr(t, "to_pandas") and not hasattr(t, "iloc") else t
+
+
+def _ms(v, default: float) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return default
+    return default if math.isnan(f) else f
+
+
+def _build(run, st: pd.DataFrame, tk: pd.DataFrame, executors_df) -> Timeline:
+    import pandas as pd
+
+    tk = tk[[c for c in ("stage_id", "stage_attempt_id", "launch_ms", "finish_ms", "duration_ms",
+                         "executor_id") if c in tk]].copy()
+    tk["stage_attempt_id"] = tk["stage_attempt_id"].fillna(0).astype(int)
+    launch = tk["launch_ms"].astype(float)
+    finish = tk["finish_ms"].astype(float)
+    dur = tk["duration_ms"].astype(float).where(tk["duration_ms"].notna(), finish - launch)
+    tk["_dur"] = dur.clip(lower=0).fillna(0.0)
+    tk["_launch"] = launch
+    tk["_finish"] = finish
+    # Stage rows; task rows of attempts that have no stage row still get a node.
+    st = st.copy()
+    st["stage_attempt_id"] = st["stage_attempt_id"].fillna(0).astype(int)
+    st = st.drop_duplicates(["stage_id", "stage_attempt_id"], keep="last")
+    agg = tk.groupby(["stage_id", "stage_attempt_id"]).agg(
+        _first_launch=("_launch", "min"), _last_finish=("_finish", "max"))
+    st = st.merge(agg, left_on=["stage_id", "stage_attempt_id"], right_index=True, how="outer")
+    st["stage_id"] = st["stage_id"].astype(int)
+    sub = st["submission_ms"].astype(float).fillna(st["_first_launch"])
+    comp = st["completion_ms"].astype(float).fillna(st["_last_finish"])
+    # never before its own tasks; a ufunc of a Series is a Series (numpy's stubs say ndarray)
+    comp = cast("pd.Series", np.fmax(comp, st["_last_finish"].astype(float)))
+    start_ms = _ms(run.get("start_ms"), float(np.nanmin(np.concatenate([sub.values, launch.values, [np.inf]]))))
+    sub = sub.fillna(start_ms).clip(lower=start_ms)
+    comp = comp.fillna(sub)
+    st["_sub"], st["_comp"] = sub.values, comp.values
+    st = st.sort_values(["_sub", "stage_id", "stage_attempt_id"], kind="stable").reset_index(drop=True)
+    n = len(st)
+    sub_a, comp_a = st["_sub"].to_numpy(float), st["_comp"].to_numpy(float)
+
+    # FIFO priority: Spark's FIFO pool orders task sets by job id, then stage id.
+    job_ids = st["job_id"].astype(float).fillna(np.inf).to_numpy() if "job_id" in st else np.zeros(n)
+    priority = np.lexsort((st["stage_attempt_id"].to_numpy(), st["stage_id"].to_numpy(), job_ids))
+    rank = np.empty(n, dtype=np.int64)
+    rank[priority] = np.arange(n)
+
+    # Parents -> the latest attempt of that stage id submitted before the child.
+    by_id: dict[int, list[int]] = {}
+    for i, sid in enumerate(st["stage_id"].to_numpy()):
+        by_id.setdefault(int(sid), []).append(i)
+    parents = []
+    pj = st["parent_stage_ids_json"] if "parent_stage_ids_json" in st else pd.Series([None] * n)
+    for i in range(n):
+        ps: list[int] = []
+        raw = pj.iloc[i]
+        ids = json.loads(raw) if isinstance(raw, str) and raw else []
+        for pid in ids:
+            cands = [j for j in by_id.get(int(pid), []) if sub_a[j] <= sub_a[i] and j != i
+                     and comp_a[j] <= sub_a[i]]
+            if cands:
+                ps.append(cands[-1])
+        # Attempt k > 0 of a stage waits for attempt k-1 (a retry follows a failure).
+        same = [j for j in by_id[int(st["stage_id"].iloc[i])] if j < i]
+        if same:
+            ps.append(same[-1])
+        parents.append(np.asarray(sorted(set(ps)), dtype=np.int64))
+
+    # Gate: every stage that finished strictly before this one was submitted.
+    order = np.lexsort((np.arange(n), comp_a))
+    sorted_comp = comp_a[order]
+    gate_prefix = np.searchsorted(sorted_comp, sub_a, side="left").astype(np.int64)
+    gate_time = np.where(gate_prefix > 0, sorted_comp[np.maximum(gate_prefix - 1, 0)], start_ms)
+    for i in range(n):
+        if len(parents[i]):
+            gate_time[i] = max(gate_time[i], comp_a[parents[i]].max())
+    # When the recording had free slots at submission, the lag to the first task launch was
+    # not contention but overhead (scheduler, executors still starting): replay it as driver time.
+    launch_sorted, finish_sorted = np.sort(launch.to_numpy()), np.sort(finish.to_numpy())
+    running = (np.searchsorted(launch_sorted, sub_a, side="left")
+               - np.searchsorted(finish_sorted, sub_a, side="right"))
+    first = st["_first_launch"].to_numpy(float)
+    rec_slots = _recorded_slots(run, tk)
+    lagged = np.isfinite(first) & (running < rec_slots) & (first > sub_a)
+    ready_a = np.where(lagged, first, sub_a)
+    delay = np.maximum(ready_a - gate_time, 0.0)
+
+    # Tasks grouped by stage position, in recorded launch order.
+    key_st = st["stage_id"].to_numpy(np.int64) * 100_000 + st["stage_attempt_id"].to_numpy(np.int64)
+    key_tk = tk["stage_id"].to_numpy(np.int64) * 100_000 + tk["stage_attempt_id"].to_numpy(np.int64)
+    tk["_pos"] = pd.Index(key_st).get_indexer(key_tk)
+    tk = tk.sort_values(["_pos", "_launch"], kind="stable")
+    counts = np.bincount(tk["_pos"].to_numpy(), minlength=n)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+    end_ms = _ms(run.get("end_ms"), np.nan)
+    last = float(np.nanmax(np.concatenate([comp_a, finish.to_numpy(float), [start_ms]])))
+    if math.isnan(end_ms):
+        wall = _ms(run.get("wall_ms"), last - start_ms)
+        end_ms = start_ms + wall
+    end_ms = max(end_ms, last)
+    execs = int(_ms(run.get("executors_max"), 0)) or int(tk["executor_id"].nunique())
+    cores = int(_ms(run.get("executor_cores"), 0))
+    if not cores:
+        slots = int(_ms(run.get("task_slots"), 0))
+        cores = max(1, slots // max(execs, 1)) if slots else max(1, _max_concurrency(tk) // max(execs, 1))
+    meta_cols = [c for c in ("stage_id", "stage_attempt_id", "name", "num_tasks", "input_bytes",
+                             "shuffle_read_bytes", "parent_stage_ids_json") if c in st]
+    return Timeline(
+        run_id=str(run["run_id"]), stage_ids=st["stage_id"].to_numpy(np.int64),
+        stage_attempts=st["stage_attempt_id"].to_numpy(np.int64), priority=rank,
+        parents=tuple(parents), gate_prefix=gate_prefix, completion_order=order.astype(np.int64),
+        delay_ms=delay, task_offsets=offsets, task_duration_ms=tk["_dur"].to_numpy(float),
+        head_ms=float(sub_a.min() - start_ms) if n else 0.0, tail_ms=float(end_ms - last),
+        recorded_wall_ms=float(end_ms - start_ms), executors=max(execs, 1), cores=cores,
+        job=run.get("job"), input_bytes=_ms(run.get("input_bytes"), np.nan),
+        stage_meta=st[meta_cols].reset_index(drop=True))
+
+
+def _recorded_slots(run, tk: pd.DataFrame) -> int:
+    slots = int(_ms(run.get("task_slots"), 0))
+    if not slots:
+        e, c = int(_ms(run.get("executors_max"), 0)), int(_ms(run.get("executor_cores"), 0))
+        slots = e * c if e and c else _max_concurrency(tk)
+    return max(slots, 1)
+
+
+def _max_concurrency(tk: pd.DataFrame) -> int:
+    """Most tasks running at once in the recording (a slot count when the run row lacks one)."""
+    ev = np.concatenate([np.stack([tk["_launch"].to_numpy(), np.ones(len(tk))], 1),
+                         np.stack([tk["_finish"].to_numpy(), -np.ones(len(tk))], 1)])
+    ev = ev[np.lexsort((ev[:, 1], ev[:, 0]))]  # finishes before launches at the same ms
+    return int(np.cumsum(ev[:, 1]).max()) if len(ev) else 1
+
+
+def load_timeline(store, run_id: str) -> Timeline:
+    """The timeline of ``run_id`` read from a store (a :class:`~sparkpredict.store.io.Store` or path)."""
+    from ..store import io as store_io
+
+    st = store if hasattr(store, "read") else store_io.open(store)
+    runs = st.read("runs", run_ids=[run_id])
+    if runs.empty:
+        known = list(st.read("runs", columns=["run_id"])["run_id"])[-5:]
+        raise UnknownJobError(f"no run {run_id!r} in store {st.path}",
+                              f"pass a run id from the store, e.g. {', '.join(known) or '(store is empty)'}")
+    return Timeline.from_tables(runs, st.read("stages", run_ids=[run_id]),
+                                st.read("tasks", run_ids=[run_id]), run_id)
+
+
+__all__ = ["Timeline", "load_timeline"]
