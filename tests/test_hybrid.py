@@ -183,9 +183,14 @@ def test_far_upper_bound_grows_with_log_distance_beyond_what_the_folds_measured(
 def test_size_floor_keeps_far_bounds_on_the_right_side_of_the_edge(model):
     # a run does not get faster because its input grew: beyond the largest size the lower
     # bound is at least the largest size's; below the smallest, the upper at most the smallest's
+    # (the edge's interval for an unseen size: the floor carries it to another input)
+    import copy
+
+    unseen = copy.copy(model)
+    unseen.seen_residuals_ = None
     lo_s, hi_s = (v / GIB for v in model.training_range_["input_bytes"])
     for e in (2.0, 6.0, 12.0, 30.0):
-        _, edge = _log_width(model, [hi_s, lo_s], e)
+        _, edge = _log_width(unseen, [hi_s, lo_s], e)
         _, far = _log_width(model, hi_s * np.array([1.5, 3, 11, 101]), e)
         assert np.all(far["lower_s"] >= edge["lower_s"][0] * (1 - 1e-9)), e
         assert np.all(far["lower_s"] <= far["predicted_runtime_s"])
@@ -200,7 +205,7 @@ def test_models_saved_before_the_drift_law_keep_their_intervals(model):
     # and had no size floor: loading it must not change its intervals
     d = model.to_dict()
     assert d["drift_law"] == "linear_log" and d["size_growth"] == "proportional"
-    del d["drift_law"], d["size_growth"]
+    del d["drift_law"], d["size_growth"], d["seen_residuals"], d["size_levels"]  # all came later
     old = JobRuntimeModel.from_dict(json.loads(json.dumps(d)))
     assert old.size_growth_ == "free"  # nor the growth cap, saved before it existed
     far = {"input_bytes": np.array([model.training_range_["input_bytes"][1] * 11]), "executors": np.array([6.0])}
@@ -388,10 +393,37 @@ def test_interval_is_calibrated_on_unseen_sizes(job):
     finally:
         selection.CALIBRATION = old
     assert len(grouped.residuals_) == len(job)
-    q = {"input_bytes": 16 * GIB, "executors": 6}
+    q = {"input_bytes": 14 * GIB, "executors": 6}  # a size between the recorded ones
     w = {m: m.predict_interval(q)["upper_s"] / m.predict_interval(q)["lower_s"] for m in (grouped, rand)}
     assert w[grouped][0] > w[rand][0]
     # a size held out of training: the upper bound holds for >= 90 % of its runs
     train, test = job[job.input_bytes != 16 * GIB], job[job.input_bytes == 16 * GIB]
     m = JobRuntimeModel().fit(train)
     assert np.mean(test["runtime_s"].to_numpy() <= m.predict_interval(test)["upper_s"]) >= 0.9
+
+
+def test_interval_at_a_recorded_size_is_calibrated_on_runs_of_that_size(model, job):
+    # one more run of a size the job has run before: the random folds' residuals (mostly the 2 %
+    # repeat noise) bound it, not those of whole sizes left out; 1 % away is still that size
+    q = {"input_bytes": np.array([16, 16 * 1.005, 14, 16 * 1.03]) * GIB, "executors": np.full(4, 6.0)}
+    assert model.at_seen_size(q).tolist() == [True, True, False, False]
+    iv = model.predict_interval(q)
+    width = np.log(iv["upper_s"] / iv["lower_s"])
+    assert width[0] < 0.9 * width[2]
+    np.testing.assert_allclose(width[0], width[1])
+    # honest there: fresh runs of the recorded sizes stay below the upper bound at the stated rate
+    fresh = synthetic_job(seed=12)
+    assert model.at_seen_size(fresh).all()
+    below = np.mean(fresh["runtime_s"].to_numpy() <= model.predict_interval(fresh)["upper_s"])
+    assert below >= 0.9
+    # a model saved before sizes were recorded keeps the unseen-size interval at every size
+    d = model.to_dict()
+    del d["seen_residuals"], d["size_levels"]
+    old = JobRuntimeModel.from_dict(json.loads(json.dumps(d)))
+    assert not old.at_seen_size(q).any()
+    iv_old = old.predict_interval(q)
+    np.testing.assert_allclose(iv_old["upper_s"][[2, 3]], iv["upper_s"][[2, 3]])
+    assert iv_old["upper_s"][0] > iv["upper_s"][0]
+    # and the round trip keeps the recorded sizes
+    again = JobRuntimeModel.from_dict(json.loads(json.dumps(model.to_dict())))
+    np.testing.assert_allclose(again.predict_interval(q)["upper_s"], iv["upper_s"])
