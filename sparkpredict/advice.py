@@ -92,9 +92,12 @@ class Advice:
              f"{self.cost_executor_hours:.2f} executor-h{money}")
         if self.deadline_s is not None:
             verdict = "meets" if self.meets_deadline else "CANNOT meet"
-            s += f"; {verdict} deadline {format_duration(self.deadline_s)} at {pct}"
+            s += f"; {verdict} deadline {format_duration(self.deadline_s)} by the {pct} upper bound"
             if self.chance_meets_deadline is not None:
-                s += f" (chance {format_chance(self.chance_meets_deadline)})"
+                # the bound is the two-sided interval's, the (1 + c)/2 quantile: without saying
+                # so, "CANNOT meet at 90% (chance 92%)" reads as a contradiction
+                needed = "" if self.meets_deadline else f", {format_chance((1 + self.confidence) / 2)} needed"
+                s += f" (chance {format_chance(self.chance_meets_deadline)}{needed})"
         if self.extrapolates:
             s += "; extrapolates"
         return s

@@ -104,7 +104,7 @@ def test_unreachable_deadline_gives_the_count_most_likely_to_make_it():
     assert a.meets_deadline is False
     assert a.executors == 4 and a.chance_meets_deadline == pytest.approx(0.6)
     assert [c.chance_meets_deadline for c in a.candidates[:5]] == pytest.approx([0.45, 0.5, 0.55, 0.6, 0.55])
-    assert "(chance 60%)" in a.summary()
+    assert "CANNOT meet deadline 1m00s by the 90% upper bound (chance 60%, 95% needed)" in a.summary()
     # chances tied: the lowest upper bound (the fastest) decides, as without chances
     flat = ChanceLawModel()
     flat.chance_within = lambda X, limit_s: np.full(len(X["executors"]), 0.001)
