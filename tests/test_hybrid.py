@@ -427,3 +427,26 @@ def test_interval_at_a_recorded_size_is_calibrated_on_runs_of_that_size(model, j
     # and the round trip keeps the recorded sizes
     again = JobRuntimeModel.from_dict(json.loads(json.dumps(model.to_dict())))
     np.testing.assert_allclose(again.predict_interval(q)["upper_s"], iv["upper_s"])
+
+
+def test_recorded_size_interval_is_never_wider_than_an_unseen_sizes_on_real_runs():
+    # the listener's runs of sort in tests/data/history (3 repeats, some far apart): the random
+    # folds' extreme residual exceeded the grouped folds' there, and 7.6 MiB, a recorded size,
+    # got a wider interval than 7.7 MiB before the recorded-size bounds were clipped to them
+    import copy
+    from pathlib import Path
+
+    from sparkpredict.features.runs import runs_table
+
+    runs = runs_table(Path(__file__).parent / "data" / "history")
+    runs = runs[runs.job == "sort"]
+    m = JobRuntimeModel().fit(runs)
+    unseen = copy.copy(m)
+    unseen.seen_residuals_ = None
+    sizes = np.unique(runs["input_bytes"])
+    q = {"input_bytes": np.repeat(sizes, 2), "executors": np.tile([1.0, 2.0], len(sizes))}
+    assert m.at_seen_size(q).all()
+    iv, ref = m.predict_interval(q), unseen.predict_interval(q)
+    assert np.all(iv["upper_s"] <= ref["upper_s"] * (1 + 1e-12))
+    assert np.all(iv["lower_s"] >= ref["lower_s"] * (1 - 1e-12))
+    assert np.any(iv["upper_s"] < ref["upper_s"]) or np.any(iv["lower_s"] > ref["lower_s"])
