@@ -13,8 +13,9 @@ beyond it the best extrapolating one, blended over the first 10 % beyond the box
 
 Prediction intervals are split-conformal on the log scale: the out-of-fold log ratios
 ``log(y / ŷ)`` of the chosen model refitted without whole input-size groups give the quantiles
-(the error at an input size not seen in training); beyond the training range the
-interval widens with the extrapolation distance (see :meth:`JobRuntimeModel.predict_interval`).
+(the error at an input size not seen in training; at a recorded size, the random folds');
+beyond the training range the interval widens with the extrapolation distance (see
+:meth:`JobRuntimeModel.predict_interval` and :mod:`.intervals`, which computes the bounds).
 
 Load path: :meth:`JobRuntimeModel.from_dict` + ``predict`` use numpy only (no pandas, no
 scikit-learn, no pickle). Fitting imports scikit-learn for the trees.
@@ -30,6 +31,7 @@ import numpy as np
 
 from ..errors import DegenerateDataError, InputError, ModelError, NotFittedError
 from . import analytical as A
+from . import intervals
 from . import ml as M
 
 log = logging.getLogger(__name__)
@@ -46,9 +48,6 @@ OPTIONAL = ("executor_cores", "executor_memory_mb")
 DESIGN = ("input_gib", "executors", "executor_cores", "executor_memory_mb", "input_per_executor_gib",
           "input_per_core_gib", "input_per_memory")
 MIN_RUNS = 4
-#: Interval beyond the training range: "add" (in-range bound + distance x drift per unit
-#: distance) or "max" (the wider of the two).
-OUTSIDE = "add"
 #: The point prediction beyond the largest input size: "proportional" (it grows at most in
 #: proportion to the input from the largest size's prediction) or "free" (the fitted curve's
 #: own growth; models saved before the setting existed). A curve fitted on a narrow range of
@@ -58,17 +57,6 @@ OUTSIDE = "add"
 #: there as below the uncapped one's. Only the combined model ("auto", "hybrid") is capped:
 #: single kinds stay the study's baselines.
 SIZE_GROWTH = "proportional"
-#: A question within this relative distance of a recorded input size asks about a size the
-#: model has seen: its in-range interval is then calibrated on the random CV folds' residuals
-#: (the error where other runs of the same size were in training: mostly one run's noise)
-#: instead of those of folds leaving whole sizes out. Tight, because a size 1-2 % away can be
-#: another input: C3O's sgd has 19,353 and 19,558 MB inputs (5 and 10 features) whose runs
-#: differ by 20 %.
-SEEN_SIZE_TOLERANCE = 0.01
-#: chance_within: bisection steps (confidence resolved to 2**-14) and the widest confidence
-#: asked for (the bounds stop growing at the extreme residual anyway)
-_CHANCE_STEPS = 14
-_CHANCE_MAX_CONFIDENCE = 0.999
 
 
 # ---- feature handling (numpy only) ---------------------------------------------------------
@@ -291,11 +279,11 @@ class JobRuntimeModel:
         Inside the training range, the quantiles of the out-of-fold log ratios ``log(y/ŷ)`` of
         folds that leave out whole input-size groups bound the interval (an unseen size's error,
         :func:`.selection.grouped_residuals`; random 3-fold residuals with fewer than three
-        sizes, and at a recorded size, :meth:`at_seen_size`). Outside it, at distance ``d``
-        (``extrapolation(X)["max"]``), each bound is that plus ``g(d) · z_q`` (:data:`OUTSIDE`),
-        where ``z`` are the extrapolation folds' log ratios divided by their own distance (the wider
-        of all folds' quantiles and those of the folds leaving the range in the row's
-        direction) and ``g`` is :func:`.selection.drift_distance`: ``d`` up to 1, where the
+        sizes, and at a recorded size, :meth:`at_seen_size`; :mod:`.intervals`). Outside it, at
+        distance ``d`` (``extrapolation(X)["max"]``), each bound is that plus ``g(d) · z_q``
+        (:data:`.intervals.OUTSIDE`), where ``z`` are the extrapolation folds' log ratios
+        divided by their own distance (the wider of all folds' quantiles and those of the folds
+        leaving the range in the row's direction) and ``g`` is :func:`.selection.drift_distance`: ``d`` up to 1, where the
         folds measured it, ``1 + log d`` beyond for the upper bound (``d``, capped at 10, for
         the lower). Beyond the sizes a size floor applies: the lower bound is at least the
         largest size's, and below them the upper bound at most the smallest size's. Beyond the
@@ -306,7 +294,7 @@ class JobRuntimeModel:
         if not 0 < confidence < 1:
             raise InputError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.9")
         pred = self.predict(X)
-        lo, hi = self._log_bounds(X, pred)(np.full(len(pred), float(confidence)))
+        lo, hi = intervals.log_bounds(self, self._query(X), pred)(np.full(len(pred), float(confidence)))
         return {"predicted_runtime_s": pred, "lower_s": pred * np.exp(lo), "upper_s": pred * np.exp(hi)}
 
     def chance_within(self, X: Mapping[str, Any], limit_s: float) -> np.ndarray:
@@ -325,128 +313,14 @@ class JobRuntimeModel:
             raise InputError(f"limit must be a positive number of seconds, got {limit_s!r}",
                              "give the deadline in seconds, e.g. 2700 for 45 minutes")
         pred = self.predict(X)
-        bounds = self._log_bounds(X, pred)
-        # a non-positive prediction (an equation's extrapolation gone wrong) counts as met
-        target = np.log(limit / np.where(pred > 0, pred, np.nan))
-        target = np.where(pred > 0, target, np.inf)
-        above = target >= 0
-        # bisection per row for the smallest confidence whose bound reaches the limit (the
-        # bounds widen monotonically with the confidence)
-        c_lo, c_hi = np.zeros(len(pred)), np.full(len(pred), _CHANCE_MAX_CONFIDENCE)
-        for _ in range(_CHANCE_STEPS):
-            mid = (c_lo + c_hi) / 2
-            lo, hi = bounds(mid)
-            reach = np.where(above, hi >= target, lo <= target)
-            c_hi, c_lo = np.where(reach, mid, c_hi), np.where(reach, c_lo, mid)
-        return np.where(above, (1 + c_hi) / 2, (1 - c_hi) / 2)
-
-    def _log_bounds(self, X: Mapping[str, Any], pred: np.ndarray):
-        """``confidence -> (lower, upper)``: each row's interval bounds as ``log(bound / ŷ)``,
-        at that row's confidence (an array), ``pred`` being ``predict(X)``; see
-        :meth:`predict_interval`."""
-        F = self._query(X)
-        drift = self._drift_bounds(F)
-        if self.drift_law_ == "relative":  # saved before the size floor existed: as it was then
-            return drift
-        lo_s, hi_s = self.training_range_["input_bytes"]
-        above, below = F["input_bytes"] > hi_s, F["input_bytes"] < lo_s
-        if not (above.any() or below.any()):
-            return drift
-        # A run does not get faster because its input grew (the rest held fixed): beyond the
-        # largest size the lower bound stays at or above the largest size's, below the smallest
-        # the upper bound at or below the smallest's. This keeps far lower bounds off 0 s.
-        edge_F = dict(F, input_bytes=np.clip(F["input_bytes"], lo_s, hi_s))
-        edge_pred = self._curve(edge_F)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            shift = np.log(edge_pred / pred)
-        above &= np.isfinite(shift)
-        below &= np.isfinite(shift)
-        # the edge size's unseen-size bounds: the floor carries them to another input, which
-        # is a size the model has not seen (with the seen-size bounds, 6 of C3O's 147 held-out
-        # smallest sizes were certified on the smallest recorded size's repeat noise)
-        edge = self._drift_bounds(edge_F, seen_sizes=False)
-
-        def at(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            lo, hi = drift(c)
-            lo_e, hi_e = edge(c)
-            # never past the prediction itself, so the interval always contains it
-            lo = np.where(above, np.minimum(np.maximum(lo, shift + lo_e), 0.0), lo)
-            hi = np.where(below, np.maximum(np.minimum(hi, shift + hi_e), 0.0), hi)
-            return lo, hi
-        return at
-
-    def _drift_bounds(self, X: Mapping[str, Any], seen_sizes: bool = True):
-        """:meth:`_log_bounds` before the size floor: the in-range bounds plus the drift;
-        ``seen_sizes=False`` gives every row the unseen-size in-range bounds."""
-        ext = self.extrapolation(X)
-        d = ext["max"]
-        out = d > 0
-        in_range = self._in_range_bounds(self._query(X), seen_sizes)
-        if not out.any():
-            return in_range
-        pooled = np.sort(np.concatenate([np.zeros(0)] + list(self.extrap_z_.values())))
-        # each row: the wider of all extrapolation folds' bounds and those of the folds that
-        # left the range in the same direction (column and side) as the row does
-        by_exec = ext["executors"] > ext["input_bytes"]
-        F = self._query(X)
-        col_hi = np.where(by_exec, F["executors"] > self.training_range_["executors"][1],
-                          F["input_bytes"] > self.training_range_["input_bytes"][1])
-        groups = []
-        for bx in (False, True):
-            for up in (False, True):
-                m = out & (by_exec == bx) & (col_hi == up)
-                if m.any():
-                    k = ("executors" if bx else "input_bytes") + ("+" if up else "-")
-                    groups.append((m, self.extrap_z_.get(k, np.zeros(0))))
-        from .selection import drift_distance
-
-        # The lower bound keeps the relative law: on C3O trained on a corner of the grid, runs
-        # beyond d = 1 fell below a log-law lower bound (models over-predicting 3x larger inputs
-        # 3-6x) but never above either law's upper bound (benchmarks/far_extrapolation.py).
-        dd_lo, dd_hi = drift_distance(d, "relative"), drift_distance(d, self.drift_law_)
-
-        def at(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            lo_q, hi_q = in_range(c)
-            pb = conformal_bounds(pooled, c) if len(pooled) else (lo_q, hi_q)
-            z_lo, z_hi = np.zeros(len(d)), np.zeros(len(d))
-            for m, z in groups:
-                gb = conformal_bounds(z, c) if len(z) >= 10 else pb
-                z_lo[m], z_hi[m] = np.minimum(gb[0], pb[0])[m], np.maximum(gb[1], pb[1])[m]
-            if OUTSIDE == "add":
-                # beyond the range: the in-range error at unseen sizes plus the drift that grows
-                # with the distance (each one-sided, so the interval never narrows outside)
-                return (np.where(out, lo_q + dd_lo * np.minimum(z_lo, 0.0), lo_q),
-                        np.where(out, hi_q + dd_hi * np.maximum(z_hi, 0.0), hi_q))
-            return (np.where(out, np.minimum(lo_q, dd_lo * z_lo), lo_q),
-                    np.where(out, np.maximum(hi_q, dd_hi * z_hi), hi_q))
-        return at
+        return intervals.chance_within(intervals.log_bounds(self, self._query(X), pred), pred, limit)
 
     def at_seen_size(self, X: Mapping[str, Any]) -> np.ndarray:
-        """Per row, whether its input size is within :data:`SEEN_SIZE_TOLERANCE` of a size the
-        model was trained on (always False for models saved before sizes were recorded)."""
-        F = self._query(X)
-        levels = self.size_levels_
-        if levels is None or not len(levels) or self.seen_residuals_ is None:
-            return np.zeros(len(F["input_bytes"]), bool)
-        rel = np.abs(F["input_bytes"][:, None] / levels[None, :] - 1.0)
-        return rel.min(axis=1) <= SEEN_SIZE_TOLERANCE
-
-    def _in_range_bounds(self, F: Mapping[str, np.ndarray], seen_sizes: bool = True):
-        """``confidence -> (lower, upper)`` log bounds before any drift: unseen-size residuals,
-        or at a recorded size (:meth:`at_seen_size`) the random folds', where narrower."""
-        seen, seen_resid = self.at_seen_size(F), self.seen_residuals_
-        if not seen_sizes or seen_resid is None or not seen.any():
-            return lambda c: conformal_bounds(self.residuals_, c)
-
-        def at(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            lo, hi = conformal_bounds(self.residuals_, c)
-            lo_s, hi_s = conformal_bounds(seen_resid, c)
-            # never wider than at an unseen size: with few runs the random folds' extreme
-            # residuals can exceed the grouped folds' (tests/data/history's sort: 7.6 MiB, a
-            # recorded size, got a wider interval than 7.7 MiB), though knowing the size cannot
-            # make the error larger
-            return np.where(seen, np.maximum(lo_s, lo), lo), np.where(seen, np.minimum(hi_s, hi), hi)
-        return at
+        """Per row, whether its input size is within :data:`.intervals.SEEN_SIZE_TOLERANCE` of a
+        size the model was trained on, where the interval is calibrated on runs of that size
+        (always False for models saved before sizes were recorded)."""
+        self._check()
+        return intervals.at_seen_size(self, self._query(X))
 
     # ---- persistence --------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -505,19 +379,3 @@ class JobRuntimeModel:
         if hasattr(self, "name_"):
             return f"JobRuntimeModel(name_={self.name_!r}, n_runs_={self.n_runs_}, cv_mape_={self.cv_mape_:.3f})"
         return f"JobRuntimeModel(kind={self.kind!r}, random_state={self.random_state})"
-
-
-def conformal_bounds(sorted_resid: np.ndarray, confidence: Any) -> Any:
-    """Lower/upper log-ratio quantiles with the split-conformal finite-sample correction.
-
-    ``confidence`` a float gives two floats; an array gives two arrays, one bound per entry."""
-    r = np.asarray(sorted_resid, float)
-    c = np.asarray(confidence, float)
-    n = len(r)
-    if n == 0:
-        return (-math.inf, math.inf) if c.ndim == 0 else (np.full(c.shape, -math.inf), np.full(c.shape, math.inf))
-    alpha = (1 - c) / 2
-    k_hi = np.minimum(n - 1, np.ceil((n + 1) * (1 - alpha)).astype(int) - 1)
-    k_lo = np.maximum(0, np.floor((n + 1) * alpha).astype(int) - 1)
-    lo, hi = np.minimum(r[k_lo], 0.0), np.maximum(r[k_hi], 0.0)
-    return (float(lo), float(hi)) if c.ndim == 0 else (lo, hi)
