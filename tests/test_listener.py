@@ -100,15 +100,29 @@ def test_failed_job_records_failed_run_and_store_reads_in_spark(spark_app, tmp_p
         assert spark.read.parquet(str(store / "tasks")).filter("status != 'SUCCESS'").count() >= 1
 
 
-def test_foreign_folder_is_left_alone_and_app_succeeds(spark_app, tmp_path):
+def _listener_error_once_it_says(spark, needle: str, timeout_s: float = 30.0) -> str | None:
+    """listener_error once it contains ``needle`` (or at the timeout): the listener writes a
+    job's rows when it hears of the job's end on Spark's asynchronous listener bus, which can be
+    just after the action has returned here."""
+    import time
+
     from sparkpredict.capture.listener import listener_error
 
+    deadline = time.monotonic() + timeout_s
+    while True:
+        err = listener_error(spark)
+        if (err is not None and needle in err) or time.monotonic() > deadline:
+            return err
+        time.sleep(0.05)
+
+
+def test_foreign_folder_is_left_alone_and_app_succeeds(spark_app, tmp_path):
     folder = tmp_path / "photos"
     folder.mkdir()
     (folder / "holiday.jpg").write_bytes(b"not a store")
     with spark_app(folder, job="foreign") as spark:
         assert spark.sparkContext.parallelize(range(100), 2).sum() == 4950
-        err = listener_error(spark)
+        err = _listener_error_once_it_says(spark, "not a sparkpredict store")
     assert err is not None and "not a sparkpredict store" in err and "holiday.jpg" in err
     assert sorted(p.name for p in folder.iterdir()) == ["holiday.jpg"]
 
@@ -116,15 +130,17 @@ def test_foreign_folder_is_left_alone_and_app_succeeds(spark_app, tmp_path):
 def test_unwritable_store_keeps_rows_until_it_can_write(spark_app, tmp_path):
     """The store's parent is a file: flushes fail (logged once) and the rows are kept; once
     the path becomes writable, the next flush writes everything, earlier jobs included."""
-    from sparkpredict.capture.listener import listener_error
-
     blocker = tmp_path / "blocked"
     blocker.write_text("a file where the store's parent folder should be")
     store = blocker / "store"
+    from sparkpredict.capture.listener import listener_error
+
     with spark_app(store, job="unwritable") as spark:
+        # a new application starts clean, whatever an earlier one in this JVM logged
+        assert listener_error(spark) is None
         sc = spark.sparkContext
         assert sc.parallelize(range(10), 2).count() == 10
-        err = listener_error(spark)
+        err = _listener_error_once_it_says(spark, "cannot write to store")
         assert err is not None and "cannot write to store" in err
         blocker.unlink()
         assert sc.parallelize(range(10), 3).map(lambda x: (x % 2, x)).reduceByKey(lambda a, b: a + b).count() == 2

@@ -233,7 +233,9 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
 
 
 def listener_error(spark: Any) -> str | None:
-    """The last error the listener logged in this process's JVM, or None when all went well."""
+    """The last error the listener of this process's current application logged, or None when
+    all went well so far. The listener hears of a job's end on Spark's asynchronous listener bus,
+    so an error from writing that job's rows can arrive just after the action returns."""
     try:
         return spark.sparkContext._jvm.io.sparkpredict.SparkPredictListener.lastError()
     except Exception as exc:  # the class is missing: the listener was never attached  # noqa: BLE001

@@ -126,6 +126,8 @@ public class SparkPredictListener extends SparkListener {
     private final List<Object[]> pendingHosts = new ArrayList<>();
 
     public SparkPredictListener(SparkConf conf) {
+        // one listener per application: an error of an earlier application in this JVM is not this one's
+        lastError = null;
         this.conf = conf;
         Properties build = new Properties();
         try (InputStream in = SparkPredictListener.class.getResourceAsStream("build.properties")) {
