@@ -138,8 +138,13 @@ def at_seen_size(model: JobRuntimeModel, F: Mapping[str, np.ndarray]) -> np.ndar
     levels = model.size_levels_
     if levels is None or not len(levels) or model.seen_residuals_ is None:
         return np.zeros(len(F["input_bytes"]), bool)
-    rel = np.abs(F["input_bytes"][:, None] / levels[None, :] - 1.0)
-    return rel.min(axis=1) <= SEEN_SIZE_TOLERANCE
+    # the nearest recorded size is one of the two around each query (levels are sorted);
+    # no rows x levels matrix, as a history can hold a distinct size per run
+    s = F["input_bytes"]
+    i = np.searchsorted(levels, s)
+    below, above = levels[np.maximum(i - 1, 0)], levels[np.minimum(i, len(levels) - 1)]
+    rel = np.minimum(np.abs(s / below - 1.0), np.abs(s / above - 1.0))
+    return rel <= SEEN_SIZE_TOLERANCE
 
 
 def _in_range_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], seen_sizes: bool = True):
