@@ -235,11 +235,11 @@ def recorded_size_evaluate(jobs: dict[str, pd.DataFrame]) -> pd.DataFrame:
             case += 1
             held = (g.input_bytes == s) & (rep == k)
             model, _ = _fit_cached(JobRuntimeModel, name, f"{s}-rep{k}", g.loc[~held, BASE])
-            truth, reps, deadline, _cost, oracle = held_out_case(g[g.input_bytes == s])
+            test = g[g.input_bytes == s]
+            truth, reps, deadline, _cost, oracle = held_out_case(test)
             run = g[held].set_index("executors")["runtime_s"]
             unseen = copy.copy(model)
             unseen.seen_residuals_ = None
-            test = g[g.input_bytes == s]
             for variant, mdl in (("recorded size: shipped interval", model),
                                  ("recorded size: unseen-size interval", unseen)):
                 a = suggest_executors(name, int(s), deadline_s=deadline, confidence=0.9,

@@ -150,8 +150,9 @@ def at_seen_size(model: JobRuntimeModel, F: Mapping[str, np.ndarray]) -> np.ndar
 def _in_range_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], seen_sizes: bool = True):
     """``confidence -> (lower, upper)`` log bounds before any drift: unseen-size residuals,
     or at a recorded size (:func:`at_seen_size`) the random folds', where narrower."""
-    seen, seen_resid = at_seen_size(model, F), model.seen_residuals_
-    if not seen_sizes or seen_resid is None or not seen.any():
+    seen_resid = model.seen_residuals_
+    seen = at_seen_size(model, F) if seen_sizes and seen_resid is not None else None
+    if seen is None or seen_resid is None or not seen.any():
         return lambda c: conformal_bounds(model.residuals_, c)
 
     def at(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
