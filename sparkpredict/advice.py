@@ -9,7 +9,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .units import format_bytes, format_duration
+from .units import format_bytes, format_duration, format_executor_hours, plural
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -86,10 +86,10 @@ class Advice:
         """One line: the choice, its runtime interval, cost and deadline verdict."""
         pct = f"{self.confidence:.0%}"
         money = f" (cost {self.cost_money:.2f})" if self.cost_money is not None else ""
-        s = (f"{self.job} on {format_bytes(self.input_bytes)}: {self.executors} executors, "
+        s = (f"{self.job} on {format_bytes(self.input_bytes)}: {plural(self.executors, 'executor')}, "
              f"~{format_duration(self.predicted_runtime_s)} ({pct} interval "
              f"{format_duration(self.lower_s)}-{format_duration(self.upper_s)}), "
-             f"{self.cost_executor_hours:.2f} executor-h{money}")
+             f"{format_executor_hours(self.cost_executor_hours)} executor-h{money}")
         if self.deadline_s is not None:
             verdict = "meets" if self.meets_deadline else "CANNOT meet"
             s += f"; {verdict} deadline {format_duration(self.deadline_s)} by the {pct} upper bound"

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
+from .units import plural
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,6 +63,10 @@ class HistorySource:
             model = models.get(job)
             if model is None:
                 raise _unknown_job(job, list(models), "the models given")
+            if not hasattr(model, "predict_interval"):
+                raise InputError(f"models[{job!r}] is a {type(model).__name__}, not a fitted runtime model",
+                                 "pass the dict that sparkpredict.models.persist.load_models or "
+                                 "fit_all returns, or a model folder")
         else:
             model = cls._from_dir(job, os.fspath(models))
         if store is None:
@@ -248,7 +253,7 @@ class HistorySource:
         def r2(x: float) -> str:  # small ratios keep two significant digits, not "0.01"
             return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"
 
-        msg = (f"{execs} executors x {mem} MiB hold {r2(ratio)} bytes of input per byte of "
+        msg = (f"{plural(execs, 'executor')} x {mem} MiB hold {r2(ratio)} bytes of input per byte of "
                f"executor memory, beyond the {r2(limit)} that ran {what}")
         if len(heavy):
             msg += f"; runs at {r2(float(heavy.min()))} and above spilled heavily"

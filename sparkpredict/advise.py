@@ -91,7 +91,7 @@ def _positive_float(name: str, value: Any, flag: str, allow_zero: bool = False) 
 
 
 def _check_args(input_bytes: Any, deadline_s: Any, objective: str, confidence: float,
-                min_executors: Any, max_executors: Any) -> tuple[int, float | None, int, int | None]:
+                min_executors: Any, max_executors: Any) -> tuple[int, float | None, float, int, int | None]:
     for what, v, eg in (("size", input_bytes, "64MB"), ("duration", deadline_s, "45m")):
         if isinstance(v, str) and v.strip().startswith("-"):
             raise InputError(f"{what} {v!r} must be positive", f"give a {what} above zero, e.g. {eg}")
@@ -102,10 +102,10 @@ def _check_args(input_bytes: Any, deadline_s: Any, objective: str, confidence: f
                          "use --objective cost (cheapest meeting the deadline), time (fastest) "
                          "or knee (where more executors stop paying off)")
     try:
-        conf_ok = 0.0 < float(confidence) < 1.0
+        conf = float(confidence)
     except (TypeError, ValueError):
-        conf_ok = False
-    if not conf_ok:
+        conf = math.nan
+    if isinstance(confidence, bool) or not 0.0 < conf < 1.0:
         raise InputError(f"confidence must lie strictly between 0 and 1, got {confidence!r}",
                          "give e.g. --confidence 0.9")
     lo = _positive_int("min_executors", min_executors, "--min-executors")
@@ -114,7 +114,7 @@ def _check_args(input_bytes: Any, deadline_s: Any, objective: str, confidence: f
     if hi is not None and hi < lo:
         raise InputError(f"max_executors ({hi}) is below min_executors ({lo})",
                          "give --max-executors at least as large as --min-executors")
-    return size, deadline, lo, hi
+    return size, deadline, conf, lo, hi
 
 
 def candidate_grid(lo: int, hi: int, seen: Sequence[int] = ()) -> list[int]:
@@ -255,8 +255,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     """
     import numpy as np
 
-    size, deadline, lo, hi = _check_args(input_bytes, deadline_s, objective, confidence,
-                                         min_executors, max_executors)
+    size, deadline, confidence, lo, hi = _check_args(input_bytes, deadline_s, objective, confidence,
+                                                     min_executors, max_executors)
     price = None if price_per_executor_hour is None else _positive_float(
         "price_per_executor_hour", price_per_executor_hour, "--price", allow_zero=True)
     budget_v = None if budget is None else _positive_float("budget", budget, "--budget")

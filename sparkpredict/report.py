@@ -352,21 +352,20 @@ def build_report(out: str | os.PathLike, store: str | os.PathLike | None = None,
     StoreError
         No store, or no succeeded runs in it.
     InputError
-        A job asked for has no succeeded runs.
+        A job asked for has no succeeded runs, or ``out`` is a folder or cannot be written
+        (checked before the report is built).
     """
     import matplotlib
 
     matplotlib.use("Agg")  # no display; must precede pyplot's import
     from .config import resolve_store
+    from .outputs import output_file, write_atomic
 
+    output_file(out, "report.html")
     store_path = resolve_store(store)
     sections, warnings = build_sections(store_path, jobs, models, confidence, advice_factor)
     page = render_html(sections, store_path, warnings)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, out)
+    out = write_atomic(out, lambda tmp: tmp.write_text(page, encoding="utf-8"), "report.html")
     return ReportResult(out.resolve(), store_path, sections, warnings)
 
 

@@ -32,7 +32,9 @@ def parse_bytes(text: str | float) -> int:
             raise InputError(f"cannot read {text!r} as a size",
                              "write a number with a unit, e.g. 300GB, 512MiB or 1.5TiB")
         value, unit = float(m.group(1)), m.group(2).lower()
-    if not math.isfinite(value) or value <= 0:
+    if not math.isfinite(value):
+        raise InputError(f"size {text!r} is not a finite number", "give a size above zero, e.g. 64MB")
+    if value <= 0:
         raise InputError(f"size {text!r} must be positive", "give a size above zero, e.g. 64MB")
     return int(round(value * _BYTE_UNITS[unit]))
 
@@ -51,7 +53,10 @@ def parse_duration(text: str | float) -> float:
                 raise InputError(f"cannot read {text!r} as a duration",
                                  "write e.g. 45m, 1h30m, 90s or a number of seconds") from None
             seconds = sum(float(a) * _DUR_S[b] for a, b in parts)
-    if not math.isfinite(seconds) or seconds <= 0:
+    if not math.isfinite(seconds):
+        raise InputError(f"duration {text!r} is not a finite number",
+                         "give a duration above zero, e.g. 45m (no deadline: leave it out)")
+    if seconds <= 0:
         raise InputError(f"duration {text!r} must be positive", "give a duration above zero, e.g. 45m")
     return seconds
 
@@ -78,3 +83,15 @@ def format_duration(seconds: float) -> str:
     if h:
         return f"{h}h{m:02d}m"
     return f"{m}m{s:02d}s"
+
+
+def format_executor_hours(hours: float) -> str:
+    """``0.4567`` -> ``0.46``; small costs keep two significant digits (``0.00071``), not ``0.00``."""
+    if not math.isfinite(hours):
+        return "inf"
+    return f"{hours:.2f}" if abs(hours) >= 0.1 or hours == 0 else f"{hours:.2g}"
+
+
+def plural(n: int, noun: str) -> str:
+    """``1, "executor"`` -> ``1 executor``; ``3, "executor"`` -> ``3 executors``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

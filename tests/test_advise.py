@@ -241,6 +241,10 @@ def test_dynamic_allocation_bounds():
     ({"min_executors": 0}, "at least 1"),
     ({"objective": "cheap"}, "unknown objective"),
     ({"confidence": 1.5}, "between 0 and 1"),
+    ({"confidence": True}, "between 0 and 1"),
+    ({"confidence": "high"}, "between 0 and 1"),
+    ({"input_bytes": float("nan")}, "not a finite number"),
+    ({"deadline_s": float("inf")}, "not a finite number"),
     ({"price_per_executor_hour": -1}, "positive"),
 ])
 def test_bad_input_names_the_fix(kw, needle):
@@ -249,6 +253,16 @@ def test_bad_input_names_the_fix(kw, needle):
         advise(m, **kw)
     assert needle in e.value.message and e.value.fix
     assert m.calls == []  # rejected before any model was asked
+
+
+def test_a_numeric_confidence_string_is_read_as_its_number():
+    assert advise(confidence="0.8").confidence == advise(confidence=0.8).confidence == 0.8
+
+
+def test_a_models_dict_holding_something_else_is_named():
+    with pytest.raises(InputError, match=r"models\['etl'\] is a str, not a fitted runtime model") as e:
+        suggest_executors("etl", "1GB", models={"etl": "models/etl.json"})
+    assert "load_models" in e.value.fix
 
 
 def test_unknown_job_lists_the_known_ones():

@@ -10,7 +10,7 @@ import zipfile
 import pytest
 
 from sparkpredict.capture.listener import build_listener, listener_conf, spark_version
-from sparkpredict.errors import ListenerError
+from sparkpredict.errors import ListenerError, StoreError
 
 
 def test_no_jdk_gives_a_clear_error(monkeypatch, tmp_path):
@@ -44,12 +44,16 @@ def test_listener_conf_keys(listener_jar, tmp_path):
     assert conf["spark.sparkpredict.store"] == (tmp_path / "s").as_uri()
     assert conf["spark.sparkpredict.job"] == "j" and conf["spark.sparkpredict.tasks"] == "false"
     assert conf["spark.sparkpredict.inputBytes"] == "123"
+    # a local file is no store: said now, not logged by a listener that records nothing
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(StoreError, match="is a file"):
+        listener_conf(store=str(tmp_path / "f"))
 
 
 _LATE_ATTACH = textwrap.dedent("""
     from pyspark.sql import SparkSession
     import sparkpredict
-    from sparkpredict.errors import ListenerError
+    from sparkpredict.errors import ListenerError, StoreError
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
     try:
         sparkpredict.attach(SparkSession.builder, store=STORE)

@@ -4,8 +4,10 @@ from sparkpredict.errors import InputError
 from sparkpredict.units import (
     format_bytes,
     format_duration,
+    format_executor_hours,
     parse_bytes,
     parse_duration,
+    plural,
 )
 
 
@@ -42,3 +44,11 @@ def test_formatting():
     assert format_bytes(1536) == "1.5 KiB"
     assert format_duration(5400) == "1h30m"
     assert format_duration(42.25) == "42.2s"
+
+
+def test_small_costs_and_counts_read_right():
+    # a demo-sized run costs a fraction of a thousandth of an executor-hour: "0.00" hid it
+    assert [format_executor_hours(h) for h in (5.094, 0.1, 0.0457, 0.000712, 0.0)] == \
+        ["5.09", "0.10", "0.046", "0.00071", "0.00"]
+    assert (plural(1, "executor"), plural(3, "executor"), plural(0, "executor")) == \
+        ("1 executor", "3 executors", "0 executors")

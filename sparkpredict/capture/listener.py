@@ -28,7 +28,7 @@ from ..config import (
     cache_dir,
     resolve_store,
 )
-from ..errors import ListenerError
+from ..errors import ListenerError, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -170,12 +170,21 @@ def listener_conf(store: str | None = None, job: str | None = None, tasks: bool 
         Record one row per task (stage rows are recorded either way).
     input_bytes : int, optional
         Declared input size of the run, instead of the bytes read by stages without parents.
+
+    Raises
+    ------
+    StoreError
+        ``store`` is a local file: the listener, which never throws into Spark, could only log
+        that it recorded nothing.
     """
+    path = resolve_store(store)
+    if "://" not in path and Path(path).is_file():
+        raise StoreError(f"store path {path!r} is a file", "give a folder path for the store")
     conf = {
         "spark.jars": str(build_listener()),
         "spark.extraListeners": LISTENER_CLASS,
         "spark.plugins": HOST_PLUGIN_CLASS,
-        KEY_STORE: _store_uri(resolve_store(store)),
+        KEY_STORE: _store_uri(path),
         KEY_TASKS: "true" if tasks else "false",
     }
     if job:

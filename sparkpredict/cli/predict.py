@@ -80,8 +80,9 @@ def run(args: argparse.Namespace) -> int:
 
     from ..errors import InputError
     from ..models.persist import load_models
-    from .runs import write_table
+    from ..outputs import output_file, write_table
 
+    output_file(args.out, "predictions.csv")
     path = args.query
     try:
         query = pd.read_parquet(path) if path.endswith((".parquet", ".pq")) else pd.read_csv(path)

@@ -17,23 +17,13 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def write_table(df: Any, path: str) -> None:
-    """Write CSV or Parquet atomically (temporary name + rename)."""
-    import os
-
-    tmp = f"{path}.tmp-{os.getpid()}"
-    if path.endswith((".parquet", ".pq")):
-        df.to_parquet(tmp, index=False)
-    else:
-        df.to_csv(tmp, index=False)
-    os.replace(tmp, path)
-
-
 def run(args: argparse.Namespace) -> int:
     from ..config import resolve_store
     from ..errors import InputError
     from ..features.runs import runs_table
+    from ..outputs import output_file, write_table
 
+    output_file(args.out, "runs.csv")
     df = runs_table(resolve_store(args.store))
     if args.job:
         unknown = sorted(set(args.job) - set(df["job"]))

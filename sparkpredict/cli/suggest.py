@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
 def format_advice(a: Any, max_rows: int = 40) -> str:
     """The advice as a readable table, the chosen row marked with ``>``."""
     from ..advice import format_chance
-    from ..units import format_bytes, format_duration
+    from ..units import format_bytes, format_duration, format_executor_hours, plural
 
     pct = f"{a.confidence:.0%}"
     head = [f"job {a.job}, input {format_bytes(a.input_bytes)}, objective {a.objective}"
@@ -125,7 +125,7 @@ def format_advice(a: Any, max_rows: int = 40) -> str:
         row = [">" if c.executors == a.executors else "", str(c.executors),
                format_duration(c.predicted_runtime_s),
                f"{format_duration(c.lower_s)} - {format_duration(c.upper_s)}",
-               f"{c.cost_executor_hours:.2f}"]
+               format_executor_hours(c.cost_executor_hours)]
         if money:
             row.append(f"{c.cost_money:.2f}")
         if a.deadline_s is not None:
@@ -138,9 +138,9 @@ def format_advice(a: Any, max_rows: int = 40) -> str:
         head.append("job parameters: " + ", ".join(f"{k}={v:g}" for k, v in a.params.items()))
     lines = head + ["", fmt(cols)] + [fmt(r) for r in rows] + ["", "advice: " + a.summary()]
     if a.knee_executors is not None and a.knee_executors < a.candidates[-1].executors:
-        lines.append(f"knee: {a.knee_executors} executors (more stop paying off)")
+        lines.append(f"knee: {plural(a.knee_executors, 'executor')} (more stop paying off)")
     elif a.knee_executors is not None:
-        lines.append(f"knee: not reached up to {a.knee_executors} executors (more still pay off)")
+        lines.append(f"knee: not reached up to {plural(a.knee_executors, 'executor')} (more still pay off)")
     lines.append(f"dynamic allocation: minExecutors={a.dynamic_allocation[0]} "
                  f"maxExecutors={a.dynamic_allocation[1]}")
     if a.extrapolates:

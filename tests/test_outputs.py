@@ -1,0 +1,98 @@
+"""``--out`` files: a missing folder is created, a folder or unwritable place is one clear error,
+and a failed write leaves neither a temporary file nor a damaged earlier output."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_cli_models import _store_from
+from test_hybrid import synthetic_job
+
+from sparkpredict.cli import main
+from sparkpredict.errors import InputError
+from sparkpredict.outputs import output_file, write_atomic, write_table
+from sparkpredict.report import build_report
+
+HISTORY = Path(__file__).parent / "data" / "history"
+
+
+def test_output_file_creates_missing_folders_and_refuses_folders(tmp_path):
+    p = output_file(tmp_path / "a" / "b" / "runs.csv")
+    assert p.parent.is_dir() and not p.exists()
+    with pytest.raises(InputError, match="is a folder") as e:
+        output_file(tmp_path / "a", "report.html")
+    assert e.value.fix == f"give a file name, e.g. {tmp_path / 'a' / 'report.html'}"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InputError, match="cannot create the folder"):
+        output_file(tmp_path / "file" / "runs.csv")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_output_file_refuses_a_folder_it_cannot_write(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir(mode=0o500)
+    with pytest.raises(InputError, match="permission denied"):
+        output_file(ro / "runs.csv")
+
+
+def test_a_failed_write_keeps_the_earlier_file_and_leaves_no_temporary(tmp_path):
+    out = tmp_path / "runs.csv"
+    write_table(pd.DataFrame({"a": [1, 2]}), out)
+    before = out.read_bytes()
+
+    def half_then_fail(tmp: Path) -> None:
+        tmp.write_text("a\n3\n")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(InputError, match="No space left on device") as e:
+        write_atomic(out, half_then_fail)
+    assert "free space" in e.value.fix
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv"]
+
+    with pytest.raises(KeyError):  # a bug in the writer is not turned into a user error
+        write_atomic(out, lambda tmp: {}["x"])
+    assert out.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv"]
+
+    write_table(pd.DataFrame({"a": [5]}), tmp_path / "t.parquet")
+    assert pd.read_parquet(tmp_path / "t.parquet")["a"].tolist() == [5]
+
+
+def test_cli_outputs_into_new_folders_and_folder_mistakes(tmp_path, capsys):
+    runs = synthetic_job("etl", cliff=False, sizes=(8, 12, 16), execs=(2, 4, 8))
+    _store_from(runs, tmp_path / "store")
+    nested = tmp_path / "new" / "deeper" / "runs.csv"
+    assert main(["runs", "--store", str(tmp_path / "store"), "--out", str(nested)]) == 0
+    assert len(pd.read_csv(nested)) == len(runs)
+
+    capsys.readouterr()
+    assert main(["runs", "--store", str(tmp_path / "store"), "--out", str(tmp_path / "new")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: output '{tmp_path / 'new'}' is a folder" in err and "Traceback" not in err
+    assert f"fix: give a file name, e.g. {tmp_path / 'new' / 'runs.csv'}" in err
+
+    assert main(["fit", str(nested), "--out", str(tmp_path / "models")]) == 0
+    pd.DataFrame({"job": ["etl"], "input_bytes": [10 * 2**30], "executors": [4]}).to_csv(tmp_path / "q.csv", index=False)
+    pred = tmp_path / "p" / "pred.csv"
+    assert main(["predict", str(tmp_path / "models"), str(tmp_path / "q.csv"), "--out", str(pred)]) == 0
+    assert np.isfinite(pd.read_csv(pred)["predicted_runtime_s"]).all()
+    capsys.readouterr()
+    (tmp_path / "p" / "blocker").write_text("a file where a folder should be")
+    assert main(["predict", str(tmp_path / "models"), str(tmp_path / "q.csv"),
+                 "--out", str(tmp_path / "p" / "blocker" / "pred.csv")]) == 2
+    assert "cannot create the folder of output" in capsys.readouterr().err
+
+
+def test_report_into_an_existing_folder_is_refused_before_any_work(tmp_path):
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    with pytest.raises(InputError, match="is a folder"):
+        # a store that is not there would fail later: the output is checked first
+        build_report(folder, store=tmp_path / "no-store")
+    assert list(tmp_path.iterdir()) == [folder] and list(folder.iterdir()) == []
+    out = build_report(tmp_path / "new" / "r.html", store=HISTORY, jobs=["sort"]).path
+    assert out == (tmp_path / "new" / "r.html").resolve() and "id='job-sort'" in out.read_text()
+    assert sorted(p.name for p in out.parent.iterdir()) == ["r.html"]
