@@ -341,6 +341,32 @@ def test_degenerate_jobs():
     assert m.dropped_runs_ == 3 and m.n_runs_ == len(tiny) - 3
 
 
+def test_fit_takes_x_and_y_as_scikit_learn_does():
+    runs = synthetic_job(sizes=(8, 16, 24), execs=(2, 4, 8), cliff=False)
+    X, y = runs.drop(columns="runtime_s"), runs["runtime_s"]
+    q = {"input_bytes": [12 * GIB, 40 * GIB], "executors": [4, 16]}
+    a = JobRuntimeModel(kind="amdahl").fit(runs).predict_interval(q)
+    b = JobRuntimeModel(kind="amdahl").fit(X, y.to_numpy()).predict_interval(q)
+    c = JobRuntimeModel(kind="amdahl").fit({k: X[k].to_numpy() for k in X.columns if k != "job"}, list(y))
+    for k in a:
+        assert np.array_equal(a[k], b[k]) and np.array_equal(a[k], c.predict_interval(q)[k])
+    with pytest.raises(InputError, match=f"y has 3 runtimes for {len(X)} rows"):
+        JobRuntimeModel().fit(X, y[:3])
+
+
+def test_text_where_numbers_belong_is_named():
+    runs = synthetic_job(sizes=(8, 16), execs=(2, 4)).astype({"input_bytes": object})
+    runs.loc[3, "input_bytes"] = "16GB"
+    with pytest.raises(InputError, match="runs column 'input_bytes' holds '16GB', not a number") as e:
+        JobRuntimeModel(kind="amdahl").fit(runs)
+    assert "parse_bytes" in e.value.fix
+    m = JobRuntimeModel(kind="amdahl").fit(synthetic_job(sizes=(8, 16), execs=(2, 4)))
+    with pytest.raises(InputError, match="query column 'executors' holds 'two', not a number"):
+        m.predict({"input_bytes": [GIB, GIB], "executors": [2, "two"]})
+    with pytest.raises(InputError, match="infinite"):
+        m.predict({"input_bytes": [np.inf], "executors": [2]})
+
+
 def test_single_size_is_a_documented_fallback():
     one = synthetic_job(sizes=(16,), cliff=False, noise=0.01)
     m = JobRuntimeModel().fit(one)

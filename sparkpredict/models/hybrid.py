@@ -60,10 +60,29 @@ SIZE_GROWTH = "proportional"
 
 
 # ---- feature handling (numpy only) ---------------------------------------------------------
+def _floats(values: Any, name: str, what: str = "query") -> np.ndarray:
+    """``values`` as a float array, or one error naming the column (not numpy's ValueError)."""
+    try:
+        return np.asarray(values, dtype=float).ravel()
+    except (TypeError, ValueError):
+        bad = next((v for v in np.asarray(values, dtype=object).ravel() if not _is_number(v)), None)
+        raise InputError(f"{what} column {name!r} holds {bad!r}, not a number",
+                         "give sizes in bytes and counts as numbers "
+                         "(sparkpredict.units.parse_bytes reads '300GB')") from None
+
+
+def _is_number(v: Any) -> bool:
+    try:
+        float(v)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
 def _column(X: Mapping[str, Any], name: str, n: int | None) -> np.ndarray | None:
     if name not in X:
         return None
-    v = np.asarray(X[name], dtype=float).ravel()
+    v = _floats(X[name], name)
     if n is not None and len(v) != n:
         if len(v) != 1:
             raise InputError(f"query column {name!r} has {len(v)} values for {n} rows",
@@ -96,6 +115,15 @@ def design_matrix(F: Mapping[str, np.ndarray], extras: list[str]) -> np.ndarray:
     return np.column_stack(cols)
 
 
+def _with_runtime(X: Any, y: Any) -> Any:
+    """``X`` with ``y`` as its ``runtime_s`` column (scikit-learn's ``fit(X, y)``)."""
+    y = np.asarray(y, dtype=float).ravel()
+    n = len(X) if hasattr(X, "columns") else len(np.atleast_1d(next(iter(X.values()), [])))
+    if len(y) != n:
+        raise InputError(f"y has {len(y)} runtimes for {n} rows of X", "give one runtime (s) per row")
+    return X.assign(runtime_s=y) if hasattr(X, "assign") else {**X, "runtime_s": y}
+
+
 class JobRuntimeModel:
     """Runtime model of one job (scikit-learn style).
 
@@ -126,8 +154,11 @@ class JobRuntimeModel:
         self.random_state = random_state
 
     # ---- fitting ------------------------------------------------------------------------
-    def fit(self, runs: Any) -> JobRuntimeModel:
+    def fit(self, runs: Any, y: Any = None) -> JobRuntimeModel:
         """Fit on the runs of one job (a DataFrame or mapping with ``runtime_s`` and the features).
+
+        ``fit(X, y)`` as in scikit-learn works too: ``y`` is then the runtime in seconds of each
+        row of ``X`` and takes the place of a ``runtime_s`` column.
 
         Rows with NaN, zero or negative size, executors or runtime are dropped (counted in
         ``dropped_runs_``, logged); fewer than :data:`MIN_RUNS` valid runs, or (for equation
@@ -137,6 +168,8 @@ class JobRuntimeModel:
 
         if self.kind not in KINDS:
             raise InputError(f"unknown model kind {self.kind!r}", f"use one of {', '.join(KINDS)}")
+        if y is not None:
+            runs = _with_runtime(runs, y)
         F, y, extras = self._training_columns(runs)
         self.extras_ = extras
         self.feature_names_ = list(REQUIRED + OPTIONAL) + extras
@@ -182,11 +215,11 @@ class JobRuntimeModel:
             v = np.asarray(runs[c])
             if v.dtype.kind in "iuf":
                 extras.append(c)
-        F = {c: np.asarray(runs[c], dtype=float).ravel() for c in REQUIRED}
-        y = np.asarray(runs["runtime_s"], dtype=float).ravel()
+        F = {c: _floats(runs[c], c, "runs") for c in REQUIRED}
+        y = _floats(runs["runtime_s"], "runtime_s", "runs")
         n = len(y)
         for c in OPTIONAL + tuple(extras):
-            v = np.asarray(runs[c], dtype=float).ravel() if c in cols else np.full(n, np.nan)
+            v = _floats(runs[c], c, "runs") if c in cols else np.full(n, np.nan)
             F[c] = v
         ok = np.isfinite(y) & (y > 0)
         for c in REQUIRED:
@@ -224,7 +257,7 @@ class JobRuntimeModel:
             if v is None:
                 raise InputError(f"query lacks column {c!r}", "give input_bytes and executors for every row")
             if not np.all(np.isfinite(v)) or np.any(v <= 0):
-                raise InputError(f"query column {c!r} has NaN, zero or negative values",
+                raise InputError(f"query column {c!r} has NaN, infinite, zero or negative values",
                                  "ask about positive input sizes and executor counts")
             F[c] = v
         for c in OPTIONAL + tuple(self.extras_):
