@@ -150,7 +150,7 @@ def test_cli_prints_self_check_before_predictions(capsys):
         pytest.skip("shared event logs not present")
     assert cli_main(["simulate", str(log), "--executors", "1,2"]) == 0
     out = capsys.readouterr().out
-    assert out.index("self-check at 1 executors (actually used)") < out.index("executors cores")
+    assert out.index("self-check at 1 executor (actually used)") < out.index("executors cores")
     assert cli_main(["simulate", str(log), "--executors", "0"]) == 2
     assert "positive integers" in capsys.readouterr().err
     assert cli_main(["simulate", str(log), "--executors", "2", "--json"]) == 0
@@ -205,3 +205,22 @@ def test_replay_of_every_recorded_sweep_run_matches_its_wall_time():
         assert abs(rep.self_error) <= 0.05, (run_id, rep.self_error)
     # load_timeline (what the CLI uses) reads the same run from the store
     assert load_timeline(st, ok.iloc[0]).n_tasks == Timeline.from_tables(runs, stages, tasks, ok.iloc[0]).n_tasks
+
+
+def test_simulate_run_takes_run_id_first_and_checks_counts_before_reading():
+    import sparkpredict
+    from sparkpredict import store
+
+    path = Path(__file__).parent / "data" / "history"
+    runs = store.open(path).runs()
+    run_id = runs.loc[runs["status"] == "succeeded", "run_id"].iloc[0]
+    rep = sparkpredict.simulate_run(run_id, [1, 2], store=path)
+    assert rep.run_id == run_id and [p.executors for p in rep.predictions] == [1, 2]
+    assert sparkpredict.simulate_run(run_id, [], store=path).predictions == []  # the self-check alone
+    for bad in ([0, 2], "1,2", [1.5], [True]):
+        with pytest.raises(InputError, match="executor counts must be whole numbers") as e:
+            sparkpredict.simulate_run(run_id, bad, store=path / "not-a-store")  # the store is never opened
+        assert "--executors 1,2,4,8" in e.value.fix
+    for kw, needle in (({"cores": 0}, "cores must be at least 1"), ({"host_cores": 0}, "host cores must be")):
+        with pytest.raises(InputError, match=needle):
+            sparkpredict.simulate_run(run_id, [2], store=path, **kw)

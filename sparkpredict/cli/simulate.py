@@ -44,12 +44,9 @@ def parse_counts(text: str) -> list[int]:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from ..errors import InputError
     from ..models import simulate as sim
 
     counts = parse_counts(args.executors)
-    if args.cores is not None and args.cores < 1:
-        raise InputError(f"--cores must be at least 1, got {args.cores}", "give e.g. --cores 4")
     if os.path.exists(args.run):
         from ..capture.eventlog import parse_event_log
 
@@ -57,8 +54,6 @@ def run(args: argparse.Namespace) -> int:
         tl = sim.Timeline.from_tables(t["runs"], t["stages"], t["tasks"])
     else:
         tl = sim.load_timeline(args.store, args.run)
-    if args.host_cores is not None and args.host_cores < 1:
-        raise InputError(f"--host-cores must be at least 1, got {args.host_cores}", "give e.g. --host-cores 2")
     rep = sim.simulate_timeline(tl, counts, args.cores, host_cores=args.host_cores)
     if args.json:
         import json
@@ -71,12 +66,15 @@ def run(args: argparse.Namespace) -> int:
 
 def format_report(rep: Any) -> str:
     """The report as text: self-check first, then one line per executor count."""
+    from ..units import plural
+
     sc = rep.self_check
+    used = plural(rep.actual_executors, "executor")
     lines = [
         f"run {rep.run_id}" + (f" (job {rep.job})" if rep.job else "")
-        + f": {rep.actual_executors} executors x {rep.actual_cores} cores, {rep.n_tasks:,} tasks "
+        + f": {used} x {plural(rep.actual_cores, 'core')}, {rep.n_tasks:,} tasks "
           f"in {rep.n_stages} stages, recorded {rep.recorded_wall_s:.1f} s",
-        (f"self-check at {rep.actual_executors} executors (actually used): replay {sc.predicted_wall_s:.1f} s, "
+        (f"self-check at {used} (actually used): replay {sc.predicted_wall_s:.1f} s, "
          f"error {rep.self_error * 100:+.1f} %"),
         "",
         f"{'executors':>9} {'cores':>5} {'slots':>6} {'predicted':>11} {'lower bound':>12} {'slots busy':>10}",

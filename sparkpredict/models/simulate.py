@@ -28,6 +28,7 @@ import heapq
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -78,9 +79,11 @@ def replay(tl: Timeline, executors: int, cores: int | None = None, *, task_cpus:
     """
     if int(executors) < 1:
         raise InputError(f"executors must be at least 1, got {executors}", "give e.g. --executors 1,2,4")
-    cores = int(cores or tl.cores)
+    cores = tl.cores if cores is None else int(cores)  # 0 is a mistake, not "as recorded"
     if cores < 1 or task_cpus < 1:
         raise InputError(f"cores must be at least 1, got {cores}", "give e.g. --cores 4")
+    if host_cores is not None and int(host_cores) < 1:
+        raise InputError(f"host cores must be at least 1, got {host_cores}", "give e.g. --host-cores 2")
     slots = int(executors) * max(cores // task_cpus, 1)
     n = tl.n_stages
     dur, off = tl.task_duration_ms, tl.task_offsets
@@ -279,15 +282,34 @@ def simulate_timeline(tl: Timeline, executors: Sequence[int], cores: int | None 
                             predictions=preds, n_tasks=tl.n_tasks, n_stages=tl.n_stages)
 
 
-def simulate_run(store, run_id: str, executors: Sequence[int], cores: int | None = None) -> SimulationReport:
+def _counts(executors: Any) -> list[int]:
+    """Executor counts as positive ints (none: the self-check only), or one error naming the fix."""
+    vals = [executors] if isinstance(executors, (int, np.integer, str)) else list(executors)
+    try:
+        counts = [int(e) for e in vals if not isinstance(e, bool) and int(e) == float(e) >= 1]
+        ok = len(counts) == len(vals)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InputError(f"executor counts must be whole numbers of at least 1, got {executors!r}",
+                         "give e.g. --executors 1,2,4,8 (executors=[1, 2, 4, 8] in Python)")
+    return counts
+
+
+def simulate_run(run_id: str, executors: Sequence[int], store: Any = None, *, cores: int | None = None,
+                 host_cores: int | None = None) -> SimulationReport:
     """Replay ``run_id`` from ``store`` on each executor count (its own count first, as a check).
+
+    ``store`` is a :class:`~sparkpredict.store.io.Store` or path, default the embedded store; the
+    argument order is :func:`sparkpredict.explain_run`'s.
 
     Examples
     --------
-    >>> rep = simulate_run("~/.sparkpredict/store", "app-2024...", [1, 2, 4, 8])  # doctest: +SKIP
-    >>> rep.self_error, [p.predicted_wall_s for p in rep.predictions]           # doctest: +SKIP
+    >>> rep = simulate_run("app-2024...", [1, 2, 4, 8])                  # doctest: +SKIP
+    >>> rep.self_error, [p.predicted_wall_s for p in rep.predictions]   # doctest: +SKIP
     """
-    return simulate_timeline(load_timeline(store, run_id), executors, cores)
+    counts = _counts(executors)  # before the store is read: a typo costs nothing
+    return simulate_timeline(load_timeline(store, run_id), counts, cores, host_cores=host_cores)
 
 
 __all__ = [
