@@ -267,6 +267,20 @@ class Explanation:
     matched_share: float = 1.0
     warnings: list[str] = field(default_factory=list)
 
+    def summary(self) -> str:
+        """One line, as :meth:`Advice.summary <sparkpredict.advice.Advice.summary>` gives: for a
+        driver's log after the run."""
+        def pct(x: float) -> str:
+            return f"{x * 100:+.1f} %"
+
+        measured = "no clean run to compare with" if self.degradation is None \
+            else f"{pct(self.degradation)} against its clean runs"
+        cause = f"main cause {self.main_cause} ({self.main_share:.0%} of the slowdown)" if self.main_cause \
+            else "no cause named (below the noise)"
+        verdict = "VIOLATED" if self.violated else "met"
+        return (f"run {self.run_id} (job {self.job}): {measured}, estimated from metrics "
+                f"{pct(self.estimated_degradation)}; {cause}; QoS at {self.threshold:.0%} {verdict}")
+
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
 

@@ -196,6 +196,10 @@ def test_explain_run_end_to_end_on_a_store(tmp_path):
     # no slowdown, so no cause, whatever small positive Shapley values the noise leaves
     assert clean.estimated_degradation < m.CAUSE_MIN_SLOWDOWN and clean.main_cause is None
     assert e.matched_share == pytest.approx(1.0) and e.warnings == []
+    line = e.summary()
+    assert line.startswith(f"run victim (job {e.job}): {e.degradation * 100:+.1f} % against its clean runs")
+    assert f"main cause cpu ({e.main_share:.0%} of the slowdown)" in line and line.endswith("QoS at 20% VIOLATED")
+    assert "no cause named" in clean.summary() and clean.summary().endswith("QoS at 10% met")
     with pytest.raises(UnknownJobError, match="no run 'nope'"):
         m.explain_run("nope", held, model)
 
