@@ -16,7 +16,7 @@ import pytest
 
 from sparkpredict import store
 from sparkpredict.capture.eventlog import ingest_event_logs, parse_event_log
-from sparkpredict.errors import IngestError
+from sparkpredict.errors import IngestError, InputError
 from sparkpredict.store import schema as S
 
 LOGS = Path(__file__).parent / "data" / "eventlogs"
@@ -287,3 +287,8 @@ def test_bad_file_does_not_stop_the_others(tmp_path):
         ingest_event_logs(tmp_path / "logs" / "broken.snappy", st, on_error="raise")
     with pytest.raises(IngestError, match="no such file"):
         ingest_event_logs(tmp_path / "missing", st)
+    for paths, needle in (([], "no event-log path given"), (5, "5 is not a path"),
+                          ([tmp_path / "logs", None], "None is not a path")):
+        with pytest.raises(InputError, match=needle):
+            ingest_event_logs(paths, st)
+    assert list(st.runs().run_id) == ["local-1532512550423"]

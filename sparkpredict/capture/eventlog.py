@@ -23,7 +23,7 @@ import re
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
@@ -340,11 +340,15 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
 
     if on_error not in ("warn", "raise"):
         raise InputError(f"on_error={on_error!r}", "use 'warn' or 'raise'")
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    sources = find_logs(paths)
+    given: list[Any] = [paths] if isinstance(paths, (str, os.PathLike)) else \
+        list(paths) if isinstance(paths, Iterable) else [paths]
+    bad = next((p for p in given if not isinstance(p, (str, os.PathLike))), None)
+    if bad is not None or not given:
+        what = f"{bad!r} is not a path" if bad is not None else "no event-log path given"
+        raise InputError(what, "give event-log files or folders (spark.eventLog.dir) as paths")
+    sources = find_logs(given)
     if not sources:
-        raise IngestError("no event logs found under " + ", ".join(map(str, paths)),
+        raise IngestError("no event logs found under " + ", ".join(map(str, given)),
                           "point at spark.eventLog.dir or at event-log files")
     st = store if isinstance(store, store_io.Store) else store_io.open(store, create=True)
     known = st.read("runs", form="arrow", columns=["run_id", "source_path", "source_fingerprint"])
