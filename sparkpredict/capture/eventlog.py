@@ -342,9 +342,9 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
         raise InputError(f"on_error={on_error!r}", "use 'warn' or 'raise'")
     given: list[Any] = [paths] if isinstance(paths, (str, os.PathLike)) else \
         list(paths) if isinstance(paths, Iterable) else [paths]
-    bad = next((p for p in given if not isinstance(p, (str, os.PathLike))), None)
-    if bad is not None or not given:
-        what = f"{bad!r} is not a path" if bad is not None else "no event-log path given"
+    bad = [p for p in given if not isinstance(p, (str, os.PathLike))]
+    if bad or not given:
+        what = f"{bad[0]!r} is not a path" if bad else "no event-log path given"
         raise InputError(what, "give event-log files or folders (spark.eventLog.dir) as paths")
     sources = find_logs(given)
     if not sources:
