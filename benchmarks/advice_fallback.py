@@ -48,21 +48,9 @@ def with_miss_price(price: float):
     return choose
 
 
-def with_alternative():
-    """Follow the advice's named cheaper alternative (:func:`advise.cheaper_alternative`) when
-    nothing meets the deadline: what a user who takes that hint gets."""
-    def choose(objective, e, t, up, cost, meets, budget_ok, knee_i, chance=None):
-        i, met = SHIPPED(objective, e, t, up, cost, meets, budget_ok, knee_i, chance)
-        if met is False and chance is not None:
-            alt = advise.cheaper_alternative(i, cost, chance)
-            return (i if alt is None else alt), False
-        return i, met
-    return choose
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tolerances", default="0,0.03,0.06,0.1", help="0 (the shipped rule) must be among them")
+    ap.add_argument("--tolerances", default="0,0.03,0.06,0.1")
     ap.add_argument("--miss-prices", default="10,30,100,300")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
@@ -80,8 +68,6 @@ def main() -> None:
         with contextlib.redirect_stdout(io.StringIO()):
             r = aq.evaluate(jobs)
         m = r[r.variant == "model"]
-        if tol == 0:
-            b = m
         row = f"| {tol:.2f}{' (shipped)' if tol == 0 else ''} | {m.met.mean():.1%} | {m.cost_ratio.mean():.3f} | {(~m.advised_meets).sum()} |"
         print(row, flush=True)
         lines.append(row)
@@ -99,26 +85,7 @@ def main() -> None:
         row = f"| {price:g} | {m.met.mean():.1%} | {m.cost_ratio.mean():.3f} | {m.advised_meets.mean():.1%} |"
         print(row, flush=True)
         lines.append(row)
-    advise._choose = with_alternative()
-    with contextlib.redirect_stdout(io.StringIO()):
-        r = aq.evaluate(jobs)
     advise._choose = SHIPPED
-    m = r[r.variant == "model"]
-    fell = m[~m.advised_meets.astype(bool)]
-    bf = b[~b.advised_meets.astype(bool)]  # the shipped rule's cases (tolerance 0 above)
-    assert list(zip(fell.job, fell.size_mb)) == list(zip(bf.job, bf.size_mb))
-    named = (fell.executors.to_numpy() != bf.executors.to_numpy())
-    lines += ["", (f"**The cheaper count the advice names** when nothing meets the deadline (the "
-                   f"cheapest count whose chance is at most {advise.ALTERNATIVE_CHANCE_GAP * 100:.0f} "
-                   f"points below the given count's and that costs at least "
-                   f"{advise.ALTERNATIVE_SAVING:.0%} less; `Advice.alternative_executors`). It is "
-                   f"named in {named.sum()} of the {len(bf)} cases where nothing met the deadline. "
-                   f"In those cases, the given count met the deadline in {bf.met[named].mean():.1%} at a "
-                   f"mean cost ratio of {bf.cost_ratio[named].mean():.3f}; the named one met it in "
-                   f"{fell.met[named].mean():.1%} at {fell.cost_ratio[named].mean():.3f}. A user who "
-                   f"always took it would meet {m.met.mean():.1%} of all {len(m)} deadlines at a mean "
-                   f"cost ratio of {m.cost_ratio.mean():.3f} (shipped: {b.met.mean():.1%}, "
-                   f"{b.cost_ratio.mean():.3f}).")]
     best = max(priced, key=lambda x: x[1])
     lines += ["", (f"The two goals pull against each other on these models: any cheaper fallback loses "
                    f"deadlines faster than it saves cost, and no price of a miss meets 90 % of the "

@@ -69,9 +69,6 @@ class Advice:
     params: dict[str, float] = field(default_factory=dict)
     #: the chosen count's chance (0..1) that one run finishes within the deadline
     chance_meets_deadline: float | None = None
-    #: when no count meets the deadline: the cheapest count whose chance is at most 5 points
-    #: below the chosen one's and that costs at least 10 % less (see the warning); else None
-    alternative_executors: int | None = None
 
     @property
     def chosen(self) -> Candidate:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from .advice import Advice, Candidate, format_chance
 from .advice_source import _CACHE, HistorySource  # noqa: F401  (_CACHE: tests inspect it)
 from .errors import InputError
-from .units import format_bytes, format_duration, parse_bytes, parse_duration, plural
+from .units import format_bytes, format_duration, parse_bytes, parse_duration
 
 if TYPE_CHECKING:
     import numpy as np
@@ -64,13 +64,6 @@ WIDE_INTERVAL = 10.0
 #: faster), so the bar sits lower: this repository's wordcount history (42 %, repeats 5x apart
 #: on a shared 2-core machine) is above it, its sqljoin and sort histories (24 %, 17 %) below.
 UNRELIABLE_CV_MAPE = 0.35
-#: When no count meets the deadline, the advice gives the count most likely to make it (the issue's
-#: rule) and also names the cheapest count whose chance is at most this many points lower, when
-#: it saves at least :data:`ALTERNATIVE_SAVING` of the cost. On a job whose runtime stops
-#: falling past a few executors, the given count can cost twice that one for a few points of
-#: chance (benchmarks/RESULTS.md, advice_fallback).
-ALTERNATIVE_CHANCE_GAP = 0.05
-ALTERNATIVE_SAVING = 0.10
 
 
 # ---- validation ---------------------------------------------------------------------------------
@@ -188,18 +181,6 @@ def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int,
         idx = np.flatnonzero(feasible)
         i = int(idx[np.lexsort((e[idx], cost[idx]))[0]])
     return i, (None if meets is None else True)
-
-
-def cheaper_alternative(i: int, cost, chance) -> int | None:
-    """Index of the cheapest count with a chance within :data:`ALTERNATIVE_CHANCE_GAP` of
-    candidate ``i``'s and a cost :data:`ALTERNATIVE_SAVING` lower, or None."""
-    import numpy as np
-
-    ok = (chance >= chance[i] - ALTERNATIVE_CHANCE_GAP - 1e-9) & (cost <= (1 - ALTERNATIVE_SAVING) * cost[i])
-    if not ok.any():
-        return None
-    idx = np.flatnonzero(ok)
-    return int(idx[np.argmin(cost[idx])])
 
 
 def suggest_executors(job: str, input_bytes: float | str, *,
@@ -352,18 +333,10 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         also = " and meets the deadline" if meets is not None and met else ""
         warnings.append(f"no candidate fits the budget{also}; the fastest "
                         f"{'meeting the deadline' if also else 'overall'} is given")
-    alt = None
     if deadline is not None and meets is not None and not met:
-        warning = (f"no executor count in {int(e[0])}..{int(e[-1])} meets the deadline "
-                   f"{format_duration(deadline)} at {confidence:.0%} confidence; the count "
-                   "most likely to make it is given")
-        if chance is not None:
-            alt = cheaper_alternative(i, cost, chance)
-            if alt is not None:
-                warning += (f". {plural(int(e[alt]), 'executor')} would cost {cost[alt] / cost[i]:.2f}x "
-                            f"as much, with a {format_chance(chance[alt])} chance against "
-                            f"{format_chance(chance[i])}")
-        warnings.append(warning)
+        warnings.append(f"no executor count in {int(e[0])}..{int(e[-1])} meets the deadline "
+                        f"{format_duration(deadline)} at {confidence:.0%} confidence; the count "
+                        "most likely to make it is given")
     if t[i] > 0 and up[i] > WIDE_INTERVAL * t[i]:
         warnings.append(_wide_interval_warning(up[i] / t[i], confidence, extr, src.ranges, X, i))
     if src.cv_mape is not None and src.cv_mape > UNRELIABLE_CV_MAPE:
@@ -387,8 +360,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         extrapolation=extr, warnings=tuple(warnings), dynamic_allocation=da,
         knee_executors=int(e[knee_i]), executor_cores=cores, executor_memory_mb=mem,
         price_per_executor_hour=price, budget=budget_v, params=used,
-        chance_meets_deadline=None if chance is None else float(chance[i]),
-        alternative_executors=None if alt is None else int(e[alt]))
+        chance_meets_deadline=None if chance is None else float(chance[i]))
 
 
 def _wide_interval_warning(width: float, confidence: float, extr: Mapping[str, float],

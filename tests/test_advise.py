@@ -111,27 +111,6 @@ def test_unreachable_deadline_gives_the_count_most_likely_to_make_it():
     assert advise(flat, deadline_s=60, max_executors=20).executors == 20
 
 
-def test_no_count_meets_names_a_cheaper_count_of_nearly_the_same_chance():
-    # runtime stops falling past a few executors (T = 3000 (0.1/E + 0.9)), the chance peaks at 10
-    flat = LawModel(b=0.9, c=0.0)
-    flat.chance_within = lambda X, limit_s: 0.62 - 0.01 * np.abs(np.asarray(X["executors"], float) - 10)
-    a = advise(flat, deadline_s=60, max_executors=20)
-    assert (a.executors, a.meets_deadline, a.alternative_executors) == (10, False, 5)
-    # cost 5 x 2760 s against 10 x 2730 s
-    assert any(w.endswith("5 executors would cost 0.51x as much, with a 57% chance against 62%")
-               for w in a.warnings)
-    assert a.to_dict()["alternative_executors"] == 5
-    # not named: a count saving under 10 % (ChanceLawModel's costs are all within 4 %) ...
-    b = advise(ChanceLawModel(), deadline_s=60, max_executors=20)
-    assert b.meets_deadline is False and b.alternative_executors is None
-    assert not any("would cost" in w for w in b.warnings)
-    # ... a chance more than 5 points lower, or a deadline that is met
-    steep = LawModel(b=0.9, c=0.0)
-    steep.chance_within = lambda X, limit_s: 0.62 - 0.02 * np.abs(np.asarray(X["executors"], float) - 10)
-    assert advise(steep, deadline_s=60, max_executors=20).alternative_executors == 8  # 0.58, cost 0.8x
-    assert advise(flat, deadline_s=4000, max_executors=20).alternative_executors is None
-
-
 def test_chance_is_written_as_a_whole_percentage_never_0_or_100():
     from sparkpredict.advise import format_chance
 
