@@ -47,6 +47,11 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Path], object], examp
     return p
 
 
+def write_text(path: str | os.PathLike, text: str, example: str = "out.txt") -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    return write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), example)
+
+
 def write_table(df, path: str | os.PathLike) -> Path:
     """Write a data frame as Parquet (``.parquet``, ``.pq``) or else CSV, atomically."""
     parquet = str(path).endswith((".parquet", ".pq"))
@@ -55,4 +60,4 @@ def write_table(df, path: str | os.PathLike) -> Path:
                         "out.parquet" if parquet else "out.csv")
 
 
-__all__ = ["output_file", "write_atomic", "write_table"]
+__all__ = ["output_file", "write_atomic", "write_table", "write_text"]

@@ -359,13 +359,13 @@ def build_report(out: str | os.PathLike, store: str | os.PathLike | None = None,
 
     matplotlib.use("Agg")  # no display; must precede pyplot's import
     from .config import resolve_store
-    from .outputs import output_file, write_atomic
+    from .outputs import output_file, write_text
 
     output_file(out, "report.html")
     store_path = resolve_store(store)
     sections, warnings = build_sections(store_path, jobs, models, confidence, advice_factor)
     page = render_html(sections, store_path, warnings)
-    out = write_atomic(out, lambda tmp: tmp.write_text(page, encoding="utf-8"), "report.html")
+    out = write_text(out, page, "report.html")
     return ReportResult(out.resolve(), store_path, sections, warnings)
 
 

@@ -19,6 +19,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DegenerateDataError, InputError, ModelError, UnknownJobError
+from ..outputs import write_text
 from .hybrid import FORMAT_VERSION, JobRuntimeModel
 
 if TYPE_CHECKING:
@@ -74,13 +75,6 @@ def _slug(job: str) -> str:
     return f"job-{safe}-{hashlib.sha1(job.encode()).hexdigest()[:8]}.json"
 
 
-def _write_atomic(path: str, text: str) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def save_models(models: dict[str, JobRuntimeModel], out_dir: str | os.PathLike[str],
                 skipped: dict[str, str] | None = None) -> str:
     """Save ``models`` (job -> fitted model) under ``out_dir``; returns the index path."""
@@ -94,11 +88,11 @@ def save_models(models: dict[str, JobRuntimeModel], out_dir: str | os.PathLike[s
     files = {}
     for job, m in sorted(models.items()):
         name = _slug(job)
-        _write_atomic(os.path.join(d, name), json.dumps(m.to_dict(), separators=(",", ":")))
+        write_text(os.path.join(d, name), json.dumps(m.to_dict(), separators=(",", ":")))
         files[job] = name
     index = {"format": INDEX_FORMAT, "version": FORMAT_VERSION, "jobs": files, "skipped": skipped or {}}
     path = os.path.join(d, INDEX)
-    _write_atomic(path, json.dumps(index, indent=1, sort_keys=True))
+    write_text(path, json.dumps(index, indent=1, sort_keys=True))
     return path
 
 
