@@ -64,6 +64,10 @@ WIDE_INTERVAL = 10.0
 #: faster), so the bar sits lower: this repository's wordcount history (42 %, repeats 5x apart
 #: on a shared 2-core machine) is above it, its sqljoin and sort histories (24 %, 17 %) below.
 UNRELIABLE_CV_MAPE = 0.35
+#: ``Advice.extrapolates`` (and the CLI's line) ignores distances below this: "300GB" against a
+#: recorded 299.99 GB is a recorded size to the model too (``intervals.SEEN_SIZE_TOLERANCE``),
+#: and "extrapolates +0%" only puzzles. ``Advice.extrapolation`` keeps the exact distances.
+EXTRAPOLATION_NOTED = 0.005
 
 
 # ---- validation ---------------------------------------------------------------------------------
@@ -356,7 +360,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         upper_s=float(up[i]), cost_executor_hours=float(cost[i]),
         cost_money=None if money is None else float(money[i]), deadline_s=deadline,
         meets_deadline=met, candidates=rows, model_name=src.model_name,
-        model_cv_mape=src.cv_mape, n_runs=src.n_runs, extrapolates=any(v > 0 for v in extr.values()),
+        model_cv_mape=src.cv_mape, n_runs=src.n_runs, extrapolates=any(v >= EXTRAPOLATION_NOTED for v in extr.values()),
         extrapolation=extr, warnings=tuple(warnings), dynamic_allocation=da,
         knee_executors=int(e[knee_i]), executor_cores=cores, executor_memory_mb=mem,
         price_per_executor_hour=price, budget=budget_v, params=used,

@@ -199,6 +199,11 @@ def test_extrapolation_is_reported_per_column():
     assert out.extrapolation["input_bytes"] > 0 and out.extrapolation["executors"] == 0
     assert advise(input_bytes=50 * GB).extrapolation["executors"] > 0  # 1 executor, trained on 2..16
     assert "extrapolates" in out.summary()
+    # a hair beyond the largest size (100 GB) is not news: the exact distance stays in the data
+    hair = advise(input_bytes=100 * GB + 10**6, min_executors=2, max_executors=16)
+    assert hair.extrapolates is False and 0 < hair.extrapolation["input_bytes"] < 1e-4
+    assert "extrapolates" not in hair.summary()
+    assert advise(input_bytes=101 * GB, min_executors=2, max_executors=16).extrapolates is True
 
 
 def test_too_few_runs_warns():

@@ -144,7 +144,9 @@ def format_advice(a: Any, max_rows: int = 40) -> str:
     lines.append(f"dynamic allocation: minExecutors={a.dynamic_allocation[0]} "
                  f"maxExecutors={a.dynamic_allocation[1]}")
     if a.extrapolates:
-        far = ", ".join(f"{k} {v:+.0%}" for k, v in a.extrapolation.items() if v > 0)
+        from ..advise import EXTRAPOLATION_NOTED
+
+        far = ", ".join(f"{k} {v:+.0%}" for k, v in a.extrapolation.items() if v >= EXTRAPOLATION_NOTED)
         lines.append(f"extrapolates beyond the history: {far}")
     lines += [f"warning: {w}" for w in a.warnings]
     return "\n".join(lines)
