@@ -204,6 +204,25 @@ class HistorySource:
     def dynamic_allocation_used(self) -> bool:
         return self._dyn
 
+    def runs_above_model(self, k: int = 3, min_ratio: float = 1.25) -> list[tuple[str, float]]:
+        """The ``k`` runs furthest above the model's own prediction for them, as (run id,
+        runtime / prediction), those at least ``min_ratio``; [] without a store's runs.
+
+        Candidates for ``sparkpredict explain``: the fit is in-sample, so a run it follows
+        closely may still have been slowed."""
+        import numpy as np
+
+        r = self.runs
+        if r is None or r.empty or "run_id" not in r.columns or not hasattr(self.model, "predict"):
+            return []
+        ok = (r["input_bytes"] > 0) & (r["executors"] > 0) & (r["runtime_s"] > 0)
+        r = r[ok.fillna(False)]
+        if r.empty:
+            return []
+        ratio = r["runtime_s"].to_numpy(float) / np.asarray(self.model.predict(r), dtype=float)
+        order = np.argsort(-ratio)[:k]
+        return [(str(r["run_id"].iloc[j]), float(ratio[j])) for j in order if ratio[j] >= min_ratio]
+
     def warnings(self, size: int, execs: int, mem: int | None, ratio: float | None) -> list[str]:
         w = []
         runs = self.runs

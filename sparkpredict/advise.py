@@ -344,12 +344,15 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     if t[i] > 0 and up[i] > WIDE_INTERVAL * t[i]:
         warnings.append(_wide_interval_warning(up[i] / t[i], confidence, extr, src.ranges, X, i))
     if src.cv_mape is not None and src.cv_mape > UNRELIABLE_CV_MAPE:
+        above = src.runs_above_model()
+        named = "" if not above else (" (the runs furthest above the model: "
+                                      + ", ".join(f"{r} {x:.1f}x" for r, x in above) + ")")
         warnings.append(f"the model's cross-validated error is {src.cv_mape:.0%}: the runs of {job} "
                         "differ far more than their input sizes and executor counts explain. If "
                         "they are different applications under one job name, give each its own "
                         "(spark.sparkpredict.job); if a setting changed between them, record it as "
                         "a job parameter (spark.sparkpredict.param.NAME); if other work shared the "
-                        "cluster, `sparkpredict explain RUN_ID` says which runs it slowed")
+                        f"cluster, `sparkpredict explain RUN_ID` says which runs it slowed{named}")
     da = _dynamic_allocation(e, t, deadline, i, knee_i, lo)
     if src.dynamic_allocation_used():
         warnings.append(f"the history used dynamic allocation: set spark.dynamicAllocation."

@@ -295,6 +295,26 @@ def test_runs_no_model_can_tell_apart_are_named_as_the_likely_cause(tmp_path, mo
     said = [w for w in a.warnings if "cross-validated error" in w]
     assert len(said) == 1 and "give each its own (spark.sparkpredict.job)" in said[0]
     assert f"{a.model_cv_mape:.0%}" in said[0]
+    # the runs to explain first are named: three of the 5x slower ones
+    named = said[0].split("the runs furthest above the model: ")[1].rstrip(")").split(", ")
+    slow = set(runs.loc[runs.index % 2 == 1, "run_id"])
+    assert len(named) == 3
+    for item in named:
+        rid, ratio = item.rsplit(" ", 1)
+        assert rid in slow and float(ratio.rstrip("x")) >= 1.25
+
+
+def test_real_history_names_runs_that_explain_finds_slowed():
+    """wordcount in tests/data/history: 42 % CV error; the first sweep ran on a busier machine."""
+    from pathlib import Path
+
+    from sparkpredict.monitor import explain_run
+
+    hist = Path(__file__).parent / "data" / "history"
+    a = suggest_executors("wordcount", "16MB", store=hist)
+    said = next(w for w in a.warnings if "cross-validated error" in w)
+    first = said.split("the runs furthest above the model: ")[1].split(" ")[0]
+    assert explain_run(first, hist).degradation > 0.5
 
 
 def test_one_application_with_ordinary_noise_gets_no_such_warning(etl_store):
