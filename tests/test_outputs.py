@@ -30,12 +30,16 @@ def test_output_file_creates_missing_folders_and_refuses_folders(tmp_path):
         output_file(tmp_path / "file" / "runs.csv")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
-def test_output_file_refuses_a_folder_it_cannot_write(tmp_path):
-    ro = tmp_path / "ro"
-    ro.mkdir(mode=0o500)
-    with pytest.raises(InputError, match="permission denied"):
-        output_file(ro / "runs.csv")
+def test_an_unwritable_place_is_one_clear_error(tmp_path):
+    if os.geteuid() != 0:  # refused before the work
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o500)
+        with pytest.raises(InputError, match="permission denied"):
+            output_file(ro / "runs.csv")
+    # root passes every mode check; /proc still takes no new files: refused at the write
+    with pytest.raises(InputError, match=r"cannot write (into )?'/proc") as e:
+        write_table(pd.DataFrame({"a": [1]}), "/proc/sparkpredict-test.csv")
+    assert "permissions" in e.value.fix
 
 
 def test_a_failed_write_keeps_the_earlier_file_and_leaves_no_temporary(tmp_path):
