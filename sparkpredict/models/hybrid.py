@@ -33,6 +33,7 @@ from ..errors import DegenerateDataError, InputError, ModelError, NotFittedError
 from . import analytical as A
 from . import intervals
 from . import ml as M
+from .columns import REQUIRED, column, floats, n_rows, with_runtime
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,6 @@ FORMAT_VERSION = 1
 GIB = float(2**30)
 EQUATION_KINDS = tuple(A.EQUATIONS)
 KINDS = ("auto", "hybrid") + EQUATION_KINDS + M.ML_KINDS
-REQUIRED = ("input_bytes", "executors")
 OPTIONAL = ("executor_cores", "executor_memory_mb")
 #: Derived model inputs for the ML parts (computed from the features, numpy only).
 DESIGN = ("input_gib", "executors", "executor_cores", "executor_memory_mb", "input_per_executor_gib",
@@ -60,50 +60,6 @@ SIZE_GROWTH = "proportional"
 
 
 # ---- feature handling (numpy only) ---------------------------------------------------------
-def _floats(values: Any, name: str, what: str = "query") -> np.ndarray:
-    """``values`` as a float array, or one error naming the column (not numpy's ValueError)."""
-    try:
-        return np.asarray(values, dtype=float).ravel()
-    except (TypeError, ValueError):
-        bad = next((v for v in np.asarray(values, dtype=object).ravel() if not _is_number(v)), None)
-        raise InputError(f"{what} column {name!r} holds {bad!r}, not a number",
-                         "give sizes in bytes and counts as numbers "
-                         "(sparkpredict.units.parse_bytes reads '300GB')") from None
-
-
-def _is_number(v: Any) -> bool:
-    try:
-        float(v)
-        return True
-    except (TypeError, ValueError):
-        return False
-
-
-def _column(X: Mapping[str, Any], name: str, n: int | None) -> np.ndarray | None:
-    if name not in X:
-        return None
-    v = _floats(X[name], name)
-    if n is not None and len(v) != n:
-        if len(v) != 1:
-            raise InputError(f"query column {name!r} has {len(v)} values for {n} rows",
-                             "give one value per row, or a single value to use for every row")
-        v = np.repeat(v, n)
-    return v
-
-
-def _n_rows(X: Mapping[str, Any]) -> int:
-    """Rows of a query: the longest required column (length-1 columns broadcast)."""
-    sizes = {int(np.asarray(X[c]).size) for c in REQUIRED if c in X}
-    if not sizes:
-        raise InputError(f"query lacks column(s) {', '.join(REQUIRED)}",
-                         "give input_bytes and executors for every row")
-    n = max(sizes)
-    if sizes - {1, n}:
-        raise InputError(f"query columns differ in length ({sorted(sizes)})",
-                         "give one value per row, or a single value to use for every row")
-    return n
-
-
 def design_matrix(F: Mapping[str, np.ndarray], extras: list[str]) -> np.ndarray:
     """ML inputs: :data:`DESIGN` columns then the extra numeric features."""
     S = F["input_bytes"] / GIB
@@ -113,15 +69,6 @@ def design_matrix(F: Mapping[str, np.ndarray], extras: list[str]) -> np.ndarray:
     cols = [S, E, C, Mem, S / E, S / (E * C), F["input_bytes"] / (E * Mem * 2**20)]
     cols += [F[c] for c in extras]
     return np.column_stack(cols)
-
-
-def _with_runtime(X: Any, y: Any) -> Any:
-    """``X`` with ``y`` as its ``runtime_s`` column (scikit-learn's ``fit(X, y)``)."""
-    y = np.asarray(y, dtype=float).ravel()
-    n = len(X) if hasattr(X, "columns") else len(np.atleast_1d(next(iter(X.values()), [])))
-    if len(y) != n:
-        raise InputError(f"y has {len(y)} runtimes for {n} rows of X", "give one runtime (s) per row")
-    return X.assign(runtime_s=y) if hasattr(X, "assign") else {**X, "runtime_s": y}
 
 
 class JobRuntimeModel:
@@ -169,7 +116,7 @@ class JobRuntimeModel:
         if self.kind not in KINDS:
             raise InputError(f"unknown model kind {self.kind!r}", f"use one of {', '.join(KINDS)}")
         if y is not None:
-            runs = _with_runtime(runs, y)
+            runs = with_runtime(runs, y)
         F, y, extras = self._training_columns(runs)
         self.extras_ = extras
         self.feature_names_ = list(REQUIRED + OPTIONAL) + extras
@@ -215,11 +162,11 @@ class JobRuntimeModel:
             v = np.asarray(runs[c])
             if v.dtype.kind in "iuf":
                 extras.append(c)
-        F = {c: _floats(runs[c], c, "runs") for c in REQUIRED}
-        y = _floats(runs["runtime_s"], "runtime_s", "runs")
+        F = {c: floats(runs[c], c, "runs") for c in REQUIRED}
+        y = floats(runs["runtime_s"], "runtime_s", "runs")
         n = len(y)
         for c in OPTIONAL + tuple(extras):
-            v = _floats(runs[c], c, "runs") if c in cols else np.full(n, np.nan)
+            v = floats(runs[c], c, "runs") if c in cols else np.full(n, np.nan)
             F[c] = v
         ok = np.isfinite(y) & (y > 0)
         for c in REQUIRED:
@@ -250,10 +197,10 @@ class JobRuntimeModel:
             raise NotFittedError("the model is not fitted", "call fit(runs) or load a saved model")
 
     def _query(self, X: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        n = _n_rows(X)
+        n = n_rows(X)
         F: dict[str, np.ndarray] = {}
         for c in REQUIRED:
-            v = _column(X, c, n)
+            v = column(X, c, n)
             if v is None:
                 raise InputError(f"query lacks column {c!r}", "give input_bytes and executors for every row")
             if not np.all(np.isfinite(v)) or np.any(v <= 0):
@@ -261,7 +208,7 @@ class JobRuntimeModel:
                                  "ask about positive input sizes and executor counts")
             F[c] = v
         for c in OPTIONAL + tuple(self.extras_):
-            v = _column(X, c, n)
+            v = column(X, c, n)
             F[c] = np.full(n, self.defaults_[c]) if v is None else np.where(np.isfinite(v), v, self.defaults_[c])
         return F
 

@@ -1,0 +1,73 @@
+"""A user's table as the float columns a runtime model reads (numpy only).
+
+Training runs and queries arrive as DataFrames or mappings of arrays, with text, ints or
+length-1 columns among them; these helpers turn them into float arrays, or raise one
+:class:`~sparkpredict.errors.InputError` naming the column and the value.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+
+REQUIRED = ("input_bytes", "executors")
+
+
+def floats(values: Any, name: str, what: str = "query") -> np.ndarray:
+    """``values`` as a float array, or one error naming the column (not numpy's ValueError)."""
+    try:
+        return np.asarray(values, dtype=float).ravel()
+    except (TypeError, ValueError):
+        bad = next((v for v in np.asarray(values, dtype=object).ravel() if not _is_number(v)), None)
+        raise InputError(f"{what} column {name!r} holds {bad!r}, not a number",
+                         "give sizes in bytes and counts as numbers "
+                         "(sparkpredict.units.parse_bytes reads '300GB')") from None
+
+
+def _is_number(v: Any) -> bool:
+    try:
+        float(v)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def column(X: Mapping[str, Any], name: str, n: int | None) -> np.ndarray | None:
+    """Query column ``name`` as ``n`` floats (a single value broadcasts); None when absent."""
+    if name not in X:
+        return None
+    v = floats(X[name], name)
+    if n is not None and len(v) != n:
+        if len(v) != 1:
+            raise InputError(f"query column {name!r} has {len(v)} values for {n} rows",
+                             "give one value per row, or a single value to use for every row")
+        v = np.repeat(v, n)
+    return v
+
+
+def n_rows(X: Mapping[str, Any]) -> int:
+    """Rows of a query: the longest required column (length-1 columns broadcast)."""
+    sizes = {int(np.asarray(X[c]).size) for c in REQUIRED if c in X}
+    if not sizes:
+        raise InputError(f"query lacks column(s) {', '.join(REQUIRED)}",
+                         "give input_bytes and executors for every row")
+    n = max(sizes)
+    if sizes - {1, n}:
+        raise InputError(f"query columns differ in length ({sorted(sizes)})",
+                         "give one value per row, or a single value to use for every row")
+    return n
+
+
+def with_runtime(X: Any, y: Any) -> Any:
+    """``X`` with ``y`` as its ``runtime_s`` column (scikit-learn's ``fit(X, y)``)."""
+    y = np.asarray(y, dtype=float).ravel()
+    n = len(X) if hasattr(X, "columns") else len(np.atleast_1d(next(iter(X.values()), [])))
+    if len(y) != n:
+        raise InputError(f"y has {len(y)} runtimes for {n} rows of X", "give one runtime (s) per row")
+    return X.assign(runtime_s=y) if hasattr(X, "assign") else {**X, "runtime_s": y}
+
+
+__all__ = ["REQUIRED", "column", "floats", "n_rows", "with_runtime"]
