@@ -29,16 +29,22 @@ nothing imports pandas either, so driver code and the CLI stay fast.
 from __future__ import annotations
 
 import logging
-import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 # the advice's data types live in .advice; their names stay importable from here
 from .advice import Advice, Candidate, format_chance
+from .advice_args import (
+    OBJECTIVES,
+    check_args,
+    check_params,
+    positive_float,
+    positive_int,
+)
 from .advice_source import _CACHE, HistorySource  # noqa: F401  (_CACHE: tests inspect it)
 from .errors import InputError
-from .units import format_bytes, format_duration, parse_bytes, parse_duration
+from .units import format_bytes, format_duration
 
 if TYPE_CHECKING:
     import numpy as np
@@ -47,7 +53,6 @@ __all__ = ["OBJECTIVES", "SAME_SPEED", "UNRELIABLE_CV_MAPE", "WIDE_INTERVAL", "A
            "candidate_grid", "check_params", "format_chance", "knee_index", "suggest_executors"]
 log = logging.getLogger(__name__)
 
-OBJECTIVES = ("cost", "time", "knee")
 #: Candidate counts above this many are thinned to a geometric grid (prediction stays O(grid)).
 _MAX_GRID = 256
 #: Default ceiling on the candidate range: twice the largest count in the history, capped.
@@ -68,57 +73,6 @@ UNRELIABLE_CV_MAPE = 0.35
 #: recorded 299.99 GB is a recorded size to the model too (``intervals.SEEN_SIZE_TOLERANCE``),
 #: and "extrapolates +0%" only puzzles. ``Advice.extrapolation`` keeps the exact distances.
 EXTRAPOLATION_NOTED = 0.005
-
-
-# ---- validation ---------------------------------------------------------------------------------
-def _positive_int(name: str, value: Any, flag: str) -> int:
-    try:
-        v = int(value)
-        ok = v == float(value) and v >= 1
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise InputError(f"{name} must be a whole number of at least 1, got {value!r}",
-                         f"give {flag} as a positive integer, e.g. {flag} 4")
-    return v
-
-
-def _positive_float(name: str, value: Any, flag: str, allow_zero: bool = False) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        v = float("nan")
-    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-        raise InputError(f"{name} must be a positive number, got {value!r}",
-                         f"give {flag} as a number above zero")
-    return v
-
-
-def _check_args(input_bytes: Any, deadline_s: Any, objective: str, confidence: float,
-                min_executors: Any, max_executors: Any) -> tuple[int, float | None, float, int, int | None]:
-    for what, v, eg in (("size", input_bytes, "64MB"), ("duration", deadline_s, "45m")):
-        if isinstance(v, str) and v.strip().startswith("-"):
-            raise InputError(f"{what} {v!r} must be positive", f"give a {what} above zero, e.g. {eg}")
-    size = parse_bytes(input_bytes)
-    deadline = None if deadline_s is None else parse_duration(deadline_s)
-    if objective not in OBJECTIVES:
-        raise InputError(f"unknown objective {objective!r}",
-                         "use --objective cost (cheapest meeting the deadline), time (fastest) "
-                         "or knee (where more executors stop paying off)")
-    try:
-        conf = float(confidence)
-    except (TypeError, ValueError):
-        conf = math.nan
-    if isinstance(confidence, bool) or not 0.0 < conf < 1.0:
-        raise InputError(f"confidence must lie strictly between 0 and 1, got {confidence!r}",
-                         "give e.g. --confidence 0.9")
-    lo = _positive_int("min_executors", min_executors, "--min-executors")
-    hi = None if max_executors is None else _positive_int("max_executors", max_executors,
-                                                          "--max-executors")
-    if hi is not None and hi < lo:
-        raise InputError(f"max_executors ({hi}) is below min_executors ({lo})",
-                         "give --max-executors at least as large as --min-executors")
-    return size, deadline, conf, lo, hi
 
 
 def candidate_grid(lo: int, hi: int, seen: Sequence[int] = ()) -> list[int]:
@@ -259,19 +213,19 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     """
     import numpy as np
 
-    size, deadline, confidence, lo, hi = _check_args(input_bytes, deadline_s, objective, confidence,
+    size, deadline, confidence, lo, hi = check_args(input_bytes, deadline_s, objective, confidence,
                                                      min_executors, max_executors)
-    price = None if price_per_executor_hour is None else _positive_float(
+    price = None if price_per_executor_hour is None else positive_float(
         "price_per_executor_hour", price_per_executor_hour, "--price", allow_zero=True)
-    budget_v = None if budget is None else _positive_float("budget", budget, "--budget")
-    knee_eff = _positive_float("knee_efficiency", knee_efficiency, "--knee-efficiency")
-    cores = None if executor_cores is None else _positive_int("executor_cores", executor_cores,
+    budget_v = None if budget is None else positive_float("budget", budget, "--budget")
+    knee_eff = positive_float("knee_efficiency", knee_efficiency, "--knee-efficiency")
+    cores = None if executor_cores is None else positive_int("executor_cores", executor_cores,
                                                               "--executor-cores")
-    mem = None if executor_memory_mb is None else _positive_int(
+    mem = None if executor_memory_mb is None else positive_int(
         "executor_memory_mb", executor_memory_mb, "--executor-memory")
     counts = None
     if executor_counts is not None:
-        counts = sorted({_positive_int("executor count", c, "--executor-counts")
+        counts = sorted({positive_int("executor count", c, "--executor-counts")
                          for c in executor_counts})
         counts = [c for c in counts if c >= lo and (hi is None or c <= hi)]
         if not counts:
@@ -386,26 +340,6 @@ def _wide_interval_warning(width: float, confidence: float, extr: Mapping[str, f
     what = "input size" if col == "input_bytes" else col
     times = f"{extr[col] + 1:.1f}x the runs' largest" if above else f"1/{extr[col] + 1:.1f} of the runs' smallest"
     return f"{s} (its {what} is {times}, {shown}); a run nearer it would narrow the interval"
-
-
-def check_params(params: Any) -> dict[str, float]:
-    """name -> finite float; InputError naming the fix otherwise."""
-    if params is None:
-        return {}
-    if not isinstance(params, Mapping):
-        raise InputError(f"params must map names to numbers, got {type(params).__name__}",
-                         "pass e.g. params={'iterations': 25}")
-    out = {}
-    for k, v in params.items():
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            f = math.nan
-        if not math.isfinite(f):
-            raise InputError(f"job parameter {k!r} = {v!r} is not a number",
-                             "give a finite number, e.g. --param iterations=25")
-        out[str(k)] = f
-    return out
 
 
 def _dynamic_allocation(e, t, deadline: float | None, i: int, knee_i: int, lo: int) -> tuple[int, int]:
