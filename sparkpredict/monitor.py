@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from .errors import DegenerateDataError, UnknownJobError
+from .errors import DegenerateDataError, InputError, UnknownJobError
 from .features.interference import (  # the features live there; their names stay importable here
     COMPONENTS,
     FEATURE_GROUPS,
@@ -104,6 +104,7 @@ __all__ = [
     "WINDOW_FEATURES",
     "DegradationModel",
     "Explanation",
+    "SlowRun",
     "StageImpact",
     "cached_monitor",
     "clean_baseline",
@@ -117,6 +118,7 @@ __all__ = [
     "run_degradation",
     "run_estimate",
     "shapley",
+    "slowest_runs",
     "stage_features",
     "stage_signatures",
     "with_baseline",
@@ -378,3 +380,44 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
         qos={t: judged > t for t in QOS_THRESHOLDS}, threshold=threshold, violated=judged > threshold,
         clean_runs=len(others), label=rows["label"].iloc[0], stages=impacts[:top_stages],
         culprit=host, footprint=host_footprint(rows), matched_share=share, warnings=notes)
+
+
+@dataclass
+class SlowRun:
+    """One of a job's runs that took longer than its size and executors explain."""
+
+    run_id: str
+    #: recorded runtime / the job's runtime model's prediction for that run
+    runtime_over_model: float
+    explanation: Explanation | None
+    #: why it could not be explained (no clean run to compare with, ...), else None
+    error: str | None = None
+
+
+def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int = 5,
+                 models: DegradationModel | None = None, threshold: float = 0.10) -> list[SlowRun]:
+    """The job's ``top`` runs furthest above its runtime model's prediction, each explained.
+
+    The runtime model (fitted on the store's runs and cached, as the advice fits it) says which
+    runs took longer than their input size and executor count explain; :func:`explain_run`
+    then says how much their stages were slowed against the job's clean runs, and by what. A
+    history's own slow runs widen every interval the advice gives: these are the ones to look
+    at first.
+    """
+    from .advice_source import HistorySource
+    from .errors import SparkPredictError
+    from .store import io
+
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise InputError(f"top must be a whole number of at least 1, got {top!r}", "give e.g. --top 5")
+    st = store if hasattr(store, "read") else io.open(store)
+    src = HistorySource.resolve(job, store=st)
+    models = models or default_model(st)  # type: ignore[arg-type]  # once, not per run
+    out = []
+    for run_id, ratio in src.runs_above_model(k=top, min_ratio=0.0):
+        try:
+            out.append(SlowRun(run_id, ratio, explain_run(run_id, st, models, threshold=threshold)))
+        except SparkPredictError as exc:
+            out.append(SlowRun(run_id, ratio, None, exc.message))
+    return out
+

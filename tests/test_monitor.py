@@ -334,3 +334,25 @@ def test_host_counters_say_who_took_the_cores_without_changing_the_estimate():
     bare = probe[probe.run_id == "r2"].assign(**{h: np.nan for h in m.HOST_FEATURES}).reset_index(drop=True)
     assert model.culprit_probabilities(bare) == {"cpu": 1.0, "memory": 0.0, "network": 0.0, "disk": 0.0}
     assert m.shapley(model, bare) == pytest.approx(m.shapley(blind, bare))
+
+
+def test_slowest_runs_of_a_real_history_are_the_slowed_ones(capsys):
+    """tests/data/history's wordcount: the runs furthest above the runtime model are ones the
+    monitor measures as slowed against the job's other runs."""
+    from pathlib import Path
+
+    from sparkpredict.cli import main
+
+    hist = Path(__file__).parent / "data" / "history"
+    found = m.slowest_runs("wordcount", hist, top=2)
+    assert len(found) == 2 and found[0].runtime_over_model >= found[1].runtime_over_model >= 1.25
+    for r in found:
+        assert r.error is None and r.explanation.run_id == r.run_id and r.explanation.degradation > 0.5
+    assert main(["explain", "--job", "wordcount", "--top", "2", "--store", str(hist)]) == 0
+    out = capsys.readouterr().out
+    assert f"  {found[0].run_id}  {found[0].runtime_over_model:5.2f}x  measured +" in out
+    assert main(["explain", "--store", str(hist)]) == 2
+    assert "give a RUN_ID or --job J, not neither" in capsys.readouterr().err
+    assert main(["explain", found[0].run_id, "--job", "wordcount", "--store", str(hist)]) == 2
+    with pytest.raises(InputError, match="top must be"):
+        m.slowest_runs("wordcount", hist, top=0)

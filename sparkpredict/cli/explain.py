@@ -12,7 +12,12 @@ def register(subparsers: Any) -> None:
                     "the measured and estimated degradation, the resource group (cpu, memory, "
                     "network, disk) that caused it with its Shapley share, and the stages most "
                     "affected.")
-    p.add_argument("run_id", metavar="RUN_ID", help="run id as recorded (see `sparkpredict runs`)")
+    p.add_argument("run_id", metavar="RUN_ID", nargs="?",
+                   help="run id as recorded (see `sparkpredict runs`); or --job")
+    p.add_argument("--job", metavar="J",
+                   help="instead of one run: the job's runs furthest above its runtime model's "
+                        "prediction, each explained in one line")
+    p.add_argument("--top", type=int, default=5, metavar="N", help="with --job: how many runs (default 5)")
     p.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE)")
     p.add_argument("--training-store", metavar="T",
                    help="store of labelled clean/interfered runs to train the estimator on "
@@ -40,8 +45,14 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.threshold < 10:
         raise InputError(f"--threshold {args.threshold} is not a fraction",
                          "give e.g. 0.05, 0.10 or 0.20 (5, 10 or 20 %)")
+    if (args.run_id is None) == (args.job is None):
+        raise InputError("give a RUN_ID or --job J, not " + ("both" if args.job else "neither"),
+                         "e.g. sparkpredict explain local-1700000000000, or sparkpredict explain --job nightly-etl")
     store = io.open(args.store)
     models = monitor.cached_monitor(args.training_store) if args.training_store else None
+    if args.job is not None:
+        return _slowest(args, monitor.slowest_runs(args.job, store, top=args.top, models=models,
+                                                   threshold=args.threshold))
     e = monitor.explain_run(args.run_id, store, models, threshold=args.threshold, top_stages=args.stages)
     if args.json:
         print(json.dumps(e.to_dict(), indent=2, default=str))
@@ -84,3 +95,28 @@ def run(args: argparse.Namespace) -> int:
     for w in e.warnings:
         print(f"  warning: {w}")
     return 0
+
+
+def _slowest(args: argparse.Namespace, found: list[Any]) -> int:
+    import json
+
+    if args.json:
+        print(json.dumps([{"run_id": r.run_id, "runtime_over_model": r.runtime_over_model, "error": r.error,
+                           "explanation": None if r.explanation is None else r.explanation.to_dict()}
+                          for r in found], indent=2, default=str))
+        return 0
+    print(f"job {args.job}: its {len(found)} runs furthest above its runtime model "
+          "(recorded runtime / the model's prediction for it)")
+    for r in found:
+        if r.explanation is None:
+            said = f"not explained: {r.error}"
+        else:
+            e = r.explanation
+            said = ("no clean run to compare with" if e.degradation is None
+                    else f"measured {_pct(e.degradation)} against its clean runs")
+            said += (f"; main cause {e.main_cause} ({e.main_share:.0%})" if e.main_cause
+                     else "; no cause named")
+        print(f"  {r.run_id}  {r.runtime_over_model:5.2f}x  {said}")
+    print("explain one run in full: sparkpredict explain RUN_ID")
+    return 0
+
