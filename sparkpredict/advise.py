@@ -300,7 +300,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     if src.cv_mape is not None and src.cv_mape > UNRELIABLE_CV_MAPE:
         above = src.runs_above_model()
         named = "" if not above else (" (the runs furthest above the model: "
-                                      + ", ".join(f"{r} {x:.1f}x" for r, x in above) + ")")
+                                      + ", ".join(f"{r} {x:.1f}x" for r, x in above)
+                                      + f"; `sparkpredict explain --job {job}` explains each)")
         warnings.append(f"the model's cross-validated error is {src.cv_mape:.0%}: the runs of {job} "
                         "differ far more than their input sizes and executor counts explain. If "
                         "they are different applications under one job name, give each its own "

@@ -296,7 +296,9 @@ def test_runs_no_model_can_tell_apart_are_named_as_the_likely_cause(tmp_path, mo
     assert len(said) == 1 and "give each its own (spark.sparkpredict.job)" in said[0]
     assert f"{a.model_cv_mape:.0%}" in said[0]
     # the runs to explain first are named: three of the 5x slower ones
-    named = said[0].split("the runs furthest above the model: ")[1].rstrip(")").split(", ")
+    listed, pointer = said[0].split("the runs furthest above the model: ")[1].rstrip(")").split("; ")
+    assert pointer == "`sparkpredict explain --job etl` explains each"
+    named = listed.split(", ")
     slow = set(runs.loc[runs.index % 2 == 1, "run_id"])
     assert len(named) == 3
     for item in named:
