@@ -115,7 +115,7 @@ def _slowest(args: argparse.Namespace, found: list[Any]) -> int:
             said = ("no clean run to compare with" if e.degradation is None
                     else f"measured {_pct(e.degradation)} against its clean runs")
             said += (f"; main cause {e.main_cause} ({e.main_share:.0%})" if e.main_cause
-                     else "; no cause named")
+                     else f"; its metrics show no interference (estimated {_pct(e.estimated_degradation)})")
         print(f"  {r.run_id}  {r.runtime_over_model:5.2f}x  {said}")
     print("explain one run in full: sparkpredict explain RUN_ID")
     return 0
