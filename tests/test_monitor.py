@@ -356,3 +356,19 @@ def test_slowest_runs_of_a_real_history_are_the_slowed_ones(capsys):
     assert main(["explain", found[0].run_id, "--job", "wordcount", "--store", str(hist)]) == 2
     with pytest.raises(InputError, match="top must be"):
         m.slowest_runs("wordcount", hist, top=0)
+
+
+def test_slowest_runs_of_runs_without_input_sizes_is_a_clear_error(tmp_path, capsys):
+    """Three real event logs whose apps are all called 'Spark shell': no input size recorded."""
+    from pathlib import Path
+
+    from sparkpredict.capture.eventlog import ingest_event_logs
+    from sparkpredict.cli import main
+
+    logs = Path(__file__).parent / "data" / "eventlogs"
+    ingest_event_logs(logs, tmp_path / "s")
+    assert m.slowest_runs("Spark shell", tmp_path / "s") == []
+    assert main(["explain", "--job", "Spark shell", "--store", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "no run of job 'Spark shell' can be set against its runtime model" in err
+    assert "spark.sparkpredict.inputBytes" in err

@@ -105,6 +105,13 @@ def _slowest(args: argparse.Namespace, found: list[Any]) -> int:
                            "explanation": None if r.explanation is None else r.explanation.to_dict()}
                           for r in found], indent=2, default=str))
         return 0
+    if not found:
+        from ..errors import InputError
+
+        raise InputError(f"no run of job {args.job!r} can be set against its runtime model: none "
+                         "has an input size, executors and a runtime recorded",
+                         "declare the input size of its runs (spark.sparkpredict.inputBytes, or "
+                         "sparkpredict submit --input-size); explain single runs by RUN_ID meanwhile")
     print(f"job {args.job}: its {len(found)} runs furthest above its runtime model "
           "(recorded runtime / the model's prediction for it)")
     for r in found:
