@@ -278,7 +278,7 @@ class Explanation:
         measured = "no clean run to compare with" if self.degradation is None \
             else f"{pct(self.degradation)} against its clean runs"
         cause = f"main cause {self.main_cause} ({self.main_share:.0%} of the slowdown)" if self.main_cause \
-            else "no cause named (below the noise)"
+            else f"its metrics name no cause (an estimated slowdown under {CAUSE_MIN_SLOWDOWN:.0%})"
         verdict = "VIOLATED" if self.violated else "met"
         return (f"run {self.run_id} (job {self.job}): {measured}, estimated from metrics "
                 f"{pct(self.estimated_degradation)}; {cause}; QoS at {self.threshold:.0%} {verdict}")
@@ -420,4 +420,3 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
         except SparkPredictError as exc:
             out.append(SlowRun(run_id, ratio, None, exc.message))
     return out
-

@@ -199,7 +199,7 @@ def test_explain_run_end_to_end_on_a_store(tmp_path):
     line = e.summary()
     assert line.startswith(f"run victim (job {e.job}): {e.degradation * 100:+.1f} % against its clean runs")
     assert f"main cause cpu ({e.main_share:.0%} of the slowdown)" in line and line.endswith("QoS at 20% VIOLATED")
-    assert "no cause named" in clean.summary() and clean.summary().endswith("QoS at 10% met")
+    assert "its metrics name no cause" in clean.summary() and clean.summary().endswith("QoS at 10% met")
     with pytest.raises(UnknownJobError, match="no run 'nope'"):
         m.explain_run("nope", held, model)
 
@@ -350,7 +350,7 @@ def test_slowest_runs_of_a_real_history_are_the_slowed_ones(capsys):
         assert r.error is None and r.explanation.run_id == r.run_id and r.explanation.degradation > 0.5
     assert main(["explain", "--job", "wordcount", "--top", "2", "--store", str(hist)]) == 0
     out = capsys.readouterr().out
-    assert f"  {found[0].run_id}  {found[0].runtime_over_model:5.2f}x  measured +" in out
+    assert f"  {found[0].runtime_over_model:5.2f}x  {found[0].explanation.summary()}\n" in out
     assert main(["explain", "--store", str(hist)]) == 2
     assert "give a RUN_ID or --job J, not neither" in capsys.readouterr().err
     assert main(["explain", found[0].run_id, "--job", "wordcount", "--store", str(hist)]) == 2

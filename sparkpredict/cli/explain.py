@@ -115,15 +115,8 @@ def _slowest(args: argparse.Namespace, found: list[Any]) -> int:
     print(f"job {args.job}: its {len(found)} runs furthest above its runtime model "
           "(recorded runtime / the model's prediction for it)")
     for r in found:
-        if r.explanation is None:
-            said = f"not explained: {r.error}"
-        else:
-            e = r.explanation
-            said = ("no clean run to compare with" if e.degradation is None
-                    else f"measured {_pct(e.degradation)} against its clean runs")
-            said += (f"; main cause {e.main_cause} ({e.main_share:.0%})" if e.main_cause
-                     else f"; its metrics show no interference (estimated {_pct(e.estimated_degradation)})")
-        print(f"  {r.run_id}  {r.runtime_over_model:5.2f}x  {said}")
+        said = r.explanation.summary() if r.explanation is not None else \
+            f"run {r.run_id}: not explained: {r.error}"
+        print(f"  {r.runtime_over_model:5.2f}x  {said}")
     print("explain one run in full: sparkpredict explain RUN_ID")
     return 0
-
