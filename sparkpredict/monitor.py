@@ -327,6 +327,12 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     job = str(row["job"].iloc[0])
     model = models or default_model(st)  # type: ignore[arg-type]
     df = labelled_stages(st, [job], run_ids=[run_id])  # type: ignore[arg-type]
+    return _explain(run_id, job, model, df, threshold, top_stages)
+
+
+def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame, threshold: float,
+             top_stages: int) -> Explanation:
+    """:func:`explain_run` on the job's :func:`labelled_stages` (which hold the run)."""
     rows = df[df["run_id"] == run_id].reset_index(drop=True)
     if rows.empty:
         raise UnknownJobError(f"run {run_id!r} has no completed stages to explain",
@@ -411,12 +417,16 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise InputError(f"top must be a whole number of at least 1, got {top!r}", "give e.g. --top 5")
     st = store if hasattr(store, "read") else io.open(store)
-    src = HistorySource.resolve(job, store=st)
-    models = models or default_model(st)  # type: ignore[arg-type]  # once, not per run
+    found = HistorySource.resolve(job, store=st).runs_above_model(k=top, min_ratio=0.0)
+    if not found:
+        return []
+    # the model and the stage features once for all the runs, not per run
+    model = models or default_model(st)  # type: ignore[arg-type]
+    df = labelled_stages(st, [job], run_ids=[r for r, _ in found])  # type: ignore[arg-type]
     out = []
-    for run_id, ratio in src.runs_above_model(k=top, min_ratio=0.0):
+    for run_id, ratio in found:
         try:
-            out.append(SlowRun(run_id, ratio, explain_run(run_id, st, models, threshold=threshold)))
+            out.append(SlowRun(run_id, ratio, _explain(run_id, job, model, df, threshold, 3)))
         except SparkPredictError as exc:
             out.append(SlowRun(run_id, ratio, None, exc.message))
     return out

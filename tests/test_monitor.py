@@ -348,6 +348,7 @@ def test_slowest_runs_of_a_real_history_are_the_slowed_ones(capsys):
     assert len(found) == 2 and found[0].runtime_over_model >= found[1].runtime_over_model >= 1.25
     for r in found:
         assert r.error is None and r.explanation.run_id == r.run_id and r.explanation.degradation > 0.5
+        assert r.explanation == m.explain_run(r.run_id, hist)  # the stages read once: same result
     assert main(["explain", "--job", "wordcount", "--top", "2", "--store", str(hist)]) == 0
     out = capsys.readouterr().out
     assert f"  {found[0].runtime_over_model:5.2f}x  {found[0].explanation.summary()}\n" in out
