@@ -215,8 +215,7 @@ class HistorySource:
         r = self.runs
         if r is None or r.empty or "run_id" not in r.columns or not hasattr(self.model, "predict"):
             return []
-        ok = (r["input_bytes"] > 0) & (r["executors"] > 0) & (r["runtime_s"] > 0)
-        r = r[ok.fillna(False)]
+        r = r[(r["input_bytes"] > 0) & (r["executors"] > 0) & (r["runtime_s"] > 0)]  # NaN: False
         if r.empty:
             return []
         ratio = r["runtime_s"].to_numpy(float) / np.asarray(self.model.predict(r), dtype=float)

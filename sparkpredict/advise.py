@@ -220,7 +220,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     budget_v = None if budget is None else positive_float("budget", budget, "--budget")
     knee_eff = positive_float("knee_efficiency", knee_efficiency, "--knee-efficiency")
     cores = None if executor_cores is None else positive_int("executor_cores", executor_cores,
-                                                              "--executor-cores")
+                                                             "--executor-cores")
     mem = None if executor_memory_mb is None else positive_int(
         "executor_memory_mb", executor_memory_mb, "--executor-memory")
     counts = None
@@ -318,7 +318,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         upper_s=float(up[i]), cost_executor_hours=float(cost[i]),
         cost_money=None if money is None else float(money[i]), deadline_s=deadline,
         meets_deadline=met, candidates=rows, model_name=src.model_name,
-        model_cv_mape=src.cv_mape, n_runs=src.n_runs, extrapolates=any(v >= EXTRAPOLATION_NOTED for v in extr.values()),
+        model_cv_mape=src.cv_mape, n_runs=src.n_runs,
+        extrapolates=any(v >= EXTRAPOLATION_NOTED for v in extr.values()),
         extrapolation=extr, warnings=tuple(warnings), dynamic_allocation=da,
         knee_executors=int(e[knee_i]), executor_cores=cores, executor_memory_mb=mem,
         price_per_executor_hour=price, budget=budget_v, params=used,
