@@ -25,7 +25,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -131,6 +131,17 @@ class Evaluation:
                 .where(self.rows.notna(), None).to_dict(orient="records"), "skipped": self.skipped}
 
 
+def check_kinds(kinds: Iterable[str]) -> None:
+    """Refuse unknown :class:`JobRuntimeModel` kinds before any fit: a misspelt kind would fail
+    every fold of every job."""
+    from .models.hybrid import KINDS
+
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise InputError(f"unknown model kind(s) {', '.join(map(repr, unknown))}",
+                         f"use {', '.join(KINDS)} (auto is the combined model)")
+
+
 def _factories(models: Any, include_study: bool) -> dict[str, Callable[[], Any]]:
     from .models.hybrid import JobRuntimeModel
 
@@ -141,6 +152,7 @@ def _factories(models: Any, include_study: bool) -> dict[str, Callable[[], Any]]
     if isinstance(models, dict):
         out.update(models)
     elif models is not None:
+        check_kinds(models)
         for kind in models:
             out["combined" if kind == "auto" else kind] = functools.partial(JobRuntimeModel, kind=kind)
     return out

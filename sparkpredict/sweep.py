@@ -151,8 +151,18 @@ def _mem_available_mb() -> float:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20
 
 
+#: The master URLs Spark parses (local modes, YARN, standalone, Kubernetes, Mesos).
+_MASTER_URL = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]"
+                         r"|yarn|(spark|k8s|mesos)://\S+")
+
+
 def check_capacity(master: str, executors: int, cores: int, memory_mb: int) -> None:
-    """Refuse local masters this machine cannot start; cluster masters are the cluster's business."""
+    """Refuse a master URL Spark cannot parse, and local masters this machine cannot start;
+    whether a cluster master has room is the cluster's business."""
+    if not _MASTER_URL.fullmatch(master):
+        raise WorkloadError(f"{master!r} is not a Spark master URL",
+                            "give --master local[N], local-cluster[N,C,MiB], yarn, spark://HOST:PORT "
+                            "or k8s://URL")
     ncpu = os.cpu_count() or 1
     m = re.fullmatch(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]", master)
     if m:
@@ -299,7 +309,14 @@ def _start_session(master: str, app_name: str, conf: dict[str, str]):
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in conf.items():
         builder = builder.config(k, v)
-    return builder.getOrCreate()
+    try:
+        return builder.getOrCreate()
+    except Exception as exc:  # py4j wraps Spark's reason (a bad master URL, no cluster) in its own  # noqa: BLE001
+        java = getattr(exc, "java_exception", None)
+        reason = str(java.getMessage()) if java is not None else (str(exc).strip().splitlines() or [""])[0]
+        raise WorkloadError(f"Spark did not start with master {master!r}: {reason}",
+                            "give --master local[N], local-cluster[N,C,MiB], yarn, spark://HOST:PORT "
+                            "or k8s://URL, and check that the cluster is reachable") from None
 
 
 def _eta(done: list[tuple[int, float]], todo: Sequence[Combo]) -> float | None:

@@ -79,3 +79,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert main(["predict", str(tmp_path / "m"), str(tmp_path / "bad.csv"), "--out", str(tmp_path / "p.csv")]) == 2
     assert "no sparkpredict models" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path / "bad.csv")]) == 2
+    capsys.readouterr()
+    synthetic_job("etl", sizes=(8, 12, 16), execs=(2, 4, 8)).to_csv(tmp_path / "ok.csv", index=False)
+    assert main(["evaluate", str(tmp_path / "ok.csv"), "--models", "amdahl,nope"]) == 2
+    assert "unknown model kind(s) 'nope'" in capsys.readouterr().err

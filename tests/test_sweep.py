@@ -49,6 +49,8 @@ def test_plan_orders_repeats_outermost():
     ({"workload": "sort", "sizes": "8MB", "executors": "1,2,500"}, "cores"),
     ({"workload": "sort", "sizes": "8MB", "executors": "2", "executor_memory_mb": 10**7}, "MiB is available"),
     ({"workload": "sort", "sizes": "8MB", "executors": "1", "master": "local", "repeats": 0}, "repeats"),
+    # refused before a JVM starts, not by Spark's stack trace after it
+    ({"workload": "sort", "sizes": "8MB", "executors": "1", "master": "yarn-client"}, "not a Spark master URL"),
 ])
 def test_bad_sweeps_are_refused_up_front(kwargs, message):
     with pytest.raises((WorkloadError, InputError)) as e:
@@ -60,6 +62,8 @@ def test_bad_sweeps_are_refused_up_front(kwargs, message):
 def test_capacity_check_allows_what_the_machine_can_start():
     S.check_capacity("local-cluster[2,1,1024]", 2, 1, 1024)
     S.check_capacity("yarn", 500, 4, 8192)  # a cluster's capacity is the cluster's business
+    for url in ("local", "local[*]", "local[2,3]", "spark://a:7077,b:7077", "k8s://https://k:443"):
+        S.check_capacity(url, 1, 1, 1024)
     with pytest.raises(WorkloadError, match="task threads"):
         S.check_capacity(f"local[{64 * (os.cpu_count() or 1)}]", 1, 1, 1024)
 

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from ..errors import InputError
-    from ..evaluate import SPLITS, evaluate, format_tables, summary
+    from ..evaluate import SPLITS, check_kinds, evaluate, format_tables, summary
     from ..features.runs import read_runs_file
 
     if args.runs is None and args.store is None:
@@ -48,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     if bad:
         raise InputError(f"unknown split(s) {bad}", f"use {', '.join(SPLITS)}")
     kinds = [k.strip() for k in args.models.split(",")] if args.models else None
+    if kinds:
+        check_kinds(kinds)
     models: Any = kinds
     if args.stage_models:
         from ..config import resolve_store
