@@ -49,13 +49,10 @@ def check_args(input_bytes: Any, deadline_s: Any, objective: str, confidence: fl
         raise InputError(f"unknown objective {objective!r}",
                          "use --objective cost (cheapest meeting the deadline), time (fastest) "
                          "or knee (where more executors stop paying off)")
-    try:
-        conf = float(confidence)
-    except (TypeError, ValueError):
-        conf = math.nan
-    if isinstance(confidence, bool) or not 0.0 < conf < 1.0:
-        raise InputError(f"confidence must lie strictly between 0 and 1, got {confidence!r}",
-                         "give e.g. --confidence 0.9")
+    # imported here: it loads numpy, which the advice needs only once it runs
+    from .models.columns import check_confidence
+
+    conf = check_confidence(confidence)
     lo = positive_int("min_executors", min_executors, "--min-executors")
     hi = None if max_executors is None else positive_int("max_executors", max_executors,
                                                           "--max-executors")

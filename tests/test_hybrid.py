@@ -110,8 +110,11 @@ def test_interval_contains_prediction_and_widens_outside(model):
     assert rel[1] > rel[0]  # 67 % beyond the largest size seen: wider
     iv50 = model.predict_interval(q, confidence=0.5)
     assert np.all(iv50["upper_s"] - iv50["lower_s"] <= iv["upper_s"] - iv["lower_s"])
-    with pytest.raises(InputError, match="confidence"):
-        model.predict_interval(q, confidence=1.5)
+    for bad in (1.5, 0, True, "high"):  # one message for every model and the advice
+        with pytest.raises(InputError, match="confidence must lie strictly between 0 and 1") as e:
+            model.predict_interval(q, confidence=bad)
+        assert e.value.fix == "give e.g. --confidence 0.9"
+    assert np.array_equal(model.predict_interval(q, confidence="0.9")["upper_s"], iv["upper_s"])
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -20,11 +20,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..errors import InputError
+    from ..models.columns import check_confidence
     from ..report import build_report
 
-    if not 0 < args.confidence < 1:
-        raise InputError(f"confidence {args.confidence} is not between 0 and 1", "give e.g. --confidence 0.9")
+    check_confidence(args.confidence)  # before the report's fits
     res = build_report(args.out, store=args.store, jobs=args.job, confidence=args.confidence)
     for w in res.warnings:
         print(f"warning: {w}", file=sys.stderr)

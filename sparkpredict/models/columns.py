@@ -1,4 +1,5 @@
-"""A user's table as the float columns a runtime model reads (numpy only).
+"""What a user hands a runtime model, checked: tables as float columns, a confidence level
+(numpy only).
 
 Training runs and queries arrive as DataFrames or mappings of arrays, with text, ints or
 length-1 columns among them; these helpers turn them into float arrays, or raise one
@@ -6,6 +7,7 @@ length-1 columns among them; these helpers turn them into float arrays, or raise
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -70,4 +72,16 @@ def with_runtime(X: Any, y: Any) -> Any:
     return X.assign(runtime_s=y) if hasattr(X, "assign") else {**X, "runtime_s": y}
 
 
-__all__ = ["REQUIRED", "column", "floats", "n_rows", "with_runtime"]
+def check_confidence(value: Any) -> float:
+    """``value`` as a confidence level strictly between 0 and 1 (every model and the advice)."""
+    try:
+        c = float(value)
+    except (TypeError, ValueError):
+        c = math.nan
+    if isinstance(value, bool) or not 0.0 < c < 1.0:
+        raise InputError(f"confidence must lie strictly between 0 and 1, got {value!r}",
+                         "give e.g. --confidence 0.9")
+    return c
+
+
+__all__ = ["REQUIRED", "check_confidence", "column", "floats", "n_rows", "with_runtime"]

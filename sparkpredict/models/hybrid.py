@@ -33,7 +33,7 @@ from ..errors import DegenerateDataError, InputError, ModelError, NotFittedError
 from . import analytical as A
 from . import intervals
 from . import ml as M
-from .columns import REQUIRED, column, floats, n_rows, with_runtime
+from .columns import REQUIRED, check_confidence, column, floats, n_rows, with_runtime
 
 log = logging.getLogger(__name__)
 
@@ -271,8 +271,7 @@ class JobRuntimeModel:
         log widths around it.
         """
         self._check()
-        if not 0 < confidence < 1:
-            raise InputError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.9")
+        confidence = check_confidence(confidence)
         pred = self.predict(X)
         lo, hi = intervals.log_bounds(self, self._query(X), pred)(np.full(len(pred), float(confidence)))
         return {"predicted_runtime_s": pred, "lower_s": pred * np.exp(lo), "upper_s": pred * np.exp(hi)}

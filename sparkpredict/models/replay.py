@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError, UnknownJobError
+from .columns import check_confidence
 from .simulate import Timeline, replay, simulate_timeline
 
 if TYPE_CHECKING:
@@ -184,8 +185,7 @@ class ReplayRuntimeModel:
     def predict_interval(self, X, confidence: float = 0.9) -> dict:
         """Point prediction and an interval from leave-one-run-out relative errors (or, with
         one run, its self-check error)."""
-        if not 0 < confidence < 1:
-            raise InputError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.9")
+        confidence = check_confidence(confidence)
         from .stages import _as_frame
 
         X = _as_frame(X)

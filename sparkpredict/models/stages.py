@@ -28,6 +28,7 @@ import numpy as np
 from ..errors import DegenerateDataError, InputError, NotFittedError, UnknownJobError
 from ..features import stages as F
 from . import simulate as sim
+from .columns import check_confidence
 from .replay import ReplayRuntimeModel, head_trends
 from .timeline import as_pandas
 
@@ -403,8 +404,7 @@ class StageRuntimeModel:
     def predict_interval(self, X: pd.DataFrame, confidence: float = 0.9) -> dict:
         """Point prediction and an interval from the spread of the trees, widened to the
         out-of-bag relative errors of the training runs at ``confidence``."""
-        if not 0 < confidence < 1:
-            raise InputError(f"confidence must be in (0, 1), got {confidence}", "use e.g. 0.9")
+        confidence = check_confidence(confidence)
         point, trees = self._evaluate(X, trees=True)
         assert trees is not None  # trees=True always returns the per-tree seconds
         a = (1 - confidence) / 2
