@@ -154,15 +154,14 @@ def _mem_available_mb() -> float:
 #: The master URLs Spark parses (local modes, YARN, standalone, Kubernetes, Mesos).
 _MASTER_URL = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]"
                          r"|yarn|(spark|k8s|mesos)://\S+")
+_MASTER_FIX = "give --master local[N], local-cluster[N,C,MiB], yarn, spark://HOST:PORT or k8s://URL"
 
 
 def check_capacity(master: str, executors: int, cores: int, memory_mb: int) -> None:
     """Refuse a master URL Spark cannot parse, and local masters this machine cannot start;
     whether a cluster master has room is the cluster's business."""
     if not _MASTER_URL.fullmatch(master):
-        raise WorkloadError(f"{master!r} is not a Spark master URL",
-                            "give --master local[N], local-cluster[N,C,MiB], yarn, spark://HOST:PORT "
-                            "or k8s://URL")
+        raise WorkloadError(f"{master!r} is not a Spark master URL", _MASTER_FIX)
     ncpu = os.cpu_count() or 1
     m = re.fullmatch(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]", master)
     if m:
@@ -315,8 +314,7 @@ def _start_session(master: str, app_name: str, conf: dict[str, str]):
         java = getattr(exc, "java_exception", None)
         reason = str(java.getMessage()) if java is not None else (str(exc).strip().splitlines() or [""])[0]
         raise WorkloadError(f"Spark did not start with master {master!r}: {reason}",
-                            "give --master local[N], local-cluster[N,C,MiB], yarn, spark://HOST:PORT "
-                            "or k8s://URL, and check that the cluster is reachable") from None
+                            _MASTER_FIX + ", and check that the cluster is reachable") from None
 
 
 def _eta(done: list[tuple[int, float]], todo: Sequence[Combo]) -> float | None:
