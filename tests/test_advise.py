@@ -80,7 +80,8 @@ def test_unreachable_deadline_says_so_and_gives_the_fastest():
     assert a.meets_deadline is False
     assert a.executors == 20
     assert any("meets the deadline" in w for w in a.warnings)
-    assert "CANNOT meet" in a.summary()
+    # predicted 198 s against 60 s: no chance to speak of, so it misses rather than may miss
+    assert "; misses deadline 1m00s: predicted over it" in a.summary()
 
 
 class ChanceLawModel(LawModel):
@@ -104,7 +105,8 @@ def test_unreachable_deadline_gives_the_count_most_likely_to_make_it():
     assert a.meets_deadline is False
     assert a.executors == 4 and a.chance_meets_deadline == pytest.approx(0.6)
     assert [c.chance_meets_deadline for c in a.candidates[:5]] == pytest.approx([0.45, 0.5, 0.55, 0.6, 0.55])
-    assert "CANNOT meet deadline 1m00s by the 90% upper bound (chance 60%, 95% needed)" in a.summary()
+    # more likely in time than not, but not certified: "may miss", with the chance it needs
+    assert "may miss deadline 1m00s: its 90% upper bound is over it (chance 60%, 95% needed)" in a.summary()
     # chances tied: the lowest upper bound (the fastest) decides, as without chances
     flat = ChanceLawModel()
     flat.chance_within = lambda X, limit_s: np.full(len(X["executors"]), 0.001)
@@ -281,3 +283,24 @@ def test_wide_ranges_are_thinned_but_keep_the_ends_and_the_counts_seen():
     counts = [c.executors for c in a.candidates]
     assert len(counts) <= 256 + 2 and counts == sorted(set(counts))
     assert {1, 3, 17, 5000} <= set(counts)
+
+
+def test_each_count_is_said_to_meet_to_maybe_miss_or_to_miss_the_deadline():
+    """T = 3000/E + 30 s at 50 GB, upper bound 1.1 T, deadline 640 s: E = 6 (T 530, upper 583)
+    meets it; E = 5 (T 630, upper 693) is more likely in time than not but not certified; E = 4
+    (T 780) is predicted over it. The table says so per row, as the summary does for the choice."""
+    from sparkpredict.advice import deadline_verdict
+    from sparkpredict.cli.suggest import format_advice
+
+    a = advise(deadline_s=640, min_executors=4, max_executors=6, objective="time")
+    verdicts = [deadline_verdict(c.meets_deadline, c.chance_meets_deadline, c.predicted_runtime_s, 640)
+                for c in a.candidates]
+    assert verdicts == ["misses", "may miss", "meets"]
+    rows = [ln.lstrip("> ").split() for ln in format_advice(a).splitlines()
+            if ln.strip().lstrip("> ")[:1].isdigit()]
+    assert [r[0] for r in rows] == ["4", "5", "6"]
+    assert [" ".join(r[6:]) for r in rows] == ["misses", "may miss", "meets"]
+    # with a chance, the chance decides: 60 % in time is "may miss" even when predicted over
+    assert deadline_verdict(False, 0.6, 700.0, 640.0) == "may miss"
+    assert deadline_verdict(False, 0.4, 600.0, 640.0) == "misses"
+    assert deadline_verdict(True, 0.97, 600.0, 640.0) == "meets"

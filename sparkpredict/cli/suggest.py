@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
 def format_advice(a: Any, max_rows: int = 40) -> str:
     """The advice as a readable table, the chosen row marked with ``>``."""
-    from ..advice import format_chance
+    from ..advice import deadline_verdict, format_chance
     from ..units import format_bytes, format_duration, format_executor_hours, plural
 
     pct = f"{a.confidence:.0%}"
@@ -129,7 +129,8 @@ def format_advice(a: Any, max_rows: int = 40) -> str:
         if money:
             row.append(f"{c.cost_money:.2f}")
         if a.deadline_s is not None:
-            row.append("meets" if c.meets_deadline else "misses")
+            row.append(deadline_verdict(c.meets_deadline, c.chance_meets_deadline,
+                                        c.predicted_runtime_s, a.deadline_s))
             row.append("" if c.chance_meets_deadline is None else format_chance(c.chance_meets_deadline))
         rows.append(row)
     widths = [max(len(r[k]) for r in [cols] + rows) for k in range(len(cols))]
