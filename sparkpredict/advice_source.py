@@ -205,16 +205,23 @@ class HistorySource:
         return self._dyn
 
     def runs_above_model(self, k: int = 3, min_ratio: float = 1.25) -> list[tuple[str, float]]:
-        """The ``k`` runs furthest above the model's own prediction for them, as (run id,
+        """The ``k`` runs furthest above the model's prediction for them, as (run id,
         runtime / prediction), those at least ``min_ratio``; [] without a store's runs.
 
-        Candidates for ``sparkpredict explain``: the fit is in-sample, so a run it follows
-        closely may still have been slowed."""
+        The prediction is out of fold where the model kept it (``slow_runs_``: the fold of its
+        cross-validation that left the run out), so a run the fit followed closely still shows
+        how far it lies from the others. Otherwise (a replay model, a model saved before
+        they were kept) the fit is in-sample, and a run it follows closely may still have been
+        slowed. Candidates for ``sparkpredict explain``."""
         import numpy as np
 
         r = self.runs
         if r is None or r.empty or "run_id" not in r.columns or not hasattr(self.model, "predict"):
             return []
+        if getattr(self.model, "slow_runs_", None):
+            present = set(r["run_id"].astype(str))
+            kept = [(rid, x) for rid, x in self.model.slow_runs_ if rid in present]
+            return [(rid, x) for rid, x in kept[:k] if x >= min_ratio]
         r = r[(r["input_bytes"] > 0) & (r["executors"] > 0) & (r["runtime_s"] > 0)]  # NaN: False
         if r.empty:
             return []

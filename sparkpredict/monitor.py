@@ -393,7 +393,8 @@ class SlowRun:
     """One of a job's runs that took longer than its size and executors explain."""
 
     run_id: str
-    #: recorded runtime / the job's runtime model's prediction for that run
+    #: recorded runtime / the job's runtime model's prediction for that run, out of fold (see
+    #: :meth:`.advice_source.HistorySource.runs_above_model`)
     runtime_over_model: float
     explanation: Explanation | None
     #: why it could not be explained (no clean run to compare with, ...), else None
@@ -405,7 +406,8 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
     """The job's ``top`` runs furthest above its runtime model's prediction, each explained.
 
     The runtime model (fitted on the store's runs and cached, as the advice fits it) says which
-    runs took longer than their input size and executor count explain; :func:`explain_run`
+    runs took longer than their input size and executor count explain, each against the
+    prediction of its cross-validation fold that left it out; :func:`explain_run`
     then says how much their stages were slowed against the job's clean runs, and by what. A
     history's own slow runs widen every interval the advice gives: these are the ones to look
     at first.

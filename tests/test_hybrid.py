@@ -229,7 +229,7 @@ def test_size_power_is_chosen_by_cross_validation_not_in_sample_fit(job):
     # extrapolates worse in the job's own CV, so the model keeps S
     from sparkpredict.models import selection
 
-    F, y, extras = JobRuntimeModel()._training_columns(job)
+    F, y, extras, _ = JobRuntimeModel()._training_columns(job)
     assert selection.fit_component("plate2d", F, y, extras).equation.power == 2
     cv = {pw: selection.cross_validate("plate2d", F, y, extras, power=pw)[0].score for pw in (1, 2)}
     assert cv[1] < cv[2]
@@ -479,3 +479,41 @@ def test_recorded_size_interval_is_never_wider_than_an_unseen_sizes_on_real_runs
     assert np.all(iv["upper_s"] <= ref["upper_s"] * (1 + 1e-12))
     assert np.all(iv["lower_s"] >= ref["lower_s"] * (1 - 1e-12))
     assert np.any(iv["upper_s"] < ref["upper_s"]) or np.any(iv["lower_s"] > ref["lower_s"])
+
+
+def test_runs_furthest_above_the_model_are_found_out_of_fold():
+    """Two runs slowed 1.8x and 1.4x: the model keeps them first among slow_runs_, each against
+    the fold that left it out (in sample, a trees correction follows a run it was fitted on),
+    through a save and load; without run ids it keeps none."""
+    from sparkpredict.models.hybrid import SLOW_RUNS_KEPT
+
+    runs = synthetic_job(cliff=False)
+    slowed = {"etl-16-6-2": 1.8, "etl-12-10-4": 1.4}
+    for rid, f in slowed.items():
+        runs.loc[runs["run_id"] == rid, "runtime_s"] *= f
+    m = JobRuntimeModel().fit(runs)
+    assert [r for r, _ in m.slow_runs_[:2]] == list(slowed)
+    assert m.slow_runs_[0][1] == pytest.approx(1.8, rel=0.1) and m.slow_runs_[1][1] == pytest.approx(1.4, rel=0.1)
+    ratios = [x for _, x in m.slow_runs_]
+    assert ratios == sorted(ratios, reverse=True) and len(ratios) == SLOW_RUNS_KEPT
+    assert ratios[2] < 1.1  # the next is an unslowed run, within its noise
+    assert JobRuntimeModel.from_dict(json.loads(json.dumps(m.to_dict()))).slow_runs_ == m.slow_runs_
+    assert JobRuntimeModel().fit(runs.drop(columns=["run_id"])).slow_runs_ == []
+
+
+def test_a_trees_correction_hides_a_slowed_run_in_sample_but_not_out_of_fold():
+    """One run per size and count, one slowed 1.5x: the hybrid model reproduces it in sample
+    (ratio ~1.00), so only the out-of-fold ratio names it (the demo's `explain --job` listed
+    every run at 1.00x before)."""
+    from sparkpredict.advice_source import HistorySource
+
+    runs = synthetic_job(cliff=False, sizes=(8, 12, 16, 20), execs=(2, 4, 6))
+    runs = runs[runs["run_id"].str.endswith("-0")].copy()
+    runs.loc[runs["run_id"] == "etl-12-4-0", "runtime_s"] *= 1.5
+    m = JobRuntimeModel(kind="hybrid").fit(runs)
+    in_sample = runs["runtime_s"].to_numpy() / m.predict(runs)
+    assert in_sample.max() < 1.05
+    above = HistorySource("etl", m, runs).runs_above_model(k=3, min_ratio=1.25)
+    assert [r for r, _ in above] == ["etl-12-4-0"] and above[0][1] == pytest.approx(1.5, rel=0.05)
+    # runs the store no longer holds are not named
+    assert HistorySource("etl", m, runs[runs["run_id"] != "etl-12-4-0"]).runs_above_model(min_ratio=1.25) == []

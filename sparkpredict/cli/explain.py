@@ -113,7 +113,7 @@ def _slowest(args: argparse.Namespace, found: list[Any]) -> int:
                          "declare the input size of its runs (spark.sparkpredict.inputBytes, or "
                          "sparkpredict submit --input-size); explain single runs by RUN_ID meanwhile")
     print(f"job {args.job}: its {len(found)} runs furthest above its runtime model "
-          "(recorded runtime / the model's prediction for it)")
+          "(recorded runtime / the model's prediction for it, fitted without it)")
     for r in found:
         said = r.explanation.summary() if r.explanation is not None else \
             f"run {r.run_id}: not explained: {r.error}"

@@ -59,7 +59,26 @@ MIN_RUNS = 4
 SIZE_GROWTH = "proportional"
 
 
+#: How many runs :attr:`JobRuntimeModel.slow_runs_` keeps (the most above the model first).
+SLOW_RUNS_KEPT = 50
+
+
 # ---- feature handling (numpy only) ---------------------------------------------------------
+def _slow_runs(runs: Any, rows: np.ndarray, oof: np.ndarray | None) -> list[tuple[str, float]]:
+    """(run_id, runtime / out-of-fold prediction) of the runs furthest above the model.
+
+    Out of fold, because in sample a model with a trees correction reproduces every run it was
+    fitted on: each ratio came out 1.00 and "the runs furthest above the model" named none.
+    [] without a ``run_id`` column."""
+    cols = runs.columns if hasattr(runs, "columns") else runs.keys()
+    if oof is None or "run_id" not in cols:
+        return []
+    ids = np.asarray(runs["run_id"]).astype(str)[rows]
+    ratio = np.exp(oof)
+    order = [j for j in np.argsort(-np.nan_to_num(ratio, nan=-1.0), kind="stable") if np.isfinite(ratio[j])]
+    return [(str(ids[j]), float(ratio[j])) for j in order[:SLOW_RUNS_KEPT]]
+
+
 def design_matrix(F: Mapping[str, np.ndarray], extras: list[str]) -> np.ndarray:
     """ML inputs: :data:`DESIGN` columns then the extra numeric features."""
     S = F["input_bytes"] / GIB
@@ -94,6 +113,10 @@ class JobRuntimeModel:
         column -> (min, max) of the training runs.
     feature_names_ : list of str
         Model inputs: ``input_bytes, executors, executor_cores, executor_memory_mb`` + extras.
+    slow_runs_ : list of (str, float)
+        With a ``run_id`` column: the runs furthest above the model, as (run_id, runtime /
+        the prediction of the cross-validation fold that left the run out), largest first
+        (at most :data:`SLOW_RUNS_KEPT`).
     """
 
     def __init__(self, *, kind: str = "auto", random_state: int = 0) -> None:
@@ -117,7 +140,7 @@ class JobRuntimeModel:
             raise InputError(f"unknown model kind {self.kind!r}", f"use one of {', '.join(KINDS)}")
         if y is not None:
             runs = with_runtime(runs, y)
-        F, y, extras = self._training_columns(runs)
+        F, y, extras, rows = self._training_columns(runs)
         self.extras_ = extras
         self.feature_names_ = list(REQUIRED + OPTIONAL) + extras
         self.n_runs_ = len(y)
@@ -140,9 +163,11 @@ class JobRuntimeModel:
         self.drift_law_ = selection.DRIFT_LAW
         # the study's single-kind models keep their published form (the evaluation's baselines)
         self.size_growth_ = SIZE_GROWTH if self.kind in ("auto", "hybrid") else "free"
+        self.slow_runs_ = _slow_runs(runs, rows, result.cv.oof_rows)
         return self
 
-    def _training_columns(self, runs: Any) -> tuple[dict[str, np.ndarray], np.ndarray, list[str]]:
+    def _training_columns(self, runs: Any) -> tuple[dict[str, np.ndarray], np.ndarray, list[str], np.ndarray]:
+        """(features, runtimes, extra feature names, each row's position in ``runs``)."""
         cols = list(runs.columns) if hasattr(runs, "columns") else list(runs.keys())
         missing = [c for c in REQUIRED + ("runtime_s",) if c not in cols]
         if missing:
@@ -189,7 +214,7 @@ class JobRuntimeModel:
         # Row order must not matter (retrain inside Spark sees shuffled rows): sort canonically.
         keys = [y] + [F[c] for c in reversed(list(F))]
         order = np.lexsort(keys)
-        return {c: v[order] for c, v in F.items()}, y[order], extras
+        return {c: v[order] for c, v in F.items()}, y[order], extras, np.flatnonzero(ok)[order]
 
     # ---- prediction ---------------------------------------------------------------------
     def _check(self) -> None:
@@ -319,6 +344,7 @@ class JobRuntimeModel:
                 "seen_residuals": None if self.seen_residuals_ is None
                 else [float(r) for r in self.seen_residuals_],
                 "size_levels": [float(v) for v in self.size_levels_],
+                "slow_runs": [[r, x] for r, x in self.slow_runs_],
                 "component": component_to_dict(self.component_)}
 
     @classmethod
@@ -351,6 +377,8 @@ class JobRuntimeModel:
         seen = d.get("seen_residuals")
         m.seen_residuals_ = None if seen is None else np.asarray(seen, float)
         m.size_levels_ = np.asarray(d.get("size_levels", []), float)
+        # saved before they were kept: none known (explain --job then ranks in-sample)
+        m.slow_runs_ = [(str(r), float(x)) for r, x in d.get("slow_runs", [])]
         m.component_ = component_from_dict(d["component"])
         return m
 

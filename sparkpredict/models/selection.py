@@ -218,6 +218,8 @@ class CVResult:
     extrap_mape: float
     oof_in: np.ndarray = field(repr=False)      # log(y/ŷ) of the interpolation folds
     ext_z: dict[str, np.ndarray] = field(repr=False)  # log(y/ŷ) / distance, per "<column><+|->"
+    #: oof_in per training row, in row order (NaN where the row's fold could not be fitted)
+    oof_rows: np.ndarray | None = field(default=None, repr=False)
 
 
 #: An extrapolation fold whose held-out level lies less than this (relative distance) beyond
@@ -321,7 +323,7 @@ def cross_validate(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: l
         extrap_mape = float(np.mean(ex[i])) if ex[i] else np.nan
         score = interp_mape if not ex[i] else 0.5 * (interp_mape + extrap_mape)
         results.append(CVResult(score, interp_mape, extrap_mape, np.log(y / o)[np.isfinite(o)],
-                                {k: np.sort(np.concatenate(v)) for k, v in zs[i].items()}))
+                                {k: np.sort(np.concatenate(v)) for k, v in zs[i].items()}, np.log(y / o)))
     return results
 
 
@@ -405,7 +407,7 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
     comp = Component("switch", parts=(ci, co), box=box)
     # inside: the interpolator's CV errors; outside: the extrapolator's
     cv = CVResult(0.5 * (pool[inner].interp_mape + pool[outer].extrap_mape), pool[inner].interp_mape,
-                  pool[outer].extrap_mape, pool[inner].oof_in, pool[outer].ext_z)
+                  pool[outer].extrap_mape, pool[inner].oof_in, pool[outer].ext_z, pool[inner].oof_rows)
     scores[comp.name] = round(float(cv.score), 6)
     return Selection(comp.name, comp, float(cv.score), scores, cv)
 
