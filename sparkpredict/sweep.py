@@ -41,6 +41,11 @@ DEFAULT_MASTER = "local-cluster[{executors},{cores},{memory_mb}]"
 OVERSUBSCRIBE = 4
 #: Memory an executor JVM takes beyond its heap (metaspace, threads, off-heap buffers), MiB.
 JVM_OVERHEAD_MB = 300
+#: The warm-up run is recorded by the listener into a scratch store (then deleted), on the first
+#: run's local master, so that the listener's first write falls outside the first recorded run;
+#: False: the warm-up before 2026-11-30, unrecorded on local[2] (benchmarks/sweep_warmup.py
+#: measures both).
+WARMUP_RECORDS = True
 #: How long to wait for a local-cluster's executors to register before the job starts.
 EXECUTOR_WAIT_S = 180.0
 
@@ -373,7 +378,7 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
         data[size] = (path, W.gen.data_size(path))
 
     if todo and warmup and not _jvm_started():
-        _warm_up(w, todo[0], data[min(data)][0], plan, local_dir, store_path)
+        _warm_up(w, todo[0], data[min(data)][0], plan, local_dir, store_path, tasks)
 
     done: list[tuple[int, float]] = []
     verified = False
@@ -434,16 +439,30 @@ def _jvm_started() -> bool:
 
 
 def _warm_up(w: W.Workload, combo: Combo, path: Path, plan: SweepPlan, local_dir: Path,
-             store_path: str) -> None:
-    """One unrecorded run: the jar goes on the classpath, but no listener records it."""
+             store_path: str, tasks: bool = True) -> None:
+    """One run the sweep's store does not record, in the driver JVM the sweep then uses.
+
+    With :data:`WARMUP_RECORDS` the listener and host sampler record it into a scratch store,
+    deleted afterwards: their first write (Parquet and Hadoop classes, the file system) then
+    happens here, not inside the first recorded run."""
+    import shutil
+    import tempfile
+
     from .capture.listener import listener_conf
 
     conf = run_conf(plan, combo, W.gen.data_size(path), local_dir)
     conf.pop(KEY_SWEEP)
-    lc = listener_conf(store_path, plan.workload)
-    conf["spark.jars"] = lc["spark.jars"]  # must be there when the driver JVM starts
-    # Local threads suffice: the point is the driver JVM (local-cluster executors start fresh anyway).
-    spark = _start_session("local[2]", f"{plan.workload}-warmup", conf)
+    scratch = tempfile.mkdtemp(prefix="warmup-store-", dir=local_dir)
+    lc = listener_conf(scratch if WARMUP_RECORDS else store_path, plan.workload, tasks=tasks)
+    # The first run's own local[N] where it is one; local-cluster executors start fresh for
+    # every run anyway, so local threads warm its driver JVM without starting executors.
+    master = "local[2]"
+    if WARMUP_RECORDS:
+        conf.update(lc)
+        master = combo.master if re.fullmatch(r"local(\[.*\])?", combo.master) else master
+    else:
+        conf["spark.jars"] = lc["spark.jars"]  # must be there when the driver JVM starts
+    spark = _start_session(master, f"{plan.workload}-warmup", conf)
     try:
         spark.sparkContext.setLogLevel("ERROR")
         w.run(spark, path, plan.seed)
@@ -451,6 +470,7 @@ def _warm_up(w: W.Workload, combo: Combo, path: Path, plan: SweepPlan, local_dir
         log.warning("warm-up run failed: %s", exc)
     finally:
         spark.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _verify_recorded(store_path: str, app_id: str | None) -> None:

@@ -143,3 +143,23 @@ def test_failed_run_is_recorded_failed_and_retried(spark_app, tmp_path):
     good = S.run_sweep(plan, store=store, cache_dir=cache, workdir=tmp_path / "w", tasks=False)
     assert [o.status for o in good.outcomes] == ["succeeded"]
     assert sorted(store_io.open(store).runs()["status"]) == ["failed", "succeeded"]
+
+
+@pytest.mark.spark
+def test_a_fresh_process_warms_up_without_recording_the_warm_up(tmp_path):
+    """The CLI in a fresh process (as the demo and a newcomer run it): the warm-up run before
+    the first recorded one is recorded only into a scratch store, which is then deleted; the
+    store holds the sweep's runs and nothing else."""
+    from sparkpredict.store import io as store_io
+
+    store, work = tmp_path / "store", tmp_path / "store" / ".." / "sweep-work"
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    r = subprocess.run([sys.executable, "-m", "sparkpredict", "sweep", "--workload", "wordcount",
+                        "--sizes", "1MB", "--executors", "1", "--repeats", "2", "--master", "local",
+                        "--store", str(store), "--cache", str(tmp_path / "cache"), "--no-tasks"],
+                       capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    runs = store_io.open(store).runs()
+    assert len(runs) == 2 and set(runs["job"]) == {"wordcount"} and set(runs["status"]) == {"succeeded"}
+    assert not any("warmup" in str(n) for n in runs["app_name"])
+    assert (work / "spark-local").is_dir() and not list((work / "spark-local").glob("warmup-store-*"))
