@@ -63,6 +63,25 @@ def test_command_keeps_users_executor_count_and_needs_an_app(listener_jar):
         ["com.x.Gpu,io.sparkpredict.HostMetricsPlugin"]
 
 
+def test_a_count_on_a_local_master_becomes_the_masters_count(listener_jar):
+    """local[N] ignores spark.executor.instances: without this, --executors 3 on local[1] was
+    recorded as 3 executors that ran on one thread."""
+    def master(args, executors):
+        cmd = build_command([*args, "job.py"], executors=executors)
+        return next(a.split("=", 1)[1] for a in cmd if a.startswith("--master=")) if "--master" not in cmd \
+            else cmd[cmd.index("--master") + 1]
+
+    assert master(["--master", "local[1]"], 3) == "local[3]"
+    assert master(["--master=local[*]"], 2) == "local[2]"
+    assert master(["--master", "local[2,4]"], 5) == "local[5,4]"  # the retries kept
+    assert master(["--master", "local[1]", "--executor-cores", "2"], 3) == "local[6]"
+    assert master(["--master", "local-cluster[1,1,1024]"], 3) == "local-cluster[3,1,1024]"
+    assert master(["--master", "yarn"], 3) == "yarn"
+    # the user's own count wins, and the master with it
+    cmd = build_command(["--master", "local[1]", "--num-executors", "2", "job.py"], executors=3)
+    assert cmd[cmd.index("--master") + 1] == "local[1]"
+
+
 def test_cli_rejects_bad_executor_count(capsys):
     from sparkpredict.cli import main
 

@@ -58,6 +58,10 @@ def test_auto_executors_reach_spark(tmp_path, capsys):
         "the advised count did not reach Spark: "
         f"{ {k: v for k, v in props.items() if k.startswith('spark.executor.')} }")
     assert int(row.executors_requested) == expected.executors
+    # local[1] would run the advised count on one thread: the master becomes local[E] (1 core
+    # per executor, as the sweep records local runs), and the run's slots say so
+    assert row.master == f"local[{expected.executors}]" and int(row.task_slots) == expected.executors
+    assert f"--master local[1] runs as local[{expected.executors}]" in captured.err
     assert row.job == "etl" and row.status == "succeeded"
     assert int(row.input_bytes) == 30 * 10**9  # --input-size declared to the listener
     assert props.get("spark.sparkpredict.param.iterations") == "3"

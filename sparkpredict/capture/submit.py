@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import subprocess
 import time
@@ -123,6 +124,44 @@ def dynamic_allocation_enabled(spark_submit_args: list[str]) -> bool:
     return _user_conf(opts).get("spark.dynamicAllocation.enabled", "").strip().lower() == "true"
 
 
+def local_master_for(spark_submit_args: list[str], executors: int) -> tuple[str, str] | None:
+    """(the user's --master, the master that runs ``executors``) where they differ on a local
+    master, else None.
+
+    ``local[N]`` runs one executor with N task threads and ignores spark.executor.instances;
+    ``local-cluster[N,C,M]`` starts N executors whatever it says. A sweep records E executors as
+    ``local[E x cores]`` or ``local-cluster[E,C,M]``; a count given to submit must become the
+    master's too, or the run is recorded as E executors that ran on N.
+    """
+    opts, _ = _split(list(spark_submit_args))
+    master = _opt_value(opts, "--master")
+    if master is None:
+        return None
+    user = _user_conf(opts)
+    cores = _opt_value(opts, "--executor-cores") or user.get("spark.executor.cores") or "1"
+    try:
+        slots = int(executors) * max(1, int(cores))
+    except ValueError:  # spark-submit will say what is wrong with it
+        return None
+    m = re.fullmatch(r"local(?:\[(?:\d+|\*)(,\d+)?\])?", master)
+    if m:
+        new = f"local[{slots}{m.group(1) or ''}]"
+    else:
+        m = re.fullmatch(r"local-cluster\[\s*\d+\s*,\s*(\d+)\s*,\s*(\d+)\s*\]", master)
+        new = f"local-cluster[{int(executors)},{m.group(1)},{m.group(2)}]" if m else master
+    return None if new == master else (master, new)
+
+
+def _set_master(opts: list[str], master: str) -> list[str]:
+    out = list(opts)
+    for i, a in enumerate(out):
+        if a == "--master" and i + 1 < len(out):
+            out[i + 1] = master
+        elif a.startswith("--master="):
+            out[i] = f"--master={master}"
+    return out
+
+
 def build_command(spark_submit_args: list[str], *, store: str | None = None, job: str | None = None,
                   executors: int | None = None, extra_conf: dict[str, str] | None = None,
                   submit_id: str | None = None) -> list[str]:
@@ -162,6 +201,9 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
         # As a conf key rather than --num-executors: spark-submit drops that flag on local and
         # local-cluster masters, and the key means the same on YARN, Kubernetes and standalone.
         new_opts += ["--conf", f"spark.executor.instances={int(executors)}"]
+        local = local_master_for(opts, int(executors))
+        if local is not None:
+            new_opts = _set_master(new_opts, local[1])
     return [str(spark_submit_path()), *new_opts, *app]
 
 
@@ -176,7 +218,8 @@ def submit(spark_submit_args: list[str], *, store: str | None = None, job: str |
     store, job : str, optional
         History store and job key (default: the embedded store; the application name).
     executors : int, optional
-        Sets ``spark.executor.instances`` unless the arguments already fix the executor count.
+        Sets ``spark.executor.instances`` unless the arguments already fix the executor count;
+        on a local master also the master's thread or executor count (:func:`local_master_for`).
     extra_conf : dict, optional
         More ``--conf`` keys; the user's own ``--conf`` values win.
 

@@ -86,6 +86,14 @@ def _run(args: argparse.Namespace) -> int:
     extra.update({PARAM_PREFIX + name: value for name, value in params.items()})
     if input_bytes is not None:
         extra[KEY_INPUT_BYTES] = str(input_bytes)
+    if executors is not None:
+        from ..capture.submit import local_master_for
+
+        local = local_master_for(spark_args, executors)
+        if local is not None:
+            print(f"sparkpredict: --master {local[0]} runs as {local[1]}: {executors} executor(s) on a "
+                  "local master are its task threads (or local-cluster executors), as a sweep records them",
+                  file=sys.stderr, flush=True)
     result = submit(spark_args, store=args.store, job=args.job, executors=executors, extra_conf=extra)
     if result.run_ids:
         print(f"sparkpredict: recorded {', '.join(result.run_ids)} in {result.store}", file=sys.stderr)
