@@ -83,3 +83,21 @@ def test_runs_without_executor_shape_columns_get_nan_not_a_crash():
     t = runs_table(raw)
     assert t["executor_cores"].isna().all() and t["executor_memory_mb"].isna().all()
     assert list(t["executors"]) == [4.0, 8.0, 2.0]  # the most alive at once
+
+
+def test_local_runs_count_the_threads_they_ran_on():
+    """local[N] runs N task threads whatever spark.executor.instances says: a sweep's local[3]
+    with instances=3 is 3 one-core executors; local[4] with instances=2 is 2 of 2 cores; but
+    instances=3 on local[1] (or local[*] on a 2-core machine) ran on 1 (2) threads, and counting
+    it as 3 executors would teach the model that 3 executors are that slow."""
+    rows = pd.DataFrame({
+        "run_id": ["sweep", "wide", "one-thread", "star", "yarn"], "job": ["j"] * 5,
+        "status": ["succeeded"] * 5, "wall_ms": [1000.0] * 5, "input_bytes": [2**20] * 5,
+        "master": ["local[3]", "local[4]", "local[1]", "local[*]", "yarn"],
+        "executors_requested": [3, 2, 3, 3, 3], "executors_max": [1, 1, 1, 1, 3],
+        "task_slots": [3, 4, 1, 2, 12], "executor_cores": [3, 4, 1, 2, 4],
+        "executor_memory_mb": [1024] * 5, "updated_ms": [1] * 5,
+    })
+    t = runs_table(rows).set_index("run_id")
+    assert t.loc[["sweep", "wide", "one-thread", "star", "yarn"], "executors"].tolist() == [3, 2, 1, 2, 3]
+    assert t.loc[["sweep", "wide", "one-thread", "star", "yarn"], "executor_cores"].tolist() == [1, 2, 1, 1, 4]

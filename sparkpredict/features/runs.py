@@ -109,14 +109,19 @@ def runs_table(source: Any) -> pd.DataFrame:
     })
     # local[N] runs one driver-executor with N task threads. When a sweep asked for
     # spark.executor.instances=E there, the user's "executors" is E threads, so cores per executor
-    # are the slots over E; otherwise executors x cores would count each thread E times.
+    # are the slots over E; otherwise executors x cores would count each thread E times. Fewer
+    # threads than executors asked for (instances=3 on local[1] or local[*] on 2 cores: Spark
+    # ignores the setting there) ran as that many one-thread executors, not as E.
     if "master" in ok and "task_slots" in ok:
         local = ok["master"].astype(str).str.match(r"^local(\[|$)").to_numpy()
         slots = pd.to_numeric(ok["task_slots"], errors="coerce").to_numpy(dtype="float64")
-        execs = out["executors"].to_numpy(dtype="float64")
+        execs = out["executors"].to_numpy(dtype="float64").copy()
         fix = local & np.isfinite(slots) & (execs > 0) & (slots > 0)
+        fewer = fix & (slots < execs)
+        execs[fewer] = slots[fewer]
         cores = out["executor_cores"].to_numpy(dtype="float64").copy()
         cores[fix] = np.maximum(1.0, np.floor(slots[fix] / execs[fix]))
+        out["executors"] = execs
         out["executor_cores"] = cores
     for c in _STORE_EXTRAS:
         if c in ok:
