@@ -404,10 +404,10 @@ def test_switch_blends_inside_and_outside_models():
 
 
 def test_interval_is_calibrated_on_unseen_sizes(job):
-    from sparkpredict.models import selection
+    from sparkpredict.models import calibration
 
     F = {c: job[c].to_numpy(float) for c in ("input_bytes", "executors")}
-    folds = selection.size_group_folds(F)
+    folds = calibration.size_group_folds(F)
     # every run is left out exactly once, with all the runs of its input size
     assert np.array_equal(np.sum(folds, axis=0), np.ones(len(job)))
     for t in folds:
@@ -415,12 +415,12 @@ def test_interval_is_calibrated_on_unseen_sizes(job):
     # calibrated on whole sizes left out, the interval is wider than from random folds (which
     # keep each size's repeats in training and mostly measure the 2 % repeat noise)
     grouped = JobRuntimeModel().fit(job)
-    old = selection.CALIBRATION
-    selection.CALIBRATION = "random"
+    old = calibration.CALIBRATION
+    calibration.CALIBRATION = "random"
     try:
         rand = JobRuntimeModel().fit(job)
     finally:
-        selection.CALIBRATION = old
+        calibration.CALIBRATION = old
     assert len(grouped.residuals_) == len(job)
     q = {"input_bytes": 14 * GIB, "executors": 6}  # a size between the recorded ones
     w = {m: m.predict_interval(q)["upper_s"] / m.predict_interval(q)["lower_s"] for m in (grouped, rand)}

@@ -134,7 +134,7 @@ class JobRuntimeModel:
         ``dropped_runs_``, logged); fewer than :data:`MIN_RUNS` valid runs, or (for equation
         kinds) a single size or executor count, raise :class:`DegenerateDataError`.
         """
-        from . import selection
+        from . import calibration, selection
 
         if self.kind not in KINDS:
             raise InputError(f"unknown model kind {self.kind!r}", f"use one of {', '.join(KINDS)}")
@@ -153,8 +153,8 @@ class JobRuntimeModel:
         self.candidates_ = result.scores
         # Inside the training range the interval is calibrated on input sizes left out whole
         # (what a question about a new size faces); random-fold residuals only as a fallback.
-        grouped = selection.grouped_residuals(result.component, F, y, extras, self.random_state) \
-            if selection.CALIBRATION == "size_groups" else None
+        grouped = calibration.grouped_residuals(result.component, F, y, extras, self.random_state) \
+            if calibration.CALIBRATION == "size_groups" else None
         self.residuals_ = np.sort(result.cv.oof_in if grouped is None else grouped)
         # at a recorded size the random folds' residuals are the error the question faces
         self.seen_residuals_ = None if grouped is None else np.sort(result.cv.oof_in)
@@ -283,7 +283,7 @@ class JobRuntimeModel:
 
         Inside the training range, the quantiles of the out-of-fold log ratios ``log(y/ŷ)`` of
         folds that leave out whole input-size groups bound the interval (an unseen size's error,
-        :func:`.selection.grouped_residuals`; random 3-fold residuals with fewer than three
+        :func:`.calibration.grouped_residuals`; random 3-fold residuals with fewer than three
         sizes, and at a recorded size, :meth:`at_seen_size`; :mod:`.intervals`). Outside it, at
         distance ``d`` (``extrapolation(X)["max"]``), each bound is that plus ``g(d) · z_q``
         (:data:`.intervals.OUTSIDE`), where ``z`` are the extrapolation folds' log ratios

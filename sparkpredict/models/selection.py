@@ -16,8 +16,8 @@ box, the one with the best extrapolation-fold MAPE beyond it, blended geometrica
 :data:`BLEND` (relative distance) so predictions do not jump at the edge.
 
 Speed: all folds of an equation are one batched NNLS (0/1 weights), shared with the hybrid
-that uses it as backbone. Interval calibration (:func:`grouped_residuals`) refits the chosen
-structure on three more folds that leave out whole input-size groups.
+that uses it as backbone. Interval calibration (:func:`.calibration.grouped_residuals`) refits
+the chosen structure on three more folds that leave out whole input-size groups.
 """
 from __future__ import annotations
 
@@ -433,72 +433,3 @@ def _extrap_key(r: CVResult) -> float:
 
 def _finite(x: float) -> float:
     return float(x) if np.isfinite(x) else float("nan")
-
-
-# ---- interval calibration on unseen input sizes ---------------------------------------------
-#: Input-size levels are dealt into this many groups; each group is left out in turn.
-SIZE_GROUPS = 3
-#: Residuals of the in-range interval: "size_groups" (:func:`grouped_residuals`) or "random"
-#: (the 3-fold CV's out-of-fold residuals).
-CALIBRATION = "size_groups"
-
-
-def size_group_folds(F: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """Test masks that leave out whole input-size levels (sorted levels dealt round-robin into
-    :data:`SIZE_GROUPS` groups, so each fold holds out interior sizes and at most one edge).
-    Empty with fewer than three size levels."""
-    levels = np.unique(F["input_bytes"])
-    if len(levels) < 3:
-        return []
-    group = np.searchsorted(levels, F["input_bytes"]) % min(SIZE_GROUPS, len(levels))
-    return [group == k for k in range(min(SIZE_GROUPS, len(levels)))]
-
-
-def _refit(c: Component, F: dict[str, np.ndarray], y: np.ndarray, extras: list[str],
-           random_state: int, eq: A.FittedEquation | None = None) -> Component:
-    """A component of the same structure (equation, power, fade, parts) fitted to other rows."""
-    if c.kind == "switch":
-        inner, outer = c.parts  # type: ignore[misc]
-        ci = _refit(inner, F, y, extras, random_state)
-        if inner.kind == outer.kind == "hybrid" and inner.equation.name == outer.equation.name:  # type: ignore[union-attr]
-            co = Component("hybrid", equation=ci.equation, ml=ci.ml, ml_target=ci.ml_target,
-                           single_size=ci.single_size, fade=outer.fade, box=ci.box)
-        else:
-            co = _refit(outer, F, y, extras, random_state)
-        box = {k: (float(F[k].min()), float(F[k].max())) for k in ("input_bytes", "executors")}
-        return Component("switch", parts=(ci, co), box=box)
-    if c.kind == "ml":
-        return fit_component(str(c.ml["type"]), F, y, extras, random_state)  # type: ignore[index]
-    name = c.equation.name  # type: ignore[union-attr]
-    kind = "hybrid" if c.kind == "hybrid" else name
-    out = fit_component(kind, F, y, extras, random_state, backbone=name,
-                        power=c.equation.power, equation=eq)  # type: ignore[union-attr]
-    out.fade = c.fade
-    return out
-
-
-def grouped_residuals(c: Component, F: dict[str, np.ndarray], y: np.ndarray, extras: list[str],
-                      random_state: int = 0) -> np.ndarray | None:
-    """log(y/ŷ) of every run, predicted by ``c``'s structure refitted without its input size's
-    group (:func:`size_group_folds`): the error at an input size the model has not seen, which
-    is what a question about a new size faces (random folds keep the same size's repeats in
-    training and mostly measure repeat noise). ``None`` when there are too few size levels or a
-    fold cannot be fitted."""
-    tests = size_group_folds(F)
-    if not tests:
-        return None
-    eqs = None
-    base = c.parts[0] if c.kind == "switch" else c  # type: ignore[index]
-    if base.equation is not None and not base.single_size:
-        eqs = fold_equations(base.equation.name, F, y, tests, base.equation.power)
-    out = np.full(len(y), np.nan)
-    for j, t in enumerate(tests):
-        train = ~t
-        Ft = {k: v[train] for k, v in F.items()}
-        try:
-            eq = eqs[j] if eqs is not None and c.kind != "switch" else None
-            comp = _refit(c, Ft, y[train], extras, random_state, eq)
-        except DegenerateDataError:
-            return None
-        out[t] = np.log(y[t] / predict_component(comp, {k: v[t] for k, v in F.items()}, extras))
-    return out if np.isfinite(out).all() else None
