@@ -13,6 +13,7 @@ Run: ``python benchmarks/c3o_models.py [--jobs N] [--procs P]``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -130,8 +131,8 @@ def main() -> None:
         "",
         (f"{len(jobs)} jobs (a job = one C3O program with fixed parameters on one machine type; the "
         "size-defining parameter varies the input — see `benchmarks/c3o_models.py`), 4,650 runs in C3O. "
-        f"Left out (fewer than 3 input sizes): {len(excluded)} jobs. Machine shared with other helpers; "
-        f"evaluation wall time {wall:.0f} s on {a.procs} processes."),
+        f"Left out (fewer than 3 input sizes): {len(excluded)} jobs. Evaluation wall time {wall:.0f} s on "
+        f"{a.procs} processes; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the end."),
         "",
         ("Noise floor: predicting each configuration's median runtime (an oracle) has MAPE 1.7 % (grep), "
         "4.6 % (kmeans), 2.2 % (pagerank), 0.8 % (sgd), 2.5 % (sort) against the 5 repeats."),

@@ -155,8 +155,8 @@ Event-log ingest (`ingest_event_logs`, parse + one atomic Parquet batch) of one 
 {size / 1e9:.2f} GB log ({n_tasks:,} tasks: the jobs of four real logs in tests/data/eventlogs
 repeated with fresh ids), against `json.loads` of every line, alternated {args.repeats} times in one
 run, each in a fresh subprocess. Medians; peak memory is the subprocess's max RSS (Python,
-pyarrow and numpy included). The machine was shared with other helpers' work, so absolute MB/s vary;
-the ratio is measured under the same load.
+pyarrow and numpy included). Absolute MB/s vary with the machine's load (1-min load average
+{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the end); the ratio is measured under the same load.
 
 | | MB/s (median) | seconds (median) | peak RSS |
 |---|---|---|---|

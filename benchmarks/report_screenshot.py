@@ -10,6 +10,7 @@ page. Also records how long the report took to build.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -102,7 +103,8 @@ def main() -> int:
         (f"goal screenshot of the report in headless Chromium shows the plots: **{'met' if ok else 'not met'}** "
         f"({n_img} plots embedded, {distinct} colours on screen)"),
         "",
-        "Timings taken while other helpers shared the 2 cores.",
+        # what else ran shows in the load, not in a sentence written once and kept
+        f"Load average (1 min) at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores.",
     ])
     print(body)
     write_section("report_screenshot", body)

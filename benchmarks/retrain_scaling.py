@@ -264,8 +264,8 @@ def main(argv: list[str] | None = None) -> int:
                         f"{m['rate']['local']:.2f} jobs/s" for m in results) + ")",
             "goal 'how the rate scales from 1 to 2 cores': "
             + ("**met**" if all(m["scale"] >= 1.3 for m in results) else
-               "**not met** (measured, but the second core gave no clear speed-up: the 2 shared cores were "
-               "saturated by other helpers' work, so local[2] got no more CPU than local[1])")
+               "**not met** (measured, but the second core gave no clear speed-up; 1-min load average "
+               f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the end)")
             + " (" + "; ".join(f"{m['kind']}: local[2]/local[1] = {m['scale']:.2f}x" for m in results) + ")",
             f"goal 'find the crossover and make retrain pick the right path': **{'met' if ok else 'not met'}** ("
             + "; ".join(f"{m['kind']}: measured {m['crossover_cold']:.0f}, configured {RT.crossover_jobs(m['kind'])}"

@@ -80,8 +80,8 @@ def main() -> None:
         "",
         (f"Synthetic run: {tl.n_tasks:,} tasks in {tl.n_stages} stages (jobs of 4 chained stages, "
         f"two jobs overlapping, lognormal durations). Medians of {REPEATS} repeats, alternated with "
-        "the reference. The machine was shared with other helpers' work (load average "
-        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores when this ran), so absolute times are pessimistic."),
+        "the reference. Load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores when this ran: absolute times vary with it."),
         "",
         "| step | median s | vs heapq floor |",
         "|---|---:|---:|",

@@ -197,7 +197,7 @@ def main() -> None:
            + ", ".join(f"{j} ({len(g)} runs, sizes {', '.join(f'{s / 2**20:.0f}' for s in sorted(g.input_bytes.unique()))} MiB, "
                        f"executors {', '.join(str(int(e)) for e in sorted(g.executors.unique()))})"
                        for j, g in runs.groupby("job"))
-           + f". Machine: {os.cpu_count()} cores shared by all executors and by other helpers' work "
+           + f". Machine: {os.cpu_count()} cores shared by all executors "
              f"(load average {os.getloadavg()[0]:.1f} when this ran)."]
 
     out += ["", ("Recorded runtimes (s) by executors x input size, to show how much noise the models face "
@@ -283,7 +283,7 @@ def main() -> None:
                     f"{args.host_cores} correction: {pct(mh)})"),
                 "",
                 (f"Why CPU sharing limits this here: every executor of the sweep (`local[E]` task threads or `local-cluster` JVMs) runs on the same "
-                f"{os.cpu_count()} cores (and other helpers' processes ran on them too). A recorded task's "
+                f"{os.cpu_count()} cores. A recorded task's "
                 "duration already contains the CPU share it got; replaying it on more executors assumes the "
                 "extra slots are real CPUs, so going up from 1-2 executors over-predicts the speed-up once slots "
                 "exceed the cores, and going down from an over-subscribed run under-predicts the speed of each task. "

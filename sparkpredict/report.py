@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 log = logging.getLogger(__name__)
+#: A run is listed as slowed when it took at least this much longer than the model, fitted
+#: without it, predicts (the advice's high-error warning uses the same bar).
+SLOW_RUN_RATIO = 1.25
 
 
 @dataclass
@@ -47,6 +50,9 @@ class JobSection:
     advice_text: str | None = None
     advice_table_html: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: the runs furthest above the model, (run_id, input_bytes, executors, runtime_s, runtime /
+    #: out-of-fold prediction), at least :data:`SLOW_RUN_RATIO`
+    slow_runs: list[tuple[str, float, float, float, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -204,6 +210,15 @@ def _advice(job: str, input_bytes: float, store_path: str, models: dict | None) 
     return adv.summary(), table
 
 
+def _slow_runs(job: str, model: Any, runs: pd.DataFrame) -> list[tuple[str, float, float, float, float]]:
+    from .advice_source import HistorySource
+
+    found = HistorySource(job, model, runs).runs_above_model(k=3, min_ratio=SLOW_RUN_RATIO)
+    cols = runs.set_index(runs["run_id"].astype(str))[["input_bytes", "executors", "runtime_s"]].astype(float)
+    rows = {rid: tuple(v) for rid, v in zip(cols.index, cols.to_numpy())}
+    return [(rid, *rows[rid], ratio) for rid, ratio in found]
+
+
 def build_sections(store_path: str, jobs: list[str] | None = None, models: dict | None = None,
                    confidence: float = 0.9, advice_factor: float = 2.0) -> tuple[list[JobSection], list[str]]:
     """Compute every job's figures and texts (the data of the report), without writing HTML."""
@@ -245,6 +260,7 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
         else:
             sec.model_name = getattr(model, "name_", type(model).__name__)
             sec.cv_mape = getattr(model, "cv_mape_", None)
+            sec.slow_runs = _attempt(sec, "slowed runs", _slow_runs, job, model, jr) or []
         fig = _attempt(sec, "runtime curve", _fig_runtime_vs_executors, jr, model, features, confidence)
         if fig is None and model is not None:  # retry without the model: the runs alone still help
             fig = _attempt(sec, "runtime plot", _fig_runtime_vs_executors, jr, None, features, confidence)
@@ -321,6 +337,15 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
                 parts.append(f"<img alt='{captions[key]}' title='{captions[key]}' "
                              f"src='data:image/png;base64,{s.figures[key]}'>")
         parts.append("</div>")
+        if s.slow_runs:
+            rows = "".join(f"<tr><td style='text-align:left'><code>{e(r)}</code></td><td>{e(format_bytes(b))}</td>"
+                           f"<td>{x:g}</td><td>{e(format_duration(t))}</td><td>{q:.2f}x</td></tr>"
+                           for r, b, x, t, q in s.slow_runs)
+            parts.append("<h3>Runs furthest above the model</h3><div class='meta'>runtime over the model's "
+                         "prediction for the run, fitted without it; each widens the advice's intervals. "
+                         "<code>sparkpredict explain RUN_ID</code> says what slowed it.</div><table><tr>"
+                         "<th style='text-align:left'>run</th><th>input</th><th>executors</th><th>runtime</th>"
+                         f"<th>over the model</th></tr>{rows}</table>")
         if s.advice_text:
             parts.append(f"<h3>Current advice</h3><pre>{e(s.advice_text)}</pre>")
         if s.advice_table_html:

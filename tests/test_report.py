@@ -52,6 +52,24 @@ def test_history_report_has_every_plot_and_advice(history_report):
     assert not re.search(r"(src|href)=['\"]https?:", page)
 
 
+def test_history_report_lists_the_runs_explain_job_names(history_report):
+    """wordcount's runs furthest above its model, as `explain --job` ranks them (out of fold),
+    with their size, executors and runtime as recorded."""
+    from sparkpredict.advice_source import HistorySource
+    from sparkpredict.features.runs import runs_table
+
+    wc = next(s for s in history_report.sections if s.job == "wordcount")
+    expected = HistorySource.resolve("wordcount", store=HISTORY).runs_above_model(k=3, min_ratio=1.25)
+    assert len(expected) == 3
+    assert [(r, q) for r, _, _, _, q in wc.slow_runs] == [(r, pytest.approx(q)) for r, q in expected]
+    runs = runs_table(HISTORY).set_index("run_id")
+    for r, size, execs, runtime, _ in wc.slow_runs:
+        assert (size, execs, runtime) == tuple(runs.loc[r, ["input_bytes", "executors", "runtime_s"]])
+    page = history_report.path.read_text()
+    assert "Runs furthest above the model" in page and f"<code>{wc.slow_runs[0][0]}</code>" in page
+    assert f"{wc.slow_runs[0][4]:.2f}x" in page
+
+
 def test_report_cli_one_job(tmp_path):
     out = tmp_path / "sort.html"
     r = subprocess.run([sys.executable, "-m", "sparkpredict", "report", "--store", str(HISTORY),
