@@ -93,7 +93,7 @@ class HistorySource:
     @staticmethod
     def _history(job: str, store: Any, need_job: bool = True):
         """(runs of the job, disk spill per run_id, dynamic allocation seen) from a store."""
-        from .features.runs import runs_table
+        from .features.runs import dynamic_allocation, runs_table
         from .store import io as store_io
 
         st = store if hasattr(store, "read") else store_io.open(store)
@@ -112,8 +112,7 @@ class HistorySource:
                              run_ids=list(runs["run_id"]))
             if not stages.empty:
                 spill = stages.groupby("run_id")["disk_spilled_bytes"].sum()
-        dyn = bool(mine["properties_json"].fillna("").str.contains(
-            '"spark.dynamicAllocation.enabled": ?"true"', regex=True).any()) if len(mine) else False
+        dyn = bool(dynamic_allocation(mine["properties_json"]).any()) if len(mine) else False
         return runs, spill, dyn
 
     @classmethod

@@ -101,3 +101,29 @@ def test_local_runs_count_the_threads_they_ran_on():
     t = runs_table(rows).set_index("run_id")
     assert t.loc[["sweep", "wide", "one-thread", "star", "yarn"], "executors"].tolist() == [3, 2, 1, 2, 3]
     assert t.loc[["sweep", "wide", "one-thread", "star", "yarn"], "executor_cores"].tolist() == [1, 2, 1, 1, 4]
+
+
+def test_dynamic_allocation_runs_count_their_mean_executors(tmp_path):
+    """Two real YARN logs ran with dynamic allocation: spark.executor.instances (1 and 2) was
+    only the initial count, and they held up to 3 and 7. The runs table takes the time-weighted
+    mean, so that executors x runtime is the executor time they used; the fixed-count runs keep
+    their requested 8."""
+    from pathlib import Path
+
+    from sparkpredict.capture.eventlog import ingest_event_logs
+    from sparkpredict.features.runs import dynamic_allocation
+
+    ingest_event_logs(Path(__file__).parent / "data" / "eventlogs", tmp_path / "s")
+    raw = store_io.open(tmp_path / "s").runs()
+    raw = raw[raw["master"] == "yarn"].set_index("run_id")
+    dyn = dynamic_allocation(raw["properties_json"])
+    assert dyn.sum() == 2
+    t = runs_table(raw.reset_index()).set_index("run_id")
+    assert set(dyn[dyn].index) <= set(t.index)  # both succeeded
+    for rid in t.index:
+        r = raw.loc[rid]
+        if dyn[rid]:
+            assert r["executors_requested"] < r["executors_mean"] < r["executors_max"]
+            assert t.loc[rid, "executors"] == pytest.approx(r["executors_mean"])
+        else:
+            assert t.loc[rid, "executors"] == r["executors_requested"] == 8
