@@ -3,7 +3,9 @@
 1. a small sweep of the word-count workload (2-16 MB x 1-3 executors, local Spark), each run
    recorded by the listener into the store (the embedded default unless ``store=``);
 2. fit the job's runtime model from the recorded runs;
-3. advice for an input four times larger than any recorded;
+3. advice for an input four times larger than any recorded: the cheapest count, then the
+   cheapest that meets a deadline (:data:`DEADLINE_MARGIN` above the lowest upper bound of the
+   counts the sweep ran, so that one is certain to exist);
 4. the HTML report;
 5. where everything is.
 
@@ -15,6 +17,7 @@ quick. Each step after the sweep degrades to a message when it cannot be done.
 from __future__ import annotations
 
 import logging
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +32,8 @@ DEMO_SIZES = "2MB,4MB,8MB,16MB"
 DEMO_EXECUTORS = "1,2,3"
 #: The advice is asked for this multiple of the largest recorded input.
 ADVICE_FACTOR = 4
+#: The demo's deadline: this much above the lowest upper bound of the swept counts, in whole seconds.
+DEADLINE_MARGIN = 1.05
 
 
 @dataclass
@@ -41,6 +46,8 @@ class DemoResult:
     model_name: str | None = None
     cv_mape: float | None = None
     advice: Any = None
+    #: the same question with a deadline (``deadline_advice.deadline_s``) some count meets
+    deadline_advice: Any = None
     advice_input_bytes: int | None = None
     report_path: Path | None = None
     models_dir: Path | None = None
@@ -108,6 +115,10 @@ def run_demo(store: str | os.PathLike | None = None, workdir: str | os.PathLike 
             target = int(max(plan.sizes_bytes) * ADVICE_FACTOR)
             res.advice_input_bytes = target
             res.advice = suggest_executors(plan.job, target, store=store_path, models=models)
+            # within the executor counts the sweep ran: beyond them the advice extrapolates
+            reach = min(c.upper_s for c in res.advice.candidates if c.executors <= max(plan.executors))
+            res.deadline_advice = suggest_executors(plan.job, target, deadline_s=math.ceil(reach * DEADLINE_MARGIN),
+                                                    store=store_path, models=models)
         except Exception as exc:  # the demo reports each step that failed and goes on  # noqa: BLE001
             res.messages.append(f"no advice: {getattr(exc, 'message', exc)}")
 

@@ -43,6 +43,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"   {res.advice.summary()}")
         for w in res.advice.warnings:
             print(f"   warning: {w}")
+        d = res.deadline_advice
+        if d is not None:
+            print(f"   with a deadline of {format_duration(d.deadline_s)}: {d.summary()}")
     else:
         print("3. advice: none (see below)")
     print(f"4. report: {res.report_path or 'not written (see below)'}")
@@ -53,7 +56,7 @@ def _run(args: argparse.Namespace) -> int:
     print(f"   generated data {res.workdir / 'data'}")
     if res.report_path:
         print(f"   report         {res.report_path}")
-    print(f"   next: sparkpredict suggest --job {DEMO_WORKLOAD} --input-size 1GB --store {res.store}")
+    print(f"   next: sparkpredict suggest --job {DEMO_WORKLOAD} --input-size 1GB --deadline 1m --store {res.store}")
     for m in res.messages:
         print(f"note: {m}", file=sys.stderr)
     print(f"demo finished in {format_duration(time.monotonic() - t0)}", file=sys.stderr)
