@@ -109,6 +109,10 @@ class Advice:
         """JSON-safe: plain floats, ints, strings, lists; non-finite numbers become None."""
         d = asdict(self)
         d["candidates"] = [asdict(c) for c in self.candidates]
+        if self.deadline_s is not None:  # the CLI table's words, for readers of the JSON
+            for row, c in zip(d["candidates"], self.candidates):
+                row["deadline_verdict"] = deadline_verdict(c.meets_deadline, c.chance_meets_deadline,
+                                                           c.predicted_runtime_s, self.deadline_s)
         d["warnings"] = list(self.warnings)
         d["dynamic_allocation"] = {"min_executors": self.dynamic_allocation[0],
                                    "max_executors": self.dynamic_allocation[1]}

@@ -64,6 +64,17 @@ def test_json_is_the_advice(model_dir, capsys):
     assert rc == 0 and d["executors"] == a.executors == a.knee_executors
     assert d["cost_money"] == pytest.approx(a.cost_money)
     assert [c["executors"] for c in d["candidates"]] == [c.executors for c in a.candidates]
+    assert "deadline_verdict" not in d["candidates"][0]  # no deadline, no verdict
+    main(["suggest", "--job", "etl", "--input-size", "30GB", "--deadline", "7m30s", "--models", model_dir,
+          "--json"])
+    d = json.loads(capsys.readouterr().out)
+    from sparkpredict.advice import deadline_verdict
+
+    a = suggest_executors("etl", "30GB", deadline_s="7m30s", models=model_dir)
+    assert [c["deadline_verdict"] for c in d["candidates"]] == [
+        deadline_verdict(c.meets_deadline, c.chance_meets_deadline, c.predicted_runtime_s, 450.0)
+        for c in a.candidates]
+    assert {"meets", "misses"} <= {c["deadline_verdict"] for c in d["candidates"]}
 
 
 @pytest.mark.parametrize("args,needle", [
