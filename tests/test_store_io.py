@@ -158,18 +158,24 @@ def test_summary_columns_stay_aligned_with_long_yarn_ids_and_app_names(tmp_path,
 
 def test_summary_lists_input_and_executors_as_the_models_read_them(tmp_path, capsys):
     """A local[3] run of a sweep asked for 3 executors: one JVM holds them, so executors_max is
-    1; the listing shows the 3 the models use, beside the input size."""
+    1; the listing shows the 3 the models use, beside the input size (and a dynamic-allocation
+    run's mean)."""
     from sparkpredict.cli import main
 
     s = store.open(tmp_path / "st", create=True)
-    s.append({"runs": pd.DataFrame({"run_id": ["local-1", "app-2"], "job": ["wc", "wc"],
-                                    "status": ["succeeded"] * 2, "start_ms": [1, 2], "updated_ms": [1, 1],
-                                    "wall_ms": [2000.0, 3000.0], "executors_requested": [3.0, None],
-                                    "executors_max": [1.0, 4.0], "input_bytes": [8 * 2**20, None],
-                                    "num_tasks": [34.0, 8.0]})})
+    dyn = '{"spark.dynamicAllocation.enabled": "true"}'
+    s.append({"runs": pd.DataFrame({"run_id": ["local-1", "app-2", "app-3"], "job": ["wc"] * 3,
+                                    "status": ["succeeded"] * 3, "start_ms": [1, 2, 3], "updated_ms": [1] * 3,
+                                    "wall_ms": [2000.0, 3000.0, 4000.0], "executors_requested": [3.0, None, 2.0],
+                                    "executors_max": [1.0, 4.0, 7.0], "executors_mean": [0.9, 3.9, 2.43],
+                                    "master": ["local[3]", "yarn", "yarn"], "task_slots": [3.0, 8.0, 14.0],
+                                    "properties_json": ["{}", "{}", dyn],
+                                    "input_bytes": [8 * 2**20, None, 2**30], "num_tasks": [34.0, 8.0, 9.0]})})
     assert main(["store", "summary", "--store", str(tmp_path / "st")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    head, first, second = lines[lines.index("latest 2 runs:") + 1:]
+    head, first, second, third = lines[lines.index("latest 3 runs:") + 1:]
     assert head.split() == ["run_id", "job", "status", "input", "executors", "wall", "tasks"]
     assert first.split() == ["local-1", "wc", "succeeded", "8.0", "MiB", "3", "2.0s", "34"]
     assert second.split() == ["app-2", "wc", "succeeded", "-", "4", "3.0s", "8"]
+    # dynamic allocation: the mean it held, not the initial 2 or the most, 7
+    assert third.split() == ["app-3", "wc", "succeeded", "1.0", "GiB", "2.43", "4.0s", "9"]

@@ -44,6 +44,7 @@ def store_summary(store: str | None = None):
 def _summary(args: argparse.Namespace) -> int:
     import datetime as dt
 
+    from ..features.runs import executors_and_cores
     from ..units import format_bytes, format_duration
 
     per_job, runs, path = store_summary(args.store)
@@ -60,18 +61,18 @@ def _summary(args: argparse.Namespace) -> int:
         wall = format_duration(r.median_wall_ms / 1000) if r.median_wall_ms == r.median_wall_ms else "-"
         print(f"{r.job!s:<{jw}} {r.runs:>5} {r.succeeded:>5} {wall:>12}  {when(r.last_start_ms)}")
     latest = runs.sort_values("start_ms").tail(args.last)
-    latest = latest.assign(executors=latest["executors_requested"].fillna(latest["executors_max"]))
+    latest = latest.assign(executors=executors_and_cores(latest)[0])
     print(f"\nlatest {len(latest)} runs:")
     # columns as wide as their longest value: YARN ids and app names overflow fixed widths
     rw = max(6, *(len(str(x)) for x in latest["run_id"]))
     jw = max(3, *(len(str(x)) for x in latest["job"]))
-    # input and executors as the models read them: requested executors, else the most seen
-    # (a local[N] run has one executor with N slots, but a sweep asked it for N executors)
+    # input and executors as the models read them (a local[N] run has one executor with N
+    # slots, but a sweep asked it for N executors; dynamic allocation: the mean held)
     print(f"{'run_id':<{rw}} {'job':<{jw}} {'status':<10} {'input':>10} {'executors':>9} {'wall':>9} "
           f"{'tasks':>7}")
     for r in latest.itertuples():
         wall = format_duration(r.wall_ms / 1000) if r.wall_ms == r.wall_ms else "-"
-        ex = "-" if r.executors != r.executors else int(r.executors)  # NaN: neither was recorded
+        ex = "-" if r.executors != r.executors else f"{r.executors:.3g}"  # NaN: none was recorded
         size = format_bytes(r.input_bytes) if r.input_bytes == r.input_bytes and r.input_bytes > 0 else "-"
         nt = "-" if r.num_tasks != r.num_tasks else int(r.num_tasks)
         print(f"{r.run_id!s:<{rw}} {r.job!s:<{jw}} {r.status:<10} {size:>10} {ex:>9} {wall:>9} {nt:>7}")

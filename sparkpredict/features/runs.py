@@ -75,7 +75,6 @@ def runs_table(source: Any) -> pd.DataFrame:
         executor_run_time_ms, num_stages, num_tasks, executors_max, start_ms`` (not model
         inputs, see :data:`POST_RUN_COLUMNS`), sorted by job and start time.
     """
-    import numpy as np
     import pandas as pd
 
     if isinstance(source, pd.DataFrame):
@@ -95,44 +94,17 @@ def runs_table(source: Any) -> pd.DataFrame:
         raise InputError(f"runs rows lack columns {sorted(missing)}",
                          "pass the runs table of a sparkpredict store (Store.runs())")
     ok = raw[raw["status"] == "succeeded"]
-    ex_req = _or_nan(ok, "executors_requested")
-    ex_max = _or_nan(ok, "executors_max")
+    execs, cores = executors_and_cores(ok)
     out = pd.DataFrame({
         "run_id": ok["run_id"].astype(str),
         "job": ok["job"].astype(str),
         "input_bytes": pd.to_numeric(ok["input_bytes"], errors="coerce").astype("float64"),
-        "executors": pd.to_numeric(ex_req, errors="coerce").fillna(
-            pd.to_numeric(ex_max, errors="coerce")).astype("float64"),
-        "executor_cores": pd.to_numeric(_or_nan(ok, "executor_cores"), errors="coerce").astype("float64"),
+        "executors": execs,
+        "executor_cores": cores,
         "executor_memory_mb": pd.to_numeric(_or_nan(ok, "executor_memory_mb"),
                                             errors="coerce").astype("float64"),
         "runtime_s": pd.to_numeric(ok["wall_ms"], errors="coerce").astype("float64") / 1000.0,
     })
-    # local[N] runs one driver-executor with N task threads. When a sweep asked for
-    # spark.executor.instances=E there, the user's "executors" is E threads, so cores per executor
-    # are the slots over E; otherwise executors x cores would count each thread E times. Fewer
-    # threads than executors asked for (instances=3 on local[1] or local[*] on 2 cores: Spark
-    # ignores the setting there) ran as that many one-thread executors, not as E.
-    if "master" in ok and "task_slots" in ok:
-        local = ok["master"].astype(str).str.match(r"^local(\[|$)").to_numpy()
-        slots = pd.to_numeric(ok["task_slots"], errors="coerce").to_numpy(dtype="float64")
-        execs = out["executors"].to_numpy(dtype="float64").copy()
-        fix = local & np.isfinite(slots) & (execs > 0) & (slots > 0)
-        fewer = fix & (slots < execs)
-        execs[fewer] = slots[fewer]
-        cores = out["executor_cores"].to_numpy(dtype="float64").copy()
-        cores[fix] = np.maximum(1.0, np.floor(slots[fix] / execs[fix]))
-        out["executors"] = execs
-        out["executor_cores"] = cores
-    # Under dynamic allocation spark.executor.instances is only the initial count, and the
-    # most ever held may have lasted seconds: the run's resources are the time-weighted mean
-    # (a YARN log here: initial 2, at most 7, 2.4 on average).
-    if "properties_json" in ok and "executors_mean" in ok:
-        mean = pd.to_numeric(ok["executors_mean"], errors="coerce").to_numpy(dtype="float64")
-        dyn = dynamic_allocation(ok["properties_json"]).to_numpy() & np.isfinite(mean) & (mean > 0)
-        execs = out["executors"].to_numpy(dtype="float64").copy()
-        execs[dyn] = mean[dyn]
-        out["executors"] = execs
     for c in _STORE_EXTRAS:
         if c in ok:
             out[c] = pd.to_numeric(ok[c], errors="coerce").astype("float64")
@@ -141,6 +113,37 @@ def runs_table(source: Any) -> pd.DataFrame:
             out[name] = values
     sort_cols = ["job", "start_ms", "run_id"] if "start_ms" in out else ["job", "run_id"]
     return out.sort_values(sort_cols, kind="mergesort").reset_index(drop=True)
+
+
+def executors_and_cores(raw: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """(executors, cores per executor) of each store ``runs`` row, as the models read them:
+    ``executors_requested``, else ``executors_max``, with two corrections below."""
+    import numpy as np
+    import pandas as pd
+
+    execs = pd.to_numeric(_or_nan(raw, "executors_requested"), errors="coerce").fillna(
+        pd.to_numeric(_or_nan(raw, "executors_max"), errors="coerce")).to_numpy(dtype="float64").copy()
+    cores = pd.to_numeric(_or_nan(raw, "executor_cores"), errors="coerce").to_numpy(dtype="float64").copy()
+    # local[N] runs one driver-executor with N task threads. When a sweep asked for
+    # spark.executor.instances=E there, the user's "executors" is E threads, so cores per executor
+    # are the slots over E; otherwise executors x cores would count each thread E times. Fewer
+    # threads than executors asked for (instances=3 on local[1] or local[*] on 2 cores: Spark
+    # ignores the setting there) ran as that many one-thread executors, not as E.
+    if "master" in raw and "task_slots" in raw:
+        local = raw["master"].astype(str).str.match(r"^local(\[|$)").to_numpy()
+        slots = pd.to_numeric(raw["task_slots"], errors="coerce").to_numpy(dtype="float64")
+        fix = local & np.isfinite(slots) & (execs > 0) & (slots > 0)
+        fewer = fix & (slots < execs)
+        execs[fewer] = slots[fewer]
+        cores[fix] = np.maximum(1.0, np.floor(slots[fix] / execs[fix]))
+    # Under dynamic allocation spark.executor.instances is only the initial count, and the
+    # most ever held may have lasted seconds: the run's resources are the time-weighted mean
+    # (a YARN log here: initial 2, at most 7, 2.4 on average).
+    if "properties_json" in raw and "executors_mean" in raw:
+        mean = pd.to_numeric(raw["executors_mean"], errors="coerce").to_numpy(dtype="float64")
+        dyn = dynamic_allocation(raw["properties_json"]).to_numpy() & np.isfinite(mean) & (mean > 0)
+        execs[dyn] = mean[dyn]
+    return pd.Series(execs, raw.index), pd.Series(cores, raw.index)
 
 
 def dynamic_allocation(props: pd.Series) -> pd.Series:
