@@ -75,6 +75,13 @@ def test_config_features_read_properties_with_spark_units_and_defaults():
     bare = config_features({"properties_json": None, "executors_max": 1, "executor_cores": 4})
     assert bare["shuffle_partitions"] == 200 and bare["max_partition_bytes"] == 128 * MiB and bare["aqe"] == 1
     assert spark_bytes("1g", 0) == 2**30 and spark_bytes("512", 0) == 512 and spark_bytes("oops", 7) == 7
+    # dynamic allocation: the tasks saw the mean executors held, not the most (7 for a moment)
+    da = {"executors_max": 7, "executors_mean": 2.43, "executor_cores": 2, "task_slots": 14,
+          "properties_json": json.dumps({"spark.dynamicAllocation.enabled": "true"})}
+    c = config_features(da)
+    assert c["executors"] == 2.43 and c["task_slots"] == pytest.approx(4.86)
+    fixed = config_features({**da, "properties_json": json.dumps({"spark.dynamicAllocation.enabled": "false"})})
+    assert fixed["executors"] == 7 and fixed["task_slots"] == 14
 
 
 def test_file_split_tasks_follow_spark_rule():

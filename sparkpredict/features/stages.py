@@ -90,6 +90,11 @@ def config_features(run: pd.Series | dict) -> dict[str, float]:
     mem = _num(run.get("executor_memory_mb"),
                spark_bytes(props.get("spark.executor.memory"), 1024 * _MB) / _MB)
     slots = _num(run.get("task_slots"), execs * cores)
+    mean = _num(run.get("executors_mean"), math.nan)
+    if _flag(props.get("spark.dynamicAllocation.enabled"), 0.0) and mean > 0:
+        # the most executors ever held may have lasted seconds: the run's tasks saw the mean
+        # (the whole-job runs table reads such a run the same way)
+        execs, slots = mean, mean * cores
     return {
         "executors": execs, "executor_cores": cores, "executor_memory_mb": mem, "task_slots": slots,
         "shuffle_partitions": _num(props.get("spark.sql.shuffle.partitions"), CONFIG_DEFAULTS["shuffle_partitions"]),
