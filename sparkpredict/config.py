@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 #: Environment variable naming the history store when no ``store=`` is given.
@@ -23,6 +24,11 @@ LISTENER_CLASS = "io.sparkpredict.SparkPredictListener"
 #: bytes) on the driver's and every executor's host for the slowdown monitor.
 HOST_PLUGIN_CLASS = "io.sparkpredict.HostMetricsPlugin"
 KEY_HOST_SAMPLE_MS = "spark.sparkpredict.hostSampleIntervalMs"
+
+#: ``local``, ``local[N]``, ``local[*]``, ``local[N,F]``: (N or "*" or None, F or None).
+LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,(\d+))?\])?")
+#: ``local-cluster[N,C,M]``: N executors of C cores and M MiB.
+LOCAL_CLUSTER_MASTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]")
 
 
 def default_store() -> str:

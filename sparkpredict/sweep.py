@@ -23,13 +23,13 @@ import json
 import logging
 import math
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import workloads as W
+from .config import LOCAL_MASTER
 from .errors import ListenerError, WorkloadError
 from .sweep_plan import (  # noqa: F401  (re-exported: the sweep API is one module to its users)
     _MASTER_FIX,
@@ -310,7 +310,7 @@ def _warm_up(w: W.Workload, combo: Combo, path: Path, plan: SweepPlan, local_dir
     master = "local[2]"
     if WARMUP_RECORDS:
         conf.update(lc)
-        master = combo.master if re.fullmatch(r"local(\[.*\])?", combo.master) else master
+        master = combo.master if LOCAL_MASTER.fullmatch(combo.master) else master
     else:
         conf["spark.jars"] = lc["spark.jars"]  # must be there when the driver JVM starts
     spark = _start_session(master, f"{plan.workload}-warmup", conf)

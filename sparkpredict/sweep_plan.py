@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import workloads as W
+from .config import LOCAL_CLUSTER_MASTER, LOCAL_MASTER
 from .errors import InputError, WorkloadError
 from .units import parse_bytes
 
@@ -107,7 +108,7 @@ def check_capacity(master: str, executors: int, cores: int, memory_mb: int) -> N
     if not _MASTER_URL.fullmatch(master):
         raise WorkloadError(f"{master!r} is not a Spark master URL", _MASTER_FIX)
     ncpu = os.cpu_count() or 1
-    m = re.fullmatch(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]", master)
+    m = LOCAL_CLUSTER_MASTER.fullmatch(master)
     if m:
         n, c, mem = map(int, m.groups())
         if n * c > OVERSUBSCRIBE * ncpu:
@@ -122,8 +123,8 @@ def check_capacity(master: str, executors: int, cores: int, memory_mb: int) -> N
                 f"{master} needs about {need:.0f} MiB for {n} executor JVMs; {avail:.0f} MiB is available",
                 f"use at most {int(avail // (mem + JVM_OVERHEAD_MB))} executors or less memory per executor")
         return
-    m = re.fullmatch(r"local\[(\d+|\*)(?:,\d+)?\]", master)
-    if m and m.group(1) != "*" and int(m.group(1)) > OVERSUBSCRIBE * ncpu:
+    m = LOCAL_MASTER.fullmatch(master)
+    if m and m.group(1) not in (None, "*") and int(m.group(1)) > OVERSUBSCRIBE * ncpu:
         raise WorkloadError(f"{master} asks for {m.group(1)} task threads on a {ncpu}-core machine",
                             f"use at most {OVERSUBSCRIBE * ncpu} executors with a local master")
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 import subprocess
 import time
@@ -15,7 +14,13 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import KEY_INPUT_BYTES, KEY_JOB, resolve_store
+from ..config import (
+    KEY_INPUT_BYTES,
+    KEY_JOB,
+    LOCAL_CLUSTER_MASTER,
+    LOCAL_MASTER,
+    resolve_store,
+)
 from ..errors import ListenerError, StoreError
 from .listener import listener_conf, pyspark_home
 
@@ -143,12 +148,12 @@ def local_master_for(spark_submit_args: list[str], executors: int) -> tuple[str,
         slots = int(executors) * max(1, int(cores))
     except ValueError:  # spark-submit will say what is wrong with it
         return None
-    m = re.fullmatch(r"local(?:\[(?:\d+|\*)(,\d+)?\])?", master)
+    m = LOCAL_MASTER.fullmatch(master)
     if m:
-        new = f"local[{slots}{m.group(1) or ''}]"
+        new = f"local[{slots}" + (f",{m.group(2)}]" if m.group(2) else "]")
     else:
-        m = re.fullmatch(r"local-cluster\[\s*\d+\s*,\s*(\d+)\s*,\s*(\d+)\s*\]", master)
-        new = f"local-cluster[{int(executors)},{m.group(1)},{m.group(2)}]" if m else master
+        m = LOCAL_CLUSTER_MASTER.fullmatch(master)
+        new = f"local-cluster[{int(executors)},{m.group(2)},{m.group(3)}]" if m else master
     return None if new == master else (master, new)
 
 
