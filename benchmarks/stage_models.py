@@ -144,9 +144,8 @@ def eventlog_selfchecks() -> list[dict]:
     return out
 
 
-def control_section() -> list[str]:
-    """The same protocol on synthetic runs with a known per-task relation (2 % task noise,
-    ideal scheduling): what the models do when the data is not noisy."""
+def _control_runs(local: bool):
+    """Holdout and replay figures on the synthetic job: 5 sizes x 1-3 executors."""
     import tempfile
 
     sys.path.insert(0, str(REPO / "tests"))
@@ -157,13 +156,21 @@ def control_section() -> list[str]:
         k = 0
         for size in SIZES:
             for e in (1, 2, 3):
-                st.append(make_run(k, size, e)[0])
+                st.append(make_run(k, size, e, local=local)[0])
                 k += 1
         runs = runs_table(st)
         rows, ers, _ = size_holdouts(str(Path(d) / "store"), runs)
         self_df, cross = replay_accuracy(st, runs, host_cores=10**6)
     df, er = pd.DataFrame(rows), pd.concat(ers)
-    i, x = df[df.kind == "interpolation"], df[df.kind != "interpolation"]
+    return runs, df[df.kind == "interpolation"], df[df.kind != "interpolation"], er, self_df, cross
+
+
+def control_section() -> list[str]:
+    """The same protocol on synthetic runs with a known per-task relation (2 % task noise,
+    ideal scheduling): what the models do when the data is not noisy; then the same job
+    recorded as a local[E] sweep (one driver-executor of E threads)."""
+    runs, i, x, er, self_df, cross = _control_runs(local=False)
+    _, li, lx, ler, lself, lcross = _control_runs(local=True)
     return ["", "### Control: the same protocol on synthetic runs with a known per-task relation", "",
             (f"{len(runs)} runs of a 3-stage job (input stage in 32 MiB splits, 8-partition shuffle, 1-task "
             "result; per-task time = fixed + ms per MiB, 2 % noise, ideal scheduling), 5 sizes x 1-3 "
@@ -174,7 +181,15 @@ def control_section() -> list[str]:
             f"{pct(x.get('job_model', pd.Series(dtype=float)).mean())}); per-stage Er stage time "
             f"{pct(er.er_stage.mean())}, per-task time {pct(er.er_task.mean())}, task counts exact "
             f"{pct(er.tasks_exact.mean())}. Replay: self-check mean |error| {pct(self_df.err.abs().mean())}, "
-            f"other executor counts mean |error| {pct(cross.err.abs().mean())} over {len(cross)} pairs.")]
+            f"other executor counts mean |error| {pct(cross.err.abs().mean())} over {len(cross)} pairs."),
+            "",
+            ("The same job recorded as a `local[E]` sweep (1-3 task threads in one driver-executor, "
+             "spark.executor.instances=E, as `sparkpredict sweep` records it): stage forests "
+             f"{pct(li.stage_forest.mean())} / {pct(lx.stage_forest.mean())}, replay {pct(li.replay.mean())} / "
+             f"{pct(lx.replay.mean())}, whole-job model {pct(li.get('job_model', pd.Series(dtype=float)).mean())}"
+             f" / {pct(lx.get('job_model', pd.Series(dtype=float)).mean())}; per-stage Er stage time "
+             f"{pct(ler.er_stage.mean())}; replay self-check "
+             f"{pct(lself.err.abs().mean())}, other executor counts {pct(lcross.err.abs().mean())}.")]
 
 
 def pct(x: float) -> str:

@@ -26,7 +26,7 @@ HOST_PLUGIN_CLASS = "io.sparkpredict.HostMetricsPlugin"
 KEY_HOST_SAMPLE_MS = "spark.sparkpredict.hostSampleIntervalMs"
 
 #: ``local``, ``local[N]``, ``local[*]``, ``local[N,F]``: (N or "*" or None, F or None).
-LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,(\d+))?\])?")
+LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:\s*,\s*(\d+))?\])?")
 #: ``local-cluster[N,C,M]``: N executors of C cores and M MiB.
 LOCAL_CLUSTER_MASTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]")
 

@@ -82,6 +82,17 @@ def test_config_features_read_properties_with_spark_units_and_defaults():
     assert c["executors"] == 2.43 and c["task_slots"] == pytest.approx(4.86)
     fixed = config_features({**da, "properties_json": json.dumps({"spark.dynamicAllocation.enabled": "false"})})
     assert fixed["executors"] == 7 and fixed["task_slots"] == 14
+    # local[N]: one recorded executor of N threads is the E executors the sweep asked for
+    loc = {"master": "local[3]", "executors_requested": 3, "executors_max": 1, "executor_cores": 3,
+           "task_slots": 3, "properties_json": None}
+    c = config_features(loc)
+    assert (c["executors"], c["executor_cores"], c["task_slots"]) == (3, 1, 3)
+    c = config_features({**loc, "master": "local[4]", "executors_requested": 2, "executor_cores": 4, "task_slots": 4})
+    assert (c["executors"], c["executor_cores"], c["task_slots"]) == (2, 2, 4)
+    c = config_features({**loc, "master": "local[1]", "executor_cores": 1, "task_slots": 1})   # Spark ignored 3
+    assert (c["executors"], c["executor_cores"], c["task_slots"]) == (1, 1, 1)
+    c = config_features({**loc, "master": "local-cluster[3,1,1024]", "executors_max": 3, "executor_cores": 1})
+    assert (c["executors"], c["executor_cores"], c["task_slots"]) == (3, 1, 3)
 
 
 def test_file_split_tasks_follow_spark_rule():

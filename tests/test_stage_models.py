@@ -35,10 +35,16 @@ def task_ms_true(stage: int, bytes_per_task: float) -> float:
     return fixed + per_mib * bytes_per_task / MiB
 
 
-def make_run(k: int, size: int, executors: int, cores: int = 2, noise: float = 0.02, rng=None):
-    """One run's store rows: stages in sequence, tasks in ideal waves. Returns (tables, wall_s)."""
+def make_run(k: int, size: int, executors: int, cores: int = 2, noise: float = 0.02, rng=None,
+             local: bool = False):
+    """One run's store rows: stages in sequence, tasks in ideal waves. Returns (tables, wall_s).
+
+    ``local``: the run of a sweep on ``local[executors]`` with spark.executor.instances set, as
+    the listener records it: one driver-executor holding ``executors`` task threads."""
     rng = rng or np.random.default_rng(k)
     run_id = f"app-{k:03d}"
+    if local:
+        cores = 1
     slots = executors * cores
     props = {"spark.sql.shuffle.partitions": str(PARTITIONS), "spark.sql.files.maxPartitionBytes": "32m",
              "spark.executor.cores": str(cores), "spark.executor.memory": "1g",
@@ -73,7 +79,8 @@ def make_run(k: int, size: int, executors: int, cores: int = 2, noise: float = 0
             "shuffle_read_records": int(b_in / 100) if shuffle else 0})
         for j in range(n):
             task_rows.append({"run_id": run_id, "stage_id": sid, "stage_attempt_id": 0, "task_id": tid,
-                              "task_index": j, "attempt": 0, "executor_id": str(j % executors),
+                              "task_index": j, "attempt": 0,
+                              "executor_id": "driver" if local else str(j % executors),
                               "launch_ms": int(launches[j]), "finish_ms": int(launches[j] + durs[j]),
                               "duration_ms": int(launches[j] + durs[j]) - int(launches[j]), "status": "SUCCESS"})
             tid += 1
@@ -83,6 +90,11 @@ def make_run(k: int, size: int, executors: int, cores: int = 2, noise: float = 0
            "end_ms": int(end), "wall_ms": int(end - start), "executors_requested": executors,
            "executors_max": executors, "executor_cores": cores, "executor_memory_mb": 1024,
            "task_slots": slots, "input_bytes": size, "properties_json": json.dumps(props), "updated_ms": int(end)}
+    if local:
+        props.pop("spark.executor.cores")
+        props["spark.executor.instances"] = str(executors)
+        run.update(master=f"local[{executors}]", executors_max=1, executor_cores=executors,
+                   properties_json=json.dumps(props))
     return {"runs": pd.DataFrame([run]), "stages": pd.DataFrame(stage_rows),
             "tasks": pd.DataFrame(task_rows)}, (end - start) / 1000
 
@@ -133,6 +145,31 @@ def test_forest_recovers_known_per_task_time_and_predicts_an_absent_size(history
     er = model.stage_errors(test)
     assert set(er["signature"]) == set(model.signatures_)
     assert (er["er_stage"] < 0.1).all() and (er["tasks_exact"] == 1).all()
+
+
+def test_a_local_sweep_counts_its_threads_as_the_executors_asked_for(tmp_path):
+    # local[E] records one executor of E threads; queries ask for E executors of one core each,
+    # so the plan must give E slots (read as 1 executor x E cores, E executors got E x E slots).
+    st = store_mod.open(tmp_path / "store", create=True)
+    truth, k = {}, 0
+    for size in SIZES:
+        for e in (1, 2, 3):
+            tables, wall = make_run(k, size, e, local=True)
+            st.append(tables)
+            truth[f"app-{k:03d}"] = wall
+            k += 1
+    runs = st.runs()
+    runs["executors"] = runs["executors_requested"]
+    runs["runtime_s"] = runs["wall_ms"] / 1000
+    held = runs["input_bytes"] == 256 * MiB
+    model = StageRuntimeModel(store=tmp_path / "store", n_estimators=50).fit(runs[~held])
+    plan = model.stage_plan("etl", 256 * MiB, 3)
+    assert set(plan["task_slots"]) == {3.0} and set(plan["executors"]) == {3.0}
+    assert set(plan["executor_cores"]) == {1.0}
+    test = runs[held]   # queried as a user asks: E executors, cores as recorded
+    pred = model.predict(test[["job", "input_bytes", "executors"]])
+    real = np.array([truth[r] for r in test["run_id"]])
+    assert float(np.mean(np.abs(pred - real) / real)) < 0.05, (pred, real)
 
 
 def test_larger_input_is_predicted_by_counting_waves(history):

@@ -89,6 +89,24 @@ def test_cli_rejects_bad_executor_count(capsys):
     assert "--executors 'many' is not a number" in capsys.readouterr().err
 
 
+def test_a_master_spark_would_refuse_is_an_error_before_anything_runs(capsys, tmp_path):
+    from sparkpredict.cli import main
+
+    store = tmp_path / "store"
+    for master in ("bad", "local[x]", "local-cluster[2,1]"):
+        # --executors auto would fit a model first: the master is checked before that
+        assert main(["submit", "--store", str(store), "--executors", "auto", "--input-size", "1GB",
+                     "--", "--master", master, "job.py"]) == 2
+        err = capsys.readouterr().err
+        assert f"the master {master!r} is not one Spark accepts" in err and "fix: use yarn" in err
+    assert main(["submit", "--store", str(store), "--", "--conf", "spark.master=oops", "job.py"]) == 2
+    assert "'oops'" in capsys.readouterr().err
+    assert not store.exists()
+    for ok in ("yarn", "spark://h:7077", "k8s://https://h:6443", "local", "local[*]", "local[2, 3]",
+               "local-cluster[2, 1, 1024]"):
+        assert build_command(["--master", ok, "job.py"])[2] == ok
+
+
 def _submit(store: Path, job: str, *extra: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "sparkpredict", "submit", "--store", str(store), "--job", job, "--",
            "--master", "local[1]", "--driver-memory", "512m", "--conf", "spark.ui.enabled=false",

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..config import LOCAL_CLUSTER_MASTER, LOCAL_MASTER
 from ..store import schema as S
 
 _PREFIX = b'{"Event":"'
@@ -412,7 +413,7 @@ class RunBuilder:
 
         p = self.props
         master = p.get("spark.master")
-        local = master is not None and master.startswith("local") and not master.startswith("local-cluster")
+        local = LOCAL_MASTER.fullmatch((master or "").strip()) is not None
         start = self.app["start_ms"]
         complete = self.end_ms is not None and not in_progress
         # complete implies end_ms is set; repeated because mypy does not narrow through complete
@@ -434,7 +435,7 @@ class RunBuilder:
             cores = max_cores or None
         task_cpus = max(1, _int(p.get("spark.task.cpus")) or 1)
         requested = _int(p.get("spark.executor.instances"))
-        m = re.match(r"local-cluster\[\s*(\d+)\s*,", master or "")
+        m = LOCAL_CLUSTER_MASTER.fullmatch((master or "").strip())
         if requested is None:
             requested = int(m.group(1)) if m else (1 if local else None)
         declared = p.get("spark.sparkpredict.inputBytes")

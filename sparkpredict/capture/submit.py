@@ -21,7 +21,7 @@ from ..config import (
     LOCAL_MASTER,
     resolve_store,
 )
-from ..errors import ListenerError, StoreError
+from ..errors import InputError, ListenerError, StoreError
 from .listener import listener_conf, pyspark_home
 
 log = logging.getLogger(__name__)
@@ -157,6 +157,25 @@ def local_master_for(spark_submit_args: list[str], executors: int) -> tuple[str,
     return None if new == master else (master, new)
 
 
+def check_master(spark_submit_args: list[str]) -> None:
+    """Raise InputError for a ``--master`` (or ``--conf spark.master``) that Spark would refuse.
+
+    spark-submit accepts ``yarn`` and masters starting with ``spark``, ``k8s`` or ``local``;
+    a malformed local master (``local[x]``) passes it and fails later, inside the driver. Both
+    would end in a JVM stack trace, after the JVM start."""
+    opts, _ = _split(list(spark_submit_args))
+    master = _opt_value(opts, "--master") or _user_conf(opts).get("spark.master")
+    if master is None:
+        return
+    m = master.strip()
+    if m == "yarn" or m.startswith(("spark", "k8s")) or LOCAL_MASTER.fullmatch(m) \
+            or LOCAL_CLUSTER_MASTER.fullmatch(m):
+        return
+    raise InputError(f"the master {master!r} is not one Spark accepts",
+                     "use yarn, spark://HOST:PORT, k8s://https://HOST:PORT, local, local[N], local[*] "
+                     "or local-cluster[EXECUTORS,CORES,MEMORY_MB]")
+
+
 def _set_master(opts: list[str], master: str) -> list[str]:
     out = list(opts)
     for i, a in enumerate(out):
@@ -175,6 +194,7 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
     if not app:
         raise ListenerError("no application given to spark-submit",
                             "put the job after --, e.g. sparkpredict submit -- job.py ARGS")
+    check_master(opts)
     user = _user_conf(opts)
     ours = listener_conf(store=store, job=job)
     jar = ours.pop("spark.jars")

@@ -69,7 +69,7 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
 
 def _run(args: argparse.Namespace) -> int:
     from ..advise import check_params
-    from ..capture.submit import submit
+    from ..capture.submit import check_master, submit
     from ..config import KEY_INPUT_BYTES, PARAM_PREFIX
     from ..errors import InputError
     from ..units import parse_bytes
@@ -79,6 +79,7 @@ def _run(args: argparse.Namespace) -> int:
         spark_args = spark_args[1:]
     if not spark_args:
         raise InputError("nothing to submit", "write: sparkpredict submit [options] -- job.py [args]")
+    check_master(spark_args)   # before the advice: a bad master should not wait for a fit
     input_bytes = parse_bytes(args.input_size) if args.input_size else None
     params = parse_params(args.param)
     check_params(params)  # numbers only: the store's runs table reads them as such

@@ -124,18 +124,13 @@ def executors_and_cores(raw: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     execs = pd.to_numeric(_or_nan(raw, "executors_requested"), errors="coerce").fillna(
         pd.to_numeric(_or_nan(raw, "executors_max"), errors="coerce")).to_numpy(dtype="float64").copy()
     cores = pd.to_numeric(_or_nan(raw, "executor_cores"), errors="coerce").to_numpy(dtype="float64").copy()
-    # local[N] runs one driver-executor with N task threads. When a sweep asked for
-    # spark.executor.instances=E there, the user's "executors" is E threads, so cores per executor
-    # are the slots over E; otherwise executors x cores would count each thread E times. Fewer
-    # threads than executors asked for (instances=3 on local[1] or local[*] on 2 cores: Spark
-    # ignores the setting there) ran as that many one-thread executors, not as E.
     if "master" in raw and "task_slots" in raw:
-        local = raw["master"].astype(str).str.match(r"^local(\[|$)").to_numpy()
+        from ..config import LOCAL_MASTER
+
+        local = raw["master"].astype(str).str.fullmatch(LOCAL_MASTER.pattern).fillna(False).to_numpy(bool)
         slots = pd.to_numeric(raw["task_slots"], errors="coerce").to_numpy(dtype="float64")
-        fix = local & np.isfinite(slots) & (execs > 0) & (slots > 0)
-        fewer = fix & (slots < execs)
-        execs[fewer] = slots[fewer]
-        cores[fix] = np.maximum(1.0, np.floor(slots[fix] / execs[fix]))
+        fix, e, c = local_thread_executors(local, execs, slots)
+        execs[fix], cores[fix] = e[fix], c[fix]
     # Under dynamic allocation spark.executor.instances is only the initial count, and the
     # most ever held may have lasted seconds: the run's resources are the time-weighted mean
     # (a YARN log here: initial 2, at most 7, 2.4 on average).
@@ -144,6 +139,28 @@ def executors_and_cores(raw: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
         dyn = dynamic_allocation(raw["properties_json"]).to_numpy() & np.isfinite(mean) & (mean > 0)
         execs[dyn] = mean[dyn]
     return pd.Series(execs, raw.index), pd.Series(cores, raw.index)
+
+
+def local_thread_executors(local, executors, task_slots):
+    """(which rows to correct, executors, cores per executor) of runs on a ``local[N]`` master.
+
+    ``local[N]`` runs one driver-executor with N task threads. When a sweep asked for
+    spark.executor.instances=E there, the user's "executors" is E threads, so cores per executor
+    are the slots over E; otherwise executors x cores would count each thread E times. Fewer
+    threads than executors asked for (instances=3 on local[1] or local[*] on 2 cores: Spark
+    ignores the setting there) ran as that many one-thread executors, not as E. Arrays in, arrays
+    out; the whole-job runs table and the stage-level features both read local runs this way.
+    """
+    import numpy as np
+
+    local = np.asarray(local, dtype=bool)
+    execs = np.asarray(executors, dtype="float64")
+    slots = np.asarray(task_slots, dtype="float64")
+    with np.errstate(invalid="ignore"):
+        fix = local & np.isfinite(slots) & np.isfinite(execs) & (execs > 0) & (slots > 0)
+        e = np.where(fix, np.minimum(execs, slots), execs)
+        c = np.where(fix, np.maximum(1.0, np.floor(slots / np.where(fix, e, 1.0))), np.nan)
+    return fix, e, c
 
 
 def dynamic_allocation(props: pd.Series) -> pd.Series:
