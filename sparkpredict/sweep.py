@@ -55,6 +55,12 @@ KEY_SWEEP = "spark.sparkpredict.sweep.key"
 WARMUP_RECORDS = True
 #: How long to wait for a local-cluster's executors to register before the job starts.
 EXECUTOR_WAIT_S = 180.0
+#: The log configuration a sweep's driver JVM starts with unless the user has one: Spark's
+#: errors only, so its start-up WARNs do not bury the progress bar (``--spark-logs``: Spark's own).
+QUIET_SPARK_LOG = Path(__file__).parent / "data" / "spark" / "log4j2-quiet.properties"
+#: log4j2 reads this environment variable as ``-Dlog4j2.configurationFile``; through the
+#: environment the user's ``spark.driver.extraJavaOptions`` (and spark-defaults') stay untouched.
+_LOG4J_ENV = "LOG4J_CONFIGURATION_FILE"
 
 
 @dataclass
@@ -155,7 +161,17 @@ def _wait_for_executors(spark, n: int, timeout_s: float) -> None:
         time.sleep(0.2)
 
 
-def _start_session(master: str, app_name: str, conf: dict[str, str]):
+def _user_log_config(conf: dict[str, str]) -> bool:
+    """Has the user chosen a log4j configuration for Spark (which a sweep must not replace)?"""
+    if os.environ.get(_LOG4J_ENV) or "log4j" in conf.get("spark.driver.extraJavaOptions", ""):
+        return True
+    conf_dirs = [os.environ.get("SPARK_CONF_DIR")]
+    if os.environ.get("SPARK_HOME"):
+        conf_dirs.append(str(Path(os.environ["SPARK_HOME"]) / "conf"))
+    return any(d and (Path(d) / "log4j2.properties").is_file() for d in conf_dirs)
+
+
+def _start_session(master: str, app_name: str, conf: dict[str, str], quiet: bool = True):
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -164,6 +180,11 @@ def _start_session(master: str, app_name: str, conf: dict[str, str]):
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in conf.items():
         builder = builder.config(k, v)
+    # The driver JVM reads its log configuration once, when this process first starts it; the
+    # variable is set only for that start, so the rest of the user's process never sees it.
+    quiet = quiet and not _jvm_started() and not _user_log_config(conf)
+    if quiet:
+        os.environ[_LOG4J_ENV] = str(QUIET_SPARK_LOG)
     try:
         return builder.getOrCreate()
     except Exception as exc:  # py4j wraps Spark's reason (a bad master URL, no cluster) in its own  # noqa: BLE001
@@ -171,6 +192,9 @@ def _start_session(master: str, app_name: str, conf: dict[str, str]):
         reason = str(java.getMessage()) if java is not None else (str(exc).strip().splitlines() or [""])[0]
         raise WorkloadError(f"Spark did not start with master {master!r}: {reason}",
                             _MASTER_FIX + ", and check that the cluster is reachable") from None
+    finally:
+        if quiet:
+            os.environ.pop(_LOG4J_ENV, None)
 
 
 def _eta(done: list[tuple[int, float]], todo: Sequence[Combo]) -> float | None:
@@ -192,7 +216,7 @@ def _eta(done: list[tuple[int, float]], todo: Sequence[Combo]) -> float | None:
 def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
               cache_dir: str | os.PathLike | None = None, workdir: str | os.PathLike | None = None,
               progress: Progress | None = None, extra_conf: dict[str, str] | None = None,
-              tasks: bool = True, warmup: bool = True) -> SweepResult:
+              tasks: bool = True, warmup: bool = True, spark_logs: bool = False) -> SweepResult:
     """Run every combination of ``plan`` not yet recorded in ``store``; see the module docstring.
 
     Returns a :class:`SweepResult` (one outcome per combination, skipped ones included). A run
@@ -202,6 +226,9 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
     With ``warmup`` (default), an unrecorded application first runs the workload once on the
     smallest input: the first job in a fresh driver JVM runs several times slower (class
     loading, JIT), which would make the first recorded run an outlier.
+
+    Spark logs errors only during a sweep (:data:`QUIET_SPARK_LOG`) unless ``spark_logs`` is
+    set or the user has a log4j configuration of their own.
     """
     from .capture.listener import listener_conf
     from .config import resolve_store
@@ -229,7 +256,7 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
         data[size] = (path, W.gen.data_size(path))
 
     if todo and warmup and not _jvm_started():
-        _warm_up(w, todo[0], data[min(data)][0], plan, local_dir, store_path, tasks)
+        _warm_up(w, todo[0], data[min(data)][0], plan, local_dir, store_path, tasks, quiet=not spark_logs)
 
     done: list[tuple[int, float]] = []
     verified = False
@@ -241,7 +268,7 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
         name = f"{plan.workload}-{format_bytes(combo.size_bytes).replace(' ', '')}-{combo.executors}x-r{combo.repeat}"
         outcome = RunOutcome(combo, "failed")
         started = time.monotonic()
-        spark = _start_session(combo.master, name, conf)
+        spark = _start_session(combo.master, name, conf, quiet=not spark_logs)
         exit_code = 1
         try:
             outcome.app_id = spark.sparkContext.applicationId
@@ -290,7 +317,7 @@ def _jvm_started() -> bool:
 
 
 def _warm_up(w: W.Workload, combo: Combo, path: Path, plan: SweepPlan, local_dir: Path,
-             store_path: str, tasks: bool = True) -> None:
+             store_path: str, tasks: bool = True, quiet: bool = True) -> None:
     """One run the sweep's store does not record, in the driver JVM the sweep then uses.
 
     With :data:`WARMUP_RECORDS` the listener and host sampler record it into a scratch store,
@@ -313,7 +340,7 @@ def _warm_up(w: W.Workload, combo: Combo, path: Path, plan: SweepPlan, local_dir
         master = combo.master if LOCAL_MASTER.fullmatch(combo.master) else master
     else:
         conf["spark.jars"] = lc["spark.jars"]  # must be there when the driver JVM starts
-    spark = _start_session(master, f"{plan.workload}-warmup", conf)
+    spark = _start_session(master, f"{plan.workload}-warmup", conf, quiet=quiet)
     try:
         spark.sparkContext.setLogLevel("ERROR")
         w.run(spark, path, plan.seed)

@@ -163,3 +163,20 @@ def test_a_fresh_process_warms_up_without_recording_the_warm_up(tmp_path):
     assert len(runs) == 2 and set(runs["job"]) == {"wordcount"} and set(runs["status"]) == {"succeeded"}
     assert not any("warmup" in str(n) for n in runs["app_name"])
     assert (work / "spark-local").is_dir() and not list((work / "spark-local").glob("warmup-store-*"))
+    # Spark's start-up WARNs (loopback host, native Hadoop, local dirs, the shell's log level)
+    # would bury the progress bar: the sweep's driver JVM logs Spark's errors only
+    spark_lines = [line for line in r.stderr.splitlines()
+                   if " WARN " in line or "log4j profile" in line or "default log level" in line]
+    assert not spark_lines, spark_lines
+
+
+def test_a_users_own_log4j_configuration_is_kept(tmp_path, monkeypatch):
+    monkeypatch.delenv("LOG4J_CONFIGURATION_FILE", raising=False)
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    assert not S._user_log_config({})
+    assert S._user_log_config({"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=/x.properties"})
+    (tmp_path / "log4j2.properties").write_text("rootLogger.level = info\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert S._user_log_config({})
+    assert S.QUIET_SPARK_LOG.is_file()   # shipped with the package (setup.cfg package_data)

@@ -25,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", default=None, help="history store (default: the embedded local store)")
     p.add_argument("--cache", default=None, help="generated-data cache (default ~/.cache/sparkpredict/data)")
     p.add_argument("--no-tasks", action="store_true", help="do not record task rows (smaller store)")
+    p.add_argument("--spark-logs", action="store_true",
+                   help="show Spark's own log lines (default: Spark's errors only, unless you set a log4j configuration)")
     p.set_defaults(func=_run)
 
 
@@ -62,7 +64,7 @@ def _run(args: argparse.Namespace) -> int:
           f"{len(plan.combos)} runs; master {plan.master_template}", file=sys.stderr)
     try:
         res = run_sweep(plan, store=args.store, cache_dir=args.cache, progress=ProgressBar(),
-                        tasks=not args.no_tasks)
+                        tasks=not args.no_tasks, spark_logs=args.spark_logs)
     except KeyboardInterrupt:
         print("\ninterrupted: runs finished so far are recorded; rerun the same command to resume",
               file=sys.stderr)
