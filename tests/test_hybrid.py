@@ -144,18 +144,25 @@ def _log_width(m, sizes_gib, executors=6.0):
     return np.log(iv["upper_s"] / iv["predicted_runtime_s"]), iv
 
 
-def test_growth_beyond_the_largest_size_is_at_most_proportional(model):
-    # the cliff job's curve bends up at the top of its sizes; beyond them the point prediction
-    # grows at most as the input does from the largest size's, and the upper bound keeps its
-    # log width around it (the lower bound too, unless the size floor holds it up)
+def test_growth_beyond_the_largest_size_is_at_most_linear_in_the_part_that_grows(model):
+    # the cliff job's curve bends up at the top of its sizes; beyond them the part of the point
+    # prediction that grows with the input grows at most as the input does from the largest
+    # size's, the fixed cost (the curve at a 1-byte input) held; the upper bound keeps its log width
+    # around it (the lower bound too, unless the size floor holds it up)
     top = model.training_range_["input_bytes"][1]
     free = _free(model)
+    proportional = JobRuntimeModel.from_dict(json.loads(json.dumps(dict(model.to_dict(), size_growth="proportional"))))
     for e in (2.0, 6.0, 12.0):
         S = top * np.array([1.0, 1.5, 3.0, 11.0, 101.0])
         X = {"input_bytes": S, "executors": np.full(len(S), e)}
         iv, ivf = model.predict_interval(X, 0.9), free.predict_interval(X, 0.9)
         p, pf = iv["predicted_runtime_s"], ivf["predicted_runtime_s"]
-        assert np.all(p <= p[0] * S / top * (1 + 1e-9)) and np.all(p <= pf * (1 + 1e-12))
+        fixed = float(free.predict({"input_bytes": np.array([1.0]), "executors": np.array([e])})[0])
+        assert 0 < fixed < p[0]
+        np.testing.assert_allclose(p, np.minimum(pf, fixed + (p[0] - fixed) * S / top), rtol=1e-9)
+        assert np.all(p <= pf * (1 + 1e-12))
+        # the cap before (a model saved with it keeps it) let the fixed cost grow with the input too
+        np.testing.assert_allclose(proportional.predict(X), np.minimum(pf, p[0] * S / top), rtol=1e-9)
         np.testing.assert_allclose(model.predict(X), p)
         np.testing.assert_allclose(iv["upper_s"] / p, ivf["upper_s"] / pf)
         assert np.all(iv["lower_s"] <= p) and np.all(iv["upper_s"] >= p)
@@ -207,7 +214,7 @@ def test_models_saved_before_the_drift_law_keep_their_intervals(model):
     # a saved model without "drift_law" was fitted when the drift grew with d (capped at 10)
     # and had no size floor: loading it must not change its intervals
     d = model.to_dict()
-    assert d["drift_law"] == "linear_log" and d["size_growth"] == "proportional"
+    assert d["drift_law"] == "linear_log" and d["size_growth"] == "linear"
     del d["drift_law"], d["size_growth"], d["seen_residuals"], d["size_levels"]  # all came later
     old = JobRuntimeModel.from_dict(json.loads(json.dumps(d)))
     assert old.size_growth_ == "free"  # nor the growth cap, saved before it existed
