@@ -1,7 +1,7 @@
 """The advice as data: :class:`Advice` and its :class:`Candidate` rows.
 
-:func:`sparkpredict.advise.suggest_executors` builds them; only :meth:`Advice.summary`, the CLI
-and the report turn them into text.
+:func:`sparkpredict.advise.suggest_executors` builds them; only :meth:`Advice.summary` and
+:func:`candidate_table` turn them into text, for the CLI and the report alike.
 """
 from __future__ import annotations
 
@@ -131,6 +131,37 @@ def deadline_verdict(meets: bool | None, chance: float | None, predicted_s: floa
         return "meets"
     likely = chance >= 0.5 if chance is not None else predicted_s <= deadline_s
     return "may miss" if likely else "misses"
+
+
+def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], list[list[str]]]:
+    """The candidates in human units, as ``sparkpredict suggest`` prints them and the report
+    shows them: (column names, rows of strings). The first column marks the choice with ``>``.
+
+    Past ``max_rows`` candidates, the first, the last, the choice, the knee and an even spread
+    between them are kept."""
+    pct = f"{a.confidence:.0%}"
+    money = a.price_per_executor_hour is not None
+    cols = ["", "executors", "runtime", f"{pct} interval", "executor-h"] + (["cost"] if money else []) \
+        + (["deadline", "chance"] if a.deadline_s is not None else [])
+    cands = list(a.candidates)
+    if max_rows is not None and len(cands) > max_rows:
+        keep = {0, len(cands) - 1} | {round(k * (len(cands) - 1) / (max_rows - 1)) for k in range(max_rows)}
+        keep |= {k for k, c in enumerate(cands) if c.executors in (a.executors, a.knee_executors)}
+        cands = [cands[k] for k in sorted(keep)]
+    rows = []
+    for c in cands:
+        row = [">" if c.executors == a.executors else "", str(c.executors),
+               format_duration(c.predicted_runtime_s),
+               f"{format_duration(c.lower_s)} - {format_duration(c.upper_s)}",
+               format_executor_hours(c.cost_executor_hours)]
+        if money:
+            row.append(f"{c.cost_money:.2f}")
+        if a.deadline_s is not None:
+            row.append(deadline_verdict(c.meets_deadline, c.chance_meets_deadline,
+                                        c.predicted_runtime_s, a.deadline_s))
+            row.append("" if c.chance_meets_deadline is None else format_chance(c.chance_meets_deadline))
+        rows.append(row)
+    return cols, rows
 
 
 def format_chance(p: float) -> str:

@@ -203,11 +203,16 @@ def _fig_stages(stages: pd.DataFrame, run: pd.Series) -> str:
 
 
 def _advice(job: str, input_bytes: float, store_path: str, models: dict | None) -> tuple[str, str]:
+    from .advice import candidate_table
     from .advise import suggest_executors
 
     adv = suggest_executors(job, int(input_bytes), store=store_path, models=models)
-    table = adv.candidates_frame().to_html(index=False, float_format=lambda v: f"{v:,.2f}", border=0)
-    return adv.summary(), table
+    cols, rows = candidate_table(adv)
+    e = html.escape
+    head = "".join(f"<th>{e(c)}</th>" for c in cols)
+    body = "".join(("<tr class='chosen'>" if r[0] else "<tr>") + "".join(f"<td>{e(v)}</td>" for v in r) + "</tr>"
+                   for r in rows)
+    return adv.summary(), f"<table class='candidates'><tr>{head}</tr>{body}</table>"
 
 
 def _slow_runs(job: str, model: Any, runs: pd.DataFrame) -> list[tuple[str, float, float, float, float]]:
@@ -306,7 +311,7 @@ padding-bottom:4px;margin-top:32px} .meta{color:#666;font-size:13px} .figs{displ
 .figs img{border:1px solid #eee;max-width:100%} pre{background:#f6f8fa;padding:10px;font-size:12.5px;
 overflow-x:auto} table{border-collapse:collapse;font-size:12.5px} td,th{padding:3px 8px;border-bottom:1px solid #eee;
 text-align:right} th{background:#fafafa} .note{color:#8a5a00;background:#fff8e1;padding:6px 10px;margin:6px 0;
-font-size:13px} .warn{color:#a00}
+font-size:13px} .warn{color:#a00} tr.chosen td{font-weight:600;background:#eef6ff}
 """
 
 

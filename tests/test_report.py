@@ -46,6 +46,10 @@ def test_history_report_has_every_plot_and_advice(history_report):
         if s.model_name:
             assert "predicted_vs_actual" in s.figures
             assert s.advice_text and f"{s.job} on " in s.advice_text and "<table" in s.advice_table_html
+            # the candidates as `suggest` prints them: human units, the choice marked once
+            t = s.advice_table_html
+            assert t.count("<tr class='chosen'>") == 1 and "90% interval" in t and "executor-h" in t
+            assert "None" not in t and "predicted_runtime_s" not in t and re.search(r"<td>[0-9.]+s - ", t)
         else:  # too few runs for a model (the partial sort sweep): said on the page, not a failure
             assert any("no fitted model" in n for n in s.notes)
     # self-contained: nothing fetched from elsewhere

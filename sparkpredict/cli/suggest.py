@@ -104,35 +104,14 @@ def run(args: argparse.Namespace) -> int:
 
 def format_advice(a: Any, max_rows: int = 40) -> str:
     """The advice as a readable table, the chosen row marked with ``>``."""
-    from ..advice import deadline_verdict, format_chance
-    from ..units import format_bytes, format_duration, format_executor_hours, plural
+    from ..advice import candidate_table
+    from ..units import format_bytes, format_duration, plural
 
-    pct = f"{a.confidence:.0%}"
     head = [f"job {a.job}, input {format_bytes(a.input_bytes)}, objective {a.objective}"
             + (f", deadline {format_duration(a.deadline_s)}" if a.deadline_s is not None else "")]
     mape = "n/a" if a.model_cv_mape is None else f"{a.model_cv_mape:.1%}"
     head.append(f"model {a.model_name} (CV MAPE {mape}, {a.n_runs if a.n_runs is not None else '?'} runs)")
-    money = a.price_per_executor_hour is not None
-    cols = ["", "executors", "runtime", f"{pct} interval", "executor-h"] + (["cost"] if money else []) \
-        + (["deadline", "chance"] if a.deadline_s is not None else [])
-    rows = []
-    cands = list(a.candidates)
-    if len(cands) > max_rows:  # keep the choice, the knee and an even spread
-        keep = {0, len(cands) - 1} | {round(k * (len(cands) - 1) / (max_rows - 1)) for k in range(max_rows)}
-        keep |= {k for k, c in enumerate(cands) if c.executors in (a.executors, a.knee_executors)}
-        cands = [cands[k] for k in sorted(keep)]
-    for c in cands:
-        row = [">" if c.executors == a.executors else "", str(c.executors),
-               format_duration(c.predicted_runtime_s),
-               f"{format_duration(c.lower_s)} - {format_duration(c.upper_s)}",
-               format_executor_hours(c.cost_executor_hours)]
-        if money:
-            row.append(f"{c.cost_money:.2f}")
-        if a.deadline_s is not None:
-            row.append(deadline_verdict(c.meets_deadline, c.chance_meets_deadline,
-                                        c.predicted_runtime_s, a.deadline_s))
-            row.append("" if c.chance_meets_deadline is None else format_chance(c.chance_meets_deadline))
-        rows.append(row)
+    cols, rows = candidate_table(a, max_rows)
     widths = [max(len(r[k]) for r in [cols] + rows) for k in range(len(cols))]
     fmt = lambda r: "  ".join(v.rjust(w) for v, w in zip(r, widths)).rstrip()
     if a.params:
