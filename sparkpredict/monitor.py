@@ -76,6 +76,7 @@ from .models.degradation import (  # the estimator lives there; its names stay i
     run_estimate,
     shapley,
 )
+from .units import format_duration
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,6 +98,7 @@ __all__ = [
     "LABEL_KEY",
     "MATCHED_SHARE_WARN",
     "QOS_THRESHOLDS",
+    "SHORTER_THAN_TRAINED",
     "STAGE_FEATURES",
     "STATS",
     "TASK_RATIOS",
@@ -132,6 +134,10 @@ CAUSE_MIN_SLOWDOWN = 0.05
 #: Below this share of a run's stage time with a counterpart in the job's clean runs, the
 #: comparison covers too little of the run to stand for it, and the explanation says so.
 MATCHED_SHARE_WARN = 0.5
+#: A run whose stages took less than 1/this of the shortest training run's is outside what the
+#: monitor's model learnt (the bundled dataset's runs: 6.6 s of stage time or more, 12-35 s of
+#: wall time): no cause is named for it.
+SHORTER_THAN_TRAINED = 2.0
 #: Default training data: the labelled dataset shipped with the package (see its NOTES.md).
 DEFAULT_TRAINING_STORE = Path(__file__).resolve().parent / "data" / "interference" / "store"
 
@@ -268,6 +274,12 @@ class Explanation:
     #: job (same call site and task count); the measured figures cover this part only
     matched_share: float = 1.0
     warnings: list[str] = field(default_factory=list)
+    #: the run is far shorter than the monitor's training runs (:data:`SHORTER_THAN_TRAINED`):
+    #: its estimate from metrics is an extrapolation
+    too_short: bool = False
+    #: the estimate named a cause, but the run is too short for it and its clean runs measured
+    #: no slowdown (under :data:`CAUSE_MIN_SLOWDOWN`): none is named
+    cause_withheld: bool = False
 
     def summary(self) -> str:
         """One line, as :meth:`Advice.summary <sparkpredict.advice.Advice.summary>` gives: for a
@@ -277,8 +289,12 @@ class Explanation:
 
         measured = "no clean run to compare with" if self.degradation is None \
             else f"{pct(self.degradation)} against its clean runs"
-        cause = f"main cause {self.main_cause} ({self.main_share:.0%} of the slowdown)" if self.main_cause \
-            else f"its metrics name no cause (an estimated slowdown under {CAUSE_MIN_SLOWDOWN:.0%})"
+        if self.main_cause:
+            cause = f"main cause {self.main_cause} ({self.main_share:.0%} of the slowdown)"
+        elif self.cause_withheld:
+            cause = "no cause named: not slower than its clean runs, and too short for the monitor's model"
+        else:
+            cause = f"its metrics name no cause (an estimated slowdown under {CAUSE_MIN_SLOWDOWN:.0%})"
         verdict = "VIOLATED" if self.violated else "met"
         return (f"run {self.run_id} (job {self.job}): {measured}, estimated from metrics "
                 f"{pct(self.estimated_degradation)}; {cause}; QoS at {self.threshold:.0%} {verdict}")
@@ -368,7 +384,19 @@ def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame, t
     pos = {g: max(v, 0.0) for g, v in phi.items()}
     tot = sum(pos.values())
     shares = {g: (v / tot if tot > 0 else 0.0) for g, v in pos.items()}
-    main = max(shares, key=shares.__getitem__) if tot > 0 and est >= CAUSE_MIN_SLOWDOWN else None
+    trained: tuple[float, float] | None = getattr(model, "train_run_ms_", None)
+    too_short = trained is not None and total_ms < trained[0] / SHORTER_THAN_TRAINED
+    named = tot > 0 and est >= CAUSE_MIN_SLOWDOWN
+    # Out of the trained range the estimate can contradict the measurement (1-s demo runs: -49 %
+    # to +80 % against -16 % to +25 % measured); a cause is named there only for a slowdown the
+    # clean runs confirm, as under a real bubble (tests/test_explain_bubbles.py, 1-s jobs).
+    withheld = named and too_short and (d is None or d < CAUSE_MIN_SLOWDOWN)
+    if trained is not None and too_short:
+        notes.append(f"this run's stages took {format_duration(total_ms / 1000)} in all, under "
+                     f"1/{SHORTER_THAN_TRAINED:g} of the shortest run the monitor's model learnt from "
+                     f"({format_duration(trained[0] / 1000)}): its estimate from metrics is an extrapolation"
+                     + ("; the job's clean runs show no slowdown, so no cause is named" if withheld else ""))
+    main = max(shares, key=shares.__getitem__) if named and not withheld else None
     judged = d if d is not None else est
     est_s = model.predict(rows)
     # pandas-stubs type every named-tuple field as any scalar (None, NaT, Interval, ...)
@@ -385,7 +413,8 @@ def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame, t
         main_share=shares.get(main, 0.0) if main else 0.0,
         qos={t: judged > t for t in QOS_THRESHOLDS}, threshold=threshold, violated=judged > threshold,
         clean_runs=len(others), label=rows["label"].iloc[0], stages=impacts[:top_stages],
-        culprit=host, footprint=host_footprint(rows), matched_share=share, warnings=notes)
+        culprit=host, footprint=host_footprint(rows), matched_share=share, warnings=notes,
+        too_short=too_short, cause_withheld=withheld)
 
 
 @dataclass

@@ -359,6 +359,25 @@ def test_slowest_runs_of_a_real_history_are_the_slowed_ones(capsys):
         m.slowest_runs("wordcount", hist, top=0)
 
 
+def test_a_run_far_shorter_than_the_training_runs_gets_no_cause_its_clean_runs_deny():
+    """tests/data/history's sort runs last 1-3 s of stage time, under half the shortest run the
+    bundled monitor learnt from: its estimate there can say +99 % for a run measured 4 % faster
+    than its clean runs. A cause is named only where the clean runs confirm a slowdown."""
+    from pathlib import Path
+
+    hist = Path(__file__).parent / "data" / "history"
+    model = m.default_model()
+    assert model.train_run_ms_ is not None and model.train_run_ms_[0] > 2 * 3000
+    denied = m.explain_run("local-1795975877648", hist, model)
+    assert denied.too_short and denied.cause_withheld and denied.main_cause is None
+    assert denied.degradation < m.CAUSE_MIN_SLOWDOWN <= denied.estimated_degradation
+    assert "no cause named: not slower than its clean runs" in denied.summary()
+    assert any("is an extrapolation; the job's clean runs show no slowdown" in w for w in denied.warnings)
+    confirmed = m.explain_run("local-1795975911955", hist, model)   # +25 % measured, +46 % estimated
+    assert confirmed.too_short and not confirmed.cause_withheld and confirmed.main_cause == "cpu"
+    assert any("is an extrapolation" in w for w in confirmed.warnings)
+
+
 def test_slowest_runs_of_runs_without_input_sizes_is_a_clear_error(tmp_path, capsys):
     """Three real event logs whose apps are all called 'Spark shell': no input size recorded."""
     from pathlib import Path

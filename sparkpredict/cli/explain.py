@@ -70,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
           + "  ".join(f"{t * 100:.0f}%:{'over' if v else 'ok'}" for t, v in e.qos.items()))
     if e.main_cause:
         print(f"  main cause: {e.main_cause} ({e.main_share * 100:.0f} % of the estimated slowdown)")
+    elif e.cause_withheld:
+        print("  main cause: not named (not slower than its clean runs, and too short for the monitor's "
+              "model; see the warning)")
     else:
         print(f"  main cause: none (the metrics show no slowdown of {monitor.CAUSE_MIN_SLOWDOWN:.0%} "
               "or more)")

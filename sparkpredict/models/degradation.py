@@ -117,6 +117,9 @@ class DegradationModel:
     correction_: float = 1.0
     correction_cv_: dict = field(default_factory=dict, repr=False)
     culprit_: Any = field(default=None, repr=False)
+    #: (shortest, longest) total stage time of a training run, in ms: the runs the estimate
+    #: was learnt on (None for a model fitted before it was recorded)
+    train_run_ms_: tuple[float, float] | None = None
 
     def baseline_features(self, df: pd.DataFrame) -> np.ndarray:
         """The clean baseline of each row, per ``self.baseline``."""
@@ -154,6 +157,9 @@ class DegradationModel:
         self.correction_ = 1.0 if self.prior == "none" or x0 is None else (
             self.correction if self.correction is not None else self._choose_correction(df))
         self.culprit_ = self._fit_culprit(df) if self.culprit != "none" else None
+        if "duration_ms" in df and "run_id" in df:
+            per_run = df.groupby("run_id")["duration_ms"].sum()
+            self.train_run_ms_ = (float(per_run.min()), float(per_run.max()))
         return self
 
     def _fit_culprit(self, df: pd.DataFrame) -> Any:
