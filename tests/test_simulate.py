@@ -205,6 +205,13 @@ def test_replay_of_every_recorded_sweep_run_matches_its_wall_time():
         assert abs(rep.self_error) <= 0.05, (run_id, rep.self_error)
     # load_timeline (what the CLI uses) reads the same run from the store
     assert load_timeline(st, ok.iloc[0]).n_tasks == Timeline.from_tables(runs, stages, tasks, ok.iloc[0]).n_tasks
+    # a local[3] sweep run (one driver-executor of 3 threads, instances=3) is the 3 executors the
+    # sweep asked for, of one core each: replaying it at 2 executors means 2 slots, not 2 x 3
+    loc = runs[(runs["master"] == "local[3]") & (runs["executors_requested"] == 3)]["run_id"].iloc[0]
+    tl = load_timeline(st, loc)
+    assert (tl.executors, tl.cores) == (3, 1)
+    rep = simulate_timeline(tl, [2])
+    assert rep.actual_executors == 3 and rep.predictions[0].slots == 2
 
 
 def test_simulate_run_takes_run_id_first_and_checks_counts_before_reading():
