@@ -62,8 +62,17 @@ def parse_duration(text: str | float) -> float:
 
 
 def format_bytes(n: float) -> str:
-    """``1536`` -> ``1.5 KiB``; binary units, since that is what Spark reports."""
+    """``1536`` -> ``1.5 KiB``; binary units, since that is what Spark reports, except for a
+    size that is a round number of decimal units (``30 * 10**9`` -> ``30 GB``, ``1.5e12`` ->
+    ``1.5 TB``): what a user typed (``--input-size 30GB``) is written back as they wrote it,
+    not as ``27.9 GiB``."""
     n = float(n)
+    k = min(4, int(math.log10(abs(n)) // 3)) if abs(n) >= 1000 and math.isfinite(n) else 0
+    if k:  # the largest decimal unit, and at most two decimals in it
+        scaled = n / 1000**k
+        for digits in (0, 1, 2):
+            if abs(round(scaled, digits) * 1000**k - n) < 0.5:
+                return f"{scaled:.{digits}f} {('KB', 'MB', 'GB', 'TB')[k - 1]}"
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -44,7 +44,7 @@ def test_table_marks_the_advised_row(model_dir, capsys):
     a = suggest_executors("etl", "30GB", deadline_s="7m30s", max_executors=16, models=model_dir)
     marked = [ln for ln in out.splitlines() if ln.lstrip().startswith(">")]
     assert len(marked) == 1 and marked[0].split()[1] == str(a.executors)
-    assert "meets" in marked[0] and "7m30s" in out and "27.9 GiB" in out
+    assert "meets" in marked[0] and "7m30s" in out and "input 30 GB" in out   # as typed, not 27.9 GiB
     assert a.summary() in out
     # the last column: each count's chance of making the deadline, as the API has it
     from sparkpredict.advise import format_chance
