@@ -82,6 +82,36 @@ def test_a_count_on_a_local_master_becomes_the_masters_count(listener_jar):
     assert cmd[cmd.index("--master") + 1] == "local[1]"
 
 
+def test_a_count_without_a_master_sets_the_one_spark_submit_would_have_used(listener_jar, tmp_path, monkeypatch):
+    """No --master anywhere: spark-submit runs local[*], which ignores the count (3 executors
+    asked for on a 2-core machine ran as 2 threads). A master set elsewhere is read as
+    spark-submit reads it: --conf spark.master, spark-defaults.conf, $MASTER."""
+    from sparkpredict.capture.submit import effective_master, local_master_for
+
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    monkeypatch.delenv("MASTER", raising=False)
+
+    def master(args, executors=3):
+        cmd = build_command([*args, "job.py"], executors=executors)
+        return cmd[cmd.index("--master") + 1] if "--master" in cmd else None
+
+    assert effective_master(["job.py"]) == ("local[*]", "spark-submit's default")
+    assert master([]) == "local[3]"
+    assert local_master_for(["job.py"], 3) == ("local[*]", "spark-submit's default", "local[3]")
+    assert master(["--conf", "spark.master=local[1]"]) == "local[3]"   # --master outranks it
+    assert master([], executors=None) is None                           # no count: nothing added
+    (tmp_path / "spark-defaults.conf").write_text("# cluster\nspark.master   yarn\nspark.executor.memory 4g\n")
+    assert effective_master(["job.py"]) == ("yarn", "spark-defaults.conf") and master([]) is None
+    (tmp_path / "spark-defaults.conf").write_text("spark.master=local-cluster[1,2,1024]\n")
+    assert master([]) == "local-cluster[3,2,1024]"
+    other = tmp_path / "other.conf"
+    other.write_text("spark.master: yarn\n")
+    assert master(["--properties-file", str(other)]) is None
+    (tmp_path / "spark-defaults.conf").unlink()
+    monkeypatch.setenv("MASTER", "spark://h:7077")
+    assert effective_master(["job.py"]) == ("spark://h:7077", "$MASTER") and master([]) is None
+
+
 def test_cli_rejects_bad_executor_count(capsys):
     from sparkpredict.cli import main
 

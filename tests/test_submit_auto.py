@@ -61,7 +61,7 @@ def test_auto_executors_reach_spark(tmp_path, capsys):
     # local[1] would run the advised count on one thread: the master becomes local[E] (1 core
     # per executor, as the sweep records local runs), and the run's slots say so
     assert row.master == f"local[{expected.executors}]" and int(row.task_slots) == expected.executors
-    assert f"--master local[1] runs as local[{expected.executors}]" in captured.err
+    assert f"master local[1] (--master) runs as local[{expected.executors}]" in captured.err
     assert row.job == "etl" and row.status == "succeeded"
     assert int(row.input_bytes) == 30 * 10**9  # --input-size declared to the listener
     assert props.get("spark.sparkpredict.param.iterations") == "3"

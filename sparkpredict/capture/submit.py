@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import subprocess
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from ..config import (
     KEY_INPUT_BYTES,
@@ -129,19 +131,68 @@ def dynamic_allocation_enabled(spark_submit_args: list[str]) -> bool:
     return _user_conf(opts).get("spark.dynamicAllocation.enabled", "").strip().lower() == "true"
 
 
-def local_master_for(spark_submit_args: list[str], executors: int) -> tuple[str, str] | None:
-    """(the user's --master, the master that runs ``executors``) where they differ on a local
-    master, else None.
+_PROPERTY_LINE = re.compile(r"\s*([^\s=:#!][^\s=:]*)\s*[\s=:]\s*(.*?)\s*$")
+#: The master spark-submit runs on when none is set anywhere.
+DEFAULT_MASTER = "local[*]"
+
+
+class MasterChange(NamedTuple):
+    """A local master rewritten to run the executor count asked for."""
+
+    master: str   # the master spark-submit would have used
+    source: str   # where it came from: "--master", "spark.master", "spark-defaults.conf", ...
+    new: str      # the master the run gets
+
+
+def _defaults_master(opts: list[str]) -> str | None:
+    """spark.master in the properties file spark-submit reads: ``--properties-file``, else
+    ``spark-defaults.conf`` in $SPARK_CONF_DIR or the Spark home's conf/."""
+    path = _opt_value(opts, "--properties-file")
+    if path is None:
+        conf_dir = os.environ.get("SPARK_CONF_DIR")
+        if not conf_dir:
+            try:
+                conf_dir = str(spark_submit_path().parent.parent / "conf")
+            except ListenerError:
+                return None
+        path = os.path.join(conf_dir, "spark-defaults.conf")
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        # java.util.Properties, as Spark loads it: "key value", "key=value" or "key: value"
+        m = _PROPERTY_LINE.match(line)
+        if m and m.group(1) == "spark.master" and m.group(2):
+            return m.group(2)
+    return None
+
+
+def effective_master(spark_submit_args: list[str]) -> tuple[str, str]:
+    """(the master spark-submit will run on, where it comes from), in spark-submit's order:
+    ``--master``, ``--conf spark.master``, the properties file, $MASTER, else ``local[*]``."""
+    opts, _ = _split(list(spark_submit_args))
+    for source, value in (("--master", _opt_value(opts, "--master")),
+                          ("--conf spark.master", _user_conf(opts).get("spark.master")),
+                          ("spark-defaults.conf", _defaults_master(opts)),
+                          ("$MASTER", os.environ.get("MASTER"))):
+        if value:
+            return value.strip(), source
+    return DEFAULT_MASTER, "spark-submit's default"
+
+
+def local_master_for(spark_submit_args: list[str], executors: int) -> MasterChange | None:
+    """The local master that runs ``executors`` where the run's master (:func:`effective_master`)
+    is a local one that would run another count, else None.
 
     ``local[N]`` runs one executor with N task threads and ignores spark.executor.instances;
     ``local-cluster[N,C,M]`` starts N executors whatever it says. A sweep records E executors as
     ``local[E x cores]`` or ``local-cluster[E,C,M]``; a count given to submit must become the
-    master's too, or the run is recorded as E executors that ran on N.
+    master's too, or the run is recorded as E executors that ran on N. Without any master set,
+    spark-submit runs ``local[*]``: that is rewritten too.
     """
     opts, _ = _split(list(spark_submit_args))
-    master = _opt_value(opts, "--master")
-    if master is None:
-        return None
+    master, source = effective_master(opts)
     user = _user_conf(opts)
     cores = _opt_value(opts, "--executor-cores") or user.get("spark.executor.cores") or "1"
     try:
@@ -154,7 +205,7 @@ def local_master_for(spark_submit_args: list[str], executors: int) -> tuple[str,
     else:
         m = LOCAL_CLUSTER_MASTER.fullmatch(master)
         new = f"local-cluster[{int(executors)},{m.group(2)},{m.group(3)}]" if m else master
-    return None if new == master else (master, new)
+    return None if new == master else MasterChange(master, source, new)
 
 
 def check_master(spark_submit_args: list[str]) -> None:
@@ -177,13 +228,18 @@ def check_master(spark_submit_args: list[str]) -> None:
 
 
 def _set_master(opts: list[str], master: str) -> list[str]:
+    """``opts`` with ``--master master`` (replacing the user's, or added: it outranks a
+    ``spark.master`` set in --conf or spark-defaults.conf)."""
     out = list(opts)
+    found = False
     for i, a in enumerate(out):
         if a == "--master" and i + 1 < len(out):
             out[i + 1] = master
+            found = True
         elif a.startswith("--master="):
             out[i] = f"--master={master}"
-    return out
+            found = True
+    return out if found else [*out, "--master", master]
 
 
 def build_command(spark_submit_args: list[str], *, store: str | None = None, job: str | None = None,
@@ -228,7 +284,7 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
         new_opts += ["--conf", f"spark.executor.instances={int(executors)}"]
         local = local_master_for(opts, int(executors))
         if local is not None:
-            new_opts = _set_master(new_opts, local[1])
+            new_opts = _set_master(new_opts, local.new)
     return [str(spark_submit_path()), *new_opts, *app]
 
 

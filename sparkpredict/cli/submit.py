@@ -92,9 +92,9 @@ def _run(args: argparse.Namespace) -> int:
 
         local = local_master_for(spark_args, executors)
         if local is not None:
-            print(f"sparkpredict: --master {local[0]} runs as {local[1]}: {executors} executor(s) on a "
-                  "local master are its task threads (or local-cluster executors), as a sweep records them",
-                  file=sys.stderr, flush=True)
+            print(f"sparkpredict: master {local.master} ({local.source}) runs as {local.new}: {executors} "
+                  "executor(s) on a local master are its task threads (or local-cluster executors), as a "
+                  "sweep records them", file=sys.stderr, flush=True)
     result = submit(spark_args, store=args.store, job=args.job, executors=executors, extra_conf=extra)
     if result.run_ids:
         print(f"sparkpredict: recorded {', '.join(result.run_ids)} in {result.store}", file=sys.stderr)
