@@ -244,13 +244,15 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
             raise InputError(f"no succeeded runs of job(s) {', '.join(unknown)} in {store_path}",
                              f"choose among: {', '.join(all_jobs)}")
         all_jobs = [j for j in all_jobs if j in jobs]
+    unfitted: dict[str, str] = {}  # job -> why it has no model
     if models is None:
         try:
             from .models.persist import fit_all
 
-            models = fit_all(runs[runs["job"].isin(all_jobs)])
+            models = fit_all(runs[runs["job"].isin(all_jobs)], skipped=unfitted)
         except Exception as exc:  # models missing or unfit: plots still show the runs  # noqa: BLE001
-            warnings.append(f"runtime models unavailable: {getattr(exc, 'message', exc)}")
+            if not unfitted:  # each job's own reason goes to its section
+                warnings.append(f"runtime models unavailable: {getattr(exc, 'message', exc)}")
             models = {}
     features = [c for c in feature_columns(runs) if c in runs.columns]
     stages_all = None
@@ -260,8 +262,8 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
         sec = JobSection(job=job, n_runs=len(jr))
         model = models.get(job)
         if model is None:
-            sec.notes.append("no fitted model for this job (too few or too uniform runs?): "
-                             "the plots show the runs only")
+            why = unfitted.get(job, "none was given for it")
+            sec.notes.append(f"no fitted model for this job ({why}): the plots show the runs only")
         else:
             sec.model_name = getattr(model, "name_", type(model).__name__)
             sec.cv_mape = getattr(model, "cv_mape_", None)

@@ -112,8 +112,11 @@ def test_missing_pieces_degrade_to_notes(tmp_path):
     assert list(sec.figures) == ["runtime_vs_executors"]
     notes = " | ".join(sec.notes)
     assert "no fitted model" in notes and "stage breakdown unavailable" in notes and "advice" in notes
+    # the job's own reason, where it belongs, not a guess
+    assert "no fitted model for this job (only 2 usable runs (of 2); a runtime model needs at least 4)" in notes
     page = res.path.read_text()
     assert len(_images(page)) == 1 and "no fitted model" in page
+    assert "runtime models unavailable" not in page   # said once, in the job's section
 
 
 def test_a_job_too_small_for_a_model_still_gets_the_advice_suggest_gives(tmp_path):
