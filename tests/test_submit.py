@@ -128,9 +128,9 @@ def test_a_master_spark_would_refuse_is_an_error_before_anything_runs(capsys, tm
         assert main(["submit", "--store", str(store), "--executors", "auto", "--input-size", "1GB",
                      "--", "--master", master, "job.py"]) == 2
         err = capsys.readouterr().err
-        assert f"the master {master!r} is not one Spark accepts" in err and "fix: use yarn" in err
+        assert f"the master {master!r} (--master) is not one Spark accepts" in err and "fix: use yarn" in err
     assert main(["submit", "--store", str(store), "--", "--conf", "spark.master=oops", "job.py"]) == 2
-    assert "'oops'" in capsys.readouterr().err
+    assert "the master 'oops' (--conf spark.master) is not one" in capsys.readouterr().err
     assert not store.exists()
     for ok in ("yarn", "spark://h:7077", "k8s://https://h:6443", "local", "local[*]", "local[2, 3]",
                "local-cluster[2, 1, 1024]"):

@@ -209,20 +209,16 @@ def local_master_for(spark_submit_args: list[str], executors: int) -> MasterChan
 
 
 def check_master(spark_submit_args: list[str]) -> None:
-    """Raise InputError for a ``--master`` (or ``--conf spark.master``) that Spark would refuse.
+    """Raise InputError for a master (:func:`effective_master`) that Spark would refuse.
 
     spark-submit accepts ``yarn`` and masters starting with ``spark``, ``k8s`` or ``local``;
     a malformed local master (``local[x]``) passes it and fails later, inside the driver. Both
     would end in a JVM stack trace, after the JVM start."""
-    opts, _ = _split(list(spark_submit_args))
-    master = _opt_value(opts, "--master") or _user_conf(opts).get("spark.master")
-    if master is None:
+    master, source = effective_master(spark_submit_args)
+    if master == "yarn" or master.startswith(("spark", "k8s")) or LOCAL_MASTER.fullmatch(master) \
+            or LOCAL_CLUSTER_MASTER.fullmatch(master):
         return
-    m = master.strip()
-    if m == "yarn" or m.startswith(("spark", "k8s")) or LOCAL_MASTER.fullmatch(m) \
-            or LOCAL_CLUSTER_MASTER.fullmatch(m):
-        return
-    raise InputError(f"the master {master!r} is not one Spark accepts",
+    raise InputError(f"the master {master!r} ({source}) is not one Spark accepts",
                      "use yarn, spark://HOST:PORT, k8s://https://HOST:PORT, local, local[N], local[*] "
                      "or local-cluster[EXECUTORS,CORES,MEMORY_MB]")
 

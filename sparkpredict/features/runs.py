@@ -163,6 +163,17 @@ def local_thread_executors(local, executors, task_slots):
     return fix, e, c
 
 
+def local_run_executors(master, requested: float, task_slots: float) -> tuple[float, float] | None:
+    """(executors, cores per executor) of one run on a ``local[N]`` master, read as
+    :func:`local_thread_executors` reads them; None for another master or unknown counts."""
+    from ..config import LOCAL_MASTER
+
+    if not LOCAL_MASTER.fullmatch(str(master or "").strip()):
+        return None
+    fix, e, c = local_thread_executors([True], [requested], [task_slots])
+    return (float(e[0]), float(c[0])) if fix[0] else None
+
+
 def dynamic_allocation(props: pd.Series) -> pd.Series:
     """Per run (its ``properties_json``), whether it ran with spark.dynamicAllocation.enabled."""
     return props.fillna("").astype(str).str.contains('"spark.dynamicAllocation.enabled": ?"true"', regex=True)

@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..config import LOCAL_MASTER
-from .runs import local_thread_executors
+from .runs import local_run_executors
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -93,12 +92,11 @@ def config_features(run: pd.Series | dict) -> dict[str, float]:
     mem = _num(run.get("executor_memory_mb"),
                spark_bytes(props.get("spark.executor.memory"), 1024 * _MB) / _MB)
     slots = _num(run.get("task_slots"), execs * cores)
-    if LOCAL_MASTER.fullmatch(str(run.get("master") or "")):
-        # local[N] records one executor of N threads; a sweep's "E executors" there were E
-        # threads, and queries ask for E executors of the recorded cores (as the runs table reads it)
-        fix, e, c = local_thread_executors([True], [_num(run.get("executors_requested"), execs)], [slots])
-        if fix[0]:
-            execs, cores = float(e[0]), float(c[0])
+    # local[N] records one executor of N threads; a sweep's "E executors" there were E threads,
+    # and queries ask for E executors of the recorded cores (as the runs table reads it)
+    local = local_run_executors(run.get("master"), _num(run.get("executors_requested"), execs), slots)
+    if local is not None:
+        execs, cores = local
     mean = _num(run.get("executors_mean"), math.nan)
     if _flag(props.get("spark.dynamicAllocation.enabled"), 0.0) and mean > 0:
         # the most executors ever held may have lasted seconds: the run's tasks saw the mean

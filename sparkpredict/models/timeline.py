@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from ..config import LOCAL_MASTER
 from ..errors import InputError, ModelError, UnknownJobError
-from ..features.runs import local_thread_executors
+from ..features.runs import local_run_executors
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -224,13 +223,12 @@ def _build(run, st: pd.DataFrame, tk: pd.DataFrame, executors_df) -> Timeline:
     if not cores:
         slots = int(_ms(run.get("task_slots"), 0))
         cores = max(1, slots // max(execs, 1)) if slots else max(1, _max_concurrency(tk) // max(execs, 1))
-    if LOCAL_MASTER.fullmatch(str(run.get("master") or "")):
-        # one driver-executor of N threads: a sweep's E executors there were E threads, and a
-        # replay at E' executors means E' of them (as the runs table and the stage model read it)
-        fix, e, c = local_thread_executors([True], [_ms(run.get("executors_requested"), execs)],
-                                           [_ms(run.get("task_slots"), execs * cores)])
-        if fix[0]:
-            execs, cores = int(e[0]), int(c[0])
+    # one driver-executor of N threads: a sweep's E executors there were E threads, and a replay
+    # at E' executors means E' of them (as the runs table and the stage model read it)
+    local = local_run_executors(run.get("master"), _ms(run.get("executors_requested"), execs),
+                                _ms(run.get("task_slots"), execs * cores))
+    if local is not None:
+        execs, cores = int(local[0]), int(local[1])
     meta_cols = [c for c in ("stage_id", "stage_attempt_id", "name", "num_tasks", "input_bytes",
                              "shuffle_read_bytes", "parent_stage_ids_json") if c in st]
     return Timeline(
