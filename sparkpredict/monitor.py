@@ -136,7 +136,8 @@ CAUSE_MIN_SLOWDOWN = 0.05
 MATCHED_SHARE_WARN = 0.5
 #: A run whose stages took less than 1/this of the shortest training run's is outside what the
 #: monitor's model learnt (the bundled dataset's runs: 6.6 s of stage time or more, 12-35 s of
-#: wall time): no cause is named for it.
+#: wall time): its estimate is flagged as an extrapolation, and a cause is named only for a
+#: slowdown its clean runs confirm.
 SHORTER_THAN_TRAINED = 2.0
 #: Default training data: the labelled dataset shipped with the package (see its NOTES.md).
 DEFAULT_TRAINING_STORE = Path(__file__).resolve().parent / "data" / "interference" / "store"

@@ -127,7 +127,7 @@ def executors_and_cores(raw: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     if "master" in raw and "task_slots" in raw:
         from ..config import LOCAL_MASTER
 
-        local = raw["master"].astype(str).str.fullmatch(LOCAL_MASTER.pattern).fillna(False).to_numpy(bool)
+        local = raw["master"].astype(str).str.fullmatch(LOCAL_MASTER.pattern).to_numpy(bool)
         slots = pd.to_numeric(raw["task_slots"], errors="coerce").to_numpy(dtype="float64")
         fix, e, c = local_thread_executors(local, execs, slots)
         execs[fix], cores[fix] = e[fix], c[fix]
@@ -149,7 +149,8 @@ def local_thread_executors(local, executors, task_slots):
     are the slots over E; otherwise executors x cores would count each thread E times. Fewer
     threads than executors asked for (instances=3 on local[1] or local[*] on 2 cores: Spark
     ignores the setting there) ran as that many one-thread executors, not as E. Arrays in, arrays
-    out; the whole-job runs table and the stage-level features both read local runs this way.
+    out; the runs table reads local runs this way, and the stage-level features and the replay
+    timelines through :func:`local_run_executors`.
     """
     import numpy as np
 
