@@ -180,3 +180,34 @@ def test_a_users_own_log4j_configuration_is_kept(tmp_path, monkeypatch):
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
     assert S._user_log_config({})
     assert S.QUIET_SPARK_LOG.is_file()   # shipped with the package (setup.cfg package_data)
+
+
+_QUIET_LISTENER_APP = """
+import sys
+from sparkpredict import sweep
+from sparkpredict.capture.listener import listener_conf
+conf = listener_conf(store=sys.argv[1], job="quiet")
+conf["spark.sparkpredict.hostSampleIntervalMs"] = "often"   # host sampling warns and turns itself off
+conf["spark.ui.enabled"] = "false"
+spark = sweep._start_session("local[1]", "quiet", conf)
+print(spark.sparkContext.parallelize(range(10), 2).sum())
+spark.stop()
+"""
+
+
+@pytest.mark.spark
+def test_quiet_spark_logs_still_show_the_listeners_warnings_and_errors(listener_jar, tmp_path):
+    """The sweep's quiet log4j configuration drops Spark's WARNs, not sparkpredict's own: a bad
+    host-sample interval (a WARN) and a store that cannot be written (an ERROR) both reach stderr."""
+    blocker = tmp_path / "blocked"
+    blocker.write_text("a file where the store's parent folder should be")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    env.pop("LOG4J_CONFIGURATION_FILE", None)
+    r = subprocess.run([sys.executable, "-c", _QUIET_LISTENER_APP, str(blocker / "store")],
+                       capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert r.returncode == 0 and r.stdout.split() == ["45"], r.stderr[-3000:]
+    ours = [line for line in r.stderr.splitlines() if "sparkpredict:" in line or "sparkpredict listener" in line]
+    assert any(" WARN " in line and "host sampling on the driver is off" in line for line in ours), r.stderr[-3000:]
+    assert any(" ERROR " in line and "cannot write to store" in line for line in ours), r.stderr[-3000:]
+    spark_warns = [line for line in r.stderr.splitlines() if " WARN " in line and "sparkpredict" not in line]
+    assert not spark_warns, spark_warns
