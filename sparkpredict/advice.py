@@ -9,10 +9,21 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .units import format_bytes, format_duration, format_executor_hours, plural
+from .units import (
+    format_amount,
+    format_bytes,
+    format_duration,
+    format_executor_hours,
+    plural,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
+
+#: ``Advice.extrapolates`` (and the CLI's line) ignores distances below this: "300GB" against a
+#: recorded 299.99 GB is a recorded size to the model too (``intervals.SEEN_SIZE_TOLERANCE``),
+#: and "extrapolates +0%" only puzzles. ``Advice.extrapolation`` keeps the exact distances.
+EXTRAPOLATION_NOTED = 0.005
 
 
 @dataclass(frozen=True)
@@ -55,7 +66,8 @@ class Advice:
     model_cv_mape: float | None
     n_runs: int | None
     extrapolates: bool
-    #: column -> how far the chosen configuration lies outside the training range (0 = inside)
+    #: column -> how far the chosen configuration lies outside the training range (0 = inside;
+    #: 1.0 = twice the largest, or half the smallest: :attr:`training_range` tells which)
     extrapolation: dict[str, float] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     #: suggested (spark.dynamicAllocation.minExecutors, maxExecutors)
@@ -69,6 +81,8 @@ class Advice:
     params: dict[str, float] = field(default_factory=dict)
     #: the chosen count's chance (0..1) that one run finishes within the deadline
     chance_meets_deadline: float | None = None
+    #: column -> (smallest, largest) value among the runs the model learnt from
+    training_range: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def chosen(self) -> Candidate:
@@ -85,7 +99,7 @@ class Advice:
     def summary(self) -> str:
         """One line: the choice, its runtime interval, cost and deadline verdict."""
         pct = f"{self.confidence:.0%}"
-        money = f" (cost {self.cost_money:.2f})" if self.cost_money is not None else ""
+        money = f" (cost {format_amount(self.cost_money)})" if self.cost_money is not None else ""
         s = (f"{self.job} on {format_bytes(self.input_bytes)}: {plural(self.executors, 'executor')}, "
              f"~{format_duration(self.predicted_runtime_s)} ({pct} interval "
              f"{format_duration(self.lower_s)}-{format_duration(self.upper_s)}), "
@@ -105,6 +119,20 @@ class Advice:
             s += "; extrapolates"
         return s
 
+    def extrapolation_notes(self) -> list[str]:
+        """Where the question leaves the history, in words: ``input size 61.0 MiB is 2.0x the
+        runs' largest (30.5 MiB)``; a size below the runs' smallest reads as a fraction of it."""
+        values = {"input_bytes": self.input_bytes, "executors": self.executors,
+                  "executor_cores": self.executor_cores, "executor_memory_mb": self.executor_memory_mb,
+                  **self.params}
+        notes = []
+        for col, d in self.extrapolation.items():
+            if not d >= EXTRAPOLATION_NOTED:
+                continue
+            v, rng = values.get(col), self.training_range.get(col)
+            notes.append(f"{col} {d:+.0%}" if v is None or rng is None else beyond_history(col, v, *rng))
+        return notes
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: plain floats, ints, strings, lists; non-finite numbers become None."""
         d = asdict(self)
@@ -118,6 +146,18 @@ class Advice:
                                    "max_executors": self.dynamic_allocation[1]}
         d["summary"] = self.summary()
         return _json_safe(d)
+
+
+def beyond_history(column: str, value: float, lo: float, hi: float) -> str:
+    """``input size 61.0 MiB is 2.0x the runs' largest (30.5 MiB)``, or ``... is 1/4.0 of the
+    runs' smallest (4 MB)`` for a value below the range."""
+    show = (lambda x: format_bytes(int(x))) if column == "input_bytes" else (lambda x: f"{x:g}")
+    what = "input size" if column == "input_bytes" else column
+    if value > hi:
+        where = f"{value / hi:.1f}x the runs' largest ({show(hi)})" if hi > 0 else f"above the runs' {show(hi)}"
+    else:
+        where = f"1/{lo / value:.1f} of the runs' smallest ({show(lo)})" if value > 0 else f"below the runs' {show(lo)}"
+    return f"{what} {show(value)} is {where}"
 
 
 def deadline_verdict(meets: bool | None, chance: float | None, predicted_s: float,
@@ -155,7 +195,7 @@ def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], 
                f"{format_duration(c.lower_s)} - {format_duration(c.upper_s)}",
                format_executor_hours(c.cost_executor_hours)]
         if money:
-            row.append(f"{c.cost_money:.2f}")
+            row.append(format_amount(c.cost_money) if c.cost_money is not None else "")
         if a.deadline_s is not None:
             row.append(deadline_verdict(c.meets_deadline, c.chance_meets_deadline,
                                         c.predicted_runtime_s, a.deadline_s))
@@ -165,12 +205,15 @@ def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], 
 
 
 def format_chance(p: float) -> str:
-    """A chance as a whole percentage; never "100%" or "0%", which no model can promise."""
+    """A chance as a whole percentage; never "100%" or "0%", which no model can promise.
+
+    Rounded down: the verdicts beside it compare the exact chance with whole percentages (50 %,
+    (1 + confidence) / 2), and 49.997 % shown as "50%" next to "misses" reads as a contradiction."""
     if p > 0.99:
         return ">99%"
     if p < 0.01:
         return "<1%"
-    return f"{p:.0%}"
+    return f"{math.floor(p * 100 + 1e-9):.0f}%"
 
 
 def _json_safe(x: Any) -> Any:

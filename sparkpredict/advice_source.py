@@ -37,6 +37,9 @@ def _remember(key: tuple, value: Any) -> None:
     _CACHE[key] = value
 
 
+_MODELS_FIX = "pass the dict that sparkpredict.models.persist.load_models or fit_all returns, or a model folder"
+
+
 class HistorySource:
     """The job's fitted model, plus its runs when a store is at hand (for defaults and warnings)."""
 
@@ -60,13 +63,12 @@ class HistorySource:
         if models is None:
             return cls._from_store(job, store)
         if isinstance(models, Mapping):
-            model = models.get(job)
-            if model is None:
+            if job not in models:
                 raise _unknown_job(job, list(models), "the models given")
+            model = models[job]
             if not hasattr(model, "predict_interval"):
                 raise InputError(f"models[{job!r}] is a {type(model).__name__}, not a fitted runtime model",
-                                 "pass the dict that sparkpredict.models.persist.load_models or "
-                                 "fit_all returns, or a model folder")
+                                 _MODELS_FIX)
         else:
             model = cls._from_dir(job, os.fspath(models))
         if store is None:
@@ -121,7 +123,7 @@ class HistorySource:
         from .store import io as store_io
 
         st = store if hasattr(store, "read") else store_io.open(resolve_store(store))
-        version = tuple(sorted(st.committed_batches())) + (_registry_snapshot(st),)
+        version = st.version() + (_registry_snapshot(st),)
         key = ("store", st.path, hash(version), job)  # new runs or a retrain: refit / reload
         if key in _CACHE:
             return _CACHE[key]
@@ -141,6 +143,9 @@ class HistorySource:
     def _latest(self, col: str) -> float | None:
         if self.runs is not None and col in self.runs and self.runs[col].notna().any():
             return float(self.runs[col].dropna().iloc[-1])
+        latest = getattr(self.model, "latest_", None) or {}
+        if col in latest:  # a model folder without the store: its latest training run's value
+            return float(latest[col])
         defaults = getattr(self.model, "defaults_", None) or {}
         if col in defaults:  # the model's own fill-in (training median)
             return float(defaults[col])

@@ -34,7 +34,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 # the advice's data types live in .advice; their names stay importable from here
-from .advice import Advice, Candidate, format_chance
+from .advice import (
+    EXTRAPOLATION_NOTED,
+    Advice,
+    Candidate,
+    beyond_history,
+    format_chance,
+)
 from .advice_args import (
     OBJECTIVES,
     check_args,
@@ -44,7 +50,7 @@ from .advice_args import (
 )
 from .advice_source import _CACHE, HistorySource  # noqa: F401  (_CACHE: tests inspect it)
 from .errors import InputError
-from .units import format_bytes, format_duration
+from .units import format_duration
 
 if TYPE_CHECKING:
     import numpy as np
@@ -69,10 +75,6 @@ WIDE_INTERVAL = 10.0
 #: faster), so the bar sits lower: this repository's wordcount history (42 %, repeats 5x apart
 #: on a shared 2-core machine) is above it, its sqljoin and sort histories (24 %, 17 %) below.
 UNRELIABLE_CV_MAPE = 0.35
-#: ``Advice.extrapolates`` (and the CLI's line) ignores distances below this: "300GB" against a
-#: recorded 299.99 GB is a recorded size to the model too (``intervals.SEEN_SIZE_TOLERANCE``),
-#: and "extrapolates +0%" only puzzles. ``Advice.extrapolation`` keeps the exact distances.
-EXTRAPOLATION_NOTED = 0.005
 
 
 def candidate_grid(lo: int, hi: int, seen: Sequence[int] = ()) -> list[int]:
@@ -174,7 +176,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         Price of one executor for one hour; adds ``cost_money``.
     budget : float, optional
         For ``objective="time"``: the most the run may cost, in money when a price is given,
-        else in executor-hours.
+        else in executor-hours. With another objective it does not steer the choice; the
+        advice warns when the chosen count costs more.
     confidence : float
         Coverage of the runtime interval (default 0.9).
     knee_efficiency : float
@@ -225,8 +228,11 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         "executor_memory_mb", executor_memory_mb, "--executor-memory")
     counts = None
     if executor_counts is not None:
-        counts = sorted({positive_int("executor count", c, "--executor-counts")
-                         for c in executor_counts})
+        try:
+            counts = sorted({positive_int("executor count", c, "") for c in executor_counts})
+        except InputError as exc:  # an API-only argument: no CLI flag to name in the fix
+            raise InputError(str(exc.message), "give executor_counts as whole numbers of at least 1, "
+                             "e.g. executor_counts=[2, 4, 8]") from None
         counts = [c for c in counts if c >= lo and (hi is None or c <= hi)]
         if not counts:
             raise InputError("no executor count in executor_counts lies within [min, max]",
@@ -291,6 +297,11 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         also = " and meets the deadline" if meets is not None and met else ""
         warnings.append(f"no candidate fits the budget{also}; the fastest "
                         f"{'meeting the deadline' if also else 'overall'} is given")
+    elif budget_v is not None and not budget_ok[i]:
+        # a budget only steers "time"; given with another objective it must not pass unremarked
+        spent = f"{money[i]:.2g}" if money is not None else f"{cost[i]:.2g} executor-h"
+        warnings.append(f"the advised count costs {spent}, over the budget {budget_v:g}; the budget "
+                        f"limits the choice only for objective 'time' (this advice: {objective!r})")
     if deadline is not None and meets is not None and not met:
         warnings.append(f"no executor count in {int(e[0])}..{int(e[-1])} meets the deadline "
                         f"{format_duration(deadline)} at {confidence:.0%} confidence; the count "
@@ -323,7 +334,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         extrapolation=extr, warnings=tuple(warnings), dynamic_allocation=da,
         knee_executors=int(e[knee_i]), executor_cores=cores, executor_memory_mb=mem,
         price_per_executor_hour=price, budget=budget_v, params=used,
-        chance_meets_deadline=None if chance is None else float(chance[i]))
+        chance_meets_deadline=None if chance is None else float(chance[i]),
+        training_range=dict(src.ranges))
 
 
 def _wide_interval_warning(width: float, confidence: float, extr: Mapping[str, float],
@@ -335,13 +347,8 @@ def _wide_interval_warning(width: float, confidence: float, extr: Mapping[str, f
     col = max(extr, key=lambda k: extr[k]) if extr else None
     if col is None or extr[col] <= 0 or col not in ranges or col not in X:
         return s + "; more runs of the job would narrow it"
-    lo, hi = ranges[col]
-    above = float(np.asarray(X[col], dtype=float)[i]) > hi
-    edge = hi if above else lo
-    shown = format_bytes(int(edge)) if col == "input_bytes" else f"{edge:g}"
-    what = "input size" if col == "input_bytes" else col
-    times = f"{extr[col] + 1:.1f}x the runs' largest" if above else f"1/{extr[col] + 1:.1f} of the runs' smallest"
-    return f"{s} (its {what} is {times}, {shown}); a run nearer it would narrow the interval"
+    where = beyond_history(col, float(np.asarray(X[col], dtype=float)[i]), *ranges[col])
+    return f"{s} (its {where}); a run nearer it would narrow the interval"
 
 
 def _dynamic_allocation(e, t, deadline: float | None, i: int, knee_i: int, lo: int) -> tuple[int, int]:

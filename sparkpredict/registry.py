@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 import uuid
 from collections.abc import Iterable
@@ -331,7 +332,15 @@ def load_models(store: Any = None, jobs: Iterable[str] | None = None) -> dict[st
     ------
     ModelError
         An artifact of an older or newer format (the message says to run ``sparkpredict retrain``).
+
+    A folder written by ``sparkpredict fit`` (:func:`sparkpredict.models.persist.load_models`)
+    is loaded as such: both are "the models", and this is the one ``sparkpredict`` exports.
     """
+    if isinstance(store, (str, os.PathLike)):
+        from .models import persist
+
+        if os.path.isfile(os.path.join(os.fspath(store), persist.INDEX)):
+            return persist.load_models(store, None if jobs is None else list(jobs))
     st = _open(store)
     reg = read_registry(st)
     reg = reg[reg.model_kind == KIND_RUNTIME]

@@ -13,8 +13,13 @@ _BYTE_UNITS = {
     "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4, "pib": 1024**5,
 }
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
-_DUR_PART = re.compile(r"([0-9]*\.?[0-9]+)\s*(ms|s|sec|m|min|h|hr|d)", re.IGNORECASE)
-_DUR_S = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600, "d": 86400}
+_DUR_S = {"ms": 0.001, "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
+          "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+          "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400}
+# Longest names first: a regex alternation takes the first that matches, and "s" would stop
+# "sec" at its first letter, leaving "ec" unread.
+_DUR_PART = re.compile(r"([0-9]*\.?[0-9]+)\s*(" + "|".join(sorted(_DUR_S, key=len, reverse=True)) + ")",
+                       re.IGNORECASE)
 
 
 def parse_bytes(text: str | float) -> int:
@@ -36,7 +41,10 @@ def parse_bytes(text: str | float) -> int:
         raise InputError(f"size {text!r} is not a finite number", "give a size above zero, e.g. 64MB")
     if value <= 0:
         raise InputError(f"size {text!r} must be positive", "give a size above zero, e.g. 64MB")
-    return int(round(value * _BYTE_UNITS[unit]))
+    n = int(round(value * _BYTE_UNITS[unit]))
+    if n < 1:
+        raise InputError(f"size {text!r} is less than one byte", "give a size of at least 1 byte, e.g. 64MB")
+    return n
 
 
 def parse_duration(text: str | float) -> float:
@@ -67,14 +75,14 @@ def format_bytes(n: float) -> str:
     ``1.5 TB``): what a user typed (``--input-size 30GB``) is written back as they wrote it,
     not as ``27.9 GiB``."""
     n = float(n)
-    k = min(4, int(math.log10(abs(n)) // 3)) if abs(n) >= 1000 and math.isfinite(n) else 0
+    k = min(5, int(math.log10(abs(n)) // 3)) if abs(n) >= 1000 and math.isfinite(n) else 0
     if k:  # the largest decimal unit, and at most two decimals in it
         scaled = n / 1000**k
         for digits in (0, 1, 2):
             if abs(round(scaled, digits) * 1000**k - n) < 0.5:
-                return f"{scaled:.{digits}f} {('KB', 'MB', 'GB', 'TB')[k - 1]}"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
+                return f"{scaled:.{digits}f} {('KB', 'MB', 'GB', 'TB', 'PB')[k - 1]}"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     raise AssertionError("unreachable")
@@ -94,11 +102,16 @@ def format_duration(seconds: float) -> str:
     return f"{m}m{s:02d}s"
 
 
-def format_executor_hours(hours: float) -> str:
-    """``0.4567`` -> ``0.46``; small costs keep two significant digits (``0.00071``), not ``0.00``."""
-    if not math.isfinite(hours):
+def format_amount(x: float) -> str:
+    """``0.4567`` -> ``0.46``; small amounts keep two significant digits (``0.00071``), not ``0.00``."""
+    if not math.isfinite(x):
         return "inf"
-    return f"{hours:.2f}" if abs(hours) >= 0.1 or hours == 0 else f"{hours:.2g}"
+    return f"{x:.2f}" if abs(x) >= 0.1 or x == 0 else f"{x:.2g}"
+
+
+def format_executor_hours(hours: float) -> str:
+    """A cost in executor-hours (:func:`format_amount`)."""
+    return format_amount(hours)
 
 
 def plural(n: int, noun: str) -> str:

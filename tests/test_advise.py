@@ -118,6 +118,9 @@ def test_chance_is_written_as_a_whole_percentage_never_0_or_100():
 
     assert [format_chance(p) for p in (0.0, 0.005, 0.0099, 0.01, 0.5, 0.974, 0.99, 0.991, 1.0)] == \
         ["<1%", "<1%", "<1%", "1%", "50%", "97%", "99%", ">99%", ">99%"]
+    # rounded down, so a chance just under a verdict's threshold never shows as the threshold:
+    # 49.997 % beside "misses" (under 50 %), 94.96 % beside "95% needed"
+    assert [format_chance(p) for p in (0.49997, 0.9496, 0.95, 0.29)] == ["49%", "94%", "95%", "29%"]
 
 
 def test_time_is_fastest_within_budget():
@@ -128,6 +131,14 @@ def test_time_is_fastest_within_budget():
     a = advise(objective="time", max_executors=30, budget=1.5, price_per_executor_hour=2.0)
     assert a.executors == 30 and any("budget" in w for w in a.warnings)
     assert a.cost_money == pytest.approx(2.0 * a.cost_executor_hours)
+
+
+def test_a_budget_given_with_another_objective_is_not_ignored_silently():
+    # the cheapest count costs E*(3000/E + 30)/3600 >= 0.84 executor-h: a budget of 0.5 cannot hold
+    a = advise(objective="cost", max_executors=8, budget=0.5)
+    assert a.executors == 1 and any("over the budget 0.5" in w and "only for objective 'time'" in w
+                                    for w in a.warnings)
+    assert not any("budget" in w for w in advise(objective="cost", max_executors=8, budget=5.0).warnings)
 
 
 def test_fastest_treats_runtimes_within_2_percent_as_equal():
@@ -191,6 +202,9 @@ def test_explicit_executor_counts():
     a = advise(executor_counts=[12, 4, 8, 4], deadline_s=600)
     assert [c.executors for c in a.candidates] == [4, 8, 12]
     assert a.executors == 8
+    with pytest.raises(InputError) as e:  # an API-only argument: the fix names it, not a CLI flag
+        advise(executor_counts=[4, 0])
+    assert "executor_counts" in e.value.fix and "--" not in e.value.fix
 
 
 def test_extrapolation_is_reported_per_column():
@@ -270,6 +284,9 @@ def test_a_models_dict_holding_something_else_is_named():
     with pytest.raises(InputError, match=r"models\['etl'\] is a str, not a fitted runtime model") as e:
         suggest_executors("etl", "1GB", models={"etl": "models/etl.json"})
     assert "load_models" in e.value.fix
+    # a job present but holding None used to read "no job 'etl' ... use one of: etl"
+    with pytest.raises(InputError, match=r"models\['etl'\] is a NoneType, not a fitted runtime model"):
+        suggest_executors("etl", "1GB", models={"etl": None})
 
 
 def test_unknown_job_lists_the_known_ones():

@@ -98,6 +98,28 @@ def test_store_models_are_cached_per_store_version(etl_store):
     assert len(adv._CACHE) == n  # same committed batches: no refit
 
 
+def test_a_store_copied_over_at_the_same_path_is_not_answered_from_the_cache(tmp_path, monkeypatch):
+    """Batch names stay when a store is restored or copied over in place; the runs do not."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    import sparkpredict.advice_source as src
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    path = make_store(tmp_path / "store", history(sizes=(10, 20, 40)))
+    before = suggest_executors("etl", "30GB", executor_counts=[4], store=path)
+    (runs_file,) = (tmp_path / "store" / "runs").glob("*.parquet")
+    t = pq.read_table(runs_file)
+    slower = t.set_column(t.schema.get_field_index("wall_ms"), "wall_ms",
+                          pc.multiply(t["wall_ms"], 5).cast(t.schema.field("wall_ms").type))
+    pq.write_table(slower, runs_file)
+    for cached in (True, False):  # this process's cache, then a new process's (the disk cache)
+        if not cached:
+            src._CACHE.clear()
+        after = suggest_executors("etl", "30GB", executor_counts=[4], store=path)
+        assert after.predicted_runtime_s == pytest.approx(5 * before.predicted_runtime_s, rel=0.1)
+
+
 def test_spill_warning_names_the_safe_count(tmp_path):
     mem = 1024
     h = history(mem_mb=mem, spill_above=10.0)
@@ -269,7 +291,7 @@ def test_an_interval_the_history_cannot_narrow_says_which_run_would(tmp_path, mo
     far = suggest_executors("sqljoin", "2GB", deadline_s="5m", store=real)
     wide = [w for w in far.warnings if "cannot pin this run down" in w]
     assert len(wide) == 1 and far.upper_s > 10 * far.predicted_runtime_s
-    assert "62.5x the runs' largest, 30.5 MiB" in wide[0]
+    assert "input size 2 GB is 62.5x the runs' largest (30.5 MiB)" in wide[0]
     near = suggest_executors("sqljoin", "16MB", deadline_s="5m", store=real)
     assert near.upper_s <= 10 * near.predicted_runtime_s
     assert not any("cannot pin" in w for w in near.warnings)

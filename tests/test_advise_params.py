@@ -75,6 +75,22 @@ def test_a_missing_parameter_is_taken_from_the_latest_run_with_a_warning(ml_stor
     assert any("iterations=4" in w and "not given" in w for w in a.warnings)
 
 
+def test_a_model_folder_assumes_the_same_latest_run_as_the_store(ml_store, tmp_path, capsys):
+    """A folder from `sparkpredict fit`, asked without the store, used the training median
+    (iterations=2.5, which no run declared) where the store answered with the latest run's 4."""
+    from sparkpredict.models.persist import fit_all, save_models
+
+    folder = tmp_path / "models"
+    save_models(fit_all(runs_table(ml_store), kind="amdahl"), folder)
+    a = suggest_executors("ml", "30GB", executor_counts=[2, 4], models=str(folder))
+    assert a.params == {"iterations": 4.0}
+    assert any("iterations=4" in w and "not given" in w for w in a.warnings)
+    # the CLI takes both: the folder's model, the store's runs for the warnings
+    assert main(["suggest", "--job", "ml", "--input-size", "30GB", "--models", str(folder),
+                 "--store", ml_store, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["params"] == {"iterations": 4.0}
+
+
 @pytest.mark.parametrize("params,needle", [
     ({"iteration": 4}, "no recorded parameter 'iteration' (its history declares iterations)"),
     ({"iterations": "many"}, "'many' is not a number"),

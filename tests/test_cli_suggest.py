@@ -113,10 +113,10 @@ def test_no_runs_and_unknown_job_in_a_store(tmp_path, capsys):
     assert snapshot(tmp_path) == before
 
 
-def test_store_and_models_are_exclusive(model_dir, tmp_path, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(["suggest", "--job", "etl", "--input-size", "1GB", "--models", model_dir, "--store", str(tmp_path)])
-    assert e.value.code == 2
+def test_models_with_a_store_that_is_not_one_is_one_clear_error(model_dir, tmp_path, capsys):
+    rc = main(["suggest", "--job", "etl", "--input-size", "1GB", "--models", model_dir, "--store", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "store" in err and "fix:" in err and "Traceback" not in err
 
 
 def test_models_fast_path_imports_no_pandas_sklearn_or_pyspark(model_dir):
@@ -129,14 +129,54 @@ def test_models_fast_path_imports_no_pandas_sklearn_or_pyspark(model_dir):
     assert "executors" in p.stdout
 
 
-@pytest.mark.parametrize("text,mb", [("4g", 4096), ("512m", 512), ("4096", 4096), ("1.5G", 1536), ("2gb", 2048)])
+@pytest.mark.parametrize("text,mb", [("4g", 4096), ("512m", 512), ("4096", 4096), ("1.5G", 1536), ("2gb", 2048),
+                                     ("4GiB", 4096), ("512 MiB", 512)])
 def test_executor_memory_in_spark_units(text, mb):
     from sparkpredict.cli.suggest import executor_memory_mb
 
     assert executor_memory_mb(text) == mb
 
 
-def test_bad_executor_memory(model_dir, capsys):
-    rc = main(["suggest", "--job", "etl", "--input-size", "1GB", "--executor-memory", "lots",
+@pytest.mark.parametrize("bad", ["lots", "inf", "1e400", "0.5m"])
+def test_bad_executor_memory(model_dir, capsys, bad):
+    rc = main(["suggest", "--job", "etl", "--input-size", "1GB", "--executor-memory", bad,
                "--models", model_dir])
-    assert rc == 2 and "cannot read executor memory 'lots'" in capsys.readouterr().err
+    assert rc == 2 and f"cannot read executor memory {bad!r}" in capsys.readouterr().err
+
+
+def test_extrapolation_line_says_which_side_of_the_history(model_dir, capsys):
+    """A size below the runs' smallest used to read "+300%", as if it were above the largest."""
+    from tests.test_advise_history import EXECS, SIZES_GB
+
+    lo, hi = min(SIZES_GB), max(SIZES_GB)
+    lines = {}
+    for size in (f"{lo / 4}GB", f"{hi * 2}GB"):
+        assert main(["suggest", "--job", "etl", "--input-size", size, "--models", model_dir]) == 0
+        lines[size] = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("extrapolates"))
+    assert "is 1/4.0 of the runs' smallest" in lines[f"{lo / 4}GB"] and "+" not in lines[f"{lo / 4}GB"]
+    assert "is 2.0x the runs' largest" in lines[f"{hi * 2}GB"]
+    a = suggest_executors("etl", f"{hi * 2}GB", models=model_dir, min_executors=max(EXECS) * 3)
+    assert a.training_range["executors"] == (min(EXECS), max(EXECS))
+    assert any(n.startswith(f"executors {max(EXECS) * 3} is 3.0x") for n in a.extrapolation_notes())
+
+
+def test_a_small_price_keeps_its_digits_and_one_count_has_no_knee(model_dir, capsys):
+    assert main(["suggest", "--job", "etl", "--input-size", "10GB", "--price", "0.0001",
+                 "--min-executors", "4", "--max-executors", "4", "--models", model_dir]) == 0
+    out = capsys.readouterr().out
+    a = suggest_executors("etl", "10GB", price_per_executor_hour=0.0001, min_executors=4, max_executors=4,
+                          models=model_dir)
+    assert 0 < a.cost_money < 0.005 and "(cost 0.00)" not in out and f"(cost {a.cost_money:.2g})" in out
+    # with a single count to choose from there is no curve: "knee: not reached up to 4" said nothing true
+    assert len(a.candidates) == 1 and "knee:" not in out
+
+
+def test_the_exported_load_models_reads_a_fit_folder_too(model_dir):
+    import sparkpredict
+    from sparkpredict.models import persist
+
+    # sparkpredict.load_models is the registry's; given a `sparkpredict fit` folder it used to say
+    # "no sparkpredict store at ..." while docs/models.md calls that folder's loader load_models
+    got, want = sparkpredict.load_models(model_dir), persist.load_models(model_dir)
+    assert set(got) == set(want) == {"etl"}
+    assert got["etl"].to_dict() == want["etl"].to_dict()

@@ -21,12 +21,14 @@ def test_parse_bytes(text, expected):
 
 @pytest.mark.parametrize("text,expected", [
     ("45m", 2700), ("1h30m", 5400), ("90s", 90), ("250ms", 0.25), ("120", 120), ("2h", 7200),
+    # the longer names of a unit: a regex that tried "s" before "sec" refused these
+    ("5min", 300), ("2hr", 7200), ("10sec", 10), ("2 hours", 7200), ("1d", 86400), ("3 minutes 5 s", 185),
 ])
 def test_parse_duration(text, expected):
     assert parse_duration(text) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("bad", ["-5GB", "0", "abc", "12XB", "", "nan"])
+@pytest.mark.parametrize("bad", ["-5GB", "0", "abc", "12XB", "", "nan", "0.4"])
 def test_bad_sizes_name_the_fix(bad):
     with pytest.raises(InputError) as e:
         parse_bytes(bad)
@@ -47,6 +49,7 @@ def test_formatting():
         ["30 GB", "1.5 TB", "64 MB", "2 KB", "300 GB"]
     assert [format_bytes(b) for b in (2**30, 15_999_947, 1024, 1000 * 2**20, 999)] == \
         ["1.0 GiB", "15.3 MiB", "1.0 KiB", "1000.0 MiB", "999 B"]
+    assert [format_bytes(parse_bytes(t)) for t in ("1PiB", "2PB")] == ["1.0 PiB", "2 PB"]
     assert format_duration(5400) == "1h30m"
     assert format_duration(42.25) == "42.2s"
 

@@ -34,9 +34,9 @@ def register(subparsers: Any) -> None:
                    help="executor memory, e.g. 4g or 4096 (MiB); default: as last recorded")
     p.add_argument("--confidence", type=float, default=0.9, help="interval coverage (default 0.9)")
     add_param_option(p)
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE)")
-    src.add_argument("--models", metavar="DIR", help="models written by `sparkpredict fit`")
+    p.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE); with "
+                   "--models, it supplies only the runs behind the warnings (memory, few runs)")
+    p.add_argument("--models", metavar="DIR", help="models written by `sparkpredict fit`")
     p.add_argument("--json", action="store_true", help="print the advice as JSON")
     p.set_defaults(func=run)
 
@@ -70,8 +70,9 @@ def executor_memory_mb(text: str | None) -> int | None:
         return None
     from ..errors import InputError
 
-    t = str(text).strip().lower().rstrip("b")
-    mult = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2}
+    # 4g, 4gb and 4GiB alike: Spark reads k/m/g/t as binary, and so does a user who writes GiB
+    t = str(text).strip().lower().replace(" ", "").removesuffix("b").removesuffix("i")
+    mult = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2, "p": 1024**3}
     try:
         if t and t[-1] in mult:
             v = float(t[:-1]) * mult[t[-1]]
@@ -79,7 +80,7 @@ def executor_memory_mb(text: str | None) -> int | None:
             v = float(t)
     except ValueError:
         v = float("nan")
-    if math.isnan(v) or v < 1:
+    if not math.isfinite(v) or v < 1:
         raise InputError(f"cannot read executor memory {text!r}", "write e.g. 4g, 512m or 4096 (MiB)")
     return int(round(v))
 
@@ -117,16 +118,15 @@ def format_advice(a: Any, max_rows: int = 40) -> str:
     if a.params:
         head.append("job parameters: " + ", ".join(f"{k}={v:g}" for k, v in a.params.items()))
     lines = head + ["", fmt(cols)] + [fmt(r) for r in rows] + ["", "advice: " + a.summary()]
-    if a.knee_executors is not None and a.knee_executors < a.candidates[-1].executors:
+    if len(a.candidates) == 1:  # one count to choose from: no curve, so no knee to speak of
+        pass
+    elif a.knee_executors is not None and a.knee_executors < a.candidates[-1].executors:
         lines.append(f"knee: {plural(a.knee_executors, 'executor')} (more stop paying off)")
     elif a.knee_executors is not None:
         lines.append(f"knee: not reached up to {plural(a.knee_executors, 'executor')} (more still pay off)")
     lines.append(f"dynamic allocation: minExecutors={a.dynamic_allocation[0]} "
                  f"maxExecutors={a.dynamic_allocation[1]}")
     if a.extrapolates:
-        from ..advise import EXTRAPOLATION_NOTED
-
-        far = ", ".join(f"{k} {v:+.0%}" for k, v in a.extrapolation.items() if v >= EXTRAPOLATION_NOTED)
-        lines.append(f"extrapolates beyond the history: {far}")
+        lines.append("extrapolates beyond the history: " + "; ".join(a.extrapolation_notes()))
     lines += [f"warning: {w}" for w in a.warnings]
     return "\n".join(lines)

@@ -150,6 +150,7 @@ class JobRuntimeModel:
         self.n_runs_ = len(y)
         self.training_range_ = {c: (float(np.min(F[c])), float(np.max(F[c]))) for c in self.feature_names_}
         self.defaults_ = {c: float(np.median(F[c])) for c in OPTIONAL + tuple(extras)}
+        self.latest_ = _latest_run_values(runs, rows, F, OPTIONAL + tuple(extras))
         result = selection.select(F, y, extras, kind=self.kind, random_state=self.random_state)
         self.name_ = result.name
         self.component_ = result.component
@@ -348,7 +349,7 @@ class JobRuntimeModel:
                 "n_runs": self.n_runs_, "dropped_runs": self.dropped_runs_,
                 "feature_names": self.feature_names_, "extras": self.extras_,
                 "training_range": {k: list(v) for k, v in self.training_range_.items()},
-                "defaults": self.defaults_, "candidates": self.candidates_,
+                "defaults": self.defaults_, "latest": self.latest_, "candidates": self.candidates_,
                 "residuals": [float(r) for r in self.residuals_],
                 "extrap_z": {k: [float(r) for r in v] for k, v in self.extrap_z_.items()},
                 "drift_law": self.drift_law_, "size_growth": self.size_growth_,
@@ -377,6 +378,7 @@ class JobRuntimeModel:
         m.extras_ = list(d["extras"])
         m.training_range_ = {k: (float(v[0]), float(v[1])) for k, v in d["training_range"].items()}
         m.defaults_ = {k: float(v) for k, v in d["defaults"].items()}
+        m.latest_ = {k: float(v) for k, v in d.get("latest", {}).items()}  # saved before: none
         m.candidates_ = dict(d.get("candidates", {}))
         m.residuals_ = np.asarray(d["residuals"], float)
         m.extrap_z_ = {k: np.asarray(v, float) for k, v in d["extrap_z"].items()}
@@ -397,3 +399,15 @@ class JobRuntimeModel:
         if hasattr(self, "name_"):
             return f"JobRuntimeModel(name_={self.name_!r}, n_runs_={self.n_runs_}, cv_mape_={self.cv_mape_:.3f})"
         return f"JobRuntimeModel(kind={self.kind!r}, random_state={self.random_state})"
+
+
+def _latest_run_values(runs: Any, rows: np.ndarray, F: Mapping[str, np.ndarray], cols) -> dict[str, float]:
+    """The latest training run's values of ``cols`` (by ``start_ms``; none without it): what
+    the advice assumes for a column a question leaves out, with a model folder as with a store."""
+    if "start_ms" not in (runs.columns if hasattr(runs, "columns") else runs):
+        return {}
+    start = np.asarray(runs["start_ms"], float)[rows]
+    if not np.isfinite(start).any():
+        return {}
+    k = int(np.nanargmax(start))
+    return {c: float(F[c][k]) for c in cols}

@@ -78,6 +78,18 @@ class Store:
     def committed_batches(self) -> set[str]:
         return set(self._files(S.COMMIT_TABLE))
 
+    def version(self) -> tuple[tuple[str, int, int], ...]:
+        """What caches of derived results key on: each committed batch with its runs file's size
+        and modification time. Batches are never rewritten by sparkpredict, but a store restored
+        or copied over at the same path can keep the names with other rows."""
+        sel = pafs.FileSelector(self._dir(S.COMMIT_TABLE), allow_not_found=True)
+        out = []
+        for info in self.fs.get_file_info(sel):
+            b = _batch_of(info.base_name) if info.type == pafs.FileType.File else None
+            if b is not None:
+                out.append((b, int(info.size or 0), int(info.mtime_ns or 0)))
+        return tuple(sorted(out))
+
     def orphans(self, min_age_s: float = 600.0) -> list[str]:
         """Files no reader should see, last modified over ``min_age_s`` ago: part files of
         batches that never got their runs file (a writer died between its renames), and
