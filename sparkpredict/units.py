@@ -12,6 +12,8 @@ _BYTE_UNITS = {
     "t": 1000**4, "tb": 1000**4, "p": 1000**5, "pb": 1000**5,
     "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4, "pib": 1024**5,
 }
+#: Spark's byte counts, and the store's ``*_bytes`` columns, are signed 64-bit integers
+_MAX_BYTES = 2**63 - 1
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
 _DUR_S = {"ms": 0.001, "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
           "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
@@ -44,6 +46,9 @@ def parse_bytes(text: str | float) -> int:
     n = int(round(value * _BYTE_UNITS[unit]))
     if n < 1:
         raise InputError(f"size {text!r} is less than one byte", "give a size of at least 1 byte, e.g. 64MB")
+    if n > _MAX_BYTES:
+        raise InputError(f"size {text!r} is beyond what Spark counts (8 EiB: a 64-bit byte count)",
+                         "give the input size in bytes or with a unit, e.g. 300GB")
     return n
 
 

@@ -28,7 +28,7 @@ def test_parse_duration(text, expected):
     assert parse_duration(text) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("bad", ["-5GB", "0", "abc", "12XB", "", "nan", "0.4"])
+@pytest.mark.parametrize("bad", ["-5GB", "0", "abc", "12XB", "", "nan", "0.4", "1e300", "10000PB"])
 def test_bad_sizes_name_the_fix(bad):
     with pytest.raises(InputError) as e:
         parse_bytes(bad)
