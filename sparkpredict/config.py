@@ -5,6 +5,8 @@ import os
 import re
 from pathlib import Path
 
+from .errors import StoreError
+
 #: Environment variable naming the history store when no ``store=`` is given.
 STORE_ENV = "SPARKPREDICT_STORE"
 #: Where the listener jar is cached (keyed by source hash and Spark version).
@@ -40,12 +42,41 @@ def default_store() -> str:
 
 
 def resolve_store(store: str | os.PathLike[str] | None) -> str:
-    """The store path or URI to use; local paths come back absolute."""
+    """The store path or URI to use; local paths, ``file:`` URIs included, come back absolute.
+
+    Raises
+    ------
+    StoreError
+        A ``file:`` URI that names another host or a relative path.
+    """
     s = str(store) if store is not None else default_store()
-    if "://" in s and not s.startswith("file://"):
+    if s[:5].lower() == "file:":
+        s = _file_uri_path(s)
+    elif "://" in s:
         return s
-    s = s.removeprefix("file://")
     return str(Path(s).expanduser().resolve())
+
+
+def _file_uri_path(uri: str) -> str:
+    """The local path of ``file:/p``, ``file:///p`` or ``file://localhost/p``.
+
+    Percent escapes stay as they are: Hadoop's ``Path`` (the listener's) reads ``file:///a%20b``
+    as the folder ``/a%20b``, and Python must read the folder the listener wrote.
+    """
+    rest = uri[5:]
+    if rest.startswith("//"):
+        host, _, path = rest[2:].partition("/")
+        if host.lower() not in ("", "localhost"):
+            # Hadoop's local file system refuses such a path ("Wrong FS"), so the listener could
+            # record nothing there.
+            raise StoreError(f"the store {uri!r} names the host {host!r}, and file: URIs are local",
+                             f"write file:///{path} for a folder on this machine, or use hdfs://, s3a://, ...")
+        rest = "/" + path
+    if not rest.startswith("/"):
+        raise StoreError(f"the store {uri!r} is a file: URI without an absolute path",
+                         "write file:///absolute/path, or give the plain path")
+    # "file:////p": extra slashes would make POSIX's implementation-defined "//p"
+    return "/" + rest.lstrip("/")
 
 
 def cache_dir() -> Path:

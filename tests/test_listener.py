@@ -152,6 +152,16 @@ def test_unwritable_store_keeps_rows_until_it_can_write(spark_app, tmp_path):
     assert len(st.tasks()) == run.num_tasks == 2 + 3 + 3
 
 
+def test_a_store_path_with_a_space_is_the_folder_python_reads(spark_app, tmp_path):
+    """Hadoop's Path keeps percent escapes: a file: URI from Path.as_uri() ("a%20b") made the
+    listener write into a folder Python never reads."""
+    store = tmp_path / "my runs" / "store"
+    with spark_app(store, job="spaced") as spark:
+        assert spark.sparkContext.parallelize(range(10), 2).count() == 10
+    assert len(store_mod.open(store).runs()) == 1
+    assert not (tmp_path / "my%20runs").exists()
+
+
 def test_tasks_off_and_declared_input(spark_app, tmp_path):
     store = tmp_path / "store"
     with spark_app(store, job="no-tasks", conf={"spark.sparkpredict.tasks": "false",

@@ -96,3 +96,18 @@ def test_auto_with_bad_input_submits_nothing(tmp_path, capsys, extra, needle):
     err = capsys.readouterr().err
     assert rc == 2 and needle in err, err
     assert len(store_mod.open(path).runs()) == len(before)  # nothing ran, nothing recorded
+
+
+def test_auto_advises_from_the_store_the_listener_will_write(tmp_path, capsys, monkeypatch):
+    """The store may be named only by --conf spark.sparkpredict.store (or a cluster's
+    spark-defaults.conf): the advice must read that one, not the default store."""
+    monkeypatch.setenv("SPARKPREDICT_STORE", str(tmp_path / "default-store"))
+    path = make_store(tmp_path / "store", history(sizes=(10, 20), execs=(1, 2), repeats=1))
+    conf = ["--conf", f"spark.sparkpredict.store={path}", "--master", "local[1]", "x.py"]
+    rc = main(["submit", "--executors", "auto", "--job", "nightly", "--input-size", "1GB", "--", *conf])
+    err = capsys.readouterr().err
+    assert rc == 2 and "no job 'nightly'" in err and "use one of: etl" in err, err
+    rc = main(["submit", "--store", str(tmp_path / "other"), "--executors", "auto", "--job", "etl",
+               "--input-size", "1GB", "--", *conf])
+    assert rc == 2 and "name different stores" in capsys.readouterr().err
+    assert not (tmp_path / "default-store").exists() and not (tmp_path / "other").exists()

@@ -152,8 +152,11 @@ def build_listener(force: bool = False) -> Path:
 
 
 def _store_uri(store: str) -> str:
-    """Local paths become file: URIs so the JVM never resolves them against fs.defaultFS."""
-    return store if "://" in store else Path(store).as_uri()
+    """Local paths become file: URIs so the JVM never resolves them against fs.defaultFS.
+
+    Not ``Path.as_uri()``: it percent-encodes ("my runs" -> "my%20runs"), and Hadoop's Path
+    keeps the escapes, so the listener would write into a folder Python never reads."""
+    return store if "://" in store else "file://" + Path(store).absolute().as_posix()
 
 
 def listener_conf(store: str | None = None, job: str | None = None, tasks: bool = True,

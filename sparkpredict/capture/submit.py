@@ -1,13 +1,13 @@
 """Run the real ``spark-submit`` with the sparkpredict listener attached.
 
-No shell is involved: arguments go to the process as a list. The user's own ``--conf``
-values win over ours; ``--jars`` and ``spark.extraListeners`` are merged, not replaced.
+No shell is involved: arguments go to the process as a list. The user's settings are read as
+spark-submit reads them (``--conf``, then the properties files) and win over ours; the jars,
+``spark.extraListeners`` and ``spark.plugins`` are merged, not replaced.
 """
 from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 import subprocess
 import time
@@ -19,12 +19,15 @@ from typing import NamedTuple
 from ..config import (
     KEY_INPUT_BYTES,
     KEY_JOB,
+    KEY_STORE,
+    KEY_TASKS,
     LOCAL_CLUSTER_MASTER,
     LOCAL_MASTER,
     resolve_store,
 )
 from ..errors import InputError, ListenerError, StoreError
 from .listener import listener_conf, pyspark_home
+from .properties import read_properties
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +42,7 @@ _VALUE_OPTS = {
     "--driver-memory", "--driver-java-options", "--driver-library-path", "--driver-class-path",
     "--executor-memory", "--proxy-user", "--driver-cores", "--total-executor-cores",
     "--executor-cores", "--queue", "--num-executors", "--principal", "--keytab",
+    "--extra-properties-file", "--remote", "--driver-default-class-path", "--kill", "--status",
 }
 
 
@@ -96,21 +100,30 @@ def _user_conf(opts: list[str]) -> dict[str, str]:
     return conf
 
 
-def _opt_value(opts: list[str], name: str) -> str | None:
+def _opt_values(opts: list[str], name: str) -> list[str]:
+    out = []
     for i, a in enumerate(opts):
         if a == name and i + 1 < len(opts):
-            return opts[i + 1]
-        if a.startswith(name + "="):
-            return a[len(name) + 1:]
-    return None
+            out.append(opts[i + 1])
+        elif a.startswith(name + "="):
+            out.append(a[len(name) + 1:])
+    return out
+
+
+def _opt_value(opts: list[str], name: str) -> str | None:
+    """The option's value as spark-submit takes it: the last one given."""
+    values = _opt_values(opts, name)
+    return values[-1] if values else None
 
 
 #: Comma-separated settings where ours are added to the user's, not dropped for them.
 MERGED_LISTS = ("spark.extraListeners", "spark.plugins")
 
 
-def _merge_list(opts: list[str], user: dict[str, str], key: str, ours: str) -> list[str]:
-    """``opts`` with ``key`` holding the user's classes plus ours (the merged list replaces theirs)."""
+def _merge_list(opts: list[str], cli: dict[str, str], user: dict[str, str], key: str, ours: str) -> list[str]:
+    """``opts`` with ``key`` holding the user's classes plus ours. ``user`` is every setting
+    spark-submit sees, ``cli`` the ``--conf`` ones: a list from a properties file is outranked by
+    an added ``--conf`` holding it merged, a ``--conf`` one is replaced where it stands."""
     items = [x.strip() for x in user.get(key, "").split(",") if x.strip()]
     items += [x for x in ours.split(",") if x not in items]
     merged = f"{key}={','.join(items)}"
@@ -120,18 +133,40 @@ def _merge_list(opts: list[str], user: dict[str, str], key: str, ours: str) -> l
             out[i + 1] = merged
         elif a.startswith(f"--conf={key}="):
             out[i] = f"--conf={merged}"
-    if key not in user:
+    if key not in cli:
         out += ["--conf", merged]
     return out
 
 
+def _with_jars(opts: list[str], user: dict[str, str], jar: str) -> list[str]:
+    """``opts`` with one ``--jars`` holding the user's jars and the listener's.
+
+    spark-submit takes ``--jars`` when given and drops ``spark.jars`` then, wherever that was set
+    (``--conf``, a properties file); so the user's jars are the list it would have used, and the
+    listener's join them in the ``--jars`` that replaces it."""
+    theirs = _opt_value(opts, "--jars")
+    if theirs is None:
+        theirs = user.get("spark.jars", "")
+    items = [x.strip() for x in theirs.split(",") if x.strip()]
+    merged = ",".join(items if jar in items else [*items, jar])
+    out = list(opts)
+    found = False
+    for i, a in enumerate(out):
+        if a == "--jars" and i + 1 < len(out):
+            out[i + 1] = merged
+            found = True
+        elif a.startswith("--jars="):
+            out[i] = f"--jars={merged}"
+            found = True
+    return out if found else [*out, "--jars", merged]
+
+
 def dynamic_allocation_enabled(spark_submit_args: list[str]) -> bool:
-    """Whether the user's spark-submit arguments turn on dynamic allocation."""
+    """Whether the run will have dynamic allocation on (the user's arguments or properties files)."""
     opts, _ = _split(spark_submit_args)
-    return _user_conf(opts).get("spark.dynamicAllocation.enabled", "").strip().lower() == "true"
+    return _spark_conf(opts).get("spark.dynamicAllocation.enabled", "").strip().lower() == "true"
 
 
-_PROPERTY_LINE = re.compile(r"\s*([^\s=:#!][^\s=:]*)\s*[\s=:]\s*(.*?)\s*$")
 #: The master spark-submit runs on when none is set anywhere.
 DEFAULT_MASTER = "local[*]"
 
@@ -144,40 +179,91 @@ class MasterChange(NamedTuple):
     new: str      # the master the run gets
 
 
-def _defaults_master(opts: list[str]) -> str | None:
-    """spark.master in the properties file spark-submit reads: ``--properties-file``, else
-    ``spark-defaults.conf`` in $SPARK_CONF_DIR or the Spark home's conf/."""
-    path = _opt_value(opts, "--properties-file")
-    if path is None:
+def _properties_files(opts: list[str]) -> list[str]:
+    """The properties files spark-submit reads, the one that outranks the others first.
+
+    ``--conf`` outranks them all; then each ``--extra-properties-file`` (a later one first),
+    ``--properties-file``, and ``spark-defaults.conf`` in $SPARK_CONF_DIR or the Spark home's
+    conf/, which Spark 4 skips when ``--properties-file`` is given without
+    ``--load-spark-defaults``."""
+    files = _opt_values(opts, "--extra-properties-file")[::-1]
+    main = _opt_value(opts, "--properties-file")
+    if main is not None:
+        files.append(main)
+    if main is None or "--load-spark-defaults" in opts:
         conf_dir = os.environ.get("SPARK_CONF_DIR")
         if not conf_dir:
             try:
                 conf_dir = str(spark_submit_path().parent.parent / "conf")
             except ListenerError:
-                return None
-        path = os.path.join(conf_dir, "spark-defaults.conf")
-    try:
-        text = Path(path).read_text(errors="replace")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        # java.util.Properties, as Spark loads it: "key value", "key=value" or "key: value"
-        m = _PROPERTY_LINE.match(line)
-        if m and m.group(1) == "spark.master" and m.group(2):
-            return m.group(2)
+                return files
+        files.append(os.path.join(conf_dir, "spark-defaults.conf"))
+    return files
+
+
+def _file_setting(opts: list[str], key: str) -> tuple[str, str] | None:
+    """(value, file name) of ``key`` in the properties files spark-submit reads, else None."""
+    for path in _properties_files(opts):
+        value = read_properties(path).get(key)
+        if value is not None:
+            return value, os.path.basename(path)
     return None
+
+
+def _spark_conf(opts: list[str]) -> dict[str, str]:
+    """The Spark settings spark-submit will run with: the properties files under ``--conf``."""
+    conf: dict[str, str] = {}
+    for path in reversed(_properties_files(opts)):
+        conf.update(read_properties(path))
+    conf.update(_user_conf(opts))
+    return conf
+
+
+def submit_store(spark_submit_args: list[str], store: str | None = None) -> str:
+    """The store (resolved, :func:`sparkpredict.config.resolve_store`) that the listener of a
+    submit with these arguments records into, and that submit reads afterwards.
+
+    ``store`` (``--store``) first, else ``spark.sparkpredict.store`` as spark-submit sees it
+    (``--conf``, then the properties files: a cluster's ``spark-defaults.conf``), else the
+    default store.
+
+    Raises
+    ------
+    InputError
+        ``store`` and the user's ``--conf spark.sparkpredict.store`` name different stores:
+        which one the user meant is a guess either way.
+    """
+    opts, _ = _split(list(spark_submit_args))
+    theirs = _user_conf(opts).get(KEY_STORE)
+    if store is not None:
+        resolved = resolve_store(store)
+        if theirs and resolve_store(theirs) != resolved:
+            raise InputError(f"--store {store} and --conf {KEY_STORE}={theirs} name different stores",
+                             f"give the store once: drop --conf {KEY_STORE}, or --store")
+        return resolved
+    if not theirs:  # the listener reads an empty value as none
+        found = _file_setting(opts, KEY_STORE)
+        theirs = found[0] if found else None
+    return resolve_store(theirs)
 
 
 def effective_master(spark_submit_args: list[str]) -> tuple[str, str]:
     """(the master spark-submit will run on, where it comes from), in spark-submit's order:
-    ``--master``, ``--conf spark.master``, the properties file, $MASTER, else ``local[*]``."""
+    ``--master``, ``--conf spark.master``, the properties files (:func:`_properties_files`; the
+    source is the file's name), $MASTER, else ``local[*]``."""
     opts, _ = _split(list(spark_submit_args))
-    for source, value in (("--master", _opt_value(opts, "--master")),
-                          ("--conf spark.master", _user_conf(opts).get("spark.master")),
-                          ("spark-defaults.conf", _defaults_master(opts)),
-                          ("$MASTER", os.environ.get("MASTER"))):
-        if value:
-            return value.strip(), source
+    master = _opt_value(opts, "--master")
+    if master:
+        return master.strip(), "--master"
+    master = _user_conf(opts).get("spark.master")
+    if master:
+        return master.strip(), "--conf spark.master"
+    found = _file_setting(opts, "spark.master")
+    if found and found[0]:
+        return found[0].strip(), found[1]
+    master = os.environ.get("MASTER")
+    if master:
+        return master.strip(), "$MASTER"
     return DEFAULT_MASTER, "spark-submit's default"
 
 
@@ -193,8 +279,7 @@ def local_master_for(spark_submit_args: list[str], executors: int) -> MasterChan
     """
     opts, _ = _split(list(spark_submit_args))
     master, source = effective_master(opts)
-    user = _user_conf(opts)
-    cores = _opt_value(opts, "--executor-cores") or user.get("spark.executor.cores") or "1"
+    cores = _opt_value(opts, "--executor-cores") or _spark_conf(opts).get("spark.executor.cores") or "1"
     try:
         slots = int(executors) * max(1, int(cores))
     except ValueError:  # spark-submit will say what is wrong with it
@@ -241,40 +326,41 @@ def _set_master(opts: list[str], master: str) -> list[str]:
 def build_command(spark_submit_args: list[str], *, store: str | None = None, job: str | None = None,
                   executors: int | None = None, extra_conf: dict[str, str] | None = None,
                   submit_id: str | None = None) -> list[str]:
-    """The spark-submit command line with the listener added (user values win)."""
+    """The spark-submit command line with the listener added (user values win).
+
+    The user's settings are those spark-submit would run with: ``--conf``, then the properties
+    files (``--properties-file``, ``spark-defaults.conf``; :func:`_properties_files`). Jars,
+    listeners and plugins are merged with ours. Where sparkpredict only has a default (the store
+    when ``store`` is None, ``spark.sparkpredict.tasks``), a user's value from anywhere wins;
+    what the caller asked for (``store``, ``job``, ``executors``, ``extra_conf``) outranks the
+    properties files but not the user's own ``--conf``.
+    """
     opts, app = _split(list(spark_submit_args))
     if not app:
         raise ListenerError("no application given to spark-submit",
                             "put the job after --, e.g. sparkpredict submit -- job.py ARGS")
     check_master(opts)
-    user = _user_conf(opts)
-    ours = listener_conf(store=store, job=job)
+    cli = _user_conf(opts)
+    user = _spark_conf(opts)
+    ours = listener_conf(store=submit_store(opts, store), job=job)
     jar = ours.pop("spark.jars")
     ours.update(extra_conf or {})
     if submit_id:
         ours[KEY_SUBMIT_ID] = submit_id
-    new_opts = list(opts)
-    # --jars: append ours to the user's list.
-    jars = _opt_value(opts, "--jars")
-    if jars is None:
-        new_opts += ["--jars", jar]
-    else:
-        for i, a in enumerate(new_opts):
-            if a == "--jars":
-                new_opts[i + 1] = f"{jars},{jar}"
-            elif a.startswith("--jars="):
-                new_opts[i] = f"--jars={jars},{jar}"
+    new_opts = _with_jars(opts, user, jar)
     for key in MERGED_LISTS:
         if key in ours:
-            new_opts = _merge_list(new_opts, user, key, ours.pop(key))
+            new_opts = _merge_list(new_opts, cli, user, key, ours.pop(key))
+    defaults = {KEY_TASKS} | ({KEY_STORE} if store is None else set())
     for k, v in ours.items():
-        if k in user:
-            if user[k] != v:
-                log.info("keeping the user's %s=%s (sparkpredict would set %s)", k, user[k], v)
+        theirs = (user if k in defaults else cli).get(k)
+        if theirs:  # an empty value: unset, for Spark's conf.get and the listener alike
+            if theirs != v:
+                log.info("keeping the user's %s=%s (sparkpredict would set %s)", k, theirs, v)
             continue
         new_opts += ["--conf", f"{k}={v}"]
     if executors is not None and _opt_value(opts, "--num-executors") is None \
-            and "spark.executor.instances" not in user:
+            and "spark.executor.instances" not in cli:
         # As a conf key rather than --num-executors: spark-submit drops that flag on local and
         # local-cluster masters, and the key means the same on YARN, Kubernetes and standalone.
         new_opts += ["--conf", f"spark.executor.instances={int(executors)}"]
@@ -293,7 +379,9 @@ def submit(spark_submit_args: list[str], *, store: str | None = None, job: str |
     spark_submit_args : list of str
         Everything you would pass to ``spark-submit`` (options, the application, its arguments).
     store, job : str, optional
-        History store and job key (default: the embedded store; the application name).
+        History store and job key. Default store: the user's ``spark.sparkpredict.store``
+        (``--conf`` or a properties file), else the embedded one (:func:`submit_store`); default
+        job: the user's ``spark.sparkpredict.job``, else the application name.
     executors : int, optional
         Sets ``spark.executor.instances`` unless the arguments already fix the executor count;
         on a local master also the master's thread or executor count (:func:`local_master_for`).
@@ -303,13 +391,18 @@ def submit(spark_submit_args: list[str], *, store: str | None = None, job: str |
     Returns
     -------
     SubmitResult
-        ``returncode`` of spark-submit, the resolved ``store`` and the ``run_ids`` recorded.
+        ``returncode`` of spark-submit, the store the run went to and the ``run_ids`` recorded.
         When spark-submit failed but the recorded run says running/succeeded (the driver's code
         raised after its last Spark job), a corrected run row with status ``failed`` is appended.
+
+    Raises
+    ------
+    InputError
+        ``store`` and the arguments' ``--conf spark.sparkpredict.store`` name different stores.
     """
-    resolved = resolve_store(store)
+    resolved = submit_store(spark_submit_args, store)
     submit_id = uuid.uuid4().hex
-    cmd = build_command(spark_submit_args, store=resolved, job=job, executors=executors,
+    cmd = build_command(spark_submit_args, store=store, job=job, executors=executors,
                         extra_conf=extra_conf, submit_id=submit_id)
     log.info("running %s", " ".join(cmd))
     env = dict(os.environ)
@@ -377,4 +470,5 @@ __all__ = [
     "dynamic_allocation_enabled",
     "spark_submit_path",
     "submit",
+    "submit_store",
 ]

@@ -27,8 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def executor_settings(args: argparse.Namespace, spark_args: list[str], input_bytes: int | None,
-                      params: dict[str, str] | None = None) -> tuple[int | None, dict[str, str]]:
-    """(--num-executors, extra --conf) from --executors N|auto; prints the advice's summary."""
+                      params: dict[str, str] | None = None,
+                      store: str | None = None) -> tuple[int | None, dict[str, str]]:
+    """(--num-executors, extra --conf) from --executors N|auto, advised from ``store`` (default
+    ``args.store``); prints the advice's summary."""
     from ..errors import InputError
 
     params = params or {}
@@ -52,13 +54,14 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     from ..units import parse_duration
 
     deadline = parse_duration(args.deadline) if args.deadline else None
-    known = set(HistorySource.resolve(args.job, store=args.store).param_names())
+    history = store if store is not None else args.store
+    known = set(HistorySource.resolve(args.job, store=history).param_names())
     new = sorted(set(params) - known)
     if new:  # the first runs that declare a parameter cannot be advised by it yet
         print(f"sparkpredict: job parameter(s) {', '.join(new)} are new to {args.job}'s history: "
               "recorded with this run, not used by this advice", file=sys.stderr, flush=True)
     advice = suggest_executors(args.job, input_bytes, deadline_s=deadline, objective=args.objective,
-                               params={k: v for k, v in params.items() if k in known}, store=args.store)
+                               params={k: v for k, v in params.items() if k in known}, store=history)
     print(advice.summary(), flush=True)
     if dynamic_allocation_enabled(spark_args):
         lo, hi = advice.dynamic_allocation
@@ -69,7 +72,7 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
 
 def _run(args: argparse.Namespace) -> int:
     from ..advise import check_params
-    from ..capture.submit import check_master, submit
+    from ..capture.submit import check_master, submit, submit_store
     from ..config import KEY_INPUT_BYTES, PARAM_PREFIX
     from ..errors import InputError
     from ..units import parse_bytes
@@ -80,10 +83,13 @@ def _run(args: argparse.Namespace) -> int:
     if not spark_args:
         raise InputError("nothing to submit", "write: sparkpredict submit [options] -- job.py [args]")
     check_master(spark_args)   # before the advice: a bad master should not wait for a fit
+    # the advice reads the store the listener will write (a cluster's spark-defaults.conf may
+    # name it); a --store that contradicts --conf spark.sparkpredict.store fails here, before a fit
+    history = submit_store(spark_args, args.store)
     input_bytes = parse_bytes(args.input_size) if args.input_size else None
     params = parse_params(args.param)
     check_params(params)  # numbers only: the store's runs table reads them as such
-    executors, extra = executor_settings(args, spark_args, input_bytes, params)
+    executors, extra = executor_settings(args, spark_args, input_bytes, params, history)
     extra.update({PARAM_PREFIX + name: value for name, value in params.items()})
     if input_bytes is not None:
         extra[KEY_INPUT_BYTES] = str(input_bytes)
