@@ -123,8 +123,30 @@ class Evaluation:
         """Jobs x models for one split and metric, with a ``mean`` row (like the study's tables)."""
         r = self.rows[self.rows["split"] == split]
         t = r.pivot_table(index="job", columns="model", values=metric, aggfunc="first", sort=False)
-        t.loc["mean"] = t.mean(numeric_only=True)
+        if not t.empty:  # every model failed on every job of the split: no mean row to add
+            t.loc["mean"] = t.mean(numeric_only=True)
         return t
+
+    def unscored(self) -> dict[str, str]:
+        """Jobs (``job``) and job splits (``job/split``) that every model failed on, with the
+        errors: they have no number in :meth:`table`, which would otherwise drop them silently.
+        A job is named once when it failed everywhere."""
+        out: dict[str, str] = {}
+        if self.rows.empty:
+            return out
+        failed = self.rows["error"].notna()
+
+        def why(rows: pd.DataFrame) -> str:
+            return "; ".join(dict.fromkeys(rows["error"].astype(str)))  # distinct, in order
+
+        for job, g in self.rows.groupby("job", sort=True):
+            if failed[g.index].all():
+                out[str(job)] = why(g)
+                continue
+            for split, gs in g.groupby("split", sort=False):
+                if failed[gs.index].all():
+                    out[f"{job}/{split}"] = why(gs)
+        return out
 
     def to_json(self) -> dict:
         return {"rows": self.rows.replace({np.inf: None, -np.inf: None}).astype(object)
@@ -256,8 +278,8 @@ def format_tables(ev: Evaluation, metrics_: tuple[str, ...] = ("r2", "rrse", "ma
     """Markdown tables, one per split and metric (jobs x models, mean row last)."""
     parts = []
     for split in SPLITS:
-        if not (ev.rows["split"] == split).any():
-            continue
+        if not ((ev.rows["split"] == split) & ev.rows["error"].isna()).any():
+            continue  # nothing scored: its jobs are in Evaluation.unscored()
         for metric in metrics_:
             t = ev.table(split, metric)
             parts.append(f"**{SPLIT_TITLES[split]} — {metric.upper()}**\n\n" + _markdown(t, metric))

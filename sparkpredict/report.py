@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError, StoreError
+from .errors import InputError
 from .units import format_bytes, format_duration
 
 if TYPE_CHECKING:
@@ -49,6 +49,9 @@ class JobSection:
     cv_mape: float | None = None
     advice_text: str | None = None
     advice_table_html: str | None = None
+    #: what the advice warns about (a wide interval, a high model error, memory), as ``suggest``
+    #: prints it
+    advice_warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     #: the runs furthest above the model, (run_id, input_bytes, executors, runtime_s, runtime /
     #: out-of-fold prediction), at least :data:`SLOW_RUN_RATIO`
@@ -91,8 +94,17 @@ def _attempt(section: JobSection, what: str, fn: Callable[..., Any], *args: Any)
 
 
 def _template_row(runs: pd.DataFrame, features: list[str]) -> dict[str, float]:
-    """Typical values of the job's features (median), to vary one or two of them in plots."""
-    return {c: float(runs[c].median()) for c in features if c in runs}
+    """Typical values of the job's features (median), to vary one or two of them in plots.
+
+    A feature this job never recorded (executor memory of an ingested log, another job's
+    parameter) stays NaN, which the model fills with its default; the median of no values
+    would be NaN too, but numpy warns on stderr while computing it."""
+    out = {}
+    for c in features:
+        if c in runs:
+            known = runs[c].dropna()
+            out[c] = float(known.median()) if len(known) else float("nan")
+    return out
 
 
 def _predict(model, rows: pd.DataFrame, confidence: float) -> dict:
@@ -202,17 +214,18 @@ def _fig_stages(stages: pd.DataFrame, run: pd.Series) -> str:
     return _png(fig)
 
 
-def _advice(job: str, input_bytes: float, store_path: str, models: dict | None) -> tuple[str, str]:
+def _advice(job: str, input_bytes: float, store_path: str, models: dict | None,
+            confidence: float) -> tuple[str, str, list[str]]:
     from .advice import candidate_table
     from .advise import suggest_executors
 
-    adv = suggest_executors(job, int(input_bytes), store=store_path, models=models)
+    adv = suggest_executors(job, int(input_bytes), store=store_path, models=models, confidence=confidence)
     cols, rows = candidate_table(adv)
     e = html.escape
     head = "".join(f"<th>{e(c)}</th>" for c in cols)
     body = "".join(("<tr class='chosen'>" if r[0] else "<tr>") + "".join(f"<td>{e(v)}</td>" for v in r) + "</tr>"
                    for r in rows)
-    return adv.summary(), f"<table class='candidates'><tr>{head}</tr>{body}</table>"
+    return adv.summary(), f"<table class='candidates'><tr>{head}</tr>{body}</table>", list(adv.warnings)
 
 
 def _slow_runs(job: str, model: Any, runs: pd.DataFrame) -> list[tuple[str, float, float, float, float]]:
@@ -227,7 +240,7 @@ def _slow_runs(job: str, model: Any, runs: pd.DataFrame) -> list[tuple[str, floa
 def build_sections(store_path: str, jobs: list[str] | None = None, models: dict | None = None,
                    confidence: float = 0.9, advice_factor: float = 2.0) -> tuple[list[JobSection], list[str]]:
     """Compute every job's figures and texts (the data of the report), without writing HTML."""
-    from .features.runs import feature_columns, runs_table
+    from .features.runs import feature_columns, no_runs_error, runs_table
     from .store import io as store_io
 
     st = store_io.open(store_path)
@@ -235,8 +248,7 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
     runs_raw = st.runs()
     runs = runs_table(runs_raw)
     if runs.empty:
-        raise StoreError(f"store {store_path} holds no succeeded runs",
-                         "record some first, e.g. `sparkpredict sweep` or `sparkpredict demo`")
+        raise no_runs_error(store_path)
     all_jobs = sorted(runs["job"].unique())
     if jobs:
         unknown = [j for j in jobs if j not in all_jobs]
@@ -299,9 +311,9 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
         # without a whole-job model the store still answers, as `suggest` does: by replaying
         # the job's recorded tasks
         adv = _attempt(sec, f"advice for {format_bytes(target)}", _advice, job, target, store_path,
-                       models if model is not None else None)
+                       models if model is not None else None, confidence)
         if adv:
-            sec.advice_text, sec.advice_table_html = adv
+            sec.advice_text, sec.advice_table_html, sec.advice_warnings = adv
         sections.append(sec)
     return sections, warnings
 
@@ -355,6 +367,9 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
                          f"<th>over the model</th></tr>{rows}</table>")
         if s.advice_text:
             parts.append(f"<h3>Current advice</h3><pre>{e(s.advice_text)}</pre>")
+            if s.advice_warnings:
+                items = "".join(f"<li>{e(w)}</li>" for w in s.advice_warnings)
+                parts.append(f"<ul class='advice-warnings warn'>{items}</ul>")
         if s.advice_table_html:
             parts.append(f"<details><summary>all candidates</summary>{s.advice_table_html}</details>")
     parts.append("</body></html>")
@@ -376,6 +391,8 @@ def build_report(out: str | os.PathLike, store: str | os.PathLike | None = None,
         Only these jobs (default: every job with succeeded runs).
     models : dict, optional
         Fitted models per job (``sparkpredict.models.persist.fit_all``); fitted here if absent.
+    confidence : float
+        Coverage of the intervals drawn and of the advice's interval (default 0.9).
     advice_factor : float
         The advice shown is for this multiple of the job's largest recorded input.
 
@@ -384,8 +401,8 @@ def build_report(out: str | os.PathLike, store: str | os.PathLike | None = None,
     StoreError
         No store, or no succeeded runs in it.
     InputError
-        A job asked for has no succeeded runs, or ``out`` is a folder or cannot be written
-        (checked before the report is built).
+        A job asked for has no succeeded runs, or ``out`` is a folder, cannot be written or
+        lies inside a history store (checked before the report is built).
     """
     import matplotlib
 

@@ -83,3 +83,115 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     synthetic_job("etl", sizes=(8, 12, 16), execs=(2, 4, 8)).to_csv(tmp_path / "ok.csv", index=False)
     assert main(["evaluate", str(tmp_path / "ok.csv"), "--models", "amdahl,nope"]) == 2
     assert "unknown model kind(s) 'nope'" in capsys.readouterr().err
+
+
+def _fitted(tmp_path, capsys):
+    """A store, its runs table and models of one job (etl) fitted from it."""
+    _store_from(synthetic_job("etl", cliff=False, sizes=(8, 12, 16), execs=(2, 4, 8)), tmp_path / "store")
+    csv = tmp_path / "runs.csv"
+    assert main(["runs", "--store", str(tmp_path / "store"), "--out", str(csv)]) == 0
+    assert main(["fit", str(csv), "--out", str(tmp_path / "models")]) == 0
+    capsys.readouterr()
+    return csv, tmp_path / "models"
+
+
+def test_fit_refuses_a_random_state_numpy_cannot_seed(tmp_path, capsys):
+    csv, _ = _fitted(tmp_path, capsys)
+    for bad in ("-1", str(2**32)):
+        assert main(["fit", str(csv), "--out", str(tmp_path / "m2"), f"--random-state={bad}"]) == 2
+        err = capsys.readouterr().err
+        assert f"error: --random-state {bad} is outside 0..4294967295" in err and "fix: " in err
+        assert "Traceback" not in err and not (tmp_path / "m2").exists()
+    assert main(["fit", str(csv), "--out", str(tmp_path / "m2"), f"--random-state={2**32 - 1}"]) == 0
+
+
+def test_a_damaged_model_file_is_one_clear_error_in_predict_and_suggest(tmp_path, capsys):
+    """The index lists job-etl-*.json, but the file is truncated, not a model, or gone."""
+    import shutil
+
+    _, models = _fitted(tmp_path, capsys)
+    pd.DataFrame({"job": ["etl"], "input_bytes": ["20GB"], "executors": [4]}).to_csv(tmp_path / "q.csv", index=False)
+    (name,) = [p.name for p in models.glob("job-etl-*.json")]
+    damage = {"truncated": ("{", "is corrupt: Expecting property name"),
+              "a list": ("[]", "is not a sparkpredict job model"),
+              "fields missing": ('{"format": "sparkpredict-job-model", "version": 0}', "format version 0"),
+              "gone": (None, "listed in the model index, is missing")}
+    for what, (text, said) in damage.items():
+        bad = tmp_path / f"models-{what.replace(' ', '-')}"
+        shutil.copytree(models, bad)
+        if text is None:
+            (bad / name).unlink()
+        else:
+            (bad / name).write_text(text)
+        for argv in (["predict", str(bad), str(tmp_path / "q.csv"), "--out", str(tmp_path / "p.csv")],
+                     ["suggest", "--models", str(bad), "--job", "etl", "--input-size", "20GB"]):
+            assert main(argv) == 2, (what, argv[0])
+            err = capsys.readouterr().err
+            assert f"error: model file '{bad / name}'" in err and said in err, (what, err)
+            assert "fix: refit" in err and "`sparkpredict fit RUNS --out DIR`" in err
+        assert not (tmp_path / "p.csv").exists()
+
+
+def test_runs_of_an_empty_store_and_fit_of_an_empty_table_say_there_are_no_runs(tmp_path, capsys):
+    store_io.open(tmp_path / "empty", create=True)
+    assert main(["runs", "--store", str(tmp_path / "empty"), "--out", str(tmp_path / "e.csv")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: store {tmp_path / 'empty'} holds no succeeded runs" in err and "sparkpredict ingest" in err
+    assert not (tmp_path / "e.csv").exists()
+    # a table with only the header, as `runs` wrote it before
+    (tmp_path / "e.csv").write_text("run_id,job,input_bytes,executors,executor_cores,executor_memory_mb,runtime_s\n")
+    assert main(["fit", str(tmp_path / "e.csv"), "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: runs file '{tmp_path / 'e.csv'}' holds no runs" in err and "not numeric" not in err
+    assert "fix: export one from a store with succeeded runs" in err and not (tmp_path / "m").exists()
+
+
+def test_predict_refuses_executor_counts_no_cluster_runs(tmp_path, capsys):
+    _, models = _fitted(tmp_path, capsys)
+    for col, bad in (("executors", 2.5), ("executors", 0), ("executors", "3.5"), ("executor_cores", 1.5)):
+        q = pd.DataFrame({"job": ["etl", "etl"], "input_bytes": [20e9, 20e9], "executors": [4, 4],
+                          "executor_cores": [4, 4]})
+        q[col] = q[col].astype(object)
+        q.loc[1, col] = bad
+        q.to_csv(tmp_path / "q.csv", index=False)
+        assert main(["predict", str(models), str(tmp_path / "q.csv"), "--out", str(tmp_path / "p.csv")]) == 2
+        err = capsys.readouterr().err
+        assert f"error: query row 2: {col} {bad} is not a whole number of at least 1" in err, err
+        assert "counts as whole numbers" in err and not (tmp_path / "p.csv").exists()
+    q.assign(executor_cores=[4, None]).to_csv(tmp_path / "q.csv", index=False)  # cores not given: fine
+    assert main(["predict", str(models), str(tmp_path / "q.csv"), "--out", str(tmp_path / "p.csv")]) == 0
+
+
+def test_evaluate_with_nothing_to_score_is_an_error(tmp_path, capsys):
+    store_io.open(tmp_path / "empty", create=True)
+    assert main(["evaluate", "--store", str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: store {tmp_path / 'empty'} holds no succeeded runs" in err and "fix: record" in err
+    _store_from(synthetic_job("etl").head(3), tmp_path / "three")
+    for extra in ([], ["--json"]):
+        assert main(["evaluate", "--store", str(tmp_path / "three"), *extra]) == 2
+        cap = capsys.readouterr()
+        assert cap.out == "" and "error: nothing to evaluate: etl: 3 runs (< 12)" in cap.err
+        assert "fix: record more runs" in cap.err
+
+
+def test_evaluate_lists_a_job_every_model_failed_on_under_skipped(tmp_path, capsys):
+    runs = pd.concat([synthetic_job("good", cliff=False, sizes=(8, 12, 16), execs=(2, 4, 8)),
+                      synthetic_job("oneexec", execs=(4,))], ignore_index=True)
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    assert main(["evaluate", str(tmp_path / "runs.csv"), "--models", "amdahl", "--split", "cv3"]) == 0
+    out = capsys.readouterr().out
+    assert "| good |" in out and "| oneexec |" not in out
+    skipped = out.split("skipped: ", 1)[1]
+    assert skipped.startswith("oneexec: ") and "one executor count" in skipped
+
+
+def test_evaluate_reads_the_store_of_the_environment_as_runs_does(tmp_path, capsys, monkeypatch):
+    _store_from(synthetic_job("etl", cliff=False, sizes=(8, 12, 16), execs=(2, 4, 8)), tmp_path / "store")
+    monkeypatch.setenv("SPARKPREDICT_STORE", str(tmp_path / "store"))
+    assert main(["evaluate", "--models", "amdahl", "--split", "cv3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {r["job"] for r in out["rows"]} == {"etl"}
+    # summary is the combined model's (left out here); summary_by_model has every model's
+    assert out["summary"] == {} and out["summary_by_model"]["amdahl"]["cv3"]["jobs"] == 1
+    assert 0 < out["summary_by_model"]["amdahl"]["cv3"]["mape_mean"] < 0.1

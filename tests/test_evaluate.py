@@ -97,3 +97,7 @@ def test_evaluate_skips_small_jobs_and_reports_errors():
     assert "tiny" in ev.skipped
     row = ev.rows[(ev.rows["job"] == "oneexec") & (ev.rows["split"] == "cv3")].iloc[0]
     assert "executor count" in row["error"]
+    # every split of it failed: no number in any table, so it is named, once, with its error
+    assert "oneexec" not in set(ev.table("cv3", "mape").index)
+    assert ev.unscored() == {"oneexec": row["error"]}
+    assert format_tables(ev) == ""  # no table of nothing (it crashed on the empty pivot)

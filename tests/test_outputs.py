@@ -19,9 +19,11 @@ from sparkpredict.report import build_report
 HISTORY = Path(__file__).parent / "data" / "history"
 
 
-def test_output_file_creates_missing_folders_and_refuses_folders(tmp_path):
+def test_output_file_creates_nothing_the_write_makes_missing_folders_and_folders_are_refused(tmp_path):
     p = output_file(tmp_path / "a" / "b" / "runs.csv")
-    assert p.parent.is_dir() and not p.exists()
+    assert not (tmp_path / "a").exists()  # checked, not made: a command may still fail
+    write_table(pd.DataFrame({"a": [1]}), p)
+    assert sorted(x.name for x in p.parent.iterdir()) == ["runs.csv"]
     with pytest.raises(InputError, match="is a folder") as e:
         output_file(tmp_path / "a", "report.html")
     assert e.value.fix == f"give a file name, e.g. {tmp_path / 'a' / 'report.html'}"
@@ -100,3 +102,69 @@ def test_report_into_an_existing_folder_is_refused_before_any_work(tmp_path):
     out = build_report(tmp_path / "new" / "r.html", store=HISTORY, jobs=["sort"]).path
     assert out == (tmp_path / "new" / "r.html").resolve() and "id='job-sort'" in out.read_text()
     assert sorted(p.name for p in out.parent.iterdir()) == ["r.html"]
+
+
+def test_failed_commands_leave_no_new_folders(tmp_path, capsys):
+    """The --out folder is made when the file is written, not when it is checked."""
+    runs = synthetic_job("etl", cliff=False, sizes=(8, 12, 16), execs=(2, 4, 8))
+    _store_from(runs, tmp_path / "store")
+    assert main(["runs", "--store", str(tmp_path / "store"), "--out", str(tmp_path / "runs.csv")]) == 0
+    assert main(["fit", str(tmp_path / "runs.csv"), "--out", str(tmp_path / "models")]) == 0
+    pd.DataFrame({"job": ["nope"], "input_bytes": [1e9], "executors": [2]}).to_csv(tmp_path / "q.csv", index=False)
+    capsys.readouterr()
+    new = tmp_path / "newdir"
+    for argv in (["runs", "--store", str(tmp_path / "store"), "--out", str(new / "a" / "b" / "x.csv"), "--job", "nosuch"],
+                 ["report", "--store", str(tmp_path / "store"), "--out", str(new / "a" / "r.html"), "--job", "nosuch"],
+                 ["predict", str(tmp_path / "models"), str(tmp_path / "q.csv"), "--out", str(new / "p" / "p.csv")]):
+        assert main(argv) == 2, argv
+        assert capsys.readouterr().err.startswith("error: ")
+        assert not new.exists(), argv[0]
+
+
+def test_outputs_inside_a_history_store_are_refused(tmp_path, capsys):
+    """`report --out s2/_sparkpredict_store.json` replaced the store's marker with a page."""
+    runs = synthetic_job("etl", cliff=False, sizes=(8, 12, 16), execs=(2, 4, 8))
+    s2 = tmp_path / "s2"
+    _store_from(runs, s2)
+    marker = (s2 / "_sparkpredict_store.json").read_bytes()
+    before = sorted(p.relative_to(s2) for p in s2.rglob("*"))
+    assert main(["runs", "--store", str(s2), "--out", str(tmp_path / "runs.csv")]) == 0
+    capsys.readouterr()
+    for argv in (["report", "--store", str(s2), "--out", str(s2 / "_sparkpredict_store.json")],
+                 ["report", "--store", str(s2), "--out", str(s2 / "sub" / ".." / "r.html")],
+                 ["runs", "--store", str(s2), "--out", str(s2 / "runs" / "x.csv")],
+                 ["runs", "--store", str(s2), "--out", str(s2 / "new" / "x.csv")],
+                 ["fit", str(tmp_path / "runs.csv"), "--out", str(s2 / "models")]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert f"lies inside the history store '{s2}'" in err and "fix: write outputs outside" in err, err
+    assert (s2 / "_sparkpredict_store.json").read_bytes() == marker
+    assert sorted(p.relative_to(s2) for p in s2.rglob("*")) == before
+    # beside the store is fine
+    assert main(["runs", "--store", str(s2), "--out", str(tmp_path / "s2-runs.csv")]) == 0
+
+
+def test_table_outputs_refuse_extensions_they_would_not_honour(tmp_path, capsys):
+    """`predict --out p.json` wrote CSV into a .json file."""
+    runs = synthetic_job("etl", cliff=False, sizes=(8, 12, 16), execs=(2, 4, 8))
+    _store_from(runs, tmp_path / "store")
+    assert main(["runs", "--store", str(tmp_path / "store"), "--out", str(tmp_path / "runs.csv")]) == 0
+    assert main(["fit", str(tmp_path / "runs.csv"), "--out", str(tmp_path / "models")]) == 0
+    pd.DataFrame({"job": ["etl"], "input_bytes": [10 * 2**30], "executors": [4]}).to_csv(tmp_path / "q.csv", index=False)
+    capsys.readouterr()
+    for name in ("p.json", "p.xlsx", "p", "p.csv.gz"):
+        out = tmp_path / name
+        for argv in (["predict", str(tmp_path / "models"), str(tmp_path / "q.csv"), "--out", str(out)],
+                     ["runs", "--store", str(tmp_path / "store"), "--out", str(out)]):
+            assert main(argv) == 2, argv
+            err = capsys.readouterr().err
+            assert f"error: output '{out}' does not end in .csv, .parquet or .pq" in err, err
+            stem = out.with_suffix("") if out.suffix else out
+            assert f"fix: name the file {stem}.csv or {stem}.parquet" in err and not out.exists()
+    with pytest.raises(InputError, match="does not end in"):
+        write_table(pd.DataFrame({"a": [1]}), tmp_path / "t.json")
+    for name in ("p.PARQUET", "p.pq", "p.CSV"):
+        assert main(["predict", str(tmp_path / "models"), str(tmp_path / "q.csv"), "--out", str(tmp_path / name)]) == 0
+    assert len(pd.read_parquet(tmp_path / "p.PARQUET")) == len(pd.read_csv(tmp_path / "p.CSV")) == 1
+    # the report is HTML, not a table: any name goes
+    assert main(["report", "--store", str(tmp_path / "store"), "--out", str(tmp_path / "r.htm")]) == 0

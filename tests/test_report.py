@@ -144,3 +144,49 @@ def test_a_job_too_small_for_a_model_still_gets_the_advice_suggest_gives(tmp_pat
     direct = suggest_executors("sqljoin", int(2 * two["input_bytes"].max()), store=tmp_path / "store")
     assert direct.model_name.startswith("replay") and join.advice_text == direct.summary()
     assert any("recorded no input size" in n for n in sec["sort"].notes)
+
+
+def test_report_advice_follows_confidence_and_shows_the_advice_warnings(history_report, tmp_path):
+    """`report --confidence 0.5`: the advice (text, candidate header and intervals) is the one
+    `suggest --confidence 0.5` gives, not the 90 % default, and its warnings are on the page."""
+    import html
+
+    from sparkpredict import suggest_executors
+    from sparkpredict.cli import main
+    from sparkpredict.features.runs import runs_table
+
+    out = tmp_path / "r.html"
+    assert main(["report", "--store", str(HISTORY), "--job", "wordcount", "--confidence", "0.5",
+                 "--out", str(out)]) == 0
+    page = out.read_text()
+    target = int(2 * runs_table(HISTORY).query("job == 'wordcount'")["input_bytes"].max())
+    direct = suggest_executors("wordcount", target, store=HISTORY, confidence=0.5)
+    assert "50% interval" in direct.summary() and f"<pre>{html.escape(direct.summary())}</pre>" in page
+    assert "<th>50% interval</th>" in page and "<th>90% interval</th>" not in page
+    at90 = next(s for s in history_report.sections if s.job == "wordcount")
+    assert "90% interval" in at90.advice_text and at90.advice_text != direct.summary()
+    # the CV error of wordcount's model (42 %) is worth a warning in suggest, so in the report too
+    assert any("cross-validated error" in w for w in direct.warnings), direct.warnings
+    items = re.search(r"<ul class='advice-warnings warn'>(.*?)</ul>", page, re.DOTALL)
+    assert items, "no advice warnings on the page"
+    assert re.findall(r"<li>(.*?)</li>", items.group(1), re.DOTALL) == [html.escape(w) for w in direct.warnings]
+    assert at90.advice_warnings and "the model&#x27;s cross-validated error" in history_report.path.read_text()
+
+
+def test_a_feature_no_run_of_the_job_recorded_costs_no_numpy_warning(tmp_path):
+    """Runs without executor memory (an ingested log, `_store_from` runs): the plots' typical value
+    of it is unknown, and finding that out must not print numpy's "Mean of empty slice"."""
+    import warnings
+
+    from sparkpredict.report import build_report
+    from sparkpredict.store import io as store_io
+
+    runs = store_io.open(HISTORY).runs()
+    st = store_io.open(tmp_path / "store", create=True)
+    st.append({"runs": runs[runs["job"] == "sort"].assign(executor_memory_mb=None)})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = build_report(tmp_path / "r.html", store=tmp_path / "store")
+    assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
+    (sec,) = res.sections
+    assert sec.model_name and {"runtime_vs_executors", "predicted_vs_actual"} <= set(sec.figures), sec.notes

@@ -179,3 +179,42 @@ def test_summary_lists_input_and_executors_as_the_models_read_them(tmp_path, cap
     assert second.split() == ["app-2", "wc", "succeeded", "-", "4", "3.0s", "8"]
     # dynamic allocation: the mean it held, not the initial 2 or the most, 7
     assert third.split() == ["app-3", "wc", "succeeded", "1.0", "GiB", "2.43", "4.0s", "9"]
+
+
+def test_summary_last_must_list_at_least_one_run(tmp_path, capsys):
+    """--last 0 crashed on an empty listing; --last=-3 listed all but three runs (pandas' tail)."""
+    from sparkpredict.cli import main
+
+    s = store.open(tmp_path / "st", create=True)
+    s.append({"runs": pd.DataFrame({"run_id": [f"app-{i}" for i in range(5)], "job": ["j"] * 5,
+                                    "status": ["succeeded"] * 5, "start_ms": range(5), "updated_ms": [1] * 5})})
+    for bad in ("0", "-3"):
+        assert main(["store", "summary", "--store", str(tmp_path / "st"), f"--last={bad}"]) == 2
+        cap = capsys.readouterr()
+        assert cap.out == "" and f"error: --last {bad}: the number of latest runs to list must be at least 1" in cap.err
+        assert "fix: give --last 1 or more" in cap.err
+    assert main(["store", "summary", "--store", str(tmp_path / "st"), "--last", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "latest 1 runs:" in out and out.rstrip().splitlines()[-1].startswith("app-4")
+
+
+def test_clean_older_than_zero_takes_every_uncommitted_file(tmp_path, capsys):
+    """`--older-than 0` (or 0s, 0m): every uncommitted file, however young; no negative ages."""
+    from sparkpredict.cli import main
+
+    root = tmp_path / "st"
+    s = store.open(root, create=True)
+    s.append(_batch("app-1"))
+    ghost = S.conform("stages", pa.table({"run_id": ["ghost"], "stage_id": pa.array([9], pa.int32())}))
+    fresh = root / "stages" / "part-997-writing.parquet"
+    pq.write_table(ghost, fresh)
+    for zero in ("0", "0s", "0.0m"):
+        assert main(["store", "clean", "--store", str(root), "--older-than", zero, "--dry-run"]) == 0
+        assert "would remove 1 uncommitted file(s)" in capsys.readouterr().out
+    assert main(["store", "clean", "--store", str(root), "--older-than", "0"]) == 0
+    assert "removed 1 uncommitted file(s)" in capsys.readouterr().out and not fresh.exists()
+    assert set(s.stages()["run_id"]) == {"app-1"}
+    for bad, said in (("-1m", "cannot read '-1m' as a duration"), ("0x", "cannot read '0x' as a duration")):
+        assert main(["store", "clean", "--store", str(root), f"--older-than={bad}"]) == 2
+        err = capsys.readouterr().err
+        assert f"error: --older-than: {said}" in err and "or 0 for every uncommitted file" in err

@@ -14,12 +14,16 @@ def register(subparsers: Any) -> None:
                     "~34 %) and the practitioner's case (train the smallest ~60 % of sizes); "
                     "report R², RRSE and MAPE.")
     p.add_argument("runs", metavar="RUNS", nargs="?",
-                   help="runs table (CSV/Parquet); default: the runs of --store")
-    p.add_argument("--store", help="history store (runs come from it when RUNS is not given; "
-                                   "needed by --stage-models)")
+                   help="runs table (CSV/Parquet); default: the runs of the store")
+    p.add_argument("--store", help="history store (default: $SPARKPREDICT_STORE); runs come from it "
+                                   "when RUNS is not given; --stage-models with RUNS needs it given")
     p.add_argument("--stage-models", action="store_true",
-                   help="also score the stage-level forests and the task replay (need --store)")
-    p.add_argument("--json", action="store_true", help="print all rows as JSON")
+                   help="also score the stage-level forests and the task replay (they read the "
+                        "store's stage and task rows: with RUNS, give --store)")
+    p.add_argument("--json", action="store_true",
+                   help="print all rows as JSON, with per split the mean and worst MAPE, mean R² and "
+                        "coverage: `summary` of the combined model (empty when it is not among "
+                        "--models), `summary_by_model` of every model")
     p.add_argument("--models", help="comma-separated model kinds (default: all the study's + combined)")
     p.add_argument("--split", action="append", help="only this split (repeatable)")
     p.set_defaults(func=run)
@@ -28,21 +32,23 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
+    from ..config import resolve_store
     from ..errors import InputError
     from ..evaluate import SPLITS, check_kinds, evaluate, format_tables, summary
-    from ..features.runs import read_runs_file
+    from ..features.runs import no_runs_error, read_runs_file, runs_table
 
-    if args.runs is None and args.store is None:
-        raise InputError("no runs to evaluate", "give a runs table (RUNS) or --store S")
-    if args.stage_models and args.store is None:
+    # A runs file may come from any store: the stage models must be told which one. Without
+    # RUNS, the store is resolved as `runs`, `report` and `suggest` resolve it.
+    if args.stage_models and args.runs is not None and args.store is None:
         raise InputError("--stage-models needs the store's stage and task rows",
                          "add --store S (the store the runs were recorded in)")
     if args.runs is not None:
         runs = read_runs_file(args.runs)
     else:
-        from ..features.runs import runs_table
-
-        runs = runs_table(args.store)
+        store = resolve_store(args.store)  # given, else $SPARKPREDICT_STORE, else the embedded one
+        runs = runs_table(store)
+        if runs.empty:
+            raise no_runs_error(store)
     splits = tuple(args.split) if args.split else SPLITS
     bad = [s for s in splits if s not in SPLITS]
     if bad:
@@ -52,7 +58,6 @@ def run(args: argparse.Namespace) -> int:
         check_kinds(kinds)
     models: Any = kinds
     if args.stage_models:
-        from ..config import resolve_store
         from ..models.hybrid import JobRuntimeModel
         from ..models.replay import ReplayRuntimeModel
         from ..models.stages import StageRuntimeModel
@@ -62,13 +67,34 @@ def run(args: argparse.Namespace) -> int:
         models["stage-forest"] = lambda: StageRuntimeModel(store=path)
         models["replay"] = lambda: ReplayRuntimeModel(store=path)
     ev = evaluate(runs, models=models, include_study=kinds is None, splits=splits)
+    skipped = {**ev.skipped, **ev.unscored()}
+    if not ev.rows["error"].isna().any():  # no model scored anywhere: nothing to show
+        why = "; ".join(f"{k}: {v}" for k, v in list(skipped.items())[:10]) or "no runs"
+        raise InputError(f"nothing to evaluate: {why}",
+                         "record more runs: each job needs at least 12 succeeded runs over 3 or more "
+                         "input sizes and executor counts (or choose other --split/--models)")
     if args.json:
-        print(json.dumps({**ev.to_json(), "summary": summary(ev)}, indent=1, default=float))
-        return 0
-    if ev.rows.empty:
-        print("nothing to evaluate: " + "; ".join(f"{k}: {v}" for k, v in ev.skipped.items()))
+        # summary: the combined model's, the one `fit` and `suggest` use; the same for every model
+        # evaluated beside it, so that --models without auto still gets one
+        by_model = {m: summary(ev, m) for m in dict.fromkeys(ev.rows["model"])}
+        doc = {**ev.to_json(), "summary": summary(ev), "summary_by_model": by_model}
+        print(json.dumps(_finite(doc), indent=1, default=float))
         return 0
     print(format_tables(ev))
-    if ev.skipped:
-        print("\nskipped: " + "; ".join(f"{k}: {v}" for k, v in list(ev.skipped.items())[:20]))
+    if skipped:
+        print("\nskipped: " + "; ".join(f"{k}: {v}" for k, v in list(skipped.items())[:20]))
     return 0
+
+
+def _finite(x: Any) -> Any:
+    """``x`` with NaN and infinities as None: JSON has no such numbers (json.dumps would write
+    NaN, which strict parsers refuse); a model without intervals has no coverage."""
+    import math
+
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_finite(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x

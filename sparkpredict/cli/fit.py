@@ -4,6 +4,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+#: numpy's seeds are unsigned 32-bit integers
+SEED_MAX = 2**32 - 1
+
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -13,14 +16,20 @@ def register(subparsers: Any) -> None:
     p.add_argument("runs", metavar="RUNS", help="runs table (CSV/Parquet) from `sparkpredict runs`")
     p.add_argument("--out", required=True, metavar="MODEL_DIR")
     p.add_argument("--kind", default="auto", help="model kind (default auto; see docs/models.md)")
-    p.add_argument("--random-state", type=int, default=0)
+    p.add_argument("--random-state", type=int, default=0,
+                   help=f"seed of the fits' random folds and forests, 0..{SEED_MAX} (default 0)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..errors import InputError
     from ..features.runs import read_runs_file
-    from ..models.persist import fit_all, save_models
+    from ..models.persist import check_model_dir, fit_all, save_models
 
+    if not 0 <= args.random_state <= SEED_MAX:
+        raise InputError(f"--random-state {args.random_state} is outside 0..{SEED_MAX}",
+                         "give a seed in that range, e.g. --random-state 0")
+    check_model_dir(args.out)  # before the fits, which take a while
     runs = read_runs_file(args.runs)
     skipped: dict[str, str] = {}
     models = fit_all(runs, random_state=args.random_state, kind=args.kind, skipped=skipped)

@@ -9,12 +9,13 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "predict", help="predict runtimes for a query table with saved models",
         description="QUERY is CSV/Parquet with job, input_bytes (bytes, or a size such as 50GB "
-                    "or 1.5TiB), executors (executor_cores, executor_memory_mb and extra "
-                    "features optional). Writes the query's rows in "
-                    "order with predicted_runtime_s, lower_s, upper_s, model and extrapolation.")
+                    "or 1.5TiB), executors (a whole number; executor_cores, executor_memory_mb "
+                    "and extra features optional). Writes the query's rows in order with "
+                    "predicted_runtime_s, lower_s, upper_s, model and extrapolation to a .csv or "
+                    ".parquet file.")
     p.add_argument("model_dir", metavar="MODEL_DIR")
     p.add_argument("query", metavar="QUERY")
-    p.add_argument("--out", required=True, metavar="PRED.csv")
+    p.add_argument("--out", required=True, metavar="PRED.csv", help="PRED.csv or PRED.parquet")
     p.add_argument("--confidence", type=float, default=0.9)
     p.set_defaults(func=run)
 
@@ -72,7 +73,27 @@ def _numeric(query: Any) -> Any:
                                  "whole numbers") from exc
         whole = all(float(v).is_integer() for v in values)  # bytes and counts stay integers
         out[col] = pd.Series(values, index=out.index, dtype="int64" if whole else float)
+    _check_counts(out)
     return out
+
+
+def _check_counts(query: Any) -> None:
+    """Refuse executor counts that no cluster can run (2.5 executors, 0 cores): the models would
+    answer them, by interpolating, with a runtime nobody can get."""
+    import math
+
+    from ..errors import InputError
+
+    for col, required in (("executors", True), ("executor_cores", False)):
+        if col not in query.columns:
+            continue
+        for row, v in enumerate(query[col].tolist(), start=1):
+            if not required and math.isnan(v):  # not given: the model's default
+                continue
+            if not (math.isfinite(v) and v >= 1 and float(v).is_integer()):
+                raise InputError(f"query row {row}: {col} {v:g} is not a whole number of at least 1",
+                                 "write sizes as bytes or with a unit (50MB, 1.5TiB) and counts as "
+                                 "whole numbers")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,9 +101,9 @@ def run(args: argparse.Namespace) -> int:
 
     from ..errors import InputError
     from ..models.persist import load_models
-    from ..outputs import output_file, write_table
+    from ..outputs import output_table, write_table
 
-    output_file(args.out, "predictions.csv")
+    output_table(args.out, "predictions.csv")
     path = args.query
     try:
         query = pd.read_parquet(path) if path.endswith((".parquet", ".pq")) else pd.read_csv(path)

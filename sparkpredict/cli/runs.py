@@ -12,7 +12,7 @@ def register(subparsers: Any) -> None:
                     "executor_cores, executor_memory_mb, runtime_s (+ post-run columns for "
                     "inspection). The file is the input of `fit` and `evaluate`.")
     p.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE)")
-    p.add_argument("--out", required=True, metavar="FILE", help="runs.csv or runs.parquet")
+    p.add_argument("--out", required=True, metavar="FILE", help="runs.csv or runs.parquet (.pq)")
     p.add_argument("--job", action="append", help="only this job (repeatable)")
     p.set_defaults(func=run)
 
@@ -20,11 +20,14 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..config import resolve_store
     from ..errors import InputError
-    from ..features.runs import runs_table
-    from ..outputs import output_file, write_table
+    from ..features.runs import no_runs_error, runs_table
+    from ..outputs import output_table, write_table
 
-    output_file(args.out, "runs.csv")
-    df = runs_table(resolve_store(args.store))
+    output_table(args.out, "runs.csv")
+    store = resolve_store(args.store)
+    df = runs_table(store)
+    if df.empty:  # an empty table would only fail later, in `fit`, with a misleading message
+        raise no_runs_error(store)
     if args.job:
         unknown = sorted(set(args.job) - set(df["job"]))
         if unknown:

@@ -19,7 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--store", help="history store path or URI (default: the embedded local store)")
     c.add_argument("--older-than", default="10m", metavar="AGE",
                    help="only files last modified this long ago, so a writer mid-commit is left "
-                   "alone (default 10m)")
+                   "alone (default 10m); 0: every uncommitted file, whatever its age (only when "
+                   "no writer is running)")
     c.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
     c.set_defaults(func=_clean)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
@@ -44,9 +45,13 @@ def store_summary(store: str | None = None):
 def _summary(args: argparse.Namespace) -> int:
     import datetime as dt
 
+    from ..errors import InputError
     from ..features.runs import executors_and_cores
     from ..units import format_bytes, format_duration
 
+    if args.last < 1:  # pandas' tail(-3) would list all but 3, tail(0) none
+        raise InputError(f"--last {args.last}: the number of latest runs to list must be at least 1",
+                         "give --last 1 or more (default 10)")
     per_job, runs, path = store_summary(args.store)
     print(f"store {path}: {len(runs)} runs")
     if runs.empty:
@@ -81,9 +86,8 @@ def _summary(args: argparse.Namespace) -> int:
 
 def _clean(args: argparse.Namespace) -> int:
     from .. import store as store_mod
-    from ..units import parse_duration
 
-    age_s = parse_duration(args.older_than)
+    age_s = _age(args.older_than)
     st = store_mod.open(args.store)
     paths = st.orphans(age_s) if args.dry_run else st.remove_orphans(age_s)
     verb = "would remove" if args.dry_run else "removed"
@@ -91,3 +95,25 @@ def _clean(args: argparse.Namespace) -> int:
     for p in paths:
         print(f"  {p}")
     return 0
+
+
+def _age(text: str) -> float:
+    """Seconds of ``--older-than``; unlike a deadline, zero is meaningful here (every
+    uncommitted file, whatever its age), which :func:`parse_duration` refuses."""
+    import re
+
+    from ..errors import InputError
+    from ..units import parse_duration
+
+    fix = "give an age such as 10m or 2h, or 0 for every uncommitted file whatever its age"
+    zero = re.fullmatch(r"\s*0*\.?0+\s*([a-zA-Z]*)\s*", text)
+    if zero:  # "0", "0s", "0m": zero of a unit that parse_duration knows
+        try:
+            parse_duration("1" + zero.group(1))
+            return 0.0
+        except InputError:
+            pass  # an unknown unit: parse_duration says so below, about the text as given
+    try:
+        return parse_duration(text)
+    except InputError as exc:
+        raise InputError(f"--older-than: {exc.message}", fix) from exc

@@ -24,7 +24,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InputError
+from ..errors import InputError, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +113,13 @@ def runs_table(source: Any) -> pd.DataFrame:
             out[name] = values
     sort_cols = ["job", "start_ms", "run_id"] if "start_ms" in out else ["job", "run_id"]
     return out.sort_values(sort_cols, kind="mergesort").reset_index(drop=True)
+
+
+def no_runs_error(store: str) -> StoreError:
+    """The error of a store that holds no succeeded run, for every command that needs some."""
+    return StoreError(f"store {store} holds no succeeded runs",
+                      "record some first (`sparkpredict sweep`, `sparkpredict demo` or `sparkpredict "
+                      "submit`), or backfill from event logs with `sparkpredict ingest`")
 
 
 def executors_and_cores(raw: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
@@ -263,6 +270,10 @@ def check_runs_frame(df: pd.DataFrame, what: str = "runs table") -> None:
         raise InputError(
             f"{what} lacks column(s) {', '.join(missing)} (has: {', '.join(map(str, df.columns))})",
             f"a runs table needs {', '.join(BASE_COLUMNS)}; export one with `sparkpredict runs`")
+    if df.empty:  # before the type check: the columns of an empty CSV read as text
+        raise InputError(f"{what} holds no runs (no rows)",
+                         "export one from a store with succeeded runs: `sparkpredict runs --store S "
+                         "--out runs.csv`")
     bad = [c for c in BASE_COLUMNS[1:] if not pd.api.types.is_numeric_dtype(df[c])]
     if bad:
         raise InputError(f"{what}: column(s) {', '.join(bad)} are not numeric",

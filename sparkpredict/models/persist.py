@@ -19,7 +19,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DegenerateDataError, InputError, ModelError, UnknownJobError
-from ..outputs import write_text
+from ..outputs import check_outside_store, output_file, write_text
 from .hybrid import FORMAT_VERSION, JobRuntimeModel
 
 if TYPE_CHECKING:
@@ -48,6 +48,8 @@ def fit_all(runs: pd.DataFrame, random_state: int = 0, kind: str = "auto",
 
     Raises
     ------
+    InputError
+        ``runs`` lacks a required column or has no rows.
     DegenerateDataError
         When no job at all can be fitted (the reasons are in the message).
     """
@@ -75,15 +77,23 @@ def _slug(job: str) -> str:
     return f"job-{safe}-{hashlib.sha1(job.encode()).hexdigest()[:8]}.json"
 
 
-def save_models(models: dict[str, JobRuntimeModel], out_dir: str | os.PathLike[str],
-                skipped: dict[str, str] | None = None) -> str:
-    """Save ``models`` (job -> fitted model) under ``out_dir``; returns the index path."""
+def check_model_dir(out_dir: str | os.PathLike[str]) -> None:
+    """Raise :class:`InputError` unless ``out_dir`` can take saved models (creates nothing)."""
     d = str(out_dir)
+    check_outside_store(d)
     if os.path.exists(d) and not os.path.isdir(d):
         raise InputError(f"model output {d!r} is a file", "give a folder for --out")
     if os.path.isdir(d) and os.listdir(d) and not os.path.exists(os.path.join(d, INDEX)):
         raise InputError(f"folder {d!r} holds other files and no sparkpredict models",
                          "give an empty or new folder, or one written by `sparkpredict fit`")
+    output_file(os.path.join(d, INDEX))  # unwritable, or a file where a folder should be
+
+
+def save_models(models: dict[str, JobRuntimeModel], out_dir: str | os.PathLike[str],
+                skipped: dict[str, str] | None = None) -> str:
+    """Save ``models`` (job -> fitted model) under ``out_dir``; returns the index path."""
+    d = str(out_dir)
+    check_model_dir(d)
     os.makedirs(d, exist_ok=True)
     files = {}
     for job, m in sorted(models.items()):
@@ -123,6 +133,8 @@ def load_models(model_dir: str | os.PathLike[str], jobs: list[str] | None = None
     ------
     UnknownJobError
         A job in ``jobs`` has no saved model (the message lists the known jobs).
+    ModelError
+        The index or a model file it lists is missing, corrupt or of another format version.
     """
     index = read_index(model_dir)
     files: dict[str, str] = index["jobs"]
@@ -131,11 +143,30 @@ def load_models(model_dir: str | os.PathLike[str], jobs: list[str] | None = None
     if unknown:
         raise UnknownJobError(unknown_job_message(unknown, files, index.get("skipped", {})),
                               "fit the job first (`sparkpredict fit RUNS --out DIR`) or check the job name")
-    out = {}
-    for job in want:
-        with open(os.path.join(str(model_dir), files[job])) as f:
-            out[job] = JobRuntimeModel.from_dict(json.load(f))
-    return out
+    return {job: _load_job(os.path.join(str(model_dir), files[job])) for job in want}
+
+
+def _load_job(path: str) -> JobRuntimeModel:
+    """One job's saved model; a missing, truncated or foreign file is a :class:`ModelError`
+    naming it (the index lists it, so the folder was damaged after `fit` wrote it)."""
+    fix = "refit the models: `sparkpredict fit RUNS --out DIR`"
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except FileNotFoundError as exc:
+        raise ModelError(f"model file {path!r}, listed in the model index, is missing", fix) from exc
+    except OSError as exc:
+        raise ModelError(f"cannot read model file {path!r}: {exc.strerror or exc}", fix) from exc
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise ModelError(f"model file {path!r} is corrupt: {exc}", fix) from exc
+    if not isinstance(d, dict):
+        raise ModelError(f"model file {path!r} is not a sparkpredict job model", fix)
+    try:
+        return JobRuntimeModel.from_dict(d)
+    except ModelError as exc:  # wrong format or version: say which file
+        raise ModelError(f"model file {path!r}: {exc.message}", exc.fix or fix) from exc
+    except (KeyError, TypeError, ValueError) as exc:  # the right format, fields missing or mangled
+        raise ModelError(f"model file {path!r} is corrupt: {type(exc).__name__}: {exc}", fix) from exc
 
 
 def unknown_job_message(unknown: list[str], known: Any, skipped: dict[str, str] | None = None) -> str:
