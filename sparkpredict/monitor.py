@@ -150,11 +150,19 @@ def labelled_stages(store: Store, jobs: list[str] | None = None,
 
     Columns of :func:`with_baseline` plus ``job`` and ``label`` (the run's interference label).
     Each job's clean runs are those labelled ``none``; a job without labels uses all its runs.
+    Only succeeded and incomplete runs serve as clean runs or training data; a failed or killed
+    run is included when ``run_ids`` names it, so that its completed stages can be explained.
     """
     import pandas as pd
 
     runs = store.runs()
-    runs = runs[runs["status"].isin(["succeeded", "incomplete"]) | runs["status"].isna()]
+    usable = runs["status"].isin(["succeeded", "incomplete"]) | runs["status"].isna()
+    # A failed or killed run's completed stages compare with the clean runs' as any run's do
+    # (stage_features keeps only succeeded stage attempts), but what it did not finish must
+    # never become a baseline.
+    asked = runs["run_id"].isin(run_ids or [])
+    baseline_ok = set(runs.loc[usable, "run_id"])
+    runs = runs[usable | asked]
     if jobs is not None:
         runs = runs[runs["job"].isin(jobs)]
     labels = interference_labels(runs)
@@ -168,6 +176,7 @@ def labelled_stages(store: Store, jobs: list[str] | None = None,
     for _, f in feats.groupby("job", sort=False):
         lab = f.drop_duplicates("run_id").set_index("run_id")["label"]
         clean = lab[lab == "none"].index.tolist() if lab.notna().any() else lab.index.tolist()
+        clean = [r for r in clean if r in baseline_ok]
         if run_ids is not None:
             f = f[f["run_id"].isin(run_ids) | f["run_id"].isin(clean)]
         parts.append(with_baseline(f, clean))
@@ -342,9 +351,21 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
         raise UnknownJobError(f"no run {run_id!r} in store {st.path!r}",  # type: ignore[union-attr]
                               "list runs with `sparkpredict runs`")
     job = str(row["job"].iloc[0])
+    status = row["status"].iloc[0]
     model = models or default_model(st)  # type: ignore[arg-type]
     df = labelled_stages(st, [job], run_ids=[run_id])  # type: ignore[arg-type]
-    return _explain(run_id, job, model, df, threshold, top_stages)
+    ended = {"failed": "failed", "killed": "was killed", "running": "is still running"}.get(status)
+    try:
+        e = _explain(run_id, job, model, df, threshold, top_stages)
+    except UnknownJobError as exc:
+        if ended:
+            raise UnknownJobError(f"run {run_id!r} {ended} before it completed a stage: nothing to explain",
+                                  "explain a run that completed at least one stage") from exc
+        raise
+    if ended:
+        e.warnings.insert(0, f"the run {ended}: only its completed stages are compared with the "
+                             "clean runs (its actual time is theirs, not a whole run's)")
+    return e
 
 
 def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame, threshold: float,
@@ -423,12 +444,17 @@ class SlowRun:
     """One of a job's runs that took longer than its size and executors explain."""
 
     run_id: str
-    #: recorded runtime / the job's runtime model's prediction for that run, out of fold (see
-    #: :meth:`.advice_source.HistorySource.runs_above_model`)
-    runtime_over_model: float
+    #: recorded runtime / the job's runtime model's prediction for that run (see
+    #: :meth:`.advice_source.HistorySource.runs_above_model`); None when the job has too few runs
+    #: for a model fitted without the run, where the ratio would only restate the fit
+    runtime_over_model: float | None
     explanation: Explanation | None
     #: why it could not be explained (no clean run to compare with, ...), else None
     error: str | None = None
+    #: the prediction came from the cross-validation fold that left the run out; False: in sample
+    out_of_fold: bool = False
+    #: runs the job's runtime model was fitted on
+    model_runs: int | None = None
 
 
 def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int = 5,
@@ -441,6 +467,12 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
     then says how much their stages were slowed against the job's clean runs, and by what. A
     history's own slow runs widen every interval the advice gives: these are the ones to look
     at first.
+
+    Where the model kept no out-of-fold predictions, the ratio is in sample
+    (``SlowRun.out_of_fold`` is False). With fewer runs than the whole-job model needs
+    (:data:`sparkpredict.models.hybrid.MIN_RUNS`), the job's model is the replay of a run's own
+    tasks, whose prediction for a run is that run: ``runtime_over_model`` is None there, and
+    the runs are only explained against the job's clean runs.
     """
     from .advice_source import HistorySource
     from .errors import SparkPredictError
@@ -448,17 +480,34 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
 
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise InputError(f"top must be a whole number of at least 1, got {top!r}", "give e.g. --top 5")
+    from .models.hybrid import MIN_RUNS
+
     st = store if hasattr(store, "read") else io.open(store)
-    found = HistorySource.resolve(job, store=st).runs_above_model(k=top, min_ratio=0.0)
+    src = HistorySource.resolve(job, store=st)
+    found = src.runs_above_model(k=top, min_ratio=0.0)
     if not found:
         return []
+    oof = bool(getattr(src.model, "slow_runs_", None))  # what runs_above_model ranks by
+    # In sample, the replay's prediction for a run is that run replayed (1.00x give or take its
+    # self-check), and a model of fewer runs than the whole-job model needs is one: no ratio,
+    # and the runs are ranked by their measured slowdown instead.
+    no_ratio = not oof and (src.model_name == "replay" or (src.n_runs or 0) < MIN_RUNS)
+    if no_ratio:
+        found = src.runs_above_model(k=max(top, 50), min_ratio=0.0)
     # the model and the stage features once for all the runs, not per run
     model = models or default_model(st)  # type: ignore[arg-type]
     df = labelled_stages(st, [job], run_ids=[r for r, _ in found])  # type: ignore[arg-type]
     out = []
     for run_id, ratio in found:
+        shown = None if no_ratio else ratio
         try:
-            out.append(SlowRun(run_id, ratio, _explain(run_id, job, model, df, threshold, 3)))
+            out.append(SlowRun(run_id, shown, _explain(run_id, job, model, df, threshold, 3),
+                               out_of_fold=oof, model_runs=src.n_runs))
         except SparkPredictError as exc:
-            out.append(SlowRun(run_id, ratio, None, exc.message))
+            out.append(SlowRun(run_id, shown, None, exc.message, out_of_fold=oof, model_runs=src.n_runs))
+    if no_ratio:
+        def slowdown(r: SlowRun) -> float:
+            d = None if r.explanation is None else r.explanation.degradation
+            return -math.inf if d is None else d
+        out = sorted(out, key=slowdown, reverse=True)[:top]
     return out

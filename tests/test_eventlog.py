@@ -34,7 +34,8 @@ def reference(name: str) -> dict:
     else:
         data = path.read_bytes()
     out = {"StageCompleted": 0, "TaskEnd": 0, "ExecutorAdded": 0, "ExecutorRemoved": 0,
-           "run_time": 0, "shuffle_write": 0, "input": 0, "stages": {}, "stage_sums": {}}
+           "run_time": 0, "shuffle_write": 0, "input": 0, "stages": {}, "stage_sums": {},
+           "Resubmitted": 0}
     sums: dict = {}  # as the listener: a stage sums the tasks that ended before it completed
     for line in data.splitlines():
         if not line.strip():
@@ -48,6 +49,11 @@ def reference(name: str) -> dict:
             key = (si["Stage ID"], si["Stage Attempt ID"])
             out["stages"][key] = si["Number of Tasks"]
             out["stage_sums"][key] = sums.pop(key, (0, 0, 0))
+        if kind == "TaskEnd" and ev["Task End Reason"]["Reason"] == "Resubmitted":
+            # a second end of an attempt that already ended: no task row of its own
+            out["TaskEnd"] -= 1
+            out["Resubmitted"] += 1
+            continue
         if kind == "TaskEnd":
             tm = ev.get("Task Metrics") or {}
             rt = tm.get("Executor Run Time", 0)
@@ -156,7 +162,8 @@ def test_failed_tasks_counted_and_spark_2_fields(tmp_path, shared):
     failed = shared("tasks_executors_fail_compressed_eventlog.zstd")[0]
     run = failed["runs"].to_pylist()[0]
     statuses = failed["tasks"]["status"].to_pylist()
-    assert run["num_failed_tasks"] == sum(s != "SUCCESS" for s in statuses) > 0
+    resubmitted = reference("tasks_executors_fail_compressed_eventlog.zstd")["Resubmitted"]
+    assert run["num_failed_tasks"] == sum(s != "SUCCESS" for s in statuses) + resubmitted > resubmitted
     assert "FAILED" in statuses
     tasks = shared("sparklens_local-1532512550423.json")[0]["tasks"]
     assert tasks.num_rows == 8 and set(tasks["status"].to_pylist()) == {"SUCCESS"}
@@ -171,6 +178,24 @@ def test_failed_tasks_counted_and_spark_2_fields(tmp_path, shared):
     (tmp_path / "old").write_bytes(b"\n".join(lines))
     got = parse_event_log(tmp_path / "old").tables["tasks"]
     assert got["peak_execution_memory_bytes"][0].as_py() == 12345
+
+
+def test_resubmitted_task_ends_are_not_second_rows(shared):
+    """When an executor is lost, Spark posts a second TaskEnd (reason Resubmitted, same task id
+    and attempt, no metrics) for each shuffle map task whose output it held. In this log: 50,
+    all in stage 238 before it completed."""
+    tables, _ = shared("tasks_executors_fail_compressed_eventlog.zstd")
+    tasks = tables["tasks"].to_pandas()
+    assert not tasks.duplicated(["task_id", "attempt"]).any()
+    # the Resubmitted ends were SUCCESS without metrics; only failed attempts lack them now
+    assert (tasks.loc[tasks.executor_run_time_ms.isna(), "status"] != "SUCCESS").all()
+    assert len(tasks[(tasks.stage_id == 238) & (tasks.stage_attempt_id == 0)]) == 280 - 50
+    stage = tables["stages"].to_pandas().set_index(["stage_id", "stage_attempt_id"]).loc[(238, 0)]
+    # Before the stage completed: 220 successes, 2 failures (FetchFailed, ExecutorLostFailure), 50 Resubmitted
+    # ends (counted with json.loads). Rows for the 222 attempts; as Spark's UI counts them, the 50
+    # resubmissions are failed tasks of the stage (and of the run, see the test above).
+    assert stage.num_tasks == 200 and stage.num_task_rows == 272 - 50
+    assert stage.num_failed_tasks == 2 + 50
 
 
 # ---- Spark 4 logs written by Spark itself, in every codec ------------------------------------

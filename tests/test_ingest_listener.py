@@ -72,3 +72,24 @@ def test_listener_and_event_log_agree(spark_app, tmp_path):
     again = ingest_event_logs([logs], listener)
     assert again.files_existing == 1 and again.runs_added == 0
     assert len(listener.tasks()) == len(lt)
+
+
+@pytest.mark.spark
+def test_spark_4_writes_a_rolling_zstd_log_by_default_as_the_docs_say(spark_app, tmp_path):
+    """docs/ingest.md: with spark.eventLog.enabled=true alone, pyspark 4 writes
+    eventlog_v2_<app>/events_1_<app>.zstd (spark.eventLog.rolling.enabled defaults to true)."""
+    from pathlib import Path
+
+    logs = tmp_path / "eventlogs"
+    logs.mkdir()
+    with spark_app(tmp_path / "store", job="defaults",
+                   conf={"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(logs)}) as spark:
+        spark.sparkContext.parallelize(range(10), 2).count()
+        app = spark.sparkContext.applicationId
+    (folder,) = logs.iterdir()
+    assert folder.name == f"eventlog_v2_{app}"
+    assert [f.name for f in folder.glob("events_*")] == [f"events_1_{app}.zstd"]
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "ingest.md").read_text()
+    assert "pyspark 4.3.0 writes a rolling\nfolder `eventlog_v2_<app>/` holding `events_1_<app>.zstd`" in doc
+    report = ingest_event_logs([logs], tmp_path / "ingested")
+    assert report.files_ingested == 1 and report.files[0].status == "succeeded"

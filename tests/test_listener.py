@@ -203,3 +203,21 @@ def test_running_jvm_accepts_attach_when_listener_is_loaded(spark_app, tmp_path)
     finally:
         spark.stop()
     assert store_mod.open(tmp_path / "s2").runs().iloc[0].job == "attached"
+
+
+def test_default_store_follows_the_python_rule(spark_app, tmp_path):
+    """Without spark.sparkpredict.store the listener records where Python reads by default:
+    $SPARKPREDICT_STORE when set and not empty (conftest sets it before the JVM starts), else
+    ~/.sparkpredict/store; a local path as a file: URI, so fs.defaultFS (HDFS) never claims it."""
+    from sparkpredict.config import resolve_store
+
+    with spark_app(tmp_path / "store", job="default-store") as spark:
+        listener = spark._jvm.io.sparkpredict.SparkPredictListener
+        assert listener.defaultStore() == "file:" + resolve_store(None)
+        home, cwd = "/home/u", "/work/here"
+        assert listener.defaultStore(None, home, cwd) == "file:/home/u/.sparkpredict/store"
+        assert listener.defaultStore("", home, cwd) == "file:/home/u/.sparkpredict/store"
+        assert listener.defaultStore("~/runs/store", home, cwd) == "file:/home/u/runs/store"
+        assert listener.defaultStore("rel/./store", home, cwd) == "file:/work/here/rel/store"
+        for uri in ("hdfs://nn:8020/sp/store", "s3a://bucket/store", "file:///tmp/store"):
+            assert listener.defaultStore(uri, home, cwd) == uri

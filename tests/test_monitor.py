@@ -392,3 +392,81 @@ def test_slowest_runs_of_runs_without_input_sizes_is_a_clear_error(tmp_path, cap
     err = capsys.readouterr().err
     assert "no run of job 'Spark shell' can be set against its runtime model" in err
     assert "spark.sparkpredict.inputBytes" in err
+
+
+def _history_subset(tmp_path, run_ids):
+    """A store holding only these runs of tests/data/history (all their rows)."""
+    from pathlib import Path
+
+    src = io.open(Path(__file__).parent / "data" / "history")
+    dst = io.open(tmp_path / "store", create=True)
+    dst.append({t: src.read(t, form="arrow", run_ids=run_ids) for t in ("runs", "stages", "tasks", "executors")})
+    return dst
+
+
+def test_a_failed_run_is_explained_from_its_completed_stages(tmp_path, capsys):
+    """A run recorded as failed (its stages completed, then the application failed) is set
+    against the job's clean runs stage by stage, says that it failed, and is no clean run."""
+    import pyarrow as pa
+
+    from sparkpredict.cli import main
+
+    ids = ["local-1795975705584", "local-1795975713600", "local-1795975719237", "local-1795975774815",
+           "local-1795975776518", "local-1795975778280"]
+    st = _history_subset(tmp_path, ids)
+    row = st.read("runs", form="arrow", run_ids=[ids[0]])
+    for col, value in (("status", pa.array(["failed"])), ("error_message", pa.array(["job 3 failed"])),
+                       ("updated_ms", pa.array([row["updated_ms"][0].as_py() + 1], pa.int64()))):
+        row = row.set_column(row.schema.get_field_index(col), col, value)
+    st.append({"runs": row})  # the latest run row wins
+    e = m.explain_run(ids[0], st)
+    assert e.clean_runs == 5 and e.degradation is not None and e.stages
+    assert "the run failed: only its completed stages are compared" in e.warnings[0]
+    assert ids[0] not in set(m.labelled_stages(st, ["wordcount"])["run_id"])  # never a baseline
+    other = m.explain_run(ids[1], st)
+    assert other.clean_runs == 4  # the failed run is not one of its clean runs
+    assert main(["explain", ids[0], "--store", str(st.path)]) == 0
+    assert "warning: the run failed" in capsys.readouterr().out
+
+
+def test_explain_job_with_too_few_runs_for_a_ratio_out_of_fold_shows_none(tmp_path, capsys):
+    """Three runs: too few for the whole-job model, so the job's model replays each run's own
+    tasks, which predicts every run as itself (1.00x). No ratio, and the header says why."""
+    from sparkpredict.cli import main
+
+    ids = ["local-1795975705584", "local-1795975774815", "local-1795975776518"]
+    st = _history_subset(tmp_path, ids)
+    found = m.slowest_runs("wordcount", st)
+    assert [r.runtime_over_model for r in found] == [None] * 3 and not found[0].out_of_fold
+    assert found[0].run_id == "local-1795975705584"  # by measured slowdown: the slowed one first
+    degr = [r.explanation.degradation for r in found]
+    assert degr == sorted(degr, reverse=True)
+    assert main(["explain", "--job", "wordcount", "--store", str(st.path)]) == 0
+    out = capsys.readouterr().out
+    assert "only 3 runs, too few for a runtime model fitted without each (it needs 4)" in out
+    assert "fitted without it" not in out and "x  run" not in out
+    assert "\n  run local-1795975705584 (job wordcount): " in out
+
+
+def test_explain_job_header_says_in_sample_when_the_model_kept_no_out_of_fold_ratios(capsys, monkeypatch):
+    """A model saved before out-of-fold predictions were kept is compared in sample."""
+    from pathlib import Path
+
+    from sparkpredict.advice_source import HistorySource
+    from sparkpredict.cli import main
+
+    hist = Path(__file__).parent / "data" / "history"
+    resolve = HistorySource.resolve.__func__
+
+    def without_oof(cls, job, **kw):
+        src = resolve(cls, job, **kw)
+        model = type("Old", (), {"predict": src.model.predict, "name_": src.model_name, "n_runs_": src.n_runs})()
+        return HistorySource(job, model, src.runs)
+
+    monkeypatch.setattr(HistorySource, "resolve", classmethod(without_oof))
+    found = m.slowest_runs("wordcount", hist, top=2)
+    assert not found[0].out_of_fold and found[0].runtime_over_model is not None
+    assert main(["explain", "--job", "wordcount", "--top", "2", "--store", str(hist)]) == 0
+    out = capsys.readouterr().out
+    assert "the model's in-sample prediction for it" in out and "fitted without it" not in out
+    assert f"  {found[0].runtime_over_model:5.2f}x  run {found[0].run_id}" in out

@@ -231,3 +231,50 @@ def test_simulate_run_takes_run_id_first_and_checks_counts_before_reading():
     for kw, needle in (({"cores": 0}, "cores must be at least 1"), ({"host_cores": 0}, "host cores must be")):
         with pytest.raises(InputError, match=needle):
             sparkpredict.simulate_run(run_id, [2], store=path, **kw)
+
+
+def test_slots_are_executors_times_cores_over_task_cpus(tmp_path, capsys):
+    """tasks_executors_fail ran with spark.task.cpus=4 on 8 executors x 4 cores: 8 task slots
+    (its recorded task_slots), not 32."""
+    from sparkpredict.capture.eventlog import ingest_event_logs, parse_event_log
+
+    path = EVENTLOGS / "tasks_executors_fail_compressed_eventlog.zstd"
+    if not path.exists():
+        pytest.skip("shared event logs not present")
+    t = parse_event_log(path).tables
+    run = t["runs"].to_pandas()
+    tl = Timeline.from_tables(run, t["stages"], t["tasks"])
+    assert (tl.executors, tl.cores, tl.task_cpus) == (8, 4, 4) and run.task_slots.iloc[0] == 8
+    rep = simulate_timeline(tl, [1, 8, 16])
+    assert [p.slots for p in rep.predictions] == [1, 8, 16] and rep.self_check.slots == 8
+    assert replay(tl, 8, 8).slots == 16 and replay(tl, 8, task_cpus=1).slots == 32
+    # without the property (a listener row whose properties were not kept): from task_slots
+    bare = Timeline.from_tables(run.assign(properties_json="{}"), t["stages"], t["tasks"])
+    assert bare.task_cpus == 4
+    ingest_event_logs(path, tmp_path / "st")
+    assert cli_main(["simulate", "application_1603128018386_7846", "--executors", "1,2,4,8,16",
+                     "--store", str(tmp_path / "st")]) == 0
+    out = capsys.readouterr().out
+    assert "8 executors x 4 cores (4 per task: spark.task.cpus)" in out
+    row8 = next(ln for ln in out.splitlines() if ln.strip().startswith("8 ") and "<- used" in ln)
+    assert row8.split()[:3] == ["8", "4", "8"]
+    assert cli_main(["simulate", "application_1603128018386_7846", "--cores", "2",
+                     "--store", str(tmp_path / "st")]) == 2
+    assert "spark.task.cpus=4" in capsys.readouterr().err
+
+
+def test_simulating_a_damaged_log_says_so(tmp_path, capsys):
+    """A log cut off after 300 kB (of 1.2 MB) ends 39 s into a 116.7 s run: the replay's
+    "recorded" is the part the log kept, and the report says the log was truncated."""
+    src = EVENTLOGS / "nds_q72_dataproc_2_2.zstd"
+    if not src.exists():
+        pytest.skip("shared event logs not present")
+    cut = tmp_path / src.name
+    cut.write_bytes(src.read_bytes()[:300_000])
+    assert cli_main(["simulate", str(cut), "--executors", "8"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("warning: nds_q72_dataproc_2_2.zstd: the zstd stream ends early")
+    assert "no SparkListenerApplicationEnd" in out and "(incomplete: to its last event)" in out
+    assert cli_main(["simulate", str(cut), "--executors", "8", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["status"] == "incomplete" and any("ends early" in w for w in rep["warnings"])

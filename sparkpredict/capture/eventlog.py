@@ -12,6 +12,8 @@ Idempotence: every ingested run row keeps its log's path and fingerprint (sizes,
 hash of the first 64 KiB). A log whose path and fingerprint are already in the store is not read
 again, and a log whose application is already in the store (from the listener or an earlier
 ingest under another name) adds nothing: appending would duplicate its stage and task rows.
+Because a stored run cannot be replaced, a log that lost events before its end (undecodable
+data, a missing or cut rolling file) is not stored at all, so that an intact copy can be ingested later.
 """
 from __future__ import annotations
 
@@ -57,11 +59,19 @@ class LogSource:
     files: list[str]
     in_progress: bool
     app_hint: str  # application id as Spark encodes it in the name (may be a user's own name)
+    #: why the log cannot be read at all, found while looking for logs (e.g. a rolling folder
+    #: with a gap in its events_<N> files, or one that vanished); reported as that log's error
+    error: IngestError | None = None
 
 
 @dataclass
 class ParsedLog:
-    """What one event log yields: conformed tables (``runs`` holds one row) and warnings."""
+    """What one event log yields: conformed tables (``runs`` holds one row) and warnings.
+
+    ``damage`` is set when events were lost before the log's end (undecodable compressed data,
+    or a rolling file cut short with more files after it): the tables hold the events before
+    the damage, but :func:`ingest_event_logs` does not store them (see its docstring).
+    """
 
     path: str
     tables: dict[str, pa.Table]
@@ -71,6 +81,7 @@ class ParsedLog:
     fingerprint: str
     lines: int
     bytes_uncompressed: int
+    damage: str | None = None
 
 
 @dataclass
@@ -144,20 +155,39 @@ def _strip_suffixes(name: str) -> str:
 
 
 def _rolling(path: str) -> LogSource:
-    names = os.listdir(path)
+    hint = os.path.basename(path)[len(ROLLING_PREFIX):]
+    try:
+        names = os.listdir(path)
+    except OSError as exc:  # removed while the history folder was walked (the History Server's cleaner)
+        return LogSource(path=path, files=[], in_progress=False, app_hint=hint,
+                         error=_unreadable(path, exc))
     events = []
     for n in names:
         m = _EVENTS_FILE.match(n)
         if m and not n.endswith(".crc"):
-            events.append((int(m.group(1)), n))
+            events.append((int(m.group(1)), n.endswith(".compact"), n))
+    # Spark's RollingEventLogFilesFileReader: order by index, a compacted file after the plain
+    # one of its index, and read from the newest .compact file on (compaction deletes the files
+    # before it, so a log may start at any index)
     events.sort()
-    # Spark's compaction replaces files before the newest .compact one; read from there.
-    compact = [i for i, (_, n) in enumerate(events) if n.endswith(".compact")]
+    compact = [i for i, (_, c, _) in enumerate(events) if c]
     if compact:
         events = events[compact[-1]:]
     in_progress = any(n.startswith("appstatus_") and n.endswith(".inprogress") for n in names)
-    return LogSource(path=path, files=[os.path.join(path, n) for _, n in events],
-                     in_progress=in_progress, app_hint=os.path.basename(path)[len(ROLLING_PREFIX):])
+    source = LogSource(path=path, files=[os.path.join(path, n) for _, _, n in events],
+                       in_progress=in_progress, app_hint=hint)
+    indices = [i for i, _, _ in events]
+    missing = sorted(set(range(indices[0], indices[-1] + 1)) - set(indices)) if indices else []
+    if missing:
+        # A missing middle file loses the stages and tasks it held while the application end
+        # may still be there: Spark's own reader refuses such a log ("Found missing event log
+        # file"), and so do we rather than store a run that looks complete.
+        gap = ", ".join(f"events_{i}" for i in missing[:5]) + (" ..." if len(missing) > 5 else "")
+        source.error = IngestError(
+            f"{path}: rolling event log with {gap} missing between events_{indices[0]} and "
+            f"events_{indices[-1]}: the stages and tasks it held are lost (Spark's reader refuses "
+            "such a log too)", "restore the missing file, or ingest a complete copy of the folder")
+    return source
 
 
 def _single(path: str) -> LogSource:
@@ -190,7 +220,10 @@ def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
 
 
 def fingerprint(source: LogSource) -> str:
-    """Identity of a log's current content: file names, sizes, mtimes, hash of the head."""
+    """Identity of a log's current content: file names, sizes, mtimes, hash of the head.
+
+    Raises OSError when a file cannot be read (a broken link, a log deleted meanwhile).
+    """
     h = hashlib.sha1()
     for f in source.files:
         st = os.stat(f)
@@ -199,6 +232,16 @@ def fingerprint(source: LogSource) -> str:
         with open(source.files[0], "rb") as fh:
             h.update(fh.read(_HEAD_BYTES))
     return h.hexdigest()[:24]
+
+
+def _unreadable(path: str, exc: OSError) -> IngestError:
+    """One log's one-line error for a file the OS will not give us."""
+    why = exc.strerror or str(exc)
+    if isinstance(exc, FileNotFoundError):
+        why += " (a broken link, or a log removed while ingest ran, e.g. by the History Server's cleaner)"
+    inner = os.fspath(exc.filename) if exc.filename else path
+    what = "" if inner == path else f" {os.path.relpath(inner, path)}"
+    return IngestError(f"{path}: cannot read{what}: {why}", "check the path and its permissions")
 
 
 # ---- parsing --------------------------------------------------------------------------------
@@ -225,12 +268,18 @@ def _counted(chunks: Iterator[bytes], box: list[int]) -> Iterator[bytes]:
 
 
 def _parse_source(source: LogSource) -> ParsedLog:
+    if source.error is not None:
+        raise IngestError(source.error.message, source.error.fix)
     if not source.files:
         raise IngestError(f"{source.path}: rolling event-log folder without events_* files",
                           "point at a complete eventlog_v2_* folder")
-    fp = fingerprint(source)
+    try:
+        fp = fingerprint(source)
+    except OSError as exc:
+        raise _unreadable(source.path, exc) from None
     builder = RunBuilder()
     nbytes = [0]
+    damage = None
     for f in source.files:
         name = os.path.basename(f)
         codec = codec_of(name.removesuffix(".compact"))
@@ -241,6 +290,11 @@ def _parse_source(source: LogSource) -> ParsedLog:
         except TruncatedStream as exc:
             builder.warnings.append(f"{name}: the {codec} stream ends early ({exc}); "
                                     "events before the cut were kept")
+            if f != source.files[-1] and damage is None:
+                # Spark closes a rolling file before it starts the next: a cut one lost events
+                # in the middle of the run, not at its end.
+                damage = (f"{name} ends early ({exc}) while later files follow: the events cut "
+                          "from it are lost")
         except CorruptStream as exc:
             if builder.lines == lines_before and f == source.files[0]:
                 raise IngestError(f"{source.path}: cannot decode as {codec or 'plain text'}: {exc}",
@@ -248,9 +302,13 @@ def _parse_source(source: LogSource) -> ParsedLog:
                                   "its codec (.zstd, .lz4, .snappy, .lzf)") from None
             builder.warnings.append(f"{name}: undecodable {codec} data after line {builder.lines} "
                                     f"({exc}); events before it were kept")
+            if damage is None:
+                # Unlike a cut at the end (a log still being written), a damaged block loses
+                # everything after it: the run would be stored partial for good.
+                damage = (f"undecodable {codec or 'plain text'} data in {name} after line "
+                          f"{builder.lines} ({exc}): the events after it are lost")
         except OSError as exc:
-            raise IngestError(f"cannot read {f}: {exc.strerror or exc}",
-                              "check the path and its permissions") from None
+            raise _unreadable(source.path, exc) from None
     if any(f.endswith(".compact") for f in source.files):
         builder.warnings.append("the log was compacted by Spark: events of finished jobs may be "
                                 "missing, so stage and task rows can be incomplete")
@@ -271,15 +329,17 @@ def _parse_source(source: LogSource) -> ParsedLog:
     tables["runs"] = run
     return ParsedLog(path=source.path, tables=tables, warnings=builder.warnings,
                      run_id=run["run_id"][0].as_py(), status=run["status"][0].as_py(),
-                     fingerprint=fp, lines=builder.lines, bytes_uncompressed=nbytes[0])
+                     fingerprint=fp, lines=builder.lines, bytes_uncompressed=nbytes[0], damage=damage)
 
 
 def parse_event_log(path: str | os.PathLike[str]) -> ParsedLog:
     """Read one event log (a file or an ``eventlog_v2_*`` folder) into store rows.
 
     Pure: touches no store. Lines that cannot be decoded, a truncated last line, a stream cut
-    off mid-block and unknown events become ``warnings``; a file that yields no application
-    raises :class:`~sparkpredict.errors.IngestError` naming the file.
+    off mid-block and unknown events become ``warnings``; undecodable compressed data also sets
+    ``damage`` (the events after it are lost). A file that yields no application, cannot be
+    read, or a rolling folder with a missing ``events_<N>`` file raises
+    :class:`~sparkpredict.errors.IngestError` naming the file.
 
     Parameters
     ----------
@@ -322,7 +382,11 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
     on_error : {"warn", "raise"}
         ``"warn"`` records a log that cannot be read in the report and goes on with the others;
         ``"raise"`` raises :class:`~sparkpredict.errors.IngestError` at the first one (logs
-        before it stay ingested).
+        before it stay ingested). A log that lost events before its end (``ParsedLog.damage``:
+        undecodable compressed data, a rolling file cut short with more after it, a missing
+        rolling file) counts as one that cannot be read: nothing of it is stored, so that an
+        intact copy can be ingested later (a stored run cannot be replaced). A log merely cut
+        at its end, as one still being written is, is stored as an ``incomplete`` run.
 
     Returns
     -------
@@ -374,7 +438,7 @@ def _ingest_one(src: LogSource, st: Store, seen_fp: set, run_ids: set, name_ids:
     from ..store.io import new_batch_id
 
     try:
-        if (src.path, fingerprint(src)) in seen_fp:
+        if src.error is None and (src.path, fingerprint(src)) in seen_fp:
             return FileOutcome(src.path, "unchanged")
         if src.app_hint in name_ids:  # Spark names logs after the app: skip without reading
             return FileOutcome(src.path, "exists", run_id=src.app_hint,
@@ -382,12 +446,20 @@ def _ingest_one(src: LogSource, st: Store, seen_fp: set, run_ids: set, name_ids:
         parsed = _parse_source(src)
     except IngestError as exc:
         return FileOutcome(src.path, "failed", error=exc.message)
+    except OSError as exc:  # a log that vanished or cannot be opened is that log's error only
+        return FileOutcome(src.path, "failed", error=_unreadable(src.path, exc).message)
     except Exception as exc:  # never let one log stop the others; the traceback goes to the log
         log.exception("unexpected error reading %s", src.path)
         return FileOutcome(src.path, "failed", error=f"{src.path}: {type(exc).__name__}: {exc}")
     if parsed.run_id in run_ids:
         return FileOutcome(src.path, "exists", run_id=parsed.run_id, status=parsed.status,
                            warnings=[*parsed.warnings, f"run {parsed.run_id} is already in the store"])
+    if parsed.damage is not None:
+        # Stored, the partial run could never be completed: the store has no way to replace a
+        # run, and an intact copy of the log would then be skipped as already there.
+        return FileOutcome(src.path, "failed", run_id=parsed.run_id, status=parsed.status,
+                           error=f"{src.path}: {parsed.damage}; not ingested, since a run in the "
+                                 "store cannot be replaced later: ingest an intact copy of this log")
     tables = dict(parsed.tables)
     run = tables["runs"]
     tables["runs"] = run.set_column(run.schema.get_field_index("updated_ms"), "updated_ms",

@@ -147,6 +147,9 @@ class RunBuilder:
         self._rows: list[tuple] = []
         self._chunks: list[pa.RecordBatch] = []
         self._sums: dict[tuple[int, int], dict[str, Any]] = {}  # stage -> sums of counted tasks
+        # Resubmitted task ends (see _task_end): the run's count, and the stages' counted ones
+        self.resubmitted = 0
+        self._resubmitted: dict[tuple[int, int], int] = {}
         self._durations: list[pa.Table] = []  # stage ids and durations of counted tasks
         self._handlers = {
             b"SparkListenerLogStart": self._log_start,
@@ -300,6 +303,17 @@ class RunBuilder:
     def _task_end(self, ev: dict, line: bytes) -> None:
         info = ev["Task Info"]
         stage, attempt = ev["Stage ID"], ev.get("Stage Attempt ID", 0)
+        reason = ev.get("Task End Reason")
+        if isinstance(reason, dict) and reason.get("Reason") == "Resubmitted":
+            # A shuffle map task whose output was lost with its executor: Spark posts a second
+            # end for the attempt that already ended, with its TaskInfo (still "SUCCESS") and no
+            # metrics. The attempt has its row; Spark's UI (AppStatusListener) counts this end
+            # as a failed task, and so do the stage and run counts (as in the listener).
+            self.resubmitted += 1
+            key = (stage, attempt)
+            if key not in self.stages:
+                self._resubmitted[key] = self._resubmitted.get(key, 0) + 1
+            return
         launch, finish = info.get("Launch Time"), info.get("Finish Time")
         got = info.get("Getting Result Time") or 0
         self._rows.append((
@@ -397,7 +411,8 @@ class RunBuilder:
             row = {
                 "run_id": run_id, "job_id": self.stage_jobs.get(key[0]), "stage_id": key[0],
                 "stage_attempt_id": key[1], **st,
-                "num_task_rows": s.get("stage_id_count", 0), "num_failed_tasks": s.get("failed_sum", 0),
+                "num_task_rows": s.get("stage_id_count", 0),
+                "num_failed_tasks": s.get("failed_sum", 0) + self._resubmitted.get(key, 0),
                 **{m: s.get(f"{m}_sum", 0) for m in S.METRIC_NAMES},
             }
             q = quant.get(key, (None,) * 4)
@@ -475,8 +490,8 @@ class RunBuilder:
             "shuffle_write_bytes": total("shuffle_write_bytes"),
             "executor_run_time_ms": total("executor_run_time_ms"),
             "num_jobs": self.num_jobs, "num_stages": stages.num_rows, "num_tasks": tasks.num_rows,
-            "num_failed_tasks": (pc.sum(pc.not_equal(tasks["status"], "SUCCESS").cast(pa.int64())).as_py()
-                                 or 0) if tasks.num_rows else 0,
+            "num_failed_tasks": ((pc.sum(pc.not_equal(tasks["status"], "SUCCESS").cast(pa.int64())).as_py()
+                                  or 0) if tasks.num_rows else 0) + self.resubmitted,
             "properties_json": _properties_json(p),
             "source": "eventlog", "sparkpredict_version": __version__,
             "schema_version": S.SCHEMA_VERSION,

@@ -104,7 +104,8 @@ def _slowest(args: argparse.Namespace, found: list[Any]) -> int:
     import json
 
     if args.json:
-        print(json.dumps([{"run_id": r.run_id, "runtime_over_model": r.runtime_over_model, "error": r.error,
+        print(json.dumps([{"run_id": r.run_id, "runtime_over_model": r.runtime_over_model,
+                           "out_of_fold": r.out_of_fold, "error": r.error,
                            "explanation": None if r.explanation is None else r.explanation.to_dict()}
                           for r in found], indent=2, default=str))
         return 0
@@ -115,11 +116,27 @@ def _slowest(args: argparse.Namespace, found: list[Any]) -> int:
                          "has an input size, executors and a runtime recorded",
                          "declare the input size of its runs (spark.sparkpredict.inputBytes, or "
                          "sparkpredict submit --input-size); explain single runs by RUN_ID meanwhile")
-    print(f"job {args.job}: its {len(found)} runs furthest above its runtime model "
-          "(recorded runtime / the model's prediction for it, fitted without it)")
+    from ..models.hybrid import MIN_RUNS
+    from ..units import plural
+
+    first = found[0]
+    if first.runtime_over_model is None:
+        # the replay's prediction for a run is that run: a ratio would read 1.00x for every one
+        n = first.model_runs or 0
+        why = f"only {plural(n, 'run')}, too few for a runtime model fitted without each (it needs " \
+            f"{MIN_RUNS})" if n < MIN_RUNS else "its runtime model replays each run's own tasks"
+        print(f"job {args.job}: {why}: its runs by their slowdown against the job's clean runs")
+    elif first.out_of_fold:
+        print(f"job {args.job}: its {len(found)} runs furthest above its runtime model "
+              "(recorded runtime / the model's prediction for it, fitted without it)")
+    else:
+        print(f"job {args.job}: its {len(found)} runs furthest above its runtime model "
+              "(recorded runtime / the model's in-sample prediction for it: fitted with it, the "
+              "model may follow a slowed run closely)")
     for r in found:
         said = r.explanation.summary() if r.explanation is not None else \
             f"run {r.run_id}: not explained: {r.error}"
-        print(f"  {r.runtime_over_model:5.2f}x  {said}")
+        print(f"  {r.runtime_over_model:5.2f}x  {said}" if r.runtime_over_model is not None
+              else f"  {said}")
     print("explain one run in full: sparkpredict explain RUN_ID")
     return 0

@@ -19,7 +19,9 @@ def register(subparsers: Any) -> None:
                    help="run id in the store, or the path of a Spark event log to replay directly")
     p.add_argument("--executors", default="1,2,4,8", metavar="E1,E2,...",
                    help="executor counts to simulate (default 1,2,4,8)")
-    p.add_argument("--cores", type=int, metavar="C", help="cores per executor (default: as recorded)")
+    p.add_argument("--cores", type=int, metavar="C",
+                   help="cores per executor (default: as recorded); each task takes the run's "
+                        "spark.task.cpus of them")
     p.add_argument("--host-cores", type=int, metavar="H",
                    help="physical cores all executors share (local-cluster on one machine): "
                         "slots beyond them only time-share the CPUs")
@@ -47,10 +49,14 @@ def run(args: argparse.Namespace) -> int:
     from ..models import simulate as sim
 
     counts = parse_counts(args.executors)
+    warnings: list[str] = []
     if os.path.exists(args.run):
         from ..capture.eventlog import parse_event_log
 
-        t = parse_event_log(args.run).tables
+        parsed = parse_event_log(args.run)
+        # what the log lacks (a cut end, undecodable data) changes what "recorded" means below
+        warnings = list(parsed.warnings)
+        t = parsed.tables
         tl = sim.Timeline.from_tables(t["runs"], t["stages"], t["tasks"])
     else:
         tl = sim.load_timeline(args.store, args.run)
@@ -58,22 +64,28 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        print(json.dumps(rep.to_dict(), indent=2, default=str))
+        print(json.dumps({**rep.to_dict(), "warnings": warnings}, indent=2, default=str))
     else:
-        print(format_report(rep))
+        print(format_report(rep, warnings))
     return 0
 
 
-def format_report(rep: Any) -> str:
-    """The report as text: self-check first, then one line per executor count."""
+def format_report(rep: Any, warnings: list[str] | None = None) -> str:
+    """The report as text: the log's warnings, self-check, then one line per executor count."""
     from ..units import plural
 
     sc = rep.self_check
     used = plural(rep.actual_executors, "executor")
-    lines = [
+    task_cpus = getattr(rep, "task_cpus", 1)
+    per_task = f" ({task_cpus} per task: spark.task.cpus)" if task_cpus > 1 else ""
+    status = getattr(rep, "status", None)
+    ended = f" ({status}: to its last event)" if status == "incomplete" else \
+        f" ({status})" if status in ("failed", "killed", "running") else ""
+    lines = [f"warning: {w}" for w in warnings or []]
+    lines += [
         f"run {rep.run_id}" + (f" (job {rep.job})" if rep.job else "")
-        + f": {used} x {plural(rep.actual_cores, 'core')}, {rep.n_tasks:,} tasks "
-          f"in {rep.n_stages} stages, recorded {rep.recorded_wall_s:.1f} s",
+        + f": {used} x {plural(rep.actual_cores, 'core')}{per_task}, {rep.n_tasks:,} tasks "
+          f"in {rep.n_stages} stages, recorded {rep.recorded_wall_s:.1f} s{ended}",
         (f"self-check at {used} (actually used): replay {sc.predicted_wall_s:.1f} s, "
          f"error {rep.self_error * 100:+.1f} %"),
         "",

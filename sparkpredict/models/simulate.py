@@ -53,7 +53,7 @@ class SimResult:
         return dict(self.__dict__)
 
 
-def replay(tl: Timeline, executors: int, cores: int | None = None, *, task_cpus: int = 1,
+def replay(tl: Timeline, executors: int, cores: int | None = None, *, task_cpus: int | None = None,
            host_cores: int | None = None, stage_times_out: np.ndarray | None = None) -> SimResult:
     """Replay ``tl`` on ``executors x cores`` task slots (list scheduling, FIFO).
 
@@ -63,8 +63,9 @@ def replay(tl: Timeline, executors: int, cores: int | None = None, *, task_cpus:
         The recorded run (durations possibly scaled by a model).
     executors, cores : int
         The cluster to simulate; ``cores`` defaults to the recording's cores per executor.
-    task_cpus : int
-        ``spark.task.cpus``: slots per executor are ``cores // task_cpus``.
+    task_cpus : int, optional
+        ``spark.task.cpus``: slots per executor are ``cores // task_cpus`` (default: the
+        recording's, ``tl.task_cpus``).
     host_cores : int, optional
         Physical cores that *all* executors share (``local-cluster`` on one machine). Slots
         beyond them only time-share the CPUs: the replay then runs ``min(slots, host_cores)``
@@ -80,6 +81,7 @@ def replay(tl: Timeline, executors: int, cores: int | None = None, *, task_cpus:
     if int(executors) < 1:
         raise InputError(f"executors must be at least 1, got {executors}", "give e.g. --executors 1,2,4")
     cores = tl.cores if cores is None else int(cores)  # 0 is a mistake, not "as recorded"
+    task_cpus = tl.task_cpus if task_cpus is None else int(task_cpus)
     if cores < 1 or task_cpus < 1:
         raise InputError(f"cores must be at least 1, got {cores}", "give e.g. --cores 4")
     if host_cores is not None and int(host_cores) < 1:
@@ -262,6 +264,8 @@ class SimulationReport:
     predictions: list[SimResult]
     n_tasks: int
     n_stages: int
+    task_cpus: int = 1         # spark.task.cpus of the run: slots = executors x floor(cores / it)
+    status: str | None = None  # the run's recorded status
 
     def to_dict(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if k not in ("self_check", "predictions")}
@@ -271,15 +275,23 @@ class SimulationReport:
 
 
 def simulate_timeline(tl: Timeline, executors: Sequence[int], cores: int | None = None,
-                      *, task_cpus: int = 1, host_cores: int | None = None) -> SimulationReport:
-    """Self-check at the recorded executor count, then replay each count in ``executors``."""
+                      *, task_cpus: int | None = None, host_cores: int | None = None) -> SimulationReport:
+    """Self-check at the recorded executor count, then replay each count in ``executors``.
+
+    ``task_cpus`` defaults to the run's ``spark.task.cpus`` (``tl.task_cpus``)."""
+    task_cpus = tl.task_cpus if task_cpus is None else int(task_cpus)
+    if cores is not None and 1 <= int(cores) < task_cpus:
+        raise InputError(f"{cores} cores per executor cannot run a task of run {tl.run_id}: each "
+                         f"takes spark.task.cpus={task_cpus} cores",
+                         f"give --cores {task_cpus} or more (a multiple of {task_cpus} wastes none)")
     actual = replay(tl, tl.executors, tl.cores, task_cpus=task_cpus, host_cores=host_cores)
     rec_s = tl.recorded_wall_ms / 1000
     preds = [replay(tl, int(e), cores, task_cpus=task_cpus, host_cores=host_cores) for e in executors]
     return SimulationReport(run_id=tl.run_id, job=tl.job, actual_executors=tl.executors,
                             actual_cores=tl.cores, recorded_wall_s=rec_s, self_check=actual,
                             self_error=(actual.predicted_wall_s - rec_s) / rec_s if rec_s > 0 else float("nan"),
-                            predictions=preds, n_tasks=tl.n_tasks, n_stages=tl.n_stages)
+                            predictions=preds, n_tasks=tl.n_tasks, n_stages=tl.n_stages,
+                            task_cpus=task_cpus, status=tl.status)
 
 
 def _counts(executors: Any) -> list[int]:

@@ -47,6 +47,8 @@ class Timeline:
     executors: int                   # executors actually used (max alive)
     cores: int                       # cores per executor
     job: str | None = None
+    task_cpus: int = 1               # spark.task.cpus: a task slot is this many cores
+    status: str | None = None        # the run's status (an incomplete one ended early)
     input_bytes: float | None = None
     stage_meta: pd.DataFrame | None = field(default=None, compare=False, repr=False)
 
@@ -220,15 +222,19 @@ def _build(run, st: pd.DataFrame, tk: pd.DataFrame, executors_df) -> Timeline:
     end_ms = max(end_ms, last)
     execs = int(_ms(run.get("executors_max"), 0)) or int(tk["executor_id"].nunique())
     cores = int(_ms(run.get("executor_cores"), 0))
+    task_cpus = _task_cpus(run, execs, cores)
     if not cores:
         slots = int(_ms(run.get("task_slots"), 0))
-        cores = max(1, slots // max(execs, 1)) if slots else max(1, _max_concurrency(tk) // max(execs, 1))
+        # slots, not cores: each stands for task_cpus cores
+        cores = max(1, slots // max(execs, 1)) * task_cpus if slots else \
+            max(1, _max_concurrency(tk) // max(execs, 1)) * task_cpus
     # one driver-executor of N threads: a sweep's E executors there were E threads, and a replay
     # at E' executors means E' of them (as the runs table and the stage model read it)
     local = local_run_executors(run.get("master"), _ms(run.get("executors_requested"), execs),
                                 _ms(run.get("task_slots"), execs * cores))
     if local is not None:
-        execs, cores = int(local[0]), int(local[1])
+        # read from task_slots: its "cores" are already slots
+        execs, cores, task_cpus = int(local[0]), int(local[1]), 1
     meta_cols = [c for c in ("stage_id", "stage_attempt_id", "name", "num_tasks", "input_bytes",
                              "shuffle_read_bytes", "parent_stage_ids_json") if c in st]
     return Timeline(
@@ -238,8 +244,31 @@ def _build(run, st: pd.DataFrame, tk: pd.DataFrame, executors_df) -> Timeline:
         delay_ms=delay, task_offsets=offsets, task_duration_ms=tk["_dur"].to_numpy(float),
         head_ms=float(sub_a.min() - start_ms) if n else 0.0, tail_ms=float(end_ms - last),
         recorded_wall_ms=float(end_ms - start_ms), executors=max(execs, 1), cores=cores,
-        job=run.get("job"), input_bytes=_ms(run.get("input_bytes"), np.nan),
+        job=run.get("job"), task_cpus=task_cpus,
+        status=str(run["status"]) if isinstance(run.get("status"), str) else None,
+        input_bytes=_ms(run.get("input_bytes"), np.nan),
         stage_meta=st[meta_cols].reset_index(drop=True))
+
+
+def _task_cpus(run, executors: int, cores: int) -> int:
+    """``spark.task.cpus`` of the run: from its properties, else the one that makes
+    ``executors x floor(cores / task_cpus)`` its recorded ``task_slots``; 1 when unknown."""
+    props = run.get("properties_json")
+    if isinstance(props, str) and props:
+        try:
+            value = json.loads(props).get("spark.task.cpus")
+            if value is not None and int(str(value).strip()) >= 1:
+                return int(str(value).strip())
+        except (ValueError, TypeError, AttributeError):
+            pass  # not JSON, or not a number: fall back to the slots
+    slots = int(_ms(run.get("task_slots"), 0))
+    if slots > 0 and executors > 0 and cores > 0 and slots % executors == 0:
+        fits = [t for t in range(1, cores + 1) if cores // t == slots // executors]
+        # several fit (4 cores, 1 slot: 3 or 4); Spark users set a divisor of the cores
+        exact = [t for t in fits if cores % t == 0]
+        if fits:
+            return (exact or fits)[0]
+    return 1
 
 
 def _recorded_slots(run, tk: pd.DataFrame) -> int:

@@ -39,7 +39,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * Records one Spark application into a sparkpredict store (runs, executors, stages, tasks).
  *
  * <p>Attach with {@code spark.extraListeners=io.sparkpredict.SparkPredictListener}. Settings:
- * {@code spark.sparkpredict.store} (any Hadoop path), {@code .job} (default: the app name),
+ * {@code spark.sparkpredict.store} (any Hadoop path; default: {@link #defaultStore()}, the
+ * store Python reads by default), {@code .job} (default: the app name),
  * {@code .tasks} (record task rows, default true), {@code .inputBytes} (declared input size),
  * {@code .flushEveryStages} (also flush after N completed stages, default 0 = only at job ends).
  *
@@ -158,7 +159,7 @@ public class SparkPredictListener extends SparkListener {
             } else {
                 String store = conf.get(P + "store", null);
                 if (store == null || store.isEmpty()) {
-                    store = System.getProperty("user.home") + "/.sparkpredict/store";
+                    store = defaultStore();
                 }
                 // Never touch SparkContext here: the listener is built inside its constructor.
                 writer = new StoreWriter(store, org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(conf),
@@ -173,6 +174,31 @@ public class SparkPredictListener extends SparkListener {
         recordTasks = tasks;
         flushEveryStages = every;
         hostPlugin = plugin;
+    }
+
+    /**
+     * The embedded default store, by Python's rule (sparkpredict.config.default_store and
+     * resolve_store): $SPARKPREDICT_STORE when set and not empty, else ~/.sparkpredict/store.
+     */
+    public static String defaultStore() {
+        return defaultStore(System.getenv("SPARKPREDICT_STORE"), System.getProperty("user.home"),
+            System.getProperty("user.dir"));
+    }
+
+    /**
+     * {@link #defaultStore()} for the given environment value, home and working folder. A URI
+     * (scheme://..., file:...) is used as it is; a local path gets a leading ~ expanded, is made
+     * absolute, and becomes a file: URI, so that a cluster's fs.defaultFS (HDFS) never claims
+     * it: Python reads the store from that local folder.
+     */
+    public static String defaultStore(String env, String home, String cwd) {
+        String s = env != null && !env.isEmpty() ? env : home + "/.sparkpredict/store";
+        if (s.contains("://") || s.regionMatches(true, 0, "file:", 0, 5)) return s;
+        if (s.equals("~")) s = home;
+        else if (s.startsWith("~/")) s = home + s.substring(1);
+        java.nio.file.Path p = java.nio.file.Paths.get(s);
+        if (!p.isAbsolute()) p = java.nio.file.Paths.get(cwd).resolve(p);
+        return "file:" + p.normalize();
     }
 
     // ---- callbacks: each guarded, none may throw into Spark -------------------------------
@@ -350,6 +376,15 @@ public class SparkPredictListener extends SparkListener {
         StageAgg agg = null;
         if (!completedStages.contains(key)) {
             agg = stageAggs.computeIfAbsent(key, k -> new StageAgg());
+        }
+        if (org.apache.spark.Resubmitted$.MODULE$.equals(e.reason())) {
+            // A shuffle map task whose output was lost with its executor: Spark posts a second
+            // end for the attempt that already ended (same TaskInfo, still SUCCESS, no metrics).
+            // The attempt has its row; like Spark's UI (AppStatusListener) the stage and the run
+            // count this end as a failed task. The event-log reader does the same.
+            numFailedTasks++;
+            if (agg != null) agg.failed++;
+            return;
         }
         Object[] metrics = metricValues(m);
         long duration = info.finishTime() > 0 ? info.finishTime() - info.launchTime() : 0L;

@@ -1,0 +1,144 @@
+"""Event logs damaged before their end, or gone: refused alone, in one line, nothing stored.
+
+Real logs from tests/data/eventlogs, damaged here: a rolling folder without a middle file, a
+zstd log with 8 bytes overwritten in the middle, a rolling file cut short, a broken link and
+logs removed while ingest runs (the History Server's cleaner).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from sparkpredict import store
+from sparkpredict.capture import eventlog
+from sparkpredict.capture.eventlog import find_logs, ingest_event_logs, parse_event_log
+from sparkpredict.errors import IngestError
+
+LOGS = Path(__file__).parent / "data" / "eventlogs"
+ROLLING = next((LOGS / "spark4").glob("eventlog_v2_*"))  # events_1..3, 5,005 tasks
+SMALL = LOGS / "sparklens_local-1532512550423.json"
+Q72 = LOGS / "nds_q72_dataproc_2_2.zstd"  # 13,504 tasks, 116.7 s
+
+
+def _events(folder: Path, i: int) -> Path:
+    (f,) = folder.glob(f"events_{i}_*")
+    return f
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sparkpredict", *args], capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def test_rolling_folder_with_a_missing_middle_file_fails_alone(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    gap = logs / ROLLING.name
+    shutil.copytree(ROLLING, gap)
+    _events(gap, 2).unlink()
+    shutil.copy(SMALL, logs)
+    with pytest.raises(IngestError, match="events_2 missing between events_1 and events_3"):
+        parse_event_log(gap)
+    st = store.open(tmp_path / "st", create=True)
+    r = ingest_event_logs(logs, st)
+    assert (r.files_ingested, r.files_failed) == (1, 1)
+    assert "events_2 missing" in r.errors[str(gap)] and "Spark's reader refuses" in r.errors[str(gap)]
+    assert list(st.runs().run_id) == ["local-1532512550423"]
+
+
+def test_files_before_a_compacted_one_may_be_gone(tmp_path):
+    """Spark's compaction writes events_<N>_<app>.compact and deletes the files before it:
+    the indices must be consecutive from the newest compact file on, as Spark's reader checks."""
+    folder = tmp_path / ROLLING.name
+    shutil.copytree(ROLLING, folder)
+    e1, e2 = _events(folder, 1), _events(folder, 2)
+    head = b"".join(pa.CompressedInputStream(pa.OSFile(str(f)), "zstd").read() for f in (e1, e2))
+    (folder / (e2.name + ".compact")).write_bytes(pa.compress(head, "zstd", asbytes=True))
+    whole = parse_event_log(ROLLING)
+    # a stale events_1 next to the compact file is ignored, a removed one is not missed
+    for remove in ([], [e1, e2]):
+        for f in remove:
+            f.unlink()
+        got = parse_event_log(folder)
+        assert got.status == "succeeded" and got.damage is None
+        assert got.tables["tasks"].num_rows == whole.tables["tasks"].num_rows == 5005
+        assert any("compacted by Spark" in w for w in got.warnings)
+    # a gap after the compact file still fails
+    shutil.copy(_events(folder, 3), folder / _events(folder, 3).name.replace("events_3", "events_5"))
+    with pytest.raises(IngestError, match="events_4 missing"):
+        parse_event_log(folder)
+
+
+def test_a_rolling_file_cut_short_before_the_last_is_damage(tmp_path):
+    folder = tmp_path / ROLLING.name
+    shutil.copytree(ROLLING, folder)
+    e1 = _events(folder, 1)
+    e1.write_bytes(e1.read_bytes()[: e1.stat().st_size // 2])
+    got = parse_event_log(folder)
+    assert got.damage and "later files follow" in got.damage
+    r = ingest_event_logs(folder, tmp_path / "st")
+    assert r.files_failed == 1 and "not ingested" in r.errors[str(folder)]
+    # cut at the end (a log still being written): stored, as an incomplete run
+    last = tmp_path / "last" / ROLLING.name
+    shutil.copytree(ROLLING, last)
+    e3 = _events(last, 3)
+    e3.write_bytes(e3.read_bytes()[: e3.stat().st_size // 2])
+    r = ingest_event_logs(last, tmp_path / "st")
+    assert r.files_ingested == 1 and r.files[0].status == "incomplete"
+
+
+def test_undecodable_data_in_the_middle_is_refused_and_an_intact_copy_then_ingests(tmp_path):
+    bad = tmp_path / "damaged" / Q72.name
+    bad.parent.mkdir()
+    data = bytearray(Q72.read_bytes())
+    data[400_000:400_008] = b"\xde\xad\xbe\xef\x01\x02\x03\x04"
+    bad.write_bytes(bytes(data))
+    parsed = parse_event_log(bad)  # the events before the damage, for a look
+    assert parsed.damage and "undecodable zstd data" in parsed.damage
+    assert 0 < parsed.tables["tasks"].num_rows < 13504 / 2
+    st = str(tmp_path / "st")
+    r = _cli("ingest", str(bad), "--store", st)
+    assert r.returncode == 1, r.stdout + r.stderr
+    (failed,) = [ln for ln in r.stdout.splitlines() if ln.startswith("FAILED")]
+    assert "undecodable zstd data" in failed and "ingest an intact copy" in failed
+    assert "Traceback" not in r.stderr and "warning" not in r.stdout
+    assert store.open(st).runs().empty
+    r = _cli("ingest", str(Q72), "--store", st)  # the intact copy of the same application
+    assert r.returncode == 0 and "ingested" in r.stdout, r.stdout + r.stderr
+    run = store.open(st).runs().iloc[0]
+    assert run.status == "succeeded" and run.num_tasks == 13504
+
+
+def test_a_broken_link_or_a_log_removed_meanwhile_is_that_logs_one_line_error(tmp_path, monkeypatch):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(SMALL, logs)
+    os.symlink(tmp_path / "nowhere" / "app-1.zstd", logs / "app-1.zstd")
+    st = str(tmp_path / "st")
+    r = _cli("ingest", str(logs), "--store", st)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    (failed,) = [ln for ln in r.stdout.splitlines() if ln.startswith("FAILED")]
+    assert failed.count("app-1.zstd") == 1 and "cannot read" in failed and "broken link" in failed
+    assert "1 ingested" in r.stdout
+    # removed by the History Server's cleaner between finding the logs and reading them
+    shutil.copy(Q72, logs)
+    shutil.copytree(ROLLING, logs / ROLLING.name)
+    found = find_logs([logs])
+    (logs / Q72.name).unlink()
+    shutil.rmtree(logs / ROLLING.name)
+    monkeypatch.setattr(eventlog, "find_logs", lambda paths: found)
+    report = ingest_event_logs(logs, st)
+    assert report.files_failed == 3 and report.files_unchanged == 1
+    for name in (Q72.name, ROLLING.name, "app-1.zstd"):
+        assert "cannot read" in report.errors[str(logs / name)]
+    # a rolling folder gone before its files were listed
+    gone = eventlog._rolling(str(tmp_path / "gone" / ROLLING.name))
+    assert gone.error is not None and "cannot read" in gone.error.message
+    with pytest.raises(IngestError, match="cannot read"):
+        eventlog._parse_source(gone)
