@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from sparkpredict import store
-from sparkpredict.capture import eventlog
+from sparkpredict.capture import eventlog, eventlog_files
 from sparkpredict.capture.eventlog import find_logs, ingest_event_logs, parse_event_log
 from sparkpredict.errors import IngestError
 
@@ -138,7 +138,7 @@ def test_a_broken_link_or_a_log_removed_meanwhile_is_that_logs_one_line_error(tm
     for name in (Q72.name, ROLLING.name, "app-1.zstd"):
         assert "cannot read" in report.errors[str(logs / name)]
     # a rolling folder gone before its files were listed
-    gone = eventlog._rolling(str(tmp_path / "gone" / ROLLING.name))
+    gone = eventlog_files.rolling_log(str(tmp_path / "gone" / ROLLING.name))
     assert gone.error is not None and "cannot read" in gone.error.message
     with pytest.raises(IngestError, match="cannot read"):
         eventlog._parse_source(gone)

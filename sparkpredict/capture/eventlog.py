@@ -18,10 +18,8 @@ data, a missing or cut rolling file) is not stored at all, so that an intact cop
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
-import re
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -37,32 +35,21 @@ from .codecs import (
     iter_decompressed,
     iter_lines,
 )
+from .eventlog_files import (
+    ROLLING_PREFIX,
+    LogSource,
+    find_logs,
+    fingerprint,
+    rolling_log,
+    single_log,
+    unreadable,
+)
 from .eventlog_rows import RunBuilder
 
 if TYPE_CHECKING:
     from ..store.io import Store
 
 log = logging.getLogger(__name__)
-
-ROLLING_PREFIX = "eventlog_v2_"
-_EVENTS_FILE = re.compile(r"^events_(\d+)_(.+)$")
-# Files in a history folder that are never event logs (checksums, notes, our own store).
-_NOT_LOGS = re.compile(r"^[._]|\.(crc|md|txt|py|parquet|html|csv)$|^appstatus_", re.IGNORECASE)
-_HEAD_BYTES = 64 << 10
-
-
-@dataclass
-class LogSource:
-    """One application's log: a single file or a rolling folder (``files`` in order)."""
-
-    path: str
-    files: list[str]
-    in_progress: bool
-    app_hint: str  # application id as Spark encodes it in the name (may be a user's own name)
-    #: why the log cannot be read at all, found while looking for logs (e.g. a rolling folder
-    #: with a gap in its events_<N> files, or one that vanished); reported as that log's error
-    error: IngestError | None = None
-
 
 @dataclass
 class ParsedLog:
@@ -146,104 +133,6 @@ class IngestReport:
         return {"store": self.store, **counts, "files": [asdict(f) for f in self.files]}
 
 
-# ---- finding logs ---------------------------------------------------------------------------
-def _strip_suffixes(name: str) -> str:
-    name = name.removesuffix(".inprogress")
-    if codec_of(name) is not None:
-        name = name.rsplit(".", 1)[0]
-    return name
-
-
-def _rolling(path: str) -> LogSource:
-    hint = os.path.basename(path)[len(ROLLING_PREFIX):]
-    try:
-        names = os.listdir(path)
-    except OSError as exc:  # removed while the history folder was walked (the History Server's cleaner)
-        return LogSource(path=path, files=[], in_progress=False, app_hint=hint,
-                         error=_unreadable(path, exc))
-    events = []
-    for n in names:
-        m = _EVENTS_FILE.match(n)
-        if m and not n.endswith(".crc"):
-            events.append((int(m.group(1)), n.endswith(".compact"), n))
-    # Spark's RollingEventLogFilesFileReader: order by index, a compacted file after the plain
-    # one of its index, and read from the newest .compact file on (compaction deletes the files
-    # before it, so a log may start at any index)
-    events.sort()
-    compact = [i for i, (_, c, _) in enumerate(events) if c]
-    if compact:
-        events = events[compact[-1]:]
-    in_progress = any(n.startswith("appstatus_") and n.endswith(".inprogress") for n in names)
-    source = LogSource(path=path, files=[os.path.join(path, n) for _, _, n in events],
-                       in_progress=in_progress, app_hint=hint)
-    indices = [i for i, _, _ in events]
-    missing = sorted(set(range(indices[0], indices[-1] + 1)) - set(indices)) if indices else []
-    if missing:
-        # A missing middle file loses the stages and tasks it held while the application end
-        # may still be there: Spark's own reader refuses such a log ("Found missing event log
-        # file"), and so do we rather than store a run that looks complete.
-        gap = ", ".join(f"events_{i}" for i in missing[:5]) + (" ..." if len(missing) > 5 else "")
-        source.error = IngestError(
-            f"{path}: rolling event log with {gap} missing between events_{indices[0]} and "
-            f"events_{indices[-1]}: the stages and tasks it held are lost (Spark's reader refuses "
-            "such a log too)", "restore the missing file, or ingest a complete copy of the folder")
-    return source
-
-
-def _single(path: str) -> LogSource:
-    name = os.path.basename(path)
-    return LogSource(path=path, files=[path], in_progress=name.endswith(".inprogress"),
-                     app_hint=_strip_suffixes(name))
-
-
-def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
-    """Expand files and folders into event logs. A missing path is a user mistake."""
-    out: list[LogSource] = []
-    for raw in paths:
-        path = os.path.abspath(os.path.expanduser(os.fspath(raw)))
-        if not os.path.exists(path):
-            raise IngestError(f"no such file or folder: {raw}",
-                              "give event-log files or folders (spark.eventLog.dir)")
-        if os.path.isfile(path):
-            out.append(_single(path))
-        elif os.path.basename(path).startswith(ROLLING_PREFIX):
-            out.append(_rolling(path))
-        else:
-            for root, dirs, files in os.walk(path):
-                dirs.sort()
-                for d in [d for d in dirs if d.startswith(ROLLING_PREFIX)]:
-                    out.append(_rolling(os.path.join(root, d)))
-                dirs[:] = [d for d in dirs if not d.startswith((ROLLING_PREFIX, "."))]
-                out.extend(_single(os.path.join(root, f)) for f in sorted(files)
-                           if not _NOT_LOGS.search(f))
-    return out
-
-
-def fingerprint(source: LogSource) -> str:
-    """Identity of a log's current content: file names, sizes, mtimes, hash of the head.
-
-    Raises OSError when a file cannot be read (a broken link, a log deleted meanwhile).
-    """
-    h = hashlib.sha1()
-    for f in source.files:
-        st = os.stat(f)
-        h.update(f"{os.path.basename(f)}:{st.st_size}:{st.st_mtime_ns};".encode())
-    if source.files:
-        with open(source.files[0], "rb") as fh:
-            h.update(fh.read(_HEAD_BYTES))
-    return h.hexdigest()[:24]
-
-
-def _unreadable(path: str, exc: OSError) -> IngestError:
-    """One log's one-line error for a file the OS will not give us."""
-    why = exc.strerror or str(exc)
-    if isinstance(exc, FileNotFoundError):
-        why += " (a broken link, or a log removed while ingest ran, e.g. by the History Server's cleaner)"
-    inner = os.fspath(exc.filename) if exc.filename else path
-    what = "" if inner == path else f" {os.path.relpath(inner, path)}"
-    return IngestError(f"{path}: cannot read{what}: {why}", "check the path and its permissions")
-
-
 # ---- parsing --------------------------------------------------------------------------------
 @contextlib.contextmanager
 def _system_pool() -> Iterator[None]:
@@ -276,7 +165,7 @@ def _parse_source(source: LogSource) -> ParsedLog:
     try:
         fp = fingerprint(source)
     except OSError as exc:
-        raise _unreadable(source.path, exc) from None
+        raise unreadable(source.path, exc) from None
     builder = RunBuilder()
     nbytes = [0]
     damage = None
@@ -308,7 +197,7 @@ def _parse_source(source: LogSource) -> ParsedLog:
                 damage = (f"undecodable {codec or 'plain text'} data in {name} after line "
                           f"{builder.lines} ({exc}): the events after it are lost")
         except OSError as exc:
-            raise _unreadable(source.path, exc) from None
+            raise unreadable(source.path, exc) from None
     if any(f.endswith(".compact") for f in source.files):
         builder.warnings.append("the log was compacted by Spark: events of finished jobs may be "
                                 "missing, so stage and task rows can be incomplete")
@@ -357,11 +246,11 @@ def parse_event_log(path: str | os.PathLike[str]) -> ParsedLog:
         if not os.path.basename(p).startswith(ROLLING_PREFIX):
             raise IngestError(f"{path} is a folder, not an event log",
                               "use ingest_event_logs() for folders of logs")
-        source = _rolling(p)
+        source = rolling_log(p)
     elif not os.path.exists(p):
         raise IngestError(f"no such file: {path}", "give an event-log file")
     else:
-        source = _single(p)
+        source = single_log(p)
     with _system_pool():
         return _parse_source(source)
 
@@ -447,7 +336,7 @@ def _ingest_one(src: LogSource, st: Store, seen_fp: set, run_ids: set, name_ids:
     except IngestError as exc:
         return FileOutcome(src.path, "failed", error=exc.message)
     except OSError as exc:  # a log that vanished or cannot be opened is that log's error only
-        return FileOutcome(src.path, "failed", error=_unreadable(src.path, exc).message)
+        return FileOutcome(src.path, "failed", error=unreadable(src.path, exc).message)
     except Exception as exc:  # never let one log stop the others; the traceback goes to the log
         log.exception("unexpected error reading %s", src.path)
         return FileOutcome(src.path, "failed", error=f"{src.path}: {type(exc).__name__}: {exc}")

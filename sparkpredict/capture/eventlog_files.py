@@ -1,0 +1,136 @@
+"""Finding Spark event logs: single files and rolling folders, in the order Spark reads them.
+
+A log is ``<appId>[_<attempt>][.<codec>][.inprogress]``, or, with rolling logs, a folder
+``eventlog_v2_<appId>[_<attempt>]/`` of ``events_<N>_<appId>[.<codec>]`` files (read as Spark's
+``RollingEventLogFilesFileReader`` reads them) beside an ``appstatus_<appId>[.inprogress]``
+marker. :func:`fingerprint` tells whether a log changed since it was ingested.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..errors import IngestError
+from .codecs import codec_of
+
+ROLLING_PREFIX = "eventlog_v2_"
+_EVENTS_FILE = re.compile(r"^events_(\d+)_(.+)$")
+# Files in a history folder that are never event logs (checksums, notes, our own store).
+_NOT_LOGS = re.compile(r"^[._]|\.(crc|md|txt|py|parquet|html|csv)$|^appstatus_", re.IGNORECASE)
+_HEAD_BYTES = 64 << 10
+
+
+@dataclass
+class LogSource:
+    """One application's log: a single file or a rolling folder (``files`` in order)."""
+
+    path: str
+    files: list[str]
+    in_progress: bool
+    app_hint: str  # application id as Spark encodes it in the name (may be a user's own name)
+    #: why the log cannot be read at all, found while looking for logs (e.g. a rolling folder
+    #: with a gap in its events_<N> files, or one that vanished); reported as that log's error
+    error: IngestError | None = None
+
+
+def _strip_suffixes(name: str) -> str:
+    name = name.removesuffix(".inprogress")
+    if codec_of(name) is not None:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def rolling_log(path: str) -> LogSource:
+    hint = os.path.basename(path)[len(ROLLING_PREFIX):]
+    try:
+        names = os.listdir(path)
+    except OSError as exc:  # removed while the history folder was walked (the History Server's cleaner)
+        return LogSource(path=path, files=[], in_progress=False, app_hint=hint,
+                         error=unreadable(path, exc))
+    events = []
+    for n in names:
+        m = _EVENTS_FILE.match(n)
+        if m and not n.endswith(".crc"):
+            events.append((int(m.group(1)), n.endswith(".compact"), n))
+    # Spark's RollingEventLogFilesFileReader: order by index, a compacted file after the plain
+    # one of its index, and read from the newest .compact file on (compaction deletes the files
+    # before it, so a log may start at any index)
+    events.sort()
+    compact = [i for i, (_, c, _) in enumerate(events) if c]
+    if compact:
+        events = events[compact[-1]:]
+    in_progress = any(n.startswith("appstatus_") and n.endswith(".inprogress") for n in names)
+    source = LogSource(path=path, files=[os.path.join(path, n) for _, _, n in events],
+                       in_progress=in_progress, app_hint=hint)
+    indices = [i for i, _, _ in events]
+    missing = sorted(set(range(indices[0], indices[-1] + 1)) - set(indices)) if indices else []
+    if missing:
+        # A missing middle file loses the stages and tasks it held while the application end
+        # may still be there: Spark's own reader refuses such a log ("Found missing event log
+        # file"), and so do we rather than store a run that looks complete.
+        gap = ", ".join(f"events_{i}" for i in missing[:5]) + (" ..." if len(missing) > 5 else "")
+        source.error = IngestError(
+            f"{path}: rolling event log with {gap} missing between events_{indices[0]} and "
+            f"events_{indices[-1]}: the stages and tasks it held are lost (Spark's reader refuses "
+            "such a log too)", "restore the missing file, or ingest a complete copy of the folder")
+    return source
+
+
+def single_log(path: str) -> LogSource:
+    name = os.path.basename(path)
+    return LogSource(path=path, files=[path], in_progress=name.endswith(".inprogress"),
+                     app_hint=_strip_suffixes(name))
+
+
+def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
+    """Expand files and folders into event logs. A missing path is a user mistake."""
+    out: list[LogSource] = []
+    for raw in paths:
+        path = os.path.abspath(os.path.expanduser(os.fspath(raw)))
+        if not os.path.exists(path):
+            raise IngestError(f"no such file or folder: {raw}",
+                              "give event-log files or folders (spark.eventLog.dir)")
+        if os.path.isfile(path):
+            out.append(single_log(path))
+        elif os.path.basename(path).startswith(ROLLING_PREFIX):
+            out.append(rolling_log(path))
+        else:
+            for root, dirs, files in os.walk(path):
+                dirs.sort()
+                for d in [d for d in dirs if d.startswith(ROLLING_PREFIX)]:
+                    out.append(rolling_log(os.path.join(root, d)))
+                dirs[:] = [d for d in dirs if not d.startswith((ROLLING_PREFIX, "."))]
+                out.extend(single_log(os.path.join(root, f)) for f in sorted(files)
+                           if not _NOT_LOGS.search(f))
+    return out
+
+
+def fingerprint(source: LogSource) -> str:
+    """Identity of a log's current content: file names, sizes, mtimes, hash of the head.
+
+    Raises OSError when a file cannot be read (a broken link, a log deleted meanwhile).
+    """
+    h = hashlib.sha1()
+    for f in source.files:
+        st = os.stat(f)
+        h.update(f"{os.path.basename(f)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    if source.files:
+        with open(source.files[0], "rb") as fh:
+            h.update(fh.read(_HEAD_BYTES))
+    return h.hexdigest()[:24]
+
+
+def unreadable(path: str, exc: OSError) -> IngestError:
+    """One log's one-line error for a file the OS will not give us."""
+    why = exc.strerror or str(exc)
+    if isinstance(exc, FileNotFoundError):
+        why += " (a broken link, or a log removed while ingest ran, e.g. by the History Server's cleaner)"
+    inner = os.fspath(exc.filename) if exc.filename else path
+    what = "" if inner == path else f" {os.path.relpath(inner, path)}"
+    return IngestError(f"{path}: cannot read{what}: {why}", "check the path and its permissions")
+
+
+__all__ = ["ROLLING_PREFIX", "LogSource", "find_logs", "fingerprint", "rolling_log", "single_log", "unreadable"]
