@@ -208,12 +208,12 @@ def cached_monitor(st: Store | str | Path) -> DegradationModel:
     from . import fitcache
     from .store import io
 
-    # duck-typed: anything with committed_batches is used as the store, only paths are opened
-    store = cast("Store", st) if hasattr(st, "committed_batches") else io.open(st)
+    # duck-typed: anything with version() is used as the store, only paths are opened
+    store = cast("Store", st) if hasattr(st, "version") else io.open(st)
     here = Path(__file__).resolve()
     stamp = fitcache.code_stamp(here, here.parent / "features" / "interference.py",
                                 here.parent / "models" / "degradation.py")
-    key = fitcache.make_key(store.path, sorted(store.committed_batches()), stamp, sklearn.__version__,
+    key = fitcache.make_key(store.path, store.version(), stamp, sklearn.__version__,
                             np.__version__)
     if key not in _CACHE:
         model = fitcache.read("monitor", key, "pkl", pickle.load)
