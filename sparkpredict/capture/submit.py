@@ -148,17 +148,22 @@ def _with_jars(opts: list[str], user: dict[str, str], jar: str) -> list[str]:
     if theirs is None:
         theirs = user.get("spark.jars", "")
     items = [x.strip() for x in theirs.split(",") if x.strip()]
-    merged = ",".join(items if jar in items else [*items, jar])
+    return _set_option(opts, "--jars", ",".join(items if jar in items else [*items, jar]))
+
+
+def _set_option(opts: list[str], name: str, value: str) -> list[str]:
+    """``opts`` with ``name value``: every occurrence replaced (spark-submit takes the last),
+    or the option added."""
     out = list(opts)
     found = False
     for i, a in enumerate(out):
-        if a == "--jars" and i + 1 < len(out):
-            out[i + 1] = merged
+        if a == name and i + 1 < len(out):
+            out[i + 1] = value
             found = True
-        elif a.startswith("--jars="):
-            out[i] = f"--jars={merged}"
+        elif a.startswith(name + "="):
+            out[i] = f"{name}={value}"
             found = True
-    return out if found else [*out, "--jars", merged]
+    return out if found else [*out, name, value]
 
 
 def dynamic_allocation_enabled(spark_submit_args: list[str]) -> bool:
@@ -311,16 +316,7 @@ def check_master(spark_submit_args: list[str]) -> None:
 def _set_master(opts: list[str], master: str) -> list[str]:
     """``opts`` with ``--master master`` (replacing the user's, or added: it outranks a
     ``spark.master`` set in --conf or spark-defaults.conf)."""
-    out = list(opts)
-    found = False
-    for i, a in enumerate(out):
-        if a == "--master" and i + 1 < len(out):
-            out[i + 1] = master
-            found = True
-        elif a.startswith("--master="):
-            out[i] = f"--master={master}"
-            found = True
-    return out if found else [*out, "--master", master]
+    return _set_option(opts, "--master", master)
 
 
 def build_command(spark_submit_args: list[str], *, store: str | None = None, job: str | None = None,
