@@ -71,7 +71,7 @@ def _event(line: bytes) -> bytes:
 
 
 def build_log(path: Path, target_bytes: int) -> tuple[int, int]:
-    """Write the big log; returns (bytes, TaskEnd events)."""
+    """Write the big log; returns (bytes, task rows: TaskEnd events but Resubmitted ones)."""
     offsets = {b"Stage ID": 0, b"Job ID": 0, b"Task ID": 0}
     written = tasks = 0
     with open(path, "wb") as out:
@@ -99,7 +99,9 @@ def build_log(path: Path, target_bytes: int) -> tuple[int, int]:
                     new = _IDS.sub(fresh, line) + b"\n"
                     out.write(new)
                     written += len(new)
-                    tasks += line.startswith(b'{"Event":"SparkListenerTaskEnd"')
+                    # a Resubmitted end repeats an attempt that already has its row
+                    tasks += line.startswith(b'{"Event":"SparkListenerTaskEnd"') \
+                        and b'"Reason":"Resubmitted"' not in line
                 for k in offsets:
                     offsets[k] += top[k] + 1
                 if written >= target_bytes:
