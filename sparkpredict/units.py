@@ -6,12 +6,15 @@ import re
 
 from .errors import InputError
 
+#: ``KB``..``PB`` decimal, ``KiB``..``PiB`` binary; a bare letter (``120g``) binary, as Spark reads
+#: ``spark.executor.memory`` or ``spark.sparkpredict.inputBytes``: one string, one size everywhere
 _BYTE_UNITS = {
     "": 1, "b": 1,
-    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
-    "t": 1000**4, "tb": 1000**4, "p": 1000**5, "pb": 1000**5,
+    "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4, "pb": 1000**5,
+    "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5,
     "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4, "pib": 1024**5,
 }
+_SPARK_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*([kmgtp]?)(?:i?b)?\s*", re.IGNORECASE)
 #: Spark's byte counts, and the store's ``*_bytes`` columns, are signed 64-bit integers
 _MAX_BYTES = 2**63 - 1
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
@@ -50,6 +53,26 @@ def parse_bytes(text: str | float) -> int:
         raise InputError(f"size {text!r} is beyond what Spark counts (8 EiB: a 64-bit byte count)",
                          "give the input size in bytes or with a unit, e.g. 300GB")
     return n
+
+
+def spark_size(text: object, unit: str = "b") -> int | None:
+    """A size as Spark reads its byte strings (``JavaUtils.byteStringAs``): ``128m``, ``1g``,
+    ``512mb``, ``4GiB`` are binary, a bare number is in ``unit`` (``"b"``, ``"k"``, ``"m"``, ...);
+    None when ``text`` is not one. For sizes read from a run's recorded properties."""
+    m = _SPARK_SIZE.fullmatch(str(text)) if text is not None else None
+    if not m:
+        return None
+    scale = 1024 ** " kmgtp".index((m.group(2) or unit.rstrip("b") or " ").lower())
+    return int(round(float(m.group(1)) * scale))
+
+
+def parse_memory_mb(text: str | float) -> int:
+    """Executor memory as ``spark.executor.memory`` reads it, in MiB: ``4g``, ``4gb``, ``4GiB``
+    -> 4096; a bare number is MiB."""
+    v = spark_size(text, "m")
+    if v is None or v < 2**20:
+        raise InputError(f"cannot read executor memory {text!r}", "write e.g. 4g, 512m or 4096 (MiB)")
+    return int(round(v / 2**20))
 
 
 def parse_duration(text: str | float) -> float:

@@ -8,11 +8,14 @@ from sparkpredict.units import (
     parse_bytes,
     parse_duration,
     plural,
+    spark_size,
 )
 
 
 @pytest.mark.parametrize("text,expected", [
     ("300GB", 300 * 10**9), ("1.5TiB", int(1.5 * 2**40)), ("64MB", 64 * 10**6),
+    # a bare letter as Spark reads it (spark.sparkpredict.inputBytes=120g is 120 GiB to the listener)
+    ("120g", 120 * 2**30), ("512m", 512 * 2**20), ("2k", 2048),
     ("512 MiB", 512 * 2**20), ("1024", 1024), (2048, 2048), ("1e3KB", 10**6),
 ])
 def test_parse_bytes(text, expected):
@@ -60,3 +63,21 @@ def test_small_costs_and_counts_read_right():
         ["5.09", "0.10", "0.046", "0.00071", "0.00"]
     assert (plural(1, "executor"), plural(3, "executor"), plural(0, "executor")) == \
         ("1 executor", "3 executors", "0 executors")
+
+
+def test_spark_size_strings_read_as_spark_reads_them():
+    assert [spark_size(t) for t in ("128m", "1g", "512mb", "4GiB", "2k", "512", " 3 t ")] == \
+        [2**27, 2**30, 2**29, 2**32, 2048, 512, 3 * 2**40]
+    assert spark_size("1g", "m") == 2**30 and spark_size("1024", "m") == 2**30  # bare = the unit
+    assert spark_size("oops") is None and spark_size(None) is None and spark_size("5 apples") is None
+
+
+def test_executor_memory_reads_as_spark_executor_memory():
+    from sparkpredict.units import parse_memory_mb
+
+    # `sweep --executor-memory 4096` was 4096 *bytes* (refused as under 256 MiB) and 4g 3814 MiB
+    assert [parse_memory_mb(t) for t in ("4g", "4gb", "4GiB", "4096", "1.5G", "512m")] == \
+        [4096, 4096, 4096, 4096, 1536, 512]
+    for bad in ("lots", "0.5m", "inf", ""):
+        with pytest.raises(InputError):
+            parse_memory_mb(bad)

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from ..config import LOCAL_CLUSTER_MASTER, LOCAL_MASTER
 from ..store import schema as S
+from ..units import spark_size
 
 _PREFIX = b'{"Event":"'
 _TASK_PREFIX = b'{"Event":"SparkListenerTask'
@@ -109,16 +110,6 @@ def _persisted(level: Any) -> bool:
     kept = any(level.get(k) is True for k in ("Use Memory", "Use Disk", "Use Off Heap"))
     replication = level.get("Replication", 1)
     return kept and not (isinstance(replication, int) and replication <= 0)
-
-
-def spark_size(text: str | None, unit: str = "m") -> int | None:
-    """Spark's ``getSizeAsMb`` / ``getSizeAsBytes``: binary suffixes, a bare number is in ``unit``."""
-    m = re.fullmatch(r"\s*(\d+)\s*([bkmgtp]?)b?\s*", str(text).lower()) if text is not None else None
-    if not m:
-        return None
-    scale = " kmgtp"
-    n, u = int(m.group(1)), (m.group(2) or unit).replace("b", " ")
-    return n * 1024 ** scale.index(u) // 1024 ** scale.index(unit.replace("b", " "))
 
 
 class RunBuilder:
@@ -433,7 +424,8 @@ class RunBuilder:
         complete = self.end_ms is not None and not in_progress
         # complete implies end_ms is set; repeated because mypy does not narrow through complete
         end = self.end_ms if self.end_ms is not None and complete else max(self.last_ms, start)
-        mem_mb = spark_size(p.get("spark.driver.memory" if local else "spark.executor.memory", "1g"))
+        mem = spark_size(p.get("spark.driver.memory" if local else "spark.executor.memory", "1g"), "m")
+        mem_mb = None if mem is None else mem // 2**20  # getSizeAsMb: whole MiB
         ex = self.executors
         execs = pa.table({
             "run_id": [run_id] * len(ex), "executor_id": [e[0] for e in ex], "host": [e[1] for e in ex],

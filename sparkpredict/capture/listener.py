@@ -172,7 +172,7 @@ def listener_conf(store: str | None = None, job: str | None = None, tasks: bool 
     tasks : bool
         Record one row per task (stage rows are recorded either way).
     input_bytes : int, optional
-        Declared input size of the run, instead of the bytes read by stages without parents.
+        Declared input size of the run, instead of the measured one (the bytes its stages read).
 
     Raises
     ------

@@ -15,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE or "
                                    "~/.sparkpredict/store)")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--spark", action="store_true", help="fit inside Spark (groupBy(job).applyInPandas)")
+    where.add_argument("--spark", action="store_true", help="fit inside Spark (repartition(job).mapInPandas)")
     where.add_argument("--local", action="store_true", help="fit in this process, no JVM")
     p.add_argument("--master", help="Spark master for --spark (default local[*]); implies --spark")
     p.add_argument("--force", action="store_true", help="refit every job, changed or not")

@@ -5,7 +5,6 @@ Fast path: with ``--models DIR`` only numpy and the saved models load (no pandas
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Any
 
 
@@ -66,23 +65,9 @@ def parse_params(pairs: list[str] | None) -> dict[str, str]:
 
 def executor_memory_mb(text: str | None) -> int | None:
     """``4g`` -> 4096, ``512m`` -> 512, ``4096`` -> 4096 (Spark's units: binary, bare = MiB)."""
-    if text is None:
-        return None
-    from ..errors import InputError
+    from ..units import parse_memory_mb
 
-    # 4g, 4gb and 4GiB alike: Spark reads k/m/g/t as binary, and so does a user who writes GiB
-    t = str(text).strip().lower().replace(" ", "").removesuffix("b").removesuffix("i")
-    mult = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2, "p": 1024**3}
-    try:
-        if t and t[-1] in mult:
-            v = float(t[:-1]) * mult[t[-1]]
-        else:
-            v = float(t)
-    except ValueError:
-        v = float("nan")
-    if not math.isfinite(v) or v < 1:
-        raise InputError(f"cannot read executor memory {text!r}", "write e.g. 4g, 512m or 4096 (MiB)")
-    return int(round(v))
+    return None if text is None else parse_memory_mb(text)
 
 
 def run(args: argparse.Namespace) -> int:

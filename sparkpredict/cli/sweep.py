@@ -54,9 +54,9 @@ class ProgressBar:
 
 def _run(args: argparse.Namespace) -> int:
     from ..sweep import plan_sweep, run_sweep
-    from ..units import format_bytes, format_duration, parse_bytes
+    from ..units import format_bytes, format_duration, parse_memory_mb
 
-    mem_mb = parse_bytes(args.executor_memory) // 2**20
+    mem_mb = parse_memory_mb(args.executor_memory)
     plan = plan_sweep(args.workload, args.sizes, args.executors, repeats=args.repeats, master=args.master,
                       executor_cores=args.executor_cores, executor_memory_mb=mem_mb, seed=args.seed)
     print(f"sweep {plan.workload}: sizes {', '.join(format_bytes(s) for s in plan.sizes_bytes)}; "

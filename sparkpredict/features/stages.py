@@ -51,19 +51,15 @@ CONFIG_FEATURES = ["executors", "executor_cores", "executor_memory_mb", "task_sl
 DATA_FEATURES = ["bytes_in_per_task", "bytes_out_per_task", "records_in_per_task", "num_tasks",
                  "bytes_in", "is_input_stage"]
 _MB = 2.0**20
-_SPARK_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 2**10, "m": 2**20, "mb": 2**20, "g": 2**30,
-                "gb": 2**30, "t": 2**40, "tb": 2**40}
 _OPEN_COST = 4 * _MB  # spark.sql.files.openCostInBytes default
 
 
 def spark_bytes(value, default: float) -> float:
     """Spark's size strings (``128m``, ``1g``: binary units; a bare number is bytes)."""
-    if value is None:
-        return default
-    m = re.fullmatch(r"\s*([0-9.]+)\s*([a-zA-Z]*)\s*", str(value))
-    if not m or m.group(2).lower() not in _SPARK_UNITS:
-        return default
-    return float(m.group(1)) * _SPARK_UNITS[m.group(2).lower()]
+    from ..units import spark_size
+
+    v = spark_size(value)
+    return default if v is None else float(v)
 
 
 def _flag(value, default: float) -> float:
