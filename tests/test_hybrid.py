@@ -524,3 +524,30 @@ def test_a_trees_correction_hides_a_slowed_run_in_sample_but_not_out_of_fold():
     assert [r for r, _ in above] == ["etl-12-4-0"] and above[0][1] == pytest.approx(1.5, rel=0.05)
     # runs the store no longer holds are not named
     assert HistorySource("etl", m, runs[runs["run_id"] != "etl-12-4-0"]).runs_above_model(min_ratio=1.25) == []
+
+
+def test_scikit_learn_takes_the_model_clone_cross_validation_and_grid_search():
+    """The fit/predict contract is scikit-learn's: clone, cross_val_score and GridSearchCV work,
+    and give what fitting and predicting by hand on the same folds gives."""
+    from sklearn.base import clone, is_regressor
+    from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+
+    runs = synthetic_job(cliff=False, execs=(2, 4, 8, 12))
+    X, y = runs.drop(columns=["runtime_s"]), runs["runtime_s"]
+    m = JobRuntimeModel(kind="amdahl", random_state=3)
+    c = clone(m)
+    assert c is not m and c.get_params() == {"kind": "amdahl", "random_state": 3} and is_regressor(c)
+    folds = KFold(3, shuffle=True, random_state=0)
+    got = cross_val_score(m, X, y, cv=folds, scoring="neg_mean_absolute_percentage_error")
+    by_hand = []
+    for tr, te in folds.split(X):
+        p = JobRuntimeModel(kind="amdahl", random_state=3).fit(X.iloc[tr], y.iloc[tr]).predict(X.iloc[te])
+        by_hand.append(-np.mean(np.abs(p - y.iloc[te]) / y.iloc[te]))
+    np.testing.assert_allclose(got, by_hand)
+    assert max(-got) < 0.05  # the law is Amdahl's; only the 2 % noise is left
+    assert m.fit(X, y).score(X, y) > 0.99
+    search = GridSearchCV(JobRuntimeModel(), {"kind": ["gustafson", "amdahl"]}, cv=folds,
+                          scoring="neg_mean_absolute_percentage_error").fit(X, y)
+    assert search.best_params_ == {"kind": "amdahl"}
+    with pytest.raises(ValueError, match="invalid parameter 'kinds'"):
+        JobRuntimeModel().set_params(kinds="amdahl")

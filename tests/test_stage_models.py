@@ -276,3 +276,14 @@ def test_stage_model_json_round_trip_predicts_the_same(history, tmp_path):
         StageRuntimeModel.from_dict(doc, store=other)
     with pytest.raises(InputError, match="retrain --force"):
         StageRuntimeModel.from_dict({**doc, "version": 99}, store=path)
+
+
+def test_stage_and_replay_models_follow_scikit_learns_parameter_contract():
+    from sklearn.base import clone, is_regressor
+
+    from sparkpredict.models.replay import ReplayRuntimeModel
+
+    for m in (StageRuntimeModel(store="S", mode="shared", n_estimators=7), ReplayRuntimeModel(store="S")):
+        c = clone(m)
+        assert c is not m and c.get_params() == m.get_params() and is_regressor(c)
+    assert StageRuntimeModel().set_params(n_estimators=9).n_estimators == 9

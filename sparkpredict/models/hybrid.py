@@ -34,6 +34,7 @@ from . import analytical as A
 from . import intervals
 from . import ml as M
 from .columns import REQUIRED, check_confidence, column, floats, n_rows, with_runtime
+from .estimator import RuntimeEstimator
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ def design_matrix(F: Mapping[str, np.ndarray], extras: list[str]) -> np.ndarray:
     return np.column_stack(cols)
 
 
-class JobRuntimeModel:
+class JobRuntimeModel(RuntimeEstimator):
     """Runtime model of one job (scikit-learn style).
 
     Parameters

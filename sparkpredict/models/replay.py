@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import InputError, UnknownJobError
 from .columns import check_confidence
+from .estimator import RuntimeEstimator
 from .simulate import Timeline, replay, simulate_timeline
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def head_trends(runs: pd.DataFrame, head_ms: dict, executors: pd.Series) -> dict
     return out
 
 
-class ReplayRuntimeModel:
+class ReplayRuntimeModel(RuntimeEstimator):
     """The replay behind the whole-job contract (``fit(runs_df)``, ``predict(X)``,
     ``predict_interval(X, confidence)``), so the advisor and ``evaluate`` can use it and a job
     with a single recorded run still gets a prediction.

@@ -29,6 +29,7 @@ from ..errors import DegenerateDataError, InputError, NotFittedError, UnknownJob
 from ..features import stages as F
 from . import simulate as sim
 from .columns import check_confidence
+from .estimator import RuntimeEstimator
 from .replay import ReplayRuntimeModel, head_trends
 from .timeline import as_pandas
 
@@ -59,7 +60,7 @@ def _load(store, tables, run_ids: list[str]):
     return keep(runs), keep(stages), keep(tasks)
 
 
-class StageRuntimeModel:
+class StageRuntimeModel(RuntimeEstimator):
     """Per-stage random forests + task waves; predicts a job's runtime at new sizes and executors.
 
     Parameters

@@ -1,0 +1,60 @@
+"""scikit-learn's estimator protocol for the runtime models, without importing scikit-learn.
+
+``get_params``/``set_params`` (so ``sklearn.base.clone``, ``cross_val_score``, ``GridSearchCV``
+and pipelines take the models), ``score`` (R², as scikit-learn's regressors) and
+``__sklearn_tags__`` (a regressor). Inheriting ``sklearn.base.BaseEstimator`` would import
+scikit-learn with the model class, which the CLI's fast path (``suggest --models``) must not.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+
+class RuntimeEstimator:
+    """Mixin: the constructor's keyword parameters are the estimator's parameters."""
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [n for n, p in sig.parameters.items()
+                if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's parameters and their values (scikit-learn's contract)."""
+        return {n: getattr(self, n) for n in self._param_names()}
+
+    def set_params(self, **params: Any) -> RuntimeEstimator:
+        """Set constructor parameters; an unknown name is a ``ValueError``, as in scikit-learn."""
+        valid = self._param_names()
+        for name, value in params.items():
+            if name not in valid:
+                raise ValueError(f"invalid parameter {name!r} for {type(self).__name__}; "
+                                 f"valid parameters: {', '.join(valid)}")
+            setattr(self, name, value)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:  # every model defines its own
+        raise NotImplementedError
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """R² of :meth:`predict` on ``X`` against the runtimes ``y`` (seconds)."""
+        y = np.asarray(y, dtype=float).ravel()
+        p = np.asarray(self.predict(X), dtype=float).ravel()
+        w = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, dtype=float).ravel()
+        mean = np.average(y, weights=w)
+        total = float(np.sum(w * (y - mean) ** 2))
+        resid = float(np.sum(w * (y - p) ** 2))
+        return 1.0 - resid / total if total > 0 else (1.0 if resid == 0 else 0.0)
+
+    def __sklearn_tags__(self) -> Any:
+        # only scikit-learn calls this, so it is imported already
+        from sklearn.utils import RegressorTags, Tags, TargetTags
+
+        return Tags(estimator_type="regressor", target_tags=TargetTags(required=True),
+                    regressor_tags=RegressorTags())
+
+
+__all__ = ["RuntimeEstimator"]
