@@ -46,6 +46,8 @@ class HistorySource:
     def __init__(self, job: str, model: Any, runs: pd.DataFrame | None = None,
                  spill: pd.Series | None = None, dyn_alloc: bool = False) -> None:
         self.job, self.model, self.runs, self.spill, self._dyn = job, model, runs, spill, dyn_alloc
+        #: why the model is not the one the registry holds (it lags the runs), said with the warnings
+        self.notes: list[str] = []
         self.model_name = str(getattr(model, "name_", type(model).__name__))
         cv = getattr(model, "cv_mape_", None)
         self.cv_mape = None if cv is None or not math.isfinite(float(cv)) else float(cv)
@@ -73,8 +75,8 @@ class HistorySource:
             model = cls._from_dir(job, os.fspath(models))
         if store is None:
             return cls(job, model)
-        hist = cls._history(job, store, need_job=False)
-        return cls(job, model, *hist)
+        runs, spill, dyn, _raw = cls._history(job, store, need_job=False)
+        return cls(job, model, runs, spill, dyn)
 
     @staticmethod
     def _from_dir(job: str, path: str) -> Any:
@@ -94,7 +96,8 @@ class HistorySource:
 
     @staticmethod
     def _history(job: str, store: Any, need_job: bool = True):
-        """(runs of the job, disk spill per run_id, dynamic allocation seen) from a store."""
+        """(runs of the job, disk spill per run_id, dynamic allocation seen, the job's raw runs
+        rows) from a store."""
         from .features.runs import dynamic_allocation, runs_table
         from .store import io as store_io
 
@@ -115,7 +118,7 @@ class HistorySource:
             if not stages.empty:
                 spill = stages.groupby("run_id")["disk_spilled_bytes"].sum()
         dyn = bool(dynamic_allocation(mine["properties_json"]).any()) if len(mine) else False
-        return runs, spill, dyn
+        return runs, spill, dyn, mine
 
     @classmethod
     def _from_store(cls, job: str, store: Any) -> HistorySource:
@@ -127,8 +130,8 @@ class HistorySource:
         key = ("store", st.path, hash(version), job)  # new runs or a retrain: refit / reload
         if key in _CACHE:
             return _CACHE[key]
-        runs, spill, dyn = cls._history(job, st)
-        model = _registry_model(job, st)
+        runs, spill, dyn, raw = cls._history(job, st)
+        model, note = registry_model(job, st, raw, len(runs))
         if model is None:
             disk_key = _disk_key(st.path, version, job)
             model = _load_fitted(disk_key)
@@ -136,6 +139,8 @@ class HistorySource:
                 model = _fit(runs, st)
                 _save_fitted(disk_key, model)
         src = cls(job, model, runs, spill, dyn)
+        if note:
+            src.notes.append(note)
         _remember(key, src)
         return src
 
@@ -234,7 +239,7 @@ class HistorySource:
         return [(str(r["run_id"].iloc[j]), float(ratio[j])) for j in order if ratio[j] >= min_ratio]
 
     def warnings(self, size: int, execs: int, mem: int | None, ratio: float | None) -> list[str]:
-        w = []
+        w = list(self.notes)
         runs = self.runs
         n = self.n_runs
         if n is not None and n < _MIN_RUNS:
@@ -310,11 +315,7 @@ def _unknown_job(job: str, known: list, where: str, empty: bool = False,
 
 def _registry_snapshot(st: Any) -> str | None:
     """Name of the registry's current snapshot (changes with every retrain), if any."""
-    import importlib.util
-
-    if importlib.util.find_spec("sparkpredict.registry") is None:
-        return None
-    from . import registry  # type: ignore[attr-defined]
+    from . import registry
 
     try:
         return registry.current_snapshot(st)
@@ -322,26 +323,40 @@ def _registry_snapshot(st: Any) -> str | None:
         return None
 
 
-def _registry_model(job: str, st: Any) -> Any:
-    """The latest model the registry fitted for ``job``, if the registry exists and has one."""
-    import importlib.util
+def registry_model(job: str, st: Any, raw: pd.DataFrame, n_runs: int) -> tuple[Any, str | None]:
+    """(the registry's whole-job model of ``job``, None) when it is current, else (None, why not).
 
-    from .errors import UnknownJobError
+    Current means what a retrain means by it (:func:`sparkpredict.registry.is_current`, in
+    the model's own kind): trained on exactly the job's runs rows ``raw`` (their fingerprint), in
+    this artifact, model and store format. A model that predates the job's latest runs would
+    answer for an older history while the runs, the report and ``retrain --dry-run`` say
+    otherwise: the caller fits from the runs instead, and says why (the second item; None when
+    the job was simply never retrained). ``n_runs``: the job's usable runs, for that message.
+    """
+    from . import registry as R
 
-    if importlib.util.find_spec("sparkpredict.registry") is None:
-        return None
-    from . import registry  # type: ignore[attr-defined]
-
-    load = getattr(registry, "load_models", None)
-    if load is None:
-        return None
+    retrain = f"run `sparkpredict retrain --store {st.path}` to bring the registry up to date"
     try:
-        return (load(st, jobs=[job]) or {}).get(job)
-    except UnknownJobError:  # never retrained for this job: fit from its runs
-        return None
+        reg = R.read_registry(st)
+        mine = reg[(reg["job"] == job) & (reg["model_kind"] == R.KIND_RUNTIME)]
+        if mine.empty:  # never retrained for this job: fit from its runs
+            return None, None
+        row = next(iter(R._rows(mine)))
+        state = R.model_state(row)
+        if state[0] != R.runs_fingerprint(raw):
+            return None, (f"the registry's model of {job} predates its latest runs (it was trained on "
+                          f"{int(row.n_runs)} runs, {n_runs} now): this advice is from a model fitted on "
+                          f"the current runs; {retrain}")
+        if not R.is_current(state, state[0], str(row.fit_kind), R.runtime_model_format()):
+            return None, (f"the registry's model of {job} is of another format than this sparkpredict "
+                          f"writes: this advice is from a model fitted on the job's runs; {retrain}")
+        doc = R.read_artifact(st, row.artifact)
+        return R._runtime_model_from_dict(doc["model"]), None
     except Exception as exc:  # a broken registry must not stop advice: refit from the runs  # noqa: BLE001
-        log.warning("registry models of %s unusable (%s); fitting from its runs", st.path, exc)
-        return None
+        log.info("registry models of %s unusable (%s); fitting from its runs", st.path, exc)
+        why = getattr(exc, "message", None) or str(exc)
+        return None, (f"the registry's model of {job} is unusable ({why}): this advice is from a model "
+                      f"fitted on the job's runs; {retrain}")
 
 
 def _disk_key(store_path: str, version: tuple, job: str) -> str:

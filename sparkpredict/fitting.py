@@ -132,15 +132,16 @@ Outcome = tuple[str, str, str, "str | None", "str | None"]
 
 def fit_group_safe(raw_runs: pd.DataFrame, stages: pd.DataFrame | None = None,
                    tasks: pd.DataFrame | None = None, *, stage_models: bool = False,
-                   **kw: Any) -> list[Outcome]:
-    """The job's whole-job model and (``stage_models``) its stage model; a job or model that
-    cannot be fitted does not stop the others."""
+                   runtime_model: bool = True, **kw: Any) -> list[Outcome]:
+    """The job's whole-job model (``runtime_model``) and its stage model (``stage_models``); a
+    job or model that cannot be fitted does not stop the others."""
     job = str(raw_runs["job"].iloc[0]) if len(raw_runs) else ""
     out: list[Outcome] = []
-    try:
-        out.append((job, R.KIND_RUNTIME, "fit", json.dumps(fit_group(raw_runs, **kw), sort_keys=True), None))
-    except (SparkPredictError, ValueError) as exc:
-        out.append((job, R.KIND_RUNTIME, "failed", None, f"{type(exc).__name__}: {exc}"))
+    if runtime_model:
+        try:
+            out.append((job, R.KIND_RUNTIME, "fit", json.dumps(fit_group(raw_runs, **kw), sort_keys=True), None))
+        except (SparkPredictError, ValueError) as exc:
+            out.append((job, R.KIND_RUNTIME, "failed", None, f"{type(exc).__name__}: {exc}"))
     if stage_models:
         try:
             doc = fit_stage_group(raw_runs, stages, tasks, random_state=kw.get("random_state", 0))

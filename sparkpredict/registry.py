@@ -3,14 +3,19 @@
 Layout (beside the history tables, under a ``_`` folder that Spark and the store's readers skip)::
 
     STORE/_models/artifacts/<job-dir>/<kind>-v<version>-<retrain_id>.json   one fitted model
-    STORE/_models/registry/part-<retrain_id>.parquet                         one registry snapshot
+    STORE/_models/registry/part-<commit ms>-<retrain_id>.parquet             one registry snapshot
+    STORE/_models/running/<retrain_id>                                       a retrain writing artifacts
 
 Every retrain writes its new artifacts first (each under a hidden name, then renamed), then the
 *whole* registry as one new snapshot file, hidden and renamed last. Readers use the snapshot with
-the highest name (``retrain_id`` is time-ordered), so the rename is the single commit point: a
-retrain that dies before it leaves only unreferenced artifacts, and the previous registry stays
-the current one. Snapshots are kept (the newest :data:`KEEP_SNAPSHOTS`) so a bad retrain can be
-rolled back by deleting its snapshot file.
+the highest name, and a snapshot is named when it is committed (``part-<commit ms>-<retrain_id>``,
+after every name it saw), so the rename is the single commit point and the later commit is the
+current one. A retrain commits its rows on top of the registry as it is at that moment, not as
+it was when the retrain started, so an overlapping retrain's rows for other jobs are kept
+(:func:`sparkpredict.registry_commit.commit_update`). A retrain that dies before the rename leaves only unreferenced
+artifacts (``sparkpredict store clean`` removes them, :func:`sparkpredict.registry_commit.orphans`), and the previous registry
+stays the current one. Snapshots are kept (the newest :data:`KEEP_SNAPSHOTS`) so a bad retrain
+can be rolled back by deleting its snapshot file.
 
 Artifacts are JSON only (``json.loads``; nothing is unpickled or imported by name from a file).
 Each carries ``artifact_version``; an artifact of another version is refused with a message that
@@ -104,6 +109,14 @@ def fingerprint(run_ids: Iterable[str], updated_ms: Iterable[Any]) -> str:
     """
     lines = sorted(f"{r}:{_int_text(u)}" for r, u in zip(run_ids, updated_ms))
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def runs_fingerprint(raw: pd.DataFrame) -> str:
+    """:func:`fingerprint` of one job's ``runs`` rows as :meth:`Store.runs` gives them (the latest
+    row per run): what a retrain records as ``trained_on``, and what retrain and advice compare it
+    with to tell whether the job's runs changed since."""
+    rows = raw[raw["run_id"].notna()]
+    return fingerprint(rows["run_id"], rows["updated_ms"])
 
 
 def _int_text(v: Any) -> str:
@@ -227,15 +240,10 @@ def current_snapshot(store: Any) -> str | None:
     return names[-1] if names else None
 
 
-def read_registry(store: Any) -> pd.DataFrame:
-    """The current registry: one row per (job, model_kind, signature), columns of REGISTRY_SCHEMA."""
-    st = _open(store)
-    name = current_snapshot(st)
-    if name is None:
-        return empty_registry()
+def _read_snapshot(st: store_io.Store, name: str, columns: list[str] | None = None) -> pa.Table:
     path = f"{_base(st)}/registry/{name}"
     try:
-        table = pq.read_table(path, filesystem=st.fs)
+        table = pq.read_table(path, filesystem=st.fs, columns=columns)
     except Exception as exc:  # pyarrow raises several types for broken files
         raise StoreError(f"registry snapshot {path!r} is unreadable: {exc}",
                          "delete that file to fall back to the previous snapshot, then retrain") from exc
@@ -245,7 +253,16 @@ def read_registry(store: Any) -> pd.DataFrame:
             f"the model registry in {st.path!r} has version {int(version)}; this sparkpredict reads "
             f"{REGISTRY_VERSION}",
             f"run `sparkpredict retrain --store {st.path} --force` to rebuild it")
-    return table.to_pandas()
+    return table
+
+
+def read_registry(store: Any) -> pd.DataFrame:
+    """The current registry: one row per (job, model_kind, signature), columns of REGISTRY_SCHEMA."""
+    st = _open(store)
+    name = current_snapshot(st)
+    if name is None:
+        return empty_registry()
+    return _read_snapshot(st, name).to_pandas()
 
 
 def _rows(reg: pd.DataFrame) -> Iterable[Any]:
@@ -254,40 +271,26 @@ def _rows(reg: pd.DataFrame) -> Iterable[Any]:
     return reg.itertuples(index=False)
 
 
-def commit_registry(store: Any, rows: pd.DataFrame, retrain_id: str) -> str:
-    """Write ``rows`` as the new registry snapshot; the final rename is the commit point.
+def model_state(row: Any) -> tuple:
+    """What decides whether a registry row's model is current: (trained_on, artifact_version,
+    model_format_version, store_schema_version, fit_kind), from a row or a record dict."""
+    get = row.get if isinstance(row, dict) else lambda k: getattr(row, k)
+    return (get("trained_on"), _int(get("artifact_version")), _int(get("model_format_version")),
+            _int(get("store_schema_version")), get("fit_kind"))
 
-    Returns the snapshot's file name. Older snapshots beyond :data:`KEEP_SNAPSHOTS` are pruned
-    after the commit (best effort: a failure there never undoes the commit).
-    """
-    import pandas as pd
 
-    st = _open(store)
-    df = rows.copy()
-    for f in REGISTRY_SCHEMA:
-        if f.name not in df.columns:
-            df[f.name] = None
-    df = df[REGISTRY_SCHEMA.names].sort_values(KEY, kind="stable").reset_index(drop=True)
-    if df.duplicated(KEY).any():
-        raise ValueError("registry rows must be unique per (job, model_kind, signature)")
-    table = pa.Table.from_pandas(pd.DataFrame(df), schema=REGISTRY_SCHEMA, preserve_index=False)
-    table = table.replace_schema_metadata({"registry_version": str(REGISTRY_VERSION)})
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd")
-    name = f"part-{retrain_id}.parquet"
+def is_current(state: tuple | None, fp: str, kind: str, model_format: int) -> bool:
+    """A model of ``state`` (:func:`model_state`) was fitted on the runs of fingerprint ``fp``,
+    by this artifact, model and store format, as model kind ``kind``. Retrain refits what is not
+    current; advice does not trust it (see docs/retrain.md, incremental refits)."""
+    return state == (fp, ARTIFACT_VERSION, model_format, S.SCHEMA_VERSION, kind)
+
+
+def _int(v: Any) -> int | None:
     try:
-        _put_atomic(st.fs, f"{_base(st)}/registry/{name}", sink.getvalue().to_pybytes())
-    except OSError as exc:
-        raise StoreError(f"cannot write the model registry to store {st.path!r}: {exc}",
-                         "choose a writable store, or fix its permissions") from exc
-    old = _snapshots(st)[:-KEEP_SNAPSHOTS]
-    for n in old:
-        try:
-            st.fs.delete_file(f"{_base(st)}/registry/{n}")
-        except OSError as exc:  # pragma: no cover - pruning is optional
-            log.warning("could not prune registry snapshot %s: %s", n, exc)
-    log.info("registry of %s: committed %s (%d rows)", st.path, name, len(df))
-    return name
+        return int(v)
+    except (TypeError, ValueError):
+        return None
 
 
 # ---- loading models -----------------------------------------------------------------------------
@@ -402,15 +405,17 @@ __all__ = [
     "KIND_STAGE",
     "REGISTRY_SCHEMA",
     "artifact_relpath",
-    "commit_registry",
     "current_snapshot",
     "fingerprint",
+    "is_current",
     "load_artifacts",
     "load_models",
     "load_stage_models",
     "make_artifact",
+    "model_state",
     "new_retrain_id",
     "read_artifact",
     "read_registry",
+    "runs_fingerprint",
     "write_artifact",
 ]

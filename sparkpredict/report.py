@@ -1,7 +1,8 @@
 """One self-contained HTML page per history store: runtime curves, fit quality, stages, advice.
 
-:func:`build_report` reads the store, fits the runtime models (or takes fitted ones), and for
-each job draws with matplotlib (PNG, base64-embedded; the page needs no network or files):
+:func:`build_report` reads the store, takes each job's runtime model from the store's registry
+when it is current (trained on the job's runs as they are: the model ``suggest`` answers with),
+fits the others (or takes fitted ones), and for each job draws with matplotlib (PNG, base64-embedded; the page needs no network or files):
 
 * runtime against executors, one colour per input size, with the model's fitted curve and its
   prediction interval;
@@ -56,6 +57,17 @@ class JobSection:
     #: the runs furthest above the model, (run_id, input_bytes, executors, runtime_s, runtime /
     #: out-of-fold prediction), at least :data:`SLOW_RUN_RATIO`
     slow_runs: list[tuple[str, float, float, float, float]] = field(default_factory=list)
+    #: the model the advice used: the plots' model, or, for a job too small for one, the replay of
+    #: its recorded tasks that ``suggest`` answers with
+    advice_model_name: str | None = None
+    advice_cv_mape: float | None = None
+
+    @property
+    def shown_model(self) -> tuple[str | None, float | None]:
+        """(name, CV error) of the model the page names for the job: the advice's, else the plots'."""
+        if self.advice_model_name:
+            return self.advice_model_name, self.advice_cv_mape
+        return self.model_name, self.cv_mape
 
 
 @dataclass
@@ -215,7 +227,7 @@ def _fig_stages(stages: pd.DataFrame, run: pd.Series) -> str:
 
 
 def _advice(job: str, input_bytes: float, store_path: str, models: dict | None,
-            confidence: float) -> tuple[str, str, list[str]]:
+            confidence: float) -> tuple[str, str, list[str], str, float | None]:
     from .advice import candidate_table
     from .advise import suggest_executors
 
@@ -225,7 +237,8 @@ def _advice(job: str, input_bytes: float, store_path: str, models: dict | None,
     head = "".join(f"<th>{e(c)}</th>" for c in cols)
     body = "".join(("<tr class='chosen'>" if r[0] else "<tr>") + "".join(f"<td>{e(v)}</td>" for v in r) + "</tr>"
                    for r in rows)
-    return adv.summary(), f"<table class='candidates'><tr>{head}</tr>{body}</table>", list(adv.warnings)
+    return (adv.summary(), f"<table class='candidates'><tr>{head}</tr>{body}</table>", list(adv.warnings),
+            adv.model_name, adv.model_cv_mape)
 
 
 def _slow_runs(job: str, model: Any, runs: pd.DataFrame) -> list[tuple[str, float, float, float, float]]:
@@ -235,6 +248,22 @@ def _slow_runs(job: str, model: Any, runs: pd.DataFrame) -> list[tuple[str, floa
     cols = runs.set_index(runs["run_id"].astype(str))[["input_bytes", "executors", "runtime_s"]].astype(float)
     rows = {rid: tuple(v) for rid, v in zip(cols.index, cols.to_numpy())}
     return [(rid, *rows[rid], ratio) for rid, ratio in found]
+
+
+def _registry_models(st: Any, runs_raw: pd.DataFrame, runs: pd.DataFrame, jobs: list[str],
+                     behind: dict[str, str]) -> dict[str, Any]:
+    """The registry's models of ``jobs`` that are current, as ``suggest`` takes them
+    (:func:`sparkpredict.advice_source.registry_model`); ``behind`` gets why the others' are not."""
+    from .advice_source import registry_model
+
+    out = {}
+    for job in jobs:
+        model, why = registry_model(job, st, runs_raw[runs_raw["job"] == job], int((runs["job"] == job).sum()))
+        if model is not None:
+            out[job] = model
+        elif why:
+            behind[job] = why
+    return out
 
 
 def build_sections(store_path: str, jobs: list[str] | None = None, models: dict | None = None,
@@ -257,21 +286,26 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
                              f"choose among: {', '.join(all_jobs)}")
         all_jobs = [j for j in all_jobs if j in jobs]
     unfitted: dict[str, str] = {}  # job -> why it has no model
+    behind: dict[str, str] = {}  # job -> why the registry's model was not used
     if models is None:
+        models = _registry_models(st, runs_raw, runs, all_jobs, behind)
+        rest = [j for j in all_jobs if j not in models]
         try:
-            from .models.persist import fit_all
+            if rest:
+                from .models.persist import fit_all
 
-            models = fit_all(runs[runs["job"].isin(all_jobs)], skipped=unfitted)
+                models.update(fit_all(runs[runs["job"].isin(rest)], skipped=unfitted))
         except Exception as exc:  # models missing or unfit: plots still show the runs  # noqa: BLE001
             if not unfitted:  # each job's own reason goes to its section
                 warnings.append(f"runtime models unavailable: {getattr(exc, 'message', exc)}")
-            models = {}
     features = [c for c in feature_columns(runs) if c in runs.columns]
     stages_all = None
     sections = []
     for job in all_jobs:
         jr = runs[runs["job"] == job].reset_index(drop=True)
         sec = JobSection(job=job, n_runs=len(jr))
+        if job in behind:
+            sec.notes.append(behind[job])
         model = models.get(job)
         if model is None:
             why = unfitted.get(job, "none was given for it")
@@ -313,7 +347,8 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
         adv = _attempt(sec, f"advice for {format_bytes(target)}", _advice, job, target, store_path,
                        models if model is not None else None, confidence)
         if adv:
-            sec.advice_text, sec.advice_table_html, sec.advice_warnings = adv
+            sec.advice_text, sec.advice_table_html, sec.advice_warnings, *used = adv
+            sec.advice_model_name, sec.advice_cv_mape = used
         sections.append(sec)
     return sections, warnings
 
@@ -335,8 +370,9 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     rows = "".join(
         f"<tr><td style='text-align:left'><a href='#job-{e(s.job)}'>{e(s.job)}</a></td><td>{s.n_runs}</td>"
-        f"<td style='text-align:left'>{e(s.model_name or '-')}</td>"
-        f"<td>{_pct(s.cv_mape) if s.cv_mape is not None else '-'}</td></tr>" for s in sections)
+        f"<td style='text-align:left'>{e(name or '-')}</td>"
+        f"<td>{_pct(cv) if cv is not None else '-'}</td></tr>"
+        for s in sections for name, cv in [s.shown_model])
     parts = [(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>sparkpredict report</title>"
               f"<style>{_CSS}</style></head><body>"),
              "<h1>sparkpredict report</h1>",
@@ -347,8 +383,9 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
     captions = {"runtime_vs_executors": "Runtime against executors",
                 "predicted_vs_actual": "Predicted against actual", "stages": "Stage breakdown"}
     for s in sections:
+        shown = s.shown_model[0]
         parts.append(f"<h2 id='job-{e(s.job)}'>{e(s.job)} <span class='meta'>{s.n_runs} runs"
-                     + (f", model {e(s.model_name)}" if s.model_name else "") + "</span></h2>")
+                     + (f", model {e(shown)}" if shown else "") + "</span></h2>")
         parts += [f"<div class='note'>{e(n)}</div>" for n in s.notes]
         parts.append("<div class='figs'>")
         for key in ("runtime_vs_executors", "predicted_vs_actual", "stages"):
@@ -390,7 +427,9 @@ def build_report(out: str | os.PathLike, store: str | os.PathLike | None = None,
     jobs : list of str, optional
         Only these jobs (default: every job with succeeded runs).
     models : dict, optional
-        Fitted models per job (``sparkpredict.models.persist.fit_all``); fitted here if absent.
+        Fitted models per job (``sparkpredict.models.persist.fit_all``). By default the registry's
+        model of each job when it is current, as ``suggest`` uses it, else one fitted here (the
+        job's section then says why the registry's was not used).
     confidence : float
         Coverage of the intervals drawn and of the advice's interval (default 0.9).
     advice_factor : float

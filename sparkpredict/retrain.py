@@ -12,12 +12,15 @@ the one fitting function of each model kind, on the same rows of each job:
   fitted; its models' JSON comes back to the driver. One Spark job.
 
 Both then go through :func:`_commit`: artifacts are written one by one, and the registry
-snapshot is committed with one rename at the very end (see :mod:`sparkpredict.registry`), so a
-retrain that dies halfway leaves the previous registry current and loadable.
+snapshot is committed with one rename at the very end, on top of the registry as it is then
+(see :mod:`sparkpredict.registry`), so a retrain that dies halfway leaves the previous registry
+current and loadable, and an overlapping retrain's models are kept.
 
-Incremental: a job is refit only when its fingerprint (sha256 of its ``run_id:updated_ms``
-lines) differs from the registry's, when its artifact is of an older format or store schema,
-or with ``force``. :func:`retrain` picks the path: Spark when the jobs to refit number at least
+Incremental, per model kind (:func:`_stale_kinds`): a job's whole-job or stage model is refit
+only when the fingerprint of the job's runs (sha256 of its ``run_id:updated_ms`` lines)
+differs from that model's registry row, when its artifact is of an older format or store
+schema, or with ``force``; the stage model only when stage models are asked for.
+:func:`retrain` picks the path: Spark when the jobs to refit number at least
 :data:`CROSSOVER_JOBS` (measured by ``benchmarks/retrain_scaling.py``) and Spark can start.
 """
 from __future__ import annotations
@@ -32,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import registry as R
+from . import registry_commit as RC
 from .errors import InputError
 from .fitting import Outcome, fit_group, fit_group_safe, fit_stage_group
 from .store import io as store_io
@@ -85,30 +89,42 @@ def _prev_state(prev: pd.DataFrame) -> dict[tuple[str, str], tuple]:
     cur = prev[prev.model_kind.isin([R.KIND_RUNTIME, R.KIND_STAGE]) & (prev.signature.fillna("") == "")]
     # pandas-stubs type every named-tuple field as any scalar; the registry's schema fixes them
     rows: Iterable[Any] = cur.itertuples(index=False)
-    return {(r.job, r.model_kind): (r.trained_on, _int(r.artifact_version), _int(r.model_format_version),
-                                    _int(r.store_schema_version), r.fit_kind) for r in rows}
+    return {(r.job, r.model_kind): R.model_state(r) for r in rows}
 
 
 def _is_stale(state: tuple | None, fp: str, force: bool, kind: str, model_format: int) -> bool:
     """Runs changed, no model yet, or a model of another artifact/model/store format or kind."""
-    return force or state is None or state != (fp, R.ARTIFACT_VERSION, model_format, S.SCHEMA_VERSION, kind)
+    return force or state is None or not R.is_current(state, fp, kind, model_format)
 
 
-def _job_is_stale(state: dict[tuple[str, str], tuple], job: str, fp: str, force: bool, kind: str) -> bool:
-    """The job's whole-job model is stale, or its stage model (when it has one) is: both are refit
-    together. A job without a stage model gets one when its runs next change (or with force)."""
+def _stale_kinds(state: dict[tuple[str, str], tuple], job: str, fp: str, force: bool, kind: str,
+                 stage_models: bool = True) -> tuple[str, ...]:
+    """The model kinds of ``job`` to refit, each judged on its own registry row: () when none.
+
+    Without stage models asked for, the stage row is not looked at: it would otherwise make
+    every retrain refit the whole-job model of a job whose stage model is behind. A job without
+    a stage model gets one when its whole-job model is refit (its runs changed, or ``force``):
+    a whole-job model that cannot be fitted (too few runs) is tried again every time, and its
+    stage model is not refit with it while its runs are unchanged.
+    """
     from .models.stages import STAGE_FORMAT_VERSION
 
-    stage = state.get((job, R.KIND_STAGE))
-    return _is_stale(state.get((job, R.KIND_RUNTIME)), fp, force, kind, R.runtime_model_format()) or (
-        stage is not None and _is_stale(stage, fp, False, R.KIND_STAGE, STAGE_FORMAT_VERSION))
+    runtime = _is_stale(state.get((job, R.KIND_RUNTIME)), fp, force, kind, R.runtime_model_format())
+    out: tuple[str, ...] = (R.KIND_RUNTIME,) if runtime else ()
+    if stage_models:
+        prev = state.get((job, R.KIND_STAGE))
+        if runtime if prev is None else _is_stale(prev, fp, force, R.KIND_STAGE, STAGE_FORMAT_VERSION):
+            out += (R.KIND_STAGE,)
+    return out
 
 
 def _plan(prev: pd.DataFrame, fingerprints: dict[str, tuple[str, int]], force: bool,
-          kind: str = "auto") -> list[str]:
-    """The jobs of ``fingerprints`` that need a refit, sorted."""
+          kind: str = "auto", stage_models: bool = True) -> dict[str, tuple[str, ...]]:
+    """The jobs of ``fingerprints`` that need a refit, sorted, each with the model kinds to refit."""
     state = _prev_state(prev)
-    return [job for job, (fp, _n) in sorted(fingerprints.items()) if _job_is_stale(state, job, fp, force, kind)]
+    plan = {job: _stale_kinds(state, job, fp, force, kind, stage_models)
+            for job, (fp, _n) in sorted(fingerprints.items())}
+    return {job: kinds for job, kinds in plan.items() if kinds}
 
 
 def _check_kind(kind: str) -> None:
@@ -116,13 +132,6 @@ def _check_kind(kind: str) -> None:
 
     if kind not in KINDS:
         raise InputError(f"unknown model kind {kind!r}", f"use one of {', '.join(KINDS)}")
-
-
-def _int(v: Any) -> int | None:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
 
 
 def _only(fps: dict[str, tuple[str, int]], jobs: Iterable[str] | None) -> dict[str, tuple[str, int]]:
@@ -134,53 +143,57 @@ def _only(fps: dict[str, tuple[str, int]], jobs: Iterable[str] | None) -> dict[s
 
 def _local_fingerprints(raw: pd.DataFrame) -> dict[str, tuple[str, int]]:
     raw = raw[raw.job.notna() & raw.run_id.notna()]
-    return {str(j): (R.fingerprint(g.run_id, g.updated_ms), len(g)) for j, g in raw.groupby("job", sort=True)}
+    return {str(j): (R.runs_fingerprint(g), len(g)) for j, g in raw.groupby("job", sort=True)}
 
 
 # ---- commit: artifacts, then the registry in one rename -----------------------------------------
 def _commit(st: store_io.Store, prev: pd.DataFrame, results: Iterable[Outcome],
             result: RetrainResult, on_artifact: Callable[[int], None] | None) -> RetrainResult:
-    import pandas as pd
-
-    rows = {tuple(r[k] for k in R.KEY): r for r in prev.to_dict("records")}
+    """Write each fitted model's artifact, then commit their rows on top of the registry as it is
+    at the end (:func:`sparkpredict.registry_commit.commit_update`), not as ``prev`` had it."""
+    versions = {(r["job"], r["model_kind"], r["signature"] or ""): int(r["version"])
+                for r in prev.to_dict("records")}
     now_ms = int(time.time() * 1000)
-    written = 0
-    for job, kind, status, doc_json, err in results:
-        if status == "skipped":
-            result.stage_skipped.append(job)
-            continue
-        if status != "fit" or doc_json is None:
-            label = job if kind == R.KIND_RUNTIME else f"{job} ({kind} model)"
-            result.failed[label] = err or "no model"
-            log.warning("retrain: %s model of job %r not refit: %s", kind, job, err)
-            continue
-        doc = json.loads(doc_json)
-        meta = doc.pop("meta")
-        key = (job, kind, "")
-        version = int(rows[key]["version"]) + 1 if key in rows else 1
-        rel = R.artifact_relpath(job, kind, version, result.retrain_id)
-        R.write_artifact(st, rel, doc)
-        written += 1
-        (result.refit if kind == R.KIND_RUNTIME else result.stage_refit).append(job)
-        if on_artifact is not None:
-            on_artifact(written)  # test hook: raising here must leave the previous registry current
-        rows[key] = {
-            "job": job, "model_kind": kind, "signature": "", "version": version,
-            "trained_at_ms": now_ms, "n_runs": meta["n_runs"], "cv_mape": meta["cv_mape"],
-            "model_name": meta["model_name"], "fit_kind": meta["fit_kind"], "training_range_json": json.dumps(meta["training_range"]),
-            "trained_on": doc["trained_on"], "trained_on_rows": doc["trained_on_rows"], "artifact": rel,
-            "artifact_version": R.ARTIFACT_VERSION, "model_format_version": doc["model_format_version"],
-            "store_schema_version": S.SCHEMA_VERSION,
-            "sparkpredict_version": doc["sparkpredict_version"], "retrain_id": result.retrain_id,
-            "fit_path": result.fit_path, "registry_version": R.REGISTRY_VERSION,
-        }
-    result.refit.sort()
-    result.stage_refit.sort()
-    result.stage_skipped.sort()
-    if written:
-        result.snapshot = R.commit_registry(st, pd.DataFrame(list(rows.values())), result.retrain_id)
-    else:
-        result.snapshot = R.current_snapshot(st)
+    updates: list[dict] = []
+    try:
+        for job, kind, status, doc_json, err in results:
+            if status == "skipped":
+                result.stage_skipped.append(job)
+                continue
+            if status != "fit" or doc_json is None:
+                label = job if kind == R.KIND_RUNTIME else f"{job} ({kind} model)"
+                result.failed[label] = err or "no model"
+                log.warning("retrain: %s model of job %r not refit: %s", kind, job, err)
+                continue
+            doc = json.loads(doc_json)
+            meta = doc.pop("meta")
+            # the number this retrain expects; the commit renumbers it if another retrain took it
+            version = versions.get((job, kind, ""), 0) + 1
+            rel = R.artifact_relpath(job, kind, version, result.retrain_id)
+            if not updates:  # from the first artifact on, `store clean` must leave them alone
+                RC.mark_running(st, result.retrain_id)
+            R.write_artifact(st, rel, doc)
+            (result.refit if kind == R.KIND_RUNTIME else result.stage_refit).append(job)
+            updates.append({
+                "job": job, "model_kind": kind, "signature": "", "version": version,
+                "trained_at_ms": now_ms, "n_runs": meta["n_runs"], "cv_mape": meta["cv_mape"],
+                "model_name": meta["model_name"], "fit_kind": meta["fit_kind"],
+                "training_range_json": json.dumps(meta["training_range"]),
+                "trained_on": doc["trained_on"], "trained_on_rows": doc["trained_on_rows"], "artifact": rel,
+                "artifact_version": R.ARTIFACT_VERSION, "model_format_version": doc["model_format_version"],
+                "store_schema_version": S.SCHEMA_VERSION,
+                "sparkpredict_version": doc["sparkpredict_version"], "retrain_id": result.retrain_id,
+                "fit_path": result.fit_path, "registry_version": R.REGISTRY_VERSION,
+            })
+            if on_artifact is not None:
+                on_artifact(len(updates))  # test hook: raising here must leave the previous registry current
+        result.refit.sort()
+        result.stage_refit.sort()
+        result.stage_skipped.sort()
+        result.snapshot = RC.commit_update(st, updates, result.retrain_id)
+    finally:
+        if updates:
+            RC.unmark_running(st, result.retrain_id)
     return result
 
 
@@ -196,22 +209,23 @@ def retrain_local(store: Any = None, *, force: bool = False, random_state: int =
     raw = st.runs()
     fps = _only(_local_fingerprints(raw), jobs)
     prev = R.read_registry(st)
-    stale = _plan(prev, fps, force, kind)
+    stale = _plan(prev, fps, force, kind, stage_models)
     result.n_jobs = len(fps)
     result.unchanged = sorted(set(fps) - set(stale))
     raw = raw[raw.job.notna() & raw.run_id.notna()]
     groups = {str(j): g for j, g in raw.groupby("job", sort=True)}
     detail: dict[str, dict] = {"stages": {}, "tasks": {}}
-    if stage_models and stale:
+    if any(R.KIND_STAGE in kinds for kinds in stale.values()):
         job_of = dict(zip(raw["run_id"], raw["job"].astype(str)))
         for table in detail:
             rows = st.read(table)
             detail[table] = {j: g for j, g in rows.groupby(rows["run_id"].map(job_of), sort=False)}
 
     def fits() -> Iterator[Outcome]:
-        for job in stale:
+        for job, kinds in stale.items():
             yield from fit_group_safe(groups[job], detail["stages"].get(job), detail["tasks"].get(job),
-                                      stage_models=stage_models, random_state=random_state, kind=kind)
+                                      runtime_model=R.KIND_RUNTIME in kinds,
+                                      stage_models=R.KIND_STAGE in kinds, random_state=random_state, kind=kind)
 
     _commit(st, prev, fits(), result, on_artifact)
     result.seconds = time.perf_counter() - t0
@@ -236,6 +250,14 @@ def crossover_jobs(kind: str = "auto") -> int:
     return CROSSOVER_JOBS_EQUATION if kind in EQUATION_KINDS else CROSSOVER_JOBS
 
 
+def check_master(master: str) -> None:
+    """Refuse a master URL Spark would refuse only after its JVM started (``local[x]``): the
+    check ``sparkpredict submit`` makes."""
+    from .capture.submit import check_master as check_submit_master
+
+    check_submit_master(["--master", master])
+
+
 def spark_available() -> bool:
     """pyspark importable and a java on PATH (or JAVA_HOME): the Spark path can start."""
     import importlib.util
@@ -246,15 +268,18 @@ def spark_available() -> bool:
     return bool(os.environ.get("JAVA_HOME") or shutil.which("java"))
 
 
-def plan(store: Any = None, *, force: bool = False, kind: str = "auto") -> tuple[list[str], int]:
+def plan(store: Any = None, *, force: bool = False, kind: str = "auto",
+         stage_models: bool = True) -> tuple[list[str], int]:
     """(jobs a retrain would refit, jobs in the store), read without Spark."""
     st = store_io.open(store)
-    return _stale_jobs(st, st.runs(), force, kind)
+    stale, n = _stale_jobs(st, st.runs(), force, kind, stage_models)
+    return sorted(stale), n
 
 
-def _stale_jobs(st: Any, runs: pd.DataFrame, force: bool, kind: str) -> tuple[list[str], int]:
+def _stale_jobs(st: Any, runs: pd.DataFrame, force: bool, kind: str,
+                stage_models: bool = True) -> tuple[dict[str, tuple[str, ...]], int]:
     fps = _local_fingerprints(runs)
-    return _plan(R.read_registry(st), fps, force, kind), len(fps)
+    return _plan(R.read_registry(st), fps, force, kind, stage_models), len(fps)
 
 
 def choose_path(n_stale: int, kind: str = "auto", n_stage: int = 0) -> str:
@@ -277,9 +302,10 @@ def plan_path(store: Any = None, *, force: bool = False, kind: str = "auto",
     "path"}`` (jobs to refit, jobs in the store, those of them with stage models, local or spark)."""
     st = store_io.open(store)
     runs = st.runs()  # read once for both questions
-    stale, n_jobs = _stale_jobs(st, runs, force, kind)
-    staged = _staged(st, runs, stale) if stage_models and stale else []
-    return {"to_refit": stale, "jobs": n_jobs, "stage_jobs": staged,
+    stale, n_jobs = _stale_jobs(st, runs, force, kind, stage_models)
+    stage_todo = [j for j, kinds in stale.items() if R.KIND_STAGE in kinds]
+    staged = _staged(st, runs, stage_todo) if stage_todo else []
+    return {"to_refit": sorted(stale), "jobs": n_jobs, "stage_jobs": staged,
             "path": choose_path(len(stale), kind, len(staged))}
 
 
@@ -342,8 +368,10 @@ def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | N
     >>> from sparkpredict.retrain import retrain
     >>> res = retrain("/data/sparkpredict-store")          # doctest: +SKIP
     >>> res.fit_path, len(res.refit), res.snapshot           # doctest: +SKIP
-    ('local', 12, 'part-1795969908242-retrain-85da47e39eb6.parquet')
+    ('local', 12, 'part-1795969911337-1795969908242-retrain-85da47e39eb6.parquet')
     """
+    if master is not None and spark is None:
+        check_master(master)
     if use_spark is None:
         if master is not None or spark is not None:
             use_spark = True

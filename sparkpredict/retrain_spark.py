@@ -19,7 +19,7 @@ import pyarrow.fs as pafs
 
 from . import registry as R
 from .errors import InputError
-from .retrain import RetrainResult, _check_kind, _commit, _prev_state
+from .retrain import RetrainResult, _check_kind, _commit, _prev_state, check_master
 from .store import io as store_io
 from .store import schema as S
 
@@ -96,15 +96,13 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
     _check_kind(kind)
     if method not in ("map", "apply"):
         raise InputError(f"unknown Spark method {method!r}", "use 'map' or 'apply'")
+    if spark is None and master is not None:
+        check_master(master)
     t0 = time.perf_counter()
     st = store_io.open(store)
     own = spark is None
     if own:
-        from pyspark.sql import SparkSession
-
-        os.environ.setdefault("PYSPARK_PYTHON", _python())
-        spark = (SparkSession.builder.master(master or "local[*]").appName("sparkpredict-retrain")
-                 .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+        spark = _start_session(master or "local[*]")
     result = RetrainResult(retrain_id=R.new_retrain_id(), fit_path="spark", n_jobs=0,
                            master=spark.sparkContext.master)
     saved = {k: spark.conf.get(k, None) for k in ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")}
@@ -179,16 +177,17 @@ def _make_udf(random_state: int, kind: str, force: bool, state: dict[tuple[str, 
 
         from sparkpredict import registry as R
         from sparkpredict.fitting import fit_group_safe
-        from sparkpredict.retrain import _job_is_stale
+        from sparkpredict.retrain import _stale_kinds
 
         job = str(pdf["job"].iloc[0])
-        fp = R.fingerprint(pdf["run_id"], pdf["updated_ms"])
-        if not _job_is_stale(state, job, fp, force, kind):
+        fp = R.runs_fingerprint(pdf)
+        kinds = _stale_kinds(state, job, fp, force, kind, stage_models)
+        if not kinds:
             out = [(job, R.KIND_RUNTIME, "unchanged", None, None)]
         else:
             by = {} if detail is None or detail.empty else dict(tuple(detail.groupby("_table")))
-            out = fit_group_safe(pdf, by.get("stages"), by.get("tasks"), stage_models=stage_models,
-                                 random_state=random_state, kind=kind)
+            out = fit_group_safe(pdf, by.get("stages"), by.get("tasks"), runtime_model=R.KIND_RUNTIME in kinds,
+                                 stage_models=R.KIND_STAGE in kinds, random_state=random_state, kind=kind)
         return pd.DataFrame(out, columns=["job", "kind", "status", "doc", "error"])
 
     fit_pdf.with_detail = fit_job  # type: ignore[attr-defined]
@@ -230,6 +229,23 @@ def _per_partition(per_job: Callable[[pd.DataFrame], pd.DataFrame]):
             yield per_job(carry)
 
     return fit_partition
+
+
+def _start_session(master: str) -> Any:
+    """A new session on ``master``; Spark's refusal (a master it cannot parse, a cluster it cannot
+    reach) becomes one error line instead of a Py4J stack trace."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", _python())
+    try:
+        return (SparkSession.builder.master(master).appName("sparkpredict-retrain")
+                .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    except Exception as exc:  # py4j wraps Spark's reason in its own exception types  # noqa: BLE001
+        java = getattr(exc, "java_exception", None)
+        reason = str(java.getMessage()) if java is not None else (str(exc).strip().splitlines() or [""])[0]
+        raise InputError(f"Spark did not start with master {master!r}: {reason}",
+                         "give --master local[N], local-cluster[N,C,MiB], yarn, spark://HOST:PORT or "
+                         "k8s://URL and check that the cluster is reachable, or retrain with --local") from None
 
 
 def _python() -> str:

@@ -230,6 +230,46 @@ def test_registry_model_is_used_first_and_a_retrain_is_seen(tmp_path):
     assert suggest_executors("etl", "30GB", store=path).model_name == "ernest"
 
 
+def test_a_registry_model_that_predates_new_runs_is_not_used_and_the_advice_says_so(tmp_path, monkeypatch):
+    """A run recorded after the retrain: the registry's model is behind (retrain --dry-run
+    lists the job), so the advice is from a fit of the current runs, as `report` shows it, with
+    a warning that names `sparkpredict retrain`; the fit is cached like any other; after the
+    next retrain the registry's model is used again."""
+    import sparkpredict.advice_source as src
+    from sparkpredict.features.runs import runs_table
+    from sparkpredict.models.persist import fit_job
+    from sparkpredict.retrain import plan, retrain_local
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    path = make_store(tmp_path / "s", history())
+    retrain_local(path, kind="amdahl")  # an equation the automatic choice would not name
+    before = suggest_executors("etl", "30GB", store=path)
+    assert before.model_name == "amdahl" and not any("registry" in w for w in before.warnings)
+
+    runs, stages = history(sizes=(80,), seed=1)
+    new = runs.iloc[:1].assign(run_id="app-etl-new", app_id="app-etl-new")
+    store_mod.open(path).append({"runs": new, "stages": stages.iloc[:1].assign(run_id="app-etl-new")})
+    assert plan(path, kind="amdahl")[0] == ["etl"]
+    after = suggest_executors("etl", "30GB", store=path)
+    fresh = fit_job(runs_table(store_mod.open(path)).query("job == 'etl'"))
+    assert after.model_name == fresh.name_ != "amdahl" and after.n_runs == before.n_runs + 1
+    assert after.predicted_runtime_s == pytest.approx(float(fresh.predict(
+        {"input_bytes": [30 * GB], "executors": [after.executors], "executor_cores": [4],
+         "executor_memory_mb": [4096]})[0]), rel=1e-9)
+    (note,) = [w for w in after.warnings if "registry" in w]
+    assert "predates its latest runs" in note and f"sparkpredict retrain --store {path}" in note
+
+    fits = []
+    monkeypatch.setattr(src, "_fit", lambda *a, **k: fits.append(1))
+    src._CACHE.clear()  # a new process: the fit comes from the disk cache, the warning again
+    again = suggest_executors("etl", "30GB", store=path)
+    assert fits == [] and again.model_name == after.model_name and note in again.warnings
+
+    retrain_local(path, kind="amdahl")
+    current = suggest_executors("etl", "30GB", store=path)
+    assert current.model_name == "amdahl" and not any("registry" in w for w in current.warnings)
+
+
 def test_a_fit_is_kept_on_disk_for_the_next_process_until_new_runs_arrive(tmp_path, monkeypatch):
     """`sparkpredict suggest` twice: the second process loads the first one's fit (no refit, no
     sklearn); a damaged entry is refit; a new run changes the committed batches and forces a refit."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import signal
 import subprocess
@@ -14,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sparkpredict import registry as R
+from sparkpredict import registry_commit as RC
 from sparkpredict import retrain as RT
 from sparkpredict import store
 from sparkpredict.errors import InputError, ModelError, StoreError, UnknownJobError
@@ -114,7 +116,7 @@ def test_older_artifact_format_is_refused_then_refit(hist):
     doc["artifact_version"] = 0
     art.write_text(json.dumps(doc))
     reg.loc[row, "artifact_version"] = 0
-    R.commit_registry(st, reg, R.new_retrain_id())
+    RC.commit_registry(st, reg, R.new_retrain_id())
     with pytest.raises(ModelError) as e:
         R.load_models(path)
     assert "older" in str(e.value) and "sparkpredict retrain" in e.value.fix
@@ -227,7 +229,7 @@ def test_crash_before_the_commit_rename_leaves_no_visible_snapshot(hist, monkeyp
             f.write(data[: len(data) // 2])  # half a file, as a killed writer leaves it
         raise OSError("disk full")
 
-    monkeypatch.setattr(R, "_put_atomic", crash_before_rename)
+    monkeypatch.setattr(RC, "_put_atomic", crash_before_rename)  # the snapshot's writer
     with pytest.raises(StoreError, match="cannot write the model registry"):
         RT.retrain_local(path, kind=KIND, force=True)
     monkeypatch.undo()
@@ -283,3 +285,266 @@ def test_fingerprint_ignores_row_order_and_null_updated():
     assert a == R.fingerprint(["r1", "r2"], [1.0, 2.0])
     assert R.fingerprint(["r1"], [None]) == R.fingerprint(["r1"], [float("nan")]) != R.fingerprint(["r1"], [0])
     assert R.job_dir("a/b c") != R.job_dir("a_b c") and "/" not in R.job_dir("a/b c")
+
+
+# ---- overlapping retrains -----------------------------------------------------------------------
+HISTORY = Path(__file__).parent / "data" / "history"
+
+
+@pytest.fixture
+def history_copy(tmp_path):
+    import shutil
+
+    path = tmp_path / "hr"
+    shutil.copytree(HISTORY, path)
+    return path
+
+
+def _append_run(path, runs, job, run_id, shift=10**6):
+    extra = runs[runs.job == job].head(1).copy()
+    extra["run_id"] = extra["app_id"] = run_id
+    extra["updated_ms"] += shift
+    store.open(path).append({"runs": extra})
+
+
+def test_overlapping_retrains_the_later_commit_wins_and_keeps_the_other_ones_models(hist):
+    """A starts, B starts later and commits first, then A commits: A's snapshot is current (it
+    named its snapshot at the commit, not at its start), A's refits win where both refit a job,
+    and B's refit of a job A never looked at is kept (A committed on top of B's snapshot)."""
+    path, runs = hist
+    RT.retrain_local(path, kind=KIND)
+    _append_run(path, runs, "job-00001", "app-new-1")
+    _append_run(path, runs, "job-00002", "app-new-2")
+    b_result = []
+
+    def b_commits_first(n):
+        if n == 1:  # A has planned (job-00001, job-00002) and written its first artifact
+            _append_run(path, runs, "job-00003", "app-new-3")  # a run A did not see
+            b_result.append(RT.retrain_local(path, kind=KIND))
+
+    a = RT.retrain_local(path, kind=KIND, on_artifact=b_commits_first)
+    (b,) = b_result
+    assert a.refit == ["job-00001", "job-00002"] and b.refit == ["job-00001", "job-00002", "job-00003"]
+    assert R.current_snapshot(path) == a.snapshot != b.snapshot
+    reg = R.read_registry(path).set_index("job")
+    assert reg.loc["job-00001", "retrain_id"] == reg.loc["job-00002", "retrain_id"] == a.retrain_id
+    assert reg.loc["job-00003", "retrain_id"] == b.retrain_id  # not lost: A did not refit it
+    # B took version 2 first; A's refit is version 3, and its artifact's name says so
+    assert reg.loc["job-00001", "version"] == 3 and "-v3-" in reg.loc["job-00001", "artifact"]
+    assert (path / "_models" / reg.loc["job-00001", "artifact"]).is_file()
+    assert len(R.load_models(path)) == 6 and RT.plan(path, kind=KIND)[0] == []
+
+
+def test_a_retrain_without_stage_models_overlapping_a_full_one_loses_no_stage_model(history_copy):
+    """The reviewer's reproduction: `retrain --local &` then, a second later, `retrain --local
+    --no-stage-models`, which commits first. The full retrain's stage models stay registered."""
+    path = history_copy
+    b_result = []
+
+    def b_commits_first(n):
+        if n == 1:
+            b_result.append(RT.retrain_local(path, stage_models=False))
+
+    a = RT.retrain_local(path, on_artifact=b_commits_first)
+    assert a.stage_refit == ["sort", "sqljoin", "wordcount"] and b_result[0].refit == a.refit
+    assert R.current_snapshot(path) == a.snapshot
+    reg = R.read_registry(path)
+    assert sorted(reg[reg.model_kind == "stage"].job) == ["sort", "sqljoin", "wordcount"]
+    assert set(reg.retrain_id) == {a.retrain_id}  # the later commit won every model both fitted
+    assert sorted(R.load_stage_models(path)) == ["sort", "sqljoin", "wordcount"]
+
+
+def _row(st, job, retrain_id):
+    """Write one artifact of ``job`` and return its registry row (as a retrain's commit makes it)."""
+    rel = R.artifact_relpath(job, R.KIND_RUNTIME, 1, retrain_id)
+    R.write_artifact(st, rel, R.make_artifact(job, R.KIND_RUNTIME, {"version": 1}, trained_on="fp"))
+    return {"job": job, "model_kind": R.KIND_RUNTIME, "signature": "", "version": 1, "trained_on": "fp",
+            "artifact": rel, "retrain_id": retrain_id, "registry_version": R.REGISTRY_VERSION}
+
+
+def test_a_commit_landing_between_reading_the_registry_and_the_rename_is_merged(hist, monkeypatch):
+    """The race inside the commit itself: A reads the current snapshot, B commits, A renames its
+    snapshot (without B's row). A sees B's snapshot appear and commits the merge of both."""
+    path, _ = hist
+    st = store.open(path)
+    real_write = RC._write_snapshot
+    a_id, b_id = R.new_retrain_id(), R.new_retrain_id()
+    a_row, b_row = _row(st, "a-job", a_id), _row(st, "b-job", b_id)
+
+    def b_in_between(st_, rows, retrain_id, after):
+        if retrain_id == a_id and not b_done:
+            b_done.append(RC.commit_update(st_, [b_row], b_id))
+        return real_write(st_, rows, retrain_id, after)
+
+    b_done: list = []
+    monkeypatch.setattr(RC, "_write_snapshot", b_in_between)
+    a_snap = RC.commit_update(st, [a_row], a_id)
+    assert b_done and R.current_snapshot(st) == a_snap
+    assert sorted(R.read_registry(st).job) == ["a-job", "b-job"]
+
+
+def test_concurrent_commits_from_threads_keep_every_row(hist):
+    import threading
+
+    path, _ = hist
+    st = store.open(path)
+    for rnd in range(4):
+        rows = [_row(st, f"job-{rnd}-{i}", R.new_retrain_id()) for i in range(4)]
+        gate = threading.Barrier(len(rows))
+        errors: list = []
+
+        def commit(row, gate=gate, errors=errors):
+            try:
+                gate.wait()
+                RC.commit_update(st, [row], row["retrain_id"])
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=commit, args=(r,)) for r in rows]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        have = set(R.read_registry(st).job)
+        assert {r["job"] for r in rows} <= have, (rnd, sorted(have))
+
+
+# ---- staleness per model kind -------------------------------------------------------------------
+def test_a_job_whose_runtime_fit_fails_does_not_refit_its_stage_model_every_time(history_copy):
+    """One run: no whole-job model (tried again each time), but its stage model, fitted once,
+    is current while its runs are unchanged: no new ~1 MB artifact, no new snapshot."""
+    path = history_copy
+    st = store.open(path)
+    runs = st.runs()
+    one = runs[(runs.job == "sqljoin") & (runs.status == "succeeded")].head(1)
+    rid = one.run_id.iloc[0]
+    st.append({"runs": one.assign(job="solo", run_id="solo-1", app_id="solo-1"),
+               "stages": st.read("stages", run_ids=[rid]).assign(run_id="solo-1"),
+               "tasks": st.read("tasks", run_ids=[rid]).assign(run_id="solo-1")})
+    first = RT.retrain_local(path)
+    assert "solo" in first.failed and "solo" in first.stage_refit
+    artifacts = sorted((path / "_models" / "artifacts").rglob("*.json"))
+    again = RT.retrain_local(path)
+    assert again.refit == [] and again.stage_refit == [] and "solo" in again.failed
+    assert sorted((path / "_models" / "artifacts").rglob("*.json")) == artifacts
+    assert again.snapshot == first.snapshot
+    assert RT.plan_path(path)["stage_jobs"] == []
+
+
+def test_no_stage_models_is_incremental_when_a_stage_model_is_behind(history_copy):
+    """--no-stage-models after new runs refits the whole-job model once, then nothing: the stage
+    model's staleness is not its business. With stage models, only the stage model is refit."""
+    path = history_copy
+    first = RT.retrain_local(path)
+    _append_run(path, store.open(path).runs(), "sort", "app-sort-new")
+    res = RT.retrain_local(path, stage_models=False)
+    assert res.refit == ["sort"] and res.stage_refit == [] and res.snapshot != first.snapshot
+    for _ in range(2):
+        nothing = RT.retrain_local(path, stage_models=False)
+        assert nothing.refit == [] and nothing.snapshot == res.snapshot
+        assert RT.plan(path, stage_models=False)[0] == []
+        p = RT.plan_path(path, stage_models=False)
+        assert p["to_refit"] == p["stage_jobs"] == []
+    reg = R.read_registry(path).set_index(["job", "model_kind"])
+    assert reg.loc[("sort", "runtime"), "version"] == 2 and reg.loc[("sort", "stage"), "version"] == 1
+    # with stage models, sort's stage model is behind: only it is refit
+    assert RT.plan_path(path)["stage_jobs"] == RT.plan(path)[0] == ["sort"]
+    staged = RT.retrain_local(path)
+    assert staged.refit == [] and staged.stage_refit == ["sort"] and RT.plan(path)[0] == []
+
+
+# ---- a master Spark would refuse ----------------------------------------------------------------
+def test_a_bad_master_is_refused_before_spark_starts(hist, capsys):
+    from sparkpredict.cli import main
+
+    path, _ = hist
+    for argv in (["--master", "local[x]"], ["--master", "local[x]", "--dry-run"], ["--spark", "--master", "nope"]):
+        assert main(["retrain", "--store", str(path), *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: the master") and "\nfix: use yarn" in err and "Traceback" not in err
+    assert R.current_snapshot(path) is None
+    with pytest.raises(InputError, match="not one Spark accepts"):
+        RT.retrain(path, master="local[x]")
+
+
+def test_spark_refusing_to_start_is_one_error_line(hist, monkeypatch, capsys):
+    """A master the check passes but Spark refuses (here a stand-in for pyspark that fails as
+    Py4J does) ends in error/fix lines, not a Py4JJavaError traceback."""
+    import types
+
+    class JavaError(Exception):
+        java_exception = types.SimpleNamespace(getMessage=lambda: "Could not parse Master URL: 'local[0]'")
+
+    class Builder:
+        def __getattr__(self, name):
+            return lambda *a, **k: self
+
+        def getOrCreate(self):
+            raise JavaError("An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.")
+
+    fake = types.ModuleType("pyspark.sql")
+    fake.SparkSession = types.SimpleNamespace(builder=Builder())  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pyspark.sql", fake)
+    from sparkpredict.cli import main
+
+    path, _ = hist
+    assert main(["retrain", "--store", str(path), "--master", "local[0]"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "error: Spark did not start with master 'local[0]': Could not parse Master URL: 'local[0]'"
+    assert err[1].startswith("fix: ") and len(err) == 2
+
+
+# ---- store clean: leftovers of killed retrains --------------------------------------------------
+def _age_all(path, seconds=3600):
+    old = time.time() - seconds
+    for f in (path / "_models").rglob("*"):
+        if f.is_file():
+            os.utime(f, (old, old))
+
+
+def test_store_clean_removes_registry_leftovers_and_nothing_a_snapshot_references(hist, capsys):
+    from sparkpredict.cli import main
+
+    path, _ = hist
+    RT.retrain_local(path, kind=KIND)
+    first = {f for f in (path / "_models").rglob("*") if f.is_file()}
+    forced = RT.retrain_local(path, kind=KIND, force=True)  # the first snapshot's artifacts stay referenced
+
+    def boom(n):
+        if n == 3:
+            raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError):
+        RT.retrain_local(path, kind=KIND, force=True, on_artifact=boom)
+    models = path / "_models"
+    (models / "registry" / ".part-9-x.parquet.deadbeef.tmp").write_bytes(b"half")
+    (models / "artifacts" / ".leftover.json.cafe0001.tmp").write_bytes(b"half")
+    kept = {f for f in models.rglob("*") if f.is_file()}
+    lost = {f for f in kept if "-v3-" in f.name or f.name.endswith(".tmp")}
+    assert len(lost) == 5
+    # a retrain still running: its artifact is unreferenced but must stay
+    running_id = R.new_retrain_id()
+    RC.mark_running(path, running_id)
+    busy = models / R.artifact_relpath("job-00000", "runtime", 9, running_id)
+    busy.write_text("{}")
+    _age_all(path)
+
+    assert main(["store", "clean", "--store", str(path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "would remove 5 uncommitted file(s)" in out
+    assert {Path(line.strip()) for line in out.splitlines()[1:]} == lost
+    assert main(["store", "clean", "--store", str(path)]) == 0
+    assert "removed 5" in capsys.readouterr().out
+    left = {f for f in models.rglob("*") if f.is_file()}
+    assert left == (kept - lost) | {busy, models / "running" / running_id}
+    assert first <= left  # the older snapshot can still be rolled back to
+    assert R.current_snapshot(path) == forced.snapshot and len(R.load_models(path)) == 6
+    # --older-than 0 means no writer is running: the marker no longer protects
+    assert sorted(RC.orphans(path, 0)) == sorted(map(str, [busy, models / "running" / running_id]))
+    # a snapshot that cannot be read: what it references is unknown, so nothing is removed
+    (models / "registry" / "part-0000000000001-broken.parquet").write_bytes(b"not parquet")
+    assert main(["store", "clean", "--store", str(path), "--older-than", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be read" in err and "nothing was removed" in err and "\nfix: " in err
+    assert busy.is_file()

@@ -122,6 +122,8 @@ def test_missing_pieces_degrade_to_notes(tmp_path):
 def test_a_job_too_small_for_a_model_still_gets_the_advice_suggest_gives(tmp_path):
     """Two recorded runs: no whole-job model, but `suggest` answers by replaying their tasks, so
     the report's advice does too; a job whose runs recorded no input size says why it has none."""
+    import html
+
     import pandas as pd
 
     from sparkpredict import suggest_executors
@@ -143,6 +145,8 @@ def test_a_job_too_small_for_a_model_still_gets_the_advice_suggest_gives(tmp_pat
     assert not any("advice" in n for n in join.notes), join.notes
     direct = suggest_executors("sqljoin", int(2 * two["input_bytes"].max()), store=tmp_path / "store")
     assert direct.model_name.startswith("replay") and join.advice_text == direct.summary()
+    # the job table names the model the advice used, not "-"
+    assert _job_table(res.path.read_text())["sqljoin"][0] == html.escape(direct.model_name)
     assert any("recorded no input size" in n for n in sec["sort"].notes)
 
 
@@ -190,3 +194,56 @@ def test_a_feature_no_run_of_the_job_recorded_costs_no_numpy_warning(tmp_path):
     assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
     (sec,) = res.sections
     assert sec.model_name and {"runtime_vs_executors", "predicted_vs_actual"} <= set(sec.figures), sec.notes
+
+
+def _job_table(page: str) -> dict[str, tuple[str, str]]:
+    """The summary table: job -> (model, CV MAPE) as the page shows them."""
+    rows = re.findall(r"<a href='#job-([^']+)'>[^<]*</a></td><td>\d+</td><td style='text-align:left'>([^<]*)</td>"
+                      r"<td>([^<]*)</td>", page)
+    return {job: (model, cv) for job, model, cv in rows}
+
+
+def test_report_and_suggest_answer_from_the_same_model(tmp_path):
+    """After a retrain the report shows the registry's models, as `suggest` uses them; a run
+    recorded since makes the registry's model of that job behind: both then fit the current
+    runs, and the report says why, as `suggest` warns."""
+    import html
+    import shutil
+
+    from sparkpredict import suggest_executors
+    from sparkpredict.features.runs import runs_table
+    from sparkpredict.report import build_report
+    from sparkpredict.retrain import retrain_local
+    from sparkpredict.store import io as store_io
+
+    path = tmp_path / "store"
+    shutil.copytree(HISTORY, path)
+    retrain_local(path, kind="amdahl", stage_models=False)  # a model no fit here would choose
+
+    def same_as_suggest(res):
+        page = res.path.read_text()
+        table = _job_table(page)
+        for s in res.sections:
+            target = int(2 * runs_table(path).query("job == @s.job")["input_bytes"].max())
+            a = suggest_executors(s.job, target, store=path)
+            assert s.advice_text == a.summary() and table[s.job][0] == a.model_name, s.job
+        return page
+
+    res = build_report(tmp_path / "r.html", store=path)
+    same_as_suggest(res)
+    assert {s.model_name for s in res.sections} == {"amdahl"}
+    assert not any("registry" in n for s in res.sections for n in s.notes)
+
+    st = store_io.open(path)
+    runs = st.runs()
+    extra = runs[(runs.job == "sort") & (runs.status == "succeeded")].tail(1)
+    st.append({"runs": extra.assign(run_id="app-sort-new", app_id="app-sort-new",
+                                    updated_ms=extra.updated_ms + 10**6, start_ms=extra.start_ms + 10**6)})
+    res = build_report(tmp_path / "r2.html", store=path)
+    page = same_as_suggest(res)
+    sec = {s.job: s for s in res.sections}
+    assert sec["sort"].model_name != "amdahl" and sec["sort"].n_runs == 25
+    assert sec["sqljoin"].model_name == sec["wordcount"].model_name == "amdahl"
+    (note,) = [n for n in sec["sort"].notes if "registry" in n]
+    assert "predates its latest runs" in note and html.escape(note) in page
+    assert any(note == w for w in suggest_executors("sort", "64MB", store=path).warnings)

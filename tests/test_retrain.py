@@ -143,6 +143,19 @@ def test_stage_models_from_spark_equal_the_local_fit_and_load_from_the_registry(
     loc = RT.retrain_local(local)
     with spark_app(tmp_path / "listener-store", job="retrain-test", master="local[2]") as spark:
         sp = RT.retrain_spark(spark_store, spark=spark)
+        # Staleness per model kind on the Spark path too: after a new run, --no-stage-models
+        # refits the whole-job model once, then nothing; with stage models, only the stage model.
+        inc = tmp_path / "incremental"
+        shutil.copytree(spark_store, inc)
+        runs = store.open(inc).runs()
+        new = runs[runs.job == "sort"].tail(1).assign(run_id="app-sort-new", app_id="app-sort-new")
+        store.open(inc).append({"runs": new.assign(updated_ms=new.updated_ms + 10**6)})
+        once = RT.retrain_spark(inc, spark=spark, stage_models=False)
+        assert once.refit == ["sort"] and once.stage_refit == []
+        nothing = RT.retrain_spark(inc, spark=spark, stage_models=False)
+        assert nothing.refit == [] and nothing.snapshot == once.snapshot
+        staged = RT.retrain_spark(inc, spark=spark)
+        assert staged.refit == [] and staged.stage_refit == ["sort"] and RT.plan(inc)[0] == []
     jobs = ["sort", "sqljoin", "wordcount"]
     assert loc.stage_refit == sp.stage_refit == jobs and not loc.failed and not sp.failed
 

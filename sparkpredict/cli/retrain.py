@@ -35,6 +35,8 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.local and args.master:
         raise InputError("--local and --master contradict each other", "drop one of them")
+    if args.master:  # before reading the store: a --dry-run must refuse it too
+        RT.check_master(args.master)
     use_spark = True if (args.spark or args.master) else (False if args.local else None)
     if args.dry_run:
         out = RT.plan_path(args.store, force=args.force, kind=args.kind, stage_models=args.stage_models)

@@ -12,10 +12,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--store", help="history store path or URI (default: the embedded local store)")
     s.add_argument("--last", type=int, default=10, help="list this many latest runs (default 10)")
     s.set_defaults(func=_summary)
-    c = sub.add_parser("clean", help="remove files of batches that were never committed",
+    c = sub.add_parser("clean", help="remove files of batches and retrains that were never committed",
                        description="Remove part files whose batch never got its runs file (a writer "
                        "died mid-commit) and leftover .tmp files, so that plain spark.read.parquet "
-                       "sees only committed rows. sparkpredict's own readers skip them anyway.")
+                       "sees only committed rows. sparkpredict's own readers skip them anyway. In the "
+                       "model registry (_models), remove artifacts that no registry snapshot references "
+                       "(a retrain killed before its commit, or models of snapshots pruned since) and "
+                       "leftover .tmp files; an artifact of any kept snapshot, or of a retrain still "
+                       "running, stays.")
     c.add_argument("--store", help="history store path or URI (default: the embedded local store)")
     c.add_argument("--older-than", default="10m", metavar="AGE",
                    help="only files last modified this long ago, so a writer mid-commit is left "
@@ -85,11 +89,17 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 def _clean(args: argparse.Namespace) -> int:
+    from .. import registry_commit
     from .. import store as store_mod
 
     age_s = _age(args.older_than)
     st = store_mod.open(args.store)
-    paths = st.orphans(age_s) if args.dry_run else st.remove_orphans(age_s)
+    if args.dry_run:
+        paths = st.orphans(age_s) + registry_commit.orphans(st, age_s)
+    else:
+        # the registry's first: a snapshot it cannot read stops the clean before anything is removed
+        found = registry_commit.orphans(st, age_s)
+        paths = st.remove_orphans(age_s) + registry_commit.remove_orphans(st, age_s, found)
     verb = "would remove" if args.dry_run else "removed"
     print(f"store {st.path}: {verb} {len(paths)} uncommitted file(s)")
     for p in paths:

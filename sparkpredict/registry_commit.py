@@ -1,0 +1,292 @@
+"""Writing the model registry: committing a retrain's rows as a new snapshot, merged with what
+overlapping retrains committed meanwhile; marking a running retrain; finding the leftovers of
+killed ones (``sparkpredict store clean``). The layout and the readers are :mod:`sparkpredict.registry`.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from .errors import ModelError, StoreError
+from .registry import (
+    KEEP_SNAPSHOTS,
+    KEY,
+    REGISTRY_SCHEMA,
+    REGISTRY_VERSION,
+    _base,
+    _open,
+    _put_atomic,
+    _read_snapshot,
+    _snapshots,
+    artifact_relpath,
+)
+from .store import io as store_io
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+
+#: A running retrain's marker (``_models/running/<retrain_id>``) keeps ``store clean`` off its
+#: artifacts, which stay unreferenced until its commit, however long its fits take. A marker this
+#: old belongs to a retrain that was killed: it protects nothing any more.
+RUNNING_MAX_AGE_S = 24 * 3600
+#: Rounds of merging with snapshots that overlapping retrains committed meanwhile (each round
+#: needs yet another commit to land inside the previous round's few milliseconds).
+MERGE_ROUNDS = 8
+
+
+def _key(row: dict) -> tuple[str, str, str]:
+    return (row["job"], row["model_kind"], row.get("signature") or "")
+
+
+def _records(table: pa.Table) -> dict[tuple[str, str, str], dict]:
+    return {_key(r): r for r in table.to_pylist()}
+
+
+def _name_ms(name: str) -> int:
+    """The commit time leading a snapshot's name (``part-<13 digits>-...``); 0 if none."""
+    digits = name[len("part-"):len("part-") + 13]
+    return int(digits) if digits.isdigit() else 0
+
+
+def _write_snapshot(st: store_io.Store, rows: Iterable[dict], retrain_id: str, after: Iterable[str]) -> str:
+    """Write ``rows`` as a snapshot named after every name in ``after``; returns its name.
+
+    The name is taken now, at the commit, not when the retrain started: a retrain that started
+    earlier and commits later must become the current snapshot. Clocks of two writers may
+    disagree, so the name is also kept after the newest name this writer has seen.
+    """
+    import pandas as pd
+
+    df = pd.DataFrame(list(rows))
+    for f in REGISTRY_SCHEMA:
+        if f.name not in df.columns:
+            df[f.name] = None
+    df = df[REGISTRY_SCHEMA.names].sort_values(KEY, kind="stable").reset_index(drop=True)
+    if df.duplicated(KEY).any():
+        raise ValueError("registry rows must be unique per (job, model_kind, signature)")
+    table = pa.Table.from_pandas(pd.DataFrame(df), schema=REGISTRY_SCHEMA, preserve_index=False)
+    table = table.replace_schema_metadata({"registry_version": str(REGISTRY_VERSION)})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    ms = max([int(time.time() * 1000)] + [_name_ms(n) + 1 for n in after])
+    name = f"part-{ms:013d}-{retrain_id}.parquet"
+    try:
+        _put_atomic(st.fs, f"{_base(st)}/registry/{name}", sink.getvalue().to_pybytes())
+    except OSError as exc:
+        raise StoreError(f"cannot write the model registry to store {st.path!r}: {exc}",
+                         "choose a writable store, or fix its permissions") from exc
+    log.info("registry of %s: committed %s (%d rows)", st.path, name, len(df))
+    return name
+
+
+def _prune(st: store_io.Store) -> None:
+    """Drop snapshots beyond :data:`KEEP_SNAPSHOTS` (best effort: never undoes a commit)."""
+    for n in _snapshots(st)[:-KEEP_SNAPSHOTS]:
+        try:
+            st.fs.delete_file(f"{_base(st)}/registry/{n}")
+        except OSError as exc:  # pragma: no cover - pruning is optional
+            log.warning("could not prune registry snapshot %s: %s", n, exc)
+
+
+def commit_registry(store: Any, rows: pd.DataFrame, retrain_id: str) -> str:
+    """Write ``rows`` as the whole new registry snapshot; the final rename is the commit point.
+
+    Returns the snapshot's file name. This replaces the registry as it stands; a retrain
+    commits with :func:`commit_update`, which keeps rows other retrains committed meanwhile.
+    Older snapshots beyond :data:`KEEP_SNAPSHOTS` are pruned after the commit.
+    """
+    st = _open(store)
+    name = _write_snapshot(st, rows.to_dict("records"), retrain_id, _snapshots(st))
+    _prune(st)
+    return name
+
+
+def commit_update(store: Any, updates: Iterable[dict], retrain_id: str) -> str | None:
+    """Commit one retrain's rows (one per model it refit) on top of the registry as it is now.
+
+    Rows of models the retrain did not refit are taken from the current snapshot, not from the
+    one the retrain read when it started: two overlapping retrains each keep the other's models,
+    and where both refit the same model, the later commit wins. Each row's ``version`` becomes
+    the current one's + 1 (its artifact is renamed to match, when another retrain took the number
+    meanwhile).
+
+    Between reading the current snapshot and renaming ours, another retrain may commit too
+    (without our rows, or we without its). So after the rename the snapshots that appeared
+    meanwhile are merged, model by model, taking the highest version (a refit, never the row a
+    retrain merely carried over), and ties to the later-named snapshot; the merge is committed
+    as a newer snapshot until none appears meanwhile. Every writer does the same, so the last one
+    to commit holds every retrain's rows.
+
+    Returns the committed snapshot's name (the current one when ``updates`` is empty).
+    """
+    st = _open(store)
+    mine = {_key(r): dict(r) for r in updates}
+    names = _snapshots(st)
+    if not mine:
+        return names[-1] if names else None
+    missing = [r["artifact"] for r in mine.values()
+               if st.fs.get_file_info(f"{_base(st)}/{r['artifact']}").type != pafs.FileType.File]
+    if missing:  # e.g. `store clean --older-than 0` during the retrain: never commit a dangling row
+        raise StoreError(f"{len(missing)} model artifact(s) of retrain {retrain_id} vanished before its "
+                         f"commit, e.g. {missing[0]!r}; the registry was not changed",
+                         "run the retrain again, and no `sparkpredict store clean --older-than 0` meanwhile")
+    rows = _records(_read_snapshot(st, names[-1])) if names else {}
+    for key, row in mine.items():
+        version = int(rows[key]["version"]) + 1 if key in rows else 1
+        if version != row["version"]:
+            row["artifact"] = _renumber(st, row, version)
+            row["version"] = version
+        rows[key] = row
+    own = _write_snapshot(st, rows.values(), retrain_id, names)
+    seen = set(names) | {own}
+    for _ in range(MERGE_ROUNDS):
+        now = _snapshots(st)
+        new = [n for n in now if n not in seen]
+        if not new:
+            break
+        seen.update(new)
+        # every snapshot committed since this commit began (ours included), and the one it began
+        # from: one of them may hold rows of a writer that is no longer there to merge them
+        pool = {n for n in now if n not in names} | set(names[-1:])
+        merged: dict[tuple[str, str, str], tuple[tuple[int, str], dict]] = {}
+        for name in sorted(pool):
+            try:
+                recs = _records(_read_snapshot(st, name))
+            except (StoreError, ModelError):  # pruned meanwhile: a newer snapshot holds its rows
+                continue
+            for key, row in recs.items():
+                rank = (int(row["version"]), name)
+                if key not in merged or rank >= merged[key][0]:
+                    merged[key] = (rank, row)
+        try:
+            newest = _records(_read_snapshot(st, now[-1]))
+        except (StoreError, ModelError):
+            newest = {}
+        if {k: r for k, (_, r) in merged.items()} == newest:
+            continue  # the newest snapshot already holds every row
+        own = _write_snapshot(st, (r for _, r in merged.values()), retrain_id, now)
+        seen.add(own)
+        log.info("registry of %s: merged %d snapshot(s) committed meanwhile into %s", st.path, len(new), own)
+    _prune(st)
+    return own
+
+
+def _renumber(st: store_io.Store, row: dict, version: int) -> str:
+    """Rename ``row``'s artifact to carry ``version``; returns its new relative path."""
+    rel = artifact_relpath(row["job"], row["model_kind"], version, row["retrain_id"], row.get("signature") or "")
+    try:
+        st.fs.move(f"{_base(st)}/{row['artifact']}", f"{_base(st)}/{rel}")
+    except OSError as exc:
+        raise StoreError(f"cannot rename model artifact {row['artifact']!r} in store {st.path!r}: {exc}",
+                         "fix the store's permissions, then run the retrain again") from exc
+    return rel
+
+
+# ---- running retrains and leftovers -------------------------------------------------------------
+def _marker(st: store_io.Store, retrain_id: str) -> str:
+    return f"{_base(st)}/running/{retrain_id}"
+
+
+def mark_running(store: Any, retrain_id: str) -> None:
+    """Say that ``retrain_id`` is writing artifacts (before its first): see :func:`orphans`."""
+    st = _open(store)
+    try:
+        _put_atomic(st.fs, _marker(st, retrain_id), str(int(time.time() * 1000)).encode())
+    except OSError as exc:
+        raise StoreError(f"cannot write to the model registry of store {st.path!r}: {exc}",
+                         "choose a writable store, or fix its permissions") from exc
+
+
+def unmark_running(store: Any, retrain_id: str) -> None:
+    """The retrain has committed or failed; best effort (a marker left behind expires)."""
+    st = _open(store)
+    try:
+        st.fs.delete_file(_marker(st, retrain_id))
+    except OSError:
+        pass
+
+
+_ARTIFACT_RETRAIN = re.compile(r"-v\d+-(\d{13}-retrain-[0-9a-f]+)\.json(?:\.[0-9a-f]+\.tmp)?$")
+
+
+def orphans(store: Any, min_age_s: float = 600.0) -> list[str]:
+    """Files of the model registry that no committed snapshot needs, last modified over
+    ``min_age_s`` ago: artifacts that no snapshot references (a retrain killed or failed
+    before its commit, or referenced only by snapshots pruned since), hidden ``.tmp`` files of
+    interrupted writes, and markers of retrains killed over a day ago.
+
+    Never listed: a snapshot, an artifact any snapshot references (older snapshots too: deleting
+    the newest must leave the previous one loadable), or a file of a retrain still running (its
+    marker, :func:`mark_running`, younger than :data:`RUNNING_MAX_AGE_S`; ``min_age_s=0`` means
+    no writer is running and ignores markers). Raises :class:`StoreError` when a snapshot
+    cannot be read: what it references is unknown, so nothing is listed.
+    """
+    st = _open(store)
+    base = _base(st)
+    now_ns = time.time() * 1e9
+    cutoff_ns = now_ns - min_age_s * 1e9
+    # Markers before snapshots: a retrain that commits (and drops its marker) in between is
+    # then seen by its snapshot, and one seen running keeps its files.
+    running, out = set(), []
+    for info in st.fs.get_file_info(pafs.FileSelector(f"{base}/running", allow_not_found=True)):
+        if info.type != pafs.FileType.File:
+            continue
+        live = min_age_s > 0 and info.mtime_ns is not None and info.mtime_ns > now_ns - RUNNING_MAX_AGE_S * 1e9
+        if live:
+            running.add(info.base_name)
+        elif info.mtime_ns is not None and info.mtime_ns <= cutoff_ns:
+            out.append(info.path)
+    referenced: set[str] = set()
+    for name in _snapshots(st):
+        try:
+            referenced.update(_read_snapshot(st, name, ["artifact"]).column("artifact").to_pylist())
+        except (StoreError, ModelError) as exc:
+            if isinstance(exc, StoreError) and name not in _snapshots(st):
+                continue  # pruned by a retrain since it was listed: its rows are in newer ones
+            raise StoreError(f"registry snapshot {name!r} of store {st.path!r} cannot be read, so the "
+                             f"model artifacts it references are unknown: nothing was removed ({exc.message})",
+                             "delete or restore that snapshot, then clean again") from exc
+    for info in st.fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True)):
+        if info.type != pafs.FileType.File or info.mtime_ns is None or info.mtime_ns > cutoff_ns:
+            continue
+        rel = info.path[len(base) + 1:]
+        name = info.base_name
+        tmp = name.startswith(".") and name.endswith(".tmp")
+        if rel.startswith("registry/"):
+            if tmp:
+                out.append(info.path)
+        elif rel.startswith("artifacts/") and (tmp or name.endswith(".json")):
+            m = _ARTIFACT_RETRAIN.search(name)
+            if (m is None or m.group(1) not in running) and (tmp or rel not in referenced):
+                out.append(info.path)
+    return sorted(out)
+
+
+def remove_orphans(store: Any, min_age_s: float = 600.0, found: list[str] | None = None) -> list[str]:
+    """Delete :func:`orphans` (or ``found``, what it listed a moment ago); returns the paths removed."""
+    st = _open(store)
+    removed = []
+    for path in orphans(st, min_age_s) if found is None else found:
+        try:
+            st.fs.delete_file(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise StoreError(f"cannot remove {path!r} from store {st.path!r}: {exc}",
+                             "fix the folder's permissions; no committed model was changed") from exc
+        removed.append(path)
+    if removed:
+        log.info("registry of %s: removed %d leftover file(s)", st.path, len(removed))
+    return removed
+
+
+__all__ = ["commit_registry", "commit_update", "mark_running", "orphans", "remove_orphans", "unmark_running"]
