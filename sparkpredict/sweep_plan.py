@@ -1,6 +1,7 @@
 """Planning a sweep: which runs (size x executors x repeat, each with its master URL), checked
 before anything is generated or started: an unknown workload, a size below the generator's
-minimum, a master URL Spark cannot parse, more executors than this machine can start.
+minimum, a master template with an unknown placeholder, a master URL Spark cannot parse or
+that cannot run the executor counts asked for, more executors than this machine can start.
 
 :mod:`sparkpredict.sweep` runs the plan (and re-exports what is here).
 """
@@ -8,7 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+import string
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,9 +34,21 @@ class Combo:
     executors: int
     repeat: int
     master: str
+    seed: int = 0
+    executor_cores: int = 1
+    executor_memory_mb: int = 1024
 
     def key(self, workload: str) -> str:
-        return f"{workload}|{self.size_bytes}|{self.executors}|{self.repeat}|{self.master}"
+        """The run's resume key: everything that makes two runs the same experiment.
+
+        ``workload|bytes|executors|repeat|master|seed=S``, plus ``|cores=C|memory_mb=M`` where
+        executors are JVMs of their own: on ``local[N]`` the tasks run in the driver, and
+        spark.executor.cores/memory change nothing, so a changed --executor-memory reruns
+        nothing there."""
+        key = f"{workload}|{self.size_bytes}|{self.executors}|{self.repeat}|{self.master}|seed={self.seed}"
+        if LOCAL_MASTER.fullmatch(self.master):
+            return key
+        return f"{key}|cores={self.executor_cores}|memory_mb={self.executor_memory_mb}"
 
 
 @dataclass(frozen=True)
@@ -69,10 +83,33 @@ def parse_list(text: str | Sequence, kind: str) -> list:
         if not m:
             raise InputError(f"cannot read {t!r} as an executor count", "write e.g. 1,2,3 or 1-4")
         lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise InputError(f"{t!r} is an empty range of executor counts", f"write the smaller count first: {hi}-{lo}")
         out.extend(range(lo, hi + 1))
     if any(e < 1 for e in out):
         raise InputError("executor counts must be at least 1", "write e.g. 1,2,3")
     return out
+
+
+PLACEHOLDERS = ("executors", "cores", "memory_mb")
+_TEMPLATE_FIX = ("write the placeholders as {executors}, {cores} and {memory_mb}, e.g. --master "
+                 "'local-cluster[{executors},{cores},{memory_mb}]' or 'local[{executors}]'")
+
+
+def check_template(template: str) -> None:
+    """Refuse a master template whose placeholders :func:`master_for` cannot fill (a typo such
+    as ``{executor}``, a bare ``{}``, a lone brace): str.format would raise KeyError or
+    IndexError with no word about the template."""
+    try:
+        fields = [(f, conv, spec) for _, f, spec, conv in string.Formatter().parse(template) if f is not None]
+    except ValueError as exc:  # a lone "{" or "}"
+        raise InputError(f"cannot read the master template {template!r}: {exc}",
+                         _TEMPLATE_FIX + "; a literal brace is written {{ or }}") from None
+    for name, conv, spec in fields:
+        if name not in PLACEHOLDERS or conv or spec:
+            written = "{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
+            raise InputError(f"the master template {template!r} has an unknown placeholder {written}",
+                             _TEMPLATE_FIX)
 
 
 def master_for(template: str, executors: int, cores: int, memory_mb: int) -> str:
@@ -80,9 +117,15 @@ def master_for(template: str, executors: int, cores: int, memory_mb: int) -> str
 
     ``local`` alone means ``local[{executors}]``: E task threads in the driver JVM, recorded
     as E one-core executors (fast, for demos; no executor JVMs).
+
+    Raises
+    ------
+    InputError
+        A placeholder other than those three (:func:`check_template`).
     """
     if template == "local":
         template = "local[{executors}]"
+    check_template(template)
     return template.format(executors=executors, cores=cores, memory_mb=memory_mb)
 
 
@@ -111,6 +154,13 @@ def check_capacity(master: str, executors: int, cores: int, memory_mb: int) -> N
     m = LOCAL_CLUSTER_MASTER.fullmatch(master)
     if m:
         n, c, mem = map(int, m.groups())
+        if 0 in (n, c, mem):
+            raise WorkloadError(f"{master} asks for workers with no executors, cores or memory",
+                                "give local-cluster[N,C,MiB] with N, C and MiB at least 1")
+        if mem < memory_mb:
+            # Spark refuses this itself, but only once the driver started (after the data).
+            raise WorkloadError(f"{master} gives each worker {mem} MiB, less than the executors' {memory_mb} MiB",
+                                f"write {{memory_mb}} in the master template, or --executor-memory {mem}MiB")
         if n * c > OVERSUBSCRIBE * ncpu:
             raise WorkloadError(
                 f"{master} asks for {n} executors x {c} cores = {n * c} cores; this machine has {ncpu} "
@@ -124,9 +174,42 @@ def check_capacity(master: str, executors: int, cores: int, memory_mb: int) -> N
                 f"use at most {int(avail // (mem + JVM_OVERHEAD_MB))} executors or less memory per executor")
         return
     m = LOCAL_MASTER.fullmatch(master)
+    if m and m.group(1) == "0":
+        raise WorkloadError(f"{master} asks for no task threads", "give local[N] with N at least 1, e.g. local")
     if m and m.group(1) not in (None, "*") and int(m.group(1)) > OVERSUBSCRIBE * ncpu:
         raise WorkloadError(f"{master} asks for {m.group(1)} task threads on a {ncpu}-core machine",
                             f"use at most {OVERSUBSCRIBE * ncpu} executors with a local master")
+
+
+def check_counts(template: str, masters: Mapping[int, str], cores: int) -> None:
+    """Refuse a local master that would not run the executor counts it is recorded as.
+
+    ``masters`` maps each executor count E to its master URL. A run is recorded as E executors
+    (``spark.executor.instances``, the sweep key), but a fixed ``local[N]`` runs N task threads
+    and a fixed ``local-cluster[N,C,M]`` starts N executors of C cores, whatever E is: runs
+    recorded as different setups would be one."""
+    wrong: dict[str, list[int]] = {}  # the count a fixed master runs -> the counts asked of it
+    for e, url in masters.items():
+        m = LOCAL_CLUSTER_MASTER.fullmatch(url)
+        if m and int(m.group(2)) != cores:
+            raise WorkloadError(
+                f"--master {template!r} gives each worker {m.group(2)} core(s) but --executor-cores is {cores}",
+                f"write {{cores}} in the master template, or --executor-cores {m.group(2)}")
+        m = m or LOCAL_MASTER.fullmatch(url)
+        if m and m.group(1) is not None and m.group(1) != str(e):
+            wrong.setdefault(m.group(1), []).append(e)
+    if not wrong:
+        return
+    n, counts = next(iter(wrong.items()))
+    runs = f"the runs at {', '.join(map(str, counts))} executor(s) would be recorded as setups they are not"
+    if LOCAL_CLUSTER_MASTER.fullmatch(masters[counts[0]]):
+        raise WorkloadError(f"--master {template!r} starts {n} executor(s) in every run, so {runs}",
+                            "use --master 'local-cluster[{executors},{cores},{memory_mb}]' (the default), "
+                            f"or --executors {n}")
+    threads = "as many task threads as the machine has cores" if n == "*" else f"{n} task thread(s)"
+    raise WorkloadError(f"--master {template!r} runs every run on {threads}, so {runs}",
+                        "use --master local (that is local[{executors}]: E task threads for E executors)"
+                        + ("" if n == "*" else f", or --executors {n}"))
 
 
 def plan_sweep(workload: str, sizes: str | Sequence, executors: str | Sequence, repeats: int = 1,
@@ -146,16 +229,22 @@ def plan_sweep(workload: str, sizes: str | Sequence, executors: str | Sequence, 
         Runs per (size, executors).
     master : str, optional
         Master template; default ``local-cluster[{executors},{cores},{memory_mb}]``. ``local``
-        means ``local[{executors}]``. A master without ``{executors}`` (yarn, k8s://...) gets
-        ``spark.executor.instances``.
+        means ``local[{executors}]``. A cluster master without ``{executors}`` (yarn,
+        k8s://...) gets ``spark.executor.instances``; a local one must run each count asked for
+        (``local[2]`` only with executors ``2``, :func:`check_counts`).
+    executor_cores, executor_memory_mb : int
+        Per executor; part of the resume key where executors are JVMs of their own.
+    seed : int
+        Data generator seed; part of the resume key.
 
     Raises
     ------
     WorkloadError
-        Unknown workload, size below the generator's minimum, or more executors than a local
-        master can start on this machine.
+        Unknown workload, size below the generator's minimum, a master Spark would refuse or
+        that cannot run the executor counts, or more executors than a local master can start
+        on this machine.
     InputError
-        Unreadable sizes, counts or repeats.
+        Unreadable sizes, counts (an empty range such as ``2-1``), repeats or master template.
     """
     w = W.get(workload)
     size_list = sorted(set(parse_list(sizes, "sizes")))
@@ -168,13 +257,11 @@ def plan_sweep(workload: str, sizes: str | Sequence, executors: str | Sequence, 
     for s in size_list:
         W.check_size(w, s)
     template = master or DEFAULT_MASTER
-    combos = []
-    for e in ex_list:
-        check_capacity(master_for(template, e, executor_cores, executor_memory_mb), e,
-                       executor_cores, executor_memory_mb)
-    for r in range(int(repeats)):
-        for s in size_list:
-            for e in ex_list:
-                combos.append(Combo(s, e, r, master_for(template, e, executor_cores, executor_memory_mb)))
+    masters = {e: master_for(template, e, executor_cores, executor_memory_mb) for e in ex_list}
+    for e, url in masters.items():
+        check_capacity(url, e, executor_cores, executor_memory_mb)
+    check_counts(template, masters, executor_cores)
+    combos = [Combo(s, e, r, masters[e], seed, executor_cores, executor_memory_mb)
+              for r in range(int(repeats)) for s in size_list for e in ex_list]
     return SweepPlan(workload, tuple(size_list), tuple(ex_list), int(repeats), template,
                      executor_cores, executor_memory_mb, seed, tuple(combos))

@@ -53,8 +53,10 @@ def test_listener_conf_keys(listener_jar, tmp_path):
 _LATE_ATTACH = textwrap.dedent("""
     from pyspark.sql import SparkSession
     import sparkpredict
+    from sparkpredict.capture.listener import listener_error
     from sparkpredict.errors import ListenerError, StoreError
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    print("NOT-ATTACHED", listener_error(spark))
     try:
         sparkpredict.attach(SparkSession.builder, store=STORE)
     except ListenerError as exc:
@@ -95,8 +97,91 @@ def test_late_attach_and_jar_for_other_spark(listener_jar, tmp_path):
     assert late.returncode == 0, out_late[-3000:]
     line = next(ln for ln in out_late.splitlines() if ln.startswith("LISTENER-ERROR"))
     assert "already running" in line and "before the first SparkSession" in line and "restart Python" in line
+    # listener_error on a session without the listener said "'JavaPackage' object is not callable"
+    line = next(ln for ln in out_late.splitlines() if ln.startswith("NOT-ATTACHED"))
+    assert "listener is not attached" in line and "sparkpredict.attach(SparkSession.builder" in line
+    assert "JavaPackage" not in line
     assert other.returncode == 0, out_other[-3000:]
     line = next(ln for ln in out_other.splitlines() if ln.startswith("LAST-ERROR"))
     assert "built for Spark 3.5.0" in line and f"runs on Spark {spark_version()}" in line
     assert "built for Spark 3.5.0" in out_other.split("LAST-ERROR")[0]  # logged as well
     assert not (tmp_path / "b").exists()
+
+
+def _jar_with(path, resource: str) -> str:
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n\n")
+        z.writestr(resource, "the user's own jar\n")
+    return str(path)
+
+
+def test_attach_adds_to_the_lists_the_application_would_have_had(listener_jar, tmp_path, monkeypatch):
+    """The builder's own jars, listeners and plugins stay, else spark-defaults.conf's (as
+    spark-submit takes them: the builder's --conf outranks the file); ours join them once."""
+    from pyspark.sql import SparkSession
+
+    import sparkpredict
+
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "spark-defaults.conf").write_text(
+        "spark.jars /defaults/lib.jar\nspark.plugins com.example.DefaultsPlugin\n"
+        "spark.extraListeners com.example.DefaultsListener\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf_dir))
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS", raising=False)
+    builder = (SparkSession.builder.config("spark.jars", "/x/mylib.jar")
+               .config("spark.extraListeners", "org.apache.spark.scheduler.StatsReportListener"))
+    opts = sparkpredict.attach(builder, store=str(tmp_path / "s"))._options
+    assert opts["spark.jars"] == f"/x/mylib.jar,{listener_jar}"
+    assert opts["spark.extraListeners"] == \
+        "org.apache.spark.scheduler.StatsReportListener,io.sparkpredict.SparkPredictListener"
+    assert opts["spark.plugins"] == "com.example.DefaultsPlugin,io.sparkpredict.HostMetricsPlugin"
+    # attached twice (a notebook cell run again): each entry once
+    again = sparkpredict.attach(builder, store=str(tmp_path / "s"))._options
+    assert again["spark.jars"] == opts["spark.jars"] and again["spark.plugins"] == opts["spark.plugins"]
+    # nothing of the user's anywhere: ours alone, as before
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "no-conf"))
+    bare = sparkpredict.attach(SparkSession.builder, store=str(tmp_path / "s"))._options
+    assert bare["spark.jars"] == str(listener_jar)
+    assert bare["spark.extraListeners"] == "io.sparkpredict.SparkPredictListener"
+
+
+_KEEPS_USERS_LISTS = textwrap.dedent("""
+    from pyspark.sql import SparkSession
+    import sparkpredict
+    builder = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+               .config("spark.extraListeners", "org.apache.spark.scheduler.StatsReportListener")
+               .config("spark.jars", MYJAR))
+    spark = sparkpredict.attach(builder, store=STORE, job="kept").getOrCreate()
+    sc = spark.sparkContext
+    jsc = sc._jsc.sc()
+    print("LISTENERS", jsc.conf().get("spark.extraListeners"))
+    print("JARS", jsc.conf().get("spark.jars"))
+    print("BUS", ",".join(str(x.getClass().getName()) for x in jsc.listenerBus().listeners()))
+    loader = sc._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    print("RESOURCE", loader.getResource("mylib-marker.txt") is not None)
+    assert sc.parallelize(range(10)).sum() == 45
+    spark.stop()
+""")
+
+
+@pytest.mark.spark
+def test_attach_keeps_the_users_listener_and_jar_in_a_real_application(listener_jar, tmp_path):
+    """A fresh Python process (the JVM starts with what attach set): the user's listener is on
+    Spark's listener bus beside ours, and the user's jar is on the driver's classpath."""
+    from sparkpredict.store import io as store_io
+
+    jar = _jar_with(tmp_path / "mylib.jar", "mylib-marker.txt")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_CONF_DIR=str(tmp_path / "no-conf"))
+    env.pop("PYSPARK_SUBMIT_ARGS", None)
+    r = subprocess.run([sys.executable, "-c", f"STORE={str(tmp_path / 's')!r}\nMYJAR={jar!r}\n" + _KEEPS_USERS_LISTS],
+                       env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    said = dict(ln.split(" ", 1) for ln in r.stdout.splitlines() if " " in ln)
+    assert said["LISTENERS"].split(",") == ["org.apache.spark.scheduler.StatsReportListener",
+                                            "io.sparkpredict.SparkPredictListener"]
+    assert said["JARS"].split(",")[0].endswith("mylib.jar") and str(listener_jar) in said["JARS"]
+    bus = said["BUS"].split(",")
+    assert "org.apache.spark.scheduler.StatsReportListener" in bus and "io.sparkpredict.SparkPredictListener" in bus
+    assert said["RESOURCE"] == "True"
+    assert store_io.open(tmp_path / "s").runs().iloc[0].job == "kept"

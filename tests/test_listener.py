@@ -221,3 +221,24 @@ def test_default_store_follows_the_python_rule(spark_app, tmp_path):
         assert listener.defaultStore("rel/./store", home, cwd) == "file:/work/here/rel/store"
         for uri in ("hdfs://nn:8020/sp/store", "s3a://bucket/store", "file:///tmp/store"):
             assert listener.defaultStore(uri, home, cwd) == uri
+
+
+def test_listener_error_says_when_the_listener_is_not_attached(spark_app, tmp_path):
+    """A session of this JVM (which has the jar) started without the listener records nothing;
+    listener_error said None ("all went well"), or an earlier application's error."""
+    from pyspark.sql import SparkSession
+
+    from sparkpredict.capture.listener import listener_error
+
+    with spark_app(tmp_path / "s", job="attached") as spark:
+        assert listener_error(spark) is None
+    assert listener_error(spark) is None  # stopped: still the JVM's last listener's word
+    # spark-submit made the first session's settings JVM system properties: unset it explicitly
+    spark = (SparkSession.builder.master("local[1]").appName("plain").config("spark.ui.enabled", "false")
+             .config("spark.extraListeners", "").getOrCreate())
+    try:
+        err = listener_error(spark)
+    finally:
+        spark.stop()
+    assert err is not None and "listener is not attached" in err
+    assert "sparkpredict.attach(SparkSession.builder" in err

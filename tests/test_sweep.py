@@ -31,6 +31,10 @@ def test_parse_lists():
         S.parse_list("0,1", "ints")
     with pytest.raises(InputError, match="as a size"):
         S.parse_list("64 furlongs", "sizes")
+    # a reversed range is no range: it planned 0 runs, exited 0 and created the store
+    with pytest.raises(InputError, match="empty range") as e:
+        S.parse_list("1,3-2", "ints")
+    assert "2-3" in e.value.fix
 
 
 def test_plan_orders_repeats_outermost():
@@ -40,7 +44,57 @@ def test_plan_orders_repeats_outermost():
     assert [c.repeat for c in plan.combos] == [0] * 4 + [1] * 4  # an interrupted sweep stays balanced
     assert plan.combos[0].master == "local[1]" and plan.combos[1].master == "local[2]"
     c = plan.combos[0]
-    assert c.key("sort") == "sort|1000000|1|0|local[1]"
+    assert c.key("sort") == "sort|1000000|1|0|local[1]|seed=0"
+
+
+def test_resume_key_holds_what_changes_the_run():
+    """The seed always changes the run; executor cores and memory where executors are JVMs of
+    their own (on local[N] the tasks run in the driver, so a changed --executor-memory reruns nothing)."""
+    def keys(**kw):
+        args = {"workload": "sort", "sizes": "1MB", "executors": "1", "master": "local-cluster[{executors},1,2048]"}
+        args.update(kw)
+        return {c.key("sort") for c in S.plan_sweep(**args).combos}
+
+    base = keys()
+    assert base == {"sort|1000000|1|0|local-cluster[1,1,2048]|seed=0|cores=1|memory_mb=1024"}
+    assert keys(seed=7) != base
+    assert keys(executor_memory_mb=2048) != base  # the master stays the same; the executors do not
+    assert len({frozenset(k) for k in (base, keys(master="yarn"), keys(master="yarn", executor_cores=2),
+                                       keys(master="yarn", executor_memory_mb=2048))}) == 4
+    assert keys(master="local", seed=7) != keys(master="local")
+    assert keys(master="local", executor_memory_mb=4096, executor_cores=2) == keys(master="local")
+
+
+def _recorded(store, *props: dict) -> set[str]:
+    import pandas as pd
+
+    from sparkpredict.store import io as store_io
+
+    rows = pd.DataFrame({"run_id": [f"r{i}" for i in range(len(props))], "app_id": [f"r{i}" for i in range(len(props))],
+                         "job": ["sort"] * len(props), "status": ["succeeded"] * len(props),
+                         "properties_json": [json.dumps(p) for p in props], "updated_ms": [1] * len(props)})
+    store_io.open(store, create=True).append({"runs": rows})
+    return S.recorded_keys(str(store), "sort")
+
+
+def test_runs_recorded_before_the_seed_was_in_the_key_still_resume(tmp_path):
+    """A key written as workload|bytes|executors|repeat|master is completed from the run's own
+    properties: the same sweep resumes, one with another seed or other executors does not."""
+    old_local = {S.KEY_SWEEP: "sort|1000000|1|0|local[1]", S.KEY_SEED: "0",
+                 "spark.executor.cores": "1", "spark.executor.memory": "1024m"}
+    old_yarn = {S.KEY_SWEEP: "sort|1000000|2|0|yarn", S.KEY_SEED: "0",
+                "spark.executor.cores": "2", "spark.executor.memory": "4g"}
+    no_seed = {S.KEY_SWEEP: "sort|2000000|1|0|local[1]"}  # cannot tell which data: rerun
+    recorded = _recorded(tmp_path / "s", old_local, old_yarn, no_seed)
+
+    def todo(**kw):
+        return [c for c in S.plan_sweep("sort", **kw).combos if c.key("sort") not in recorded]
+
+    assert todo(sizes="1MB", executors="1", master="local") == []
+    assert len(todo(sizes="1MB", executors="1", master="local", seed=7)) == 1
+    assert todo(sizes="1MB", executors="2", master="yarn", executor_cores=2, executor_memory_mb=4096) == []
+    assert len(todo(sizes="1MB", executors="2", master="yarn", executor_cores=2, executor_memory_mb=2048)) == 1
+    assert len(todo(sizes="2MB", executors="1", master="local")) == 1
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -51,12 +105,36 @@ def test_plan_orders_repeats_outermost():
     ({"workload": "sort", "sizes": "8MB", "executors": "1", "master": "local", "repeats": 0}, "repeats"),
     # refused before a JVM starts, not by Spark's stack trace after it
     ({"workload": "sort", "sizes": "8MB", "executors": "1", "master": "yarn-client"}, "not a Spark master URL"),
+    ({"workload": "sort", "sizes": "8MB", "executors": "1", "master": "local[0]"}, "no task threads"),
+    ({"workload": "sort", "sizes": "8MB", "executors": "1", "master": "local-cluster[{executors},0,1024]"},
+     "no executors, cores or memory"),
+    ({"workload": "sort", "sizes": "8MB", "executors": "1", "master": "local-cluster[{executors},{cores},512]"},
+     "less than the executors' 1024 MiB"),
+    # templates str.format cannot fill: KeyError / IndexError / ValueError before
+    ({"workload": "sort", "sizes": "8MB", "executors": "1", "master": "local[{executor}]"}, "unknown placeholder {executor}"),
+    ({"workload": "sort", "sizes": "8MB", "executors": "1", "master": "local[{}]"}, "unknown placeholder {}"),
+    ({"workload": "sort", "sizes": "8MB", "executors": "1", "master": "local[{executors"}, "cannot read the master template"),
+    # a fixed local master runs one setup, whatever the count it is recorded as
+    ({"workload": "sort", "sizes": "8MB", "executors": "1,3", "master": "local[2]"}, "runs at 1, 3 executor(s)"),
+    ({"workload": "sort", "sizes": "8MB", "executors": "1", "master": "local[*]"}, "as many task threads"),
+    ({"workload": "sort", "sizes": "8MB", "executors": "1,2", "master": "local-cluster[2,1,1024]"},
+     "starts 2 executor(s) in every run"),
+    ({"workload": "sort", "sizes": "8MB", "executors": "1", "master": "local-cluster[{executors},2,1024]"},
+     "gives each worker 2 core(s)"),
 ])
 def test_bad_sweeps_are_refused_up_front(kwargs, message):
     with pytest.raises((WorkloadError, InputError)) as e:
         S.plan_sweep(**kwargs)
     assert message in e.value.message
     assert e.value.fix
+
+
+def test_fixed_masters_that_run_the_counts_asked_for_are_accepted():
+    assert [c.master for c in S.plan_sweep("sort", "8MB", "2", master="local[2]").combos] == ["local[2]"]
+    assert [c.master for c in S.plan_sweep("sort", "8MB", "2", master="local-cluster[2,1,1024]").combos] \
+        == ["local-cluster[2,1,1024]"]
+    plan = S.plan_sweep("sort", "8MB", "1,2", master="yarn")  # spark.executor.instances sets the count
+    assert [c.master for c in plan.combos] == ["yarn", "yarn"]
 
 
 def test_capacity_check_allows_what_the_machine_can_start():
@@ -72,6 +150,11 @@ def test_capacity_check_allows_what_the_machine_can_start():
     (["--workload", "nope", "--sizes", "8MB"], "unknown workload 'nope'"),
     (["--workload", "sort", "--sizes", "100KB"], "below the sort generator's minimum"),
     (["--workload", "sort", "--sizes", "8MB", "--executors", "1-400"], "asks for"),
+    (["--workload", "sort", "--sizes", "8MB", "--executors", "2-1"], "empty range"),
+    (["--workload", "sort", "--sizes", "8MB", "--master", "local[{executor}]"], "unknown placeholder"),
+    (["--workload", "sort", "--sizes", "8MB", "--master", "local[{}]"], "unknown placeholder"),
+    (["--workload", "sort", "--sizes", "8MB", "--master", "local[0]"], "no task threads"),
+    (["--workload", "sort", "--sizes", "8MB", "--executors", "1,3", "--master", "local[2]"], "local[{executors}]"),
 ])
 def test_cli_bad_input_one_clear_line_and_nothing_recorded(tmp_path, args, message):
     store = tmp_path / "store"
@@ -113,7 +196,8 @@ def test_tiny_real_sweep_records_each_run_and_resumes(spark_app, tmp_path):
         sizes[c.size_bytes] = sum(p.stat().st_size for p in d.glob("part-*"))
     for _, r in runs.iterrows():
         key = json.loads(r["properties_json"])[S.KEY_SWEEP]
-        _, size, e, _rep, master = key.split("|")
+        _, size, e, _rep, master, seed = key.split("|")
+        assert seed == "seed=0"
         assert r["input_bytes"] == sizes[int(size)] and r["input_bytes_source"] == "declared"
         assert r["executors_requested"] == int(e) and r["master"] == master == f"local[{e}]"
 
@@ -126,6 +210,11 @@ def test_tiny_real_sweep_records_each_run_and_resumes(spark_app, tmp_path):
     more = S.run_sweep(wider, store=store, cache_dir=cache, workdir=tmp_path / "work", tasks=False)
     assert len(more.skipped) == 4 and [o.combo.executors for o in more.ran] == [3, 3]
     assert len(store_io.open(store).runs()) == 6
+
+    # another seed is other data: nothing of it is recorded yet (the seed was not in the key)
+    seeded = S.run_sweep(S.plan_sweep("wordcount", "1MB", "1", master="local", seed=7), store=store,
+                         cache_dir=cache, workdir=tmp_path / "work", tasks=False)
+    assert not seeded.skipped and [o.status for o in seeded.ran] == ["succeeded"]
 
 
 @pytest.mark.spark
@@ -211,3 +300,54 @@ def test_quiet_spark_logs_still_show_the_listeners_warnings_and_errors(listener_
     assert any(" ERROR " in line and "cannot write to store" in line for line in ours), r.stderr[-3000:]
     spark_warns = [line for line in r.stderr.splitlines() if " WARN " in line and "sparkpredict" not in line]
     assert not spark_warns, spark_warns
+
+
+_CTRL_C_SWEEP = """
+import sys
+from sparkpredict import workloads
+from sparkpredict.cli import main
+
+def run(self, spark, data_path, seed=0):
+    if spark.sparkContext.appName.endswith("-warmup"):
+        return {}
+    print("RUNNING", flush=True)
+    # a job that runs until it is cancelled (hours of codegen'd sums)
+    return {"sum": spark.range(0, 10**13, numPartitions=2).selectExpr("sum(id)").collect()}
+
+workloads.Workload.run = run
+sys.exit(main(["sweep", "--workload", "sort", "--sizes", "1MB", "--executors", "1,2", "--master", "local",
+               "--store", sys.argv[1], "--cache", sys.argv[2], "--no-tasks"]))
+"""
+
+
+@pytest.mark.spark
+def test_ctrl_c_stops_a_sweep_with_one_tidy_line(tmp_path):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) while a run's job runs:
+    PySpark's handler cancelled the jobs on the py4j connection the main thread was reading
+    ("reentrant call", Py4JNetworkError and KeyboardInterrupt tracebacks), then the context was
+    stopped under running tasks (Spark's ERRORs). Now: the tidy line, exit 130, the run failed."""
+    import signal
+    import time
+
+    from sparkpredict.store import io as store_io
+
+    store = tmp_path / "store"
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    p = subprocess.Popen([sys.executable, "-c", _CTRL_C_SWEEP, str(store), str(tmp_path / "cache")],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "RUNNING"
+        time.sleep(1.0)  # the job's tasks are running
+        os.killpg(p.pid, signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, err[-3000:]
+    assert "interrupted: runs finished so far are recorded; rerun the same command to resume" in err
+    noise = [ln for ln in err.splitlines() if "Traceback" in ln or "ERROR" in ln or "Error" in ln
+             or "Exception" in ln or "KeyboardInterrupt" in ln]
+    assert not noise, err[-3000:]
+    runs = store_io.open(store).runs()
+    assert list(runs["status"]) == ["failed"] and list(runs["executors_requested"]) == [1]

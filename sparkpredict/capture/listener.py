@@ -206,12 +206,42 @@ def _jvm_has_listener(jvm: Any) -> bool:
         return False
 
 
+#: Comma-separated settings where the listener's entries join the user's instead of replacing them.
+MERGED_KEYS = ("spark.jars", "spark.extraListeners", "spark.plugins")
+
+
+def _launch_settings() -> dict[str, str]:
+    """The settings the spark-submit that PySpark launches reads beside the builder's: the
+    properties files (``spark-defaults.conf`` in $SPARK_CONF_DIR or the Spark home's conf/, or
+    a ``--properties-file``) under the ``--conf`` of ``$PYSPARK_SUBMIT_ARGS``."""
+    import shlex
+
+    from .submit import _spark_conf
+
+    try:
+        args = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    except ValueError:  # PySpark itself will fail on it, with its own message
+        args = []
+    return _spark_conf(args)
+
+
+def _merged(theirs: str | None, ours: str) -> str:
+    items = [x.strip() for x in (theirs or "").split(",") if x.strip()]
+    return ",".join(items + [x for x in ours.split(",") if x not in items])
+
+
 def attach(builder: Any, store: str | None = None, job: str | None = None, tasks: bool = True,
            input_bytes: int | None = None) -> Any:
     """Configure a ``SparkSession.builder`` to record the application; returns the builder.
 
     Must run before the first SparkSession of the Python process: Spark reads ``spark.jars``
     only when its JVM starts.
+
+    The listener's jar, listener and plugin are added to the ``spark.jars``,
+    ``spark.extraListeners`` and ``spark.plugins`` the application would have had without it:
+    those set on ``builder`` so far, else those of ``spark-defaults.conf`` (and of
+    ``$PYSPARK_SUBMIT_ARGS``), as spark-submit would take them. A list set on the builder
+    after ``attach`` replaces the merged one, as any later ``config`` does.
 
     Examples
     --------
@@ -239,6 +269,13 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
         if active is not None:
             log.warning("a SparkContext is running; the listener records the next application only "
                         "(stop the running session first)")
+    # What the builder holds (pyspark 4 keeps it in _options) outranks the files, as the
+    # builder's --conf outranks spark-defaults.conf in the spark-submit PySpark launches.
+    theirs = _launch_settings()
+    options = getattr(builder, "_options", None)
+    theirs.update({k: str(v) for k, v in (options if isinstance(options, dict) else {}).items()})
+    for k in MERGED_KEYS:
+        conf[k] = _merged(theirs.get(k), conf[k])
     for k, v in conf.items():
         builder = builder.config(k, v)
     return builder
@@ -247,11 +284,27 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
 def listener_error(spark: Any) -> str | None:
     """The last error the listener of this process's current application logged, or None when
     all went well so far. The listener hears of a job's end on Spark's asynchronous listener bus,
-    so an error from writing that job's rows can arrive just after the action returns."""
+    so an error from writing that job's rows can arrive just after the action returns.
+
+    An application the listener is not attached to records nothing: that is said too (a
+    message starting "the sparkpredict listener is not attached"), never None. Once the
+    session stopped, the answer is the JVM's last listener's (errors of the final flush)."""
+    how = ("nothing is recorded; start the session with sparkpredict.attach(SparkSession.builder, ...) "
+           "before the first SparkSession of the process (or sparkpredict submit)")
     try:
-        return spark.sparkContext._jvm.io.sparkpredict.SparkPredictListener.lastError()
-    except Exception as exc:  # the class is missing: the listener was never attached  # noqa: BLE001
-        return f"listener not loaded: {exc}"
+        sc = spark.sparkContext
+        jsc = sc._jsc  # None once the session stopped: its last error is still the JVM's to tell
+        listeners = None if jsc is None else str(jsc.sc().conf().get("spark.extraListeners", ""))
+    except Exception as exc:  # Spark Connect: no driver JVM in this process to ask  # noqa: BLE001
+        return f"cannot ask the sparkpredict listener: {type(exc).__name__}: {exc}"
+    if listeners is not None and LISTENER_CLASS not in [x.strip() for x in listeners.split(",")]:
+        return (f"the sparkpredict listener is not attached to this application (spark.extraListeners "
+                f"lacks {LISTENER_CLASS}): {how}")
+    try:
+        return sc._jvm.io.sparkpredict.SparkPredictListener.lastError()
+    except Exception:  # py4j finds no such class: the JVM started without the jar  # noqa: BLE001
+        return (f"the sparkpredict listener is not attached: {LISTENER_CLASS} is not on the driver's "
+                f"classpath (Spark reads spark.jars only when its JVM starts): {how}")
 
 
 __all__ = [

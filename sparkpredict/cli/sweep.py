@@ -10,7 +10,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "sweep", help="run a workload over sizes x executor counts, each run recorded",
         description="Run a HiBench-style workload at every size x executor count x repeat, each as "
                     "its own Spark application recorded by the listener. Rerunning the same command "
-                    "resumes: runs already recorded as succeeded are skipped.")
+                    "resumes: runs already recorded as succeeded are skipped. Ctrl-C stops after "
+                    "cancelling the running run (recorded as failed) and exits 130.")
     p.add_argument("--workload", required=True,
                    help="wordcount, sort, kmeans, pagerank, logreg or sqljoin")
     p.add_argument("--sizes", required=True, help="input sizes, e.g. 64MB,128MB,256MB")
@@ -18,10 +19,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--repeats", type=int, default=1, help="runs per combination (default 1)")
     p.add_argument("--master", default=None,
                    help="master template (default local-cluster[{executors},{cores},{memory_mb}]; "
-                        "'local' = local[{executors}] threads; yarn etc. get spark.executor.instances)")
+                        "'local' = local[{executors}] threads; yarn etc. get spark.executor.instances; "
+                        "a fixed local[N] or local-cluster[N,..] only with --executors N)")
     p.add_argument("--executor-cores", type=int, default=1)
     p.add_argument("--executor-memory", default="1024MiB", help="per executor (default 1024MiB)")
-    p.add_argument("--seed", type=int, default=0, help="data generator seed (default 0)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="data generator seed (default 0); runs of another seed are not taken as done")
     p.add_argument("--store", default=None, help="history store (default: the embedded local store)")
     p.add_argument("--cache", default=None, help="generated-data cache (default ~/.cache/sparkpredict/data)")
     p.add_argument("--no-tasks", action="store_true", help="do not record task rows (smaller store)")
