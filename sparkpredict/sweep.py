@@ -20,21 +20,18 @@ must be the first thing to start Spark in its process (the CLI always is).
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
 import os
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import workloads as W
 from .config import LOCAL_MASTER
-from .errors import ListenerError, WorkloadError
+from .errors import ListenerError
 from .sweep_plan import (  # noqa: F401  (re-exported: the sweep API is one module to its users)
     _MASTER_FIX,
     DEFAULT_MASTER,
@@ -46,6 +43,15 @@ from .sweep_plan import (  # noqa: F401  (re-exported: the sweep API is one modu
     master_for,
     parse_list,
     plan_sweep,
+)
+from .sweep_session import (  # noqa: F401  (QUIET_SPARK_LOG: re-exported)
+    QUIET_SPARK_LOG,
+    _Interrupts,
+    _jvm_started,
+    _start_session,
+    _stop,
+    _wait_for_executors,
+    _wait_for_tasks_to_end,
 )
 from .units import format_bytes, parse_memory_mb
 
@@ -60,12 +66,6 @@ KEY_SEED = "spark.sparkpredict.sweep.seed"
 WARMUP_RECORDS = True
 #: How long to wait for a local-cluster's executors to register before the job starts.
 EXECUTOR_WAIT_S = 180.0
-#: The log configuration a sweep's driver JVM starts with unless the user has one: Spark's
-#: errors only, so its start-up WARNs do not bury the progress bar (``--spark-logs``: Spark's own).
-QUIET_SPARK_LOG = Path(__file__).parent / "data" / "spark" / "log4j2-quiet.properties"
-#: log4j2 reads this environment variable as ``-Dlog4j2.configurationFile``; through the
-#: environment the user's ``spark.driver.extraJavaOptions`` (and spark-defaults') stay untouched.
-_LOG4J_ENV = "LOG4J_CONFIGURATION_FILE"
 
 
 @dataclass
@@ -171,177 +171,6 @@ def run_conf(plan: SweepPlan, combo: Combo, input_bytes: int, local_dir: Path) -
         conf["spark.executor.instances"] = str(combo.executors)
         conf["spark.dynamicAllocation.enabled"] = "false"
     return conf
-
-
-class _Interrupts:
-    """Ctrl-C during a sweep, taken so that no call into the JVM is cut in half.
-
-    PySpark's own SIGINT handler (every SparkContext installs it) cancels the jobs through the
-    py4j connection on which the main thread is waiting for the job: "reentrant call", a broken
-    connection, py4j's logged tracebacks, and then the context is stopped under running tasks
-    (Spark's ERRORs). Here, while a run's application starts, runs or stops (:meth:`spark_calls`),
-    a Ctrl-C only sets :attr:`requested` and cancels the application's jobs from another thread,
-    on that thread's own connection; the main thread sees its job fail, or reaches a
-    :meth:`check`, and raises KeyboardInterrupt itself, between two JVM calls. Elsewhere (data
-    generation, the store) it raises at once, as a second Ctrl-C always does. Outside the main
-    thread Python delivers no signals, so nothing is installed there.
-    """
-
-    #: py4j's log lines, each with a traceback, for a JVM call cut by a second Ctrl-C: its own
-    #: loggers', and two it sends to the root logger.
-    _PY4J_LOGGERS = ("", "py4j.clientserver", "py4j.java_gateway")
-    _PY4J_ROOT_NOISE = ("KeyboardInterrupt while sending command.", "Exception while sending command.")
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._in_spark = False
-        self._sc = None
-        self._done = threading.Event()
-        self._canceller: threading.Thread | None = None
-        self._main = threading.current_thread() is threading.main_thread()
-        self._installed = False
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[_Interrupts]:
-        """This handler instead of the process's (PySpark's) for the block; restored after."""
-        if not self._main:
-            yield self
-            return
-        previous = signal.getsignal(signal.SIGINT)
-        signal.signal(signal.SIGINT, self._on_sigint)
-        self._installed = True
-        for name in self._PY4J_LOGGERS:
-            logging.getLogger(name).addFilter(self._quiet)
-        try:
-            yield self
-        finally:
-            self.release()
-            self._installed = False
-            signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
-            for name in self._PY4J_LOGGERS:
-                logging.getLogger(name).removeFilter(self._quiet)
-
-    def _quiet(self, record: logging.LogRecord) -> bool:
-        """After a Ctrl-C, py4j's reports of the calls it cut are expected, not news."""
-        return not (self.requested and (record.name.startswith("py4j") or record.msg in self._PY4J_ROOT_NOISE))
-
-    @contextlib.contextmanager
-    def spark_calls(self) -> Iterator[None]:
-        """The block that starts, runs and stops one application: a first Ctrl-C waits for it."""
-        self._in_spark = True
-        try:
-            yield
-        finally:
-            self._in_spark = False
-            self.release()
-
-    def watch(self, sc) -> None:
-        """``sc`` has started (and replaced this handler with PySpark's): Ctrl-C cancels its jobs."""
-        self._sc = sc
-        if self._installed:
-            signal.signal(signal.SIGINT, self._on_sigint)
-
-    def release(self) -> None:
-        """The application is about to stop: no more cancelling (its context is going away)."""
-        self._sc = None
-        self._done.set()
-        if self._canceller is not None:
-            self._canceller.join(10)
-            self._canceller = None
-
-    def check(self) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-
-    def _on_sigint(self, signum: int, frame: object) -> None:
-        # Never while PySpark launches the driver JVM: cut there, it leaves a JVM behind that
-        # never learns its Python is gone (and holds the terminal's stderr); the launch takes
-        # seconds, and the check after it stops the sweep.
-        if (self.requested or not self._in_spark) and not (self._in_spark and not _jvm_started()):
-            self.requested = True
-            raise KeyboardInterrupt
-        self.requested = True
-        if self._sc is not None:
-            self._done.clear()
-            self._canceller = threading.Thread(target=self._cancel, args=(self._sc,),
-                                               name="sparkpredict-sweep-cancel", daemon=True)
-            self._canceller.start()
-
-    def _cancel(self, sc) -> None:
-        # Over and over: a workload runs several jobs, and the next one may start before the
-        # main thread has seen the first fail.
-        while True:
-            try:
-                sc.cancelAllJobs()
-            except Exception:  # the context stopped under us: nothing left to cancel  # noqa: BLE001
-                return
-            if self._done.wait(0.2):
-                return
-
-
-def _wait_for_tasks_to_end(spark, timeout_s: float) -> None:
-    """A cancelled job ends before its tasks have; stopping the context under them makes Spark
-    log ERRORs (tasks rejected by a terminated pool), so give them a moment."""
-    try:
-        tracker = spark.sparkContext._jsc.sc().statusTracker()
-        deadline = time.monotonic() + timeout_s
-        while sum(e.numRunningTasks() for e in tracker.getExecutorInfos()) and time.monotonic() < deadline:
-            time.sleep(0.1)
-    except Exception as exc:  # only a courtesy before the stop  # noqa: BLE001
-        log.debug("waiting for cancelled tasks failed: %s", exc)
-
-
-def _wait_for_executors(spark, n: int, timeout_s: float, check: Callable[[], None] = lambda: None) -> None:
-    """Block until ``n`` executors registered, so every run starts its work at full width;
-    ``check`` raises to stop waiting (Ctrl-C)."""
-    sc = spark.sparkContext
-    deadline = time.monotonic() + timeout_s
-    while True:
-        check()
-        # getExecutorMemoryStatus counts the driver's block manager too.
-        alive = sc._jsc.sc().getExecutorMemoryStatus().size() - 1
-        if alive >= n:
-            return
-        if time.monotonic() > deadline:
-            raise WorkloadError(f"only {alive} of {n} executors started within {timeout_s:.0f} s",
-                                "the machine is overloaded: use fewer executors or retry later")
-        time.sleep(0.2)
-
-
-def _user_log_config(conf: dict[str, str]) -> bool:
-    """Has the user chosen a log4j configuration for Spark (which a sweep must not replace)?"""
-    if os.environ.get(_LOG4J_ENV) or "log4j" in conf.get("spark.driver.extraJavaOptions", ""):
-        return True
-    conf_dirs = [os.environ.get("SPARK_CONF_DIR")]
-    if os.environ.get("SPARK_HOME"):
-        conf_dirs.append(str(Path(os.environ["SPARK_HOME"]) / "conf"))
-    return any(d and (Path(d) / "log4j2.properties").is_file() for d in conf_dirs)
-
-
-def _start_session(master: str, app_name: str, conf: dict[str, str], quiet: bool = True):
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        active.stop()
-    builder = SparkSession.builder.master(master).appName(app_name)
-    for k, v in conf.items():
-        builder = builder.config(k, v)
-    # The driver JVM reads its log configuration once, when this process first starts it; the
-    # variable is set only for that start, so the rest of the user's process never sees it.
-    quiet = quiet and not _jvm_started() and not _user_log_config(conf)
-    if quiet:
-        os.environ[_LOG4J_ENV] = str(QUIET_SPARK_LOG)
-    try:
-        return builder.getOrCreate()
-    except Exception as exc:  # py4j wraps Spark's reason (a bad master URL, no cluster) in its own  # noqa: BLE001
-        java = getattr(exc, "java_exception", None)
-        reason = str(java.getMessage()) if java is not None else (str(exc).strip().splitlines() or [""])[0]
-        raise WorkloadError(f"Spark did not start with master {master!r}: {reason}",
-                            _MASTER_FIX + ", and check that the cluster is reachable") from None
-    finally:
-        if quiet:
-            os.environ.pop(_LOG4J_ENV, None)
 
 
 def _eta(done: list[tuple[int, float]], todo: Sequence[Combo]) -> float | None:
@@ -456,26 +285,6 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
             if progress:
                 progress(i + 1, total, time.monotonic() - t0, _eta(done, todo[i + 1:]), name)
     return SweepResult(plan, store_path, outcomes, time.monotonic() - t0)
-
-
-def _stop(spark, exit_code: int) -> None:
-    """Stop the application; a non-zero exit code makes the listener record it as failed.
-
-    A Python-side failure (an exception in the body, executors that never came, Ctrl-C) leaves
-    no failed Spark job behind, and would otherwise be recorded as succeeded.
-    """
-    if exit_code:
-        try:
-            spark.sparkContext._jsc.sc().stop(exit_code)
-        except Exception as exc:  # the JVM may already be gone; the Python-side stop still runs  # noqa: BLE001
-            log.debug("stop(%d) failed: %s", exit_code, exc)
-    spark.stop()
-
-
-def _jvm_started() -> bool:
-    from pyspark import SparkContext
-
-    return SparkContext._gateway is not None
 
 
 def _warm_up(w: W.Workload, combo: Combo, path: Path, plan: SweepPlan, local_dir: Path,

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from sparkpredict import sweep as S
+from sparkpredict import sweep_session as SS
 from sparkpredict.errors import InputError, WorkloadError
 
 MB = 1000**2
@@ -263,22 +264,22 @@ def test_a_users_own_log4j_configuration_is_kept(tmp_path, monkeypatch):
     monkeypatch.delenv("LOG4J_CONFIGURATION_FILE", raising=False)
     monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
     monkeypatch.delenv("SPARK_HOME", raising=False)
-    assert not S._user_log_config({})
-    assert S._user_log_config({"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=/x.properties"})
+    assert not SS._user_log_config({})
+    assert SS._user_log_config({"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=/x.properties"})
     (tmp_path / "log4j2.properties").write_text("rootLogger.level = info\n")
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
-    assert S._user_log_config({})
-    assert S.QUIET_SPARK_LOG.is_file()   # shipped with the package (setup.cfg package_data)
+    assert SS._user_log_config({})
+    assert SS.QUIET_SPARK_LOG.is_file()   # shipped with the package (setup.cfg package_data)
 
 
 _QUIET_LISTENER_APP = """
 import sys
-from sparkpredict import sweep
+from sparkpredict import sweep_session
 from sparkpredict.capture.listener import listener_conf
 conf = listener_conf(store=sys.argv[1], job="quiet")
 conf["spark.sparkpredict.hostSampleIntervalMs"] = "often"   # host sampling warns and turns itself off
 conf["spark.ui.enabled"] = "false"
-spark = sweep._start_session("local[1]", "quiet", conf)
+spark = sweep_session._start_session("local[1]", "quiet", conf)
 print(spark.sparkContext.parallelize(range(10), 2).sum())
 spark.stop()
 """
