@@ -274,16 +274,8 @@ def orphans(store: Any, min_age_s: float = 600.0) -> list[str]:
 def remove_orphans(store: Any, min_age_s: float = 600.0, found: list[str] | None = None) -> list[str]:
     """Delete :func:`orphans` (or ``found``, what it listed a moment ago); returns the paths removed."""
     st = _open(store)
-    removed = []
-    for path in orphans(st, min_age_s) if found is None else found:
-        try:
-            st.fs.delete_file(path)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise StoreError(f"cannot remove {path!r} from store {st.path!r}: {exc}",
-                             "fix the folder's permissions; no committed model was changed") from exc
-        removed.append(path)
+    removed = st.delete_files(orphans(st, min_age_s) if found is None else found,
+                              "no committed model was changed")
     if removed:
         log.info("registry of %s: removed %d leftover file(s)", st.path, len(removed))
     return removed

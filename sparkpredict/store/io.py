@@ -111,16 +111,24 @@ class Store:
 
     def remove_orphans(self, min_age_s: float = 600.0) -> list[str]:
         """Delete :meth:`orphans`; returns the paths removed. Committed rows are never touched."""
-        removed = []
-        for path in self.orphans(min_age_s):
-            try:
-                self.fs.delete_file(path)
-            except OSError as exc:
-                raise StoreError(f"cannot remove {path!r} from store {self.path!r}: {exc}",
-                                 "fix the folder's permissions; nothing committed was changed") from exc
-            removed.append(path)
+        removed = self.delete_files(self.orphans(min_age_s), "nothing committed was changed")
         if removed:
             log.info("store %s: removed %d uncommitted file(s)", self.path, len(removed))
+        return removed
+
+    def delete_files(self, paths: list[str], unchanged: str) -> list[str]:
+        """Delete ``paths`` (one already gone is skipped); returns those deleted. A file that
+        cannot be deleted is a :class:`StoreError` whose fix says what stayed ``unchanged``."""
+        removed = []
+        for path in paths:
+            try:
+                self.fs.delete_file(path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise StoreError(f"cannot remove {path!r} from store {self.path!r}: {exc}",
+                                 f"fix the folder's permissions; {unchanged}") from exc
+            removed.append(path)
         return removed
 
     def exists(self) -> bool:
