@@ -23,6 +23,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--partitions", type=int, help="fit tasks (default 4 x default parallelism)")
     args = ap.parse_args(argv)
 
+    from sparkpredict.errors import InputError, SparkPredictError, print_error
+
+    try:  # the arguments' mistakes before a session starts
+        if args.partitions is not None and args.partitions < 1:
+            raise InputError(f"--partitions {args.partitions} must be at least 1",
+                             "give a positive number of fit tasks, or leave --partitions out")
+        if "://" not in args.store:
+            from sparkpredict.store import io as store_io
+
+            store_io.open(args.store)  # raises, naming the fix, when it is no store
+    except SparkPredictError as exc:
+        return print_error(exc)
+
     from pyspark.sql import SparkSession
 
     from sparkpredict.retrain import retrain_spark
@@ -31,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         res = retrain_spark(args.store, spark=spark, force=args.force, partitions=args.partitions,
                             stage_models=args.stage_models)
+    except SparkPredictError as exc:
+        return print_error(exc)
     finally:
         spark.stop()
     print(json.dumps({"retrain_id": res.retrain_id, "jobs": res.n_jobs, "refit": len(res.refit), "stage_refit": len(res.stage_refit),

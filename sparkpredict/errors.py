@@ -67,3 +67,15 @@ class UnknownJobError(ModelError, KeyError):
 
 class WorkloadError(SparkPredictError):
     pass
+
+
+def print_error(exc: SparkPredictError) -> int:
+    """The CLI's way to report a user's mistake: one ``error:`` line, one ``fix:`` line, on
+    stderr; returns the exit code, 2."""
+    import sys
+
+    print(f"error: {exc.message}", file=sys.stderr)
+    if exc.fix:
+        print(f"fix: {exc.fix}", file=sys.stderr)
+    return 2
+

@@ -188,11 +188,20 @@ def labelled_stages(store: Store, jobs: list[str] | None = None,
 def fit_monitor(store: Store | str | Path | None = None, *, jobs: list[str] | None = None,
                 **params: Any) -> DegradationModel:
     """Train a :class:`DegradationModel` on a store's labelled runs (default: the committed dataset)."""
+    import pandas as pd
+
     from .store import io
 
     st = store if hasattr(store, "read") else io.open(store or DEFAULT_TRAINING_STORE)
     df = labelled_stages(st, jobs)  # type: ignore[arg-type]
-    return DegradationModel(**params).fit(df[df["label"].notna()])
+    train = df[df["label"].notna()]
+    # a labelled stage teaches something only beside a clean run of its job (its baseline)
+    if "degradation" not in train or not pd.to_numeric(train["degradation"], errors="coerce").notna().any():
+        raise DegenerateDataError(
+            f"no labelled run in {getattr(st, 'path', st)!r} has a clean run of its job to compare with",
+            "record undisturbed runs of the same jobs labelled --conf spark.sparkpredict.interference=none, "
+            "or leave the training store out to use the bundled dataset")
+    return DegradationModel(**params).fit(train)
 
 
 _CACHE: dict[str, DegradationModel] = {}
@@ -225,20 +234,27 @@ def cached_monitor(st: Store | str | Path) -> DegradationModel:
     return _CACHE[key]
 
 
-def default_model(store: Store | None = None) -> DegradationModel:
+def default_model(store: Store | str | Path | None = None) -> DegradationModel:
     """Trained on the user's store when it holds labelled interfered runs, else on the committed
     dataset (:data:`DEFAULT_TRAINING_STORE`); trained once per store version (see :func:`cached_monitor`)."""
+    import pandas as pd
+
+    from .store import io
+
     if store is not None:
-        interfered = interference_labels(store.runs()).dropna()
-        if (interfered != "none").sum() >= 5 and (interfered == "none").sum() >= 2:
-            log.info("slowdown monitor trained on the labelled runs of %s", store.path)
-            return cached_monitor(store)
+        st = cast("Store", store) if hasattr(store, "runs") else io.open(store)
+        runs = st.runs()
+        labels = pd.Series(interference_labels(runs).to_numpy(), index=runs["job"].to_numpy()).dropna()
+        # interfered runs teach only beside clean runs of their own job
+        has_clean = set(labels[labels == "none"].index)
+        labels = labels[labels.index.isin(has_clean)]
+        if (labels != "none").sum() >= 5 and (labels == "none").sum() >= 2:
+            log.info("slowdown monitor trained on the labelled runs of %s", st.path)
+            return cached_monitor(st)
     if not DEFAULT_TRAINING_STORE.exists():
         raise DegenerateDataError(
             "no labelled interference runs to train the slowdown monitor on",
             "record some with benchmarks/make_interference_dataset.py --store S, or pass models=")
-    from .store import io
-
     log.info("slowdown monitor trained on the bundled dataset %s", DEFAULT_TRAINING_STORE)
     return cached_monitor(io.open(DEFAULT_TRAINING_STORE))
 
@@ -344,6 +360,12 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     """
     from .store import io
 
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 1:
+        raise InputError(f"threshold {threshold!r} is not a fraction between 0 and 1",
+                         "give the QoS threshold as a fraction, e.g. 0.10 for 10 %")
+    if isinstance(top_stages, bool) or not isinstance(top_stages, int) or top_stages < 1:
+        raise InputError(f"top_stages {top_stages!r} is not a whole number of at least 1",
+                         "give how many stages to list, e.g. 3")
     st = store if hasattr(store, "read") else io.open(store)
     runs = st.runs()  # type: ignore[union-attr]
     row = runs[runs["run_id"] == run_id]
@@ -356,7 +378,7 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     df = labelled_stages(st, [job], run_ids=[run_id])  # type: ignore[arg-type]
     ended = {"failed": "failed", "killed": "was killed", "running": "is still running"}.get(status)
     try:
-        e = _explain(run_id, job, model, df, threshold, top_stages)
+        e = _explain(run_id, job, model, df, threshold, top_stages, runs)
     except UnknownJobError as exc:
         if ended:
             raise UnknownJobError(f"run {run_id!r} {ended} before it completed a stage: nothing to explain",
@@ -368,8 +390,32 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     return e
 
 
+def _other_setups(runs: pd.DataFrame, run_id: str, df: pd.DataFrame) -> str:
+    """What differs between the run and the clean runs of its baseline (executor counts, input
+    sizes beyond 5 %), in words; "" when they ran as it did. Without labels every other run of
+    the job is "clean", whatever its configuration."""
+    clean = set(df.loc[df["label"] == "none", "run_id"]) if df["label"].notna().any() else set(df["run_id"])
+    clean.discard(run_id)
+    # the count asked for (a local[E] sweep's E task threads too), else the count that ran
+    n = runs["executors_requested"].fillna(runs["executors_max"]) if "executors_requested" in runs \
+        else runs["executors_max"]
+    mine = n[runs["run_id"] == run_id].dropna()
+    base = runs[runs["run_id"].isin(clean)]
+    me = runs[runs["run_id"] == run_id].iloc[0]
+    parts = []
+    execs = sorted({int(x) for x in n[base.index].dropna()} - {int(x) for x in mine})
+    if execs and len(mine):
+        parts.append(f"other executor counts ({', '.join(map(str, execs[:6]))}; this run: {int(mine.iloc[0])})")
+    size = float(me.get("input_bytes") or 0)
+    if size > 0 and "input_bytes" in base:
+        other = base["input_bytes"].dropna().astype(float)
+        if ((other - size).abs() > 0.05 * size).any():
+            parts.append("other input sizes")
+    return " and ".join(parts)
+
+
 def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame, threshold: float,
-             top_stages: int) -> Explanation:
+             top_stages: int, runs: pd.DataFrame) -> Explanation:
     """:func:`explain_run` on the job's :func:`labelled_stages` (which hold the run)."""
     rows = df[df["run_id"] == run_id].reset_index(drop=True)
     if rows.empty:
@@ -397,6 +443,12 @@ def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame, t
                      f"of job {job!r}; the measured degradation covers that part only. If the job's "
                      "runs are different applications, give each its own job name "
                      "(spark.sparkpredict.job)")
+    mixed = _other_setups(runs, run_id, df)
+    if mixed:
+        notes.append(f"the clean runs it is compared with ran {mixed}: the measured degradation "
+                     "holds that difference as well as any interference. Label undisturbed runs "
+                     "of the same setup (--conf spark.sparkpredict.interference=none) for a "
+                     "cleaner baseline")
     act, exp, d = run_degradation(rows)
     if not math.isfinite(d):
         act, exp, d = total_ms, None, None  # type: ignore[assignment]
@@ -497,11 +549,12 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
     # the model and the stage features once for all the runs, not per run
     model = models or default_model(st)  # type: ignore[arg-type]
     df = labelled_stages(st, [job], run_ids=[r for r, _ in found])  # type: ignore[arg-type]
+    runs = st.runs()  # type: ignore[union-attr]
     out = []
     for run_id, ratio in found:
         shown = None if no_ratio else ratio
         try:
-            out.append(SlowRun(run_id, shown, _explain(run_id, job, model, df, threshold, 3),
+            out.append(SlowRun(run_id, shown, _explain(run_id, job, model, df, threshold, 3, runs),
                                out_of_fold=oof, model_runs=src.n_runs))
         except SparkPredictError as exc:
             out.append(SlowRun(run_id, shown, None, exc.message, out_of_fold=oof, model_runs=src.n_runs))

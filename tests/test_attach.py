@@ -139,6 +139,13 @@ def test_attach_adds_to_the_lists_the_application_would_have_had(listener_jar, t
     # attached twice (a notebook cell run again): each entry once
     again = sparkpredict.attach(builder, store=str(tmp_path / "s"))._options
     assert again["spark.jars"] == opts["spark.jars"] and again["spark.plugins"] == opts["spark.plugins"]
+    # the cluster's store (conf/spark-defaults.conf.sparkpredict) is the one an attach without
+    # store= records into; the default store only when none is set anywhere
+    monkeypatch.delenv("SPARKPREDICT_STORE", raising=False)
+    cluster_store = tmp_path / "cluster-store"
+    (conf_dir / "spark-defaults.conf").write_text(f"spark.sparkpredict.store file://{cluster_store}\n")
+    assert sparkpredict.attach(SparkSession.builder)._options["spark.sparkpredict.store"] == \
+        f"file://{cluster_store}"
     # nothing of the user's anywhere: ours alone, as before
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "no-conf"))
     bare = sparkpredict.attach(SparkSession.builder, store=str(tmp_path / "s"))._options

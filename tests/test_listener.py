@@ -175,6 +175,17 @@ def test_tasks_off_and_declared_input(spark_app, tmp_path):
     assert st.stages()["num_task_rows"].sum() == 8
 
 
+def test_a_bad_declared_input_size_costs_only_the_declaration(spark_app, tmp_path):
+    """A comment after the value in spark-defaults.conf becomes part of it: the listener used to
+    stop recording the whole application at its first job end (NumberFormatException)."""
+    store = tmp_path / "store"
+    with spark_app(store, job="bad-size", conf={"spark.sparkpredict.inputBytes": "120g   # declared size"}) as spark:
+        assert spark.sparkContext.parallelize(range(100), 2).count() == 100
+    run = store_mod.open(store).runs().iloc[0]
+    assert run.status == "succeeded" and run.num_jobs == 1
+    assert run.input_bytes_source == "measured"
+
+
 def test_measured_input_bytes_from_stages_without_parents(spark_app, tmp_path):
     data = tmp_path / "data.txt"
     data.write_text("x\n" * 50_000)

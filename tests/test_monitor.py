@@ -146,9 +146,9 @@ def test_model_contract_errors():
         m.DegradationModel(culprit="hosts").fit(_synthetic_training(n=40))
 
 
-def _store_with_runs(path, plan, seed=0, names=None):
+def _store_with_runs(path, plan, seed=0, names=None, jobs=None):
     """plan: list of (run_id, label, slow_factor, kind) -> a store of 2-stage runs
-    (``names``: run_id -> its own list of stage names instead)."""
+    (``names``: run_id -> its own list of stage names instead; ``jobs``: run_id -> job, else etl)."""
     rng = np.random.default_rng(seed)
     runs, stages, tasks = [], [], []
     for k, (rid, label, f, kind) in enumerate(plan):
@@ -168,7 +168,7 @@ def _store_with_runs(path, plan, seed=0, names=None):
             tk = _tasks(rid, sid, rows, t0)
             tasks += tk
             stages.append(_stage(rid, sid, name, tk))
-        runs.append({"run_id": rid, "app_id": rid, "job": "etl", "status": "succeeded", "start_ms": t0,
+        runs.append({"run_id": rid, "app_id": rid, "job": (jobs or {}).get(rid, "etl"), "status": "succeeded", "start_ms": t0,
                      "properties_json": json.dumps({m.LABEL_KEY: label}), "updated_ms": t0})
     st = io.open(path, create=True)
     st.append({"runs": pd.DataFrame(runs), "stages": pd.DataFrame(stages), "tasks": pd.DataFrame(tasks)})
@@ -376,6 +376,34 @@ def test_a_run_far_shorter_than_the_training_runs_gets_no_cause_its_clean_runs_d
     confirmed = m.explain_run("local-1795975911955", hist, model)   # +25 % measured, +46 % estimated
     assert confirmed.too_short and not confirmed.cause_withheld and confirmed.main_cause == "cpu"
     assert any("is an extrapolation" in w for w in confirmed.warnings)
+
+
+def test_a_baseline_of_other_setups_is_said_and_bad_arguments_are_refused():
+    """Without labels every other run of the job is "clean", whatever its executor count or
+    size: a 1-executor sort run read +32 % "VIOLATED" against runs on 2 and 3 executors."""
+    from pathlib import Path
+
+    hist = Path(__file__).parent / "data" / "history"
+    model = m.default_model(hist)  # a path, as explain_run takes one (it raised AttributeError)
+    e = m.explain_run("local-1795975858928", hist, model)
+    assert any("other executor counts (2, 3; this run: 1)" in w for w in e.warnings), e.warnings
+    for bad in ({"threshold": 10}, {"threshold": -1}, {"threshold": "0.1"}, {"top_stages": -1}, {"top_stages": 0}):
+        with pytest.raises(InputError):
+            m.explain_run("local-1795975858928", hist, model, **bad)
+
+
+def test_a_training_store_without_clean_runs_is_a_clear_error_and_not_trained_on(tmp_path):
+    plan = [(f"cpu{i}", f"cpu:{1 + i % 2}", f, "cpu") for i, f in enumerate([1.3, 1.6, 2.0, 1.4, 1.8, 1.5])]
+    st = _store_with_runs(tmp_path / "noclean", plan)
+    with pytest.raises(DegenerateDataError, match="no labelled run .* has a clean run of its job"):
+        m.fit_monitor(st)
+    # interfered runs of one job and clean runs of another teach nothing: the bundled dataset serves
+    clean = [(f"clean{i}", "none", 1.0, "none") for i in range(3)]
+    apart = _store_with_runs(tmp_path / "apart", plan + clean, jobs={f"clean{i}": "wordcount" for i in range(3)})
+    together = _store_with_runs(tmp_path / "together", plan + clean)
+    bundled = m.default_model().train_run_ms_
+    assert m.default_model(apart).train_run_ms_ == bundled
+    assert m.default_model(together).train_run_ms_ != bundled  # its own runs: same job
 
 
 def test_slowest_runs_of_runs_without_input_sizes_is_a_clear_error(tmp_path, capsys):

@@ -120,3 +120,23 @@ def test_workload_body_does_the_work(spark_app, tmp_path, name):
         assert result["accuracy"] > 0.6  # labels follow a logistic model: learnable
     if name == "kmeans":
         assert result["training_cost"] > 0
+
+
+@pytest.mark.parametrize("script,args,message", [
+    ("sort.py", ["--size", "10KB"], "below the sort generator's minimum"),
+    ("wordcount.py", ["--size", "abc"], "cannot read 'abc' as a size"),
+    ("wordcount.py", ["--size", "1MB", "--data", "/nonexistent/folder"], "--data /nonexistent/folder is not a folder"),
+    ("retrain.py", ["--store", "/nonexistent/store"], "no sparkpredict store"),
+    ("retrain.py", ["--store", "/nonexistent/store", "--partitions", "-1"], "--partitions -1 must be at least 1"),
+])
+def test_job_scripts_refuse_bad_arguments_before_spark_starts(script, args, message):
+    """`spark-submit jobs/X.py` with a mistake: one error and one fix line, exit 2, no JVM (these
+    run with plain Python: a Spark session would take seconds and print its own start-up)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    job = Path(__file__).resolve().parents[1] / "jobs" / script
+    r = subprocess.run([sys.executable, str(job), *args], capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert message in r.stderr and "fix:" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]

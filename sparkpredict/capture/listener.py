@@ -237,6 +237,10 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     Must run before the first SparkSession of the Python process: Spark reads ``spark.jars``
     only when its JVM starts.
 
+    Without ``store``, the store is the ``spark.sparkpredict.store`` that the builder or
+    ``spark-defaults.conf`` sets (a cluster set up with ``conf/spark-defaults.conf.sparkpredict``),
+    else the default one.
+
     The listener's jar, listener and plugin are added to the ``spark.jars``,
     ``spark.extraListeners`` and ``spark.plugins`` the application would have had without it:
     those set on ``builder`` so far, else those of ``spark-defaults.conf`` (and of
@@ -256,6 +260,13 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     """
     from pyspark import SparkContext
 
+    # What the builder holds (pyspark 4 keeps it in _options) outranks the files, as the
+    # builder's --conf outranks spark-defaults.conf in the spark-submit PySpark launches.
+    theirs = _launch_settings()
+    options = getattr(builder, "_options", None)
+    theirs.update({k: str(v) for k, v in (options if isinstance(options, dict) else {}).items()})
+    if store is None:  # a cluster's spark-defaults.conf names the store its runs go to
+        store = theirs.get(KEY_STORE, "").strip() or None
     conf = listener_conf(store=store, job=job, tasks=tasks, input_bytes=input_bytes)
     jvm = getattr(SparkContext, "_jvm", None)
     if jvm is not None or getattr(SparkContext, "_gateway", None) is not None:
@@ -269,11 +280,6 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
         if active is not None:
             log.warning("a SparkContext is running; the listener records the next application only "
                         "(stop the running session first)")
-    # What the builder holds (pyspark 4 keeps it in _options) outranks the files, as the
-    # builder's --conf outranks spark-defaults.conf in the spark-submit PySpark launches.
-    theirs = _launch_settings()
-    options = getattr(builder, "_options", None)
-    theirs.update({k: str(v) for k, v in (options if isinstance(options, dict) else {}).items()})
     for k in MERGED_KEYS:
         conf[k] = _merged(theirs.get(k), conf[k])
     for k, v in conf.items():

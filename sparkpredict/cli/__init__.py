@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..errors import SparkPredictError
+    from ..errors import SparkPredictError, print_error
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -71,10 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except SparkPredictError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        if exc.fix:
-            print(f"fix: {exc.fix}", file=sys.stderr)
-        return 2
+        return print_error(exc)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import WorkloadError
+from ..errors import SparkPredictError, WorkloadError, print_error
 from ..units import format_bytes, parse_bytes
 from . import bodies
 from . import generate as gen
@@ -130,9 +130,15 @@ def main(name: str, argv: list[str] | None = None) -> int:
     p.add_argument("--data", help="use this generated folder instead of the cache")
     p.add_argument("--cache", help="data cache folder (default ~/.cache/sparkpredict/data)")
     a = p.parse_args(argv)
-    nbytes = parse_bytes(a.size)
-    path = Path(a.data) if a.data else w.data(nbytes, a.seed, a.cache)
-    actual = gen.data_size(path)
+    try:  # a mistake in the arguments is one error line, before Spark starts
+        nbytes = parse_bytes(a.size)
+        if a.data and not Path(a.data).is_dir():
+            raise WorkloadError(f"--data {a.data} is not a folder",
+                                "give a folder this job generated earlier, or leave --data out")
+        path = Path(a.data) if a.data else w.data(nbytes, a.seed, a.cache)
+        actual = gen.data_size(path)
+    except SparkPredictError as exc:
+        return print_error(exc)
 
     from pyspark import SparkConf
     from pyspark.sql import SparkSession

@@ -125,6 +125,8 @@ public class SparkPredictListener extends SparkListener {
     private final List<Object[]> pendingStages = new ArrayList<>();
     private final List<Object[]> pendingTasks = new ArrayList<>();
     private final List<Object[]> pendingHosts = new ArrayList<>();
+    /** spark.sparkpredict.inputBytes as bytes; null when not given, or not a size (logged). */
+    private final Long declaredInputBytes;
 
     public SparkPredictListener(SparkConf conf) {
         // one listener per application: an error of an earlier application in this JVM is not this one's
@@ -143,11 +145,21 @@ public class SparkPredictListener extends SparkListener {
         boolean tasks = true;
         int every = 0;
         boolean plugin = false;
+        Long declared = null;
         try {
             plugin = java.util.Arrays.asList(conf.get("spark.plugins", "").trim().split("\\s*,\\s*"))
                 .contains(HostMetricsPlugin.class.getName());
             key = conf.get(P + "job", null);
             tasks = conf.getBoolean(P + "tasks", true);
+            if (!conf.get(P + "inputBytes", "").trim().isEmpty()) {
+                try {
+                    declared = conf.getSizeAsBytes(P + "inputBytes");
+                } catch (RuntimeException e) {
+                    // a declared size is a hint: a bad one must not cost the run's recording
+                    LOG.error("sparkpredict: {}inputBytes={} is not a size (write e.g. 120g, or a number of bytes); "
+                        + "the run's measured input is recorded instead", P, conf.get(P + "inputBytes", ""));
+                }
+            }
             every = conf.getInt(P + "flushEveryStages", 0);
             appName = conf.get("spark.app.name", null);
             appId = conf.get("spark.app.id", null);
@@ -171,6 +183,7 @@ public class SparkPredictListener extends SparkListener {
             fail("constructor", t);
         }
         jobKey = key;
+        declaredInputBytes = declared;
         recordTasks = tasks;
         flushEveryStages = every;
         hostPlugin = plugin;
@@ -657,8 +670,8 @@ public class SparkPredictListener extends SparkListener {
         r[t.col("executor_memory_mb")] = executorMemoryMb();
         int taskCpus = Math.max(1, conf.getInt("spark.task.cpus", 1));
         r[t.col("task_slots")] = cores != null ? max * cores / taskCpus : null;
-        if (conf.contains(P + "inputBytes")) {
-            r[t.col("input_bytes")] = conf.getSizeAsBytes(P + "inputBytes");
+        if (declaredInputBytes != null) {
+            r[t.col("input_bytes")] = declaredInputBytes;
             r[t.col("input_bytes_source")] = "declared";
         } else {
             r[t.col("input_bytes")] = measuredInput;
