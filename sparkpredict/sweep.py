@@ -48,6 +48,7 @@ from .sweep_session import (  # noqa: F401  (QUIET_SPARK_LOG: re-exported)
     QUIET_SPARK_LOG,
     _Interrupts,
     _jvm_started,
+    _spark_quiet_while_stopping,
     _start_session,
     _stop,
     _wait_for_executors,
@@ -272,8 +273,11 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
                 finally:
                     interrupts.release()
                     if exit_code == 130:
-                        _wait_for_tasks_to_end(spark, 10.0)
-                    _stop(spark, exit_code)
+                        with _spark_quiet_while_stopping(spark):
+                            _wait_for_tasks_to_end(spark, 10.0)
+                            _stop(spark, exit_code)
+                    else:
+                        _stop(spark, exit_code)
             # A Ctrl-C while a run finished or stopped: the run is recorded as it ended; stop here.
             interrupts.check()
             outcome.seconds = time.monotonic() - started

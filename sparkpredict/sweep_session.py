@@ -143,6 +143,30 @@ def _wait_for_tasks_to_end(spark, timeout_s: float) -> None:
         log.debug("waiting for cancelled tasks failed: %s", exc)
 
 
+@contextlib.contextmanager
+def _spark_quiet_while_stopping(spark) -> Iterator[None]:
+    """Spark's own loggers off while an interrupted run stops: a killed task's status update can
+    still race the stop and log an ERROR (RejectedExecutionException) the user's Ctrl-C caused;
+    sparkpredict's logger (io.sparkpredict) keeps its level. Restored afterwards."""
+    try:
+        jvm = spark.sparkContext._jvm
+        level = jvm.org.apache.logging.log4j.Level
+        conf = jvm.org.apache.logging.log4j.core.config.Configurator
+        before = jvm.org.apache.logging.log4j.LogManager.getLogger("org.apache.spark").getLevel()
+        conf.setLevel("org.apache.spark", level.OFF)
+    except Exception as exc:  # only a courtesy: the stop goes on either way  # noqa: BLE001
+        log.debug("could not quiet Spark's loggers: %s", exc)
+        yield
+        return
+    try:
+        yield
+    finally:
+        try:
+            conf.setLevel("org.apache.spark", before)
+        except Exception as exc:  # the JVM went away with the stop  # noqa: BLE001
+            log.debug("could not restore Spark's log level: %s", exc)
+
+
 def _wait_for_executors(spark, n: int, timeout_s: float, check: Callable[[], None] = lambda: None) -> None:
     """Block until ``n`` executors registered, so every run starts its work at full width;
     ``check`` raises to stop waiting (Ctrl-C)."""
