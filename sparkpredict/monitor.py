@@ -390,12 +390,10 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     return e
 
 
-def _other_setups(runs: pd.DataFrame, run_id: str, df: pd.DataFrame) -> str:
-    """What differs between the run and the clean runs of its baseline (executor counts, input
-    sizes beyond 5 %), in words; "" when they ran as it did. Without labels every other run of
-    the job is "clean", whatever its configuration."""
-    clean = set(df.loc[df["label"] == "none", "run_id"]) if df["label"].notna().any() else set(df["run_id"])
-    clean.discard(run_id)
+def _other_setups(runs: pd.DataFrame, run_id: str, clean: set) -> str:
+    """What differs between the run and ``clean``, the runs of its baseline (executor counts,
+    input sizes beyond 5 %), in words; "" when they ran as it did. Without labels every other run
+    of the job is "clean", whatever its configuration."""
     # the count asked for (a local[E] sweep's E task threads too), else the count that ran
     n = runs["executors_requested"].fillna(runs["executors_max"]) if "executors_requested" in runs \
         else runs["executors_max"]
@@ -443,7 +441,7 @@ def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame, t
                      f"of job {job!r}; the measured degradation covers that part only. If the job's "
                      "runs are different applications, give each its own job name "
                      "(spark.sparkpredict.job)")
-    mixed = _other_setups(runs, run_id, df)
+    mixed = _other_setups(runs, run_id, others)
     if mixed:
         notes.append(f"the clean runs it is compared with ran {mixed}: the measured degradation "
                      "holds that difference as well as any interference. Label undisturbed runs "

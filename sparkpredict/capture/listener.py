@@ -225,7 +225,9 @@ def _launch_settings() -> dict[str, str]:
     return _spark_conf(args)
 
 
-def _merged(theirs: str | None, ours: str) -> str:
+def merged_list(theirs: str | None, ours: str) -> str:
+    """A comma-separated Spark list (jars, listener or plugin classes): the user's entries, then
+    ours that are not among them."""
     items = [x.strip() for x in (theirs or "").split(",") if x.strip()]
     return ",".join(items + [x for x in ours.split(",") if x not in items])
 
@@ -281,7 +283,7 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
             log.warning("a SparkContext is running; the listener records the next application only "
                         "(stop the running session first)")
     for k in MERGED_KEYS:
-        conf[k] = _merged(theirs.get(k), conf[k])
+        conf[k] = merged_list(theirs.get(k), conf[k])
     for k, v in conf.items():
         builder = builder.config(k, v)
     return builder

@@ -26,7 +26,7 @@ from ..config import (
     resolve_store,
 )
 from ..errors import InputError, ListenerError, StoreError
-from .listener import listener_conf, pyspark_home
+from .listener import listener_conf, merged_list, pyspark_home
 from .properties import read_properties
 
 log = logging.getLogger(__name__)
@@ -124,9 +124,7 @@ def _merge_list(opts: list[str], cli: dict[str, str], user: dict[str, str], key:
     """``opts`` with ``key`` holding the user's classes plus ours. ``user`` is every setting
     spark-submit sees, ``cli`` the ``--conf`` ones: a list from a properties file is outranked by
     an added ``--conf`` holding it merged, a ``--conf`` one is replaced where it stands."""
-    items = [x.strip() for x in user.get(key, "").split(",") if x.strip()]
-    items += [x for x in ours.split(",") if x not in items]
-    merged = f"{key}={','.join(items)}"
+    merged = f"{key}={merged_list(user.get(key), ours)}"
     out = list(opts)
     for i, a in enumerate(out):
         if a in ("--conf", "-c") and i + 1 < len(out) and out[i + 1].startswith(key + "="):
@@ -147,8 +145,7 @@ def _with_jars(opts: list[str], user: dict[str, str], jar: str) -> list[str]:
     theirs = _opt_value(opts, "--jars")
     if theirs is None:
         theirs = user.get("spark.jars", "")
-    items = [x.strip() for x in theirs.split(",") if x.strip()]
-    return _set_option(opts, "--jars", ",".join(items if jar in items else [*items, jar]))
+    return _set_option(opts, "--jars", merged_list(theirs, jar))
 
 
 def _set_option(opts: list[str], name: str, value: str) -> list[str]:
