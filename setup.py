@@ -1,19 +1,41 @@
-"""Ships the listener's Java source inside the package, so `sparkpredict listener build`
-works from a wheel too (a source checkout compiles listeners/ directly)."""
+"""Ships files kept outside the package in the repository inside the wheel, so an installed
+sparkpredict has them too (a source checkout reads them in place):
+
+- listeners/src/main/java -> sparkpredict/capture/listener_java: `sparkpredict listener build`
+  compiles it on the user's machine, against the user's pyspark.
+- jobs/*.py -> sparkpredict/jobs: the spark-submit scripts (workloads, retrain.py) that
+  docs/workloads.md and docs/retrain.md hand to spark-submit.
+
+The sdist carries both folders (MANIFEST.in), so a wheel built from it is the same.
+"""
 import shutil
 from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
+#: (folder in the repository, file pattern, folder inside the package)
+COPIED = [
+    ("listeners/src/main/java", "**/*.java", "sparkpredict/capture/listener_java"),
+    ("jobs", "*.py", "sparkpredict/jobs"),
+]
+
 
 class BuildPy(build_py):
     def run(self):
         super().run()
-        src = Path("listeners/src/main/java")
-        if src.is_dir():
-            shutil.copytree(src, Path(self.build_lib) / "sparkpredict/capture/listener_java",
-                            dirs_exist_ok=True)
+        for src, pattern, dest in COPIED:
+            files = sorted(Path(src).glob(pattern))
+            if not files:
+                # A wheel without them installs fine and fails only at run time: refuse to build.
+                raise SystemExit(f"error: no {pattern} under {src}/ (an sdist without it? see MANIFEST.in)")
+            out = Path(self.build_lib) / dest
+            # Not merged into an earlier build's copy: a file deleted since must not ship.
+            shutil.rmtree(out, ignore_errors=True)
+            for f in files:
+                target = out / f.relative_to(src)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(f, target)
 
 
 setup(cmdclass={"build_py": BuildPy})

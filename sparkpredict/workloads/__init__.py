@@ -24,8 +24,10 @@ from ..units import format_bytes, parse_bytes
 from . import bodies
 from . import generate as gen
 
-#: The repository's jobs/ folder (present in a source checkout / editable install).
-JOBS_DIR = Path(__file__).resolve().parents[2] / "jobs"
+#: The repository's jobs/ folder, in a source checkout or an editable install.
+_REPO_JOBS = Path(__file__).resolve().parents[2] / "jobs"
+#: The spark-submit scripts: a checkout's jobs/, else the copy setup.py ships in the package.
+JOBS_DIR = _REPO_JOBS if (_REPO_JOBS / "sort.py").is_file() else Path(__file__).resolve().parents[1] / "jobs"
 _MB = 1000**2
 
 
