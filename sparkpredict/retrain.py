@@ -253,7 +253,7 @@ def crossover_jobs(kind: str = "auto") -> int:
 def check_master(master: str) -> None:
     """Refuse a master URL Spark would refuse only after its JVM started (``local[x]``): the
     check ``sparkpredict submit`` makes."""
-    from .capture.submit import check_master as check_submit_master
+    from .capture.submit_args import check_master as check_submit_master
 
     check_submit_master(["--master", master])
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from sparkpredict import store as store_mod
-from sparkpredict.capture.submit import build_command, dynamic_allocation_enabled
+from sparkpredict.capture.submit import build_command
+from sparkpredict.capture.submit_args import dynamic_allocation_enabled
 from sparkpredict.errors import ListenerError
 
 JOB = Path(__file__).parent / "data" / "capture" / "wordcount_job.py"
@@ -86,7 +87,7 @@ def test_a_count_without_a_master_sets_the_one_spark_submit_would_have_used(list
     """No --master anywhere: spark-submit runs local[*], which ignores the count (3 executors
     asked for on a 2-core machine ran as 2 threads). A master set elsewhere is read as
     spark-submit reads it: --conf spark.master, spark-defaults.conf, $MASTER."""
-    from sparkpredict.capture.submit import effective_master, local_master_for
+    from sparkpredict.capture.submit_args import effective_master, local_master_for
 
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
     monkeypatch.delenv("MASTER", raising=False)

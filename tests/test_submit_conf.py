@@ -11,11 +11,8 @@ from pathlib import Path
 import pytest
 
 from sparkpredict import store as store_mod
-from sparkpredict.capture.submit import (
-    build_command,
-    dynamic_allocation_enabled,
-    submit_store,
-)
+from sparkpredict.capture.submit import build_command
+from sparkpredict.capture.submit_args import dynamic_allocation_enabled, submit_store
 from sparkpredict.cli import main
 from sparkpredict.config import KEY_STORE, KEY_TASKS, LISTENER_CLASS
 from sparkpredict.errors import InputError

@@ -3,7 +3,8 @@
 :class:`RunBuilder` consumes raw JSON lines in log order and keeps only what the rows need:
 task rows go to Arrow chunks every few thousand tasks (memory stays near the size of the
 resulting Parquet data, not of the log), and stage sums and quantiles are computed from those
-rows at the end, so a stage row always equals the sums of its task rows.
+rows at the end, so a stage row always equals the sums of its task rows. The run and executors
+rows are worked out from what it kept by :func:`.eventlog_run.run_tables`.
 
 Speed: most of a log's bytes are TaskEnd lines, and most of a TaskEnd line is the task's
 ``Accumulables`` list and ``Task Executor Metrics``, which the rows never use. Events are
@@ -21,9 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..config import LOCAL_CLUSTER_MASTER, LOCAL_MASTER
 from ..store import schema as S
-from ..units import spark_size
+from .eventlog_run import listener_json, run_tables
 
 _PREFIX = b'{"Event":"'
 _TASK_PREFIX = b'{"Event":"SparkListenerTask'
@@ -129,12 +129,11 @@ class RunBuilder:
         self.error_message: str | None = None
         self.stages: dict[tuple[int, int], dict[str, Any]] = {}
         # as the listener: stages over a persisted RDD an earlier stage computed read the cache,
-        # and their input is not the run's (see finish)
+        # and their input is not the run's (see eventlog_run.run_tables)
         self._materialised: set[int] = set()
-        self._reads_cache: set[tuple[int, int]] = set()
+        self.reads_cache: set[tuple[int, int]] = set()
         self.last_ms = 0
         self.lines = self.events = self.bad_lines = self.skipped = 0
-        self._last_bad = 0
         self._rows: list[tuple] = []
         self._chunks: list[pa.RecordBatch] = []
         self._sums: dict[tuple[int, int], dict[str, Any]] = {}  # stage -> sums of counted tasks
@@ -200,7 +199,6 @@ class RunBuilder:
 
     def _bad(self, lineno: int, why: str) -> None:
         self.bad_lines += 1
-        self._last_bad = lineno
         if self.bad_lines <= _MAX_LINE_WARNINGS:
             self.warnings.append(f"line {lineno} {why}; skipped")
 
@@ -272,8 +270,8 @@ class RunBuilder:
         failure = si.get("Failure Reason")
         row = {  # only what the stage row needs: Stage Info's accumulables are large
             "name": _typed(si.get("Stage Name"), str), "num_tasks": _typed(si.get("Number of Tasks"), int),
-            "parent_stage_ids_json": _json([_typed(i, int) for i in si.get("Parent IDs") or []]),
-            "rdd_names_json": _json([_typed(r.get("Name"), str) for r in si.get("RDD Info") or []]),
+            "parent_stage_ids_json": listener_json([_typed(i, int) for i in si.get("Parent IDs") or []]),
+            "rdd_names_json": listener_json([_typed(r.get("Name"), str) for r in si.get("RDD Info") or []]),
             "submission_ms": sub, "completion_ms": done,
             "duration_ms": done - sub if sub is not None and done is not None else None,
             "status": "failed" if "Failure Reason" in si else "succeeded",
@@ -286,7 +284,7 @@ class RunBuilder:
                      if isinstance(r, dict) and isinstance(r.get("RDD ID"), int)
                      and _persisted(r.get("Storage Level"))}
         if persisted & self._materialised:
-            self._reads_cache.add(key)
+            self.reads_cache.add(key)
         if row["status"] == "succeeded":
             self._materialised |= persisted
         self._ts(done)
@@ -378,8 +376,6 @@ class RunBuilder:
         """The conformed tables of this run. Raises ValueError when there is no application."""
         if self.bad_lines > _MAX_LINE_WARNINGS:
             self.warnings.append(f"{self.bad_lines - _MAX_LINE_WARNINGS} more bad lines skipped")
-        if self.bad_lines and self._last_bad == self.lines:
-            self.warnings.append("the last line is truncated (the log was cut off while being written)")
         if not self.app:
             raise ValueError("no SparkListenerApplicationStart event: not a Spark event log, "
                              "or its beginning is missing")
@@ -389,7 +385,7 @@ class RunBuilder:
         run_id = self.app["app_id"] + (f"/{self.app['attempt']}" if self.app["attempt"] else "")
         tasks = tasks.append_column("run_id", pa.array([run_id] * tasks.num_rows, pa.string()))
         stages = self._stage_table(run_id)
-        execs, run = self._run_tables(tasks, stages, run_id, in_progress)
+        execs, run = run_tables(self, tasks, stages, run_id, in_progress)
         return {"runs": S.conform("runs", run), "executors": S.conform("executors", execs),
                 "stages": S.conform("stages", stages), "tasks": S.conform("tasks", tasks)}
 
@@ -412,100 +408,6 @@ class RunBuilder:
             rows.append(row)
         return pa.Table.from_pylist(rows, schema=S.TABLES["stages"])
 
-    def _run_tables(self, tasks: pa.Table, stages: pa.Table, run_id: str,
-                    in_progress: bool) -> tuple[pa.Table, pa.Table]:
-        """The run row, computed as the listener computes it (SparkPredictListener.runRow)."""
-        from .. import __version__
-
-        p = self.props
-        master = p.get("spark.master")
-        local = LOCAL_MASTER.fullmatch((master or "").strip()) is not None
-        start = self.app["start_ms"]
-        complete = self.end_ms is not None and not in_progress
-        # complete implies end_ms is set; repeated because mypy does not narrow through complete
-        end = self.end_ms if self.end_ms is not None and complete else max(self.last_ms, start)
-        mem = spark_size(p.get("spark.driver.memory" if local else "spark.executor.memory", "1g"), "m")
-        mem_mb = None if mem is None else mem // 2**20  # getSizeAsMb: whole MiB
-        ex = self.executors
-        execs = pa.table({
-            "run_id": [run_id] * len(ex), "executor_id": [e[0] for e in ex], "host": [e[1] for e in ex],
-            "cores": pa.array([e[2] for e in ex], pa.int32()),
-            "memory_mb": pa.array([mem_mb] * len(ex), pa.int64()),
-            "added_ms": pa.array([e[3] for e in ex], pa.int64()),
-            "removed_ms": pa.array([e[4] for e in ex], pa.int64()),
-            "removed_reason": pa.array([e[5] for e in ex], pa.string()),
-        })
-        emax, emean = _executor_timeline(ex, start, end)
-        max_cores = max((e[2] for e in ex if isinstance(e[2], int)), default=0)
-        cores = _int(p.get("spark.executor.cores")) if not local else None
-        if cores is None:
-            cores = max_cores or None
-        task_cpus = max(1, _int(p.get("spark.task.cpus")) or 1)
-        requested = _int(p.get("spark.executor.instances"))
-        m = LOCAL_CLUSTER_MASTER.fullmatch((master or "").strip())
-        if requested is None:
-            requested = int(m.group(1)) if m else (1 if local else None)
-        declared = p.get("spark.sparkpredict.inputBytes")
-        input_bytes = spark_size(declared, "b") if declared else None
-        if declared and input_bytes is None:
-            self.warnings.append(f"spark.sparkpredict.inputBytes={declared!r} is not a size; measured instead")
-        if input_bytes is None:
-            # what the succeeded stages read from data sources, not from cached blocks
-            source = [s == "succeeded" and (sid, att) not in self._reads_cache for s, sid, att in zip(
-                stages["status"].to_pylist(), stages["stage_id"].to_pylist(),
-                stages["stage_attempt_id"].to_pylist())]
-            measured = pc.sum(stages.filter(pa.array(source, pa.bool_()))["input_bytes"]).as_py() or 0
-        status = "incomplete"
-        if complete:
-            failed = self.exit_code not in (None, 0) or self.last_job_failed
-            status = "failed" if failed else "succeeded"
-        error = None if status == "succeeded" else self.error_message
-        if status == "failed" and error is None:
-            error = f"application exit code {self.exit_code}"
-
-        def total(col: str) -> int:
-            return (pc.sum(tasks[col]).as_py() or 0) if tasks.num_rows else 0
-
-        run = {
-            "run_id": run_id, "app_id": self.app["app_id"], "app_attempt_id": self.app["attempt"],
-            "app_name": self.app["app_name"],
-            "job": p.get("spark.sparkpredict.job") or self.app["app_name"],
-            "status": status, "error_message": error, "spark_version": self.spark_version,
-            "master": master, "start_ms": start, "end_ms": end if complete else None,
-            "wall_ms": end - start, "executors_requested": requested,
-            "executors_max": emax, "executors_mean": emean, "executor_cores": cores,
-            "executor_memory_mb": mem_mb,
-            "task_slots": emax * cores // task_cpus if cores else None,
-            "input_bytes": input_bytes if input_bytes is not None else measured,
-            "input_bytes_source": "declared" if input_bytes is not None else "measured",
-            "shuffle_read_bytes": total("shuffle_read_bytes"),
-            "shuffle_write_bytes": total("shuffle_write_bytes"),
-            "executor_run_time_ms": total("executor_run_time_ms"),
-            "num_jobs": self.num_jobs, "num_stages": stages.num_rows, "num_tasks": tasks.num_rows,
-            "num_failed_tasks": ((pc.sum(pc.not_equal(tasks["status"], "SUCCESS").cast(pa.int64())).as_py()
-                                  or 0) if tasks.num_rows else 0) + self.resubmitted,
-            "properties_json": _properties_json(p),
-            "source": "eventlog", "sparkpredict_version": __version__,
-            "schema_version": S.SCHEMA_VERSION,
-        }
-        return execs, pa.Table.from_pylist([run])
-
-
-def _json(value: Any) -> str:
-    """Compact JSON, as the listener's Jackson writes it."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def _properties_json(props: dict[str, str]) -> str:
-    """Every ``spark.*`` property, secrets redacted with ``spark.redaction.regex`` as the listener does."""
-    try:
-        redact = re.compile(props.get("spark.redaction.regex", "(?i)secret|password|token|access[.]?key"))
-    except re.error:
-        redact = re.compile("(?i)secret|password|token|access[.]?key")
-    out = {k: ("*********(redacted)" if redact.search(k) or redact.search(v) else v)
-           for k, v in sorted(props.items()) if k.startswith("spark.")}
-    return _json(out)
-
 
 def _typed(v: Any, typ: type) -> Any:
     """``v`` if it is None or of ``typ`` (bool is not an int here), else TypeError."""
@@ -519,32 +421,6 @@ def _ms(v: Any) -> int:
     if v is None:
         raise TypeError("timestamp is null")
     return _typed(v, int)
-
-
-def _int(v: Any) -> int | None:
-    try:
-        return int(str(v).strip())
-    except (TypeError, ValueError):
-        return None
-
-
-def _executor_timeline(executors: list[list[Any]], start: int, end: int) -> tuple[int, float]:
-    """Most executors alive at once, and their time-weighted mean over [start, end]."""
-    alive_ms = 0
-    events = []
-    for e in executors:
-        a = max(e[3], start)
-        b = min(e[4] if e[4] is not None else end, end)
-        alive_ms += max(b - a, 0)
-        events.append((e[3], 1))
-        if e[4] is not None:
-            events.append((e[4], -1))
-    events.sort()  # at one instant removals (-1) come before additions
-    alive = peak = 0
-    for _, d in events:
-        alive += d
-        peak = max(peak, alive)
-    return peak, (alive_ms / (end - start) if end > start else float(peak))
 
 
 def _duration_quantiles(tasks: pa.Table) -> dict[tuple[int, int], tuple[float, ...]]:

@@ -50,7 +50,7 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
                          "add e.g. --job nightly-etl --input-size 120g")
     from ..advice_source import HistorySource
     from ..advise import suggest_executors
-    from ..capture.submit import dynamic_allocation_enabled
+    from ..capture.submit_args import dynamic_allocation_enabled
     from ..units import parse_duration
 
     deadline = parse_duration(args.deadline) if args.deadline else None
@@ -72,7 +72,8 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
 
 def _run(args: argparse.Namespace) -> int:
     from ..advise import check_params
-    from ..capture.submit import check_master, submit, submit_store
+    from ..capture.submit import submit
+    from ..capture.submit_args import check_master, submit_store
     from ..config import KEY_INPUT_BYTES, PARAM_PREFIX
     from ..errors import InputError
     from ..units import parse_bytes
@@ -94,7 +95,7 @@ def _run(args: argparse.Namespace) -> int:
     if input_bytes is not None:
         extra[KEY_INPUT_BYTES] = str(input_bytes)
     if executors is not None:
-        from ..capture.submit import local_master_for
+        from ..capture.submit_args import local_master_for
 
         local = local_master_for(spark_args, executors)
         if local is not None:

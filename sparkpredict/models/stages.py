@@ -4,8 +4,9 @@ A random forest predicts each stage's **per-task time** from the bytes a task pr
 the configuration; the stage then takes ``waves x per-task time`` with
 ``waves = ceil(tasks / slots)``, and the job takes the longest path through the stage DAG of
 those stage times plus the driver time between stages (replayed from the recorded run of the
-job closest in size). Tasks of an input stage follow the split size, so a model learnt on small
-inputs predicts larger ones by counting waves.
+job closest in size; that arithmetic is :mod:`sparkpredict.models.stage_plan`). Tasks of an
+input stage follow the split size, so a model learnt on small inputs predicts larger ones by
+counting waves.
 
 Forests: one per stage signature (:func:`sparkpredict.features.stages.stage_signatures`) with
 at least ``min_rows_per_signature`` recorded rows, else one shared forest in which the signature
@@ -31,6 +32,7 @@ from . import simulate as sim
 from .columns import check_confidence
 from .estimator import RuntimeEstimator
 from .replay import ReplayRuntimeModel, head_trends
+from .stage_plan import QUERY_CONFIG, critical_path_ms, plan_stages, replay_plan_s
 from .timeline import as_pandas
 
 if TYPE_CHECKING:
@@ -39,11 +41,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 _MB = 2.0**20
 FEATURES = F.DATA_FEATURES + F.CONFIG_FEATURES
-#: Configuration a query row may give (columns of X); the rest comes from the reference run.
 STAGE_FORMAT = "sparkpredict.stage_model"
 STAGE_FORMAT_VERSION = 1
-QUERY_CONFIG = ("shuffle_partitions", "max_partition_bytes", "default_parallelism", "aqe", "kryo",
-                "memory_fraction", "shuffle_compress")
 
 
 def _load(store, tables, run_ids: list[str]):
@@ -277,36 +276,8 @@ class StageRuntimeModel(RuntimeEstimator):
         ``max_partition_bytes``, ``default_parallelism``, ``aqe``, ``kryo``, ``memory_fraction``,
         ``shuffle_compress``); the others are the reference run's."""
         ref = _ref or self._reference(job, input_bytes, executors)
-        base = self._base_rows(ref)
-        rows = base.copy()
-        r0 = base.iloc[0]
-        ratio = input_bytes / r0["run_input_bytes"] if r0["run_input_bytes"] > 0 and np.isfinite(input_bytes) else 1.0
-        cores = float(executor_cores or r0["executor_cores"])
-        conf = {"executors": float(executors), "executor_cores": cores, "task_slots": float(executors) * cores,
-                "executor_memory_mb": float(executor_memory_mb or r0["executor_memory_mb"])}
-        conf.update({k: float(v) for k, v in (config or {}).items() if k in QUERY_CONFIG})
-        # spark.default.parallelism defaults to the total cores: follow the new cluster then.
-        explicit_par = (base["parallelism_explicit"] == 1).to_numpy() | ("default_parallelism" in conf)
-        if "default_parallelism" in conf:
-            base = base.assign(default_parallelism=conf["default_parallelism"])
-        par = np.where(explicit_par, base["default_parallelism"].to_numpy(float), conf["task_slots"])
-        hist = self._history()
-        rows["num_tasks"] = np.asarray(
-            [F.predict_num_tasks(hist[rec["signature"]], rec, rec["bytes_in"] * ratio,
-                                 conf if ex else dict(conf, default_parallelism=pp))
-             for rec, pp, ex in zip(base.to_dict("records"), par, explicit_par)], dtype=float)
-        for col in ("bytes_in", "bytes_out", "records_in"):
-            rows[col] = base[col] * ratio
-        nt = rows["num_tasks"].clip(lower=1)
-        rows["bytes_in_per_task"] = rows["bytes_in"] / nt
-        rows["bytes_out_per_task"] = rows["bytes_out"] / nt
-        rows["records_in_per_task"] = rows["records_in"] / nt
-        for k, v in conf.items():
-            rows[k] = v
-        rows["default_parallelism"] = par
-        rows["waves"] = F.waves(rows["num_tasks"], rows["task_slots"])
-        rows.attrs["reference_run"] = ref
-        return rows
+        return plan_stages(self._base_rows(ref), self._history(), ref, input_bytes, executors,
+                           executor_cores, executor_memory_mb, config)
 
     def _base_rows(self, run_id: str) -> pd.DataFrame:
         cache = self.__dict__.setdefault("_base_cache", {})
@@ -320,24 +291,10 @@ class StageRuntimeModel(RuntimeEstimator):
             self._hist_cache = {s: g for s, g in self.stage_table_.groupby("signature")}
         return self._hist_cache
 
-    def _positions(self, run_id: str, plan: pd.DataFrame) -> np.ndarray:
-        """Timeline position of each plan row (stages without a row, e.g. failed attempts, get none)."""
-        tl = self._timeline(run_id)
-        pos = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(tl.stage_ids, tl.stage_attempts))}
-        return np.array([pos.get((int(a), int(b)), -1) for a, b in zip(plan["stage_id"], plan["stage_attempt_id"])])
-
     def _job_ms(self, plan: pd.DataFrame, stage_ms: np.ndarray):
         """Critical path through the reference run's stage DAG, with driver time, in ms.
         ``stage_ms`` is (stages,) or (k, stages)."""
-        ref = plan.attrs["reference_run"]
-        tl = self._timeline(ref)
-        pos = self._positions(ref, plan)
-        ms = np.atleast_2d(stage_ms)
-        rec = np.zeros((ms.shape[0], tl.n_stages))
-        ok = pos >= 0
-        rec[:, pos[ok]] = ms[:, ok]
-        out = sim._critical_path(tl, rec)
-        return float(out[0]) if np.ndim(stage_ms) == 1 else out
+        return critical_path_ms(self._timeline(plan.attrs["reference_run"]), plan, stage_ms)
 
     def _evaluate(self, X, trees: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """Point seconds per row, and (rows, trees) seconds when ``trees``."""
@@ -356,17 +313,17 @@ class StageRuntimeModel(RuntimeEstimator):
         tree_s = np.empty((len(plans), self.n_estimators)) if trees else None
         waves = allrows["waves"].to_numpy(float)
         for i, plan in enumerate(plans):
+            ref = plan.attrs["reference_run"]
             st = per_tree[:, sizes[i]:sizes[i + 1]]
             point[i] = self._job_ms(plan, st.mean(axis=0)) / 1000
             if tree_s is not None:
                 tree_s[i] = self._job_ms(plan, st) / 1000
             if self.combine == "simulate":
                 task_ms = st.mean(axis=0) / np.maximum(waves[sizes[i]:sizes[i + 1]], 1)
-                sim_s = self._simulate_plan(plan, task_ms)
+                sim_s = replay_plan_s(self._timeline(ref), plan, task_ms)
                 if tree_s is not None:  # the trees' spread, around the simulated point
                     tree_s[i] *= sim_s / point[i] if point[i] > 0 else 1.0
                 point[i] = sim_s
-            ref = plan.attrs["reference_run"]
             shift = self.head_slope_ms_.get(self.runs_.loc[ref, "job"], 0.0) / 1000 * (
                 float(plan["executors"].iloc[0]) - float(self._exec.loc[ref]))
             if shift:
@@ -374,29 +331,6 @@ class StageRuntimeModel(RuntimeEstimator):
                 if tree_s is not None:
                     tree_s[i] = np.maximum(tree_s[i] + shift, 0.05 * tree_s[i])
         return point, tree_s
-
-    def _simulate_plan(self, plan: pd.DataFrame, task_ms: np.ndarray) -> float:
-        """Seconds from replaying the reference run with the plan's task counts and per-task times
-        (each stage keeps its recorded skew), on the plan's executors x cores."""
-        ref = plan.attrs["reference_run"]
-        tl = self._timeline(ref)
-        pos = self._positions(ref, plan)
-        n_new = np.zeros(tl.n_stages, dtype=np.int64)
-        want = np.zeros(tl.n_stages)
-        ok = pos >= 0
-        n_new[pos[ok]] = plan["num_tasks"].to_numpy(np.int64)[ok]
-        want[pos[ok]] = task_ms[ok]
-        durs = []
-        for s in range(tl.n_stages):
-            rec = tl.task_duration_ms[tl.task_offsets[s]:tl.task_offsets[s + 1]]
-            shape = rec / rec.mean() if len(rec) and rec.mean() > 0 else np.ones(1)
-            durs.append(np.resize(shape, int(n_new[s])) * want[s])
-        offs = np.concatenate([[0], np.cumsum([len(d) for d in durs])]).astype(np.int64)
-        from dataclasses import replace
-
-        new = replace(tl, task_duration_ms=np.concatenate(durs) if durs else np.zeros(0), task_offsets=offs)
-        p0 = plan.iloc[0]
-        return sim.replay(new, int(p0["executors"]), int(p0["executor_cores"])).predicted_wall_s
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
         """Predicted runtime in seconds for each row (``job``, ``input_bytes``, ``executors``, ...)."""

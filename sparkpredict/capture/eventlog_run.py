@@ -1,0 +1,145 @@
+"""The run and executors rows of an application read from its event log, computed as the
+listener computes them (``SparkPredictListener.runRow``): the master, cores and memory from its
+properties, executors alive over time, the input size declared or measured, and the status.
+
+:class:`~sparkpredict.capture.eventlog_rows.RunBuilder` gathers what these rows read while it
+consumes the log; :func:`run_tables` turns it into the rows once the tasks and stages are built.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..config import LOCAL_CLUSTER_MASTER, LOCAL_MASTER
+from ..store import schema as S
+from ..units import spark_size
+
+if TYPE_CHECKING:
+    from .eventlog_rows import RunBuilder
+
+
+def run_tables(b: RunBuilder, tasks: pa.Table, stages: pa.Table, run_id: str,
+               in_progress: bool) -> tuple[pa.Table, pa.Table]:
+    """The executors table and the run row of the application ``b`` consumed, computed as the
+    listener computes them (SparkPredictListener.runRow); a declared input size that is not a
+    size adds a warning to ``b.warnings``."""
+    from .. import __version__
+
+    p = b.props
+    master = p.get("spark.master")
+    local = LOCAL_MASTER.fullmatch((master or "").strip()) is not None
+    start = b.app["start_ms"]
+    complete = b.end_ms is not None and not in_progress
+    # complete implies end_ms is set; repeated because mypy does not narrow through complete
+    end = b.end_ms if b.end_ms is not None and complete else max(b.last_ms, start)
+    mem = spark_size(p.get("spark.driver.memory" if local else "spark.executor.memory", "1g"), "m")
+    mem_mb = None if mem is None else mem // 2**20  # getSizeAsMb: whole MiB
+    ex = b.executors
+    execs = pa.table({
+        "run_id": [run_id] * len(ex), "executor_id": [e[0] for e in ex], "host": [e[1] for e in ex],
+        "cores": pa.array([e[2] for e in ex], pa.int32()),
+        "memory_mb": pa.array([mem_mb] * len(ex), pa.int64()),
+        "added_ms": pa.array([e[3] for e in ex], pa.int64()),
+        "removed_ms": pa.array([e[4] for e in ex], pa.int64()),
+        "removed_reason": pa.array([e[5] for e in ex], pa.string()),
+    })
+    emax, emean = _executor_timeline(ex, start, end)
+    max_cores = max((e[2] for e in ex if isinstance(e[2], int)), default=0)
+    cores = _int(p.get("spark.executor.cores")) if not local else None
+    if cores is None:
+        cores = max_cores or None
+    task_cpus = max(1, _int(p.get("spark.task.cpus")) or 1)
+    requested = _int(p.get("spark.executor.instances"))
+    m = LOCAL_CLUSTER_MASTER.fullmatch((master or "").strip())
+    if requested is None:
+        requested = int(m.group(1)) if m else (1 if local else None)
+    declared = p.get("spark.sparkpredict.inputBytes")
+    input_bytes = spark_size(declared, "b") if declared else None
+    if declared and input_bytes is None:
+        b.warnings.append(f"spark.sparkpredict.inputBytes={declared!r} is not a size; measured instead")
+    if input_bytes is None:
+        # what the succeeded stages read from data sources, not from cached blocks
+        source = [s == "succeeded" and (sid, att) not in b.reads_cache for s, sid, att in zip(
+            stages["status"].to_pylist(), stages["stage_id"].to_pylist(),
+            stages["stage_attempt_id"].to_pylist())]
+        measured = pc.sum(stages.filter(pa.array(source, pa.bool_()))["input_bytes"]).as_py() or 0
+    status = "incomplete"
+    if complete:
+        failed = b.exit_code not in (None, 0) or b.last_job_failed
+        status = "failed" if failed else "succeeded"
+    error = None if status == "succeeded" else b.error_message
+    if status == "failed" and error is None:
+        error = f"application exit code {b.exit_code}"
+
+    def total(col: str) -> int:
+        return (pc.sum(tasks[col]).as_py() or 0) if tasks.num_rows else 0
+
+    run = {
+        "run_id": run_id, "app_id": b.app["app_id"], "app_attempt_id": b.app["attempt"],
+        "app_name": b.app["app_name"],
+        "job": p.get("spark.sparkpredict.job") or b.app["app_name"],
+        "status": status, "error_message": error, "spark_version": b.spark_version,
+        "master": master, "start_ms": start, "end_ms": end if complete else None,
+        "wall_ms": end - start, "executors_requested": requested,
+        "executors_max": emax, "executors_mean": emean, "executor_cores": cores,
+        "executor_memory_mb": mem_mb,
+        "task_slots": emax * cores // task_cpus if cores else None,
+        "input_bytes": input_bytes if input_bytes is not None else measured,
+        "input_bytes_source": "declared" if input_bytes is not None else "measured",
+        "shuffle_read_bytes": total("shuffle_read_bytes"),
+        "shuffle_write_bytes": total("shuffle_write_bytes"),
+        "executor_run_time_ms": total("executor_run_time_ms"),
+        "num_jobs": b.num_jobs, "num_stages": stages.num_rows, "num_tasks": tasks.num_rows,
+        "num_failed_tasks": ((pc.sum(pc.not_equal(tasks["status"], "SUCCESS").cast(pa.int64())).as_py()
+                              or 0) if tasks.num_rows else 0) + b.resubmitted,
+        "properties_json": _properties_json(p),
+        "source": "eventlog", "sparkpredict_version": __version__,
+        "schema_version": S.SCHEMA_VERSION,
+    }
+    return execs, pa.Table.from_pylist([run])
+
+
+def listener_json(value: Any) -> str:
+    """Compact JSON, as the listener's Jackson writes it."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _properties_json(props: dict[str, str]) -> str:
+    """Every ``spark.*`` property, secrets redacted with ``spark.redaction.regex`` as the listener does."""
+    try:
+        redact = re.compile(props.get("spark.redaction.regex", "(?i)secret|password|token|access[.]?key"))
+    except re.error:
+        redact = re.compile("(?i)secret|password|token|access[.]?key")
+    out = {k: ("*********(redacted)" if redact.search(k) or redact.search(v) else v)
+           for k, v in sorted(props.items()) if k.startswith("spark.")}
+    return listener_json(out)
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return int(str(v).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def _executor_timeline(executors: list[list[Any]], start: int, end: int) -> tuple[int, float]:
+    """Most executors alive at once, and their time-weighted mean over [start, end]."""
+    alive_ms = 0
+    events = []
+    for e in executors:
+        a = max(e[3], start)
+        b = min(e[4] if e[4] is not None else end, end)
+        alive_ms += max(b - a, 0)
+        events.append((e[3], 1))
+        if e[4] is not None:
+            events.append((e[4], -1))
+    events.sort()  # at one instant removals (-1) come before additions
+    alive = peak = 0
+    for _, d in events:
+        alive += d
+        peak = max(peak, alive)
+    return peak, (alive_ms / (end - start) if end > start else float(peak))

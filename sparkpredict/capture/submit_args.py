@@ -1,0 +1,247 @@
+"""A spark-submit command line read as spark-submit reads it, before anything runs.
+
+Where ``spark-submit`` is; which arguments are its options and which the application's; the
+settings the run will have (``--conf`` over the properties files, ``spark-defaults.conf``
+included); its master, and whether Spark would accept it; and the store its listener records
+into. :mod:`sparkpredict.capture.submit` builds and runs the command from these; the advice
+before a submit and the listener's own attach read them too.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from ..config import KEY_STORE, LOCAL_CLUSTER_MASTER, LOCAL_MASTER, resolve_store
+from ..errors import InputError, ListenerError
+from .listener import pyspark_home
+from .properties import read_properties
+
+# spark-submit options that take a value (everything else before the app resource is a flag).
+_VALUE_OPTS = {
+    "--master", "--deploy-mode", "--class", "--name", "--jars", "--packages", "--exclude-packages",
+    "--repositories", "--py-files", "--files", "--archives", "--conf", "-c", "--properties-file",
+    "--driver-memory", "--driver-java-options", "--driver-library-path", "--driver-class-path",
+    "--executor-memory", "--proxy-user", "--driver-cores", "--total-executor-cores",
+    "--executor-cores", "--queue", "--num-executors", "--principal", "--keytab",
+    "--extra-properties-file", "--remote", "--driver-default-class-path", "--kill", "--status",
+}
+
+
+#: The master spark-submit runs on when none is set anywhere.
+DEFAULT_MASTER = "local[*]"
+
+
+class MasterChange(NamedTuple):
+    """A local master rewritten to run the executor count asked for."""
+
+    master: str   # the master spark-submit would have used
+    source: str   # where it came from: "--master", "spark.master", "spark-defaults.conf", ...
+    new: str      # the master the run gets
+
+
+def spark_submit_path() -> Path:
+    """``$SPARK_HOME/bin/spark-submit`` when SPARK_HOME is set, else the installed pyspark's."""
+    home = os.environ.get("SPARK_HOME")
+    candidates = [Path(home) / "bin" / "spark-submit"] if home else []
+    candidates.append(pyspark_home() / "bin" / "spark-submit")
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise ListenerError(f"no spark-submit found (looked at {', '.join(map(str, candidates))})",
+                        "set SPARK_HOME to a Spark distribution, or reinstall pyspark")
+
+
+def _split(args: list[str]) -> tuple[list[str], list[str]]:
+    """(spark-submit options, application resource + its arguments)."""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if not a.startswith("-"):
+            return args[:i], args[i:]
+        if a in _VALUE_OPTS:
+            i += 2
+        else:
+            i += 1  # a flag, or --opt=value
+    return args, []
+
+
+def _user_conf(opts: list[str]) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    i = 0
+    while i < len(opts):
+        a = opts[i]
+        val = None
+        if a in ("--conf", "-c") and i + 1 < len(opts):
+            val = opts[i + 1]
+            i += 1
+        elif a.startswith("--conf="):
+            val = a[len("--conf="):]
+        if val is not None and "=" in val:
+            k, v = val.split("=", 1)
+            conf[k] = v
+        i += 1
+    return conf
+
+
+def _opt_values(opts: list[str], name: str) -> list[str]:
+    out = []
+    for i, a in enumerate(opts):
+        if a == name and i + 1 < len(opts):
+            out.append(opts[i + 1])
+        elif a.startswith(name + "="):
+            out.append(a[len(name) + 1:])
+    return out
+
+
+def _opt_value(opts: list[str], name: str) -> str | None:
+    """The option's value as spark-submit takes it: the last one given."""
+    values = _opt_values(opts, name)
+    return values[-1] if values else None
+
+
+def _properties_files(opts: list[str]) -> list[str]:
+    """The properties files spark-submit reads, the one that outranks the others first.
+
+    ``--conf`` outranks them all; then each ``--extra-properties-file`` (a later one first),
+    ``--properties-file``, and ``spark-defaults.conf`` in $SPARK_CONF_DIR or the Spark home's
+    conf/, which Spark 4 skips when ``--properties-file`` is given without
+    ``--load-spark-defaults``."""
+    files = _opt_values(opts, "--extra-properties-file")[::-1]
+    main = _opt_value(opts, "--properties-file")
+    if main is not None:
+        files.append(main)
+    if main is None or "--load-spark-defaults" in opts:
+        conf_dir = os.environ.get("SPARK_CONF_DIR")
+        if not conf_dir:
+            try:
+                conf_dir = str(spark_submit_path().parent.parent / "conf")
+            except ListenerError:
+                return files
+        files.append(os.path.join(conf_dir, "spark-defaults.conf"))
+    return files
+
+
+def _file_setting(opts: list[str], key: str) -> tuple[str, str] | None:
+    """(value, file name) of ``key`` in the properties files spark-submit reads, else None."""
+    for path in _properties_files(opts):
+        value = read_properties(path).get(key)
+        if value is not None:
+            return value, os.path.basename(path)
+    return None
+
+
+def _spark_conf(opts: list[str]) -> dict[str, str]:
+    """The Spark settings spark-submit will run with: the properties files under ``--conf``."""
+    conf: dict[str, str] = {}
+    for path in reversed(_properties_files(opts)):
+        conf.update(read_properties(path))
+    conf.update(_user_conf(opts))
+    return conf
+
+
+def dynamic_allocation_enabled(spark_submit_args: list[str]) -> bool:
+    """Whether the run will have dynamic allocation on (the user's arguments or properties files)."""
+    opts, _ = _split(spark_submit_args)
+    return _spark_conf(opts).get("spark.dynamicAllocation.enabled", "").strip().lower() == "true"
+
+
+def submit_store(spark_submit_args: list[str], store: str | None = None) -> str:
+    """The store (resolved, :func:`sparkpredict.config.resolve_store`) that the listener of a
+    submit with these arguments records into, and that submit reads afterwards.
+
+    ``store`` (``--store``) first, else ``spark.sparkpredict.store`` as spark-submit sees it
+    (``--conf``, then the properties files: a cluster's ``spark-defaults.conf``), else the
+    default store.
+
+    Raises
+    ------
+    InputError
+        ``store`` and the user's ``--conf spark.sparkpredict.store`` name different stores:
+        which one the user meant is a guess either way.
+    """
+    opts, _ = _split(list(spark_submit_args))
+    theirs = _user_conf(opts).get(KEY_STORE)
+    if store is not None:
+        resolved = resolve_store(store)
+        if theirs and resolve_store(theirs) != resolved:
+            raise InputError(f"--store {store} and --conf {KEY_STORE}={theirs} name different stores",
+                             f"give the store once: drop --conf {KEY_STORE}, or --store")
+        return resolved
+    if not theirs:  # the listener reads an empty value as none
+        found = _file_setting(opts, KEY_STORE)
+        theirs = found[0] if found else None
+    return resolve_store(theirs)
+
+
+def effective_master(spark_submit_args: list[str]) -> tuple[str, str]:
+    """(the master spark-submit will run on, where it comes from), in spark-submit's order:
+    ``--master``, ``--conf spark.master``, the properties files (:func:`_properties_files`; the
+    source is the file's name), $MASTER, else ``local[*]``."""
+    opts, _ = _split(list(spark_submit_args))
+    master = _opt_value(opts, "--master")
+    if master:
+        return master.strip(), "--master"
+    master = _user_conf(opts).get("spark.master")
+    if master:
+        return master.strip(), "--conf spark.master"
+    found = _file_setting(opts, "spark.master")
+    if found and found[0]:
+        return found[0].strip(), found[1]
+    master = os.environ.get("MASTER")
+    if master:
+        return master.strip(), "$MASTER"
+    return DEFAULT_MASTER, "spark-submit's default"
+
+
+def local_master_for(spark_submit_args: list[str], executors: int) -> MasterChange | None:
+    """The local master that runs ``executors`` where the run's master (:func:`effective_master`)
+    is a local one that would run another count, else None.
+
+    ``local[N]`` runs one executor with N task threads and ignores spark.executor.instances;
+    ``local-cluster[N,C,M]`` starts N executors whatever it says. A sweep records E executors as
+    ``local[E x cores]`` or ``local-cluster[E,C,M]``; a count given to submit must become the
+    master's too, or the run is recorded as E executors that ran on N. Without any master set,
+    spark-submit runs ``local[*]``: that is rewritten too.
+    """
+    opts, _ = _split(list(spark_submit_args))
+    master, source = effective_master(opts)
+    cores = _opt_value(opts, "--executor-cores") or _spark_conf(opts).get("spark.executor.cores") or "1"
+    try:
+        slots = int(executors) * max(1, int(cores))
+    except ValueError:  # spark-submit will say what is wrong with it
+        return None
+    m = LOCAL_MASTER.fullmatch(master)
+    if m:
+        new = f"local[{slots}" + (f",{m.group(2)}]" if m.group(2) else "]")
+    else:
+        m = LOCAL_CLUSTER_MASTER.fullmatch(master)
+        new = f"local-cluster[{int(executors)},{m.group(2)},{m.group(3)}]" if m else master
+    return None if new == master else MasterChange(master, source, new)
+
+
+def check_master(spark_submit_args: list[str]) -> None:
+    """Raise InputError for a master (:func:`effective_master`) that Spark would refuse.
+
+    spark-submit accepts ``yarn`` and masters starting with ``spark``, ``k8s`` or ``local``;
+    a malformed local master (``local[x]``) passes it and fails later, inside the driver. Both
+    would end in a JVM stack trace, after the JVM start."""
+    master, source = effective_master(spark_submit_args)
+    if master == "yarn" or master.startswith(("spark", "k8s")) or LOCAL_MASTER.fullmatch(master) \
+            or LOCAL_CLUSTER_MASTER.fullmatch(master):
+        return
+    raise InputError(f"the master {master!r} ({source}) is not one Spark accepts",
+                     "use yarn, spark://HOST:PORT, k8s://https://HOST:PORT, local, local[N], local[*] "
+                     "or local-cluster[EXECUTORS,CORES,MEMORY_MB]")
+
+
+__all__ = [
+    "DEFAULT_MASTER",
+    "MasterChange",
+    "check_master",
+    "dynamic_allocation_enabled",
+    "effective_master",
+    "local_master_for",
+    "spark_submit_path",
+    "submit_store",
+]
