@@ -30,7 +30,10 @@ crashed driver never leaves a bubble behind.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
+import numbers
 import os
 import socket
 import subprocess
@@ -68,10 +71,11 @@ class Bubble:
     intensity : int
         1 (light), 2 or 3 (heavy); see :data:`WORKERS`.
     max_s : float
-        Every worker stops by itself after this many seconds even if :meth:`stop` is never called.
+        Every worker stops by itself after this many seconds even if :meth:`stop` is never
+        called; above 0 and at most :data:`MAX_S_LIMIT` (3600).
     workdir : str or Path, optional
-        Folder for the disk bubble's file (default: the system temp folder). Put it on the same
-        device as ``spark.local.dir`` to compete with shuffle and spill writes.
+        Folder for the disk bubble's file (default: the system temp folder); it must exist. Put
+        it on the same device as ``spark.local.dir`` to compete with shuffle and spill writes.
     cpus : iterable of int, optional
         Pin the workers to these CPUs (``os.sched_setaffinity``); default: wherever the OS puts
         them. A neighbour on its own cores shares memory bandwidth, disk and network with Spark
@@ -84,33 +88,53 @@ class Bubble:
         ``network`` only: each worker sends at most this many bytes per second (default: as
         fast as it can). On a rate-limited link a greedy sender fills the queue and Spark's
         small RPC messages wait behind it; a paced neighbour takes a share of the bandwidth.
+        Positive and finite.
+
+    Raises
+    ------
+    InputError
+        (a ``ValueError``) for an argument outside its range, naming the allowed values: whole
+        numbers must be given as integers (``intensity=2.0`` or ``nice=True`` is refused).
     """
 
     def __init__(self, kind: str, intensity: int = 1, *, max_s: float = 900.0,
                  workdir: str | os.PathLike[str] | None = None,
                  cpus: Iterable[int] | None = None, nice: int = 0,
                  rate_bytes: float | None = None) -> None:
-        if kind not in KINDS:
+        if not isinstance(kind, str) or kind not in KINDS:
             raise InputError(f"unknown bubble kind {kind!r}", f"use one of {', '.join(KINDS)}")
-        if intensity not in WORKERS:
+        # bool is an int (True == 1) and 2.0 == 2, yet the worker's command line needs "2"
+        if not _is_int(intensity) or intensity not in WORKERS:
             raise InputError(f"bubble intensity must be 1, 2 or 3, not {intensity!r}",
                              "pick 1 (light), 2 or 3 (heavy)")
-        if not 0 < max_s <= MAX_S_LIMIT:
-            raise InputError(f"bubble max_s must be in (0, {MAX_S_LIMIT:.0f}] seconds, not {max_s!r}",
-                             "bubbles are bounded in time; pick a shorter duration")
+        if not _is_real(max_s) or not 0 < max_s <= MAX_S_LIMIT:
+            raise InputError(f"bubble max_s must be a number of seconds in (0, {MAX_S_LIMIT:.0f}], "
+                             f"not {max_s!r}", "bubbles are bounded in time; pick a duration above 0 "
+                             f"and at most {MAX_S_LIMIT:.0f} s")
         self.kind = kind
-        self.intensity = intensity
+        self.intensity = int(intensity)
         self.max_s = float(max_s)
         self.cpus = _check_cpus(cpus)
-        if not isinstance(nice, int) or not 0 <= nice <= 19:
+        if not _is_int(nice) or not 0 <= nice <= 19:
             raise InputError(f"bubble nice must be a whole number in 0..19, not {nice!r}",
                              "pick 0 (default) to 19 (runs only on idle cycles)")
-        self.nice = nice
-        if rate_bytes is not None and (kind != "network" or not rate_bytes > 0):
-            raise InputError(f"rate_bytes={rate_bytes!r} applies to a network bubble and must be positive",
-                             "pass a send rate in bytes/s with kind='network', or leave it out")
-        self.rate_bytes = rate_bytes
+        self.nice = int(nice)
+        if rate_bytes is not None and (kind != "network" or not _is_real(rate_bytes)
+                                       or not 0 < rate_bytes < math.inf):
+            raise InputError(f"rate_bytes={rate_bytes!r} applies to a network bubble and must be a "
+                             "positive, finite number of bytes/s",
+                             "pass a send rate in bytes/s with kind='network', or leave it out "
+                             "(as fast as it can)")
+        self.rate_bytes = None if rate_bytes is None else float(rate_bytes)
+        if workdir is not None and not isinstance(workdir, (str, os.PathLike)):
+            raise InputError(f"bubble workdir must be a folder path, not {workdir!r}",
+                             "pass a str or Path, or leave it out (the system temp folder)")
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.gettempdir())
+        if kind == "disk" and not self.workdir.is_dir():
+            # checked here, not as a worker that dies at start with a traceback on its stderr
+            raise InputError(f"bubble workdir {str(self.workdir)!r} is not a folder",
+                             "pass an existing folder (e.g. under spark.local.dir) for the disk "
+                             "bubble's file")
         self._procs: list[subprocess.Popen[str]] = []
         self.started_s: float | None = None
 
@@ -138,9 +162,15 @@ class Bubble:
         for p in self._procs:
             line = p.stdout.readline().strip() if p.stdout else ""
             if line != _READY:
+                # its stdout closed as it died: wait for the exit, else its stderr is not read
+                # and the error says nothing about why
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    p.wait(timeout=5)
                 err = p.stderr.read() if p.stderr and p.poll() is not None else ""
                 self.stop()
-                raise RuntimeError(f"{self.kind} bubble worker failed to start: {line} {err}".strip())
+                why = (err.strip().splitlines() or [""])[-1]  # a traceback's last line names it
+                raise RuntimeError(f"{self.kind} bubble worker failed to start: "
+                                   + " ".join(t for t in (line, why) if t))
         self.started_s = time.monotonic()
         log.info("bubble %s intensity %d started: pids %s", self.kind, self.intensity, self.pids)
         return self
@@ -171,15 +201,32 @@ class Bubble:
         self.stop()
 
 
+def _is_int(x: object) -> bool:
+    """A whole number given as one (numpy's too), not a bool, a float or a string."""
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def _is_real(x: object) -> bool:
+    """A number that is not a bool (``max_s=True`` is a mistake, not one second); NaN included,
+    for the range checks to refuse."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
 def _check_cpus(cpus: Iterable[int] | None) -> tuple[int, ...]:
     if cpus is None:
         return ()
-    try:
-        wanted = tuple(sorted({int(c) for c in cpus}))
-    except (TypeError, ValueError):
-        raise InputError(f"bubble cpus must be CPU numbers, not {cpus!r}", "pass e.g. cpus=[1]") from None
+    # a string iterates as characters ("12" -> CPUs 1 and 2) and int(0.7) is 0: refuse both
+    items = list(cpus) if isinstance(cpus, Iterable) and not isinstance(cpus, (str, bytes)) else None
+    if items is None or not all(_is_int(c) for c in items):
+        raise InputError(f"bubble cpus must be CPU numbers, not {cpus!r}", "pass e.g. cpus=[1]")
+    wanted = tuple(sorted({int(c) for c in items}))
+    if not wanted:
+        raise InputError("bubble cpus is empty", "pin to at least one CPU (e.g. cpus=[1]), or leave "
+                         "cpus out")
     have = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
-    if not wanted or not set(wanted) <= set(range(os.cpu_count() or 1)):
+    # not checked against this process's own affinity: a benchmark pins itself (and so the
+    # JVMs it starts) to Spark's cores and its bubbles to the others
+    if not set(wanted) <= set(range(os.cpu_count() or 1)):
         raise InputError(f"bubble cpus {list(wanted)} are not CPUs of this machine "
                          f"(it has {os.cpu_count()})", f"pick among {sorted(have)}")
     return wanted

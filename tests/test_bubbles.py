@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sparkpredict.bubbles import KINDS, WORKERS, Bubble
@@ -61,6 +62,46 @@ def test_bad_arguments_are_refused_with_a_fix():
         Bubble("cpu", intensity=7)
     with pytest.raises(InputError, match="bounded in time|max_s"):
         Bubble("cpu", max_s=10_000)
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    ({"intensity": 2.0}, "intensity must be 1, 2 or 3, not 2.0"),
+    ({"intensity": True}, "intensity must be 1, 2 or 3, not True"),
+    ({"intensity": "2"}, "intensity must be 1, 2 or 3, not '2'"),
+    ({"max_s": -5}, r"max_s must be a number of seconds in \(0, 3600\], not -5"),
+    ({"max_s": 0}, r"in \(0, 3600\], not 0"),
+    ({"max_s": float("nan")}, r"in \(0, 3600\], not nan"),
+    ({"max_s": "10"}, r"in \(0, 3600\], not '10'"),
+    ({"max_s": True}, r"in \(0, 3600\], not True"),
+    ({"nice": True}, "nice must be a whole number in 0..19, not True"),
+    ({"kind": "network", "rate_bytes": float("inf")}, "positive, finite number of bytes/s"),
+    ({"kind": "network", "rate_bytes": "1e6"}, "positive, finite number of bytes/s"),
+    ({"kind": "network", "rate_bytes": -1}, "positive, finite number of bytes/s"),
+    ({"cpus": [0.7]}, "cpus must be CPU numbers, not \\[0.7\\]"),
+    ({"cpus": "0"}, "cpus must be CPU numbers, not '0'"),
+    ({"cpus": [True]}, "cpus must be CPU numbers"),
+    ({"cpus": 1}, "cpus must be CPU numbers, not 1"),
+    ({"cpus": []}, "cpus is empty"),
+    ({"kind": "disk", "workdir": "/nonexistent/bubbles"}, "workdir '/nonexistent/bubbles' is not a folder"),
+    ({"workdir": 5}, "workdir must be a folder path, not 5"),
+    ({"kind": ["cpu"]}, "unknown bubble kind"),
+])
+def test_nonsense_arguments_are_a_value_error_naming_the_allowed_values(args, says):
+    """Each would otherwise be taken and fail later, or not at all: 2.0 == 2 and True == 1 pass
+    a lookup, yet the worker's command line reads "2.0" and "True" as no number (it dies at
+    start); int(0.7) pins to CPU 0 and "12" pins to CPUs 1 and 2; an infinite rate is no pace."""
+    with pytest.raises(ValueError, match=says) as e:
+        Bubble(**{"kind": "cpu", **args})
+    assert isinstance(e.value, InputError) and e.value.fix
+
+
+def test_numpy_numbers_are_numbers():
+    """A sweep's grid often comes from numpy: its integers and floats are taken as Python's."""
+    b = Bubble("cpu", intensity=np.int64(2), max_s=np.float64(30), nice=np.int32(3),
+               cpus=np.array(sorted(os.sched_getaffinity(0))[:1]))
+    assert (type(b.intensity), type(b.max_s), type(b.nice)) == (int, float, int)
+    assert (b.intensity, b.max_s, b.nice) == (2, 30.0, 3)
+    assert Bubble("network", rate_bytes=1_000_000).rate_bytes == 1e6
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -152,3 +193,16 @@ def test_workers_exit_when_the_process_that_started_them_dies():
     pids = [int(p) for p in out.stdout.split()]
     assert len(pids) == 2
     assert _wait_gone(pids, 15)
+
+
+def test_a_worker_that_dies_at_start_says_why(tmp_path):
+    """The disk bubble's folder removed between construction and start: the worker dies before
+    "ready", and the error carries the last line of its traceback (it used to read its stderr
+    before the process had exited, and said nothing)."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    b = Bubble("disk", intensity=1, max_s=30, workdir=gone)
+    gone.rmdir()
+    with pytest.raises(RuntimeError, match="disk bubble worker failed to start: FileNotFoundError"):
+        b.start()
+    assert b.pids == []

@@ -162,6 +162,34 @@ def test_predict_refuses_executor_counts_no_cluster_runs(tmp_path, capsys):
     assert main(["predict", str(models), str(tmp_path / "q.csv"), "--out", str(tmp_path / "p.csv")]) == 0
 
 
+def test_predict_refuses_a_row_without_a_job_naming_the_row(tmp_path, capsys):
+    """An empty job cell (NaN in a CSV, null in Parquet, blanks) is not a job named 'nan'."""
+    _, models = _fitted(tmp_path, capsys)
+    (tmp_path / "q.csv").write_text("job,input_bytes,executors\netl,20GB,4\n,20GB,4\netl,20GB,8\n")
+    pd.DataFrame({"job": ["etl", None, None], "input_bytes": [2e10] * 3, "executors": [4, 4, 8]}) \
+        .to_parquet(tmp_path / "q.parquet")
+    (tmp_path / "qb.csv").write_text('job,input_bytes,executors\n"  ",20GB,4\n')
+    for query, rows in (("q.csv", "row 2"), ("q.parquet", "rows 2, 3"), ("qb.csv", "row 1")):
+        out = tmp_path / "p.csv"
+        assert main(["predict", str(models), str(tmp_path / query), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"error: query {rows}: job is empty" in err, err
+        assert "fix: give every row the job it belongs to" in err
+        assert "nan" not in err and "None" not in err and not out.exists()
+
+
+def test_fit_refuses_a_runs_row_without_a_job(tmp_path, capsys):
+    """An empty job cell in a runs table is not a job named 'nan' to fit."""
+    csv, _ = _fitted(tmp_path, capsys)
+    runs = pd.read_csv(csv)
+    runs.loc[3, "job"] = None
+    runs.to_csv(tmp_path / "holed.csv", index=False)
+    assert main(["fit", str(tmp_path / "holed.csv"), "--out", str(tmp_path / "m2")]) == 2
+    err = capsys.readouterr().err
+    assert "row 4: job is empty" in err and "fix: give every row the job" in err
+    assert not (tmp_path / "m2").exists()
+
+
 def test_evaluate_with_nothing_to_score_is_an_error(tmp_path, capsys):
     store_io.open(tmp_path / "empty", create=True)
     assert main(["evaluate", "--store", str(tmp_path / "empty")]) == 2
@@ -171,8 +199,14 @@ def test_evaluate_with_nothing_to_score_is_an_error(tmp_path, capsys):
     for extra in ([], ["--json"]):
         assert main(["evaluate", "--store", str(tmp_path / "three"), *extra]) == 2
         cap = capsys.readouterr()
-        assert cap.out == "" and "error: nothing to evaluate: etl: 3 runs (< 12)" in cap.err
+        assert "error: nothing to evaluate: etl: 3 runs (< 12)" in cap.err
         assert "fix: record more runs" in cap.err
+        if extra:  # a script that asked for JSON gets the same error as JSON on stdout
+            got = json.loads(cap.out)
+            assert got["error"].startswith("nothing to evaluate: etl: 3 runs (< 12)")
+            assert got["fix"].startswith("record more runs")
+        else:
+            assert cap.out == ""
 
 
 def test_evaluate_lists_a_job_every_model_failed_on_under_skipped(tmp_path, capsys):

@@ -243,7 +243,41 @@ def test_inprogress_suffix_and_truncated_last_line(tmp_path):
     got = parse_event_log(log)
     assert got.status == "incomplete" and got.tables["runs"]["end_ms"][0].as_py() is None
     assert got.tables["tasks"].num_rows == n_task_end - 1
-    assert any("truncated" in w for w in got.warnings)
+    # the one cut line gets one warning that says what happened, beside the one for .inprogress
+    assert got.warnings == [(f"{log.name}: the last line (line {cut + 1}) ends in the middle of an "
+                             "event, cut off while the log was being written or copied; skipped"),
+                            "the log is in progress (.inprogress): recorded as incomplete"]
+    assert got.lines == cut + 1 and got.damage is None
+    # a last line that is whole but lacks its newline is an event like any other
+    whole = tmp_path / "whole"
+    whole.write_bytes(b"".join(lines).rstrip(b"\n"))
+    assert not parse_event_log(whole).warnings
+    assert parse_event_log(whole).tables["tasks"].num_rows == n_task_end
+
+
+def test_a_cut_log_through_the_cli_gets_one_warning_for_its_cut_line(tmp_path, capsys):
+    """The reviewer's reproduction: a real log cut in the middle of a line, renamed .inprogress."""
+    from sparkpredict.cli import main
+
+    src = LOGS / "sparklens_local-1532512550423.json"
+    data = src.read_bytes()
+    cut_at = data.index(b"\n", 40_000) - 100  # inside line 15, a task's end
+    log = tmp_path / "local-1532512550423.inprogress"
+    log.write_bytes(data[:cut_at])
+    assert main(["ingest", str(log), "--store", str(tmp_path / "st")]) == 0
+    out = capsys.readouterr().out
+    warnings = [ln.strip() for ln in out.splitlines() if ln.strip().startswith("warning:")]
+    assert warnings == [("warning: local-1532512550423.inprogress: the last line (line 15) ends in the "
+                         "middle of an event, cut off while the log was being written or copied; skipped"),
+                        "warning: the log is in progress (.inprogress): recorded as incomplete"], out
+    # cut before the application's start: the error says the log was cut, not that it is foreign
+    early = tmp_path / "early" / "local-1532512550423.inprogress"
+    early.parent.mkdir()
+    early.write_bytes(data[:20_000])  # inside line 4, the environment
+    with pytest.raises(IngestError, match="ends after 4 lines, before its SparkListenerApplicationStart "
+                                          "event: it was cut off") as e:
+        parse_event_log(early)
+    assert "complete copy" in e.value.fix
 
 
 def test_unknown_events_and_key_order_are_fine(tmp_path):

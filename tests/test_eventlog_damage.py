@@ -93,6 +93,46 @@ def test_a_rolling_file_cut_short_before_the_last_is_damage(tmp_path):
     assert r.files_ingested == 1 and r.files[0].status == "incomplete"
 
 
+def test_a_plain_rolling_file_cut_inside_an_event_before_the_last_is_damage(tmp_path):
+    """Spark writes each event whole, newline included, before it rolls to the next file: a
+    plain (uncompressed) events_<N> file that ends inside a line was cut, and the events after
+    the cut are lost mid-run, as with a cut compressed file. Once stored, the run would look
+    complete (its ApplicationEnd is in the last file) with thousands of tasks missing."""
+    app = "local-1795969318009"
+    folder = tmp_path / ROLLING.name
+    folder.mkdir()
+    shutil.copy(next(ROLLING.glob("appstatus_*")), folder)
+    for i in (1, 2, 3):  # the real rolling log, as Spark writes it without compression
+        raw = pa.CompressedInputStream(pa.OSFile(str(_events(ROLLING, i))), "zstd").read()
+        (folder / f"events_{i}_{app}").write_bytes(raw)
+    whole = parse_event_log(folder)
+    assert whole.status == "succeeded" and whole.damage is None and not whole.warnings
+    e1 = folder / f"events_1_{app}"
+    data = e1.read_bytes()
+    e1.write_bytes(data[: data.index(b"\n", len(data) // 2) - 50])  # inside a line
+    got = parse_event_log(folder)
+    assert got.damage and f"events_1_{app} ends inside an event" in got.damage
+    assert "later files follow" in got.damage
+    r = ingest_event_logs(folder, tmp_path / "st")
+    assert r.files_failed == 1 and "not ingested" in r.errors[str(folder)]
+    assert store.open(tmp_path / "st").runs().empty
+    # the last file cut inside an event: a log still being written, stored as incomplete
+    # with one warning for the cut line
+    last = tmp_path / "last" / ROLLING.name
+    shutil.copytree(folder, last)
+    (last / e1.name).write_bytes(data)
+    e3 = last / f"events_3_{app}"
+    tail = e3.read_bytes()
+    e3.write_bytes(tail[: tail.index(b"\n", len(tail) // 2) - 50])
+    got = parse_event_log(last)
+    assert got.damage is None and got.status == "incomplete"
+    assert [w for w in got.warnings if "line" in w] == [
+        (f"{e3.name}: the last line (line {got.lines}) ends in the middle of an event, cut off while "
+         "the log was being written or copied; skipped")]
+    r = ingest_event_logs(last, tmp_path / "st")
+    assert r.files_ingested == 1 and r.files[0].status == "incomplete"
+
+
 def test_undecodable_data_in_the_middle_is_refused_and_an_intact_copy_then_ingests(tmp_path):
     bad = tmp_path / "damaged" / Q72.name
     bad.parent.mkdir()

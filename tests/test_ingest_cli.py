@@ -59,3 +59,42 @@ def test_a_failure_is_printed_once_not_again_as_a_log_warning(tmp_path):
     assert "not refit: Spark shell: DegenerateDataError: only 0 usable runs (of 1)" in r.stdout
     assert "not refit: Databricks Shell: DegenerateDataError: no succeeded run (1 incomplete)" in r.stdout
     assert "not refit" not in r.stderr and "usable runs" not in r.stderr, r.stderr
+
+
+def test_json_errors_are_json_on_stdout_and_error_fix_on_stderr(tmp_path, capsys):
+    """A script that asks for --json parses stdout whatever happened: a user mistake (exit 2)
+    is ``{"error", "fix"}`` there, the person still reads error:/fix: on stderr; a log that
+    fails among others is listed in the report (exit 1)."""
+    st = str(tmp_path / "st")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "afile").write_text("not a folder\n")
+    mistakes = {
+        "no such file or folder": ["ingest", str(tmp_path / "nope"), "--store", st],
+        "no event logs found": ["ingest", str(tmp_path / "empty"), "--store", st],
+        "is a file": ["ingest", str(LOGS / "sparklens_local-1532512550423.json"),
+                      "--store", str(tmp_path / "afile")],
+    }
+    for what, argv in mistakes.items():
+        assert main([*argv, "--json"]) == 2, what
+        captured = capsys.readouterr()
+        doc = json.loads(captured.out)
+        assert set(doc) == {"error", "fix"} and what in doc["error"] and doc["fix"], doc
+        assert f"error: {doc['error']}" in captured.err and f"fix: {doc['fix']}" in captured.err
+        assert "Traceback" not in captured.err
+    # several logs: one ingested, one not a log, one undecodable, one already in the store
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(LOGS / "sparklens_local-1532512550423.json", logs)
+    shutil.copy(LOGS / "sparklens_local-1532512550423.json", logs / "copy-of-it.json")
+    (logs / "notalog.json").write_text("garbage\n")
+    (logs / "broken.lz4").write_bytes(b"not lz4 at all")
+    assert main(["ingest", str(logs), "--store", st, "--json"]) == 1
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    by_name = {Path(f["path"]).name: f for f in report["files"]}
+    assert report["files_seen"] == 4 and report["files_failed"] == 2 and report["files_ingested"] == 1
+    assert by_name["broken.lz4"]["outcome"] == "failed" and "cannot decode as lz4" in by_name["broken.lz4"]["error"]
+    assert by_name["notalog.json"]["outcome"] == "failed" and "not a Spark event log" in by_name["notalog.json"]["error"]
+    assert {by_name[n]["outcome"] for n in ("copy-of-it.json", "sparklens_local-1532512550423.json")} == \
+        {"ingested", "exists"}
+    assert "error:" not in captured.err  # per-log failures are the report's, not a user mistake

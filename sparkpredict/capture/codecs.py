@@ -224,11 +224,15 @@ def iter_decompressed(f: BinaryIO, codec: str | None) -> Iterator[bytes]:
     raise CorruptStream(f"unknown codec {codec!r}")
 
 
-def iter_lines(chunks: Iterator[bytes], max_line: int = 64 << 20) -> Iterator[bytes]:
-    """Split chunks into lines (without the newline); a last line without newline is yielded too.
+def iter_lines(chunks: Iterator[bytes], max_line: int = 64 << 20, *,
+               cut: list[bytes] | None = None) -> Iterator[bytes]:
+    """Split chunks into lines (without the newline); a last line without newline is yielded too,
+    or, when ``cut`` is given, appended to it instead.
 
-    A single line longer than ``max_line`` bytes raises :class:`CorruptStream` rather than
-    holding an unbounded buffer (a garbled file with no newlines).
+    Spark ends every event with a newline, so a last line without one was cut off (a log still
+    being written, or a partial copy): ``cut`` lets the caller say so once, rather than
+    parse it as a bad line. A single line longer than ``max_line`` bytes raises
+    :class:`CorruptStream` rather than holding an unbounded buffer (a garbled file with no newlines).
     """
     pending: list[bytes] = []  # pieces of a line that spans chunks (joined once, not quadratic)
     pending_len = 0
@@ -249,4 +253,7 @@ def iter_lines(chunks: Iterator[bytes], max_line: int = 64 << 20) -> Iterator[by
         pending_len = len(rest)
         yield from lines
     if pending:
-        yield b"".join(pending)
+        if cut is None:
+            yield b"".join(pending)
+        else:
+            cut.append(b"".join(pending))

@@ -18,6 +18,7 @@ data, a missing or cut rolling file) is not stored at all, so that an intact cop
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import time
@@ -169,14 +170,17 @@ def _parse_source(source: LogSource) -> ParsedLog:
     builder = RunBuilder()
     nbytes = [0]
     damage = None
+    cut_short = False  # the last file ends inside an event (a cut stream or a cut last line)
     for f in source.files:
         name = os.path.basename(f)
         codec = codec_of(name.removesuffix(".compact"))
         lines_before = builder.lines
+        cut: list[bytes] = []
         try:
             with open(f, "rb") as fh:
-                builder.feed(iter_lines(_counted(iter_decompressed(fh, codec), nbytes)))
+                builder.feed(iter_lines(_counted(iter_decompressed(fh, codec), nbytes), cut=cut))
         except TruncatedStream as exc:
+            cut_short = cut_short or f == source.files[-1]
             builder.warnings.append(f"{name}: the {codec} stream ends early ({exc}); "
                                     "events before the cut were kept")
             if f != source.files[-1] and damage is None:
@@ -198,6 +202,13 @@ def _parse_source(source: LogSource) -> ParsedLog:
                           f"{builder.lines} ({exc}): the events after it are lost")
         except OSError as exc:
             raise unreadable(source.path, exc) from None
+        if cut and not _feed_cut_line(builder, name, cut[0]):
+            cut_short = cut_short or f == source.files[-1]
+            if f != source.files[-1] and damage is None:
+                # Spark writes each event whole before it rolls to the next file: a file that
+                # ends inside one was cut, and what followed in it is lost mid-run.
+                damage = (f"{name} ends inside an event (line {builder.lines}) while later files "
+                          "follow: the events cut from it are lost")
     if any(f.endswith(".compact") for f in source.files):
         builder.warnings.append("the log was compacted by Spark: events of finished jobs may be "
                                 "missing, so stage and task rows can be incomplete")
@@ -206,6 +217,11 @@ def _parse_source(source: LogSource) -> ParsedLog:
     try:
         tables = builder.finish(in_progress=source.in_progress)
     except ValueError as exc:
+        if cut_short and builder.events:  # Spark's events, then the cut: not a foreign file
+            raise IngestError(f"{source.path}: the log ends after {builder.lines} lines, before "
+                              "its SparkListenerApplicationStart event: it was cut off while "
+                              "being written, or copied in part",
+                              "ingest it once Spark has written more of it, or a complete copy") from None
         raise IngestError(f"{source.path}: {exc}", "ingest Spark event logs only "
                           "(files written by spark.eventLog.enabled=true)") from None
     run = tables["runs"]
@@ -221,13 +237,31 @@ def _parse_source(source: LogSource) -> ParsedLog:
                      fingerprint=fp, lines=builder.lines, bytes_uncompressed=nbytes[0], damage=damage)
 
 
+def _feed_cut_line(builder: RunBuilder, name: str, line: bytes) -> bool:
+    """Feed a file's last line that no newline ends when it is a whole event; else skip it with
+    one warning that says it was cut. Returns whether it was whole."""
+    try:
+        json.loads(line)
+        whole = True
+    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        whole = not line.strip()
+    if whole:
+        builder.feed([line])
+        return True
+    builder.lines += 1  # counted, so that later line numbers (and the builder's own checks) hold
+    builder.warnings.append(f"{name}: the last line (line {builder.lines}) ends in the middle of an "
+                            "event, cut off while the log was being written or copied; skipped")
+    return False
+
+
 def parse_event_log(path: str | os.PathLike[str]) -> ParsedLog:
     """Read one event log (a file or an ``eventlog_v2_*`` folder) into store rows.
 
-    Pure: touches no store. Lines that cannot be decoded, a truncated last line, a stream cut
-    off mid-block and unknown events become ``warnings``; undecodable compressed data also sets
-    ``damage`` (the events after it are lost). A file that yields no application, cannot be
-    read, or a rolling folder with a missing ``events_<N>`` file raises
+    Pure: touches no store. Lines that cannot be decoded, a last line cut inside an event (one
+    warning), a stream cut off mid-block and unknown events become ``warnings``; undecodable
+    compressed data, and a rolling file cut short (mid-block or mid-event) with more files
+    after it, also set ``damage`` (events in the middle are lost). A file that yields no
+    application, cannot be read, or a rolling folder with a missing ``events_<N>`` file raises
     :class:`~sparkpredict.errors.IngestError` naming the file.
 
     Parameters

@@ -71,6 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except SparkPredictError as exc:
+        if getattr(args, "json", False):
+            # A script that asked for JSON parses stdout whatever happened; a person still reads
+            # the error: and fix: lines on stderr.
+            import json
+
+            print(json.dumps({"error": exc.message, "fix": exc.fix}, indent=2))
         return print_error(exc)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -2,6 +2,9 @@
 
 Exit status: 0 when every log was ingested or already in the store, 1 when some log could not
 be read (the others were still ingested), 2 for a user mistake (missing path, bad store).
+With ``--json`` stdout is JSON in every case: the report (a log that failed is listed in
+``files`` with its ``error``), or ``{"error": ..., "fix": ...}`` for a user mistake, whose
+``error:``/``fix:`` lines still go to stderr.
 """
 from __future__ import annotations
 

@@ -25,11 +25,13 @@ def predict_table(models: dict, query: Any, confidence: float = 0.9) -> Any:
     import numpy as np
 
     from ..errors import InputError
+    from ..features.runs import check_job_column
 
     missing = [c for c in ("job", "input_bytes", "executors") if c not in query.columns]
     if missing:
         raise InputError(f"query lacks column(s) {', '.join(missing)}",
                          "give job, input_bytes and executors for every row")
+    check_job_column(query, "query")
     out = _numeric(query)
     n = len(out)
     cols = {k: np.full(n, np.nan) for k in ("predicted_runtime_s", "lower_s", "upper_s", "extrapolation")}
@@ -100,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from ..errors import InputError
+    from ..features.runs import check_job_column
     from ..models.persist import load_models
     from ..outputs import output_table, write_table
 
@@ -113,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"cannot read query {path!r}: {exc}", "give a CSV or Parquet file") from exc
     if "job" not in query.columns:
         raise InputError(f"query {path!r} lacks column job", "give job, input_bytes and executors for every row")
+    check_job_column(query, "query")  # before the models are looked up by job
     models = load_models(args.model_dir, jobs=sorted(set(query["job"].astype(str))))
     out = predict_table(models, query, args.confidence)
     write_table(out, args.out)

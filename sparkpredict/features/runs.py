@@ -261,6 +261,20 @@ def read_runs_file(path: str | os.PathLike[str]) -> pd.DataFrame:
     return df
 
 
+def check_job_column(df: pd.DataFrame, what: str) -> None:
+    """Refuse rows without a job: pandas reads an empty cell as NaN, which would otherwise become
+    a job named 'nan' (and a Parquet null 'None')."""
+    import pandas as pd
+
+    empty = [row for row, v in enumerate(df["job"].tolist(), start=1)
+             if v is None or (not isinstance(v, str) and pd.isna(v)) or not str(v).strip()]
+    if empty:
+        rows = ", ".join(map(str, empty[:10])) + (" ..." if len(empty) > 10 else "")
+        raise InputError(f"{what} row{'s' if len(empty) > 1 else ''} {rows}: job is empty",
+                         "give every row the job it belongs to, as its runs were recorded "
+                         "(the job column of `sparkpredict runs`)")
+
+
 def check_runs_frame(df: pd.DataFrame, what: str = "runs table") -> None:
     """Raise :class:`InputError` naming the missing or non-numeric required columns."""
     import pandas as pd
@@ -274,6 +288,7 @@ def check_runs_frame(df: pd.DataFrame, what: str = "runs table") -> None:
         raise InputError(f"{what} holds no runs (no rows)",
                          "export one from a store with succeeded runs: `sparkpredict runs --store S "
                          "--out runs.csv`")
+    check_job_column(df, what)
     bad = [c for c in BASE_COLUMNS[1:] if not pd.api.types.is_numeric_dtype(df[c])]
     if bad:
         raise InputError(f"{what}: column(s) {', '.join(bad)} are not numeric",
