@@ -5,7 +5,8 @@ application):
 
 * **Target.** Per stage and per run, the degradation ``D = actual / expected - 1``. ``expected``
   is the median duration of the same stage (same signature) in clean runs of the same job:
-  runs labelled ``spark.sparkpredict.interference=none``, or, without labels, the job's other runs.
+  runs labelled ``spark.sparkpredict.interference=none``, or, without labels, the job's other runs
+  of the same setup (executors, cores, input size; :mod:`sparkpredict.monitor_baseline`).
   A run's actual and expected times are sums over its stages, so ``D_run`` is the
   expected-time-weighted mean of the stages' ``D``.
 * **Features** per stage (in :mod:`sparkpredict.features.interference`; :data:`FEATURE_GROUPS`
@@ -45,6 +46,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from . import monitor_baseline as MB
 from .errors import DegenerateDataError, InputError, UnknownJobError
 from .features.interference import (  # the features live there; their names stay importable here
     COMPONENTS,
@@ -149,10 +151,18 @@ def labelled_stages(store: Store, jobs: list[str] | None = None,
     """Stage features of every run in ``store`` (or of ``jobs``), with baselines and labels.
 
     Columns of :func:`with_baseline` plus ``job`` and ``label`` (the run's interference label).
-    Each job's clean runs are those labelled ``none``; a job without labels uses all its runs.
-    Only succeeded and incomplete runs serve as clean runs or training data; a failed or killed
-    run is included when ``run_ids`` names it, so that its completed stages can be explained.
+    Each job's clean runs are those labelled ``none``. A run of a job without labels is compared
+    with the job's runs of its setup, or with all of them where too few ran that setup
+    (:func:`sparkpredict.monitor_baseline.choose`). Only succeeded and incomplete runs serve as
+    clean runs or training data; a failed or killed run is included when ``run_ids`` names it,
+    so that its completed stages can be explained.
     """
+    return _stages_and_baselines(store, jobs, run_ids)[0]
+
+
+def _stages_and_baselines(store: Store, jobs: list[str] | None = None, run_ids: list[str] | None = None
+                          ) -> tuple[pd.DataFrame, dict[str, MB.Baseline]]:
+    """:func:`labelled_stages`, and the baseline each of its runs was compared with."""
     import pandas as pd
 
     runs = store.runs()
@@ -172,17 +182,25 @@ def labelled_stages(store: Store, jobs: list[str] | None = None,
     job_of = dict(zip(runs["run_id"], runs["job"]))
     feats["job"] = feats["run_id"].map(job_of)
     feats["label"] = feats["run_id"].map(labels.to_dict())
-    parts = []
+    table = MB.setups(runs)
+    parts, baselines = [], {}
     for _, f in feats.groupby("job", sort=False):
         lab = f.drop_duplicates("run_id").set_index("run_id")["label"]
-        clean = lab[lab == "none"].index.tolist() if lab.notna().any() else lab.index.tolist()
+        labelled = lab.notna().any()
+        clean = lab[lab == "none"].index.tolist() if labelled else lab.index.tolist()
         clean = [r for r in clean if r in baseline_ok]
         if run_ids is not None:
             f = f[f["run_id"].isin(run_ids) | f["run_id"].isin(clean)]
-        parts.append(with_baseline(f, clean))
+        if labelled:
+            mine = {r: MB.Baseline(frozenset(clean) - {r}, MB.LABELLED) for r in f["run_id"].unique()}
+            parts.append(with_baseline(f, clean))
+        else:
+            mine = {r: MB.choose(table, r, clean) for r in f["run_id"].unique()}
+            parts.append(MB.stages_against(f, mine))
+        baselines.update(mine)
     if not parts:
-        return feats.assign(expected_ms=np.nan, degradation=np.nan)
-    return pd.concat(parts, ignore_index=True)
+        return feats.assign(expected_ms=np.nan, degradation=np.nan), baselines
+    return pd.concat(parts, ignore_index=True), baselines
 
 
 def fit_monitor(store: Store | str | Path | None = None, *, jobs: list[str] | None = None,
@@ -306,6 +324,11 @@ class Explanation:
     #: the estimate named a cause, but the run is too short for it and its clean runs measured
     #: no slowdown (under :data:`CAUSE_MIN_SLOWDOWN`): none is named
     cause_withheld: bool = False
+    #: how its ``clean_runs`` were chosen: "labelled" (labelled ``none``), "same setup" (a job
+    #: without labels: its runs of this run's setup) or "any setup" (too few of those: all its runs)
+    baseline: str = MB.LABELLED
+    #: this run's setup, which the "same setup" runs share ("" when labelled)
+    baseline_setup: str = ""
 
     def summary(self) -> str:
         """One line, as :meth:`Advice.summary <sparkpredict.advice.Advice.summary>` gives: for a
@@ -313,8 +336,9 @@ class Explanation:
         def pct(x: float) -> str:
             return f"{x * 100:+.1f} %"
 
+        against = {MB.SAME_SETUP: "its runs of the same setup", MB.ANY_SETUP: "its runs of any setup"}
         measured = "no clean run to compare with" if self.degradation is None \
-            else f"{pct(self.degradation)} against its clean runs"
+            else f"{pct(self.degradation)} against {against.get(self.baseline, 'its clean runs')}"
         if self.main_cause:
             cause = f"main cause {self.main_cause} ({self.main_share:.0%} of the slowdown)"
         elif self.cause_withheld:
@@ -375,10 +399,10 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     job = str(row["job"].iloc[0])
     status = row["status"].iloc[0]
     model = models or default_model(st)  # type: ignore[arg-type]
-    df = labelled_stages(st, [job], run_ids=[run_id])  # type: ignore[arg-type]
+    df, baselines = _stages_and_baselines(st, [job], run_ids=[run_id])  # type: ignore[arg-type]
     ended = {"failed": "failed", "killed": "was killed", "running": "is still running"}.get(status)
     try:
-        e = _explain(run_id, job, model, df, threshold, top_stages, runs)
+        e = _explain(run_id, job, model, df, baselines, threshold, top_stages, runs)
     except UnknownJobError as exc:
         if ended:
             raise UnknownJobError(f"run {run_id!r} {ended} before it completed a stage: nothing to explain",
@@ -390,38 +414,17 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     return e
 
 
-def _other_setups(runs: pd.DataFrame, run_id: str, clean: set) -> str:
-    """What differs between the run and ``clean``, the runs of its baseline (executor counts,
-    input sizes beyond 5 %), in words; "" when they ran as it did. Without labels every other run
-    of the job is "clean", whatever its configuration."""
-    # the count asked for (a local[E] sweep's E task threads too), else the count that ran
-    n = runs["executors_requested"].fillna(runs["executors_max"]) if "executors_requested" in runs \
-        else runs["executors_max"]
-    mine = n[runs["run_id"] == run_id].dropna()
-    base = runs[runs["run_id"].isin(clean)]
-    me = runs[runs["run_id"] == run_id].iloc[0]
-    parts = []
-    execs = sorted({int(x) for x in n[base.index].dropna()} - {int(x) for x in mine})
-    if execs and len(mine):
-        parts.append(f"other executor counts ({', '.join(map(str, execs[:6]))}; this run: {int(mine.iloc[0])})")
-    size = float(me.get("input_bytes") or 0)
-    if size > 0 and "input_bytes" in base:
-        other = base["input_bytes"].dropna().astype(float)
-        if ((other - size).abs() > 0.05 * size).any():
-            parts.append("other input sizes")
-    return " and ".join(parts)
-
-
-def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame, threshold: float,
-             top_stages: int, runs: pd.DataFrame) -> Explanation:
-    """:func:`explain_run` on the job's :func:`labelled_stages` (which hold the run)."""
+def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame,
+             baselines: dict[str, MB.Baseline], threshold: float, top_stages: int,
+             runs: pd.DataFrame) -> Explanation:
+    """:func:`explain_run` on the job's :func:`labelled_stages` (which hold the run) and the
+    baseline each run was compared with."""
     rows = df[df["run_id"] == run_id].reset_index(drop=True)
     if rows.empty:
         raise UnknownJobError(f"run {run_id!r} has no completed stages to explain",
                               "explain a run that finished at least one stage")
-    clean_ids = set(df.loc[df["label"] == "none", "run_id"]) if df["label"].notna().any() \
-        else set(df["run_id"])
-    others = clean_ids - {run_id}
+    base = baselines[run_id]
+    others = set(base.run_ids)
     matched = rows["expected_ms"].notna() & (rows["expected_ms"] > 0)
     if (not others or not matched.any()) and getattr(model, "dae_", None) is None:
         # The only clean run of its job would be compared with itself (a slowdown of 0 by
@@ -441,12 +444,7 @@ def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame, t
                      f"of job {job!r}; the measured degradation covers that part only. If the job's "
                      "runs are different applications, give each its own job name "
                      "(spark.sparkpredict.job)")
-    mixed = _other_setups(runs, run_id, others)
-    if mixed:
-        notes.append(f"the clean runs it is compared with ran {mixed}: the measured degradation "
-                     "holds that difference as well as any interference. Label undisturbed runs "
-                     "of the same setup (--conf spark.sparkpredict.interference=none) for a "
-                     "cleaner baseline")
+    notes += MB.notes(base, runs, run_id, job)
     act, exp, d = run_degradation(rows)
     if not math.isfinite(d):
         act, exp, d = total_ms, None, None  # type: ignore[assignment]
@@ -486,7 +484,7 @@ def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame, t
         qos={t: judged > t for t in QOS_THRESHOLDS}, threshold=threshold, violated=judged > threshold,
         clean_runs=len(others), label=rows["label"].iloc[0], stages=impacts[:top_stages],
         culprit=host, footprint=host_footprint(rows), matched_share=share, warnings=notes,
-        too_short=too_short, cause_withheld=withheld)
+        too_short=too_short, cause_withheld=withheld, baseline=base.kind, baseline_setup=base.setup)
 
 
 @dataclass
@@ -546,13 +544,13 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
         found = src.runs_above_model(k=max(top, 50), min_ratio=0.0)
     # the model and the stage features once for all the runs, not per run
     model = models or default_model(st)  # type: ignore[arg-type]
-    df = labelled_stages(st, [job], run_ids=[r for r, _ in found])  # type: ignore[arg-type]
+    df, baselines = _stages_and_baselines(st, [job], run_ids=[r for r, _ in found])  # type: ignore[arg-type]
     runs = st.runs()  # type: ignore[union-attr]
     out = []
     for run_id, ratio in found:
         shown = None if no_ratio else ratio
         try:
-            out.append(SlowRun(run_id, shown, _explain(run_id, job, model, df, threshold, 3, runs),
+            out.append(SlowRun(run_id, shown, _explain(run_id, job, model, df, baselines, threshold, 3, runs),
                                out_of_fold=oof, model_runs=src.n_runs))
         except SparkPredictError as exc:
             out.append(SlowRun(run_id, shown, None, exc.message, out_of_fold=oof, model_runs=src.n_runs))

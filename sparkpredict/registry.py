@@ -5,13 +5,15 @@ Layout (beside the history tables, under a ``_`` folder that Spark and the store
     STORE/_models/artifacts/<job-dir>/<kind>-v<version>-<retrain_id>.json   one fitted model
     STORE/_models/registry/part-<commit ms>-<retrain_id>.parquet             one registry snapshot
     STORE/_models/running/<retrain_id>                                       a retrain writing artifacts
+    STORE/_models/registry/commit.lock                                       the commit lock (flock)
 
 Every retrain writes its new artifacts first (each under a hidden name, then renamed), then the
 *whole* registry as one new snapshot file, hidden and renamed last. Readers use the snapshot with
 the highest name, and a snapshot is named when it is committed (``part-<commit ms>-<retrain_id>``,
 after every name it saw), so the rename is the single commit point and the later commit is the
 current one. A retrain commits its rows on top of the registry as it is at that moment, not as
-it was when the retrain started, so an overlapping retrain's rows for other jobs are kept
+it was when the retrain started, so an overlapping retrain's rows for other jobs are kept, and
+under a lock, so no other commit lands between its reading and its rename
 (:func:`sparkpredict.registry_commit.commit_update`). A retrain that dies before the rename leaves only unreferenced
 artifacts (``sparkpredict store clean`` removes them, :func:`sparkpredict.registry_commit.orphans`), and the previous registry
 stays the current one. Snapshots are kept (the newest :data:`KEEP_SNAPSHOTS`) so a bad retrain

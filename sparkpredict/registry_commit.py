@@ -1,13 +1,17 @@
-"""Writing the model registry: committing a retrain's rows as a new snapshot, merged with what
-overlapping retrains committed meanwhile; marking a running retrain; finding the leftovers of
-killed ones (``sparkpredict store clean``). The layout and the readers are :mod:`sparkpredict.registry`.
+"""Writing the model registry: committing a retrain's rows as a new snapshot under the registry's
+commit lock, merged with what overlapping retrains committed meanwhile; marking a running retrain;
+finding the leftovers of killed ones (``sparkpredict store clean``). The layout and the readers
+are :mod:`sparkpredict.registry`.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
+import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -39,8 +43,20 @@ log = logging.getLogger(__name__)
 #: old belongs to a retrain that was killed: it protects nothing any more.
 RUNNING_MAX_AGE_S = 24 * 3600
 #: Rounds of merging with snapshots that overlapping retrains committed meanwhile (each round
-#: needs yet another commit to land inside the previous round's few milliseconds).
+#: needs yet another commit to land inside the previous round's few milliseconds). Under the
+#: commit lock none lands; the merge stays for stores the lock cannot cover (see :func:`_commit_lock`).
 MERGE_ROUNDS = 8
+#: The commit lock: ``_models/registry/<LOCK_NAME>``, never deleted (by ``store clean`` either):
+#: a writer that deleted it while another held it would let a third lock a new file beside it.
+LOCK_NAME = "commit.lock"
+#: How long a commit waits for another one's lock. A commit holds it for milliseconds (read the
+#: current snapshot, write the new one, rename); a wait this long means its holder is stuck.
+LOCK_TIMEOUT_S = 120.0
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no flock; commits rely on the merge alone
+    fcntl = None  # type: ignore[assignment]
 
 
 def _key(row: dict) -> tuple[str, str, str]:
@@ -105,12 +121,14 @@ def commit_registry(store: Any, rows: pd.DataFrame, retrain_id: str) -> str:
     Older snapshots beyond :data:`KEEP_SNAPSHOTS` are pruned after the commit.
     """
     st = _open(store)
-    name = _write_snapshot(st, rows.to_dict("records"), retrain_id, _snapshots(st))
-    _prune(st)
+    with _commit_lock(st, LOCK_TIMEOUT_S):
+        name = _write_snapshot(st, rows.to_dict("records"), retrain_id, _snapshots(st))
+        _prune(st)
     return name
 
 
-def commit_update(store: Any, updates: Iterable[dict], retrain_id: str) -> str | None:
+def commit_update(store: Any, updates: Iterable[dict], retrain_id: str, *,
+                  lock_timeout_s: float | None = None) -> str | None:
     """Commit one retrain's rows (one per model it refit) on top of the registry as it is now.
 
     Rows of models the retrain did not refit are taken from the current snapshot, not from the
@@ -119,20 +137,31 @@ def commit_update(store: Any, updates: Iterable[dict], retrain_id: str) -> str |
     the current one's + 1 (its artifact is renamed to match, when another retrain took the number
     meanwhile).
 
-    Between reading the current snapshot and renaming ours, another retrain may commit too
-    (without our rows, or we without its). So after the rename the snapshots that appeared
-    meanwhile are merged, model by model, taking the highest version (a refit, never the row a
-    retrain merely carried over), and ties to the later-named snapshot; the merge is committed
-    as a newer snapshot until none appears meanwhile. Every writer does the same, so the last one
-    to commit holds every retrain's rows.
+    Reading the current snapshot, writing ours and renaming it happen under the registry's
+    commit lock (:func:`_commit_lock`), so no other commit lands in between. Where no lock can be
+    taken (object stores, Windows), another retrain may commit in between (without our rows, or
+    we without its). So after the rename the snapshots that appeared meanwhile are merged, model
+    by model, taking the highest version (a refit, never the row a retrain merely carried over),
+    and ties to the later-named snapshot; the merge is committed as a newer snapshot until none
+    appears meanwhile. Every writer does the same, so the last one to commit holds every
+    retrain's rows, provided none is killed between its rename and its merge.
 
-    Returns the committed snapshot's name (the current one when ``updates`` is empty).
+    Returns the committed snapshot's name (the current one when ``updates`` is empty). Raises
+    :class:`StoreError` when another process holds the lock for over ``lock_timeout_s`` seconds
+    (default :data:`LOCK_TIMEOUT_S`).
     """
     st = _open(store)
     mine = {_key(r): dict(r) for r in updates}
-    names = _snapshots(st)
     if not mine:
+        names = _snapshots(st)
         return names[-1] if names else None
+    with _commit_lock(st, LOCK_TIMEOUT_S if lock_timeout_s is None else lock_timeout_s):
+        return _commit_locked(st, mine, retrain_id)
+
+
+def _commit_locked(st: store_io.Store, mine: dict[tuple[str, str, str], dict], retrain_id: str) -> str:
+    """:func:`commit_update`'s read-merge-write-rename, run under the commit lock."""
+    names = _snapshots(st)
     missing = [r["artifact"] for r in mine.values()
                if st.fs.get_file_info(f"{_base(st)}/{r['artifact']}").type != pafs.FileType.File]
     if missing:  # e.g. `store clean --older-than 0` during the retrain: never commit a dangling row
@@ -178,6 +207,70 @@ def commit_update(store: Any, updates: Iterable[dict], retrain_id: str) -> str |
         log.info("registry of %s: merged %d snapshot(s) committed meanwhile into %s", st.path, len(new), own)
     _prune(st)
     return own
+
+
+@contextlib.contextmanager
+def _commit_lock(st: store_io.Store, timeout_s: float) -> Iterator[None]:
+    """Hold the registry's commit lock, ``flock`` on ``_models/registry/``:data:`LOCK_NAME`.
+
+    flock locks an open file, not its name, and the kernel drops the lock when its holder dies,
+    however it dies (SIGKILL included): a killed retrain never leaves the registry locked, and
+    the file it leaves behind locks nothing. Where no lock can be taken the block runs unlocked,
+    as every commit did before the lock, and :func:`commit_update`'s merge after the fact is all
+    there is: stores pyarrow reaches over the network (hdfs://, s3://, gs://), platforms without
+    fcntl (Windows), and mounts that refuse flock (ENOLCK, EOPNOTSUPP: some network file systems).
+    """
+    if fcntl is None or not isinstance(st.fs, pafs.LocalFileSystem):
+        yield
+        return
+    path = f"{_base(st)}/registry/{LOCK_NAME}"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise StoreError(f"cannot write to the model registry of store {st.path!r}: {exc}",
+                         "choose a writable store, or fix its permissions") from exc
+    try:
+        if _acquire(fd, path, st, timeout_s):
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        else:
+            yield
+    finally:
+        os.close(fd)
+
+
+def _acquire(fd: int, path: str, st: store_io.Store, timeout_s: float) -> bool:
+    """Take the lock on ``fd`` within ``timeout_s``; False where the file system has no locks."""
+    # polled, not a blocking flock: a blocking call cannot time out without a signal handler,
+    # which only the main thread may install
+    deadline = time.monotonic() + timeout_s
+    pause = 0.002
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            pass
+        except OSError as exc:
+            if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+                log.warning("registry of %s: the file system refuses a lock on %s (%s); committing "
+                            "without it (a merge after the fact, as on object stores)", st.path, path, exc)
+                return False
+            raise StoreError(f"cannot lock the model registry of store {st.path!r}: {exc}",
+                             "fix the store's permissions, then run the retrain again") from exc
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise StoreError(
+                f"cannot commit to the model registry of store {st.path!r}: another process has held "
+                f"its commit lock {path} for over {timeout_s:g} s (a commit holds it for "
+                "milliseconds); the registry was not changed",
+                f"find the holder with `lsof {path}` (or `fuser {path}`), end it if it is stuck, "
+                "then run the retrain again")
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, 0.05)
 
 
 def _renumber(st: store_io.Store, row: dict, version: int) -> str:
@@ -262,7 +355,7 @@ def orphans(store: Any, min_age_s: float = 600.0) -> list[str]:
         name = info.base_name
         tmp = name.startswith(".") and name.endswith(".tmp")
         if rel.startswith("registry/"):
-            if tmp:
+            if tmp:  # never the commit lock (LOCK_NAME): see there why it stays
                 out.append(info.path)
         elif rel.startswith("artifacts/") and (tmp or name.endswith(".json")):
             m = _ARTIFACT_RETRAIN.search(name)

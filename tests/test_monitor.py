@@ -373,23 +373,71 @@ def test_a_run_far_shorter_than_the_training_runs_gets_no_cause_its_clean_runs_d
     assert denied.degradation < m.CAUSE_MIN_SLOWDOWN <= denied.estimated_degradation
     assert "no cause named: not slower than its clean runs" in denied.summary()
     assert any("is an extrapolation; the job's clean runs show no slowdown" in w for w in denied.warnings)
-    confirmed = m.explain_run("local-1795975911955", hist, model)   # +25 % measured, +46 % estimated
+    confirmed = m.explain_run("local-1795975870108", hist, model)   # +20 % measured, +14 % estimated
     assert confirmed.too_short and not confirmed.cause_withheld and confirmed.main_cause == "cpu"
     assert any("is an extrapolation" in w for w in confirmed.warnings)
 
 
-def test_a_baseline_of_other_setups_is_said_and_bad_arguments_are_refused():
-    """Without labels every other run of the job is "clean", whatever its executor count or
-    size: a 1-executor sort run read +32 % "VIOLATED" against runs on 2 and 3 executors."""
+def test_without_labels_a_run_is_compared_with_its_own_setup_and_bad_arguments_are_refused(tmp_path, capsys):
+    """Without labels every other run of the job was "clean", whatever its executor count or
+    size: a 1-executor sort run read +32 % "VIOLATED" against runs on 1, 2 and 3 executors of
+    four sizes. Its baseline is now the other run of its setup (+3 %); only where none ran that
+    setup is it every other run, and the explanation says so."""
     from pathlib import Path
+
+    from sparkpredict.cli import main
 
     hist = Path(__file__).parent / "data" / "history"
     model = m.default_model(hist)  # a path, as explain_run takes one (it raised AttributeError)
     e = m.explain_run("local-1795975858928", hist, model)
-    assert any("other executor counts (2, 3; this run: 1)" in w for w in e.warnings), e.warnings
+    assert e.degradation == pytest.approx(0.032, abs=0.005) and not e.violated  # was +31.7 %, VIOLATED
+    assert (e.baseline, e.clean_runs) == ("same setup", 1)
+    assert e.baseline_setup == "1 executor of 1 core, input 8 MB ± 5%"
+    assert not any("other executor counts" in w for w in e.warnings), e.warnings
+    assert any("comes from 1 other run of its setup only" in w for w in e.warnings), e.warnings
+    assert "+3.2 % against its runs of the same setup" in e.summary()
+    assert main(["explain", "local-1795975858928", "--store", str(hist)]) == 0
+    assert "(median of 1 other run of the job with its setup: 1 executor of 1 core, input 8 MB ± 5%, " \
+           "per stage)" in capsys.readouterr().out
+    # without the other 1-executor 8 MB run: too few of its setup, so the job's 22 other runs, said
+    sort = io.open(hist).runs().query("job == 'sort'")["run_id"]
+    st = _history_subset(tmp_path, [r for r in sort if r != "local-1795975907870"])
+    wide = m.explain_run("local-1795975858928", st, model)
+    assert (wide.baseline, wide.clean_runs) == ("any setup", 22) and wide.violated
+    (said,) = [w for w in wide.warnings if "ran this one's setup" in w]
+    assert said.startswith("no other run of job 'sort' ran this one's setup (1 executor of 1 core, input 8 MB")
+    assert "which ran other executor counts (2, 3; this run: 1)" in said and "other input sizes" in said
+    assert "against its runs of any setup" in wide.summary()
+    assert main(["explain", "local-1795975858928", "--store", str(st.path)]) == 0
+    assert "(median of 22 other runs of the job on any setup, none on its own (see the warning), per stage)" \
+        in capsys.readouterr().out
     for bad in ({"threshold": 10}, {"threshold": -1}, {"threshold": "0.1"}, {"top_stages": -1}, {"top_stages": 0}):
         with pytest.raises(InputError):
             m.explain_run("local-1795975858928", hist, model, **bad)
+
+
+def test_same_setup_means_same_executors_and_cores_and_a_size_within_the_tolerance():
+    from sparkpredict import monitor_baseline as mb
+
+    tol = mb.SIZE_TOLERANCE
+    runs = pd.DataFrame({
+        "run_id": ["me", "in", "edge", "out", "cores", "execs", "max", "nosize"],
+        "executors_requested": [2, 2, 2, 2, 2, 3, None, 2],
+        "executors_max": [2, 2, 2, 2, 2, 3, 2, 2],
+        "executor_cores": [4, 4, 4, 4, 2, 4, 4, 4],
+        "input_bytes": [1e9, 1e9 * (1 + 0.8 * tol), 1e9 * (1 - 0.99 * tol), 1e9 * (1 + 1.2 * tol), 1e9, 1e9, 1e9, 0]})
+    table = mb.setups(runs)
+    # the count asked for, else the count that ran ("max" ran 2 executors, none asked)
+    assert sorted(mb.same_setup(table, "me", runs["run_id"])) == ["edge", "in", "max"]
+    b = mb.choose(table, "me", runs["run_id"])
+    assert (b.kind, b.run_ids, b.setup) == ("same setup", frozenset({"edge", "in", "max"}),
+                                            "2 executors of 4 cores, input 1 GB ± 5%")
+    # an unrecorded size (0: not declared) matches only runs that did not record it either
+    alone = mb.choose(table, "nosize", runs["run_id"])
+    assert alone.kind == "any setup" and alone.same_setup_runs == 0 and "nosize" not in alone.run_ids
+    assert alone.setup == "2 executors of 4 cores, input size unknown"
+    assert mb.other_setups(runs, "me", ["cores", "execs", "out"]) == \
+        "other executor counts (3; this run: 2), other cores per executor (2; this run: 4) and other input sizes"
 
 
 def test_a_training_store_without_clean_runs_is_a_clear_error_and_not_trained_on(tmp_path):
@@ -447,12 +495,13 @@ def test_a_failed_run_is_explained_from_its_completed_stages(tmp_path, capsys):
                        ("updated_ms", pa.array([row["updated_ms"][0].as_py() + 1], pa.int64()))):
         row = row.set_column(row.schema.get_field_index(col), col, value)
     st.append({"runs": row})  # the latest run row wins
-    e = m.explain_run(ids[0], st)
-    assert e.clean_runs == 5 and e.degradation is not None and e.stages
+    e = m.explain_run(ids[0], st)  # against the other run of its setup (1 executor, 4 MB)
+    assert (e.baseline, e.clean_runs) == ("same setup", 1) and e.degradation is not None and e.stages
     assert "the run failed: only its completed stages are compared" in e.warnings[0]
     assert ids[0] not in set(m.labelled_stages(st, ["wordcount"])["run_id"])  # never a baseline
-    other = m.explain_run(ids[1], st)
-    assert other.clean_runs == 4  # the failed run is not one of its clean runs
+    other = m.explain_run(ids[3], st)  # the failed run was the only other one of its setup
+    assert (other.baseline, other.clean_runs) == ("any setup", 4)  # and is none of its clean runs
+    assert any("no other run of job 'wordcount' ran this one's setup" in w for w in other.warnings)
     assert main(["explain", ids[0], "--store", str(st.path)]) == 0
     assert "warning: the run failed" in capsys.readouterr().out
 

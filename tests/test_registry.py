@@ -363,10 +363,12 @@ def _row(st, job, retrain_id):
 
 
 def test_a_commit_landing_between_reading_the_registry_and_the_rename_is_merged(hist, monkeypatch):
-    """The race inside the commit itself: A reads the current snapshot, B commits, A renames its
-    snapshot (without B's row). A sees B's snapshot appear and commits the merge of both."""
+    """Where no commit lock can be taken (no fcntl, as on Windows; object stores), the race
+    inside the commit itself: A reads the current snapshot, B commits, A renames its snapshot
+    (without B's row). A sees B's snapshot appear and commits the merge of both."""
     path, _ = hist
     st = store.open(path)
+    monkeypatch.setattr(RC, "fcntl", None)
     real_write = RC._write_snapshot
     a_id, b_id = R.new_retrain_id(), R.new_retrain_id()
     a_row, b_row = _row(st, "a-job", a_id), _row(st, "b-job", b_id)
@@ -408,6 +410,129 @@ def test_concurrent_commits_from_threads_keep_every_row(hist):
         assert not errors
         have = set(R.read_registry(st).job)
         assert {r["job"] for r in rows} <= have, (rnd, sorted(have))
+
+
+# ---- the commit lock, between real processes ------------------------------------------------------
+# A committer in its own process. "commit": wait for SYNC/go, then commit ROW. "pause": commit ROW,
+# but between reading the current snapshot and renaming its own, touch SYNC/a-read and wait up to
+# WAIT s for SYNC/b-done; after the rename touch SYNC/a-renamed and hang (there, still inside its
+# commit, it is killed: before it could look for commits made meanwhile).
+_COMMITTER = """
+import json, pathlib, sys, time
+from sparkpredict import registry_commit as RC, store
+path, row, sync, mode, wait = sys.argv[1], json.loads(sys.argv[2]), pathlib.Path(sys.argv[3]), sys.argv[4], float(sys.argv[5])
+real = RC._write_snapshot
+
+def paused(st, rows, retrain_id, after):
+    (sync / "a-read").touch()
+    end = time.monotonic() + wait
+    while not (sync / "b-done").exists() and time.monotonic() < end:
+        time.sleep(0.01)
+    name = real(st, rows, retrain_id, after)
+    (sync / "a-renamed").touch()
+    time.sleep(600)
+    return name
+
+if mode == "pause":
+    RC._write_snapshot = paused
+else:
+    while not (sync / "go").exists():
+        time.sleep(0.005)
+RC.commit_update(store.open(path), [row], row["retrain_id"])
+if mode != "pause":
+    (sync / "b-done").touch()
+"""
+
+
+def _committer(path, row, sync, mode="commit", wait=0.0):
+    return subprocess.Popen([sys.executable, "-c", _COMMITTER, str(path), json.dumps(row), str(sync), mode,
+                             str(wait)], stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(f, proc, timeout=60):
+    deadline = time.time() + timeout
+    while not f.exists():
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.time() < deadline, f"{f.name} never came"
+        time.sleep(0.01)
+
+
+def test_concurrent_commits_from_processes_keep_every_row(hist, tmp_path):
+    path, _ = hist
+    st = store.open(path)
+    rows = [_row(st, f"job-p{i}", R.new_retrain_id()) for i in range(4)]
+    procs = [_committer(path, r, tmp_path) for r in rows]
+    try:
+        time.sleep(1.0)  # every process imported and waiting: they start their commits together
+        (tmp_path / "go").touch()
+        for p in procs:
+            assert p.wait(120) == 0, p.stderr.read()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert {r["job"] for r in rows} <= set(R.read_registry(st).job)
+
+
+def test_a_commit_killed_right_after_its_rename_loses_no_rows_of_one_made_meanwhile(hist, tmp_path):
+    """A reads the registry, B commits, A renames its snapshot (without B's row) and is killed
+    before it looks for snapshots committed meanwhile. Without a lock B's row was lost (the
+    current snapshot is A's); with it, B waits for A, and the kernel drops A's lock when A dies."""
+    path, _ = hist
+    st = store.open(path)
+    a_row, b_row = _row(st, "a-job", R.new_retrain_id()), _row(st, "b-job", R.new_retrain_id())
+    a = _committer(path, a_row, tmp_path, "pause", wait=3.0)
+    b = None
+    try:
+        _wait_for(tmp_path / "a-read", a)
+        b = _committer(path, b_row, tmp_path)
+        (tmp_path / "go").touch()
+        _wait_for(tmp_path / "a-renamed", a)
+        a.send_signal(signal.SIGKILL)
+        a.wait(30)
+        assert b.wait(60) == 0, b.stderr.read()
+    finally:
+        for p in (a, b):
+            if p is not None and p.poll() is None:
+                p.kill()
+    assert {"a-job", "b-job"} <= set(R.read_registry(st).job)
+
+
+def test_a_stuck_commit_times_out_the_next_with_a_fix_and_its_lock_dies_with_it(hist, tmp_path, capsys):
+    """A commit hangs inside its lock: another one gives up after its timeout, saying how to
+    find the holder, and changes nothing; `store clean` leaves the held lock file alone; once the
+    holder is killed (SIGKILL: no cleanup of its own), the next commit goes through at once."""
+    from sparkpredict.cli import main
+
+    path, _ = hist
+    RT.retrain_local(path, kind=KIND)
+    st = store.open(path)
+    before = R.current_snapshot(st)
+    lock = path / "_models" / "registry" / RC.LOCK_NAME
+    a = _committer(path, _row(st, "a-job", R.new_retrain_id()), tmp_path, "pause", wait=600)
+    b_row = _row(st, "b-job", R.new_retrain_id())
+    try:
+        _wait_for(tmp_path / "a-read", a)
+        t0 = time.monotonic()
+        with pytest.raises(StoreError) as e:
+            RC.commit_update(st, [b_row], b_row["retrain_id"], lock_timeout_s=0.5)
+        assert 0.5 <= time.monotonic() - t0 < 5
+        assert f"has held its commit lock {lock} for over 0.5 s" in e.value.message
+        assert "the registry was not changed" in e.value.message and f"lsof {lock}" in e.value.fix
+        assert R.current_snapshot(st) == before
+        _age_all(path)
+        assert main(["store", "clean", "--store", str(path), "--older-than", "0"]) == 0
+        assert str(lock) not in capsys.readouterr().out and lock.is_file()
+        a.send_signal(signal.SIGKILL)
+        a.wait(30)
+    finally:
+        if a.poll() is None:
+            a.kill()
+    b_row = _row(st, "b-job", R.new_retrain_id())  # the clean removed the first one's artifact
+    t0 = time.monotonic()
+    snap = RC.commit_update(st, [b_row], b_row["retrain_id"], lock_timeout_s=30)
+    assert time.monotonic() - t0 < 2 and R.current_snapshot(st) == snap != before
+    assert "b-job" in set(R.read_registry(st).job) and "a-job" not in set(R.read_registry(st).job)
 
 
 # ---- staleness per model kind -------------------------------------------------------------------

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     exp = format_duration(e.expected_ms / 1000) if e.expected_ms else "unknown (no clean runs)"
     part = "" if e.matched_share >= 0.995 else f", the {e.matched_share:.0%} of it with a clean counterpart"
     print(f"  actual   {format_duration(e.actual_ms / 1000)}   (sum of stage times{part})")
-    print(f"  expected {exp}   (median of {e.clean_runs} other clean runs of the job, per stage)")
+    print(f"  expected {exp}   (median of {_baseline(e)}, per stage)")
     print(f"  degradation: measured {_pct(e.degradation)}, estimated from metrics "
           f"{_pct(e.estimated_degradation)}")
     verdict = "VIOLATED" if e.violated else "met"
@@ -98,6 +98,19 @@ def run(args: argparse.Namespace) -> int:
     for w in e.warnings:
         print(f"  warning: {w}")
     return 0
+
+
+def _baseline(e: Any) -> str:
+    """Which runs the expected time comes from: "3 other clean runs of the job", or, for a job
+    without labels, "2 other runs of the job with its setup (1 executor of ...)"."""
+    from ..monitor_baseline import ANY_SETUP, SAME_SETUP
+    from ..units import plural
+
+    if e.baseline == SAME_SETUP:
+        return f"{plural(e.clean_runs, 'other run')} of the job with its setup: {e.baseline_setup}"
+    if e.baseline == ANY_SETUP:
+        return f"{plural(e.clean_runs, 'other run')} of the job on any setup, none on its own (see the warning)"
+    return f"{plural(e.clean_runs, 'other clean run')} of the job"
 
 
 def _slowest(args: argparse.Namespace, found: list[Any]) -> int:

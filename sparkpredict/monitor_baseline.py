@@ -1,0 +1,180 @@
+"""Which of its job's runs a run is compared with, for the slowdown monitor (:mod:`.monitor`).
+
+A job whose runs carry ``spark.sparkpredict.interference=none`` labels compares a run with the
+runs so labelled. A job without labels has no declared clean runs, and any of its runs may
+serve; but a run on another executor count or input size differs from this one by its setup as
+well as by any interference (in tests/data/history a 1-executor sort run read +32 % against the
+job's runs on 1, 2 and 3 executors of four input sizes, +3 % against the other run of its own
+setup). So such a run is compared with the job's runs of its **setup**: the same executor
+count, the same cores per executor and an input size within :data:`SIZE_TOLERANCE`. Only where
+fewer than :data:`MIN_SAME_SETUP` ran that setup are all the job's other runs its baseline, and
+the explanation says so, with what differs.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .features.interference import with_baseline
+from .units import format_bytes, plural
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Input sizes this close (a fraction of the run's own) count as the same. A job's time grows at
+#: most about in proportion to its input over such a step, so a baseline run this much larger or
+#: smaller moves the expected time by at most about 5 %: the smallest QoS threshold the monitor
+#: reports, and half the noise floor of clean runs against each other (mean |D| 0.099 on the
+#: bundled dataset). Sizes of one input recorded twice differ by bytes, the steps of a size
+#: sweep by 2x, so any tolerance from 0.1 % to 50 % splits such histories alike.
+SIZE_TOLERANCE = 0.05
+#: Fewest other runs of the same setup a baseline is made of, else the wider one of every setup.
+#: One suffices: on the bundled dataset (one setup) a baseline of a single clean run measures
+#: clean runs at mean |D| 0.135 against 0.099 with all 7 others, an added error of about 4
+#: points, where a baseline of other setups carries their whole difference (an executor count
+#: 1 against 3 is up to 3x the run time).
+MIN_SAME_SETUP = 1
+#: Below this many runs the median cannot set an odd one aside, and the explanation says so.
+FIRM_BASELINE = 3
+
+LABELLED, SAME_SETUP, ANY_SETUP = "labelled", "same setup", "any setup"
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The runs one run is compared with (never itself), and how they were chosen."""
+
+    run_ids: frozenset[str]
+    #: :data:`LABELLED` (the job's runs labelled ``none``), :data:`SAME_SETUP`, or
+    #: :data:`ANY_SETUP` (too few of the run's setup: every other run of the job)
+    kind: str
+    #: the run's setup in words, e.g. "1 executor of 2 cores, input 8 MB ± 5%"; "" when labelled
+    setup: str = ""
+    #: other runs of the job with the run's setup (fewer than :data:`MIN_SAME_SETUP` for ANY_SETUP)
+    same_setup_runs: int = 0
+
+
+def setups(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per run_id: ``executors`` (the count asked for, a ``local[E]`` sweep's E task threads
+    too, else the count that ran), ``cores`` and ``input_bytes`` (NaN: not recorded)."""
+    import pandas as pd
+
+    def col(name: str) -> pd.Series:
+        return pd.to_numeric(runs[name], errors="coerce") if name in runs else pd.Series(float("nan"), runs.index)
+
+    n = col("executors_requested").fillna(col("executors_max"))
+    size = col("input_bytes").where(lambda s: s > 0)
+    return pd.DataFrame({"executors": n.to_numpy(), "cores": col("executor_cores").to_numpy(),
+                         "input_bytes": size.to_numpy()}, index=runs["run_id"].to_numpy())
+
+
+def _setup(table: pd.DataFrame, run_id: str) -> dict[str, float]:
+    cols = ["executors", "cores", "input_bytes"]
+    return dict(zip(cols, map(float, table.loc[run_id, cols].to_numpy(float))))
+
+
+def same_setup(table: pd.DataFrame, run_id: str, candidates: Iterable[str]) -> list[str]:
+    """The ``candidates`` (not ``run_id``) whose setup in ``table`` (:func:`setups`) is ``run_id``'s.
+
+    An unrecorded value counts as a value of its own: runs that both lack it differ in nothing known.
+    """
+    me = _setup(table, run_id)
+    cand = table.loc[table.index.isin([c for c in candidates if c != run_id])]
+
+    def same(col: str) -> pd.Series:
+        return cand[col].eq(me[col]) | (cand[col].isna() & math.isnan(me[col]))
+
+    size = me["input_bytes"]
+    close = same("input_bytes") | ((cand["input_bytes"] - size).abs() <= SIZE_TOLERANCE * size)
+    return cand.index[same("executors") & same("cores") & close].tolist()
+
+
+def describe(table: pd.DataFrame, run_id: str) -> str:
+    """A run's setup in words: "1 executor of 2 cores, input 8 MB ± 5%"."""
+    me = _setup(table, run_id)
+    n, cores, size = me["executors"], me["cores"], me["input_bytes"]
+    text = "executor count unknown" if math.isnan(n) else plural(int(n), "executor")
+    if not math.isnan(cores):
+        text += f" of {plural(int(cores), 'core')}"
+    return text + (", input size unknown" if math.isnan(size)
+                   else f", input {format_bytes(size)} ± {SIZE_TOLERANCE:.0%}")
+
+
+def choose(table: pd.DataFrame, run_id: str, clean: Iterable[str]) -> Baseline:
+    """The baseline of ``run_id`` in a job without labels, whose usable runs are ``clean``."""
+    others = frozenset(clean) - {run_id}
+    same = same_setup(table, run_id, others) if run_id in table.index else []
+    setup = describe(table, run_id) if run_id in table.index else ""
+    if len(same) >= MIN_SAME_SETUP:
+        return Baseline(frozenset(same), SAME_SETUP, setup, len(same))
+    return Baseline(others, ANY_SETUP, setup, len(same))
+
+
+def stages_against(feats: pd.DataFrame, baselines: dict[str, Baseline]) -> pd.DataFrame:
+    """:func:`with_baseline` for the runs of ``baselines``, each against its own baseline runs.
+
+    Runs whose baseline plus themselves make the same set share one call: ``with_baseline``
+    leaves each run out of its own baseline, so the runs of one setup, each the others' baseline,
+    are compared in one pass (a run per call would take a pass per run).
+    """
+    import pandas as pd
+
+    groups: dict[frozenset[str], list[str]] = {}
+    for rid, b in baselines.items():
+        groups.setdefault(b.run_ids | {rid} if b.run_ids else frozenset({rid}), []).append(rid)
+    parts = []
+    for members, rids in groups.items():
+        if len(members) == 1:  # nothing to compare with: NaN, never the run against itself
+            out = with_baseline(feats[feats["run_id"].isin(rids)], [])
+        else:
+            out = with_baseline(feats[feats["run_id"].isin(members)], list(members))
+        parts.append(out[out["run_id"].isin(rids)])
+    if not parts:
+        return with_baseline(feats, [])
+    return pd.concat(parts, ignore_index=True)
+
+
+def other_setups(runs: pd.DataFrame, run_id: str, clean: Iterable[str]) -> str:
+    """What differs between the run and ``clean``, the runs of its baseline (executor counts,
+    cores, input sizes beyond :data:`SIZE_TOLERANCE`), in words; "" when they ran as it did."""
+    table = setups(runs)
+    if run_id not in table.index:
+        return ""
+    me, base = _setup(table, run_id), table.loc[table.index.isin(list(clean))]
+    parts = []
+    for col, what in (("executors", "executor counts"), ("cores", "cores per executor")):
+        if not math.isnan(me[col]):  # not recorded: nothing to say
+            other = sorted({int(x) for x in base[col].dropna()} - {int(me[col])})
+            if other:
+                parts.append(f"other {what} ({', '.join(map(str, other[:6]))}; this run: {int(me[col])})")
+    size = me["input_bytes"]
+    if not math.isnan(size) and ((base["input_bytes"].dropna() - size).abs() > SIZE_TOLERANCE * size).any():
+        parts.append("other input sizes")
+    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1] if parts else ""
+
+
+def notes(base: Baseline, runs: pd.DataFrame, run_id: str, job: str) -> list[str]:
+    """What an explanation warns about its baseline: a wider one of other setups, a thin one."""
+    others = base.run_ids
+    mixed = other_setups(runs, run_id, others) if base.kind != SAME_SETUP else ""
+    if base.kind == ANY_SETUP and others:
+        few = f"only {plural(base.same_setup_runs, 'other run')}" if base.same_setup_runs else "no other run"
+        return [(f"{few} of job {job!r} ran this one's setup ({base.setup}), so it is compared "
+                 f"with all {len(others)} of its other runs" + (f", which ran {mixed}" if mixed else "")
+                 + ": the measured degradation holds that difference as well as any interference. "
+                 "Record runs of this setup, or label undisturbed ones (--conf "
+                 "spark.sparkpredict.interference=none)")]
+    if mixed:
+        return [(f"the clean runs it is compared with ran {mixed}: the measured degradation holds "
+                 "that difference as well as any interference. Label undisturbed runs of the same "
+                 "setup (--conf spark.sparkpredict.interference=none) for a cleaner baseline")]
+    if base.kind == SAME_SETUP and len(others) < FIRM_BASELINE:
+        return [(f"its expected time comes from {plural(len(others), 'other run')} of its setup only "
+                 f"({base.setup}): one odd run there moves it; more runs of this setup make it firmer")]
+    return []
+
+
+__all__ = ["ANY_SETUP", "FIRM_BASELINE", "LABELLED", "MIN_SAME_SETUP", "SAME_SETUP", "SIZE_TOLERANCE",
+           "Baseline", "choose", "describe", "notes", "other_setups", "same_setup", "setups", "stages_against"]
