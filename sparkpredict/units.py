@@ -58,12 +58,15 @@ def parse_bytes(text: str | float) -> int:
 def spark_size(text: object, unit: str = "b") -> int | None:
     """A size as Spark reads its byte strings (``JavaUtils.byteStringAs``): ``128m``, ``1g``,
     ``512mb``, ``4GiB`` are binary, a bare number is in ``unit`` (``"b"``, ``"k"``, ``"m"``, ...);
-    None when ``text`` is not one. For sizes read from a run's recorded properties."""
+    None when ``text`` is not one, or is 2^63 bytes or more (beyond a 64-bit size column, and
+    refused by the listener's parser, which this one matches). For sizes read from a run's
+    recorded properties."""
     m = _SPARK_SIZE.fullmatch(str(text)) if text is not None else None
     if not m:
         return None
     scale = 1024 ** " kmgtp".index((m.group(2) or unit.rstrip("b") or " ").lower())
-    return int(round(float(m.group(1)) * scale))
+    size = float(m.group(1)) * scale
+    return int(round(size)) if size < 2**63 else None
 
 
 def parse_memory_mb(text: str | float) -> int:

@@ -149,3 +149,59 @@ def test_a_last_reading_at_application_end_covers_a_short_job(spark_app, tmp_pat
     assert h["time_ms"].max() >= stages["completion_ms"].max()
     f = host_features(stages, tasks, h)
     assert len(f) == len(stages) and f[["host_user_share", "host_mem_available_gib"]].notna().all().all()
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("why", ["listener stopped", "no listener"])
+def test_samples_are_not_kept_when_no_listener_records_them(spark_app, tmp_path, why):
+    """The listener stopped at start (a store Hadoop cannot open), or spark.extraListeners lacks
+    it: the plugin kept queueing samples nobody would take, up to 500,000 of them (669 bytes
+    each: 335 MB of driver heap)."""
+    conf = {"spark.sparkpredict.hostSampleIntervalMs": "20"}
+    store = "nosuchfs://bucket/store" if why == "listener stopped" else str(tmp_path / "store")
+    if why == "no listener":
+        conf["spark.extraListeners"] = ""
+    with spark_app(store, job="no-recorder", conf=conf) as spark:
+        plugin = spark._jvm.io.sparkpredict.HostMetricsPlugin
+        time.sleep(1.5)  # 75 readings
+        pending = plugin.pendingSamples()
+    assert pending == 0
+
+
+@pytest.mark.spark
+def test_samples_of_a_long_job_are_written_while_it_runs(spark_app, tmp_path):
+    """Samples waited for the job's end: a two-hour job on 200 executors queued 1.4 million
+    (capped at 500,000, the oldest dropped). They are flushed once flushEveryTasks of them wait."""
+    store = tmp_path / "store"
+    gate = tmp_path / "gate"
+    conf = {"spark.sparkpredict.hostSampleIntervalMs": "20", "spark.sparkpredict.flushEveryTasks": "20",
+            "spark.executor.heartbeatInterval": "500ms"}
+
+    def wait_for_gate(rows):
+        import os
+        import time
+
+        deadline = time.time() + 30
+        while not os.path.exists(str(gate)) and time.time() < deadline:
+            time.sleep(0.05)
+        return [sum(1 for _ in rows)]
+
+    def written():
+        try:
+            return len(io.open(store).read("host_samples"))
+        except Exception:  # no store yet  # noqa: BLE001
+            return 0
+
+    import threading
+
+    with spark_app(store, job="long-task", conf=conf) as spark:
+        rdd = spark.sparkContext.parallelize(range(1), 1).mapPartitions(wait_for_gate)
+        job = threading.Thread(target=rdd.collect)
+        job.start()
+        deadline = time.monotonic() + 20
+        while written() < 20 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        seen = written()
+        gate.touch()
+        job.join(timeout=60)
+    assert seen >= 20, "no host sample was written while the job ran"

@@ -93,3 +93,29 @@ def test_spark_4_writes_a_rolling_zstd_log_by_default_as_the_docs_say(spark_app,
     assert "pyspark 4.3.0 writes a rolling\nfolder `eventlog_v2_<app>/` holding `events_1_<app>.zstd`" in doc
     report = ingest_event_logs([logs], tmp_path / "ingested")
     assert report.files_ingested == 1 and report.files[0].status == "succeeded"
+
+
+@pytest.mark.spark
+def test_a_declared_size_reads_the_same_in_the_listener_and_the_ingest(spark_app, tmp_path):
+    """spark.sparkpredict.inputBytes=1.5g: the ingest (units.spark_size) read 1.5 GiB, the
+    listener refused it (Spark's byte strings take whole numbers only) and recorded the measured
+    input, so one run had two sizes. Both follow spark_size now, fractions included."""
+    from sparkpredict.units import spark_size
+
+    logs = tmp_path / "eventlogs"
+    logs.mkdir()
+    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(logs),
+            "spark.sparkpredict.inputBytes": "1.5g"}
+    with spark_app(tmp_path / "listener-store", job="declared", conf=conf) as spark:
+        assert spark.sparkContext.parallelize(range(10), 2).count() == 10
+    listener = store.open(tmp_path / "listener-store")
+    report = ingest_event_logs([logs], tmp_path / "eventlog-store")
+    assert report.files_ingested == 1 and not report.errors
+    lrun, erun = listener.runs().iloc[0], store.open(tmp_path / "eventlog-store").runs().iloc[0]
+    assert lrun.input_bytes == erun.input_bytes == 3 * 2**29
+    assert lrun.input_bytes_source == erun.input_bytes_source == "declared"
+    # the listener's parser is spark_size's, string for string (the JVM outlives the session)
+    parse = spark._jvm.io.sparkpredict.SparkPredictListener.declaredSize
+    texts = ["1.5g", "1.5G", "120g", "2k", "2kb", "4GiB", " 7 mb ", "0.5", "2.5", "3.5", ".5k", "10Tb",
+             "8p", "1024", "0", "1e3", "12 x", "-1", "1.", "g", "", "1,5g", "5 kib", "3ib", "1.5 GB"]
+    assert {t: parse(t) for t in texts} == {t: spark_size(t) for t in texts}

@@ -253,3 +253,22 @@ def test_listener_error_says_when_the_listener_is_not_attached(spark_app, tmp_pa
         spark.stop()
     assert err is not None and "listener is not attached" in err
     assert "sparkpredict.attach(SparkSession.builder" in err
+
+
+def test_a_long_running_driver_keeps_no_state_for_stages_that_ended(spark_app, tmp_path):
+    """Every completed stage stayed in two maps (~130 bytes each) until the application ended:
+    a Thrift server or a streaming driver that runs millions of stages grew without bound."""
+    import time
+
+    store = tmp_path / "store"
+    with spark_app(store, job="many-stages") as spark:
+        sc = spark.sparkContext
+        for _ in range(20):
+            sc.parallelize(range(20), 2).map(lambda x: (x % 3, x)).reduceByKey(lambda a, b: a + b).count()
+        listener = spark._jvm.io.sparkpredict.SparkPredictListener
+        deadline = time.monotonic() + 20  # the listener hears of the last job's end asynchronously
+        while listener.trackedStages() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert listener.trackedStages() == 0
+    stages = store_mod.open(store).stages()
+    assert len(stages) == 40 and sorted(stages["job_id"].unique()) == list(range(20))

@@ -291,8 +291,10 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
 
 def listener_error(spark: Any) -> str | None:
     """The last error the listener of this process's current application logged, or None when
-    all went well so far. The listener hears of a job's end on Spark's asynchronous listener bus,
-    so an error from writing that job's rows can arrive just after the action returns.
+    all went well so far. The listener hears of a job's end on Spark's asynchronous listener bus
+    and writes its rows on a thread of its own, merging writes closer together than
+    ``spark.sparkpredict.flushIntervalMs`` (5 s), so an error from writing a job's rows can
+    arrive a few seconds after the action returns.
 
     An application the listener is not attached to records nothing: that is said too (a
     message starting "the sparkpredict listener is not attached"), never None. Once the

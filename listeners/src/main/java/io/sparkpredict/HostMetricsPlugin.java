@@ -29,16 +29,41 @@ import org.slf4j.LoggerFactory;
 public class HostMetricsPlugin implements SparkPlugin {
     private static final Logger LOG = LoggerFactory.getLogger(HostMetricsPlugin.class);
     static final String INTERVAL_KEY = "spark.sparkpredict.hostSampleIntervalMs";
-    /** Samples kept for the listener at most (about 100 MB of heap at worst); older ones are dropped. */
-    static final int MAX_PENDING = 500_000;
+    /** Told to executors (through the driver's init reply) when nothing on the driver would record. */
+    private static final String OFF_KEY = "sparkpredict.hostSampling.off";
+    /**
+     * Samples kept for the listener at most (a sample from an executor holds 669 bytes of heap,
+     * measured: 67 MB); older ones are dropped. The listener takes them at every flush, and
+     * flushes early once flushEveryTasks of them wait, so a healthy one never comes near.
+     */
+    static final int MAX_PENDING = 100_000;
 
     private static final ConcurrentLinkedQueue<HostSampler.Sample> PENDING = new ConcurrentLinkedQueue<>();
     private static final AtomicInteger SIZE = new AtomicInteger();
     private static final AtomicLong DROPPED = new AtomicLong();
+    /**
+     * Whether a listener of this driver will take the samples: false when spark.extraListeners
+     * lacks it, or once it stopped recording (a foreign store, a jar built for another Spark).
+     * Nobody would drain the queue then: it held MAX_PENDING samples for the rest of the run.
+     */
+    private static volatile boolean wanted = true;
+
+    /** Samples waiting for the listener (also a diagnostic for tests). */
+    public static int pendingSamples() { return Math.max(0, SIZE.get()); }
+
+    /** Called by the listener when it stops recording: drop what waits, queue nothing more. */
+    static void listenerStopped() {
+        wanted = false;
+        drain();
+    }
 
     /** Driver side: queue a sample for the listener's next flush. */
     static void offer(HostSampler.Sample s) {
         if (s == null) return;
+        if (!wanted) {
+            DROPPED.incrementAndGet();
+            return;
+        }
         PENDING.add(s);
         if (SIZE.incrementAndGet() > MAX_PENDING && PENDING.poll() != null) {
             SIZE.decrementAndGet();
@@ -111,6 +136,16 @@ public class HostMetricsPlugin implements SparkPlugin {
                 try {
                     long every = interval(ctx.conf());
                     driverReading = null;
+                    drain();  // an earlier application's, in this JVM
+                    String listeners = ctx.conf().get("spark.extraListeners", "");
+                    wanted = java.util.Arrays.asList(listeners.trim().split("\\s*,\\s*"))
+                        .contains(SparkPredictListener.class.getName());
+                    if (!wanted && every > 0) {
+                        LOG.warn("sparkpredict: spark.plugins has {} but spark.extraListeners lacks {}: nothing "
+                            + "would record host samples, so none are taken", HostMetricsPlugin.class.getName(),
+                            SparkPredictListener.class.getName());
+                        return Collections.singletonMap(OFF_KEY, "true");
+                    }
                     if (every > 0) {
                         HostSampler sampler = new HostSampler();
                         Runnable read = () -> offer(timedRead(sampler, "driver", ctx.hostname()));
@@ -146,7 +181,8 @@ public class HostMetricsPlugin implements SparkPlugin {
                 try {
                     long every = interval(ctx.conf());
                     // In local mode the executor shares the driver's JVM and host: the driver samples it.
-                    if (every > 0 && !"driver".equals(ctx.executorID())) {
+                    boolean off = extraConf != null && "true".equals(extraConf.get(OFF_KEY));
+                    if (every > 0 && !off && !"driver".equals(ctx.executorID())) {
                         HostSampler sampler = new HostSampler();
                         ticker = new Ticker("sparkpredict-host-executor", every, () -> {
                             HostSampler.Sample s = timedRead(sampler, ctx.executorID(), executorHost());

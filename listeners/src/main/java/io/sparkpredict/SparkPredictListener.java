@@ -23,10 +23,12 @@ import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 import org.apache.spark.scheduler.SparkListenerApplicationStart;
 import org.apache.spark.scheduler.SparkListenerExecutorAdded;
+import org.apache.spark.scheduler.SparkListenerExecutorMetricsUpdate;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerJobEnd;
 import org.apache.spark.scheduler.SparkListenerJobStart;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
+import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.scheduler.StageInfo;
 import org.apache.spark.scheduler.TaskInfo;
@@ -42,17 +44,28 @@ import scala.jdk.javaapi.CollectionConverters;
  * {@code spark.sparkpredict.store} (any Hadoop path; default: {@link #defaultStore()}, the
  * store Python reads by default), {@code .job} (default: the app name),
  * {@code .tasks} (record task rows, default true), {@code .inputBytes} (declared input size),
- * {@code .flushEveryStages} (also flush after N completed stages, default 0 = only at job ends).
+ * {@code .flushEveryStages} (also flush after N completed stages, default 0 = only at job ends),
+ * {@code .flushEveryTasks} (also flush once this many task rows wait, default 50,000),
+ * {@code .flushIntervalMs} (flushes closer together than this are merged, default 5000),
+ * {@code .stopTimeoutMs} (how long the application's end waits for the last write, default 60000).
  *
  * <p>Never throws into Spark: every callback catches Throwable, logs once, and disables the
- * listener. A store that cannot be written keeps the rows pending and retries at the next flush.
+ * listener. Callbacks only build rows; {@link Flusher} writes them on a thread of its own, so a
+ * slow or hung store never stalls Spark's listener bus. A store that cannot be written keeps
+ * the rows and retries them with the next flush, holding at most 4 x flushEveryTasks task rows.
  */
 public class SparkPredictListener extends SparkListener {
     private static final Logger LOG = LoggerFactory.getLogger(SparkPredictListener.class);
     private static final String P = "spark.sparkpredict.";
     private static final ObjectMapper JSON = new ObjectMapper();
-    /** Cap on task rows held while the store cannot be written (about 1 GB is far above it). */
-    private static final int MAX_PENDING_TASKS = 2_000_000;
+    /**
+     * A task row costs 350-650 bytes of driver heap until written (measured: 346 bytes for tiny
+     * tasks whose metrics are mostly small cached boxes; every metric boxed: about 650), so a
+     * 1,000,000-task job held until its end took 0.35-0.65 GB. Rows are written every this many.
+     */
+    private static final int DEFAULT_FLUSH_EVERY_TASKS = 50_000;
+    /** Task rows held at most (waiting or kept after failed writes), in multiples of flushEveryTasks. */
+    private static final int HELD_CHUNKS = 4;
 
     private static volatile String lastError;
     private static volatile boolean termSignalled;
@@ -61,24 +74,46 @@ public class SparkPredictListener extends SparkListener {
     /** The last error this JVM's listeners logged, or null (used by Python to explain gaps). */
     public static String lastError() { return lastError; }
 
+    static void setLastError(String message) { lastError = message; }
+
+    private static volatile SparkPredictListener current;
+
+    /**
+     * Per-stage entries the JVM's latest listener holds: stage attempts running, and the stages
+     * of running jobs. Bounded by what runs now, however many stages the driver ran before.
+     */
+    public static int trackedStages() {
+        SparkPredictListener l = current;
+        if (l == null) return 0;
+        synchronized (l) {
+            return l.stageAggs.size() + l.stageToJob.size();
+        }
+    }
+
     private static final java.util.concurrent.atomic.AtomicLong BUSY_NS = new java.util.concurrent.atomic.AtomicLong();
 
-    /** Wall time this JVM's listeners spent inside their callbacks, flushes included (ns). */
+    /** Wall time this JVM's listeners spent inside their callbacks on Spark's listener thread (ns);
+     * writes happen on the writer thread ({@link #writeNanos()}), except for the wait for the last one. */
     public static long busyNanos() { return BUSY_NS.get(); }
+
+    /** Wall time this JVM's listeners' writer threads spent writing batches (ns). */
+    public static long writeNanos() { return Flusher.writeNanos(); }
 
     private final SparkConf conf;
     private final String jobKey;
     private final boolean recordTasks;
     private final int flushEveryStages;
+    private final int flushEveryTasks;
+    private final long stopTimeoutMs;
     /** This application runs the host plugin (spark.plugins names it): take its last reading at the end. */
     private final boolean hostPlugin;
     private final String writerVersion;
     private final String builtForSpark;
     private final String sparkVersion;
-    private StoreWriter writer;
+    private volatile Flusher flusher;
     private volatile boolean disabled;
-    private boolean storeErrorLogged;
     private boolean finished;
+    private long droppedTaskRows;
     private Thread shutdownHook;
 
     // run identity and state
@@ -117,20 +152,25 @@ public class SparkPredictListener extends SparkListener {
     }
 
     private final Map<String, Exec> executors = new LinkedHashMap<>();
+    // Per-stage state lives while its stage or job runs: a driver that runs for weeks (a Thrift
+    // server, a streaming query, a notebook) must not keep ~130 bytes for every stage it ran.
+    /** Stage attempts submitted and not completed; a task end of any other attempt is not summed. */
     private final Map<Long, StageAgg> stageAggs = new HashMap<>();
-    private final Set<Long> completedStages = new HashSet<>();
+    /** Running jobs' stage ids, to drop their stageToJob entries when they end. */
+    private final Map<Integer, int[]> runningJobStages = new HashMap<>();
     /** Persisted RDDs a succeeded stage has computed: later stages over them read the cache. */
     private final Set<Integer> materialisedRdds = new HashSet<>();
     private final Map<Integer, Integer> stageToJob = new HashMap<>();
-    private final List<Object[]> pendingStages = new ArrayList<>();
-    private final List<Object[]> pendingTasks = new ArrayList<>();
-    private final List<Object[]> pendingHosts = new ArrayList<>();
+    // rows not yet handed to the flusher; each snapshot takes the lists and starts new ones
+    private List<Object[]> pendingStages = new ArrayList<>();
+    private List<Object[]> pendingTasks = new ArrayList<>();
     /** spark.sparkpredict.inputBytes as bytes; null when not given, or not a size (logged). */
     private final Long declaredInputBytes;
 
     public SparkPredictListener(SparkConf conf) {
         // one listener per application: an error of an earlier application in this JVM is not this one's
         lastError = null;
+        current = this;
         this.conf = conf;
         Properties build = new Properties();
         try (InputStream in = SparkPredictListener.class.getResourceAsStream("build.properties")) {
@@ -144,6 +184,8 @@ public class SparkPredictListener extends SparkListener {
         String key = null;
         boolean tasks = true;
         int every = 0;
+        int everyTasks = DEFAULT_FLUSH_EVERY_TASKS;
+        long stopTimeout = 60_000;
         boolean plugin = false;
         Long declared = null;
         try {
@@ -151,16 +193,19 @@ public class SparkPredictListener extends SparkListener {
                 .contains(HostMetricsPlugin.class.getName());
             key = conf.get(P + "job", null);
             tasks = conf.getBoolean(P + "tasks", true);
-            if (!conf.get(P + "inputBytes", "").trim().isEmpty()) {
-                try {
-                    declared = conf.getSizeAsBytes(P + "inputBytes");
-                } catch (RuntimeException e) {
+            String size = conf.get(P + "inputBytes", "");
+            if (!size.trim().isEmpty()) {
+                declared = declaredSize(size);
+                if (declared == null) {
                     // a declared size is a hint: a bad one must not cost the run's recording
-                    LOG.error("sparkpredict: {}inputBytes={} is not a size (write e.g. 120g, or a number of bytes); "
-                        + "the run's measured input is recorded instead", P, conf.get(P + "inputBytes", ""));
+                    LOG.error("sparkpredict: {}inputBytes={} is not a size (write e.g. 120g, 1.5t, or a number of "
+                        + "bytes); the run's measured input is recorded instead", P, size);
                 }
             }
             every = conf.getInt(P + "flushEveryStages", 0);
+            everyTasks = Math.max(1, conf.getInt(P + "flushEveryTasks", DEFAULT_FLUSH_EVERY_TASKS));
+            long interval = Math.max(0L, conf.getLong(P + "flushIntervalMs", 5_000L));
+            stopTimeout = Math.max(0L, conf.getLong(P + "stopTimeoutMs", 60_000L));
             appName = conf.get("spark.app.name", null);
             appId = conf.get("spark.app.id", null);
             startMs = conf.getLong("spark.app.startTime", System.currentTimeMillis());
@@ -174,10 +219,19 @@ public class SparkPredictListener extends SparkListener {
                     store = defaultStore();
                 }
                 // Never touch SparkContext here: the listener is built inside its constructor.
-                writer = new StoreWriter(store, org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(conf),
-                    writerVersion);
-                installHooks();
-                LOG.info("sparkpredict listener {} recording into {}", writerVersion, store);
+                StoreWriter writer = new StoreWriter(store,
+                    org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(conf), writerVersion);
+                try {
+                    writer.checkFileSystem();
+                } catch (org.apache.hadoop.fs.UnsupportedFileSystemException e) {
+                    writer = null;
+                    fail(StoreWriter.noFileSystemMessage(store, e), null);
+                }
+                if (writer != null) {
+                    flusher = new Flusher(writer, interval, everyTasks, everyTasks, message -> fail(message, null));
+                    installHooks();
+                    LOG.info("sparkpredict listener {} recording into {}", writerVersion, store);
+                }
             }
         } catch (Throwable t) {
             fail("constructor", t);
@@ -186,7 +240,30 @@ public class SparkPredictListener extends SparkListener {
         declaredInputBytes = declared;
         recordTasks = tasks;
         flushEveryStages = every;
+        flushEveryTasks = everyTasks;
+        stopTimeoutMs = stopTimeout;
         hostPlugin = plugin;
+    }
+
+    private static final Pattern SIZE = Pattern.compile(
+        "\\s*([0-9]*\\.?[0-9]+)\\s*([kmgtp]?)(?:i?b)?\\s*", Pattern.CASE_INSENSITIVE);
+
+    /**
+     * A declared input size in bytes, or null when {@code text} is not one. The grammar and
+     * rounding are those of Python's sparkpredict.units.spark_size, which reads the same
+     * property from event logs: Spark's suffixes (k, m, g, t, p, with an optional b or ib,
+     * binary), a bare number of bytes, and fractions ({@code 1.5g}), which Spark's own byte
+     * strings refuse but a declared size is naturally written with. One string, one size,
+     * whether the listener or the event-log ingest records the run.
+     */
+    public static Long declaredSize(String text) {
+        if (text == null) return null;
+        Matcher m = SIZE.matcher(text);
+        if (!m.matches()) return null;
+        String unit = m.group(2).toLowerCase(java.util.Locale.ROOT);
+        double scale = Math.pow(1024, unit.isEmpty() ? 0 : " kmgtp".indexOf(unit.charAt(0)));
+        double bytes = Math.rint(Double.parseDouble(m.group(1)) * scale);  // half to even, as Python's round
+        return bytes < 0x1p63 ? Long.valueOf((long) bytes) : null;
     }
 
     /**
@@ -280,9 +357,13 @@ public class SparkPredictListener extends SparkListener {
         try {
             synchronized (this) {
                 numJobs++;
-                for (Object s : CollectionConverters.asJava(e.stageIds())) {
-                    stageToJob.putIfAbsent((Integer) s, e.jobId());
+                List<Object> ids = new ArrayList<>(CollectionConverters.asJava(e.stageIds()));
+                int[] stages = new int[ids.size()];
+                for (int i = 0; i < stages.length; i++) {
+                    stages[i] = (Integer) ids.get(i);
+                    stageToJob.putIfAbsent(stages[i], e.jobId());
                 }
+                runningJobStages.put(e.jobId(), stages);
             }
         } catch (Throwable t) {
             fail("onJobStart", t);
@@ -298,9 +379,41 @@ public class SparkPredictListener extends SparkListener {
         try {
             synchronized (this) {
                 taskEnd(e);
+                if (hostPlugin) flushIfHostSamplesPileUp();
             }
         } catch (Throwable t) {
             fail("onTaskEnd", t);
+        } finally {
+            BUSY_NS.addAndGet(System.nanoTime() - t0);
+        }
+    }
+
+    @Override
+    public void onExecutorMetricsUpdate(SparkListenerExecutorMetricsUpdate e) {
+        if (disabled || !hostPlugin) return;
+        long t0 = System.nanoTime();
+        try {
+            synchronized (this) {
+                flushIfHostSamplesPileUp();
+            }
+        } catch (Throwable t) {
+            fail("onExecutorMetricsUpdate", t);
+        } finally {
+            BUSY_NS.addAndGet(System.nanoTime() - t0);
+        }
+    }
+
+    @Override
+    public void onStageSubmitted(SparkListenerStageSubmitted e) {
+        if (disabled) return;
+        long t0 = System.nanoTime();
+        try {
+            synchronized (this) {
+                StageInfo s = e.stageInfo();
+                stageAggs.putIfAbsent(key(s.stageId(), s.attemptNumber()), new StageAgg());
+            }
+        } catch (Throwable t) {
+            fail("onStageSubmitted", t);
         } finally {
             BUSY_NS.addAndGet(System.nanoTime() - t0);
         }
@@ -314,7 +427,7 @@ public class SparkPredictListener extends SparkListener {
             synchronized (this) {
                 stageCompleted(e.stageInfo());
                 if (flushEveryStages > 0 && ++stagesSinceFlush >= flushEveryStages) {
-                    flush(false);
+                    snapshot(false);
                 }
             }
         } catch (Throwable t) {
@@ -337,7 +450,8 @@ public class SparkPredictListener extends SparkListener {
                 } else {
                     lastJobFailed = false;
                 }
-                flush(false);
+                jobEnded(e.jobId());
+                snapshot(false);
             }
         } catch (Throwable t) {
             fail("onJobEnd", t);
@@ -352,6 +466,7 @@ public class SparkPredictListener extends SparkListener {
         long t0 = System.nanoTime();
         try {
             synchronized (this) {
+                if (finished) return;  // the shutdown hook recorded the run as killed
                 endMs = e.time();
                 int exit = e.exitCode().isDefined() ? (Integer) e.exitCode().get() : 0;
                 String status;
@@ -369,8 +484,12 @@ public class SparkPredictListener extends SparkListener {
                 }
                 if (hostPlugin) HostMetricsPlugin.sampleDriverNow();
                 finish(status);
-                removeShutdownHook();
             }
+            // Outside the lock: the writer needs none, and the shutdown hook may be waiting on it.
+            // SparkContext.stop() waits for this callback, so that the last batch is in the
+            // store when stop() returns, but never longer than stopTimeoutMs on a hung store.
+            awaitLastWrite();
+            removeShutdownHook();
         } catch (Throwable t) {
             fail("onApplicationEnd", t);
         } finally {
@@ -386,10 +505,8 @@ public class SparkPredictListener extends SparkListener {
         TaskInfo info = e.taskInfo();
         TaskMetrics m = e.taskMetrics();
         long key = key(e.stageId(), e.stageAttemptId());
-        StageAgg agg = null;
-        if (!completedStages.contains(key)) {
-            agg = stageAggs.computeIfAbsent(key, k -> new StageAgg());
-        }
+        // Spark posts a stage's submission before any of its tasks start: no agg, no running attempt
+        StageAgg agg = stageAggs.get(key);
         if (org.apache.spark.Resubmitted$.MODULE$.equals(e.reason())) {
             // A shuffle map task whose output was lost with its executor: Spark posts a second
             // end for the attempt that already ended (same TaskInfo, still SUCCESS, no metrics).
@@ -419,11 +536,15 @@ public class SparkPredictListener extends SparkListener {
             agg.durations[agg.n++] = duration;
             if (!ok) agg.failed++;
         }
-        if (!recordTasks) return;
-        if (pendingTasks.size() >= MAX_PENDING_TASKS) {
-            if (pendingTasks.size() == MAX_PENDING_TASKS) {
-                LOG.warn("sparkpredict: {} task rows pending (store not writable?); dropping further task rows",
-                    MAX_PENDING_TASKS);
+        if (!recordTasks || flusher == null) return;
+        // The store keeps failing (or is slower than the tasks): rows held in memory are capped.
+        long held = pendingTasks.size() + flusher.heldTaskRows();
+        if (held >= (long) HELD_CHUNKS * flushEveryTasks) {
+            if (droppedTaskRows++ == 0) {
+                String msg = "sparkpredict: " + held + " task rows wait for the store " + "(not writable, or slower "
+                    + "than the tasks); further task rows are dropped (stage and run rows are kept)";
+                LOG.warn(msg);
+                lastError = msg;
             }
             return;
         }
@@ -447,6 +568,32 @@ public class SparkPredictListener extends SparkListener {
         int first = t.col(Tables.METRICS[0][0].toString());
         System.arraycopy(metrics, 0, r, first, Tables.N_METRICS);
         pendingTasks.add(r);
+        if (pendingTasks.size() >= flushEveryTasks) snapshot(false);
+    }
+
+    /**
+     * Host samples arrive all the time, not only with tasks: a two-hour job on 200 executors
+     * sends 1.4 million, which waited for its end. Flush early once flushEveryTasks of them
+     * wait; checked at task ends and at executors' heartbeats (every 10 s, also during long tasks).
+     */
+    private void flushIfHostSamplesPileUp() {
+        if (HostMetricsPlugin.pendingSamples() >= flushEveryTasks) snapshot(false);
+    }
+
+    /**
+     * Forget the job's stages once no running job has them (a stage keeps the first job that
+     * had it, as the event-log reader assigns it).
+     */
+    private void jobEnded(int jobId) {
+        int[] stages = runningJobStages.remove(jobId);
+        if (stages == null) return;
+        for (int s : stages) {
+            boolean shared = false;
+            for (int[] other : runningJobStages.values()) {
+                for (int t : other) shared |= t == s;
+            }
+            if (!shared) stageToJob.remove(s);
+        }
     }
 
     /** Metric values in schema order (Long or Double, ns converted to ms); nulls without metrics. */
@@ -483,7 +630,6 @@ public class SparkPredictListener extends SparkListener {
         long key = key(s.stageId(), s.attemptNumber());
         StageAgg agg = stageAggs.remove(key);
         if (agg == null) agg = new StageAgg();
-        completedStages.add(key);
         numStages++;
         Tables.Table t = Tables.STAGES;
         Object[] r = t.newRow();
@@ -548,25 +694,41 @@ public class SparkPredictListener extends SparkListener {
 
     // ---- flushing -------------------------------------------------------------------------
 
+    /** Hand over the last batch (the caller then waits for it, outside the lock). */
     private void finish(String status) {
         if (finished) return;
         statusFinal = status;
-        flush(true);
+        snapshot(true);
         finished = true;
     }
 
     private String statusFinal;
 
-    /** Write everything new since the last flush plus an updated run row; keep it on failure. */
-    private void flush(boolean last) {
-        if (disabled || writer == null) return;
+    /** Wait, bounded, for the writer to store the last batch; say so when it could not. */
+    private void awaitLastWrite() throws InterruptedException {
+        Flusher f = flusher;
+        if (f == null) return;
+        String err = f.awaitLast(stopTimeoutMs);
+        if (err != null) {
+            lastError = err.startsWith("sparkpredict") ? err : "sparkpredict: " + err;
+            LOG.error(lastError);
+        }
+    }
+
+    /**
+     * Hand everything new since the last snapshot, with an updated run row, to the writer.
+     * O(executors) plus the move of the pending lists: cheap enough for Spark's listener
+     * thread, which never waits for the store here.
+     */
+    private void snapshot(boolean last) {
+        if (disabled || flusher == null) return;
         stagesSinceFlush = 0;
         String runId = runId();
         long now = Math.max(System.currentTimeMillis(), lastUpdatedMs + 1);
+        lastUpdatedMs = now;
         List<Object[]> execRows = new ArrayList<>();
-        List<Exec> execWritten = new ArrayList<>();
-        // Executor rows are written once, when final (removed, or alive at the end), so the
-        // table never holds two rows for one executor.
+        // Executor rows are handed over once, when final (removed, or alive at the end), so the
+        // table never holds two rows for one executor; a failed write keeps them for the next.
         for (Exec x : executors.values()) {
             if (x.written || (x.removed == null && !last)) continue;
             Tables.Table t = Tables.EXECUTORS;
@@ -579,46 +741,22 @@ public class SparkPredictListener extends SparkListener {
             r[t.col("removed_ms")] = x.removed;
             r[t.col("removed_reason")] = x.reason;
             execRows.add(r);
-            execWritten.add(x);
+            x.written = true;
         }
         Map<Tables.Table, List<Object[]>> batch = new HashMap<>();
         batch.put(Tables.EXECUTORS, execRows);
         batch.put(Tables.STAGES, pendingStages);
         batch.put(Tables.TASKS, pendingTasks);
-        pendingHosts.addAll(hostRows(startMs));
-        if (pendingHosts.size() > HostMetricsPlugin.MAX_PENDING) {  // the store keeps failing: keep the newest
-            pendingHosts.subList(0, pendingHosts.size() - HostMetricsPlugin.MAX_PENDING).clear();
-        }
-        batch.put(Tables.HOST_SAMPLES, pendingHosts);
+        batch.put(Tables.HOST_SAMPLES, hostRows(startMs));
         List<Object[]> runs = new ArrayList<>();
         runs.add(runRow(runId, last ? statusFinal : "running", now, last));
         batch.put(Tables.RUNS, runs);
         for (List<Object[]> rows : batch.values()) {
             for (Object[] r : rows) r[0] = runId;
         }
-        try {
-            writer.writeBatch(StoreWriter.newBatchId(runId), batch);
-        } catch (StoreWriter.ForeignStoreException fe) {
-            fail(fe.getMessage(), null);
-            return;
-        } catch (IOException | RuntimeException ioe) {
-            String msg = "sparkpredict: cannot write to store " + writer.store() + ": " + ioe
-                + "; rows are kept and retried at the next flush. Fix: make the store writable or "
-                + "set spark.sparkpredict.store to a writable folder";
-            lastError = msg;
-            if (!storeErrorLogged) {
-                LOG.error(msg);
-                storeErrorLogged = true;
-            } else {
-                LOG.debug(msg);
-            }
-            return;
-        }
-        lastUpdatedMs = now;
-        pendingStages.clear();
-        pendingTasks.clear();
-        pendingHosts.clear();
-        for (Exec x : execWritten) x.written = true;
+        pendingStages = new ArrayList<>();
+        pendingTasks = new ArrayList<>();
+        flusher.submit(new Flusher.Batch(batch, last));
     }
 
     private String runId() {
@@ -762,6 +900,15 @@ public class SparkPredictListener extends SparkListener {
             if (t == null) LOG.error(msg);
             else LOG.error(msg, t);
         }
+        Flusher f = flusher;
+        if (f != null) f.stop();
+        HostMetricsPlugin.listenerStopped();
+        // Called from the writer thread too: the rows it will never write are not kept.
+        synchronized (this) {
+            pendingStages = new ArrayList<>();
+            pendingTasks = new ArrayList<>();
+            notifyAll();
+        }
         removeShutdownHook();
     }
 
@@ -800,6 +947,9 @@ public class SparkPredictListener extends SparkListener {
                     finish("killed");
                 }
             }
+            // Whoever handed over the last batch (this hook, or the application end on Spark's
+            // listener thread), the JVM must not halt before the writer stored it.
+            if (!disabled) awaitLastWrite();
         } catch (Throwable t) {
             fail("shutdown hook", t);
         }

@@ -28,6 +28,7 @@ import org.apache.parquet.hadoop.util.HadoopOutputFile;
  * renamed; the batch's runs file is renamed last and commits the batch.
  */
 final class StoreWriter {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(StoreWriter.class);
     /** The folder holds things sparkpredict did not write: never write there. */
     static final class ForeignStoreException extends IOException {
         ForeignStoreException(String m) { super(m); }
@@ -56,6 +57,24 @@ final class StoreWriter {
     private FileSystem fs() throws IOException {
         if (fs == null) fs = root.getFileSystem(conf);
         return fs;
+    }
+
+    /**
+     * Fail now when Hadoop has no FileSystem for the store's scheme (s3a:// without hadoop-aws,
+     * a typo): no write could ever succeed, so the listener must not hold rows for one. Loads
+     * the implementation's class only; connects to nothing.
+     */
+    void checkFileSystem() throws IOException {
+        String scheme = root.toUri().getScheme();
+        if (scheme == null) scheme = FileSystem.getDefaultUri(conf).getScheme();
+        if (scheme != null) FileSystem.getFileSystemClass(scheme, conf);
+    }
+
+    static String noFileSystemMessage(String store, IOException e) {
+        return "sparkpredict: cannot record into store " + store + ": " + e.getMessage()
+            + "; nothing is recorded for this application. Fix: put that file system's Hadoop jars on the "
+            + "driver's classpath (e.g. hadoop-aws for s3a://), or set spark.sparkpredict.store to a path "
+            + "Hadoop can open";
     }
 
     /** Create the folder and marker if absent; refuse foreign folders and other schema versions. */
@@ -122,17 +141,19 @@ final class StoreWriter {
                 Path dir = new Path(root, t.name);
                 f.mkdirs(dir);
                 Path tmp = new Path(dir, ".part-" + batchId + ".parquet.tmp");
-                writeParquet(t, r, tmp);
+                // Registered before it is written: a write that fails half way (a full disk, a
+                // quota) leaves a partial file that the cleanup below must remove too.
                 renames.put(tmp, new Path(dir, "part-" + batchId + ".parquet"));
+                writeParquet(t, r, tmp);
             }
             for (Map.Entry<Path, Path> e : renames.entrySet()) {
                 if (!f.rename(e.getKey(), e.getValue())) {
                     throw new IOException("rename " + e.getKey() + " -> " + e.getValue() + " failed");
                 }
             }
-        } catch (IOException | RuntimeException e) {
+        } catch (Throwable e) {  // an Error too (a codec's native library, memory): no file is left behind
             for (Path tmp : renames.keySet()) {
-                try { f.delete(tmp, false); } catch (IOException ignored) { /* best effort */ }
+                try { f.delete(tmp, false); } catch (IOException | RuntimeException ignored) { /* best effort */ }
             }
             throw e;
         }
@@ -147,7 +168,7 @@ final class StoreWriter {
                 .withType(t.parquet)
                 .withConf(conf)
                 .withWriteMode(ParquetFileWriter.Mode.OVERWRITE)
-                .withCompressionCodec(CompressionCodecName.SNAPPY)
+                .withCompressionCodec(codec())
                 .withExtraMetaData(meta)
                 .build()) {
             for (Object[] row : rows) {
@@ -167,6 +188,28 @@ final class StoreWriter {
                 w.write(g);
             }
         }
+    }
+
+    private static volatile CompressionCodecName codec;
+
+    /**
+     * Snappy, as Spark writes Parquet, where its native library loads; else gzip (pure Java).
+     * snappy-java unpacks its library into java.io.tmpdir, which hardened hosts mount noexec
+     * (or which is full): the listener would otherwise record nothing there.
+     */
+    static CompressionCodecName codec() {
+        CompressionCodecName c = codec;
+        if (c == null) {
+            try {
+                org.xerial.snappy.Snappy.maxCompressedLength(1);
+                c = CompressionCodecName.SNAPPY;
+            } catch (Throwable t) {  // UnsatisfiedLinkError, then NoClassDefFoundError on later calls
+                c = CompressionCodecName.GZIP;
+                LOG.warn("sparkpredict: snappy cannot load here ({}); the store's files are written with gzip", t.toString());
+            }
+            codec = c;
+        }
+        return c;
     }
 
     static String shortId() {

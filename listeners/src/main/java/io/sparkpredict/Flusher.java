@@ -1,0 +1,248 @@
+package io.sparkpredict;
+
+import java.io.IOException;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.hadoop.fs.UnsupportedFileSystemException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Writes the listener's batches into the store on a thread of its own.
+ *
+ * <p>Spark delivers events to the listener on one thread per queue; while a callback runs, the
+ * queue (10,000 events by default, shared with the application's other extra listeners) fills,
+ * and once it is full Spark drops events for every listener on it, and SparkContext.stop()
+ * waits for it to drain. Writing Parquet there (10 us a task row locally, far more on a remote
+ * store) or waiting on a store that hangs would stall or drop the application's events, so
+ * callbacks only hand rows over and this thread writes them.
+ *
+ * <p>Batches queued while a write runs, or within {@code intervalMs} of the last write, are
+ * merged into one write (the newest run row wins): an application with thousands of short
+ * jobs makes a few files per interval, not per job. A failed write keeps its rows and retries
+ * with the next batch, waiting longer after each failure. Store errors that cannot heal (a
+ * foreign folder, a file system Hadoop has no implementation for) stop recording.
+ */
+final class Flusher implements Runnable {
+    private static final Logger LOG = LoggerFactory.getLogger(Flusher.class);
+    private static final long MAX_BACKOFF_MS = 60_000;
+    private static final AtomicLong WRITE_NS = new AtomicLong();
+
+    /** Wall time this JVM's flushers spent writing batches (ns), off Spark's listener thread. */
+    static long writeNanos() { return WRITE_NS.get(); }
+
+    /** What the writer does when the store can never be written: the listener stops recording. */
+    interface OnPermanentFailure { void stop(String message); }
+
+    /** One snapshot of the listener's rows: every table's new rows and the run row as of now. */
+    static final class Batch {
+        final Map<Tables.Table, List<Object[]>> rows;
+        final boolean last;
+        final int taskRows;
+
+        Batch(Map<Tables.Table, List<Object[]>> rows, boolean last) {
+            this.rows = rows;
+            this.last = last;
+            List<Object[]> t = rows.get(Tables.TASKS);
+            this.taskRows = t == null ? 0 : t.size();
+        }
+    }
+
+    private final StoreWriter writer;
+    private final long intervalMs;
+    private final int chunkTaskRows;
+    private final int maxHostRows;
+    private final OnPermanentFailure onPermanent;
+    private final Thread thread;
+    /** Task rows queued or kept after a failed write: the listener stops adding beyond its cap. */
+    private final AtomicLong heldTaskRows = new AtomicLong();
+
+    private final Object lock = new Object();
+    // guarded by lock
+    private final ArrayDeque<Batch> queue = new ArrayDeque<>();
+    private int queuedTaskRows;
+    private boolean lastQueued;
+    private boolean done;
+    private boolean stopped;
+    private long nextAttemptMs;
+    private String finalError;
+
+    // only the writer thread touches these
+    private Batch carry;
+    private int failures;
+    private boolean errorLogged;
+
+    Flusher(StoreWriter writer, long intervalMs, int chunkTaskRows, int maxHostRows, OnPermanentFailure onPermanent) {
+        this.writer = writer;
+        this.intervalMs = Math.max(0, intervalMs);
+        this.chunkTaskRows = Math.max(1, chunkTaskRows);
+        this.maxHostRows = maxHostRows;
+        this.onPermanent = onPermanent;
+        thread = new Thread(this, "sparkpredict-writer");
+        // A daemon: a JVM whose application never ended must not wait for it (the shutdown
+        // hook hands over the last batch and waits for it, bounded).
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    long heldTaskRows() { return heldTaskRows.get(); }
+
+    /** Queue a snapshot; never blocks on the store. Ignored after the last one or a stop. */
+    void submit(Batch b) {
+        synchronized (lock) {
+            if (stopped || lastQueued) return;
+            queue.add(b);
+            queuedTaskRows += b.taskRows;
+            heldTaskRows.addAndGet(b.taskRows);
+            lastQueued |= b.last;
+            lock.notifyAll();
+        }
+    }
+
+    /**
+     * Wait until the last batch is written (or failed), at most {@code timeoutMs}. Returns null
+     * when it was written, else what went wrong.
+     */
+    String awaitLast(long timeoutMs) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        synchronized (lock) {
+            while (!done) {
+                long left = deadline - System.currentTimeMillis();
+                if (left <= 0) {
+                    return "the store did not finish writing the run's last batch within " + timeoutMs
+                        + " ms (spark.sparkpredict.stopTimeoutMs); it is written if the driver's JVM lives on";
+                }
+                lock.wait(left);
+            }
+            return finalError;
+        }
+    }
+
+    /** Stop without writing anything more (the listener stopped recording). */
+    void stop() {
+        synchronized (lock) {
+            stopped = true;
+            done = true;
+            queue.clear();
+            lock.notifyAll();
+        }
+        heldTaskRows.set(0);
+    }
+
+    @Override
+    public void run() {
+        try {
+            while (true) {
+                List<Batch> taken = new ArrayList<>();
+                synchronized (lock) {
+                    while (true) {
+                        if (stopped) return;
+                        if (!queue.isEmpty()) {
+                            long now = System.currentTimeMillis();
+                            // Many task rows are written without waiting for the interval (they
+                            // are what holds the driver's memory), unless the store is failing.
+                            boolean urgent = lastQueued || (carry == null && queuedTaskRows >= chunkTaskRows);
+                            if (urgent || now >= nextAttemptMs) break;
+                            lock.wait(nextAttemptMs - now);
+                        } else {
+                            lock.wait();
+                        }
+                    }
+                    taken.addAll(queue);
+                    queue.clear();
+                    queuedTaskRows = 0;
+                }
+                if (carry != null) taken.add(0, carry);
+                Batch merged = merge(taken);
+                carry = null;
+                if (!write(merged)) return;
+                if (merged.last) {
+                    synchronized (lock) {
+                        done = true;
+                        lock.notifyAll();
+                    }
+                    return;
+                }
+            }
+        } catch (Throwable t) {
+            permanent("sparkpredict listener's writer failed and stopped recording this application: " + t);
+        }
+    }
+
+    /** One write attempt; false when recording must stop. */
+    private boolean write(Batch b) {
+        long t0 = System.nanoTime();
+        String runId = String.valueOf(b.rows.get(Tables.RUNS).get(0)[0]);  // set by the listener's snapshot
+        try {
+            writer.writeBatch(StoreWriter.newBatchId(runId), b.rows);
+            heldTaskRows.addAndGet(-b.taskRows);
+            failures = 0;
+            synchronized (lock) {
+                nextAttemptMs = System.currentTimeMillis() + intervalMs;
+            }
+            return true;
+        } catch (StoreWriter.ForeignStoreException e) {
+            permanent(e.getMessage());
+            return false;
+        } catch (UnsupportedFileSystemException e) {
+            permanent(StoreWriter.noFileSystemMessage(writer.store(), e));
+            return false;
+        } catch (IOException | RuntimeException e) {
+            String msg = "sparkpredict: cannot write to store " + writer.store() + ": " + e
+                + (b.last ? "; the run's last rows are lost" : "; rows are kept and retried at the next flush")
+                + ". Fix: make the store writable or set spark.sparkpredict.store to a writable folder";
+            SparkPredictListener.setLastError(msg);
+            if (!errorLogged || b.last) LOG.error(msg);
+            else LOG.debug(msg);
+            errorLogged = true;
+            if (b.last) {
+                heldTaskRows.addAndGet(-b.taskRows);
+                synchronized (lock) {
+                    finalError = msg;
+                }
+            } else {
+                carry = b;
+                failures = Math.min(failures + 1, 20);
+                long backoff = Math.min(MAX_BACKOFF_MS, Math.max(intervalMs, 1000L) << Math.min(failures - 1, 10));
+                synchronized (lock) {
+                    nextAttemptMs = System.currentTimeMillis() + backoff;
+                }
+            }
+            return true;
+        } finally {
+            WRITE_NS.addAndGet(System.nanoTime() - t0);
+        }
+    }
+
+    private void permanent(String message) {
+        synchronized (lock) {
+            finalError = message;
+        }
+        stop();
+        onPermanent.stop(message);
+    }
+
+    /** The batches' rows together, in order; the newest run row stands for the run. */
+    private Batch merge(List<Batch> batches) {
+        if (batches.size() == 1) return batches.get(0);
+        Map<Tables.Table, List<Object[]>> rows = new HashMap<>();
+        boolean last = false;
+        for (Batch b : batches) {
+            last |= b.last;
+            for (Map.Entry<Tables.Table, List<Object[]>> e : b.rows.entrySet()) {
+                if (e.getKey() == Tables.RUNS) rows.put(Tables.RUNS, e.getValue());
+                else rows.computeIfAbsent(e.getKey(), k -> new ArrayList<>()).addAll(e.getValue());
+            }
+        }
+        List<Object[]> hosts = rows.get(Tables.HOST_SAMPLES);
+        if (hosts != null && hosts.size() > maxHostRows) {  // the store keeps failing: keep the newest
+            hosts.subList(0, hosts.size() - maxHostRows).clear();
+        }
+        return new Batch(rows, last);
+    }
+}
