@@ -192,3 +192,39 @@ def test_attach_keeps_the_users_listener_and_jar_in_a_real_application(listener_
     assert "org.apache.spark.scheduler.StatsReportListener" in bus and "io.sparkpredict.SparkPredictListener" in bus
     assert said["RESOURCE"] == "True"
     assert store_io.open(tmp_path / "s").runs().iloc[0].job == "kept"
+
+
+_SUBMIT_ARGS_JARS = textwrap.dedent("""
+    import os
+    from pyspark.sql import SparkSession
+    import sparkpredict
+    builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+    spark = sparkpredict.attach(builder, store=STORE, job="notebook").getOrCreate()
+    sc = spark.sparkContext
+    print("ARGS", os.environ["PYSPARK_SUBMIT_ARGS"])
+    print("JARS", sc._jsc.sc().conf().get("spark.jars"))
+    loader = sc._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    print("RESOURCE", loader.getResource("mylib-marker.txt") is not None)
+    assert sc.parallelize(range(10)).sum() == 45
+    spark.stop()
+""")
+
+
+@pytest.mark.spark
+def test_attach_joins_the_jars_of_pyspark_submit_args(listener_jar, tmp_path):
+    """A notebook's `PYSPARK_SUBMIT_ARGS="--jars mylib.jar pyspark-shell"`: spark-submit takes
+    --jars over the builder's spark.jars, so without attach joining it the listener's jar was
+    dropped and nothing was recorded (Spark: ClassNotFoundException for the listener)."""
+    from sparkpredict.store import io as store_io
+
+    jar = _jar_with(tmp_path / "mylib.jar", "mylib-marker.txt")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_CONF_DIR=str(tmp_path / "no-conf"),
+               PYSPARK_SUBMIT_ARGS=f"--jars {jar} pyspark-shell")
+    r = subprocess.run([sys.executable, "-c", f"STORE={str(tmp_path / 's')!r}\n" + _SUBMIT_ARGS_JARS],
+                       env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    said = dict(ln.split(" ", 1) for ln in r.stdout.splitlines() if " " in ln)
+    assert said["ARGS"] == f"--jars {jar},{listener_jar} pyspark-shell"
+    assert said["JARS"].split(",")[0].endswith("mylib.jar") and str(listener_jar) in said["JARS"]
+    assert said["RESOURCE"] == "True"
+    assert store_io.open(tmp_path / "s").runs().iloc[0].job == "notebook"

@@ -210,19 +210,46 @@ def _jvm_has_listener(jvm: Any) -> bool:
 MERGED_KEYS = ("spark.jars", "spark.extraListeners", "spark.plugins")
 
 
+def _submit_args() -> list[str]:
+    """``$PYSPARK_SUBMIT_ARGS``, the spark-submit options PySpark launches its JVM with."""
+    import shlex
+
+    try:
+        return shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    except ValueError:  # PySpark itself will fail on it, with its own message
+        return []
+
+
 def _launch_settings() -> dict[str, str]:
     """The settings the spark-submit that PySpark launches reads beside the builder's: the
     properties files (``spark-defaults.conf`` in $SPARK_CONF_DIR or the Spark home's conf/, or
-    a ``--properties-file``) under the ``--conf`` of ``$PYSPARK_SUBMIT_ARGS``."""
+    a ``--properties-file``) under the ``--conf`` of ``$PYSPARK_SUBMIT_ARGS``, and its
+    ``--jars``, which spark-submit takes over any ``spark.jars``."""
+    from .submit_args import _opt_value, _spark_conf
+
+    args = _submit_args()
+    settings = _spark_conf(args)
+    jars = _opt_value(args, "--jars")
+    if jars is not None:
+        settings["spark.jars"] = jars
+    return settings
+
+
+def _jars_into_submit_args(jars: str) -> None:
+    """Make a ``--jars`` in ``$PYSPARK_SUBMIT_ARGS`` hold ``jars`` too.
+
+    PySpark hands the builder's settings to spark-submit as ``--conf``, and spark-submit takes
+    ``--jars`` over ``--conf spark.jars``: with a ``--jars`` there (a notebook's usual way to
+    add jars), the listener's jar would be dropped and Spark would fail to load its class."""
     import shlex
 
-    from .submit import _spark_conf
+    from .submit import _set_option
+    from .submit_args import _opt_value
 
-    try:
-        args = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
-    except ValueError:  # PySpark itself will fail on it, with its own message
-        args = []
-    return _spark_conf(args)
+    args = _submit_args()
+    given = _opt_value(args, "--jars")
+    if given is not None:  # its own jars first, as spark-submit would have taken them
+        os.environ["PYSPARK_SUBMIT_ARGS"] = shlex.join(_set_option(args, "--jars", merged_list(given, jars)))
 
 
 def merged_list(theirs: str | None, ours: str) -> str:
@@ -247,7 +274,9 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     ``spark.extraListeners`` and ``spark.plugins`` the application would have had without it:
     those set on ``builder`` so far, else those of ``spark-defaults.conf`` (and of
     ``$PYSPARK_SUBMIT_ARGS``), as spark-submit would take them. A list set on the builder
-    after ``attach`` replaces the merged one, as any later ``config`` does.
+    after ``attach`` replaces the merged one, as any later ``config`` does. A ``--jars`` in
+    ``$PYSPARK_SUBMIT_ARGS`` would outrank the merged ``spark.jars``, so ``attach`` sets it to the
+    merged list in this process's environment.
 
     Examples
     --------
@@ -284,6 +313,7 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
                         "(stop the running session first)")
     for k in MERGED_KEYS:
         conf[k] = merged_list(theirs.get(k), conf[k])
+    _jars_into_submit_args(conf["spark.jars"])
     for k, v in conf.items():
         builder = builder.config(k, v)
     return builder
