@@ -226,7 +226,13 @@ def _commit_lock(st: store_io.Store, timeout_s: float) -> Iterator[None]:
     path = f"{_base(st)}/registry/{LOCK_NAME}"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except PermissionError:
+            # A store a team shares: the first committer's umask left the lock file writable by
+            # it alone, while the folder lets everyone write snapshots. flock needs no write
+            # access, so any user who can read the file can take the lock.
+            fd = os.open(path, os.O_RDONLY)
     except OSError as exc:
         raise StoreError(f"cannot write to the model registry of store {st.path!r}: {exc}",
                          "choose a writable store, or fix its permissions") from exc
@@ -255,7 +261,9 @@ def _acquire(fd: int, path: str, st: store_io.Store, timeout_s: float) -> bool:
         except BlockingIOError:
             pass
         except OSError as exc:
-            if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+            # EBADF: NFS emulates flock with POSIX locks, which refuse an exclusive lock on a
+            # file opened read-only (the shared-store case above)
+            if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EBADF):
                 log.warning("registry of %s: the file system refuses a lock on %s (%s); committing "
                             "without it (a merge after the fact, as on object stores)", st.path, path, exc)
                 return False

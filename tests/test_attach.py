@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -227,4 +228,65 @@ def test_attach_joins_the_jars_of_pyspark_submit_args(listener_jar, tmp_path):
     assert said["ARGS"] == f"--jars {jar},{listener_jar} pyspark-shell"
     assert said["JARS"].split(",")[0].endswith("mylib.jar") and str(listener_jar) in said["JARS"]
     assert said["RESOURCE"] == "True"
+    assert store_io.open(tmp_path / "s").runs().iloc[0].job == "notebook"
+
+
+JAR = "/x/my lib.jar"  # a space: the rewritten variable must still split into the same words
+
+
+@pytest.mark.parametrize(("given", "becomes"), [
+    (["--conf", f"spark.jars={JAR}", "pyspark-shell"], ["--conf", f"spark.jars={JAR},OURS", "pyspark-shell"]),
+    (["-c", f"spark.jars={JAR}", "pyspark-shell"], ["-c", f"spark.jars={JAR},OURS", "pyspark-shell"]),
+    ([f"--conf=spark.jars={JAR}", f"--jars={JAR}", "pyspark-shell"],
+     [f"--conf=spark.jars={JAR},OURS", f"--jars={JAR},OURS", "pyspark-shell"]),
+    # what follows pyspark-shell is the shell's, not spark-submit's: left as it is
+    (["--master", "local[1]", "pyspark-shell", "--jars", "x"], None),
+    (["--conf", "spark.ui.enabled=false", "pyspark-shell"], None),
+])
+def test_attach_puts_its_jar_in_every_jar_list_of_pyspark_submit_args(listener_jar, tmp_path, monkeypatch,
+                                                                      given, becomes):
+    """PySpark passes the builder's settings to spark-submit before $PYSPARK_SUBMIT_ARGS, and
+    spark-submit builds the driver's classpath from its --jars, else from its last --conf
+    spark.jars: a list of jars there must hold the listener's too (a Spark run below)."""
+    from pyspark.sql import SparkSession
+
+    import sparkpredict
+
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "no-conf"))
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", shlex.join(given))
+    opts = sparkpredict.attach(SparkSession.builder, store=str(tmp_path / "s"))._options
+    if becomes is None:  # untouched, byte for byte
+        assert os.environ["PYSPARK_SUBMIT_ARGS"] == shlex.join(given)
+        return
+    assert shlex.split(os.environ["PYSPARK_SUBMIT_ARGS"]) == [w.replace("OURS", str(listener_jar)) for w in becomes]
+    assert opts["spark.jars"] == f"{JAR},{listener_jar}"
+
+
+_SUBMIT_ARGS_CONF_JARS = textwrap.dedent("""
+    from pyspark.sql import SparkSession
+    import sparkpredict
+    builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+    spark = sparkpredict.attach(builder, store=STORE, job="notebook").getOrCreate()
+    sc = spark.sparkContext
+    loader = sc._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    print("RESOURCE", loader.getResource("mylib-marker.txt") is not None)
+    assert sc.parallelize(range(10)).sum() == 45
+    spark.stop()
+""")
+
+
+@pytest.mark.spark
+def test_attach_joins_a_conf_spark_jars_of_pyspark_submit_args(listener_jar, tmp_path):
+    """`PYSPARK_SUBMIT_ARGS="--conf spark.jars=mylib.jar pyspark-shell"`: that --conf comes after
+    the builder's, so spark-submit put mylib.jar alone on the driver's classpath and SparkContext
+    failed (ClassNotFoundException: io.sparkpredict.HostMetricsPlugin)."""
+    from sparkpredict.store import io as store_io
+
+    jar = _jar_with(tmp_path / "mylib.jar", "mylib-marker.txt")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_CONF_DIR=str(tmp_path / "no-conf"),
+               PYSPARK_SUBMIT_ARGS=f"--conf spark.jars={jar} pyspark-shell")
+    r = subprocess.run([sys.executable, "-c", f"STORE={str(tmp_path / 's')!r}\n" + _SUBMIT_ARGS_CONF_JARS],
+                       env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "RESOURCE True" in r.stdout
     assert store_io.open(tmp_path / "s").runs().iloc[0].job == "notebook"

@@ -52,7 +52,7 @@ def test_runs_fit_predict_evaluate(tmp_path, capsys):
         q.assign(**{col: q[col].astype(object).where(q.index != 1, bad)}).to_csv(tmp_path / "qb.csv", index=False)
         capsys.readouterr()
         assert main(["predict", str(tmp_path / "models"), str(tmp_path / "qb.csv"), "--out", str(tmp_path / "pb.csv")]) == 2
-        assert f"query row 2: {col} '{bad}' is not a" in capsys.readouterr().err
+        assert f"query row 2 below the header: {col} '{bad}' is not a" in capsys.readouterr().err
         assert not (tmp_path / "pb.csv").exists()
 
     pd.DataFrame({"job": ["nope"], "input_bytes": [1e9], "executors": [2]}).to_csv(tmp_path / "q2.csv", index=False)
@@ -156,7 +156,7 @@ def test_predict_refuses_executor_counts_no_cluster_runs(tmp_path, capsys):
         q.to_csv(tmp_path / "q.csv", index=False)
         assert main(["predict", str(models), str(tmp_path / "q.csv"), "--out", str(tmp_path / "p.csv")]) == 2
         err = capsys.readouterr().err
-        assert f"error: query row 2: {col} {bad} is not a whole number of at least 1" in err, err
+        assert f"error: query row 2 below the header: {col} {bad} is not a whole number of at least 1" in err, err
         assert "counts as whole numbers" in err and not (tmp_path / "p.csv").exists()
     q.assign(executor_cores=[4, None]).to_csv(tmp_path / "q.csv", index=False)  # cores not given: fine
     assert main(["predict", str(models), str(tmp_path / "q.csv"), "--out", str(tmp_path / "p.csv")]) == 0
@@ -173,7 +173,7 @@ def test_predict_refuses_a_row_without_a_job_naming_the_row(tmp_path, capsys):
         out = tmp_path / "p.csv"
         assert main(["predict", str(models), str(tmp_path / query), "--out", str(out)]) == 2
         err = capsys.readouterr().err
-        assert f"error: query {rows}: job is empty" in err, err
+        assert f"error: query {rows} below the header: job is empty" in err, err
         assert "fix: give every row the job it belongs to" in err
         assert "nan" not in err and "None" not in err and not out.exists()
 
@@ -186,8 +186,11 @@ def test_fit_refuses_a_runs_row_without_a_job(tmp_path, capsys):
     runs.to_csv(tmp_path / "holed.csv", index=False)
     assert main(["fit", str(tmp_path / "holed.csv"), "--out", str(tmp_path / "m2")]) == 2
     err = capsys.readouterr().err
-    assert "row 4: job is empty" in err and "fix: give every row the job" in err
+    assert "row 4 below the header: job is empty" in err and "fix: give every row the job" in err
     assert not (tmp_path / "m2").exists()
+    # the row it names is the 4th under the header: line 5 of the file, as an editor numbers it
+    line5 = (tmp_path / "holed.csv").read_text().splitlines()[4].split(",")
+    assert line5[list(runs.columns).index("job")] == ""
 
 
 def test_evaluate_with_nothing_to_score_is_an_error(tmp_path, capsys):

@@ -280,6 +280,28 @@ def test_a_cut_log_through_the_cli_gets_one_warning_for_its_cut_line(tmp_path, c
     assert "complete copy" in e.value.fix
 
 
+def test_a_log_that_begins_as_spark_logs_do_but_ends_before_its_application_start_says_it_was_cut(tmp_path):
+    """Spark writes SparkListenerLogStart first: a log that has it lost its end, also where the
+    copy ended between two lines, or inside the first one. Those read "not a Spark event log, or
+    its beginning is missing". A log without its beginning still says that."""
+    data = (LOGS / "sparklens_local-1532512550423.json").read_bytes()
+    lines = data.split(b"\n")
+    ends = {"between lines 2 and 3": len(lines[0]) + len(lines[1]) + 2,
+            "after line 1": len(lines[0]) + 1,
+            "inside line 1": 40}  # '{"Event":"SparkListenerLogStart","Spark' and no more
+    for what, at in ends.items():
+        log = tmp_path / what.replace(" ", "-") / "local-1532512550423.inprogress"
+        log.parent.mkdir()
+        log.write_bytes(data[:at])
+        with pytest.raises(IngestError, match="before its SparkListenerApplicationStart event: it was "
+                                              "cut off while being written, or copied in part"):
+            parse_event_log(log)
+    headless = tmp_path / "headless"
+    headless.write_bytes(b"\n".join(lines[1:4]) + b"\n")  # no LogStart, no ApplicationStart
+    with pytest.raises(IngestError, match="not a Spark event log, or its beginning is missing"):
+        parse_event_log(headless)
+
+
 def test_unknown_events_and_key_order_are_fine(tmp_path):
     src = PLAIN4
     lines = src.read_bytes().splitlines()

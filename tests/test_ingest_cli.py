@@ -5,6 +5,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from sparkpredict.cli import main
 
 LOGS = Path(__file__).parent / "data" / "eventlogs"
@@ -98,3 +100,23 @@ def test_json_errors_are_json_on_stdout_and_error_fix_on_stderr(tmp_path, capsys
     assert {by_name[n]["outcome"] for n in ("copy-of-it.json", "sparklens_local-1532512550423.json")} == \
         {"ingested", "exists"}
     assert "error:" not in captured.err  # per-log failures are the report's, not a user mistake
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["ingest", "--json"], "the following arguments are required: PATH"),
+    (["suggest", "--job", "etl", "--input-size", "1GB", "--min-executors", "many", "--json"],
+     "argument --min-executors: invalid int value: 'many'"),
+])
+def test_json_usage_errors_are_json_on_stdout_too(argv, says, capsys):
+    """argparse's own errors (a missing argument, a bad number) are user mistakes as well: a
+    script that asked for --json got an empty stdout, and had nothing to parse."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {"error": says, "fix": f"see `sparkpredict {argv[0]} --help`"}
+    assert f"error: {says}" in captured.err and "usage: sparkpredict" in captured.err
+    # without --json: stderr only, as before
+    with pytest.raises(SystemExit):
+        main([a for a in argv if a != "--json"])
+    assert capsys.readouterr().out == ""

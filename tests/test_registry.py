@@ -535,6 +535,58 @@ def test_a_stuck_commit_times_out_the_next_with_a_fix_and_its_lock_dies_with_it(
     assert "b-job" in set(R.read_registry(st).job) and "a-job" not in set(R.read_registry(st).job)
 
 
+def test_a_lock_file_another_user_left_read_only_does_not_stop_a_commit():
+    """A store a team shares: folders everyone may write, files as the first committer's umask
+    (022) left them. The commit lock file it created is then read-only to the others, and their
+    commits failed ("cannot write to the model registry") where they had worked before the lock:
+    flock needs no write access. As root the other user is a real one (nobody, in a forked
+    child); otherwise the lock file is made read-only to its owner, which open() treats alike."""
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="sp-shared-"))  # not under pytest's 0700 tmp folder
+    try:
+        path = base / "store"
+        write_history(path, make_history(2, runs_per_job=12, seed=3), batches=1)
+        st = store.open(path)
+        RC.commit_update(st, [_row(st, "a-job", R.new_retrain_id())], "first")
+        b_row = _row(st, "b-job", R.new_retrain_id())
+        lock = path / "_models" / "registry" / RC.LOCK_NAME
+        for d in [base, *(p for p in base.rglob("*") if p.is_dir())]:
+            d.chmod(0o777)
+        for f in (p for p in base.rglob("*") if p.is_file()):
+            f.chmod(0o644)
+        if os.geteuid() == 0:
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child reports through the pipe
+                try:
+                    os.setgid(65534)
+                    os.setuid(65534)
+                    RC.commit_update(store.open(path), [b_row], b_row["retrain_id"], lock_timeout_s=10)
+                    msg = "ok"
+                except BaseException as exc:  # noqa: BLE001 - reported to the parent
+                    msg = f"{type(exc).__name__}: {exc}"
+                os.write(w, msg.encode())
+                os._exit(0)
+            os.close(w)
+            os.waitpid(pid, 0)
+            with os.fdopen(r) as f:
+                said = f.read()
+        else:
+            lock.chmod(0o444)
+            try:
+                RC.commit_update(st, [b_row], b_row["retrain_id"], lock_timeout_s=10)
+                said = "ok"
+            except StoreError as exc:
+                said = f"StoreError: {exc}"
+        assert said == "ok", said
+        assert {"a-job", "b-job"} <= set(R.read_registry(store.open(path)).job)
+        assert lock.is_file()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 # ---- staleness per model kind -------------------------------------------------------------------
 def test_a_job_whose_runtime_fit_fails_does_not_refit_its_stage_model_every_time(history_copy):
     """One run: no whole-job model (tried again each time), but its stage model, fitted once,

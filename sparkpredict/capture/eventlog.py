@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 
 from ..errors import IngestError, InputError
+from ..units import plural
 from .codecs import (
     CorruptStream,
     TruncatedStream,
@@ -171,6 +172,7 @@ def _parse_source(source: LogSource) -> ParsedLog:
     nbytes = [0]
     damage = None
     cut_short = False  # the last file ends inside an event (a cut stream or a cut last line)
+    began = False  # the log's first line is Spark's LogStart, whole or cut: its beginning is here
     for f in source.files:
         name = os.path.basename(f)
         codec = codec_of(name.removesuffix(".compact"))
@@ -202,6 +204,8 @@ def _parse_source(source: LogSource) -> ParsedLog:
                           f"{builder.lines} ({exc}): the events after it are lost")
         except OSError as exc:
             raise unreadable(source.path, exc) from None
+        if f == source.files[0] and builder.lines == 0 and cut:  # a first line cut inside itself
+            began = cut[0].startswith(_LOG_START)
         if cut and not _feed_cut_line(builder, name, cut[0]):
             cut_short = cut_short or f == source.files[-1]
             if f != source.files[-1] and damage is None:
@@ -217,8 +221,10 @@ def _parse_source(source: LogSource) -> ParsedLog:
     try:
         tables = builder.finish(in_progress=source.in_progress)
     except ValueError as exc:
-        if cut_short and builder.events:  # Spark's events, then the cut: not a foreign file
-            raise IngestError(f"{source.path}: the log ends after {builder.lines} lines, before "
+        # Spark's events, then the end: not a foreign file. Spark writes its LogStart first, so a
+        # log that has it lost its end, even where the cut fell between two lines.
+        if began or builder.spark_version is not None or (cut_short and builder.events):
+            raise IngestError(f"{source.path}: the log ends after {plural(builder.lines, 'line')}, before "
                               "its SparkListenerApplicationStart event: it was cut off while "
                               "being written, or copied in part",
                               "ingest it once Spark has written more of it, or a complete copy") from None
@@ -235,6 +241,9 @@ def _parse_source(source: LogSource) -> ParsedLog:
     return ParsedLog(path=source.path, tables=tables, warnings=builder.warnings,
                      run_id=run["run_id"][0].as_py(), status=run["status"][0].as_py(),
                      fingerprint=fp, lines=builder.lines, bytes_uncompressed=nbytes[0], damage=damage)
+
+
+_LOG_START = b'{"Event":"SparkListenerLogStart"'
 
 
 def _feed_cut_line(builder: RunBuilder, name: str, line: bytes) -> bool:

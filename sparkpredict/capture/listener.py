@@ -225,31 +225,44 @@ def _launch_settings() -> dict[str, str]:
     properties files (``spark-defaults.conf`` in $SPARK_CONF_DIR or the Spark home's conf/, or
     a ``--properties-file``) under the ``--conf`` of ``$PYSPARK_SUBMIT_ARGS``, and its
     ``--jars``, which spark-submit takes over any ``spark.jars``."""
-    from .submit_args import _opt_value, _spark_conf
+    from .submit_args import _opt_value, _spark_conf, _split
 
-    args = _submit_args()
-    settings = _spark_conf(args)
-    jars = _opt_value(args, "--jars")
+    opts, _ = _split(_submit_args())  # what follows pyspark-shell is no option of spark-submit
+    settings = _spark_conf(opts)
+    jars = _opt_value(opts, "--jars")
     if jars is not None:
         settings["spark.jars"] = jars
     return settings
 
 
 def _jars_into_submit_args(jars: str) -> None:
-    """Make a ``--jars`` in ``$PYSPARK_SUBMIT_ARGS`` hold ``jars`` too.
+    """Make every list of jars in ``$PYSPARK_SUBMIT_ARGS`` (``--jars``, ``--conf spark.jars``)
+    hold ``jars`` too.
 
-    PySpark hands the builder's settings to spark-submit as ``--conf``, and spark-submit takes
-    ``--jars`` over ``--conf spark.jars``: with a ``--jars`` there (a notebook's usual way to
-    add jars), the listener's jar would be dropped and Spark would fail to load its class."""
+    spark-submit puts the jars on the driver's classpath before the builder's settings reach
+    Spark, and takes them from its ``--jars``, else from the last ``--conf spark.jars``.
+    PySpark hands it the builder's settings as ``--conf`` *before* $PYSPARK_SUBMIT_ARGS, so a
+    ``--jars`` there (a notebook's usual way to add jars), or a ``--conf spark.jars``, would
+    leave the listener's jar off the classpath, and Spark would fail to load its class."""
     import shlex
 
     from .submit import _set_option
-    from .submit_args import _opt_value
+    from .submit_args import _opt_value, _split
 
     args = _submit_args()
-    given = _opt_value(args, "--jars")
+    opts, app = _split(args)
+    new = list(opts)
+    given = _opt_value(opts, "--jars")
     if given is not None:  # its own jars first, as spark-submit would have taken them
-        os.environ["PYSPARK_SUBMIT_ARGS"] = shlex.join(_set_option(args, "--jars", merged_list(given, jars)))
+        new = _set_option(new, "--jars", merged_list(given, jars))
+    key = "spark.jars="
+    for i, a in enumerate(new):
+        if a in ("--conf", "-c") and i + 1 < len(new) and new[i + 1].startswith(key):
+            new[i + 1] = key + merged_list(new[i + 1][len(key):], jars)
+        elif a.startswith("--conf=" + key):
+            new[i] = "--conf=" + key + merged_list(a[len("--conf=" + key):], jars)
+    if new != opts:
+        os.environ["PYSPARK_SUBMIT_ARGS"] = shlex.join([*new, *app])
 
 
 def merged_list(theirs: str | None, ours: str) -> str:

@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
+from typing import NoReturn
 
 # Order is the order shown in --help. A module missing here is a bug, not a silent skip.
 COMMANDS = [
@@ -38,10 +39,25 @@ def printed_here(logger: str, verbose: bool) -> Iterator[None]:
         log.setLevel(level)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser; with ``--json`` on the command line, a usage error (a missing or bad
+    argument) is also ``{"error", "fix"}`` on stdout, as every other user mistake is."""
+
+    #: set by :func:`main` while it parses a command line that asks for JSON
+    json_errors = False
+
+    def error(self, message: str) -> NoReturn:
+        if _Parser.json_errors:
+            import json
+
+            print(json.dumps({"error": message, "fix": f"see `{self.prog} --help`"}, indent=2))
+        super().error(message)  # usage and message on stderr, exit 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="sparkpredict",
         description="How many executors should this Spark job get, and how long will it take?")
     parser.add_argument("--version", action="version", version=f"sparkpredict {__version__}")
@@ -62,7 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     from ..errors import SparkPredictError, print_error
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    # not after "--": there the words are the Spark application's (submit, sweep)
+    _Parser.json_errors = "--json" in (words[:words.index("--")] if "--" in words else words)
+    try:
+        args = parser.parse_args(argv)
+    finally:
+        _Parser.json_errors = False
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     if not getattr(args, "func", None):

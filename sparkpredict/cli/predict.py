@@ -70,7 +70,7 @@ def _numeric(query: Any) -> Any:
                 values.append(float(parse_bytes(v)) if col == "input_bytes" else float(v))
             except (InputError, TypeError, ValueError) as exc:
                 what = "a size" if col == "input_bytes" else "a number"
-                raise InputError(f"query row {row}: {col} {v!r} is not {what}",
+                raise InputError(f"query row {row} below the header: {col} {v!r} is not {what}",
                                  "write sizes as bytes or with a unit (50MB, 1.5TiB) and counts as "
                                  "whole numbers") from exc
         whole = all(float(v).is_integer() for v in values)  # bytes and counts stay integers
@@ -93,7 +93,8 @@ def _check_counts(query: Any) -> None:
             if not required and math.isnan(v):  # not given: the model's default
                 continue
             if not (math.isfinite(v) and v >= 1 and float(v).is_integer()):
-                raise InputError(f"query row {row}: {col} {v:g} is not a whole number of at least 1",
+                raise InputError(f"query row {row} below the header: {col} {v:g} is not a whole number "
+                                 "of at least 1",
                                  "write sizes as bytes or with a unit (50MB, 1.5TiB) and counts as "
                                  "whole numbers")
 

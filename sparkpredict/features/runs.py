@@ -266,11 +266,13 @@ def check_job_column(df: pd.DataFrame, what: str) -> None:
     a job named 'nan' (and a Parquet null 'None')."""
     import pandas as pd
 
+    # counted from 1 below the header, and said so: a bare "row 2" is line 3 of the CSV in an
+    # editor and row 3 in a spreadsheet, both of which show the header as row 1
     empty = [row for row, v in enumerate(df["job"].tolist(), start=1)
              if v is None or (not isinstance(v, str) and pd.isna(v)) or not str(v).strip()]
     if empty:
         rows = ", ".join(map(str, empty[:10])) + (" ..." if len(empty) > 10 else "")
-        raise InputError(f"{what} row{'s' if len(empty) > 1 else ''} {rows}: job is empty",
+        raise InputError(f"{what} row{'s' if len(empty) > 1 else ''} {rows} below the header: job is empty",
                          "give every row the job it belongs to, as its runs were recorded "
                          "(the job column of `sparkpredict runs`)")
 
