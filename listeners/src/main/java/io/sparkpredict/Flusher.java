@@ -1,9 +1,7 @@
 package io.sparkpredict;
 
 import java.io.IOException;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
@@ -22,11 +20,18 @@ import org.slf4j.LoggerFactory;
  * store) or waiting on a store that hangs would stall or drop the application's events, so
  * callbacks only hand rows over and this thread writes them.
  *
- * <p>Batches queued while a write runs, or within {@code intervalMs} of the last write, are
+ * <p>Batches handed over while a write runs, or within {@code intervalMs} of the last write, are
  * merged into one write (the newest run row wins): an application with thousands of short
- * jobs makes a few files per interval, not per job. A failed write keeps its rows and retries
- * with the next batch, waiting longer after each failure. Store errors that cannot heal (a
- * foreign folder, a file system Hadoop has no implementation for) stop recording.
+ * jobs makes a few files per interval, not per job. They are merged as they arrive, not when
+ * the write starts: behind a write that hangs (a dead NFS mount) a driver that runs for days
+ * would otherwise hold every job's run row (its properties_json alone is kilobytes) and every
+ * host sample. A failed write keeps its rows and retries with the next batch, waiting longer
+ * after each failure. Store errors that cannot heal (a foreign folder, a file system Hadoop has
+ * no implementation for) stop recording.
+ *
+ * <p>The thread starts with the first batch: a listener whose SparkContext failed to start
+ * (another of spark.extraListeners could not load) hears nothing, and kept an idle thread for
+ * the rest of the JVM's life, one per attempt.
  */
 final class Flusher implements Runnable {
     private static final Logger LOG = LoggerFactory.getLogger(Flusher.class);
@@ -36,14 +41,24 @@ final class Flusher implements Runnable {
     /** Wall time this JVM's flushers spent writing batches (ns), off Spark's listener thread. */
     static long writeNanos() { return WRITE_NS.get(); }
 
-    /** What the writer does when the store can never be written: the listener stops recording. */
-    interface OnPermanentFailure { void stop(String message); }
+    /** The listener that owns this writer: told when a write fails, and when recording must stop. */
+    interface Owner {
+        /** A write failed; its rows are kept for the next, unless it was the last. */
+        void writeFailed(String message);
 
-    /** One snapshot of the listener's rows: every table's new rows and the run row as of now. */
+        /** The store can never be written: the listener stops recording. */
+        void stop(String message);
+    }
+
+    /**
+     * One snapshot of the listener's rows: every table's new rows and the run row as of now.
+     * Its lists are the batch's own once handed over (the listener starts new ones), so that
+     * later batches can be appended to them.
+     */
     static final class Batch {
         final Map<Tables.Table, List<Object[]>> rows;
-        final boolean last;
-        final int taskRows;
+        boolean last;
+        int taskRows;
 
         Batch(Map<Tables.Table, List<Object[]>> rows, boolean last) {
             this.rows = rows;
@@ -51,55 +66,89 @@ final class Flusher implements Runnable {
             List<Object[]> t = rows.get(Tables.TASKS);
             this.taskRows = t == null ? 0 : t.size();
         }
+
+        /**
+         * Take a newer batch's rows after this one's; its run row replaces this one's. Host rows
+         * beyond {@code maxHostRows} (a store that keeps failing or hangs): the newest are kept.
+         */
+        void absorb(Batch newer, int maxHostRows) {
+            for (Map.Entry<Tables.Table, List<Object[]>> e : newer.rows.entrySet()) {
+                if (e.getKey() == Tables.RUNS) rows.put(Tables.RUNS, e.getValue());
+                else rows.computeIfAbsent(e.getKey(), k -> new ArrayList<>()).addAll(e.getValue());
+            }
+            last |= newer.last;
+            taskRows += newer.taskRows;
+            List<Object[]> hosts = rows.get(Tables.HOST_SAMPLES);
+            if (hosts != null && hosts.size() > maxHostRows) {
+                hosts.subList(0, hosts.size() - maxHostRows).clear();
+            }
+        }
+
+        int rows(Tables.Table t) {
+            List<Object[]> r = rows.get(t);
+            return r == null ? 0 : r.size();
+        }
     }
 
     private final StoreWriter writer;
     private final long intervalMs;
     private final int chunkTaskRows;
     private final int maxHostRows;
-    private final OnPermanentFailure onPermanent;
+    private final Owner owner;
     private final Thread thread;
     /** Task rows queued or kept after a failed write: the listener stops adding beyond its cap. */
     private final AtomicLong heldTaskRows = new AtomicLong();
 
     private final Object lock = new Object();
     // guarded by lock
-    private final ArrayDeque<Batch> queue = new ArrayDeque<>();
-    private int queuedTaskRows;
+    /** What waits for the writer: every batch handed over since it last took, merged. */
+    private Batch pending;
+    private boolean started;
     private boolean lastQueued;
     private boolean done;
     private boolean stopped;
     private long nextAttemptMs;
     private String finalError;
 
-    // only the writer thread touches these
-    private Batch carry;
+    // only the writer thread changes these (carry is read for diagnostics)
+    private volatile Batch carry;
     private int failures;
     private boolean errorLogged;
 
-    Flusher(StoreWriter writer, long intervalMs, int chunkTaskRows, int maxHostRows, OnPermanentFailure onPermanent) {
+    Flusher(StoreWriter writer, long intervalMs, int chunkTaskRows, int maxHostRows, Owner owner) {
         this.writer = writer;
         this.intervalMs = Math.max(0, intervalMs);
         this.chunkTaskRows = Math.max(1, chunkTaskRows);
         this.maxHostRows = maxHostRows;
-        this.onPermanent = onPermanent;
+        this.owner = owner;
         thread = new Thread(this, "sparkpredict-writer");
         // A daemon: a JVM whose application never ended must not wait for it (the shutdown
         // hook hands over the last batch and waits for it, bounded).
         thread.setDaemon(true);
-        thread.start();
     }
 
     long heldTaskRows() { return heldTaskRows.get(); }
 
-    /** Queue a snapshot; never blocks on the store. Ignored after the last one or a stop. */
+    /** Rows of {@code t} waiting for the writer or kept after a failed write (a diagnostic). */
+    int heldRows(Tables.Table t) {
+        Batch c = carry;
+        synchronized (lock) {
+            return (pending == null ? 0 : pending.rows(t)) + (c == null ? 0 : c.rows(t));
+        }
+    }
+
+    /** Hand over a snapshot; never blocks on the store. Ignored after the last one or a stop. */
     void submit(Batch b) {
         synchronized (lock) {
             if (stopped || lastQueued) return;
-            queue.add(b);
-            queuedTaskRows += b.taskRows;
+            if (pending == null) pending = b;
+            else pending.absorb(b, maxHostRows);
             heldTaskRows.addAndGet(b.taskRows);
             lastQueued |= b.last;
+            if (!started) {
+                started = true;
+                thread.start();
+            }
             lock.notifyAll();
         }
     }
@@ -128,7 +177,7 @@ final class Flusher implements Runnable {
         synchronized (lock) {
             stopped = true;
             done = true;
-            queue.clear();
+            pending = null;
             lock.notifyAll();
         }
         heldTaskRows.set(0);
@@ -138,27 +187,27 @@ final class Flusher implements Runnable {
     public void run() {
         try {
             while (true) {
-                List<Batch> taken = new ArrayList<>();
+                Batch taken;
                 synchronized (lock) {
                     while (true) {
                         if (stopped) return;
-                        if (!queue.isEmpty()) {
+                        if (pending != null) {
                             long now = System.currentTimeMillis();
                             // Many task rows are written without waiting for the interval (they
                             // are what holds the driver's memory), unless the store is failing.
-                            boolean urgent = lastQueued || (carry == null && queuedTaskRows >= chunkTaskRows);
+                            boolean urgent = lastQueued || (carry == null && pending.taskRows >= chunkTaskRows);
                             if (urgent || now >= nextAttemptMs) break;
                             lock.wait(nextAttemptMs - now);
                         } else {
                             lock.wait();
                         }
                     }
-                    taken.addAll(queue);
-                    queue.clear();
-                    queuedTaskRows = 0;
+                    taken = pending;
+                    pending = null;
                 }
-                if (carry != null) taken.add(0, carry);
-                Batch merged = merge(taken);
+                Batch merged = carry;
+                if (merged == null) merged = taken;
+                else merged.absorb(taken, maxHostRows);
                 carry = null;
                 if (!write(merged)) return;
                 if (merged.last) {
@@ -196,7 +245,7 @@ final class Flusher implements Runnable {
             String msg = "sparkpredict: cannot write to store " + writer.store() + ": " + e
                 + (b.last ? "; the run's last rows are lost" : "; rows are kept and retried at the next flush")
                 + ". Fix: make the store writable or set spark.sparkpredict.store to a writable folder";
-            SparkPredictListener.setLastError(msg);
+            owner.writeFailed(msg);
             if (!errorLogged || b.last) LOG.error(msg);
             else LOG.debug(msg);
             errorLogged = true;
@@ -224,25 +273,6 @@ final class Flusher implements Runnable {
             finalError = message;
         }
         stop();
-        onPermanent.stop(message);
-    }
-
-    /** The batches' rows together, in order; the newest run row stands for the run. */
-    private Batch merge(List<Batch> batches) {
-        if (batches.size() == 1) return batches.get(0);
-        Map<Tables.Table, List<Object[]>> rows = new HashMap<>();
-        boolean last = false;
-        for (Batch b : batches) {
-            last |= b.last;
-            for (Map.Entry<Tables.Table, List<Object[]>> e : b.rows.entrySet()) {
-                if (e.getKey() == Tables.RUNS) rows.put(Tables.RUNS, e.getValue());
-                else rows.computeIfAbsent(e.getKey(), k -> new ArrayList<>()).addAll(e.getValue());
-            }
-        }
-        List<Object[]> hosts = rows.get(Tables.HOST_SAMPLES);
-        if (hosts != null && hosts.size() > maxHostRows) {  // the store keeps failing: keep the newest
-            hosts.subList(0, hosts.size() - maxHostRows).clear();
-        }
-        return new Batch(rows, last);
+        owner.stop(message);
     }
 }

@@ -74,8 +74,6 @@ public class SparkPredictListener extends SparkListener {
     /** The last error this JVM's listeners logged, or null (used by Python to explain gaps). */
     public static String lastError() { return lastError; }
 
-    static void setLastError(String message) { lastError = message; }
-
     private static volatile SparkPredictListener current;
 
     /**
@@ -88,6 +86,17 @@ public class SparkPredictListener extends SparkListener {
         synchronized (l) {
             return l.stageAggs.size() + l.stageToJob.size();
         }
+    }
+
+    /**
+     * Rows of {@code table} ("runs", "tasks", "host_samples", ...) that the JVM's latest listener
+     * holds for its writer: handed over and not yet written, or kept after a failed write.
+     */
+    public static int heldRows(String table) {
+        SparkPredictListener l = current;
+        Flusher f = l == null ? null : l.flusher;
+        Tables.Table t = Tables.BY_NAME.get(table);
+        return f == null || t == null ? 0 : f.heldRows(t);
     }
 
     private static final java.util.concurrent.atomic.AtomicLong BUSY_NS = new java.util.concurrent.atomic.AtomicLong();
@@ -112,6 +121,8 @@ public class SparkPredictListener extends SparkListener {
     private final String sparkVersion;
     private volatile Flusher flusher;
     private volatile boolean disabled;
+    /** Spark posted the application's start: its SparkContext came up, there is a run to record. */
+    private volatile boolean started;
     private boolean finished;
     private long droppedTaskRows;
     private Thread shutdownHook;
@@ -170,6 +181,7 @@ public class SparkPredictListener extends SparkListener {
     public SparkPredictListener(SparkConf conf) {
         // one listener per application: an error of an earlier application in this JVM is not this one's
         lastError = null;
+        SparkPredictListener previous = current;
         current = this;
         this.conf = conf;
         Properties build = new Properties();
@@ -189,6 +201,9 @@ public class SparkPredictListener extends SparkListener {
         boolean plugin = false;
         Long declared = null;
         try {
+            // Its SparkContext failed to start (one SparkContext at a time: this one's is
+            // starting): its shutdown hook would keep it for the JVM's life.
+            if (previous != null && !previous.started) previous.removeShutdownHook();
             plugin = java.util.Arrays.asList(conf.get("spark.plugins", "").trim().split("\\s*,\\s*"))
                 .contains(HostMetricsPlugin.class.getName());
             key = conf.get(P + "job", null);
@@ -228,7 +243,13 @@ public class SparkPredictListener extends SparkListener {
                     fail(StoreWriter.noFileSystemMessage(store, e), null);
                 }
                 if (writer != null) {
-                    flusher = new Flusher(writer, interval, everyTasks, everyTasks, message -> fail(message, null));
+                    flusher = new Flusher(writer, interval, everyTasks, everyTasks, new Flusher.Owner() {
+                        @Override
+                        public void writeFailed(String message) { setError(message); }
+
+                        @Override
+                        public void stop(String message) { fail(message, null); }
+                    });
                     installHooks();
                     LOG.info("sparkpredict listener {} recording into {}", writerVersion, store);
                 }
@@ -303,6 +324,7 @@ public class SparkPredictListener extends SparkListener {
                 if (e.appId().isDefined()) appId = e.appId().get();
                 attemptId = e.appAttemptId().isDefined() ? e.appAttemptId().get() : null;
                 startMs = e.time();
+                started = true;
             }
         } catch (Throwable t) {
             fail("onApplicationStart", t);
@@ -544,7 +566,7 @@ public class SparkPredictListener extends SparkListener {
                 String msg = "sparkpredict: " + held + " task rows wait for the store " + "(not writable, or slower "
                     + "than the tasks); further task rows are dropped (stage and run rows are kept)";
                 LOG.warn(msg);
-                lastError = msg;
+                setError(msg);
             }
             return;
         }
@@ -710,8 +732,9 @@ public class SparkPredictListener extends SparkListener {
         if (f == null) return;
         String err = f.awaitLast(stopTimeoutMs);
         if (err != null) {
-            lastError = err.startsWith("sparkpredict") ? err : "sparkpredict: " + err;
-            LOG.error(lastError);
+            String msg = err.startsWith("sparkpredict") ? err : "sparkpredict: " + err;
+            setError(msg);
+            LOG.error(msg);
         }
     }
 
@@ -895,14 +918,16 @@ public class SparkPredictListener extends SparkListener {
         disabled = true;
         String msg = t == null ? where
             : "sparkpredict listener failed in " + where + " and stopped recording this application: " + t;
-        lastError = msg;
+        setError(msg);
         if (first) {
             if (t == null) LOG.error(msg);
             else LOG.error(msg, t);
         }
         Flusher f = flusher;
         if (f != null) f.stop();
-        HostMetricsPlugin.listenerStopped();
+        // The writer of an earlier application, still writing its last batch after
+        // stopTimeoutMs, must not turn off the host samples of the application running now.
+        if (current == this) HostMetricsPlugin.listenerStopped();
         // Called from the writer thread too: the rows it will never write are not kept.
         synchronized (this) {
             pendingStages = new ArrayList<>();
@@ -910,6 +935,14 @@ public class SparkPredictListener extends SparkListener {
             notifyAll();
         }
         removeShutdownHook();
+    }
+
+    /**
+     * Record {@code message} as the JVM's last listener error (what listener_error returns),
+     * unless a later application's listener has taken over: its errors are the ones to tell.
+     */
+    private void setError(String message) {
+        if (current == this) lastError = message;
     }
 
     private void installHooks() {
@@ -939,10 +972,14 @@ public class SparkPredictListener extends SparkListener {
             synchronized (this) {
                 while (!finished && !disabled) {
                     long waited = System.currentTimeMillis() - start;
-                    if (waited > 45_000 || (waited > 2_000 && !contextActive())) break;
+                    // A listener whose SparkContext failed to start hears nothing, and no context
+                    // is active for it: no need to wait.
+                    if (waited > 45_000 || ((waited > 2_000 || !started) && !contextActive())) break;
                     wait(200);
                 }
                 if (!finished && !disabled) {
+                    // Its SparkContext never started: no run to record, no last batch to wait for.
+                    if (!started) return;
                     if (errorMessage == null) errorMessage = "driver JVM exited without an application end";
                     finish("killed");
                 }
