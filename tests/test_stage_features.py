@@ -182,3 +182,23 @@ def test_signatures_are_identical_across_real_recorded_runs_of_a_job():
     per_run = t.groupby("run_id")["signature"].apply(lambda s: tuple(sorted(s)))
     assert per_run.nunique() == 1, per_run.value_counts()
     assert t.groupby("run_id")["signature"].apply(lambda s: s.is_unique).all()
+
+
+def test_a_stage_whose_task_rows_were_partly_dropped_takes_its_mean_from_the_stage_sums():
+    """A listener whose store failed keeps at most a few chunks of task rows and drops the rest;
+    the mean of the rows left describes some tasks only (here the fastest), the stage sums all."""
+    from test_stage_models import make_run
+
+    tables, _ = make_run(1, 256 * MiB, executors=2, noise=0.3)
+    runs, stages, tasks = tables["runs"], tables["stages"], tables["tasks"]
+    scan = stages.iloc[0]
+    whole = stage_table(runs, stages, tasks).set_index("stage_id")
+    rows = tasks[tasks.stage_id == scan.stage_id]
+    assert whole.loc[scan.stage_id, "task_ms"] == pytest.approx(rows["duration_ms"].mean())
+    fastest = rows.nsmallest(len(rows) // 2, "duration_ms")  # the rows that were kept
+    partial = pd.concat([tasks[tasks.stage_id != scan.stage_id], fastest])
+    got = stage_table(runs, stages, partial).set_index("stage_id")
+    assert got.loc[scan.stage_id, "task_ms"] == pytest.approx(scan.executor_run_time_ms / scan.num_task_rows)
+    assert got.loc[scan.stage_id, "task_ms"] > fastest["duration_ms"].mean() * 1.05
+    others = [s for s in whole.index if s != scan.stage_id]  # untouched stages keep their rows' mean
+    assert got.loc[others, "task_ms"].tolist() == pytest.approx(whole.loc[others, "task_ms"].tolist())

@@ -208,8 +208,8 @@ def stage_signatures(stages: pd.DataFrame) -> pd.Series:
 def stage_table(runs: pd.DataFrame, stages: pd.DataFrame, tasks: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (run, stage) with signature, data and configuration features and targets.
 
-    Targets: ``task_ms`` (mean duration of the stage's finished tasks, from task rows, else from
-    the stage's summed run, deserialize and serialization times) and ``stage_ms`` (recorded
+    Targets: ``task_ms`` (mean duration of the stage's finished tasks, from task rows, else, or
+    where task rows are missing, from the stage's summed run, deserialize and serialization times) and ``stage_ms`` (recorded
     submission to completion). Run columns ``input_bytes`` and ``job`` come along.
     """
     import pandas as pd
@@ -233,10 +233,15 @@ def stage_table(runs: pd.DataFrame, stages: pd.DataFrame, tasks: pd.DataFrame | 
         tk = tk.assign(stage_attempt_id=tk["stage_attempt_id"].fillna(0).astype(int))
         dur = tk["duration_ms"].astype(float).where(tk["duration_ms"].notna(),
                                                     tk["finish_ms"].astype(float) - tk["launch_ms"].astype(float))
-        m = tk.assign(_d=dur).groupby(["run_id", "stage_id", "stage_attempt_id"])["_d"].mean().rename("_mean_task_ms")
+        g = tk.assign(_d=dur).groupby(["run_id", "stage_id", "stage_attempt_id"])["_d"]
+        m = pd.DataFrame({"_mean_task_ms": g.mean(), "_task_rows": g.size()})
         st = st.merge(m, left_on=["run_id", "stage_id", "stage_attempt_id"], right_index=True, how="left")
-        st["task_ms"] = st["_mean_task_ms"].fillna(st["task_ms"])
-        st = st.drop(columns="_mean_task_ms")
+        # Fewer rows than the stage summed means rows were lost (a listener whose store failed
+        # drops task rows beyond its cap): their mean would describe some of the tasks only,
+        # so the stage's own sums serve. Rows are never fewer otherwise (late tasks only add).
+        whole = st["num_task_rows"].isna() | (st["_task_rows"] >= st["num_task_rows"].astype(float))
+        st["task_ms"] = st["_mean_task_ms"].where(whole).fillna(st["task_ms"])
+        st = st.drop(columns=["_mean_task_ms", "_task_rows"])
     st["stage_ms"] = st["duration_ms"].astype(float).where(
         st["duration_ms"].notna(), st["completion_ms"].astype(float) - st["submission_ms"].astype(float))
 
