@@ -27,8 +27,8 @@ pytestmark = pytest.mark.spark
 MARKER = json.dumps({"format": "sparkpredict-store", "schema_version": 1})
 
 
-def _answer(fifo: Path, timeout_s: float = 60.0) -> bool:
-    """Write the store's marker into ``fifo`` once a reader waits on it, then make it a plain
+def answer(fifo: Path, marker: str = MARKER, timeout_s: float = 60.0) -> bool:
+    """Write the store's ``marker`` into ``fifo`` once a reader waits on it, then make it a plain
     file again (Python's reader must not block on it). False when no reader came."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -40,9 +40,9 @@ def _answer(fifo: Path, timeout_s: float = 60.0) -> bool:
             time.sleep(0.05)
             continue
         with os.fdopen(fd, "w") as f:
-            f.write(MARKER)
+            f.write(marker)
         fifo.unlink()
-        fifo.write_text(MARKER)
+        fifo.write_text(marker)
         return True
 
 
@@ -82,7 +82,7 @@ def test_a_hung_store_neither_drops_events_nor_hangs_stop(spark_app, tmp_path):
         stopper.start()
         stopper.join(timeout=20)
         stop_s = time.monotonic() - t0
-        answered = _answer(marker)  # the store answers: whatever waited on it goes on
+        answered = answer(marker)  # the store answers: whatever waited on it goes on
         stopper.join(timeout=60)
     assert answered
     assert stop_s < 15, f"stop() waited {stop_s:.0f} s for a hung store"

@@ -2,7 +2,6 @@
 report, and what a listener whose SparkContext never started leaves behind."""
 from __future__ import annotations
 
-import errno
 import json
 import os
 import subprocess
@@ -11,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_listener_store_faults import answer
 
 from sparkpredict import store as store_mod
 from sparkpredict.capture.listener import listener_error
@@ -27,25 +27,6 @@ def _hung_store(path: Path) -> Path:
     marker = path / "_sparkpredict_store.json"
     os.mkfifo(marker)
     return marker
-
-
-def _answer(fifo: Path, marker: dict, timeout_s: float = 30.0) -> bool:
-    """Hand ``marker`` to the reader blocked on ``fifo``, then leave it as a plain file."""
-    text = json.dumps(marker)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as exc:  # ENXIO: nobody has it open for reading yet
-            if exc.errno != errno.ENXIO or time.monotonic() > deadline:
-                return False
-            time.sleep(0.05)
-            continue
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        fifo.unlink()
-        fifo.write_text(text)
-        return True
 
 
 def _wait_for(predicate, timeout_s: float):
@@ -81,7 +62,7 @@ def test_a_hung_store_holds_one_run_row_and_capped_host_samples(spark_app, tmp_p
         app = sc.applicationId
     assert held["runs"] == 1, held
     assert held["host_samples"] <= 20, held  # flushEveryTasks, the cap the docs give
-    assert _answer(marker, MARKER)
+    assert answer(marker, json.dumps(MARKER), 30.0)
     def final():
         r = store_mod.open(store).runs()
         return r if (r.status == "succeeded").any() else None
@@ -103,7 +84,7 @@ def test_an_earlier_applications_late_store_failure_leaves_the_current_one_alone
     second = tmp_path / "second"
     with spark_app(second, job="second", conf={"spark.sparkpredict.hostSampleIntervalMs": "20"}) as spark:
         # the first application's writer now reads a marker of another schema version: it stops
-        assert _answer(marker, dict(MARKER, schema_version=99))
+        assert answer(marker, json.dumps(dict(MARKER, schema_version=99)), 30.0)
         time.sleep(1.0)
         spark.sparkContext.parallelize(range(4), 2).count()
         err = listener_error(spark)
