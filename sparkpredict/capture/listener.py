@@ -246,8 +246,8 @@ def _jars_into_submit_args(jars: str) -> None:
     leave the listener's jar off the classpath, and Spark would fail to load its class."""
     import shlex
 
-    from .submit import _set_option
-    from .submit_args import _opt_value, _split
+    from .submit import _merge_list, _set_option
+    from .submit_args import _opt_value, _split, _user_conf
 
     args = _submit_args()
     opts, app = _split(args)
@@ -255,12 +255,9 @@ def _jars_into_submit_args(jars: str) -> None:
     given = _opt_value(opts, "--jars")
     if given is not None:  # its own jars first, as spark-submit would have taken them
         new = _set_option(new, "--jars", merged_list(given, jars))
-    key = "spark.jars="
-    for i, a in enumerate(new):
-        if a in ("--conf", "-c") and i + 1 < len(new) and new[i + 1].startswith(key):
-            new[i + 1] = key + merged_list(new[i + 1][len(key):], jars)
-        elif a.startswith("--conf=" + key):
-            new[i] = "--conf=" + key + merged_list(a[len("--conf=" + key):], jars)
+    conf = _user_conf(opts)
+    if "spark.jars" in conf:  # each --conf spark.jars becomes the last one's jars and ours
+        new = _merge_list(new, conf, conf, "spark.jars", jars)
     if new != opts:
         os.environ["PYSPARK_SUBMIT_ARGS"] = shlex.join([*new, *app])
 
