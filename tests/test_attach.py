@@ -173,19 +173,26 @@ _KEEPS_USERS_LISTS = textwrap.dedent("""
 """)
 
 
+def _in_a_fresh_python(script: str, tmp_path, **env: str) -> dict[str, str]:
+    """Run ``script`` in a new Python process (its JVM starts with what attach set), with STORE
+    and MYJAR (a jar holding mylib-marker.txt) defined; returns its "KEY value" lines."""
+    jar = _jar_with(tmp_path / "mylib.jar", "mylib-marker.txt")
+    full = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_CONF_DIR=str(tmp_path / "no-conf"))
+    full.pop("PYSPARK_SUBMIT_ARGS", None)
+    full.update({k: v.format(jar=jar) for k, v in env.items()})
+    r = subprocess.run([sys.executable, "-c", f"STORE={str(tmp_path / 's')!r}\nMYJAR={jar!r}\n" + script],
+                       env=full, capture_output=True, text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return dict(ln.split(" ", 1) for ln in r.stdout.splitlines() if " " in ln)
+
+
 @pytest.mark.spark
 def test_attach_keeps_the_users_listener_and_jar_in_a_real_application(listener_jar, tmp_path):
     """A fresh Python process (the JVM starts with what attach set): the user's listener is on
     Spark's listener bus beside ours, and the user's jar is on the driver's classpath."""
     from sparkpredict.store import io as store_io
 
-    jar = _jar_with(tmp_path / "mylib.jar", "mylib-marker.txt")
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_CONF_DIR=str(tmp_path / "no-conf"))
-    env.pop("PYSPARK_SUBMIT_ARGS", None)
-    r = subprocess.run([sys.executable, "-c", f"STORE={str(tmp_path / 's')!r}\nMYJAR={jar!r}\n" + _KEEPS_USERS_LISTS],
-                       env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert r.returncode == 0, r.stderr[-3000:]
-    said = dict(ln.split(" ", 1) for ln in r.stdout.splitlines() if " " in ln)
+    said = _in_a_fresh_python(_KEEPS_USERS_LISTS, tmp_path)
     assert said["LISTENERS"].split(",") == ["org.apache.spark.scheduler.StatsReportListener",
                                             "io.sparkpredict.SparkPredictListener"]
     assert said["JARS"].split(",")[0].endswith("mylib.jar") and str(listener_jar) in said["JARS"]
@@ -218,13 +225,8 @@ def test_attach_joins_the_jars_of_pyspark_submit_args(listener_jar, tmp_path):
     dropped and nothing was recorded (Spark: ClassNotFoundException for the listener)."""
     from sparkpredict.store import io as store_io
 
-    jar = _jar_with(tmp_path / "mylib.jar", "mylib-marker.txt")
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_CONF_DIR=str(tmp_path / "no-conf"),
-               PYSPARK_SUBMIT_ARGS=f"--jars {jar} pyspark-shell")
-    r = subprocess.run([sys.executable, "-c", f"STORE={str(tmp_path / 's')!r}\n" + _SUBMIT_ARGS_JARS],
-                       env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert r.returncode == 0, r.stderr[-3000:]
-    said = dict(ln.split(" ", 1) for ln in r.stdout.splitlines() if " " in ln)
+    said = _in_a_fresh_python(_SUBMIT_ARGS_JARS, tmp_path, PYSPARK_SUBMIT_ARGS="--jars {jar} pyspark-shell")
+    jar = tmp_path / "mylib.jar"
     assert said["ARGS"] == f"--jars {jar},{listener_jar} pyspark-shell"
     assert said["JARS"].split(",")[0].endswith("mylib.jar") and str(listener_jar) in said["JARS"]
     assert said["RESOURCE"] == "True"
@@ -262,19 +264,6 @@ def test_attach_puts_its_jar_in_every_jar_list_of_pyspark_submit_args(listener_j
     assert opts["spark.jars"] == f"{JAR},{listener_jar}"
 
 
-_SUBMIT_ARGS_CONF_JARS = textwrap.dedent("""
-    from pyspark.sql import SparkSession
-    import sparkpredict
-    builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-    spark = sparkpredict.attach(builder, store=STORE, job="notebook").getOrCreate()
-    sc = spark.sparkContext
-    loader = sc._jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    print("RESOURCE", loader.getResource("mylib-marker.txt") is not None)
-    assert sc.parallelize(range(10)).sum() == 45
-    spark.stop()
-""")
-
-
 @pytest.mark.spark
 def test_attach_joins_a_conf_spark_jars_of_pyspark_submit_args(listener_jar, tmp_path):
     """`PYSPARK_SUBMIT_ARGS="--conf spark.jars=mylib.jar pyspark-shell"`: that --conf comes after
@@ -282,11 +271,7 @@ def test_attach_joins_a_conf_spark_jars_of_pyspark_submit_args(listener_jar, tmp
     failed (ClassNotFoundException: io.sparkpredict.HostMetricsPlugin)."""
     from sparkpredict.store import io as store_io
 
-    jar = _jar_with(tmp_path / "mylib.jar", "mylib-marker.txt")
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_CONF_DIR=str(tmp_path / "no-conf"),
-               PYSPARK_SUBMIT_ARGS=f"--conf spark.jars={jar} pyspark-shell")
-    r = subprocess.run([sys.executable, "-c", f"STORE={str(tmp_path / 's')!r}\n" + _SUBMIT_ARGS_CONF_JARS],
-                       env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "RESOURCE True" in r.stdout
+    said = _in_a_fresh_python(_SUBMIT_ARGS_JARS, tmp_path,
+                              PYSPARK_SUBMIT_ARGS="--conf spark.jars={jar} pyspark-shell")
+    assert said["RESOURCE"] == "True"
     assert store_io.open(tmp_path / "s").runs().iloc[0].job == "notebook"
