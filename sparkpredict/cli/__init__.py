@@ -39,6 +39,14 @@ def printed_here(logger: str, verbose: bool) -> Iterator[None]:
         log.setLevel(level)
 
 
+def _print_json_error(message: str, fix: str | None) -> None:
+    """A user mistake as JSON on stdout, for a script that asked for --json: it parses stdout
+    whatever happened, while a person still reads the error: and fix: lines on stderr."""
+    import json
+
+    print(json.dumps({"error": message, "fix": fix}, indent=2))
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse's parser; with ``--json`` on the command line, a usage error (a missing or bad
     argument) is also ``{"error", "fix"}`` on stdout, as every other user mistake is."""
@@ -48,9 +56,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         if _Parser.json_errors:
-            import json
-
-            print(json.dumps({"error": message, "fix": f"see `{self.prog} --help`"}, indent=2))
+            _print_json_error(message, f"see `{self.prog} --help`")
         super().error(message)  # usage and message on stderr, exit 2
 
 
@@ -94,11 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except SparkPredictError as exc:
         if getattr(args, "json", False):
-            # A script that asked for JSON parses stdout whatever happened; a person still reads
-            # the error: and fix: lines on stderr.
-            import json
-
-            print(json.dumps({"error": exc.message, "fix": exc.fix}, indent=2))
+            _print_json_error(exc.message, exc.fix)
         return print_error(exc)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
