@@ -178,6 +178,22 @@ def test_predict_refuses_a_row_without_a_job_naming_the_row(tmp_path, capsys):
         assert "nan" not in err and "None" not in err and not out.exists()
 
 
+def test_jobs_named_like_missing_values_survive_a_csv_round_trip(tmp_path, capsys):
+    """pandas reads NA, None and null as missing: a job so named must still fit and predict."""
+    runs = pd.concat([synthetic_job(name, cliff=False, sizes=(8, 12, 16), execs=(2, 4, 8))
+                      for name in ("NA", "None")])
+    _store_from(runs, tmp_path / "store")
+    csv = tmp_path / "runs.csv"
+    assert main(["runs", "--store", str(tmp_path / "store"), "--out", str(csv)]) == 0
+    assert set(pd.read_csv(csv, keep_default_na=False)["job"]) == {"NA", "None"}
+    assert main(["fit", str(csv), "--out", str(tmp_path / "models")]) == 0
+    (tmp_path / "q.csv").write_text("job,input_bytes,executors\nNA,20GB,4\nNone,20GB,8\n")
+    out = tmp_path / "p.csv"
+    assert main(["predict", str(tmp_path / "models"), str(tmp_path / "q.csv"), "--out", str(out)]) == 0
+    pred = pd.read_csv(out, converters={"job": str})
+    assert pred["job"].tolist() == ["NA", "None"] and (pred["predicted_runtime_s"] > 0).all(), pred
+
+
 def test_fit_refuses_a_runs_row_without_a_job(tmp_path, capsys):
     """An empty job cell in a runs table is not a job named 'nan' to fit."""
     csv, _ = _fitted(tmp_path, capsys)

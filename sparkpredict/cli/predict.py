@@ -25,7 +25,7 @@ def predict_table(models: dict, query: Any, confidence: float = 0.9) -> Any:
     import numpy as np
 
     from ..errors import InputError
-    from ..features.runs import check_job_column
+    from ..features.runs import check_job_column, read_csv_keeping_jobs
 
     missing = [c for c in ("job", "input_bytes", "executors") if c not in query.columns]
     if missing:
@@ -103,14 +103,14 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from ..errors import InputError
-    from ..features.runs import check_job_column
+    from ..features.runs import check_job_column, read_csv_keeping_jobs
     from ..models.persist import load_models
     from ..outputs import output_table, write_table
 
     output_table(args.out, "predictions.csv")
     path = args.query
     try:
-        query = pd.read_parquet(path) if path.endswith((".parquet", ".pq")) else pd.read_csv(path)
+        query = pd.read_parquet(path) if path.endswith((".parquet", ".pq")) else read_csv_keeping_jobs(path)
     except FileNotFoundError as exc:
         raise InputError(f"query file {path!r} not found", "give a CSV/Parquet with job, input_bytes, executors") from exc
     except Exception as exc:

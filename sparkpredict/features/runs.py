@@ -251,7 +251,7 @@ def read_runs_file(path: str | os.PathLike[str]) -> pd.DataFrame:
         if p.endswith((".parquet", ".pq")) or os.path.isdir(p):
             df = pd.read_parquet(p)
         else:
-            df = pd.read_csv(p)
+            df = read_csv_keeping_jobs(p)
     except Exception as exc:  # pandas raises many types for malformed files
         raise InputError(f"cannot read runs file {p!r}: {exc}", "give a CSV or Parquet runs table") from exc
     check_runs_frame(df, what=f"runs file {p!r}")
@@ -259,6 +259,14 @@ def read_runs_file(path: str | os.PathLike[str]) -> pd.DataFrame:
         df.insert(0, "run_id", [f"row-{i}" for i in range(len(df))])
     df["job"] = df["job"].astype(str)
     return df
+
+
+def read_csv_keeping_jobs(path: str) -> pd.DataFrame:
+    """Read a CSV whose job column is text as written: pandas would read jobs named NA, None or
+    null as missing values, and the job would then be refused as empty."""
+    import pandas as pd
+
+    return pd.read_csv(path, converters={"job": str})
 
 
 def check_job_column(df: pd.DataFrame, what: str) -> None:
