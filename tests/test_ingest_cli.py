@@ -30,6 +30,9 @@ def test_cli_exit_codes_and_json(tmp_path, capsys):
     # said once, with the path once
     (failed,) = [ln for ln in captured.out.splitlines() if ln.startswith("FAILED")]
     assert failed.count("broken.lz4") == 1 and "broken.lz4" not in captured.err
+    assert main(["ingest", str(logs), "--store", st, "--json"]) == 1
+    (bad,) = [f for f in json.loads(capsys.readouterr().out)["files"] if f["outcome"] == "failed"]
+    assert "cannot decode as lz4" in bad["error"] and bad["fix"], bad
     assert main(["ingest", str(tmp_path / "nope"), "--store", st]) == 2
     err = capsys.readouterr().err
     assert "no such file or folder" in err and "fix:" in err

@@ -83,6 +83,7 @@ class FileOutcome:
     tasks: int = 0
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
+    fix: str | None = None  # with every error: what to do about that log
 
 
 @dataclass
@@ -359,8 +360,8 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
         if outcome.outcome == "failed":
             log.warning("event log %s not ingested: %s", src.path, outcome.error)
             if on_error == "raise":
-                raise IngestError(outcome.error or "failed", "fix or remove that log and rerun; "
-                                  "logs before it were ingested")
+                raise IngestError(outcome.error or "failed", f"{outcome.fix or 'fix or remove that log'}"
+                                  " and rerun; logs before it were ingested")
         elif outcome.warnings:
             log.info("event log %s: %d warnings", src.path, len(outcome.warnings))
     return report
@@ -377,12 +378,15 @@ def _ingest_one(src: LogSource, st: Store, seen_fp: set, run_ids: set, name_ids:
                                warnings=["its application is already in the store"])
         parsed = _parse_source(src)
     except IngestError as exc:
-        return FileOutcome(src.path, "failed", error=exc.message)
+        return FileOutcome(src.path, "failed", error=exc.message, fix=exc.fix)
     except OSError as exc:  # a log that vanished or cannot be opened is that log's error only
-        return FileOutcome(src.path, "failed", error=unreadable(src.path, exc).message)
+        err = unreadable(src.path, exc)
+        return FileOutcome(src.path, "failed", error=err.message, fix=err.fix)
     except Exception as exc:  # never let one log stop the others; the traceback goes to the log
         log.exception("unexpected error reading %s", src.path)
-        return FileOutcome(src.path, "failed", error=f"{src.path}: {type(exc).__name__}: {exc}")
+        return FileOutcome(src.path, "failed", error=f"{src.path}: {type(exc).__name__}: {exc}",
+                           fix="rerun with --verbose for the traceback and report it with this log; "
+                               "the other logs were ingested")
     if parsed.run_id in run_ids:
         return FileOutcome(src.path, "exists", run_id=parsed.run_id, status=parsed.status,
                            warnings=[*parsed.warnings, f"run {parsed.run_id} is already in the store"])
@@ -391,7 +395,8 @@ def _ingest_one(src: LogSource, st: Store, seen_fp: set, run_ids: set, name_ids:
         # run, and an intact copy of the log would then be skipped as already there.
         return FileOutcome(src.path, "failed", run_id=parsed.run_id, status=parsed.status,
                            error=f"{src.path}: {parsed.damage}; not ingested, since a run in the "
-                                 "store cannot be replaced later: ingest an intact copy of this log")
+                                 "store cannot be replaced later",
+                           fix="ingest an intact copy of this log")
     tables = dict(parsed.tables)
     run = tables["runs"]
     tables["runs"] = run.set_column(run.schema.get_field_index("updated_ms"), "updated_ms",

@@ -3,7 +3,7 @@
 Exit status: 0 when every log was ingested or already in the store, 1 when some log could not
 be read (the others were still ingested), 2 for a user mistake (missing path, bad store).
 With ``--json`` stdout is JSON in every case: the report (a log that failed is listed in
-``files`` with its ``error``), or ``{"error": ..., "fix": ...}`` for a user mistake, whose
+``files`` with its ``error`` and ``fix``), or ``{"error": ..., "fix": ...}`` for a user mistake, whose
 ``error:``/``fix:`` lines still go to stderr.
 """
 from __future__ import annotations
@@ -42,6 +42,8 @@ def _run(args: argparse.Namespace) -> int:
             elif f.outcome == "failed":
                 err = f.error or "failed"
                 print(f"FAILED    {err if err.startswith(str(f.path)) else f'{f.path}: {err}'}")
+                if f.fix:
+                    print(f"  fix: {f.fix}")
             for w in f.warnings if f.outcome != "exists" else []:
                 print(f"  warning: {w}")
         print(f"{report.files_seen} logs: {report.files_ingested} ingested, {report.files_unchanged} "

@@ -25,7 +25,7 @@ def predict_table(models: dict, query: Any, confidence: float = 0.9) -> Any:
     import numpy as np
 
     from ..errors import InputError
-    from ..features.runs import check_job_column, read_csv_keeping_jobs
+    from ..features.runs import check_job_column
 
     missing = [c for c in ("job", "input_bytes", "executors") if c not in query.columns]
     if missing:
