@@ -15,6 +15,7 @@ from ..errors import InputError, UnknownJobError
 from .columns import check_confidence
 from .estimator import RuntimeEstimator
 from .simulate import Timeline, replay, simulate_timeline
+from .stage_data import load_tables, optional_float, query_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -75,12 +76,11 @@ class ReplayRuntimeModel(RuntimeEstimator):
         """Remember the runs of ``runs_df`` (by ``run_id``) that can be replayed."""
         from ..errors import DegenerateDataError
         from ..features import stages as F
-        from .stages import _load
 
         if runs_df is None or "run_id" not in runs_df or len(runs_df) == 0:
             raise DegenerateDataError("the replay model needs runs with a run_id column",
                                       "export runs with `sparkpredict runs`, which keeps run_id")
-        runs, stages, tasks = _load(self.store, self.tables, [str(r) for r in runs_df["run_id"]])
+        runs, stages, tasks = load_tables(self.store, self.tables, [str(r) for r in runs_df["run_id"]])
         if tasks is None or tasks.empty:
             raise DegenerateDataError("none of these runs has task rows to replay",
                                       "record with spark.sparkpredict.tasks=true or ingest event logs")
@@ -173,23 +173,21 @@ class ReplayRuntimeModel(RuntimeEstimator):
 
     def predict(self, X) -> np.ndarray:
         """Predicted runtime in seconds per query row (``input_bytes``, ``executors``, ...)."""
-        from .stages import _as_frame, _opt
 
         if not hasattr(self, "runs_"):
             from ..errors import NotFittedError
             raise NotFittedError("the replay model is not fitted", "call fit(runs_df) first")
-        X = _as_frame(X)
+        X = query_frame(X)
         return np.array([self._predict_one(q.get("job"), float(q.get("input_bytes", np.nan)),
-                                           float(q["executors"]), _opt(q.get("executor_cores")))
+                                           float(q["executors"]), optional_float(q.get("executor_cores")))
                          for _, q in X.iterrows()])
 
     def predict_interval(self, X, confidence: float = 0.9) -> dict:
         """Point prediction and an interval from leave-one-run-out relative errors (or, with
         one run, its self-check error)."""
         confidence = check_confidence(confidence)
-        from .stages import _as_frame
 
-        X = _as_frame(X)
+        X = query_frame(X)
         p = self.predict(X)
         q = np.full(len(X), float(np.quantile(self._abs_rel, confidence)) if len(self._abs_rel) else 0.0)
         if self.n_runs_ < 5:

@@ -32,8 +32,15 @@ from . import simulate as sim
 from .columns import check_confidence
 from .estimator import RuntimeEstimator
 from .replay import ReplayRuntimeModel, head_trends
+from .stage_data import (
+    json_float,
+    load_tables,
+    optional_float,
+    query_frame,
+    sorted_rows,
+)
+from .stage_forest import importances, quiet_forest
 from .stage_plan import QUERY_CONFIG, critical_path_ms, plan_stages, replay_plan_s
-from .timeline import as_pandas
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,20 +50,6 @@ _MB = 2.0**20
 FEATURES = F.DATA_FEATURES + F.CONFIG_FEATURES
 STAGE_FORMAT = "sparkpredict.stage_model"
 STAGE_FORMAT_VERSION = 1
-
-
-def _load(store, tables, run_ids: list[str]):
-    """(runs, stages, tasks) for ``run_ids`` from explicit tables or a store."""
-    if tables is not None:
-        runs, stages, tasks = (as_pandas(tables[k]) if tables.get(k) is not None else None
-                               for k in ("runs", "stages", "tasks"))
-    else:
-        from ..store import io as store_io
-
-        st = store if hasattr(store, "read") else store_io.open(store)
-        runs, stages, tasks = (st.read(t, run_ids=run_ids) for t in ("runs", "stages", "tasks"))
-    keep = lambda df: None if df is None else df[df["run_id"].isin(run_ids)]
-    return keep(runs), keep(stages), keep(tasks)
 
 
 class StageRuntimeModel(RuntimeEstimator):
@@ -120,22 +113,22 @@ class StageRuntimeModel(RuntimeEstimator):
             for sig, g in table.groupby("signature"):
                 if len(g) >= self.min_rows_per_signature or self.mode == "per_signature":
                     self.forests_[sig] = self._forest().fit(self._X(g), yv[g.index])
-        self.feature_importances_ = _importances(self.shared_, FEATURES + ["signature_code"])
-        self.signature_importances_ = {s: _importances(f, FEATURES) for s, f in self.forests_.items()}
+        self.feature_importances_ = importances(self.shared_, FEATURES + ["signature_code"])
+        self.signature_importances_ = {s: importances(f, FEATURES) for s, f in self.forests_.items()}
         self.cv_mape_, self._oob_abs_rel = self._oob_job_errors()
         return self
 
     def _prepare(self, run_ids: list[str]) -> pd.DataFrame:
         """Read the runs' stages and tasks and set everything that follows from the data alone
         (training table, signatures, reference runs, driver trends); returns the training table."""
-        runs, stages, tasks = _load(self.store, self.tables, run_ids)
+        runs, stages, tasks = load_tables(self.store, self.tables, run_ids)
         if stages is None or stages.empty:
             raise DegenerateDataError("no stage rows for these runs in the store",
                                       "record runs with the sparkpredict listener or ingest their event logs")
         # One row order whatever read the rows (a store, Spark, event logs): the forests'
         # bootstrap samples pick rows by position.
-        stages = _sorted(stages, ["run_id", "stage_id", "stage_attempt_id"])
-        tasks = None if tasks is None else _sorted(tasks, ["run_id", "stage_id", "stage_attempt_id",
+        stages = sorted_rows(stages, ["run_id", "stage_id", "stage_attempt_id"])
+        tasks = None if tasks is None else sorted_rows(tasks, ["run_id", "stage_id", "stage_attempt_id",
                                                            "task_id", "attempt"])
         for cache in ("_base_cache", "_hist_cache"):
             self.__dict__.pop(cache, None)
@@ -175,7 +168,7 @@ class StageRuntimeModel(RuntimeEstimator):
         self._check()
         return {"format": STAGE_FORMAT, "version": STAGE_FORMAT_VERSION, "params": self._params(),
                 "run_ids": [str(r) for r in self.runs_.index], "name": self.name_,
-                "n_runs": self.n_runs_, "cv_mape": _json_float(self.cv_mape_),
+                "n_runs": self.n_runs_, "cv_mape": json_float(self.cv_mape_),
                 "oob_abs_rel": [float(v) for v in self._oob_abs_rel],
                 "shared": forest_to_dict(self.shared_),
                 "forests": {sig: forest_to_dict(f) for sig, f in sorted(self.forests_.items())}}
@@ -209,7 +202,7 @@ class StageRuntimeModel(RuntimeEstimator):
                                               "min_rows_per_signature", "driver_trend", "random_state")}
 
     def _forest(self):
-        return _QuietForest(n_estimators=self.n_estimators, random_state=self.random_state,
+        return quiet_forest(n_estimators=self.n_estimators, random_state=self.random_state,
                             oob_score=True, n_jobs=1)
 
     def _X(self, t: pd.DataFrame, shared: bool = False) -> np.ndarray:
@@ -301,10 +294,10 @@ class StageRuntimeModel(RuntimeEstimator):
         import pandas as pd
 
         self._check()
-        X = _as_frame(X)
+        X = query_frame(X)
         plans = [self.stage_plan(q.get("job"), float(q.get("input_bytes", np.nan)), int(q["executors"]),
-                                 _opt(q.get("executor_cores")), _opt(q.get("executor_memory_mb")),
-                                 config={k: q[k] for k in QUERY_CONFIG if _opt(q.get(k)) is not None})
+                                 optional_float(q.get("executor_cores")), optional_float(q.get("executor_memory_mb")),
+                                 config={k: q[k] for k in QUERY_CONFIG if optional_float(q.get(k)) is not None})
                  for q in X.to_dict("records")]
         sizes = np.cumsum([0] + [len(p) for p in plans])
         allrows = pd.concat(plans, ignore_index=True)
@@ -396,7 +389,7 @@ class StageRuntimeModel(RuntimeEstimator):
         import pandas as pd
 
         self._check()
-        runs, stages, tasks = _load(self.store, self.tables, [str(r) for r in runs_df["run_id"]])
+        runs, stages, tasks = load_tables(self.store, self.tables, [str(r) for r in runs_df["run_id"]])
         real = F.stage_table(runs, stages, tasks)
         rows = []
         for run_id, g in real.groupby("run_id"):
@@ -427,65 +420,6 @@ class StageRuntimeModel(RuntimeEstimator):
     def _check(self) -> None:
         if not hasattr(self, "shared_"):
             raise NotFittedError("the stage model is not fitted", "call fit(runs_df) first")
-
-
-def _quiet_forest_class():
-    from sklearn.ensemble import RandomForestRegressor
-
-    class QuietForest(RandomForestRegressor):
-        """A random forest whose out-of-bag pass stays silent on tiny pools (few runs)."""
-
-        def fit(self, X, y, sample_weight=None):
-            import warnings
-
-            self.set_params(oob_score=len(y) >= 3)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                return super().fit(X, y, sample_weight)
-
-    return QuietForest
-
-
-def _QuietForest(**kw):
-    global _QUIET
-    if _QUIET is None:
-        _QUIET = _quiet_forest_class()
-    return _QUIET(**kw)
-
-
-_QUIET = None
-
-
-def _importances(forest, names: list[str]) -> pd.Series:
-    import pandas as pd
-
-    return pd.Series(forest.feature_importances_, index=names).sort_values(ascending=False)
-
-
-def _sorted(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    keys = [k for k in keys if k in df.columns]
-    return df.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
-
-
-def _json_float(v) -> float | None:
-    return None if v is None or not math.isfinite(float(v)) else float(v)
-
-
-def _opt(v):
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
-
-
-def _as_frame(X) -> pd.DataFrame:
-    import pandas as pd
-
-    X = X if isinstance(X, pd.DataFrame) else pd.DataFrame(X)
-    if "executors" not in X:
-        raise InputError("query rows need an executors column", "add executors (and input_bytes, job)")
-    return X
 
 
 __all__ = ["FEATURES", "StageRuntimeModel"]

@@ -1,0 +1,153 @@
+"""The report's figures, each a base64 PNG drawn with matplotlib (imported inside each
+function, so importing :mod:`sparkpredict.report` stays light; ``build_report`` selects the Agg
+backend before the first one is drawn).
+
+* :func:`fig_runtime_vs_executors`: runtime against executors, one colour per input size, with
+  the model's curve and its prediction interval;
+* :func:`fig_predicted_vs_actual`: predicted against actual runtime for every run;
+* :func:`fig_stages`: the stage timeline of one run.
+
+Each raises on what it cannot draw; :func:`sparkpredict.report.build_sections` turns that into a
+note on the page.
+"""
+from __future__ import annotations
+
+import base64
+import io
+from typing import TYPE_CHECKING
+
+from .errors import InputError
+from .units import format_bytes, format_duration
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _template_row(runs: pd.DataFrame, features: list[str]) -> dict[str, float]:
+    """Typical values of the job's features (median), to vary one or two of them in plots.
+
+    A feature this job never recorded (executor memory of an ingested log, another job's
+    parameter) stays NaN, which the model fills with its default; the median of no values
+    would be NaN too, but numpy warns on stderr while computing it."""
+    out = {}
+    for c in features:
+        if c in runs:
+            known = runs[c].dropna()
+            out[c] = float(known.median()) if len(known) else float("nan")
+    return out
+
+
+def _predict(model, rows: pd.DataFrame, confidence: float) -> dict:
+    import numpy as np
+
+    out = model.predict_interval(rows, confidence)
+    return {k: np.asarray(out[k], float) for k in ("predicted_runtime_s", "lower_s", "upper_s")}
+
+
+def fig_runtime_vs_executors(job_runs, model, features, confidence) -> str:
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    sizes = sorted(job_runs["input_bytes"].unique())
+    colors = plt.cm.viridis(np.linspace(0, 0.9, max(len(sizes), 1)))
+    # The recorded counts plus one beyond: the curve shows the trend without far extrapolation.
+    e_min, e_max = float(job_runs["executors"].min()), float(job_runs["executors"].max())
+    grid = np.arange(max(1.0, e_min), e_max + 2.0)
+    tmpl = _template_row(job_runs, features)
+    for color, s in zip(colors, sizes):
+        sub = job_runs[job_runs["input_bytes"] == s]
+        ax.scatter(sub["executors"], sub["runtime_s"], color=color, s=22, zorder=3,
+                   label=format_bytes(s))
+        if model is not None:
+            X = pd.DataFrame([{**tmpl, "input_bytes": float(s), "executors": float(e)} for e in grid])
+            p = _predict(model, X[features] if features else X, confidence)
+            ax.plot(grid, p["predicted_runtime_s"], color=color, lw=1.5)
+            ax.fill_between(grid, p["lower_s"], p["upper_s"], color=color, alpha=0.15, lw=0)
+    ax.set_xlabel("executors")
+    ax.set_ylabel("runtime (s)")
+    ax.set_xticks(grid)
+    top = float(job_runs["runtime_s"].max())
+    if ax.get_ylim()[1] > 1.6 * top:  # a wide band far from the data would flatten the runs
+        ax.set_ylim(0, 1.6 * top)
+    title = "runtime vs executors per input size"
+    if model is not None:
+        title += f"\n(lines: {getattr(model, 'name_', 'model')} fit, bands: {confidence:.0%} interval)"
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(title="input", fontsize=8, title_fontsize=8)
+    return _png(fig)
+
+
+def fig_predicted_vs_actual(job_runs, model, features, confidence) -> str:
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    p = _predict(model, job_runs[features], confidence)
+    y = job_runs["runtime_s"].to_numpy(float)
+    fig, ax = plt.subplots(figsize=(4.6, 4.0))
+    yerr = np.vstack([p["predicted_runtime_s"] - p["lower_s"], p["upper_s"] - p["predicted_runtime_s"]])
+    ax.errorbar(y, p["predicted_runtime_s"], yerr=np.clip(yerr, 0, None), fmt="o", ms=4,
+                alpha=0.7, elinewidth=0.8, capsize=2)
+    lo, hi = float(min(y.min(), p["lower_s"].min())), float(max(y.max(), p["upper_s"].max()))
+    ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="perfect")
+    ax.set_xlabel("actual runtime (s)")
+    ax.set_ylabel("predicted runtime (s)")
+    mape = float(np.mean(np.abs(p["predicted_runtime_s"] - y) / y)) * 100
+    cover = float(np.mean((y >= p["lower_s"]) & (y <= p["upper_s"]))) * 100
+    cv = getattr(model, "cv_mape_", None)
+    sub = f"in-sample MAPE {mape:.1f}%, {cover:.0f}% inside interval"
+    if cv is not None:
+        sub += f"\ncross-validated MAPE {pct(cv)}"
+    ax.set_title(f"predicted vs actual\n{sub}", fontsize=10)
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def pct(v: float) -> str:
+    # cv_mape_ may be a fraction (0.05) or a percentage (5.0); both print as 5.0 %.
+    v = float(v)
+    return f"{v * 100:.1f}%" if v <= 1.5 else f"{v:.1f}%"
+
+
+def fig_stages(stages: pd.DataFrame, run: pd.Series) -> str:
+    import matplotlib.pyplot as plt
+
+    st = stages.sort_values(["submission_ms", "stage_id"]).reset_index(drop=True)
+    if st.empty:
+        raise InputError("the latest run has no stage rows", "record runs with the listener")
+    t0 = float(run["start_ms"])
+    fig, ax = plt.subplots(figsize=(7.5, 0.35 * len(st) + 1.4))
+    for i, (_, r) in enumerate(st.iterrows()):  # st's index is 0..n-1: the bar's row
+        start = (float(r["submission_ms"]) - t0) / 1000
+        dur = max(float(r["duration_ms"]) / 1000 if r["duration_ms"] == r["duration_ms"] else 0.0, 0.01)
+        shuffle = sum(float(r.get(c) or 0) for c in ("shuffle_read_bytes", "shuffle_write_bytes")
+                      if r.get(c) == r.get(c))
+        color = "tab:orange" if shuffle > 0 else "tab:blue"
+        ax.barh(i, dur, left=start, color=color, alpha=0.85)
+        label = f"{r['stage_id']}: {str(r['name'])[:40]} ({int(r['num_tasks'])} tasks)"
+        ax.text(start + dur, i, " " + label, va="center", fontsize=7)
+    ax.set_yticks([])
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds since application start")
+    def num(key: str) -> float:
+        v = run.get(key)
+        return float(v) if v is not None and v == v else 0.0  # None and NaN count as 0  # noqa: PLR0124
+
+    wall = num("wall_ms") / 1000
+    ax.set_xlim(0, max(wall, 1) * 1.45)
+    ax.set_title(f"stages of the latest run {run['run_id']} ({format_bytes(num('input_bytes'))}, "
+                 f"{int(num('executors_requested') or num('executors_max'))} executors, "
+                 f"{format_duration(wall)})\norange: shuffles data, blue: no shuffle", fontsize=9)
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
