@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from sparkpredict import monitor as m
+from sparkpredict import monitor_training
 from sparkpredict.errors import (
     DegenerateDataError,
     InputError,
@@ -258,28 +259,29 @@ def test_the_trained_monitor_is_kept_on_disk_until_new_labelled_runs_arrive(tmp_
     plan = [(f"clean{i}", "none", 1.0, "none") for i in range(3)]
     plan += [(f"cpu{i}", "cpu:1", f, "cpu") for i, f in enumerate([1.3, 1.6, 2.0, 1.8, 1.5])]
     st = _store_with_runs(tmp_path / "s", plan)
-    real, fits = m.fit_monitor, []
+    # cached_monitor looks fit_monitor up in monitor_training, not in the re-exporting monitor
+    real, fits = monitor_training.fit_monitor, []
 
     def counting(*a, **k):
         fits.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(m, "fit_monitor", counting)
-    m._CACHE.clear()
+    monkeypatch.setattr(monitor_training, "fit_monitor", counting)
+    monitor_training._CACHE.clear()
     first = m.explain_run("cpu2", st)
     (entry,) = (tmp_path / "cache" / "monitor").glob("*.pkl")
-    m._CACHE.clear()  # a new process
+    monitor_training._CACHE.clear()  # a new process
     again = m.explain_run("cpu2", st)
     assert fits == [1]
     assert again.estimated_degradation == first.estimated_degradation and again.shares == first.shares
 
     entry.write_bytes(b"not a pickle")
-    m._CACHE.clear()
+    monitor_training._CACHE.clear()
     assert m.explain_run("cpu2", st).estimated_degradation == pytest.approx(first.estimated_degradation)
     assert fits == [1, 1]
 
     _store_with_runs(tmp_path / "s", [("cpu9", "cpu:2", 1.7, "cpu")], seed=3)  # a new labelled run
-    m._CACHE.clear()
+    monitor_training._CACHE.clear()
     m.explain_run("cpu2", io.open(tmp_path / "s"))
     assert fits == [1, 1, 1]
 
