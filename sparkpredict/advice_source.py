@@ -297,6 +297,34 @@ class HistorySource:
         return [msg + f"; >= {need} executors (or more executor memory) stay within what ran"]
 
 
+def prepare_advice(store: Any, run_ids: list[str]) -> list[str]:
+    """Fit (or load) the advice model of the jobs of ``run_ids`` on the store as it is now, so that
+    the next ``sparkpredict suggest`` of those jobs, in any process, reads it from the cache
+    instead of refitting (the refit's scikit-learn import alone takes about a second).
+
+    Returns the jobs prepared. Never raises: a job that cannot be advised yet (one failed run,
+    say) is left for the next suggest to explain.
+    """
+    from .config import resolve_store
+    from .store import io as store_io
+
+    try:
+        st = store if hasattr(store, "read") else store_io.open(resolve_store(store))
+        runs = st.runs()
+        jobs = sorted(set(runs.loc[runs["run_id"].isin(run_ids), "job"].dropna().astype(str)))
+    except Exception as exc:  # noqa: BLE001 -- a convenience; the run is recorded regardless
+        log.info("advice not prepared: %s", exc)
+        return []
+    done = []
+    for job in jobs:
+        try:
+            HistorySource.resolve(job, store=st)
+            done.append(job)
+        except Exception as exc:  # noqa: BLE001
+            log.info("advice for %s not prepared: %s", job, exc)
+    return done
+
+
 def _unknown_job(job: str, known: list, where: str, empty: bool = False,
                  no_success: bool = False) -> Exception:
     from .errors import UnknownJobError

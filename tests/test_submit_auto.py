@@ -68,6 +68,14 @@ def test_auto_executors_reach_spark(tmp_path, capsys):
     from sparkpredict.features.runs import runs_table
 
     assert runs_table(path).set_index("run_id").loc[row.run_id, "iterations"] == 3.0
+    # the model with the new run was fitted as the run ended: the next suggest, in a new process,
+    # loads it and never imports scikit-learn (which a refit needs)
+    import subprocess
+
+    probe = ("import sys; from sparkpredict.advice_source import HistorySource; "
+             f"HistorySource.resolve('etl', store={path!r}); print('sklearn' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stdout + r.stderr
 
 
 def test_auto_with_dynamic_allocation_sets_the_bounds(tmp_path):
