@@ -41,7 +41,8 @@ def labelled_stages(store: Store, jobs: list[str] | None = None,
     with the job's runs of its setup, or with all of them where too few ran that setup
     (:func:`sparkpredict.monitor_baseline.choose`). Only succeeded and incomplete runs serve as
     clean runs or training data; a failed or killed run is included when ``run_ids`` names it,
-    so that its completed stages can be explained.
+    so that its completed stages can be explained. With ``run_ids``, the rows are those runs'
+    only (their baselines' runs are read, not compared in turn).
     """
     return _stages_and_baselines(store, jobs, run_ids)[0]
 
@@ -56,7 +57,8 @@ def _stages_and_baselines(store: Store, jobs: list[str] | None = None, run_ids: 
     # A failed or killed run's completed stages compare with the clean runs' as any run's do
     # (stage_features keeps only succeeded stage attempts), but what it did not finish must
     # never become a baseline.
-    asked = runs["run_id"].isin(run_ids or [])
+    asked_ids = set(run_ids or [])
+    asked = runs["run_id"].isin(asked_ids)
     baseline_ok = set(runs.loc[usable, "run_id"])
     runs = runs[usable | asked]
     if jobs is not None:
@@ -75,13 +77,16 @@ def _stages_and_baselines(store: Store, jobs: list[str] | None = None, run_ids: 
         labelled = lab.notna().any()
         clean = lab[lab == "none"].index.tolist() if labelled else lab.index.tolist()
         clean = [r for r in clean if r in baseline_ok]
+        # the runs asked about, compared with their baselines; the others' comparisons unmade
+        targets = f["run_id"].unique() if run_ids is None else [r for r in f["run_id"].unique() if r in asked_ids]
         if run_ids is not None:
             f = f[f["run_id"].isin(run_ids) | f["run_id"].isin(clean)]
         if labelled:
-            mine = {r: MB.Baseline(frozenset(clean) - {r}, MB.LABELLED) for r in f["run_id"].unique()}
-            parts.append(with_baseline(f, clean))
+            mine = {r: MB.Baseline(frozenset(clean) - {r}, MB.LABELLED) for r in targets}
+            done = with_baseline(f, clean)
+            parts.append(done if run_ids is None else done[done["run_id"].isin(asked_ids)])
         else:
-            mine = {r: MB.choose(table, r, clean) for r in f["run_id"].unique()}
+            mine = {r: MB.choose(table, r, clean) for r in targets}
             parts.append(MB.stages_against(f, mine))
         baselines.update(mine)
     if not parts:
