@@ -1,5 +1,5 @@
 """The run and executors rows of an application read from its event log, computed as the
-listener computes them (``SparkPredictListener.runRow``): the master, cores and memory from its
+listener computes them (``RunRecord.runRow``): the master, cores and memory from its
 properties, executors alive over time, the input size declared or measured, and the status.
 
 :class:`~sparkpredict.capture.eventlog_rows.RunBuilder` gathers what these rows read while it
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def run_tables(b: RunBuilder, tasks: pa.Table, stages: pa.Table, run_id: str,
                in_progress: bool) -> tuple[pa.Table, pa.Table]:
     """The executors table and the run row of the application ``b`` consumed, computed as the
-    listener computes them (SparkPredictListener.runRow); a declared input size that is not a
+    listener computes them (RunRecord.runRow); a declared input size that is not a
     size adds a warning to ``b.warnings``."""
     from .. import __version__
 

@@ -1,24 +1,12 @@
 package io.sparkpredict;
 
-import java.io.IOException;
-import java.io.InputStream;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
-import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
-import java.util.Set;
-import java.util.TreeMap;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.spark.SparkConf;
 import org.apache.spark.executor.TaskMetrics;
-import org.apache.spark.scheduler.JobFailed;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 import org.apache.spark.scheduler.SparkListenerApplicationStart;
@@ -30,12 +18,9 @@ import org.apache.spark.scheduler.SparkListenerJobStart;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
-import org.apache.spark.scheduler.StageInfo;
 import org.apache.spark.scheduler.TaskInfo;
-import org.apache.spark.storage.RDDInfo;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Records one Spark application into a sparkpredict store (runs, executors, stages, tasks).
@@ -53,23 +38,18 @@ import scala.jdk.javaapi.CollectionConverters;
  * listener. Callbacks only build rows; {@link Flusher} writes them on a thread of its own, so a
  * slow or hung store never stalls Spark's listener bus. A store that cannot be written keeps
  * the rows and retries them with the next flush, holding at most 4 x flushEveryTasks task rows.
+ *
+ * <p>This class is the part Spark and the JVM talk to: callbacks, flushes, failure and exit.
+ * What it records lives in {@link RunRecord} (the run and its executors) and
+ * {@link StageTracker} (the stages), read from {@link ListenerSettings}; all of that state is
+ * guarded by this listener's lock, which the writer thread and the shutdown hook take too.
  */
 public class SparkPredictListener extends SparkListener {
     private static final Logger LOG = LoggerFactory.getLogger(SparkPredictListener.class);
-    private static final String P = "spark.sparkpredict.";
-    private static final ObjectMapper JSON = new ObjectMapper();
-    /**
-     * A task row costs 350-650 bytes of driver heap until written (measured: 346 bytes for tiny
-     * tasks whose metrics are mostly small cached boxes; every metric boxed: about 650), so a
-     * 1,000,000-task job held until its end took 0.35-0.65 GB. Rows are written every this many.
-     */
-    private static final int DEFAULT_FLUSH_EVERY_TASKS = 50_000;
     /** Task rows held at most (waiting or kept after failed writes), in multiples of flushEveryTasks. */
     private static final int HELD_CHUNKS = 4;
 
     private static volatile String lastError;
-    private static volatile boolean termSignalled;
-    private static boolean signalInstalled;
 
     /** The last error this JVM's listeners logged, or null (used by Python to explain gaps). */
     public static String lastError() { return lastError; }
@@ -84,7 +64,7 @@ public class SparkPredictListener extends SparkListener {
         SparkPredictListener l = current;
         if (l == null) return 0;
         synchronized (l) {
-            return l.stageAggs.size() + l.stageToJob.size();
+            return l.stages.tracked();
         }
     }
 
@@ -108,17 +88,18 @@ public class SparkPredictListener extends SparkListener {
     /** Wall time this JVM's listeners' writer threads spent writing batches (ns). */
     public static long writeNanos() { return Flusher.writeNanos(); }
 
-    private final SparkConf conf;
-    private final String jobKey;
-    private final boolean recordTasks;
-    private final int flushEveryStages;
-    private final int flushEveryTasks;
-    private final long stopTimeoutMs;
-    /** This application runs the host plugin (spark.plugins names it): take its last reading at the end. */
-    private final boolean hostPlugin;
-    private final String writerVersion;
-    private final String builtForSpark;
-    private final String sparkVersion;
+    /** {@link ListenerSettings#declaredSize}: Python's event-log ingest reads a declared size with it. */
+    public static Long declaredSize(String text) { return ListenerSettings.declaredSize(text); }
+
+    /** {@link ListenerSettings#defaultStore()}: the store used when spark.sparkpredict.store is not set. */
+    public static String defaultStore() { return ListenerSettings.defaultStore(); }
+
+    /** {@link ListenerSettings#defaultStore(String, String, String)}. */
+    public static String defaultStore(String env, String home, String cwd) {
+        return ListenerSettings.defaultStore(env, home, cwd);
+    }
+
+    private final ListenerSettings settings;
     private volatile Flusher flusher;
     private volatile boolean disabled;
     /** Spark posted the application's start: its SparkContext came up, there is a run to record. */
@@ -127,115 +108,38 @@ public class SparkPredictListener extends SparkListener {
     private long droppedTaskRows;
     private Thread shutdownHook;
 
-    // run identity and state
-    private String appId;
-    private String attemptId;
-    private String appName;
-    private long startMs;
-    private Long endMs;
+    private final StageTracker stages = new StageTracker();
+    private final RunRecord run;
     private long lastUpdatedMs;
-    private boolean lastJobFailed;
-    private String errorMessage;
-    private int numJobs;
-    private int numStages;
-    private long numTasks;
-    private long numFailedTasks;
-    private long shuffleRead;
-    private long shuffleWrite;
-    private long runTime;
-    private long measuredInput;
     private int stagesSinceFlush;
-
-    private static final class Exec {
-        String id, host, reason;
-        int cores;
-        long added;
-        Long removed;
-        boolean written;
-    }
-
-    private static final class StageAgg {
-        final long[] lsum = new long[Tables.N_METRICS];
-        final double[] dsum = new double[Tables.N_METRICS];
-        long[] durations = new long[16];
-        int n;
-        int failed;
-    }
-
-    private final Map<String, Exec> executors = new LinkedHashMap<>();
-    // Per-stage state lives while its stage or job runs: a driver that runs for weeks (a Thrift
-    // server, a streaming query, a notebook) must not keep ~130 bytes for every stage it ran.
-    /** Stage attempts submitted and not completed; a task end of any other attempt is not summed. */
-    private final Map<Long, StageAgg> stageAggs = new HashMap<>();
-    /** Running jobs' stage ids, to drop their stageToJob entries when they end. */
-    private final Map<Integer, int[]> runningJobStages = new HashMap<>();
-    /** Persisted RDDs a succeeded stage has computed: later stages over them read the cache. */
-    private final Set<Integer> materialisedRdds = new HashSet<>();
-    private final Map<Integer, Integer> stageToJob = new HashMap<>();
+    private String statusFinal;
     // rows not yet handed to the flusher; each snapshot takes the lists and starts new ones
     private List<Object[]> pendingStages = new ArrayList<>();
     private List<Object[]> pendingTasks = new ArrayList<>();
-    /** spark.sparkpredict.inputBytes as bytes; null when not given, or not a size (logged). */
-    private final Long declaredInputBytes;
 
     public SparkPredictListener(SparkConf conf) {
         // one listener per application: an error of an earlier application in this JVM is not this one's
         lastError = null;
         SparkPredictListener previous = current;
         current = this;
-        this.conf = conf;
-        Properties build = new Properties();
-        try (InputStream in = SparkPredictListener.class.getResourceAsStream("build.properties")) {
-            if (in != null) build.load(in);
-        } catch (IOException | RuntimeException e) {
-            // the stamp is informative only
-        }
-        writerVersion = build.getProperty("sparkpredict_version", "unknown");
-        builtForSpark = build.getProperty("spark_version", "unknown");
-        sparkVersion = runtimeSparkVersion();
-        String key = null;
-        boolean tasks = true;
-        int every = 0;
-        int everyTasks = DEFAULT_FLUSH_EVERY_TASKS;
-        long stopTimeout = 60_000;
-        boolean plugin = false;
-        Long declared = null;
+        BuildStamp stamp = BuildStamp.read();
+        run = new RunRecord(conf, stamp, stages);
+        ListenerSettings read = ListenerSettings.DEFAULTS;
         try {
             // Its SparkContext failed to start (one SparkContext at a time: this one's is
             // starting): its shutdown hook would keep it for the JVM's life.
             if (previous != null && !previous.started) previous.removeShutdownHook();
-            plugin = java.util.Arrays.asList(conf.get("spark.plugins", "").trim().split("\\s*,\\s*"))
-                .contains(HostMetricsPlugin.class.getName());
-            key = conf.get(P + "job", null);
-            tasks = conf.getBoolean(P + "tasks", true);
-            String size = conf.get(P + "inputBytes", "");
-            if (!size.trim().isEmpty()) {
-                declared = declaredSize(size);
-                if (declared == null) {
-                    // a declared size is a hint: a bad one must not cost the run's recording
-                    LOG.error("sparkpredict: {}inputBytes={} is not a size (write e.g. 120g, 1.5t, or a number of "
-                        + "bytes); the run's measured input is recorded instead", P, size);
-                }
-            }
-            every = conf.getInt(P + "flushEveryStages", 0);
-            everyTasks = Math.max(1, conf.getInt(P + "flushEveryTasks", DEFAULT_FLUSH_EVERY_TASKS));
-            long interval = Math.max(0L, conf.getLong(P + "flushIntervalMs", 5_000L));
-            stopTimeout = Math.max(0L, conf.getLong(P + "stopTimeoutMs", 60_000L));
-            appName = conf.get("spark.app.name", null);
-            appId = conf.get("spark.app.id", null);
-            startMs = conf.getLong("spark.app.startTime", System.currentTimeMillis());
-            if (!sameMinor(builtForSpark, sparkVersion)) {
-                fail("sparkpredict listener jar was built for Spark " + builtForSpark + " but runs on Spark "
-                    + sparkVersion + "; nothing is recorded. Fix: rebuild it against this Spark "
+            read = ListenerSettings.read(conf);
+            run.readConf();
+            if (!stamp.fitsRuntime()) {
+                fail("sparkpredict listener jar was built for Spark " + stamp.builtForSpark + " but runs on Spark "
+                    + stamp.sparkVersion + "; nothing is recorded. Fix: rebuild it against this Spark "
                     + "(sparkpredict listener build --force, in the Python environment of this Spark)", null);
             } else {
-                String store = conf.get(P + "store", null);
-                if (store == null || store.isEmpty()) {
-                    store = defaultStore();
-                }
+                String store = ListenerSettings.store(conf);
                 // Never touch SparkContext here: the listener is built inside its constructor.
                 StoreWriter writer = new StoreWriter(store,
-                    org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(conf), writerVersion);
+                    org.apache.spark.deploy.SparkHadoopUtil.get().newConfiguration(conf), stamp.writerVersion);
                 try {
                     writer.checkFileSystem();
                 } catch (org.apache.hadoop.fs.UnsupportedFileSystemException e) {
@@ -243,73 +147,22 @@ public class SparkPredictListener extends SparkListener {
                     fail(StoreWriter.noFileSystemMessage(store, e), null);
                 }
                 if (writer != null) {
-                    flusher = new Flusher(writer, interval, everyTasks, everyTasks, new Flusher.Owner() {
-                        @Override
-                        public void writeFailed(String message) { setError(message); }
+                    flusher = new Flusher(writer, read.flushIntervalMs, read.flushEveryTasks, read.flushEveryTasks,
+                        new Flusher.Owner() {
+                            @Override
+                            public void writeFailed(String message) { setError(message); }
 
-                        @Override
-                        public void stop(String message) { fail(message, null); }
-                    });
+                            @Override
+                            public void stop(String message) { fail(message, null); }
+                        });
                     installHooks();
-                    LOG.info("sparkpredict listener {} recording into {}", writerVersion, store);
+                    LOG.info("sparkpredict listener {} recording into {}", stamp.writerVersion, store);
                 }
             }
         } catch (Throwable t) {
             fail("constructor", t);
         }
-        jobKey = key;
-        declaredInputBytes = declared;
-        recordTasks = tasks;
-        flushEveryStages = every;
-        flushEveryTasks = everyTasks;
-        stopTimeoutMs = stopTimeout;
-        hostPlugin = plugin;
-    }
-
-    private static final Pattern SIZE = Pattern.compile(
-        "\\s*([0-9]*\\.?[0-9]+)\\s*([kmgtp]?)(?:i?b)?\\s*", Pattern.CASE_INSENSITIVE);
-
-    /**
-     * A declared input size in bytes, or null when {@code text} is not one. The grammar and
-     * rounding are those of Python's sparkpredict.units.spark_size, which reads the same
-     * property from event logs: Spark's suffixes (k, m, g, t, p, with an optional b or ib,
-     * binary), a bare number of bytes, and fractions ({@code 1.5g}), which Spark's own byte
-     * strings refuse but a declared size is naturally written with. One string, one size,
-     * whether the listener or the event-log ingest records the run.
-     */
-    public static Long declaredSize(String text) {
-        if (text == null) return null;
-        Matcher m = SIZE.matcher(text);
-        if (!m.matches()) return null;
-        String unit = m.group(2).toLowerCase(java.util.Locale.ROOT);
-        double scale = Math.pow(1024, unit.isEmpty() ? 0 : " kmgtp".indexOf(unit.charAt(0)));
-        double bytes = Math.rint(Double.parseDouble(m.group(1)) * scale);  // half to even, as Python's round
-        return bytes < 0x1p63 ? Long.valueOf((long) bytes) : null;
-    }
-
-    /**
-     * The embedded default store, by Python's rule (sparkpredict.config.default_store and
-     * resolve_store): $SPARKPREDICT_STORE when set and not empty, else ~/.sparkpredict/store.
-     */
-    public static String defaultStore() {
-        return defaultStore(System.getenv("SPARKPREDICT_STORE"), System.getProperty("user.home"),
-            System.getProperty("user.dir"));
-    }
-
-    /**
-     * {@link #defaultStore()} for the given environment value, home and working folder. A URI
-     * (scheme://..., file:...) is used as it is; a local path gets a leading ~ expanded, is made
-     * absolute, and becomes a file: URI, so that a cluster's fs.defaultFS (HDFS) never claims
-     * it: Python reads the store from that local folder.
-     */
-    public static String defaultStore(String env, String home, String cwd) {
-        String s = env != null && !env.isEmpty() ? env : home + "/.sparkpredict/store";
-        if (s.contains("://") || s.regionMatches(true, 0, "file:", 0, 5)) return s;
-        if (s.equals("~")) s = home;
-        else if (s.startsWith("~/")) s = home + s.substring(1);
-        java.nio.file.Path p = java.nio.file.Paths.get(s);
-        if (!p.isAbsolute()) p = java.nio.file.Paths.get(cwd).resolve(p);
-        return "file:" + p.normalize();
+        settings = read;
     }
 
     // ---- callbacks: each guarded, none may throw into Spark -------------------------------
@@ -320,10 +173,7 @@ public class SparkPredictListener extends SparkListener {
         long t0 = System.nanoTime();
         try {
             synchronized (this) {
-                appName = e.appName();
-                if (e.appId().isDefined()) appId = e.appId().get();
-                attemptId = e.appAttemptId().isDefined() ? e.appAttemptId().get() : null;
-                startMs = e.time();
+                run.applicationStarted(e);
                 started = true;
             }
         } catch (Throwable t) {
@@ -339,12 +189,7 @@ public class SparkPredictListener extends SparkListener {
         long t0 = System.nanoTime();
         try {
             synchronized (this) {
-                Exec x = new Exec();
-                x.id = e.executorId();
-                x.host = e.executorInfo().executorHost();
-                x.cores = e.executorInfo().totalCores();
-                x.added = e.time();
-                executors.put(x.id, x);
+                run.executorAdded(e);
             }
         } catch (Throwable t) {
             fail("onExecutorAdded", t);
@@ -359,11 +204,7 @@ public class SparkPredictListener extends SparkListener {
         long t0 = System.nanoTime();
         try {
             synchronized (this) {
-                Exec x = executors.get(e.executorId());
-                if (x != null && x.removed == null) {
-                    x.removed = e.time();
-                    x.reason = e.reason();
-                }
+                run.executorRemoved(e);
             }
         } catch (Throwable t) {
             fail("onExecutorRemoved", t);
@@ -378,14 +219,8 @@ public class SparkPredictListener extends SparkListener {
         long t0 = System.nanoTime();
         try {
             synchronized (this) {
-                numJobs++;
-                List<Object> ids = new ArrayList<>(CollectionConverters.asJava(e.stageIds()));
-                int[] stages = new int[ids.size()];
-                for (int i = 0; i < stages.length; i++) {
-                    stages[i] = (Integer) ids.get(i);
-                    stageToJob.putIfAbsent(stages[i], e.jobId());
-                }
-                runningJobStages.put(e.jobId(), stages);
+                run.jobStarted();
+                stages.jobStarted(e);
             }
         } catch (Throwable t) {
             fail("onJobStart", t);
@@ -401,7 +236,7 @@ public class SparkPredictListener extends SparkListener {
         try {
             synchronized (this) {
                 taskEnd(e);
-                if (hostPlugin) flushIfHostSamplesPileUp();
+                if (settings.hostPlugin) flushIfHostSamplesPileUp();
             }
         } catch (Throwable t) {
             fail("onTaskEnd", t);
@@ -412,7 +247,7 @@ public class SparkPredictListener extends SparkListener {
 
     @Override
     public void onExecutorMetricsUpdate(SparkListenerExecutorMetricsUpdate e) {
-        if (disabled || !hostPlugin) return;
+        if (disabled || !settings.hostPlugin) return;
         long t0 = System.nanoTime();
         try {
             synchronized (this) {
@@ -431,8 +266,7 @@ public class SparkPredictListener extends SparkListener {
         long t0 = System.nanoTime();
         try {
             synchronized (this) {
-                StageInfo s = e.stageInfo();
-                stageAggs.putIfAbsent(key(s.stageId(), s.attemptNumber()), new StageAgg());
+                stages.submitted(e.stageInfo());
             }
         } catch (Throwable t) {
             fail("onStageSubmitted", t);
@@ -447,8 +281,8 @@ public class SparkPredictListener extends SparkListener {
         long t0 = System.nanoTime();
         try {
             synchronized (this) {
-                stageCompleted(e.stageInfo());
-                if (flushEveryStages > 0 && ++stagesSinceFlush >= flushEveryStages) {
+                pendingStages.add(stages.completed(e.stageInfo()));
+                if (settings.flushEveryStages > 0 && ++stagesSinceFlush >= settings.flushEveryStages) {
                     snapshot(false);
                 }
             }
@@ -465,14 +299,8 @@ public class SparkPredictListener extends SparkListener {
         long t0 = System.nanoTime();
         try {
             synchronized (this) {
-                if (e.jobResult() instanceof JobFailed) {
-                    lastJobFailed = true;
-                    Exception ex = ((JobFailed) e.jobResult()).exception();
-                    errorMessage = ex == null ? "job " + e.jobId() + " failed" : String.valueOf(ex.getMessage());
-                } else {
-                    lastJobFailed = false;
-                }
-                jobEnded(e.jobId());
+                run.jobEnded(e);
+                stages.jobEnded(e.jobId());
                 snapshot(false);
             }
         } catch (Throwable t) {
@@ -489,22 +317,8 @@ public class SparkPredictListener extends SparkListener {
         try {
             synchronized (this) {
                 if (finished) return;  // the shutdown hook recorded the run as killed
-                endMs = e.time();
-                int exit = e.exitCode().isDefined() ? (Integer) e.exitCode().get() : 0;
-                String status;
-                if (termSignalled) {
-                    status = "killed";
-                    if (errorMessage == null) errorMessage = "driver received SIGTERM";
-                } else if (exit != 0) {
-                    status = "failed";
-                    if (errorMessage == null) errorMessage = "application exit code " + exit;
-                } else if (lastJobFailed) {
-                    status = "failed";
-                } else {
-                    status = "succeeded";
-                    errorMessage = null;
-                }
-                if (hostPlugin) HostMetricsPlugin.sampleDriverNow();
+                String status = run.applicationEnded(e, TermSignal.received());
+                if (settings.hostPlugin) HostMetricsPlugin.sampleDriverNow();
                 finish(status);
             }
             // Outside the lock: the writer needs none, and the shutdown hook may be waiting on it.
@@ -521,47 +335,26 @@ public class SparkPredictListener extends SparkListener {
 
     // ---- recording ------------------------------------------------------------------------
 
-    private static long key(int stage, int attempt) { return ((long) stage << 32) | (attempt & 0xffffffffL); }
-
     private void taskEnd(SparkListenerTaskEnd e) {
         TaskInfo info = e.taskInfo();
         TaskMetrics m = e.taskMetrics();
-        long key = key(e.stageId(), e.stageAttemptId());
         // Spark posts a stage's submission before any of its tasks start: no agg, no running attempt
-        StageAgg agg = stageAggs.get(key);
+        StageTracker.Agg agg = stages.running(e.stageId(), e.stageAttemptId());
         if (org.apache.spark.Resubmitted$.MODULE$.equals(e.reason())) {
-            // A shuffle map task whose output was lost with its executor: Spark posts a second
-            // end for the attempt that already ended (same TaskInfo, still SUCCESS, no metrics).
-            // The attempt has its row; like Spark's UI (AppStatusListener) the stage and the run
-            // count this end as a failed task. The event-log reader does the same.
-            numFailedTasks++;
+            // a second end of an attempt that has its row: only a failed task to count
+            run.taskResubmitted();
             if (agg != null) agg.failed++;
             return;
         }
-        Object[] metrics = metricValues(m);
+        Object[] metrics = TaskRows.metricValues(m);
         long duration = info.finishTime() > 0 ? info.finishTime() - info.launchTime() : 0L;
         boolean ok = info.successful();
-        numTasks++;
-        if (!ok) numFailedTasks++;
-        if (m != null) {
-            shuffleRead += m.shuffleReadMetrics().totalBytesRead();
-            shuffleWrite += m.shuffleWriteMetrics().bytesWritten();
-            runTime += m.executorRunTime();
-        }
-        if (agg != null) {
-            for (int i = 0; i < Tables.N_METRICS; i++) {
-                Object v = metrics[i];
-                if (v instanceof Long) agg.lsum[i] += (Long) v;
-                else if (v instanceof Double) agg.dsum[i] += (Double) v;
-            }
-            if (agg.n == agg.durations.length) agg.durations = Arrays.copyOf(agg.durations, agg.n * 2);
-            agg.durations[agg.n++] = duration;
-            if (!ok) agg.failed++;
-        }
-        if (!recordTasks || flusher == null) return;
+        run.taskEnded(ok, m);
+        if (agg != null) agg.add(metrics, duration, ok);
+        if (!settings.recordTasks || flusher == null) return;
         // The store keeps failing (or is slower than the tasks): rows held in memory are capped.
         long held = pendingTasks.size() + flusher.heldTaskRows();
-        if (held >= (long) HELD_CHUNKS * flushEveryTasks) {
+        if (held >= (long) HELD_CHUNKS * settings.flushEveryTasks) {
             if (droppedTaskRows++ == 0) {
                 String msg = "sparkpredict: " + held + " task rows wait for the store " + "(not writable, or slower "
                     + "than the tasks); further task rows are dropped (stage and run rows are kept)";
@@ -570,27 +363,8 @@ public class SparkPredictListener extends SparkListener {
             }
             return;
         }
-        Tables.Table t = Tables.TASKS;
-        Object[] r = t.newRow();
-        r[t.col("stage_id")] = e.stageId();
-        r[t.col("stage_attempt_id")] = e.stageAttemptId();
-        r[t.col("task_id")] = info.taskId();
-        r[t.col("task_index")] = info.index();
-        r[t.col("attempt")] = info.attemptNumber();
-        r[t.col("executor_id")] = info.executorId();
-        r[t.col("host")] = info.host();
-        r[t.col("launch_ms")] = info.launchTime();
-        r[t.col("finish_ms")] = info.finishTime();
-        r[t.col("duration_ms")] = duration;
-        r[t.col("getting_result_ms")] = info.gettingResultTime() > 0 && info.finishTime() > 0
-            ? info.finishTime() - info.gettingResultTime() : 0L;
-        r[t.col("status")] = info.status();
-        r[t.col("locality")] = String.valueOf(info.taskLocality());
-        r[t.col("speculative")] = info.speculative();
-        int first = t.col(Tables.METRICS[0][0].toString());
-        System.arraycopy(metrics, 0, r, first, Tables.N_METRICS);
-        pendingTasks.add(r);
-        if (pendingTasks.size() >= flushEveryTasks) snapshot(false);
+        pendingTasks.add(TaskRows.row(e, metrics, duration));
+        if (pendingTasks.size() >= settings.flushEveryTasks) snapshot(false);
     }
 
     /**
@@ -599,119 +373,7 @@ public class SparkPredictListener extends SparkListener {
      * wait; checked at task ends and at executors' heartbeats (every 10 s, also during long tasks).
      */
     private void flushIfHostSamplesPileUp() {
-        if (HostMetricsPlugin.pendingSamples() >= flushEveryTasks) snapshot(false);
-    }
-
-    /**
-     * Forget the job's stages once no running job has them (a stage keeps the first job that
-     * had it, as the event-log reader assigns it).
-     */
-    private void jobEnded(int jobId) {
-        int[] stages = runningJobStages.remove(jobId);
-        if (stages == null) return;
-        for (int s : stages) {
-            boolean shared = false;
-            for (int[] other : runningJobStages.values()) {
-                for (int t : other) shared |= t == s;
-            }
-            if (!shared) stageToJob.remove(s);
-        }
-    }
-
-    /** Metric values in schema order (Long or Double, ns converted to ms); nulls without metrics. */
-    private static Object[] metricValues(TaskMetrics m) {
-        Object[] v = new Object[Tables.N_METRICS];
-        if (m == null) return v;
-        int i = 0;
-        v[i++] = m.executorRunTime();
-        v[i++] = m.executorCpuTime() / 1e6;
-        v[i++] = m.executorDeserializeTime();
-        v[i++] = m.executorDeserializeCpuTime() / 1e6;
-        v[i++] = m.jvmGCTime();
-        v[i++] = m.resultSerializationTime();
-        v[i++] = m.resultSize();
-        v[i++] = m.inputMetrics().bytesRead();
-        v[i++] = m.inputMetrics().recordsRead();
-        v[i++] = m.outputMetrics().bytesWritten();
-        v[i++] = m.outputMetrics().recordsWritten();
-        v[i++] = m.shuffleReadMetrics().remoteBytesRead();
-        v[i++] = m.shuffleReadMetrics().localBytesRead();
-        v[i++] = m.shuffleReadMetrics().totalBytesRead();
-        v[i++] = m.shuffleReadMetrics().fetchWaitTime();
-        v[i++] = m.shuffleReadMetrics().recordsRead();
-        v[i++] = m.shuffleWriteMetrics().bytesWritten();
-        v[i++] = m.shuffleWriteMetrics().writeTime() / 1e6;
-        v[i++] = m.shuffleWriteMetrics().recordsWritten();
-        v[i++] = m.memoryBytesSpilled();
-        v[i++] = m.diskBytesSpilled();
-        v[i++] = m.peakExecutionMemory();
-        return v;
-    }
-
-    private void stageCompleted(StageInfo s) throws IOException {
-        long key = key(s.stageId(), s.attemptNumber());
-        StageAgg agg = stageAggs.remove(key);
-        if (agg == null) agg = new StageAgg();
-        numStages++;
-        Tables.Table t = Tables.STAGES;
-        Object[] r = t.newRow();
-        r[t.col("job_id")] = stageToJob.get(s.stageId());
-        r[t.col("stage_id")] = s.stageId();
-        r[t.col("stage_attempt_id")] = s.attemptNumber();
-        r[t.col("name")] = s.name();
-        r[t.col("num_tasks")] = s.numTasks();
-        List<Object> parents = new ArrayList<>(CollectionConverters.asJava(s.parentIds()));
-        r[t.col("parent_stage_ids_json")] = JSON.writeValueAsString(parents);
-        List<String> rdds = new ArrayList<>();
-        List<Integer> persisted = new ArrayList<>();
-        boolean readsCache = false;
-        for (RDDInfo ri : CollectionConverters.asJava(s.rddInfos())) {
-            rdds.add(ri.name());
-            if (ri.storageLevel().isValid()) {
-                persisted.add(ri.id());
-                readsCache |= materialisedRdds.contains(ri.id());
-            }
-        }
-        r[t.col("rdd_names_json")] = JSON.writeValueAsString(rdds);
-        Long sub = s.submissionTime().isDefined() ? (Long) s.submissionTime().get() : null;
-        Long comp = s.completionTime().isDefined() ? (Long) s.completionTime().get() : null;
-        r[t.col("submission_ms")] = sub;
-        r[t.col("completion_ms")] = comp;
-        r[t.col("duration_ms")] = sub != null && comp != null ? comp - sub : null;
-        boolean failed = s.failureReason().isDefined();
-        r[t.col("status")] = failed ? "failed" : "succeeded";
-        r[t.col("failure_reason")] = failed ? s.failureReason().get() : null;
-        r[t.col("num_task_rows")] = agg.n;
-        r[t.col("num_failed_tasks")] = agg.failed;
-        int first = t.col(Tables.METRICS[0][0].toString());
-        for (int i = 0; i < Tables.N_METRICS; i++) {
-            r[first + i] = Tables.METRICS[i][1] == Tables.Kind.DOUBLE ? (Object) agg.dsum[i] : (Object) agg.lsum[i];
-        }
-        if (agg.n > 0) {
-            long[] d = Arrays.copyOf(agg.durations, agg.n);
-            Arrays.sort(d);
-            r[t.col("task_duration_min_ms")] = (double) d[0];
-            r[t.col("task_duration_median_ms")] = quantile(d, 0.5);
-            r[t.col("task_duration_p90_ms")] = quantile(d, 0.9);
-            r[t.col("task_duration_max_ms")] = (double) d[d.length - 1];
-        }
-        // The run's input is what its stages read from data sources. Spark also counts a read of
-        // a cached block as input, so a stage over an already computed persisted RDD is left
-        // out (an iterative job would otherwise count its input once per pass). Stages with
-        // parents count too: a scan can wait on other stages (Databricks' pruning, unions).
-        if (!failed) {
-            if (!readsCache) measuredInput += agg.lsum[t.col("input_bytes") - first];
-            materialisedRdds.addAll(persisted);
-        }
-        pendingStages.add(r);
-    }
-
-    /** Linear interpolation between closest ranks, as numpy.quantile's default. */
-    static double quantile(long[] sorted, double q) {
-        double pos = q * (sorted.length - 1);
-        int lo = (int) Math.floor(pos);
-        int hi = (int) Math.ceil(pos);
-        return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
+        if (HostMetricsPlugin.pendingSamples() >= settings.flushEveryTasks) snapshot(false);
     }
 
     // ---- flushing -------------------------------------------------------------------------
@@ -724,13 +386,11 @@ public class SparkPredictListener extends SparkListener {
         finished = true;
     }
 
-    private String statusFinal;
-
     /** Wait, bounded, for the writer to store the last batch; say so when it could not. */
     private void awaitLastWrite() throws InterruptedException {
         Flusher f = flusher;
         if (f == null) return;
-        String err = f.awaitLast(stopTimeoutMs);
+        String err = f.awaitLast(settings.stopTimeoutMs);
         if (err != null) {
             String msg = err.startsWith("sparkpredict") ? err : "sparkpredict: " + err;
             setError(msg);
@@ -746,33 +406,16 @@ public class SparkPredictListener extends SparkListener {
     private void snapshot(boolean last) {
         if (disabled || flusher == null) return;
         stagesSinceFlush = 0;
-        String runId = runId();
+        String runId = run.runId();
         long now = Math.max(System.currentTimeMillis(), lastUpdatedMs + 1);
         lastUpdatedMs = now;
-        List<Object[]> execRows = new ArrayList<>();
-        // Executor rows are handed over once, when final (removed, or alive at the end), so the
-        // table never holds two rows for one executor; a failed write keeps them for the next.
-        for (Exec x : executors.values()) {
-            if (x.written || (x.removed == null && !last)) continue;
-            Tables.Table t = Tables.EXECUTORS;
-            Object[] r = t.newRow();
-            r[t.col("executor_id")] = x.id;
-            r[t.col("host")] = x.host;
-            r[t.col("cores")] = x.cores;
-            r[t.col("memory_mb")] = executorMemoryMb();
-            r[t.col("added_ms")] = x.added;
-            r[t.col("removed_ms")] = x.removed;
-            r[t.col("removed_reason")] = x.reason;
-            execRows.add(r);
-            x.written = true;
-        }
         Map<Tables.Table, List<Object[]>> batch = new HashMap<>();
-        batch.put(Tables.EXECUTORS, execRows);
+        batch.put(Tables.EXECUTORS, run.executorRows(last));
         batch.put(Tables.STAGES, pendingStages);
         batch.put(Tables.TASKS, pendingTasks);
-        batch.put(Tables.HOST_SAMPLES, hostRows(startMs));
+        batch.put(Tables.HOST_SAMPLES, hostRows(run.startMs()));
         List<Object[]> runs = new ArrayList<>();
-        runs.add(runRow(runId, last ? statusFinal : "running", now, last));
+        runs.add(run.runRow(settings, last ? statusFinal : "running", now, last));
         batch.put(Tables.RUNS, runs);
         for (List<Object[]> rows : batch.values()) {
             for (Object[] r : rows) r[0] = runId;
@@ -780,77 +423,6 @@ public class SparkPredictListener extends SparkListener {
         pendingStages = new ArrayList<>();
         pendingTasks = new ArrayList<>();
         flusher.submit(new Flusher.Batch(batch, last));
-    }
-
-    private String runId() {
-        String id = appId != null ? appId : "unknown-app-" + startMs;
-        return attemptId != null ? id + "/" + attemptId : id;
-    }
-
-    private Object[] runRow(String runId, String status, long now, boolean last) throws RuntimeException {
-        Tables.Table t = Tables.RUNS;
-        Object[] r = t.newRow();
-        String master = conf.get("spark.master", null);
-        r[t.col("app_id")] = appId;
-        r[t.col("app_attempt_id")] = attemptId;
-        r[t.col("app_name")] = appName;
-        r[t.col("job")] = jobKey != null && !jobKey.isEmpty() ? jobKey : appName;
-        r[t.col("status")] = status;
-        r[t.col("error_message")] = "succeeded".equals(status) ? null : errorMessage;
-        r[t.col("spark_version")] = sparkVersion;
-        r[t.col("master")] = master;
-        r[t.col("start_ms")] = startMs;
-        long end = last && endMs != null ? endMs : now;
-        r[t.col("end_ms")] = last ? endMs : null;
-        r[t.col("wall_ms")] = end - startMs;
-        r[t.col("executors_requested")] = executorsRequested(master);
-        // executor timeline over [start, end]
-        int max = 0;
-        double aliveMs = 0;
-        List<long[]> events = new ArrayList<>();
-        int maxCores = 0;
-        for (Exec x : executors.values()) {
-            long a = Math.max(x.added, startMs);
-            long b = Math.min(x.removed != null ? x.removed : end, end);
-            if (b > a) aliveMs += b - a;
-            events.add(new long[] {x.added, 1});
-            if (x.removed != null) events.add(new long[] {x.removed, -1});
-            maxCores = Math.max(maxCores, x.cores);
-        }
-        events.sort((p, q) -> p[0] != q[0] ? Long.compare(p[0], q[0]) : Long.compare(p[1], q[1]));
-        int alive = 0;
-        for (long[] ev : events) {
-            alive += (int) ev[1];
-            max = Math.max(max, alive);
-        }
-        r[t.col("executors_max")] = max;
-        r[t.col("executors_mean")] = end > startMs ? aliveMs / (end - startMs) : (double) max;
-        Integer cores = conf.contains("spark.executor.cores") && !isLocal(master)
-            ? Integer.valueOf(conf.getInt("spark.executor.cores", 1)) : (maxCores > 0 ? Integer.valueOf(maxCores) : null);
-        r[t.col("executor_cores")] = cores;
-        r[t.col("executor_memory_mb")] = executorMemoryMb();
-        int taskCpus = Math.max(1, conf.getInt("spark.task.cpus", 1));
-        r[t.col("task_slots")] = cores != null ? max * cores / taskCpus : null;
-        if (declaredInputBytes != null) {
-            r[t.col("input_bytes")] = declaredInputBytes;
-            r[t.col("input_bytes_source")] = "declared";
-        } else {
-            r[t.col("input_bytes")] = measuredInput;
-            r[t.col("input_bytes_source")] = "measured";
-        }
-        r[t.col("shuffle_read_bytes")] = shuffleRead;
-        r[t.col("shuffle_write_bytes")] = shuffleWrite;
-        r[t.col("executor_run_time_ms")] = runTime;
-        r[t.col("num_jobs")] = numJobs;
-        r[t.col("num_stages")] = numStages;
-        r[t.col("num_tasks")] = numTasks;
-        r[t.col("num_failed_tasks")] = numFailedTasks;
-        r[t.col("properties_json")] = propertiesJson();
-        r[t.col("source")] = "listener";
-        r[t.col("sparkpredict_version")] = writerVersion;
-        r[t.col("schema_version")] = Tables.SCHEMA_VERSION;
-        r[t.col("updated_ms")] = now;
-        return r;
     }
 
     /** Host samples queued by {@link HostMetricsPlugin} since the last flush (none without the plugin). */
@@ -861,57 +433,20 @@ public class SparkPredictListener extends SparkListener {
         for (int i = 0; i < at.length; i++) at[i] = t.col(HostSampler.FIELDS[i]);
         for (HostSampler.Sample s : HostMetricsPlugin.drain()) {
             if (s.timeMs < sinceMs) continue;  // a previous application's, in the same JVM
-            Object[] r = t.newRow();
-            r[t.col("executor_id")] = s.executorId;
-            r[t.col("host")] = s.host;
-            r[t.col("time_ms")] = s.timeMs;
+            Row r = new Row(t);
+            r.set("executor_id", s.executorId);
+            r.set("host", s.host);
+            r.set("time_ms", s.timeMs);
             for (int i = 0; i < s.values.length; i++) {
                 Long v = s.values[i];
-                r[at[i]] = (v != null && t.kinds[at[i]] == Tables.Kind.INT) ? (Object) v.intValue() : v;
+                r.values[at[i]] = (v != null && t.kinds[at[i]] == Tables.Kind.INT) ? (Object) v.intValue() : v;
             }
-            out.add(r);
+            out.add(r.values);
         }
         return out;
     }
 
-    private static boolean isLocal(String master) {
-        return master != null && master.startsWith("local") && !master.startsWith("local-cluster");
-    }
-
-    private long executorMemoryMb() {
-        String master = conf.get("spark.master", "");
-        // In local mode the only executor is the driver, sized by spark.driver.memory.
-        String key = isLocal(master) ? "spark.driver.memory" : "spark.executor.memory";
-        return conf.getSizeAsMb(key, "1g");
-    }
-
-    private static final Pattern LOCAL_CLUSTER = Pattern.compile("local-cluster\\[\\s*(\\d+)\\s*,.*");
-
-    private Integer executorsRequested(String master) {
-        if (conf.contains("spark.executor.instances")) return conf.getInt("spark.executor.instances", 0);
-        if (master == null) return null;
-        Matcher mm = LOCAL_CLUSTER.matcher(master);
-        if (mm.matches()) return Integer.parseInt(mm.group(1));
-        if (isLocal(master)) return 1;
-        return null;
-    }
-
-    private String propertiesJson() {
-        Pattern redact = Pattern.compile(conf.get("spark.redaction.regex", "(?i)secret|password|token|access[.]?key"));
-        Map<String, String> props = new TreeMap<>();
-        for (scala.Tuple2<String, String> kv : conf.getAll()) {
-            if (!kv._1().startsWith("spark.")) continue;
-            boolean secret = redact.matcher(kv._1()).find() || redact.matcher(kv._2()).find();
-            props.put(kv._1(), secret ? "*********(redacted)" : kv._2());
-        }
-        try {
-            return JSON.writeValueAsString(props);
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
-        }
-    }
-
-    // ---- failure handling, hooks and version checks ---------------------------------------
+    // ---- failure handling and hooks ------------------------------------------------------
 
     private void fail(String where, Throwable t) {
         boolean first = !disabled;
@@ -948,7 +483,7 @@ public class SparkPredictListener extends SparkListener {
     private void installHooks() {
         shutdownHook = new Thread(this::onShutdown, "sparkpredict-shutdown");
         Runtime.getRuntime().addShutdownHook(shutdownHook);
-        installTermHandler();
+        TermSignal.install();
     }
 
     private void removeShutdownHook() {
@@ -980,7 +515,7 @@ public class SparkPredictListener extends SparkListener {
                 if (!finished && !disabled) {
                     // Its SparkContext never started: no run to record, no last batch to wait for.
                     if (!started) return;
-                    if (errorMessage == null) errorMessage = "driver JVM exited without an application end";
+                    run.exitedWithoutEnd();
                     finish("killed");
                 }
             }
@@ -999,39 +534,5 @@ public class SparkPredictListener extends SparkListener {
         } catch (Throwable t) {
             return true;
         }
-    }
-
-    /** Remember SIGTERM so that the application end it causes is recorded as killed. */
-    private static synchronized void installTermHandler() {
-        if (signalInstalled) return;
-        signalInstalled = true;
-        try {
-            final sun.misc.Signal term = new sun.misc.Signal("TERM");
-            final sun.misc.SignalHandler[] prev = new sun.misc.SignalHandler[1];
-            prev[0] = sun.misc.Signal.handle(term, sig -> {
-                termSignalled = true;
-                sun.misc.SignalHandler p = prev[0];
-                if (p == sun.misc.SignalHandler.SIG_DFL) System.exit(128 + 15);
-                else if (p != null && p != sun.misc.SignalHandler.SIG_IGN) p.handle(sig);
-            });
-        } catch (Throwable t) {
-            LOG.debug("sparkpredict: cannot watch SIGTERM ({}); a terminated driver is recorded at exit only", t.toString());
-        }
-    }
-
-    private static String runtimeSparkVersion() {
-        try {
-            Class<?> pkg = Class.forName("org.apache.spark.package$");
-            Object module = pkg.getField("MODULE$").get(null);
-            return String.valueOf(pkg.getMethod("SPARK_VERSION").invoke(module));
-        } catch (Throwable t) {
-            return "unknown";
-        }
-    }
-
-    static boolean sameMinor(String a, String b) {
-        if ("unknown".equals(a) || "unknown".equals(b)) return true;
-        String[] x = a.split("\\."), y = b.split("\\.");
-        return x.length >= 2 && y.length >= 2 && x[0].equals(y[0]) && x[1].equals(y[1]);
     }
 }

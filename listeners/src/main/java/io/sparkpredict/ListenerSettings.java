@@ -1,0 +1,132 @@
+package io.sparkpredict;
+
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.apache.spark.SparkConf;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The listener's {@code spark.sparkpredict.*} settings (and whether spark.plugins runs the host
+ * plugin), read once when Spark builds it, with the size and store rules it shares with Python.
+ *
+ * <p>Immutable: read by Spark's listener thread and the shutdown hook without a lock.
+ */
+final class ListenerSettings {
+    // Logged under the listener's name, which log4j settings that quiet or raise it name.
+    private static final Logger LOG = LoggerFactory.getLogger(SparkPredictListener.class);
+    static final String P = "spark.sparkpredict.";
+    /**
+     * A task row costs 350-650 bytes of driver heap until written (measured: 346 bytes for tiny
+     * tasks whose metrics are mostly small cached boxes; every metric boxed: about 650), so a
+     * 1,000,000-task job held until its end took 0.35-0.65 GB. Rows are written every this many.
+     */
+    static final int DEFAULT_FLUSH_EVERY_TASKS = 50_000;
+
+    /** What a listener holds when its settings could not be read (it records nothing then). */
+    static final ListenerSettings DEFAULTS =
+        new ListenerSettings(null, true, 0, DEFAULT_FLUSH_EVERY_TASKS, 5_000L, 60_000L, false, null);
+
+    /** spark.sparkpredict.job; null when not given (the run row's job is then the app name). */
+    final String jobKey;
+    final boolean recordTasks;
+    final int flushEveryStages;
+    final int flushEveryTasks;
+    final long flushIntervalMs;
+    final long stopTimeoutMs;
+    /** This application runs the host plugin (spark.plugins names it): take its last reading at the end. */
+    final boolean hostPlugin;
+    /** spark.sparkpredict.inputBytes as bytes; null when not given, or not a size (logged). */
+    final Long declaredInputBytes;
+
+    private ListenerSettings(String jobKey, boolean recordTasks, int flushEveryStages, int flushEveryTasks,
+                             long flushIntervalMs, long stopTimeoutMs, boolean hostPlugin, Long declaredInputBytes) {
+        this.jobKey = jobKey;
+        this.recordTasks = recordTasks;
+        this.flushEveryStages = flushEveryStages;
+        this.flushEveryTasks = flushEveryTasks;
+        this.flushIntervalMs = flushIntervalMs;
+        this.stopTimeoutMs = stopTimeoutMs;
+        this.hostPlugin = hostPlugin;
+        this.declaredInputBytes = declaredInputBytes;
+    }
+
+    /** The settings of {@code conf}; throws on a value Spark cannot parse (the caller stops recording). */
+    static ListenerSettings read(SparkConf conf) {
+        boolean plugin = java.util.Arrays.asList(conf.get("spark.plugins", "").trim().split("\\s*,\\s*"))
+            .contains(HostMetricsPlugin.class.getName());
+        String key = conf.get(P + "job", null);
+        boolean tasks = conf.getBoolean(P + "tasks", true);
+        Long declared = null;
+        String size = conf.get(P + "inputBytes", "");
+        if (!size.trim().isEmpty()) {
+            declared = declaredSize(size);
+            if (declared == null) {
+                // a declared size is a hint: a bad one must not cost the run's recording
+                LOG.error("sparkpredict: {}inputBytes={} is not a size (write e.g. 120g, 1.5t, or a number of "
+                    + "bytes); the run's measured input is recorded instead", P, size);
+            }
+        }
+        int every = conf.getInt(P + "flushEveryStages", 0);
+        int everyTasks = Math.max(1, conf.getInt(P + "flushEveryTasks", DEFAULT_FLUSH_EVERY_TASKS));
+        long interval = Math.max(0L, conf.getLong(P + "flushIntervalMs", 5_000L));
+        long stopTimeout = Math.max(0L, conf.getLong(P + "stopTimeoutMs", 60_000L));
+        return new ListenerSettings(key, tasks, every, everyTasks, interval, stopTimeout, plugin, declared);
+    }
+
+    private static final Pattern SIZE = Pattern.compile(
+        "\\s*([0-9]*\\.?[0-9]+)\\s*([kmgtp]?)(?:i?b)?\\s*", Pattern.CASE_INSENSITIVE);
+
+    /**
+     * A declared input size in bytes, or null when {@code text} is not one. The grammar and
+     * rounding are those of Python's sparkpredict.units.spark_size, which reads the same
+     * property from event logs: Spark's suffixes (k, m, g, t, p, with an optional b or ib,
+     * binary), a bare number of bytes, and fractions ({@code 1.5g}), which Spark's own byte
+     * strings refuse but a declared size is naturally written with. One string, one size,
+     * whether the listener or the event-log ingest records the run.
+     */
+    static Long declaredSize(String text) {
+        if (text == null) return null;
+        Matcher m = SIZE.matcher(text);
+        if (!m.matches()) return null;
+        String unit = m.group(2).toLowerCase(java.util.Locale.ROOT);
+        double scale = Math.pow(1024, unit.isEmpty() ? 0 : " kmgtp".indexOf(unit.charAt(0)));
+        double bytes = Math.rint(Double.parseDouble(m.group(1)) * scale);  // half to even, as Python's round
+        return bytes < 0x1p63 ? Long.valueOf((long) bytes) : null;
+    }
+
+    /** spark.sparkpredict.store: any Hadoop path; when not set, {@link #defaultStore()}. */
+    static String store(SparkConf conf) {
+        String store = conf.get(P + "store", null);
+        if (store == null || store.isEmpty()) {
+            store = defaultStore();
+        }
+        return store;
+    }
+
+    /**
+     * The embedded default store, by Python's rule (sparkpredict.config.default_store and
+     * resolve_store): $SPARKPREDICT_STORE when set and not empty, else ~/.sparkpredict/store.
+     */
+    static String defaultStore() {
+        return defaultStore(System.getenv("SPARKPREDICT_STORE"), System.getProperty("user.home"),
+            System.getProperty("user.dir"));
+    }
+
+    /**
+     * {@link #defaultStore()} for the given environment value, home and working folder. A URI
+     * (scheme://..., file:...) is used as it is; a local path gets a leading ~ expanded, is made
+     * absolute, and becomes a file: URI, so that a cluster's fs.defaultFS (HDFS) never claims
+     * it: Python reads the store from that local folder.
+     */
+    static String defaultStore(String env, String home, String cwd) {
+        String s = env != null && !env.isEmpty() ? env : home + "/.sparkpredict/store";
+        if (s.contains("://") || s.regionMatches(true, 0, "file:", 0, 5)) return s;
+        if (s.equals("~")) s = home;
+        else if (s.startsWith("~/")) s = home + s.substring(1);
+        java.nio.file.Path p = java.nio.file.Paths.get(s);
+        if (!p.isAbsolute()) p = java.nio.file.Paths.get(cwd).resolve(p);
+        return "file:" + p.normalize();
+    }
+}

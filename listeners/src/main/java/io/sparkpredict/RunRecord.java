@@ -1,0 +1,291 @@
+package io.sparkpredict;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.spark.SparkConf;
+import org.apache.spark.executor.TaskMetrics;
+import org.apache.spark.scheduler.JobFailed;
+import org.apache.spark.scheduler.SparkListenerApplicationEnd;
+import org.apache.spark.scheduler.SparkListenerApplicationStart;
+import org.apache.spark.scheduler.SparkListenerExecutorAdded;
+import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
+import org.apache.spark.scheduler.SparkListenerJobEnd;
+
+/**
+ * The run being recorded: the application's identity and outcome, its totals over jobs and
+ * tasks, and its executors, with the runs and executors rows built from them (the stage totals
+ * come from its {@link StageTracker}).
+ *
+ * <p>Not thread-safe: the listener calls it holding its own lock.
+ */
+final class RunRecord {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Pattern LOCAL_CLUSTER = Pattern.compile("local-cluster\\[\\s*(\\d+)\\s*,.*");
+
+    private static final class Exec {
+        String id, host, reason;
+        int cores;
+        long added;
+        Long removed;
+        boolean written;
+    }
+
+    private final SparkConf conf;
+    private final BuildStamp stamp;
+    private final StageTracker stages;
+    private final Map<String, Exec> executors = new LinkedHashMap<>();
+
+    private String appId;
+    private String attemptId;
+    private String appName;
+    private long startMs;
+    private Long endMs;
+    private boolean lastJobFailed;
+    private String errorMessage;
+    private int numJobs;
+    private long numTasks;
+    private long numFailedTasks;
+    private long shuffleRead;
+    private long shuffleWrite;
+    private long runTime;
+
+    RunRecord(SparkConf conf, BuildStamp stamp, StageTracker stages) {
+        this.conf = conf;
+        this.stamp = stamp;
+        this.stages = stages;
+    }
+
+    /** The identity the conf gives, until Spark posts the application's start; throws on a bad start time. */
+    void readConf() {
+        appName = conf.get("spark.app.name", null);
+        appId = conf.get("spark.app.id", null);
+        startMs = conf.getLong("spark.app.startTime", System.currentTimeMillis());
+    }
+
+    long startMs() { return startMs; }
+
+    String runId() {
+        String id = appId != null ? appId : "unknown-app-" + startMs;
+        return attemptId != null ? id + "/" + attemptId : id;
+    }
+
+    // ---- events ----------------------------------------------------------------------------
+
+    void applicationStarted(SparkListenerApplicationStart e) {
+        appName = e.appName();
+        if (e.appId().isDefined()) appId = e.appId().get();
+        attemptId = e.appAttemptId().isDefined() ? e.appAttemptId().get() : null;
+        startMs = e.time();
+    }
+
+    void executorAdded(SparkListenerExecutorAdded e) {
+        Exec x = new Exec();
+        x.id = e.executorId();
+        x.host = e.executorInfo().executorHost();
+        x.cores = e.executorInfo().totalCores();
+        x.added = e.time();
+        executors.put(x.id, x);
+    }
+
+    void executorRemoved(SparkListenerExecutorRemoved e) {
+        Exec x = executors.get(e.executorId());
+        if (x != null && x.removed == null) {
+            x.removed = e.time();
+            x.reason = e.reason();
+        }
+    }
+
+    void jobStarted() {
+        numJobs++;
+    }
+
+    void jobEnded(SparkListenerJobEnd e) {
+        if (e.jobResult() instanceof JobFailed) {
+            lastJobFailed = true;
+            Exception ex = ((JobFailed) e.jobResult()).exception();
+            errorMessage = ex == null ? "job " + e.jobId() + " failed" : String.valueOf(ex.getMessage());
+        } else {
+            lastJobFailed = false;
+        }
+    }
+
+    /**
+     * A shuffle map task whose output was lost with its executor: Spark posts a second end for
+     * the attempt that already ended (same TaskInfo, still SUCCESS, no metrics). The attempt
+     * has its row; like Spark's UI (AppStatusListener) the stage and the run count this end as
+     * a failed task. The event-log reader does the same.
+     */
+    void taskResubmitted() {
+        numFailedTasks++;
+    }
+
+    void taskEnded(boolean ok, TaskMetrics m) {
+        numTasks++;
+        if (!ok) numFailedTasks++;
+        if (m != null) {
+            shuffleRead += m.shuffleReadMetrics().totalBytesRead();
+            shuffleWrite += m.shuffleWriteMetrics().bytesWritten();
+            runTime += m.executorRunTime();
+        }
+    }
+
+    /** The run's final status at the application's end, its error message set to match. */
+    String applicationEnded(SparkListenerApplicationEnd e, boolean termSignalled) {
+        endMs = e.time();
+        int exit = e.exitCode().isDefined() ? (Integer) e.exitCode().get() : 0;
+        String status;
+        if (termSignalled) {
+            status = "killed";
+            if (errorMessage == null) errorMessage = "driver received SIGTERM";
+        } else if (exit != 0) {
+            status = "failed";
+            if (errorMessage == null) errorMessage = "application exit code " + exit;
+        } else if (lastJobFailed) {
+            status = "failed";
+        } else {
+            status = "succeeded";
+            errorMessage = null;
+        }
+        return status;
+    }
+
+    /** The driver's JVM exits with no application end: the run is killed. */
+    void exitedWithoutEnd() {
+        if (errorMessage == null) errorMessage = "driver JVM exited without an application end";
+    }
+
+    // ---- rows ------------------------------------------------------------------------------
+
+    /**
+     * Rows of the executors not handed over yet. Each is handed over once, when final (removed,
+     * or alive at the {@code last} snapshot), so the table never holds two rows for one
+     * executor; a failed write keeps them for the next.
+     */
+    List<Object[]> executorRows(boolean last) {
+        List<Object[]> out = new ArrayList<>();
+        for (Exec x : executors.values()) {
+            if (x.written || (x.removed == null && !last)) continue;
+            Row r = new Row(Tables.EXECUTORS);
+            r.set("executor_id", x.id);
+            r.set("host", x.host);
+            r.set("cores", x.cores);
+            r.set("memory_mb", executorMemoryMb());
+            r.set("added_ms", x.added);
+            r.set("removed_ms", x.removed);
+            r.set("removed_reason", x.reason);
+            out.add(r.values);
+            x.written = true;
+        }
+        return out;
+    }
+
+    /** The run row as of {@code now}; {@code last}: the final one, with its end time. */
+    Object[] runRow(ListenerSettings settings, String status, long now, boolean last) {
+        Row r = new Row(Tables.RUNS);
+        String master = conf.get("spark.master", null);
+        String jobKey = settings.jobKey;
+        r.set("app_id", appId);
+        r.set("app_attempt_id", attemptId);
+        r.set("app_name", appName);
+        r.set("job", jobKey != null && !jobKey.isEmpty() ? jobKey : appName);
+        r.set("status", status);
+        r.set("error_message", "succeeded".equals(status) ? null : errorMessage);
+        r.set("spark_version", stamp.sparkVersion);
+        r.set("master", master);
+        r.set("start_ms", startMs);
+        long end = last && endMs != null ? endMs : now;
+        r.set("end_ms", last ? endMs : null);
+        r.set("wall_ms", end - startMs);
+        r.set("executors_requested", executorsRequested(master));
+        // executor timeline over [start, end]
+        int max = 0;
+        double aliveMs = 0;
+        List<long[]> events = new ArrayList<>();
+        int maxCores = 0;
+        for (Exec x : executors.values()) {
+            long a = Math.max(x.added, startMs);
+            long b = Math.min(x.removed != null ? x.removed : end, end);
+            if (b > a) aliveMs += b - a;
+            events.add(new long[] {x.added, 1});
+            if (x.removed != null) events.add(new long[] {x.removed, -1});
+            maxCores = Math.max(maxCores, x.cores);
+        }
+        events.sort((p, q) -> p[0] != q[0] ? Long.compare(p[0], q[0]) : Long.compare(p[1], q[1]));
+        int alive = 0;
+        for (long[] ev : events) {
+            alive += (int) ev[1];
+            max = Math.max(max, alive);
+        }
+        r.set("executors_max", max);
+        r.set("executors_mean", end > startMs ? aliveMs / (end - startMs) : (double) max);
+        Integer cores = conf.contains("spark.executor.cores") && !isLocal(master)
+            ? Integer.valueOf(conf.getInt("spark.executor.cores", 1)) : (maxCores > 0 ? Integer.valueOf(maxCores) : null);
+        r.set("executor_cores", cores);
+        r.set("executor_memory_mb", executorMemoryMb());
+        int taskCpus = Math.max(1, conf.getInt("spark.task.cpus", 1));
+        r.set("task_slots", cores != null ? max * cores / taskCpus : null);
+        if (settings.declaredInputBytes != null) {
+            r.set("input_bytes", settings.declaredInputBytes);
+            r.set("input_bytes_source", "declared");
+        } else {
+            r.set("input_bytes", stages.measuredInput);
+            r.set("input_bytes_source", "measured");
+        }
+        r.set("shuffle_read_bytes", shuffleRead);
+        r.set("shuffle_write_bytes", shuffleWrite);
+        r.set("executor_run_time_ms", runTime);
+        r.set("num_jobs", numJobs);
+        r.set("num_stages", stages.numStages);
+        r.set("num_tasks", numTasks);
+        r.set("num_failed_tasks", numFailedTasks);
+        r.set("properties_json", propertiesJson());
+        r.set("source", "listener");
+        r.set("sparkpredict_version", stamp.writerVersion);
+        r.set("schema_version", Tables.SCHEMA_VERSION);
+        r.set("updated_ms", now);
+        return r.values;
+    }
+
+    private static boolean isLocal(String master) {
+        return master != null && master.startsWith("local") && !master.startsWith("local-cluster");
+    }
+
+    private long executorMemoryMb() {
+        String master = conf.get("spark.master", "");
+        // In local mode the only executor is the driver, sized by spark.driver.memory.
+        String key = isLocal(master) ? "spark.driver.memory" : "spark.executor.memory";
+        return conf.getSizeAsMb(key, "1g");
+    }
+
+    private Integer executorsRequested(String master) {
+        if (conf.contains("spark.executor.instances")) return conf.getInt("spark.executor.instances", 0);
+        if (master == null) return null;
+        Matcher mm = LOCAL_CLUSTER.matcher(master);
+        if (mm.matches()) return Integer.parseInt(mm.group(1));
+        if (isLocal(master)) return 1;
+        return null;
+    }
+
+    private String propertiesJson() {
+        Pattern redact = Pattern.compile(conf.get("spark.redaction.regex", "(?i)secret|password|token|access[.]?key"));
+        Map<String, String> props = new TreeMap<>();
+        for (scala.Tuple2<String, String> kv : conf.getAll()) {
+            if (!kv._1().startsWith("spark.")) continue;
+            boolean secret = redact.matcher(kv._1()).find() || redact.matcher(kv._2()).find();
+            props.put(kv._1(), secret ? "*********(redacted)" : kv._2());
+        }
+        try {
+            return JSON.writeValueAsString(props);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

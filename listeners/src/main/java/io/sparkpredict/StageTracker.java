@@ -1,0 +1,170 @@
+package io.sparkpredict;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.spark.scheduler.SparkListenerJobStart;
+import org.apache.spark.scheduler.StageInfo;
+import org.apache.spark.storage.RDDInfo;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * The stages of the application: task sums per running stage attempt, the job each stage
+ * belongs to, and the stages table's rows built from them when a stage attempt completes;
+ * also the run's stage count and measured input, which only the stages can tell.
+ *
+ * <p>Not thread-safe: the listener calls it holding its own lock.
+ */
+final class StageTracker {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** One running stage attempt's sums over its task ends. */
+    static final class Agg {
+        final long[] lsum = new long[Tables.N_METRICS];
+        final double[] dsum = new double[Tables.N_METRICS];
+        long[] durations = new long[16];
+        int n;
+        int failed;
+
+        /** Add one task end's {@link TaskRows#metricValues}. */
+        void add(Object[] metrics, long durationMs, boolean ok) {
+            for (int i = 0; i < Tables.N_METRICS; i++) {
+                Object v = metrics[i];
+                if (v instanceof Long) lsum[i] += (Long) v;
+                else if (v instanceof Double) dsum[i] += (Double) v;
+            }
+            if (n == durations.length) durations = Arrays.copyOf(durations, n * 2);
+            durations[n++] = durationMs;
+            if (!ok) failed++;
+        }
+    }
+
+    // Per-stage state lives while its stage or job runs: a driver that runs for weeks (a Thrift
+    // server, a streaming query, a notebook) must not keep ~130 bytes for every stage it ran.
+    /** Stage attempts submitted and not completed; a task end of any other attempt is not summed. */
+    private final Map<Long, Agg> stageAggs = new HashMap<>();
+    /** Running jobs' stage ids, to drop their stageToJob entries when they end. */
+    private final Map<Integer, int[]> runningJobStages = new HashMap<>();
+    /** Persisted RDDs a succeeded stage has computed: later stages over them read the cache. */
+    private final Set<Integer> materialisedRdds = new HashSet<>();
+    private final Map<Integer, Integer> stageToJob = new HashMap<>();
+    /** Stage attempts completed, failed ones included (the run row's num_stages). */
+    int numStages;
+    /** What the run's stages read from data sources (the run row's measured input_bytes). */
+    long measuredInput;
+
+    private static long key(int stage, int attempt) { return ((long) stage << 32) | (attempt & 0xffffffffL); }
+
+    /** Per-stage entries held: stage attempts running, and the stages of running jobs. */
+    int tracked() {
+        return stageAggs.size() + stageToJob.size();
+    }
+
+    void jobStarted(SparkListenerJobStart e) {
+        List<Object> ids = new ArrayList<>(CollectionConverters.asJava(e.stageIds()));
+        int[] stages = new int[ids.size()];
+        for (int i = 0; i < stages.length; i++) {
+            stages[i] = (Integer) ids.get(i);
+            stageToJob.putIfAbsent(stages[i], e.jobId());
+        }
+        runningJobStages.put(e.jobId(), stages);
+    }
+
+    /**
+     * Forget the job's stages once no running job has them (a stage keeps the first job that
+     * had it, as the event-log reader assigns it).
+     */
+    void jobEnded(int jobId) {
+        int[] stages = runningJobStages.remove(jobId);
+        if (stages == null) return;
+        for (int s : stages) {
+            boolean shared = false;
+            for (int[] other : runningJobStages.values()) {
+                for (int t : other) shared |= t == s;
+            }
+            if (!shared) stageToJob.remove(s);
+        }
+    }
+
+    void submitted(StageInfo s) {
+        stageAggs.putIfAbsent(key(s.stageId(), s.attemptNumber()), new Agg());
+    }
+
+    /** The attempt's sums while it runs; null once completed, or when never submitted. */
+    Agg running(int stageId, int attempt) {
+        return stageAggs.get(key(stageId, attempt));
+    }
+
+    /** The stages row of a completed stage attempt; its sums are dropped. */
+    Object[] completed(StageInfo s) throws IOException {
+        long key = key(s.stageId(), s.attemptNumber());
+        Agg agg = stageAggs.remove(key);
+        if (agg == null) agg = new Agg();
+        numStages++;
+        Row r = new Row(Tables.STAGES);
+        r.set("job_id", stageToJob.get(s.stageId()));
+        r.set("stage_id", s.stageId());
+        r.set("stage_attempt_id", s.attemptNumber());
+        r.set("name", s.name());
+        r.set("num_tasks", s.numTasks());
+        List<Object> parents = new ArrayList<>(CollectionConverters.asJava(s.parentIds()));
+        r.set("parent_stage_ids_json", JSON.writeValueAsString(parents));
+        List<String> rdds = new ArrayList<>();
+        List<Integer> persisted = new ArrayList<>();
+        boolean readsCache = false;
+        for (RDDInfo ri : CollectionConverters.asJava(s.rddInfos())) {
+            rdds.add(ri.name());
+            if (ri.storageLevel().isValid()) {
+                persisted.add(ri.id());
+                readsCache |= materialisedRdds.contains(ri.id());
+            }
+        }
+        r.set("rdd_names_json", JSON.writeValueAsString(rdds));
+        Long sub = s.submissionTime().isDefined() ? (Long) s.submissionTime().get() : null;
+        Long comp = s.completionTime().isDefined() ? (Long) s.completionTime().get() : null;
+        r.set("submission_ms", sub);
+        r.set("completion_ms", comp);
+        r.set("duration_ms", sub != null && comp != null ? comp - sub : null);
+        boolean failed = s.failureReason().isDefined();
+        r.set("status", failed ? "failed" : "succeeded");
+        r.set("failure_reason", failed ? s.failureReason().get() : null);
+        r.set("num_task_rows", agg.n);
+        r.set("num_failed_tasks", agg.failed);
+        int first = r.metricsAt();
+        for (int i = 0; i < Tables.N_METRICS; i++) {
+            r.values[first + i] = Tables.METRICS[i][1] == Tables.Kind.DOUBLE ? (Object) agg.dsum[i] : (Object) agg.lsum[i];
+        }
+        if (agg.n > 0) {
+            long[] d = Arrays.copyOf(agg.durations, agg.n);
+            Arrays.sort(d);
+            r.set("task_duration_min_ms", (double) d[0]);
+            r.set("task_duration_median_ms", quantile(d, 0.5));
+            r.set("task_duration_p90_ms", quantile(d, 0.9));
+            r.set("task_duration_max_ms", (double) d[d.length - 1]);
+        }
+        // The run's input is what its stages read from data sources. Spark also counts a read of
+        // a cached block as input, so a stage over an already computed persisted RDD is left
+        // out (an iterative job would otherwise count its input once per pass). Stages with
+        // parents count too: a scan can wait on other stages (Databricks' pruning, unions).
+        if (!failed) {
+            if (!readsCache) measuredInput += agg.lsum[r.table.col("input_bytes") - first];
+            materialisedRdds.addAll(persisted);
+        }
+        return r.values;
+    }
+
+    /** Linear interpolation between closest ranks, as numpy.quantile's default. */
+    static double quantile(long[] sorted, double q) {
+        double pos = q * (sorted.length - 1);
+        int lo = (int) Math.floor(pos);
+        int hi = (int) Math.ceil(pos);
+        return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
+    }
+}
