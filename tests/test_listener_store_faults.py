@@ -155,6 +155,37 @@ def test_a_failing_store_holds_at_most_four_chunks_of_task_rows(spark_app, tmp_p
     assert st.stages()["num_task_rows"].sum() == 300  # stage sums still count every task
 
 
+def test_a_store_that_fails_as_the_run_ends_is_tried_again(spark_app, tmp_path):
+    """The run's last batch has no later flush to ride on: a store that fails for a moment as the
+    application stops (an object store's throttling, a NameNode failover) is tried again 1, 2
+    and 4 s later while stop() waits, and the run is recorded whole (its rows had been lost)."""
+    blocker = tmp_path / "blocked"
+    blocker.write_text("a file where the store's parent folder should be")
+    store = blocker / "store"
+    said: list[str] = []
+
+    def heal_once_the_last_write_failed(jvm) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            err = jvm.io.sparkpredict.SparkPredictListener.lastError()
+            if err and "last rows are retried" in err:
+                said.append(err)
+                blocker.unlink()
+                return
+            time.sleep(0.05)
+
+    with spark_app(store, job="late-store") as spark:
+        assert spark.sparkContext.parallelize(range(10), 2).count() == 10
+        healer = threading.Thread(target=heal_once_the_last_write_failed, args=(spark.sparkContext._jvm,))
+        healer.start()
+    healer.join(60)
+    assert said and "retried in 1 s" in said[0], said
+    st = store_mod.open(store)
+    run = st.runs().iloc[0]
+    assert run.status == "succeeded" and run.num_jobs == 1
+    assert len(st.tasks()) == run.num_tasks == 2 and st.stages()["num_task_rows"].sum() == 2
+
+
 DISK_FULL_JOB = """
 import sys
 from pyspark.sql import SparkSession

@@ -36,6 +36,9 @@ import org.slf4j.LoggerFactory;
 final class Flusher implements Runnable {
     private static final Logger LOG = LoggerFactory.getLogger(Flusher.class);
     private static final long MAX_BACKOFF_MS = 60_000;
+    /** Tries at writing the last batch, the n-th after LAST_RETRY_MS << (n - 2): 1 s, 2 s, 4 s. */
+    static final int LAST_ATTEMPTS = 4;
+    static final long LAST_RETRY_MS = 1_000;
     private static final AtomicLong WRITE_NS = new AtomicLong();
 
     /** Wall time this JVM's flushers spent writing batches (ns), off Spark's listener thread. */
@@ -209,7 +212,21 @@ final class Flusher implements Runnable {
                 if (merged == null) merged = taken;
                 else merged.absorb(taken, maxHostRows);
                 carry = null;
-                if (!write(merged)) return;
+                if (!write(merged, 1)) return;
+                // The last batch has no next flush to retry with: a store that fails for a
+                // moment (an object store's throttling, a NameNode failover) gets a few more
+                // tries while stop() waits, not the loss of the run's last rows.
+                for (int attempt = 2; merged.last && carry == merged && attempt <= LAST_ATTEMPTS; attempt++) {
+                    synchronized (lock) {
+                        long until = System.currentTimeMillis() + (LAST_RETRY_MS << (attempt - 2));
+                        for (long left; !stopped && (left = until - System.currentTimeMillis()) > 0; ) {
+                            lock.wait(left);
+                        }
+                        if (stopped) return;
+                    }
+                    carry = null;
+                    if (!write(merged, attempt)) return;
+                }
                 if (merged.last) {
                     synchronized (lock) {
                         done = true;
@@ -223,8 +240,11 @@ final class Flusher implements Runnable {
         }
     }
 
-    /** One write attempt; false when recording must stop. */
-    private boolean write(Batch b) {
+    /**
+     * One write attempt; false when recording must stop. A failed last batch is kept in
+     * {@code carry} for another try until its {@link #LAST_ATTEMPTS}th {@code attempt}.
+     */
+    private boolean write(Batch b, int attempt) {
         long t0 = System.nanoTime();
         String runId = String.valueOf(b.rows.get(Tables.RUNS).get(0)[0]);  // set by the listener's snapshot
         try {
@@ -242,14 +262,19 @@ final class Flusher implements Runnable {
             permanent(StoreWriter.noFileSystemMessage(writer.store(), e));
             return false;
         } catch (IOException | RuntimeException e) {
-            String msg = "sparkpredict: cannot write to store " + writer.store() + ": " + e
-                + (b.last ? "; the run's last rows are lost" : "; rows are kept and retried at the next flush")
+            boolean lost = b.last && attempt >= LAST_ATTEMPTS;
+            String what = !b.last ? "; rows are kept and retried at the next flush"
+                : lost ? "; the run's last rows are lost (" + LAST_ATTEMPTS + " tries)"
+                : "; the run's last rows are retried in " + (LAST_RETRY_MS << (attempt - 1)) / 1000 + " s";
+            String msg = "sparkpredict: cannot write to store " + writer.store() + ": " + e + what
                 + ". Fix: make the store writable or set spark.sparkpredict.store to a writable folder";
             owner.writeFailed(msg);
             if (!errorLogged || b.last) LOG.error(msg);
             else LOG.debug(msg);
             errorLogged = true;
-            if (b.last) {
+            if (b.last && !lost) {
+                carry = b;
+            } else if (b.last) {
                 heldTaskRows.addAndGet(-b.taskRows);
                 synchronized (lock) {
                     finalError = msg;
