@@ -164,7 +164,8 @@ def main() -> None:
                  f"**{'met' if cached <= GOAL_CLI_S else 'not met'}** once the fit is cached (median "
                  f"{cached:.2f} s of {len(t_cached)}); the first call after new runs fits "
                  f"({statistics.median(t_first):.2f} s: not met), except after runs recorded by "
-                 "`sparkpredict submit`, which fits as the run ends, so that call loads the fit too")
+                 "`sparkpredict submit` or `sweep`, which fit the job's model as they end, so that "
+                 "call loads the fit too")
     body = "\n".join(lines)
     print(body)
     if not args.no_write:

@@ -298,9 +298,10 @@ class HistorySource:
 
 
 def prepare_advice(store: Any, run_ids: list[str]) -> list[str]:
-    """Fit (or load) the advice model of the jobs of ``run_ids`` on the store as it is now, so that
-    the next ``sparkpredict suggest`` of those jobs, in any process, reads it from the cache
-    instead of refitting (the refit's scikit-learn import alone takes about a second).
+    """Fit (or load) the advice model of the jobs of ``run_ids`` (or application ids) on the store
+    as it is now, so that the next ``sparkpredict suggest`` of those jobs, in any process, reads
+    it from the cache instead of refitting (the refit's scikit-learn import alone takes about a
+    second).
 
     Returns the jobs prepared. Never raises: a job that cannot be advised yet (one failed run,
     say) is left for the next suggest to explain.
@@ -311,7 +312,10 @@ def prepare_advice(store: Any, run_ids: list[str]) -> list[str]:
     try:
         st = store if hasattr(store, "read") else store_io.open(resolve_store(store))
         runs = st.runs()
-        jobs = sorted(set(runs.loc[runs["run_id"].isin(run_ids), "job"].dropna().astype(str)))
+        mine = runs["run_id"].isin(run_ids)
+        if "app_id" in runs:  # a sweep knows its runs by Spark's application id
+            mine |= runs["app_id"].isin(run_ids)
+        jobs = sorted(set(runs.loc[mine, "job"].dropna().astype(str)))
     except Exception as exc:  # noqa: BLE001 -- a convenience; the run is recorded regardless
         log.info("advice not prepared: %s", exc)
         return []

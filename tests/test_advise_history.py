@@ -120,6 +120,27 @@ def test_a_store_copied_over_at_the_same_path_is_not_answered_from_the_cache(tmp
         assert after.predicted_runtime_s == pytest.approx(5 * before.predicted_runtime_s, rel=0.1)
 
 
+def test_prepare_advice_fits_the_jobs_of_the_runs_it_is_given(tmp_path, monkeypatch):
+    """What submit and sweep call as their runs end: each named run's job fitted and kept on disk
+    for the next process, found by run or application id; ids of no run, a store that is not
+    there or a job with no succeeded run prepare nothing, and raise nothing."""
+    import sparkpredict.advice_source as src
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    runs, stages = history(sizes=(10, 20, 40))
+    runs["app_id"] = "spark-" + runs["run_id"]  # as a sweep knows its runs
+    path = make_store(tmp_path / "store", (runs, stages), history(job="broken", status="failed"))
+    assert src.prepare_advice(path, ["no-such-run"]) == []
+    assert src.prepare_advice(str(tmp_path / "nowhere"), [runs["run_id"][0]]) == []
+    assert src.prepare_advice(path, ["app-broken-001"]) == []
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "nowhere").exists()
+    assert src.prepare_advice(path, [runs["app_id"][3], "app-broken-001"]) == ["etl"]
+    assert len(list((tmp_path / "cache" / "advice").iterdir())) == 1
+    src._CACHE.clear()  # a new process: suggest loads the kept fit, never fits again
+    monkeypatch.setattr(src, "_fit", lambda *a: pytest.fail("refitted a prepared job"))
+    assert suggest_executors("etl", "30GB", store=path).model_name
+
+
 def test_spill_warning_names_the_safe_count(tmp_path):
     mem = 1024
     h = history(mem_mb=mem, spill_above=10.0)
