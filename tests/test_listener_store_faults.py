@@ -155,6 +155,24 @@ def test_a_failing_store_holds_at_most_four_chunks_of_task_rows(spark_app, tmp_p
     assert st.stages()["num_task_rows"].sum() == 300  # stage sums still count every task
 
 
+def test_a_store_path_that_is_a_file_says_nothing_is_recorded_and_how_to_fix_it(spark_app, tmp_path):
+    """Set by --conf or spark-defaults (attach and submit refuse it before Spark starts)."""
+    store = tmp_path / "store"
+    store.write_text("a file where the store should be")
+    # as a --conf sets it: the Python side would refuse the path before Spark started
+    with spark_app(tmp_path / "unused", job="file-store", conf={"spark.sparkpredict.store": str(store)}) as spark:
+        assert spark.sparkContext.parallelize(range(10), 2).count() == 10
+        err = None
+        for _ in range(100):  # the writer thread reports it just after the job's end
+            err = listener_error(spark)
+            if err:
+                break
+            time.sleep(0.1)
+    assert err and "is a file, not a folder; nothing is recorded for this application" in err, err
+    assert "Fix: set spark.sparkpredict.store to a folder" in err
+    assert store.read_text() == "a file where the store should be"
+
+
 def test_a_store_that_fails_as_the_run_ends_is_tried_again(spark_app, tmp_path):
     """The run's last batch has no later flush to ride on: a store that fails for a moment as the
     application stops (an object store's throttling, a NameNode failover) is tried again 1, 2

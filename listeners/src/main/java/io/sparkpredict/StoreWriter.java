@@ -84,7 +84,9 @@ final class StoreWriter {
         Path marker = new Path(root, Tables.MARKER_FILE);
         if (f.exists(root)) {
             if (!f.getFileStatus(root).isDirectory()) {
-                throw new ForeignStoreException("store path " + store + " is a file, not a folder");
+                throw new ForeignStoreException("store path " + store + " is a file, not a folder; nothing is "
+                    + "recorded for this application. Fix: set spark.sparkpredict.store to a folder (new or "
+                    + "a sparkpredict store), or move the file away before the next application");
             }
             if (!f.exists(marker)) {
                 List<String> foreign = new ArrayList<>();
