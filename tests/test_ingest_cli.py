@@ -119,7 +119,8 @@ def test_json_usage_errors_are_json_on_stdout_too(argv, says, capsys):
     captured = capsys.readouterr()
     assert json.loads(captured.out) == {"error": says, "fix": f"see `sparkpredict {argv[0]} --help`"}
     assert f"error: {says}" in captured.err and "usage: sparkpredict" in captured.err
-    # without --json: stderr only, as before
+    # without --json: stderr only, ending in the fix line every user mistake ends with
     with pytest.raises(SystemExit):
         main([a for a in argv if a != "--json"])
-    assert capsys.readouterr().out == ""
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.endswith(f"error: {says}\nfix: see `sparkpredict {argv[0]} --help`\n")

@@ -55,9 +55,12 @@ class _Parser(argparse.ArgumentParser):
     json_errors = False
 
     def error(self, message: str) -> NoReturn:
+        fix = f"see `{self.prog} --help`"
         if _Parser.json_errors:
-            _print_json_error(message, f"see `{self.prog} --help`")
-        super().error(message)  # usage and message on stderr, exit 2
+            _print_json_error(message, fix)
+        # argparse's usage and error lines, then the fix line every other user mistake ends with
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\nfix: {fix}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
