@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "attach": "sparkpredict.capture.listener",
     "build_listener": "sparkpredict.capture.listener",
+    "listener_error": "sparkpredict.capture.listener",
     "ingest_event_logs": "sparkpredict.capture.eventlog",
     "parse_event_log": "sparkpredict.capture.eventlog",
     "submit": "sparkpredict.capture.submit",

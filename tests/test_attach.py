@@ -54,7 +54,7 @@ def test_listener_conf_keys(listener_jar, tmp_path):
 _LATE_ATTACH = textwrap.dedent("""
     from pyspark.sql import SparkSession
     import sparkpredict
-    from sparkpredict.capture.listener import listener_error
+    from sparkpredict import listener_error  # the top-level export
     from sparkpredict.errors import ListenerError, StoreError
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
     print("NOT-ATTACHED", listener_error(spark))
