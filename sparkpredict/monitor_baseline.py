@@ -61,12 +61,17 @@ def setups(runs: pd.DataFrame) -> pd.DataFrame:
     too, else the count that ran), ``cores`` and ``input_bytes`` (NaN: not recorded)."""
     import pandas as pd
 
+    from .features.runs import executors_and_cores
+
     def col(name: str) -> pd.Series:
         return pd.to_numeric(runs[name], errors="coerce") if name in runs else pd.Series(float("nan"), runs.index)
 
     n = col("executors_requested").fillna(col("executors_max"))
+    # a local[N] sweep's run of E executors ran N/E threads each, as the runs table reads it (the
+    # store's executor_cores is the driver's N)
+    _, cores = executors_and_cores(runs)
     size = col("input_bytes").where(lambda s: s > 0)
-    return pd.DataFrame({"executors": n.to_numpy(), "cores": col("executor_cores").to_numpy(),
+    return pd.DataFrame({"executors": n.to_numpy(), "cores": cores.to_numpy(),
                          "input_bytes": size.to_numpy()}, index=runs["run_id"].to_numpy())
 
 

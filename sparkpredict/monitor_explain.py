@@ -170,8 +170,11 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     runs = st.runs()  # type: ignore[union-attr]
     row = runs[runs["run_id"] == run_id]
     if row.empty:
+        latest = runs.sort_values("start_ms")["run_id"].tail(3).tolist()[::-1] if "start_ms" in runs else []
+        some = f"one of its runs, e.g. {', '.join(latest)}; " if latest else ""
         raise UnknownJobError(f"no run {run_id!r} in store {st.path!r}",  # type: ignore[union-attr]
-                              "list runs with `sparkpredict runs`")
+                              f"give {some}`sparkpredict store summary --store {st.path}` lists the "  # type: ignore[union-attr]
+                              "latest runs")
     job = str(row["job"].iloc[0])
     status = row["status"].iloc[0]
     model = models or default_model(st)  # type: ignore[arg-type]

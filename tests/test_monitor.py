@@ -250,7 +250,10 @@ def test_explain_cli_prints_and_exits(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "main cause: cpu" in text and "QoS at 10 %: VIOLATED" in text
     assert main(["explain", "zzz", "--store", str(tmp_path / "s")]) == 2
-    assert "no run 'zzz'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # the fix names runs that are there, and a command that lists them (`runs` needs --out)
+    assert "no run 'zzz'" in err and "fix: give one of its runs, e.g. " in err, err
+    assert f"`sparkpredict store summary --store {tmp_path / 's'}` lists the latest runs" in err
     assert main(["explain", "cpu2", "--store", str(tmp_path / "s"), "--threshold", "-1"]) == 2
 
 
@@ -401,6 +404,10 @@ def test_without_labels_a_run_is_compared_with_its_own_setup_and_bad_arguments_a
     assert main(["explain", "local-1795975858928", "--store", str(hist)]) == 0
     assert "(median of 1 other run of the job with its setup: 1 executor of 1 core, input 8 MB ± 5%, " \
            "per stage)" in capsys.readouterr().out
+    # a local[3] sweep run: 3 executors of one thread each, as runs and simulate say (it read
+    # "3 executors of 3 cores": the store's executor_cores is the driver's 3 threads)
+    three = m.explain_run("local-1795976284734", hist, model)
+    assert three.baseline_setup.startswith("3 executors of 1 core, "), three.baseline_setup
     # without the other 1-executor 8 MB run: too few of its setup, so the job's 22 other runs, said
     sort = io.open(hist).runs().query("job == 'sort'")["run_id"]
     st = _history_subset(tmp_path, [r for r in sort if r != "local-1795975907870"])

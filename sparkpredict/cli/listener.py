@@ -12,7 +12,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--force", action="store_true", help="rebuild even when a cached jar exists")
     b.set_defaults(func=_build)
     c = sub.add_parser("conf", help="print the Spark settings that attach the listener (spark-defaults format)")
-    c.add_argument("--store", help="history store path or URI (default: the embedded local store)")
+    c.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     c.add_argument("--job", help="job key (default: the application name)")
     c.set_defaults(func=_conf)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

@@ -9,7 +9,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Inspect a sparkpredict history store.")
     sub = p.add_subparsers(dest="store_command", metavar="ACTION")
     s = sub.add_parser("summary", help="runs recorded, per job, with status and wall time")
-    s.add_argument("--store", help="history store path or URI (default: the embedded local store)")
+    s.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     s.add_argument("--last", type=int, default=10, help="list this many latest runs (default 10)")
     s.set_defaults(func=_summary)
     c = sub.add_parser("clean", help="remove files of batches and retrains that were never committed",
@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "(a retrain killed before its commit, or models of snapshots pruned since) and "
                        "leftover .tmp files; an artifact of any kept snapshot, or of a retrain still "
                        "running, stays.")
-    c.add_argument("--store", help="history store path or URI (default: the embedded local store)")
+    c.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     c.add_argument("--older-than", default="10m", metavar="AGE",
                    help="only files last modified this long ago, so a writer mid-commit is left "
                    "alone (default 10m); 0: every uncommitted file, whatever its age (only when "

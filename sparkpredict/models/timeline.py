@@ -79,7 +79,7 @@ class Timeline:
         matches = runs[runs["run_id"] == run_id]
         if matches.empty:
             raise UnknownJobError(f"no run {run_id!r} in the store",
-                                  "list runs with `sparkpredict runs` and pass one of their run_id")
+                                  "pass one of the store's run ids (`sparkpredict store summary` lists the latest)")
         run = matches.iloc[-1]
         st = stages[stages["run_id"] == run_id]
         tk = tasks[tasks["run_id"] == run_id]
