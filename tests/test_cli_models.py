@@ -248,3 +248,35 @@ def test_evaluate_reads_the_store_of_the_environment_as_runs_does(tmp_path, caps
     # summary is the combined model's (left out here); summary_by_model has every model's
     assert out["summary"] == {} and out["summary_by_model"]["amdahl"]["cv3"]["jobs"] == 1
     assert 0 < out["summary_by_model"]["amdahl"]["cv3"]["mape_mean"] < 0.1
+
+
+def test_fit_of_several_jobs_gives_each_job_only_its_own_parameters(tmp_path, capsys):
+    """Every job of a runs table got every other job's parameters, set to 1: suggest listed
+    them as taken from the history and accepted --param for them."""
+    etl = synthetic_job("etl", cliff=False, sizes=(8, 12, 16), execs=(2, 4, 8)).assign(iterations=5.0)
+    ml = synthetic_job("ml", seed=4, sizes=(8, 12, 16), execs=(2, 4, 8)).assign(pages=3e6)
+    pd.concat([etl, ml], ignore_index=True).to_csv(tmp_path / "runs.csv", index=False)
+    models = str(tmp_path / "models")
+    assert main(["fit", str(tmp_path / "runs.csv"), "--out", models, "--kind", "amdahl"]) == 0
+    capsys.readouterr()
+    assert main(["suggest", "--models", models, "--job", "etl", "--input-size", "10GB", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["params"] == {"iterations": 5.0}
+    assert main(["suggest", "--models", models, "--job", "etl", "--input-size", "10GB", "--param", "pages=5"]) == 2
+    assert "no recorded parameter 'pages' (its history declares iterations)" in capsys.readouterr().err
+
+
+def test_refitting_one_job_into_a_model_folder_keeps_the_others(tmp_path, capsys):
+    runs = pd.concat([synthetic_job(j, seed=k, cliff=False, sizes=(8, 12, 16), execs=(2, 4, 8))
+                      for k, j in enumerate(("bi", "etl", "ml"))], ignore_index=True)
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    runs[runs["job"] == "etl"].to_csv(tmp_path / "etl.csv", index=False)
+    models = tmp_path / "models"
+    assert main(["fit", str(tmp_path / "runs.csv"), "--out", str(models), "--kind", "amdahl"]) == 0
+    capsys.readouterr()
+    assert main(["fit", str(tmp_path / "etl.csv"), "--out", str(models), "--kind", "amdahl"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == \
+        f"saved 1 model(s) to {models} (kept 2 other jobs' models: bi, ml)"
+    assert main(["suggest", "--models", str(models), "--job", "ml", "--input-size", "10GB"]) == 0
+    index = json.loads((models / "sparkpredict_models.json").read_text())
+    assert sorted(index["jobs"]) == ["bi", "etl", "ml"]
+    assert sorted(p.name for p in models.iterdir()) == sorted(["sparkpredict_models.json", *index["jobs"].values()])

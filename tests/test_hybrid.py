@@ -551,3 +551,83 @@ def test_scikit_learn_takes_the_model_clone_cross_validation_and_grid_search():
     assert search.best_params_ == {"kind": "amdahl"}
     with pytest.raises(ValueError, match="invalid parameter 'kinds'"):
         JobRuntimeModel().set_params(kinds="amdahl")
+
+
+def test_a_column_empty_for_the_job_is_not_one_of_its_features():
+    """A runs table of several jobs holds every job's parameters and leaves the other jobs'
+    columns empty in a job's rows. They became features of every job, filled with 1.0, which
+    the advice then assumed and accepted as declared by the job."""
+    etl = synthetic_job("etl", sizes=(8, 12, 16), execs=(2, 4, 8)).assign(iterations=3.0)
+    ml = synthetic_job("ml", seed=4, sizes=(8, 12, 16), execs=(2, 4, 8)).assign(pages=2e6)
+    alone = JobRuntimeModel(kind="amdahl").fit(etl)
+    padded = JobRuntimeModel(kind="amdahl").fit(etl.assign(pages=np.nan))
+    assert padded.extras_ == alone.extras_ == ["iterations"]
+    assert "pages" not in padded.feature_names_ and "pages" not in padded.training_range_
+    assert padded.to_dict() == alone.to_dict()
+    models = fit_all(pd.concat([etl, ml], ignore_index=True), kind="amdahl")
+    assert models["etl"].extras_ == ["iterations"] and models["ml"].extras_ == ["pages"]
+    assert set(models["ml"].defaults_) == {"executor_cores", "executor_memory_mb", "pages"}
+
+
+def test_the_latest_value_of_a_parameter_is_that_of_the_latest_run_declaring_it():
+    """As the store's advice takes it: a latest run that did not declare the parameter gave
+    the model folder the training median (2, which the latest declaration was not)."""
+    job = synthetic_job(sizes=(8, 12, 16), execs=(2, 4, 8))
+    job = job.assign(start_ms=np.arange(len(job)) * 1000.0, iterations=2.0)
+    job.loc[len(job) - 2, "iterations"] = 7.0
+    job.loc[len(job) - 1, "iterations"] = np.nan
+    m = JobRuntimeModel(kind="amdahl").fit(job.sample(frac=1.0, random_state=3))
+    assert m.latest_["iterations"] == 7.0
+    assert m.latest_["executor_memory_mb"] == 16384.0
+    assert JobRuntimeModel(kind="amdahl").fit(job.drop(columns="start_ms")).latest_ == {}
+
+
+def test_saving_into_a_model_folder_keeps_the_other_jobs_models(tmp_path, monkeypatch):
+    """Refitting one job into a folder rewrote the index from that job alone: the other jobs'
+    models vanished from it (their files left behind) without a word."""
+    from sparkpredict.models import persist
+
+    def small(job, seed):
+        return synthetic_job(job, seed=seed, sizes=(8, 12, 16), execs=(2, 4, 8))
+
+    d = tmp_path / "m"
+    first = fit_all(pd.concat([small("a", 1), small("b", 2)], ignore_index=True), kind="amdahl")
+    save_models(first, d, skipped={"c": "only 3 usable runs"})
+    again = fit_all(small("a", 5), kind="amdahl")
+    kept: list[str] = []
+    save_models(again, d, kept=kept)
+    assert kept == ["b"]
+    loaded = load_models(d)
+    assert sorted(loaded) == ["a", "b"]
+    assert loaded["a"].to_dict() == again["a"].to_dict() and loaded["b"].to_dict() == first["b"].to_dict()
+    index = json.loads((d / persist.INDEX).read_text())
+    assert index["skipped"] == {"c": "only 3 usable runs"}
+    assert sorted(os.listdir(d)) == sorted([persist.INDEX, *index["jobs"].values()])
+
+    # an index naming another file for a refitted job: that file goes, but only after the new
+    # index is written (an interrupted save keeps an index whose files all exist)
+    (d / index["jobs"]["a"]).rename(d / "job-a-earlier.json")
+    (d / persist.INDEX).write_text(json.dumps(dict(index, jobs=dict(index["jobs"], a="job-a-earlier.json"))))
+    real = persist.write_text
+
+    def crash_on_index(path, text, *args):
+        if str(path).endswith(persist.INDEX):
+            raise OSError("disk full")
+        return real(path, text, *args)
+
+    monkeypatch.setattr(persist, "write_text", crash_on_index)
+    with pytest.raises(OSError):
+        save_models(again, d)
+    assert sorted(load_models(d)) == ["a", "b"]  # the earlier index and all its files
+    monkeypatch.setattr(persist, "write_text", real)
+    save_models(again, d)
+    assert not (d / "job-a-earlier.json").exists()
+    assert sorted(os.listdir(d)) == sorted([persist.INDEX, *json.loads((d / persist.INDEX).read_text())["jobs"].values()])
+
+    # models of another format version cannot be loaded: replaced, their files removed
+    index = json.loads((d / persist.INDEX).read_text())
+    (d / persist.INDEX).write_text(json.dumps(dict(index, version=0)))
+    kept = ["x"]
+    save_models(again, d, kept=kept)
+    assert kept == [] and sorted(load_models(d)) == ["a"]
+    assert sorted(os.listdir(d)) == sorted([persist.INDEX, index["jobs"]["a"]])

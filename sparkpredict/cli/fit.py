@@ -12,7 +12,8 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "fit", help="fit a runtime model per job from a runs table",
         description="Fit every job's runtime model (the combined model by default) and save them "
-                    "as JSON in MODEL_DIR. No JVM is started.")
+                    "as JSON in MODEL_DIR. A MODEL_DIR that already holds models keeps the other "
+                    "jobs' models. No JVM is started.")
     p.add_argument("runs", metavar="RUNS", help="runs table (CSV/Parquet) from `sparkpredict runs`")
     p.add_argument("--out", required=True, metavar="MODEL_DIR")
     p.add_argument("--kind", default="auto", help="model kind (default auto; see docs/models.md)")
@@ -33,11 +34,15 @@ def run(args: argparse.Namespace) -> int:
     runs = read_runs_file(args.runs)
     skipped: dict[str, str] = {}
     models = fit_all(runs, random_state=args.random_state, kind=args.kind, skipped=skipped)
-    save_models(models, args.out, skipped=skipped)
+    kept: list[str] = []
+    save_models(models, args.out, skipped=skipped, kept=kept)
     width = max(len(j) for j in models)
     for job, m in models.items():
         print(f"{job:<{width}}  {m.name_:<26} runs {m.n_runs_:>5}  cv MAPE {100 * m.cv_mape_:6.2f} %")
     for job, why in skipped.items():
-        print(f"{job:<{width}}  not fitted: {why}")
-    print(f"saved {len(models)} model(s) to {args.out}")
+        print(f"{job:<{width}}  not fitted: {why}" + ("; its earlier model is kept" if job in kept else ""))
+    # refitting some jobs into a folder keeps the others; say which, so none is a surprise
+    what = "other job's model" if len(kept) == 1 else "other jobs' models"
+    others = f" (kept {len(kept)} {what}: {', '.join(kept)})" if kept else ""
+    print(f"saved {len(models)} model(s) to {args.out}{others}")
     return 0

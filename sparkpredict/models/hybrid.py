@@ -151,7 +151,7 @@ class JobRuntimeModel(RuntimeEstimator):
         self.n_runs_ = len(y)
         self.training_range_ = {c: (float(np.min(F[c])), float(np.max(F[c]))) for c in self.feature_names_}
         self.defaults_ = {c: float(np.median(F[c])) for c in OPTIONAL + tuple(extras)}
-        self.latest_ = _latest_run_values(runs, rows, F, OPTIONAL + tuple(extras))
+        self.latest_ = _latest_run_values(runs, rows, OPTIONAL + tuple(extras))
         result = selection.select(F, y, extras, kind=self.kind, random_state=self.random_state)
         self.name_ = result.name
         self.component_ = result.component
@@ -212,6 +212,13 @@ class JobRuntimeModel(RuntimeEstimator):
                 "record more runs of the job (positive input_bytes, executors and runtime_s)")
         F = {c: v[ok] for c, v in F.items()}
         y = y[ok]
+        # A runs table of several jobs holds the union of their parameters; one job's rows
+        # leave the others' columns empty. Kept, they became features filled with a made-up
+        # value, which the advice then assumed and accepted as declared by this job.
+        empty = [c for c in extras if not np.isfinite(F[c]).any()]
+        for c in empty:
+            del F[c]
+        extras = [c for c in extras if c not in empty]
         for c in OPTIONAL + tuple(extras):
             v = F[c]
             good = np.isfinite(v) & (v > 0 if c in OPTIONAL else True)
@@ -402,13 +409,21 @@ class JobRuntimeModel(RuntimeEstimator):
         return f"JobRuntimeModel(kind={self.kind!r}, random_state={self.random_state})"
 
 
-def _latest_run_values(runs: Any, rows: np.ndarray, F: Mapping[str, np.ndarray], cols) -> dict[str, float]:
-    """The latest training run's values of ``cols`` (by ``start_ms``; none without it): what
-    the advice assumes for a column a question leaves out, with a model folder as with a store."""
-    if "start_ms" not in (runs.columns if hasattr(runs, "columns") else runs):
+def _latest_run_values(runs: Any, rows: np.ndarray, cols) -> dict[str, float]:
+    """Per column of ``cols``, its value in the latest training run (by ``start_ms``; none
+    without it) that has one: what the advice assumes for a column a question leaves out, with
+    a model folder as with a store (which takes each column's latest recorded value)."""
+    have = runs.columns if hasattr(runs, "columns") else runs
+    if "start_ms" not in have:
         return {}
     start = np.asarray(runs["start_ms"], float)[rows]
-    if not np.isfinite(start).any():
-        return {}
-    k = int(np.nanargmax(start))
-    return {c: float(F[c][k]) for c in cols}
+    out: dict[str, float] = {}
+    for c in cols:
+        if c not in have:
+            continue
+        v = floats(runs[c], c, "runs")[rows]
+        good = np.isfinite(start) & np.isfinite(v) & (v > 0 if c in OPTIONAL else True)
+        if good.any():
+            k = int(np.flatnonzero(good)[np.argmax(start[good])])
+            out[c] = float(v[k])
+    return out

@@ -7,7 +7,8 @@ Layout of a model directory::
     MODEL_DIR/job-<slug>.json              JobRuntimeModel.to_dict() of one job
 
 Writes are atomic per file (temporary name + rename) and the index is written last, so a
-crash leaves the previous index (and its files) readable.
+crash leaves the previous index (and its files) readable. Saving into a folder that holds
+models replaces the fitted jobs' models and keeps the other jobs' (:func:`save_models`).
 """
 from __future__ import annotations
 
@@ -90,20 +91,79 @@ def check_model_dir(out_dir: str | os.PathLike[str]) -> None:
 
 
 def save_models(models: dict[str, JobRuntimeModel], out_dir: str | os.PathLike[str],
-                skipped: dict[str, str] | None = None) -> str:
-    """Save ``models`` (job -> fitted model) under ``out_dir``; returns the index path."""
+                skipped: dict[str, str] | None = None, kept: list[str] | None = None) -> str:
+    """Save ``models`` (job -> fitted model) under ``out_dir``; returns the index path.
+
+    A folder that already holds models keeps those of the other jobs (and of jobs in
+    ``skipped`` that have one): refitting one job, e.g. from ``sparkpredict runs --job``,
+    used to drop every other job's model without a word. ``kept``, if given, is filled with
+    the jobs whose earlier models stay. Models of another format version are not kept (they
+    could not be loaded). The job files are written first and the index last, each atomically,
+    and files only the earlier index named are removed after it, so a crash at any point
+    leaves an index whose files are all there.
+    """
     d = str(out_dir)
     check_model_dir(d)
     os.makedirs(d, exist_ok=True)
+    before = _earlier_index(d)
     files = {}
     for job, m in sorted(models.items()):
         name = _slug(job)
         write_text(os.path.join(d, name), json.dumps(m.to_dict(), separators=(",", ":")))
         files[job] = name
-    index = {"format": INDEX_FORMAT, "version": FORMAT_VERSION, "jobs": files, "skipped": skipped or {}}
+    old_jobs, old_skipped, old_files = before
+    others = sorted(j for j in old_jobs if j not in files)
+    stays = [j for j in others if _is_model_file(d, old_jobs[j])]
+    if len(stays) < len(others):  # kept, the index would name a file that is not there
+        log.warning("model file(s) of %s missing from %r; those jobs are no longer listed",
+                    ", ".join(j for j in others if j not in stays), d)
+    files.update({j: old_jobs[j] for j in stays})
+    reasons = {j: r for j, r in {**old_skipped, **(skipped or {})}.items() if j not in files}
+    index = {"format": INDEX_FORMAT, "version": FORMAT_VERSION, "jobs": files, "skipped": reasons}
     path = os.path.join(d, INDEX)
     write_text(path, json.dumps(index, indent=1, sort_keys=True))
+    for name in old_files - set(files.values()):  # a refitted job's file under an earlier name
+        try:
+            os.remove(os.path.join(d, name))
+        except OSError as exc:  # the new index is written; a leftover file harms nothing
+            log.warning("could not remove the replaced model file %r: %s", name, exc)
+    if kept is not None:
+        kept[:] = stays
     return path
+
+
+#: What :func:`save_models` may remove: a job file it wrote, never a path elsewhere.
+_MODEL_FILE = re.compile(r"job-[A-Za-z0-9._-]+\.json")
+
+
+def _is_model_file(d: str, name: Any) -> bool:
+    return isinstance(name, str) and bool(_MODEL_FILE.fullmatch(name)) and os.path.isfile(os.path.join(d, name))
+
+
+def _earlier_index(d: str) -> tuple[dict[str, str], dict[str, str], set[str]]:
+    """(job -> file, job -> reason not fitted, its job files) of the index already in ``d``,
+    the first two empty when those models cannot be kept (none, corrupt, another version)."""
+    path = os.path.join(d, INDEX)
+    if not os.path.exists(path):
+        return {}, {}, set()
+    try:
+        with open(path) as f:
+            index = json.load(f)
+    except (OSError, ValueError) as exc:
+        log.warning("the model index %r cannot be read (%s); its models are not kept", path, exc)
+        return {}, {}, set()
+    jobs = index.get("jobs") if isinstance(index, dict) else None
+    if not isinstance(jobs, dict) or index.get("format") != INDEX_FORMAT:
+        log.warning("%r is not a sparkpredict model index; its models are not kept", path)
+        return {}, {}, set()
+    listed = {n for n in jobs.values() if isinstance(n, str) and _MODEL_FILE.fullmatch(n)}
+    if index.get("version") != FORMAT_VERSION:
+        log.warning("the models in %r have format version %s, not %s; they are replaced, not kept "
+                    "(jobs: %s)", d, index.get("version"), FORMAT_VERSION, ", ".join(sorted(map(str, jobs))))
+        return {}, {}, listed
+    skipped = index.get("skipped")
+    reasons = {str(j): str(r) for j, r in skipped.items()} if isinstance(skipped, dict) else {}
+    return {str(j): n for j, n in jobs.items()}, reasons, listed
 
 
 def read_index(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
