@@ -10,10 +10,13 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .units import (
+    byte_units_of,
     format_amount,
     format_bytes,
+    format_bytes_in,
     format_duration,
     format_executor_hours,
+    format_number,
     plural,
 )
 
@@ -101,8 +104,8 @@ class Advice:
         pct = f"{self.confidence:.0%}"
         money = f" (cost {format_amount(self.cost_money)})" if self.cost_money is not None else ""
         s = (f"{self.job} on {format_bytes(self.input_bytes)}: {plural(self.executors, 'executor')}, "
-             f"~{format_duration(self.predicted_runtime_s)} ({pct} interval "
-             f"{format_duration(self.lower_s)}-{format_duration(self.upper_s)}), "
+             f"~{format_runtime(self.predicted_runtime_s)} ({pct} interval "
+             f"{format_runtime(self.lower_s)}-{format_runtime(self.upper_s)}), "
              f"{format_executor_hours(self.cost_executor_hours)} executor-h{money}")
         if self.deadline_s is not None:
             verdict = deadline_verdict(self.meets_deadline, self.chance_meets_deadline,
@@ -120,8 +123,8 @@ class Advice:
         return s
 
     def extrapolation_notes(self) -> list[str]:
-        """Where the question leaves the history, in words: ``input size 61.0 MiB is 2.0x the
-        runs' largest (30.5 MiB)``; a size below the runs' smallest reads as a fraction of it."""
+        """Where the question leaves the history, in words: ``input size 64 MB is 2.00x the
+        runs' largest (32.0 MB)``; a size below the runs' smallest reads as a fraction of it."""
         values = {"input_bytes": self.input_bytes, "executors": self.executors,
                   "executor_cores": self.executor_cores, "executor_memory_mb": self.executor_memory_mb,
                   **self.params}
@@ -130,7 +133,8 @@ class Advice:
             if not d >= EXTRAPOLATION_NOTED:
                 continue
             v, rng = values.get(col), self.training_range.get(col)
-            notes.append(f"{col} {d:+.0%}" if v is None or rng is None else beyond_history(col, v, *rng))
+            notes.append(f"{_column_words(col)} {d:+.0%}" if v is None or rng is None
+                         else beyond_history(col, v, *rng))
         return notes
 
     def to_dict(self) -> dict[str, Any]:
@@ -148,16 +152,53 @@ class Advice:
         return _json_safe(d)
 
 
+#: the model's columns in words; a job parameter keeps the name ``--param`` gives it
+_WORDS = {"input_bytes": "input size", "executors": "executor count", "executor_cores": "executor cores",
+          "executor_memory_mb": "executor memory"}
+
+
+def _column_words(column: str) -> str:
+    return _WORDS.get(column, column)
+
+
 def beyond_history(column: str, value: float, lo: float, hi: float) -> str:
-    """``input size 61.0 MiB is 2.0x the runs' largest (30.5 MiB)``, or ``... is 1/4.0 of the
-    runs' smallest (4 MB)`` for a value below the range."""
-    show = (lambda x: format_bytes(int(x))) if column == "input_bytes" else (lambda x: f"{x:g}")
-    what = "input size" if column == "input_bytes" else column
-    if value > hi:
-        where = f"{value / hi:.1f}x the runs' largest ({show(hi)})" if hi > 0 else f"above the runs' {show(hi)}"
+    """``input size 64 MB is 2.00x the runs' largest (32.0 MB)``, or ``... is 1/4.00 of the
+    runs' smallest (4.00 MB)`` for a value below the range.
+
+    Both sides print in the same units (a size in the system the asked size reads in, memory in
+    Spark's binary ones, counts as whole numbers) and the ratio to as many digits as they
+    show, so that the ratio is the one a reader works out from the two numbers."""
+    if column == "input_bytes":
+        binary = byte_units_of(value)
+        show = lambda x: format_bytes_in(x, binary)
+    elif column == "executor_memory_mb":
+        show = lambda x: format_bytes_in(x * 2**20, True)
+    elif column in ("executors", "executor_cores"):
+        show = lambda x: f"{x:.0f}" if float(x).is_integer() else format_number(x)
     else:
-        where = f"1/{lo / value:.1f} of the runs' smallest ({show(lo)})" if value > 0 else f"below the runs' {show(lo)}"
-    return f"{what} {show(value)} is {where}"
+        show = format_number
+    if value > hi:
+        where = (f"{_ratio(value / hi)}x the runs' largest ({show(hi)})" if hi > 0
+                 else f"above the runs' {show(hi)}")
+    else:
+        where = (f"1/{_ratio(lo / value)} of the runs' smallest ({show(lo)})" if value > 0
+                 else f"below the runs' {show(lo)}")
+    return f"{_column_words(column)} {show(value)} is {where}"
+
+
+def _ratio(r: float) -> str:
+    """Three significant digits, as many as the sizes beside it show: 1.01, 62.5, 1536."""
+    for digits, limit in ((2, 10), (1, 100)):
+        if round(r, digits) < limit:
+            return f"{r:.{digits}f}"
+    return f"{r:.0f}"
+
+
+def format_runtime(seconds: float) -> str:
+    """A runtime or bound of the advice: :func:`format_duration`, except that a bound of a few
+    hundredths of a second (one an interval widened by extrapolation reaches: ``pred *
+    exp(lo)``) reads ``<0.1s``; ``0.0s`` claims a run that takes no time at all."""
+    return "<0.1s" if seconds < 0.05 else format_duration(seconds)
 
 
 def deadline_verdict(meets: bool | None, chance: float | None, predicted_s: float,
@@ -191,8 +232,8 @@ def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], 
     rows = []
     for c in cands:
         row = [">" if c.executors == a.executors else "", str(c.executors),
-               format_duration(c.predicted_runtime_s),
-               f"{format_duration(c.lower_s)} - {format_duration(c.upper_s)}",
+               format_runtime(c.predicted_runtime_s),
+               f"{format_runtime(c.lower_s)} - {format_runtime(c.upper_s)}",
                format_executor_hours(c.cost_executor_hours)]
         if money:
             row.append(format_amount(c.cost_money) if c.cost_money is not None else "")

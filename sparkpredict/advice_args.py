@@ -1,18 +1,57 @@
 """The arguments of :func:`sparkpredict.suggest_executors`, checked before any model is asked:
-each mistake is one :class:`~sparkpredict.errors.InputError` that names the fix (the CLI flag)."""
+each mistake is one :class:`~sparkpredict.errors.InputError` that names the fix.
+
+The checks are the same for Python callers and the CLI; only the names differ. An error names
+the argument the caller gave (``min_executors=``); inside :func:`cli_flags` (the CLI's calls) it
+names the flag (``--min-executors``)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from .errors import InputError
-from .units import parse_bytes, parse_duration
+from .units import MIN_EXECUTOR_MEMORY_MB, parse_bytes, parse_duration
 
 OBJECTIVES = ("cost", "time", "knee")
 
+#: argument -> the CLI flag that sets it (``sparkpredict suggest``, ``submit``); an argument
+#: without one (``executor_counts``, ``knee_efficiency``) keeps its own name everywhere
+CLI_FLAGS = {"min_executors": "--min-executors", "max_executors": "--max-executors",
+             "executor_cores": "--executor-cores", "executor_memory_mb": "--executor-memory",
+             "price_per_executor_hour": "--price", "budget": "--budget", "confidence": "--confidence",
+             "objective": "--objective", "params": "--param"}
+_CLI: ContextVar[bool] = ContextVar("sparkpredict_cli_flags", default=False)
 
-def positive_int(name: str, value: Any, flag: str) -> int:
+
+@contextmanager
+def cli_flags() -> Iterator[None]:
+    """Within it, the errors of these checks name the CLI's flags instead of the arguments."""
+    token = _CLI.set(True)
+    try:
+        yield
+    finally:
+        _CLI.reset(token)
+
+
+def _cli(arg: str) -> bool:
+    return _CLI.get() and arg in CLI_FLAGS
+
+
+def arg_name(arg: str) -> str:
+    """``min_executors``, or ``--min-executors`` from the CLI."""
+    return CLI_FLAGS[arg] if _cli(arg) else arg
+
+
+def give(arg: str, example: str) -> str:
+    """The argument set to ``example`` as the caller writes it: ``min_executors=4`` or
+    ``--min-executors 4``."""
+    return f"{CLI_FLAGS[arg]} {example}" if _cli(arg) else f"{arg}={example}"
+
+
+def positive_int(name: str, value: Any, example: str = "4") -> int:
     """``value`` as a whole number >= 1 (``4.0`` passes, ``4.5`` does not)."""
     try:
         v = int(value)
@@ -20,25 +59,38 @@ def positive_int(name: str, value: Any, flag: str) -> int:
     except (TypeError, ValueError):
         ok = False
     if not ok:
-        raise InputError(f"{name} must be a whole number of at least 1, got {value!r}",
-                         f"give {flag} as a positive integer, e.g. {flag} 4")
+        raise InputError(f"{arg_name(name)} must be a whole number of at least 1, got {value!r}",
+                         f"give a whole number of at least 1, e.g. {give(name, example)}")
     return v
 
 
-def positive_float(name: str, value: Any, flag: str, allow_zero: bool = False) -> float:
-    """``value`` as a finite float > 0 (>= 0 with ``allow_zero``)."""
+def positive_float(name: str, value: Any, example: str = "1") -> float:
+    """``value`` as a finite float > 0."""
     try:
         v = float(value)
     except (TypeError, ValueError):
         v = float("nan")
-    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-        raise InputError(f"{name} must be a positive number, got {value!r}",
-                         f"give {flag} as a number above zero")
+    if not math.isfinite(v) or v <= 0:
+        raise InputError(f"{arg_name(name)} must be a positive number, got {value!r}",
+                         f"give a number above zero, e.g. {give(name, example)}")
     return v
 
 
+def check_executor_memory_mb(value: Any) -> int:
+    """Executor memory in MiB, at least :data:`~sparkpredict.units.MIN_EXECUTOR_MEMORY_MB`."""
+    mb = positive_int("executor_memory_mb", value, "4096")
+    if mb < MIN_EXECUTOR_MEMORY_MB:
+        # the CLI's value was a Spark size (4g); an argument's a number of MiB
+        shown = f"{mb} MiB" if _cli("executor_memory_mb") else str(mb)
+        least = f"{MIN_EXECUTOR_MEMORY_MB}m" if _cli("executor_memory_mb") else str(MIN_EXECUTOR_MEMORY_MB)
+        raise InputError(f"{arg_name('executor_memory_mb')} {shown} is too small: under "
+                         f"{MIN_EXECUTOR_MEMORY_MB} MiB, the least Spark starts an executor with",
+                         f"give at least {give('executor_memory_mb', least)}")
+    return mb
+
+
 def check_args(input_bytes: Any, deadline_s: Any, objective: str, confidence: float,
-                min_executors: Any, max_executors: Any) -> tuple[int, float | None, float, int, int | None]:
+               min_executors: Any, max_executors: Any) -> tuple[int, float | None, float, int, int | None]:
     """(size in bytes, deadline in s or None, confidence, min executors, max executors or None)."""
     for what, v, eg in (("size", input_bytes, "64MB"), ("duration", deadline_s, "45m")):
         if isinstance(v, str) and v.strip().startswith("-"):
@@ -46,19 +98,23 @@ def check_args(input_bytes: Any, deadline_s: Any, objective: str, confidence: fl
     size = parse_bytes(input_bytes)
     deadline = None if deadline_s is None else parse_duration(deadline_s)
     if objective not in OBJECTIVES:
+        cost, time, knee = ((f"{CLI_FLAGS['objective']} {o}" if _cli("objective") else f"objective={o!r}")
+                            for o in OBJECTIVES)
         raise InputError(f"unknown objective {objective!r}",
-                         "use --objective cost (cheapest meeting the deadline), time (fastest) "
-                         "or knee (where more executors stop paying off)")
+                         f"use {cost} (cheapest meeting the deadline), {time} (fastest) "
+                         f"or {knee} (where more executors stop paying off)")
     # imported here: it loads numpy, which the advice needs only once it runs
     from .models.columns import check_confidence
 
-    conf = check_confidence(confidence)
-    lo = positive_int("min_executors", min_executors, "--min-executors")
-    hi = None if max_executors is None else positive_int("max_executors", max_executors,
-                                                          "--max-executors")
+    try:
+        conf = check_confidence(confidence)
+    except InputError as exc:  # its fix names the CLI's flag; here the caller's name is known
+        raise InputError(exc.message, f"give e.g. {give('confidence', '0.9')}") from None
+    lo = positive_int("min_executors", min_executors)
+    hi = None if max_executors is None else positive_int("max_executors", max_executors, "16")
     if hi is not None and hi < lo:
-        raise InputError(f"max_executors ({hi}) is below min_executors ({lo})",
-                         "give --max-executors at least as large as --min-executors")
+        raise InputError(f"{arg_name('max_executors')} ({hi}) is below {arg_name('min_executors')} ({lo})",
+                         f"give {arg_name('max_executors')} at least as large as {arg_name('min_executors')}")
     return size, deadline, conf, lo, hi
 
 
@@ -76,10 +132,12 @@ def check_params(params: Any) -> dict[str, float]:
         except (TypeError, ValueError):
             f = math.nan
         if not math.isfinite(f):
+            eg = f"{CLI_FLAGS['params']} {k}=25" if _cli("params") else f"params={{{str(k)!r}: 25}}"
             raise InputError(f"job parameter {k!r} = {v!r} is not a number",
-                             "give a finite number, e.g. --param iterations=25")
+                             f"give a finite number, e.g. {eg}")
         out[str(k)] = f
     return out
 
 
-__all__ = ["OBJECTIVES", "check_args", "check_params", "positive_float", "positive_int"]
+__all__ = ["CLI_FLAGS", "OBJECTIVES", "arg_name", "check_args", "check_executor_memory_mb", "check_params",
+           "cli_flags", "give", "positive_float", "positive_int"]

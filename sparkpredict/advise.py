@@ -43,14 +43,16 @@ from .advice import (
 )
 from .advice_args import (
     OBJECTIVES,
+    arg_name,
     check_args,
+    check_executor_memory_mb,
     check_params,
     positive_float,
     positive_int,
 )
 from .advice_source import _CACHE, HistorySource  # noqa: F401  (_CACHE: tests inspect it)
 from .errors import InputError
-from .units import format_duration
+from .units import format_amount, format_duration, format_number
 
 if TYPE_CHECKING:
     import numpy as np
@@ -218,25 +220,25 @@ def suggest_executors(job: str, input_bytes: float | str, *,
 
     size, deadline, confidence, lo, hi = check_args(input_bytes, deadline_s, objective, confidence,
                                                      min_executors, max_executors)
+    # a price of 0 makes every count free: no price to compare by, so refused as "not positive"
     price = None if price_per_executor_hour is None else positive_float(
-        "price_per_executor_hour", price_per_executor_hour, "--price", allow_zero=True)
-    budget_v = None if budget is None else positive_float("budget", budget, "--budget")
-    knee_eff = positive_float("knee_efficiency", knee_efficiency, "--knee-efficiency")
-    cores = None if executor_cores is None else positive_int("executor_cores", executor_cores,
-                                                             "--executor-cores")
-    mem = None if executor_memory_mb is None else positive_int(
-        "executor_memory_mb", executor_memory_mb, "--executor-memory")
+        "price_per_executor_hour", price_per_executor_hour, "0.25")
+    budget_v = None if budget is None else positive_float("budget", budget, "0.5")
+    knee_eff = positive_float("knee_efficiency", knee_efficiency, "0.5")
+    cores = None if executor_cores is None else positive_int("executor_cores", executor_cores)
+    mem = None if executor_memory_mb is None else check_executor_memory_mb(executor_memory_mb)
     counts = None
     if executor_counts is not None:
         try:
-            counts = sorted({positive_int("executor count", c, "") for c in executor_counts})
+            counts = sorted({positive_int("executor count", c) for c in executor_counts})
         except InputError as exc:  # an API-only argument: no CLI flag to name in the fix
             raise InputError(str(exc.message), "give executor_counts as whole numbers of at least 1, "
                              "e.g. executor_counts=[2, 4, 8]") from None
         counts = [c for c in counts if c >= lo and (hi is None or c <= hi)]
         if not counts:
             raise InputError("no executor count in executor_counts lies within [min, max]",
-                             "widen --min-executors/--max-executors or the list of counts")
+                             f"widen {arg_name('min_executors')}/{arg_name('max_executors')} "
+                             "or the list of counts")
 
     given_params = check_params(params)
     src = HistorySource.resolve(job, store=store, models=models)
@@ -291,7 +293,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     assumed = [p for p in known if p not in given_params]
     if assumed:
         warnings.append("job parameter(s) not given, taken from the history: "
-                        + ", ".join(f"{p}={used[p]:g}" for p in assumed)
+                        + ", ".join(f"{p}={format_number(used[p])}" for p in assumed)
                         + " (pass params= / --param NAME=VALUE)")
     if objective == "time" and budget_v is not None and not budget_ok[i]:
         also = " and meets the deadline" if meets is not None and met else ""
@@ -299,8 +301,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
                         f"{'meeting the deadline' if also else 'overall'} is given")
     elif budget_v is not None and not budget_ok[i]:
         # a budget only steers "time"; given with another objective it must not pass unremarked
-        spent = f"{money[i]:.2g}" if money is not None else f"{cost[i]:.2g} executor-h"
-        warnings.append(f"the advised count costs {spent}, over the budget {budget_v:g}; the budget "
+        spent = format_amount(money[i]) if money is not None else f"{format_amount(cost[i])} executor-h"
+        warnings.append(f"the advised count costs {spent}, over the budget {format_number(budget_v)}; the budget "
                         f"limits the choice only for objective 'time' (this advice: {objective!r})")
     if deadline is not None and meets is not None and not met:
         warnings.append(f"no executor count in {int(e[0])}..{int(e[-1])} meets the deadline "

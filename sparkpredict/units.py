@@ -69,12 +69,24 @@ def spark_size(text: object, unit: str = "b") -> int | None:
     return int(round(size)) if size < 2**63 else None
 
 
-def parse_memory_mb(text: str | float) -> int:
+#: Spark refuses to start an executor with less memory than this (``UnifiedMemoryManager``:
+#: 1.5 x its 300 MiB of reserved memory, "Executor memory ... must be at least 471859200"), so
+#: advice for a smaller executor describes a run that cannot happen.
+MIN_EXECUTOR_MEMORY_MB = 450
+
+
+def parse_memory_mb(text: str | float, min_mb: int = 1) -> int:
     """Executor memory as ``spark.executor.memory`` reads it, in MiB: ``4g``, ``4gb``, ``4GiB``
-    -> 4096; a bare number is MiB."""
+    -> 4096; a bare number is MiB. At least ``min_mb`` MiB: a size that reads but is smaller is
+    "too small", not unreadable."""
     v = spark_size(text, "m")
-    if v is None or v < 2**20:
+    if v is None:
         raise InputError(f"cannot read executor memory {text!r}", "write e.g. 4g, 512m or 4096 (MiB)")
+    if v < min_mb * 2**20:
+        why = (", the least Spark starts an executor with" if min_mb == MIN_EXECUTOR_MEMORY_MB
+               else "")
+        raise InputError(f"executor memory {text!r} is too small: under {min_mb} MiB{why}",
+                         f"give at least {min_mb} MiB, e.g. 4g, 512m or 4096 (MiB)")
     return int(round(v / 2**20))
 
 
@@ -119,6 +131,60 @@ def format_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
+def byte_units_of(n: float) -> bool:
+    """True when ``n`` reads as binary units (``64MiB``, ``1.5TiB``: a round number of them and
+    not of decimal ones), False for decimal ones: what a user typed (``64MB``), and any other
+    size, since ``--input-size 300GB`` is how sizes are asked for."""
+    return not _round_in(n, 1000) and _round_in(n, 1024)
+
+
+def _round_in(n: float, base: int) -> bool:
+    k = _unit_index(n, base)
+    return k > 0 and any(abs(round(n / base**k, d) * base**k - n) < 0.5 for d in (0, 1, 2))
+
+
+def _unit_index(n: float, base: int) -> int:
+    k = 0
+    while k < 5 and abs(n) >= base ** (k + 1):
+        k += 1
+    return k
+
+
+def format_bytes_in(n: float, binary: bool) -> str:
+    """``n`` in one unit system, so that two sizes printed side by side compare as printed:
+    ``binary`` KiB..PiB, else KB..PB. A round amount reads as typed (``64 MB``, ``1.5 TiB``);
+    any other keeps three significant digits (``32.0 MB``, ``27.6 GiB``)."""
+    n = float(n)
+    base = 1024 if binary else 1000
+    names = ("KiB", "MiB", "GiB", "TiB", "PiB") if binary else ("KB", "MB", "GB", "TB", "PB")
+    k = _unit_index(n, base) if math.isfinite(n) else 0
+    if k == 0:
+        return f"{n:.0f} B"
+    scaled = n / base**k
+    for digits in (0, 1, 2):
+        if abs(round(scaled, digits) * base**k - n) < 0.5:
+            return f"{scaled:.{digits}f} {names[k - 1]}"
+    digits = 2 if scaled < 10 else 1 if scaled < 100 else 0
+    if round(scaled, digits) >= base and k < 5:  # 999.96 MB: 1.00 GB, not "1000 MB"
+        k, scaled, digits = k + 1, scaled / base, 2
+    return f"{scaled:.{digits}f} {names[k - 1]}"
+
+
+def format_number(x: float) -> str:
+    """A count, job parameter or budget in advice text: six significant digits, plain from
+    0.0001 to below a million (``37.5``, ``250000``, ``0.001``), beyond that in the short form
+    ``--param`` and ``--budget`` read back (``1e9``, ``1.5e8``, ``1e-7``), never ``1e+09``."""
+    if not math.isfinite(x):
+        return str(x)
+    return _short_exponent(f"{x:.6g}")
+
+
+def _short_exponent(s: str) -> str:
+    """``1e+09`` -> ``1e9``, ``2.8e-05`` -> ``2.8e-5``."""
+    mantissa, e, exp = s.partition("e")
+    return s if not e else f"{mantissa}e{int(exp)}"
+
+
 def format_duration(seconds: float) -> str:
     """``5400`` -> ``1h30m``; ``42.3`` -> ``42.3s``."""
     if not math.isfinite(seconds):
@@ -137,7 +203,7 @@ def format_amount(x: float) -> str:
     """``0.4567`` -> ``0.46``; small amounts keep two significant digits (``0.00071``), not ``0.00``."""
     if not math.isfinite(x):
         return "inf"
-    return f"{x:.2f}" if abs(x) >= 0.1 or x == 0 else f"{x:.2g}"
+    return f"{x:.2f}" if abs(x) >= 0.1 or x == 0 else _short_exponent(f"{x:.2g}")
 
 
 def format_executor_hours(hours: float) -> str:

@@ -352,7 +352,7 @@ def test_an_interval_the_history_cannot_narrow_says_which_run_would(tmp_path, mo
     far = suggest_executors("sqljoin", "2GB", deadline_s="5m", store=real)
     wide = [w for w in far.warnings if "cannot pin this run down" in w]
     assert len(wide) == 1 and far.upper_s > 10 * far.predicted_runtime_s
-    assert "input size 2 GB is 62.5x the runs' largest (30.5 MiB)" in wide[0]
+    assert "input size 2 GB is 62.5x the runs' largest (32.0 MB)" in wide[0]
     near = suggest_executors("sqljoin", "16MB", deadline_s="5m", store=real)
     assert near.upper_s <= 10 * near.predicted_runtime_s
     assert not any("cannot pin" in w for w in near.warnings)

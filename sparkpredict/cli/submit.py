@@ -60,8 +60,11 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     if new:  # the first runs that declare a parameter cannot be advised by it yet
         print(f"sparkpredict: job parameter(s) {', '.join(new)} are new to {args.job}'s history: "
               "recorded with this run, not used by this advice", file=sys.stderr, flush=True)
-    advice = suggest_executors(args.job, input_bytes, deadline_s=deadline, objective=args.objective,
-                               params={k: v for k, v in params.items() if k in known}, store=history)
+    from ..advice_args import cli_flags
+
+    with cli_flags():  # the advice's errors name this command's flags (--param), not arguments
+        advice = suggest_executors(args.job, input_bytes, deadline_s=deadline, objective=args.objective,
+                                   params={k: v for k, v in params.items() if k in known}, store=history)
     print(advice.summary(), flush=True)
     if dynamic_allocation_enabled(spark_args):
         lo, hi = advice.dynamic_allocation
@@ -71,6 +74,7 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..advice_args import cli_flags
     from ..advise import check_params
     from ..capture.submit import submit
     from ..capture.submit_args import check_master, submit_store
@@ -89,7 +93,8 @@ def _run(args: argparse.Namespace) -> int:
     history = submit_store(spark_args, args.store)
     input_bytes = parse_bytes(args.input_size) if args.input_size else None
     params = parse_params(args.param)
-    check_params(params)  # numbers only: the store's runs table reads them as such
+    with cli_flags():
+        check_params(params)  # numbers only: the store's runs table reads them as such
     executors, extra = executor_settings(args, spark_args, input_bytes, params, history)
     extra.update({PARAM_PREFIX + name: value for name, value in params.items()})
     if input_bytes is not None:

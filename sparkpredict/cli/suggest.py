@@ -46,7 +46,9 @@ def add_param_option(p: Any, text: str = "a job parameter of the run beyond its 
 
 
 def parse_params(pairs: list[str] | None) -> dict[str, str]:
-    """``["iterations=25", "k=3"]`` -> ``{"iterations": "25", "k": "3"}`` (numbers checked later)."""
+    """``["iterations=25", "k=3"]`` -> ``{"iterations": "25", "k": "3"}`` (numbers checked later).
+
+    A name given twice is refused: keeping either value would silently drop the other."""
     import re
 
     from ..errors import InputError
@@ -59,26 +61,32 @@ def parse_params(pairs: list[str] | None) -> dict[str, str]:
         if not eq or not value or not re.match(PARAM_NAME_PATTERN, name):
             raise InputError(f"cannot read --param {pair!r}",
                              "write NAME=VALUE with a word for NAME, e.g. --param iterations=25")
+        if name in out:
+            raise InputError(f"--param {name} is given twice ({name}={out[name]} and {name}={value})",
+                             f"give each job parameter once, e.g. --param {name}={value}")
         out[name] = value
     return out
 
 
 def executor_memory_mb(text: str | None) -> int | None:
-    """``4g`` -> 4096, ``512m`` -> 512, ``4096`` -> 4096 (Spark's units: binary, bare = MiB)."""
-    from ..units import parse_memory_mb
+    """``4g`` -> 4096, ``512m`` -> 512, ``4096`` -> 4096 (Spark's units: binary, bare = MiB); at
+    least the memory Spark starts an executor with, as the advice checks it too."""
+    from ..units import MIN_EXECUTOR_MEMORY_MB, parse_memory_mb
 
-    return None if text is None else parse_memory_mb(text)
+    return None if text is None else parse_memory_mb(text, MIN_EXECUTOR_MEMORY_MB)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..advice_args import cli_flags
     from ..advise import suggest_executors
 
-    advice = suggest_executors(
-        args.job, args.input_size, deadline_s=args.deadline, objective=args.objective,
-        executor_cores=args.executor_cores, executor_memory_mb=executor_memory_mb(args.executor_memory),
-        min_executors=args.min_executors, max_executors=args.max_executors,
-        price_per_executor_hour=args.price, budget=args.budget, confidence=args.confidence,
-        params=parse_params(args.param), store=args.store, models=args.models)
+    with cli_flags():  # the checks are the API's; their errors name this command's flags
+        advice = suggest_executors(
+            args.job, args.input_size, deadline_s=args.deadline, objective=args.objective,
+            executor_cores=args.executor_cores, executor_memory_mb=executor_memory_mb(args.executor_memory),
+            min_executors=args.min_executors, max_executors=args.max_executors,
+            price_per_executor_hour=args.price, budget=args.budget, confidence=args.confidence,
+            params=parse_params(args.param), store=args.store, models=args.models)
     if args.json:
         import json
 
@@ -91,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
 def format_advice(a: Any, max_rows: int = 40) -> str:
     """The advice as a readable table, the chosen row marked with ``>``."""
     from ..advice import candidate_table
-    from ..units import format_bytes, format_duration, plural
+    from ..units import format_bytes, format_duration, format_number, plural
 
     head = [f"job {a.job}, input {format_bytes(a.input_bytes)}, objective {a.objective}"
             + (f", deadline {format_duration(a.deadline_s)}" if a.deadline_s is not None else "")]
@@ -101,8 +109,12 @@ def format_advice(a: Any, max_rows: int = 40) -> str:
     widths = [max(len(r[k]) for r in [cols] + rows) for k in range(len(cols))]
     fmt = lambda r: "  ".join(v.rjust(w) for v, w in zip(r, widths)).rstrip()
     if a.params:
-        head.append("job parameters: " + ", ".join(f"{k}={v:g}" for k, v in a.params.items()))
-    lines = head + ["", fmt(cols)] + [fmt(r) for r in rows] + ["", "advice: " + a.summary()]
+        head.append("job parameters: " + ", ".join(f"{k}={format_number(v)}" for k, v in a.params.items()))
+    lines = head + ["", fmt(cols)] + [fmt(r) for r in rows]
+    if len(rows) < len(a.candidates):  # thinned: a reader must not take the rows for all there are
+        lines.append(f"({len(a.candidates) - len(rows)} of {len(a.candidates)} executor counts left "
+                     "out of this table; --json lists every one)")
+    lines += ["", "advice: " + a.summary()]
     if len(a.candidates) == 1:  # one count to choose from: no curve, so no knee to speak of
         pass
     elif a.knee_executors is not None and a.knee_executors < a.candidates[-1].executors:
