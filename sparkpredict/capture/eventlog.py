@@ -11,9 +11,11 @@ tasks rows that the JVM listener writes (see :mod:`.eventlog_rows`), and
 Idempotence: every ingested run row keeps its log's path and fingerprint (sizes, mtimes and a
 hash of the first 64 KiB). A log whose path and fingerprint are already in the store is not read
 again, and a log whose application is already in the store (from the listener or an earlier
-ingest under another name) adds nothing: appending would duplicate its stage and task rows.
-Because a stored run cannot be replaced, a log that lost events before its end (undecodable
-data, a missing or cut rolling file) is not stored at all, so that an intact copy can be ingested later.
+ingest under another name) adds nothing: appending would duplicate its stage and task rows; when
+it holds more of the run than the store (the stored run never ended, or has fewer tasks), the
+skip says so. Because a stored run cannot be replaced, a log that lost events before its end
+(undecodable data, a line that is not JSON before the last, a missing or cut rolling file) is
+not stored at all, so that an intact copy can be ingested later.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pyarrow as pa
 
@@ -58,8 +60,9 @@ class ParsedLog:
     """What one event log yields: conformed tables (``runs`` holds one row) and warnings.
 
     ``damage`` is set when events were lost before the log's end (undecodable compressed data,
-    or a rolling file cut short with more files after it): the tables hold the events before
-    the damage, but :func:`ingest_event_logs` does not store them (see its docstring).
+    a line that is not JSON with more lines after it, or a rolling file cut short with more
+    files after it): the tables hold the events that could be read, but
+    :func:`ingest_event_logs` does not store them (see its docstring).
     """
 
     path: str
@@ -75,12 +78,16 @@ class ParsedLog:
 
 @dataclass
 class FileOutcome:
+    """One log's outcome. ``run_id`` and ``status`` are the stored run's when the log was
+    skipped (``unchanged``, ``exists``); ``stages`` and ``tasks`` count the rows it added, and
+    are None when it added none (nothing was stored, or the log was not read)."""
+
     path: str
     outcome: Literal["ingested", "unchanged", "exists", "failed"]
     run_id: str | None = None
     status: str | None = None
-    stages: int = 0
-    tasks: int = 0
+    stages: int | None = None
+    tasks: int | None = None
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
     fix: str | None = None  # with every error: what to do about that log
@@ -174,6 +181,8 @@ def _parse_source(source: LogSource) -> ParsedLog:
     damage = None
     cut_short = False  # the last file ends inside an event (a cut stream or a cut last line)
     began = False  # the log's first line is Spark's LogStart, whole or cut: its beginning is here
+    not_json_in: str | None = None  # the file of the log's first line that is not JSON
+    cut_after_not_json = False  # a cut last line follows it: it was not the log's last line
     for f in source.files:
         name = os.path.basename(f)
         codec = codec_of(name.removesuffix(".compact"))
@@ -207,13 +216,25 @@ def _parse_source(source: LogSource) -> ParsedLog:
             raise unreadable(source.path, exc) from None
         if f == source.files[0] and builder.lines == 0 and cut:  # a first line cut inside itself
             began = cut[0].startswith(_LOG_START)
+        if builder.first_not_json is not None and not_json_in is None:
+            not_json_in = name
         if cut and not _feed_cut_line(builder, name, cut[0]):
+            cut_after_not_json = cut_after_not_json or builder.first_not_json is not None
             cut_short = cut_short or f == source.files[-1]
             if f != source.files[-1] and damage is None:
                 # Spark writes each event whole before it rolls to the next file: a file that
                 # ends inside one was cut, and what followed in it is lost mid-run.
                 damage = (f"{name} ends inside an event (line {builder.lines}) while later files "
                           "follow: the events cut from it are lost")
+    bad_line = builder.not_json_before_end() or (builder.first_not_json if cut_after_not_json else None)
+    if bad_line is not None and damage is None:
+        # Not a last line cut off while the log was written (that one is skipped with a
+        # warning): the event written there is lost, perhaps the environment with every
+        # property, and the run would be stored without it for good.
+        where = f" (in {not_json_in})" if len(source.files) > 1 else ""
+        damage = (f"line {bad_line}{where} is not valid JSON while more lines follow "
+                  "it: the event written there is lost or garbled (Spark's own reader refuses "
+                  "such a log too)")
     if any(f.endswith(".compact") for f in source.files):
         builder.warnings.append("the log was compacted by Spark: events of finished jobs may be "
                                 "missing, so stage and task rows can be incomplete")
@@ -269,8 +290,9 @@ def parse_event_log(path: str | os.PathLike[str]) -> ParsedLog:
 
     Pure: touches no store. Lines that cannot be decoded, a last line cut inside an event (one
     warning), a stream cut off mid-block and unknown events become ``warnings``; undecodable
-    compressed data, and a rolling file cut short (mid-block or mid-event) with more files
-    after it, also set ``damage`` (events in the middle are lost). A file that yields no
+    compressed data, a line that is not JSON with more lines after it, and a rolling file cut
+    short (mid-block or mid-event) with more files after it, also set ``damage`` (events in the
+    middle are lost). A file that yields no
     application, cannot be read, or a rolling folder with a missing ``events_<N>`` file raises
     :class:`~sparkpredict.errors.IngestError` naming the file.
 
@@ -316,10 +338,12 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
         ``"warn"`` records a log that cannot be read in the report and goes on with the others;
         ``"raise"`` raises :class:`~sparkpredict.errors.IngestError` at the first one (logs
         before it stay ingested). A log that lost events before its end (``ParsedLog.damage``:
-        undecodable compressed data, a rolling file cut short with more after it, a missing
-        rolling file) counts as one that cannot be read: nothing of it is stored, so that an
-        intact copy can be ingested later (a stored run cannot be replaced). A log merely cut
-        at its end, as one still being written is, is stored as an ``incomplete`` run.
+        undecodable compressed data, a line that is not JSON before the last, a rolling file
+        cut short with more after it, a missing rolling file) counts as one that cannot be
+        read: nothing of it is stored, so that an intact copy can be ingested later (a stored
+        run cannot be replaced). A log merely cut at its end, as one still being written is, is
+        stored as an ``incomplete`` run. A log whose run is already stored is skipped
+        (``exists``), with a warning when it holds more of the run than the store does.
 
     Returns
     -------
@@ -348,14 +372,11 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
         raise IngestError("no event logs found under " + ", ".join(map(str, given)),
                           "point at spark.eventLog.dir or at event-log files")
     st = store if isinstance(store, store_io.Store) else store_io.open(store, create=True)
-    known = st.read("runs", form="arrow", columns=["run_id", "source_path", "source_fingerprint"])
-    seen_fp = set(zip(known["source_path"].to_pylist(), known["source_fingerprint"].to_pylist()))
-    run_ids = set(known["run_id"].to_pylist())
-    name_ids = run_ids | {r.replace("/", "_") for r in run_ids}
+    known = _Known.of(st)
     report = IngestReport(store=st.path)
     for src in sources:
         with _system_pool():
-            outcome = _ingest_one(src, st, seen_fp, run_ids, name_ids)
+            outcome = _ingest_one(src, st, known)
         report.files.append(outcome)
         if outcome.outcome == "failed":
             log.warning("event log %s not ingested: %s", src.path, outcome.error)
@@ -367,29 +388,111 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
     return report
 
 
-def _ingest_one(src: LogSource, st: Store, seen_fp: set, run_ids: set, name_ids: set) -> FileOutcome:
+#: Statuses of a run whose end the store has not recorded: a later log of it may hold more.
+_UNFINISHED = ("incomplete", "running")
+
+
+@dataclass
+class _StoredRun:
+    status: str | None
+    num_tasks: int
+    source: str | None
+
+
+@dataclass
+class _Known:
+    """What the store holds, as ingest looks logs up in it."""
+
+    runs: dict[str, _StoredRun]
+    by_file: dict[tuple[str, str], str]  # (source path, fingerprint) -> run id ingested from it
+    by_name: dict[str, str]  # run id, and as Spark names its log files (app_attempt) -> run id
+
+    @classmethod
+    def of(cls, st: Store) -> _Known:
+        t = cast(pa.Table, st.read("runs", form="arrow", columns=[
+            "run_id", "status", "num_tasks", "source", "source_path", "source_fingerprint"])).to_pydict()
+        known = cls(runs={}, by_file={}, by_name={})
+        for rid, status, n, source, path, fp in zip(t["run_id"], t["status"], t["num_tasks"], t["source"],
+                                                   t["source_path"], t["source_fingerprint"]):
+            known.add(rid, _StoredRun(status, n or 0, source), path, fp)
+        return known
+
+    def add(self, run_id: str, run: _StoredRun, path: str | None = None, fp: str | None = None) -> None:
+        self.runs[run_id] = run
+        self.by_name.update({run_id: run_id, run_id.replace("/", "_"): run_id})
+        if path is not None and fp is not None:
+            self.by_file[(path, fp)] = run_id
+
+
+def _tasks(n: int) -> str:
+    return f"{n:,} {'task' if n == 1 else 'tasks'}"
+
+
+def _batch_file(st: Store, run_id: str) -> str | None:
+    """The runs file of the batch that ingest stored ``run_id`` in, when exactly one matches."""
+    import re
+
+    from pyarrow import fs as pafs
+
     from ..store.io import new_batch_id
 
+    # ingest names its batches new_batch_id("ingest-" + run id): <13-digit ms>-<label>-<12 hex>
+    label = new_batch_id("ingest-" + run_id)[14:-13]
+    name = re.compile(r"part-\d{13}-" + re.escape(label) + r"-[0-9a-f]{12}\.parquet")
     try:
-        if src.error is None and (src.path, fingerprint(src)) in seen_fp:
-            return FileOutcome(src.path, "unchanged")
-        if src.app_hint in name_ids:  # Spark names logs after the app: skip without reading
-            return FileOutcome(src.path, "exists", run_id=src.app_hint,
-                               warnings=["its application is already in the store"])
+        infos = st.fs.get_file_info(pafs.FileSelector(f"{st.root.rstrip('/')}/runs", allow_not_found=True))
+    except OSError:
+        return None
+    found = [i.base_name for i in infos if i.type == pafs.FileType.File and name.fullmatch(i.base_name)]
+    return f"{st.path.rstrip('/')}/runs/{found[0]}" if len(found) == 1 else None
+
+
+def _more_than_stored(parsed: ParsedLog, stored: _StoredRun, st: Store) -> str | None:
+    """A warning when ``parsed`` holds more of its run than the store's row says (the store has
+    an earlier, cut copy of it: an in-progress log, a partial copy), else None."""
+    n = parsed.tables["runs"]["num_tasks"][0].as_py() or 0
+    ends = stored.status in _UNFINISHED and parsed.status not in _UNFINISHED
+    if parsed.damage is not None or not (ends or n > stored.num_tasks):
+        return None
+    what = (f"this log holds more of run {parsed.run_id} than the store (stored: {stored.status}, "
+            f"{_tasks(stored.num_tasks)}; this log: {parsed.status}, {_tasks(n)}), but a run in the "
+            "store cannot be replaced and `sparkpredict store` has no command to remove one: to "
+            "keep the whole run, ingest this log into a fresh store (--store NEW_FOLDER)")
+    batch = _batch_file(st, parsed.run_id) if stored.source == "eventlog" else None
+    if batch is not None:
+        what += (f", or by hand delete {batch} (the stored run's commit file: its stage, task and "
+                 "executor rows are then ignored, and `sparkpredict store clean --older-than 0` "
+                 "removes them) and ingest this log again")
+    return what
+
+
+def _ingest_one(src: LogSource, st: Store, known: _Known) -> FileOutcome:
+    from ..store.io import new_batch_id
+
+    named = known.by_name.get(src.app_hint)  # Spark names logs after the app
+    try:
+        rid = known.by_file.get((src.path, fingerprint(src))) if src.error is None else None
+        if rid is not None:
+            return FileOutcome(src.path, "unchanged", run_id=rid, status=known.runs[rid].status)
+        # Skipped without reading, unless the stored run never ended: this log may hold more.
+        if named is not None and known.runs[named].status not in _UNFINISHED:
+            return FileOutcome(src.path, "exists", run_id=named, status=known.runs[named].status)
         parsed = _parse_source(src)
-    except IngestError as exc:
-        return FileOutcome(src.path, "failed", error=exc.message, fix=exc.fix)
-    except OSError as exc:  # a log that vanished or cannot be opened is that log's error only
-        err = unreadable(src.path, exc)
+    except (IngestError, OSError) as exc:
+        if named is not None:  # its run is stored already: a log of it that cannot be read is no news
+            return FileOutcome(src.path, "exists", run_id=named, status=known.runs[named].status)
+        err = exc if isinstance(exc, IngestError) else unreadable(src.path, exc)
         return FileOutcome(src.path, "failed", error=err.message, fix=err.fix)
     except Exception as exc:  # never let one log stop the others; the traceback goes to the log
         log.exception("unexpected error reading %s", src.path)
         return FileOutcome(src.path, "failed", error=f"{src.path}: {type(exc).__name__}: {exc}",
                            fix="rerun with --verbose for the traceback and report it with this log; "
                                "the other logs were ingested")
-    if parsed.run_id in run_ids:
-        return FileOutcome(src.path, "exists", run_id=parsed.run_id, status=parsed.status,
-                           warnings=[*parsed.warnings, f"run {parsed.run_id} is already in the store"])
+    stored = known.runs.get(parsed.run_id)
+    if stored is not None:  # the log's own warnings are about rows that are not stored
+        more = _more_than_stored(parsed, stored, st)
+        return FileOutcome(src.path, "exists", run_id=parsed.run_id, status=stored.status,
+                           warnings=[] if more is None else [more])
     if parsed.damage is not None:
         # Stored, the partial run could never be completed: the store has no way to replace a
         # run, and an intact copy of the log would then be skipped as already there.
@@ -402,9 +505,8 @@ def _ingest_one(src: LogSource, st: Store, seen_fp: set, run_ids: set, name_ids:
     tables["runs"] = run.set_column(run.schema.get_field_index("updated_ms"), "updated_ms",
                                     pa.array([int(time.time() * 1000)], pa.int64()))
     st.append(tables, batch_id=new_batch_id("ingest-" + parsed.run_id))
-    run_ids.add(parsed.run_id)
-    name_ids.update({parsed.run_id, parsed.run_id.replace("/", "_")})
-    seen_fp.add((src.path, parsed.fingerprint))
+    known.add(parsed.run_id, _StoredRun(parsed.status, run["num_tasks"][0].as_py() or 0, "eventlog"),
+              src.path, parsed.fingerprint)
     return FileOutcome(src.path, "ingested", run_id=parsed.run_id, status=parsed.status,
                        stages=tables["stages"].num_rows, tasks=tables["tasks"].num_rows,
                        warnings=parsed.warnings)

@@ -134,6 +134,10 @@ class RunBuilder:
         self.reads_cache: set[tuple[int, int]] = set()
         self.last_ms = 0
         self.lines = self.events = self.bad_lines = self.skipped = 0
+        # The first line that is not JSON, and the lines with content read by then (itself
+        # included): content after it means data damaged mid-log, not a last line cut off.
+        self.first_not_json: int | None = None
+        self._content_at_not_json = 0
         self._rows: list[tuple] = []
         self._chunks: list[pa.RecordBatch] = []
         self._sums: dict[tuple[int, int], dict[str, Any]] = {}  # stage -> sums of counted tasks
@@ -192,10 +196,28 @@ class RunBuilder:
                     self.events += 1
                 except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
                     self._bad(n, "is not valid JSON")
+                    if self.first_not_json is None:
+                        self.first_not_json, self._content_at_not_json = n, self.content_lines
                 except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError) as exc:
                     self._bad(n, f"has an unexpected structure ({type(exc).__name__}: {exc})")
         finally:
             self.lines = n
+
+    @property
+    def content_lines(self) -> int:
+        """Lines fed that were not blank: each is an event, a skipped one or a bad line."""
+        return self.events + self.skipped + self.bad_lines
+
+    def not_json_before_end(self) -> int | None:
+        """:attr:`first_not_json` when lines with content were fed after it, else None.
+
+        Spark writes each event whole, on its own line: only the last line can be cut while a
+        log is written or copied. A bad line followed by others is damage in the middle, and
+        Spark's own reader (``ReplayListenerBus``) refuses such a log too.
+        """
+        if self.first_not_json is None or self.content_lines <= self._content_at_not_json:
+            return None
+        return self.first_not_json
 
     def _bad(self, lineno: int, why: str) -> None:
         self.bad_lines += 1

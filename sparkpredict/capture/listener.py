@@ -28,7 +28,7 @@ from ..config import (
     cache_dir,
     resolve_store,
 )
-from ..errors import ListenerError, StoreError
+from ..errors import InputError, ListenerError, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +160,7 @@ def _store_uri(store: str) -> str:
 
 
 def listener_conf(store: str | None = None, job: str | None = None, tasks: bool = True,
-                  input_bytes: int | None = None) -> dict[str, str]:
+                  input_bytes: int | str | None = None) -> dict[str, str]:
     """Spark settings that load and configure the listener (builds the jar if needed).
 
     Parameters
@@ -171,15 +171,19 @@ def listener_conf(store: str | None = None, job: str | None = None, tasks: bool 
         Job key grouping runs of the same job; default the application name.
     tasks : bool
         Record one row per task (stage rows are recorded either way).
-    input_bytes : int, optional
-        Declared input size of the run, instead of the measured one (the bytes its stages read).
+    input_bytes : int or str, optional
+        Declared input size of the run, instead of the measured one (the bytes its stages read):
+        bytes, or a size such as ``"300GB"`` or ``"1.5TiB"`` (:func:`sparkpredict.units.parse_bytes`).
 
     Raises
     ------
+    InputError
+        ``input_bytes`` is not a size, or not above zero.
     StoreError
         ``store`` is a local file: the listener, which never throws into Spark, could only log
         that it recorded nothing.
     """
+    declared = None if input_bytes is None else _input_bytes(input_bytes)  # before the jar's build
     path = resolve_store(store)
     if "://" not in path and Path(path).is_file():
         raise StoreError(f"store path {path!r} is a file", "give a folder path for the store")
@@ -192,9 +196,23 @@ def listener_conf(store: str | None = None, job: str | None = None, tasks: bool 
     }
     if job:
         conf[KEY_JOB] = job
-    if input_bytes is not None:
-        conf[KEY_INPUT_BYTES] = str(int(input_bytes))
+    if declared is not None:
+        conf[KEY_INPUT_BYTES] = str(declared)
     return conf
+
+
+def _input_bytes(value: object) -> int:
+    """``input_bytes=`` as whole bytes: a number of bytes or a size such as ``300GB`` or
+    ``1.5TiB``, read as ``--input-size`` reads it (:func:`sparkpredict.units.parse_bytes`). Whole
+    bytes, so that the listener's reading of ``spark.sparkpredict.inputBytes`` cannot differ."""
+    from ..units import parse_bytes
+
+    try:
+        return parse_bytes(value if isinstance(value, (int, float)) else str(value))
+    except InputError as exc:
+        raise InputError(f"input_bytes={value!r}: {exc.message}",
+                         "give input_bytes= the run's input size above zero, in bytes or with a "
+                         "unit, e.g. input_bytes='300GB'") from None
 
 
 def _jvm_has_listener(jvm: Any) -> bool:
@@ -270,7 +288,7 @@ def merged_list(theirs: str | None, ours: str) -> str:
 
 
 def attach(builder: Any, store: str | None = None, job: str | None = None, tasks: bool = True,
-           input_bytes: int | None = None) -> Any:
+           input_bytes: int | str | None = None) -> Any:
     """Configure a ``SparkSession.builder`` to record the application; returns the builder.
 
     Must run before the first SparkSession of the Python process: Spark reads ``spark.jars``

@@ -27,6 +27,7 @@ def _run(args: argparse.Namespace) -> int:
     import json
 
     from ..capture.eventlog import ingest_event_logs
+    from ..units import plural
     from . import printed_here
 
     with printed_here("sparkpredict.capture.eventlog", args.verbose):  # each failure: below
@@ -36,15 +37,16 @@ def _run(args: argparse.Namespace) -> int:
     else:
         for f in report.files:
             if f.outcome == "ingested":
-                print(f"ingested  {f.path}: run {f.run_id} ({f.status}, {f.stages} stages, {f.tasks} tasks)")
+                print(f"ingested  {f.path}: run {f.run_id} ({f.status}, {plural(f.stages or 0, 'stage')}, "
+                      f"{plural(f.tasks or 0, 'task')})")
             elif f.outcome == "exists":
-                print(f"skipped   {f.path}: run {f.run_id} already in the store")
+                print(f"skipped   {f.path}: run {f.run_id} already in the store ({f.status})")
             elif f.outcome == "failed":
                 err = f.error or "failed"
                 print(f"FAILED    {err if err.startswith(str(f.path)) else f'{f.path}: {err}'}")
                 if f.fix:
                     print(f"  fix: {f.fix}")
-            for w in f.warnings if f.outcome != "exists" else []:
+            for w in f.warnings:
                 print(f"  warning: {w}")
         print(f"{report.files_seen} logs: {report.files_ingested} ingested, {report.files_unchanged} "
               f"unchanged, {report.files_existing} already in the store, {report.files_failed} failed "
