@@ -44,7 +44,10 @@ def test_auto_executors_reach_spark(tmp_path, capsys):
                "--driver-memory", "512m", str(job)])
     assert rc == 0
     captured = capsys.readouterr()
-    assert expected.summary() in captured.out  # the advice was shown before the run
+    # the advice was shown before the run, on stderr with submit's other lines: the job's
+    # stdout is the job's own
+    assert f"sparkpredict: advice: {expected.summary()}" in captured.err
+    assert expected.summary() not in captured.out
     # the history never declared the parameter: recorded with this run, not used by the advice
     assert "iterations are new to etl's history" in captured.err
     runs = store_mod.open(path).runs()
@@ -115,6 +118,8 @@ def test_auto_advises_from_the_store_the_listener_will_write(tmp_path, capsys, m
     rc = main(["submit", "--executors", "auto", "--job", "nightly", "--input-size", "1GB", "--", *conf])
     err = capsys.readouterr().err
     assert rc == 2 and "no job 'nightly'" in err and "use one of: etl" in err, err
+    # a first submit is not a mistake to correct with another job's name: it says how to start
+    assert "fix: submit its first runs with --executors N" in err and "if 'nightly' is mistyped, use one of: etl" in err
     rc = main(["submit", "--store", str(tmp_path / "other"), "--executors", "auto", "--job", "etl",
                "--input-size", "1GB", "--", *conf])
     assert rc == 2 and "name different stores" in capsys.readouterr().err

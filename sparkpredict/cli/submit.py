@@ -30,8 +30,8 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
                       params: dict[str, str] | None = None,
                       store: str | None = None) -> tuple[int | None, dict[str, str]]:
     """(--num-executors, extra --conf) from --executors N|auto, advised from ``store`` (default
-    ``args.store``); prints the advice's summary."""
-    from ..errors import InputError
+    ``args.store``); prints the advice's summary on stderr."""
+    from ..errors import InputError, UnknownJobError
 
     params = params or {}
     if args.executors is None:
@@ -55,7 +55,15 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
 
     deadline = parse_duration(args.deadline) if args.deadline else None
     history = store if store is not None else args.store
-    known = set(HistorySource.resolve(args.job, store=history).param_names())
+    try:
+        known = set(HistorySource.resolve(args.job, store=history).param_names())
+    except UnknownJobError as exc:
+        # a job's first submit: there is nothing to advise from yet, and the store's other jobs
+        # are no answer unless the name was mistyped
+        typo = f"; if {args.job!r} is mistyped, {exc.fix}" if exc.fix and exc.fix.startswith("use one of") else ""
+        raise InputError(f"{exc.message}: --executors auto has no runs of it to advise from",
+                         f"submit its first runs with --executors N (runs at two or more counts "
+                         f"let the next submit advise){typo}") from None
     new = sorted(set(params) - known)
     if new:  # the first runs that declare a parameter cannot be advised by it yet
         print(f"sparkpredict: job parameter(s) {', '.join(new)} are new to {args.job}'s history: "
@@ -65,7 +73,8 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     with cli_flags():  # the advice's errors name this command's flags (--param), not arguments
         advice = suggest_executors(args.job, input_bytes, deadline_s=deadline, objective=args.objective,
                                    params={k: v for k, v in params.items() if k in known}, store=history)
-    print(advice.summary(), flush=True)
+    # stderr, as submit's other lines: the job's stdout may be data piped elsewhere
+    print(f"sparkpredict: advice: {advice.summary()}", file=sys.stderr, flush=True)
     if dynamic_allocation_enabled(spark_args):
         lo, hi = advice.dynamic_allocation
         return None, {"spark.dynamicAllocation.minExecutors": str(int(lo)),
