@@ -297,11 +297,14 @@ class HistorySource:
         return [msg + f"; >= {need} executors (or more executor memory) stay within what ran"]
 
 
-def prepare_advice(store: Any, run_ids: list[str]) -> list[str]:
+def prepare_advice(store: Any, run_ids: list[str], fitted: Mapping[str, Any] | None = None) -> list[str]:
     """Fit (or load) the advice model of the jobs of ``run_ids`` (or application ids) on the store
     as it is now, so that the next ``sparkpredict suggest`` of those jobs, in any process, reads
     it from the cache instead of refitting (the refit's scikit-learn import alone takes about a
     second).
+
+    ``fitted`` (job -> whole-job model fitted on the store's runs as they are now, e.g. by the
+    demo) is kept as that job's fit instead of fitting again.
 
     Returns the jobs prepared. Never raises: a job that cannot be advised yet (one failed run,
     say) is left for the next suggest to explain.
@@ -322,6 +325,9 @@ def prepare_advice(store: Any, run_ids: list[str]) -> list[str]:
     done = []
     for job in jobs:
         try:
+            if fitted is not None and job in fitted:
+                version = st.version() + (_registry_snapshot(st),)
+                _save_fitted(_disk_key(st.path, version, job), fitted[job])
             HistorySource.resolve(job, store=st)
             done.append(job)
         except Exception as exc:  # noqa: BLE001

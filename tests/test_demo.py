@@ -8,9 +8,13 @@ import pytest
 
 
 @pytest.mark.spark
-def test_demo_records_fits_advises_meets_its_deadline_and_reuses_its_runs(spark_app, tmp_path):
+def test_demo_records_fits_advises_meets_its_deadline_and_reuses_its_runs(spark_app, tmp_path, monkeypatch):
+    import sparkpredict.advice_source as src
+    from sparkpredict import suggest_executors
     from sparkpredict.demo import ADVICE_FACTOR, DEADLINE_MARGIN, run_demo
     from sparkpredict.features.runs import runs_table
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
 
     kw = {"store": tmp_path / "store", "workdir": tmp_path / "work", "sizes": "1MB,2MB,4MB", "executors": "1,2"}
     res = run_demo(**kw)
@@ -28,6 +32,13 @@ def test_demo_records_fits_advises_meets_its_deadline_and_reuses_its_runs(spark_
     assert d.meets_deadline is True and d.upper_s <= d.deadline_s
     assert d.cost_executor_hours == min(c.cost_executor_hours for c in d.candidates if c.meets_deadline)
     assert "meets deadline" in d.summary()
+    # the command the demo prints under "next:" (suggest --store) answers from the demo's own
+    # fit, kept for the store as it is: a new process neither refits nor names another model
+    src._CACHE.clear()
+    real_fit = src._fit
+    monkeypatch.setattr(src, "_fit", lambda *a: pytest.fail("suggest --store refitted after the demo"))
+    assert suggest_executors("wordcount", "1GB", store=tmp_path / "store").model_name == res.model_name
+    monkeypatch.setattr(src, "_fit", real_fit)
     page = res.report_path.read_text()
     assert res.report_path.parent == (tmp_path / "work").resolve() and "wordcount" in page
     again = run_demo(**kw)
