@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
 def format_report(rep: Any, warnings: list[str] | None = None) -> str:
     """The report as text: the log's warnings, self-check, then one line per executor count."""
+    from ..units import format_duration as dur
     from ..units import plural
 
     sc = rep.self_check
@@ -85,16 +86,16 @@ def format_report(rep: Any, warnings: list[str] | None = None) -> str:
     lines += [
         f"run {rep.run_id}" + (f" (job {rep.job})" if rep.job else "")
         + f": {used} x {plural(rep.actual_cores, 'core')}{per_task}, {rep.n_tasks:,} tasks "
-          f"in {rep.n_stages} stages, recorded {rep.recorded_wall_s:.1f} s{ended}",
-        (f"self-check at {used} (actually used): replay {sc.predicted_wall_s:.1f} s, "
-         f"error {rep.self_error * 100:+.1f} %"),
+          f"in {rep.n_stages} stages, recorded {dur(rep.recorded_wall_s)}{ended}",
+        (f"self-check at {used} (actually used): replay {dur(sc.predicted_wall_s)}, "
+         f"error {rep.self_error * 100:+.1f}%"),
         "",
         f"{'executors':>9} {'cores':>5} {'slots':>6} {'predicted':>11} {'lower bound':>12} {'slots busy':>10}",
     ]
     for p in rep.predictions:
         mark = "  <- used" if p.executors == rep.actual_executors and p.cores == rep.actual_cores else ""
-        lines.append(f"{p.executors:>9} {p.cores:>5} {p.slots:>6} {p.predicted_wall_s:>9.1f} s "
-                     f"{p.lower_bound_s:>10.1f} s {p.busy_fraction * 100:>9.0f} %{mark}")
+        lines.append(f"{p.executors:>9} {p.cores:>5} {p.slots:>6} {dur(p.predicted_wall_s):>11} "
+                     f"{dur(p.lower_bound_s):>12} {p.busy_fraction * 100:>9.0f}%{mark}")
     lines.append("")
     lines.append("Tasks keep their recorded durations; more executors cannot shorten driver time or "
                  "the longest task of a stage, and contention the recording did not have is not modelled.")
