@@ -16,7 +16,7 @@ _EXPORTS = {
     "attach": "sparkpredict.capture.listener",
     "build_listener": "sparkpredict.capture.listener",
     "listener_error": "sparkpredict.capture.listener",
-    "ingest_event_logs": "sparkpredict.capture.eventlog",
+    "ingest_event_logs": "sparkpredict.capture.eventlog_ingest",
     "parse_event_log": "sparkpredict.capture.eventlog",
     "submit": "sparkpredict.capture.submit",
     "JobRuntimeModel": "sparkpredict.models.hybrid",
@@ -29,12 +29,18 @@ _EXPORTS = {
     "runs_table": "sparkpredict.features.runs",
     "explain_run": "sparkpredict.monitor",
 }
-__all__ = ["__version__", "store", "errors", *sorted(_EXPORTS)]  # noqa: PLE0604 (names: strings)
+_SUBMODULES = ("store", "errors", "units", "config")
+__all__ = ["__version__", *_SUBMODULES, *sorted(_EXPORTS)]  # noqa: PLE0604 (names: strings)
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("store", "errors", "units", "config"):
+    if name in _SUBMODULES:
         return importlib.import_module(f"sparkpredict.{name}")
     if name in _EXPORTS:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'sparkpredict' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # the lazy names, so that dir() and a notebook's tab completion show the API
+    return sorted(set(globals()) | set(__all__))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sparkpredict import workloads as W
-from sparkpredict.errors import WorkloadError
+from sparkpredict.errors import InputError, WorkloadError
 from sparkpredict.workloads import generate as gen
 
 MB = 1000**2
@@ -49,6 +49,9 @@ def test_size_below_minimum_is_refused(tmp_path):
         w.data(w.min_bytes - 1, 0, tmp_path)
     assert "below the sqljoin generator's minimum" in e.value.message
     assert not any(tmp_path.iterdir())  # nothing generated
+    with pytest.raises(InputError) as e:
+        w.data("lots", 0, tmp_path)
+    assert "e.g. 300GB" in e.value.fix and not any(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("name", sorted(W.WORKLOADS))
@@ -82,7 +85,7 @@ def test_cached_data_is_reused_not_regenerated(tmp_path):
     p1 = w.data(1 * MB, 0, tmp_path)
     stamp = {p: p.stat().st_mtime_ns for p in p1.rglob("*")}
     p2 = w.data(1 * MB, 0, tmp_path)
-    assert p1 == p2
+    assert p1 == p2 == w.data("1MB", 0, tmp_path)  # a size in words, as everywhere else
     assert {p: p.stat().st_mtime_ns for p in p2.rglob("*")} == stamp
     # an interrupted generation (no manifest) is never taken for a complete data set
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

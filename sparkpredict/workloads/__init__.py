@@ -49,8 +49,10 @@ class Workload:
         """The spark-submit script ``jobs/<name>.py``."""
         return JOBS_DIR / f"{self.name}.py"
 
-    def data(self, nbytes: int, seed: int = 0, cache_dir: str | os.PathLike | None = None) -> Path:
-        """The generated input of ``nbytes`` for ``seed`` (generated once, then cached)."""
+    def data(self, nbytes: int | str, seed: int = 0, cache_dir: str | os.PathLike | None = None) -> Path:
+        """The generated input of ``nbytes`` (bytes, or a size such as ``"64MB"``) for ``seed``
+        (generated once, then cached)."""
+        nbytes = parse_bytes(nbytes)
         check_size(self, nbytes)
         return gen.ensure_data(self.name, self.writer, nbytes, seed, Path(cache_dir or default_cache()))
 
