@@ -41,7 +41,7 @@ def test_uncommitted_batch_is_invisible(tmp_path):
 def test_missing_store_names_the_fix(tmp_path):
     with pytest.raises(StoreError) as e:
         store.open(tmp_path / "nothing")
-    assert "record a run first" in e.value.fix
+    assert "record a run first" in e.value.fix and "store= from Python" in e.value.fix
 
 
 def test_foreign_folder_refused_and_untouched(tmp_path):

@@ -293,7 +293,8 @@ def open(path: str | os.PathLike[str] | None = None, *, create: bool = False) ->
         store.init()
     elif not store.exists():
         raise StoreError(f"no sparkpredict store at {resolved!r}",
-                         "record a run first (sparkpredict demo, submit or ingest), or pass --store")
+                         "record a run first (sparkpredict demo, submit or ingest), or give an existing "
+                         "store's path (--store; store= from Python)")
     store.check_version()
     return store
 
