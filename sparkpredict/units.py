@@ -185,12 +185,19 @@ def _short_exponent(s: str) -> str:
     return s if not e else f"{mantissa}e{int(exp)}"
 
 
+#: From this many hours on, a duration is written in hours to two significant digits.
+_HOURS_IN_FULL = 10_000
+
+
 def format_duration(seconds: float) -> str:
-    """``5400`` -> ``1h30m``; ``42.3`` -> ``42.3s``."""
+    """``5400`` -> ``1h30m``; ``42.3`` -> ``42.3s``; ``5.3e14`` -> ``1.5e11h``."""
     if not math.isfinite(seconds):
         return "inf"
     if seconds < 60:
         return f"{seconds:.1f}s"
+    if seconds >= _HOURS_IN_FULL * 3600:
+        # far outside any history an interval's bound can be years: "1.5e11h", not 12 digits
+        return f"{_short_exponent(f'{seconds / 3600:#.2g}')}h"
     total = int(round(seconds))
     h, rem = divmod(total, 3600)
     m, s = divmod(rem, 60)
@@ -200,10 +207,12 @@ def format_duration(seconds: float) -> str:
 
 
 def format_amount(x: float) -> str:
-    """``0.4567`` -> ``0.46``; small amounts keep two significant digits (``0.00071``), not ``0.00``."""
+    """``0.4567`` -> ``0.46``; small amounts keep two significant digits (``0.00071``, ``0.020``),
+    not ``0.00``."""
     if not math.isfinite(x):
         return "inf"
-    return f"{x:.2f}" if abs(x) >= 0.1 or x == 0 else _short_exponent(f"{x:.2g}")
+    # two significant digits below 0.1, trailing zero kept, so a column reads alike: 0.020 0.028
+    return f"{x:.2f}" if abs(x) >= 0.1 or x == 0 else _short_exponent(f"{x:#.2g}")
 
 
 def format_executor_hours(hours: float) -> str:

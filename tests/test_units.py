@@ -55,12 +55,17 @@ def test_formatting():
     assert [format_bytes(parse_bytes(t)) for t in ("1PiB", "2PB")] == ["1.0 PiB", "2 PB"]
     assert format_duration(5400) == "1h30m"
     assert format_duration(42.25) == "42.2s"
+    # an interval's bound far outside the history can be years: two digits, not twelve
+    assert [format_duration(s) for s in (9999 * 3600, 10_000 * 3600, 5.3e14)] == ["9999h00m", "1.0e4h", "1.5e11h"]
 
 
 def test_small_costs_and_counts_read_right():
     # a demo-sized run costs a fraction of a thousandth of an executor-hour: "0.00" hid it
     assert [format_executor_hours(h) for h in (5.094, 0.1, 0.0457, 0.000712, 0.0)] == \
         ["5.09", "0.10", "0.046", "0.00071", "0.00"]
+    # one column, two significant digits throughout: 0.0030 beside 0.0037, not 0.003
+    assert [format_executor_hours(h) for h in (0.0023, 0.003, 0.02, 0.028, 2e-5)] == \
+        ["0.0023", "0.0030", "0.020", "0.028", "2.0e-5"]
     assert (plural(1, "executor"), plural(3, "executor"), plural(0, "executor")) == \
         ("1 executor", "3 executors", "0 executors")
 
