@@ -52,7 +52,7 @@ print(dt, {HWM})
 """
 CHILD_OURS = f"""
 import sys, time
-from sparkpredict.capture.eventlog import ingest_event_logs
+from sparkpredict.capture.eventlog_ingest import ingest_event_logs
 t = time.perf_counter()
 r = ingest_event_logs([sys.argv[1]], sys.argv[2])
 dt = time.perf_counter() - t

@@ -50,7 +50,8 @@ from .advice_args import (
     positive_float,
     positive_int,
 )
-from .advice_source import _CACHE, HistorySource  # noqa: F401  (_CACHE: tests inspect it)
+from .advice_cache import _CACHE  # noqa: F401  (tests inspect it)
+from .advice_source import HistorySource
 from .errors import InputError
 from .units import format_amount, format_duration, format_number
 

@@ -99,7 +99,7 @@ def run_demo(store: str | os.PathLike | None = None, workdir: str | os.PathLike 
         models = fit_all(runs)
         m = models[plan.job]
         res.model_name, res.cv_mape = getattr(m, "name_", None), getattr(m, "cv_mape_", None)
-        from .advice_source import prepare_advice
+        from .advice_cache import prepare_advice
 
         # the fit `sparkpredict suggest --store` would make: kept, so the command printed under
         # "next:" answers from it

@@ -128,8 +128,8 @@ def _slow_runs(job: str, model: Any, runs: pd.DataFrame) -> list[tuple[str, floa
 def _registry_models(st: Any, runs_raw: pd.DataFrame, runs: pd.DataFrame, jobs: list[str],
                      behind: dict[str, str]) -> dict[str, Any]:
     """The registry's models of ``jobs`` that are current, as ``suggest`` takes them
-    (:func:`sparkpredict.advice_source.registry_model`); ``behind`` gets why the others' are not."""
-    from .advice_source import registry_model
+    (:func:`sparkpredict.advice_cache.registry_model`); ``behind`` gets why the others' are not."""
+    from .advice_cache import registry_model
 
     out = {}
     for job in jobs:

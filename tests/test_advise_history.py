@@ -103,7 +103,7 @@ def test_a_store_copied_over_at_the_same_path_is_not_answered_from_the_cache(tmp
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    import sparkpredict.advice_source as src
+    import sparkpredict.advice_cache as cache
 
     monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
     path = make_store(tmp_path / "store", history(sizes=(10, 20, 40)))
@@ -115,7 +115,7 @@ def test_a_store_copied_over_at_the_same_path_is_not_answered_from_the_cache(tmp
     pq.write_table(slower, runs_file)
     for cached in (True, False):  # this process's cache, then a new process's (the disk cache)
         if not cached:
-            src._CACHE.clear()
+            cache._CACHE.clear()
         after = suggest_executors("etl", "30GB", executor_counts=[4], store=path)
         assert after.predicted_runtime_s == pytest.approx(5 * before.predicted_runtime_s, rel=0.1)
 
@@ -124,20 +124,20 @@ def test_prepare_advice_fits_the_jobs_of_the_runs_it_is_given(tmp_path, monkeypa
     """What submit and sweep call as their runs end: each named run's job fitted and kept on disk
     for the next process, found by run or application id; ids of no run, a store that is not
     there or a job with no succeeded run prepare nothing, and raise nothing."""
-    import sparkpredict.advice_source as src
+    import sparkpredict.advice_cache as cache
 
     monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
     runs, stages = history(sizes=(10, 20, 40))
     runs["app_id"] = "spark-" + runs["run_id"]  # as a sweep knows its runs
     path = make_store(tmp_path / "store", (runs, stages), history(job="broken", status="failed"))
-    assert src.prepare_advice(path, ["no-such-run"]) == []
-    assert src.prepare_advice(str(tmp_path / "nowhere"), [runs["run_id"][0]]) == []
-    assert src.prepare_advice(path, ["app-broken-001"]) == []
+    assert cache.prepare_advice(path, ["no-such-run"]) == []
+    assert cache.prepare_advice(str(tmp_path / "nowhere"), [runs["run_id"][0]]) == []
+    assert cache.prepare_advice(path, ["app-broken-001"]) == []
     assert not (tmp_path / "cache").exists() and not (tmp_path / "nowhere").exists()
-    assert src.prepare_advice(path, [runs["app_id"][3], "app-broken-001"]) == ["etl"]
+    assert cache.prepare_advice(path, [runs["app_id"][3], "app-broken-001"]) == ["etl"]
     assert len(list((tmp_path / "cache" / "advice").iterdir())) == 1
-    src._CACHE.clear()  # a new process: suggest loads the kept fit, never fits again
-    monkeypatch.setattr(src, "_fit", lambda *a: pytest.fail("refitted a prepared job"))
+    cache._CACHE.clear()  # a new process: suggest loads the kept fit, never fits again
+    monkeypatch.setattr(cache, "_fit", lambda *a: pytest.fail("refitted a prepared job"))
     assert suggest_executors("etl", "30GB", store=path).model_name
 
 
@@ -256,7 +256,7 @@ def test_a_registry_model_that_predates_new_runs_is_not_used_and_the_advice_says
     lists the job), so the advice is from a fit of the current runs, as `report` shows it, with
     a warning that names `sparkpredict retrain`; the fit is cached like any other; after the
     next retrain the registry's model is used again."""
-    import sparkpredict.advice_source as src
+    import sparkpredict.advice_cache as cache
     from sparkpredict.features.runs import runs_table
     from sparkpredict.models.persist import fit_job
     from sparkpredict.retrain import plan, retrain_local
@@ -281,8 +281,8 @@ def test_a_registry_model_that_predates_new_runs_is_not_used_and_the_advice_says
     assert "predates its latest runs" in note and f"sparkpredict retrain --store {path}" in note
 
     fits = []
-    monkeypatch.setattr(src, "_fit", lambda *a, **k: fits.append(1))
-    src._CACHE.clear()  # a new process: the fit comes from the disk cache, the warning again
+    monkeypatch.setattr(cache, "_fit", lambda *a, **k: fits.append(1))
+    cache._CACHE.clear()  # a new process: the fit comes from the disk cache, the warning again
     again = suggest_executors("etl", "30GB", store=path)
     assert fits == [] and again.model_name == after.model_name and note in again.warnings
 
@@ -296,47 +296,47 @@ def test_a_fit_is_kept_on_disk_for_the_next_process_until_new_runs_arrive(tmp_pa
     sklearn); a damaged entry is refit; a new run changes the committed batches and forces a refit."""
     import json
 
-    import sparkpredict.advice_source as src
+    import sparkpredict.advice_cache as cache
 
     monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
     path = make_store(tmp_path / "store", history(sizes=(10, 20, 40)))
     first = suggest_executors("etl", "30GB", deadline_s=600, store=path)
     (entry,) = (tmp_path / "cache" / "advice").glob("*.json")
-    real_fit, fits = src._fit, []
+    real_fit, fits = cache._fit, []
 
     def counting_fit(*a, **k):
         fits.append(1)
         return real_fit(*a, **k)
 
-    monkeypatch.setattr(src, "_fit", counting_fit)
-    src._CACHE.clear()  # a new process
+    monkeypatch.setattr(cache, "_fit", counting_fit)
+    cache._CACHE.clear()  # a new process
     again = suggest_executors("etl", "30GB", deadline_s=600, store=path)
     assert fits == []
     assert again.executors == first.executors and again.model_name == first.model_name
     assert again.predicted_runtime_s == pytest.approx(first.predicted_runtime_s, rel=1e-12)
 
     entry.write_text("{not json")
-    src._CACHE.clear()
+    cache._CACHE.clear()
     assert suggest_executors("etl", "30GB", deadline_s=600, store=path).executors == first.executors
     assert fits == [1]
     json.loads(entry.read_text())  # rewritten whole
 
     runs, stages = history(sizes=(80,), seed=1)
     store_mod.open(path).append({"runs": runs.iloc[:1], "stages": stages.iloc[:1]})
-    src._CACHE.clear()
+    cache._CACHE.clear()
     suggest_executors("etl", "30GB", deadline_s=600, store=path)
     assert fits == [1, 1]
     assert len(list((tmp_path / "cache" / "advice").glob("*.json"))) == 2
 
 
 def test_an_unwritable_cache_costs_only_a_refit(tmp_path, monkeypatch):
-    import sparkpredict.advice_source as src
+    import sparkpredict.advice_cache as cache
 
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the cache folder would go")
     monkeypatch.setenv("SPARKPREDICT_CACHE", str(blocker))
     path = make_store(tmp_path / "store", history(sizes=(10, 20, 40)))
-    src._CACHE.clear()
+    cache._CACHE.clear()
     a = suggest_executors("etl", "30GB", deadline_s=600, store=path)
     assert a.executors > 0 and blocker.read_text().startswith("a file")
     assert list(tmp_path.glob("**/*.tmp")) == []
@@ -413,7 +413,7 @@ def test_runs_without_an_input_size_say_so_and_are_not_called_spilled(tmp_path, 
     # source the input metrics see, none spilled
     from pathlib import Path
 
-    from sparkpredict.capture.eventlog import ingest_event_logs
+    from sparkpredict.capture.eventlog_ingest import ingest_event_logs
 
     monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
     logs = Path(__file__).parent / "data" / "eventlogs"

@@ -15,7 +15,8 @@ from test_hybrid import synthetic_job
 
 from sparkpredict import store
 from sparkpredict.capture import listener
-from sparkpredict.capture.eventlog import ingest_event_logs, parse_event_log
+from sparkpredict.capture.eventlog import parse_event_log
+from sparkpredict.capture.eventlog_ingest import ingest_event_logs
 from sparkpredict.cli import main
 from sparkpredict.errors import InputError
 from sparkpredict.features.runs import runs_table

@@ -9,7 +9,7 @@ import pytest
 
 @pytest.mark.spark
 def test_demo_records_fits_advises_meets_its_deadline_and_reuses_its_runs(spark_app, tmp_path, monkeypatch):
-    import sparkpredict.advice_source as src
+    import sparkpredict.advice_cache as cache
     from sparkpredict import suggest_executors
     from sparkpredict.demo import ADVICE_FACTOR, DEADLINE_MARGIN, run_demo
     from sparkpredict.features.runs import runs_table
@@ -34,11 +34,11 @@ def test_demo_records_fits_advises_meets_its_deadline_and_reuses_its_runs(spark_
     assert "meets deadline" in d.summary()
     # the command the demo prints under "next:" (suggest --store) answers from the demo's own
     # fit, kept for the store as it is: a new process neither refits nor names another model
-    src._CACHE.clear()
-    real_fit = src._fit
-    monkeypatch.setattr(src, "_fit", lambda *a: pytest.fail("suggest --store refitted after the demo"))
+    cache._CACHE.clear()
+    real_fit = cache._fit
+    monkeypatch.setattr(cache, "_fit", lambda *a: pytest.fail("suggest --store refitted after the demo"))
     assert suggest_executors("wordcount", "1GB", store=tmp_path / "store").model_name == res.model_name
-    monkeypatch.setattr(src, "_fit", real_fit)
+    monkeypatch.setattr(cache, "_fit", real_fit)
     page = res.report_path.read_text()
     assert res.report_path.parent == (tmp_path / "work").resolve() and "wordcount" in page
     again = run_demo(**kw)

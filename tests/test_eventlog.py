@@ -15,7 +15,8 @@ import pyarrow.compute as pc
 import pytest
 
 from sparkpredict import store
-from sparkpredict.capture.eventlog import ingest_event_logs, parse_event_log
+from sparkpredict.capture.eventlog import parse_event_log
+from sparkpredict.capture.eventlog_ingest import ingest_event_logs
 from sparkpredict.errors import IngestError, InputError
 from sparkpredict.store import schema as S
 

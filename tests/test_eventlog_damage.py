@@ -16,8 +16,9 @@ import pyarrow as pa
 import pytest
 
 from sparkpredict import store
-from sparkpredict.capture import eventlog, eventlog_files
-from sparkpredict.capture.eventlog import find_logs, ingest_event_logs, parse_event_log
+from sparkpredict.capture import eventlog, eventlog_files, eventlog_ingest
+from sparkpredict.capture.eventlog import find_logs, parse_event_log
+from sparkpredict.capture.eventlog_ingest import ingest_event_logs
 from sparkpredict.errors import IngestError
 
 LOGS = Path(__file__).parent / "data" / "eventlogs"
@@ -173,7 +174,7 @@ def test_a_broken_link_or_a_log_removed_meanwhile_is_that_logs_one_line_error(tm
     found = find_logs([logs])
     (logs / Q72.name).unlink()
     shutil.rmtree(logs / ROLLING.name)
-    monkeypatch.setattr(eventlog, "find_logs", lambda paths: found)
+    monkeypatch.setattr(eventlog_ingest, "find_logs", lambda paths: found)
     report = ingest_event_logs(logs, st)
     assert report.files_failed == 3 and report.files_unchanged == 1
     for name in (Q72.name, ROLLING.name, "app-1.zstd"):

@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sparkpredict import store
-from sparkpredict.capture.eventlog import ingest_event_logs, parse_event_log
+from sparkpredict.capture.eventlog import parse_event_log
+from sparkpredict.capture.eventlog_ingest import ingest_event_logs
 from sparkpredict.errors import IngestError
 
 LOGS = Path(__file__).parent / "data" / "eventlogs"

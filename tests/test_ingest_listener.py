@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from sparkpredict import store
-from sparkpredict.capture.eventlog import ingest_event_logs
+from sparkpredict.capture.eventlog_ingest import ingest_event_logs
 
 
 @pytest.mark.spark

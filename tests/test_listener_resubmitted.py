@@ -14,7 +14,7 @@ import json
 import pytest
 
 from sparkpredict import store
-from sparkpredict.capture.eventlog import ingest_event_logs
+from sparkpredict.capture.eventlog_ingest import ingest_event_logs
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 

@@ -110,7 +110,7 @@ def test_dynamic_allocation_runs_count_their_mean_executors(tmp_path):
     their requested 8."""
     from pathlib import Path
 
-    from sparkpredict.capture.eventlog import ingest_event_logs
+    from sparkpredict.capture.eventlog_ingest import ingest_event_logs
     from sparkpredict.features.runs import dynamic_allocation
 
     ingest_event_logs(Path(__file__).parent / "data" / "eventlogs", tmp_path / "s")

@@ -236,7 +236,8 @@ def test_simulate_run_takes_run_id_first_and_checks_counts_before_reading():
 def test_slots_are_executors_times_cores_over_task_cpus(tmp_path, capsys):
     """tasks_executors_fail ran with spark.task.cpus=4 on 8 executors x 4 cores: 8 task slots
     (its recorded task_slots), not 32."""
-    from sparkpredict.capture.eventlog import ingest_event_logs, parse_event_log
+    from sparkpredict.capture.eventlog import parse_event_log
+    from sparkpredict.capture.eventlog_ingest import ingest_event_logs
 
     path = EVENTLOGS / "tasks_executors_fail_compressed_eventlog.zstd"
     if not path.exists():

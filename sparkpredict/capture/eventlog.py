@@ -1,4 +1,4 @@
-"""Backfill the history store from Spark event logs (``sparkpredict ingest``).
+"""Read Spark event logs into store rows (for ``sparkpredict ingest`` and ``simulate``).
 
 Spark's ``EventLoggingListener`` writes one JSON event per line, as a single file
 ``<appId>[_<attempt>][.<codec>][.inprogress]`` or, with rolling logs (``spark.eventLog.rolling
@@ -6,31 +6,20 @@ Spark's ``EventLoggingListener`` writes one JSON event per line, as a single fil
 files and an ``appstatus_<appId>[.inprogress]`` marker. :func:`parse_event_log` reads either form
 (plain, zstd, lz4, snappy or lzf; see :mod:`.codecs`) into the same runs / executors / stages /
 tasks rows that the JVM listener writes (see :mod:`.eventlog_rows`), and
-:func:`ingest_event_logs` appends each log's rows to a store as one batch.
-
-Idempotence: every ingested run row keeps its log's path and fingerprint (sizes, mtimes and a
-hash of the first 64 KiB). A log whose path and fingerprint are already in the store is not read
-again, and a log whose application is already in the store (from the listener or an earlier
-ingest under another name) adds nothing: appending would duplicate its stage and task rows; when
-it holds more of the run than the store (the stored run never ended, or has fewer tasks), the
-skip says so. Because a stored run cannot be replaced, a log that lost events before its end
-(undecodable data, a line that is not JSON before the last, a missing or cut rolling file) is
-not stored at all, so that an intact copy can be ingested later.
+:func:`~.eventlog_ingest.ingest_event_logs` appends each log's rows to a store as one batch (see
+:mod:`.eventlog_ingest` for what it skips and why).
 """
 from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
-import time
-from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..errors import IngestError, InputError
+from ..errors import IngestError
 from ..units import plural
 from .codecs import (
     CorruptStream,
@@ -50,10 +39,6 @@ from .eventlog_files import (
 )
 from .eventlog_rows import RunBuilder
 
-if TYPE_CHECKING:
-    from ..store.io import Store
-
-log = logging.getLogger(__name__)
 
 @dataclass
 class ParsedLog:
@@ -62,7 +47,7 @@ class ParsedLog:
     ``damage`` is set when events were lost before the log's end (undecodable compressed data,
     a line that is not JSON with more lines after it, or a rolling file cut short with more
     files after it): the tables hold the events that could be read, but
-    :func:`ingest_event_logs` does not store them (see its docstring).
+    :func:`~.eventlog_ingest.ingest_event_logs` does not store them (see its docstring).
     """
 
     path: str
@@ -74,73 +59,6 @@ class ParsedLog:
     lines: int
     bytes_uncompressed: int
     damage: str | None = None
-
-
-@dataclass
-class FileOutcome:
-    """One log's outcome. ``run_id`` and ``status`` are the stored run's when the log was
-    skipped (``unchanged``, ``exists``); ``stages`` and ``tasks`` count the rows it added, and
-    are None when it added none (nothing was stored, or the log was not read)."""
-
-    path: str
-    outcome: Literal["ingested", "unchanged", "exists", "failed"]
-    run_id: str | None = None
-    status: str | None = None
-    stages: int | None = None
-    tasks: int | None = None
-    warnings: list[str] = field(default_factory=list)
-    error: str | None = None
-    fix: str | None = None  # with every error: what to do about that log
-
-
-@dataclass
-class IngestReport:
-    """Summary of one :func:`ingest_event_logs` call, per file and in total."""
-
-    store: str
-    files: list[FileOutcome] = field(default_factory=list)
-
-    def _count(self, outcome: str) -> int:
-        return sum(f.outcome == outcome for f in self.files)
-
-    @property
-    def files_seen(self) -> int:
-        return len(self.files)
-
-    @property
-    def files_ingested(self) -> int:
-        return self._count("ingested")
-
-    @property
-    def files_unchanged(self) -> int:
-        """Skipped without reading: same path and fingerprint as an ingested run."""
-        return self._count("unchanged")
-
-    @property
-    def files_existing(self) -> int:
-        """Skipped because their application is already in the store."""
-        return self._count("exists")
-
-    @property
-    def files_failed(self) -> int:
-        return self._count("failed")
-
-    @property
-    def runs_added(self) -> int:
-        return self.files_ingested
-
-    @property
-    def warnings(self) -> dict[str, list[str]]:
-        return {f.path: f.warnings for f in self.files if f.warnings}
-
-    @property
-    def errors(self) -> dict[str, str]:
-        return {f.path: f.error for f in self.files if f.error}
-
-    def to_dict(self) -> dict:
-        counts = {k: getattr(self, k) for k in ("files_seen", "files_ingested", "files_unchanged",
-                                                 "files_existing", "files_failed", "runs_added")}
-        return {"store": self.store, **counts, "files": [asdict(f) for f in self.files]}
 
 
 # ---- parsing --------------------------------------------------------------------------------
@@ -321,202 +239,8 @@ def parse_event_log(path: str | os.PathLike[str]) -> ParsedLog:
         return _parse_source(source)
 
 
-# ---- ingest ---------------------------------------------------------------------------------
-def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-                      store: str | os.PathLike[str] | Store | None = None, *,
-                      on_error: Literal["warn", "raise"] = "warn") -> IngestReport:
-    """Append the runs of Spark event logs to a history store, each log as one atomic batch.
-
-    Parameters
-    ----------
-    paths : path or list of paths
-        Event-log files, rolling ``eventlog_v2_*`` folders, or folders holding them
-        (e.g. ``spark.eventLog.dir``), searched recursively.
-    store : path, Store or None
-        The history store (default: the embedded store, see :mod:`sparkpredict.config`).
-    on_error : {"warn", "raise"}
-        ``"warn"`` records a log that cannot be read in the report and goes on with the others;
-        ``"raise"`` raises :class:`~sparkpredict.errors.IngestError` at the first one (logs
-        before it stay ingested). A log that lost events before its end (``ParsedLog.damage``:
-        undecodable compressed data, a line that is not JSON before the last, a rolling file
-        cut short with more after it, a missing rolling file) counts as one that cannot be
-        read: nothing of it is stored, so that an intact copy can be ingested later (a stored
-        run cannot be replaced). A log merely cut at its end, as one still being written is, is
-        stored as an ``incomplete`` run. A log whose run is already stored is skipped
-        (``exists``), with a warning when it holds more of the run than the store does.
-
-    Returns
-    -------
-    IngestReport
-        Per-file outcome (ingested / unchanged / exists / failed), warnings and errors.
-
-    Raises
-    ------
-    IngestError
-        A path does not exist, or no event log was found under the paths.
-    StoreError
-        The store cannot be opened or written.
-    """
-    from ..store import io as store_io
-
-    if on_error not in ("warn", "raise"):
-        raise InputError(f"on_error={on_error!r}", "use 'warn' or 'raise'")
-    given: list[Any] = [paths] if isinstance(paths, (str, os.PathLike)) else \
-        list(paths) if isinstance(paths, Iterable) else [paths]
-    bad = [p for p in given if not isinstance(p, (str, os.PathLike))]
-    if bad or not given:
-        what = f"{bad[0]!r} is not a path" if bad else "no event-log path given"
-        raise InputError(what, "give event-log files or folders (spark.eventLog.dir) as paths")
-    sources = find_logs(given)
-    if not sources:
-        raise IngestError("no event logs found under " + ", ".join(map(str, given)),
-                          "point at spark.eventLog.dir or at event-log files")
-    st = store if isinstance(store, store_io.Store) else store_io.open(store, create=True)
-    known = _Known.of(st)
-    report = IngestReport(store=st.path)
-    for src in sources:
-        with _system_pool():
-            outcome = _ingest_one(src, st, known)
-        report.files.append(outcome)
-        if outcome.outcome == "failed":
-            log.warning("event log %s not ingested: %s", src.path, outcome.error)
-            if on_error == "raise":
-                raise IngestError(outcome.error or "failed", f"{outcome.fix or 'fix or remove that log'}"
-                                  " and rerun; logs before it were ingested")
-        elif outcome.warnings:
-            log.info("event log %s: %d warnings", src.path, len(outcome.warnings))
-    return report
-
-
-#: Statuses of a run whose end the store has not recorded: a later log of it may hold more.
-_UNFINISHED = ("incomplete", "running")
-
-
-@dataclass
-class _StoredRun:
-    status: str | None
-    num_tasks: int
-    source: str | None
-
-
-@dataclass
-class _Known:
-    """What the store holds, as ingest looks logs up in it."""
-
-    runs: dict[str, _StoredRun]
-    by_file: dict[tuple[str, str], str]  # (source path, fingerprint) -> run id ingested from it
-    by_name: dict[str, str]  # run id, and as Spark names its log files (app_attempt) -> run id
-
-    @classmethod
-    def of(cls, st: Store) -> _Known:
-        t = cast(pa.Table, st.read("runs", form="arrow", columns=[
-            "run_id", "status", "num_tasks", "source", "source_path", "source_fingerprint"])).to_pydict()
-        known = cls(runs={}, by_file={}, by_name={})
-        for rid, status, n, source, path, fp in zip(t["run_id"], t["status"], t["num_tasks"], t["source"],
-                                                   t["source_path"], t["source_fingerprint"]):
-            known.add(rid, _StoredRun(status, n or 0, source), path, fp)
-        return known
-
-    def add(self, run_id: str, run: _StoredRun, path: str | None = None, fp: str | None = None) -> None:
-        self.runs[run_id] = run
-        self.by_name.update({run_id: run_id, run_id.replace("/", "_"): run_id})
-        if path is not None and fp is not None:
-            self.by_file[(path, fp)] = run_id
-
-
-def _tasks(n: int) -> str:
-    return f"{n:,} {'task' if n == 1 else 'tasks'}"
-
-
-def _batch_file(st: Store, run_id: str) -> str | None:
-    """The runs file of the batch that ingest stored ``run_id`` in, when exactly one matches."""
-    import re
-
-    from pyarrow import fs as pafs
-
-    from ..store.io import new_batch_id
-
-    # ingest names its batches new_batch_id("ingest-" + run id): <13-digit ms>-<label>-<12 hex>
-    label = new_batch_id("ingest-" + run_id)[14:-13]
-    name = re.compile(r"part-\d{13}-" + re.escape(label) + r"-[0-9a-f]{12}\.parquet")
-    try:
-        infos = st.fs.get_file_info(pafs.FileSelector(f"{st.root.rstrip('/')}/runs", allow_not_found=True))
-    except OSError:
-        return None
-    found = [i.base_name for i in infos if i.type == pafs.FileType.File and name.fullmatch(i.base_name)]
-    return f"{st.path.rstrip('/')}/runs/{found[0]}" if len(found) == 1 else None
-
-
-def _more_than_stored(parsed: ParsedLog, stored: _StoredRun, st: Store) -> str | None:
-    """A warning when ``parsed`` holds more of its run than the store's row says (the store has
-    an earlier, cut copy of it: an in-progress log, a partial copy), else None."""
-    n = parsed.tables["runs"]["num_tasks"][0].as_py() or 0
-    ends = stored.status in _UNFINISHED and parsed.status not in _UNFINISHED
-    if parsed.damage is not None or not (ends or n > stored.num_tasks):
-        return None
-    what = (f"this log holds more of run {parsed.run_id} than the store (stored: {stored.status}, "
-            f"{_tasks(stored.num_tasks)}; this log: {parsed.status}, {_tasks(n)}), but a run in the "
-            "store cannot be replaced and `sparkpredict store` has no command to remove one: to "
-            "keep the whole run, ingest this log into a fresh store (--store NEW_FOLDER)")
-    batch = _batch_file(st, parsed.run_id) if stored.source == "eventlog" else None
-    if batch is not None:
-        what += (f", or by hand delete {batch} (the stored run's commit file: its stage, task and "
-                 "executor rows are then ignored, and `sparkpredict store clean --older-than 0` "
-                 "removes them) and ingest this log again")
-    return what
-
-
-def _ingest_one(src: LogSource, st: Store, known: _Known) -> FileOutcome:
-    from ..store.io import new_batch_id
-
-    named = known.by_name.get(src.app_hint)  # Spark names logs after the app
-    try:
-        rid = known.by_file.get((src.path, fingerprint(src))) if src.error is None else None
-        if rid is not None:
-            return FileOutcome(src.path, "unchanged", run_id=rid, status=known.runs[rid].status)
-        # Skipped without reading, unless the stored run never ended: this log may hold more.
-        if named is not None and known.runs[named].status not in _UNFINISHED:
-            return FileOutcome(src.path, "exists", run_id=named, status=known.runs[named].status)
-        parsed = _parse_source(src)
-    except (IngestError, OSError) as exc:
-        if named is not None:  # its run is stored already: a log of it that cannot be read is no news
-            return FileOutcome(src.path, "exists", run_id=named, status=known.runs[named].status)
-        err = exc if isinstance(exc, IngestError) else unreadable(src.path, exc)
-        return FileOutcome(src.path, "failed", error=err.message, fix=err.fix)
-    except Exception as exc:  # never let one log stop the others; the traceback goes to the log
-        log.exception("unexpected error reading %s", src.path)
-        return FileOutcome(src.path, "failed", error=f"{src.path}: {type(exc).__name__}: {exc}",
-                           fix="rerun with --verbose for the traceback and report it with this log; "
-                               "the other logs were ingested")
-    stored = known.runs.get(parsed.run_id)
-    if stored is not None:  # the log's own warnings are about rows that are not stored
-        more = _more_than_stored(parsed, stored, st)
-        return FileOutcome(src.path, "exists", run_id=parsed.run_id, status=stored.status,
-                           warnings=[] if more is None else [more])
-    if parsed.damage is not None:
-        # Stored, the partial run could never be completed: the store has no way to replace a
-        # run, and an intact copy of the log would then be skipped as already there.
-        return FileOutcome(src.path, "failed", run_id=parsed.run_id, status=parsed.status,
-                           error=f"{src.path}: {parsed.damage}; not ingested, since a run in the "
-                                 "store cannot be replaced later",
-                           fix="ingest an intact copy of this log")
-    tables = dict(parsed.tables)
-    run = tables["runs"]
-    tables["runs"] = run.set_column(run.schema.get_field_index("updated_ms"), "updated_ms",
-                                    pa.array([int(time.time() * 1000)], pa.int64()))
-    st.append(tables, batch_id=new_batch_id("ingest-" + parsed.run_id))
-    known.add(parsed.run_id, _StoredRun(parsed.status, run["num_tasks"][0].as_py() or 0, "eventlog"),
-              src.path, parsed.fingerprint)
-    return FileOutcome(src.path, "ingested", run_id=parsed.run_id, status=parsed.status,
-                       stages=tables["stages"].num_rows, tasks=tables["tasks"].num_rows,
-                       warnings=parsed.warnings)
-
-
 __all__ = [
-    "FileOutcome",
-    "IngestReport",
     "ParsedLog",
     "find_logs",
-    "ingest_event_logs",
     "parse_event_log",
 ]

@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     import json
 
-    from ..capture.eventlog import ingest_event_logs
+    from ..capture.eventlog_ingest import ingest_event_logs
     from ..units import plural
     from . import printed_here
 

@@ -119,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
     result = submit(spark_args, store=args.store, job=args.job, executors=executors, extra_conf=extra)
     if result.run_ids:
         print(f"sparkpredict: recorded {', '.join(result.run_ids)} in {result.store}", file=sys.stderr)
-        from ..advice_source import prepare_advice
+        from ..advice_cache import prepare_advice
 
         # now, while the user reads the job's output, rather than at the next suggest
         prepare_advice(result.store, result.run_ids)

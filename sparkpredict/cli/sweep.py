@@ -77,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
     for o in res.failed:
         print(f"  failed: {o.combo.size_bytes} B x {o.combo.executors} executors "
               f"(repeat {o.combo.repeat}): {o.error}", file=sys.stderr)
-    from ..advice_source import prepare_advice
+    from ..advice_cache import prepare_advice
 
     # the history a sweep builds is for advice: fitted now, the next suggest loads it
     prepare_advice(res.store, [o.app_id for o in res.ran if o.app_id])

@@ -1,0 +1,182 @@
+"""The advisor's fitted models: which one answers for a job, and the caches that spare a refit.
+
+This module owns what :class:`~sparkpredict.advice_source.HistorySource` asks for when it
+builds a job's source from a store: the per-process cache (``_CACHE``) of models and sources,
+the registry's model when it is current (:func:`registry_model`), otherwise a fit of the job's
+runs (:func:`load_or_fit`: a whole-job model, or a replay with too few runs), kept as JSON under
+``cache_dir()/advice`` per store version and code, so the next process loads it instead of
+refitting; and :func:`prepare_advice`, which fits ahead of the next ``sparkpredict suggest``.
+Nothing here imports pandas, numpy or scikit-learn at import time.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger("sparkpredict.advise")
+
+#: Models kept per process, (kind, path, version, job) -> model or HistorySource: a new store
+#: version (new runs) refits; the oldest entries go beyond _CACHE_SIZE.
+_CACHE: dict[tuple, Any] = {}
+_CACHE_SIZE = 32
+
+
+def _remember(key: tuple, value: Any) -> None:
+    while len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = value
+
+
+def prepare_advice(store: Any, run_ids: list[str], fitted: Mapping[str, Any] | None = None) -> list[str]:
+    """Fit (or load) the advice model of the jobs of ``run_ids`` (or application ids) on the store
+    as it is now, so that the next ``sparkpredict suggest`` of those jobs, in any process, reads
+    it from the cache instead of refitting (the refit's scikit-learn import alone takes about a
+    second).
+
+    ``fitted`` (job -> whole-job model fitted on the store's runs as they are now, e.g. by the
+    demo) is kept as that job's fit instead of fitting again.
+
+    Returns the jobs prepared. Never raises: a job that cannot be advised yet (one failed run,
+    say) is left for the next suggest to explain.
+    """
+    # advice_source imports this module: HistorySource is imported here, not at the top
+    from .advice_source import HistorySource
+    from .config import resolve_store
+    from .store import io as store_io
+
+    try:
+        st = store if hasattr(store, "read") else store_io.open(resolve_store(store))
+        runs = st.runs()
+        mine = runs["run_id"].isin(run_ids)
+        if "app_id" in runs:  # a sweep knows its runs by Spark's application id
+            mine |= runs["app_id"].isin(run_ids)
+        jobs = sorted(set(runs.loc[mine, "job"].dropna().astype(str)))
+    except Exception as exc:  # noqa: BLE001 -- a convenience; the run is recorded regardless
+        log.info("advice not prepared: %s", exc)
+        return []
+    done = []
+    for job in jobs:
+        try:
+            if fitted is not None and job in fitted:
+                version = st.version() + (_registry_snapshot(st),)
+                _save_fitted(_disk_key(st.path, version, job), fitted[job])
+            HistorySource.resolve(job, store=st)
+            done.append(job)
+        except Exception as exc:  # noqa: BLE001
+            log.info("advice for %s not prepared: %s", job, exc)
+    return done
+
+
+def _registry_snapshot(st: Any) -> str | None:
+    """Name of the registry's current snapshot (changes with every retrain), if any."""
+    from . import registry
+
+    try:
+        return registry.current_snapshot(st)
+    except Exception:  # no registry yet, or unreadable: the model is then fitted from runs  # noqa: BLE001
+        return None
+
+
+def registry_model(job: str, st: Any, raw: pd.DataFrame, n_runs: int) -> tuple[Any, str | None]:
+    """(the registry's whole-job model of ``job``, None) when it is current, else (None, why not).
+
+    Current means what a retrain means by it (:func:`sparkpredict.registry.is_current`, in
+    the model's own kind): trained on exactly the job's runs rows ``raw`` (their fingerprint), in
+    this artifact, model and store format. A model that predates the job's latest runs would
+    answer for an older history while the runs, the report and ``retrain --dry-run`` say
+    otherwise: the caller fits from the runs instead, and says why (the second item; None when
+    the job was simply never retrained). ``n_runs``: the job's usable runs, for that message.
+    """
+    from . import registry as R
+
+    retrain = f"run `sparkpredict retrain --store {st.path}` to bring the registry up to date"
+    try:
+        reg = R.read_registry(st)
+        mine = reg[(reg["job"] == job) & (reg["model_kind"] == R.KIND_RUNTIME)]
+        if mine.empty:  # never retrained for this job: fit from its runs
+            return None, None
+        row = next(iter(R._rows(mine)))
+        state = R.model_state(row)
+        if state[0] != R.runs_fingerprint(raw):
+            return None, (f"the registry's model of {job} predates its latest runs (it was trained on "
+                          f"{int(row.n_runs)} runs, {n_runs} now): this advice is from a model fitted on "
+                          f"the current runs; {retrain}")
+        if not R.is_current(state, state[0], str(row.fit_kind), R.runtime_model_format()):
+            return None, (f"the registry's model of {job} is of another format than this sparkpredict "
+                          f"writes: this advice is from a model fitted on the job's runs; {retrain}")
+        doc = R.read_artifact(st, row.artifact)
+        return R._runtime_model_from_dict(doc["model"]), None
+    except Exception as exc:  # a broken registry must not stop advice: refit from the runs  # noqa: BLE001
+        log.info("registry models of %s unusable (%s); fitting from its runs", st.path, exc)
+        why = getattr(exc, "message", None) or str(exc)
+        return None, (f"the registry's model of {job} is unusable ({why}): this advice is from a model "
+                      f"fitted on the job's runs; {retrain}")
+
+
+def load_or_fit(job: str, st: Any, version: tuple, runs: pd.DataFrame) -> Any:
+    """The model of ``job`` fitted on its ``runs`` (see :func:`_fit`): the one an earlier process
+    kept on disk for the same store ``version`` and code, else a fit now, kept for the next."""
+    disk_key = _disk_key(st.path, version, job)
+    model = _load_fitted(disk_key)
+    if model is None:
+        model = _fit(runs, st)
+        _save_fitted(disk_key, model)
+    return model
+
+
+def _disk_key(store_path: str, version: tuple, job: str) -> str:
+    from pathlib import Path
+
+    from . import fitcache
+
+    here = Path(__file__).resolve()
+    # advice_source.py too: it reads the runs that are fitted, and held this code before the split
+    code = [here, here.parent / "advice_source.py", here.parent / "features" / "runs.py",
+            *sorted((here.parent / "models").glob("*.py"))]
+    return fitcache.make_key(store_path, version, job, fitcache.code_stamp(*code))
+
+
+def _load_fitted(key: str) -> Any:
+    """A whole-job model fitted earlier on the same committed runs (another process, e.g. the
+    previous ``sparkpredict suggest``): JSON read with numpy only, no refit and no sklearn import."""
+    import json
+
+    from . import fitcache
+    from .models.hybrid import JobRuntimeModel
+
+    return fitcache.read("advice", key, "json", lambda f: JobRuntimeModel.from_dict(json.load(f)))
+
+
+def _save_fitted(key: str, model: Any) -> None:
+    import json
+
+    from . import fitcache
+    from .models.hybrid import JobRuntimeModel
+
+    def dump(f: Any) -> None:
+        f.write(json.dumps(model.to_dict(), separators=(",", ":")).encode())
+
+    if isinstance(model, JobRuntimeModel):  # the replay reads the store; nothing to keep
+        fitcache.write("advice", key, "json", dump)
+
+
+def _fit(runs: pd.DataFrame, st: Any) -> Any:
+    """The whole-job model; with too few runs for it, a replay of the recorded task timeline.
+
+    The replay (stage-level, see :mod:`sparkpredict.models.simulate`) needs only one run, so a
+    job recorded once still gets advice; its interval is wider and its name says what it is.
+    """
+    from .errors import DegenerateDataError
+    from .models import persist
+
+    try:
+        return persist.fit_job(runs)
+    except DegenerateDataError as exc:
+        from .models.replay import ReplayRuntimeModel
+
+        log.info("job has too few runs for the whole-job model (%s); replaying its tasks", exc)
+        return ReplayRuntimeModel(store=st).fit(runs)
