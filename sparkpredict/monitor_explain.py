@@ -110,7 +110,7 @@ class Explanation:
         """One line, as :meth:`Advice.summary <sparkpredict.advice.Advice.summary>` gives: for a
         driver's log after the run."""
         def pct(x: float) -> str:
-            return f"{x * 100:+.1f} %"
+            return f"{x * 100:+.1f}%"
 
         against = {MB.SAME_SETUP: "its runs of the same setup", MB.ANY_SETUP: "its runs of any setup"}
         measured = "no clean run to compare with" if self.degradation is None \
@@ -162,7 +162,7 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
 
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 1:
         raise InputError(f"threshold {threshold!r} is not a fraction between 0 and 1",
-                         "give the QoS threshold as a fraction, e.g. 0.10 for 10 %")
+                         "give the QoS threshold as a fraction, e.g. 0.10 for 10%")
     if isinstance(top_stages, bool) or not isinstance(top_stages, int) or top_stages < 1:
         raise InputError(f"top_stages {top_stages!r} is not a whole number of at least 1",
                          "give how many stages to list, e.g. 3")

@@ -198,7 +198,7 @@ def test_explain_run_end_to_end_on_a_store(tmp_path):
     assert clean.estimated_degradation < m.CAUSE_MIN_SLOWDOWN and clean.main_cause is None
     assert e.matched_share == pytest.approx(1.0) and e.warnings == []
     line = e.summary()
-    assert line.startswith(f"run victim (job {e.job}): {e.degradation * 100:+.1f} % against its clean runs")
+    assert line.startswith(f"run victim (job {e.job}): {e.degradation * 100:+.1f}% against its clean runs")
     assert f"main cause cpu ({e.main_share:.0%} of the slowdown)" in line and line.endswith("QoS at 20% VIOLATED")
     assert "its metrics name no cause" in clean.summary() and clean.summary().endswith("QoS at 10% met")
     with pytest.raises(UnknownJobError, match="no run 'nope'"):
@@ -248,13 +248,33 @@ def test_explain_cli_prints_and_exits(tmp_path, capsys):
     assert out["degradation"] == pytest.approx(1.0, abs=0.1)
     assert main(["explain", "cpu2", "--store", str(tmp_path / "s")]) == 0
     text = capsys.readouterr().out
-    assert "main cause: cpu" in text and "QoS at 10 %: VIOLATED" in text
+    assert "main cause: cpu" in text and "QoS at 10%: VIOLATED" in text
     assert main(["explain", "zzz", "--store", str(tmp_path / "s")]) == 2
     err = capsys.readouterr().err
     # the fix names runs that are there, and a command that lists them (`runs` needs --out)
     assert "no run 'zzz'" in err and "fix: give one of its runs, e.g. " in err, err
     assert f"`sparkpredict store summary --store {tmp_path / 's'}` lists the latest runs" in err
     assert main(["explain", "cpu2", "--store", str(tmp_path / "s"), "--threshold", "-1"]) == 2
+
+
+def test_explain_text_writes_percentages_without_a_space(capsys):
+    """Every percentage explain prints reads "84.4%", as suggest and simulate write them: a
+    reviewer found "+84.4 %" and "82%" in one output. The bundled dataset's network run prints
+    every line that carries one (culprit, host footprint, stages); its summary() is what
+    explain --job lists (that command refits a runtime model: 17 s more, for the same line)."""
+    import re
+
+    from sparkpredict.cli import main
+
+    store = str(m.DEFAULT_TRAINING_STORE)
+    assert main(["explain", "app-20261130022624-0000", "--store", store]) == 0
+    out = capsys.readouterr().out
+    for line in ("  QoS at 10%: VIOLATED", "% of the estimated slowdown)", "who took the cores",
+                 "time stalled on I/O", "expected (+"):
+        assert line in out, out
+    out += m.explain_run("app-20261130022624-0000", store).summary()
+    assert "% against its clean runs" in out and "% of the slowdown); QoS at 10% VIOLATED" in out, out
+    assert re.search(r"\d %", out) is None, out
 
 
 def test_the_trained_monitor_is_kept_on_disk_until_new_labelled_runs_arrive(tmp_path, monkeypatch):
@@ -400,7 +420,7 @@ def test_without_labels_a_run_is_compared_with_its_own_setup_and_bad_arguments_a
     assert e.baseline_setup == "1 executor of 1 core, input 8 MB ± 5%"
     assert not any("other executor counts" in w for w in e.warnings), e.warnings
     assert any("comes from 1 other run of its setup only" in w for w in e.warnings), e.warnings
-    assert "+3.2 % against its runs of the same setup" in e.summary()
+    assert "+3.2% against its runs of the same setup" in e.summary()
     assert main(["explain", "local-1795975858928", "--store", str(hist)]) == 0
     assert "(median of 1 other run of the job with its setup: 1 executor of 1 core, input 8 MB ± 5%, " \
            "per stage)" in capsys.readouterr().out
@@ -467,7 +487,7 @@ def test_slowest_runs_of_runs_without_input_sizes_is_a_clear_error(tmp_path, cap
     """Three real event logs whose apps are all called 'Spark shell': no input size recorded."""
     from pathlib import Path
 
-    from sparkpredict.capture.eventlog import ingest_event_logs
+    from sparkpredict.capture.eventlog_ingest import ingest_event_logs
     from sparkpredict.cli import main
 
     logs = Path(__file__).parent / "data" / "eventlogs"

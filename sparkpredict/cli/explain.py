@@ -31,7 +31,7 @@ def register(subparsers: Any) -> None:
 
 
 def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x * 100:+.1f} %"
+    return "n/a" if x is None else f"{x * 100:+.1f}%"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 < args.threshold < 10:
         raise InputError(f"--threshold {args.threshold} is not a fraction",
-                         "give e.g. 0.05, 0.10 or 0.20 (5, 10 or 20 %)")
+                         "give e.g. 0.05, 0.10 or 0.20 (5%, 10% or 20%)")
     if (args.run_id is None) == (args.job is None):
         raise InputError("give a RUN_ID or --job J, not " + ("both" if args.job else "neither"),
                          "e.g. sparkpredict explain local-1700000000000, or sparkpredict explain --job nightly-etl")
@@ -66,10 +66,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"  degradation: measured {_pct(e.degradation)}, estimated from metrics "
           f"{_pct(e.estimated_degradation)}")
     verdict = "VIOLATED" if e.violated else "met"
-    print(f"  QoS at {e.threshold * 100:.0f} %: {verdict}   "
+    print(f"  QoS at {e.threshold * 100:.0f}%: {verdict}   "
           + "  ".join(f"{t * 100:.0f}%:{'over' if v else 'ok'}" for t, v in e.qos.items()))
     if e.main_cause:
-        print(f"  main cause: {e.main_cause} ({e.main_share * 100:.0f} % of the estimated slowdown)")
+        print(f"  main cause: {e.main_cause} ({e.main_share * 100:.0f}% of the estimated slowdown)")
     elif e.cause_withheld:
         print("  main cause: not named (not slower than its clean runs, and too short for the monitor's "
               "model; see the warning)")
@@ -78,12 +78,12 @@ def run(args: argparse.Namespace) -> int:
               "or more)")
     if e.culprit:
         print("  who took the cores Spark waited for (host counters): "
-              + ", ".join(f"{g} {p * 100:.0f} %" for g, p in sorted(e.culprit.items(), key=lambda kv: -kv[1])
+              + ", ".join(f"{g} {p * 100:.0f}%" for g, p in sorted(e.culprit.items(), key=lambda kv: -kv[1])
                           if p >= 0.005))
     if e.footprint:
         units = {"memory_held_gib": ("memory held by others", "{:+.2f} GiB", 1.0),
                  "network_mib_s": ("network", "{:+,.1f} MiB/s", 1.0), "disk_mib_s": ("disk", "{:+,.1f} MiB/s", 1.0),
-                 "io_stall_share": ("time stalled on I/O", "{:+.1f} %", 100.0)}
+                 "io_stall_share": ("time stalled on I/O", "{:+.1f}%", 100.0)}
         print("  host footprint against the clean runs: "
               + ", ".join(f"{units[k][0]} " + units[k][1].format(v * units[k][2]) for k, v in e.footprint.items()))
     print("  contributions (Shapley, points of degradation): "
