@@ -287,7 +287,7 @@ def format_tables(ev: Evaluation, metrics_: tuple[str, ...] = ("r2", "rrse", "ma
 
 
 def _markdown(t: pd.DataFrame, metric: str) -> str:
-    fmt = (lambda v: f"{100 * v:.1f} %") if metric in ("mape", "rrse", "coverage90") else (lambda v: f"{v:.3f}")
+    fmt = (lambda v: f"{100 * v:.1f}%") if metric in ("mape", "rrse", "coverage90") else (lambda v: f"{v:.3f}")
     head = "| job | " + " | ".join(map(str, t.columns)) + " |"
     sep = "|" + "---|" * (len(t.columns) + 1)
     lines = [head, sep]

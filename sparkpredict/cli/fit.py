@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     save_models(models, args.out, skipped=skipped, kept=kept)
     width = max(len(j) for j in models)
     for job, m in models.items():
-        print(f"{job:<{width}}  {m.name_:<26} runs {m.n_runs_:>5}  cv MAPE {100 * m.cv_mape_:6.2f} %")
+        print(f"{job:<{width}}  {m.name_:<26} runs {m.n_runs_:>5}  CV MAPE {100 * m.cv_mape_:5.1f}%")
     for job, why in skipped.items():
         print(f"{job:<{width}}  not fitted: {why}" + ("; its earlier model is kept" if job in kept else ""))
     # refitting some jobs into a folder keeps the others; say which, so none is a surprise
