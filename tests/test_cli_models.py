@@ -280,3 +280,30 @@ def test_refitting_one_job_into_a_model_folder_keeps_the_others(tmp_path, capsys
     index = json.loads((models / "sparkpredict_models.json").read_text())
     assert sorted(index["jobs"]) == ["bi", "etl", "ml"]
     assert sorted(p.name for p in models.iterdir()) == sorted(["sparkpredict_models.json", *index["jobs"].values()])
+
+
+def test_predict_warns_on_stderr_when_rows_lie_beyond_the_fitted_runs(tmp_path, capsys):
+    """The CSV's extrapolation column is easy to miss: predict says how many rows extrapolate and
+    how far the furthest does, in suggest's words, counting from suggest's 0.5 %."""
+    _, models = _fitted(tmp_path, capsys)  # etl at 8, 12, 16 GiB on 2, 4, 8 executors
+    q = tmp_path / "q.csv"
+    q.write_text("job,input_bytes,executors\netl,12GiB,4\n"
+                 "etl,16.04GiB,4\n"   # 0.25 % beyond: a recorded size to the model
+                 "etl,300GB,4\netl,12GiB,64\n")
+    assert main(["predict", str(models), str(q), "--out", str(tmp_path / "p.csv")]) == 0
+    out, err = capsys.readouterr()
+    assert out == f"wrote 4 predictions to {tmp_path / 'p.csv'}\n"
+    assert err == ("warning: 2 of 4 rows extrapolate beyond the runs the models were fitted on (furthest: "
+                   "row 3 below the header, job etl: input size 300 GB is 17.5x the runs' largest (17.2 GB)); "
+                   "their intervals widen with the distance\n"), err
+    p = pd.read_csv(tmp_path / "p.csv")
+    assert (p["extrapolation"] > 0).sum() == 3 and p.loc[2, "extrapolation"] == p["extrapolation"].max()
+
+    q.write_text("job,input_bytes,executors\netl,12GiB,4\netl,12GiB,64\n")
+    assert main(["predict", str(models), str(q), "--out", str(tmp_path / "p.csv")]) == 0
+    assert capsys.readouterr().err == (
+        "warning: 1 of 2 rows extrapolates beyond the runs the models were fitted on (row 2 below the header, "
+        "job etl: executor count 64 is 8.00x the runs' largest (8)); its interval widens with the distance\n")
+    q.write_text("job,input_bytes,executors\netl,12GiB,4\netl,16.04GiB,8\n")
+    assert main(["predict", str(models), str(q), "--out", str(tmp_path / "p.csv")]) == 0
+    assert capsys.readouterr().err == ""

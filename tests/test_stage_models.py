@@ -278,7 +278,9 @@ def test_stage_model_json_round_trip_predicts_the_same(history, tmp_path):
         StageRuntimeModel.from_dict({**doc, "version": 99}, store=path)
 
 
-def test_stage_and_replay_models_follow_scikit_learns_parameter_contract():
+def test_stage_and_replay_models_follow_scikit_learns_parameter_contract(history):
+    import pickle
+
     from sklearn.base import clone, is_regressor
 
     from sparkpredict.models.replay import ReplayRuntimeModel
@@ -287,3 +289,46 @@ def test_stage_and_replay_models_follow_scikit_learns_parameter_contract():
         c = clone(m)
         assert c is not m and c.get_params() == m.get_params() and is_regressor(c)
     assert StageRuntimeModel().set_params(n_estimators=9).n_estimators == 9
+    # A fitted model pickles (joblib too, which pickles) and predicts the same after: the
+    # forests' class was once local to a function, which pickle cannot name.
+    path, runs, _ = history
+    X = pd.DataFrame({"job": runs["job"].iloc[0], "input_bytes": [100 * MiB, 3000 * MiB], "executors": [1, 5]})
+    for m in (StageRuntimeModel(store=path, n_estimators=5).fit(runs), ReplayRuntimeModel(store=path).fit(runs)):
+        back = pickle.loads(pickle.dumps(m))
+        a, b = m.predict_interval(X), back.predict_interval(X)
+        assert all(np.array_equal(a[k], b[k]) for k in a), type(m).__name__
+        assert back.get_params().keys() == m.get_params().keys()
+
+
+def test_stage_and_replay_models_repr_their_parameters():
+    """As JobRuntimeModel's: the class and its constructor parameters, not ``<... at 0x...>``."""
+    from sparkpredict.models.replay import ReplayRuntimeModel
+
+    r = repr(StageRuntimeModel(store="S", mode="shared", n_estimators=7))
+    assert r.startswith("StageRuntimeModel(") and "0x" not in r
+    assert all(f"{k}=" in r for k in StageRuntimeModel().get_params())
+    assert "mode='shared'" in r and "n_estimators=7" in r and "store='S'" in r
+    r = repr(ReplayRuntimeModel(store="S", host_cores=4))
+    assert r.startswith("ReplayRuntimeModel(") and "host_cores=4" in r and "0x" not in r
+    assert all(f"{k}=" in r for k in ReplayRuntimeModel().get_params())
+    # tables print as their shapes: the rows of a history are no repr
+    r = repr(ReplayRuntimeModel(tables={"runs": pd.DataFrame({"run_id": ["a", "b"]}), "tasks": None}))
+    assert "tables={'runs': <DataFrame 2x1>, 'tasks': None}" in r
+
+
+def test_the_stage_forest_module_imports_scikit_learn_only_to_build_a_forest(history, tmp_path):
+    """The CLI's fast path and a JSON-saved model predict without scikit-learn; only building a
+    forest (fit) imports it, from the module that defines the forest class."""
+    import subprocess
+    import sys
+
+    path, runs, _ = history
+    doc = tmp_path / "stage.json"
+    doc.write_text(json.dumps(StageRuntimeModel(store=path, n_estimators=5).fit(runs).to_dict()))
+    code = ("import json, sys; import sparkpredict.models.stage_forest; "
+            "from sparkpredict.models.stages import StageRuntimeModel; "
+            f"m = StageRuntimeModel.from_dict(json.load(open({str(doc)!r})), store={str(path)!r}); "
+            "m.predict({'job': [m.runs_['job'].iloc[0]], 'input_bytes': [2**27], 'executors': [2]}); "
+            "print('sklearn' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 
@@ -12,7 +13,8 @@ def register(subparsers: Any) -> None:
                     "or 1.5TiB), executors (a whole number; executor_cores, executor_memory_mb "
                     "and extra features optional). Writes the query's rows in order with "
                     "predicted_runtime_s, lower_s, upper_s, model and extrapolation to a .csv or "
-                    ".parquet file.")
+                    ".parquet file; rows beyond the runs the models were fitted on get a "
+                    "warning on stderr.")
     p.add_argument("model_dir", metavar="MODEL_DIR")
     p.add_argument("query", metavar="QUERY")
     p.add_argument("--out", required=True, metavar="PRED.csv", help="PRED.csv or PRED.parquet")
@@ -40,7 +42,7 @@ def predict_table(models: dict, query: Any, confidence: float = 0.9) -> Any:
     for job in sorted(set(jobs)):
         idx = np.flatnonzero(jobs == job)
         m = models[job]
-        X = {c: out[c].to_numpy()[idx] for c in out.columns if c != "job" and out[c].dtype.kind in "iuf"}
+        X = _features(out, idx)
         iv = m.predict_interval(X, confidence=confidence)
         for k in ("predicted_runtime_s", "lower_s", "upper_s"):
             cols[k][idx] = iv[k]
@@ -50,6 +52,43 @@ def predict_table(models: dict, query: Any, confidence: float = 0.9) -> Any:
         out[k] = v
     out["model"] = names
     return out
+
+
+def _features(query: Any, idx: Any) -> dict:
+    """The numeric columns of rows ``idx`` of the (numeric) query, as the models take them."""
+    return {c: query[c].to_numpy()[idx] for c in query.columns if c != "job" and query[c].dtype.kind in "iuf"}
+
+
+def extrapolation_warning(models: dict, predictions: Any) -> str | None:
+    """How many rows of :func:`predict_table`'s output lie beyond the runs their model was fitted
+    on, and where the furthest lies, in suggest's words (:func:`~sparkpredict.advice.beyond_history`);
+    ``None`` when none does. A row counts from suggest's threshold
+    (:data:`~sparkpredict.advice.EXTRAPOLATION_NOTED`): a hair beyond the range is a recorded
+    size to the models too."""
+    import numpy as np
+
+    from ..advice import EXTRAPOLATION_NOTED, beyond_history
+    from ..units import plural
+
+    dist = predictions["extrapolation"].to_numpy(float)
+    far = np.flatnonzero(dist >= EXTRAPOLATION_NOTED)
+    if not len(far):
+        return None
+    i = int(far[np.argmax(dist[far])])
+    job = str(predictions["job"].iloc[i])
+    m = models[job]
+    X = _features(predictions, np.array([i]))
+    per_column = {c: float(v[0]) for c, v in m.extrapolation(X).items() if c != "max"}
+    col = max(per_column, key=lambda c: per_column[c])
+    given = X[col][0] if col in X else np.nan
+    value = float(given) if np.isfinite(given) else float(m.defaults_[col])  # a default is the model's value
+    where = beyond_history(col, value, *m.training_range_[col])
+    k, rows = len(far), plural(len(predictions), "row")
+    if k == 1:
+        return (f"1 of {rows} extrapolates beyond the runs the models were fitted on (row {i + 1} below "
+                f"the header, job {job}: {where}); its interval widens with the distance")
+    return (f"{k} of {rows} extrapolate beyond the runs the models were fitted on (furthest: row {i + 1} "
+            f"below the header, job {job}: {where}); their intervals widen with the distance")
 
 
 def _numeric(query: Any) -> Any:
@@ -121,5 +160,10 @@ def run(args: argparse.Namespace) -> int:
     models = load_models(args.model_dir, jobs=sorted(set(query["job"].astype(str))))
     out = predict_table(models, query, args.confidence)
     write_table(out, args.out)
-    print(f"wrote {len(out)} predictions to {args.out}")
+    from ..units import plural
+
+    print(f"wrote {plural(len(out), 'prediction')} to {args.out}")
+    warning = extrapolation_warning(models, out)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0

@@ -1,9 +1,10 @@
 """scikit-learn's estimator protocol for the runtime models, without importing scikit-learn.
 
 ``get_params``/``set_params`` (so ``sklearn.base.clone``, ``cross_val_score``, ``GridSearchCV``
-and pipelines take the models), ``score`` (R², as scikit-learn's regressors) and
-``__sklearn_tags__`` (a regressor). Inheriting ``sklearn.base.BaseEstimator`` would import
-scikit-learn with the model class, which the CLI's fast path (``suggest --models``) must not.
+and pipelines take the models), ``score`` (R², as scikit-learn's regressors),
+``__sklearn_tags__`` (a regressor) and a repr of the parameters. Inheriting
+``sklearn.base.BaseEstimator`` would import scikit-learn with the model class, which the CLI's
+fast path (``suggest --models``) must not.
 """
 from __future__ import annotations
 
@@ -36,6 +37,12 @@ class RuntimeEstimator:
             setattr(self, name, value)
         return self
 
+    def __repr__(self) -> str:
+        """``StageRuntimeModel(store='hist', mode='auto', ...)``: the class and its parameters,
+        as scikit-learn's estimators print (a model that prints more defines its own)."""
+        params = ", ".join(f"{n}={_short_repr(v)}" for n, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
     def predict(self, X: Any) -> np.ndarray:  # every model defines its own
         raise NotImplementedError
 
@@ -55,6 +62,17 @@ class RuntimeEstimator:
 
         return Tags(estimator_type="regressor", target_tags=TargetTags(required=True),
                     regressor_tags=RegressorTags())
+
+
+def _short_repr(value: Any) -> str:
+    """A parameter's value on one line: a table (``tables={"runs": DataFrame}``) as its type and
+    shape, not its rows."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_short_repr(v)}" for k, v in value.items()) + "}"
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple) and not isinstance(value, np.generic):
+        return f"<{type(value).__name__} {'x'.join(str(n) for n in shape)}>"
+    return repr(value)
 
 
 __all__ = ["RuntimeEstimator"]

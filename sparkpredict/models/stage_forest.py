@@ -10,31 +10,12 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def _quiet_forest_class():
-    from sklearn.ensemble import RandomForestRegressor
-
-    class QuietForest(RandomForestRegressor):
-        """A random forest whose out-of-bag pass stays silent on tiny pools (few runs)."""
-
-        def fit(self, X, y, sample_weight=None):
-            import warnings
-
-            self.set_params(oob_score=len(y) >= 3)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                return super().fit(X, y, sample_weight)
-
-    return QuietForest
-
-
 def quiet_forest(**kw):
-    global _QUIET
-    if _QUIET is None:
-        _QUIET = _quiet_forest_class()
-    return _QUIET(**kw)
+    """A :class:`~sparkpredict.models.quiet_forest.QuietForest` with ``kw``; scikit-learn is
+    imported here, on the first forest built, not with this module."""
+    from .quiet_forest import QuietForest
 
-
-_QUIET = None
+    return QuietForest(**kw)
 
 
 def importances(forest, names: list[str]) -> pd.Series:
