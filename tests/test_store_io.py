@@ -57,7 +57,24 @@ def test_unknown_schema_version_refused(tmp_path):
     (tmp_path / "st" / S.MARKER_FILE).write_text(json.dumps({"format": S.STORE_FORMAT, "schema_version": 99}))
     with pytest.raises(StoreError) as e:
         store.open(tmp_path / "st")
-    assert "schema version 99" in str(e.value)
+    assert "schema version 99, newer than" in str(e.value) and "upgrade sparkpredict" in e.value.fix
+
+
+@pytest.mark.parametrize("meta,said", [
+    ({"format": "other", "schema_version": 1}, "is not a sparkpredict store: its _sparkpredict_store.json says format 'other'"),
+    (["not", "an", "object"], "is not a sparkpredict store"),
+    ({"format": S.STORE_FORMAT, "schema_version": 0}, "damaged: schema_version 0 is not a version"),
+    ({"format": S.STORE_FORMAT, "schema_version": "1"}, "damaged: schema_version '1' is not a version"),
+    ({"format": S.STORE_FORMAT}, "damaged: schema_version None"),
+])
+def test_a_marker_that_is_not_ours_or_damaged_is_told_apart_from_a_newer_store(tmp_path, meta, said):
+    # each case its own message: "has schema version 1; this sparkpredict reads version 1" said nothing
+    store.open(tmp_path / "st", create=True)
+    (tmp_path / "st" / S.MARKER_FILE).write_text(json.dumps(meta))
+    with pytest.raises(StoreError) as e:
+        store.open(tmp_path / "st")
+    assert said in e.value.message and "upgrade" not in e.value.fix
+    assert '{"format": "sparkpredict-store", "schema_version": 1}' in e.value.fix
 
 
 def test_unwritable_store(tmp_path):

@@ -219,11 +219,27 @@ class Store:
             except ValueError as exc:
                 raise StoreError(f"store marker in {self.path!r} is corrupt",
                                  f"restore {S.MARKER_FILE} or use a new store folder") from exc
-        v = meta.get("schema_version")
-        if meta.get("format") != S.STORE_FORMAT or v != S.SCHEMA_VERSION:
-            raise StoreError(
-                f"store {self.path!r} has schema version {v}; this sparkpredict reads version {S.SCHEMA_VERSION}",
-                "upgrade sparkpredict to a version that reads it, or write to a new store")
+        v = meta.get("schema_version") if isinstance(meta, dict) else None
+        marker = json.dumps({"format": S.STORE_FORMAT, "schema_version": S.SCHEMA_VERSION})
+        restore = (f"if the folder's runs were written by sparkpredict, restore {S.MARKER_FILE} as {marker}; "
+                   "else use a new store folder")
+        if not isinstance(meta, dict) or meta.get("format") != S.STORE_FORMAT:
+            fmt = meta.get("format") if isinstance(meta, dict) else None
+            raise StoreError(f"{self.path!r} is not a sparkpredict store: its {S.MARKER_FILE} says format "
+                             f"{fmt!r}, not {S.STORE_FORMAT!r}", restore)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            # version 1 is the first schema any sparkpredict wrote: anything else is a damaged marker
+            raise StoreError(f"store marker in {self.path!r} is damaged: schema_version {v!r} is not a "
+                             f"version any sparkpredict wrote (1..{S.SCHEMA_VERSION})", restore)
+        if v > S.SCHEMA_VERSION:
+            raise StoreError(f"store {self.path!r} has schema version {v}, newer than the version "
+                             f"{S.SCHEMA_VERSION} this sparkpredict reads",
+                             "upgrade sparkpredict (pip install -U sparkpredict), or write to a new store")
+        if v != S.SCHEMA_VERSION:  # none yet: version 1 is the only one so far
+            raise StoreError(f"store {self.path!r} has schema version {v}, older than the version "
+                             f"{S.SCHEMA_VERSION} this sparkpredict reads, and no migration exists",
+                             "read it with the sparkpredict that wrote it (sparkpredict runs --out), "
+                             "or write to a new store")
 
     def _put_atomic(self, dest: str, data: bytes) -> None:
         d, name = dest.rsplit("/", 1)
