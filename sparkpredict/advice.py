@@ -47,7 +47,7 @@ class Candidate:
     chance_meets_deadline: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # repr: one line (see __repr__), not every candidate
 class Advice:
     """The advice for one job and input size: data, formatted only by :meth:`summary` / the CLI."""
 
@@ -66,6 +66,9 @@ class Advice:
     meets_deadline: bool | None
     candidates: tuple[Candidate, ...]
     model_name: str
+    #: the model's cross-validated MAPE (fraction); for a job with a single run, which cannot be
+    #: cross-validated, the replay's self-check error instead (:func:`self_checked`,
+    #: :attr:`model_error`)
     model_cv_mape: float | None
     n_runs: int | None
     extrapolates: bool
@@ -87,16 +90,54 @@ class Advice:
     #: column -> (smallest, largest) value among the runs the model learnt from
     training_range: dict[str, tuple[float, float]] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        # the dataclass's own repr lists every candidate (up to 256): a screenful in a notebook
+        interval = (f"~{format_runtime(self.predicted_runtime_s)} ({self.confidence:.0%} interval "
+                    f"{format_runtime(self.lower_s)}-{format_runtime(self.upper_s)})")
+        deadline = None if self.deadline_s is None else (
+            f"{self._verdict(self.meets_deadline, self.chance_meets_deadline, self.predicted_runtime_s)} "
+            f"{format_duration(self.deadline_s)}")
+        return (f"Advice(job={self.job!r}, input={format_bytes(self.input_bytes)!r}, "
+                f"executors={self.executors}, runtime={interval!r}, deadline={deadline!r}, "
+                f"candidates={len(self.candidates)})")
+
     @property
     def chosen(self) -> Candidate:
         return next(c for c in self.candidates if c.executors == self.executors)
 
+    @property
+    def model_error(self) -> str:
+        """The model's error as the CLI names it: ``CV MAPE 4.7%``, or for a single run's
+        replay (nothing to cross-validate with) ``replay self-check error 0.7%``."""
+        mape = "n/a" if self.model_cv_mape is None else f"{self.model_cv_mape:.1%}"
+        return (f"replay self-check error {mape}" if self_checked(self.model_name, self.n_runs)
+                else f"CV MAPE {mape}")
+
+    def _verdict(self, meets: bool | None, chance: float | None, predicted_s: float) -> str | None:
+        """:func:`deadline_verdict` against this advice's deadline; None without one."""
+        if self.deadline_s is None:
+            return None
+        return deadline_verdict(meets, chance, predicted_s, self.deadline_s)
+
+    def candidate_verdicts(self) -> list[str] | None:
+        """Each candidate's :func:`deadline_verdict` (``meets``, ``may miss``, ``misses``), as
+        the CLI's table, ``to_dict()`` and :meth:`candidates_frame` give it; None without a
+        deadline."""
+        if self.deadline_s is None:
+            return None
+        return [str(self._verdict(c.meets_deadline, c.chance_meets_deadline, c.predicted_runtime_s))
+                for c in self.candidates]
+
     def candidates_frame(self) -> pd.DataFrame:
-        """The candidate table as a pandas DataFrame, one row per executor count."""
+        """The candidate table as a pandas DataFrame, one row per executor count; with a deadline
+        also its ``deadline_verdict`` column, as ``to_dict()``'s candidates carry it."""
         import pandas as pd
 
         df = pd.DataFrame([asdict(c) for c in self.candidates])
         df["chosen"] = df["executors"] == self.executors
+        verdicts = self.candidate_verdicts()
+        if verdicts is not None:
+            df["deadline_verdict"] = verdicts
         return df
 
     def summary(self) -> str:
@@ -141,10 +182,10 @@ class Advice:
         """JSON-safe: plain floats, ints, strings, lists; non-finite numbers become None."""
         d = asdict(self)
         d["candidates"] = [asdict(c) for c in self.candidates]
-        if self.deadline_s is not None:  # the CLI table's words, for readers of the JSON
-            for row, c in zip(d["candidates"], self.candidates):
-                row["deadline_verdict"] = deadline_verdict(c.meets_deadline, c.chance_meets_deadline,
-                                                           c.predicted_runtime_s, self.deadline_s)
+        verdicts = self.candidate_verdicts()
+        if verdicts is not None:  # the CLI table's words, for readers of the JSON
+            for row, verdict in zip(d["candidates"], verdicts):
+                row["deadline_verdict"] = verdict
         d["warnings"] = list(self.warnings)
         d["dynamic_allocation"] = {"min_executors": self.dynamic_allocation[0],
                                    "max_executors": self.dynamic_allocation[1]}
@@ -201,6 +242,14 @@ def format_runtime(seconds: float) -> str:
     return "<0.1s" if seconds < 0.05 else format_duration(seconds)
 
 
+def self_checked(model_name: str, n_runs: int | None) -> bool:
+    """Whether the model's error (``cv_mape_``, :attr:`Advice.model_cv_mape`) is a self-check
+    rather than a cross-validation: the replay of a job with one run can only replay that run and
+    compare it with its recorded wall time (``ReplayRuntimeModel``); with two or more runs it
+    predicts each from the others."""
+    return model_name == "replay" and n_runs == 1
+
+
 def deadline_verdict(meets: bool | None, chance: float | None, predicted_s: float,
                      deadline_s: float) -> str:
     """"meets" (the upper bound is within the deadline), "may miss" (not certified, but more
@@ -224,13 +273,16 @@ def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], 
     money = a.price_per_executor_hour is not None
     cols = ["", "executors", "runtime", f"{pct} interval", "executor-h"] + (["cost"] if money else []) \
         + (["deadline", "chance"] if a.deadline_s is not None else [])
+    verdicts = a.candidate_verdicts()
     cands = list(a.candidates)
+    shown = list(range(len(cands)))
     if max_rows is not None and len(cands) > max_rows:
         keep = {0, len(cands) - 1} | {round(k * (len(cands) - 1) / (max_rows - 1)) for k in range(max_rows)}
         keep |= {k for k, c in enumerate(cands) if c.executors in (a.executors, a.knee_executors)}
-        cands = [cands[k] for k in sorted(keep)]
+        shown = sorted(keep)
     rows = []
-    for c in cands:
+    for k in shown:
+        c = cands[k]
         row = [">" if c.executors == a.executors else "", str(c.executors),
                format_runtime(c.predicted_runtime_s),
                f"{format_runtime(c.lower_s)} - {format_runtime(c.upper_s)}",
@@ -238,8 +290,7 @@ def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], 
         if money:
             row.append(format_amount(c.cost_money) if c.cost_money is not None else "")
         if a.deadline_s is not None:
-            row.append(deadline_verdict(c.meets_deadline, c.chance_meets_deadline,
-                                        c.predicted_runtime_s, a.deadline_s))
+            row.append(verdicts[k] if verdicts is not None else "")
             row.append("" if c.chance_meets_deadline is None else format_chance(c.chance_meets_deadline))
         rows.append(row)
     return cols, rows

@@ -7,22 +7,23 @@ names the flag (``--min-executors``)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
 from .errors import InputError
-from .units import MIN_EXECUTOR_MEMORY_MB, parse_bytes, parse_duration
+from .units import MIN_EXECUTOR_MEMORY_MB, parse_bytes, parse_duration, parse_memory_mb
 
 OBJECTIVES = ("cost", "time", "knee")
 
 #: argument -> the CLI flag that sets it (``sparkpredict suggest``, ``submit``); an argument
-#: without one (``executor_counts``, ``knee_efficiency``) keeps its own name everywhere
+#: without one (``knee_efficiency``) keeps its own name everywhere
 CLI_FLAGS = {"min_executors": "--min-executors", "max_executors": "--max-executors",
              "executor_cores": "--executor-cores", "executor_memory_mb": "--executor-memory",
              "price_per_executor_hour": "--price", "budget": "--budget", "confidence": "--confidence",
-             "objective": "--objective", "params": "--param"}
+             "objective": "--objective", "params": "--param", "executor_counts": "--executor-counts",
+             "store": "--store", "models": "--models"}
 _CLI: ContextVar[bool] = ContextVar("sparkpredict_cli_flags", default=False)
 
 
@@ -76,8 +77,32 @@ def positive_float(name: str, value: Any, example: str = "1") -> float:
     return v
 
 
+def unit_fraction(name: str, value: Any, example: str = "0.5") -> float:
+    """``value`` as a float in (0, 1]: a fraction of a whole, such as a marginal efficiency."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = float("nan")
+    if isinstance(value, bool) or not 0 < v <= 1:  # NaN fails the comparison too
+        raise InputError(f"{arg_name(name)} must be above 0 and at most 1, got {value!r}",
+                         f"give a fraction in (0, 1], e.g. {give(name, example)}")
+    return v
+
+
 def check_executor_memory_mb(value: Any) -> int:
-    """Executor memory in MiB, at least :data:`~sparkpredict.units.MIN_EXECUTOR_MEMORY_MB`."""
+    """Executor memory in MiB, at least :data:`~sparkpredict.units.MIN_EXECUTOR_MEMORY_MB`.
+
+    A string reads as ``spark.executor.memory`` does (``4g``, ``512m``; a bare number is MiB),
+    by the parser ``--executor-memory`` uses, so one string means one size wherever it is given;
+    a number is MiB."""
+    if isinstance(value, str):
+        try:
+            return parse_memory_mb(value, MIN_EXECUTOR_MEMORY_MB)
+        except InputError as exc:
+            if _cli("executor_memory_mb"):  # its fix already reads as the flag's value
+                raise
+            raise InputError(exc.message, f"give at least {MIN_EXECUTOR_MEMORY_MB} MiB as a Spark size or "
+                             "a number of MiB, e.g. executor_memory_mb='4g' or executor_memory_mb=4096") from None
     mb = positive_int("executor_memory_mb", value, "4096")
     if mb < MIN_EXECUTOR_MEMORY_MB:
         # the CLI's value was a Spark size (4g); an argument's a number of MiB
@@ -118,6 +143,30 @@ def check_args(input_bytes: Any, deadline_s: Any, objective: str, confidence: fl
     return size, deadline, conf, lo, hi
 
 
+def check_executor_counts(value: Any) -> list[int]:
+    """Explicit candidate counts, sorted and distinct: whole numbers >= 1, as a sequence or as one
+    comma-separated string (``"2,4,8"``, as ``--executor-counts`` takes them)."""
+    eg = give("executor_counts", "2,4,8" if _cli("executor_counts") else "[2, 4, 8]")
+    # a string is one value, not a sequence of characters: "2,4" would read as '2', ',', '4'
+    items = value.split(",") if isinstance(value, str) else value
+    if isinstance(items, (bytes, Mapping)) or not isinstance(items, Iterable):
+        raise InputError(f"{arg_name('executor_counts')} must list executor counts, got {value!r}",
+                         f"give whole numbers of at least 1, e.g. {eg}")
+    counts = set()
+    for c in items:
+        c = c.strip() if isinstance(c, str) else c
+        try:
+            v = int(c)
+            ok = v == float(c) and v >= 1 and not isinstance(c, bool)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise InputError(f"{arg_name('executor_counts')} must hold whole numbers of at least 1, "
+                             f"got {c!r}", f"give whole numbers of at least 1, e.g. {eg}")
+        counts.add(v)
+    return sorted(counts)
+
+
 def check_params(params: Any) -> dict[str, float]:
     """name -> finite float; InputError naming the fix otherwise."""
     if params is None:
@@ -139,5 +188,6 @@ def check_params(params: Any) -> dict[str, float]:
     return out
 
 
-__all__ = ["CLI_FLAGS", "OBJECTIVES", "arg_name", "check_args", "check_executor_memory_mb", "check_params",
-           "cli_flags", "give", "positive_float", "positive_int"]
+__all__ = ["CLI_FLAGS", "OBJECTIVES", "arg_name", "check_args", "check_executor_counts",
+           "check_executor_memory_mb", "check_params", "cli_flags", "give", "positive_float", "positive_int",
+           "unit_fraction"]

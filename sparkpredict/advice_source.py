@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .advice_args import arg_name, give
 from .advice_cache import (
     _CACHE,
     _registry_snapshot,
@@ -78,8 +79,12 @@ class HistorySource:
     @staticmethod
     def _from_dir(job: str, path: str) -> Any:
         if not os.path.isdir(path):
+            # the caller's words: from Python store=/models=, from the CLI (cli_flags) the flags
+            models = arg_name("models")
             raise InputError(f"no model folder at {path!r}",
-                             "fit one with `sparkpredict fit RUNS --out DIR`, or pass --store")
+                             "fit one with `sparkpredict fit RUNS --out DIR`, or advise from the history: "
+                             f"leave out {models}{'' if models.startswith('--') else '='} and pass "
+                             f"{give('store', 'PATH')}")
         index = os.path.join(path, "sparkpredict_models.json")
         stamp = os.stat(index).st_mtime_ns if os.path.exists(index) else 0
         key = ("dir", os.path.abspath(path), stamp, job)
@@ -236,11 +241,11 @@ class HistorySource:
         runs = self.runs
         n = self.n_runs
         if n is not None and n < _MIN_RUNS:
-            w.append(f"only {n} runs of {self.job} in the history; the advice is rough until "
+            w.append(f"only {plural(n, 'run')} of {self.job} in the history; the advice is rough until "
                      f"~{_MIN_RUNS} runs at several executor counts and input sizes exist")
         seen = self.executor_counts_seen()
         if len(seen) == 1:
-            w.append(f"every run of {self.job} used {seen[0]} executors: how the runtime scales "
+            w.append(f"every run of {self.job} used {plural(seen[0], 'executor')}: how the runtime scales "
                      "with executors is an assumption of the model, not a measurement")
         sized = runs is not None and bool((runs["input_bytes"] > 0).any())  # NaN counts as none
         if runs is not None and len(runs) and not sized:
@@ -297,7 +302,7 @@ def _unknown_job(job: str, known: list, where: str, empty: bool = False,
     if empty:
         return UnknownJobError(f"{where} has no runs yet",
                                "record runs first (sparkpredict submit, demo or ingest), "
-                               "or pass --models DIR")
+                               f"or pass {give('models', 'DIR')}")
     if no_success:
         return UnknownJobError(f"job {job!r} has no succeeded runs in {where}",
                                "advice needs at least one succeeded run of the job")

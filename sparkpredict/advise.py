@@ -40,15 +40,18 @@ from .advice import (
     Candidate,
     beyond_history,
     format_chance,
+    self_checked,
 )
 from .advice_args import (
     OBJECTIVES,
     arg_name,
     check_args,
+    check_executor_counts,
     check_executor_memory_mb,
     check_params,
     positive_float,
     positive_int,
+    unit_fraction,
 )
 from .advice_cache import _CACHE  # noqa: F401  (tests inspect it)
 from .advice_source import HistorySource
@@ -152,7 +155,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
                       min_executors: int = 1, max_executors: int | None = None,
                       price_per_executor_hour: float | None = None, budget: float | None = None,
                       confidence: float = 0.9, knee_efficiency: float = 0.5,
-                      executor_counts: Sequence[int] | None = None,
+                      executor_counts: Sequence[int] | str | None = None,
                       params: Mapping[str, float | int | str] | None = None,
                       store: str | os.PathLike[str] | None = None,
                       models: Mapping[str, Any] | str | os.PathLike[str] | None = None) -> Advice:
@@ -169,9 +172,12 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         ``confidence`` is within it.
     objective : {"cost", "time", "knee"}
         See the module docstring.
-    executor_cores, executor_memory_mb : int, optional
-        The executor shape of the run; default: the job's most recent run (or the model's
-        training data).
+    executor_cores : int, optional
+        Cores per executor; default: the job's most recent run (or the model's training data).
+    executor_memory_mb : int or str, optional
+        Memory per executor: a number of MiB, or a string as ``spark.executor.memory`` reads it
+        (``"4g"``, ``"512m"``; a bare number is MiB), as ``--executor-memory`` takes it; default:
+        the job's most recent run (or the model's training data).
     min_executors, max_executors : int
         Range of candidate counts; ``max_executors`` defaults to twice the largest count in
         the history (at least 8, at most 1000).
@@ -184,9 +190,11 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     confidence : float
         Coverage of the runtime interval (default 0.9).
     knee_efficiency : float
-        Marginal efficiency below which more executors stop paying off (``"knee"``).
-    executor_counts : sequence of int, optional
-        Explicit candidate counts (e.g. the cluster sizes you can get) instead of the range.
+        Marginal efficiency below which more executors stop paying off (``"knee"``), in (0, 1]:
+        1 is perfect linear scaling.
+    executor_counts : sequence of int or str, optional
+        Explicit candidate counts (e.g. the cluster sizes you can get) instead of the range;
+        a string lists them comma-separated (``"2,4,8"``), as ``--executor-counts`` does.
     params : mapping of str to number, optional
         The run's job parameters beyond its input size (``{"iterations": 25}``), for a history
         whose runs declared them (``spark.sparkpredict.param.<name>``, ``submit --param``).
@@ -205,7 +213,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     Raises
     ------
     InputError
-        Unparseable or non-positive size or deadline, unknown objective, max < min.
+        Unparseable or non-positive size or deadline, unknown objective, max < min,
+        ``knee_efficiency`` outside (0, 1].
     UnknownJobError
         No model and no runs for ``job`` (the message lists the jobs that exist).
 
@@ -225,19 +234,14 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     price = None if price_per_executor_hour is None else positive_float(
         "price_per_executor_hour", price_per_executor_hour, "0.25")
     budget_v = None if budget is None else positive_float("budget", budget, "0.5")
-    knee_eff = positive_float("knee_efficiency", knee_efficiency, "0.5")
+    knee_eff = unit_fraction("knee_efficiency", knee_efficiency, "0.5")
     cores = None if executor_cores is None else positive_int("executor_cores", executor_cores)
     mem = None if executor_memory_mb is None else check_executor_memory_mb(executor_memory_mb)
     counts = None
     if executor_counts is not None:
-        try:
-            counts = sorted({positive_int("executor count", c) for c in executor_counts})
-        except InputError as exc:  # an API-only argument: no CLI flag to name in the fix
-            raise InputError(str(exc.message), "give executor_counts as whole numbers of at least 1, "
-                             "e.g. executor_counts=[2, 4, 8]") from None
-        counts = [c for c in counts if c >= lo and (hi is None or c <= hi)]
+        counts = [c for c in check_executor_counts(executor_counts) if c >= lo and (hi is None or c <= hi)]
         if not counts:
-            raise InputError("no executor count in executor_counts lies within [min, max]",
+            raise InputError(f"no executor count in {arg_name('executor_counts')} lies within [min, max]",
                              f"widen {arg_name('min_executors')}/{arg_name('max_executors')} "
                              "or the list of counts")
 
@@ -311,7 +315,9 @@ def suggest_executors(job: str, input_bytes: float | str, *,
                         "most likely to make it is given")
     if t[i] > 0 and up[i] > WIDE_INTERVAL * t[i]:
         warnings.append(_wide_interval_warning(up[i] / t[i], confidence, extr, src.ranges, X, i))
-    if src.cv_mape is not None and src.cv_mape > UNRELIABLE_CV_MAPE:
+    # a single run's replay reproduces that run (its self-check): there are no runs to disagree
+    if (src.cv_mape is not None and src.cv_mape > UNRELIABLE_CV_MAPE
+            and not self_checked(src.model_name, src.n_runs)):
         above = src.runs_above_model()
         named = "" if not above else (" (the runs furthest above the model: "
                                       + ", ".join(f"{r} {x:.1f}x" for r, x in above)

@@ -321,3 +321,118 @@ def test_each_count_is_said_to_meet_to_maybe_miss_or_to_miss_the_deadline():
     assert deadline_verdict(False, 0.6, 700.0, 640.0) == "may miss"
     assert deadline_verdict(False, 0.4, 600.0, 640.0) == "misses"
     assert deadline_verdict(True, 0.97, 600.0, 640.0) == "meets"
+
+
+# ---- arguments as a Python caller writes them ----------------------------------------------------
+@pytest.mark.parametrize("mem,mb", [("4g", 4096), ("4096", 4096), ("512m", 512), ("2GiB", 2048), (4096, 4096)])
+def test_executor_memory_takes_spark_sizes_as_the_cli_does(mem, mb):
+    from sparkpredict.cli.suggest import executor_memory_mb
+
+    m = LawModel()
+    assert advise(m, executor_memory_mb=mem).executor_memory_mb == mb
+    assert set(m.calls[-1]["executor_memory_mb"]) == {mb}
+    if isinstance(mem, str):  # one parser: the CLI's reading is the API's
+        assert executor_memory_mb(mem) == mb
+
+
+@pytest.mark.parametrize("mem,needle", [("lots", "cannot read executor memory 'lots'"),
+                                        ("100m", "executor memory '100m' is too small: under 450 MiB")])
+def test_a_bad_executor_memory_string_names_the_argument(mem, needle):
+    with pytest.raises(InputError) as e:
+        advise(executor_memory_mb=mem)
+    assert needle in e.value.message
+    assert "executor_memory_mb='4g'" in e.value.fix and "--" not in str(e.value)
+
+
+@pytest.mark.parametrize("counts", ["2,4,8", " 8, 2 ,4,4", [8, 4, 2], (2.0, 4, 8), np.array([2, 4, 8])])
+def test_executor_counts_as_a_list_or_a_comma_separated_string(counts):
+    assert [c.executors for c in advise(executor_counts=counts).candidates] == [2, 4, 8]
+
+
+@pytest.mark.parametrize("counts,needle", [
+    ("2,,4", "got ''"), ("2,x", "got 'x'"), ("2.5", "got '2.5'"), (4, "must list executor counts, got 4"),
+    ([2, True], "got True"), ("0", "got '0'"),
+])
+def test_bad_executor_counts_name_the_value_and_the_fix(counts, needle):
+    m = LawModel()
+    with pytest.raises(InputError) as e:
+        advise(m, executor_counts=counts)
+    assert needle in e.value.message and "executor_counts" in e.value.message, e.value.message
+    assert "executor_counts=[2, 4, 8]" in e.value.fix and "--" not in str(e.value)
+    assert "','" not in e.value.message  # a string is not taken apart character by character
+    assert m.calls == []
+
+
+@pytest.mark.parametrize("eff", [2, 1.0001, 0, -0.5, float("nan"), "high", True])
+def test_knee_efficiency_outside_0_1_is_refused(eff):
+    m = LawModel()
+    with pytest.raises(InputError) as e:
+        advise(m, objective="knee", knee_efficiency=eff)
+    assert "knee_efficiency must be above 0 and at most 1" in e.value.message
+    assert "knee_efficiency=0.5" in e.value.fix
+    assert m.calls == []
+
+
+def test_knee_efficiency_of_1_and_small_fractions_are_taken():
+    assert advise(objective="knee", knee_efficiency=1).knee_executors is not None
+    assert advise(objective="knee", knee_efficiency="0.25").knee_executors is not None
+
+
+# ---- the Advice object -------------------------------------------------------------------------
+def test_the_candidates_frame_carries_the_deadline_verdict_to_dict_does():
+    from sparkpredict.advice import deadline_verdict
+
+    a = advise(deadline_s=640, min_executors=4, max_executors=6, objective="time")
+    df = a.candidates_frame()
+    assert list(df["deadline_verdict"]) == ["misses", "may miss", "meets"]
+    assert list(df["deadline_verdict"]) == [c["deadline_verdict"] for c in a.to_dict()["candidates"]]
+    assert a.candidate_verdicts() == [deadline_verdict(c.meets_deadline, c.chance_meets_deadline,
+                                                       c.predicted_runtime_s, 640) for c in a.candidates]
+    assert "deadline_verdict" not in advise().candidates_frame().columns  # no deadline, no verdict
+
+
+def test_the_repr_is_one_short_line_and_the_dataclass_stays():
+    import dataclasses
+
+    a = advise(deadline_s=640, max_executors=200)
+    r = repr(a)
+    assert "\n" not in r and len(r) < 200, r
+    assert "Candidate(" not in r and "candidates=200" in r
+    assert r.startswith("Advice(job='etl', input='50 GB', executors=6, runtime='~")
+    assert "90% interval" in r and "deadline='meets 10m40s'" in r
+    assert "deadline=None" in repr(advise())
+    # still a dataclass: its fields, equality and replace are unchanged
+    assert dataclasses.is_dataclass(a) and "candidates" in {f.name for f in dataclasses.fields(a)}
+    assert a == advise(deadline_s=640, max_executors=200)
+    assert dataclasses.replace(a, executors=7) != a
+
+
+def test_a_single_runs_self_check_is_not_called_cross_validation():
+    """The replay of a job's only run cannot be cross-validated: its error is the self-check at
+    the recorded count (ReplayRuntimeModel._loo_errors), and the text says so."""
+    from sparkpredict.advice import self_checked
+    from sparkpredict.cli.suggest import format_advice
+
+    replay = LawModel(n_runs=1)
+    replay.name_, replay.cv_mape_ = "replay", 0.5
+    a = advise(replay)
+    assert a.model_cv_mape == 0.5 and self_checked(a.model_name, a.n_runs)
+    head = format_advice(a).splitlines()[1]
+    assert head == "model replay (replay self-check error 50.0%, 1 run)", head
+    assert "CV MAPE" not in format_advice(a) and a.model_error == "replay self-check error 50.0%"
+    # no other runs to disagree with: the "runs the model cannot tell apart" warning is not for it
+    assert not any("cross-validated" in w for w in a.warnings)
+    assert any(w.startswith("only 1 run of etl in the history") for w in a.warnings)
+    # a cross-validated model keeps its name for the number, with two runs of replay too
+    two = LawModel(n_runs=2)
+    two.name_ = "replay"
+    assert format_advice(advise(two)).splitlines()[1] == "model replay (CV MAPE 3.0%, 2 runs)"
+    assert format_advice(advise(LawModel(n_runs=1))).splitlines()[1] == "model law (CV MAPE 3.0%, 1 run)"
+
+
+def test_a_missing_model_folder_names_store_from_python(tmp_path):
+    with pytest.raises(InputError) as e:
+        suggest_executors("sort", "64MB", models=str(tmp_path / "nomodels"))
+    assert "no model folder" in e.value.message
+    assert "leave out models= and pass store=PATH" in e.value.fix, e.value.fix
+    assert "--store" not in e.value.fix and "--models" not in e.value.fix

@@ -36,6 +36,24 @@ def test_single_run_gets_advice_from_the_replay(one_run_store):
     assert any("runs" in w for w in advice.warnings)  # too few runs is said
 
 
+def test_a_single_runs_error_is_called_its_self_check(one_run_store):
+    """One run cannot be cross-validated: the replay's error is that run replayed at its own
+    executor count against its recorded wall time, and the advice names it so, in good English."""
+    from sparkpredict.advice_source import HistorySource
+    from sparkpredict.cli.suggest import format_advice
+
+    path, run = one_run_store
+    advice = suggest_executors("sqljoin", int(run.input_bytes), store=path, max_executors=4)
+    model = HistorySource.resolve("sqljoin", store=path).model
+    assert advice.model_cv_mape == pytest.approx(abs(model.self_errors_[run.run_id]))
+    text = format_advice(advice)
+    assert f"model replay (replay self-check error {advice.model_cv_mape:.1%}, 1 run)" in text, text
+    assert "CV MAPE" not in text
+    assert "warning: only 1 run of sqljoin in the history" in text
+    assert "warning: every run of sqljoin used 2 executors" in text
+    assert not any("cross-validated" in w for w in advice.warnings)
+
+
 def test_stage_forest_serves_the_advisor():
     from sparkpredict.features.runs import runs_table
     from sparkpredict.models.stages import StageRuntimeModel

@@ -182,3 +182,50 @@ def test_the_exported_load_models_reads_a_fit_folder_too(model_dir):
     got, want = sparkpredict.load_models(model_dir), persist.load_models(model_dir)
     assert set(got) == set(want) == {"etl"}
     assert got["etl"].to_dict() == want["etl"].to_dict()
+
+
+def test_executor_counts_flag_gives_the_candidates(model_dir, capsys):
+    assert main(["suggest", "--job", "etl", "--input-size", "30GB", "--executor-counts", "8,2,4",
+                 "--models", model_dir, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    a = suggest_executors("etl", "30GB", executor_counts="8,2,4", models=model_dir)
+    assert [c["executors"] for c in d["candidates"]] == [c.executors for c in a.candidates] == [2, 4, 8]
+    assert d["executors"] == a.executors
+    # its errors name the flag and the CLI's way of writing it
+    assert main(["suggest", "--job", "etl", "--input-size", "30GB", "--executor-counts", "2,0",
+                 "--models", model_dir]) == 2
+    err = capsys.readouterr().err
+    assert "error: --executor-counts must hold whole numbers of at least 1, got '0'" in err
+    assert "e.g. --executor-counts 2,4,8" in err and "executor_counts" not in err
+    assert main(["suggest", "--job", "etl", "--input-size", "30GB", "--executor-counts", "64",
+                 "--max-executors", "16", "--models", model_dir]) == 2
+    assert "no executor count in --executor-counts lies within" in capsys.readouterr().err
+
+
+def test_the_advice_errors_about_where_models_come_from_name_the_flags(tmp_path, capsys):
+    from sparkpredict import store as store_mod
+    from sparkpredict.errors import UnknownJobError
+
+    assert main(["suggest", "--job", "sort", "--input-size", "64MB", "--models", str(tmp_path / "nomodels")]) == 2
+    err = capsys.readouterr().err
+    assert "no model folder at" in err and "leave out --models and pass --store PATH" in err, err
+    store_mod.open(tmp_path / "empty", create=True)
+    assert main(["suggest", "--job", "etl", "--input-size", "1GB", "--store", str(tmp_path / "empty")]) == 2
+    assert "or pass --models DIR" in capsys.readouterr().err
+    with pytest.raises(UnknownJobError) as e:  # from Python: the argument
+        suggest_executors("etl", "1GB", store=tmp_path / "empty")
+    assert e.value.fix.endswith("or pass models=DIR") and "--" not in e.value.fix
+
+
+def test_the_header_counts_runs_in_good_english(model_dir, tmp_path, capsys):
+    """One recorded run at one executor: "1 run", "1 executor", not "1 runs" / "1 executors"."""
+    import dataclasses
+
+    from sparkpredict.cli.suggest import format_advice
+
+    path = make_store(tmp_path / "one", history(sizes=(10,), execs=(1,), repeats=1))
+    a = suggest_executors("etl", "10GB", store=path, models=model_dir, max_executors=4)
+    text = format_advice(dataclasses.replace(a, n_runs=1))
+    assert "CV MAPE" in text and ", 1 run)" in text
+    assert "warning: every run of etl used 1 executor: how the runtime scales" in text, text
+    assert " 1 runs" not in text and " 1 executors" not in text

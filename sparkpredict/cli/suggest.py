@@ -28,6 +28,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--min-executors", type=int, default=1, metavar="N")
     p.add_argument("--max-executors", type=int, metavar="N",
                    help="default: twice the largest count in the history (at least 8)")
+    p.add_argument("--executor-counts", metavar="N,N,...",
+                   help="explicit candidate counts instead of the range, e.g. 2,4,8 (the cluster "
+                        "sizes you can get)")
     p.add_argument("--executor-cores", type=int, metavar="N", help="default: as last recorded")
     p.add_argument("--executor-memory", metavar="SIZE",
                    help="executor memory, e.g. 4g or 4096 (MiB); default: as last recorded")
@@ -70,10 +73,14 @@ def parse_params(pairs: list[str] | None) -> dict[str, str]:
 
 def executor_memory_mb(text: str | None) -> int | None:
     """``4g`` -> 4096, ``512m`` -> 512, ``4096`` -> 4096 (Spark's units: binary, bare = MiB); at
-    least the memory Spark starts an executor with, as the advice checks it too."""
-    from ..units import MIN_EXECUTOR_MEMORY_MB, parse_memory_mb
+    least the memory Spark starts an executor with. The advice's own check, which reads
+    ``--executor-memory`` and a Python caller's ``executor_memory_mb="4g"`` alike."""
+    from ..advice_args import check_executor_memory_mb, cli_flags
 
-    return None if text is None else parse_memory_mb(text, MIN_EXECUTOR_MEMORY_MB)
+    if text is None:
+        return None
+    with cli_flags():
+        return check_executor_memory_mb(str(text))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,8 +90,9 @@ def run(args: argparse.Namespace) -> int:
     with cli_flags():  # the checks are the API's; their errors name this command's flags
         advice = suggest_executors(
             args.job, args.input_size, deadline_s=args.deadline, objective=args.objective,
-            executor_cores=args.executor_cores, executor_memory_mb=executor_memory_mb(args.executor_memory),
+            executor_cores=args.executor_cores, executor_memory_mb=args.executor_memory,
             min_executors=args.min_executors, max_executors=args.max_executors,
+            executor_counts=args.executor_counts,
             price_per_executor_hour=args.price, budget=args.budget, confidence=args.confidence,
             params=parse_params(args.param), store=args.store, models=args.models)
     if args.json:
@@ -103,8 +111,8 @@ def format_advice(a: Any, max_rows: int = 40) -> str:
 
     head = [f"job {a.job}, input {format_bytes(a.input_bytes)}, objective {a.objective}"
             + (f", deadline {format_duration(a.deadline_s)}" if a.deadline_s is not None else "")]
-    mape = "n/a" if a.model_cv_mape is None else f"{a.model_cv_mape:.1%}"
-    head.append(f"model {a.model_name} (CV MAPE {mape}, {a.n_runs if a.n_runs is not None else '?'} runs)")
+    runs = "? runs" if a.n_runs is None else plural(a.n_runs, "run")
+    head.append(f"model {a.model_name} ({a.model_error}, {runs})")
     cols, rows = candidate_table(a, max_rows)
     widths = [max(len(r[k]) for r in [cols] + rows) for k in range(len(cols))]
     fmt = lambda r: "  ".join(v.rjust(w) for v, w in zip(r, widths)).rstrip()
