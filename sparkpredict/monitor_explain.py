@@ -22,6 +22,8 @@ from .models.degradation import DegradationModel, run_degradation, run_estimate,
 from .monitor_training import _stages_and_baselines, default_model
 from .units import format_duration
 
+_RECORD_FIRST = "record runs first (sparkpredict submit, demo or ingest), then explain them"
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -171,10 +173,12 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     row = runs[runs["run_id"] == run_id]
     if row.empty:
         latest = runs.sort_values("start_ms")["run_id"].tail(3).tolist()[::-1] if "start_ms" in runs else []
-        some = f"one of its runs, e.g. {', '.join(latest)}; " if latest else ""
+        if not latest:
+            raise UnknownJobError(f"no run {run_id!r} in store {st.path!r}: it has no runs yet",  # type: ignore[union-attr]
+                                  _RECORD_FIRST)
         raise UnknownJobError(f"no run {run_id!r} in store {st.path!r}",  # type: ignore[union-attr]
-                              f"give {some}`sparkpredict store summary --store {st.path}` lists the "  # type: ignore[union-attr]
-                              "latest runs")
+                              f"give one of its runs, e.g. {', '.join(latest)}; `sparkpredict store summary "
+                              f"--store {st.path}` lists the latest runs")  # type: ignore[union-attr]
     job = str(row["job"].iloc[0])
     status = row["status"].iloc[0]
     model = models or default_model(st)  # type: ignore[arg-type]
@@ -310,6 +314,9 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
     from .models.hybrid import MIN_RUNS
 
     st = store if hasattr(store, "read") else io.open(store)
+    if st.runs().empty:  # type: ignore[union-attr]
+        # before the advice's own error, whose fix offers a model folder: explain reads none
+        raise UnknownJobError(f"store {st.path!r} has no runs yet", _RECORD_FIRST)  # type: ignore[union-attr]
     src = HistorySource.resolve(job, store=st)
     found = src.runs_above_model(k=top, min_ratio=0.0)
     if not found:

@@ -241,12 +241,15 @@ font-size:13px} .warn{color:#a00} tr.chosen td{font-weight:600;background:#eef6f
 
 def render_html(sections: list[JobSection], store_path: str, warnings: list[str]) -> str:
     """The page: a summary table, then one section per job."""
+    # a single run's replay has no CV: its error is a self-check
+    from .advice import self_checked
+
     e = html.escape
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     rows = "".join(
         f"<tr><td style='text-align:left'><a href='#job-{e(s.job)}'>{e(s.job)}</a></td><td>{s.n_runs}</td>"
         f"<td style='text-align:left'>{e(name or '-')}</td>"
-        f"<td>{pct(cv) if cv is not None else '-'}</td></tr>"
+        f"<td>{pct(cv) if cv is not None else '-'}{' (self-check)' if self_checked(name or '', s.n_runs) else ''}</td></tr>"
         for s in sections for name, cv in [s.shown_model])
     parts = [(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>sparkpredict report</title>"
               f"<style>{_CSS}</style></head><body>"),

@@ -257,6 +257,19 @@ def test_explain_cli_prints_and_exits(tmp_path, capsys):
     assert main(["explain", "cpu2", "--store", str(tmp_path / "s"), "--threshold", "-1"]) == 2
 
 
+def test_explain_on_a_store_without_runs_says_so(tmp_path, capsys):
+    # neither a broken "give `...` lists the latest runs" nor the advice's "pass models=DIR"
+    from sparkpredict.cli import main
+    from sparkpredict.store import io
+
+    io.open(tmp_path / "empty", create=True)
+    for args in (["zzz"], ["--job", "etl"]):
+        assert main(["explain", *args, "--store", str(tmp_path / "empty")]) == 2
+        err = capsys.readouterr().err
+        assert "has no runs yet" in err and "models" not in err and "give `" not in err, err
+        assert "fix: record runs first (sparkpredict submit, demo or ingest)" in err, err
+
+
 def test_explain_text_writes_percentages_without_a_space(capsys):
     """Every percentage explain prints reads "84.4%", as suggest and simulate write them: a
     reviewer found "+84.4 %" and "82%" in one output. The bundled dataset's network run prints

@@ -133,10 +133,11 @@ def test_a_job_too_small_for_a_model_still_gets_the_advice_suggest_gives(tmp_pat
     src = store_io.open(HISTORY)
     runs = src.runs()
     two = runs[(runs["job"] == "sqljoin") & (runs["status"] == "succeeded")].head(2)
-    ids = two["run_id"].tolist()
+    one = runs[(runs["job"] == "wordcount") & (runs["status"] == "succeeded")].head(1)
+    ids = two["run_id"].tolist() + one["run_id"].tolist()
     sizeless = runs[(runs["job"] == "sort") & (runs["status"] == "succeeded")].head(2).assign(input_bytes=0)
     st = store_io.open(tmp_path / "store", create=True)
-    st.append({"runs": pd.concat([two, sizeless]), "stages": src.read("stages", run_ids=ids),
+    st.append({"runs": pd.concat([two, one, sizeless]), "stages": src.read("stages", run_ids=ids),
                "tasks": src.read("tasks", run_ids=ids), "executors": src.read("executors", run_ids=ids)})
     res = build_report(tmp_path / "r.html", store=tmp_path / "store")
     sec = {s.job: s for s in res.sections}
@@ -148,6 +149,9 @@ def test_a_job_too_small_for_a_model_still_gets_the_advice_suggest_gives(tmp_pat
     # the job table names the model the advice used, not "-"
     assert _job_table(res.path.read_text())["sqljoin"][0] == html.escape(direct.model_name)
     assert any("recorded no input size" in n for n in sec["sort"].notes)
+    # one run: the replay's error is its self-check, not a cross-validation, and the table says so
+    assert "(self-check)" in _job_table(res.path.read_text())["wordcount"][1]
+    assert "(self-check)" not in _job_table(res.path.read_text())["sqljoin"][1]
 
 
 def test_report_advice_follows_confidence_and_shows_the_advice_warnings(history_report, tmp_path):
