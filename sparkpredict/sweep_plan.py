@@ -72,9 +72,14 @@ class SweepPlan:
 
 def parse_list(text: str | Sequence, kind: str) -> list:
     """``"64MB,128MB"`` -> bytes, ``"1,2,3"`` or ``"1-3"`` -> ints (``kind``: sizes|ints)."""
-    items = [t.strip() for t in (text.split(",") if isinstance(text, str) else map(str, text)) if t.strip()]
-    if not items:
+    items = [t.strip() for t in (text.split(",") if isinstance(text, str) else map(str, text))]
+    if not any(items):
         raise InputError(f"empty list of {kind}", "give a comma-separated list, e.g. 64MB,128MB or 1,2,3")
+    if not all(items):
+        # "1,,2" is more likely a value lost while editing than a stray comma: ask, do not guess
+        what = "sizes" if kind == "sizes" else "executor counts"
+        raise InputError(f"the list of {what} {text if isinstance(text, str) else list(text)!r} has an empty item",
+                         f"write one value between each two commas, e.g. {','.join(t for t in items if t)}")
     if kind == "sizes":
         return [parse_bytes(t) for t in items]
     out: list[int] = []
@@ -244,9 +249,11 @@ def plan_sweep(workload: str, sizes: str | Sequence, executors: str | Sequence, 
         that cannot run the executor counts, or more executors than a local master can start
         on this machine.
     InputError
-        Unreadable sizes, counts (an empty range such as ``2-1``), repeats or master template.
+        Unreadable sizes or counts (an empty range such as ``2-1``, an empty item such as
+        ``1,,2``), repeats, master template, or a negative seed.
     """
     w = W.get(workload)
+    seed = W.check_seed(seed)
     size_list = sorted(set(parse_list(sizes, "sizes")))
     ex_list = sorted(set(parse_list(executors, "ints")))
     if int(repeats) < 1:

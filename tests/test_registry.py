@@ -725,3 +725,41 @@ def test_store_clean_removes_registry_leftovers_and_nothing_a_snapshot_reference
     err = capsys.readouterr().err
     assert "cannot be read" in err and "nothing was removed" in err and "\nfix: " in err
     assert busy.is_file()
+
+
+def test_store_clean_says_what_it_keeps_of_a_retrain_marked_running(tmp_path, capsys):
+    """After `retrain` was killed (SIGKILL: no unmark), a dry run said "would remove 0
+    uncommitted file(s)" and nothing of its artifacts and mark, kept for a day."""
+    from sparkpredict.cli import main
+
+    path = tmp_path / "st"
+    store.open(path, create=True)
+    rid = R.new_retrain_id()
+    RC.mark_running(path, rid)  # what retrain does before its first artifact
+    for job in ("a", "b"):
+        art = path / "_models" / R.artifact_relpath(job, "runtime", 1, rid)
+        art.parent.mkdir(parents=True, exist_ok=True)
+        art.write_text("{}")
+    (path / "stages").mkdir(exist_ok=True)
+    (path / "stages" / "part-999-young.parquet").write_bytes(b"x")  # a batch being written
+    marker = path / "_models" / "running" / rid
+    since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(marker.stat().st_mtime))
+    for dry in (["--dry-run"], []):
+        assert main(["store", "clean", "--store", str(path), *dry]) == 0
+        cap = capsys.readouterr()
+        assert cap.out.splitlines() == [f"store {path}: {'would remove' if dry else 'removed'} 0 uncommitted file(s)"]
+        assert cap.err.splitlines() == [
+            (f"kept 3 file(s) of retrain {rid}, marked running since {since}; "
+             "pass --older-than 0 if that retrain is dead"),
+            ("kept 1 uncommitted file(s) modified in the last 10m, in case their writer is still at work; "
+             "pass --older-than 0 if none is running")]
+    # an hour on, its files are past --older-than; the mark still keeps them (and says so)
+    _age_all(path)
+    assert main(["store", "clean", "--store", str(path), "--dry-run"]) == 0
+    cap = capsys.readouterr()
+    assert "would remove 0 uncommitted file(s)" in cap.out
+    assert cap.err.splitlines()[0].startswith(f"kept 3 file(s) of retrain {rid}, marked running since ")
+    assert main(["store", "clean", "--store", str(path), "--older-than", "0"]) == 0
+    cap = capsys.readouterr()
+    assert "removed 4 uncommitted file(s)" in cap.out and cap.err == ""
+    assert not marker.exists()

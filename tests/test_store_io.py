@@ -235,3 +235,67 @@ def test_clean_older_than_zero_takes_every_uncommitted_file(tmp_path, capsys):
         assert main(["store", "clean", "--store", str(root), f"--older-than={bad}"]) == 2
         err = capsys.readouterr().err
         assert f"error: --older-than: {said}" in err and "or 0 for every uncommitted file" in err
+
+
+def _summary_store(root):
+    s = store.open(root, create=True)
+    s.append({"runs": pd.DataFrame({
+        "run_id": ["wc-ok", "wc-cancelled", "sort-1", "never-1"],
+        "job": ["wordcount", "wordcount", "sort", "never"],
+        "status": ["succeeded", "failed", "succeeded", "failed"],
+        "start_ms": [1000, 2000, 3000, 4000], "updated_ms": [1] * 4,
+        "wall_ms": [6800.0, 1800.0, 4000.0, 900.0],
+        # a --sizes 2MB sweep generates 2 MB less a part line; another job's input is 2 MB exactly
+        "input_bytes": [1_999_950, 1_999_950, 2_000_000, None],
+        "executors_requested": [2.0, 2.0, 1.0, 1.0], "num_tasks": [8.0, 3.0, 4.0, None]})})
+    return s
+
+
+def test_summary_median_wall_is_of_succeeded_runs_and_sizes_share_one_unit(tmp_path, capsys):
+    """A Ctrl-C'd sweep's cancelled 1.8 s run pulled the median to 4.3 s beside a 6.8 s one; a
+    generated 2 MB read 1.9 MiB beside another job's 2 MB in the same column."""
+    from sparkpredict.cli import main
+
+    _summary_store(tmp_path / "st")
+    assert main(["store", "summary", "--store", str(tmp_path / "st")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = lines[2]
+    assert "median wall (succeeded)" in head
+    rows = {ln.split()[0]: ln.split() for ln in lines[3:6]}
+    assert rows["wordcount"][:4] == ["wordcount", "2", "1", "6.8s"]
+    assert rows["sort"][:4] == ["sort", "1", "1", "4.0s"]
+    assert rows["never"][:4] == ["never", "1", "0", "-"]  # no succeeded run: no runtime
+    for ln in lines[3:6]:  # the wider header keeps the columns aligned
+        assert ln[head.index("last start (UTC)"):].startswith("1970-01-01 00:00")
+    listing = {ln.split()[0]: ln.split() for ln in lines[lines.index("latest 4 runs:") + 2:]}
+    assert listing["wc-ok"][3:5] == ["2.00", "MB"] and listing["wc-cancelled"][3:5] == ["2.00", "MB"]
+    assert listing["sort-1"][3:5] == ["2", "MB"] and listing["never-1"][3] == "-"
+
+
+def test_summary_json_gives_the_same_data_in_base_units(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    _summary_store(tmp_path / "st")
+    assert main(["store", "summary", "--store", str(tmp_path / "st"), "--json", "--last", "2"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["store"] == str(tmp_path / "st") and doc["runs"] == 4
+    jobs = {j["job"]: j for j in doc["jobs"]}
+    assert jobs["wordcount"] == {"job": "wordcount", "runs": 2, "runs_by_status": {"failed": 1, "succeeded": 1},
+                                 "median_wall_ms": 6800, "input_bytes_min": 1_999_950,
+                                 "input_bytes_max": 1_999_950, "last_start_ms": 2000}
+    assert jobs["never"]["median_wall_ms"] is None and jobs["never"]["input_bytes_min"] is None
+    assert jobs["never"]["runs_by_status"] == {"failed": 1}
+    assert [r["run_id"] for r in doc["latest"]] == ["sort-1", "never-1"]
+    assert doc["latest"][0] == {"run_id": "sort-1", "job": "sort", "status": "succeeded", "start_ms": 3000,
+                                "input_bytes": 2_000_000, "executors": 1, "wall_ms": 4000, "num_tasks": 4}
+    assert doc["latest"][1]["input_bytes"] is None and doc["latest"][1]["num_tasks"] is None
+    # an empty store, and a mistake: JSON on stdout still (the error as {error, fix})
+    store.open(tmp_path / "empty", create=True)
+    assert main(["store", "summary", "--store", str(tmp_path / "empty"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"store": str(tmp_path / "empty"), "runs": 0,
+                                                   "jobs": [], "latest": []}
+    assert main(["store", "summary", "--store", str(tmp_path / "st"), "--json", "--last", "0"]) == 2
+    cap = capsys.readouterr()
+    assert json.loads(cap.out) == {"error": "--last 0: the number of latest runs to list must be at least 1",
+                                   "fix": "give --last 1 or more (default 10)"}
+    assert "error: --last 0" in cap.err and "usage:" not in cap.err

@@ -352,3 +352,43 @@ def test_ctrl_c_stops_a_sweep_with_one_tidy_line(tmp_path):
     assert not noise, err[-3000:]
     runs = store_io.open(store).runs()
     assert list(runs["status"]) == ["failed"] and list(runs["executors_requested"]) == [1]
+
+
+def test_a_negative_seed_is_refused_before_the_sweep_starts(tmp_path):
+    """numpy's generators refuse a negative seed, but only once the first run generated its data:
+    the header and progress printed, then a ValueError traceback and exit 1."""
+    with pytest.raises(InputError) as e:
+        S.plan_sweep("sort", "2MB", "1", master="local", seed=-1)
+    assert "seed -1" in e.value.message and "--seed 0 or more" in e.value.fix
+    assert S.plan_sweep("sort", "2MB", "1", master="local", seed=7).combos[0].seed == 7
+    store, cache = tmp_path / "store", tmp_path / "cache"
+    r = _cli("sweep", "--workload", "sort", "--sizes", "2MB", "--seed", "-1", "--executors", "1",
+             "--master", "local", "--store", str(store), "--cache", str(cache))
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr.splitlines()[0].startswith("error: seed -1") and "fix:" in r.stderr
+    assert "Traceback" not in r.stderr and "sweep sort" not in r.stderr
+    assert not store.exists() and not cache.exists()
+
+
+def test_an_empty_item_in_a_list_is_refused_not_dropped(tmp_path):
+    """`--executors 1,,2` planned 1,2 silently (and `--sizes 2MB,,4MB` 2MB,4MB): a value lost
+    while editing the command. simulate --executors read its list the same way."""
+    from sparkpredict.cli.simulate import parse_counts
+
+    for text, kind, what, fix in (("1,,2", "ints", "executor counts", "1,2"), ("2MB,,4MB", "sizes", "sizes", "2MB,4MB"),
+                                  ("1,2,", "ints", "executor counts", "1,2")):
+        with pytest.raises(InputError) as e:
+            S.parse_list(text, kind)
+        assert e.value.message == f"the list of {what} {text!r} has an empty item"
+        assert e.value.fix.endswith(f"e.g. {fix}")
+    with pytest.raises(InputError, match="empty item"):
+        S.plan_sweep("sort", "2MB", "1,,2", master="local")
+    assert S.parse_list(" 1 , 2 ", "ints") == [1, 2]  # spaces around items are still fine
+    with pytest.raises(InputError, match="cannot read executor counts '1,,2'"):
+        parse_counts("1,,2")
+    assert parse_counts("1, 2") == [1, 2]
+    store = tmp_path / "store"
+    r = _cli("sweep", "--workload", "sort", "--sizes", "2MB", "--executors", "1,,2", "--master", "local",
+             "--store", str(store), "--cache", str(tmp_path / "cache"))
+    assert r.returncode == 2 and "has an empty item" in r.stderr and "fix:" in r.stderr, r.stderr[-2000:]
+    assert not store.exists() and not (tmp_path / "cache").exists()

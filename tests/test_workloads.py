@@ -143,3 +143,22 @@ def test_job_scripts_refuse_bad_arguments_before_spark_starts(script, args, mess
     r = subprocess.run([sys.executable, str(job), *args], capture_output=True, text=True, timeout=120, check=False)
     assert r.returncode == 2, r.stderr[-2000:]
     assert message in r.stderr and "fix:" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+
+
+def test_a_negative_seed_is_refused_before_anything_is_generated(tmp_path):
+    """numpy refused it mid-generation with a bare ValueError (`expected non-negative integer`)."""
+    import subprocess
+    import sys
+
+    w = W.get("sort")
+    for seed in (-1, 1.5, "3"):
+        with pytest.raises(InputError) as e:
+            w.data("1MB", seed=seed, cache_dir=tmp_path)
+        assert f"seed {seed!r}" in e.value.message and "0 or more" in e.value.fix
+    assert not any(tmp_path.iterdir())
+    assert W.check_seed(0) == 0 and W.check_seed(2**70) == 2**70
+    job = Path(__file__).resolve().parents[1] / "jobs" / "sort.py"
+    r = subprocess.run([sys.executable, str(job), "--size", "1MB", "--seed", "-1", "--cache", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 2 and "error: seed -1" in r.stderr and "fix:" in r.stderr, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr and not any(tmp_path.iterdir())

@@ -35,7 +35,8 @@ def parse_counts(text: str) -> list[int]:
     from ..errors import InputError
 
     try:
-        counts = [int(x) for x in str(text).replace(" ", "").split(",") if x]
+        # an empty item ("1,,2") is refused: a count lost while editing, not one to guess
+        counts = [int(x) for x in str(text).replace(" ", "").split(",")]
     except ValueError:
         counts = []
     if not counts or min(counts) < 1:

@@ -2,15 +2,29 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("store", help="show what the history store holds",
                               description="Inspect a sparkpredict history store.")
     sub = p.add_subparsers(dest="store_command", metavar="ACTION")
-    s = sub.add_parser("summary", help="runs recorded, per job, with status and wall time")
+    s = sub.add_parser("summary", help="runs recorded, per job, with status and wall time",
+                       description="Per job: runs recorded, how many succeeded, the median wall time "
+                       "of the succeeded ones and the latest start; then the latest runs. Sizes in "
+                       "one column share one unit system: binary (MiB) only when every size there is "
+                       "a round number of binary units, else decimal (MB), as sizes are typed. With "
+                       "--json: {store, runs, jobs: [{job, runs, runs_by_status, median_wall_ms (of "
+                       "succeeded runs; null without one), input_bytes_min, input_bytes_max (over "
+                       "runs that recorded an input), last_start_ms}], latest: [{run_id, job, status, "
+                       "start_ms, input_bytes, executors, wall_ms, num_tasks}]}, numbers in base units "
+                       "(bytes, ms, epoch ms), null where nothing was recorded; an error is {error, "
+                       "fix} on stdout.")
     s.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     s.add_argument("--last", type=int, default=10, help="list this many latest runs (default 10)")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON (described above)")
     s.set_defaults(func=_summary)
     c = sub.add_parser("clean", help="remove files of batches and retrains that were never committed",
                        description="Remove part files whose batch never got its runs file (a writer "
@@ -19,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "model registry (_models), remove artifacts that no registry snapshot references "
                        "(a retrain killed before its commit, or models of snapshots pruned since) and "
                        "leftover .tmp files; an artifact of any kept snapshot, or of a retrain still "
-                       "running, stays.")
+                       "running, stays. What --older-than 0 would also take is counted on stderr: "
+                       "files of a retrain marked running (a killed one's mark lasts a day) and files "
+                       "younger than --older-than.")
     c.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     c.add_argument("--older-than", default="10m", metavar="AGE",
                    help="only files last modified this long ago, so a writer mid-commit is left "
@@ -31,18 +47,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def store_summary(store: str | None = None):
-    """(per-job table, runs table) of the store, as pandas DataFrames."""
+    """(per-job table, runs table, store path), the tables as pandas DataFrames. Per job:
+    runs, succeeded, runs_by_status (status -> count), last_start_ms, median_wall_ms (of
+    succeeded runs only: a cancelled run's seconds are no runtime; NaN without one),
+    input_bytes_min and input_bytes_max (over runs that recorded an input)."""
     from .. import store as store_mod
 
     st = store_mod.open(store)
     runs = st.runs()
     if runs.empty:
         return runs, runs, st.path
-    per_job = runs.groupby("job", dropna=False).agg(
+    ok = runs["status"] == "succeeded"
+    recorded = runs["input_bytes"].where(runs["input_bytes"] > 0)
+    per_job = runs.assign(ok_wall_ms=runs["wall_ms"].where(ok), recorded_input=recorded).groupby(
+        "job", dropna=False, sort=True).agg(
         runs=("run_id", "size"),
         succeeded=("status", lambda s: int((s == "succeeded").sum())),
+        runs_by_status=("status", lambda s: s.fillna("unknown").value_counts().sort_index().to_dict()),
         last_start_ms=("start_ms", "max"),
-        median_wall_ms=("wall_ms", "median")).reset_index()
+        median_wall_ms=("ok_wall_ms", "median"),
+        input_bytes_min=("recorded_input", "min"),
+        input_bytes_max=("recorded_input", "max")).reset_index()
     return per_job, runs, st.path
 
 
@@ -51,12 +76,19 @@ def _summary(args: argparse.Namespace) -> int:
 
     from ..errors import InputError
     from ..features.runs import executors_and_cores
-    from ..units import format_bytes, format_duration
+    from ..units import format_duration
 
     if args.last < 1:  # pandas' tail(-3) would list all but 3, tail(0) none
         raise InputError(f"--last {args.last}: the number of latest runs to list must be at least 1",
                          "give --last 1 or more (default 10)")
     per_job, runs, path = store_summary(args.store)
+    latest = runs
+    if not runs.empty:
+        latest = runs.sort_values("start_ms").tail(args.last)
+        latest = latest.assign(executors=executors_and_cores(latest)[0])
+    if args.json:
+        _print_summary_json(path, per_job, runs, latest)
+        return 0
     print(f"store {path}: {len(runs)} runs")
     if runs.empty:
         return 0
@@ -65,16 +97,16 @@ def _summary(args: argparse.Namespace) -> int:
         return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
 
     jw = max(3, *(len(str(j)) for j in per_job["job"]))
-    print(f"\n{'job':<{jw}} {'runs':>5} {'ok':>5} {'median wall':>12}  last start (UTC)")
+    median_head = "median wall (succeeded)"
+    print(f"\n{'job':<{jw}} {'runs':>5} {'ok':>5} {median_head:>{len(median_head)}}  last start (UTC)")
     for r in per_job.itertuples():
         wall = format_duration(r.median_wall_ms / 1000) if r.median_wall_ms == r.median_wall_ms else "-"
-        print(f"{r.job!s:<{jw}} {r.runs:>5} {r.succeeded:>5} {wall:>12}  {when(r.last_start_ms)}")
-    latest = runs.sort_values("start_ms").tail(args.last)
-    latest = latest.assign(executors=executors_and_cores(latest)[0])
+        print(f"{r.job!s:<{jw}} {r.runs:>5} {r.succeeded:>5} {wall:>{len(median_head)}}  {when(r.last_start_ms)}")
     print(f"\nlatest {len(latest)} runs:")
     # columns as wide as their longest value: YARN ids and app names overflow fixed widths
     rw = max(6, *(len(str(x)) for x in latest["run_id"]))
     jw = max(3, *(len(str(x)) for x in latest["job"]))
+    size_of = _bytes_column(latest["input_bytes"])
     # input and executors as the models read them (a local[N] run has one executor with N
     # slots, but a sweep asked it for N executors; dynamic allocation: the mean held)
     print(f"{'run_id':<{rw}} {'job':<{jw}} {'status':<10} {'input':>10} {'executors':>9} {'wall':>9} "
@@ -82,10 +114,51 @@ def _summary(args: argparse.Namespace) -> int:
     for r in latest.itertuples():
         wall = format_duration(r.wall_ms / 1000) if r.wall_ms == r.wall_ms else "-"
         ex = "-" if r.executors != r.executors else f"{r.executors:.3g}"  # NaN: none was recorded
-        size = format_bytes(r.input_bytes) if r.input_bytes == r.input_bytes and r.input_bytes > 0 else "-"
+        size = size_of(r.input_bytes) if r.input_bytes == r.input_bytes and r.input_bytes > 0 else "-"
         nt = "-" if r.num_tasks != r.num_tasks else int(r.num_tasks)
         print(f"{r.run_id!s:<{rw}} {r.job!s:<{jw}} {r.status:<10} {size:>10} {ex:>9} {wall:>9} {nt:>7}")
     return 0
+
+
+def _bytes_column(values: Any) -> Callable[[float], str]:
+    """How to print the sizes of one column, in one unit system so that they compare as printed:
+    decimal, as sizes are typed (``--sizes 2MB``) and generated (2 MB less a part line), unless
+    every size is a round number of binary units (``8 MiB``), which decimal would blur."""
+    import pandas as pd
+
+    from ..units import byte_units_of, format_bytes, format_bytes_in
+
+    sizes = [float(v) for v in values if not pd.isna(v) and v > 0]
+    if sizes and all(byte_units_of(v) for v in sizes):
+        return format_bytes  # none is a round decimal amount, so it writes each in binary units
+    return lambda n: format_bytes_in(n, False)
+
+
+def _print_summary_json(path: str, per_job: Any, runs: Any, latest: Any) -> None:
+    import json
+
+    import pandas as pd
+
+    def num(x: Any) -> int | float | None:
+        """Base units as JSON numbers: whole ones as ints, NaN (nothing recorded) as null."""
+        if pd.isna(x):
+            return None
+        return int(x) if float(x).is_integer() else float(x)
+
+    def text(x: Any) -> str | None:
+        return None if pd.isna(x) else str(x)
+
+    jobs = [{"job": text(r.job), "runs": int(r.runs),
+             "runs_by_status": {str(k): int(v) for k, v in r.runs_by_status.items()},
+             "median_wall_ms": num(r.median_wall_ms),
+             "input_bytes_min": num(r.input_bytes_min), "input_bytes_max": num(r.input_bytes_max),
+             "last_start_ms": num(r.last_start_ms)} for r in per_job.itertuples()]
+    rows = [{"run_id": text(r.run_id), "job": text(r.job), "status": text(r.status),
+             "start_ms": num(r.start_ms),
+             "input_bytes": num(r.input_bytes) if r.input_bytes == r.input_bytes and r.input_bytes > 0 else None,
+             "executors": num(r.executors), "wall_ms": num(r.wall_ms), "num_tasks": num(r.num_tasks)}
+            for r in latest.itertuples()]
+    print(json.dumps({"store": str(path), "runs": len(runs), "jobs": jobs, "latest": rows}, indent=2))
 
 
 def _clean(args: argparse.Namespace) -> int:
@@ -96,15 +169,53 @@ def _clean(args: argparse.Namespace) -> int:
     st = store_mod.open(args.store)
     if args.dry_run:
         paths = st.orphans(age_s) + registry_commit.orphans(st, age_s)
+        kept = _kept(st, paths, age_s, args.older_than)
     else:
         # the registry's first: a snapshot it cannot read stops the clean before anything is removed
         found = registry_commit.orphans(st, age_s)
+        kept = _kept(st, st.orphans(age_s) + found, age_s, args.older_than)
         paths = st.remove_orphans(age_s) + registry_commit.remove_orphans(st, age_s, found)
     verb = "would remove" if args.dry_run else "removed"
     print(f"store {st.path}: {verb} {len(paths)} uncommitted file(s)")
     for p in paths:
         print(f"  {p}")
+    for line in kept:  # on stderr: stdout stays the list of what was removed
+        print(line, file=sys.stderr)
     return 0
+
+
+def _kept(st: Any, taken: list[str], age_s: float, older_than: str) -> list[str]:
+    """Lines on what ``--older-than 0`` would also take but this clean keeps, and why: files of
+    a retrain marked running (a killed one keeps its marker, and so its artifacts, for a day),
+    and files younger than ``--older-than``. Without them a dry run after a killed retrain said
+    "would remove 0" and nothing of what stayed."""
+    import datetime as dt
+
+    from .. import registry_commit as RC
+
+    if age_s <= 0:
+        return []
+    kept = sorted(set(st.orphans(0) + RC.orphans(st, 0)) - set(taken))
+    running = RC._marker(st, "")  # markers are this folder's files
+    markers = {p[len(running):]: p for p in kept if p.startswith(running) and "/" not in p[len(running):]}
+    by_retrain: dict[str, list[str]] = {rid: [] for rid in markers}
+    young: list[str] = []
+    for p in kept:
+        name = p.rpartition("/")[2]
+        m = RC._ARTIFACT_RETRAIN.search(name)
+        rid = name if markers.get(name) == p else m.group(1) if m else None
+        by_retrain.get(rid or "", young).append(p)
+    lines = []
+    for rid, files in by_retrain.items():
+        info = st.fs.get_file_info(markers[rid])
+        since = ("" if info.mtime_ns is None else " since " + dt.datetime.fromtimestamp(
+            info.mtime_ns / 1e9, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"))
+        lines.append(f"kept {len(files)} file(s) of retrain {rid}, marked running{since}; "
+                     "pass --older-than 0 if that retrain is dead")
+    if young:
+        lines.append(f"kept {len(young)} uncommitted file(s) modified in the last {older_than.strip()}, "
+                     "in case their writer is still at work; pass --older-than 0 if none is running")
+    return lines
 
 
 def _age(text: str) -> float:

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import functools
+import operator
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import SparkPredictError, WorkloadError, print_error
+from ..errors import InputError, SparkPredictError, WorkloadError, print_error
 from ..units import format_bytes, parse_bytes
 from . import bodies
 from . import generate as gen
@@ -54,6 +55,7 @@ class Workload:
         (generated once, then cached)."""
         nbytes = parse_bytes(nbytes)
         check_size(self, nbytes)
+        seed = check_seed(seed)
         return gen.ensure_data(self.name, self.writer, nbytes, seed, Path(cache_dir or default_cache()))
 
     def run(self, spark, data_path: Path | str, seed: int = 0) -> dict[str, Any]:
@@ -114,6 +116,19 @@ def check_size(workload: Workload, nbytes: int) -> None:
             f"give sizes of at least {workload.min_bytes // _MB}MB")
 
 
+def check_seed(seed: Any) -> int:
+    """``seed`` as an int of 0 or more: numpy's generators refuse a negative one, but only once
+    a sweep has started (``ValueError: expected non-negative integer``)."""
+    try:
+        value = operator.index(seed)  # an int or numpy integer; not 1.5, not "3"
+    except TypeError:
+        value = -1
+    if value < 0 or isinstance(seed, bool):
+        raise InputError(f"seed {seed!r}: the data generators take whole numbers of 0 or more",
+                         "give --seed 0 or more (default 0); from Python, seed=0 or more")
+    return value
+
+
 def default_cache() -> Path:
     from ..config import cache_dir
 
@@ -160,4 +175,4 @@ def main(name: str, argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["WORKLOADS", "Workload", "check_size", "default_cache", "get", "main", "names"]
+__all__ = ["WORKLOADS", "Workload", "check_seed", "check_size", "default_cache", "get", "main", "names"]
