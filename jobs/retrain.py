@@ -5,7 +5,9 @@
 
 The store is read through Spark's Hadoop layer (any path Spark can read); the executors need
 sparkpredict installed in their Python. The registry is written by the driver through pyarrow's
-file systems (local, hdfs://, s3://, gs://). See docs/retrain.md.
+file systems (local, hdfs://, s3://, gs://). When no job needs a refit, no session is started.
+Exit status as ``sparkpredict retrain``'s: 1 when models failed to fit and no job was refit or
+found current, 2 for a mistake in the arguments or the store. See docs/retrain.md.
 """
 from __future__ import annotations
 
@@ -36,22 +38,27 @@ def main(argv: list[str] | None = None) -> int:
     except SparkPredictError as exc:
         return print_error(exc)
 
-    from pyspark.sql import SparkSession
+    from sparkpredict.retrain import result_if_current, retrain_spark
 
-    from sparkpredict.retrain import retrain_spark
-
-    spark = SparkSession.builder.appName("sparkpredict-retrain").getOrCreate()
     try:
-        res = retrain_spark(args.store, spark=spark, force=args.force, partitions=args.partitions,
-                            stage_models=args.stage_models)
+        # A nightly run on a quiet store: pyarrow finds every model current in a second, where
+        # the session would start executors and ship every job to them to find the same.
+        res = result_if_current(args.store, force=args.force, stage_models=args.stage_models)
+        if res is None:
+            from pyspark.sql import SparkSession
+
+            spark = SparkSession.builder.appName("sparkpredict-retrain").getOrCreate()
+            try:
+                res = retrain_spark(args.store, spark=spark, force=args.force, partitions=args.partitions,
+                                    stage_models=args.stage_models)
+            finally:
+                spark.stop()
     except SparkPredictError as exc:
         return print_error(exc)
-    finally:
-        spark.stop()
-    print(json.dumps({"retrain_id": res.retrain_id, "jobs": res.n_jobs, "refit": len(res.refit), "stage_refit": len(res.stage_refit),
-                      "unchanged": len(res.unchanged), "failed": res.failed, "snapshot": res.snapshot,
-                      "seconds": round(res.seconds, 1)}))
-    return 0
+    print(json.dumps({"retrain_id": res.retrain_id, "path": res.fit_path, "jobs": res.n_jobs, "refit": len(res.refit),
+                      "stage_refit": len(res.stage_refit), "unchanged": len(res.unchanged), "failed": res.failed,
+                      "snapshot": res.snapshot, "seconds": round(res.seconds, 1)}))
+    return res.exit_code  # non-zero, as `sparkpredict retrain`'s, so a scheduler sees the failure
 
 
 if __name__ == "__main__":

@@ -82,6 +82,14 @@ class RetrainResult:
     def jobs_per_s(self) -> float:
         return len(self.refit) / self.seconds if self.seconds > 0 else float("nan")
 
+    @property
+    def exit_code(self) -> int:
+        """1 when models failed and no job was refit or left unchanged, else 0: the exit status of
+        ``sparkpredict retrain`` and ``jobs/retrain.py`` alike. A job too young to fit (fewer than
+        4 runs) fails at every retrain until it has more runs; beside jobs that did fit, it is
+        reported in ``failed`` without failing the retrain."""
+        return 1 if self.failed and not self.refit and not self.unchanged else 0
+
 
 # ---- planning: which jobs need a refit ----------------------------------------------------------
 def _prev_state(prev: pd.DataFrame) -> dict[tuple[str, str], tuple]:
@@ -127,7 +135,9 @@ def _plan(prev: pd.DataFrame, fingerprints: dict[str, tuple[str, int]], force: b
     return {job: kinds for job, kinds in plan.items() if kinds}
 
 
-def _check_kind(kind: str) -> None:
+def check_kind(kind: str) -> None:
+    """Refuse a model kind no fit knows (:data:`sparkpredict.models.hybrid.KINDS`): the check both
+    paths make before reading the store, and ``--dry-run`` with them."""
     from .models.hybrid import KINDS
 
     if kind not in KINDS:
@@ -202,7 +212,7 @@ def retrain_local(store: Any = None, *, force: bool = False, random_state: int =
                   kind: str = "auto", stage_models: bool = True,
                   on_artifact: Callable[[int], None] | None = None) -> RetrainResult:
     """Refit stale jobs in this process (no JVM). See :func:`retrain` for the parameters."""
-    _check_kind(kind)
+    check_kind(kind)
     t0 = time.perf_counter()
     st = store_io.open(store)
     result = RetrainResult(retrain_id=R.new_retrain_id(), fit_path="local", n_jobs=0)
@@ -271,6 +281,7 @@ def spark_available() -> bool:
 def plan(store: Any = None, *, force: bool = False, kind: str = "auto",
          stage_models: bool = True) -> tuple[list[str], int]:
     """(jobs a retrain would refit, jobs in the store), read without Spark."""
+    check_kind(kind)
     st = store_io.open(store)
     stale, n = _stale_jobs(st, st.runs(), force, kind, stage_models)
     return sorted(stale), n
@@ -300,6 +311,7 @@ def plan_path(store: Any = None, *, force: bool = False, kind: str = "auto",
               stage_models: bool = True) -> dict[str, Any]:
     """What :func:`retrain` would do without ``use_spark``: ``{"to_refit", "jobs", "stage_jobs",
     "path"}`` (jobs to refit, jobs in the store, those of them with stage models, local or spark)."""
+    check_kind(kind)
     st = store_io.open(store)
     runs = st.runs()  # read once for both questions
     stale, n_jobs = _stale_jobs(st, runs, force, kind, stage_models)
@@ -307,6 +319,27 @@ def plan_path(store: Any = None, *, force: bool = False, kind: str = "auto",
     staged = _staged(st, runs, stage_todo) if stage_todo else []
     return {"to_refit": sorted(stale), "jobs": n_jobs, "stage_jobs": staged,
             "path": choose_path(len(stale), kind, len(staged))}
+
+
+def result_if_current(store: Any = None, *, force: bool = False, kind: str = "auto", stage_models: bool = True,
+                      jobs: Iterable[str] | None = None, fit_path: str = "spark",
+                      master: str | None = None) -> RetrainResult | None:
+    """The result of a retrain that finds every model current (0 refit, every job unchanged,
+    the current snapshot), from the pyarrow plan ``--dry-run`` makes; None when some job needs a
+    refit. The Spark path asks first: starting a JVM and shipping every job to a worker only to
+    find each unchanged took 57 s on 3 jobs (``local[2]``), where this read takes under a second."""
+    t0 = time.perf_counter()
+    check_kind(kind)
+    st = R._open(store)  # the Spark path passes the Store it opened
+    fps = _only(_local_fingerprints(st.runs()), jobs)
+    prev = R.read_registry(st)
+    if _plan(prev, fps, force, kind, stage_models):
+        return None
+    result = RetrainResult(retrain_id=R.new_retrain_id(), fit_path=fit_path, n_jobs=len(fps),
+                           unchanged=sorted(fps), master=master)
+    _commit(st, prev, (), result, None)  # commits nothing: names the current snapshot, as a retrain does
+    result.seconds = time.perf_counter() - t0
+    return result
 
 
 def crossover_stage_jobs(kind: str = "auto") -> int:
@@ -331,7 +364,8 @@ def _staged(st: Any, runs: pd.DataFrame, jobs: Iterable[str]) -> list[str]:
 
 def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | None = None,
             force: bool = False, kind: str = "auto", random_state: int = 0, spark: Any = None,
-            stage_models: bool = True, on_artifact: Callable[[int], None] | None = None) -> RetrainResult:
+            stage_models: bool = True, on_artifact: Callable[[int], None] | None = None,
+            spark_logs: bool = False) -> RetrainResult:
     """Refit the models of every job with new runs and commit them to the store's registry.
 
     Parameters
@@ -358,6 +392,9 @@ def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | N
     on_artifact : callable, optional
         Test hook, called with the number of artifacts written after each one; an exception it
         raises aborts the retrain before the registry commit (the previous registry stays current).
+    spark_logs : bool
+        Keep Spark's own INFO/WARN lines on stderr when the Spark path starts its session
+        (default: Spark's errors only, unless a log4j configuration of your own is set).
 
     Returns
     -------
@@ -384,7 +421,8 @@ def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | N
         from .retrain_spark import retrain_spark
 
         return retrain_spark(store, spark=spark, master=master, force=force, kind=kind,
-                             random_state=random_state, stage_models=stage_models, on_artifact=on_artifact)
+                             random_state=random_state, stage_models=stage_models, on_artifact=on_artifact,
+                             spark_logs=spark_logs)
     return retrain_local(store, force=force, kind=kind, random_state=random_state, stage_models=stage_models,
                          on_artifact=on_artifact)
 
@@ -404,6 +442,8 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "CROSSOVER_JOBS",
     "RetrainResult",
+    "check_kind",
+    "check_master",
     "choose_path",
     "crossover_jobs",
     "crossover_stage_jobs",
@@ -412,6 +452,7 @@ __all__ = [
     "jobs_with_stages",
     "plan",
     "plan_path",
+    "result_if_current",
     "retrain",
     "retrain_local",
 ]

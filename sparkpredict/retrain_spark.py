@@ -10,6 +10,7 @@ rows, so the stage-level models are fitted there too. The driver then commits th
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,14 @@ import pyarrow.fs as pafs
 
 from . import registry as R
 from .errors import InputError
-from .retrain import RetrainResult, _check_kind, _commit, _prev_state, check_master
+from .retrain import (
+    RetrainResult,
+    _commit,
+    _prev_state,
+    check_kind,
+    check_master,
+    result_if_current,
+)
 from .store import io as store_io
 from .store import schema as S
 
@@ -79,7 +87,7 @@ def read_committed_spark(spark: Any, st: store_io.Store, table: str):
 def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = None, force: bool = False,
                   random_state: int = 0, jobs: Iterable[str] | None = None, kind: str = "auto",
                   partitions: int | None = None, method: str = "map", stage_models: bool = True,
-                  on_artifact: Callable[[int], None] | None = None) -> RetrainResult:
+                  on_artifact: Callable[[int], None] | None = None, spark_logs: bool = False) -> RetrainResult:
     """Refit stale jobs inside Spark (see :func:`retrain`).
 
     One Spark job: read the committed runs, keep each run's latest row, group by job; each
@@ -92,8 +100,13 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
     per-job overhead measured here, see docs/retrain.md). ``stage_models``: also fit each
     job's stage model; when the store holds stage rows, each job's runs are cogrouped with its
     stage and task rows (``groupBy(job).cogroup(...).applyInPandas``).
+
+    Without ``spark``, the store is first planned with pyarrow (:func:`result_if_current`): when
+    no job is stale, no session is started and the result says so (0 refit, every job unchanged).
+    The session it starts logs Spark's errors only, unless ``spark_logs`` or a log4j
+    configuration of the user's own.
     """
-    _check_kind(kind)
+    check_kind(kind)
     if method not in ("map", "apply"):
         raise InputError(f"unknown Spark method {method!r}", "use 'map' or 'apply'")
     if spark is None and master is not None:
@@ -102,7 +115,11 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
     st = store_io.open(store)
     own = spark is None
     if own:
-        spark = _start_session(master or "local[*]")
+        current = result_if_current(st, force=force, kind=kind, stage_models=stage_models, jobs=jobs,
+                                    master=master or "local[*]")
+        if current is not None:
+            return current
+        spark = _start_session(master or "local[*]", quiet=not spark_logs)
     result = RetrainResult(retrain_id=R.new_retrain_id(), fit_path="spark", n_jobs=0,
                            master=spark.sparkContext.master)
     saved = {k: spark.conf.get(k, None) for k in ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")}
@@ -231,15 +248,23 @@ def _per_partition(per_job: Callable[[pd.DataFrame], pd.DataFrame]):
     return fit_partition
 
 
-def _start_session(master: str) -> Any:
+def _start_session(master: str, quiet: bool = True) -> Any:
     """A new session on ``master``; Spark's refusal (a master it cannot parse, a cluster it cannot
-    reach) becomes one error line instead of a Py4J stack trace."""
+    reach) becomes one error line instead of a Py4J stack trace.
+
+    ``quiet``: Spark's errors only, as ``sparkpredict sweep`` starts its sessions (its log4j
+    configuration, given to the driver JVM through the environment for its start alone, and
+    only where the JVM is not running yet and the user has no log4j configuration of their own).
+    """
     from pyspark.sql import SparkSession
+
+    from .sweep_session import quiet_spark_log
 
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     try:
-        return (SparkSession.builder.master(master).appName("sparkpredict-retrain")
-                .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+        with quiet_spark_log({}, quiet):
+            return (SparkSession.builder.master(master).appName("sparkpredict-retrain")
+                    .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     except Exception as exc:  # py4j wraps Spark's reason in its own exception types  # noqa: BLE001
         java = getattr(exc, "java_exception", None)
         reason = str(java.getMessage()) if java is not None else (str(exc).strip().splitlines() or [""])[0]
@@ -249,8 +274,6 @@ def _start_session(master: str) -> Any:
 
 
 def _python() -> str:
-    import sys
-
     return sys.executable
 
 

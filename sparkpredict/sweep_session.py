@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -194,6 +195,25 @@ def _user_log_config(conf: dict[str, str]) -> bool:
     return any(d and (Path(d) / "log4j2.properties").is_file() for d in conf_dirs)
 
 
+@contextlib.contextmanager
+def quiet_spark_log(conf: dict[str, str], quiet: bool = True) -> Iterator[None]:
+    """Within it, a driver JVM this process starts logs Spark's errors only
+    (:data:`QUIET_SPARK_LOG`): unless the JVM already runs or the user has a log4j configuration
+    of their own. The JVM reads its log configuration once, when it starts; the variable is set
+    only for that start, so the rest of the user's process never sees it."""
+    # A driver JVM this process started came through the pyspark package: until it is imported,
+    # none runs, and asking it would import all of pyspark only to learn that.
+    running = "pyspark" in sys.modules and _jvm_started()
+    quiet = quiet and not running and not _user_log_config(conf)
+    if quiet:
+        os.environ[_LOG4J_ENV] = str(QUIET_SPARK_LOG)
+    try:
+        yield
+    finally:
+        if quiet:
+            os.environ.pop(_LOG4J_ENV, None)
+
+
 def _start_session(master: str, app_name: str, conf: dict[str, str], quiet: bool = True):
     from pyspark.sql import SparkSession
 
@@ -203,21 +223,14 @@ def _start_session(master: str, app_name: str, conf: dict[str, str], quiet: bool
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in conf.items():
         builder = builder.config(k, v)
-    # The driver JVM reads its log configuration once, when this process first starts it; the
-    # variable is set only for that start, so the rest of the user's process never sees it.
-    quiet = quiet and not _jvm_started() and not _user_log_config(conf)
-    if quiet:
-        os.environ[_LOG4J_ENV] = str(QUIET_SPARK_LOG)
     try:
-        return builder.getOrCreate()
+        with quiet_spark_log(conf, quiet):
+            return builder.getOrCreate()
     except Exception as exc:  # py4j wraps Spark's reason (a bad master URL, no cluster) in its own  # noqa: BLE001
         java = getattr(exc, "java_exception", None)
         reason = str(java.getMessage()) if java is not None else (str(exc).strip().splitlines() or [""])[0]
         raise WorkloadError(f"Spark did not start with master {master!r}: {reason}",
                             _MASTER_FIX + ", and check that the cluster is reachable") from None
-    finally:
-        if quiet:
-            os.environ.pop(_LOG4J_ENV, None)
 
 
 def _stop(spark, exit_code: int) -> None:

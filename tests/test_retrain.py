@@ -176,3 +176,127 @@ def test_stage_models_from_spark_equal_the_local_fit_and_load_from_the_registry(
     # Unchanged runs: nothing is refit, the stage models included.
     again = RT.retrain_local(spark_store)
     assert again.refit == [] and again.stage_refit == [] and again.unchanged == jobs
+
+
+# ---- what the Spark path refuses or skips before its session starts ----------------------------
+HISTORY = Path(__file__).parent / "data" / "history"
+
+
+def test_an_unknown_kind_is_refused_by_the_dry_run_as_by_the_retrain(capsys):
+    """--dry-run said '3 of 3 job(s) would be refit' (rc 0) for a kind the retrain refuses."""
+    from sparkpredict.cli import main
+    from sparkpredict.errors import InputError
+
+    for extra in ([], ["--local"], ["--dry-run"], ["--dry-run", "--json"], ["--dry-run", "--spark"]):
+        assert main(["retrain", "--store", str(HISTORY), "--kind", "nope", *extra]) == 2, extra
+        captured = capsys.readouterr()
+        assert captured.err.startswith("error: unknown model kind 'nope'"), extra
+        if "--json" in extra:
+            assert json.loads(captured.out)["error"] == "unknown model kind 'nope'"
+        else:
+            assert not captured.out, extra
+    with pytest.raises(InputError, match="unknown model kind"):
+        RT.plan_path(HISTORY, kind="nope")
+
+
+class _FakeBuilder:
+    """pyspark.sql.SparkSession.builder's stand-in: records the log configuration the driver JVM
+    would start with, and starts nothing."""
+
+    def __init__(self, started: list):
+        self.started = started
+
+    def __getattr__(self, name):
+        return lambda *a, **k: self
+
+    def getOrCreate(self):
+        import os
+
+        self.started.append(os.environ.get("LOG4J_CONFIGURATION_FILE"))
+        raise RuntimeError("no Spark in this test")
+
+
+@pytest.fixture
+def current_store(tmp_path, monkeypatch):
+    """A copy of the test history whose whole-job models are all current, and a fake pyspark.sql
+    that records each session start (the list it returns)."""
+    import shutil
+    import types
+
+    path = tmp_path / "h"
+    shutil.copytree(HISTORY, path)
+    assert RT.retrain_local(path, stage_models=False).refit == ["sort", "sqljoin", "wordcount"]
+    started: list = []
+    fake = types.ModuleType("pyspark.sql")
+    fake.SparkSession = types.SimpleNamespace(builder=_FakeBuilder(started))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pyspark.sql", fake)
+    return path, started
+
+
+def _job_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("retrain_job", Path(__file__).resolve().parents[1] / "jobs" / "retrain.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_nothing_stale_starts_no_spark_and_a_started_one_logs_errors_only(current_store, monkeypatch, capsys):
+    """A no-op `retrain --spark` took 54 s (a JVM, every job shipped to a worker to be found
+    unchanged) against 0.1 s locally, and printed Spark's INFO/WARN lines."""
+    import os
+
+    from sparkpredict import sweep_session
+    from sparkpredict.cli import main
+
+    path, started = current_store
+    argv = ["retrain", "--store", str(path), "--spark", "--master", "local[2]", "--no-stage-models"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.startswith("refit 0 of 3 job(s) on the spark (local[2]) path in ")
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["path"], out["master"], out["refit"], out["unchanged"]) == ("spark", "local[2]", [], 3)
+    assert out["snapshot"] == R.current_snapshot(path)
+    job = _job_script()  # spark-submit jobs/retrain.py: not even a session
+    assert job.main(["--store", str(path), "--no-stage-models"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["path"], out["refit"], out["unchanged"], out["failed"]) == ("spark", 0, 3, {})
+    assert started == []
+
+    # A stale job starts Spark, quietly (sweep's log4j configuration) unless -v.
+    runs = store.open(path).runs()
+    new = runs[runs.job == "sort"].tail(1).assign(run_id="app-sort-new", app_id="app-sort-new")
+    store.open(path).append({"runs": new.assign(updated_ms=new.updated_ms + 10**6)})
+    monkeypatch.setattr(sweep_session, "_jvm_started", lambda: False)
+    monkeypatch.setattr(sweep_session, "_user_log_config", lambda conf: False)
+    monkeypatch.delenv("LOG4J_CONFIGURATION_FILE", raising=False)
+    assert main(argv) == 2 and main(["-v", *argv]) == 2
+    assert "Spark did not start" in capsys.readouterr().err
+    assert started == [str(sweep_session.QUIET_SPARK_LOG), None]
+    assert "LOG4J_CONFIGURATION_FILE" not in os.environ  # only for the JVM's start
+
+
+def test_the_job_script_exits_as_the_cli_does_when_fits_fail(current_store, monkeypatch, capsys):
+    """jobs/retrain.py printed its failures and exited 0: a scheduler saw a success."""
+    import types
+
+    from sparkpredict import retrain_spark as RS
+
+    path, _started = current_store
+    runs = store.open(path).runs()
+    new = runs[runs.job == "sort"].tail(1).assign(run_id="app-sort-new", app_id="app-sort-new")
+    store.open(path).append({"runs": new.assign(updated_ms=new.updated_ms + 10**6)})
+    session = types.SimpleNamespace(stop=lambda: None)
+    builder = types.SimpleNamespace(appName=lambda name: types.SimpleNamespace(getOrCreate=lambda: session))
+    monkeypatch.setattr(sys.modules["pyspark.sql"], "SparkSession", types.SimpleNamespace(builder=builder))
+    job = _job_script()
+    # A job too young to fit fails at every retrain: beside jobs that fit or were current, the
+    # retrain succeeds (as `sparkpredict retrain` does); with nothing else, it fails.
+    for outcome, rc in (({"failed": {"sort": "too few runs"}}, 1),
+                        ({"failed": {"sort": "too few runs"}, "unchanged": ["sqljoin", "wordcount"]}, 0),
+                        ({"refit": ["sort"], "unchanged": ["sqljoin", "wordcount"]}, 0)):
+        res = RT.RetrainResult(retrain_id="r", fit_path="spark", n_jobs=3, **outcome)
+        monkeypatch.setattr(RS, "retrain_spark", lambda store, res=res, **kw: res)
+        assert job.main(["--store", str(path), "--no-stage-models"]) == rc, outcome
+        assert json.loads(capsys.readouterr().out)["failed"] == outcome.get("failed", {})

@@ -11,7 +11,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Refit the whole-job runtime model of every job whose runs changed since the last "
                     "retrain, and commit them to the store's model registry (STORE/_models). Without "
                     "--spark/--local the faster path is chosen by the number of jobs to refit "
-                    "(see docs/retrain.md).")
+                    "(see docs/retrain.md). Spark logs its errors only, unless -v (or a log4j "
+                    "configuration of your own).")
     p.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE or "
                                    "~/.sparkpredict/store)")
     where = p.add_mutually_exclusive_group()
@@ -35,8 +36,10 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.local and args.master:
         raise InputError("--local and --master contradict each other", "drop one of them")
-    if args.master:  # before reading the store: a --dry-run must refuse it too
+    # before reading the store: a --dry-run refuses what the retrain would refuse
+    if args.master:
         RT.check_master(args.master)
+    RT.check_kind(args.kind)
     use_spark = True if (args.spark or args.master) else (False if args.local else None)
     if args.dry_run:
         out = RT.plan_path(args.store, force=args.force, kind=args.kind, stage_models=args.stage_models)
@@ -56,7 +59,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     with printed_here("sparkpredict.retrain", args.verbose):  # each failure: "not refit" below
         res = RT.retrain(args.store, use_spark=use_spark, master=args.master, force=args.force,
-                         kind=args.kind, stage_models=args.stage_models)
+                         kind=args.kind, stage_models=args.stage_models, spark_logs=args.verbose)
     if args.json:
         print(json.dumps({
             "retrain_id": res.retrain_id, "path": res.fit_path, "master": res.master, "jobs": res.n_jobs,
@@ -73,4 +76,4 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  not refit: {job}: {why}")
         if res.snapshot:
             print(f"registry: {res.snapshot}")
-    return 1 if res.failed and not res.refit and not res.unchanged else 0
+    return res.exit_code
