@@ -374,3 +374,25 @@ def test_bad_file_does_not_stop_the_others(tmp_path):
         with pytest.raises(InputError, match=needle):
             ingest_event_logs(paths, st)
     assert list(st.runs().run_id) == ["local-1532512550423"]
+
+
+def test_job_overrides_the_logs_job_and_the_skip_says_how_to_change_a_stored_one(tmp_path):
+    """ingest_event_logs(job=) names every run it stores; a stored run keeps its job, and the way
+    the skip's warning gives to change it (delete the batch file, ingest again) works."""
+    log = LOGS / "sparklens_local-1532512550423.json"
+    st = tmp_path / "st"
+    for bad in ("", " \t", 3):
+        with pytest.raises(InputError, match="job name"):
+            ingest_event_logs(log, st, job=bad)  # type: ignore[arg-type]
+    assert ingest_event_logs(log, st).files_ingested == 1
+    runs = store.open(st).runs()
+    assert list(runs["job"]) == ["Spark shell"] and list(runs["app_name"]) == ["Spark shell"]
+    (f,) = ingest_event_logs(log, st, job="sparklens").files
+    assert f.outcome == "unchanged" and "keeps its stored job 'Spark shell', not --job 'sparklens'" in f.warnings[0]
+    batch = f.warnings[0].split("by hand delete ")[1].split(" ")[0]
+    Path(batch).unlink()
+    assert store.open(st).runs().empty
+    (f,) = ingest_event_logs(log, st, job="sparklens").files
+    assert f.outcome == "ingested" and not any("job" in w for w in f.warnings)
+    runs = store.open(st).runs()
+    assert list(runs["job"]) == ["sparklens"] and list(runs["app_name"]) == ["Spark shell"]

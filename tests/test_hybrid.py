@@ -631,3 +631,42 @@ def test_saving_into_a_model_folder_keeps_the_other_jobs_models(tmp_path, monkey
     save_models(again, d, kept=kept)
     assert kept == [] and sorted(load_models(d)) == ["a"]
     assert sorted(os.listdir(d)) == sorted([persist.INDEX, index["jobs"]["a"]])
+
+
+def test_too_few_runs_to_cross_validate_say_so_not_that_an_executor_count_is_missing():
+    """4 runs of one job, 2 and 4 MB each at 1 and 2 executors: no candidate of `auto` gets a
+    cross-validation score (3 folds need 6 runs), and the error told the user to record runs at
+    two executor counts, which they had. It says now how many more runs, in `retrain`'s outcome
+    (fitting.fit_group_safe) as in the model's own error; and with 6 runs whose folds still
+    cannot be fitted, which fold leaves too few."""
+    from sparkpredict.fitting import fit_group_safe
+
+    rows = [{"run_id": f"r{mb}-{e}", "job": "j", "status": "succeeded", "start_ms": i, "updated_ms": 1,
+             "wall_ms": int(1000 * (10 + 3 * mb / e)), "input_bytes": mb * 2**20, "executors_requested": e,
+             "executor_cores": 1, "executor_memory_mb": 1024}
+            for i, (mb, e) in enumerate([(2, 1), (2, 2), (4, 1), (4, 2)])]
+    ((job, _, status, _, error),) = fit_group_safe(pd.DataFrame(rows))
+    assert (job, status) == ("j", "failed")
+    assert error == ("DegenerateDataError: these 4 runs (2 input sizes, 2 executor counts) are too few "
+                     "to choose a runtime model: the choice is cross-validated, which needs at least 6 runs "
+                     "(fix: record at least 2 more runs of the job (6 in all), at two or more executor counts)")
+    # one more run at the same counts still is too few; a single equation needs no choice
+    five = pd.DataFrame(rows).rename(columns={"executors_requested": "executors"}).assign(
+        runtime_s=lambda d: d["wall_ms"] / 1000)
+    five = pd.concat([five, five.head(1).assign(run_id="again")], ignore_index=True)
+    with pytest.raises(DegenerateDataError, match="too few.*at least 6 runs") as e:
+        JobRuntimeModel().fit(five)
+    assert e.value.fix == "record at least 1 more run of the job (6 in all), at two or more executor counts"
+    assert JobRuntimeModel(kind="amdahl").fit(five).n_runs_ == 5
+    # six runs, but leaving out the smallest size or the largest executor count (3 runs each)
+    # leaves 3 to fit on
+    six = pd.DataFrame([{"job": "j", "input_bytes": mb * 2**20, "executors": e, "executor_cores": 1,
+                         "executor_memory_mb": 1024, "runtime_s": 10 + 3 * mb / e + k}
+                        for k, (mb, e) in enumerate([(2, 2), (2, 4), (2, 4), (4, 2), (4, 4), (8, 3)])])
+    with pytest.raises(DegenerateDataError) as e:
+        JobRuntimeModel().fit(six)
+    assert e.value.message == ("no runtime equation can be cross-validated on these 6 runs (3 input sizes, "
+                               "3 executor counts): leaving out the smallest input size (2.0 MiB) leaves "
+                               "3 runs; leaving out the largest executor count (4) leaves 3 runs")
+    assert "at least 4 of them at two or more executor counts" in e.value.fix
+    assert "at least two executor counts" not in str(e.value)

@@ -124,3 +124,38 @@ def test_json_usage_errors_are_json_on_stdout_too(argv, says, capsys):
         main([a for a in argv if a != "--json"])
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.endswith(f"error: {says}\nfix: see `sparkpredict {argv[0]} --help`\n")
+
+
+def test_job_names_the_runs_one_ingest_stores_and_a_stored_run_keeps_its_own(tmp_path, capsys):
+    """Logs of unrelated applications named alike (`Spark shell`) became one job: --job names
+    the runs of each ingest. A log already stored is skipped, and the skip says that its run
+    keeps its job and how to change it, instead of appearing to obey --job."""
+    from sparkpredict.store import io as store_io
+
+    st = str(tmp_path / "st")
+    sparklens, nosql = LOGS / "sparklens_local-1532512550423.json", LOGS / "rp_nosql_eventlog.json"
+    assert main(["ingest", str(sparklens), "--store", st, "--job", "sparklens"]) == 0
+    assert main(["ingest", str(nosql), "--store", st, "--job", "nosql"]) == 0
+    jobs = dict(zip(*(store_io.open(st).runs()[c] for c in ("run_id", "job"))))
+    assert jobs == {"local-1532512550423": "sparklens", "application_1603128018386_7756": "nosql"}
+    assert "Spark shell" not in capsys.readouterr().out
+    # the same job again: skipped, quietly
+    assert main(["ingest", str(sparklens), "--store", st, "--job", "sparklens"]) == 0
+    assert "warning" not in capsys.readouterr().out
+    # another job: still skipped (exit 0), the warning says the stored job stays and how to change it
+    copy = tmp_path / "copy-of-nosql.json"
+    shutil.copy(nosql, copy)
+    assert main(["ingest", str(sparklens), str(copy), "--store", st, "--job", "other"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped   " + str(sparklens) + ": unchanged since ingested as run local-1532512550423" in out
+    assert "run local-1532512550423 keeps its stored job 'sparklens', not --job 'other'" in out
+    assert "run application_1603128018386_7756 keeps its stored job 'nosql', not --job 'other'" in out
+    assert "fresh store (--store NEW_FOLDER)" in out and "/runs/part-" in out
+    assert dict(zip(*(store_io.open(st).runs()[c] for c in ("run_id", "job")))) == jobs
+    assert main(["ingest", str(sparklens), "--store", st, "--job", "other", "--json"]) == 0
+    (f,) = json.loads(capsys.readouterr().out)["files"]
+    assert f["outcome"] == "unchanged" and "keeps its stored job 'sparklens'" in f["warnings"][0]
+    # a blank name is a mistake, said before any log is read
+    assert main(["ingest", str(sparklens), "--store", st, "--job", "  "]) == 2
+    err = capsys.readouterr().err
+    assert "error: job name '  ' is blank" in err and "fix:" in err

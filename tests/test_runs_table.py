@@ -127,3 +127,37 @@ def test_dynamic_allocation_runs_count_their_mean_executors(tmp_path):
             assert t.loc[rid, "executors"] == pytest.approx(r["executors_mean"])
         else:
             assert t.loc[rid, "executors"] == r["executors_requested"] == 8
+
+
+def test_parquet_export_keeps_the_stores_integer_types_and_reads_back_as_the_same_table(tmp_path, capsys):
+    """`sparkpredict runs --out x.parquet` wrote every count as float64 (input_bytes 1.0737e10,
+    num_stages 41.0) while the CSV wrote integers: the file now has the store's integer types,
+    with nulls where a run lacks the value, and `fit` reads it back as the same runs table."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sparkpredict.cli import main
+    from sparkpredict.store import schema as S
+
+    rows = _runs_rows().assign(num_stages=[41, 3, None, 7], num_tasks=[800, 9, 400, 20])
+    st = store_io.open(tmp_path / "store", create=True)
+    st.append({"runs": rows})
+    out = tmp_path / "runs.parquet"
+    assert main(["runs", "--store", str(tmp_path / "store"), "--out", str(out)]) == 0
+    capsys.readouterr()
+    schema = pq.read_schema(out)
+    store_types = S.TABLES["runs"]
+    for col in ("input_bytes", "executor_cores", "executor_memory_mb", "shuffle_read_bytes",
+                "num_stages", "num_tasks", "executors_max", "start_ms"):
+        assert schema.field(col).type == store_types.field(col).type, col
+    for col in ("executors", "runtime_s"):  # not integers: a mean under dynamic allocation, seconds
+        assert schema.field(col).type == pa.float64(), col
+    written = pq.read_table(out).to_pydict()
+    assert written["input_bytes"] == [10 * 2**30, 20 * 2**30, 2**20]
+    assert written["num_stages"] == [41, None, 7]  # a null, not NaN or 0
+    # read back: the floats runs_table gives the models, NaN where the value is missing
+    back = read_runs_file(out)
+    table = runs_table(st)
+    assert all(back[c].dtype == np.float64 for c in table.columns if c not in ("run_id", "job"))
+    pd.testing.assert_frame_equal(back[table.columns], table)

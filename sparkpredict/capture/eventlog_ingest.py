@@ -13,7 +13,9 @@ ingest under another name) adds nothing: appending would duplicate its stage and
 it holds more of the run than the store (the stored run never ended, or has fewer tasks), the
 skip says so. Because a stored run cannot be replaced, a log that lost events before its end
 (undecodable data, a line that is not JSON before the last, a missing or cut rolling file) is
-not stored at all, so that an intact copy can be ingested later.
+not stored at all, so that an intact copy can be ingested later. For the same reason a job name
+given to ingest (``job=``, ``--job``) names the runs that call stores: a run already stored keeps
+its job, and the skip says so when the names differ.
 """
 from __future__ import annotations
 
@@ -107,7 +109,7 @@ class IngestReport:
 
 def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
                       store: str | os.PathLike[str] | Store | None = None, *,
-                      on_error: Literal["warn", "raise"] = "warn") -> IngestReport:
+                      on_error: Literal["warn", "raise"] = "warn", job: str | None = None) -> IngestReport:
     """Append the runs of Spark event logs to a history store, each log as one atomic batch.
 
     Parameters
@@ -127,6 +129,12 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
         run cannot be replaced). A log merely cut at its end, as one still being written is, is
         stored as an ``incomplete`` run. A log whose run is already stored is skipped
         (``exists``), with a warning when it holds more of the run than the store does.
+    job : str, optional
+        The job of every run this call stores, instead of what each log says
+        (``spark.sparkpredict.job``, else the application name): logs of unrelated applications
+        that share an app name (``Spark shell``) would otherwise become one job. A log whose run
+        is already stored (``unchanged``, ``exists``) is not read again and its run keeps its
+        stored job; the skip warns when that differs from ``job``.
 
     Returns
     -------
@@ -137,6 +145,8 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
     ------
     IngestError
         A path does not exist, or no event log was found under the paths.
+    InputError
+        ``job`` is blank or not a string.
     StoreError
         The store cannot be opened or written.
     """
@@ -144,6 +154,7 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
 
     if on_error not in ("warn", "raise"):
         raise InputError(f"on_error={on_error!r}", "use 'warn' or 'raise'")
+    _check_job(job)
     given: list[Any] = [paths] if isinstance(paths, (str, os.PathLike)) else \
         list(paths) if isinstance(paths, Iterable) else [paths]
     bad = [p for p in given if not isinstance(p, (str, os.PathLike))]
@@ -159,7 +170,7 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
     report = IngestReport(store=st.path)
     for src in sources:
         with _system_pool():
-            outcome = _ingest_one(src, st, known)
+            outcome = _ingest_one(src, st, known, job)
         report.files.append(outcome)
         if outcome.outcome == "failed":
             log.warning("event log %s not ingested: %s", src.path, outcome.error)
@@ -171,6 +182,17 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
     return report
 
 
+def _check_job(job: object) -> None:
+    """Refuse a job name no run should be stored under: the listener and ``submit`` read an
+    empty ``spark.sparkpredict.job`` as unset (the app name), and runs tables refuse a blank job."""
+    if job is None:
+        return
+    if not isinstance(job, str) or not job.strip():
+        raise InputError(f"job name {job!r} is " + ("blank" if isinstance(job, str) else "not text"),
+                         "give the name to store the runs under, e.g. --job nightly-etl (leave it "
+                         "out to keep each log's spark.sparkpredict.job, else its app name)")
+
+
 #: Statuses of a run whose end the store has not recorded: a later log of it may hold more.
 _UNFINISHED = ("incomplete", "running")
 
@@ -180,6 +202,7 @@ class _StoredRun:
     status: str | None
     num_tasks: int
     source: str | None
+    job: str | None = None
 
 
 @dataclass
@@ -193,11 +216,11 @@ class _Known:
     @classmethod
     def of(cls, st: Store) -> _Known:
         t = cast(pa.Table, st.read("runs", form="arrow", columns=[
-            "run_id", "status", "num_tasks", "source", "source_path", "source_fingerprint"])).to_pydict()
+            "run_id", "status", "num_tasks", "source", "source_path", "source_fingerprint", "job"])).to_pydict()
         known = cls(runs={}, by_file={}, by_name={})
-        for rid, status, n, source, path, fp in zip(t["run_id"], t["status"], t["num_tasks"], t["source"],
-                                                   t["source_path"], t["source_fingerprint"]):
-            known.add(rid, _StoredRun(status, n or 0, source), path, fp)
+        for rid, status, n, source, path, fp, job in zip(t["run_id"], t["status"], t["num_tasks"], t["source"],
+                                                        t["source_path"], t["source_fingerprint"], t["job"]):
+            known.add(rid, _StoredRun(status, n or 0, source, job), path, fp)
         return known
 
     def add(self, run_id: str, run: _StoredRun, path: str | None = None, fp: str | None = None) -> None:
@@ -249,21 +272,45 @@ def _more_than_stored(parsed: ParsedLog, stored: _StoredRun, st: Store) -> str |
     return what
 
 
-def _ingest_one(src: LogSource, st: Store, known: _Known) -> FileOutcome:
+def _other_job(run_id: str, stored: _StoredRun, job: str | None, st: Store) -> list[str]:
+    """The warning of a skipped log whose stored run has another job than the one asked for
+    (``[]`` when none was asked for, or it is the same)."""
+    if job is None or stored.job == job:
+        return []
+    what = (f"run {run_id} keeps its stored job {stored.job!r}, not --job {job!r}: a log already in "
+            "the store is not read again, and `sparkpredict store` has no command to rename a run's "
+            f"job. To record it under {job!r}, ingest this log with --job into a fresh store "
+            "(--store NEW_FOLDER)")
+    batch = _batch_file(st, run_id) if stored.source == "eventlog" else None
+    if batch is not None:
+        what += (f", or by hand delete {batch} (the stored run's commit file: its stage, task and "
+                 "executor rows are then ignored, and `sparkpredict store clean --older-than 0` "
+                 "removes them) and ingest this log again with --job")
+    return [what]
+
+
+def _skipped(path: str, outcome: Literal["unchanged", "exists"], run_id: str, known: _Known,
+             job: str | None, st: Store) -> FileOutcome:
+    stored = known.runs[run_id]
+    return FileOutcome(path, outcome, run_id=run_id, status=stored.status,
+                       warnings=_other_job(run_id, stored, job, st))
+
+
+def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None) -> FileOutcome:
     from ..store.io import new_batch_id
 
     named = known.by_name.get(src.app_hint)  # Spark names logs after the app
     try:
         rid = known.by_file.get((src.path, fingerprint(src))) if src.error is None else None
         if rid is not None:
-            return FileOutcome(src.path, "unchanged", run_id=rid, status=known.runs[rid].status)
+            return _skipped(src.path, "unchanged", rid, known, job, st)
         # Skipped without reading, unless the stored run never ended: this log may hold more.
         if named is not None and known.runs[named].status not in _UNFINISHED:
-            return FileOutcome(src.path, "exists", run_id=named, status=known.runs[named].status)
+            return _skipped(src.path, "exists", named, known, job, st)
         parsed = _parse_source(src)
     except (IngestError, OSError) as exc:
         if named is not None:  # its run is stored already: a log of it that cannot be read is no news
-            return FileOutcome(src.path, "exists", run_id=named, status=known.runs[named].status)
+            return _skipped(src.path, "exists", named, known, job, st)
         err = exc if isinstance(exc, IngestError) else unreadable(src.path, exc)
         return FileOutcome(src.path, "failed", error=err.message, fix=err.fix)
     except Exception as exc:  # never let one log stop the others; the traceback goes to the log
@@ -275,7 +322,7 @@ def _ingest_one(src: LogSource, st: Store, known: _Known) -> FileOutcome:
     if stored is not None:  # the log's own warnings are about rows that are not stored
         more = _more_than_stored(parsed, stored, st)
         return FileOutcome(src.path, "exists", run_id=parsed.run_id, status=stored.status,
-                           warnings=[] if more is None else [more])
+                           warnings=([] if more is None else [more]) + _other_job(parsed.run_id, stored, job, st))
     if parsed.damage is not None:
         # Stored, the partial run could never be completed: the store has no way to replace a
         # run, and an intact copy of the log would then be skipped as already there.
@@ -285,11 +332,14 @@ def _ingest_one(src: LogSource, st: Store, known: _Known) -> FileOutcome:
                            fix="ingest an intact copy of this log")
     tables = dict(parsed.tables)
     run = tables["runs"]
-    tables["runs"] = run.set_column(run.schema.get_field_index("updated_ms"), "updated_ms",
-                                    pa.array([int(time.time() * 1000)], pa.int64()))
+    run = run.set_column(run.schema.get_field_index("updated_ms"), "updated_ms",
+                         pa.array([int(time.time() * 1000)], pa.int64()))
+    if job is not None:
+        run = run.set_column(run.schema.get_field_index("job"), "job", pa.array([job], pa.string()))
+    tables["runs"] = run
     st.append(tables, batch_id=new_batch_id("ingest-" + parsed.run_id))
-    known.add(parsed.run_id, _StoredRun(parsed.status, run["num_tasks"][0].as_py() or 0, "eventlog"),
-              src.path, parsed.fingerprint)
+    known.add(parsed.run_id, _StoredRun(parsed.status, run["num_tasks"][0].as_py() or 0, "eventlog",
+                                        run["job"][0].as_py()), src.path, parsed.fingerprint)
     return FileOutcome(src.path, "ingested", run_id=parsed.run_id, status=parsed.status,
                        stages=tables["stages"].num_rows, tasks=tables["tasks"].num_rows,
                        warnings=parsed.warnings)

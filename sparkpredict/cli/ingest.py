@@ -1,4 +1,7 @@
-"""``sparkpredict ingest PATH... [--store S] [--json]``: backfill the store from Spark event logs.
+"""``sparkpredict ingest PATH... [--store S] [--job NAME] [--json]``: backfill the store from Spark event logs.
+
+``--job NAME`` records every run this call stores under that job, whatever its log says; a log
+whose run is already stored is skipped and its run keeps its job (the skip warns when they differ).
 
 Exit status: 0 when every log was ingested or already in the store, 1 when some log could not
 be read (the others were still ingested), 2 for a user mistake (missing path, bad store).
@@ -19,6 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "store. Logs already ingested and unchanged are skipped.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="event-log file or folder")
     p.add_argument("--store", help="history store (default: $SPARKPREDICT_STORE or ~/.sparkpredict/store)")
+    p.add_argument("--job", metavar="NAME",
+                   help="job name of every run this call stores, instead of each log's "
+                        "spark.sparkpredict.job or app name (runs already stored keep theirs)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_run)
 
@@ -31,7 +37,7 @@ def _run(args: argparse.Namespace) -> int:
     from . import printed_here
 
     with printed_here("sparkpredict.capture.eventlog", args.verbose):  # each failure: below
-        report = ingest_event_logs(args.paths, store=args.store)
+        report = ingest_event_logs(args.paths, store=args.store, job=args.job)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
@@ -41,6 +47,8 @@ def _run(args: argparse.Namespace) -> int:
                       f"{plural(f.tasks or 0, 'task')})")
             elif f.outcome == "exists":
                 print(f"skipped   {f.path}: run {f.run_id} already in the store ({f.status})")
+            elif f.outcome == "unchanged" and f.warnings:  # else quiet: the summary counts it
+                print(f"skipped   {f.path}: unchanged since ingested as run {f.run_id} ({f.status})")
             elif f.outcome == "failed":
                 err = f.error or "failed"
                 print(f"FAILED    {err if err.startswith(str(f.path)) else f'{f.path}: {err}'}")

@@ -230,6 +230,45 @@ def _declared_params(props: pd.Series) -> dict[str, pd.Series]:
     return out
 
 
+def with_integer_columns(df: pd.DataFrame, *, whole_valued: bool = False) -> pd.DataFrame:
+    """``df`` as a runs file stores it: each column the store keeps as an integer (``input_bytes``,
+    ``executor_cores``, ``num_tasks``, ``start_ms``, ...) as pandas' nullable integer of the
+    store's width (``Int64``, ``Int32``), so Parquet writes the store's integer type, with nulls
+    where a run lacks the value, and CSV writes ``18367893385``, not ``18367893385.0``.
+
+    ``whole_valued`` (for CSV, which has no column types): also every other float column whose
+    values are all whole numbers (``executors`` without dynamic allocation, declared parameters).
+    Parquet leaves those float: a typed column must not change type with the runs exported.
+    :func:`runs_table` itself keeps floats for the models, and :func:`read_runs_file` reads the
+    integers back as floats, so a file fits the same models either way.
+    """
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    from ..store import schema as S
+
+    store = S.TABLES["runs"]
+    out = df.copy()
+    for col in out.columns:
+        s = out[col]
+        if not pd.api.types.is_float_dtype(s):
+            continue
+        typ = store.field(col).type if col in store.names else None
+        integer = typ is not None and pa.types.is_integer(typ)
+        if not (integer or whole_valued):
+            continue
+        v = s.dropna().to_numpy(dtype=np.float64)
+        # within +-2**53 every float is exact as an integer, and no count comes near it
+        if not (np.isfinite(v).all() and (v == np.round(v)).all() and (np.abs(v) < 2**53).all()):
+            continue
+        if not (len(v) or integer):  # an empty column is an integer only where the store says so
+            continue
+        narrow = integer and typ == pa.int32() and (np.abs(v) < 2**31).all()
+        out[col] = s.astype("Int32" if narrow else "Int64")
+    return out
+
+
 def read_runs_file(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a runs table from CSV or Parquet and check its columns.
 
@@ -255,6 +294,12 @@ def read_runs_file(path: str | os.PathLike[str]) -> pd.DataFrame:
     except Exception as exc:  # pandas raises many types for malformed files
         raise InputError(f"cannot read runs file {p!r}: {exc}", "give a CSV or Parquet runs table") from exc
     check_runs_frame(df, what=f"runs file {p!r}")
+    # pandas' nullable integers (a Parquet export, see with_integer_columns) as the floats the
+    # models read, NaN for a missing value
+    for c in df.columns:
+        if (pd.api.types.is_extension_array_dtype(df[c]) and pd.api.types.is_numeric_dtype(df[c])
+                and not pd.api.types.is_bool_dtype(df[c])):
+            df[c] = df[c].astype("float64")
     if "run_id" not in df:
         df.insert(0, "run_id", [f"row-{i}" for i in range(len(df))])
     df["job"] = df["job"].astype(str)

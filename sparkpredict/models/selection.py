@@ -368,10 +368,7 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
                 full[name], results[name] = comp, r
     finite = {k: r for k, r in results.items() if np.isfinite(r.score)}
     if not finite:
-        raise DegenerateDataError(
-            f"no runtime equation can be fitted to these {len(y)} runs "
-            f"({len(np.unique(F['input_bytes']))} input sizes, {len(np.unique(F['executors']))} executor counts)",
-            "record runs with at least two executor counts (and several input sizes to predict other sizes)")
+        raise _not_cross_validated(F, y, random_state)
     # The backbone matters beyond the data (inside, the correction fixes it): rank by extrapolation.
     backbone = min(finite, key=lambda k: (_extrap_key(finite[k]), k))
     bpow = full[backbone].equation.power  # type: ignore[union-attr]
@@ -410,6 +407,60 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
                   pool[outer].extrap_mape, pool[inner].oof_in, pool[outer].ext_z, pool[inner].oof_rows)
     scores[comp.name] = round(float(cv.score), 6)
     return Selection(comp.name, comp, float(cv.score), scores, cv)
+
+
+#: Fewest runs ``auto`` and ``hybrid`` can choose a model for: the choice is cross-validated,
+#: and 3 folds need 6 runs for each to train on 4, the fewest the smallest equations fit.
+CV_MIN_RUNS = 6
+#: Fewest runs any equation is fitted to (its parameters + 1).
+_FIT_MIN_RUNS = min(eq.n_params for eq in A.EQUATIONS.values()) + 1
+
+
+def _not_cross_validated(F: dict[str, np.ndarray], y: np.ndarray, random_state: int) -> DegenerateDataError:
+    """Why no equation got a cross-validation score, and what runs to record: a candidate
+    scores only when every fold's training runs can be fitted (at least 4 runs, two executor
+    counts), which few runs do not give whatever their executor counts."""
+    from ..units import format_bytes
+
+    n, E = len(y), F["executors"]
+    shape = (f"{n} runs ({len(np.unique(F['input_bytes']))} input sizes, "
+             f"{len(np.unique(E))} executor counts)")
+    if len(np.unique(E)) < 2:
+        return DegenerateDataError(f"no runtime equation can be fitted to these {shape}",
+                                   "record runs with at least two executor counts (and several "
+                                   "input sizes to predict other sizes)")
+    if n < CV_MIN_RUNS:
+        return DegenerateDataError(
+            f"these {shape} are too few to choose a runtime model: the choice is cross-validated, "
+            f"which needs at least {CV_MIN_RUNS} runs",
+            f"record at least {CV_MIN_RUNS - n} more run{'s' if CV_MIN_RUNS - n > 1 else ''} of the "
+            f"job ({CV_MIN_RUNS} in all), at two or more executor counts")
+    interp, extrap = folds(F, random_state)
+    why: list[str] = []
+    named = {"input_bytes": ("input size", format_bytes), "executors": ("executor count", lambda v: f"{v:g}")}
+    for test, col in [(t, "") for t in interp] + list(extrap):
+        train = ~test
+        if train.sum() >= _FIT_MIN_RUNS and len(np.unique(E[train])) >= 2:
+            continue
+        left = (f"{int(train.sum())} runs" if train.sum() < _FIT_MIN_RUNS
+                else "runs at one executor count")
+        if not col:
+            what = "holding a third of the runs out (3-fold cross-validation)"
+        else:
+            v = F[col]
+            side = "largest" if v[test].min() > v[train].max() else "smallest"
+            what = f"leaving out the {side} {named[col][0]} ({named[col][1](float(v[test][0]))})"
+        if f"{what} leaves {left}" not in why:
+            why.append(f"{what} leaves {left}")
+    if not why:
+        return DegenerateDataError(
+            f"no runtime equation could be fitted in every cross-validation fold of these {shape}",
+            "record more runs of the job, at two or more executor counts and several input sizes")
+    return DegenerateDataError(
+        f"no runtime equation can be cross-validated on these {shape}: " + "; ".join(why[:2]),
+        f"record more runs of the job, at each of its executor counts: every fold of the "
+        f"cross-validation that chooses the model trains on the runs it leaves, and needs at "
+        f"least {_FIT_MIN_RUNS} of them at two or more executor counts")
 
 
 def _single(comp: Component, cv: CVResult, scores: dict[str, float]) -> Selection:
