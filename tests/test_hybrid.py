@@ -670,3 +670,33 @@ def test_too_few_runs_to_cross_validate_say_so_not_that_an_executor_count_is_mis
                                "3 runs; leaving out the largest executor count (4) leaves 3 runs")
     assert "at least 4 of them at two or more executor counts" in e.value.fix
     assert "at least two executor counts" not in str(e.value)
+
+
+def test_runs_without_an_input_size_say_so_in_fit_and_retrain_alike(tmp_path, capsys):
+    """Three ingested logs that declared no input size and read none from storage: `fit` said
+    "only 0 usable runs (of 3)" with "record more runs", which would not help. Both `fit` and
+    `retrain` (fitting.fit_group_safe) now name the cause and say to declare the size."""
+    from sparkpredict.cli import main
+    from sparkpredict.fitting import fit_group_safe
+
+    rows = pd.DataFrame({"run_id": ["a", "b", "c"], "job": "Spark shell", "status": "succeeded",
+                         "start_ms": [1, 2, 3], "updated_ms": 1, "wall_ms": [15_975, 59_640, 205_291],
+                         "input_bytes": 0, "executors_requested": [1, 1, 2], "executor_cores": 4,
+                         "executor_memory_mb": 1024})
+    ((_, _, status, _, error),) = fit_group_safe(rows)
+    message = "only 0 usable runs (of 3); a runtime model needs at least 4; 3 have no positive input_bytes"
+    fix = ("declare each run's input size: --conf spark.sparkpredict.inputBytes=SIZE, or `sparkpredict "
+           "submit --input-size SIZE` (a run that declares none has the bytes its stages read from "
+           "storage, 0 for data made in memory); in a runs file, fill in its input_bytes, and record "
+           "at least 1 more run")
+    assert status == "failed" and error == f"DegenerateDataError: {message} (fix: {fix})"
+    table = rows.rename(columns={"executors_requested": "executors"}).assign(runtime_s=rows["wall_ms"] / 1000)
+    table.drop(columns=["status", "start_ms", "updated_ms", "wall_ms"]).to_csv(tmp_path / "runs.csv", index=False)
+    assert main(["fit", str(tmp_path / "runs.csv"), "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: no job could be fitted (Spark shell: {message})\nfix: {fix}\n" in err
+    # sizes given but too few runs: the fix is to record more, as before
+    with pytest.raises(DegenerateDataError) as e:
+        JobRuntimeModel().fit(table.assign(input_bytes=2**20))
+    assert e.value.message == "only 3 usable runs (of 3); a runtime model needs at least 4"
+    assert e.value.fix == "record more runs of the job (positive input_bytes, executors and runtime_s)"

@@ -95,6 +95,34 @@ def design_matrix(F: Mapping[str, np.ndarray], extras: list[str]) -> np.ndarray:
     return np.column_stack(cols)
 
 
+def too_few_usable_runs(input_bytes: np.ndarray, executors: np.ndarray, runtime_s: np.ndarray) -> DegenerateDataError:
+    """The error of a job with fewer than :data:`MIN_RUNS` usable runs (positive, finite size,
+    executors and runtime), naming what the others lack: ``fit`` and ``retrain`` say the same.
+
+    A run that declared no input size has the bytes its stages read from storage: 0 for data
+    made in memory or read by a source Spark does not count, as many ingested event logs are.
+    More such runs would not help: the fix is then to declare the size.
+    """
+    n = len(runtime_s)
+    good = {c: np.isfinite(v) & (v > 0) for c, v in
+            (("input_bytes", input_bytes), ("executors", executors), ("runtime_s", runtime_s))}
+    usable = int(np.logical_and.reduce(list(good.values())).sum())
+    lacking = [(c, int((~g).sum())) for c, g in good.items() if not g.all()]
+    why = "".join(f"; {k} {'has' if k == 1 else 'have'} no positive {c}" for c, k in lacking)
+    message = f"only {usable} usable runs (of {n}); a runtime model needs at least {MIN_RUNS}{why}"
+    if good["input_bytes"].all():
+        return DegenerateDataError(message, "record more runs of the job (positive input_bytes, "
+                                            "executors and runtime_s)")
+    fix = ("declare each run's input size: --conf spark.sparkpredict.inputBytes=SIZE, or "
+           "`sparkpredict submit --input-size SIZE` (a run that declares none has the bytes its "
+           "stages read from storage, 0 for data made in memory); in a runs file, fill in its "
+           "input_bytes")
+    sized = int((good["executors"] & good["runtime_s"]).sum())
+    if sized < MIN_RUNS:
+        fix += f", and record at least {MIN_RUNS - sized} more run{'s' if MIN_RUNS - sized > 1 else ''}"
+    return DegenerateDataError(message, fix)
+
+
 class JobRuntimeModel(RuntimeEstimator):
     """Runtime model of one job (scikit-learn style).
 
@@ -207,9 +235,7 @@ class JobRuntimeModel(RuntimeEstimator):
             log.warning("dropped %d of %d runs with NaN, zero or negative size/executors/runtime",
                         self.dropped_runs_, n)
         if ok.sum() < MIN_RUNS:
-            raise DegenerateDataError(
-                f"only {int(ok.sum())} usable runs (of {n}); a runtime model needs at least {MIN_RUNS}",
-                "record more runs of the job (positive input_bytes, executors and runtime_s)")
+            raise too_few_usable_runs(F["input_bytes"], F["executors"], y)
         F = {c: v[ok] for c, v in F.items()}
         y = y[ok]
         # A runs table of several jobs holds the union of their parameters; one job's rows

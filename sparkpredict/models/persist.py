@@ -59,17 +59,21 @@ def fit_all(runs: pd.DataFrame, random_state: int = 0, kind: str = "auto",
     check_runs_frame(runs)
     out: dict[str, JobRuntimeModel] = {}
     reasons: dict[str, str] = {} if skipped is None else skipped
+    fixes: set[str | None] = set()
     for job in sorted(runs["job"].astype(str).unique()):
         rows = runs[runs["job"].astype(str) == job]
         try:
             out[job] = fit_job(rows, random_state, kind)
         except DegenerateDataError as exc:
             reasons[job] = exc.message
+            fixes.add(exc.fix)
             log.warning("job %r not fitted: %s", job, exc.message)
     if not out:
         detail = "; ".join(f"{j}: {r}" for j, r in list(reasons.items())[:5])
+        # the jobs' own fix when they share one (e.g. declare the input size), as retrain says it
+        fix = next(iter(fixes)) if len(fixes) == 1 else None
         raise DegenerateDataError(f"no job could be fitted ({detail})",
-                                  "record more runs: several executor counts and input sizes per job")
+                                  fix or "record more runs: several executor counts and input sizes per job")
     return out
 
 
