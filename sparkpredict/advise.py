@@ -325,7 +325,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         warnings.append(f"the model's cross-validated error is {src.cv_mape:.0%}: the runs of {job} "
                         "differ far more than their input sizes and executor counts explain. If "
                         "they are different applications under one job name, give each its own "
-                        "(spark.sparkpredict.job); if a setting changed between them, record it as "
+                        "(spark.sparkpredict.job, or `sparkpredict ingest --job NAME` for event logs, "
+                        "into a fresh store for logs already ingested); if a setting changed between them, record it as "
                         "a job parameter (spark.sparkpredict.param.NAME); if other work shared the "
                         f"cluster, `sparkpredict explain RUN_ID` says which runs it slowed{named}")
     da = _dynamic_allocation(e, t, deadline, i, knee_i, lo)

@@ -226,7 +226,7 @@ def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame,
         notes.append(f"only {share:.0%} of this run's stage time has a counterpart in the clean runs "
                      f"of job {job!r}; the measured degradation covers that part only. If the job's "
                      "runs are different applications, give each its own job name "
-                     "(spark.sparkpredict.job)")
+                     "(spark.sparkpredict.job, or `sparkpredict ingest --job NAME` for event logs)")
     notes += MB.notes(base, runs, run_id, job)
     act, exp, d = run_degradation(rows)
     if not math.isfinite(d):

@@ -376,7 +376,7 @@ def test_runs_no_model_can_tell_apart_are_named_as_the_likely_cause(tmp_path, mo
     a = suggest_executors("etl", "30GB", store=make_store(tmp_path / "s", (runs, stages)))
     assert a.model_cv_mape > 0.35
     said = [w for w in a.warnings if "cross-validated error" in w]
-    assert len(said) == 1 and "give each its own (spark.sparkpredict.job)" in said[0]
+    assert len(said) == 1 and "give each its own (spark.sparkpredict.job, or `sparkpredict ingest --job NAME`" in said[0]
     assert f"{a.model_cv_mape:.0%}" in said[0]
     # the runs to explain first are named: three of the 5x slower ones
     listed, pointer = said[0].split("the runs furthest above the model: ")[1].rstrip(")").split("; ")
