@@ -184,8 +184,14 @@ def fit_component(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: li
     raise DegenerateDataError(f"unknown model kind {kind!r}")
 
 
-def folds(F: dict[str, np.ndarray], random_state: int = 0) -> tuple[list[np.ndarray], list[tuple[np.ndarray, str]]]:
-    """(interpolation test masks, [(extrapolation test mask, column)]) for the rows of ``F``."""
+def folds(F: dict[str, np.ndarray], random_state: int = 0, fittable_only: bool = False
+          ) -> tuple[list[np.ndarray], list[tuple[np.ndarray, str]]]:
+    """(interpolation test masks, [(extrapolation test mask, column)]) for the rows of ``F``.
+
+    ``fittable_only`` leaves out the folds whose training runs no equation can be fitted to
+    (fewer than :data:`_FIT_MIN_RUNS`, or one executor count): :func:`select`'s second try for
+    a few runs, where one such fold scored every candidate as infinite.
+    """
     n = len(F["executors"])
     perm = np.random.default_rng(random_state).permutation(n)
     fold = np.empty(n, int)
@@ -196,7 +202,15 @@ def folds(F: dict[str, np.ndarray], random_state: int = 0) -> tuple[list[np.ndar
         levels = np.unique(F[col])
         if len(levels) >= 3:
             extrap += [(F[col] == levels[-1], col), (F[col] == levels[0], col)]
+    if fittable_only:
+        interp = [t for t in interp if _fittable(F, ~t)]
+        extrap = [(t, c) for t, c in extrap if _fittable(F, ~t)]
     return interp, extrap
+
+
+def _fittable(F: dict[str, np.ndarray], train: np.ndarray) -> bool:
+    """Can any equation be fitted to these training runs (enough of them, two executor counts)?"""
+    return int(train.sum()) >= _FIT_MIN_RUNS and len(np.unique(F["executors"][train])) >= 2
 
 
 def fold_equations(name: str | None, F: dict[str, np.ndarray], y: np.ndarray, tests: list[np.ndarray],
@@ -258,13 +272,16 @@ def _distance(v: np.ndarray, lo: float, hi: float) -> np.ndarray:
 
 def cross_validate(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: list[str],
                    random_state: int = 0, backbone: str | None = None, power: int | None = None,
-                   fades: tuple[float | None, ...] = (None,), cache: dict | None = None) -> list[CVResult]:
+                   fades: tuple[float | None, ...] = (None,), cache: dict | None = None,
+                   fittable_only: bool = False) -> list[CVResult]:
     """CV of one candidate; for a hybrid one result per fade variant (same fits, other predictions).
 
     ``cache`` (one dict per :func:`select` call) shares the batched fold fits of an equation
     between its own CV and the hybrid's that uses it as backbone (same folds, power, weights).
+    ``fittable_only``: see :func:`folds`.
     """
-    interp, extrap = folds(F, random_state)
+    interp, extrap = folds(F, random_state, fittable_only)
+    covered = np.logical_or.reduce(interp) if interp else np.zeros(len(y), bool)
     nv = len(fades)
     tests = list(interp) + [t for t, _ in extrap]
     eqs = None
@@ -318,7 +335,7 @@ def cross_validate(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: l
     for i in range(nv):
         o = oof[i]
         interp_mape = float(np.nanmean(np.abs(o - y) / y)) if np.isfinite(o).any() else np.inf
-        if len(interp) and not np.isfinite(o).all():
+        if len(interp) and not np.isfinite(o[covered]).all():
             interp_mape = np.inf  # a fold could not be fitted: the candidate is not robust here
         extrap_mape = float(np.mean(ex[i])) if ex[i] else np.nan
         score = interp_mape if not ex[i] else 0.5 * (interp_mape + extrap_mape)
@@ -337,8 +354,13 @@ class Selection:
 
 
 def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str = "auto",
-           random_state: int = 0) -> Selection:
-    """Cross-validate the candidates ``kind`` allows and fit the best on all rows."""
+           random_state: int = 0, fittable_only: bool = False) -> Selection:
+    """Cross-validate the candidates ``kind`` allows and fit the best on all rows.
+
+    When no candidate scores because some fold leaves runs no equation can be fitted to (a few
+    runs: leaving out the largest size may leave 3), the choice is made again on the other folds
+    (``fittable_only``), rather than refusing runs that one equation fits.
+    """
     if kind in A.EQUATIONS or kind in M.ML_KINDS:
         comp = fit_component(kind, F, y, extras, random_state)
         pw = comp.equation.power if comp.equation is not None else None
@@ -362,17 +384,21 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
             except DegenerateDataError:
                 continue
             pw = comp.equation.power  # type: ignore[union-attr]
-            r = cross_validate(name, F, y, extras, random_state, power=pw, cache=cache)[0]
+            r = cross_validate(name, F, y, extras, random_state, power=pw, cache=cache,
+                               fittable_only=fittable_only)[0]
             # S**2 only where the runs' held-out errors favour it, not their in-sample fit
             if name not in results or r.score < results[name].score:
                 full[name], results[name] = comp, r
     finite = {k: r for k, r in results.items() if np.isfinite(r.score)}
     if not finite:
-        raise _not_cross_validated(F, y, random_state)
+        if not fittable_only and _unfittable_fold(F, random_state):
+            return select(F, y, extras, kind, random_state, fittable_only=True)
+        raise _not_cross_validated(F, y)
     # The backbone matters beyond the data (inside, the correction fixes it): rank by extrapolation.
     backbone = min(finite, key=lambda k: (_extrap_key(finite[k]), k))
     bpow = full[backbone].equation.power  # type: ignore[union-attr]
-    hy = cross_validate("hybrid", F, y, extras, random_state, backbone, bpow, FADES, cache=cache)
+    hy = cross_validate("hybrid", F, y, extras, random_state, backbone, bpow, FADES, cache=cache,
+                        fittable_only=fittable_only)
     hnames = {fd: "hybrid" if fd is None else "hybrid~fade" for fd in FADES}
     for fd, r in zip(FADES, hy):
         results[hnames[fd]] = r
@@ -416,12 +442,15 @@ CV_MIN_RUNS = 6
 _FIT_MIN_RUNS = min(eq.n_params for eq in A.EQUATIONS.values()) + 1
 
 
-def _not_cross_validated(F: dict[str, np.ndarray], y: np.ndarray, random_state: int) -> DegenerateDataError:
-    """Why no equation got a cross-validation score, and what runs to record: a candidate
-    scores only when every fold's training runs can be fitted (at least 4 runs, two executor
-    counts), which few runs do not give whatever their executor counts."""
-    from ..units import format_bytes
+def _unfittable_fold(F: dict[str, np.ndarray], random_state: int) -> bool:
+    """Does a fold leave training runs no equation can be fitted to, while others remain?"""
+    interp, extrap = folds(F, random_state)
+    kept = folds(F, random_state, fittable_only=True)
+    return len(kept[0]) + len(kept[1]) < len(interp) + len(extrap) and bool(kept[0])
 
+
+def _not_cross_validated(F: dict[str, np.ndarray], y: np.ndarray) -> DegenerateDataError:
+    """Why no equation got a cross-validation score, and what runs to record."""
     n, E = len(y), F["executors"]
     shape = (f"{n} runs ({len(np.unique(F['input_bytes']))} input sizes, "
              f"{len(np.unique(E))} executor counts)")
@@ -435,32 +464,12 @@ def _not_cross_validated(F: dict[str, np.ndarray], y: np.ndarray, random_state: 
             f"which needs at least {CV_MIN_RUNS} runs",
             f"record at least {CV_MIN_RUNS - n} more run{'s' if CV_MIN_RUNS - n > 1 else ''} of the "
             f"job ({CV_MIN_RUNS} in all), at two or more executor counts")
-    interp, extrap = folds(F, random_state)
-    why: list[str] = []
-    named = {"input_bytes": ("input size", format_bytes), "executors": ("executor count", lambda v: f"{v:g}")}
-    for test, col in [(t, "") for t in interp] + list(extrap):
-        train = ~test
-        if train.sum() >= _FIT_MIN_RUNS and len(np.unique(E[train])) >= 2:
-            continue
-        left = (f"{int(train.sum())} runs" if train.sum() < _FIT_MIN_RUNS
-                else "runs at one executor count")
-        if not col:
-            what = "holding a third of the runs out (3-fold cross-validation)"
-        else:
-            v = F[col]
-            side = "largest" if v[test].min() > v[train].max() else "smallest"
-            what = f"leaving out the {side} {named[col][0]} ({named[col][1](float(v[test][0]))})"
-        if f"{what} leaves {left}" not in why:
-            why.append(f"{what} leaves {left}")
-    if not why:
-        return DegenerateDataError(
-            f"no runtime equation could be fitted in every cross-validation fold of these {shape}",
-            "record more runs of the job, at two or more executor counts and several input sizes")
+    # every fold's training runs could be fitted in principle (select's second try drops those
+    # that cannot), yet no equation was: a shape no equation follows
     return DegenerateDataError(
-        f"no runtime equation can be cross-validated on these {shape}: " + "; ".join(why[:2]),
-        f"record more runs of the job, at each of its executor counts: every fold of the "
-        f"cross-validation that chooses the model trains on the runs it leaves, and needs at "
-        f"least {_FIT_MIN_RUNS} of them at two or more executor counts")
+        f"no runtime equation could be fitted in every cross-validation fold of these {shape}",
+        "record more runs of the job, at two or more executor counts and several input sizes, or "
+        "fit one equation with --kind amdahl (no choice, no cross-validation)")
 
 
 def _single(comp: Component, cv: CVResult, scores: dict[str, float]) -> Selection:
