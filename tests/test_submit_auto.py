@@ -124,3 +124,17 @@ def test_auto_advises_from_the_store_the_listener_will_write(tmp_path, capsys, m
                "--input-size", "1GB", "--", *conf])
     assert rc == 2 and "name different stores" in capsys.readouterr().err
     assert not (tmp_path / "default-store").exists() and not (tmp_path / "other").exists()
+
+
+def test_auto_shows_what_suggest_warns_of_before_the_run(tmp_path):
+    """submit printed the advice's summary alone: a wide interval or a model missing its runs,
+    which suggest warns of, went unsaid before the run that would show it."""
+    from sparkpredict.cli.submit import advice_lines
+
+    path = make_store(tmp_path / "store", history())
+    a = suggest_executors("etl", "60GB", deadline_s="7m30s", store=path)
+    assert a.warnings and a.extrapolation_notes()  # this question has both
+    lines = advice_lines(a)
+    assert lines[0] == f"advice: {a.summary()}"
+    assert f"extrapolates beyond the history: {'; '.join(a.extrapolation_notes())}" in lines
+    assert [f"warning: {w}" for w in a.warnings] == [x for x in lines if x.startswith("warning: ")]

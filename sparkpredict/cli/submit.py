@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from .suggest import add_param_option, parse_params
 
@@ -74,12 +75,21 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
         advice = suggest_executors(args.job, input_bytes, deadline_s=deadline, objective=args.objective,
                                    params={k: v for k, v in params.items() if k in known}, store=history)
     # stderr, as submit's other lines: the job's stdout may be data piped elsewhere
-    print(f"sparkpredict: advice: {advice.summary()}", file=sys.stderr, flush=True)
+    for line in advice_lines(advice):
+        print(f"sparkpredict: {line}", file=sys.stderr, flush=True)
     if dynamic_allocation_enabled(spark_args):
         lo, hi = advice.dynamic_allocation
         return None, {"spark.dynamicAllocation.minExecutors": str(int(lo)),
                       "spark.dynamicAllocation.maxExecutors": str(int(hi))}
     return int(advice.executors), {}
+
+
+def advice_lines(advice: Any) -> list[str]:
+    """The advice as submit shows it before the run: its summary, then what ``suggest`` warns
+    of (beyond the history, a wide interval, a model that misses its runs), each a line."""
+    beyond = advice.extrapolation_notes()
+    notes = ["extrapolates beyond the history: " + "; ".join(beyond)] if beyond else []
+    return [f"advice: {advice.summary()}", *notes, *(f"warning: {w}" for w in advice.warnings)]
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -89,7 +99,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..capture.submit_args import check_master, submit_store
     from ..config import KEY_INPUT_BYTES, PARAM_PREFIX
     from ..errors import InputError
-    from ..units import parse_bytes
+    from ..units import parse_bytes, plural
 
     spark_args = list(args.spark_args)
     if spark_args and spark_args[0] == "--":
@@ -113,9 +123,9 @@ def _run(args: argparse.Namespace) -> int:
 
         local = local_master_for(spark_args, executors)
         if local is not None:
-            print(f"sparkpredict: master {local.master} ({local.source}) runs as {local.new}: {executors} "
-                  "executor(s) on a local master are its task threads (or local-cluster executors), as a "
-                  "sweep records them", file=sys.stderr, flush=True)
+            print(f"sparkpredict: master {local.master} ({local.source}) runs as {local.new}: "
+                  f"{plural(executors, 'executor')} on a local master are its task threads (or local-cluster "
+                  "executors), as a sweep records them", file=sys.stderr, flush=True)
     result = submit(spark_args, store=args.store, job=args.job, executors=executors, extra_conf=extra)
     if result.run_ids:
         print(f"sparkpredict: recorded {', '.join(result.run_ids)} in {result.store}", file=sys.stderr)
