@@ -6,6 +6,7 @@ fast enough for driver code and the CLI (numpy, pandas, scikit-learn load only w
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
 
 __version__ = "0.1.0"
@@ -38,9 +39,14 @@ def __getattr__(name: str) -> Any:
         return importlib.import_module(f"sparkpredict.{name}")
     if name in _EXPORTS:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
+    # any other submodule, as the docs write them (sparkpredict.sweep.plan_sweep) after a bare
+    # `import sparkpredict`: imported on first use, as the names above
+    if not name.startswith("_") and importlib.util.find_spec(f"sparkpredict.{name}") is not None:
+        return importlib.import_module(f"sparkpredict.{name}")
     raise AttributeError(f"module 'sparkpredict' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    # the lazy names, so that dir() and a notebook's tab completion show the API
-    return sorted(set(globals()) | set(__all__))
+    # the public API (loaded lazily), so that dir() and a notebook's tab completion show it
+    # and not this module's own helpers
+    return sorted(set(__all__) | {n for n in globals() if n.startswith("__")})
