@@ -355,7 +355,8 @@ def _wide_interval_warning(width: float, confidence: float, extr: Mapping[str, f
     s = (f"the {confidence:.0%} interval reaches {width:,.0f}x the predicted runtime: the history "
          "cannot pin this run down")
     col = max(extr, key=lambda k: extr[k]) if extr else None
-    if col is None or extr[col] <= 0 or col not in ranges or col not in X:
+    # inside the history, or just past its edge (16 MB against runs of 15.99 MB): not the cause
+    if col is None or not extr[col] >= EXTRAPOLATION_NOTED or col not in ranges or col not in X:
         return s + "; more runs of the job would narrow it"
     where = beyond_history(col, float(np.asarray(X[col], dtype=float)[i]), *ranges[col])
     return f"{s} (its {where}); a run nearer it would narrow the interval"

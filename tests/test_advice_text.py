@@ -196,3 +196,16 @@ def test_a_bad_parameter_value_names_params_from_python():
     with pytest.raises(InputError) as e:
         advise(LawModel(), input_bytes=50 * GB, params={"iterations": "lots"})
     assert "params={'iterations': 25}" in e.value.fix and "--param" not in e.value.fix
+
+
+def test_a_wide_interval_inside_the_history_is_not_blamed_on_extrapolation():
+    """16 MB against runs of up to 15.99 MB is 1.00x the largest: not "beyond the history"."""
+    from sparkpredict.advise import _wide_interval_warning
+
+    ranges = {"input_bytes": (1e6, 15_999_947.0)}
+    inside = _wide_interval_warning(30.0, 0.9, {"input_bytes": 16e6 / 15_999_947 - 1}, ranges,
+                                    {"input_bytes": [16e6]}, 0)
+    assert inside.endswith("; more runs of the job would narrow it") and "1.00x" not in inside
+    beyond = _wide_interval_warning(30.0, 0.9, {"input_bytes": 64e6 / 15_999_947 - 1}, ranges,
+                                    {"input_bytes": [64e6]}, 0)
+    assert "a run nearer it would narrow the interval" in beyond and "4.00x the runs' largest" in beyond
