@@ -305,7 +305,8 @@ def _unknown_job(job: str, known: list, where: str, empty: bool = False,
                                f"or pass {give('models', 'DIR')}")
     if no_success:
         return UnknownJobError(f"job {job!r} has no succeeded runs in {where}",
-                               "advice needs at least one succeeded run of the job")
+                               "fix what made its runs fail (`sparkpredict store summary` lists them), then "
+                               "record a succeeded run: failed runs are no measure of the job's runtime")
     names = ", ".join(map(str, known[:10])) + (" ..." if len(known) > 10 else "")
     return UnknownJobError(f"no job {job!r} in {where}",
                            f"use one of: {names}" if known else "record runs of the job first")

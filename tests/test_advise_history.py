@@ -426,3 +426,12 @@ def test_runs_without_an_input_size_say_so_and_are_not_called_spilled(tmp_path, 
     assert not any("same input size" in w or "spilled" in w for w in a.warnings), a.warnings
     # the same runs told apart by nothing the model sees: the unreliable-fit warning too
     assert any("cross-validated error" in w for w in a.warnings)
+
+
+def test_a_job_whose_runs_all_failed_is_told_what_to_do(tmp_path):
+    """The fix said "advice needs at least one succeeded run": a rule, not a thing to do."""
+    path = make_store(tmp_path / "s", history(job="flaky", sizes=(1,), execs=(1, 2), repeats=1, status="failed"))
+    with pytest.raises(UnknownJobError) as e:
+        suggest_executors("flaky", "1GB", store=path)
+    assert e.value.message.startswith("job 'flaky' has no succeeded runs in ")
+    assert "record a succeeded run" in e.value.fix and "sparkpredict store summary" in e.value.fix

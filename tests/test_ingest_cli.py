@@ -126,6 +126,19 @@ def test_json_usage_errors_are_json_on_stdout_too(argv, says, capsys):
     assert captured.out == "" and captured.err.endswith(f"error: {says}\nfix: see `sparkpredict {argv[0]} --help`\n")
 
 
+@pytest.mark.parametrize(("argv", "helped"), [
+    (["suggest", "--job", "store", "--input-size", "1GB", "--bogus"], "sparkpredict suggest"),
+    (["store", "clean", "--json"], "sparkpredict store clean"),
+    (["--bogus"], "sparkpredict"),
+])
+def test_an_unrecognized_argument_points_at_its_commands_help(argv, helped, capsys):
+    # argparse reports it from the top parser, whose help lists no command's options
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert capsys.readouterr().err.endswith(f"\nfix: see `{helped} --help`\n")
+
+
 def test_job_names_the_runs_one_ingest_stores_and_a_stored_run_keeps_its_own(tmp_path, capsys):
     """Logs of unrelated applications named alike (`Spark shell`) became one job: --job names
     the runs of each ingest. A log already stored is skipped, and the skip says that its run

@@ -53,9 +53,15 @@ class _Parser(argparse.ArgumentParser):
 
     #: set by :func:`main` while it parses a command line that asks for JSON
     json_errors = False
+    #: the command :func:`main` parses: argparse reports an unrecognized argument from the top
+    #: parser, whose help would not list the command's options
+    command: str | None = None
 
     def error(self, message: str) -> NoReturn:
-        fix = f"see `{self.prog} --help`"
+        prog = self.prog
+        if prog == "sparkpredict" and _Parser.command:
+            prog = f"sparkpredict {_Parser.command}"
+        fix = f"see `{prog} --help`"
         if _Parser.json_errors:
             _print_json_error(message, fix)
         # argparse's usage and error lines, then the fix line every other user mistake ends with
@@ -83,6 +89,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_of(parser: argparse.ArgumentParser, words: list[str]) -> str | None:
+    """The (sub)command a command line names: ``store clean`` of ``store clean --json``."""
+    names: list[str] = []
+    for w in words:
+        if w == "--":
+            break
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if w.startswith("-") or not subs or w not in subs[0].choices:
+            continue
+        names.append(w)
+        parser = subs[0].choices[w]
+    return " ".join(names) or None
+
+
 def main(argv: list[str] | None = None) -> int:
     from ..errors import SparkPredictError, print_error
 
@@ -90,10 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     # not after "--": there the words are the Spark application's (submit, sweep)
     _Parser.json_errors = "--json" in (words[:words.index("--")] if "--" in words else words)
+    _Parser.command = _command_of(parser, words)
     try:
         args = parser.parse_args(argv)
     finally:
         _Parser.json_errors = False
+        _Parser.command = None
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     if not getattr(args, "func", None):
