@@ -41,9 +41,9 @@ log = logging.getLogger(__name__)
 SPLITS = ("cv3", "extrap_size", "extrap_executors", "practitioner")
 SPLIT_TITLES = {
     "cv3": "3-fold cross-validation (interpolation)",
-    "extrap_size": "extrapolation in input size (train middle ~66 % of sizes, test outer ~34 %)",
-    "extrap_executors": "extrapolation in executors (train middle ~66 % of counts, test outer ~34 %)",
-    "practitioner": "practitioner's case (train smallest ~60 % of sizes, test the larger ones)",
+    "extrap_size": "extrapolation in input size (train middle ~66% of sizes, test outer ~34%)",
+    "extrap_executors": "extrapolation in executors (train middle ~66% of counts, test outer ~34%)",
+    "practitioner": "practitioner's case (train smallest ~60% of sizes, test the larger ones)",
 }
 #: The study's models plus the combined one, as JobRuntimeModel kinds.
 STUDY_MODELS = ("amdahl", "gustafson", "ernest", "plate2d", "fully_connected", "fully_connected_c1",

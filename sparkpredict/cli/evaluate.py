@@ -10,8 +10,8 @@ def register(subparsers: Any) -> None:
         "evaluate", help="score every model on every job: 3-fold CV, extrapolation, practitioner's case",
         description="For each job of RUNS and each model (the five equations, kernel ridge, gradient "
                     "boosting, random forest, the combined model) run 3-fold CV, extrapolation by "
-                    "size and by executors (train on the middle ~66 % of levels, test the outer "
-                    "~34 %) and the practitioner's case (train the smallest ~60 % of sizes); "
+                    "size and by executors (train on the middle ~66% of levels, test the outer "
+                    "~34%) and the practitioner's case (train the smallest ~60% of sizes); "
                     "report R², RRSE and MAPE.")
     p.add_argument("runs", metavar="RUNS", nargs="?",
                    help="runs table (CSV/Parquet); default: the runs of the store")

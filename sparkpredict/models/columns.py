@@ -80,7 +80,7 @@ def check_confidence(value: Any) -> float:
         c = math.nan
     if isinstance(value, bool) or not 0.0 < c < 1.0:
         raise InputError(f"confidence must lie strictly between 0 and 1, got {value!r}",
-                         "give a level between 0 and 1, e.g. 0.9 for a 90 % interval")
+                         "give a level between 0 and 1, e.g. 0.9 for a 90% interval")
     return c
 
 
