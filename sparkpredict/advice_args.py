@@ -13,7 +13,13 @@ from contextvars import ContextVar
 from typing import Any
 
 from .errors import InputError
-from .units import MIN_EXECUTOR_MEMORY_MB, parse_bytes, parse_duration, parse_memory_mb
+from .units import (
+    MIN_EXECUTOR_MEMORY_MB,
+    parse_bytes,
+    parse_counts,
+    parse_duration,
+    parse_memory_mb,
+)
 
 OBJECTIVES = ("cost", "time", "knee")
 
@@ -147,14 +153,20 @@ def check_executor_counts(value: Any) -> list[int]:
     """Explicit candidate counts, sorted and distinct: whole numbers >= 1, as a sequence or as one
     comma-separated string (``"2,4,8"``, as ``--executor-counts`` takes them)."""
     eg = give("executor_counts", "2,4,8" if _cli("executor_counts") else "[2, 4, 8]")
-    # a string is one value, not a sequence of characters: "2,4" would read as '2', ',', '4'
-    items = value.split(",") if isinstance(value, str) else value
+    if isinstance(value, str):
+        # one value, not a sequence of characters ("2,4" would read as '2', ',', '4'), in the
+        # syntax every command's list of counts takes (ranges: "2-8")
+        try:
+            return sorted(set(parse_counts(value)))
+        except InputError as exc:
+            raise InputError(f"{arg_name('executor_counts')}: {exc.message}",
+                             f"give whole numbers of at least 1, e.g. {eg}") from None
+    items = value
     if isinstance(items, (bytes, Mapping)) or not isinstance(items, Iterable):
         raise InputError(f"{arg_name('executor_counts')} must list executor counts, got {value!r}",
                          f"give whole numbers of at least 1, e.g. {eg}")
     counts = set()
     for c in items:
-        c = c.strip() if isinstance(c, str) else c
         try:
             v = int(c)
             ok = v == float(c) and v >= 1 and not isinstance(c, bool)

@@ -17,7 +17,7 @@ from pathlib import Path
 from . import workloads as W
 from .config import LOCAL_CLUSTER_MASTER, LOCAL_MASTER
 from .errors import InputError, WorkloadError
-from .units import parse_bytes
+from .units import parse_bytes, parse_counts
 
 DEFAULT_MASTER = "local-cluster[{executors},{cores},{memory_mb}]"
 #: Executor JVMs per physical core that a local sweep may start (they mostly wait on each other).
@@ -82,18 +82,7 @@ def parse_list(text: str | Sequence, kind: str) -> list:
                          f"write one value between each two commas, e.g. {','.join(t for t in items if t)}")
     if kind == "sizes":
         return [parse_bytes(t) for t in items]
-    out: list[int] = []
-    for t in items:
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", t)
-        if not m:
-            raise InputError(f"cannot read {t!r} as an executor count", "write e.g. 1,2,3 or 1-4")
-        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-        if hi < lo:
-            raise InputError(f"{t!r} is an empty range of executor counts", f"write the smaller count first: {hi}-{lo}")
-        out.extend(range(lo, hi + 1))
-    if any(e < 1 for e in out):
-        raise InputError("executor counts must be at least 1", "write e.g. 1,2,3")
-    return out
+    return parse_counts(",".join(items))
 
 
 PLACEHOLDERS = ("executors", "cores", "memory_mb")

@@ -220,6 +220,31 @@ def format_executor_hours(hours: float) -> str:
     return format_amount(hours)
 
 
+def parse_counts(text: str) -> list[int]:
+    """``"1,2,4"`` or ``"1-3,8"`` -> executor counts, in the order written, each at least 1: the
+    one syntax of every command's list of counts (``sweep --executors``, ``suggest
+    --executor-counts``, ``simulate --executors``)."""
+    items = [t.strip() for t in str(text).split(",")]
+    if not any(items):
+        raise InputError("empty list of executor counts", "give a comma-separated list, e.g. 1,2,3 or 1-4")
+    if not all(items):
+        # "1,,2" is more likely a value lost while editing than a stray comma: ask, do not guess
+        raise InputError(f"the list of executor counts {text!r} has an empty item",
+                         f"write one value between each two commas, e.g. {','.join(t for t in items if t)}")
+    out: list[int] = []
+    for t in items:
+        m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", t)
+        if not m:
+            raise InputError(f"cannot read {t!r} as an executor count", "write e.g. 1,2,3 or 1-4")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise InputError(f"{t!r} is an empty range of executor counts", f"write the smaller count first: {hi}-{lo}")
+        out.extend(range(lo, hi + 1))
+    if any(e < 1 for e in out):
+        raise InputError(f"executor counts must be at least 1, got {min(out)}", "write e.g. 1,2,3")
+    return out
+
+
 def plural(n: int, noun: str) -> str:
     """``1, "executor"`` -> ``1 executor``; ``3, "executor"`` -> ``3 executors``."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

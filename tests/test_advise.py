@@ -350,8 +350,8 @@ def test_executor_counts_as_a_list_or_a_comma_separated_string(counts):
 
 
 @pytest.mark.parametrize("counts,needle", [
-    ("2,,4", "got ''"), ("2,x", "got 'x'"), ("2.5", "got '2.5'"), (4, "must list executor counts, got 4"),
-    ([2, True], "got True"), ("0", "got '0'"),
+    ("2,,4", "'2,,4' has an empty item"), ("2,x", "cannot read 'x'"), ("2.5", "cannot read '2.5'"),
+    (4, "must list executor counts, got 4"), ([2, True], "got True"), ("0", "at least 1, got 0"),
 ])
 def test_bad_executor_counts_name_the_value_and_the_fix(counts, needle):
     m = LawModel()

@@ -195,7 +195,7 @@ def test_executor_counts_flag_gives_the_candidates(model_dir, capsys):
     assert main(["suggest", "--job", "etl", "--input-size", "30GB", "--executor-counts", "2,0",
                  "--models", model_dir]) == 2
     err = capsys.readouterr().err
-    assert "error: --executor-counts must hold whole numbers of at least 1, got '0'" in err
+    assert "error: --executor-counts: executor counts must be at least 1, got 0" in err
     assert "e.g. --executor-counts 2,4,8" in err and "executor_counts" not in err
     assert main(["suggest", "--job", "etl", "--input-size", "30GB", "--executor-counts", "64",
                  "--max-executors", "16", "--models", model_dir]) == 2

@@ -152,7 +152,7 @@ def test_cli_prints_self_check_before_predictions(capsys):
     out = capsys.readouterr().out
     assert out.index("self-check at 1 executor (actually used)") < out.index("executors cores")
     assert cli_main(["simulate", str(log), "--executors", "0"]) == 2
-    assert "positive integers" in capsys.readouterr().err
+    assert "executor counts must be at least 1" in capsys.readouterr().err
     assert cli_main(["simulate", str(log), "--executors", "2", "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["actual_executors"] == 1 and abs(rep["self_error"]) < 0.05

@@ -373,7 +373,7 @@ def test_a_negative_seed_is_refused_before_the_sweep_starts(tmp_path):
 def test_an_empty_item_in_a_list_is_refused_not_dropped(tmp_path):
     """`--executors 1,,2` planned 1,2 silently (and `--sizes 2MB,,4MB` 2MB,4MB): a value lost
     while editing the command. simulate --executors read its list the same way."""
-    from sparkpredict.cli.simulate import parse_counts
+    from sparkpredict.units import parse_counts  # every command's list of counts
 
     for text, kind, what, fix in (("1,,2", "ints", "executor counts", "1,2"), ("2MB,,4MB", "sizes", "sizes", "2MB,4MB"),
                                   ("1,2,", "ints", "executor counts", "1,2")):
@@ -384,9 +384,17 @@ def test_an_empty_item_in_a_list_is_refused_not_dropped(tmp_path):
     with pytest.raises(InputError, match="empty item"):
         S.plan_sweep("sort", "2MB", "1,,2", master="local")
     assert S.parse_list(" 1 , 2 ", "ints") == [1, 2]  # spaces around items are still fine
-    with pytest.raises(InputError, match="cannot read executor counts '1,,2'"):
+    with pytest.raises(InputError, match="the list of executor counts '1,,2' has an empty item"):
         parse_counts("1,,2")
     assert parse_counts("1, 2") == [1, 2]
+    # one syntax in every command: sweep took "1-3", suggest and simulate refused it
+    assert parse_counts("1-3,8") == [1, 2, 3, 8]
+    from sparkpredict.advice_args import check_executor_counts, cli_flags
+
+    assert check_executor_counts("2-4,3") == [2, 3, 4]
+    with cli_flags(), pytest.raises(InputError) as e:
+        check_executor_counts("4-2")
+    assert e.value.message == "--executor-counts: '4-2' is an empty range of executor counts"
     store = tmp_path / "store"
     r = _cli("sweep", "--workload", "sort", "--sizes", "2MB", "--executors", "1,,2", "--master", "local",
              "--store", str(store), "--cache", str(tmp_path / "cache"))

@@ -18,7 +18,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("run", metavar="RUN_ID",
                    help="run id in the store, or the path of a Spark event log to replay directly")
     p.add_argument("--executors", default="1,2,4,8", metavar="E1,E2,...",
-                   help="executor counts to simulate (default 1,2,4,8)")
+                   help="executor counts to simulate, e.g. 1,2,4,8 (the default) or 1-4")
     p.add_argument("--cores", type=int, metavar="C",
                    help="cores per executor (default: as recorded); each task takes the run's "
                         "spark.task.cpus of them")
@@ -30,26 +30,13 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def parse_counts(text: str) -> list[int]:
-    """``"1,2,4"`` -> ``[1, 2, 4]``; anything else is an :class:`InputError`."""
-    from ..errors import InputError
-
-    try:
-        # an empty item ("1,,2") is refused: a count lost while editing, not one to guess
-        counts = [int(x) for x in str(text).replace(" ", "").split(",")]
-    except ValueError:
-        counts = []
-    if not counts or min(counts) < 1:
-        raise InputError(f"cannot read executor counts {text!r}", "write positive integers, e.g. --executors 1,2,4,8")
-    return counts
-
-
 def run(args: argparse.Namespace) -> int:
     import os
 
     from ..models import simulate as sim
+    from ..units import parse_counts
 
-    counts = parse_counts(args.executors)
+    counts = parse_counts(args.executors)  # ranges too, as sweep --executors
     warnings: list[str] = []
     if os.path.exists(args.run):
         from ..capture.eventlog import parse_event_log

@@ -29,8 +29,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-executors", type=int, metavar="N",
                    help="default: twice the largest count in the history (at least 8)")
     p.add_argument("--executor-counts", metavar="N,N,...",
-                   help="explicit candidate counts instead of the range, e.g. 2,4,8 (the cluster "
-                        "sizes you can get)")
+                   help="explicit candidate counts instead of the range, e.g. 2,4,8 or 2-6,8 (the "
+                        "cluster sizes you can get)")
     p.add_argument("--executor-cores", type=int, metavar="N", help="default: as last recorded")
     p.add_argument("--executor-memory", metavar="SIZE",
                    help="executor memory, e.g. 4g or 4096 (MiB); default: as last recorded")
