@@ -5,9 +5,11 @@
 
 The store is read through Spark's Hadoop layer (any path Spark can read); the executors need
 sparkpredict installed in their Python. The registry is written by the driver through pyarrow's
-file systems (local, hdfs://, s3://, gs://). When no job needs a refit, no session is started.
-Exit status as ``sparkpredict retrain``'s: 1 when models failed to fit and no job was refit or
-found current, 2 for a mistake in the arguments or the store. See docs/retrain.md.
+file systems (local, hdfs://, s3://, gs://). When no job needs a refit (every model current, or
+failing on the very runs its fit failed on), no session is started ("spark_started": false).
+Exit status as ``sparkpredict retrain``'s: 1 when models failed to fit (now, or before on the
+same runs) and no job was refit or found current, 2 for a mistake in the arguments or the
+store. See docs/retrain.md.
 """
 from __future__ import annotations
 
@@ -57,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         return print_error(exc)
     print(json.dumps({"retrain_id": res.retrain_id, "path": res.fit_path, "jobs": res.n_jobs, "refit": len(res.refit),
                       "stage_refit": len(res.stage_refit), "unchanged": len(res.unchanged), "failed": res.failed,
+                      "still_failing": res.still_failing, "spark_started": res.spark_started,
                       "snapshot": res.snapshot, "seconds": round(res.seconds, 1)}))
     return res.exit_code  # non-zero, as `sparkpredict retrain`'s, so a scheduler sees the failure
 

@@ -87,6 +87,14 @@ REGISTRY_SCHEMA = pa.schema([
     ("registry_version", pa.int32()),
 ])
 KEY = ["job", "model_kind", "signature"]
+#: A model that could not be fitted is recorded as a row of model kind ``failed:<kind>``
+#: (:func:`failed_kind`): the fingerprint of the runs it failed on, the formats and fit kind, the
+#: error. These rows live in the snapshot's Parquet metadata under :data:`FAILED_FITS_KEY`, not
+#: in its table: they are committed by the same rename as the models, while :func:`read_registry`,
+#: the loaders, ``store clean`` and older sparkpredicts see only models. A retrain does not try
+#: such a model again until its runs change (:func:`read_registry_state`; docs/retrain.md).
+FAILED_PREFIX = "failed:"
+FAILED_FITS_KEY = b"failed_fits"
 
 
 # ---- small helpers ------------------------------------------------------------------------------
@@ -267,6 +275,38 @@ def read_registry(store: Any) -> pd.DataFrame:
     return _read_snapshot(st, name).to_pandas()
 
 
+def failed_kind(kind: str) -> str:
+    """The ``model_kind`` of the record of a failed fit of a ``kind`` model."""
+    return FAILED_PREFIX + kind
+
+
+def failed_fits(table: pa.Table) -> list[dict]:
+    """The failed-fit records a snapshot carries (see :data:`FAILED_FITS_KEY`): [] in one
+    written before they were recorded. An unreadable record is dropped: its fit is tried again."""
+    raw = (table.schema.metadata or {}).get(FAILED_FITS_KEY)
+    if not raw:
+        return []
+    try:
+        recs = json.loads(raw)
+    except ValueError:
+        return []
+    return [r for r in recs if isinstance(r, dict) and isinstance(r.get("job"), str)
+            and str(r.get("model_kind", "")).startswith(FAILED_PREFIX)] if isinstance(recs, list) else []
+
+
+def read_registry_state(store: Any) -> tuple[pd.DataFrame, dict[tuple[str, str], dict]]:
+    """The current registry (as :func:`read_registry`) and its failed fits, both of one snapshot:
+    ``{(job, model_kind): record}``, ``model_kind`` the kind that failed (``runtime``, ``stage``),
+    the record a registry row's fields (``trained_on``: the runs it failed on) and ``error``."""
+    st = _open(store)
+    name = current_snapshot(st)
+    if name is None:
+        return empty_registry(), {}
+    table = _read_snapshot(st, name)
+    fails = {(r["job"], str(r["model_kind"])[len(FAILED_PREFIX):]): r for r in failed_fits(table)}
+    return table.to_pandas(), fails
+
+
 def _rows(reg: pd.DataFrame) -> Iterable[Any]:
     """``reg.itertuples(index=False)``: pandas-stubs type every field as any scalar (None, NaT,
     Interval, ...), where REGISTRY_SCHEMA fixes each column's type."""
@@ -408,6 +448,8 @@ __all__ = [
     "REGISTRY_SCHEMA",
     "artifact_relpath",
     "current_snapshot",
+    "failed_fits",
+    "failed_kind",
     "fingerprint",
     "is_current",
     "load_artifacts",
@@ -418,6 +460,7 @@ __all__ = [
     "new_retrain_id",
     "read_artifact",
     "read_registry",
+    "read_registry_state",
     "runs_fingerprint",
     "write_artifact",
 ]

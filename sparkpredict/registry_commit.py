@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import logging
 import os
 import re
@@ -20,6 +21,8 @@ import pyarrow.parquet as pq
 
 from .errors import ModelError, StoreError
 from .registry import (
+    FAILED_FITS_KEY,
+    FAILED_PREFIX,
     KEEP_SNAPSHOTS,
     KEY,
     REGISTRY_SCHEMA,
@@ -30,6 +33,7 @@ from .registry import (
     _read_snapshot,
     _snapshots,
     artifact_relpath,
+    failed_fits,
 )
 from .store import io as store_io
 
@@ -64,7 +68,28 @@ def _key(row: dict) -> tuple[str, str, str]:
 
 
 def _records(table: pa.Table) -> dict[tuple[str, str, str], dict]:
-    return {_key(r): r for r in table.to_pylist()}
+    """A snapshot's rows by key, its failed-fit records (kept in its metadata) among them: the
+    commit and its merge treat both alike."""
+    return {_key(r): r for r in [*table.to_pylist(), *failed_fits(table)]}
+
+
+def _is_failed(row: dict) -> bool:
+    return str(row.get("model_kind") or "").startswith(FAILED_PREFIX)
+
+
+def _without_superseded(rows: dict[tuple[str, str, str], dict]) -> dict[tuple[str, str, str], dict]:
+    """Drop the record of a model's failed fit where the model was fitted since (the record is
+    then no longer what the model's last fit did): the merge after the fact, which cannot tell
+    which writer fitted what, goes by the times they recorded (a record wrongly kept is harmless:
+    a current model is used whatever its record says; one wrongly dropped costs one more fit)."""
+    out = dict(rows)
+    for (job, kind, sig), row in rows.items():
+        if not kind.startswith(FAILED_PREFIX):
+            continue
+        model = rows.get((job, kind[len(FAILED_PREFIX):], sig))
+        if model is not None and int(model.get("trained_at_ms") or 0) >= int(row.get("trained_at_ms") or 0):
+            del out[(job, kind, sig)]
+    return out
 
 
 def _name_ms(name: str) -> int:
@@ -82,7 +107,9 @@ def _write_snapshot(st: store_io.Store, rows: Iterable[dict], retrain_id: str, a
     """
     import pandas as pd
 
-    df = pd.DataFrame(list(rows))
+    rows = list(rows)
+    failed = sorted((r for r in rows if _is_failed(r)), key=_key)
+    df = pd.DataFrame([r for r in rows if not _is_failed(r)])
     for f in REGISTRY_SCHEMA:
         if f.name not in df.columns:
             df[f.name] = None
@@ -90,7 +117,10 @@ def _write_snapshot(st: store_io.Store, rows: Iterable[dict], retrain_id: str, a
     if df.duplicated(KEY).any():
         raise ValueError("registry rows must be unique per (job, model_kind, signature)")
     table = pa.Table.from_pandas(pd.DataFrame(df), schema=REGISTRY_SCHEMA, preserve_index=False)
-    table = table.replace_schema_metadata({"registry_version": str(REGISTRY_VERSION)})
+    meta = {b"registry_version": str(REGISTRY_VERSION).encode()}
+    if failed:  # beside the table, so that readers of models never meet them (registry.FAILED_FITS_KEY)
+        meta[FAILED_FITS_KEY] = json.dumps(failed, sort_keys=True, default=_json_scalar).encode()
+    table = table.replace_schema_metadata(meta)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
     ms = max([int(time.time() * 1000)] + [_name_ms(n) + 1 for n in after])
@@ -102,6 +132,10 @@ def _write_snapshot(st: store_io.Store, rows: Iterable[dict], retrain_id: str, a
                          "choose a writable store, or fix its permissions") from exc
     log.info("registry of %s: committed %s (%d rows)", st.path, name, len(df))
     return name
+
+
+def _json_scalar(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else str(v)
 
 
 def _prune(st: store_io.Store) -> None:
@@ -146,6 +180,10 @@ def commit_update(store: Any, updates: Iterable[dict], retrain_id: str, *,
     appears meanwhile. Every writer does the same, so the last one to commit holds every
     retrain's rows, provided none is killed between its rename and its merge.
 
+    ``updates`` may hold records of failed fits (model kind ``failed:<kind>``, no artifact): they
+    are committed the same way, in the snapshot's metadata, and a model's record is dropped when
+    the model is fitted (in a merge after the fact, by :func:`_without_superseded`).
+
     Returns the committed snapshot's name (the current one when ``updates`` is empty). Raises
     :class:`StoreError` when another process holds the lock for over ``lock_timeout_s`` seconds
     (default :data:`LOCK_TIMEOUT_S`).
@@ -163,7 +201,7 @@ def _commit_locked(st: store_io.Store, mine: dict[tuple[str, str, str], dict], r
     """:func:`commit_update`'s read-merge-write-rename, run under the commit lock."""
     names = _snapshots(st)
     missing = [r["artifact"] for r in mine.values()
-               if st.fs.get_file_info(f"{_base(st)}/{r['artifact']}").type != pafs.FileType.File]
+               if r.get("artifact") and st.fs.get_file_info(f"{_base(st)}/{r['artifact']}").type != pafs.FileType.File]
     if missing:  # e.g. `store clean --older-than 0` during the retrain: never commit a dangling row
         raise StoreError(f"{len(missing)} model artifact(s) of retrain {retrain_id} vanished before its "
                          f"commit, e.g. {missing[0]!r}; the registry was not changed",
@@ -172,9 +210,12 @@ def _commit_locked(st: store_io.Store, mine: dict[tuple[str, str, str], dict], r
     for key, row in mine.items():
         version = int(rows[key]["version"]) + 1 if key in rows else 1
         if version != row["version"]:
-            row["artifact"] = _renumber(st, row, version)
+            if row.get("artifact"):  # a failed fit's record has none
+                row["artifact"] = _renumber(st, row, version)
             row["version"] = version
         rows[key] = row
+        if not _is_failed(row):  # fitted now: the record of an earlier failed fit no longer holds
+            rows.pop((key[0], FAILED_PREFIX + key[1], key[2]), None)
     own = _write_snapshot(st, rows.values(), retrain_id, names)
     seen = set(names) | {own}
     for _ in range(MERGE_ROUNDS):
@@ -200,9 +241,10 @@ def _commit_locked(st: store_io.Store, mine: dict[tuple[str, str, str], dict], r
             newest = _records(_read_snapshot(st, now[-1]))
         except (StoreError, ModelError):
             newest = {}
-        if {k: r for k, (_, r) in merged.items()} == newest:
+        kept = _without_superseded({k: r for k, (_, r) in merged.items()})
+        if kept == newest:
             continue  # the newest snapshot already holds every row
-        own = _write_snapshot(st, (r for _, r in merged.values()), retrain_id, now)
+        own = _write_snapshot(st, kept.values(), retrain_id, now)
         seen.add(own)
         log.info("registry of %s: merged %d snapshot(s) committed meanwhile into %s", st.path, len(new), own)
     _prune(st)

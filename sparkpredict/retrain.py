@@ -16,10 +16,13 @@ snapshot is committed with one rename at the very end, on top of the registry as
 (see :mod:`sparkpredict.registry`), so a retrain that dies halfway leaves the previous registry
 current and loadable, and an overlapping retrain's models are kept.
 
-Incremental, per model kind (:func:`_stale_kinds`): a job's whole-job or stage model is refit
-only when the fingerprint of the job's runs (sha256 of its ``run_id:updated_ms`` lines)
+Incremental, per model kind (:func:`_judge`, the one judge of the local path, the Spark path's
+executors, ``--dry-run`` and :func:`result_if_current`): a job's whole-job or stage model is
+refit only when the fingerprint of the job's runs (sha256 of its ``run_id:updated_ms`` lines)
 differs from that model's registry row, when its artifact is of an older format or store
-schema, or with ``force``; the stage model only when stage models are asked for.
+schema, or with ``force``; the stage model only when stage models are asked for. A model whose
+fit failed is recorded as such in the registry's snapshot, and not tried again until its runs
+change (or ``force``): it is "still failing".
 :func:`retrain` picks the path: Spark when the jobs to refit number at least
 :data:`CROSSOVER_JOBS` (measured by ``benchmarks/retrain_scaling.py``) and Spark can start.
 """
@@ -34,6 +37,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from . import __version__
 from . import registry as R
 from . import registry_commit as RC
 from .errors import InputError
@@ -77,6 +81,11 @@ class RetrainResult:
     snapshot: str | None = None
     seconds: float = 0.0
     master: str | None = None
+    #: the keys of ``failed`` not tried again: their fit failed before on the very runs they have now
+    still_failing: list[str] = field(default_factory=list)
+    #: a Spark session ran the fits; False on the Spark path when the store's registry answered
+    #: (nothing to refit) and no session was started
+    spark_started: bool = False
 
     @property
     def jobs_per_s(self) -> float:
@@ -85,54 +94,95 @@ class RetrainResult:
     @property
     def exit_code(self) -> int:
         """1 when models failed and no job was refit or left unchanged, else 0: the exit status of
-        ``sparkpredict retrain`` and ``jobs/retrain.py`` alike. A job too young to fit (fewer than
-        4 runs) fails at every retrain until it has more runs; beside jobs that did fit, it is
-        reported in ``failed`` without failing the retrain."""
+        ``sparkpredict retrain`` and ``jobs/retrain.py`` alike. ``failed`` includes the models
+        still failing (not tried again on the same runs), so the status follows the registry's
+        state, not whether the fit was repeated: a retrain that finds nothing to do exits as the
+        one that recorded the failure did. A job too young to fit (fewer than 4 runs) fails until
+        it has more runs; beside jobs that did fit or are current, it is reported in ``failed``
+        without failing the retrain."""
         return 1 if self.failed and not self.refit and not self.unchanged else 0
 
 
 # ---- planning: which jobs need a refit ----------------------------------------------------------
-def _prev_state(prev: pd.DataFrame) -> dict[tuple[str, str], tuple]:
-    """(job, model_kind) -> what decides staleness, small enough to ship to Spark's Python workers."""
+Failures = dict[tuple[str, str], dict]  # (job, model kind) -> the record of its last failed fit
+
+
+def _prev_state(prev: pd.DataFrame, failures: Failures | None = None) -> dict[tuple[str, str], tuple]:
+    """(job, model_kind) -> what decides staleness, small enough to ship to Spark's Python workers;
+    (job, ``failed:<kind>``) -> the same of the kind's last failed fit."""
     cur = prev[prev.model_kind.isin([R.KIND_RUNTIME, R.KIND_STAGE]) & (prev.signature.fillna("") == "")]
     # pandas-stubs type every named-tuple field as any scalar; the registry's schema fixes them
     rows: Iterable[Any] = cur.itertuples(index=False)
-    return {(r.job, r.model_kind): R.model_state(r) for r in rows}
-
-
-def _is_stale(state: tuple | None, fp: str, force: bool, kind: str, model_format: int) -> bool:
-    """Runs changed, no model yet, or a model of another artifact/model/store format or kind."""
-    return force or state is None or not R.is_current(state, fp, kind, model_format)
-
-
-def _stale_kinds(state: dict[tuple[str, str], tuple], job: str, fp: str, force: bool, kind: str,
-                 stage_models: bool = True) -> tuple[str, ...]:
-    """The model kinds of ``job`` to refit, each judged on its own registry row: () when none.
-
-    Without stage models asked for, the stage row is not looked at: it would otherwise make
-    every retrain refit the whole-job model of a job whose stage model is behind. A job without
-    a stage model gets one when its whole-job model is refit (its runs changed, or ``force``):
-    a whole-job model that cannot be fitted (too few runs) is tried again every time, and its
-    stage model is not refit with it while its runs are unchanged.
-    """
-    from .models.stages import STAGE_FORMAT_VERSION
-
-    runtime = _is_stale(state.get((job, R.KIND_RUNTIME)), fp, force, kind, R.runtime_model_format())
-    out: tuple[str, ...] = (R.KIND_RUNTIME,) if runtime else ()
-    if stage_models:
-        prev = state.get((job, R.KIND_STAGE))
-        if runtime if prev is None else _is_stale(prev, fp, force, R.KIND_STAGE, STAGE_FORMAT_VERSION):
-            out += (R.KIND_STAGE,)
+    out = {(r.job, r.model_kind): R.model_state(r) for r in rows}
+    for (job, kind), rec in (failures or {}).items():
+        # another sparkpredict may fit what this one could not (and the reverse): it tries again
+        if rec.get("sparkpredict_version") == __version__:
+            out[(job, R.failed_kind(kind))] = R.model_state(rec)
     return out
 
 
-def _plan(prev: pd.DataFrame, fingerprints: dict[str, tuple[str, int]], force: bool,
-          kind: str = "auto", stage_models: bool = True) -> dict[str, tuple[str, ...]]:
-    """The jobs of ``fingerprints`` that need a refit, sorted, each with the model kinds to refit."""
-    state = _prev_state(prev)
-    plan = {job: _stale_kinds(state, job, fp, force, kind, stage_models)
-            for job, (fp, _n) in sorted(fingerprints.items())}
-    return {job: kinds for job, kinds in plan.items() if kinds}
+def _verdict(state: dict[tuple[str, str], tuple], job: str, model_kind: str, fp: str, force: bool,
+             fit_kind: str, model_format: int) -> str:
+    """"current" (its registry row is of these runs, formats and kind), "failing" (its last fit
+    failed on exactly these runs, formats and kind) or "stale"."""
+    if force:
+        return "stale"
+    if R.is_current(state.get((job, model_kind)), fp, fit_kind, model_format):
+        return "current"
+    if R.is_current(state.get((job, R.failed_kind(model_kind))), fp, fit_kind, model_format):
+        return "failing"
+    return "stale"
+
+
+def _judge(state: dict[tuple[str, str], tuple], job: str, fp: str, force: bool, kind: str,
+           stage_models: bool = True) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the model kinds of ``job`` to refit, those not refit because their last fit failed on the
+    runs the job has now), each kind judged on its own registry row and failure record.
+
+    The one judge of both paths (the Spark path's executors call it), ``--dry-run`` and
+    :func:`result_if_current`. Without stage models asked for, the stage row is not looked at:
+    it would otherwise make every retrain refit the whole-job model of a job whose stage model
+    is behind. A job with neither a stage model nor a failed stage fit gets one when its
+    whole-job model is refit (its runs changed, or ``force``). A model that could not be fitted
+    (too few runs, no finished run) is tried again when its runs change, or with ``force``.
+    """
+    from .models.stages import STAGE_FORMAT_VERSION
+
+    verdicts = {R.KIND_RUNTIME: _verdict(state, job, R.KIND_RUNTIME, fp, force, kind, R.runtime_model_format())}
+    if stage_models:
+        if (job, R.KIND_STAGE) in state or (job, R.failed_kind(R.KIND_STAGE)) in state:
+            verdicts[R.KIND_STAGE] = _verdict(state, job, R.KIND_STAGE, fp, force, R.KIND_STAGE,
+                                              STAGE_FORMAT_VERSION)
+        elif verdicts[R.KIND_RUNTIME] == "stale":
+            verdicts[R.KIND_STAGE] = "stale"
+    return (tuple(k for k, v in verdicts.items() if v == "stale"),
+            tuple(k for k, v in verdicts.items() if v == "failing"))
+
+
+def _not_refit(job: str, refit: tuple[str, ...], failing: tuple[str, ...]) -> list[Outcome]:
+    """The outcomes of the models of ``job`` that :func:`_judge` keeps: "unchanged" when nothing
+    of the job is refit and its whole-job model is not failing, "still_failing" for each model
+    whose fit failed on these same runs. Both paths hand them to :func:`_commit` with the fits."""
+    out: list[Outcome] = [(job, k, "still_failing", None, None) for k in failing]
+    if not refit and R.KIND_RUNTIME not in failing:
+        out.insert(0, (job, R.KIND_RUNTIME, "unchanged", None, None))
+    return out
+
+
+def _plan(state: dict[tuple[str, str], tuple], fingerprints: dict[str, tuple[str, int]], force: bool,
+          kind: str = "auto", stage_models: bool = True) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Every job of ``fingerprints``, sorted, with its :func:`_judge` (kinds to refit, kinds still failing)."""
+    return {job: _judge(state, job, fp, force, kind, stage_models) for job, (fp, _n) in sorted(fingerprints.items())}
+
+
+def _stale(plan: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]) -> dict[str, tuple[str, ...]]:
+    """The jobs of ``plan`` with a model to refit, and those kinds."""
+    return {job: refit for job, (refit, _failing) in plan.items() if refit}
+
+
+def _label(job: str, kind: str) -> str:
+    """How ``failed`` names a model: the job for its whole-job model."""
+    return job if kind == R.KIND_RUNTIME else f"{job} ({kind} model)"
 
 
 def check_kind(kind: str) -> None:
@@ -157,35 +207,76 @@ def _local_fingerprints(raw: pd.DataFrame) -> dict[str, tuple[str, int]]:
 
 
 # ---- commit: artifacts, then the registry in one rename -----------------------------------------
+def _failure_row(job: str, kind: str, fp: tuple[str, int], fit_kind: str, error: str, now_ms: int,
+                 result: RetrainResult, failures: Failures) -> dict:
+    """The record of a failed fit (:data:`sparkpredict.registry.FAILED_FITS_KEY`): what
+    :func:`_verdict` compares with the job's runs, formats and kind next time, and the error."""
+    from .models.stages import STAGE_FORMAT_VERSION
+
+    return {
+        "job": job, "model_kind": R.failed_kind(kind), "signature": "",
+        "version": int(failures.get((job, kind), {}).get("version") or 0) + 1, "trained_at_ms": now_ms,
+        "fit_kind": fit_kind if kind == R.KIND_RUNTIME else R.KIND_STAGE,
+        "trained_on": fp[0], "trained_on_rows": int(fp[1]), "artifact": None,
+        "artifact_version": R.ARTIFACT_VERSION,
+        "model_format_version": R.runtime_model_format() if kind == R.KIND_RUNTIME else STAGE_FORMAT_VERSION,
+        "store_schema_version": S.SCHEMA_VERSION, "sparkpredict_version": __version__,
+        "retrain_id": result.retrain_id, "fit_path": result.fit_path, "registry_version": R.REGISTRY_VERSION,
+        "error": error,
+    }
+
+
 def _commit(st: store_io.Store, prev: pd.DataFrame, results: Iterable[Outcome],
-            result: RetrainResult, on_artifact: Callable[[int], None] | None) -> RetrainResult:
-    """Write each fitted model's artifact, then commit their rows on top of the registry as it is
-    at the end (:func:`sparkpredict.registry_commit.commit_update`), not as ``prev`` had it."""
+            result: RetrainResult, on_artifact: Callable[[int], None] | None, *,
+            failures: Failures | None = None, fingerprints: dict[str, tuple[str, int]] | None = None,
+            kind: str = "auto") -> RetrainResult:
+    """Write each fitted model's artifact, then commit their rows, and the records of the fits
+    that failed, on top of the registry as it is at the end
+    (:func:`sparkpredict.registry_commit.commit_update`), not as ``prev`` had it.
+
+    ``results``: the outcomes of both paths, fits and :func:`_not_refit` alike. ``failures``: the
+    failed-fit records read with ``prev`` (what a "still_failing" model failed with);
+    ``fingerprints``: job -> (fingerprint, rows) of the runs judged, which a new failure records;
+    ``kind``: the model kind asked of the fits."""
+    failures = failures or {}
     versions = {(r["job"], r["model_kind"], r["signature"] or ""): int(r["version"])
                 for r in prev.to_dict("records")}
     now_ms = int(time.time() * 1000)
     updates: list[dict] = []
+    failed_rows: list[dict] = []
     try:
-        for job, kind, status, doc_json, err in results:
+        for job, model_kind, status, doc_json, err in results:
+            if status == "unchanged":
+                result.unchanged.append(job)
+                continue
+            if status == "still_failing":
+                label = _label(job, model_kind)
+                result.failed[label] = str(failures.get((job, model_kind), {}).get("error")
+                                           or "its fit failed on these runs before")
+                result.still_failing.append(label)
+                continue
             if status == "skipped":
                 result.stage_skipped.append(job)
                 continue
             if status != "fit" or doc_json is None:
-                label = job if kind == R.KIND_RUNTIME else f"{job} ({kind} model)"
-                result.failed[label] = err or "no model"
-                log.warning("retrain: %s model of job %r not refit: %s", kind, job, err)
+                result.failed[_label(job, model_kind)] = err or "no model"
+                log.warning("retrain: %s model of job %r not refit: %s", model_kind, job, err)
+                fp = (fingerprints or {}).get(job)
+                if fp is not None:  # not tried again until its runs change
+                    failed_rows.append(_failure_row(job, model_kind, fp, kind, err or "no model", now_ms,
+                                                    result, failures))
                 continue
             doc = json.loads(doc_json)
             meta = doc.pop("meta")
             # the number this retrain expects; the commit renumbers it if another retrain took it
-            version = versions.get((job, kind, ""), 0) + 1
-            rel = R.artifact_relpath(job, kind, version, result.retrain_id)
+            version = versions.get((job, model_kind, ""), 0) + 1
+            rel = R.artifact_relpath(job, model_kind, version, result.retrain_id)
             if not updates:  # from the first artifact on, `store clean` must leave them alone
                 RC.mark_running(st, result.retrain_id)
             R.write_artifact(st, rel, doc)
-            (result.refit if kind == R.KIND_RUNTIME else result.stage_refit).append(job)
+            (result.refit if model_kind == R.KIND_RUNTIME else result.stage_refit).append(job)
             updates.append({
-                "job": job, "model_kind": kind, "signature": "", "version": version,
+                "job": job, "model_kind": model_kind, "signature": "", "version": version,
                 "trained_at_ms": now_ms, "n_runs": meta["n_runs"], "cv_mape": meta["cv_mape"],
                 "model_name": meta["model_name"], "fit_kind": meta["fit_kind"],
                 "training_range_json": json.dumps(meta["training_range"]),
@@ -197,10 +288,10 @@ def _commit(st: store_io.Store, prev: pd.DataFrame, results: Iterable[Outcome],
             })
             if on_artifact is not None:
                 on_artifact(len(updates))  # test hook: raising here must leave the previous registry current
-        result.refit.sort()
-        result.stage_refit.sort()
-        result.stage_skipped.sort()
-        result.snapshot = RC.commit_update(st, updates, result.retrain_id)
+        for names in (result.refit, result.stage_refit, result.stage_skipped, result.unchanged,
+                      result.still_failing):
+            names.sort()
+        result.snapshot = RC.commit_update(st, updates + failed_rows, result.retrain_id)
     finally:
         if updates:
             RC.unmark_running(st, result.retrain_id)
@@ -218,10 +309,10 @@ def retrain_local(store: Any = None, *, force: bool = False, random_state: int =
     result = RetrainResult(retrain_id=R.new_retrain_id(), fit_path="local", n_jobs=0)
     raw = st.runs()
     fps = _only(_local_fingerprints(raw), jobs)
-    prev = R.read_registry(st)
-    stale = _plan(prev, fps, force, kind, stage_models)
+    prev, failures = R.read_registry_state(st)
+    judged = _plan(_prev_state(prev, failures), fps, force, kind, stage_models)
+    stale = _stale(judged)
     result.n_jobs = len(fps)
-    result.unchanged = sorted(set(fps) - set(stale))
     raw = raw[raw.job.notna() & raw.run_id.notna()]
     groups = {str(j): g for j, g in raw.groupby("job", sort=True)}
     detail: dict[str, dict] = {"stages": {}, "tasks": {}}
@@ -232,12 +323,14 @@ def retrain_local(store: Any = None, *, force: bool = False, random_state: int =
             detail[table] = {j: g for j, g in rows.groupby(rows["run_id"].map(job_of), sort=False)}
 
     def fits() -> Iterator[Outcome]:
-        for job, kinds in stale.items():
-            yield from fit_group_safe(groups[job], detail["stages"].get(job), detail["tasks"].get(job),
-                                      runtime_model=R.KIND_RUNTIME in kinds,
-                                      stage_models=R.KIND_STAGE in kinds, random_state=random_state, kind=kind)
+        for job, (kinds, failing) in judged.items():
+            yield from _not_refit(job, kinds, failing)
+            if kinds:
+                yield from fit_group_safe(groups[job], detail["stages"].get(job), detail["tasks"].get(job),
+                                          runtime_model=R.KIND_RUNTIME in kinds, stage_models=R.KIND_STAGE in kinds,
+                                          random_state=random_state, kind=kind)
 
-    _commit(st, prev, fits(), result, on_artifact)
+    _commit(st, prev, fits(), result, on_artifact, failures=failures, fingerprints=fps, kind=kind)
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -283,14 +376,18 @@ def plan(store: Any = None, *, force: bool = False, kind: str = "auto",
     """(jobs a retrain would refit, jobs in the store), read without Spark."""
     check_kind(kind)
     st = store_io.open(store)
-    stale, n = _stale_jobs(st, st.runs(), force, kind, stage_models)
-    return sorted(stale), n
+    judged = _plan_store(st, st.runs(), force, kind, stage_models)
+    return sorted(_stale(judged)), len(judged)
 
 
-def _stale_jobs(st: Any, runs: pd.DataFrame, force: bool, kind: str,
-                stage_models: bool = True) -> tuple[dict[str, tuple[str, ...]], int]:
-    fps = _local_fingerprints(runs)
-    return _plan(R.read_registry(st), fps, force, kind, stage_models), len(fps)
+def _plan_store(st: Any, runs: pd.DataFrame, force: bool, kind: str,
+                stage_models: bool = True) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    prev, failures = R.read_registry_state(st)
+    return _plan(_prev_state(prev, failures), _local_fingerprints(runs), force, kind, stage_models)
+
+
+def _still_failing(judged: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]) -> list[str]:
+    return sorted(_label(job, k) for job, (_refit, failing) in judged.items() for k in failing)
 
 
 def choose_path(n_stale: int, kind: str = "auto", n_stage: int = 0) -> str:
@@ -310,34 +407,40 @@ def choose_path(n_stale: int, kind: str = "auto", n_stage: int = 0) -> str:
 def plan_path(store: Any = None, *, force: bool = False, kind: str = "auto",
               stage_models: bool = True) -> dict[str, Any]:
     """What :func:`retrain` would do without ``use_spark``: ``{"to_refit", "jobs", "stage_jobs",
-    "path"}`` (jobs to refit, jobs in the store, those of them with stage models, local or spark)."""
+    "path", "still_failing"}`` (jobs to refit, jobs in the store, those of them with stage models,
+    local or spark, and the models not tried again because their fit failed on the runs they
+    have now, named as :attr:`RetrainResult.failed` names them)."""
     check_kind(kind)
     st = store_io.open(store)
     runs = st.runs()  # read once for both questions
-    stale, n_jobs = _stale_jobs(st, runs, force, kind, stage_models)
+    judged = _plan_store(st, runs, force, kind, stage_models)
+    stale = _stale(judged)
     stage_todo = [j for j, kinds in stale.items() if R.KIND_STAGE in kinds]
     staged = _staged(st, runs, stage_todo) if stage_todo else []
-    return {"to_refit": sorted(stale), "jobs": n_jobs, "stage_jobs": staged,
-            "path": choose_path(len(stale), kind, len(staged))}
+    return {"to_refit": sorted(stale), "jobs": len(judged), "stage_jobs": staged,
+            "path": choose_path(len(stale), kind, len(staged)), "still_failing": _still_failing(judged)}
 
 
 def result_if_current(store: Any = None, *, force: bool = False, kind: str = "auto", stage_models: bool = True,
                       jobs: Iterable[str] | None = None, fit_path: str = "spark",
                       master: str | None = None) -> RetrainResult | None:
-    """The result of a retrain that finds every model current (0 refit, every job unchanged,
-    the current snapshot), from the pyarrow plan ``--dry-run`` makes; None when some job needs a
-    refit. The Spark path asks first: starting a JVM and shipping every job to a worker only to
-    find each unchanged took 57 s on 3 jobs (``local[2]``), where this read takes under a second."""
+    """The result of a retrain that finds nothing to refit (0 refit, every job unchanged or still
+    failing on the runs its fit failed on, the current snapshot), from the pyarrow plan
+    ``--dry-run`` makes; None when some job needs a refit. The Spark path asks first: starting a
+    JVM and shipping every job to a worker only to find each unchanged took 57 s on 3 jobs
+    (``local[2]``), where this read takes under a second. ``spark_started`` is False."""
     t0 = time.perf_counter()
     check_kind(kind)
     st = R._open(store)  # the Spark path passes the Store it opened
     fps = _only(_local_fingerprints(st.runs()), jobs)
-    prev = R.read_registry(st)
-    if _plan(prev, fps, force, kind, stage_models):
+    prev, failures = R.read_registry_state(st)
+    judged = _plan(_prev_state(prev, failures), fps, force, kind, stage_models)
+    if _stale(judged):
         return None
-    result = RetrainResult(retrain_id=R.new_retrain_id(), fit_path=fit_path, n_jobs=len(fps),
-                           unchanged=sorted(fps), master=master)
-    _commit(st, prev, (), result, None)  # commits nothing: names the current snapshot, as a retrain does
+    result = RetrainResult(retrain_id=R.new_retrain_id(), fit_path=fit_path, n_jobs=len(fps), master=master)
+    # commits nothing: names the current snapshot, as a retrain does
+    _commit(st, prev, (o for job, (refit, failing) in judged.items() for o in _not_refit(job, refit, failing)),
+            result, None, failures=failures)
     result.seconds = time.perf_counter() - t0
     return result
 

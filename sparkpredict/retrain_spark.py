@@ -1,8 +1,10 @@
 """The Spark path of :mod:`sparkpredict.retrain`: read the committed store with Spark, fit every
 stale job on the executors, bring the artifacts' JSON back to the driver.
 
-Each job's runs (latest row per run) are shipped to a Python worker, which fingerprints the job
-and, when stale, calls the same :func:`sparkpredict.fitting.fit_group_safe` as the local loop;
+Each job's runs (latest row per run) are shipped to a Python worker, which fingerprints the job,
+judges it as the local loop does (:func:`sparkpredict.retrain._judge`: stale, current, or still
+failing on the runs its fit failed on) and, when stale, calls the same
+:func:`sparkpredict.fitting.fit_group_safe` as the local loop;
 with stage rows in the store, the runs are cogrouped with the job's committed stage and task
 rows, so the stage-level models are fitted there too. The driver then commits through
 :func:`sparkpredict.retrain._commit`, exactly as the local path does.
@@ -34,8 +36,11 @@ from .store import schema as S
 if TYPE_CHECKING:
     import pandas as pd
 
-#: Output schema of the fit step: one row per (job, model kind).
-_UDF_SCHEMA = "job string, kind string, status string, doc string, error string"
+#: Output schema of the fit step: one row per (job, model kind), with the fingerprint of the
+#: job's runs (and their number), which the driver records for a fit that failed.
+_UDF_SCHEMA = ("job string, kind string, status string, doc string, error string, "
+               "trained_on string, trained_on_rows long")
+_UDF_COLUMNS = ["job", "kind", "status", "doc", "error", "trained_on", "trained_on_rows"]
 
 
 def spark_path(st: store_io.Store) -> str:
@@ -102,7 +107,8 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
     stage and task rows (``groupBy(job).cogroup(...).applyInPandas``).
 
     Without ``spark``, the store is first planned with pyarrow (:func:`result_if_current`): when
-    no job is stale, no session is started and the result says so (0 refit, every job unchanged).
+    no job is stale, no session is started and the result says so (0 refit, every job unchanged
+    or still failing on the runs its fit failed on, ``spark_started`` False).
     The session it starts logs Spark's errors only, unless ``spark_logs`` or a log4j
     configuration of the user's own.
     """
@@ -121,7 +127,7 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
             return current
         spark = _start_session(master or "local[*]", quiet=not spark_logs)
     result = RetrainResult(retrain_id=R.new_retrain_id(), fit_path="spark", n_jobs=0,
-                           master=spark.sparkContext.master)
+                           master=spark.sparkContext.master, spark_started=True)
     saved = {k: spark.conf.get(k, None) for k in ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")}
     # A few tasks per core for every shuffle: the runs table is small, and Spark's default of
     # 200 partitions costs more in task overhead than the work. Adaptive execution would
@@ -129,7 +135,7 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
     spark.conf.set("spark.sql.shuffle.partitions", str(partitions or spark.sparkContext.defaultParallelism * 4))
     spark.conf.set("spark.sql.adaptive.enabled", "false")
     try:
-        prev = R.read_registry(st)
+        prev, failures = R.read_registry_state(st)
         rows: list = []
         if st.fs.get_file_info(f"{st.root.rstrip('/')}/runs").type == pafs.FileType.Directory:
             from pyspark.sql import functions as F
@@ -137,7 +143,7 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
             latest = read_runs_spark(spark, st)
             if jobs is not None:
                 latest = latest.where(F.col("job").isin(sorted(set(jobs))))
-            udf = _make_udf(random_state, kind, force, _prev_state(prev), stage_models)
+            udf = _make_udf(random_state, kind, force, _prev_state(prev, failures), stage_models)
             detail = _detail_rows(spark, st, latest) if stage_models else None
             if detail is not None:
                 rows = (latest.groupBy("job").cogroup(detail.groupBy("job"))
@@ -152,9 +158,9 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
                         .mapInPandas(_per_partition(udf), _UDF_SCHEMA).collect())
         rows.sort(key=lambda r: (r["job"], r["kind"]))
         result.n_jobs = len({r["job"] for r in rows})
-        result.unchanged = [r["job"] for r in rows if r["status"] == "unchanged"]
-        _commit(st, prev, ((r["job"], r["kind"], r["status"], r["doc"], r["error"])
-                           for r in rows if r["status"] != "unchanged"), result, on_artifact)
+        fps = {r["job"]: (r["trained_on"], int(r["trained_on_rows"])) for r in rows}
+        _commit(st, prev, ((r["job"], r["kind"], r["status"], r["doc"], r["error"]) for r in rows),
+                result, on_artifact, failures=failures, fingerprints=fps, kind=kind)
     finally:
         for k, v in saved.items():
             if v is not None:
@@ -194,18 +200,17 @@ def _make_udf(random_state: int, kind: str, force: bool, state: dict[tuple[str, 
 
         from sparkpredict import registry as R
         from sparkpredict.fitting import fit_group_safe
-        from sparkpredict.retrain import _stale_kinds
+        from sparkpredict.retrain import _judge, _not_refit
 
         job = str(pdf["job"].iloc[0])
         fp = R.runs_fingerprint(pdf)
-        kinds = _stale_kinds(state, job, fp, force, kind, stage_models)
-        if not kinds:
-            out = [(job, R.KIND_RUNTIME, "unchanged", None, None)]
-        else:
+        kinds, failing = _judge(state, job, fp, force, kind, stage_models)
+        out = _not_refit(job, kinds, failing)
+        if kinds:
             by = {} if detail is None or detail.empty else dict(tuple(detail.groupby("_table")))
-            out = fit_group_safe(pdf, by.get("stages"), by.get("tasks"), runtime_model=R.KIND_RUNTIME in kinds,
-                                 stage_models=R.KIND_STAGE in kinds, random_state=random_state, kind=kind)
-        return pd.DataFrame(out, columns=["job", "kind", "status", "doc", "error"])
+            out += fit_group_safe(pdf, by.get("stages"), by.get("tasks"), runtime_model=R.KIND_RUNTIME in kinds,
+                                  stage_models=R.KIND_STAGE in kinds, random_state=random_state, kind=kind)
+        return pd.DataFrame([(*o, fp, len(pdf)) for o in out], columns=_UDF_COLUMNS)
 
     fit_pdf.with_detail = fit_job  # type: ignore[attr-defined]
     return fit_pdf
@@ -218,7 +223,7 @@ def _cogroup_udf(per_job: Callable[..., pd.DataFrame]):
         if runs.empty:  # stage rows of a job without committed runs: nothing to fit
             import pandas as pd
 
-            return pd.DataFrame(columns=["job", "kind", "status", "doc", "error"])
+            return pd.DataFrame(columns=_UDF_COLUMNS)
         return with_detail(runs, detail)
 
     return fit_cogroup

@@ -763,3 +763,75 @@ def test_store_clean_says_what_it_keeps_of_a_retrain_marked_running(tmp_path, ca
     cap = capsys.readouterr()
     assert "removed 4 uncommitted file(s)" in cap.out and cap.err == ""
     assert not marker.exists()
+
+
+# ---- failed fits: recorded beside the models, not tried again on the same runs --------------------
+def test_a_failed_fit_is_recorded_beside_the_models_until_its_runs_change(hist, monkeypatch):
+    """A job too young to fit was fitted, and failed, at every retrain (and a --spark retrain
+    started Spark for it). Its failure is now recorded in the snapshot's metadata, not as a
+    model row: read_registry, the loaders and `store clean` see models only."""
+    path, runs = hist
+    tiny = runs[runs.job == "job-00000"].head(2).assign(job="tiny", run_id=["tiny-1", "tiny-2"],
+                                                        app_id=["tiny-1", "tiny-2"])
+    store.open(path).append({"runs": tiny})
+    first = RT.retrain_local(path, kind=KIND)
+    assert "tiny" in first.failed and first.still_failing == [] and len(first.refit) == 6
+    assert "tiny" not in set(R.read_registry(path).job) and len(R.load_models(path)) == 6
+    table = pq.read_table(path / "_models" / "registry" / first.snapshot)
+    assert set(table.column("model_kind").to_pylist()) == {"runtime"}
+    _reg, failures = R.read_registry_state(path)
+    rec = failures[("tiny", "runtime")]
+    assert rec["trained_on"] == R.runs_fingerprint(store.open(path).runs().query("job == 'tiny'"))
+    assert (rec["fit_kind"], rec["artifact"], rec["trained_on_rows"]) == (KIND, None, 2)
+    assert rec["error"] == first.failed["tiny"]
+    assert RC.orphans(path, 0) == []
+
+    again = RT.retrain_local(path, kind=KIND)
+    assert again.refit == [] and again.still_failing == ["tiny"] and again.failed == first.failed
+    assert again.snapshot == first.snapshot and len(again.unchanged) == 6
+    # asked for another kind, or by another sparkpredict version: tried again
+    assert "tiny" in RT.plan(path, kind="auto")[0]
+    monkeypatch.setattr(RT, "__version__", "0.0.0-older")
+    assert RT.plan(path, kind=KIND)[0] == ["tiny"]
+    monkeypatch.undo()
+
+    # two more runs: it fits, and the record of its failure is dropped
+    more = runs[runs.job == "job-00000"].iloc[2:4].assign(job="tiny", run_id=["tiny-3", "tiny-4"],
+                                                         app_id=["tiny-3", "tiny-4"])
+    store.open(path).append({"runs": more})
+    assert RT.plan(path, kind=KIND)[0] == ["tiny"]
+    fits = RT.retrain_local(path, kind=KIND)
+    assert fits.refit == ["tiny"] and not fits.failed
+    assert R.read_registry_state(path)[1] == {}
+    assert "tiny" in R.load_models(path)
+
+
+def test_a_failed_fits_record_survives_an_overlapping_commit(hist, monkeypatch):
+    """Where no lock can be taken, a commit landing inside another's is merged after the fact:
+    the records of failed fits go through the same merge as the models (and a record whose
+    model was fitted since is dropped)."""
+    path, _ = hist
+    st = store.open(path)
+    monkeypatch.setattr(RC, "fcntl", None)
+    RC.commit_update(st, [{**_row(st, "c-job", "c0"), "trained_at_ms": 1}], "c0")
+    a_id, b_id = R.new_retrain_id(), R.new_retrain_id()
+    a_fail = {"job": "a-job", "model_kind": R.failed_kind(R.KIND_RUNTIME), "signature": "", "version": 1,
+              "trained_at_ms": 5, "trained_on": "fp-a", "artifact": None, "retrain_id": a_id,
+              "registry_version": R.REGISTRY_VERSION, "error": "too few runs"}
+    c_fail = {**a_fail, "job": "c-job", "trained_at_ms": 5, "error": "boom"}
+    RC.commit_update(st, [c_fail], R.new_retrain_id())
+    assert set(R.read_registry_state(st)[1]) == {("c-job", "runtime")}
+    real_write = RC._write_snapshot
+    b_done: list = []
+
+    def b_in_between(st_, rows, retrain_id, after):
+        if retrain_id == a_id and not b_done:  # B fits c-job, whose failure A's snapshot still holds
+            b_done.append(RC.commit_update(st_, [_row(st_, "b-job", b_id),
+                                                 {**_row(st_, "c-job", b_id), "trained_at_ms": 9}], b_id))
+        return real_write(st_, rows, retrain_id, after)
+
+    monkeypatch.setattr(RC, "_write_snapshot", b_in_between)
+    RC.commit_update(st, [a_fail], a_id)
+    reg, failures = R.read_registry_state(st)
+    assert b_done and sorted(reg.job) == ["b-job", "c-job"]
+    assert set(failures) == {("a-job", "runtime")} and failures[("a-job", "runtime")]["error"] == "too few runs"

@@ -156,6 +156,15 @@ def test_stage_models_from_spark_equal_the_local_fit_and_load_from_the_registry(
         assert nothing.refit == [] and nothing.snapshot == once.snapshot
         staged = RT.retrain_spark(inc, spark=spark)
         assert staged.refit == [] and staged.stage_refit == ["sort"] and RT.plan(inc)[0] == []
+        # A job that cannot be fitted: the executors' fingerprint of its runs is recorded with
+        # its failure, so neither path tries it again on the same runs.
+        _add_failed_run(inc)
+        failing = RT.retrain_spark(inc, spark=spark)
+        assert list(failing.failed) == ["failjob"] and failing.still_failing == [] and failing.exit_code == 0
+        assert RT.plan_path(inc)["still_failing"] == ["failjob"] and RT.plan(inc)[0] == []
+        still = RT.retrain_spark(inc, spark=spark)
+        assert (still.refit, still.stage_refit, still.still_failing) == ([], [], ["failjob"])
+        assert still.snapshot == failing.snapshot and still.unchanged == ["sort", "sqljoin", "wordcount"]
     jobs = ["sort", "sqljoin", "wordcount"]
     assert loc.stage_refit == sp.stage_refit == jobs and not loc.failed and not sp.failed
 
@@ -253,10 +262,14 @@ def test_nothing_stale_starts_no_spark_and_a_started_one_logs_errors_only(curren
     path, started = current_store
     argv = ["retrain", "--store", str(path), "--spark", "--master", "local[2]", "--no-stage-models"]
     assert main(argv) == 0
-    assert capsys.readouterr().out.startswith("refit 0 of 3 job(s) on the spark (local[2]) path in ")
+    line = capsys.readouterr().out.splitlines()[0]
+    # it said "on the spark (local[2]) path" though no Spark was started
+    assert line.startswith("refit 0 of 3 job(s) in ") and line.endswith(
+        "s: nothing to refit, answered from the store without starting Spark (local[2]); 3 unchanged, 0 failed")
     assert main([*argv, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["path"], out["master"], out["refit"], out["unchanged"]) == ("spark", "local[2]", [], 3)
+    assert out["spark_started"] is False and out["still_failing"] == []
     assert out["snapshot"] == R.current_snapshot(path)
     job = _job_script()  # spark-submit jobs/retrain.py: not even a session
     assert job.main(["--store", str(path), "--no-stage-models"]) == 0
@@ -300,3 +313,117 @@ def test_the_job_script_exits_as_the_cli_does_when_fits_fail(current_store, monk
         monkeypatch.setattr(RS, "retrain_spark", lambda store, res=res, **kw: res)
         assert job.main(["--store", str(path), "--no-stage-models"]) == rc, outcome
         assert json.loads(capsys.readouterr().out)["failed"] == outcome.get("failed", {})
+
+
+# ---- a job whose fit failed is not tried again, nor starts Spark, until its runs change ----------
+def _add_failed_run(path, run_id="failjob-1", job="failjob"):
+    """A run of a new job that failed: the job has no succeeded run, so no model can be fitted."""
+    runs = store.open(path).runs()
+    row = runs[runs.job == "sort"].tail(1).assign(job=job, status="failed", run_id=run_id, app_id=run_id)
+    store.open(path).append({"runs": row.assign(updated_ms=row.updated_ms + 10**6)})
+
+
+def test_a_job_whose_fit_failed_starts_no_spark_until_its_runs_change(current_store, capsys):
+    """A job with only a failed run made every `retrain --spark` start Spark (51.5 s, to refit
+    nothing) and every --dry-run say '1 of 4 job(s) would be refit': no record of the failed fit
+    was kept, so the job was stale for ever."""
+    from sparkpredict.cli import main
+
+    path, started = current_store
+    _add_failed_run(path)
+    first = RT.retrain_local(path, stage_models=False)
+    assert first.refit == [] and list(first.failed) == ["failjob"]
+    assert first.failed["failjob"].startswith("DegenerateDataError: no succeeded run (1 failed)")
+    assert RT.plan(path, stage_models=False) == ([], 4)  # it said (["failjob"], 4) every time
+    plan = RT.plan_path(path, stage_models=False)
+    assert (plan["to_refit"], plan["still_failing"]) == ([], ["failjob"])
+    assert first.still_failing == []  # it failed now: tried, not "still" failing
+    assert "failjob" not in set(R.read_registry(path).job)  # no model row: a record beside them
+    _reg, failures = R.read_registry_state(path)
+    assert set(failures) == {("failjob", "runtime")}
+    assert main(["retrain", "--store", str(path), "--dry-run", "--no-stage-models"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("0 of 4 job(s) would be refit")
+    assert "1 still failing (its runs have not changed: failjob)" in out
+
+    argv = ["retrain", "--store", str(path), "--spark", "--master", "local[2]", "--no-stage-models"]
+    for _ in range(2):
+        assert main(argv) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert "answered from the store without starting Spark (local[2]); 3 unchanged, 0 failed, " \
+               "1 still failing (its runs have not changed: failjob)" in lines[0]
+        assert lines[1].startswith("  not refit: failjob: DegenerateDataError") and "--force" in lines[1]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["refit"], out["unchanged"], out["still_failing"], out["spark_started"]) == ([], 3, ["failjob"], False)
+    assert list(out["failed"]) == ["failjob"] and out["snapshot"] == first.snapshot
+    assert _job_script().main(["--store", str(path), "--no-stage-models"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["path"], out["still_failing"], out["spark_started"]) == ("spark", ["failjob"], False)
+    assert started == []
+    # the local path neither: nothing fitted, nothing committed
+    again = RT.retrain_local(path, stage_models=False)
+    assert (again.refit, again.unchanged, again.still_failing) == ([], ["sort", "sqljoin", "wordcount"], ["failjob"])
+    assert again.snapshot == first.snapshot and again.exit_code == 0
+
+    # --force tries it again; so does a new run of the job, which starts Spark
+    forced = RT.retrain_local(path, stage_models=False, force=True)
+    assert "failjob" in forced.failed and forced.still_failing == []
+    assert RT.plan_path(path, stage_models=False)["still_failing"] == ["failjob"]
+    _add_failed_run(path, "failjob-2")
+    plan = RT.plan_path(path, stage_models=False)
+    assert (plan["to_refit"], plan["still_failing"]) == (["failjob"], [])
+    assert main(argv) == 2 and "Spark did not start" in capsys.readouterr().err
+    assert len(started) == 1
+
+
+def test_a_store_whose_jobs_all_fail_exits_1_each_time_the_same(tmp_path, monkeypatch, capsys):
+    """Not trying a failed fit again must not turn the retrain's exit status into a success: the
+    status follows the registry's state (1 while no job has a model), tried again or not."""
+    import types
+
+    from sparkpredict.cli import main
+
+    path = tmp_path / "only-failing"
+    runs = make_history(1, runs_per_job=2, seed=5)  # 2 runs: too few for a whole-job model
+    write_history(path, runs, batches=1)
+    started: list = []
+    fake = types.ModuleType("pyspark.sql")
+    fake.SparkSession = types.SimpleNamespace(builder=_FakeBuilder(started))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pyspark.sql", fake)
+    first = RT.retrain_local(path)
+    assert first.failed and first.exit_code == 1
+    for argv in (["--local"], ["--spark"], ["--spark", "--json"]):
+        assert main(["retrain", "--store", str(path), *argv]) == 1, argv
+        assert started == [], argv  # --spark: no Spark for a fit that would fail again
+        out = capsys.readouterr().out
+        assert "1 still failing" in out or json.loads(out)["still_failing"] == [runs.job.iloc[0]]
+    assert _job_script().main(["--store", str(path)]) == 1
+    assert json.loads(capsys.readouterr().out)["still_failing"] == [runs.job.iloc[0]]
+    assert started == []
+
+
+def test_the_spark_workers_judge_a_failed_fit_as_the_local_path_does(current_store):
+    """The executors' judge is the local one: a job whose fit failed on its runs comes back
+    'still_failing' (it was fitted, and failed, at every retrain); a new run makes it fail anew,
+    with the fingerprint the driver records."""
+    from sparkpredict import retrain_spark as RS
+
+    path, _started = current_store
+    _add_failed_run(path)
+    RT.retrain_local(path, stage_models=False)
+    prev, failures = R.read_registry_state(path)
+    udf = RS._make_udf(0, "auto", False, RT._prev_state(prev, failures), False)
+    runs = store.open(path).runs()
+    out = udf(runs[runs.job == "failjob"])
+    assert list(out.columns) == RS._UDF_COLUMNS
+    assert out[["job", "kind", "status"]].values.tolist() == [["failjob", "runtime", "still_failing"]]
+    assert udf(runs[runs.job == "sort"])["status"].tolist() == ["unchanged"]
+    forced = RS._make_udf(0, "auto", True, RT._prev_state(prev, failures), False)(runs[runs.job == "failjob"])
+    assert forced["status"].tolist() == ["failed"]
+    _add_failed_run(path, "failjob-2")
+    runs = store.open(path).runs()
+    mine = runs[runs.job == "failjob"]
+    out = udf(mine)
+    assert out["status"].tolist() == ["failed"]
+    assert (out["trained_on"].iloc[0], out["trained_on_rows"].iloc[0]) == (R.runs_fingerprint(mine), 2)

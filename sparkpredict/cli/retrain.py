@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..retrain import RetrainResult
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -53,9 +57,12 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{len(stale)} of {out['jobs']} job(s) would be refit on the {path} path, "
                   f"{len(out['stage_jobs'])} of them with stage models (Spark from "
                   f"{RT.crossover_jobs(args.kind)} jobs, or {RT.crossover_stage_jobs(args.kind)} "
-                  "with stage models)")
+                  "with stage models)" + ("; nothing to refit: Spark would not start" if path == "spark"
+                                          and not stale else ""))
             for job in stale:
                 print(f"  {job}")
+            if out["still_failing"]:
+                print(f"{_still_failing(out['still_failing'])}: tried again when they change, or with --force")
         return 0
     with printed_here("sparkpredict.retrain", args.verbose):  # each failure: "not refit" below
         res = RT.retrain(args.store, use_spark=use_spark, master=args.master, force=args.force,
@@ -64,16 +71,37 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps({
             "retrain_id": res.retrain_id, "path": res.fit_path, "master": res.master, "jobs": res.n_jobs,
             "refit": res.refit, "stage_refit": res.stage_refit, "stage_skipped": res.stage_skipped,
-            "unchanged": len(res.unchanged), "failed": res.failed,
+            "unchanged": len(res.unchanged), "failed": res.failed, "still_failing": res.still_failing,
+            "spark_started": res.spark_started,
             "snapshot": res.snapshot, "seconds": round(res.seconds, 3)}, indent=2))
     else:
-        where = res.fit_path + (f" ({res.master})" if res.master else "")
-        print(f"refit {len(res.refit)} of {res.n_jobs} job(s) on the {where} path in {res.seconds:.1f} s; "
-              f"{len(res.unchanged)} unchanged, {len(res.failed)} failed")
+        print(summary(res))
         if res.stage_refit or res.stage_skipped:
             print(f"stage models: {len(res.stage_refit)} refit, {len(res.stage_skipped)} job(s) without stage rows")
+        again = set(res.still_failing)
         for job, why in sorted(res.failed.items()):
-            print(f"  not refit: {job}: {why}")
+            print(f"  not refit: {job}: {why}" + (" (not tried again until its runs change, or with --force)"
+                                                  if job in again else ""))
         if res.snapshot:
             print(f"registry: {res.snapshot}")
     return res.exit_code
+
+
+def summary(res: RetrainResult) -> str:
+    """The first line of a retrain's report: what was refit, where, and what was not."""
+    if res.fit_path == "spark" and not res.spark_started:
+        head = (f"refit 0 of {res.n_jobs} job(s) in {res.seconds:.1f} s: nothing to refit, answered from "
+                f"the store without starting Spark" + (f" ({res.master})" if res.master else ""))
+    else:
+        where = res.fit_path + (f" ({res.master})" if res.master else "")
+        head = f"refit {len(res.refit)} of {res.n_jobs} job(s) on the {where} path in {res.seconds:.1f} s"
+    tail = f"; {len(res.unchanged)} unchanged, {len(res.failed) - len(res.still_failing)} failed"
+    if res.still_failing:
+        tail += f", {_still_failing(res.still_failing)}"
+    return head + tail
+
+
+def _still_failing(labels: list[str], most: int = 5) -> str:
+    """"2 still failing (their runs have not changed: a, b)", naming the first ``most``."""
+    names = ", ".join(labels[:most]) + (f", ... ({len(labels) - most} more)" if len(labels) > most else "")
+    return f"{len(labels)} still failing ({'its' if len(labels) == 1 else 'their'} runs have not changed: {names})"
