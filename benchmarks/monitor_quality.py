@@ -212,7 +212,8 @@ def unlabelled(path: str) -> list[str]:
              (f"Store: `{path}`, {res['run_id'].nunique()} runs of {res['job'].nunique()} jobs, no interference "
               "labels. Each run is measured against the median stage times of its baseline; the "
               "estimate is the estimator trained on the bundled dataset. A run's setup is its "
-              f"executor count, cores per executor and input size within {mb.SIZE_TOLERANCE:.0%}; "
+              f"executor count, cores per executor, input size within {mb.SIZE_TOLERANCE:.0%}, master "
+              f"kind and task count within {mb.TASKS_RATIO:g}x; "
               f"with fewer than {mb.MIN_SAME_SETUP} other run(s) of its setup, it falls back to all the "
               "job's other runs."), "",
              ("| baseline | runs | median baseline runs | fallbacks | mean abs measured D | measured D > 10 % "

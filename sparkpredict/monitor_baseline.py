@@ -6,9 +6,13 @@ serve; but a run on another executor count or input size differs from this one b
 well as by any interference (in tests/data/history a 1-executor sort run read +32 % against the
 job's runs on 1, 2 and 3 executors of four input sizes, +3 % against the other run of its own
 setup). So such a run is compared with the job's runs of its **setup**: the same executor
-count, the same cores per executor and an input size within :data:`SIZE_TOLERANCE`. Only where
-fewer than :data:`MIN_SAME_SETUP` ran that setup are all the job's other runs its baseline, and
-the explanation says so, with what differs.
+count, the same cores per executor, an input size within :data:`SIZE_TOLERANCE`, the same kind
+of master (:func:`master_kind`: local threads, ``local-cluster`` executor JVMs, a cluster
+manager) and a task count within :data:`TASKS_RATIO` (the same work cut alike: a wordcount of
+4 MB ran 18 tasks with a sweep's settings, 604 (56 s) with Spark's defaults, and a local[1]
+run of 3 s read -82 % against two such runs). Only where fewer than
+:data:`MIN_SAME_SETUP` ran that setup are all the job's other runs its baseline, and the
+explanation says so, with what differs.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .config import LOCAL_MASTER
 from .features.interference import with_baseline
 from .units import format_bytes, plural
 
@@ -30,6 +35,13 @@ if TYPE_CHECKING:
 #: bundled dataset). Sizes of one input recorded twice differ by bytes, the steps of a size
 #: sweep by 2x, so any tolerance from 0.1 % to 50 % splits such histories alike.
 SIZE_TOLERANCE = 0.05
+#: Task counts this close (the larger at most this many times the smaller) count as the same.
+#: Runs of one setup and settings ran the same count in every store the monitor was measured on
+#: (tests/data/history, the bundled dataset); what may move it between them is a few tasks (AQE
+#: coalescing, an input split more within :data:`SIZE_TOLERANCE`, iterations that converge
+#: sooner), while other settings move it by multiples (Spark's 200 shuffle partitions against
+#: a sweep's 4: 604 tasks against 18).
+TASKS_RATIO = 1.5
 #: Fewest other runs of the same setup a baseline is made of, else the wider one of every setup.
 #: One suffices: on the bundled dataset (one setup) a baseline of a single clean run measures
 #: clean runs at mean |D| 0.135 against 0.099 with all 7 others, an added error of about 4
@@ -50,15 +62,31 @@ class Baseline:
     #: :data:`LABELLED` (the job's runs labelled ``none``), :data:`SAME_SETUP`, or
     #: :data:`ANY_SETUP` (too few of the run's setup: every other run of the job)
     kind: str
-    #: the run's setup in words, e.g. "1 executor of 2 cores, input 8 MB ± 5%"; "" when labelled
+    #: the run's setup in words, e.g. "1 executor of 2 cores, input 8 MB ± 5%" ("" when labelled);
+    #: its master kind and task count are part of the setup too (:func:`same_setup`)
     setup: str = ""
     #: other runs of the job with the run's setup (fewer than :data:`MIN_SAME_SETUP` for ANY_SETUP)
     same_setup_runs: int = 0
 
 
+def master_kind(master: object) -> str | None:
+    """"local" (task threads in the driver), "local-cluster" (executor JVMs on this machine), or
+    the cluster manager ("yarn", "k8s", "spark" standalone, ...); None: not recorded."""
+    m = master.strip() if isinstance(master, str) else ""
+    if not m:
+        return None
+    if LOCAL_MASTER.fullmatch(m):
+        return "local"
+    if m.startswith("local-cluster"):
+        return "local-cluster"
+    return m.split(":", 1)[0]
+
+
 def setups(runs: pd.DataFrame) -> pd.DataFrame:
     """Per run_id: ``executors`` (the count asked for, a ``local[E]`` sweep's E task threads
-    too, else the count that ran), ``cores`` and ``input_bytes`` (NaN: not recorded)."""
+    too, else the count that ran), ``cores``, ``input_bytes``, ``master`` (:func:`master_kind`)
+    and ``tasks``, the tasks that succeeded in a succeeded run (NaN, None: not recorded; a
+    run that did not succeed has no whole count: NaN)."""
     import pandas as pd
 
     from .features.runs import executors_and_cores
@@ -71,19 +99,44 @@ def setups(runs: pd.DataFrame) -> pd.DataFrame:
     # store's executor_cores is the driver's N)
     _, cores = executors_and_cores(runs)
     size = col("input_bytes").where(lambda s: s > 0)
+    masters = runs["master"].map(master_kind) if "master" in runs else pd.Series(None, runs.index, dtype=object)
+    # retried and killed speculative attempts are counted in num_tasks: not the job's own work
+    tasks = col("num_tasks") - col("num_failed_tasks").fillna(0)
+    if "status" in runs:
+        tasks = tasks.where(runs["status"].eq("succeeded"))
     return pd.DataFrame({"executors": n.to_numpy(), "cores": cores.to_numpy(),
-                         "input_bytes": size.to_numpy()}, index=runs["run_id"].to_numpy())
+                         "input_bytes": size.to_numpy(), "master": masters.to_numpy(object),
+                         "tasks": tasks.to_numpy(float)}, index=runs["run_id"].to_numpy())
+
+
+_NUMERIC = ["executors", "cores", "input_bytes", "tasks"]
 
 
 def _setup(table: pd.DataFrame, run_id: str) -> dict[str, float]:
-    cols = ["executors", "cores", "input_bytes"]
+    cols = [c for c in _NUMERIC if c in table]
     return dict(zip(cols, map(float, table.loc[run_id, cols].to_numpy(float))))
 
 
-def same_setup(table: pd.DataFrame, run_id: str, candidates: Iterable[str]) -> list[str]:
-    """The ``candidates`` (not ``run_id``) whose setup in ``table`` (:func:`setups`) is ``run_id``'s.
+def _master(table: pd.DataFrame, run_id: str) -> str | None:
+    kind = table.loc[run_id, "master"] if "master" in table else None
+    return kind if isinstance(kind, str) else None
 
-    An unrecorded value counts as a value of its own: runs that both lack it differ in nothing known.
+
+def _tasks_close(counts: pd.Series, tasks: float) -> pd.Series:
+    """Whether each of ``counts`` is within :data:`TASKS_RATIO` of ``tasks``; an unknown count (a
+    run that did not finish, a store without the column) is not told apart by it."""
+    if math.isnan(tasks):
+        return counts.isna() | counts.notna()
+    return counts.isna() | (counts.clip(lower=tasks) <= TASKS_RATIO * counts.clip(upper=tasks))
+
+
+def same_setup(table: pd.DataFrame, run_id: str, candidates: Iterable[str]) -> list[str]:
+    """The ``candidates`` (not ``run_id``) whose setup in ``table`` (:func:`setups`) is ``run_id``'s:
+    executors, cores, master kind, an input size within :data:`SIZE_TOLERANCE` and a task count
+    within :data:`TASKS_RATIO`.
+
+    An unrecorded value counts as a value of its own: runs that both lack it differ in nothing
+    known. The task count is the exception: a run that did not finish has none to compare.
     """
     me = _setup(table, run_id)
     cand = table.loc[table.index.isin([c for c in candidates if c != run_id])]
@@ -93,18 +146,31 @@ def same_setup(table: pd.DataFrame, run_id: str, candidates: Iterable[str]) -> l
 
     size = me["input_bytes"]
     close = same("input_bytes") | ((cand["input_bytes"] - size).abs() <= SIZE_TOLERANCE * size)
-    return cand.index[same("executors") & same("cores") & close].tolist()
+    ok = same("executors") & same("cores") & close
+    if "master" in table:
+        mine = _master(table, run_id)
+        ok &= cand["master"].isna() if mine is None else cand["master"].eq(mine)
+    if "tasks" in table:
+        ok &= _tasks_close(cand["tasks"], me["tasks"])
+    return cand.index[ok].tolist()
 
 
 def describe(table: pd.DataFrame, run_id: str) -> str:
-    """A run's setup in words: "1 executor of 2 cores, input 8 MB ± 5%"."""
+    """A run's setup in words, all it takes to be the same: "1 executor of 2 cores, input 8 MB ±
+    5%, local, 34 tasks ± 1.5x"."""
     me = _setup(table, run_id)
-    n, cores, size = me["executors"], me["cores"], me["input_bytes"]
+    n, cores, size, tasks = me["executors"], me["cores"], me["input_bytes"], me["tasks"]
     text = "executor count unknown" if math.isnan(n) else plural(int(n), "executor")
     if not math.isnan(cores):
         text += f" of {plural(int(cores), 'core')}"
-    return text + (", input size unknown" if math.isnan(size)
-                   else f", input {format_bytes(size)} ± {SIZE_TOLERANCE:.0%}")
+    text += (", input size unknown" if math.isnan(size)
+             else f", input {format_bytes(size)} ± {SIZE_TOLERANCE:.0%}")
+    master = _master(table, run_id)
+    if master:
+        text += f", {master}"
+    if not math.isnan(tasks):
+        text += f", {plural(int(tasks), 'task')} ± {TASKS_RATIO:g}x"
+    return text
 
 
 def choose(table: pd.DataFrame, run_id: str, clean: Iterable[str]) -> Baseline:
@@ -143,7 +209,8 @@ def stages_against(feats: pd.DataFrame, baselines: dict[str, Baseline]) -> pd.Da
 
 def other_setups(runs: pd.DataFrame, run_id: str, clean: Iterable[str]) -> str:
     """What differs between the run and ``clean``, the runs of its baseline (executor counts,
-    cores, input sizes beyond :data:`SIZE_TOLERANCE`), in words; "" when they ran as it did."""
+    cores, masters, input sizes beyond :data:`SIZE_TOLERANCE`, task counts beyond
+    :data:`TASKS_RATIO`), in words; "" when they ran as it did."""
     table = setups(runs)
     if run_id not in table.index:
         return ""
@@ -154,9 +221,20 @@ def other_setups(runs: pd.DataFrame, run_id: str, clean: Iterable[str]) -> str:
             other = sorted({int(x) for x in base[col].dropna()} - {int(me[col])})
             if other:
                 parts.append(f"other {what} ({', '.join(map(str, other[:6]))}; this run: {int(me[col])})")
+    mine = _master(table, run_id)
+    if mine is not None:
+        masters = sorted(set(base["master"].dropna()) - {mine})
+        if masters:
+            parts.append(f"other masters ({', '.join(masters[:6])}; this run: {mine})")
     size = me["input_bytes"]
     if not math.isnan(size) and ((base["input_bytes"].dropna() - size).abs() > SIZE_TOLERANCE * size).any():
         parts.append("other input sizes")
+    tasks = me["tasks"]
+    if not math.isnan(tasks):
+        counts = base["tasks"].dropna()
+        far = sorted({int(x) for x in counts[~_tasks_close(counts, tasks)]})
+        if far:
+            parts.append(f"other task counts ({', '.join(map(str, far[:6]))}; this run: {int(tasks)})")
     return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1] if parts else ""
 
 
@@ -182,4 +260,5 @@ def notes(base: Baseline, runs: pd.DataFrame, run_id: str, job: str) -> list[str
 
 
 __all__ = ["ANY_SETUP", "FIRM_BASELINE", "LABELLED", "MIN_SAME_SETUP", "SAME_SETUP", "SIZE_TOLERANCE",
-           "Baseline", "choose", "describe", "notes", "other_setups", "same_setup", "setups", "stages_against"]
+           "TASKS_RATIO", "Baseline", "choose", "describe", "master_kind", "notes", "other_setups",
+           "same_setup", "setups", "stages_against"]

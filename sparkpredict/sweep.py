@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -150,16 +149,11 @@ def _is_local(master: str) -> bool:
 
 def run_conf(plan: SweepPlan, combo: Combo, input_bytes: int, local_dir: Path) -> dict[str, str]:
     """Spark settings of one sweep run (beyond the listener's)."""
-    # Shuffle partitions follow the input (one per generated part), not the executor count,
-    # so runs at different executor counts do the same work.
-    parts = max(4, math.ceil(input_bytes / W.gen.PART_BYTES))
     conf = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": str(parts),
-        "spark.default.parallelism": str(parts),
-        # One generated part file per read task, whatever the executor count.
-        "spark.sql.files.maxPartitionBytes": str(W.gen.PART_BYTES),
+        # the workload's own settings, which its jobs/ script runs with too
+        **W.spark_settings(input_bytes),
         "spark.local.dir": str(local_dir),
         "spark.executor.memory": f"{plan.executor_memory_mb}m",
         "spark.executor.cores": str(plan.executor_cores),

@@ -430,13 +430,13 @@ def test_without_labels_a_run_is_compared_with_its_own_setup_and_bad_arguments_a
     e = m.explain_run("local-1795975858928", hist, model)
     assert e.degradation == pytest.approx(0.032, abs=0.005) and not e.violated  # was +31.7 %, VIOLATED
     assert (e.baseline, e.clean_runs) == ("same setup", 1)
-    assert e.baseline_setup == "1 executor of 1 core, input 8 MB ± 5%"
+    assert e.baseline_setup == "1 executor of 1 core, input 8 MB ± 5%, local, 34 tasks ± 1.5x"
     assert not any("other executor counts" in w for w in e.warnings), e.warnings
     assert any("comes from 1 other run of its setup only" in w for w in e.warnings), e.warnings
     assert "+3.2% against its runs of the same setup" in e.summary()
     assert main(["explain", "local-1795975858928", "--store", str(hist)]) == 0
-    assert "(median of 1 other run of the job with its setup: 1 executor of 1 core, input 8 MB ± 5%, " \
-           "per stage)" in capsys.readouterr().out
+    assert "(median of 1 other run of the job with its setup: 1 executor of 1 core, input 8 MB ± 5%, local, " \
+           "34 tasks ± 1.5x, per stage)" in capsys.readouterr().out
     # a local[3] sweep run: 3 executors of one thread each, as runs and simulate say (it read
     # "3 executors of 3 cores": the store's executor_cores is the driver's 3 threads)
     three = m.explain_run("local-1795976284734", hist, model)
@@ -589,3 +589,60 @@ def test_explain_job_header_says_in_sample_when_the_model_kept_no_out_of_fold_ra
     out = capsys.readouterr().out
     assert "the model's in-sample prediction for it" in out and "fitted without it" not in out
     assert f"  {found[0].runtime_over_model:5.2f}x  run {found[0].run_id}" in out
+
+
+def test_same_setup_means_the_same_master_kind_and_a_task_count_within_the_ratio():
+    """A 3 s local[1] wordcount read -82 % against two 55 s local-cluster runs of 604 tasks (a
+    jobs/ script on Spark's defaults), as "its runs of the same setup": executors, cores and
+    size alone matched."""
+    from sparkpredict import monitor_baseline as mb
+
+    assert [mb.master_kind(x) for x in ("local[1]", "local", "local[*]", "local-cluster[2,1,1024]", "yarn",
+                                        "k8s://https://h:6443", "spark://h:7077", None, float("nan"), "")] == \
+        ["local", "local", "local", "local-cluster", "yarn", "k8s", "spark", None, None, None]
+    ratio = mb.TASKS_RATIO
+    runs = pd.DataFrame({
+        "run_id": ["me", "twin", "cluster", "defaults", "near", "far", "failed", "nomaster"],
+        "master": ["local[1]", "local[1]", "local-cluster[1,1,1024]", "local[1]", "local[1]", "local[1]",
+                   "local[1]", None],
+        "status": ["succeeded"] * 6 + ["failed", "succeeded"],
+        "executors_requested": [1] * 8, "executor_cores": [1] * 8, "input_bytes": [4e6] * 8,
+        # near: retried tasks are not the job's work (18 + 3 failed)
+        "num_tasks": [18, 18, 18, 604, 21, int(18 * ratio) + 1, 5, 18],
+        "num_failed_tasks": [0, 0, 0, 0, 3, 0, 1, 0]})
+    table = mb.setups(runs)
+    # a failed run has no whole task count: it is not told apart by it (its stages are compared)
+    assert sorted(mb.same_setup(table, "me", runs["run_id"])) == ["failed", "near", "twin"]
+    assert sorted(mb.same_setup(table, "failed", runs["run_id"])) == ["defaults", "far", "me", "near", "twin"]
+    assert mb.same_setup(table, "nomaster", runs["run_id"]) == []  # an unrecorded master: one of its own
+    alone = mb.choose(table, "cluster", runs["run_id"])
+    assert alone.kind == "any setup" and alone.same_setup_runs == 0
+    assert mb.other_setups(runs, "me", ["cluster", "defaults", "far"]) == \
+        f"other masters (local-cluster; this run: local) and other task counts ({int(18 * ratio) + 1}, 604; this run: 18)"
+    # a table without these columns (an older caller's) compares as before
+    assert sorted(mb.same_setup(table.drop(columns=["master", "tasks"]), "me", runs["run_id"])) == \
+        ["cluster", "defaults", "failed", "far", "near", "nomaster", "twin"]
+
+
+def test_explain_compares_a_run_with_runs_of_its_master_and_task_count_only(tmp_path):
+    """The other 1-executor 8 MB sort run of tests/data/history, recorded on local-cluster or
+    with 604 tasks, is no longer the run's "same setup": it falls back to the 23 other runs, and says why."""
+    from pathlib import Path
+
+    import pyarrow as pa
+
+    sort = io.open(Path(__file__).parent / "data" / "history").runs().query("job == 'sort'")["run_id"].tolist()
+    me, twin = "local-1795975858928", "local-1795975907870"
+    for col, value, differs in (("master", pa.array(["local-cluster[1,1,1024]"]), "other masters (local-cluster"),
+                                ("num_tasks", pa.array([604], pa.int64()), "604; this run: 34)")):
+        st = _history_subset(tmp_path / col, sort)
+        before = m.explain_run(me, st)
+        assert (before.baseline, before.clean_runs) == ("same setup", 1)
+        row = st.read("runs", form="arrow", run_ids=[twin])
+        for c, v in ((col, value), ("updated_ms", pa.array([row["updated_ms"][0].as_py() + 1], pa.int64()))):
+            row = row.set_column(row.schema.get_field_index(c), c, v)
+        st.append({"runs": row})
+        e = m.explain_run(me, st)
+        assert (e.baseline, e.clean_runs) == ("any setup", 23), (col, e.baseline)  # every other run
+        (said,) = [w for w in e.warnings if "ran this one's setup" in w]
+        assert differs in said, said

@@ -400,3 +400,19 @@ def test_an_empty_item_in_a_list_is_refused_not_dropped(tmp_path):
              "--store", str(store), "--cache", str(tmp_path / "cache"))
     assert r.returncode == 2 and "has an empty item" in r.stderr and "fix:" in r.stderr, r.stderr[-2000:]
     assert not store.exists() and not (tmp_path / "cache").exists()
+
+
+def test_a_sweep_runs_the_workload_settings_its_jobs_script_runs(tmp_path):
+    """A 4 MB wordcount from jobs/wordcount.py ran Spark's defaults (604 tasks, 56 s) and a
+    sweep's 4 partitions (18 tasks, ~2 s), both recorded as job wordcount: one definition now."""
+    from sparkpredict import workloads as W
+
+    plan = S.plan_sweep("wordcount", "4MB,16MB", "1", master="local")
+    for combo, nbytes in zip(plan.combos, (3_999_996, 15_999_990)):
+        conf = S.run_conf(plan, combo, nbytes, tmp_path)
+        shared = W.spark_settings(nbytes)
+        assert {k: conf[k] for k in shared} == shared
+        assert W.script_settings(nbytes, set()) == {**shared, "spark.sparkpredict.inputBytes": str(nbytes)}
+    assert W.spark_settings(3_999_996) == {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4",
+                                           "spark.sql.files.maxPartitionBytes": str(1024 * 1024)}
+    assert W.spark_settings(15_999_990)["spark.sql.shuffle.partitions"] == "16"

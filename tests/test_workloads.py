@@ -162,3 +162,46 @@ def test_a_negative_seed_is_refused_before_anything_is_generated(tmp_path):
                        capture_output=True, text=True, timeout=120, check=False)
     assert r.returncode == 2 and "error: seed -1" in r.stderr and "fix:" in r.stderr, r.stderr[-2000:]
     assert "Traceback" not in r.stderr and not any(tmp_path.iterdir())
+
+
+def test_a_job_script_sets_only_what_the_submitter_did_not():
+    """The sweep's settings (W.spark_settings), and the input size, are the script's defaults:
+    a user's spark-submit --conf of any of them wins."""
+    every = W.script_settings(3_999_996, set())
+    assert every == {**W.spark_settings(3_999_996), "spark.sparkpredict.inputBytes": "3999996"}
+    mine = {"spark.sql.shuffle.partitions", "spark.sparkpredict.inputBytes", "spark.master"}
+    assert W.script_settings(3_999_996, mine) == {k: v for k, v in every.items() if k not in mine}
+
+
+@pytest.mark.spark
+def test_a_job_script_runs_the_sweep_settings_and_the_submitters_conf_wins(tmp_path):
+    """`sparkpredict submit -- jobs/wordcount.py` ran Spark's defaults (603 tasks on 1 MB against
+    a sweep's 15). And the script read spark-submit's --conf before the py4j gateway was up,
+    from an empty SparkConf, so its own values replaced the user's (submit --input-size 5MB was
+    recorded as the generated 999983 bytes; a --conf of shuffle partitions would have been too)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from sparkpredict.store import io
+
+    job = Path(__file__).resolve().parents[1] / "jobs" / "wordcount.py"
+    store = tmp_path / "store"
+    cmd = [sys.executable, "-m", "sparkpredict", "submit", "--store", str(store), "--job", "wc",
+           "--input-size", "5MB", "--", "--master", "local[2]", "--driver-memory", "512m",
+           "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=7",
+           str(job), "--size", "1MB", "--cache", str(tmp_path / "cache")]
+    r = subprocess.run(cmd, env=dict(os.environ, PYSPARK_PYTHON=sys.executable), capture_output=True,
+                       text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    (run,) = io.open(store).runs().to_dict("records")
+    props = json.loads(run["properties_json"])
+    generated = gen.data_size(W.get("wordcount").data("1MB", cache_dir=tmp_path / "cache"))
+    shared = W.spark_settings(generated)
+    assert props["spark.sql.shuffle.partitions"] == "7" != shared["spark.sql.shuffle.partitions"]  # the user's
+    assert props["spark.default.parallelism"] == shared["spark.default.parallelism"]  # the sweep's
+    assert props["spark.sql.files.maxPartitionBytes"] == shared["spark.sql.files.maxPartitionBytes"]
+    assert run["input_bytes"] == 5 * 1000**2 != generated  # submit --input-size wins over the script's
+    # 1 read task per 1 MiB part, 4 + 7 shuffle tasks... far from Spark's defaults' 603
+    assert run["status"] == "succeeded" and run["num_tasks"] < 50, run["num_tasks"]
