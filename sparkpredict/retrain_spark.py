@@ -2,7 +2,7 @@
 stale job on the executors, bring the artifacts' JSON back to the driver.
 
 Each job's runs (latest row per run) are shipped to a Python worker, which fingerprints the job,
-judges it as the local loop does (:func:`sparkpredict.retrain._judge`: stale, current, or still
+judges it as the local loop does (:func:`sparkpredict.retrain_plan._judge`: stale, current, or still
 failing on the runs its fit failed on) and, when stale, calls the same
 :func:`sparkpredict.fitting.fit_group_safe` as the local loop;
 with stage rows in the store, the runs are cogrouped with the job's committed stage and task
@@ -25,11 +25,11 @@ from .errors import InputError
 from .retrain import (
     RetrainResult,
     _commit,
-    _prev_state,
     check_kind,
     check_master,
     result_if_current,
 )
+from .retrain_plan import _prev_state
 from .store import io as store_io
 from .store import schema as S
 
@@ -200,7 +200,7 @@ def _make_udf(random_state: int, kind: str, force: bool, state: dict[tuple[str, 
 
         from sparkpredict import registry as R
         from sparkpredict.fitting import fit_group_safe
-        from sparkpredict.retrain import _judge, _not_refit
+        from sparkpredict.retrain_plan import _judge, _not_refit
 
         job = str(pdf["job"].iloc[0])
         fp = R.runs_fingerprint(pdf)

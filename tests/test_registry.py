@@ -17,6 +17,7 @@ import pytest
 from sparkpredict import registry as R
 from sparkpredict import registry_commit as RC
 from sparkpredict import retrain as RT
+from sparkpredict import retrain_plan as RP
 from sparkpredict import store
 from sparkpredict.errors import InputError, ModelError, StoreError, UnknownJobError
 
@@ -791,7 +792,7 @@ def test_a_failed_fit_is_recorded_beside_the_models_until_its_runs_change(hist, 
     assert again.snapshot == first.snapshot and len(again.unchanged) == 6
     # asked for another kind, or by another sparkpredict version: tried again
     assert "tiny" in RT.plan(path, kind="auto")[0]
-    monkeypatch.setattr(RT, "__version__", "0.0.0-older")
+    monkeypatch.setattr(RP, "__version__", "0.0.0-older")
     assert RT.plan(path, kind=KIND)[0] == ["tiny"]
     monkeypatch.undo()
 

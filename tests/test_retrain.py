@@ -10,6 +10,7 @@ import pytest
 
 from sparkpredict import registry as R
 from sparkpredict import retrain as RT
+from sparkpredict import retrain_plan as RP
 from sparkpredict import store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -413,13 +414,13 @@ def test_the_spark_workers_judge_a_failed_fit_as_the_local_path_does(current_sto
     _add_failed_run(path)
     RT.retrain_local(path, stage_models=False)
     prev, failures = R.read_registry_state(path)
-    udf = RS._make_udf(0, "auto", False, RT._prev_state(prev, failures), False)
+    udf = RS._make_udf(0, "auto", False, RP._prev_state(prev, failures), False)
     runs = store.open(path).runs()
     out = udf(runs[runs.job == "failjob"])
     assert list(out.columns) == RS._UDF_COLUMNS
     assert out[["job", "kind", "status"]].values.tolist() == [["failjob", "runtime", "still_failing"]]
     assert udf(runs[runs.job == "sort"])["status"].tolist() == ["unchanged"]
-    forced = RS._make_udf(0, "auto", True, RT._prev_state(prev, failures), False)(runs[runs.job == "failjob"])
+    forced = RS._make_udf(0, "auto", True, RP._prev_state(prev, failures), False)(runs[runs.job == "failjob"])
     assert forced["status"].tolist() == ["failed"]
     _add_failed_run(path, "failjob-2")
     runs = store.open(path).runs()
