@@ -361,6 +361,17 @@ def unmark_running(store: Any, retrain_id: str) -> None:
 _ARTIFACT_RETRAIN = re.compile(r"-v\d+-(\d{13}-retrain-[0-9a-f]+)\.json(?:\.[0-9a-f]+\.tmp)?$")
 
 
+def retrain_of(store: Any, path: str) -> tuple[str, bool] | None:
+    """(the retrain id, whether ``path`` is its running marker) for a registry file that belongs
+    to one retrain (its marker, an artifact it wrote); None for any other file."""
+    st = _open(store)
+    running = _marker(st, "")
+    if path.startswith(running) and "/" not in path[len(running):]:
+        return path[len(running):], True
+    m = _ARTIFACT_RETRAIN.search(path.rpartition("/")[2])
+    return (m.group(1), False) if m else None
+
+
 def orphans(store: Any, min_age_s: float = 600.0) -> list[str]:
     """Files of the model registry that no committed snapshot needs, last modified over
     ``min_age_s`` ago: artifacts that no snapshot references (a retrain killed or failed

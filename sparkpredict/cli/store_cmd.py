@@ -173,8 +173,9 @@ def _clean(args: argparse.Namespace) -> int:
     else:
         # the registry's first: a snapshot it cannot read stops the clean before anything is removed
         found = registry_commit.orphans(st, age_s)
-        kept = _kept(st, st.orphans(age_s) + found, age_s, args.older_than)
-        paths = st.remove_orphans(age_s) + registry_commit.remove_orphans(st, age_s, found)
+        store_found = st.orphans(age_s)
+        kept = _kept(st, store_found + found, age_s, args.older_than)
+        paths = st.remove_orphans(age_s, store_found) + registry_commit.remove_orphans(st, age_s, found)
     verb = "would remove" if args.dry_run else "removed"
     print(f"store {st.path}: {verb} {len(paths)} uncommitted file(s)")
     for p in paths:
@@ -196,15 +197,13 @@ def _kept(st: Any, taken: list[str], age_s: float, older_than: str) -> list[str]
     if age_s <= 0:
         return []
     kept = sorted(set(st.orphans(0) + RC.orphans(st, 0)) - set(taken))
-    running = RC._marker(st, "")  # markers are this folder's files
-    markers = {p[len(running):]: p for p in kept if p.startswith(running) and "/" not in p[len(running):]}
+    owners = {p: RC.retrain_of(st, p) for p in kept}
+    markers = {o[0]: p for p, o in owners.items() if o is not None and o[1]}
     by_retrain: dict[str, list[str]] = {rid: [] for rid in markers}
     young: list[str] = []
     for p in kept:
-        name = p.rpartition("/")[2]
-        m = RC._ARTIFACT_RETRAIN.search(name)
-        rid = name if markers.get(name) == p else m.group(1) if m else None
-        by_retrain.get(rid or "", young).append(p)
+        o = owners[p]
+        by_retrain.get(o[0] if o else "", young).append(p)
     lines = []
     for rid, files in by_retrain.items():
         info = st.fs.get_file_info(markers[rid])

@@ -109,9 +109,11 @@ class Store:
                     out.append(info.path)
         return sorted(out)
 
-    def remove_orphans(self, min_age_s: float = 600.0) -> list[str]:
-        """Delete :meth:`orphans`; returns the paths removed. Committed rows are never touched."""
-        removed = self.delete_files(self.orphans(min_age_s), "nothing committed was changed")
+    def remove_orphans(self, min_age_s: float = 600.0, found: list[str] | None = None) -> list[str]:
+        """Delete :meth:`orphans` (or ``found``, what it listed a moment ago); returns the paths
+        removed. Committed rows are never touched."""
+        removed = self.delete_files(self.orphans(min_age_s) if found is None else found,
+                                    "nothing committed was changed")
         if removed:
             log.info("store %s: removed %d uncommitted file(s)", self.path, len(removed))
         return removed
