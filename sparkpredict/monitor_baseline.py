@@ -126,7 +126,9 @@ def _tasks_close(counts: pd.Series, tasks: float) -> pd.Series:
     """Whether each of ``counts`` is within :data:`TASKS_RATIO` of ``tasks``; an unknown count (a
     run that did not finish, a store without the column) is not told apart by it."""
     if math.isnan(tasks):
-        return counts.isna() | counts.notna()
+        import pandas as pd
+
+        return pd.Series(True, index=counts.index)
     return counts.isna() | (counts.clip(lower=tasks) <= TASKS_RATIO * counts.clip(upper=tasks))
 
 
