@@ -71,8 +71,10 @@ def test_explain_names_cpu_under_a_cpu_bubble(spark_app, trained, tmp_path, caps
 
 
 def test_explain_names_memory_under_a_memory_bubble(spark_app, trained, tmp_path):
-    # 2 copiers of 2 x 256 MiB arrays: they take cores, and hold 1 GiB while they do
-    e = _explained_run_under(Bubble("memory", intensity=2, max_s=300), spark_app, trained, tmp_path)
+    # 4 copiers of 2 x 256 MiB arrays: they take cores, and hold 2 GiB while they do. Not 2
+    # copiers: on 2 cores their slowdown of this 1 s job ranged 0.10-0.89 (a CI run fell under
+    # the 0.2 floor); 4 measured 1.40-1.84 in three runs
+    e = _explained_run_under(Bubble("memory", intensity=3, max_s=300), spark_app, trained, tmp_path)
     assert e.culprit is not None and e.culprit["memory"] > 0.5, e.culprit
-    assert e.footprint is not None and 0.4 < e.footprint["memory_held_gib"] < 1.5, e.footprint
+    assert e.footprint is not None and 1.4 < e.footprint["memory_held_gib"] < 2.6, e.footprint
     assert e.main_cause == "memory", (e.contributions, e.culprit)
