@@ -138,13 +138,10 @@ CORRECTION_STAGES, CORRECTION_RATE = 30, 0.2
 
 def _fit_correction(X: np.ndarray, r: np.ndarray, random_state: int) -> dict:
     if CORRECTION == "gbm":
-        import sklearn
+        # numpy, not scikit-learn: its import alone took longer than a first suggest's fit
+        from .small_gbm import fit_gbm
 
-        # Our own arrays are validated already: skipping sklearn's per-tree parameter and
-        # finiteness checks saves a quarter of the fit (identical trees).
-        with sklearn.config_context(skip_parameter_validation=True, assume_finite=True):
-            return M.fit_gbm(X, r, random_state, n_estimators=CORRECTION_STAGES,
-                             learning_rate=CORRECTION_RATE)[0]
+        return fit_gbm(X, r, n_estimators=CORRECTION_STAGES, learning_rate=CORRECTION_RATE)
     if CORRECTION == "tree":
         return M.fit_tree(X, r, random_state)[0]
     deep = M.fit_tree(X, r, random_state, min_samples_leaf=1, max_depth=None)[0]
