@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import html
 import logging
+import math
 import os
+import re
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -33,7 +36,7 @@ from .report_figures import (
     fig_stages,
     pct,
 )
-from .units import format_bytes, format_duration
+from .units import format_bytes, format_duration, plural
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -59,9 +62,16 @@ class JobSection:
     #: prints it
     advice_warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    #: the runs furthest above the model, (run_id, input_bytes, executors, runtime_s, runtime /
-    #: out-of-fold prediction), at least :data:`SLOW_RUN_RATIO`
+    #: the runs furthest above the model the advice used (the plots' model, or the replay the
+    #: advice fell back on), (run_id, input_bytes, executors, runtime_s, runtime / prediction), at
+    #: least :data:`SLOW_RUN_RATIO`: the runs its high-error warning names
     slow_runs: list[tuple[str, float, float, float, float]] = field(default_factory=list)
+    #: the predictions of :attr:`slow_runs` came from fits that included the run (a replay, or a
+    #: model that kept no out-of-fold predictions), not from the fold that left it out
+    slow_runs_in_sample: bool = False
+    #: why :attr:`slow_runs` is empty (no run that far above the model, no model to compare the
+    #: runs with), as the page says it
+    slow_runs_absent: str | None = None
     #: the model the advice used: the plots' model, or, for a job too small for one, the replay of
     #: its recorded tasks that ``suggest`` answers with
     advice_model_name: str | None = None
@@ -116,13 +126,41 @@ def _advice(job: str, input_bytes: float, store_path: str, models: dict | None,
             adv.model_name, adv.model_cv_mape)
 
 
-def _slow_runs(job: str, model: Any, runs: pd.DataFrame) -> list[tuple[str, float, float, float, float]]:
+def _slow_runs(src: Any) -> tuple[list[tuple[str, float, float, float, float]], bool, str | None]:
+    """(the runs of ``src`` (a :class:`~sparkpredict.advice_source.HistorySource`) furthest above
+    its model, whether their predictions are in sample, why there are none)."""
+    from .advice import self_checked
+
+    if self_checked(src.model_name, src.n_runs):  # the advice names no run either
+        return [], True, ("none listed: the job has one run, and the replay the advice used "
+                          "reproduces that run (its self-check): there is no other run to compare it with")
+    found = src.runs_above_model(k=3, min_ratio=SLOW_RUN_RATIO)
+    # what runs_above_model ranks by: the out-of-fold ratios the model kept, else a fit of all runs
+    in_sample = not getattr(src.model, "slow_runs_", None)
+    if not found:
+        return [], in_sample, (f"none listed: no run took {SLOW_RUN_RATIO:g}x or more of the "
+                               f"{src.model_name} model's prediction for it")
+    runs = src.runs
+    cols = runs.set_index(runs["run_id"].astype(str))[["input_bytes", "executors", "runtime_s"]].astype(float)
+    rows = {rid: tuple(float(x) for x in v) for rid, v in zip(cols.index, cols.to_numpy())}
+    return [(rid, *rows[rid], ratio) for rid, ratio in found], in_sample, None
+
+
+def _set_slow_runs(sec: JobSection, source: Callable[..., Any], *args: Any) -> None:
+    """``sec``'s slowed runs, by the model of the history source ``source(*args)``."""
+    found = _attempt(sec, "slowed runs", lambda: _slow_runs(source(*args)))
+    if found is None:
+        sec.slow_runs_absent = "none listed: they could not be computed (see the note above)"
+    else:
+        sec.slow_runs, sec.slow_runs_in_sample, sec.slow_runs_absent = found
+
+
+def _advice_source(job: str, store_path: str) -> Any:
+    """The history source the advice of ``job`` just used, models not given: the store's, from
+    the advice's cache (the same model, not a second fit)."""
     from .advice_source import HistorySource
 
-    found = HistorySource(job, model, runs).runs_above_model(k=3, min_ratio=SLOW_RUN_RATIO)
-    cols = runs.set_index(runs["run_id"].astype(str))[["input_bytes", "executors", "runtime_s"]].astype(float)
-    rows = {rid: tuple(v) for rid, v in zip(cols.index, cols.to_numpy())}
-    return [(rid, *rows[rid], ratio) for rid, ratio in found]
+    return HistorySource.resolve(job, store=store_path)
 
 
 def _registry_models(st: Any, runs_raw: pd.DataFrame, runs: pd.DataFrame, jobs: list[str],
@@ -144,6 +182,7 @@ def _registry_models(st: Any, runs_raw: pd.DataFrame, runs: pd.DataFrame, jobs: 
 def build_sections(store_path: str, jobs: list[str] | None = None, models: dict | None = None,
                    confidence: float = 0.9, advice_factor: float = 2.0) -> tuple[list[JobSection], list[str]]:
     """Compute every job's figures and texts (the data of the report), without writing HTML."""
+    from .advice_source import HistorySource
     from .features.runs import feature_columns, no_runs_error, runs_table
     from .store import io as store_io
 
@@ -188,7 +227,8 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
         else:
             sec.model_name = getattr(model, "name_", type(model).__name__)
             sec.cv_mape = getattr(model, "cv_mape_", None)
-            sec.slow_runs = _attempt(sec, "slowed runs", _slow_runs, job, model, jr) or []
+            # the source the advice builds from `models`: the same runs and model
+            _set_slow_runs(sec, HistorySource, job, model, jr)
         fig = _attempt(sec, "runtime curve", fig_runtime_vs_executors, jr, model, features, confidence)
         if fig is None and model is not None:  # retry without the model: the runs alone still help
             fig = _attempt(sec, "runtime plot", fig_runtime_vs_executors, jr, None, features, confidence)
@@ -215,6 +255,9 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
         if not target > 0:
             sec.notes.append("no advice: the runs of this job recorded no input size (declare it "
                              "with spark.sparkpredict.inputBytes or `sparkpredict submit --input-size`)")
+            if model is None:
+                sec.slow_runs_absent = ("none listed: no model compares this job's runs with each "
+                                        "other (its runs recorded no input size)")
             sections.append(sec)
             continue
         # without a whole-job model the store still answers, as `suggest` does: by replaying
@@ -224,6 +267,13 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
         if adv:
             sec.advice_text, sec.advice_table_html, sec.advice_warnings, *used = adv
             sec.advice_model_name, sec.advice_cv_mape = used
+        if model is None and adv:
+            # the runs the advice's high-error warning names come from the model it used
+            _set_slow_runs(sec, _advice_source, job, store_path)
+        elif model is None:
+            sec.slow_runs_absent = ("none listed: no model compares this job's runs with each other "
+                                    "(the advice, which would replay their tasks, is unavailable: see "
+                                    "the note above)")
         sections.append(sec)
     return sections, warnings
 
@@ -239,6 +289,36 @@ font-size:13px} .warn{color:#a00} tr.chosen td{font-weight:600;background:#eef6f
 """
 
 
+_ID_SAFE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def job_anchor(job: str) -> str:
+    """The HTML id of ``job``'s section, the same in every report: ``job-NAME`` for a name of
+    ASCII letters, digits, ``-`` and ``_`` (a valid id and URL fragment as it is), else the name
+    with every other run of characters made one ``-``, plus a checksum of the whole name
+    (``job-NDS-Power-Run-1a2b3c4d``), so that names differing only there keep apart."""
+    if _ID_SAFE.fullmatch(job):
+        return f"job-{job}"
+    kept = re.sub(r"-{2,}", "-", re.sub(r"[^A-Za-z0-9_-]+", "-", job)).strip("-")
+    digest = f"{zlib.crc32(job.encode('utf-8')):08x}"
+    return f"job-{kept}-{digest}" if kept else f"job-{digest}"
+
+
+def _anchors(jobs: list[str]) -> dict[str, str]:
+    """Each job's section id, unique on the page: a name that happens to read as another's
+    checksummed id (``a-b-...`` next to ``a b``) gets a counter."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for job in jobs:
+        anchor = base = job_anchor(job)
+        n = 2
+        while anchor in taken:
+            anchor, n = f"{base}-{n}", n + 1
+        taken.add(anchor)
+        out[job] = anchor
+    return out
+
+
 def render_html(sections: list[JobSection], store_path: str, warnings: list[str]) -> str:
     """The page: a summary table, then one section per job."""
     # a single run's replay has no CV: its error is a self-check
@@ -246,10 +326,15 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
 
     e = html.escape
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    anchors = _anchors([s.job for s in sections])
+
+    def cv_cell(cv: float | None) -> str:  # cv_mape_ and Advice.model_cv_mape are fractions
+        return pct(cv, unit="fraction") if cv is not None and math.isfinite(cv) else "-"
+
     rows = "".join(
-        f"<tr><td style='text-align:left'><a href='#job-{e(s.job)}'>{e(s.job)}</a></td><td>{s.n_runs}</td>"
+        f"<tr><td style='text-align:left'><a href='#{e(anchors[s.job])}'>{e(s.job)}</a></td><td>{s.n_runs}</td>"
         f"<td style='text-align:left'>{e(name or '-')}</td>"
-        f"<td>{pct(cv) if cv is not None else '-'}{' (self-check)' if self_checked(name or '', s.n_runs) else ''}</td></tr>"
+        f"<td>{cv_cell(cv)}{' (self-check)' if self_checked(name or '', s.n_runs) else ''}</td></tr>"
         for s in sections for name, cv in [s.shown_model])
     parts = [(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>sparkpredict report</title>"
               f"<style>{_CSS}</style></head><body>"),
@@ -262,7 +347,7 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
                 "predicted_vs_actual": "Predicted against actual", "stages": "Stage breakdown"}
     for s in sections:
         shown = s.shown_model[0]
-        parts.append(f"<h2 id='job-{e(s.job)}'>{e(s.job)} <span class='meta'>{s.n_runs} runs"
+        parts.append(f"<h2 id='{e(anchors[s.job])}'>{e(s.job)} <span class='meta'>{plural(s.n_runs, 'run')}"
                      + (f", model {e(shown)}" if shown else "") + "</span></h2>")
         parts += [f"<div class='note'>{e(n)}</div>" for n in s.notes]
         parts.append("<div class='figs'>")
@@ -275,11 +360,16 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
             rows = "".join(f"<tr><td style='text-align:left'><code>{e(r)}</code></td><td>{e(format_bytes(b))}</td>"
                            f"<td>{x:g}</td><td>{e(format_duration(t))}</td><td>{q:.2f}x</td></tr>"
                            for r, b, x, t, q in s.slow_runs)
+            fit = ("made with the run among those the model knew (the model the advice used keeps "
+                   "no predictions made without it)" if s.slow_runs_in_sample else "fitted without it")
             parts.append("<h3>Runs furthest above the model</h3><div class='meta'>runtime over the model's "
-                         "prediction for the run, fitted without it; each widens the advice's intervals. "
+                         f"prediction for the run, {fit}; each widens the advice's intervals. "
                          "<code>sparkpredict explain RUN_ID</code> says what slowed it.</div><table><tr>"
                          "<th style='text-align:left'>run</th><th>input</th><th>executors</th><th>runtime</th>"
                          f"<th>over the model</th></tr>{rows}</table>")
+        elif s.slow_runs_absent:
+            parts.append(f"<h3>Runs furthest above the model</h3><div class='meta slow-runs-absent'>"
+                         f"{e(s.slow_runs_absent)}</div>")
         if s.advice_text:
             parts.append(f"<h3>Current advice</h3><pre>{e(s.advice_text)}</pre>")
             if s.advice_warnings:
@@ -335,4 +425,4 @@ def build_report(out: str | os.PathLike, store: str | os.PathLike | None = None,
     return ReportResult(out.resolve(), store_path, sections, warnings)
 
 
-__all__ = ["JobSection", "ReportResult", "build_report", "build_sections", "render_html"]
+__all__ = ["JobSection", "ReportResult", "build_report", "build_sections", "job_anchor", "render_html"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 import io
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from .errors import InputError
 from .units import format_bytes, format_duration
@@ -103,21 +103,29 @@ def fig_predicted_vs_actual(job_runs, model, features, confidence) -> str:
     ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="perfect")
     ax.set_xlabel("actual runtime (s)")
     ax.set_ylabel("predicted runtime (s)")
-    mape = float(np.mean(np.abs(p["predicted_runtime_s"] - y) / y)) * 100
+    mape = float(np.mean(np.abs(p["predicted_runtime_s"] - y) / y))
     cover = float(np.mean((y >= p["lower_s"]) & (y <= p["upper_s"]))) * 100
     cv = getattr(model, "cv_mape_", None)
-    sub = f"in-sample MAPE {mape:.1f}%, {cover:.0f}% inside interval"
+    sub = f"in-sample MAPE {pct(mape, unit='fraction')}, {cover:.0f}% inside interval"
     if cv is not None:
-        sub += f"\ncross-validated MAPE {pct(cv)}"
+        sub += f"\ncross-validated MAPE {pct(cv, unit='fraction')}"
     ax.set_title(f"predicted vs actual\n{sub}", fontsize=10)
     ax.grid(alpha=0.3)
     return _png(fig)
 
 
-def pct(v: float) -> str:
-    # cv_mape_ may be a fraction (0.05) or a percentage (5.0); both print as 5.0 %.
-    v = float(v)
-    return f"{v * 100:.1f}%" if v <= 1.5 else f"{v:.1f}%"
+def pct(v: float, *, unit: Literal["fraction", "percent"]) -> str:
+    """``v`` as a percentage with one decimal: ``pct(0.05, unit="fraction")`` and
+    ``pct(5.0, unit="percent")`` both read ``5.0%``.
+
+    The caller names the unit because the value cannot tell it: a model's error (``cv_mape_``,
+    :attr:`sparkpredict.advice.Advice.model_cv_mape`, a fraction) reaches 5.06, 506 %, for a
+    replay far off its runs."""
+    if unit == "fraction":
+        return f"{float(v) * 100:.1f}%"
+    if unit == "percent":
+        return f"{float(v):.1f}%"
+    raise ValueError(f"unit must be 'fraction' or 'percent', got {unit!r}")
 
 
 def fig_stages(stages: pd.DataFrame, run: pd.Series) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import os
 import re
 import subprocess
@@ -52,6 +53,10 @@ def test_history_report_has_every_plot_and_advice(history_report):
             assert "None" not in t and "predicted_runtime_s" not in t and re.search(r"<td>[0-9.]+s - ", t)
         else:  # too few runs for a model (the partial sort sweep): said on the page, not a failure
             assert any("no fitted model" in n for n in s.notes)
+    # every section has its slowed-runs part: the runs, or why there are none
+    assert page.count("<h3>Runs furthest above the model</h3>") == len(res.sections)
+    for s in res.sections:
+        assert s.slow_runs or (s.slow_runs_absent and html.escape(s.slow_runs_absent) in page), s.job
     # self-contained: nothing fetched from elsewhere
     assert not re.search(r"(src|href)=['\"]https?:", page)
 
@@ -122,8 +127,6 @@ def test_missing_pieces_degrade_to_notes(tmp_path):
 def test_a_job_too_small_for_a_model_still_gets_the_advice_suggest_gives(tmp_path):
     """Two recorded runs: no whole-job model, but `suggest` answers by replaying their tasks, so
     the report's advice does too; a job whose runs recorded no input size says why it has none."""
-    import html
-
     import pandas as pd
 
     from sparkpredict import suggest_executors
@@ -157,8 +160,6 @@ def test_a_job_too_small_for_a_model_still_gets_the_advice_suggest_gives(tmp_pat
 def test_report_advice_follows_confidence_and_shows_the_advice_warnings(history_report, tmp_path):
     """`report --confidence 0.5`: the advice (text, candidate header and intervals) is the one
     `suggest --confidence 0.5` gives, not the 90 % default, and its warnings are on the page."""
-    import html
-
     from sparkpredict import suggest_executors
     from sparkpredict.cli import main
     from sparkpredict.features.runs import runs_table
@@ -201,17 +202,17 @@ def test_a_feature_no_run_of_the_job_recorded_costs_no_numpy_warning(tmp_path):
 
 
 def _job_table(page: str) -> dict[str, tuple[str, str]]:
-    """The summary table: job -> (model, CV MAPE) as the page shows them."""
-    rows = re.findall(r"<a href='#job-([^']+)'>[^<]*</a></td><td>\d+</td><td style='text-align:left'>([^<]*)</td>"
+    """The summary table: job (the link's text; its target is the section's id) -> (model, CV
+    MAPE) as the page shows them."""
+    rows = re.findall(r"<a href='#job-[^']+'>([^<]*)</a></td><td>\d+</td><td style='text-align:left'>([^<]*)</td>"
                       r"<td>([^<]*)</td>", page)
-    return {job: (model, cv) for job, model, cv in rows}
+    return {html.unescape(job): (model, cv) for job, model, cv in rows}
 
 
 def test_report_and_suggest_answer_from_the_same_model(tmp_path):
     """After a retrain the report shows the registry's models, as `suggest` uses them; a run
     recorded since makes the registry's model of that job behind: both then fit the current
     runs, and the report says why, as `suggest` warns."""
-    import html
     import shutil
 
     from sparkpredict import suggest_executors
