@@ -202,6 +202,22 @@ def _column_words(column: str) -> str:
     return _WORDS.get(column, column)
 
 
+def flat_size_reason(size_range: tuple[float, float], size: float) -> str:
+    """Why a prediction far beyond the runs' sizes is about the largest size's runtime
+    (:meth:`~sparkpredict.models.hybrid.JobRuntimeModel.flat_beyond_sizes`), and what to do."""
+    lo, hi = size_range
+    binary = byte_units_of(size)
+    return (f"the runs' sizes ({format_bytes_in(lo, binary)} to {format_bytes_in(hi, binary)}) barely "
+            "changed their runtime, so the model has no size term to extrapolate: take the prediction "
+            "as a lower bound, and record a run nearer this size")
+
+
+def flat_size_warning(size_range: tuple[float, float], size: float) -> str:
+    """:func:`flat_size_reason` as a whole warning of the advice."""
+    return (f"input size {format_bytes_in(size, byte_units_of(size))} is {_ratio(size / size_range[1])}x "
+            f"the runs' largest, yet is predicted to take about as long: {flat_size_reason(size_range, size)}")
+
+
 def beyond_history(column: str, value: float, lo: float, hi: float) -> str:
     """``input size 64 MB is 2.00x the runs' largest (32.0 MB)``, or ``... is 1/4.00 of the
     runs' smallest (4.00 MB)`` for a value below the range.

@@ -39,6 +39,7 @@ from .advice import (
     Advice,
     Candidate,
     beyond_history,
+    flat_size_warning,
     format_chance,
     self_checked,
 )
@@ -56,7 +57,7 @@ from .advice_args import (
 from .advice_cache import _CACHE  # noqa: F401  (tests inspect it)
 from .advice_source import HistorySource
 from .errors import InputError
-from .units import format_amount, format_duration, format_number
+from .units import format_amount, format_duration, format_number, plural
 
 if TYPE_CHECKING:
     import numpy as np
@@ -295,6 +296,15 @@ def suggest_executors(job: str, input_bytes: float | str, *,
 
     extr = src.extrapolation(X, i)
     warnings = src.warnings(size, int(e[i]), mem, ratio[i] if ratio is not None else None)
+    most = getattr(src.model, "max_confidence", None)
+    if most is not None and confidence > (top := most()):
+        errors = round((1 + top) / (1 - top))  # top = (n - 1) / (n + 1)
+        warnings.append(f"the model's {plural(errors, 'out-of-fold error')} support intervals up to "
+                        f"{format_chance(top)} confidence, not {format_chance(confidence)}: the interval "
+                        f"given is the one at {format_chance(top)} (record more runs for a wider one)")
+    flat = getattr(src.model, "flat_beyond_sizes", None)
+    if flat is not None and bool(flat(X)[i]):
+        warnings.append(flat_size_warning(src.ranges["input_bytes"], size))
     assumed = [p for p in known if p not in given_params]
     if assumed:
         warnings.append("job parameter(s) not given, taken from the history: "

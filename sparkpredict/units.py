@@ -113,22 +113,12 @@ def parse_duration(text: str | float) -> float:
 
 
 def format_bytes(n: float) -> str:
-    """``1536`` -> ``1.5 KiB``; binary units, since that is what Spark reports, except for a
-    size that is a round number of decimal units (``30 * 10**9`` -> ``30 GB``, ``1.5e12`` ->
-    ``1.5 TB``): what a user typed (``--input-size 30GB``) is written back as they wrote it,
-    not as ``27.9 GiB``."""
-    n = float(n)
-    k = min(5, int(math.log10(abs(n)) // 3)) if abs(n) >= 1000 and math.isfinite(n) else 0
-    if k:  # the largest decimal unit, and at most two decimals in it
-        scaled = n / 1000**k
-        for digits in (0, 1, 2):
-            if abs(round(scaled, digits) * 1000**k - n) < 0.5:
-                return f"{scaled:.{digits}f} {('KB', 'MB', 'GB', 'TB', 'PB')[k - 1]}"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(n) < 1024 or unit == "PiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
+    """A size as every command writes it: decimal units (``30 GB``, ``16.0 MB``), as sizes are
+    typed (``--input-size 300GB``) and as ``store summary`` lists them, except a round number of
+    binary units (``8 MiB``, ``1.5 TiB``: what a user typed that way, or a Spark setting), which
+    decimal would blur. One rule for all, so one run's size reads the same in ``explain``,
+    ``report``, ``suggest`` and ``store summary``."""
+    return format_bytes_in(n, byte_units_of(n))
 
 
 def byte_units_of(n: float) -> bool:

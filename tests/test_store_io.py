@@ -192,10 +192,10 @@ def test_summary_lists_input_and_executors_as_the_models_read_them(tmp_path, cap
     lines = capsys.readouterr().out.splitlines()
     head, first, second, third = lines[lines.index("latest 3 runs:") + 1:]
     assert head.split() == ["run_id", "job", "status", "input", "executors", "wall", "tasks"]
-    assert first.split() == ["local-1", "wc", "succeeded", "8.0", "MiB", "3", "2.0s", "34"]
+    assert first.split() == ["local-1", "wc", "succeeded", "8", "MiB", "3", "2.0s", "34"]
     assert second.split() == ["app-2", "wc", "succeeded", "-", "4", "3.0s", "8"]
     # dynamic allocation: the mean it held, not the initial 2 or the most, 7
-    assert third.split() == ["app-3", "wc", "succeeded", "1.0", "GiB", "2.43", "4.0s", "9"]
+    assert third.split() == ["app-3", "wc", "succeeded", "1", "GiB", "2.43", "4.0s", "9"]
 
 
 def test_summary_last_must_list_at_least_one_run(tmp_path, capsys):

@@ -47,12 +47,12 @@ def test_bad_durations_name_the_fix(bad):
 
 def test_formatting():
     assert format_bytes(1536) == "1.5 KiB"
-    # a round decimal size (what a user types) reads back as typed; measured sizes stay binary
+    # a round size reads back as typed, in its units; any other in decimal ones, three digits
     assert [format_bytes(parse_bytes(t)) for t in ("30GB", "1.5TB", "64MB", "2 KB", "300GB")] == \
         ["30 GB", "1.5 TB", "64 MB", "2 KB", "300 GB"]
-    assert [format_bytes(b) for b in (2**30, 15_999_947, 1024, 1000 * 2**20, 999)] == \
-        ["1.0 GiB", "15.3 MiB", "1.0 KiB", "1000.0 MiB", "999 B"]
-    assert [format_bytes(parse_bytes(t)) for t in ("1PiB", "2PB")] == ["1.0 PiB", "2 PB"]
+    assert [format_bytes(b) for b in (2**30, 15_999_947, 1024, 1000 * 2**20, 999, 1_999_987)] == \
+        ["1 GiB", "16.0 MB", "1 KiB", "1000 MiB", "999 B", "2.00 MB"]
+    assert [format_bytes(parse_bytes(t)) for t in ("1PiB", "2PB")] == ["1 PiB", "2 PB"]
     assert format_duration(5400) == "1h30m"
     assert format_duration(42.25) == "42.2s"
     # an interval's bound far outside the history can be years: two digits, not twelve

@@ -67,7 +67,7 @@ def extrapolation_warning(models: dict, predictions: Any) -> str | None:
     size to the models too."""
     import numpy as np
 
-    from ..advice import EXTRAPOLATION_NOTED, beyond_history
+    from ..advice import EXTRAPOLATION_NOTED, beyond_history, flat_size_reason
     from ..units import plural
 
     dist = predictions["extrapolation"].to_numpy(float)
@@ -84,11 +84,15 @@ def extrapolation_warning(models: dict, predictions: Any) -> str | None:
     value = float(given) if np.isfinite(given) else float(m.defaults_[col])  # a default is the model's value
     where = beyond_history(col, value, *m.training_range_[col])
     k, rows = len(far), plural(len(predictions), "row")
+    flat = ""
+    if col == "input_bytes" and hasattr(m, "flat_beyond_sizes") and bool(m.flat_beyond_sizes(X)[0]):
+        flat = (". It is predicted to take about as long as the largest size: "
+                + flat_size_reason(m.training_range_[col], value))
     if k == 1:
         return (f"1 of {rows} extrapolates beyond the runs the models were fitted on (row {i + 1} below "
-                f"the header, job {job}: {where}); its interval widens with the distance")
+                f"the header, job {job}: {where}); its interval widens with the distance{flat}")
     return (f"{k} of {rows} extrapolate beyond the runs the models were fitted on (furthest: row {i + 1} "
-            f"below the header, job {job}: {where}); their intervals widen with the distance")
+            f"below the header, job {job}: {where}); their intervals widen with the distance{flat}")
 
 
 def _numeric(query: Any) -> Any:
@@ -166,4 +170,13 @@ def run(args: argparse.Namespace) -> int:
     warning = extrapolation_warning(models, out)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
+    short = sorted(j for j, m in models.items()
+                   if hasattr(m, "max_confidence") and args.confidence > m.max_confidence())
+    if short:
+        from ..advice import format_chance
+
+        top = min(models[j].max_confidence() for j in short)
+        print(f"warning: --confidence {format_chance(args.confidence)} is more than the runs of "
+              f"{', '.join(short)} support (at most {format_chance(top)}): their intervals are the "
+              "widest their out-of-fold errors give (record more runs for wider ones)", file=sys.stderr)
     return 0

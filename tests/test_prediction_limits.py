@@ -1,0 +1,90 @@
+"""What a prediction may not do beyond its runs, and what it must say when asked too much."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sparkpredict.cli import main
+from sparkpredict.models.hybrid import JobRuntimeModel
+from sparkpredict.models.persist import save_models
+
+MB = 10**6
+
+
+def _flat_runs(n_rep: int = 3) -> pd.DataFrame:
+    """A first small sweep: 2-8 MB at 1-2 executors, all start-up (runtime ~4 s whatever the size)."""
+    rng = np.random.default_rng(7)
+    S = np.repeat([2.0, 4.0, 8.0], 2 * n_rep) * MB
+    E = np.tile(np.repeat([1.0, 2.0], n_rep), 3)
+    # a little slower at the smaller sizes (a cold JVM's first runs): no size term fits
+    start_up = 4.0 * (1 + 0.02 * (3 - np.log2(S / MB)))
+    return pd.DataFrame({"job": "wc", "input_bytes": S, "executors": E,
+                         "runtime_s": start_up * (1 + 0.01 * rng.normal(size=len(S)))})
+
+
+@pytest.fixture(scope="module")
+def flat_model():
+    return JobRuntimeModel().fit(_flat_runs())
+
+
+def test_a_larger_input_is_never_predicted_faster(flat_model):
+    sizes = np.array([8, 8.5, 9, 16, 1000, 100_000]) * MB
+    q = {"input_bytes": sizes, "executors": np.ones(len(sizes))}
+    pred = flat_model.predict(q)
+    assert np.all(pred[1:] >= pred[0] * (1 - 1e-12)), pred
+    assert np.all(np.diff(pred) >= -1e-12), pred
+
+
+def test_the_floor_is_the_largest_sizes_prediction(flat_model):
+    F = flat_model._query({"input_bytes": np.array([4.0, 16.0, 64.0]) * MB, "executors": np.ones(3)})
+    edge = flat_model._curve(dict(F, input_bytes=np.minimum(F["input_bytes"], 8 * MB)))
+    # a curve that falls beyond the largest size is lifted to it there, untouched inside
+    out = flat_model._capped(F, 0.5 * edge)
+    np.testing.assert_allclose(out, [0.5 * edge[0], edge[1], edge[2]])
+
+
+def test_a_flat_model_says_its_far_predictions_are_lower_bounds(flat_model, tmp_path, capsys):
+    far = {"input_bytes": np.array([9.0, 100_000.0]) * MB, "executors": np.ones(2)}
+    assert flat_model.flat_beyond_sizes(far).tolist() == [False, True]  # 9 MB is not 1.5x 8 MB
+
+    from sparkpredict.advise import suggest_executors
+
+    a = suggest_executors("wc", "100GB", models={"wc": flat_model}, max_executors=2)
+    notes = [w for w in a.warnings if "no size term" in w]
+    assert len(notes) == 1 and "100 GB is 12500x the runs' largest" in notes[0], a.warnings
+    assert "(2 MB to 8 MB)" in notes[0] and "lower bound" in notes[0]
+    near = suggest_executors("wc", "8MB", models={"wc": flat_model}, max_executors=2)
+    assert not [w for w in near.warnings if "no size term" in w]
+
+    save_models({"wc": flat_model}, tmp_path / "m")
+    pd.DataFrame({"job": ["wc"], "input_bytes": [100 * 10**9], "executors": [1]}).to_csv(tmp_path / "q.csv", index=False)
+    assert main(["predict", str(tmp_path / "m"), str(tmp_path / "q.csv"), "--out", str(tmp_path / "p.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "no size term to extrapolate" in err and "lower bound" in err
+
+
+def test_a_confidence_beyond_the_runs_is_said(flat_model, tmp_path, capsys):
+    n = len(flat_model.residuals_)
+    top = flat_model.max_confidence()
+    assert top == pytest.approx((n - 1) / (n + 1))
+    q = {"input_bytes": np.array([4.0]) * MB, "executors": np.ones(1)}
+    # beyond it the interval is the widest error's: asking for more gets the same bounds
+    a, b = flat_model.predict_interval(q, top), flat_model.predict_interval(q, 0.999)
+    assert a["upper_s"][0] == pytest.approx(b["upper_s"][0])
+
+    from sparkpredict.advise import suggest_executors
+
+    adv = suggest_executors("wc", "4MB", models={"wc": flat_model}, max_executors=2, confidence=0.99)
+    said = [w for w in adv.warnings if "out-of-fold error" in w]
+    assert len(said) == 1 and f"{n} out-of-fold errors" in said[0] and "not 99%" in said[0], adv.warnings
+    ok = suggest_executors("wc", "4MB", models={"wc": flat_model}, max_executors=2, confidence=top - 0.01)
+    assert not [w for w in ok.warnings if "out-of-fold error" in w]
+
+    save_models({"wc": flat_model}, tmp_path / "m")
+    pd.DataFrame({"job": ["wc"], "input_bytes": [4 * MB], "executors": [1]}).to_csv(tmp_path / "q.csv", index=False)
+    args = ["predict", str(tmp_path / "m"), str(tmp_path / "q.csv"), "--out", str(tmp_path / "p.csv")]
+    assert main([*args, "--confidence", "0.99"]) == 0
+    assert "--confidence 99% is more than the runs of wc support" in capsys.readouterr().err
+    assert main([*args, "--confidence", f"{top - 0.01}"]) == 0
+    assert "--confidence" not in capsys.readouterr().err
