@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import DegenerateDataError, InputError
+from .units import plural
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,6 +49,20 @@ SPLIT_TITLES = {
 #: The study's models plus the combined one, as JobRuntimeModel kinds.
 STUDY_MODELS = ("amdahl", "gustafson", "ernest", "plate2d", "fully_connected", "fully_connected_c1",
                 "kernel_ridge", "gbm", "random_forest", "auto")
+#: What the tables call the combined model (kind "auto"); accepted as a kind too.
+COMBINED = "combined"
+
+
+def model_label(kind: str) -> str:
+    """The name a :class:`JobRuntimeModel` kind has in the rows and tables: ``auto`` is
+    :data:`COMBINED`, the name :func:`summary` looks for."""
+    return COMBINED if kind == "auto" else kind
+
+
+def model_kind(name: str) -> str:
+    """The :class:`JobRuntimeModel` kind of a name in ``models=`` or ``--models``: the tables'
+    :data:`COMBINED` is ``auto``."""
+    return "auto" if name == COMBINED else name
 
 
 def outer_levels(values: np.ndarray, fraction: float = 0.34) -> np.ndarray | None:
@@ -158,25 +173,28 @@ def check_kinds(kinds: Iterable[str]) -> None:
     every fold of every job."""
     from .models.hybrid import KINDS
 
-    unknown = [k for k in kinds if k not in KINDS]
+    unknown = [k for k in kinds if model_kind(k) not in KINDS]
     if unknown:
         raise InputError(f"unknown model kind(s) {', '.join(map(repr, unknown))}",
-                         f"use {', '.join(KINDS)} (auto is the combined model)")
+                         f"use {', '.join(KINDS)} (auto, or {COMBINED}, is the combined model)")
+
+
+def kind_factories(kinds: Iterable[str]) -> dict[str, Callable[[], Any]]:
+    """:func:`model_label` -> a factory of :class:`JobRuntimeModel` of that kind, for each of
+    ``kinds`` (checked; :data:`COMBINED` is ``auto``)."""
+    from .models.hybrid import JobRuntimeModel
+
+    kinds = list(kinds)
+    check_kinds(kinds)
+    return {model_label(model_kind(k)): functools.partial(JobRuntimeModel, kind=model_kind(k)) for k in kinds}
 
 
 def _factories(models: Any, include_study: bool) -> dict[str, Callable[[], Any]]:
-    from .models.hybrid import JobRuntimeModel
-
-    out: dict[str, Callable[[], Any]] = {}
-    if include_study:
-        for kind in STUDY_MODELS:
-            out["combined" if kind == "auto" else kind] = functools.partial(JobRuntimeModel, kind=kind)
+    out: dict[str, Callable[[], Any]] = kind_factories(STUDY_MODELS) if include_study else {}
     if isinstance(models, dict):
         out.update(models)
     elif models is not None:
-        check_kinds(models)
-        for kind in models:
-            out["combined" if kind == "auto" else kind] = functools.partial(JobRuntimeModel, kind=kind)
+        out.update(kind_factories(models))
     return out
 
 
@@ -190,7 +208,7 @@ def evaluate(runs: pd.DataFrame, models: Any = None, splits: tuple[str, ...] = S
         A runs table (several jobs allowed).
     models : dict or list, optional
         Extra models: ``{"name": factory}`` (``factory()`` -> object with ``fit(runs_df)`` and
-        ``predict(X)``), or a list of :class:`JobRuntimeModel` kinds.
+        ``predict(X)``), or a list of :class:`JobRuntimeModel` kinds (``combined`` is ``auto``).
     include_study : bool
         Also evaluate the study's models and the combined one (:data:`STUDY_MODELS`).
 
@@ -214,7 +232,7 @@ def evaluate(runs: pd.DataFrame, models: Any = None, splits: tuple[str, ...] = S
         ok = np.isfinite(jr["runtime_s"].to_numpy(float)) & (jr["runtime_s"].to_numpy(float) > 0)
         jr = jr[ok].sort_values(["input_bytes", "executors", "runtime_s"], kind="mergesort").reset_index(drop=True)
         if len(jr) < min_runs:
-            skipped[job] = f"{len(jr)} runs (< {min_runs})"
+            skipped[job] = f"{plural(len(jr), 'run')} (< {min_runs})"
             continue
         for split in splits:
             masks = split_masks(jr, split, random_state)
@@ -263,7 +281,7 @@ def _score(jr: pd.DataFrame, y: np.ndarray, masks: list, job: str, split: str, m
             **m, "coverage90": cov, "fit_s": fit_s, "error": None}
 
 
-def summary(ev: Evaluation, model: str = "combined") -> dict[str, dict[str, float]]:
+def summary(ev: Evaluation, model: str = COMBINED) -> dict[str, dict[str, float]]:
     """Per split: mean and worst-job MAPE, mean R² and mean coverage of ``model``."""
     out = {}
     r = ev.rows[(ev.rows["model"] == model) & ev.rows["error"].isna()]

@@ -31,7 +31,7 @@ import logging
 import os
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -39,7 +39,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from . import __version__
-from .errors import ModelError, StoreError, UnknownJobError
+from .errors import ModelError, SparkPredictError, StoreError, UnknownJobError
 from .store import io as store_io
 from .store import schema as S
 
@@ -401,7 +401,7 @@ def load_models(store: Any = None, jobs: Iterable[str] | None = None) -> dict[st
         check_artifact_version(int(row.artifact_version), row.job, st.path)
         doc = read_artifact(st, row.artifact)
         _check_model_format(doc, st.path)
-        out[row.job] = _runtime_model_from_dict(doc["model"])
+        out[row.job] = _restore(_runtime_model_from_dict, doc, row, st)
     return out
 
 
@@ -422,8 +422,21 @@ def load_stage_models(store: Any = None, jobs: Iterable[str] | None = None) -> d
     out: dict[str, StageRuntimeModel] = {}
     for row in _rows(reg):
         doc = read_artifact(st, row.artifact)
-        out[row.job] = StageRuntimeModel.from_dict(doc["model"], store=st)
+        out[row.job] = _restore(lambda d: StageRuntimeModel.from_dict(d, store=st), doc, row, st)
     return out
+
+
+def _restore(load: Callable[[dict], Any], doc: dict, row: Any, st: store_io.Store) -> Any:
+    """``load(doc["model"])``, its errors naming the artifact: a damaged one is one error with a
+    fix, as a damaged model file of `sparkpredict fit` is, not a bare KeyError from inside."""
+    where = f"model artifact {row.artifact!r} of job {row.job!r}"
+    fix = f"refit it: `sparkpredict retrain --store {st.path} --force`"
+    try:
+        return load(doc["model"])
+    except SparkPredictError as exc:  # kept of its kind: a caller may tell them apart
+        raise type(exc)(f"{where}: {exc.message}", exc.fix or fix) from exc
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise ModelError(f"{where} is corrupt: {type(exc).__name__}: {exc}", fix) from exc
 
 
 def load_artifacts(store: Any = None, kind: str | None = None) -> dict[tuple[str, str, str], dict]:

@@ -24,7 +24,8 @@ def register(subparsers: Any) -> None:
                    help="print all rows as JSON, with per split the mean and worst MAPE, mean R² and "
                         "coverage: `summary` of the combined model (empty when it is not among "
                         "--models), `summary_by_model` of every model")
-    p.add_argument("--models", help="comma-separated model kinds (default: all the study's + combined)")
+    p.add_argument("--models", help="comma-separated model kinds (default: all the study's + combined; "
+                                    "combined, or auto, is the combined model)")
     p.add_argument("--split", action="append", help="only this split (repeatable)")
     p.set_defaults(func=run)
 
@@ -34,7 +35,14 @@ def run(args: argparse.Namespace) -> int:
 
     from ..config import resolve_store
     from ..errors import InputError
-    from ..evaluate import SPLITS, check_kinds, evaluate, format_tables, summary
+    from ..evaluate import (
+        SPLITS,
+        check_kinds,
+        evaluate,
+        format_tables,
+        kind_factories,
+        summary,
+    )
     from ..features.runs import no_runs_error, read_runs_file, runs_table
 
     # A runs file may come from any store: the stage models must be told which one. Without
@@ -58,12 +66,11 @@ def run(args: argparse.Namespace) -> int:
         check_kinds(kinds)
     models: Any = kinds
     if args.stage_models:
-        from ..models.hybrid import JobRuntimeModel
         from ..models.replay import ReplayRuntimeModel
         from ..models.stages import StageRuntimeModel
 
         path = resolve_store(args.store)
-        models = {k: (lambda k=k: JobRuntimeModel(kind=k)) for k in kinds or []}
+        models = kind_factories(kinds or [])  # named as without --stage-models: auto is "combined"
         models["stage-forest"] = lambda: StageRuntimeModel(store=path)
         models["replay"] = lambda: ReplayRuntimeModel(store=path)
     ev = evaluate(runs, models=models, include_study=kinds is None, splits=splits)

@@ -1,4 +1,9 @@
-"""``sparkpredict fit RUNS --out MODEL_DIR``: fit one runtime model per job and save it (JSON)."""
+"""``sparkpredict fit RUNS --out MODEL_DIR``: fit one runtime model per job and save it (JSON).
+
+Exit status: 0 when at least one job's model is saved; a job that cannot be fitted is then one
+line of the table, its reason and its fix (the others' models are of use). 2 when no job can be
+fitted, or for a mistake in the arguments: one ``error:`` and one ``fix:`` line, nothing saved.
+"""
 from __future__ import annotations
 
 import argparse
@@ -26,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..features.runs import read_runs_file
     from ..models.persist import check_model_dir, fit_all, save_models
+    from . import printed_here
 
     if not 0 <= args.random_state <= SEED_MAX:
         raise InputError(f"--random-state {args.random_state} is outside 0..{SEED_MAX}",
@@ -33,14 +39,17 @@ def run(args: argparse.Namespace) -> int:
     check_model_dir(args.out)  # before the fits, which take a while
     runs = read_runs_file(args.runs)
     skipped: dict[str, str] = {}
-    models = fit_all(runs, random_state=args.random_state, kind=args.kind, skipped=skipped)
+    fixes: dict[str, str] = {}
+    with printed_here("sparkpredict.models.persist", args.verbose):  # each unfitted job: its table line
+        models = fit_all(runs, random_state=args.random_state, kind=args.kind, skipped=skipped, fixes=fixes)
     kept: list[str] = []
     save_models(models, args.out, skipped=skipped, kept=kept)
     width = max(len(j) for j in models)
     for job, m in models.items():
         print(f"{job:<{width}}  {m.name_:<26} runs {m.n_runs_:>5}  CV MAPE {100 * m.cv_mape_:5.1f}%")
     for job, why in skipped.items():
-        print(f"{job:<{width}}  not fitted: {why}" + ("; its earlier model is kept" if job in kept else ""))
+        fix = f"; fix: {fixes[job]}" if job in fixes else ""
+        print(f"{job:<{width}}  not fitted: {why}" + ("; its earlier model is kept" if job in kept else "") + fix)
     # refitting some jobs into a folder keeps the others; say which, so none is a surprise
     what = "other job's model" if len(kept) == 1 else "other jobs' models"
     others = f" (kept {len(kept)} {what}: {', '.join(kept)})" if kept else ""

@@ -9,9 +9,13 @@ fast path (``suggest --models``) must not.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
+from ..errors import InputError
+from .columns import column
 
 
 class RuntimeEstimator:
@@ -64,6 +68,19 @@ class RuntimeEstimator:
                     regressor_tags=RegressorTags())
 
 
+def positive_query_column(X: Mapping[str, Any], name: str, n: int | None) -> np.ndarray:
+    """Query column ``name`` (``input_bytes`` or ``executors``) as ``n`` floats, every one finite
+    and positive, else the :class:`InputError` every runtime model gives: a model would answer
+    a negative size or 0 executors with a runtime no run can have."""
+    v = column(X, name, n)
+    if v is None:
+        raise InputError(f"query lacks column {name!r}", "give input_bytes and executors for every row")
+    if not np.all(np.isfinite(v)) or np.any(v <= 0):
+        raise InputError(f"query column {name!r} has NaN, infinite, zero or negative values",
+                         "ask about positive input sizes and executor counts")
+    return v
+
+
 def _short_repr(value: Any) -> str:
     """A parameter's value on one line: a table (``tables={"runs": DataFrame}``) as its type and
     shape, not its rows."""
@@ -75,4 +92,4 @@ def _short_repr(value: Any) -> str:
     return repr(value)
 
 
-__all__ = ["RuntimeEstimator"]
+__all__ = ["RuntimeEstimator", "positive_query_column"]

@@ -34,7 +34,7 @@ from . import analytical as A
 from . import intervals
 from . import ml as M
 from .columns import REQUIRED, check_confidence, column, floats, n_rows, with_runtime
-from .estimator import RuntimeEstimator
+from .estimator import RuntimeEstimator, positive_query_column
 
 log = logging.getLogger(__name__)
 
@@ -264,13 +264,7 @@ class JobRuntimeModel(RuntimeEstimator):
         n = n_rows(X)
         F: dict[str, np.ndarray] = {}
         for c in REQUIRED:
-            v = column(X, c, n)
-            if v is None:
-                raise InputError(f"query lacks column {c!r}", "give input_bytes and executors for every row")
-            if not np.all(np.isfinite(v)) or np.any(v <= 0):
-                raise InputError(f"query column {c!r} has NaN, infinite, zero or negative values",
-                                 "ask about positive input sizes and executor counts")
-            F[c] = v
+            F[c] = positive_query_column(X, c, n)
         for c in OPTIONAL + tuple(self.extras_):
             v = column(X, c, n)
             F[c] = np.full(n, self.defaults_[c]) if v is None else np.where(np.isfinite(v), v, self.defaults_[c])

@@ -4,7 +4,7 @@ Layout of a model directory::
 
     MODEL_DIR/sparkpredict_models.json     {"format": "sparkpredict-models", "version": N,
                                             "jobs": {job: file name}, "skipped": {job: reason}}
-    MODEL_DIR/job-<slug>.json              JobRuntimeModel.to_dict() of one job
+    MODEL_DIR/job-<slug>.json              JobRuntimeModel.to_dict() of one job, + "job": its name
 
 Writes are atomic per file (temporary name + rename) and the index is written last, so a
 crash leaves the previous index (and its files) readable. Saving into a folder that holds
@@ -37,7 +37,8 @@ def fit_job(runs_of_one_job: pd.DataFrame, random_state: int = 0, kind: str = "a
 
 
 def fit_all(runs: pd.DataFrame, random_state: int = 0, kind: str = "auto",
-            skipped: dict[str, str] | None = None) -> dict[str, JobRuntimeModel]:
+            skipped: dict[str, str] | None = None,
+            fixes: dict[str, str] | None = None) -> dict[str, JobRuntimeModel]:
     """Fit every job of a runs table; jobs that cannot be fitted are logged and left out.
 
     Parameters
@@ -46,6 +47,8 @@ def fit_all(runs: pd.DataFrame, random_state: int = 0, kind: str = "auto",
         A runs table (``job`` column + features + ``runtime_s``).
     skipped : dict, optional
         Filled with ``job -> reason`` for the jobs left out.
+    fixes : dict, optional
+        Filled with ``job -> what to do about it`` for the jobs left out that have a fix.
 
     Raises
     ------
@@ -59,19 +62,21 @@ def fit_all(runs: pd.DataFrame, random_state: int = 0, kind: str = "auto",
     check_runs_frame(runs)
     out: dict[str, JobRuntimeModel] = {}
     reasons: dict[str, str] = {} if skipped is None else skipped
-    fixes: set[str | None] = set()
+    all_fixes: set[str | None] = set()
     for job in sorted(runs["job"].astype(str).unique()):
         rows = runs[runs["job"].astype(str) == job]
         try:
             out[job] = fit_job(rows, random_state, kind)
         except DegenerateDataError as exc:
             reasons[job] = exc.message
-            fixes.add(exc.fix)
+            all_fixes.add(exc.fix)
+            if fixes is not None and exc.fix:
+                fixes[job] = exc.fix
             log.warning("job %r not fitted: %s", job, exc.message)
     if not out:
         detail = "; ".join(f"{j}: {r}" for j, r in list(reasons.items())[:5])
         # the jobs' own fix when they share one (e.g. declare the input size), as retrain says it
-        fix = next(iter(fixes)) if len(fixes) == 1 else None
+        fix = next(iter(all_fixes)) if len(all_fixes) == 1 else None
         raise DegenerateDataError(f"no job could be fitted ({detail})",
                                   fix or "record more runs: several executor counts and input sizes per job")
     return out
@@ -113,7 +118,8 @@ def save_models(models: dict[str, JobRuntimeModel], out_dir: str | os.PathLike[s
     files = {}
     for job, m in sorted(models.items()):
         name = _slug(job)
-        write_text(os.path.join(d, name), json.dumps(m.to_dict(), separators=(",", ":")))
+        # the job's name inside its file: a file copied over another job's is then refused
+        write_text(os.path.join(d, name), json.dumps({**m.to_dict(), "job": job}, separators=(",", ":")))
         files[job] = name
     old_jobs, old_skipped, old_files = before
     others = sorted(j for j in old_jobs if j not in files)
@@ -207,12 +213,13 @@ def load_models(model_dir: str | os.PathLike[str], jobs: list[str] | None = None
     if unknown:
         raise UnknownJobError(unknown_job_message(unknown, files, index.get("skipped", {})),
                               "fit the job first (`sparkpredict fit RUNS --out DIR`) or check the job name")
-    return {job: _load_job(os.path.join(str(model_dir), files[job])) for job in want}
+    return {job: _load_job(os.path.join(str(model_dir), files[job]), job) for job in want}
 
 
-def _load_job(path: str) -> JobRuntimeModel:
-    """One job's saved model; a missing, truncated or foreign file is a :class:`ModelError`
-    naming it (the index lists it, so the folder was damaged after `fit` wrote it)."""
+def _load_job(path: str, job: str) -> JobRuntimeModel:
+    """``job``'s saved model; a missing, truncated or foreign file, or one that holds another
+    job's model, is a :class:`ModelError` naming it (the index lists it, so the folder was
+    damaged after `fit` wrote it). Files written before the job was recorded in them load."""
     fix = "refit the models: `sparkpredict fit RUNS --out DIR`"
     try:
         with open(path) as f:
@@ -225,6 +232,9 @@ def _load_job(path: str) -> JobRuntimeModel:
         raise ModelError(f"model file {path!r} is corrupt: {exc}", fix) from exc
     if not isinstance(d, dict):
         raise ModelError(f"model file {path!r} is not a sparkpredict job model", fix)
+    if "job" in d and d["job"] != job:  # copied or renamed over this job's file
+        raise ModelError(f"model file {path!r} holds the model of job {d['job']!r}, not of {job!r} "
+                         "as the model index says", fix)
     try:
         return JobRuntimeModel.from_dict(d)
     except ModelError as exc:  # wrong format or version: say which file

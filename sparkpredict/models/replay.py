@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError, UnknownJobError
-from .columns import check_confidence
-from .estimator import RuntimeEstimator
+from .columns import REQUIRED, check_confidence
+from .estimator import RuntimeEstimator, positive_query_column
 from .simulate import Timeline, replay, simulate_timeline
 from .stage_data import load_tables, optional_float, query_frame
 
@@ -35,6 +35,17 @@ def head_trends(runs: pd.DataFrame, head_ms: dict, executors: pd.Series) -> dict
         if ok.sum() >= 2 and np.ptp(e[ok]) > 0:
             out[job] = float(np.polyfit(e[ok], h[ok], 1)[0])
     return out
+
+
+def checked_query(X) -> pd.DataFrame:
+    """Query rows as a DataFrame, refused as the whole-job model refuses them when a size or
+    executor count is not positive (a row without an ``input_bytes`` column is asked at the
+    recorded run's size)."""
+    X = query_frame(X)
+    for c in REQUIRED:
+        if c in X:
+            positive_query_column(X, c, len(X))
+    return X
 
 
 class ReplayRuntimeModel(RuntimeEstimator):
@@ -177,7 +188,7 @@ class ReplayRuntimeModel(RuntimeEstimator):
         if not hasattr(self, "runs_"):
             from ..errors import NotFittedError
             raise NotFittedError("the replay model is not fitted", "call fit(runs_df) first")
-        X = query_frame(X)
+        X = checked_query(X)
         return np.array([self._predict_one(q.get("job"), float(q.get("input_bytes", np.nan)),
                                            float(q["executors"]), optional_float(q.get("executor_cores")))
                          for _, q in X.iterrows()])

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DegenerateDataError
+from ..units import plural
 from . import analytical as A
 from . import ml as M
 
@@ -449,8 +450,8 @@ def _unfittable_fold(F: dict[str, np.ndarray], random_state: int) -> bool:
 def _not_cross_validated(F: dict[str, np.ndarray], y: np.ndarray) -> DegenerateDataError:
     """Why no equation got a cross-validation score, and what runs to record."""
     n, E = len(y), F["executors"]
-    shape = (f"{n} runs ({len(np.unique(F['input_bytes']))} input sizes, "
-             f"{len(np.unique(E))} executor counts)")
+    shape = (f"{plural(n, 'run')} ({plural(len(np.unique(F['input_bytes'])), 'input size')}, "
+             f"{plural(len(np.unique(E)), 'executor count')})")
     if len(np.unique(E)) < 2:
         return DegenerateDataError(f"no runtime equation can be fitted to these {shape}",
                                    "record runs with at least two executor counts (and several "

@@ -26,17 +26,22 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import DegenerateDataError, InputError, NotFittedError, UnknownJobError
+from ..errors import (
+    DegenerateDataError,
+    InputError,
+    ModelError,
+    NotFittedError,
+    UnknownJobError,
+)
 from ..features import stages as F
 from . import simulate as sim
 from .columns import check_confidence
 from .estimator import RuntimeEstimator
-from .replay import ReplayRuntimeModel, head_trends
+from .replay import ReplayRuntimeModel, checked_query, head_trends
 from .stage_data import (
     json_float,
     load_tables,
     optional_float,
-    query_frame,
     sorted_rows,
 )
 from .stage_forest import importances, quiet_forest
@@ -181,20 +186,28 @@ class StageRuntimeModel(RuntimeEstimator):
         if d.get("format") != STAGE_FORMAT or d.get("version") != STAGE_FORMAT_VERSION:
             raise InputError(f"not a stage model of format v{STAGE_FORMAT_VERSION} (got {d.get('format')!r} "
                              f"v{d.get('version')!r})", "refit it with `sparkpredict retrain --force`")
-        self = cls(store=store, tables=tables, **d["params"])
+        try:  # the document first: a damaged one is refused before the store is read
+            self = cls(store=store, tables=tables, **d["params"])
+            run_ids, n_runs = [str(r) for r in d["run_ids"]], int(d["n_runs"])
+            shared = forest_from_dict(d["shared"])
+            forests = {sig: forest_from_dict(f) for sig, f in d["forests"].items()}
+            cv_mape = float("nan") if d["cv_mape"] is None else float(d["cv_mape"])
+            oob_abs_rel = np.asarray(d["oob_abs_rel"], dtype=float)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            # the right format with fields missing or mangled, as a damaged whole-job model file
+            raise ModelError(f"stage model is corrupt: {type(exc).__name__}: {exc}",
+                             "refit it with `sparkpredict retrain --force`") from exc
         try:
-            self._prepare(list(d["run_ids"]))
+            self._prepare(run_ids)
             held = self.n_runs_
         except DegenerateDataError:
             held = 0
-        if held != d["n_runs"]:
+        if held != n_runs:
             raise DegenerateDataError(
-                f"the store holds {held} of the {d['n_runs']} runs this stage model was fitted on",
+                f"the store holds {held} of the {n_runs} runs this stage model was fitted on",
                 "refit it with `sparkpredict retrain --force`")
-        self.shared_ = forest_from_dict(d["shared"])
-        self.forests_ = {sig: forest_from_dict(f) for sig, f in d["forests"].items()}
-        self.cv_mape_ = float("nan") if d["cv_mape"] is None else float(d["cv_mape"])
-        self._oob_abs_rel = np.asarray(d["oob_abs_rel"], dtype=float)
+        self.shared_, self.forests_ = shared, forests
+        self.cv_mape_, self._oob_abs_rel = cv_mape, oob_abs_rel
         return self
 
     def _params(self) -> dict:
@@ -294,7 +307,7 @@ class StageRuntimeModel(RuntimeEstimator):
         import pandas as pd
 
         self._check()
-        X = query_frame(X)
+        X = checked_query(X)
         plans = [self.stage_plan(q.get("job"), float(q.get("input_bytes", np.nan)), int(q["executors"]),
                                  optional_float(q.get("executor_cores")), optional_float(q.get("executor_memory_mb")),
                                  config={k: q[k] for k in QUERY_CONFIG if optional_float(q.get(k)) is not None})
