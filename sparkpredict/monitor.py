@@ -5,8 +5,9 @@ application):
 
 * **Target.** Per stage and per run, the degradation ``D = actual / expected - 1``. ``expected``
   is the median duration of the same stage (same signature) in clean runs of the same job:
-  runs labelled ``spark.sparkpredict.interference=none``, or, without labels, the job's other runs
-  of the same setup (executors, cores, input size; :mod:`sparkpredict.monitor_baseline`).
+  runs labelled ``spark.sparkpredict.interference=none``, or, without labels (a blank label is
+  none) or without another run labelled ``none``, the job's other runs of the same setup not
+  labelled as interfered with (executors, cores, input size; :mod:`sparkpredict.monitor_baseline`).
   A run's actual and expected times are sums over its stages, so ``D_run`` is the
   expected-time-weighted mean of the stages' ``D``.
 * **Features** per stage (in :mod:`sparkpredict.features.interference`; :data:`FEATURE_GROUPS`

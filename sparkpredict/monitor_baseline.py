@@ -67,6 +67,10 @@ class Baseline:
     setup: str = ""
     #: other runs of the job with the run's setup (fewer than :data:`MIN_SAME_SETUP` for ANY_SETUP)
     same_setup_runs: int = 0
+    #: the job's runs with an interference label, when no other run of it is labelled ``none``
+    #: and the run was compared, as in a job without labels, with its runs not labelled as
+    #: interfered with (:func:`sparkpredict.monitor_training.labelled_stages`); 0 otherwise
+    labelled_runs: int = 0
 
 
 def master_kind(master: object) -> str | None:
@@ -192,8 +196,6 @@ def stages_against(feats: pd.DataFrame, baselines: dict[str, Baseline]) -> pd.Da
     leaves each run out of its own baseline, so the runs of one setup, each the others' baseline,
     are compared in one pass (a run per call would take a pass per run).
     """
-    import pandas as pd
-
     groups: dict[frozenset[str], list[str]] = {}
     for rid, b in baselines.items():
         groups.setdefault(b.run_ids | {rid} if b.run_ids else frozenset({rid}), []).append(rid)
@@ -206,7 +208,21 @@ def stages_against(feats: pd.DataFrame, baselines: dict[str, Baseline]) -> pd.Da
         parts.append(out[out["run_id"].isin(rids)])
     if not parts:
         return with_baseline(feats, [])
-    return pd.concat(parts, ignore_index=True)
+    return concat(parts)
+
+
+def concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Parts of :func:`with_baseline` in one frame. A run without a baseline has its baseline
+    columns as all-NaN objects (from an empty frame); as floats, so that they join the others'
+    floats without pandas's FutureWarning about all-NA entries, which reached explain's users."""
+    import pandas as pd
+
+    def floats(part: pd.DataFrame) -> pd.DataFrame:
+        empty = [c for c in part.columns if (c.startswith("base_") or c in ("expected_ms", "degradation"))
+                 and part[c].dtype == object and part[c].isna().all()]
+        return part.astype(dict.fromkeys(empty, float)) if empty else part
+
+    return pd.concat([floats(p) for p in parts], ignore_index=True)
 
 
 def other_setups(runs: pd.DataFrame, run_id: str, clean: Iterable[str]) -> str:
@@ -241,7 +257,20 @@ def other_setups(runs: pd.DataFrame, run_id: str, clean: Iterable[str]) -> str:
 
 
 def notes(base: Baseline, runs: pd.DataFrame, run_id: str, job: str) -> list[str]:
-    """What an explanation warns about its baseline: a wider one of other setups, a thin one."""
+    """What an explanation warns about its baseline: labels set aside for want of clean runs,
+    a wider one of other setups, a thin one."""
+    said = []
+    if base.labelled_runs:
+        n = base.labelled_runs
+        said.append(f"{plural(n, 'run')} of job {job!r} {'is' if n == 1 else 'are'} labelled "
+                    "spark.sparkpredict.interference, but no other run is labelled none: it is "
+                    "compared with the job's runs not labelled as interfered with, as in a job "
+                    "without labels. Label undisturbed runs (--conf spark.sparkpredict.interference=none) "
+                    "for a baseline of runs known to be clean")
+    return said + _setup_notes(base, runs, run_id, job)
+
+
+def _setup_notes(base: Baseline, runs: pd.DataFrame, run_id: str, job: str) -> list[str]:
     others = base.run_ids
     mixed = other_setups(runs, run_id, others) if base.kind != SAME_SETUP else ""
     if base.kind == ANY_SETUP and others:
@@ -262,5 +291,5 @@ def notes(base: Baseline, runs: pd.DataFrame, run_id: str, job: str) -> list[str
 
 
 __all__ = ["ANY_SETUP", "FIRM_BASELINE", "LABELLED", "MIN_SAME_SETUP", "SAME_SETUP", "SIZE_TOLERANCE",
-           "TASKS_RATIO", "Baseline", "choose", "describe", "master_kind", "notes", "other_setups",
+           "TASKS_RATIO", "Baseline", "choose", "concat", "describe", "master_kind", "notes", "other_setups",
            "same_setup", "setups", "stages_against"]

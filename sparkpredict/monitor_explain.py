@@ -20,7 +20,7 @@ from .errors import DegenerateDataError, InputError, UnknownJobError
 from .features.interference import host_footprint
 from .models.degradation import DegradationModel, run_degradation, run_estimate, shapley
 from .monitor_training import _stages_and_baselines, default_model
-from .units import format_duration
+from .units import format_duration, plural
 
 _RECORD_FIRST = "record runs first (sparkpredict submit, demo or ingest), then explain them"
 
@@ -64,6 +64,12 @@ class StageImpact:
     actual_ms: float
     expected_ms: float | None
     degradation: float | None
+    #: the model's estimate for the stage: the run's physical prior, summed over the whole run's
+    #: tasks (:meth:`DegradationModel._prior`: stages submitted together share the slots, so a
+    #: stage's own change is noisy), plus the stage's share of the boosted correction. Where the
+    #: correction's weight is 0 (``DegradationModel.correction_``, as the bundled dataset's
+    #: cross-validation chose), it is the run's ``Explanation.estimated_degradation`` on every
+    #: stage: only ``degradation``, measured, tells the stages apart there
     estimated_degradation: float
 
 
@@ -103,7 +109,8 @@ class Explanation:
     #: no slowdown (under :data:`CAUSE_MIN_SLOWDOWN`): none is named
     cause_withheld: bool = False
     #: how its ``clean_runs`` were chosen: "labelled" (labelled ``none``), "same setup" (a job
-    #: without labels: its runs of this run's setup) or "any setup" (too few of those: all its runs)
+    #: without labels, or a labelled one with no other run labelled ``none``: its runs of this
+    #: run's setup not labelled as interfered with) or "any setup" (too few of those: all such runs)
     baseline: str = MB.LABELLED
     #: this run's setup, which the "same setup" runs share ("" when labelled)
     baseline_setup: str = ""
@@ -135,6 +142,32 @@ class Explanation:
         return d
 
 
+def _check_threshold(threshold: object, name: str = "threshold") -> None:
+    """The QoS threshold's one rule, for :func:`explain_run`, :func:`slowest_runs` and ``explain
+    --threshold`` (``name``: as the caller gave it): a fraction of the expected time strictly
+    between 0 and 1, 0.10 for "at most 10 % slower". A number of 1 or more is refused rather
+    than read as a slowdown of 100 % or more: it is most often a percentage (10 for 10 %)."""
+    if isinstance(threshold, (int, float)) and not isinstance(threshold, bool):
+        x = float(threshold)
+        if 0 < x < 1:
+            return
+        shown = f"{x:g}"
+        # 10 for 10 %: say what it would mean, and what was likely meant
+        meant = f" ({shown} would be {x * 100:g}% slower; for {shown}% give {x / 100:g})" if 1 <= x <= 100 else ""
+    else:
+        shown, meant = repr(threshold), ""
+    raise InputError(f"{name} {shown} is not a fraction between 0 and 1",
+                     "give the QoS threshold on the degradation as a fraction: 0.05, 0.10 or 0.20 "
+                     f"for 5%, 10% or 20% slower than expected{meant}")
+
+
+def _check_count(value: object, name: str, what: str) -> None:
+    """A count of at least 1 (``--top``, ``--stages``), named as the caller gave it."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{name} {value!r} is not a whole number of at least 1",
+                         f"give how many {what}, e.g. {name}{'=' if not name.startswith('-') else ' '}3")
+
+
 def explain_run(run_id: str, store: Store | str | Path | None = None,
                 models: DegradationModel | None = None, *, threshold: float = 0.10,
                 top_stages: int = 3) -> Explanation:
@@ -149,11 +182,16 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     models : DegradationModel, optional
         Default: :func:`default_model` (trained on labelled runs).
     threshold : float
-        QoS threshold on the degradation (0.05, 0.10 or 0.20 are usual); ``violated`` compares
-        the measured degradation, or the estimate when the job has no clean runs, against it.
+        QoS threshold on the degradation, a fraction strictly between 0 and 1 (0.05, 0.10 or
+        0.20 are usual); ``violated`` compares the measured degradation, or the estimate when
+        the job has no clean runs, against it.
+    top_stages : int
+        How many stages to list (``Explanation.stages``), at least 1.
 
     Raises
     ------
+    InputError
+        ``threshold`` or ``top_stages`` out of range.
     UnknownJobError
         The run is not in the store or has no completed stages.
     DegenerateDataError
@@ -162,12 +200,8 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     """
     from .store import io
 
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 1:
-        raise InputError(f"threshold {threshold!r} is not a fraction between 0 and 1",
-                         "give the QoS threshold as a fraction, e.g. 0.10 for 10%")
-    if isinstance(top_stages, bool) or not isinstance(top_stages, int) or top_stages < 1:
-        raise InputError(f"top_stages {top_stages!r} is not a whole number of at least 1",
-                         "give how many stages to list, e.g. 3")
+    _check_threshold(threshold)
+    _check_count(top_stages, "top_stages", "stages to list")
     st = store if hasattr(store, "read") else io.open(store)
     runs = st.runs()  # type: ignore[union-attr]
     row = runs[runs["run_id"] == run_id]
@@ -212,13 +246,7 @@ def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame,
     if (not others or not matched.any()) and getattr(model, "dae_", None) is None:
         # The only clean run of its job would be compared with itself (a slowdown of 0 by
         # construction), and a run sharing no stage with the clean runs with nothing at all.
-        what = (f"no other clean run of job {job!r} to compare it with" if not others else
-                f"none of its {len(rows)} stages matches a stage of the {len(others)} other clean "
-                f"run(s) of job {job!r} (same call site and task count)")
-        raise DegenerateDataError(
-            f"cannot explain run {run_id!r}: {what}",
-            f"record other runs of the same application under job name {job!r} (undisturbed ones "
-            "labelled --conf spark.sparkpredict.interference=none), then explain again")
+        raise _nothing_to_compare(run_id, job, len(rows), others, runs)
     total_ms = float(rows["duration_ms"].sum())
     share = float(rows.loc[matched, "duration_ms"].sum()) / total_ms if total_ms > 0 else 1.0
     notes = []
@@ -270,6 +298,35 @@ def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame,
         too_short=too_short, cause_withheld=withheld, baseline=base.kind, baseline_setup=base.setup)
 
 
+def _nothing_to_compare(run_id: str, job: str, n_stages: int, others: set[str],
+                        runs: pd.DataFrame) -> DegenerateDataError:
+    """The error of a run that has no other clean run, or shares no stage with them, with a fix
+    that fits how it was recorded: an event log is written, so it can only be ingested again
+    under another job name, where a run to come can be submitted with a job name and a label."""
+    mine = runs.loc[runs["run_id"] == run_id]
+    ingested = "source" in mine and bool(mine["source"].eq("eventlog").any())
+    if not others:
+        what = f"no other clean run of job {job!r} to compare it with"
+        fix = (f"ingest event logs of other runs of the same application under job name {job!r} "
+               f"(`sparkpredict ingest LOG... --job {job!r}`), then explain again" if ingested else
+               f"record other runs of the same application under job name {job!r} (undisturbed ones "
+               "labelled --conf spark.sparkpredict.interference=none), then explain again")
+        return DegenerateDataError(f"cannot explain run {run_id!r}: {what}", fix)
+    # Not one stage in common: the job's runs are other applications that share its name
+    # (event logs of unrelated `spark-shell` sessions are all "Spark shell")
+    what = (f"none of its {plural(n_stages, 'stage')} matches a stage of the {plural(len(others), 'other run')} "
+            f"of job {job!r} it is compared with (same call site and task count): they are runs of "
+            "another application under the same job name, or of this one cut into other task counts")
+    fix = ("give each application its own job name: ingest this run's event log, with the logs of "
+           "other runs of the same application, under a name of its own (`sparkpredict ingest LOG... "
+           "--job NAME`, into a new --store: a run already stored keeps its job), then explain again"
+           if ingested else
+           "give each application its own job name (--conf spark.sparkpredict.job=NAME, or "
+           "`sparkpredict submit --job NAME`) and record other runs of this one under it, then "
+           "explain again")
+    return DegenerateDataError(f"cannot explain run {run_id!r}: {what}", fix)
+
+
 @dataclass
 class SlowRun:
     """One of a job's runs that took longer than its size and executors explain."""
@@ -304,13 +361,16 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
     (:data:`sparkpredict.models.hybrid.MIN_RUNS`), the job's model is the replay of a run's own
     tasks, whose prediction for a run is that run: ``runtime_over_model`` is None there, and
     the runs are only explained against the job's clean runs.
+
+    ``top`` is at least 1 and ``threshold`` a fraction strictly between 0 and 1, as
+    :func:`explain_run` takes it (:class:`InputError` otherwise, before the store is read).
     """
     from .advice_source import HistorySource
     from .errors import SparkPredictError
     from .store import io
 
-    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-        raise InputError(f"top must be a whole number of at least 1, got {top!r}", "give e.g. --top 5")
+    _check_count(top, "top", "runs to list")
+    _check_threshold(threshold)
     from .models.hybrid import MIN_RUNS
 
     st = store if hasattr(store, "read") else io.open(store)

@@ -17,18 +17,47 @@ from . import monitor_baseline as MB
 from .errors import DegenerateDataError
 from .features.interference import interference_labels, stage_features, with_baseline
 from .models.degradation import DegradationModel
+from .units import plural
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from .store.io import Store
 
-__all__ = ["DEFAULT_TRAINING_STORE", "cached_monitor", "default_model", "fit_monitor", "labelled_stages"]
+__all__ = ["DEFAULT_TRAINING_STORE", "MIN_CLEAN_RUNS", "MIN_INTERFERED_RUNS", "cached_monitor", "default_model",
+           "fit_monitor", "labelled_stages", "run_labels"]
 # the name it logged under before the split, so that a logging setup aimed at it still applies
 log = logging.getLogger("sparkpredict.monitor")
 
 #: Default training data: the labelled dataset shipped with the package (see its NOTES.md).
 DEFAULT_TRAINING_STORE = Path(__file__).resolve().parent / "data" / "interference" / "store"
+#: Fewest interfered runs (labelled other than ``none``) and clean runs (labelled ``none``), of
+#: jobs that have both, that the monitor is trained on: :func:`default_model` trains on a
+#: user's store from these on, and :func:`fit_monitor` refuses fewer. On 2 interfered runs the
+#: model learnt next to nothing and still named a slowdown and a cause.
+MIN_INTERFERED_RUNS = 5
+MIN_CLEAN_RUNS = 2
+
+
+def run_labels(runs: pd.DataFrame) -> pd.Series:
+    """:func:`interference_labels`, with a blank label read as none: a script that passes
+    ``--conf spark.sparkpredict.interference=$LABEL`` with LABEL unset means no label, and an
+    empty one made the job "labelled", so that only runs labelled ``none`` counted as clean."""
+    labels = interference_labels(runs)
+    return labels.map(lambda v: (v.strip() or None) if isinstance(v, str) else None).astype(object)
+
+
+def _trainable_runs(runs: pd.DataFrame) -> tuple[int, int]:
+    """(interfered, clean) runs the monitor can learn from: labelled runs of jobs that have a
+    clean one (an interfered run teaches only beside clean runs of its own job) that succeeded
+    or are incomplete, as :func:`labelled_stages` keeps them."""
+    import pandas as pd
+
+    if "status" in runs:
+        runs = runs[runs["status"].isin(["succeeded", "incomplete"]) | runs["status"].isna()]
+    labels = pd.Series(run_labels(runs).to_numpy(), index=runs["job"].to_numpy()).dropna()
+    labels = labels[labels.index.isin(set(labels[labels == "none"].index))]
+    return int((labels != "none").sum()), int((labels == "none").sum())
 
 
 # ---- from a store ------------------------------------------------------------------------
@@ -36,10 +65,13 @@ def labelled_stages(store: Store, jobs: list[str] | None = None,
                     run_ids: list[str] | None = None) -> pd.DataFrame:
     """Stage features of every run in ``store`` (or of ``jobs``), with baselines and labels.
 
-    Columns of :func:`with_baseline` plus ``job`` and ``label`` (the run's interference label).
-    Each job's clean runs are those labelled ``none``. A run of a job without labels is compared
-    with the job's runs of its setup, or with all of them where too few ran that setup
-    (:func:`sparkpredict.monitor_baseline.choose`). Only succeeded and incomplete runs serve as
+    Columns of :func:`with_baseline` plus ``job`` and ``label`` (the run's interference label,
+    :func:`run_labels`: a blank one is none). Each job's clean runs are those labelled ``none``.
+    A run of a job without labels is compared with the job's runs of its setup, or with all of
+    them where too few ran that setup (:func:`sparkpredict.monitor_baseline.choose`). So is a
+    run of a labelled job that has no other run labelled ``none``, among the job's runs not
+    labelled as interfered with: one run labelled ``cpu:1`` does not leave the job's unlabelled
+    history without a use. Only succeeded and incomplete runs serve as
     clean runs or training data; a failed or killed run is included when ``run_ids`` names it,
     so that its completed stages can be explained. With ``run_ids``, the rows are those runs'
     only (their baselines' runs are read, not compared in turn).
@@ -50,7 +82,7 @@ def labelled_stages(store: Store, jobs: list[str] | None = None,
 def _stages_and_baselines(store: Store, jobs: list[str] | None = None, run_ids: list[str] | None = None
                           ) -> tuple[pd.DataFrame, dict[str, MB.Baseline]]:
     """:func:`labelled_stages`, and the baseline each of its runs was compared with."""
-    import pandas as pd
+    from dataclasses import replace
 
     runs = store.runs()
     usable = runs["status"].isin(["succeeded", "incomplete"]) | runs["status"].isna()
@@ -63,7 +95,7 @@ def _stages_and_baselines(store: Store, jobs: list[str] | None = None, run_ids: 
     runs = runs[usable | asked]
     if jobs is not None:
         runs = runs[runs["job"].isin(jobs)]
-    labels = interference_labels(runs)
+    labels = run_labels(runs)
     ids = runs["run_id"].tolist()
     feats = stage_features(store.read("stages", run_ids=ids), store.read("tasks", run_ids=ids),
                            store.read("host_samples", run_ids=ids))
@@ -75,42 +107,85 @@ def _stages_and_baselines(store: Store, jobs: list[str] | None = None, run_ids: 
     for _, f in feats.groupby("job", sort=False):
         lab = f.drop_duplicates("run_id").set_index("run_id")["label"]
         labelled = lab.notna().any()
-        clean = lab[lab == "none"].index.tolist() if labelled else lab.index.tolist()
-        clean = [r for r in clean if r in baseline_ok]
+        ok = lab.index.isin(list(baseline_ok))
+        clean = lab.index[ok & lab.eq("none")].tolist() if labelled else lab.index[ok].tolist()
         # the runs asked about, compared with their baselines; the others' comparisons unmade
         targets = f["run_id"].unique() if run_ids is None else [r for r in f["run_id"].unique() if r in asked_ids]
-        if run_ids is not None:
-            f = f[f["run_id"].isin(run_ids) | f["run_id"].isin(clean)]
+        alone: dict[str, MB.Baseline] = {}
         if labelled:
             mine = {r: MB.Baseline(frozenset(clean) - {r}, MB.LABELLED) for r in targets}
-            done = with_baseline(f, clean)
-            parts.append(done if run_ids is None else done[done["run_id"].isin(asked_ids)])
+            # No other run labelled none: compared as in a job without labels, among the runs
+            # not labelled as interfered with
+            spare = lab.index[ok & (lab.isna() | lab.eq("none"))].tolist()
+            for r in (r for r, b in mine.items() if not b.run_ids):
+                b = MB.choose(table, r, spare)
+                if b.run_ids:
+                    alone[r] = replace(b, labelled_runs=int(lab.notna().sum()))
+            mine.update(alone)
         else:
             mine = {r: MB.choose(table, r, clean) for r in targets}
+        if run_ids is not None:
+            wanted = set(clean).union(*(b.run_ids for b in alone.values()))
+            f = f[f["run_id"].isin(run_ids) | f["run_id"].isin(wanted)]
+        if labelled:
+            done = with_baseline(f, clean)
+            if run_ids is not None:
+                done = done[done["run_id"].isin(asked_ids)]
+            parts.append(done[~done["run_id"].isin(list(alone))])
+            if alone:
+                parts.append(MB.stages_against(f, alone))
+        else:
             parts.append(MB.stages_against(f, mine))
         baselines.update(mine)
     if not parts:
         return feats.assign(expected_ms=np.nan, degradation=np.nan), baselines
-    return pd.concat(parts, ignore_index=True), baselines
+    return MB.concat(parts), baselines
 
 
 def fit_monitor(store: Store | str | Path | None = None, *, jobs: list[str] | None = None,
                 **params: Any) -> DegradationModel:
-    """Train a :class:`DegradationModel` on a store's labelled runs (default: the committed dataset)."""
+    """Train a :class:`DegradationModel` on a store's labelled runs (default: the committed dataset).
+
+    Raises :class:`DegenerateDataError` when no labelled run has a clean run of its job to
+    compare with, or fewer than :data:`MIN_INTERFERED_RUNS` interfered and :data:`MIN_CLEAN_RUNS`
+    clean runs belong to jobs that have both: the minimum :func:`default_model` trains a user's
+    store from.
+    """
     import pandas as pd
 
     from .store import io
 
     st = store if hasattr(store, "read") else io.open(store or DEFAULT_TRAINING_STORE)
-    df = labelled_stages(st, jobs)  # type: ignore[arg-type]
-    train = df[df["label"].notna()]
+    df, baselines = _stages_and_baselines(st, jobs)  # type: ignore[arg-type]
+    # only against runs labelled none: a labelled job's runs compared with its unlabelled ones
+    # for want of those (labelled_stages) would teach what an unlabelled run holds
+    against_clean = df["run_id"].map(lambda r: r in baselines and baselines[r].kind == MB.LABELLED)
+    train = df[df["label"].notna() & against_clean.astype(bool)]
+    where = getattr(st, "path", st)
     # a labelled stage teaches something only beside a clean run of its job (its baseline)
     if "degradation" not in train or not pd.to_numeric(train["degradation"], errors="coerce").notna().any():
         raise DegenerateDataError(
-            f"no labelled run in {getattr(st, 'path', st)!r} has a clean run of its job to compare with",
+            f"no labelled run in {where!r} has a clean run of its job to compare with",
             "record undisturbed runs of the same jobs labelled --conf spark.sparkpredict.interference=none, "
             "or leave the training store out to use the bundled dataset")
+    runs = st.runs()  # type: ignore[union-attr]
+    interfered, clean = _trainable_runs(runs if jobs is None else runs[runs["job"].isin(jobs)])
+    if interfered < MIN_INTERFERED_RUNS or clean < MIN_CLEAN_RUNS:
+        raise DegenerateDataError(
+            f"too few labelled runs in {where!r} to train the slowdown monitor on: "
+            f"{plural(interfered, 'interfered run')} and {plural(clean, 'clean run')} of jobs that have "
+            f"both, where it needs at least {MIN_INTERFERED_RUNS} and {MIN_CLEAN_RUNS}",
+            f"record {_more(interfered, MIN_INTERFERED_RUNS, 'interfered run')}"
+            f"{_more(clean, MIN_CLEAN_RUNS, 'clean run', ' and ')} of those jobs (labelled --conf "
+            "spark.sparkpredict.interference=KIND:N, or none for undisturbed ones; "
+            "benchmarks/make_interference_dataset.py records both), or leave the training store out "
+            "to use the bundled dataset")
     return DegradationModel(**params).fit(train)
+
+
+def _more(have: int, need: int, what: str, sep: str = "") -> str:
+    """"3 more interfered runs", or "" when there are enough."""
+    return "" if have >= need else f"{sep}{plural(need - have, 'more ' + what)}"
 
 
 _CACHE: dict[str, DegradationModel] = {}
@@ -144,20 +219,15 @@ def cached_monitor(st: Store | str | Path) -> DegradationModel:
 
 
 def default_model(store: Store | str | Path | None = None) -> DegradationModel:
-    """Trained on the user's store when it holds labelled interfered runs, else on the committed
+    """Trained on the user's store when it holds :data:`MIN_INTERFERED_RUNS` interfered and
+    :data:`MIN_CLEAN_RUNS` clean labelled runs of jobs that have both, else on the committed
     dataset (:data:`DEFAULT_TRAINING_STORE`); trained once per store version (see :func:`cached_monitor`)."""
-    import pandas as pd
-
     from .store import io
 
     if store is not None:
         st = cast("Store", store) if hasattr(store, "runs") else io.open(store)
-        runs = st.runs()
-        labels = pd.Series(interference_labels(runs).to_numpy(), index=runs["job"].to_numpy()).dropna()
-        # interfered runs teach only beside clean runs of their own job
-        has_clean = set(labels[labels == "none"].index)
-        labels = labels[labels.index.isin(has_clean)]
-        if (labels != "none").sum() >= 5 and (labels == "none").sum() >= 2:
+        interfered, clean = _trainable_runs(st.runs())
+        if interfered >= MIN_INTERFERED_RUNS and clean >= MIN_CLEAN_RUNS:
             log.info("slowdown monitor trained on the labelled runs of %s", st.path)
             return cached_monitor(st)
     if not DEFAULT_TRAINING_STORE.exists():

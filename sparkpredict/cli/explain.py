@@ -24,7 +24,8 @@ def register(subparsers: Any) -> None:
                         "(default: the store itself when it holds labelled runs, else the "
                         "bundled dataset)")
     p.add_argument("--threshold", type=float, default=0.10, metavar="F",
-                   help="QoS threshold on the degradation, as a fraction (default 0.10)")
+                   help="QoS threshold on the degradation, as a fraction between 0 and 1 "
+                        "(default 0.10: at most 10%% slower than expected)")
     p.add_argument("--stages", type=int, default=3, metavar="N", help="stages to list (default 3)")
     p.add_argument("--json", action="store_true", help="print the explanation as JSON")
     p.set_defaults(func=run)
@@ -39,12 +40,14 @@ def run(args: argparse.Namespace) -> int:
 
     from .. import monitor
     from ..errors import InputError
+    from ..monitor_explain import _check_count, _check_threshold
     from ..store import io
     from ..units import format_duration
 
-    if not 0 < args.threshold < 10:
-        raise InputError(f"--threshold {args.threshold} is not a fraction",
-                         "give e.g. 0.05, 0.10 or 0.20 (5%, 10% or 20%)")
+    # the API's rules, named as the command line gives them
+    _check_threshold(args.threshold, "--threshold")
+    _check_count(args.stages, "--stages", "stages to list")
+    _check_count(args.top, "--top", "runs to list")
     if (args.run_id is None) == (args.job is None):
         raise InputError("give a RUN_ID or --job J, not " + ("both" if args.job else "neither"),
                          "e.g. sparkpredict explain local-1700000000000, or sparkpredict explain --job nightly-etl")
@@ -52,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     models = monitor.cached_monitor(args.training_store) if args.training_store else None
     if args.job is not None:
         return _slowest(args, monitor.slowest_runs(args.job, store, top=args.top, models=models,
-                                                   threshold=args.threshold))
+                                                   threshold=args.threshold), store)
     e = monitor.explain_run(args.run_id, store, models, threshold=args.threshold, top_stages=args.stages)
     if args.json:
         print(json.dumps(e.to_dict(), indent=2, default=str))
@@ -113,22 +116,17 @@ def _baseline(e: Any) -> str:
     return f"{plural(e.clean_runs, 'other clean run')} of the job"
 
 
-def _slowest(args: argparse.Namespace, found: list[Any]) -> int:
+def _slowest(args: argparse.Namespace, found: list[Any], store: Any) -> int:
     import json
 
+    if not found:  # before --json's list: an empty one would read as "no slow run", exit 0
+        raise _unranked(args.job, store)
     if args.json:
         print(json.dumps([{"run_id": r.run_id, "runtime_over_model": r.runtime_over_model,
                            "out_of_fold": r.out_of_fold, "error": r.error,
                            "explanation": None if r.explanation is None else r.explanation.to_dict()}
                           for r in found], indent=2, default=str))
         return 0
-    if not found:
-        from ..errors import InputError
-
-        raise InputError(f"no run of job {args.job!r} can be set against its runtime model: none "
-                         "has an input size, executors and a runtime recorded",
-                         "declare the input size of its runs (spark.sparkpredict.inputBytes, or "
-                         "sparkpredict submit --input-size); explain single runs by RUN_ID meanwhile")
     from ..models.hybrid import MIN_RUNS
     from ..units import plural
 
@@ -153,3 +151,33 @@ def _slowest(args: argparse.Namespace, found: list[Any]) -> int:
               else f"  {said}")
     print("explain one run in full: sparkpredict explain RUN_ID")
     return 0
+
+
+def _unranked(job: str, store: Any) -> Exception:
+    """Why no run of ``job`` could be set against its runtime model, with a fix that can be
+    acted on: a run recorded from an event log cannot be given the input size its log did not
+    declare, so the fix there is what can still be done."""
+    from ..errors import InputError
+    from ..units import plural
+
+    runs = store.runs()
+    mine = runs[runs["job"] == job]
+    sized = int((mine["input_bytes"] > 0).sum()) if "input_bytes" in mine else 0  # NaN: none
+    message = (f"no run of job {job!r} can be set against its runtime model: none has an input "
+               "size, executors and a runtime recorded")
+    logged = "source" in mine and len(mine) > 0 and bool(mine["source"].eq("eventlog").all())
+    if logged and not sized:
+        return InputError(
+            message + f"; its {plural(len(mine), 'run')} {'was' if len(mine) == 1 else 'were'} "
+            "ingested from event logs that declared no input size (spark.sparkpredict.inputBytes), "
+            "and their stages read none from storage (data made in memory, or a source Spark does "
+            "not count)",
+            "explain its runs one at a time, each against the job's other runs (sparkpredict "
+            f"explain RUN_ID; `sparkpredict store summary --store {store.path}` lists them): that "
+            "needs no size. A written log cannot be given one; runs submitted from now on with a "
+            "declared size (sparkpredict submit --input-size SIZE) can be ranked. If the job's runs "
+            "are different applications that share an app name, ingest each one's logs under a "
+            "job name of its own (sparkpredict ingest LOG... --job NAME)")
+    return InputError(message, "declare the input size of its runs (--conf spark.sparkpredict.inputBytes=SIZE, "
+                               "or sparkpredict submit --input-size SIZE); explain single runs by "
+                               "RUN_ID meanwhile")

@@ -253,7 +253,10 @@ class DegradationModel:
 
         Summed over the run's tasks, not per stage: stages submitted together share the slots,
         and which of them gets a cold executor's first task (seconds of class loading and JIT)
-        changes from run to run; over the run those shifts cancel."""
+        changes from run to run; over the run those shifts cancel.
+
+        Clipped to ``D`` between -0.5 and 20: where ``correction_`` is 0 (the bundled dataset's
+        choice), every estimate lies in that range, and the docs say so (docs/monitor.md)."""
         if self.prior == "none" or x0 is None:
             return np.zeros(len(x))
         import pandas as pd
