@@ -212,7 +212,7 @@ def test_summary_last_must_list_at_least_one_run(tmp_path, capsys):
         assert "fix: give --last 1 or more" in cap.err
     assert main(["store", "summary", "--store", str(tmp_path / "st"), "--last", "1"]) == 0
     out = capsys.readouterr().out
-    assert "latest 1 runs:" in out and out.rstrip().splitlines()[-1].startswith("app-4")
+    assert "latest 1 run:" in out and out.rstrip().splitlines()[-1].startswith("app-4")
 
 
 def test_clean_older_than_zero_takes_every_uncommitted_file(tmp_path, capsys):

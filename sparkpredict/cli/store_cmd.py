@@ -76,7 +76,7 @@ def _summary(args: argparse.Namespace) -> int:
 
     from ..errors import InputError
     from ..features.runs import executors_and_cores
-    from ..units import format_duration
+    from ..units import format_duration, plural
 
     if args.last < 1:  # pandas' tail(-3) would list all but 3, tail(0) none
         raise InputError(f"--last {args.last}: the number of latest runs to list must be at least 1",
@@ -89,7 +89,7 @@ def _summary(args: argparse.Namespace) -> int:
     if args.json:
         _print_summary_json(path, per_job, runs, latest)
         return 0
-    print(f"store {path}: {len(runs)} runs")
+    print(f"store {path}: {plural(len(runs), 'run')}")
     if runs.empty:
         return 0
 
@@ -102,7 +102,7 @@ def _summary(args: argparse.Namespace) -> int:
     for r in per_job.itertuples():
         wall = format_duration(r.median_wall_ms / 1000) if r.median_wall_ms == r.median_wall_ms else "-"
         print(f"{r.job!s:<{jw}} {r.runs:>5} {r.succeeded:>5} {wall:>{len(median_head)}}  {when(r.last_start_ms)}")
-    print(f"\nlatest {len(latest)} runs:")
+    print(f"\nlatest {plural(len(latest), 'run')}:")
     # columns as wide as their longest value: YARN ids and app names overflow fixed widths
     rw = max(6, *(len(str(x)) for x in latest["run_id"]))
     jw = max(3, *(len(str(x)) for x in latest["job"]))
