@@ -159,13 +159,14 @@ def main() -> None:
                  f"explicit counts; {mem[2][1]:.2f} ms over a 1..1000 range)")
     lines.append(f"- goal CLI <= {GOAL_CLI_S} s from a cold start with --models: "
                  f"**{'met' if cli <= GOAL_CLI_S else 'not met'}** (median {cli:.2f} s of {args.repeats})")
-    cached = statistics.median(t_cached)
+    cached, first = statistics.median(t_cached), statistics.median(t_first)
     lines.append(f"- the same goal with `--store` (no retrain, no model folder): "
-                 f"**{'met' if cached <= GOAL_CLI_S else 'not met'}** once the fit is cached (median "
-                 f"{cached:.2f} s of {len(t_cached)}); the first call after new runs fits "
-                 f"({statistics.median(t_first):.2f} s: not met), except after runs recorded by "
-                 "`sparkpredict submit` or `sweep`, which fit the job's model as they end, so that "
-                 "call loads the fit too")
+                 f"**{'met' if max(cached, first) <= GOAL_CLI_S else 'not met'}**: the first call "
+                 f"after new runs fits the job's model (median {first:.2f} s of {len(t_first)}, max "
+                 f"{max(t_first):.2f} s; numpy and scipy only, no scikit-learn), later calls load the "
+                 f"cached fit (median {cached:.2f} s of {len(t_cached)}). Runs recorded by "
+                 "`sparkpredict submit` or `sweep` have their job's model fitted as they end, so "
+                 "even that first call loads it")
     body = "\n".join(lines)
     print(body)
     if not args.no_write:
