@@ -77,7 +77,7 @@ def test_a_confidence_beyond_the_runs_is_said(flat_model, tmp_path, capsys):
 
     adv = suggest_executors("wc", "4MB", models={"wc": flat_model}, max_executors=2, confidence=0.99)
     said = [w for w in adv.warnings if "out-of-fold error" in w]
-    assert len(said) == 1 and f"{n} out-of-fold errors" in said[0] and "not 99%" in said[0], adv.warnings
+    assert len(said) == 1 and f"{n} out-of-fold errors" in said[0] and "a 99% interval" in said[0], adv.warnings
     ok = suggest_executors("wc", "4MB", models={"wc": flat_model}, max_executors=2, confidence=top - 0.01)
     assert not [w for w in ok.warnings if "out-of-fold error" in w]
 
@@ -88,3 +88,17 @@ def test_a_confidence_beyond_the_runs_is_said(flat_model, tmp_path, capsys):
     assert "--confidence 99% is more than the runs of wc support" in capsys.readouterr().err
     assert main([*args, "--confidence", f"{top - 0.01}"]) == 0
     assert "--confidence" not in capsys.readouterr().err
+
+
+def test_a_stated_chance_stays_within_what_the_errors_resolve(flat_model):
+    n = flat_model._interval_errors()
+    q = {"input_bytes": np.array([4.0]) * MB, "executors": np.ones(1)}
+    # 12 runs once stated ">99%" for a deadline far above the prediction
+    assert flat_model.chance_within(q, 1e6)[0] == pytest.approx(n / (n + 1))
+    assert flat_model.chance_within(q, 1e-3)[0] == pytest.approx(1 / (n + 1))
+
+    from sparkpredict.advise import suggest_executors
+
+    a = suggest_executors("wc", "4MB", models={"wc": flat_model}, max_executors=2, deadline_s=3600)
+    assert a.meets_deadline and a.chance_meets_deadline == pytest.approx(n / (n + 1))
+    assert f"(chance {round(100 * n / (n + 1))}%)" in a.summary() or f"{int(100 * n / (n + 1))}%" in a.summary()
