@@ -42,6 +42,10 @@ def test_the_floor_is_the_largest_sizes_prediction(flat_model):
     # a curve that falls beyond the largest size is lifted to it there, untouched inside
     out = flat_model._capped(F, 0.5 * edge)
     np.testing.assert_allclose(out, [0.5 * edge[0], edge[1], edge[2]])
+    # and one that rises below the smallest size (2 MB) is held to the smallest size's
+    G = flat_model._query({"input_bytes": np.array([0.5, 1.0, 4.0]) * MB, "executors": np.ones(3)})
+    low = flat_model._curve(dict(G, input_bytes=np.maximum(G["input_bytes"], 2 * MB)))
+    np.testing.assert_allclose(flat_model._capped(G, 3 * low), [low[0], low[1], 3 * low[2]])
 
 
 def test_a_flat_model_says_its_far_predictions_are_lower_bounds(flat_model, tmp_path, capsys):

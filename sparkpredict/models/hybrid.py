@@ -286,8 +286,13 @@ class JobRuntimeModel(RuntimeEstimator):
         """``raw`` with growth beyond the largest size held to :data:`SIZE_GROWTH`, and never
         below the largest size's prediction: a run does not get faster because its input grew
         (a switch whose outside curve fitted no size term predicted 4.13 s at the largest
-        size, 8 MB, and 3.89 s at 9 MB and at 100 GB)."""
-        top = self.training_range_["input_bytes"][1]
+        size, 8 MB, and 3.89 s at 9 MB and at 100 GB). Likewise below the smallest size the
+        prediction is at most the smallest size's."""
+        low, top = self.training_range_["input_bytes"]
+        below = F["input_bytes"] < low
+        if below.any():
+            floor_edge = self._curve(dict(F, input_bytes=np.maximum(F["input_bytes"], low)))
+            raw = np.where(below, np.minimum(raw, floor_edge), raw)
         above = F["input_bytes"] > top
         if not above.any():
             return raw
