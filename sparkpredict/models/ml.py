@@ -23,24 +23,32 @@ ML_KINDS = ("kernel_ridge", "gbm", "random_forest")
 
 # ---- export / numpy prediction -------------------------------------------------------------
 def _export_trees(trees: list[Any], init: float, scale: float, kind: str) -> dict:
+    """Fitted scikit-learn trees in the exported format (:func:`export_arrays`)."""
+    return export_arrays([(t.tree_.children_left, t.tree_.children_right, t.tree_.feature,
+                           t.tree_.threshold, t.tree_.value.reshape(t.tree_.node_count, -1)[:, 0],
+                           int(t.tree_.max_depth)) for t in trees], init, scale, kind)
+
+
+def export_arrays(trees: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]],
+                  init: float, scale: float, kind: str) -> dict:
+    """Trees given as (left, right, feature, threshold, value, depth), children ``-1`` at a
+    leaf as scikit-learn numbers them, in the exported format :func:`predict_exported` reads."""
     lefts, rights, feats, thrs, vals, roots = [], [], [], [], [], []
     off = 0
     depth = 0
-    for t in trees:
-        tr = t.tree_
-        left = tr.children_left.astype(np.int64)
-        right = tr.children_right.astype(np.int64)
+    for left, right, feature, threshold, value, tree_depth in trees:
+        left = np.asarray(left, np.int64)
         leaf = left == -1
         # Leaves point to themselves so the vectorised walk can run a fixed number of steps.
-        idx = np.arange(tr.node_count, dtype=np.int64)
+        idx = np.arange(len(left), dtype=np.int64)
         lefts.append(np.where(leaf, idx, left) + off)
-        rights.append(np.where(leaf, idx, right) + off)
-        feats.append(np.where(leaf, 0, tr.feature).astype(np.int64))
-        thrs.append(np.where(leaf, np.inf, tr.threshold).astype(np.float64))
-        vals.append(tr.value.reshape(tr.node_count, -1)[:, 0].astype(np.float64))
+        rights.append(np.where(leaf, idx, np.asarray(right, np.int64)) + off)
+        feats.append(np.where(leaf, 0, feature).astype(np.int64))
+        thrs.append(np.where(leaf, np.inf, threshold).astype(np.float64))
+        vals.append(np.asarray(value, np.float64))
         roots.append(off)
-        off += tr.node_count
-        depth = max(depth, int(tr.max_depth))
+        off += len(left)
+        depth = max(depth, int(tree_depth))
     return {"type": kind, "init": float(init), "scale": float(scale), "depth": depth,
             "roots": np.array(roots, np.int64), "left": np.concatenate(lefts),
             "right": np.concatenate(rights), "feature": np.concatenate(feats),

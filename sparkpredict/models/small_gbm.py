@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ml import export_arrays
+
 _FEATURE_THRESHOLD = 1e-7  # sklearn.tree._splitter: values closer than this do not split
 _EPSILON = float(np.finfo(np.float64).eps)
 
@@ -49,7 +51,8 @@ def fit_gbm(X: np.ndarray, y: np.ndarray, n_estimators: int = 100, learning_rate
         tree, fitted = _grow(X32, cuts, y - raw, max_depth)
         trees.append(tree)
         raw = raw + learning_rate * fitted
-    return _export(trees, init, learning_rate, max_depth)
+    return export_arrays([(t["left"], t["right"], t["feature"], t["threshold"], t["value"], max_depth)
+                          for t in trees], init, learning_rate, "gbm")
 
 
 def _cuts(X32: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -131,23 +134,3 @@ def _grow(X32: np.ndarray, cuts: tuple[np.ndarray, np.ndarray, np.ndarray], r: n
             "feature": np.array(feature, np.int64), "threshold": np.array(threshold, np.float64),
             "value": value}
     return tree, value[node_of]
-
-
-def _export(trees: list[dict], init: float, scale: float, max_depth: int) -> dict:
-    """The format of :func:`.ml._export_trees`: leaves point to themselves, node ids global."""
-    lefts, rights, feats, thrs, vals, roots = [], [], [], [], [], []
-    off = 0
-    for t in trees:
-        leaf = t["left"] == -1
-        idx = np.arange(len(leaf), dtype=np.int64)
-        lefts.append(np.where(leaf, idx, t["left"]) + off)
-        rights.append(np.where(leaf, idx, t["right"]) + off)
-        feats.append(np.where(leaf, 0, t["feature"]))
-        thrs.append(np.where(leaf, np.inf, t["threshold"]))
-        vals.append(t["value"])
-        roots.append(off)
-        off += len(leaf)
-    return {"type": "gbm", "init": float(init), "scale": float(scale), "depth": int(max_depth),
-            "roots": np.array(roots, np.int64), "left": np.concatenate(lefts),
-            "right": np.concatenate(rights), "feature": np.concatenate(feats),
-            "threshold": np.concatenate(thrs), "value": np.concatenate(vals)}
