@@ -386,7 +386,8 @@ class JobRuntimeModel(RuntimeEstimator):
         ``(1 - c)/2`` and ``(1 + c)/2`` quantiles, so a limit above the prediction is met with
         chance ``(1 + c)/2`` for the ``c`` whose upper bound reaches it, one below with
         ``(1 - c)/2`` for the ``c`` whose lower bound does. Hence ``chance_within(X, t) >=
-        (1 + c)/2`` exactly when ``predict_interval(X, c)["upper_s"] <= t``. It saturates at
+        (1 + c)/2`` exactly when ``predict_interval(X, c)["upper_s"] <= t``, for ``c`` up to
+        :meth:`max_confidence`. It saturates at
         the residuals' resolution: within ``[1/(n + 1), n/(n + 1)]`` for ``n`` out-of-fold
         errors (:meth:`max_confidence`), since ``n`` errors cannot tell 99 % from 92 % (12 runs
         had stated ">99%").
