@@ -299,8 +299,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     most = getattr(src.model, "max_confidence", None)
     if most is not None and confidence > (top := most()):
         errors = round((1 + top) / (1 - top))  # top = (n - 1) / (n + 1)
-        warnings.append(f"the model's {plural(errors, 'out-of-fold error')} cannot support a "
-                        f"{format_chance(confidence)} interval, at most a {format_chance(top)} one: the "
+        warnings.append(f"the model's {plural(errors, 'out-of-fold error')} cannot support the "
+                        f"{format_chance(confidence)} interval asked for, only one up to {format_chance(top)}: the "
                         f"interval shown is that one, and no stated chance exceeds "
                         f"{format_chance(errors / (errors + 1))} (record more runs for wider ones)")
     flat = getattr(src.model, "flat_beyond_sizes", None)

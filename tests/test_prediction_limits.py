@@ -81,7 +81,7 @@ def test_a_confidence_beyond_the_runs_is_said(flat_model, tmp_path, capsys):
 
     adv = suggest_executors("wc", "4MB", models={"wc": flat_model}, max_executors=2, confidence=0.99)
     said = [w for w in adv.warnings if "out-of-fold error" in w]
-    assert len(said) == 1 and f"{n} out-of-fold errors" in said[0] and "a 99% interval" in said[0], adv.warnings
+    assert len(said) == 1 and f"{n} out-of-fold errors" in said[0] and "the 99% interval asked for" in said[0], adv.warnings
     ok = suggest_executors("wc", "4MB", models={"wc": flat_model}, max_executors=2, confidence=top - 0.01)
     assert not [w for w in ok.warnings if "out-of-fold error" in w]
 
