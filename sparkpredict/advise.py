@@ -298,7 +298,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     warnings = src.warnings(size, int(e[i]), mem, ratio[i] if ratio is not None else None)
     most = getattr(src.model, "max_confidence", None)
     if most is not None and confidence > (top := most()):
-        errors = round((1 + top) / (1 - top))  # top = (n - 1) / (n + 1)
+        errors = src.model.interval_errors()
         warnings.append(f"the model's {plural(errors, 'out-of-fold error')} cannot support the "
                         f"{format_chance(confidence)} interval asked for, only one up to {format_chance(top)}: the "
                         f"interval shown is that one, and no stated chance exceeds "

@@ -95,7 +95,7 @@ def test_a_confidence_beyond_the_runs_is_said(flat_model, tmp_path, capsys):
 
 
 def test_a_stated_chance_stays_within_what_the_errors_resolve(flat_model):
-    n = flat_model._interval_errors()
+    n = flat_model.interval_errors()
     q = {"input_bytes": np.array([4.0]) * MB, "executors": np.ones(1)}
     # 12 runs once stated ">99%" for a deadline far above the prediction
     assert flat_model.chance_within(q, 1e6)[0] == pytest.approx(n / (n + 1))

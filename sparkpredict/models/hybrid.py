@@ -347,10 +347,10 @@ class JobRuntimeModel(RuntimeEstimator):
         split-conformal bound at a confidence above ``(n - 1) / (n + 1)`` is unbounded; the
         interval stops at the widest error instead, so asking for more gets no wider (24
         runs: 92 %)."""
-        n = self._interval_errors()
+        n = self.interval_errors()
         return (n - 1) / (n + 1) if n else 0.0
 
-    def _interval_errors(self) -> int:
+    def interval_errors(self) -> int:
         """How many out-of-fold errors the narrower-sampled interval stands on."""
         self._check()
         sizes = [len(r) for r in (self.residuals_, getattr(self, "seen_residuals_", None)) if r is not None]
@@ -399,7 +399,7 @@ class JobRuntimeModel(RuntimeEstimator):
                              "give the deadline in seconds, e.g. 2700 for 45 minutes")
         pred = self.predict(X)
         chance = intervals.chance_within(intervals.log_bounds(self, self._query(X), pred), pred, limit)
-        n = self._interval_errors()
+        n = self.interval_errors()
         return np.clip(chance, 1 / (n + 1), n / (n + 1)) if n else chance
 
     def at_seen_size(self, X: Mapping[str, Any]) -> np.ndarray:
