@@ -148,11 +148,16 @@ def test_a_failing_store_holds_at_most_four_chunks_of_task_rows(spark_app, tmp_p
         spark.range(0, 300, 1, 300).write.format("noop").mode("overwrite").save()
         time.sleep(1.0)  # the listener hears of the last tasks; the next retry is 5 s after the first failure
         blocker.unlink()
+    err = listener_error(spark) or ""  # stopped: the JVM's last listener's word
     st = store_mod.open(store)
     run = st.runs().iloc[0]
     assert run.status == "succeeded" and run.num_tasks == 300
     assert 25 <= len(st.tasks()) <= 100
     assert st.stages()["num_task_rows"].sum() == 300  # stage sums still count every task
+    # the count of dropped rows comes at the end, and the store's failure that caused it is kept
+    dropped = 300 - len(st.tasks())
+    assert f"{dropped} task rows of this application were dropped" in err, err
+    assert "listener errors in this application; the first:" in err, err
 
 
 def test_a_store_path_that_is_a_file_says_nothing_is_recorded_and_how_to_fix_it(spark_app, tmp_path):

@@ -349,7 +349,9 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
 
 def listener_error(spark: Any) -> str | None:
     """The last error the listener of this process's current application logged, or None when
-    all went well so far. The listener hears of a job's end on Spark's asynchronous listener bus
+    all went well so far. After several, the text also counts them and quotes the first (a
+    store that failed and then recovered: the first error says why rows are missing; the last
+    may be the count of task rows dropped meanwhile, known only as the run ends). The listener hears of a job's end on Spark's asynchronous listener bus
     and writes its rows on a thread of its own, merging writes closer together than
     ``spark.sparkpredict.flushIntervalMs`` (5 s), so an error from writing a job's rows can
     arrive a few seconds after the action returns.

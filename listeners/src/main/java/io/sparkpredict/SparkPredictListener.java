@@ -49,10 +49,32 @@ public class SparkPredictListener extends SparkListener {
     /** Task rows held at most (waiting or kept after failed writes), in multiples of flushEveryTasks. */
     private static final int HELD_CHUNKS = 4;
 
-    private static volatile String lastError;
+    // guarded by ERRORS: the listener thread and the writer thread both report errors
+    private static final Object ERRORS = new Object();
+    private static String lastError;
+    private static String firstError;
+    private static int errorCount;
 
-    /** The last error this JVM's listeners logged, or null (used by Python to explain gaps). */
-    public static String lastError() { return lastError; }
+    /**
+     * The last error this JVM's current listener logged, or null (used by Python to explain
+     * gaps). After more than one, it also counts them and gives the first: a store that failed
+     * and then recovered would otherwise hide why rows are missing behind a later message.
+     */
+    public static String lastError() {
+        synchronized (ERRORS) {
+            if (errorCount <= 1 || lastError == null || lastError.equals(firstError)) return lastError;
+            return lastError + " [" + errorCount + " listener errors in this application; the first: "
+                + firstError + "]";
+        }
+    }
+
+    private static void resetErrors() {
+        synchronized (ERRORS) {
+            lastError = null;
+            firstError = null;
+            errorCount = 0;
+        }
+    }
 
     private static volatile SparkPredictListener current;
 
@@ -119,7 +141,7 @@ public class SparkPredictListener extends SparkListener {
 
     public SparkPredictListener(SparkConf conf) {
         // one listener per application: an error of an earlier application in this JVM is not this one's
-        lastError = null;
+        resetErrors();
         SparkPredictListener previous = current;
         current = this;
         BuildStamp stamp = BuildStamp.read();
@@ -382,6 +404,13 @@ public class SparkPredictListener extends SparkListener {
     private void finish(String status) {
         if (finished) return;
         statusFinal = status;
+        if (droppedTaskRows > 0) {
+            // the warning went out with the first dropped row; only now is the count known
+            String msg = "sparkpredict: " + droppedTaskRows + " task rows of this application were dropped "
+                + "while the store could not keep up; its stage and run rows still count every task";
+            LOG.warn(msg);
+            setError(msg);
+        }
         snapshot(true);
         finished = true;
     }
@@ -477,7 +506,11 @@ public class SparkPredictListener extends SparkListener {
      * unless a later application's listener has taken over: its errors are the ones to tell.
      */
     private void setError(String message) {
-        if (current == this) lastError = message;
+        if (current != this) return;
+        synchronized (ERRORS) {
+            if (errorCount++ == 0) firstError = message;
+            lastError = message;
+        }
     }
 
     private void installHooks() {
