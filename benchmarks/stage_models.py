@@ -115,8 +115,8 @@ def replay_accuracy(st, runs: pd.DataFrame, host_cores: int) -> tuple[pd.DataFra
                     continue
                 real = dst["runtime_s"]
                 c = int(dst["executor_cores"]) if np.isfinite(dst["executor_cores"]) else tl.cores
-                p = sim.replay(tl, int(dst["executors"]), c).predicted_wall_s
-                ph = sim.replay(tl, int(dst["executors"]), c, host_cores=host_cores).predicted_wall_s
+                p = sim.replay(tl, int(dst["executors"]), c).predicted_runtime_s
+                ph = sim.replay(tl, int(dst["executors"]), c, host_cores=host_cores).predicted_runtime_s
                 cross.append({"job": job, "size_MiB": size / 2**20, "from_E": tl.executors,
                               "to_E": int(dst["executors"]), "real_s": real, "err": (p - real) / real,
                               "err_host": (ph - real) / real})
@@ -138,9 +138,9 @@ def eventlog_selfchecks() -> list[dict]:
             continue
         rep = sim.simulate_timeline(tl, [max(1, tl.executors // 2), tl.executors * 2])
         out.append({"log": f.name, "executors x cores": f"{tl.executors} x {tl.cores}", "tasks": tl.n_tasks,
-                    "recorded_s": rep.recorded_wall_s, "replay_s": rep.self_check.predicted_wall_s,
-                    "err": rep.self_error, "half_E_s": rep.predictions[0].predicted_wall_s,
-                    "double_E_s": rep.predictions[1].predicted_wall_s})
+                    "recorded_s": rep.runtime_s, "replay_s": rep.self_check.predicted_runtime_s,
+                    "err": rep.self_error, "half_E_s": rep.predictions[0].predicted_runtime_s,
+                    "double_E_s": rep.predictions[1].predicted_runtime_s})
     return out
 
 

@@ -157,7 +157,7 @@ class Advice:
             if self.chance_meets_deadline is not None:
                 # the bound is the two-sided interval's, the (1 + c)/2 quantile: without saying
                 # so, "not met at 90% (chance 92%)" reads as a contradiction
-                needed = "" if self.meets_deadline else f", {format_chance((1 + self.confidence) / 2)} needed"
+                needed = "" if self.meets_deadline else f"; {_meets_needs(self.confidence, pct)}"
                 s += f" (chance {format_chance(self.chance_meets_deadline)}{needed})"
         if self.extrapolates:
             s += "; extrapolates"
@@ -310,6 +310,13 @@ def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], 
             row.append("" if c.chance_meets_deadline is None else format_chance(c.chance_meets_deadline))
         rows.append(row)
     return cols, rows
+
+
+def _meets_needs(confidence: float, pct: str) -> str:
+    """Why a chance of, say, 92 % is no "meets" at 90 % confidence (``pct``, as the summary
+    writes the level): ``'meets' needs 95%, as 5% of runs end above the 90% interval``."""
+    tail = (1 - confidence) / 2 * 100  # exact levels, not chances: 2.5 stays 2.5, never rounded down
+    return f"'meets' needs {100 - tail:.4g}%, as {tail:.4g}% of runs end above the {pct} interval"
 
 
 def format_chance(p: float) -> str:

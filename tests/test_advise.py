@@ -106,7 +106,8 @@ def test_unreachable_deadline_gives_the_count_most_likely_to_make_it():
     assert a.executors == 4 and a.chance_meets_deadline == pytest.approx(0.6)
     assert [c.chance_meets_deadline for c in a.candidates[:5]] == pytest.approx([0.45, 0.5, 0.55, 0.6, 0.55])
     # more likely in time than not, but not certified: "may miss", with the chance it needs
-    assert "may miss deadline 1m00s: its 90% upper bound is over it (chance 60%, 95% needed)" in a.summary()
+    assert ("may miss deadline 1m00s: its 90% upper bound is over it (chance 60%; 'meets' needs 95%, "
+            "as 5% of runs end above the 90% interval)") in a.summary()
     # chances tied: the lowest upper bound (the fastest) decides, as without chances
     flat = ChanceLawModel()
     flat.chance_within = lambda X, limit_s: np.full(len(X["executors"]), 0.001)
@@ -119,7 +120,7 @@ def test_chance_is_written_as_a_whole_percentage_never_0_or_100():
     assert [format_chance(p) for p in (0.0, 0.005, 0.0099, 0.01, 0.5, 0.974, 0.99, 0.991, 1.0)] == \
         ["<1%", "<1%", "<1%", "1%", "50%", "97%", "99%", ">99%", ">99%"]
     # rounded down, so a chance just under a verdict's threshold never shows as the threshold:
-    # 49.997 % beside "misses" (under 50 %), 94.96 % beside "95% needed"
+    # 49.997 % beside "misses" (under 50 %), 94.96 % beside "'meets' needs 95%"
     assert [format_chance(p) for p in (0.49997, 0.9496, 0.95, 0.29)] == ["49%", "94%", "95%", "29%"]
 
 

@@ -45,21 +45,21 @@ def test_eight_equal_tasks_on_two_slots_take_four_waves():
     tk = waves_recording(8, 100, 2)
     tl = Timeline.from_tables(*tables([{"stage_id": 0, "submission_ms": 0, "completion_ms": 400}], tk, end=400))
     assert tl.recorded_wall_ms == 400
-    assert replay(tl, 1, 2).predicted_wall_s == pytest.approx(0.4)   # 4 waves
-    assert replay(tl, 2, 2).predicted_wall_s == pytest.approx(0.2)   # 2 waves
-    assert replay(tl, 4, 2).predicted_wall_s == pytest.approx(0.1)   # 1 wave
-    assert replay(tl, 8, 2).predicted_wall_s == pytest.approx(0.1)   # a task cannot get shorter
-    assert replay(tl, 3, 1).predicted_wall_s == pytest.approx(0.3)   # ceil(8/3) = 3 waves
+    assert replay(tl, 1, 2).predicted_runtime_s == pytest.approx(0.4)   # 4 waves
+    assert replay(tl, 2, 2).predicted_runtime_s == pytest.approx(0.2)   # 2 waves
+    assert replay(tl, 4, 2).predicted_runtime_s == pytest.approx(0.1)   # 1 wave
+    assert replay(tl, 8, 2).predicted_runtime_s == pytest.approx(0.1)   # a task cannot get shorter
+    assert replay(tl, 3, 1).predicted_runtime_s == pytest.approx(0.3)   # ceil(8/3) = 3 waves
 
 
 def test_self_check_is_exact_on_an_ideal_recording_and_reported_first():
     tk = waves_recording(8, 100, 2, t0=1000)  # 1 s of driver time before the stage
     runs, st, tkd = tables([{"stage_id": 0, "submission_ms": 1000, "completion_ms": 1400}], tk, end=1900)
     rep = simulate_timeline(Timeline.from_tables(runs, st, tkd), [2, 4])
-    assert rep.actual_executors == 1 and rep.recorded_wall_s == pytest.approx(1.9)
+    assert rep.actual_executors == 1 and rep.runtime_s == pytest.approx(1.9)
     assert rep.self_error == pytest.approx(0.0, abs=1e-12)
     # Head (1 s) and tail (0.5 s) driver time are kept: 2 executors = 4 slots = 2 waves.
-    assert [p.predicted_wall_s for p in rep.predictions] == pytest.approx([1.7, 1.6])
+    assert [p.predicted_runtime_s for p in rep.predictions] == pytest.approx([1.7, 1.6])
 
 
 def test_dependencies_delay_children_and_independent_stages_overlap():
@@ -80,8 +80,8 @@ def test_dependencies_delay_children_and_independent_stages_overlap():
     # Stage 1 waits for its parent AND for stage 2, which had finished before it was submitted
     # in the recording (the driver waited for it), then the 10 ms of driver time.
     assert out[pos[1]].tolist() == [310, 360]
-    assert r.predicted_wall_s == pytest.approx(0.36)
-    assert r.lower_bound_s <= r.predicted_wall_s
+    assert r.predicted_runtime_s == pytest.approx(0.36)
+    assert r.lower_bound_s <= r.predicted_runtime_s
 
 
 def test_lower_bound_never_exceeds_prediction_on_random_timelines():
@@ -99,7 +99,7 @@ def test_lower_bound_never_exceeds_prediction_on_random_timelines():
         tl = Timeline.from_tables(*tables(stages, tasks, end=t + 5000, executors=4, cores=4))
         for e in (1, 2, 3, 5, 16):
             r = replay(tl, e, int(rng.integers(1, 5)))
-            assert r.lower_bound_s <= r.predicted_wall_s + 1e-9
+            assert r.lower_bound_s <= r.predicted_runtime_s + 1e-9
             assert lower_bound_ms(tl, r.slots) / 1000 >= (tl.tail_ms + tl.task_duration_ms.max()) / 1000 - 1e-9
 
 
@@ -108,9 +108,9 @@ def test_resized_timeline_counts_more_waves():
                                       waves_recording(8, 100, 2), end=400))
     double = tl.resized([16], [1.0])
     assert double.n_tasks == 16
-    assert replay(double, 1, 2).predicted_wall_s == pytest.approx(0.8)
+    assert replay(double, 1, 2).predicted_runtime_s == pytest.approx(0.8)
     slower = tl.resized([8], [1.5])
-    assert replay(slower, 1, 2).predicted_wall_s == pytest.approx(0.6)
+    assert replay(slower, 1, 2).predicted_runtime_s == pytest.approx(0.6)
 
 
 def test_bad_inputs_raise_clear_errors():
@@ -139,9 +139,9 @@ def test_real_event_log_replay_error_at_actual_executor_count(q72):
     assert (q72.executors, q72.cores, q72.n_tasks) == (8, 16, 13504)
     rep = simulate_timeline(q72, [1, 4, 16])
     assert abs(rep.self_error) <= 0.05
-    one, four, sixteen = (p.predicted_wall_s for p in rep.predictions)
+    one, four, sixteen = (p.predicted_runtime_s for p in rep.predictions)
     # Fewer slots cannot be faster than the replay at the actual count, nor than the lower bound.
-    assert one > four > rep.self_check.predicted_wall_s >= sixteen >= rep.predictions[2].lower_bound_s
+    assert one > four > rep.self_check.predicted_runtime_s >= sixteen >= rep.predictions[2].lower_bound_s
 
 
 def test_cli_prints_self_check_before_predictions(capsys):
@@ -165,13 +165,13 @@ def test_host_cores_models_executors_time_sharing_one_machine():
     # Recorded on 1 executor x 2 cores of a 2-core host: 8 x 100 ms = 4 waves.
     tl = Timeline.from_tables(*tables([{"stage_id": 0, "submission_ms": 0, "completion_ms": 400}],
                                       waves_recording(8, 100, 2), end=400))
-    assert replay(tl, 4, 2).predicted_wall_s == pytest.approx(0.1)                 # 8 real slots
-    assert replay(tl, 4, 2, host_cores=2).predicted_wall_s == pytest.approx(0.4)   # still 2 CPUs
+    assert replay(tl, 4, 2).predicted_runtime_s == pytest.approx(0.1)                 # 8 real slots
+    assert replay(tl, 4, 2, host_cores=2).predicted_runtime_s == pytest.approx(0.4)   # still 2 CPUs
     # A recording made on 4 slots sharing 2 CPUs had tasks twice as slow as alone.
     slow = Timeline.from_tables(*tables([{"stage_id": 0, "submission_ms": 0, "completion_ms": 400}],
                                         waves_recording(8, 200, 4), end=400, executors=2, cores=2))
-    assert replay(slow, 1, 2, host_cores=2).predicted_wall_s == pytest.approx(0.4)
-    assert replay(slow, 1, 2).predicted_wall_s == pytest.approx(0.8)
+    assert replay(slow, 1, 2, host_cores=2).predicted_runtime_s == pytest.approx(0.4)
+    assert replay(slow, 1, 2).predicted_runtime_s == pytest.approx(0.8)
 
 
 @pytest.mark.parametrize("name", ["tasks_executors_fail_compressed_eventlog.zstd",   # failed tasks, lost executors
@@ -186,7 +186,7 @@ def test_other_real_logs_replay_within_five_percent_at_their_own_count(name):
     t = parse_event_log(path).tables
     rep = simulate_timeline(Timeline.from_tables(t["runs"], t["stages"], t["tasks"]), [1])
     assert abs(rep.self_error) <= 0.05, rep.self_error
-    assert rep.predictions[0].lower_bound_s <= rep.predictions[0].predicted_wall_s
+    assert rep.predictions[0].lower_bound_s <= rep.predictions[0].predicted_runtime_s
 
 
 def test_replay_of_every_recorded_sweep_run_matches_its_wall_time():

@@ -8,11 +8,16 @@ from typing import Any
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "evaluate", help="score every model on every job: 3-fold CV, extrapolation, practitioner's case",
-        description="For each job of RUNS and each model (the five equations, kernel ridge, gradient "
-                    "boosting, random forest, the combined model) run 3-fold CV, extrapolation by "
+        description="For each job of RUNS and each model (the six equations: Amdahl, Gustafson, "
+                    "Ernest, 2D-plate, fully-connected with its size exponent fitted and fixed at "
+                    "1; kernel ridge, gradient boosting, random forest, the combined model) run 3-fold CV, extrapolation by "
                     "size and by executors (train on the middle ~66% of levels, test the outer "
                     "~34%) and the practitioner's case (train the smallest ~60% of sizes); "
-                    "report R², RRSE and MAPE.")
+                    "report R², RRSE and MAPE. Every fold refits the model, the combined model's "
+                    "choice of candidate included, and scores it on runs it did not see. `fit` "
+                    "prints another figure, CV MAPE: the chosen model's error on the folds it was "
+                    "chosen with (optimistic for that), 3-fold and extrapolation folds averaged "
+                    "(higher where extrapolating is harder).")
     p.add_argument("runs", metavar="RUNS", nargs="?",
                    help="runs table (CSV/Parquet); default: the runs of the store")
     p.add_argument("--store", help="history store (default: $SPARKPREDICT_STORE); runs come from it "

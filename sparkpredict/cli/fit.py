@@ -13,6 +13,16 @@ from typing import Any
 SEED_MAX = 2**32 - 1
 
 
+def cv_mape_note(kind: str) -> str:
+    """What the table's ``CV MAPE`` is (``cv_mape_``), in one line: users compare it with
+    ``sparkpredict evaluate``'s 3-fold figures, which measure something else."""
+    what = "CV MAPE: mean of 3-fold CV and held-out largest/smallest sizes and executor counts"
+    if kind in ("auto", "hybrid"):  # these choose among candidates on the very same folds
+        return (f"{what}, on the folds the model was chosen with: optimistic. "
+                "`sparkpredict evaluate` refits the choice per fold.")
+    return f"{what}. `sparkpredict evaluate` scores each split alone."
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "fit", help="fit a runtime model per job from a runs table",
@@ -50,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     for job, why in skipped.items():
         fix = f"; fix: {fixes[job]}" if job in fixes else ""
         print(f"{job:<{width}}  not fitted: {why}" + ("; its earlier model is kept" if job in kept else "") + fix)
+    print(cv_mape_note(args.kind))
     # refitting some jobs into a folder keeps the others; say which, so none is a surprise
     what = "other job's model" if len(kept) == 1 else "other jobs' models"
     others = f" (kept {len(kept)} {what}: {', '.join(kept)})" if kept else ""

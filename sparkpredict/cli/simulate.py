@@ -26,7 +26,12 @@ def register(subparsers: Any) -> None:
                    help="physical cores all executors share (local-cluster on one machine): "
                         "slots beyond them only time-share the CPUs")
     p.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print the report as JSON: run_id, job, actual_executors, actual_cores, "
+                        "runtime_s (recorded, as in the runs table), self_error ((replayed - recorded) / "
+                        "recorded at the actual count, a fraction), n_tasks, n_stages, task_cpus, status, "
+                        "self_check and predictions (each: executors, cores, slots, "
+                        "predicted_runtime_s, lower_bound_s, busy_fraction), warnings")
     p.set_defaults(func=run)
 
 
@@ -74,15 +79,15 @@ def format_report(rep: Any, warnings: list[str] | None = None) -> str:
     lines += [
         f"run {rep.run_id}" + (f" (job {rep.job})" if rep.job else "")
         + f": {used} x {plural(rep.actual_cores, 'core')}{per_task}, {rep.n_tasks:,} tasks "
-          f"in {rep.n_stages} stages, recorded {dur(rep.recorded_wall_s)}{ended}",
-        (f"self-check at {used} (actually used): replay {dur(sc.predicted_wall_s)}, "
+          f"in {rep.n_stages} stages, recorded {dur(rep.runtime_s)}{ended}",
+        (f"self-check at {used} (actually used): replay {dur(sc.predicted_runtime_s)}, "
          f"error {rep.self_error * 100:+.1f}%"),
         "",
         f"{'executors':>9} {'cores':>5} {'slots':>6} {'predicted':>11} {'lower bound':>12} {'slots busy':>10}",
     ]
     for p in rep.predictions:
         mark = "  <- used" if p.executors == rep.actual_executors and p.cores == rep.actual_cores else ""
-        lines.append(f"{p.executors:>9} {p.cores:>5} {p.slots:>6} {dur(p.predicted_wall_s):>11} "
+        lines.append(f"{p.executors:>9} {p.cores:>5} {p.slots:>6} {dur(p.predicted_runtime_s):>11} "
                      f"{dur(p.lower_bound_s):>12} {p.busy_fraction * 100:>9.0f}%{mark}")
     lines.append("")
     lines.append("Tasks keep their recorded durations; more executors cannot shorten driver time or "

@@ -177,7 +177,7 @@ class ReplayRuntimeModel(RuntimeEstimator):
         tl = self._timeline(ref)
         c = int(cores) if cores and math.isfinite(cores) else tl.cores
         wall = replay(self._sized(ref, input_bytes, executors, c), int(executors), c,
-                      host_cores=self.host_cores).predicted_wall_s
+                      host_cores=self.host_cores).predicted_runtime_s
         slope = self.head_slope_ms_.get(self.runs_.loc[ref, "job"], 0.0)
         e_ref = float(self._executors(self.runs_.loc[[ref]]).iloc[0])
         return max(wall + slope * (executors - e_ref) / 1000, wall * 0.05)

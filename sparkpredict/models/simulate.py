@@ -40,14 +40,15 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SimResult:
-    """One replay. Times in seconds."""
+    """One replay. Times in seconds; ``predicted_runtime_s`` is named as ``predict`` and
+    ``suggest`` name a predicted run's wall time."""
 
     executors: int
     cores: int
     slots: int
-    predicted_wall_s: float
-    lower_bound_s: float
-    busy_fraction: float  # task time / (slots x predicted wall): how full the slots were
+    predicted_runtime_s: float
+    lower_bound_s: float  # no schedule beats it; not an interval's lower_s
+    busy_fraction: float  # task time / (slots x predicted runtime): how full the slots were
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -196,7 +197,7 @@ def replay(tl: Timeline, executors: int, cores: int | None = None, *, task_cpus:
         stage_times_out[:, 0], stage_times_out[:, 1] = start, end
     lb = lower_bound_ms(tl if dur is tl.task_duration_ms else tl.with_durations(dur), run_slots)
     total = float(dur.sum())
-    return SimResult(executors=int(executors), cores=cores, slots=slots, predicted_wall_s=wall_ms / 1000,
+    return SimResult(executors=int(executors), cores=cores, slots=slots, predicted_runtime_s=wall_ms / 1000,
                      lower_bound_s=min(lb, wall_ms) / 1000,
                      busy_fraction=total / (run_slots * wall_ms) if wall_ms > 0 else 0.0)
 
@@ -258,7 +259,7 @@ class SimulationReport:
     job: str | None
     actual_executors: int
     actual_cores: int
-    recorded_wall_s: float
+    runtime_s: float           # recorded wall time: the runs table's runtime_s of the run
     self_check: SimResult
     self_error: float          # (replayed - recorded) / recorded at the actual executor count
     predictions: list[SimResult]
@@ -288,8 +289,8 @@ def simulate_timeline(tl: Timeline, executors: Sequence[int], cores: int | None 
     rec_s = tl.recorded_wall_ms / 1000
     preds = [replay(tl, int(e), cores, task_cpus=task_cpus, host_cores=host_cores) for e in executors]
     return SimulationReport(run_id=tl.run_id, job=tl.job, actual_executors=tl.executors,
-                            actual_cores=tl.cores, recorded_wall_s=rec_s, self_check=actual,
-                            self_error=(actual.predicted_wall_s - rec_s) / rec_s if rec_s > 0 else float("nan"),
+                            actual_cores=tl.cores, runtime_s=rec_s, self_check=actual,
+                            self_error=(actual.predicted_runtime_s - rec_s) / rec_s if rec_s > 0 else float("nan"),
                             predictions=preds, n_tasks=tl.n_tasks, n_stages=tl.n_stages,
                             task_cpus=task_cpus, status=tl.status)
 
@@ -318,7 +319,7 @@ def simulate_run(run_id: str, executors: Sequence[int], store: Any = None, *, co
     Examples
     --------
     >>> rep = simulate_run("app-2024...", [1, 2, 4, 8])                  # doctest: +SKIP
-    >>> rep.self_error, [p.predicted_wall_s for p in rep.predictions]   # doctest: +SKIP
+    >>> rep.self_error, [p.predicted_runtime_s for p in rep.predictions]   # doctest: +SKIP
     """
     counts = _counts(executors)  # before the store is read: a typo costs nothing
     return simulate_timeline(load_timeline(store, run_id), counts, cores, host_cores=host_cores)

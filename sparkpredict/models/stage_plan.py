@@ -95,7 +95,7 @@ def replay_plan_s(tl: sim.Timeline, plan: pd.DataFrame, task_ms: np.ndarray) -> 
     offs = np.concatenate([[0], np.cumsum([len(d) for d in durs])]).astype(np.int64)
     new = replace(tl, task_duration_ms=np.concatenate(durs) if durs else np.zeros(0), task_offsets=offs)
     p0 = plan.iloc[0]
-    return sim.replay(new, int(p0["executors"]), int(p0["executor_cores"])).predicted_wall_s
+    return sim.replay(new, int(p0["executors"]), int(p0["executor_cores"])).predicted_runtime_s
 
 
 __all__ = ["QUERY_CONFIG", "critical_path_ms", "plan_stages", "replay_plan_s"]
