@@ -112,7 +112,8 @@ class HistorySource:
             raise _unknown_job(job, sorted(raw["job"].dropna().unique()), f"store {st.path!r}")
         runs = runs_table(mine) if not mine.empty else None
         if need_job and (runs is None or runs.empty):
-            raise _unknown_job(job, [], f"store {st.path!r}", no_success=True)
+            raise _unknown_job(job, [], f"store {st.path!r}", no_success=True,
+                               excluded=int(mine["status"].eq("excluded").sum()))
         spill = None
         if runs is not None and not runs.empty:
             stages = st.read("stages", columns=["run_id", "disk_spilled_bytes"],
@@ -236,8 +237,10 @@ class HistorySource:
         order = np.argsort(-ratio)[:k]
         return [(str(r["run_id"].iloc[j]), float(ratio[j])) for j in order if ratio[j] >= min_ratio]
 
-    def warnings(self, size: int, execs: int, mem: int | None, ratio: float | None) -> list[str]:
+    def warnings(self, size: int, execs: int, mem: int | None, ratio: float | None,
+                 cores: int | None = None) -> list[str]:
         w = list(self.notes)
+        w.extend(self._unvaried_warnings(cores, mem))
         runs = self.runs
         n = self.n_runs
         if n is not None and n < _MIN_RUNS:
@@ -252,12 +255,37 @@ class HistorySource:
             w.append(f"no run of {self.job} recorded an input size (its sources report no bytes "
                      "read, and none was declared): the size asked about cannot be related to "
                      "them. Declare it per run (spark.sparkpredict.inputBytes, or sparkpredict "
-                     "submit --input-size)")
+                     "submit --input-size); for runs already recorded, sparkpredict store edit "
+                     "RUN_ID... --input-size SIZE")
         elif runs is not None and runs["input_bytes"].nunique() == 1:
             w.append(f"every run of {self.job} read the same input size: how the runtime grows "
                      "with input is an assumption of the model, not a measurement")
         if ratio is not None and mem is not None and runs is not None and sized:
             w.extend(self._memory_warning(runs, size, execs, mem, ratio))
+        return w
+
+    def _unvaried_warnings(self, cores: int | None, mem: int | None) -> list[str]:
+        """For a resource every run had at one value and the question another: the model
+        predicts it as at the runs' value (``JobRuntimeModel.unvaried_``), which the user should
+        know is an assumption."""
+        from .units import format_bytes_in
+
+        seen = getattr(self.model, "unvaried_", None) or {}
+        asked = {"executor_cores": cores, "executor_memory_mb": mem}
+        words = {"executor_cores": ("executor cores", lambda v: plural(int(v), "core")),
+                 "executor_memory_mb": ("executor memory", lambda v: format_bytes_in(v * 2**20, True))}
+        w = []
+        for col, v0 in seen.items():
+            v = asked.get(col)
+            if v is None or col not in words or v == v0:
+                continue
+            name, show = words[col]
+            bound = (f"its lower bound allows at most the {v / v0:.3g}x speed-up of perfect scaling"
+                     if v > v0 else "its lower bound allows no speed-up, its upper bound at least "
+                     f"the {v0 / v:.3g}x slow-down of perfect scaling")
+            w.append(f"every run of {self.job} used {show(v0)} per executor and this asks for "
+                     f"{show(v)}: the runtime is predicted as with {show(v0)}; how it changes with "
+                     f"{name} is an assumption of the model, not a measurement ({bound})")
         return w
 
     def _memory_warning(self, r: pd.DataFrame, size: int, execs: int, mem: int, ratio: float) -> list[str]:
@@ -296,13 +324,19 @@ class HistorySource:
 
 
 def _unknown_job(job: str, known: list, where: str, empty: bool = False,
-                 no_success: bool = False) -> Exception:
+                 no_success: bool = False, excluded: int = 0) -> Exception:
     from .errors import UnknownJobError
 
     if empty:
         return UnknownJobError(f"{where} has no runs yet",
                                "record runs first (sparkpredict submit, demo or ingest), "
                                f"or pass {give('models', 'DIR')}")
+    if no_success and excluded:
+        return UnknownJobError(f"job {job!r} has no succeeded runs in {where}: {plural(excluded, 'run')} "
+                               f"{'is' if excluded == 1 else 'are'} excluded from training",
+                               "include the ones to learn from again (sparkpredict store edit RUN_ID... "
+                               "--include; `sparkpredict store summary` lists the excluded runs), or "
+                               "record a succeeded run")
     if no_success:
         return UnknownJobError(f"job {job!r} has no succeeded runs in {where}",
                                "fix what made its runs fail (`sparkpredict store summary` lists them), then "

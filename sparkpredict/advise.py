@@ -295,7 +295,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         for k in range(len(e)))
 
     extr = src.extrapolation(X, i)
-    warnings = src.warnings(size, int(e[i]), mem, ratio[i] if ratio is not None else None)
+    warnings = src.warnings(size, int(e[i]), mem, ratio[i] if ratio is not None else None, cores)
     most = getattr(src.model, "max_confidence", None)
     if most is not None and confidence > (top := most()):
         errors = src.model.interval_errors()

@@ -254,7 +254,9 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
         target = float(jr["input_bytes"].max()) * advice_factor
         if not target > 0:
             sec.notes.append("no advice: the runs of this job recorded no input size (declare it "
-                             "with spark.sparkpredict.inputBytes or `sparkpredict submit --input-size`)")
+                             "with spark.sparkpredict.inputBytes or `sparkpredict submit --input-size`; "
+                             "for runs already recorded, `sparkpredict store edit RUN_ID... "
+                             "--input-size SIZE`)")
             if model is None:
                 sec.slow_runs_absent = ("none listed: no model compares this job's runs with each "
                                         "other (its runs recorded no input size)")

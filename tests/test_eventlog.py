@@ -17,6 +17,7 @@ import pytest
 from sparkpredict import store
 from sparkpredict.capture.eventlog import parse_event_log
 from sparkpredict.capture.eventlog_ingest import ingest_event_logs
+from sparkpredict.cli import main as cli_main
 from sparkpredict.errors import IngestError, InputError
 from sparkpredict.store import schema as S
 
@@ -378,7 +379,7 @@ def test_bad_file_does_not_stop_the_others(tmp_path):
 
 def test_job_overrides_the_logs_job_and_the_skip_says_how_to_change_a_stored_one(tmp_path):
     """ingest_event_logs(job=) names every run it stores; a stored run keeps its job, and the way
-    the skip's warning gives to change it (delete the batch file, ingest again) works."""
+    the skip's warning gives to change it (`sparkpredict store edit RUN --job NAME`) works."""
     log = LOGS / "sparklens_local-1532512550423.json"
     st = tmp_path / "st"
     for bad in ("", " \t", 3):
@@ -389,10 +390,10 @@ def test_job_overrides_the_logs_job_and_the_skip_says_how_to_change_a_stored_one
     assert list(runs["job"]) == ["Spark shell"] and list(runs["app_name"]) == ["Spark shell"]
     (f,) = ingest_event_logs(log, st, job="sparklens").files
     assert f.outcome == "unchanged" and "keeps its stored job 'Spark shell', not --job 'sparklens'" in f.warnings[0]
-    batch = f.warnings[0].split("by hand delete ")[1].split(" ")[0]
-    Path(batch).unlink()
-    assert store.open(st).runs().empty
-    (f,) = ingest_event_logs(log, st, job="sparklens").files
-    assert f.outcome == "ingested" and not any("job" in w for w in f.warnings)
+    command = f.warnings[0].split("To move the stored run: ")[1]
+    assert command == "sparkpredict store edit local-1532512550423 --job sparklens"
+    assert cli_main(command.split()[1:] + ["--store", str(st)]) == 0
     runs = store.open(st).runs()
     assert list(runs["job"]) == ["sparklens"] and list(runs["app_name"]) == ["Spark shell"]
+    (f,) = ingest_event_logs(log, st, job="sparklens").files  # the same job now: skipped quietly
+    assert f.outcome == "unchanged" and not f.warnings

@@ -687,8 +687,9 @@ def test_runs_without_an_input_size_say_so_in_fit_and_retrain_alike(tmp_path, ca
     message = "only 0 usable runs (of 3); a runtime model needs at least 4; 3 have no positive input_bytes"
     fix = ("declare each run's input size: --conf spark.sparkpredict.inputBytes=SIZE, or `sparkpredict "
            "submit --input-size SIZE` (a run that declares none has the bytes its stages read from "
-           "storage, 0 for data made in memory); in a runs file, fill in its input_bytes, and record "
-           "at least 1 more run")
+           "storage, 0 for data made in memory); for runs already recorded (e.g. ingested event "
+           "logs): `sparkpredict store edit RUN_ID --input-size SIZE`; in a runs file, fill in its "
+           "input_bytes, and record at least 1 more run")
     assert status == "failed" and error == f"DegenerateDataError: {message} (fix: {fix})"
     table = rows.rename(columns={"executors_requested": "executors"}).assign(runtime_s=rows["wall_ms"] / 1000)
     table.drop(columns=["status", "start_ms", "updated_ms", "wall_ms"]).to_csv(tmp_path / "runs.csv", index=False)

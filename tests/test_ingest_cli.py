@@ -163,7 +163,7 @@ def test_job_names_the_runs_one_ingest_stores_and_a_stored_run_keeps_its_own(tmp
     assert "skipped   " + str(sparklens) + ": unchanged since ingested as run local-1532512550423" in out
     assert "run local-1532512550423 keeps its stored job 'sparklens', not --job 'other'" in out
     assert "run application_1603128018386_7756 keeps its stored job 'nosql', not --job 'other'" in out
-    assert "fresh store (--store NEW_FOLDER)" in out and "/runs/part-" in out
+    assert "To move the stored run: sparkpredict store edit local-1532512550423 --job other" in out
     assert dict(zip(*(store_io.open(st).runs()[c] for c in ("run_id", "job")))) == jobs
     assert main(["ingest", str(sparklens), "--store", st, "--job", "other", "--json"]) == 0
     (f,) = json.loads(capsys.readouterr().out)["files"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -268,7 +269,8 @@ def _more_than_stored(parsed: ParsedLog, stored: _StoredRun, st: Store) -> str |
     if batch is not None:
         what += (f", or by hand delete {batch} (the stored run's commit file: its stage, task and "
                  "executor rows are then ignored, and `sparkpredict store clean --older-than 0` "
-                 "removes them) and ingest this log again")
+                 "removes them) and ingest this log again; not for a run edited with `sparkpredict "
+                 "store edit`, whose edits keep it in the store")
     return what
 
 
@@ -277,16 +279,10 @@ def _other_job(run_id: str, stored: _StoredRun, job: str | None, st: Store) -> l
     (``[]`` when none was asked for, or it is the same)."""
     if job is None or stored.job == job:
         return []
-    what = (f"run {run_id} keeps its stored job {stored.job!r}, not --job {job!r}: a log already in "
-            "the store is not read again, and `sparkpredict store` has no command to rename a run's "
-            f"job. To record it under {job!r}, ingest this log with --job into a fresh store "
-            "(--store NEW_FOLDER)")
-    batch = _batch_file(st, run_id) if stored.source == "eventlog" else None
-    if batch is not None:
-        what += (f", or by hand delete {batch} (the stored run's commit file: its stage, task and "
-                 "executor rows are then ignored, and `sparkpredict store clean --older-than 0` "
-                 "removes them) and ingest this log again with --job")
-    return [what]
+    # the store keeps its rows: the stored run is moved, the log not read again
+    return [(f"run {run_id} keeps its stored job {stored.job!r}, not --job {job!r}: a log already in "
+             f"the store is not read again. To move the stored run: sparkpredict store edit {run_id} "
+             f"--job {shlex.quote(job)}")]
 
 
 def _skipped(path: str, outcome: Literal["unchanged", "exists"], run_id: str, known: _Known,

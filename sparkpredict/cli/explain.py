@@ -155,8 +155,8 @@ def _slowest(args: argparse.Namespace, found: list[Any], store: Any) -> int:
 
 def _unranked(job: str, store: Any) -> Exception:
     """Why no run of ``job`` could be set against its runtime model, with a fix that can be
-    acted on: a run recorded from an event log cannot be given the input size its log did not
-    declare, so the fix there is what can still be done."""
+    acted on: a run recorded from an event log cannot be submitted again with the input size
+    its log did not declare, but its stored run can be given one (``store edit --input-size``)."""
     from ..errors import InputError
     from ..units import plural
 
@@ -174,10 +174,13 @@ def _unranked(job: str, store: Any) -> Exception:
             "not count)",
             "explain its runs one at a time, each against the job's other runs (sparkpredict "
             f"explain RUN_ID; `sparkpredict store summary --store {store.path}` lists them): that "
-            "needs no size. A written log cannot be given one; runs submitted from now on with a "
-            "declared size (sparkpredict submit --input-size SIZE) can be ranked. If the job's runs "
-            "are different applications that share an app name, ingest each one's logs under a "
-            "job name of its own (sparkpredict ingest LOG... --job NAME)")
+            "needs no size. A written log cannot be given one, but its recorded run can: "
+            f"sparkpredict store edit RUN_ID... --input-size SIZE --store {store.path}; runs "
+            "submitted from now on with a declared size (sparkpredict submit --input-size SIZE) "
+            "can be ranked. If the job's runs are different applications that share an app name, "
+            "ingest each one's logs under a job name of its own (sparkpredict ingest LOG... --job "
+            "NAME), or move runs already recorded (sparkpredict store edit RUN_ID... --job NAME)")
     return InputError(message, "declare the input size of its runs (--conf spark.sparkpredict.inputBytes=SIZE, "
-                               "or sparkpredict submit --input-size SIZE); explain single runs by "
-                               "RUN_ID meanwhile")
+                               "or sparkpredict submit --input-size SIZE; for runs already recorded, "
+                               "sparkpredict store edit RUN_ID... --input-size SIZE); explain single "
+                               "runs by RUN_ID meanwhile")

@@ -1,4 +1,5 @@
-"""``sparkpredict store summary|clean [--store S]``: what the history store holds, and tidying it."""
+"""``sparkpredict store summary|clean|edit [--store S]``: what the history store holds, tidying
+it, and correcting recorded runs."""
 from __future__ import annotations
 
 import argparse
@@ -8,12 +9,14 @@ from typing import Any
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("store", help="show what the history store holds",
-                              description="Inspect a sparkpredict history store.")
+    p = subparsers.add_parser("store", help="show what the history store holds, tidy it, correct runs",
+                              description="Inspect, tidy and correct a sparkpredict history store.")
     sub = p.add_subparsers(dest="store_command", metavar="ACTION")
     s = sub.add_parser("summary", help="runs recorded, per job, with status and wall time",
                        description="Per job: runs recorded, how many succeeded, the median wall time "
-                       "of the succeeded ones and the latest start; then the latest runs. Sizes in "
+                       "of the succeeded ones and the latest start; then the runs excluded from training "
+                       "(`store edit --exclude`; counted in runs, not in ok), if any, and the latest "
+                       "runs. Sizes in "
                        "one column share one unit system: binary (MiB) only when every size there is "
                        "a round number of binary units, else decimal (MB), as sizes are typed. With "
                        "--json: {store, runs, jobs: [{job, runs, runs_by_status, median_wall_ms (of "
@@ -43,6 +46,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "no writer is running)")
     c.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
     c.set_defaults(func=_clean)
+    e = sub.add_parser(
+        "edit", help="correct recorded runs: exclude from training, include, move to a job, set input size",
+        description="Correct runs already in the store, all in one atomic batch: --exclude leaves a "
+        "run out of training (one slowed by a noisy neighbour; its status becomes excluded), "
+        "--include takes it back with the status it had, --job moves it to another job (recorded "
+        "under the wrong spark.sparkpredict.job), --input-size gives it its input size (recorded as "
+        "declared: an ingested event log that declared none, of data made in memory, has 0). "
+        "Nothing is rewritten or deleted: the edit adds a later copy of each run's row, which "
+        "supersedes the earlier ones, and the rows as captured stay in the store; models refit "
+        "from the edited runs on their next use (`sparkpredict retrain` updates the registry). "
+        "Re-ingesting a run's log does not undo an edit: an unchanged log is skipped, and a "
+        "changed log of a run already stored is skipped too (the store never replaces a run), "
+        "so the edited row stays. Prints one line per run, old -> new; with --json: {store, "
+        "runs: [{run_id, before: {field: value}, after: {field: value}}]}, the fields "
+        "among status, job, input_bytes, input_bytes_source that changed; an error is {error, "
+        "fix} on stdout. Every run named must change, or nothing is written.")
+    e.add_argument("run_ids", nargs="+", metavar="RUN_ID", help="run to edit (as `store summary` lists them)")
+    e.add_argument("--job", metavar="NAME", help="move the runs to this job")
+    e.add_argument("--input-size", metavar="SIZE", help="the runs' input size, e.g. 300GB, 1.5TiB")
+    e.add_argument("--exclude", action="store_true", help="leave the runs out of training")
+    e.add_argument("--include", action="store_true",
+                   help="take excluded runs back, with the status they had before --exclude")
+    e.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
+    e.add_argument("--json", action="store_true", help="print the edits as JSON (described above)")
+    e.set_defaults(func=_edit)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -102,6 +130,7 @@ def _summary(args: argparse.Namespace) -> int:
     for r in per_job.itertuples():
         wall = format_duration(r.median_wall_ms / 1000) if r.median_wall_ms == r.median_wall_ms else "-"
         print(f"{r.job!s:<{jw}} {r.runs:>5} {r.succeeded:>5} {wall:>{len(median_head)}}  {when(r.last_start_ms)}")
+    _print_excluded(runs, args.last)
     print(f"\nlatest {plural(len(latest), 'run')}:")
     # columns as wide as their longest value: YARN ids and app names overflow fixed widths
     rw = max(6, *(len(str(x)) for x in latest["run_id"]))
@@ -118,6 +147,70 @@ def _summary(args: argparse.Namespace) -> int:
         nt = "-" if r.num_tasks != r.num_tasks else int(r.num_tasks)
         print(f"{r.run_id!s:<{rw}} {r.job!s:<{jw}} {r.status:<10} {size:>10} {ex:>9} {wall:>9} {nt:>7}")
     return 0
+
+
+def _print_excluded(runs: Any, last: int) -> None:
+    """The runs left out of training, wherever they fall in time: the latest runs' listing
+    would show only the recent ones, and the per-job counts none by name."""
+    from ..store.edit import EXCLUDED
+    from ..units import plural
+
+    out = runs[runs["status"] == EXCLUDED].sort_values("start_ms")
+    if out.empty:
+        return
+    print(f"\nexcluded from training: {plural(len(out), 'run')} (`sparkpredict store edit RUN_ID "
+          "--include` takes one back)")
+    rw = max(6, *(len(str(x)) for x in out["run_id"]))
+    for r in out.tail(last).itertuples():
+        print(f"  {r.run_id!s:<{rw}} {r.job}")
+    if len(out) > last:
+        print(f"  ... and {len(out) - last} earlier (--last lists more)")
+
+
+def _edit(args: argparse.Namespace) -> int:
+    import json
+
+    from .. import store as store_mod
+    from ..errors import InputError
+    from ..store.edit import changes, parse_input_size
+    from ..units import plural
+
+    if args.exclude and args.include:
+        raise InputError("--exclude and --include together: a run is either left out of training or not",
+                         "give one of them")
+    excluded = True if args.exclude else False if args.include else None
+    size = None
+    if args.input_size is not None:
+        try:
+            size = parse_input_size(args.input_size)
+        except InputError as exc:
+            raise InputError(f"--input-size: {exc.message}", exc.fix) from exc
+    st = store_mod.open(args.store)
+    ids = list(dict.fromkeys(args.run_ids))
+    before = st.read("runs", run_ids=ids).set_index("run_id", drop=False)
+    new = store_mod.edit_runs(st, ids, job=args.job, input_bytes=size, excluded=excluded)
+    edits = [(r["run_id"], changes(before.loc[r["run_id"]], r)) for r in new.to_dict("records")]
+    if args.json:
+        print(json.dumps({"store": st.path, "runs": [
+            {"run_id": rid, "before": {f: a for f, (a, _) in ch.items()},
+             "after": {f: b for f, (_, b) in ch.items()}} for rid, ch in edits]}, indent=2))
+        return 0
+    for rid, ch in edits:
+        print(f"{rid}: " + "; ".join(_told(f, a, b) for f, (a, b) in ch.items()
+                                     if f != "input_bytes_source" or "input_bytes" not in ch))
+    print(f"store {st.path}: {plural(len(edits), 'run')} edited")
+    return 0
+
+
+def _told(field: str, old: Any, new: Any) -> str:
+    """One change, as ``status succeeded -> excluded`` or ``input 0 B -> 3 GB (declared)``."""
+    from ..units import format_bytes
+
+    if field == "input_bytes":
+        def size(n: Any) -> str:
+            return "none" if n is None or n <= 0 else format_bytes(n)
+        return f"input {size(old)} -> {size(new)} (declared)"
+    return f"{field} {'-' if old is None else old} -> {'-' if new is None else new}"
 
 
 def _bytes_column(values: Any) -> Callable[[float], str]:

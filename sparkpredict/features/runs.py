@@ -58,7 +58,8 @@ def feature_columns(runs: pd.DataFrame) -> list[str]:
 
 
 def runs_table(source: Any) -> pd.DataFrame:
-    """Runs table of a history store: succeeded runs only, one row each.
+    """Runs table of a history store: succeeded runs only, one row each (a run left out with
+    ``sparkpredict store edit --exclude`` has status ``excluded``, so is not among them).
 
     Parameters
     ----------

@@ -64,6 +64,19 @@ MIN_RUNS = 4
 SIZE_GROWTH = "linear"
 
 
+#: A resource column (:data:`OPTIONAL`: cores and memory per executor) that every training run
+#: recorded at one value says nothing of how the runtime depends on it: "seen_value" predicts a
+#: question that leaves it as at that value, and bounds the interval by perfect scaling (see
+#: :func:`.intervals.log_bounds`); "free" (models saved before) reads the fitted curve at the
+#: value asked. The curve's dependence on such a column comes only through the derived inputs
+#: (input per core, per MiB), which in training moved with size and executors alone; and the
+#: drift that widened the interval for the distance was measured on those columns, not this
+#: one: tests/data/history's sort, all runs on 1 core, got 0.12 s - 19.6 s at 4 cores against
+#: 2.4 s - 5.5 s at 1: a lower bound 20x lower from 4x the cores.
+#: Only the combined model ("auto", "hybrid"), like :data:`SIZE_GROWTH`.
+UNVARIED = "seen_value"
+
+
 #: How many runs :attr:`JobRuntimeModel.slow_runs_` keeps (the most above the model first).
 SLOW_RUNS_KEPT = 50
 
@@ -115,8 +128,9 @@ def too_few_usable_runs(input_bytes: np.ndarray, executors: np.ndarray, runtime_
                                             "executors and runtime_s)")
     fix = ("declare each run's input size: --conf spark.sparkpredict.inputBytes=SIZE, or "
            "`sparkpredict submit --input-size SIZE` (a run that declares none has the bytes its "
-           "stages read from storage, 0 for data made in memory); in a runs file, fill in its "
-           "input_bytes")
+           "stages read from storage, 0 for data made in memory); for runs already recorded "
+           "(e.g. ingested event logs): `sparkpredict store edit RUN_ID --input-size SIZE`; in a "
+           "runs file, fill in its input_bytes")
     sized = int((good["executors"] & good["runtime_s"]).sum())
     if sized < MIN_RUNS:
         fix += f", and record at least {MIN_RUNS - sized} more run{'s' if MIN_RUNS - sized > 1 else ''}"
@@ -146,6 +160,10 @@ class JobRuntimeModel(RuntimeEstimator):
         column -> (min, max) of the training runs.
     feature_names_ : list of str
         Model inputs: ``input_bytes, executors, executor_cores, executor_memory_mb`` + extras.
+    unvaried_ : dict
+        Resource column -> the one value every training run recorded for it (combined model
+        only, :data:`UNVARIED`): a question asking another is predicted as at that value, its
+        lower bound no faster than perfect scaling from there, its upper bound no narrower.
     slow_runs_ : list of (str, float)
         With a ``run_id`` column: the runs furthest above the model, as (run_id, runtime /
         the prediction of the cross-validation fold that left the run out), largest first
@@ -197,6 +215,8 @@ class JobRuntimeModel(RuntimeEstimator):
         self.drift_law_ = selection.DRIFT_LAW
         # the study's single-kind models keep their published form (the evaluation's baselines)
         self.size_growth_ = SIZE_GROWTH if self.kind in ("auto", "hybrid") else "free"
+        self.unvaried_ = _unvaried(runs, rows, self.training_range_) \
+            if self.kind in ("auto", "hybrid") and UNVARIED == "seen_value" else {}
         self.slow_runs_ = _slow_runs(runs, rows, result.cv.oof_rows)
         return self
 
@@ -280,6 +300,9 @@ class JobRuntimeModel(RuntimeEstimator):
         """The fitted curve's prediction for query columns ``F``, before :data:`SIZE_GROWTH`."""
         from .selection import predict_component
 
+        unvaried = getattr(self, "unvaried_", {})
+        if unvaried:  # read at the one value the runs had (UNVARIED)
+            F = dict(F, **{c: np.full(len(F[c]), v) for c, v in unvaried.items()})
         return predict_component(self.component_, F, self.extras_)
 
     def _capped(self, F: dict[str, np.ndarray], raw: np.ndarray) -> np.ndarray:
@@ -371,7 +394,10 @@ class JobRuntimeModel(RuntimeEstimator):
         the lower). Beyond the sizes a size floor applies: the lower bound is at least the
         largest size's, and below them the upper bound at most the smallest size's. Beyond the
         largest size the prediction is capped (:data:`SIZE_GROWTH`) and the bounds keep their
-        log widths around it.
+        log widths around it. For a resource every run had at one value ``v0`` (``unvaried_``)
+        asked at ``v``, the prediction is that at ``v0``; with ``v > v0`` the lower bound is at
+        least ``v0``'s times ``v0 / v`` (perfect scaling), with ``v < v0`` the lower bound is at
+        least ``v0``'s and the upper bound at least ``v0``'s times ``v0 / v``.
         """
         self._check()
         confidence = check_confidence(confidence)
@@ -424,6 +450,7 @@ class JobRuntimeModel(RuntimeEstimator):
                 "residuals": [float(r) for r in self.residuals_],
                 "extrap_z": {k: [float(r) for r in v] for k, v in self.extrap_z_.items()},
                 "drift_law": self.drift_law_, "size_growth": self.size_growth_,
+                "unvaried": dict(self.unvaried_),
                 "seen_residuals": None if self.seen_residuals_ is None
                 else [float(r) for r in self.seen_residuals_],
                 "size_levels": [float(v) for v in self.size_levels_],
@@ -457,6 +484,8 @@ class JobRuntimeModel(RuntimeEstimator):
         m.drift_law_ = str(d.get("drift_law", "relative"))
         # saved before the cap existed: the fitted curve's own growth, as then
         m.size_growth_ = str(d.get("size_growth", "free"))
+        # saved before the rule existed: the fitted curve at the value asked, as then
+        m.unvaried_ = {str(k): float(v) for k, v in d.get("unvaried", {}).items()}
         # saved before seen sizes were recorded: every size gets the unseen-size interval
         seen = d.get("seen_residuals")
         m.seen_residuals_ = None if seen is None else np.asarray(seen, float)
@@ -470,6 +499,22 @@ class JobRuntimeModel(RuntimeEstimator):
         if hasattr(self, "name_"):
             return f"JobRuntimeModel(name_={self.name_!r}, n_runs_={self.n_runs_}, cv_mape_={self.cv_mape_:.3f})"
         return f"JobRuntimeModel(kind={self.kind!r}, random_state={self.random_state})"
+
+
+def _unvaried(runs: Any, rows: np.ndarray, ranges: Mapping[str, tuple[float, float]]) -> dict[str, float]:
+    """Resource column -> its value, for each of :data:`OPTIONAL` that the training runs
+    recorded (positive somewhere) at a single value. A column no run recorded is left out: its
+    value in training is a stand-in (1.0), no value to scale from."""
+    have = runs.columns if hasattr(runs, "columns") else runs
+    out: dict[str, float] = {}
+    for c in OPTIONAL:
+        if c not in have:
+            continue
+        v = floats(runs[c], c, "runs")[rows]
+        lo, hi = ranges[c]
+        if (np.isfinite(v) & (v > 0)).any() and lo == hi:
+            out[c] = float(lo)
+    return out
 
 
 def _latest_run_values(runs: Any, rows: np.ndarray, cols) -> dict[str, float]:

@@ -4,7 +4,8 @@ Split-conformal on the log scale, read from what :class:`~.hybrid.JobRuntimeMode
 cross-validation: inside the training range the quantiles of the out-of-fold log ratios of
 folds that left whole input sizes out (``residuals_``), or at a recorded size those of the
 random folds (``seen_residuals_``); beyond the range a drift that grows with the distance
-(``extrap_z_``); past the smallest and largest sizes a floor from the edge size. The model's
+(``extrap_z_``); past the smallest and largest sizes a floor from the edge size; for a
+resource the runs never varied (``unvaried_``), bounds from perfect scaling. The model's
 :meth:`~.hybrid.JobRuntimeModel.predict_interval` and ``chance_within`` validate the question
 and call :func:`log_bounds`; this module is numpy only, like the rest of the load path.
 """
@@ -55,6 +56,35 @@ def log_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.nda
     """``confidence -> (lower, upper)``: each row's interval bounds as ``log(bound / ŷ)``,
     at that row's confidence (an array), for query features ``F`` (``model._query(X)``) and
     ``pred`` being ``model.predict(X)``; see :meth:`JobRuntimeModel.predict_interval`."""
+    bounds = _size_bounds(model, F, pred)
+    seen = getattr(model, "unvaried_", {})
+    if not seen:
+        return bounds
+    # A resource every run had at one value (cores, memory per executor; hybrid.UNVARIED):
+    # k times as much cannot speed a run up more than k times (perfect scaling of everything);
+    # less of it cannot speed it up, and may slow it k times. The drift alone, measured on
+    # sizes and executor counts, put sort's lower bound at 4 cores 20x below 1 core's.
+    ratio = [F[c] / v for c, v in seen.items()]
+    more = np.prod([np.maximum(r, 1.0) for r in ratio], axis=0)
+    fewer = np.prod([np.maximum(1.0 / r, 1.0) for r in ratio], axis=0)
+    off = (more > 1.0) | (fewer > 1.0)
+    if not off.any():
+        return bounds
+    at_seen = _size_bounds(model, dict(F, **{c: np.full(len(F[c]), v) for c, v in seen.items()}), pred)
+
+    def at(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = bounds(c)
+        lo0, hi0 = at_seen(c)
+        # the lower bound no lower than the seen value's scaled by perfect scaling; the upper
+        # bound no lower than the seen value's scaled so, and the drift's where wider (less
+        # memory per task can slow a run beyond any scaling)
+        return (np.where(off, np.maximum(lo, lo0 - np.log(more)), lo),
+                np.where(off, np.maximum(hi, hi0 + np.log(fewer)), hi))
+    return at
+
+
+def _size_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.ndarray):
+    """:func:`log_bounds` before the bounds of unvaried resources: the drift and the size floor."""
     drift = _drift_bounds(model, F)
     if model.drift_law_ == "relative":  # saved before the size floor existed: as it was then
         return drift

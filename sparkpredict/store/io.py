@@ -138,8 +138,10 @@ class Store:
 
     # ---- reading ------------------------------------------------------------------------
     def read(self, table: str, form: Form = "pandas", columns: list[str] | None = None,
-             run_ids: list[str] | None = None) -> pd.DataFrame | pa.Table:
-        """All committed rows of ``table`` (``runs``, ``stages``, ``tasks``, ``executors``)."""
+             run_ids: list[str] | None = None, all_rows: bool = False) -> pd.DataFrame | pa.Table:
+        """All committed rows of ``table`` (``runs``, ``stages``, ``tasks``, ``executors``); of
+        ``runs``, each run's latest row, or with ``all_rows`` every row it ever had (in batch
+        order), which is what an edit looks back through (:mod:`.edit`)."""
         if table not in S.TABLES:
             raise StoreError(f"no table {table!r} in a sparkpredict store",
                              f"use one of {', '.join(S.TABLES)}")
@@ -163,7 +165,7 @@ class Store:
             parts.append(t.select([c for c in t.column_names if c in want.names]))
         result = S.conform(table, pa.concat_tables(parts, promote_options="permissive")) if parts \
             else S.empty_table(table)
-        if table == "runs" and result.num_rows:
+        if table == "runs" and result.num_rows and not all_rows:
             result = _latest_run_rows(result)
         if run_ids is not None:
             import pyarrow.compute as pc

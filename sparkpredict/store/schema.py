@@ -30,8 +30,13 @@ SCHEMA_VERSION = 1
 STORE_FORMAT = "sparkpredict-store"
 MARKER_FILE = "_sparkpredict_store.json"
 
-#: Terminal and non-terminal states of a run.
-RUN_STATUSES = ("succeeded", "failed", "killed", "running", "incomplete")
+#: Terminal and non-terminal states of a run. ``excluded``: left out of training by the user
+#: (``sparkpredict store edit --exclude``, :mod:`.edit`); its earlier rows keep the status it
+#: ended with, which ``--include`` restores. A new value of an existing column, not a new
+#: column, so SCHEMA_VERSION stays: every reader names the statuses it learns from (succeeded;
+#: the slowdown monitor's baselines also incomplete), so even one that predates ``excluded``
+#: leaves such a run out.
+RUN_STATUSES = ("succeeded", "failed", "killed", "running", "incomplete", "excluded")
 
 _S, _L, _I, _D, _B = pa.string(), pa.int64(), pa.int32(), pa.float64(), pa.bool_()
 

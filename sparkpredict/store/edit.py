@@ -1,0 +1,239 @@
+"""Corrections to runs already recorded: leave a run out of training (one slowed by a noisy
+neighbour), take it back, move it to another job (recorded under the wrong
+``spark.sparkpredict.job``), or give it its input size (an event log that declared none).
+
+The store stays append-only: an edit is one batch (:meth:`Store.append`) of copies of the runs'
+latest ``runs`` rows with the fields changed and a later ``updated_ms``, which supersede the
+earlier rows as every reader takes a run's latest row. Nothing is rewritten or deleted, so the
+rows as captured stay in the store (``Store.read("runs", all_rows=True)``), and stage, task and
+executor rows, which carry no job or size of their own, are not copied. Every cache of derived
+results keys on :meth:`Store.version`, which the new batch changes, and the registry's models
+on their runs' ``updated_ms``: the edited jobs are refit on their next use or retrain.
+
+>>> from sparkpredict import store
+>>> store.edit_runs("/tmp/history", ["app-1"], excluded=True)     # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError
+from ..units import plural
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .io import Store
+
+#: The status of a run left out of training; its earlier rows keep the one it ended with.
+EXCLUDED = "excluded"
+#: What an edit may change, in the order a change is told.
+EDITED_FIELDS = ("status", "job", "input_bytes", "input_bytes_source")
+#: A run whose writer may still add rows, which would supersede the edit.
+_UNFINISHED = ("running",)
+
+
+def edit_runs(store: Store | str | Any, run_ids: Iterable[str] | str, *, job: str | None = None,
+              input_bytes: float | str | None = None, excluded: bool | None = None) -> pd.DataFrame:
+    """Correct runs already in a history store, all of them in one atomic batch.
+
+    Parameters
+    ----------
+    store : Store or str
+        The history store (a :class:`~sparkpredict.store.io.Store`, or its path or URI).
+    run_ids : list of str
+        The runs to edit (a single id may be given as a string). Each one must change.
+    job : str, optional
+        Move the runs to this job (the runs table, the models and the advice read it from then on).
+    input_bytes : int or str, optional
+        The runs' input size, in bytes or human units (``"300GB"``, ``"1.5TiB"``); recorded as
+        declared (``input_bytes_source = "declared"``).
+    excluded : bool, optional
+        True: leave the runs out of training (status ``excluded``). False: take excluded runs
+        back, with the status they had before (their latest row that is not excluded).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows written, one per run, in the store's ``runs`` schema.
+
+    Raises
+    ------
+    InputError
+        Nothing to change, a bad size or job name, a run not in the store, a run still running,
+        ``excluded=False`` for a run that is not excluded, or a run the edit would leave as it
+        is. Nothing is written then.
+    StoreError
+        No store at ``store``, or it cannot be written.
+    """
+    import pandas as pd
+    import pyarrow as pa
+
+    from . import io as store_io
+    from . import schema as S
+
+    ids = _check_ids(run_ids)
+    size = _check_args(job, input_bytes, excluded)
+    st = store if hasattr(store, "append") else store_io.open(store)
+    rows = st.read("runs", form="arrow", run_ids=ids, all_rows=True)  # type: ignore[union-attr]
+    if not isinstance(rows, pa.Table):  # pragma: no cover - form="arrow" gives Arrow
+        raise TypeError("expected an Arrow table")
+    history = rows.to_pandas()
+    latest = store_io._latest_run_rows(rows).to_pandas().set_index("run_id", drop=False) \
+        if rows.num_rows else history
+    _check_known(st, ids, set(latest["run_id"]))
+    now_ms = int(time.time() * 1000)
+    new_rows, unchanged = [], []
+    for rid in ids:
+        old = latest.loc[rid]
+        if old["status"] in _UNFINISHED:
+            raise InputError(f"run {rid!r} is still running: its writer may still record rows that "
+                             "would supersede this edit",
+                             "edit it once it has ended (`sparkpredict store summary` shows its status)")
+        new = old.copy()
+        mine = history[history["run_id"] == rid]
+        if excluded is True:
+            new["status"] = EXCLUDED
+        elif excluded is False:
+            new["status"] = _status_before_exclusion(rid, old, mine)
+        if job is not None:
+            new["job"] = job
+        if size is not None:
+            new["input_bytes"], new["input_bytes_source"] = size, "declared"
+        if not changes(old, new):
+            unchanged.append(rid)
+            continue
+        # Later than every row of the run, even one stamped by a clock ahead of this one's:
+        # the latest row wins, and a tie would go to whichever batch sorts last.
+        stamps = pd.to_numeric(mine["updated_ms"], errors="coerce").dropna()
+        new["updated_ms"] = max(now_ms, int(stamps.max()) + 1 if len(stamps) else now_ms)
+        new_rows.append(new)
+    if unchanged:
+        asked = "; ".join(_asked(job, size, excluded))
+        raise InputError(f"{plural(len(unchanged), 'run')} would not change ({asked} already): "
+                         f"{', '.join(unchanged)}; nothing was written",
+                         f"leave {'it' if len(unchanged) == 1 else 'them'} out of the edit")
+    table = S.conform("runs", pa.Table.from_pandas(pd.DataFrame(new_rows), preserve_index=False))
+    st.append({"runs": table}, batch_id=store_io.new_batch_id("edit"))  # type: ignore[union-attr]
+    return table.to_pandas()
+
+
+def changes(old: pd.Series | dict, new: pd.Series | dict) -> dict[str, tuple[Any, Any]]:
+    """field -> (before, after) of the fields in :data:`EDITED_FIELDS` that differ."""
+    out = {}
+    for f in EDITED_FIELDS:
+        a, b = _plain(old.get(f)), _plain(new.get(f))
+        if a != b:
+            out[f] = (a, b)
+    return out
+
+
+def _plain(v: Any) -> Any:
+    """A JSON-ready value: NaN/None as None, numpy numbers as int (sizes are whole bytes)."""
+    if v is None:
+        return None
+    try:
+        if v != v:  # NaN  # noqa: PLR0124
+            return None
+    except (TypeError, ValueError):
+        pass
+    if isinstance(v, str):
+        return v
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return v
+
+
+def _check_ids(run_ids: Iterable[str] | str) -> list[str]:
+    ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)
+    if not ids:
+        raise InputError("no run to edit", "give one or more run ids (`sparkpredict store summary` lists "
+                                           "the latest runs)")
+    bad = [r for r in ids if not isinstance(r, str) or not r.strip()]
+    if bad:
+        raise InputError(f"run id {bad[0]!r} is not a run id", "give run ids as `sparkpredict store "
+                                                               "summary` lists them")
+    return list(dict.fromkeys(ids))  # each run once, in the order given
+
+
+def _check_args(job: str | None, input_bytes: float | str | None, excluded: bool | None) -> int | None:
+    """The size in bytes (None when none is set), after refusing what cannot be written."""
+    if job is None and input_bytes is None and excluded is None:
+        raise InputError("no change asked for",
+                         "give a new job (--job NAME), an input size (--input-size SIZE), "
+                         "--exclude or --include")
+    if excluded is not None and not isinstance(excluded, bool):
+        raise InputError(f"excluded={excluded!r} is neither True nor False",
+                         "pass excluded=True to exclude runs, excluded=False to include them again")
+    if job is not None and (not isinstance(job, str) or not job.strip()):
+        raise InputError(f"job name {job!r} is " + ("blank" if isinstance(job, str) else "not text"),
+                         "give the job to move the runs to, e.g. --job nightly-etl")
+    return None if input_bytes is None else parse_input_size(input_bytes)
+
+
+def parse_input_size(text: float | str) -> int:
+    """A run's input size in bytes, from bytes or human units (``300GB``, ``1.5TiB``), as
+    ``suggest --input-size`` reads it; zero, negative or unreadable sizes are an InputError."""
+    from ..units import parse_bytes
+
+    if isinstance(text, str) and text.strip().startswith("-"):
+        # parse_bytes would call "-5GB" unreadable: it is readable, and below zero
+        raise InputError(f"size {text!r} must be positive", "give a size above zero, e.g. 64MB")
+    return parse_bytes(text)
+
+
+def _check_known(st: Any, ids: list[str], found: set[str]) -> None:
+    import difflib
+
+    missing = [r for r in ids if r not in found]
+    if not missing:
+        return
+    known = [str(r) for r in st.read("runs", columns=["run_id"])["run_id"]]
+    close = [m for r in missing for m in difflib.get_close_matches(r, known, n=3, cutoff=0.8)]
+    names = ", ".join(repr(r) for r in missing)
+    listed = f"`sparkpredict store summary --store {st.path}` lists the latest runs"
+    hint = (f"did you mean {', '.join(dict.fromkeys(close))}? " if close else "") + listed
+    if not known:
+        hint = "record runs first (sparkpredict submit, demo or ingest)"
+    raise InputError(f"no {'run' if len(missing) == 1 else 'runs'} {names} in store {st.path!r}; "
+                     "nothing was written", hint)
+
+
+def _status_before_exclusion(run_id: str, latest: pd.Series, rows: pd.DataFrame) -> str:
+    """The status of the run's latest row that is not excluded (the store keeps every row)."""
+    import pandas as pd
+
+    if latest["status"] != EXCLUDED:
+        raise InputError(f"run {run_id!r} is not excluded (its status is {latest['status']}): "
+                         "there is nothing to include; nothing was written",
+                         "--include takes back a run excluded with --exclude; `sparkpredict store "
+                         "summary` lists the excluded runs")
+    before = rows[rows["status"] != EXCLUDED].copy()
+    before["_ms"] = pd.to_numeric(before["updated_ms"], errors="coerce")
+    # the same order as the store's own choice of a run's latest row: by updated_ms, ties to
+    # the later batch (rows come in batch order), a row without a time first
+    before = before.sort_values("_ms", kind="stable", na_position="first")
+    if before.empty or not isinstance(before["status"].iloc[-1], str):
+        raise InputError(f"run {run_id!r} was excluded from its first row on: no earlier status "
+                         "to restore; nothing was written",
+                         "leave it excluded, or record the run again")
+    return str(before["status"].iloc[-1])
+
+
+def _asked(job: str | None, size: int | None, excluded: bool | None) -> list[str]:
+    from ..units import format_bytes
+
+    said = []
+    if excluded is True:
+        said.append("excluded")
+    if job is not None:
+        said.append(f"job {job!r}")
+    if size is not None:
+        said.append(f"declared input {format_bytes(size)}")
+    return said
+
+
+__all__ = ["EDITED_FIELDS", "EXCLUDED", "changes", "edit_runs", "parse_input_size"]
