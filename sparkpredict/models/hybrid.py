@@ -392,7 +392,9 @@ class JobRuntimeModel(RuntimeEstimator):
         leaving the range in the row's direction) and ``g`` is :func:`.selection.drift_distance`: ``d`` up to 1, where the
         folds measured it, ``1 + log d`` beyond for the upper bound (``d``, capped at 10, for
         the lower). Beyond the sizes a size floor applies: the lower bound is at least the
-        largest size's, and below them the upper bound at most the smallest size's. Beyond the
+        largest size's, and below them the upper bound at most the smallest size's, each the
+        edge size's bound as for a size not recorded (a recorded size's own interval is its
+        repeats' noise, narrower: carried to other sizes it undercovered them). Beyond the
         largest size the prediction is capped (:data:`SIZE_GROWTH`) and the bounds keep their
         log widths around it. For a resource every run had at one value ``v0`` (``unvaried_``)
         asked at ``v``, the prediction is that at ``v0``; with ``v > v0`` the lower bound is at
