@@ -3,11 +3,14 @@
 :func:`build_report` reads the store, takes each job's runtime model from the store's registry
 when it is current (trained on the job's runs as they are: the model ``suggest`` answers with),
 fits the others (or takes fitted ones), and for each job draws with matplotlib
-(:mod:`sparkpredict.report_figures`; PNG, base64-embedded; the page needs no network or files):
+(:mod:`sparkpredict.report_figures`; PNG, base64-embedded; the page needs no network or files),
+after a table of the jobs (runs and succeeded runs as ``store summary`` counts them, and the
+jobs left out for having no succeeded run):
 
 * runtime against executors, one colour per input size, with the model's fitted curve and its
-  prediction interval;
-* predicted against actual runtime for every run (in-sample, with the model's CV error quoted);
+  prediction interval (a run without an input size grey: the model leaves it out, and a note
+  names it with the fix);
+* predicted against actual runtime for every run the model used (in-sample, with its CV error quoted);
 * the stage timeline of the job's latest run;
 * the current advice for a larger input (:func:`sparkpredict.suggest_executors`).
 
@@ -52,6 +55,7 @@ class JobSection:
     """What the report shows for one job (figures are base64 PNGs)."""
 
     job: str
+    #: the job's succeeded runs (what the plots, models and advice read)
     n_runs: int
     figures: dict[str, str] = field(default_factory=dict)
     model_name: str | None = None
@@ -76,6 +80,12 @@ class JobSection:
     #: its recorded tasks that ``suggest`` answers with
     advice_model_name: str | None = None
     advice_cv_mape: float | None = None
+    #: the job's runs in the store whatever their status, as ``store summary`` counts them
+    #: (None: :attr:`n_runs`)
+    n_recorded: int | None = None
+    #: succeeded runs no runtime model can use, run_id -> why (``"no input size"``): the model
+    #: and the predicted-vs-actual plot leave them out, a note names them
+    left_out_runs: dict[str, str] = field(default_factory=dict)
 
     @property
     def shown_model(self) -> tuple[str | None, float | None]:
@@ -93,6 +103,9 @@ class ReportResult:
     store: str
     sections: list[JobSection]
     warnings: list[str]
+    #: jobs of the store with no section, as none of their runs succeeded: job -> their runs
+    #: (``"3 runs: 2 failed, 1 incomplete"``)
+    left_out_jobs: dict[str, str] = field(default_factory=dict)
 
     @property
     def jobs(self) -> list[str]:
@@ -179,9 +192,76 @@ def _registry_models(st: Any, runs_raw: pd.DataFrame, runs: pd.DataFrame, jobs: 
     return out
 
 
+#: why a run without an input size is left out, as :func:`_unusable_runs` says it
+NO_INPUT_SIZE = "no input size"
+
+
+def _unusable_runs(jr: pd.DataFrame) -> dict[str, str]:
+    """run_id -> why no runtime model can use the run: the rows ``JobRuntimeModel.fit`` drops
+    (no positive, finite input size, executor count or runtime)."""
+    out = {}
+    cols = [jr[c].astype(float).to_numpy() for c in ("input_bytes", "executors", "runtime_s")]
+    for rid, *values in zip(jr["run_id"].astype(str), *cols):
+        missing = [f"no {what}" for what, v in zip(("input size", "executor count", "runtime"), values)
+                   if not (math.isfinite(v) and v > 0)]
+        if missing:
+            out[rid] = ", ".join(missing)
+    return out
+
+
+def _listed(ids: list[str], most: int = 5) -> str:
+    shown = ", ".join(ids[:most])
+    return shown + (f" and {len(ids) - most} more" if len(ids) > most else "")
+
+
+def _left_out_note(left: dict[str, str], fitted: bool) -> str:
+    """The note naming the runs :func:`_unusable_runs` found, why, and how to make them count."""
+    sizeless = [r for r, why in left.items() if why == NO_INPUT_SIZE]
+    other = [r for r in left if r not in sizeless]
+    users = "the model and the predicted-vs-actual plot leave" if fitted else "no runtime model can use"
+    parts = []
+    if sizeless:
+        it = "it" if len(sizeless) == 1 else "them"
+        ids = sizeless[0] if len(sizeless) == 1 else "RUN_ID..."
+        parts.append(f"{plural(len(sizeless), 'run')} recorded no input size: {_listed(sizeless)}; "
+                     f"{users} {it}{' out' if fitted else ''}, and the runtime plot draws {it} grey "
+                     f"(\"size unknown\"). Record {'its size' if len(sizeless) == 1 else 'their sizes'}: "
+                     f"`sparkpredict store edit {ids} --input-size SIZE`")
+    if other:
+        it = "it" if len(other) == 1 else "them"
+        ids = other[0] if len(other) == 1 else "RUN_ID..."
+        parts.append(f"{plural(len(other), 'run')} left out of the model and the plots: "
+                     f"{_listed([f'{r} ({left[r]})' for r in other])}. Exclude {it} from the job's history: "
+                     f"`sparkpredict store edit {ids} --exclude`")
+    return "; ".join(parts)
+
+
+def _replay_note(why: str, model_name: str) -> str:
+    """The note of a job without a whole-job model whose advice came from ``model_name``."""
+    what = (" (it replays the job's recorded tasks on other executor counts and input sizes)"
+            if model_name.startswith("replay") else "")
+    return (f"no fitted whole-job model for this job ({why}): the runtime plot shows the runs only; "
+            f"the advice, the CV MAPE in the jobs table and the runs furthest above the model come "
+            f"from the {model_name} model instead{what}")
+
+
+def _jobs_without_section(runs_raw: pd.DataFrame, shown: list[str]) -> dict[str, str]:
+    """job -> its runs by status, for the store's jobs without a section: none of their runs
+    succeeded."""
+    out = {}
+    for job, g in runs_raw[~runs_raw["job"].isin(shown)].groupby("job", sort=True):
+        counts = g["status"].fillna("unknown").value_counts().sort_index()
+        out[str(job)] = f"{plural(len(g), 'run')}: " + ", ".join(f"{n} {status}" for status, n in counts.items())
+    return out
+
+
 def build_sections(store_path: str, jobs: list[str] | None = None, models: dict | None = None,
-                   confidence: float = 0.9, advice_factor: float = 2.0) -> tuple[list[JobSection], list[str]]:
-    """Compute every job's figures and texts (the data of the report), without writing HTML."""
+                   confidence: float = 0.9, advice_factor: float = 2.0,
+                   left_out: dict[str, str] | None = None) -> tuple[list[JobSection], list[str]]:
+    """Compute every job's figures and texts (the data of the report), without writing HTML.
+
+    ``left_out``, when given, gets the store's jobs without a section (``jobs`` not given: no
+    succeeded run), job -> why."""
     from .advice_source import HistorySource
     from .features.runs import feature_columns, no_runs_error, runs_table
     from .store import io as store_io
@@ -199,6 +279,9 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
             raise InputError(f"no succeeded runs of job(s) {', '.join(unknown)} in {store_path}",
                              f"choose among: {', '.join(all_jobs)}")
         all_jobs = [j for j in all_jobs if j in jobs]
+    elif left_out is not None:
+        left_out.update(_jobs_without_section(runs_raw, all_jobs))
+    recorded = runs_raw.groupby("job")["run_id"].size()
     unfitted: dict[str, str] = {}  # job -> why it has no model
     behind: dict[str, str] = {}  # job -> why the registry's model was not used
     if models is None:
@@ -217,25 +300,38 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
     sections = []
     for job in all_jobs:
         jr = runs[runs["job"] == job].reset_index(drop=True)
-        sec = JobSection(job=job, n_runs=len(jr))
+        sec = JobSection(job=job, n_runs=len(jr), n_recorded=int(recorded.get(job, len(jr))))
         if job in behind:
             sec.notes.append(behind[job])
         model = models.get(job)
+        sec.left_out_runs = _unusable_runs(jr)
+        why_out = jr["run_id"].astype(str).map(sec.left_out_runs)
+        usable = jr[why_out.isna()]
+        # a run of unknown size still has a runtime at its executor count: the runtime plot shows it
+        drawable = jr[why_out.isna() | (why_out == NO_INPUT_SIZE)]
+        no_model_note = why = None
         if model is None:
             why = unfitted.get(job, "none was given for it")
-            sec.notes.append(f"no fitted model for this job ({why}): the plots show the runs only")
+            no_model_note = len(sec.notes)
+            sec.notes.append(f"no fitted whole-job model for this job ({why}): the plots show the runs only")
         else:
             sec.model_name = getattr(model, "name_", type(model).__name__)
             sec.cv_mape = getattr(model, "cv_mape_", None)
             # the source the advice builds from `models`: the same runs and model
             _set_slow_runs(sec, HistorySource, job, model, jr)
-        fig = _attempt(sec, "runtime curve", fig_runtime_vs_executors, jr, model, features, confidence)
-        if fig is None and model is not None:  # retry without the model: the runs alone still help
-            fig = _attempt(sec, "runtime plot", fig_runtime_vs_executors, jr, None, features, confidence)
+        # a job whose runs all lack a size: the no-advice note below says it, with the fix
+        if sec.left_out_runs and not (usable.empty and set(sec.left_out_runs.values()) == {NO_INPUT_SIZE}):
+            sec.notes.append(_left_out_note(sec.left_out_runs, model is not None))
+        fig = None
+        if not drawable.empty:
+            fig = _attempt(sec, "runtime curve", fig_runtime_vs_executors, drawable, model, features, confidence)
+            if fig is None and model is not None:  # retry without the model: the runs alone still help
+                fig = _attempt(sec, "runtime plot", fig_runtime_vs_executors, drawable, None, features,
+                               confidence)
         if fig:
             sec.figures["runtime_vs_executors"] = fig
-        if model is not None:
-            fig = _attempt(sec, "predicted-vs-actual plot", fig_predicted_vs_actual, jr, model, features,
+        if model is not None and not usable.empty:
+            fig = _attempt(sec, "predicted-vs-actual plot", fig_predicted_vs_actual, usable, model, features,
                            confidence)
             if fig:
                 sec.figures["predicted_vs_actual"] = fig
@@ -269,6 +365,8 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
         if adv:
             sec.advice_text, sec.advice_table_html, sec.advice_warnings, *used = adv
             sec.advice_model_name, sec.advice_cv_mape = used
+            if no_model_note is not None and why is not None and sec.advice_model_name:
+                sec.notes[no_model_note] = _replay_note(why, sec.advice_model_name)
         if model is None and adv:
             # the runs the advice's high-error warning names come from the model it used
             _set_slow_runs(sec, _advice_source, job, store_path)
@@ -321,8 +419,14 @@ def _anchors(jobs: list[str]) -> dict[str, str]:
     return out
 
 
-def render_html(sections: list[JobSection], store_path: str, warnings: list[str]) -> str:
-    """The page: a summary table, then one section per job."""
+def _recorded(s: JobSection) -> int:
+    return s.n_runs if s.n_recorded is None else s.n_recorded
+
+
+def render_html(sections: list[JobSection], store_path: str, warnings: list[str],
+                left_out_jobs: dict[str, str] | None = None) -> str:
+    """The page: a summary table (and the store's jobs it leaves out, job -> why), then one
+    section per job."""
     # a single run's replay has no CV: its error is a self-check
     from .advice import self_checked
 
@@ -334,7 +438,8 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
         return pct(cv, unit="fraction") if cv is not None and math.isfinite(cv) else "-"
 
     rows = "".join(
-        f"<tr><td style='text-align:left'><a href='#{e(anchors[s.job])}'>{e(s.job)}</a></td><td>{s.n_runs}</td>"
+        f"<tr><td style='text-align:left'><a href='#{e(anchors[s.job])}'>{e(s.job)}</a></td>"
+        f"<td>{_recorded(s)}</td><td>{s.n_runs}</td>"
         f"<td style='text-align:left'>{e(name or '-')}</td>"
         f"<td>{cv_cell(cv)}{' (self-check)' if self_checked(name or '', s.n_runs) else ''}</td></tr>"
         for s in sections for name, cv in [s.shown_model])
@@ -343,14 +448,21 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
              "<h1>sparkpredict report</h1>",
              f"<div class='meta'>store <code>{e(store_path)}</code> &middot; generated {now}</div>"]
     parts += [f"<div class='note warn'>{e(w)}</div>" for w in warnings]
-    parts.append("<h2>Jobs</h2><table><tr><th style='text-align:left'>job</th><th>runs</th>"
+    # runs and succeeded as `store summary` counts them; the plots and models use the succeeded
+    parts.append("<h2>Jobs</h2><table><tr><th style='text-align:left'>job</th><th>runs</th><th>succeeded</th>"
                  f"<th style='text-align:left'>model</th><th>CV MAPE</th></tr>{rows}</table>")
+    if left_out_jobs:
+        items = "; ".join(f"{e(j)} ({e(why)})" for j, why in left_out_jobs.items())
+        parts.append(f"<div class='note left-out-jobs'>{plural(len(left_out_jobs), 'job')} of the store "
+                     f"left out, no succeeded run to plot, fit or advise on: {items}</div>")
     captions = {"runtime_vs_executors": "Runtime against executors",
                 "predicted_vs_actual": "Predicted against actual", "stages": "Stage breakdown"}
     for s in sections:
         shown = s.shown_model[0]
-        parts.append(f"<h2 id='{e(anchors[s.job])}'>{e(s.job)} <span class='meta'>{plural(s.n_runs, 'run')}"
-                     + (f", model {e(shown)}" if shown else "") + "</span></h2>")
+        counted = plural(_recorded(s), "run") + (f", {s.n_runs} succeeded" if _recorded(s) != s.n_runs else "")
+        parts.append(f"<h2 id='{e(anchors[s.job])}'>{e(s.job)} <span class='meta'>{counted}"
+                     + (f", model {e(shown or s.model_name)}" if s.model_name else
+                        f", no whole-job model, advice from {e(shown)}" if shown else "") + "</span></h2>")
         parts += [f"<div class='note'>{e(n)}</div>" for n in s.notes]
         parts.append("<div class='figs'>")
         for key in ("runtime_vs_executors", "predicted_vs_actual", "stages"):
@@ -395,7 +507,8 @@ def build_report(out: str | os.PathLike, store: str | os.PathLike | None = None,
     store : path, optional
         History store; default the embedded local store.
     jobs : list of str, optional
-        Only these jobs (default: every job with succeeded runs).
+        Only these jobs (default: every job with succeeded runs; the others are named in
+        :attr:`ReportResult.left_out_jobs` and on the page).
     models : dict, optional
         Fitted models per job (``sparkpredict.models.persist.fit_all``). By default the registry's
         model of each job when it is current, as ``suggest`` uses it, else one fitted here (the
@@ -421,10 +534,11 @@ def build_report(out: str | os.PathLike, store: str | os.PathLike | None = None,
 
     output_file(out, "report.html")
     store_path = resolve_store(store)
-    sections, warnings = build_sections(store_path, jobs, models, confidence, advice_factor)
-    page = render_html(sections, store_path, warnings)
+    left_out: dict[str, str] = {}
+    sections, warnings = build_sections(store_path, jobs, models, confidence, advice_factor, left_out)
+    page = render_html(sections, store_path, warnings, left_out)
     out = write_text(out, page, "report.html")
-    return ReportResult(out.resolve(), store_path, sections, warnings)
+    return ReportResult(out.resolve(), store_path, sections, warnings, left_out)
 
 
 __all__ = ["JobSection", "ReportResult", "build_report", "build_sections", "job_anchor", "render_html"]

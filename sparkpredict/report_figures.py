@@ -3,7 +3,7 @@ function, so importing :mod:`sparkpredict.report` stays light; ``build_report`` 
 backend before the first one is drawn).
 
 * :func:`fig_runtime_vs_executors`: runtime against executors, one colour per input size, with
-  the model's curve and its prediction interval;
+  the model's curve and its prediction interval (runs of unknown size grey, without one);
 * :func:`fig_predicted_vs_actual`: predicted against actual runtime for every run;
 * :func:`fig_stages`: the stage timeline of one run.
 
@@ -53,20 +53,32 @@ def _predict(model, rows: pd.DataFrame, confidence: float) -> dict:
     return {k: np.asarray(out[k], float) for k in ("predicted_runtime_s", "lower_s", "upper_s")}
 
 
+#: the colour and legend of runs that recorded no input size: no model uses them, but their
+#: runtime at their executor count is still worth seeing
+UNKNOWN_SIZE_COLOR = "0.55"
+UNKNOWN_SIZE_LABEL = "size unknown"
+
+
 def fig_runtime_vs_executors(job_runs, model, features, confidence) -> str:
+    """``job_runs``: runs with a positive executor count and runtime; those without a positive
+    input size are drawn grey (:data:`UNKNOWN_SIZE_LABEL`), without a curve: the model left
+    them out and has no size to draw one at."""
     import matplotlib.pyplot as plt
     import numpy as np
     import pandas as pd
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    sizes = sorted(job_runs["input_bytes"].unique())
+    size = job_runs["input_bytes"].astype(float)
+    known = np.isfinite(size) & (size > 0)
+    sized, unsized = job_runs[known], job_runs[~known]
+    sizes = sorted(sized["input_bytes"].unique())
     colors = plt.cm.viridis(np.linspace(0, 0.9, max(len(sizes), 1)))
     # The recorded counts plus one beyond: the curve shows the trend without far extrapolation.
     e_min, e_max = float(job_runs["executors"].min()), float(job_runs["executors"].max())
     grid = np.arange(max(1.0, e_min), e_max + 2.0)
-    tmpl = _template_row(job_runs, features)
+    tmpl = _template_row(sized, features)  # the runs the model knows
     for color, s in zip(colors, sizes):
-        sub = job_runs[job_runs["input_bytes"] == s]
+        sub = sized[sized["input_bytes"] == s]
         ax.scatter(sub["executors"], sub["runtime_s"], color=color, s=22, zorder=3,
                    label=format_bytes(s))
         if model is not None:
@@ -74,6 +86,9 @@ def fig_runtime_vs_executors(job_runs, model, features, confidence) -> str:
             p = _predict(model, X[features] if features else X, confidence)
             ax.plot(grid, p["predicted_runtime_s"], color=color, lw=1.5)
             ax.fill_between(grid, p["lower_s"], p["upper_s"], color=color, alpha=0.15, lw=0)
+    if len(unsized):
+        ax.scatter(unsized["executors"], unsized["runtime_s"], color=UNKNOWN_SIZE_COLOR, marker="x",
+                   s=26, zorder=3, label=UNKNOWN_SIZE_LABEL)
     ax.set_xlabel("executors")
     ax.set_ylabel("runtime (s)")
     ax.set_xticks(grid)

@@ -59,7 +59,9 @@ def test_runs_fit_predict_evaluate(tmp_path, capsys):
     capsys.readouterr()
     assert main(["predict", str(tmp_path / "models"), str(tmp_path / "q2.csv"), "--out", str(tmp_path / "p2.csv")]) == 2
     err = capsys.readouterr().err
-    assert "no model for job(s) 'nope'; known jobs: etl, ml" in err
+    assert err == ("error: query row 1 below the header: no model for job 'nope'\n"
+                   "fix: fit 'nope' first (`sparkpredict fit RUNS --out DIR`) or check the job name "
+                   "(known jobs: etl, ml)\n"), err
     assert not (tmp_path / "p2.csv").exists()
 
     assert main(["evaluate", str(csv), "--json", "--models", "amdahl,auto", "--split", "cv3"]) == 0
@@ -169,11 +171,14 @@ def test_predict_refuses_a_row_without_a_job_naming_the_row(tmp_path, capsys):
     pd.DataFrame({"job": ["etl", None, None], "input_bytes": [2e10] * 3, "executors": [4, 4, 8]}) \
         .to_parquet(tmp_path / "q.parquet")
     (tmp_path / "qb.csv").write_text('job,input_bytes,executors\n"  ",20GB,4\n')
-    for query, rows in (("q.csv", "row 2"), ("q.parquet", "rows 2, 3"), ("qb.csv", "row 1")):
+    for query, rows in (("q.csv", "query row 2 below the header"),
+                        ("q.parquet", ("2 of 3 query rows cannot be predicted (rows counted below the "
+                                       "header):\n  row 2: job is empty\n  row 3")),
+                        ("qb.csv", "query row 1 below the header")):
         out = tmp_path / "p.csv"
         assert main(["predict", str(models), str(tmp_path / query), "--out", str(out)]) == 2
         err = capsys.readouterr().err
-        assert f"error: query {rows} below the header: job is empty" in err, err
+        assert err.startswith(f"error: {rows}: job is empty\n"), err
         assert "fix: give every row the job it belongs to" in err
         assert "nan" not in err and "None" not in err and not out.exists()
 

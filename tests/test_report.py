@@ -52,7 +52,7 @@ def test_history_report_has_every_plot_and_advice(history_report):
             assert t.count("<tr class='chosen'>") == 1 and "90% interval" in t and "executor-h" in t
             assert "None" not in t and "predicted_runtime_s" not in t and re.search(r"<td>[0-9.]+s - ", t)
         else:  # too few runs for a model (the partial sort sweep): said on the page, not a failure
-            assert any("no fitted model" in n for n in s.notes)
+            assert any("no fitted whole-job model" in n for n in s.notes)
     # every section has its slowed-runs part: the runs, or why there are none
     assert page.count("<h3>Runs furthest above the model</h3>") == len(res.sections)
     for s in res.sections:
@@ -85,7 +85,7 @@ def test_report_cli_one_job(tmp_path):
                         "--job", "sort", "--out", str(out)], capture_output=True, text=True, timeout=300,
                        env=dict(os.environ), check=False)
     assert r.returncode == 0, r.stderr
-    assert "report of 1 job(s) (sort)" in r.stdout and str(out) in r.stdout
+    assert "report of 1 job (sort)" in r.stdout and str(out) in r.stdout
     page = out.read_text()
     assert "id='job-sort'" in page and "id='job-wordcount'" not in page
 
@@ -116,11 +116,11 @@ def test_missing_pieces_degrade_to_notes(tmp_path):
     (sec,) = res.sections
     assert list(sec.figures) == ["runtime_vs_executors"]
     notes = " | ".join(sec.notes)
-    assert "no fitted model" in notes and "stage breakdown unavailable" in notes and "advice" in notes
+    assert "no fitted whole-job model" in notes and "stage breakdown unavailable" in notes and "advice" in notes
     # the job's own reason, where it belongs, not a guess
-    assert "no fitted model for this job (only 2 usable runs (of 2); a runtime model needs at least 4)" in notes
+    assert "no fitted whole-job model for this job (only 2 usable runs (of 2); a runtime model needs at least 4)" in notes
     page = res.path.read_text()
-    assert len(_images(page)) == 1 and "no fitted model" in page
+    assert len(_images(page)) == 1 and "no fitted whole-job model" in page
     assert "runtime models unavailable" not in page   # said once, in the job's section
 
 
@@ -145,8 +145,10 @@ def test_a_job_too_small_for_a_model_still_gets_the_advice_suggest_gives(tmp_pat
     res = build_report(tmp_path / "r.html", store=tmp_path / "store")
     sec = {s.job: s for s in res.sections}
     join = sec["sqljoin"]
-    assert any("no fitted model" in n for n in join.notes)
-    assert not any("advice" in n for n in join.notes), join.notes
+    # one story: no whole-job model, and the advice from the replay the section names
+    (note,) = [n for n in join.notes if "no fitted whole-job model" in n]
+    assert "the advice, the CV MAPE in the jobs table and the runs furthest above the model come from the replay" in note
+    assert not any("unavailable" in n for n in join.notes), join.notes
     direct = suggest_executors("sqljoin", int(2 * two["input_bytes"].max()), store=tmp_path / "store")
     assert direct.model_name.startswith("replay") and join.advice_text == direct.summary()
     # the job table names the model the advice used, not "-"
@@ -204,7 +206,7 @@ def test_a_feature_no_run_of_the_job_recorded_costs_no_numpy_warning(tmp_path):
 def _job_table(page: str) -> dict[str, tuple[str, str]]:
     """The summary table: job (the link's text; its target is the section's id) -> (model, CV
     MAPE) as the page shows them."""
-    rows = re.findall(r"<a href='#job-[^']+'>([^<]*)</a></td><td>\d+</td><td style='text-align:left'>([^<]*)</td>"
+    rows = re.findall(r"<a href='#job-[^']+'>([^<]*)</a></td><td>\d+</td><td>\d+</td><td style='text-align:left'>([^<]*)</td>"
                       r"<td>([^<]*)</td>", page)
     return {html.unescape(job): (model, cv) for job, model, cv in rows}
 

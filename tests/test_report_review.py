@@ -38,7 +38,7 @@ def test_job_table_shows_a_cv_error_over_150_percent_as_it_is():
     page = _page([JobSection("warm", 3, advice_model_name="replay", advice_cv_mape=5.0639),
                   JobSection("wc", 6, model_name="amdahl", cv_mape=1.2),
                   JobSection("sort", 9, model_name="stages", cv_mape=math.nan)])
-    cells = dict(re.findall(r">([a-z]+)</a></td><td>\d+</td><td style='text-align:left'>[^<]*</td><td>([^<]*)</td>",
+    cells = dict(re.findall(r">([a-z]+)</a></td><td>\d+</td><td>\d+</td><td style='text-align:left'>[^<]*</td><td>([^<]*)</td>",
                             page))
     assert cells == {"warm": "506.4%", "wc": "120.0%", "sort": "-"}
 
@@ -74,7 +74,7 @@ def test_a_section_of_one_run_says_1_run():
     from sparkpredict.report import JobSection
 
     page = _page([JobSection("one", 1), JobSection("two", 2, advice_model_name="replay")])
-    assert "1 run</span>" in page and "2 runs, model replay</span>" in page
+    assert "1 run</span>" in page and "2 runs, no whole-job model, advice from replay</span>" in page
     assert "1 runs" not in page
 
 

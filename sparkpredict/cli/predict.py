@@ -2,8 +2,19 @@
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import sys
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..errors import InputError
+
+#: Bad query rows one error lists, one a line; the rest are counted ("and 3 more rows"), so
+#: that a query of a million rows with a wrong column does not print a million lines.
+MAX_LISTED_ROWS = 20
 
 
 def register(subparsers: Any) -> None:
@@ -11,30 +22,232 @@ def register(subparsers: Any) -> None:
         "predict", help="predict runtimes for a query table with saved models",
         description="QUERY is CSV/Parquet with job, input_bytes (bytes, or a size such as 50GB "
                     "or 1.5TiB), executors (a whole number; executor_cores, executor_memory_mb "
-                    "and extra features optional). Writes the query's rows in order with "
-                    "predicted_runtime_s, lower_s, upper_s, model and extrapolation to a .csv or "
-                    ".parquet file; rows beyond the runs the models were fitted on get a "
-                    "warning on stderr.")
+                    "and extra features optional). Writes the query's rows in order, sizes in "
+                    "bytes, with predicted_runtime_s, lower_s, upper_s, model and extrapolation to "
+                    "a .csv or .parquet file. extrapolation says how far the row lies beyond the "
+                    "runs its model was fitted on, in its furthest column (input size, executor "
+                    "count, ...): 0 within their range, 0.5 for 50 % beyond it (1.5x the largest "
+                    "value fitted, or the smallest 1.5x the row's), 2.0 for 3x. Intervals widen "
+                    "with it, and rows at 0.005 or more are counted in a warning on stderr. A bad row (an "
+                    "unknown or empty job, a size or count that is empty, not a number, zero or "
+                    "negative, a fractional count) is an error that lists every bad row and "
+                    "writes nothing, unless --skip-bad-rows is given.")
     p.add_argument("model_dir", metavar="MODEL_DIR")
     p.add_argument("query", metavar="QUERY")
     p.add_argument("--out", required=True, metavar="PRED.csv", help="PRED.csv or PRED.parquet")
     p.add_argument("--confidence", type=float, default=0.9)
+    p.add_argument("--skip-bad-rows", action="store_true",
+                   help="predict the good rows and list the bad ones on stderr instead of writing "
+                        "nothing (the output then lacks the bad rows: match rows by their columns, "
+                        "not by line number)")
     p.set_defaults(func=run)
 
 
-def predict_table(models: dict, query: Any, confidence: float = 0.9) -> Any:
-    """Query rows in order + predicted_runtime_s, lower_s, upper_s, model, extrapolation."""
-    import numpy as np
+@dataclass(frozen=True)
+class RowProblems:
+    """What is wrong with a query's rows, found by :func:`check_query`."""
+
+    #: position of the row (0 for the first below the header) -> what is wrong with it
+    rows: dict[int, list[str]] = field(default_factory=dict)
+    #: jobs the models lack, in the order the rows name them
+    unknown_jobs: list[str] = field(default_factory=list)
+    empty_jobs: bool = False
+    bad_values: bool = False
+
+    def lines(self) -> list[str]:
+        """One line a bad row (``row 4: input_bytes -1 is not a size above zero``), at most
+        :data:`MAX_LISTED_ROWS`, then how many more there are."""
+        from ..units import plural
+
+        shown = sorted(self.rows)[:MAX_LISTED_ROWS]
+        out = [f"row {i + 1}: {'; '.join(self.rows[i])}" for i in shown]
+        if len(self.rows) > len(shown):
+            out.append(f"and {plural(len(self.rows) - len(shown), 'more row')}")
+        return out
+
+    def error(self, n_rows: int, known_jobs: Collection[str] = (),
+              not_fitted: Mapping[str, str] | None = None, skip_hint: str = "") -> InputError:
+        """One :class:`~sparkpredict.errors.InputError` listing every bad row (one row: one
+        line), with a fix for each kind of problem; ``skip_hint`` ends the fix."""
+        from ..errors import InputError
+
+        if len(self.rows) == 1:
+            ((i, what),) = self.rows.items()
+            message = f"query row {i + 1} below the header: {'; '.join(what)}"
+        else:
+            head = (f"{len(self.rows)} of {n_rows} query rows cannot be predicted "
+                    "(rows counted below the header):")
+            message = "\n  ".join([head, *self.lines()])
+        fixes = []
+        if self.unknown_jobs:
+            names = sorted(known_jobs)
+            known = ", ".join(names[:20]) + (f" … ({len(names)} in all)" if len(names) > 20 else "")
+            fix = (f"fit {', '.join(map(repr, self.unknown_jobs))} first (`sparkpredict fit RUNS "
+                   f"--out DIR`) or check the job name (known jobs: {known or '(none)'})")
+            for j in self.unknown_jobs:
+                if not_fitted and j in not_fitted:
+                    fix += f"; {j!r} was not fitted: {not_fitted[j]}"
+            fixes.append(fix)
+        if self.empty_jobs:
+            fixes.append("give every row the job it belongs to, as its runs were recorded "
+                         "(the job column of `sparkpredict runs`)")
+        if self.bad_values:
+            fixes.append("write sizes as bytes or with a unit (50MB, 1.5TiB) and counts as "
+                         "whole numbers of at least 1")
+        if skip_hint:
+            fixes.append(skip_hint)
+        return InputError(message, "; ".join(fixes))
+
+
+def check_query(query: Any, known_jobs: Collection[str] | None = None) -> tuple[Any, RowProblems]:
+    """The query with input_bytes in bytes (``50MB`` as well as a number) and the executor
+    columns as numbers, and what is wrong with which rows: an empty job or one not in
+    ``known_jobs`` (not checked when None), an input size or executor count that is empty, not
+    a number, zero, negative or (a count) fractional. A bad cell is NaN in the returned table.
+    A column missing altogether is an :class:`~sparkpredict.errors.InputError`."""
+    import pandas as pd
 
     from ..errors import InputError
-    from ..features.runs import check_job_column
 
     missing = [c for c in ("job", "input_bytes", "executors") if c not in query.columns]
     if missing:
         raise InputError(f"query lacks column(s) {', '.join(missing)}",
                          "give job, input_bytes and executors for every row")
-    check_job_column(query, "query")
-    out = _numeric(query)
+    rows: dict[int, list[str]] = {}
+    unknown: list[str] = []
+    empty_jobs = False
+    for i, job in enumerate(query["job"].tolist()):
+        if _is_empty(job):
+            rows.setdefault(i, []).append("job is empty")
+            empty_jobs = True
+        elif known_jobs is not None and str(job) not in known_jobs:
+            rows.setdefault(i, []).append(f"no model for job {str(job)!r}")
+            if str(job) not in unknown:
+                unknown.append(str(job))
+    bad_values = False
+    out = query.copy()
+    for col in ("input_bytes", "executors", "executor_cores", "executor_memory_mb"):
+        if col not in out.columns:
+            continue
+        values = []
+        for i, v in enumerate(out[col].tolist()):
+            number, why = _read_cell(col, v)
+            if why:
+                rows.setdefault(i, []).append(f"{col} {why}")
+                bad_values = True
+            values.append(number)
+        given = [x for x in values if not math.isnan(x)]
+        # bytes and counts stay integers (1e9 in a CSV is 1000000000 bytes, as 1GB is)
+        whole = len(given) == len(values) and all(float(x).is_integer() for x in values)
+        out[col] = pd.Series(values, index=out.index, dtype="int64" if whole else float)
+    return out, RowProblems(rows, unknown, empty_jobs, bad_values)
+
+
+#: A size as a person writes one: a number (a leading minus only to be refused by name) and a unit
+_SIZE_TEXT = re.compile(r"(-?[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)", re.IGNORECASE)
+#: Spark's byte counts are signed 64-bit integers (:func:`sparkpredict.units.parse_bytes`)
+_MAX_BYTES = 2**63 - 1
+
+
+def _read_cell(col: str, v: Any) -> tuple[float | int, str]:
+    """Query cell ``v`` of ``col`` as a number (bytes as an int: a float cannot hold every byte
+    count to 8 EiB), and ``""``; or NaN and why it is not one (an empty optional column is NaN
+    and ``""``: the model's default)."""
+    shown = _shown(v)
+    if _is_empty(v):
+        return math.nan, ("is empty" if col in ("input_bytes", "executors") else "")
+    if col == "input_bytes":
+        size = _bytes(v)
+        return (size, "") if isinstance(size, int) else (math.nan, f"{shown} {size}")
+    number = _number(v)
+    if col == "executor_memory_mb":
+        if not (math.isfinite(number) and number > 0):
+            return math.nan, f"{shown} is not a number of MB above zero"
+    elif not (math.isfinite(number) and number >= 1 and number.is_integer()):
+        return math.nan, f"{shown} is not a whole number of at least 1"
+    return number, ""
+
+
+def _bytes(v: Any) -> int | str:
+    """Bytes of a size cell (``64000000``, ``1e9``, ``50MB``), or why it is not a size."""
+    from ..errors import InputError
+    from ..units import parse_bytes
+
+    if isinstance(v, str):
+        m = _SIZE_TEXT.fullmatch(v.strip())
+        if not m:
+            return "is not a size"
+        try:
+            scale = parse_bytes(f"1{m.group(2)}")
+        except InputError:  # an unknown unit
+            return "is not a size"
+        amount = float(m.group(1)) * scale
+    else:
+        amount = _number(v)
+    if math.isnan(amount):
+        return "is not a size"
+    if not math.isfinite(amount):
+        return "is not a finite size"
+    if amount <= 0:
+        return "is not a size above zero"
+    n = int(round(amount))  # as parse_bytes rounds
+    if n < 1:
+        return "is less than one byte"
+    if n > _MAX_BYTES:
+        return "is beyond what Spark counts (8 EiB: a 64-bit byte count)"
+    return n
+
+
+def _number(v: Any) -> float:
+    """``v`` as a float; NaN when it is not a number (text, a boolean)."""
+    if isinstance(v, bool):
+        return math.nan
+    try:
+        return float(v.strip() if isinstance(v, str) else v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _is_empty(v: Any) -> bool:
+    """An empty cell: NaN in a CSV, null in Parquet, blanks."""
+    if v is None:
+        return True
+    if isinstance(v, str):
+        return not v.strip()
+    try:
+        return bool(math.isnan(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _shown(v: Any) -> str:
+    """A cell as the user wrote it: text quoted (``'-1MB'``), numbers bare (``-1``, ``2.5``),
+    whether or not pandas read the column as numbers."""
+    if isinstance(v, str):
+        return v.strip() if not math.isnan(_number(v)) or v.strip().lower() == "nan" else repr(v)
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return repr(v)
+    if x.is_integer() and abs(x) < 1e16:
+        return str(int(x))
+    return repr(x)
+
+
+def predict_table(models: dict, query: Any, confidence: float = 0.9) -> Any:
+    """Query rows in order + predicted_runtime_s, lower_s, upper_s, model, extrapolation.
+
+    Raises
+    ------
+    InputError
+        A column is missing, or rows are bad (:func:`check_query`): one error lists every bad
+        row, and nothing is predicted.
+    """
+    import numpy as np
+
+    out, problems = check_query(query, models)
+    if problems.rows:
+        raise problems.error(len(query), models)
     n = len(out)
     cols = {k: np.full(n, np.nan) for k in ("predicted_runtime_s", "lower_s", "upper_s", "extrapolation")}
     names = np.empty(n, dtype=object)
@@ -59,12 +272,13 @@ def _features(query: Any, idx: Any) -> dict:
     return {c: query[c].to_numpy()[idx] for c in query.columns if c != "job" and query[c].dtype.kind in "iuf"}
 
 
-def extrapolation_warning(models: dict, predictions: Any) -> str | None:
+def extrapolation_warning(models: dict, predictions: Any, rows: Sequence[int] | None = None) -> str | None:
     """How many rows of :func:`predict_table`'s output lie beyond the runs their model was fitted
     on, and where the furthest lies, in suggest's words (:func:`~sparkpredict.advice.beyond_history`);
     ``None`` when none does. A row counts from suggest's threshold
     (:data:`~sparkpredict.advice.EXTRAPOLATION_NOTED`): a hair beyond the range is a recorded
-    size to the models too."""
+    size to the models too. ``rows``: the query row (1 for the first below the header) of each
+    prediction, when bad rows were left out; by default the predictions' own order."""
     import numpy as np
 
     from ..advice import EXTRAPOLATION_NOTED, beyond_history, flat_size_reason
@@ -83,72 +297,27 @@ def extrapolation_warning(models: dict, predictions: Any) -> str | None:
     given = X[col][0] if col in X else np.nan
     value = float(given) if np.isfinite(given) else float(m.defaults_[col])  # a default is the model's value
     where = beyond_history(col, value, *m.training_range_[col])
-    k, rows = len(far), plural(len(predictions), "row")
+    row = int(rows[i]) if rows is not None else i + 1
+    k, n_rows = len(far), plural(len(predictions), "row" if rows is None else "predicted row")
     flat = ""
     if col == "input_bytes" and hasattr(m, "flat_beyond_sizes") and bool(m.flat_beyond_sizes(X)[0]):
         flat = (". It is predicted to take about as long as the largest size: "
                 + flat_size_reason(m.training_range_[col], value))
     if k == 1:
-        return (f"1 of {rows} extrapolates beyond the runs the models were fitted on (row {i + 1} below "
+        return (f"1 of {n_rows} extrapolates beyond the runs the models were fitted on (row {row} below "
                 f"the header, job {job}: {where}); its interval widens with the distance{flat}")
-    return (f"{k} of {rows} extrapolate beyond the runs the models were fitted on (furthest: row {i + 1} "
+    return (f"{k} of {n_rows} extrapolate beyond the runs the models were fitted on (furthest: row {row} "
             f"below the header, job {job}: {where}); their intervals widen with the distance{flat}")
-
-
-def _numeric(query: Any) -> Any:
-    """The query with input_bytes read as sizes (``50MB`` as well as bytes) and the executor
-    columns as numbers; a value that is neither is an error naming its row."""
-    import pandas as pd
-
-    from ..errors import InputError
-    from ..units import parse_bytes
-
-    out = query.copy()
-    for col in ("input_bytes", "executors", "executor_cores", "executor_memory_mb"):
-        if col not in out.columns or out[col].dtype.kind in "iuf":
-            continue
-        values = []
-        for row, v in enumerate(out[col].tolist(), start=1):
-            try:
-                values.append(float(parse_bytes(v)) if col == "input_bytes" else float(v))
-            except (InputError, TypeError, ValueError) as exc:
-                what = "a size" if col == "input_bytes" else "a number"
-                raise InputError(f"query row {row} below the header: {col} {v!r} is not {what}",
-                                 "write sizes as bytes or with a unit (50MB, 1.5TiB) and counts as "
-                                 "whole numbers") from exc
-        whole = all(float(v).is_integer() for v in values)  # bytes and counts stay integers
-        out[col] = pd.Series(values, index=out.index, dtype="int64" if whole else float)
-    _check_counts(out)
-    return out
-
-
-def _check_counts(query: Any) -> None:
-    """Refuse executor counts that no cluster can run (2.5 executors, 0 cores): the models would
-    answer them, by interpolating, with a runtime nobody can get."""
-    import math
-
-    from ..errors import InputError
-
-    for col, required in (("executors", True), ("executor_cores", False)):
-        if col not in query.columns:
-            continue
-        for row, v in enumerate(query[col].tolist(), start=1):
-            if not required and math.isnan(v):  # not given: the model's default
-                continue
-            if not (math.isfinite(v) and v >= 1 and float(v).is_integer()):
-                raise InputError(f"query row {row} below the header: {col} {v:g} is not a whole number "
-                                 "of at least 1",
-                                 "write sizes as bytes or with a unit (50MB, 1.5TiB) and counts as "
-                                 "whole numbers")
 
 
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from ..errors import InputError
-    from ..features.runs import check_job_column, read_csv_keeping_jobs
-    from ..models.persist import load_models
+    from ..features.runs import read_csv_keeping_jobs
+    from ..models.persist import load_models, read_index
     from ..outputs import output_table, write_table
+    from ..units import plural
 
     output_table(args.out, "predictions.csv")
     path = args.query
@@ -160,14 +329,28 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"cannot read query {path!r}: {exc}", "give a CSV or Parquet file") from exc
     if "job" not in query.columns:
         raise InputError(f"query {path!r} lacks column job", "give job, input_bytes and executors for every row")
-    check_job_column(query, "query")  # before the models are looked up by job
+    index = read_index(args.model_dir)
+    not_fitted = index.get("skipped")
+    not_fitted = not_fitted if isinstance(not_fitted, dict) else {}
+    _, problems = check_query(query, index["jobs"])  # every bad row at once, before any model loads
+    rows = None
+    if problems.rows:
+        good = [i for i in range(len(query)) if i not in problems.rows]
+        if not args.skip_bad_rows or not good:
+            hint = f"or pass --skip-bad-rows to predict the {plural(len(good), 'other row')}" \
+                if good and not args.skip_bad_rows else ""
+            raise problems.error(len(query), index["jobs"], not_fitted, hint)
+        query = query.iloc[good].reset_index(drop=True)
+        rows = [i + 1 for i in good]
     models = load_models(args.model_dir, jobs=sorted(set(query["job"].astype(str))))
     out = predict_table(models, query, args.confidence)
     write_table(out, args.out)
-    from ..units import plural
-
     print(f"wrote {plural(len(out), 'prediction')} to {args.out}")
-    warning = extrapolation_warning(models, out)
+    if rows is not None:
+        listed = "\n  ".join(problems.lines())
+        print(f"warning: skipped {len(problems.rows)} of {plural(len(problems.rows) + len(rows), 'query row')} "
+              f"that cannot be predicted (rows counted below the header):\n  {listed}", file=sys.stderr)
+    warning = extrapolation_warning(models, out, rows)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
     short = sorted(j for j, m in models.items()

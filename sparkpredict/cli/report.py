@@ -20,15 +20,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import contextlib
+
     from ..models.columns import check_confidence
     from ..report import build_report
+    from ..units import plural
+    from . import printed_here
 
     check_confidence(args.confidence)  # before the report's fits
-    res = build_report(args.out, store=args.store, jobs=args.job, confidence=args.confidence)
+    with contextlib.ExitStack() as held:
+        # each job left unfitted, each run the model drops: a note below, once, not a log line too
+        for logger in ("sparkpredict.models.persist", "sparkpredict.models.hybrid"):
+            held.enter_context(printed_here(logger, args.verbose))
+        res = build_report(args.out, store=args.store, jobs=args.job, confidence=args.confidence)
     for w in res.warnings:
         print(f"warning: {w}", file=sys.stderr)
     for s in res.sections:
         for n in s.notes:
             print(f"note: {s.job}: {n}", file=sys.stderr)
-    print(f"report of {len(res.sections)} job(s) ({', '.join(res.jobs)}) written to {res.path}")
+    print(f"report of {plural(len(res.sections), 'job')} ({', '.join(res.jobs)}) written to {res.path}")
+    if res.left_out_jobs:
+        print("left out, no succeeded run: " + "; ".join(f"{j} ({why})" for j, why in res.left_out_jobs.items()))
     return 0
