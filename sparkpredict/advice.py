@@ -36,6 +36,9 @@ class Candidate:
     executors: int
     predicted_runtime_s: float
     lower_s: float
+    #: infinity where the model has no finite bound (a job with a single run: one run says
+    #: nothing about run-to-run spread); such a candidate never meets a deadline, and
+    #: ``Advice.to_dict()`` gives null
     upper_s: float
     cost_executor_hours: float
     cost_money: float | None
@@ -58,6 +61,7 @@ class Advice:
     executors: int
     predicted_runtime_s: float
     lower_s: float
+    #: infinity without a finite bound (see :attr:`Candidate.upper_s`)
     upper_s: float
     cost_executor_hours: float
     cost_money: float | None
@@ -92,8 +96,7 @@ class Advice:
 
     def __repr__(self) -> str:
         # the dataclass's own repr lists every candidate (up to 256): a screenful in a notebook
-        interval = (f"~{format_runtime(self.predicted_runtime_s)} ({self.confidence:.0%} interval "
-                    f"{format_runtime(self.lower_s)}-{format_runtime(self.upper_s)})")
+        interval = f"~{format_runtime(self.predicted_runtime_s)} ({self._interval_words()})"
         deadline = None if self.deadline_s is None else (
             f"{self._verdict(self.meets_deadline, self.chance_meets_deadline, self.predicted_runtime_s)} "
             f"{format_duration(self.deadline_s)}")
@@ -140,19 +143,28 @@ class Advice:
             df["deadline_verdict"] = verdicts
         return df
 
+    def _interval_words(self) -> str:
+        """``90% interval 7.0s-9.2s``, or for a choice without a finite upper bound (a single
+        run's replay) ``no 90% interval from 1 run``: ``9.7s-inf`` would read as a bound."""
+        pct = f"{self.confidence:.0%}"
+        if math.isfinite(self.upper_s):
+            return f"{pct} interval {format_runtime(self.lower_s)}-{format_runtime(self.upper_s)}"
+        return f"no {pct} interval " + ("from 1 run" if self.n_runs == 1 else "(no measured error)")
+
     def summary(self) -> str:
         """One line: the choice, its runtime interval, cost and deadline verdict."""
         pct = f"{self.confidence:.0%}"
         money = f" (cost {format_amount(self.cost_money)})" if self.cost_money is not None else ""
         s = (f"{self.job} on {format_bytes(self.input_bytes)}: {plural(self.executors, 'executor')}, "
-             f"~{format_runtime(self.predicted_runtime_s)} ({pct} interval "
-             f"{format_runtime(self.lower_s)}-{format_runtime(self.upper_s)}), "
+             f"~{format_runtime(self.predicted_runtime_s)} ({self._interval_words()}), "
              f"{format_executor_hours(self.cost_executor_hours)} executor-h{money}")
         if self.deadline_s is not None:
             verdict = deadline_verdict(self.meets_deadline, self.chance_meets_deadline,
                                        self.predicted_runtime_s, self.deadline_s)
             s += f"; {verdict} deadline {format_duration(self.deadline_s)}"
-            s += {"meets": f" by the {pct} upper bound", "may miss": f": its {pct} upper bound is over it",
+            over = (f": its {pct} upper bound is over it" if math.isfinite(self.upper_s)
+                    else f": there is no {pct} upper bound to certify it")
+            s += {"meets": f" by the {pct} upper bound", "may miss": over,
                   "misses": ": predicted over it"}[verdict]
             if self.chance_meets_deadline is not None:
                 # the bound is the two-sided interval's, the (1 + c)/2 quantile: without saying
@@ -290,6 +302,8 @@ def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], 
     cols = ["", "executors", "runtime", f"{pct} interval", "executor-h"] + (["cost"] if money else []) \
         + (["deadline", "chance"] if a.deadline_s is not None else [])
     verdicts = a.candidate_verdicts()
+    # a candidate without a finite upper bound (a single run's replay) has no interval to show
+    no_bound = "none (1 run)" if a.n_runs == 1 else "none"
     cands = list(a.candidates)
     shown = list(range(len(cands)))
     if max_rows is not None and len(cands) > max_rows:
@@ -301,7 +315,8 @@ def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], 
         c = cands[k]
         row = [">" if c.executors == a.executors else "", str(c.executors),
                format_runtime(c.predicted_runtime_s),
-               f"{format_runtime(c.lower_s)} - {format_runtime(c.upper_s)}",
+               (f"{format_runtime(c.lower_s)} - {format_runtime(c.upper_s)}" if math.isfinite(c.upper_s)
+                else no_bound),
                format_executor_hours(c.cost_executor_hours)]
         if money:
             row.append(format_amount(c.cost_money) if c.cost_money is not None else "")

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 _MIN_RUNS = 10
+#: Input per memory within this factor of the largest that ran counts as what ran (a size
+#: rounded in print, "32MB" against a run of 31,999,986 bytes, is no step beyond it).
+_SAME_RATIO = 1.0001
 #: A run "spilled heavily" when it spilled to disk at least this fraction of its input.
 _HEAVY_SPILL_FRACTION = 0.1
 
@@ -112,8 +115,7 @@ class HistorySource:
             raise _unknown_job(job, sorted(raw["job"].dropna().unique()), f"store {st.path!r}")
         runs = runs_table(mine) if not mine.empty else None
         if need_job and (runs is None or runs.empty):
-            raise _unknown_job(job, [], f"store {st.path!r}", no_success=True,
-                               excluded=int(mine["status"].eq("excluded").sum()))
+            raise _unknown_job(job, [], f"store {st.path!r}", no_success=mine)
         spill = None
         if runs is not None and not runs.empty:
             stages = st.read("stages", columns=["run_id", "disk_spilled_bytes"],
@@ -306,9 +308,20 @@ class HistorySource:
             return [(f"every recorded run of {self.job} spilled heavily to disk; give executors "
                      "more memory (spark.executor.memory)")]
         limit = float(ok.max())
-        if ratio <= limit * 1.0001:
+        if ratio <= limit * _SAME_RATIO:
             return []
-        need = int(m.ceil(size / (limit * mem * 2**20)))
+
+        def within(e: int) -> bool:  # the check above, at e executors (ratio as the advice computes it)
+            return size / (e * mem * 2**20) <= limit * _SAME_RATIO
+
+        # the smallest count that passes the very check above: a ceil() without its tolerance
+        # named one too many for a size a hair over a multiple of what ran (64 MB against a run
+        # of 31,999,986 B: 3, where 2 pass); the loops settle float rounding either way
+        need = max(int(m.ceil(size / (limit * _SAME_RATIO * mem * 2**20))), 1)
+        while need > 1 and within(need - 1):
+            need -= 1
+        while not within(need):
+            need += 1
 
         def r2(x: float) -> str:  # small ratios keep two significant digits, not "0.01"
             return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"
@@ -324,23 +337,19 @@ class HistorySource:
 
 
 def _unknown_job(job: str, known: list, where: str, empty: bool = False,
-                 no_success: bool = False, excluded: int = 0) -> Exception:
+                 no_success: pd.DataFrame | None = None) -> Exception:
+    """``no_success``: the job's store rows, none of them succeeded (what they are is said)."""
     from .errors import UnknownJobError
 
     if empty:
         return UnknownJobError(f"{where} has no runs yet",
                                "record runs first (sparkpredict submit, demo or ingest), "
                                f"or pass {give('models', 'DIR')}")
-    if no_success and excluded:
-        return UnknownJobError(f"job {job!r} has no succeeded runs in {where}: {plural(excluded, 'run')} "
-                               f"{'is' if excluded == 1 else 'are'} excluded from training",
-                               "include the ones to learn from again (sparkpredict store edit RUN_ID... "
-                               "--include; `sparkpredict store summary` lists the excluded runs), or "
-                               "record a succeeded run")
-    if no_success:
-        return UnknownJobError(f"job {job!r} has no succeeded runs in {where}",
-                               "fix what made its runs fail (`sparkpredict store summary` lists them), then "
-                               "record a succeeded run: failed runs are no measure of the job's runtime")
+    if no_success is not None:
+        from .fitting import no_succeeded_run
+
+        what, fix = no_succeeded_run(no_success)
+        return UnknownJobError(f"job {job!r} has no succeeded runs in {where}: {what}", fix)
     names = ", ".join(map(str, known[:10])) + (" ..." if len(known) > 10 else "")
     return UnknownJobError(f"no job {job!r} in {where}",
                            f"use one of: {names}" if known else "record runs of the job first")

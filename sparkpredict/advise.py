@@ -19,9 +19,11 @@ executor-hours (and money, given a price), and picks one by an objective:
 
 With a deadline, candidates whose upper bound misses it are set aside for every objective;
 when no candidate meets it, the advice says so (``meets_deadline=False``) and gives the count
-most likely to make it (ties: the lower upper bound, then fewer executors). Each candidate
-also carries the chance that one run meets the deadline (``chance_meets_deadline``), read from
-the same error distribution as the interval.
+most likely to make it (ties: the lower upper bound, then fewer executors). A model without any
+finite upper bound (the replay of a job with a single run) certifies no deadline: the objective
+then chooses among the counts predicted within it, and the advice says none is certified. Each
+candidate also carries the chance that one run meets the deadline (``chance_meets_deadline``),
+read from the same error distribution as the interval.
 
 Nothing here starts a JVM or imports pyspark; with ``models=`` given (a dict or a model folder)
 nothing imports pandas either, so driver code and the CLI stay fast.
@@ -125,17 +127,25 @@ def _fastest(mask, speed, cost, e) -> int:
 
 
 def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int,
-            chance=None) -> tuple[int, bool | None]:
-    """Index of the chosen candidate and whether the deadline is met (None without deadline)."""
+            chance=None, in_time=None) -> tuple[int, bool | None]:
+    """Index of the chosen candidate and whether the deadline is met (None without deadline);
+    ``in_time``: the counts whose predicted runtime is within the deadline."""
     import numpy as np
 
     n = len(e)
     feasible = np.ones(n, bool) if meets is None else meets.copy()
+    if meets is not None and not feasible.any() and in_time is not None and in_time.any() \
+            and not np.isfinite(up).any():
+        # No finite upper bound anywhere (a single run's replay): no chance ranks the counts,
+        # and "most likely" would favour the count furthest from the run on a guessed scaling.
+        # The objective chooses among the counts predicted in time, none of them certified.
+        return _choose(objective, e, t, up, cost, in_time, budget_ok, knee_i)[0], False
     if meets is not None and not feasible.any():
         # Nothing meets the deadline: the count most likely to make it (no cost tolerance
         # here: making the deadline comes first). Ties, e.g. every chance ~0 for a hopeless
-        # deadline: the lowest upper bound, then fewer executors.
-        keys = (e, up) if chance is None else (e, up, -np.round(chance, 4))
+        # deadline: the lowest upper bound, then (every bound infinite: a single run's replay)
+        # the lowest predicted runtime, then fewer executors.
+        keys = (e, t, up) if chance is None else (e, t, up, -np.round(chance, 4))
         return int(np.lexsort(keys)[0]), False
     pool = feasible & budget_ok
     if not pool.any():  # nothing within budget (and deadline): the deadline wins, warned below
@@ -281,7 +291,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     else:
         budget_ok = np.ones(len(e), bool)
     knee_i = knee_index(e, t, knee_eff)
-    i, met = _choose(objective, e, t, up, cost, meets, budget_ok, knee_i, chance)
+    i, met = _choose(objective, e, t, up, cost, meets, budget_ok, knee_i, chance,
+                     None if deadline is None else t <= deadline)
 
     ratio = None
     if mem:
@@ -320,11 +331,13 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         spent = format_amount(money[i]) if money is not None else f"{format_amount(cost[i])} executor-h"
         warnings.append(f"the advised count costs {spent}, over the budget {format_number(budget_v)}; the budget "
                         f"limits the choice only for objective 'time' (this advice: {objective!r})")
-    if deadline is not None and meets is not None and not met:
+    if deadline is not None and meets is not None and not met and not np.isfinite(up).any():
+        warnings.append(_no_bound_warning(job, src.n_runs, deadline, confidence))
+    elif deadline is not None and meets is not None and not met:
         warnings.append(f"no executor count in {int(e[0])}..{int(e[-1])} meets the deadline "
                         f"{format_duration(deadline)} at {confidence:.0%} confidence; the count "
                         "most likely to make it is given")
-    if t[i] > 0 and up[i] > WIDE_INTERVAL * t[i]:
+    if t[i] > 0 and np.isfinite(up[i]) and up[i] > WIDE_INTERVAL * t[i]:
         warnings.append(_wide_interval_warning(up[i] / t[i], confidence, extr, src.ranges, X, i))
     # a single run's replay reproduces that run (its self-check): there are no runs to disagree
     if (src.cv_mape is not None and src.cv_mape > UNRELIABLE_CV_MAPE
@@ -357,6 +370,18 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         price_per_executor_hour=price, budget=budget_v, params=used,
         chance_meets_deadline=None if chance is None else float(chance[i]),
         training_range=dict(src.ranges))
+
+
+def _no_bound_warning(job: str, n_runs: int | None, deadline: float, confidence: float) -> str:
+    """Why no count can meet ``deadline`` when the model has no finite upper bound anywhere
+    (the replay of a job with a single run), and what gives it one."""
+    why = ("one run says nothing about how much the runtime varies from run to run (repeats of "
+           "one application can differ several-fold)" if n_runs == 1 else
+           "the model measured no error (no run could be predicted from the others)")
+    return (f"no deadline can be certified from {'the only run' if n_runs == 1 else 'the runs'} "
+            f"of {job}: {why}, so no count has a {confidence:.0%} upper bound to hold against "
+            f"{format_duration(deadline)}. Record more runs of the job (sparkpredict submit, or "
+            "ingest their event logs; ~10 at several executor counts and input sizes) for an interval")
 
 
 def _wide_interval_warning(width: float, confidence: float, extr: Mapping[str, float],

@@ -73,7 +73,7 @@ def fit_group(raw_runs: pd.DataFrame, *, random_state: int = 0, kind: str = "aut
         counts = raw["status"].fillna("unknown").value_counts()
         raise DegenerateDataError(
             "no succeeded run (" + ", ".join(f"{n} {s}" for s, n in counts.items()) + ")",
-            "record a run of the job that finishes")
+            no_succeeded_run(raw)[1])
     model = fit_job(table, random_state=random_state, kind=kind)
     doc = R.make_artifact(job, R.KIND_RUNTIME, model.to_dict(),
                           trained_on=R.fingerprint(raw["run_id"], raw["updated_ms"]),
@@ -86,6 +86,68 @@ def fit_group(raw_runs: pd.DataFrame, *, random_state: int = 0, kind: str = "aut
         "training_range": _jsonable(model.training_range_),
     }
     return doc
+
+
+#: How a run of each status other than "succeeded" is told, after "1 run" / "N runs": none of
+#: them measures the job's runtime (a failed or cut-off run stopped early; an excluded one was
+#: left out by hand).
+_STATUS_WORDS = {
+    "failed": ("failed", "failed"),
+    "killed": ("was killed", "were killed"),
+    "incomplete": ("is incomplete", "are incomplete"),
+    "running": ("is still running", "are still running"),
+    "excluded": ("is excluded from training", "are excluded from training"),
+}
+
+
+def _named(run_ids: list[str], k: int = 3) -> str:
+    """Up to ``k`` run ids as a command takes them, else the placeholder ``RUN_ID...``."""
+    return " ".join(run_ids) if 0 < len(run_ids) <= k else "RUN_ID..."
+
+
+def no_succeeded_run(raw_runs: pd.DataFrame) -> tuple[str, str]:
+    """(what a job's runs are, what to do) for a job none of whose store rows succeeded, from
+    its ``runs`` rows (``run_id``, ``status``; latest row per run): ``("1 run is incomplete
+    (its event log ended before the application did, ...)", "ingest ...")``.
+
+    One wording for every command that needs a succeeded run (fit and retrain, suggest,
+    ``sparkpredict runs``), so that each says what the runs are and the fix that fits: an
+    incomplete run did not fail, and an excluded one is brought back with ``--include``."""
+    from .units import plural
+
+    status = raw_runs["status"].where(raw_runs["status"].notna(), "unknown").astype(str)
+    ids = {st: [str(r) for r in raw_runs["run_id"][status == st]] for st in status.unique()}
+    ids.pop("succeeded", None)
+    parts: list[str] = []
+    for st in [*_STATUS_WORDS, *sorted(set(ids) - set(_STATUS_WORDS))]:
+        n = len(ids.get(st, []))
+        if not n:
+            continue
+        one, many = _STATUS_WORDS.get(st, (f"has status {st!r}", f"have status {st!r}"))
+        part = f"{plural(n, 'run') if not parts else n} {one if n == 1 else many}"
+        if st == "incomplete":  # not a failure: the record stops before the application did
+            part += (f" ({'its' if n == 1 else 'their'} event log ended before the application did, "
+                     "as an in-progress or cut-off log does)")
+        parts.append(part)
+    fixes = []
+    if ids.get("excluded"):
+        listed = "" if len(ids["excluded"]) <= 3 else "; `sparkpredict store summary` lists the excluded runs"
+        fixes.append("include the runs to learn from again (sparkpredict store edit "
+                     f"{_named(ids['excluded'])} --include{listed})")
+    if ids.get("incomplete"):
+        cut = ids["incomplete"]
+        logs = (f"log of run {cut[0]}" if len(cut) == 1 else f"logs of runs {', '.join(cut)}" if len(cut) <= 3
+                else "logs of the incomplete runs")
+        fixes.append(f"ingest the complete event {logs} into a fresh store (sparkpredict ingest LOG "
+                     "--store NEW_FOLDER: a run already stored is not replaced)")
+    if ids.get("running"):
+        fixes.append("let the running one end (its last record then says how it ended)")
+    if ids.get("failed") or ids.get("killed"):
+        fixes.append("fix what made its runs fail (`sparkpredict store summary` lists them), then record a "
+                     "succeeded run: failed runs are no measure of the job's runtime")
+    else:
+        fixes.append(("or " if fixes else "") + "record a run of the job that succeeds")
+    return ", ".join(parts) or "it has no runs", "; ".join(fixes)
 
 
 def fit_stage_group(raw_runs: pd.DataFrame, stages: pd.DataFrame | None, tasks: pd.DataFrame | None,

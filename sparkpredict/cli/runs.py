@@ -21,23 +21,34 @@ def run(args: argparse.Namespace) -> int:
     from ..config import resolve_store
     from ..errors import InputError
     from ..features.runs import no_runs_error, runs_table, with_integer_columns
+    from ..fitting import no_succeeded_run
     from ..outputs import output_table, table_format, write_table
+    from ..store import io as store_io
+    from ..units import plural
 
     output_table(args.out, "runs.csv")
     store = resolve_store(args.store)
-    df = runs_table(store)
-    if df.empty:  # an empty table would only fail later, in `fit`, with a misleading message
-        raise no_runs_error(store)
+    raw = store_io.open(store).runs()
+    df = runs_table(raw)
     if args.job:
         unknown = sorted(set(args.job) - set(df["job"]))
+        # a job the store holds without a succeeded run: say what its runs are, not "no such job"
+        held = [j for j in unknown if (raw["job"] == j).any()]
+        if held:
+            what, fix = no_succeeded_run(raw[raw["job"].isin(held)])
+            names = ", ".join(map(repr, held))
+            raise InputError(f"job{'s' if len(held) > 1 else ''} {names} {'have' if len(held) > 1 else 'has'} "
+                             f"no succeeded runs in the store: {what}", fix)
         if unknown:
-            raise InputError(f"no succeeded runs of job(s) {unknown} in the store; "
+            raise InputError(f"no job(s) {unknown} in the store; "
                              f"jobs: {', '.join(sorted(set(df['job']))) or '(none)'}",
                              "check the job name (spark.sparkpredict.job or `ingest --job`, default the app name)")
         df = df[df["job"].isin(args.job)]
+    if df.empty:  # an empty table would only fail later, in `fit`, with a misleading message
+        raise no_runs_error(store)
     # integer columns stay integers in the file (Parquet: the store's types, nulls for missing
     # values); CSV, untyped, also writes other whole-valued columns without ".0"
     write_table(with_integer_columns(df, whole_valued=table_format(args.out) == "csv"), args.out)
-    print(f"wrote {len(df)} runs of {df['job'].nunique()} job(s) to {args.out}")
+    print(f"wrote {plural(len(df), 'run')} of {plural(df['job'].nunique(), 'job')} to {args.out}")
     return 0
 

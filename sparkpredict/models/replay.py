@@ -194,23 +194,42 @@ class ReplayRuntimeModel(RuntimeEstimator):
                          for _, q in X.iterrows()])
 
     def predict_interval(self, X, confidence: float = 0.9) -> dict:
-        """Point prediction and an interval from leave-one-run-out relative errors (or, with
-        one run, its self-check error)."""
+        """Point prediction and an interval from leave-one-run-out relative errors.
+
+        A job with a single run gets ``lower_s`` 0 and ``upper_s`` infinity, the only interval
+        one run supports: the replay reproduces that run (its self-check), but one run says
+        nothing about how far the next one lands from it (repeats of one application on one
+        cluster can differ several-fold), so no finite bound can claim ``confidence``, and none
+        certifies a deadline. The same holds for every query when no run could be predicted
+        from the others (no leave-one-out error at all)."""
         confidence = check_confidence(confidence)
 
         X = query_frame(X)
         p = self.predict(X)
-        q = np.full(len(X), float(np.quantile(self._abs_rel, confidence)) if len(self._abs_rel) else 0.0)
-        if self.n_runs_ < 5:
-            # Too few runs to measure errors away from the recording: widen with the distance
-            # to the replayed run (a heuristic: +5 % per doubling of executors, +10 % of size).
+        q = np.full(len(X), float(np.quantile(self._abs_rel, confidence))
+                    if len(self._abs_rel) and self.n_runs_ > 1 else np.inf)
+        per_job = self.runs_["job"].value_counts() if "job" in self.runs_ else None
+        single = per_job is not None and bool((per_job < 2).any())
+        if self.n_runs_ < 5 or single:
+            ex = self._executors(self.runs_)
             for i, (_, r) in enumerate(X.iterrows()):
                 ib, e = float(r.get("input_bytes", np.nan)), float(r["executors"])
                 ref = self.runs_.loc[self._reference(r.get("job"), ib, e)]
-                de = abs(math.log2(e / max(float(self._executors(self.runs_).loc[ref.name]), 1)))
+                if per_job is not None and per_job.get(ref.get("job"), 0) < 2:
+                    # the other jobs' errors say nothing about this job's spread
+                    q[i] = np.inf
+                    continue
+                if self.n_runs_ >= 5:
+                    continue
+                # Too few runs to measure errors away from the recording: widen with the distance
+                # to the replayed run (a heuristic: +5 % per doubling of executors, +10 % of size).
+                de = abs(math.log2(e / max(float(ex.loc[ref.name]), 1)))
                 ds = abs(math.log2(ib / float(ref["input_bytes"]))) if ib > 0 and ref["input_bytes"] > 0 else 0.0
                 q[i] += 0.05 * de + 0.10 * ds
-        return {"predicted_runtime_s": p, "lower_s": p * (1 - np.minimum(q, 0.95)), "upper_s": p * (1 + q)}
+        bounded = np.isfinite(q)
+        q0 = np.where(bounded, q, 0.0)  # inf * 0 would be NaN
+        return {"predicted_runtime_s": p, "lower_s": np.where(bounded, p * (1 - np.minimum(q0, 0.95)), 0.0),
+                "upper_s": np.where(bounded, p * (1 + q0), np.inf)}
 
     def _loo_errors(self) -> tuple[float, np.ndarray]:
         """Predict each training run from the others (at most 40 runs); one run: its self-check."""
