@@ -7,9 +7,9 @@ The store is read through Spark's Hadoop layer (any path Spark can read); the ex
 sparkpredict installed in their Python. The registry is written by the driver through pyarrow's
 file systems (local, hdfs://, s3://, gs://). When no job needs a refit (every model current, or
 failing on the very runs its fit failed on), no session is started ("spark_started": false).
-Exit status as ``sparkpredict retrain``'s: 1 when models failed to fit (now, or before on the
-same runs) and no job was refit or found current, 2 for a mistake in the arguments or the
-store. See docs/retrain.md.
+It prints the result as one JSON line on stdout (``sparkpredict retrain --json``'s keys) and the
+report ``sparkpredict retrain`` prints on stderr, and exits as ``sparkpredict retrain`` does
+(``--help`` says how; docs/retrain.md).
 """
 from __future__ import annotations
 
@@ -19,7 +19,11 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="sparkpredict batch retraining (spark-submit)")
+    from sparkpredict.cli.retrain import EXIT_STATUS, report_lines
+
+    ap = argparse.ArgumentParser(description="sparkpredict batch retraining (spark-submit): refit the "
+                                             "models of every job with new runs into the store's registry",
+                                 epilog=EXIT_STATUS)
     ap.add_argument("--store", required=True, help="history store path or URI")
     ap.add_argument("--force", action="store_true", help="refit every job, changed or not")
     ap.add_argument("--no-stage-models", dest="stage_models", action="store_false",
@@ -57,11 +61,10 @@ def main(argv: list[str] | None = None) -> int:
                 spark.stop()
     except SparkPredictError as exc:
         return print_error(exc)
-    print(json.dumps({"retrain_id": res.retrain_id, "path": res.fit_path, "jobs": res.n_jobs, "refit": len(res.refit),
-                      "stage_refit": len(res.stage_refit), "unchanged": len(res.unchanged), "failed": res.failed,
-                      "still_failing": res.still_failing, "spark_started": res.spark_started,
-                      "snapshot": res.snapshot, "seconds": round(res.seconds, 1)}))
-    return res.exit_code  # non-zero, as `sparkpredict retrain`'s, so a scheduler sees the failure
+    print(json.dumps(res.to_dict()))
+    for line in report_lines(res):  # the driver's log: what `sparkpredict retrain` says
+        print(line, file=sys.stderr)
+    return res.exit_code  # non-zero, as `sparkpredict retrain`'s, so a scheduler sees an error
 
 
 if __name__ == "__main__":

@@ -40,12 +40,14 @@ from .fitting import Outcome, fit_group, fit_group_safe, fit_stage_group
 from .retrain_plan import (
     Failures,
     _failure_row,
+    _fit_error,
     _label,
     _local_fingerprints,
     _not_refit,
     _only,
     _plan,
     _prev_state,
+    _skipped_error,
     _stale,
     _still_failing,
 )
@@ -82,6 +84,8 @@ class RetrainResult:
     n_jobs: int                        # jobs with runs in the store
     refit: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    #: every model the retrain could not fit, skipped or failed: label (the job, or "JOB (stage
+    #: model)") -> why, the error's message and fix; :attr:`skipped` and :attr:`errors` split it
     failed: dict[str, str] = field(default_factory=dict)
     stage_refit: list[str] = field(default_factory=list)    # jobs whose stage model was refit
     stage_skipped: list[str] = field(default_factory=list)  # refit jobs without stage rows
@@ -93,21 +97,48 @@ class RetrainResult:
     #: a Spark session ran the fits; False on the Spark path when the store's registry answered
     #: (nothing to refit) and no session was started
     spark_started: bool = False
+    #: the keys of ``failed`` whose runs cannot support the model yet (too few usable runs, none
+    #: that succeeded, all at one executor count: :data:`~sparkpredict.retrain_plan.SKIPPED_ERRORS`)
+    not_enough_runs: list[str] = field(default_factory=list)
 
     @property
     def jobs_per_s(self) -> float:
         return len(self.refit) / self.seconds if self.seconds > 0 else float("nan")
 
     @property
+    def skipped(self) -> dict[str, str]:
+        """The models of ``failed`` skipped for their runs (a job too young to fit): no error."""
+        keep = set(self.not_enough_runs)
+        return {k: v for k, v in self.failed.items() if k in keep}
+
+    @property
+    def errors(self) -> dict[str, str]:
+        """The models of ``failed`` whose fit raised an error: what fails the retrain."""
+        skip = set(self.not_enough_runs)
+        return {k: v for k, v in self.failed.items() if k not in skip}
+
+    @property
     def exit_code(self) -> int:
-        """1 when models failed and no job was refit or left unchanged, else 0: the exit status of
-        ``sparkpredict retrain`` and ``jobs/retrain.py`` alike. ``failed`` includes the models
-        still failing (not tried again on the same runs), so the status follows the registry's
-        state, not whether the fit was repeated: a retrain that finds nothing to do exits as the
-        one that recorded the failure did. A job too young to fit (fewer than 4 runs) fails until
-        it has more runs; beside jobs that did fit or are current, it is reported in ``failed``
-        without failing the retrain."""
-        return 1 if self.failed and not self.refit and not self.unchanged else 0
+        """1 when a model's fit failed with an error (:attr:`errors`), else 0: the exit status of
+        ``sparkpredict retrain`` and ``jobs/retrain.py`` alike. A model skipped for its runs
+        (:attr:`skipped`: a job too young to fit) is no error: a store whose jobs are all too
+        young exits 0. The errors include the models still failing (not tried again on the same
+        runs), so the status follows the registry's state, not whether the fit was repeated: a
+        retrain that finds nothing to do exits as the one that recorded the error did. The
+        models that were fitted are committed either way."""
+        return 1 if self.errors else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as ``sparkpredict retrain --json`` and ``jobs/retrain.py`` print it:
+        ``skipped`` and ``failed`` map each model not refit to why (:attr:`skipped`,
+        :attr:`errors`), ``still_failing`` names those of them not tried again."""
+        return {
+            "retrain_id": self.retrain_id, "path": self.fit_path, "master": self.master, "jobs": self.n_jobs,
+            "refit": self.refit, "stage_refit": self.stage_refit, "stage_skipped": self.stage_skipped,
+            "unchanged": len(self.unchanged), "skipped": self.skipped, "failed": self.errors,
+            "still_failing": self.still_failing, "spark_started": self.spark_started,
+            "snapshot": self.snapshot, "seconds": round(self.seconds, 3), "exit_code": self.exit_code,
+        }
 
 
 def check_kind(kind: str) -> None:
@@ -145,20 +176,23 @@ def _commit(st: store_io.Store, prev: pd.DataFrame, results: Iterable[Outcome],
                 continue
             if status == "still_failing":
                 label = _label(job, model_kind)
-                result.failed[label] = str(failures.get((job, model_kind), {}).get("error")
-                                           or "its fit failed on these runs before")
+                rec = failures.get((job, model_kind), {})
+                error_type, why = _fit_error(rec.get("error"), rec.get("error_type"))
+                _not_fitted(result, label, error_type, why or "its fit failed on these runs before")
                 result.still_failing.append(label)
                 continue
             if status == "skipped":
                 result.stage_skipped.append(job)
                 continue
             if status != "fit" or doc_json is None:
-                result.failed[_label(job, model_kind)] = err or "no model"
-                log.warning("retrain: %s model of job %r not refit: %s", model_kind, job, err)
+                error_type, why = _fit_error(err)
+                _not_fitted(result, _label(job, model_kind), error_type, why or "no model")
+                log.log(logging.INFO if _skipped_error(error_type) else logging.WARNING,
+                        "retrain: %s model of job %r not refit: %s", model_kind, job, why)
                 fp = (fingerprints or {}).get(job)
                 if fp is not None:  # not tried again until its runs change
-                    failed_rows.append(_failure_row(job, model_kind, fp, kind, err or "no model", now_ms,
-                                                    result.retrain_id, result.fit_path, failures))
+                    failed_rows.append(_failure_row(job, model_kind, fp, kind, why or "no model", now_ms,
+                                                    result.retrain_id, result.fit_path, failures, error_type))
                 continue
             doc = json.loads(doc_json)
             meta = doc.pop("meta")
@@ -183,13 +217,20 @@ def _commit(st: store_io.Store, prev: pd.DataFrame, results: Iterable[Outcome],
             if on_artifact is not None:
                 on_artifact(len(updates))  # test hook: raising here must leave the previous registry current
         for names in (result.refit, result.stage_refit, result.stage_skipped, result.unchanged,
-                      result.still_failing):
+                      result.still_failing, result.not_enough_runs):
             names.sort()
         result.snapshot = RC.commit_update(st, updates + failed_rows, result.retrain_id)
     finally:
         if updates:
             RC.unmark_running(st, result.retrain_id)
     return result
+
+
+def _not_fitted(result: RetrainResult, label: str, error_type: str | None, why: str) -> None:
+    """Record a model not refit: in ``failed``, and as skipped when its runs were the reason."""
+    result.failed[label] = why
+    if _skipped_error(error_type):
+        result.not_enough_runs.append(label)
 
 
 # ---- the local path -----------------------------------------------------------------------------
@@ -297,18 +338,24 @@ def choose_path(n_stale: int, kind: str = "auto", n_stage: int = 0) -> str:
 def plan_path(store: Any = None, *, force: bool = False, kind: str = "auto",
               stage_models: bool = True) -> dict[str, Any]:
     """What :func:`retrain` would do without ``use_spark``: ``{"to_refit", "jobs", "stage_jobs",
-    "path", "still_failing"}`` (jobs to refit, jobs in the store, those of them with stage models,
-    local or spark, and the models not tried again because their fit failed on the runs they
-    have now, named as :attr:`RetrainResult.failed` names them)."""
+    "path", "still_failing", "still_skipped"}`` (jobs to refit, jobs in the store, those of them
+    with stage models, local or spark, the models not tried again because their fit failed on
+    the runs they have now, named as :attr:`RetrainResult.failed` names them, and those of them
+    skipped for their runs, as :attr:`RetrainResult.not_enough_runs`)."""
     check_kind(kind)
     st = store_io.open(store)
     runs = st.runs()  # read once for both questions
-    judged = _plan_store(st, runs, force, kind, stage_models)
+    prev, failures = R.read_registry_state(st)
+    judged = _plan(_prev_state(prev, failures), _local_fingerprints(runs), force, kind, stage_models)
     stale = _stale(judged)
     stage_todo = [j for j, kinds in stale.items() if R.KIND_STAGE in kinds]
     staged = _staged(st, runs, stage_todo) if stage_todo else []
+    skipped = sorted(_label(job, k) for job, (_refit, failing) in judged.items() for k in failing
+                     if _skipped_error(_fit_error(failures[(job, k)].get("error"),
+                                                  failures[(job, k)].get("error_type"))[0]))
     return {"to_refit": sorted(stale), "jobs": len(judged), "stage_jobs": staged,
-            "path": choose_path(len(stale), kind, len(staged)), "still_failing": _still_failing(judged)}
+            "path": choose_path(len(stale), kind, len(staged)), "still_failing": _still_failing(judged),
+            "still_skipped": skipped}
 
 
 def result_if_current(store: Any = None, *, force: bool = False, kind: str = "auto", stage_models: bool = True,

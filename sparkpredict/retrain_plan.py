@@ -11,6 +11,7 @@ failing". Fitting and committing are :mod:`sparkpredict.retrain`'s.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,40 @@ if TYPE_CHECKING:
     import pandas as pd
 
 Failures = dict[tuple[str, str], dict]  # (job, model kind) -> the record of its last failed fit
+
+#: The fit errors of a model whose runs cannot support it yet (too few usable runs, none that
+#: succeeded, all at one executor count): the retrain skips it until its runs change, as it
+#: should a job too young to fit. Any other error of a fit fails the retrain (exit status 1).
+SKIPPED_ERRORS = frozenset({"DegenerateDataError"})
+
+# How fitting.fit_group_safe words a fit's error: "ClassName: message (fix: ...)".
+_ERROR_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*): ")
+
+
+def _own_errors() -> frozenset[str]:
+    from . import errors
+
+    return frozenset(n for n, c in vars(errors).items()
+                     if isinstance(c, type) and issubclass(c, errors.SparkPredictError))
+
+
+def _fit_error(err: str | None, error_type: str | None = None) -> tuple[str | None, str]:
+    """(the exception class, the reason to show) of a failed fit's error, as
+    ``fit_group_safe`` words it (``"DegenerateDataError: message (fix: ...)"``) or as a record
+    of a failed fit keeps it (the reason, and ``error_type``; older records kept the worded
+    error). The reason drops the name of sparkpredict's own errors, which says nothing a user
+    can act on, and keeps a foreign one's (``ValueError: ...``), which says what went wrong."""
+    text = str(err or "")
+    m = _ERROR_NAME.match(text)
+    if m is None:
+        return error_type, text
+    name = m.group(1)
+    return error_type or name, text[m.end():] if name in _own_errors() else text
+
+
+def _skipped_error(error_type: str | None) -> bool:
+    """The fit failed for the data (:data:`SKIPPED_ERRORS`): a skip, not an error of the retrain."""
+    return error_type in SKIPPED_ERRORS
 
 
 def _prev_state(prev: pd.DataFrame, failures: Failures | None = None) -> dict[tuple[str, str], tuple]:
@@ -117,9 +152,10 @@ def _local_fingerprints(raw: pd.DataFrame) -> dict[str, tuple[str, int]]:
 
 
 def _failure_row(job: str, kind: str, fp: tuple[str, int], fit_kind: str, error: str, now_ms: int,
-                 retrain_id: str, fit_path: str, failures: Failures) -> dict:
+                 retrain_id: str, fit_path: str, failures: Failures, error_type: str | None = None) -> dict:
     """The record of a failed fit (:data:`sparkpredict.registry.FAILED_FITS_KEY`): what
-    :func:`_verdict` compares with the job's runs, formats and kind next time, and the error."""
+    :func:`_verdict` compares with the job's runs, formats and kind next time, and the error
+    (the reason shown, and its class, which tells a skip from an error: :func:`_fit_error`)."""
     from .models.stages import STAGE_FORMAT_VERSION
 
     return {
@@ -131,7 +167,7 @@ def _failure_row(job: str, kind: str, fp: tuple[str, int], fit_kind: str, error:
         "model_format_version": R.runtime_model_format() if kind == R.KIND_RUNTIME else STAGE_FORMAT_VERSION,
         "store_schema_version": S.SCHEMA_VERSION, "sparkpredict_version": __version__,
         "retrain_id": retrain_id, "fit_path": fit_path, "registry_version": R.REGISTRY_VERSION,
-        "error": error,
+        "error": error, "error_type": error_type,
     }
 
 

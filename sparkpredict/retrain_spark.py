@@ -29,7 +29,7 @@ from .retrain import (
     check_master,
     result_if_current,
 )
-from .retrain_plan import _prev_state
+from .retrain_plan import Failures, _prev_state
 from .store import io as store_io
 from .store import schema as S
 
@@ -156,11 +156,7 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
                 n = int(spark.conf.get("spark.sql.shuffle.partitions"))
                 rows = (latest.repartition(n, "job").sortWithinPartitions("job")
                         .mapInPandas(_per_partition(udf), _UDF_SCHEMA).collect())
-        rows.sort(key=lambda r: (r["job"], r["kind"]))
-        result.n_jobs = len({r["job"] for r in rows})
-        fps = {r["job"]: (r["trained_on"], int(r["trained_on_rows"])) for r in rows}
-        _commit(st, prev, ((r["job"], r["kind"], r["status"], r["doc"], r["error"]) for r in rows),
-                result, on_artifact, failures=failures, fingerprints=fps, kind=kind)
+        _commit_rows(st, prev, failures, rows, result, on_artifact, kind)
     finally:
         for k, v in saved.items():
             if v is not None:
@@ -169,6 +165,18 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
             spark.stop()
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _commit_rows(st: store_io.Store, prev: pd.DataFrame, failures: Failures, rows: list, result: RetrainResult,
+                 on_artifact: Callable[[int], None] | None, kind: str) -> RetrainResult:
+    """Commit the fit step's rows (:data:`_UDF_COLUMNS`, as collected) through the local path's
+    :func:`~sparkpredict.retrain._commit`: the same registry rows, failure records and result
+    (refit, skipped, failed, exit status) as the local loop's."""
+    rows = sorted(rows, key=lambda r: (r["job"], r["kind"]))
+    result.n_jobs = len({r["job"] for r in rows})
+    fps = {r["job"]: (r["trained_on"], int(r["trained_on_rows"])) for r in rows}
+    return _commit(st, prev, ((r["job"], r["kind"], r["status"], r["doc"], r["error"]) for r in rows),
+                   result, on_artifact, failures=failures, fingerprints=fps, kind=kind)
 
 
 def _detail_rows(spark: Any, st: store_io.Store, latest: Any) -> Any:

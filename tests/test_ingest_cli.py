@@ -61,9 +61,13 @@ def test_a_failure_is_printed_once_not_again_as_a_log_warning(tmp_path):
     # whose only run never finished says that
     assert cli("ingest", str(LOGS / "nds_q88_photon_db_13_3.zstd"), "--store", st).returncode == 0
     r = cli("retrain", "--store", st, "--local")
-    assert "not refit: Spark shell: DegenerateDataError: only 0 usable runs (of 1)" in r.stdout
-    assert "not refit: Databricks Shell: DegenerateDataError: no succeeded run (1 incomplete)" in r.stdout
-    assert "not refit" not in r.stderr and "usable runs" not in r.stderr, r.stderr
+    # too young to fit: skipped, with the message and its fix (no class name), and no error
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "  skipped: Spark shell: only 0 usable runs (of 1)" in r.stdout
+    lines = r.stdout.splitlines()
+    at = lines.index("  skipped: Databricks Shell: no succeeded run (1 incomplete)")
+    assert lines[at + 1].startswith("    fix: "), lines
+    assert "Error" not in r.stdout and "skipped" not in r.stderr and "usable runs" not in r.stderr, r.stderr
 
 
 def test_json_errors_are_json_on_stdout_and_error_fix_on_stderr(tmp_path, capsys):

@@ -275,7 +275,7 @@ def test_nothing_stale_starts_no_spark_and_a_started_one_logs_errors_only(curren
     job = _job_script()  # spark-submit jobs/retrain.py: not even a session
     assert job.main(["--store", str(path), "--no-stage-models"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert (out["path"], out["refit"], out["unchanged"], out["failed"]) == ("spark", 0, 3, {})
+    assert (out["path"], out["refit"], out["unchanged"], out["failed"]) == ("spark", [], 3, {})
     assert started == []
 
     # A stale job starts Spark, quietly (sweep's log4j configuration) unless -v.
@@ -305,15 +305,21 @@ def test_the_job_script_exits_as_the_cli_does_when_fits_fail(current_store, monk
     builder = types.SimpleNamespace(appName=lambda name: types.SimpleNamespace(getOrCreate=lambda: session))
     monkeypatch.setattr(sys.modules["pyspark.sql"], "SparkSession", types.SimpleNamespace(builder=builder))
     job = _job_script()
-    # A job too young to fit fails at every retrain: beside jobs that fit or were current, the
-    # retrain succeeds (as `sparkpredict retrain` does); with nothing else, it fails.
-    for outcome, rc in (({"failed": {"sort": "too few runs"}}, 1),
-                        ({"failed": {"sort": "too few runs"}, "unchanged": ["sqljoin", "wordcount"]}, 0),
+    # A job too young to fit is skipped, no error: the retrain succeeds (as `sparkpredict
+    # retrain` does), alone or beside other jobs; a fit that raised an error fails it, even
+    # beside jobs that were refit or current (their models are committed all the same).
+    young = {"failed": {"sort": "too few runs"}, "not_enough_runs": ["sort"]}
+    for outcome, rc in ((young, 0),
+                        ({**young, "unchanged": ["sqljoin", "wordcount"]}, 0),
+                        ({"failed": {"sort": "ValueError: boom"}}, 1),
+                        ({"failed": {"sort": "ValueError: boom"}, "unchanged": ["sqljoin", "wordcount"]}, 1),
                         ({"refit": ["sort"], "unchanged": ["sqljoin", "wordcount"]}, 0)):
         res = RT.RetrainResult(retrain_id="r", fit_path="spark", n_jobs=3, **outcome)
         monkeypatch.setattr(RS, "retrain_spark", lambda store, res=res, **kw: res)
         assert job.main(["--store", str(path), "--no-stage-models"]) == rc, outcome
-        assert json.loads(capsys.readouterr().out)["failed"] == outcome.get("failed", {})
+        out = json.loads(capsys.readouterr().out)
+        assert out == json.loads(json.dumps(res.to_dict())), outcome  # `retrain --json`'s document
+        assert (out["failed"], out["skipped"], out["exit_code"]) == (res.errors, res.skipped, rc)
 
 
 # ---- a job whose fit failed is not tried again, nor starts Spark, until its runs change ----------
@@ -333,8 +339,10 @@ def test_a_job_whose_fit_failed_starts_no_spark_until_its_runs_change(current_st
     path, started = current_store
     _add_failed_run(path)
     first = RT.retrain_local(path, stage_models=False)
-    assert first.refit == [] and list(first.failed) == ["failjob"]
-    assert first.failed["failjob"].startswith("DegenerateDataError: no succeeded run (1 failed)")
+    assert first.refit == [] and list(first.failed) == ["failjob"] and first.not_enough_runs == ["failjob"]
+    # the message and its fix, not the error's class; skipped, not an error: exit status 0
+    assert first.failed["failjob"].startswith("no succeeded run (1 failed) (fix: ")
+    assert (first.skipped, first.errors, first.exit_code) == (first.failed, {}, 0)
     assert RT.plan(path, stage_models=False) == ([], 4)  # it said (["failjob"], 4) every time
     plan = RT.plan_path(path, stage_models=False)
     assert (plan["to_refit"], plan["still_failing"]) == ([], ["failjob"])
@@ -345,19 +353,21 @@ def test_a_job_whose_fit_failed_starts_no_spark_until_its_runs_change(current_st
     assert main(["retrain", "--store", str(path), "--dry-run", "--no-stage-models"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("0 of 4 job(s) would be refit")
-    assert "1 still failing (its runs have not changed: failjob)" in out
+    assert "1 still skipped (its runs have not changed: failjob)" in out
 
     argv = ["retrain", "--store", str(path), "--spark", "--master", "local[2]", "--no-stage-models"]
     for _ in range(2):
         assert main(argv) == 0
         lines = capsys.readouterr().out.splitlines()
         assert "answered from the store without starting Spark (local[2]); 3 unchanged, 0 failed, " \
-               "1 still failing (its runs have not changed: failjob)" in lines[0]
-        assert lines[1].startswith("  not refit: failjob: DegenerateDataError") and "--force" in lines[1]
+               "1 still skipped (its runs have not changed: failjob)" in lines[0]
+        assert lines[1].startswith("  skipped: failjob: no succeeded run (1 failed) (not tried again until its "
+                                   "runs change, or with --force)"), lines[1]
+        assert lines[2].startswith("    fix: ") and "Error" not in "".join(lines)
     assert main([*argv, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["refit"], out["unchanged"], out["still_failing"], out["spark_started"]) == ([], 3, ["failjob"], False)
-    assert list(out["failed"]) == ["failjob"] and out["snapshot"] == first.snapshot
+    assert list(out["skipped"]) == ["failjob"] and out["failed"] == {} and out["snapshot"] == first.snapshot
     assert _job_script().main(["--store", str(path), "--no-stage-models"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["path"], out["still_failing"], out["spark_started"]) == ("spark", ["failjob"], False)
@@ -378,29 +388,49 @@ def test_a_job_whose_fit_failed_starts_no_spark_until_its_runs_change(current_st
     assert len(started) == 1
 
 
-def test_a_store_whose_jobs_all_fail_exits_1_each_time_the_same(tmp_path, monkeypatch, capsys):
-    """Not trying a failed fit again must not turn the retrain's exit status into a success: the
-    status follows the registry's state (1 while no job has a model), tried again or not."""
+def test_a_store_whose_jobs_cannot_fit_exits_the_same_each_time(tmp_path, monkeypatch, capsys):
+    """Not trying a failed fit again must not change the retrain's exit status: the status
+    follows the registry's state, tried again or not. A job too young to fit is skipped (0:
+    "9 failed" and exit 1 for a store of ingested logs told a scheduler the retrain broke); a fit
+    that raised an error fails the retrain (1) until its runs change."""
     import types
 
+    from sparkpredict import fitting
     from sparkpredict.cli import main
 
     path = tmp_path / "only-failing"
     runs = make_history(1, runs_per_job=2, seed=5)  # 2 runs: too few for a whole-job model
     write_history(path, runs, batches=1)
+    job = runs.job.iloc[0]
     started: list = []
     fake = types.ModuleType("pyspark.sql")
     fake.SparkSession = types.SimpleNamespace(builder=_FakeBuilder(started))  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "pyspark.sql", fake)
     first = RT.retrain_local(path)
-    assert first.failed and first.exit_code == 1
+    assert list(first.skipped) == [job] and first.errors == {} and first.exit_code == 0
     for argv in (["--local"], ["--spark"], ["--spark", "--json"]):
-        assert main(["retrain", "--store", str(path), *argv]) == 1, argv
+        assert main(["retrain", "--store", str(path), *argv]) == 0, argv
         assert started == [], argv  # --spark: no Spark for a fit that would fail again
         out = capsys.readouterr().out
-        assert "1 still failing" in out or json.loads(out)["still_failing"] == [runs.job.iloc[0]]
-    assert _job_script().main(["--store", str(path)]) == 1
-    assert json.loads(capsys.readouterr().out)["still_failing"] == [runs.job.iloc[0]]
+        assert "1 still skipped" in out or json.loads(out)["still_failing"] == [job]
+    assert _job_script().main(["--store", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out)["still_failing"] == [job]
+
+    more = make_history(1, runs_per_job=6, seed=5).iloc[2:].assign(job=job)  # enough runs to fit
+    store.open(path).append({"runs": more})
+
+    def broken(*a, **k):
+        raise ValueError("boom")
+
+    monkeypatch.setattr(fitting, "fit_group", broken)
+    first = RT.retrain_local(path, stage_models=False)
+    assert first.errors == {job: "ValueError: boom"} and first.skipped == {} and first.exit_code == 1
+    for argv in (["--local"], ["--spark"], ["--spark", "--json"]):
+        assert main(["retrain", "--store", str(path), "--no-stage-models", *argv]) == 1, argv
+        out = capsys.readouterr().out
+        assert "1 still failing" in out or json.loads(out)["failed"] == {job: "ValueError: boom"}
+    assert _job_script().main(["--store", str(path), "--no-stage-models"]) == 1
+    assert json.loads(capsys.readouterr().out)["still_failing"] == [job]
     assert started == []
 
 

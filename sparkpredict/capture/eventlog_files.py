@@ -3,13 +3,16 @@
 A log is ``<appId>[_<attempt>][.<codec>][.inprogress]``, or, with rolling logs, a folder
 ``eventlog_v2_<appId>[_<attempt>]/`` of ``events_<N>_<appId>[.<codec>]`` files (read as Spark's
 ``RollingEventLogFilesFileReader`` reads them) beside an ``appstatus_<appId>[.inprogress]``
-marker. :func:`fingerprint` tells whether a log changed since it was ingested.
+marker. One file of such a folder is no log by itself: given alone, it is a log whose error says
+to ingest its folder. :func:`unique_logs` drops a log found twice (a path given twice, or inside
+a folder also given). :func:`fingerprint` tells whether a log changed since it was ingested.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import re
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -34,6 +37,8 @@ class LogSource:
     #: why the log cannot be read at all, found while looking for logs (e.g. a rolling folder
     #: with a gap in its events_<N> files, or one that vanished); reported as that log's error
     error: IngestError | None = None
+    #: the rolling log folder this file is one file of (a file of it given alone), else None
+    rolling_folder: str | None = None
 
 
 def _strip_suffixes(name: str) -> str:
@@ -81,8 +86,18 @@ def rolling_log(path: str) -> LogSource:
 
 def single_log(path: str) -> LogSource:
     name = os.path.basename(path)
-    return LogSource(path=path, files=[path], in_progress=name.endswith(".inprogress"),
-                     app_hint=_strip_suffixes(name))
+    source = LogSource(path=path, files=[path], in_progress=name.endswith(".inprogress"),
+                       app_hint=_strip_suffixes(name))
+    folder = os.path.dirname(path)
+    if os.path.basename(folder).startswith(ROLLING_PREFIX) and (_EVENTS_FILE.match(name) or name.startswith("appstatus_")):
+        # Read alone, events_2 has no application start (events_1 has it), and events_1 lacks
+        # the stages and the end the later files hold: only the folder is the whole log.
+        source.rolling_folder = folder
+        source.error = IngestError(
+            f"{path}: one file of the rolling event log {folder} (Spark writes a rolling log as "
+            "events_<N> files in one eventlog_v2_* folder), not a whole log",
+            f"ingest its folder instead: sparkpredict ingest {shlex.quote(folder)}")
+    return source
 
 
 def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
@@ -106,6 +121,26 @@ def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
                 out.extend(single_log(os.path.join(root, f)) for f in sorted(files)
                            if not _NOT_LOGS.search(f))
     return out
+
+
+def unique_logs(sources: Iterable[LogSource]) -> tuple[list[LogSource], list[str]]:
+    """(each log once, in the order found; the paths of the others): a path given twice, a log
+    inside a folder also given, or a file of a rolling log whose folder is given (or another of
+    its files: the folder is the log) would otherwise be ingested, then reported unchanged, in the
+    same call. Paths that lead to the same file through links count as one."""
+    sources = list(sources)
+    folders = {os.path.realpath(s.path) for s in sources if s.rolling_folder is None}
+    seen: set[str] = set()
+    kept: list[LogSource] = []
+    repeated: list[str] = []
+    for s in sources:
+        key = os.path.realpath(s.rolling_folder or s.path)
+        if key in seen or (s.rolling_folder is not None and key in folders):
+            repeated.append(s.path)
+            continue
+        seen.add(key)
+        kept.append(s)
+    return kept, repeated
 
 
 def fingerprint(source: LogSource) -> str:
@@ -133,4 +168,5 @@ def unreadable(path: str, exc: OSError) -> IngestError:
     return IngestError(f"{path}: cannot read{what}: {why}", "check the path and its permissions")
 
 
-__all__ = ["ROLLING_PREFIX", "LogSource", "find_logs", "fingerprint", "rolling_log", "single_log", "unreadable"]
+__all__ = ["ROLLING_PREFIX", "LogSource", "find_logs", "fingerprint", "rolling_log", "single_log", "unique_logs",
+           "unreadable"]

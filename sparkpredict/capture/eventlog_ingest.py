@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from ..errors import IngestError, InputError
 from .eventlog import ParsedLog, _parse_source, _system_pool
-from .eventlog_files import LogSource, find_logs, fingerprint, unreadable
+from .eventlog_files import LogSource, find_logs, fingerprint, unique_logs, unreadable
 
 if TYPE_CHECKING:
     from ..store.io import Store
@@ -64,6 +64,8 @@ class IngestReport:
 
     store: str
     files: list[FileOutcome] = field(default_factory=list)
+    #: paths of logs found more than once (given twice, or inside a folder also given): read once
+    duplicates: list[str] = field(default_factory=list)
 
     def _count(self, outcome: str) -> int:
         return sum(f.outcome == outcome for f in self.files)
@@ -105,7 +107,8 @@ class IngestReport:
     def to_dict(self) -> dict:
         counts = {k: getattr(self, k) for k in ("files_seen", "files_ingested", "files_unchanged",
                                                  "files_existing", "files_failed", "runs_added")}
-        return {"store": self.store, **counts, "files": [asdict(f) for f in self.files]}
+        return {"store": self.store, **counts, "files": [asdict(f) for f in self.files],
+                "duplicates_ignored": self.duplicates}
 
 
 def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
@@ -162,13 +165,13 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
     if bad or not given:
         what = f"{bad[0]!r} is not a path" if bad else "no event-log path given"
         raise InputError(what, "give event-log files or folders (spark.eventLog.dir) as paths")
-    sources = find_logs(given)
+    sources, repeated = unique_logs(find_logs(given))
     if not sources:
         raise IngestError("no event logs found under " + ", ".join(map(str, given)),
                           "point at spark.eventLog.dir or at event-log files")
     st = store if isinstance(store, store_io.Store) else store_io.open(store, create=True)
     known = _Known.of(st)
-    report = IngestReport(store=st.path)
+    report = IngestReport(store=st.path, duplicates=repeated)
     for src in sources:
         with _system_pool():
             outcome = _ingest_one(src, st, known, job)

@@ -56,7 +56,8 @@ def _run(args: argparse.Namespace) -> int:
                     print(f"  fix: {f.fix}")
             for w in f.warnings:
                 print(f"  warning: {w}")
-        print(f"{report.files_seen} logs: {report.files_ingested} ingested, {report.files_unchanged} "
+        dups = f" ({plural(len(report.duplicates), 'duplicate path')} ignored)" if report.duplicates else ""
+        print(f"{plural(report.files_seen, 'log')}: {report.files_ingested} ingested, {report.files_unchanged} "
               f"unchanged, {report.files_existing} already in the store, {report.files_failed} failed "
-              f"-> {report.store}")
+              f"-> {report.store}{dups}")
     return 1 if report.files_failed else 0

@@ -9,6 +9,15 @@ if TYPE_CHECKING:
     from ..retrain import RetrainResult
 
 
+#: The exit status of ``sparkpredict retrain`` and ``jobs/retrain.py`` (both ``--help`` say it):
+#: :attr:`sparkpredict.retrain.RetrainResult.exit_code`, and 2 for a user's mistake.
+EXIT_STATUS = ("Exit status: 0 when the retrain went through, also when models were skipped because "
+               "their job's runs cannot support them yet (too few usable runs: record more); 1 when a "
+               "model's fit failed with an error (now, or before on the same runs; the models that "
+               "fitted are committed all the same); 2 for a mistake in the arguments or the store "
+               "(nothing written).")
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "retrain", help="refit the models of jobs with new runs into the store's registry",
@@ -16,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "retrain, and commit them to the store's model registry (STORE/_models). Without "
                     "--spark/--local the faster path is chosen by the number of jobs to refit "
                     "(see docs/retrain.md). Spark logs its errors only, unless -v (or a log4j "
-                    "configuration of your own).")
+                    "configuration of your own).",
+        epilog=EXIT_STATUS)
     p.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE or "
                                    "~/.sparkpredict/store)")
     where = p.add_mutually_exclusive_group()
@@ -61,47 +71,93 @@ def _run(args: argparse.Namespace) -> int:
                                           and not stale else ""))
             for job in stale:
                 print(f"  {job}")
-            if out["still_failing"]:
-                print(f"{_still_failing(out['still_failing'])}: tried again when they change, or with --force")
+            skipped = set(out["still_skipped"])
+            parts = [_still_failing(out["still_skipped"], "still skipped")] if skipped else []
+            failing = [k for k in out["still_failing"] if k not in skipped]
+            parts += [_still_failing(failing)] if failing else []
+            if parts:
+                print(f"{', '.join(parts)}: tried again when they change, or with --force")
         return 0
     with printed_here("sparkpredict.retrain", args.verbose):  # each failure: "not refit" below
         res = RT.retrain(args.store, use_spark=use_spark, master=args.master, force=args.force,
                          kind=args.kind, stage_models=args.stage_models, spark_logs=args.verbose)
     if args.json:
-        print(json.dumps({
-            "retrain_id": res.retrain_id, "path": res.fit_path, "master": res.master, "jobs": res.n_jobs,
-            "refit": res.refit, "stage_refit": res.stage_refit, "stage_skipped": res.stage_skipped,
-            "unchanged": len(res.unchanged), "failed": res.failed, "still_failing": res.still_failing,
-            "spark_started": res.spark_started,
-            "snapshot": res.snapshot, "seconds": round(res.seconds, 3)}, indent=2))
+        print(json.dumps(res.to_dict(), indent=2))
     else:
-        print(summary(res))
-        if res.stage_refit or res.stage_skipped:
-            print(f"stage models: {len(res.stage_refit)} refit, {len(res.stage_skipped)} job(s) without stage rows")
-        again = set(res.still_failing)
-        for job, why in sorted(res.failed.items()):
-            print(f"  not refit: {job}: {why}" + (" (not tried again until its runs change, or with --force)"
-                                                  if job in again else ""))
-        if res.snapshot:
-            print(f"registry: {res.snapshot}")
+        for line in report_lines(res):
+            print(line)
     return res.exit_code
 
 
+def report_lines(res: RetrainResult) -> list[str]:
+    """A retrain's report for a person, as ``sparkpredict retrain`` prints it and
+    ``jobs/retrain.py`` logs it: the :func:`summary`, the stage models, each model not refit
+    (``failed:`` or ``skipped:``) with its fix, the committed snapshot."""
+    from ..units import plural
+
+    lines = [summary(res)]
+    if res.stage_refit or res.stage_skipped:
+        lines.append(f"stage models: {len(res.stage_refit)} refit, {plural(len(res.stage_skipped), 'job')} "
+                     "without stage rows")
+    again = set(res.still_failing)
+    for what, models in (("failed", res.errors), ("skipped", res.skipped)):
+        # models not refit for the same reason (ingested logs without an input size) share a line
+        same: dict[tuple[str, bool], list[str]] = {}
+        for label, why in sorted(models.items()):
+            same.setdefault((why, label in again), []).append(label)
+        for (why, tried_before), labels in sorted(same.items(), key=lambda kv: kv[1][0]):
+            message, fix = _split_fix(why)
+            lines.append(f"  {what}: {', '.join(labels)}{', each' if len(labels) > 1 else ''}: {message}"
+                         + (f" (not tried again until {'its' if len(labels) == 1 else 'their'} runs change, "
+                            "or with --force)" if tried_before else ""))
+            if fix:
+                lines.append(f"    fix: {fix}")
+    if res.snapshot:
+        lines.append(f"registry: {res.snapshot}")
+    return lines
+
+
 def summary(res: RetrainResult) -> str:
-    """The first line of a retrain's report: what was refit, where, and what was not."""
+    """The first line of a retrain's report: what was refit, where, and what was not: models
+    skipped for their runs (too few usable runs), models whose fit failed with an error, and
+    those of them not tried again because their runs have not changed."""
+    from ..units import plural
+
     if res.fit_path == "spark" and not res.spark_started:
         head = (f"refit 0 of {res.n_jobs} job(s) in {res.seconds:.1f} s: nothing to refit, answered from "
                 f"the store without starting Spark" + (f" ({res.master})" if res.master else ""))
     else:
         where = res.fit_path + (f" ({res.master})" if res.master else "")
-        head = f"refit {len(res.refit)} of {res.n_jobs} job(s) on the {where} path in {res.seconds:.1f} s"
-    tail = f"; {len(res.unchanged)} unchanged, {len(res.failed) - len(res.still_failing)} failed"
-    if res.still_failing:
-        tail += f", {_still_failing(res.still_failing)}"
+        jobs = len(set(res.refit) | set(res.stage_refit))  # a job refit: any of its models
+        head = f"refit {jobs} of {res.n_jobs} job(s) on the {where} path in {res.seconds:.1f} s"
+        if res.stage_refit:
+            head += (f" ({plural(len(res.refit), 'whole-job model')}, "
+                     f"{plural(len(res.stage_refit), 'stage model')})")
+    again = set(res.still_failing)
+    skipped = [k for k in res.skipped if k not in again]
+    tail = f"; {len(res.unchanged)} unchanged"
+    if skipped:
+        tail += f", {len(skipped)} skipped (not enough usable runs)"
+    tail += f", {len([k for k in res.errors if k not in again])} failed"
+    still_skipped = [k for k in res.still_failing if k in res.skipped]
+    if still_skipped:
+        tail += f", {_still_failing(still_skipped, 'still skipped')}"
+    still_failing = [k for k in res.still_failing if k not in res.skipped]
+    if still_failing:
+        tail += f", {_still_failing(still_failing)}"
     return head + tail
 
 
-def _still_failing(labels: list[str], most: int = 5) -> str:
+def _split_fix(why: str) -> tuple[str, str | None]:
+    """A reason worded as sparkpredict's errors word themselves, ``"message (fix: fix)"``, as
+    (message, fix); (why, None) without a fix."""
+    at = why.find(" (fix: ")
+    if at < 0 or not why.endswith(")"):
+        return why, None
+    return why[:at], why[at + len(" (fix: "):-1]
+
+
+def _still_failing(labels: list[str], what: str = "still failing", most: int = 5) -> str:
     """"2 still failing (their runs have not changed: a, b)", naming the first ``most``."""
     names = ", ".join(labels[:most]) + (f", ... ({len(labels) - most} more)" if len(labels) > most else "")
-    return f"{len(labels)} still failing ({'its' if len(labels) == 1 else 'their'} runs have not changed: {names})"
+    return f"{len(labels)} {what} ({'its' if len(labels) == 1 else 'their'} runs have not changed: {names})"
