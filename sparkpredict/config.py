@@ -5,7 +5,7 @@ import os
 import re
 from pathlib import Path
 
-from .errors import StoreError
+from .errors import InputError, StoreError
 
 #: Environment variable naming the history store when no ``store=`` is given.
 STORE_ENV = "SPARKPREDICT_STORE"
@@ -82,3 +82,47 @@ def _file_uri_path(uri: str) -> str:
 def cache_dir() -> Path:
     env = os.environ.get(CACHE_ENV)
     return Path(env).expanduser() if env else Path.home() / ".cache" / "sparkpredict"
+
+
+def folder_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why no folder could be made and written at the local ``path``, else None; found without
+    leaving anything behind.
+
+    A probe folder is made and removed where ``path`` is, or where its first missing folder
+    would go: a permission check alone would pass root everywhere, and some file systems refuse
+    even root (``/sys``, a read-only mount)."""
+    import tempfile
+
+    p = Path(path).absolute()
+    target = p
+    while not os.path.exists(target) and target.parent != target:
+        target = target.parent
+    if not os.path.isdir(target):
+        what = "a file" if os.path.isfile(target) else "not a folder"
+        return f"it is {what}" if target == p else f"{target} is {what}"
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".sparkpredict-probe-", dir=target))
+    except OSError as exc:
+        return f"{target} is not writable ({exc.strerror or exc})"
+    return None
+
+
+def cache_error(path: str | os.PathLike[str], reason: str, fix: str | None = None) -> InputError:
+    """The error of a cache folder that cannot be written (``reason``: :func:`folder_problem`'s,
+    or an OSError's); ``fix`` by default points at $SPARKPREDICT_CACHE."""
+    return InputError(f"cannot write the cache {str(path)!r}: {reason}",
+                      fix or f"set {CACHE_ENV} to a writable folder")
+
+
+def make_cache_dir(path: str | os.PathLike[str], fix: str | None = None) -> Path:
+    """Create the cache folder ``path`` (and its parents); refuse one that cannot be made or
+    written (:func:`cache_error`) rather than fail half way through filling it."""
+    p = Path(path)
+    problem = folder_problem(p)
+    if problem:
+        raise cache_error(p, problem, fix)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise cache_error(p, exc.strerror or str(exc), fix) from None
+    return p

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from . import workloads as W
 from .config import LOCAL_MASTER
-from .errors import ListenerError
+from .errors import InputError, ListenerError
 from .sweep_plan import (  # noqa: F401  (re-exported: the sweep API is one module to its users)
     _MASTER_FIX,
     DEFAULT_MASTER,
@@ -204,16 +204,26 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
     set or the user has a log4j configuration of their own.
     """
     from .capture.listener import listener_conf
-    from .config import resolve_store
+    from .config import cache_error, folder_problem, resolve_store
     from .store import io as store_io
 
     t0 = time.monotonic()
     store_path = resolve_store(store)
+    # the cache before the store, which opening creates: a refused sweep leaves nothing behind
+    cache = Path(cache_dir).expanduser().absolute() if cache_dir else W.default_cache()
+    problem = folder_problem(cache)
+    if problem:
+        raise cache_error(cache, problem, "give --cache a writable folder" if cache_dir else None)
     store_io.open(store_path, create=True)  # unwritable or foreign store: fail before any run
     w = W.get(plan.workload)
     workdir = Path(workdir) if workdir else Path(store_path).parent / "sweep-work"
     local_dir = workdir / "spark-local"
-    local_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        local_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot write the sweep's work folder {str(local_dir)!r}: {exc.strerror or exc}",
+                         "give a store whose parent folder is writable (the work folder is beside it), "
+                         "or workdir= from Python") from None
 
     recorded = recorded_keys(store_path, plan.workload)
     todo = [c for c in plan.combos if c.key(plan.workload) not in recorded]

@@ -7,7 +7,9 @@ import re
 from .errors import InputError
 
 #: ``KB``..``PB`` decimal, ``KiB``..``PiB`` binary; a bare letter (``120g``) binary, as Spark reads
-#: ``spark.executor.memory`` or ``spark.sparkpredict.inputBytes``: one string, one size everywhere
+#: ``spark.executor.memory``. ``--input-size``, ``input_bytes=`` and ``spark.sparkpredict.inputBytes``
+#: (:func:`declared_size`, and the listener's ``ListenerSettings.declaredSize``) all read sizes
+#: with this table: one string, one size everywhere
 _BYTE_UNITS = {
     "": 1, "b": 1,
     "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4, "pb": 1000**5,
@@ -17,7 +19,9 @@ _BYTE_UNITS = {
 _SPARK_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*([kmgtp]?)(?:i?b)?\s*", re.IGNORECASE)
 #: Spark's byte counts, and the store's ``*_bytes`` columns, are signed 64-bit integers
 _MAX_BYTES = 2**63 - 1
-_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
+# ASCII only, as the listener's Java pattern: in Unicode mode IGNORECASE lets [a-z] match the
+# Kelvin sign, whose lower() is "k"
+_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE | re.ASCII)
 _DUR_S = {"ms": 0.001, "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
           "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
           "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400}
@@ -46,7 +50,9 @@ def parse_bytes(text: str | float) -> int:
         raise InputError(f"size {text!r} is not a finite number", "give a size above zero, e.g. 64MB")
     if value <= 0:
         raise InputError(f"size {text!r} must be positive", "give a size above zero, e.g. 64MB")
-    n = int(round(value * _BYTE_UNITS[unit]))
+    scaled = value * _BYTE_UNITS[unit]
+    # 1e300PB is finite, its bytes are not: beyond 2^63 either way (round(inf) would raise)
+    n = int(round(scaled)) if scaled <= _MAX_BYTES else _MAX_BYTES + 1
     if n < 1:
         raise InputError(f"size {text!r} is less than one byte", "give a size of at least 1 byte, e.g. 64MB")
     if n > _MAX_BYTES:
@@ -55,12 +61,27 @@ def parse_bytes(text: str | float) -> int:
     return n
 
 
+def declared_size(text: object) -> int | None:
+    """``spark.sparkpredict.inputBytes`` in bytes, read as ``--input-size`` reads sizes
+    (:func:`parse_bytes`: ``5MB`` is 5,000,000 bytes, ``5MiB`` and ``5m`` are 5 * 2^20); None when
+    ``text`` is not a size above zero. Not Spark's byte strings (there ``5mb`` is 5 MiB): a size
+    declared in a conf, to ``submit --input-size`` or to ``attach(input_bytes=)`` is stored as the
+    same bytes, and ``suggest --input-size`` asks about that size. The listener's
+    ``ListenerSettings.declaredSize`` reads the key this way, string for string."""
+    if text is None or isinstance(text, bool):
+        return None
+    try:
+        return parse_bytes(str(text))
+    except InputError:
+        return None
+
+
 def spark_size(text: object, unit: str = "b") -> int | None:
     """A size as Spark reads its byte strings (``JavaUtils.byteStringAs``): ``128m``, ``1g``,
     ``512mb``, ``4GiB`` are binary, a bare number is in ``unit`` (``"b"``, ``"k"``, ``"m"``, ...);
-    None when ``text`` is not one, or is 2^63 bytes or more (beyond a 64-bit size column, and
-    refused by the listener's parser, which this one matches). For sizes read from a run's
-    recorded properties."""
+    None when ``text`` is not one, or is 2^63 bytes or more (beyond a 64-bit size column). For
+    Spark's own size settings read from a run's recorded properties (``spark.executor.memory``);
+    a declared input size is read by :func:`declared_size`."""
     m = _SPARK_SIZE.fullmatch(str(text)) if text is not None else None
     if not m:
         return None

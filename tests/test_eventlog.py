@@ -397,3 +397,37 @@ def test_job_overrides_the_logs_job_and_the_skip_says_how_to_change_a_stored_one
     assert list(runs["job"]) == ["sparklens"] and list(runs["app_name"]) == ["Spark shell"]
     (f,) = ingest_event_logs(log, st, job="sparklens").files  # the same job now: skipped quietly
     assert f.outcome == "unchanged" and not f.warnings
+
+
+def test_an_application_that_ends_while_a_job_runs_is_killed_as_the_listener_records_it(tmp_path):
+    """Spark posts the application's end before it cancels the jobs still running (Ctrl-C under
+    spark-submit, a context stopped mid-job), and logs their failed ends after it. Read as the
+    last job failing, or with no end at all as succeeded, such a run went into the training
+    data; the listener (RunRecord.applicationEnded) records it killed, naming the jobs."""
+    lines = PLAIN4.read_bytes().splitlines()
+    end = next(i for i, ln in enumerate(lines) if b"SparkListenerApplicationEnd" in ln)
+    start = b'{"Event":"SparkListenerJobStart","Job ID":%d,"Submission Time":1795969315020,"Stage IDs":[]}'
+    cancelled = (b'{"Event":"SparkListenerJobEnd","Job ID":3,"Completion Time":1795969315040,"Job Result":'
+                 b'{"Result":"JobFailed","Exception":{"Message":"Job 3 cancelled because SparkContext was shut down"}}}')
+
+    def status(body: list[bytes], name: str) -> tuple[str, str | None]:
+        log = tmp_path / name
+        log.write_bytes(b"\n".join(body) + b"\n")
+        run = parse_event_log(log).tables["runs"]
+        return run["status"][0].as_py(), run["error_message"][0].as_py()
+
+    one = "1 job was still running at the application's end (job 3): the run was interrupted"
+    # the job's end never logged
+    assert status(lines[:end] + [start % 3] + lines[end:], "no-end") == ("killed", one)
+    # as Spark writes it: the cancelled job's failed end after the application's end
+    assert status(lines[:end] + [start % 3] + lines[end:] + [cancelled], "cancelled") == ("killed", one)
+    two = status(lines[:end] + [start % 3, start % 4] + lines[end:], "two")
+    assert two == ("killed", ("2 jobs were still running at the application's end (jobs 3, 4): "
+                              "the run was interrupted"))
+    # a job that ended before the application did is no part of it
+    assert status(lines[:end] + [start % 3, cancelled.replace(b"JobFailed", b"JobSucceeded")] + lines[end:],
+                  "ended") == ("succeeded", None)
+    # a non-zero exit code still fails the run, its message naming the jobs cut short
+    failed = lines[end].replace(b'"ExitCode":0', b'"ExitCode":1')
+    assert status(lines[:end] + [start % 3, failed] + lines[end + 1:], "exit-1") == \
+        ("failed", f"application exit code 1; {one}")

@@ -99,8 +99,9 @@ def test_spark_4_writes_a_rolling_zstd_log_by_default_as_the_docs_say(spark_app,
 def test_a_declared_size_reads_the_same_in_the_listener_and_the_ingest(spark_app, tmp_path):
     """spark.sparkpredict.inputBytes=1.5g: the ingest (units.spark_size) read 1.5 GiB, the
     listener refused it (Spark's byte strings take whole numbers only) and recorded the measured
-    input, so one run had two sizes. Both follow spark_size now, fractions included."""
-    from sparkpredict.units import spark_size
+    input, so one run had two sizes. Both follow units.declared_size now (--input-size's
+    reading: 5MB is 5,000,000 bytes, 5m and 5MiB 5 * 2^20), fractions included."""
+    from sparkpredict.units import declared_size
 
     logs = tmp_path / "eventlogs"
     logs.mkdir()
@@ -114,8 +115,13 @@ def test_a_declared_size_reads_the_same_in_the_listener_and_the_ingest(spark_app
     lrun, erun = listener.runs().iloc[0], store.open(tmp_path / "eventlog-store").runs().iloc[0]
     assert lrun.input_bytes == erun.input_bytes == 3 * 2**29
     assert lrun.input_bytes_source == erun.input_bytes_source == "declared"
-    # the listener's parser is spark_size's, string for string (the JVM outlives the session)
+    # the listener's parser is declared_size's, string for string (the JVM outlives the session)
     parse = spark._jvm.io.sparkpredict.SparkPredictListener.declaredSize
     texts = ["1.5g", "1.5G", "120g", "2k", "2kb", "4GiB", " 7 mb ", "0.5", "2.5", "3.5", ".5k", "10Tb",
-             "8p", "1024", "0", "1e3", "12 x", "-1", "1.", "g", "", "1,5g", "5 kib", "3ib", "1.5 GB"]
-    assert {t: parse(t) for t in texts} == {t: spark_size(t) for t in texts}
+             "8p", "1024", "0", "1e3", "12 x", "-1", "1.", "g", "", "1,5g", "5 kib", "3ib", "1.5 GB",
+             "1MB", "5MB", "300GB", "300gb", "8PB", "1MiB", "1.5TiB", "1m", "3 t", "12b", "1.5e3KB", "1E3kb",
+             str(2**63 - 1024), "8191p", "8192p", str(2**63), "1e300PB", "1e999", "0.4", "5 apples",
+             "120g   # declared size", "5\u212a", "5\u00a0MB", "5\tGB\n"]
+    got = {t: parse(t) for t in texts}
+    assert got == {t: declared_size(t) for t in texts}
+    assert (got["1MB"], got["1MiB"], got["1m"], got["300GB"]) == (10**6, 2**20, 2**20, 300 * 10**9)

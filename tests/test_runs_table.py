@@ -87,9 +87,12 @@ def test_runs_without_executor_shape_columns_get_nan_not_a_crash():
 
 def test_local_runs_count_the_threads_they_ran_on():
     """local[N] runs N task threads whatever spark.executor.instances says: a sweep's local[3]
-    with instances=3 is 3 one-core executors; local[4] with instances=2 is 2 of 2 cores; but
+    with instances=3 is 3 one-core executors; local[4] with instances=2 is 2 of 2 cores (rows
+    without properties_json: the requested count stands in for the instances, and the cores are
+    the threads over it, as `submit --executors 2 --executor-cores 2` runs local[4]); but
     instances=3 on local[1] (or local[*] on a 2-core machine) ran on 1 (2) threads, and counting
-    it as 3 executors would teach the model that 3 executors are that slow."""
+    it as 3 executors would teach the model that 3 executors are that slow. The runs' properties
+    decide where they are recorded: tests/test_local_master_reading.py."""
     rows = pd.DataFrame({
         "run_id": ["sweep", "wide", "one-thread", "star", "yarn"], "job": ["j"] * 5,
         "status": ["succeeded"] * 5, "wall_ms": [1000.0] * 5, "input_bytes": [2**20] * 5,

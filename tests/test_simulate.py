@@ -150,12 +150,13 @@ def test_cli_prints_self_check_before_predictions(capsys):
         pytest.skip("shared event logs not present")
     assert cli_main(["simulate", str(log), "--executors", "1,2"]) == 0
     out = capsys.readouterr().out
-    assert out.index("self-check at 1 executor (actually used)") < out.index("executors cores")
+    # local[*] on 4 cores: read as 4 one-core executors, as submit maps executors onto local[N]
+    assert out.index("self-check at 4 executors (actually used)") < out.index("executors cores")
     assert cli_main(["simulate", str(log), "--executors", "0"]) == 2
     assert "executor counts must be at least 1" in capsys.readouterr().err
     assert cli_main(["simulate", str(log), "--executors", "2", "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert rep["actual_executors"] == 1 and abs(rep["self_error"]) < 0.05
+    assert rep["actual_executors"] == 4 and abs(rep["self_error"]) < 0.05
     assert [p["executors"] for p in rep["predictions"]] == [2]
     assert cli_main(["simulate", "no-such-run", "--store", str(log.parent / "no-store")]) == 2
     assert "no sparkpredict store" in capsys.readouterr().err

@@ -2,6 +2,7 @@ import pytest
 
 from sparkpredict.errors import InputError
 from sparkpredict.units import (
+    declared_size,
     format_bytes,
     format_duration,
     format_executor_hours,
@@ -89,3 +90,29 @@ def test_executor_memory_reads_as_spark_executor_memory():
     for bad in ("lots", "0.5m", "inf", ""):
         with pytest.raises(InputError):
             parse_memory_mb(bad)
+
+
+#: spark.sparkpredict.inputBytes strings and their bytes: --input-size's reading (KB..PB decimal,
+#: KiB..PiB and Spark's bare k..p binary, a bare number bytes); None: not a size. The listener's
+#: reader (ListenerSettings.declaredSize) is checked against declared_size on the same strings by
+#: tests/test_ingest_listener.py.
+DECLARED = {
+    "1MB": 10**6, "5MB": 5 * 10**6, "300GB": 300 * 10**9, "300gb": 300 * 10**9, " 7 mb ": 7 * 10**6,
+    "2kb": 2000, "10Tb": 10 * 10**12, "1.5 GB": 15 * 10**8, "8PB": 8 * 10**15,
+    "1MiB": 2**20, "4GiB": 4 * 2**30, "5 kib": 5 * 2**10, "1.5TiB": 3 * 2**39,
+    "1m": 2**20, "1.5g": 3 * 2**29, "120g": 120 * 2**30, "2k": 2048, "3 t": 3 * 2**40, "8p": 8 * 2**50,
+    "1024": 1024, "1000000": 10**6, "12b": 12, "1e3": 1000, "1.5e3KB": 1_500_000, ".5k": 512,
+    "2.5": 2, "3.5": 4, "0.5": None,  # whole bytes, half to even (Java's Math.rint)
+    str(2**63 - 1024): 2**63 - 1024, "8191p": 8191 * 2**50, "8192p": None, str(2**63): None, "1e300PB": None,
+    "0": None, "-1": None, "1.": None, "g": None, "": None, "1,5g": None, "3ib": None, "12 x": None,
+    "1e999": None, "5 apples": None, "120g   # declared size": None, "5\u212a": None,  # a Kelvin sign
+}
+
+
+def test_a_declared_size_reads_as_input_size_reads_it():
+    """spark.sparkpredict.inputBytes=5MB was 5,242,880 bytes (Spark's binary reading) while
+    --input-size 5MB, attach(input_bytes="5MB") and sweeps stored 5,000,000: one size, two
+    byte counts, and suggest --input-size 300GB asked about a size 7% off the runs declared so."""
+    assert {t: declared_size(t) for t in DECLARED} == DECLARED
+    assert all(declared_size(t) == parse_bytes(t) for t, n in DECLARED.items() if n is not None)
+    assert declared_size(None) is None and declared_size(True) is None and declared_size(2048) == 2048

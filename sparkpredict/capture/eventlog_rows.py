@@ -127,6 +127,9 @@ class RunBuilder:
         self.num_jobs = 0
         self.last_job_failed = False
         self.error_message: str | None = None
+        # jobs started and not ended; those left at the application's end were cut short by it
+        self._running_jobs: set[int] = set()
+        self.jobs_running_at_end: list[int] = []
         self.stages: dict[tuple[int, int], dict[str, Any]] = {}
         # as the listener: stages over a persisted RDD an earlier stage computed read the cache,
         # and their input is not the run's (see eventlog_run.run_tables)
@@ -246,6 +249,7 @@ class RunBuilder:
         self.end_ms = _ms(ev["Timestamp"])
         code = ev.get("ExitCode")  # Spark >= 4.0
         self.exit_code = int(code) if code is not None else None
+        self.jobs_running_at_end = sorted(self._running_jobs)
         self._ts(self.end_ms)
 
     def _environment(self, ev: dict) -> None:
@@ -272,12 +276,14 @@ class RunBuilder:
     def _job_start(self, ev: dict) -> None:
         self.num_jobs += 1
         job = _typed(ev["Job ID"], int)
+        self._running_jobs.add(job)
         for sid in ev.get("Stage IDs") or []:
             self.stage_jobs.setdefault(_typed(sid, int), job)
         self._ts(ev.get("Submission Time"))
 
     def _job_end(self, ev: dict) -> None:
         result = ev.get("Job Result") or {}
+        self._running_jobs.discard(ev.get("Job ID"))
         self.last_job_failed = result.get("Result") == "JobFailed"
         if self.last_job_failed:  # as the listener: the latest failure's message is kept
             exc = result.get("Exception")

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from ..config import LOCAL_CLUSTER_MASTER, LOCAL_MASTER
 from ..store import schema as S
-from ..units import spark_size
+from ..units import declared_size, plural, spark_size
 
 if TYPE_CHECKING:
     from .eventlog_rows import RunBuilder
@@ -58,7 +58,7 @@ def run_tables(b: RunBuilder, tasks: pa.Table, stages: pa.Table, run_id: str,
     if requested is None:
         requested = int(m.group(1)) if m else (1 if local else None)
     declared = p.get("spark.sparkpredict.inputBytes")
-    input_bytes = spark_size(declared, "b") if declared else None
+    input_bytes = declared_size(declared) if declared else None
     if declared and input_bytes is None:
         b.warnings.append(f"spark.sparkpredict.inputBytes={declared!r} is not a size; measured instead")
     if input_bytes is None:
@@ -67,13 +67,7 @@ def run_tables(b: RunBuilder, tasks: pa.Table, stages: pa.Table, run_id: str,
             stages["status"].to_pylist(), stages["stage_id"].to_pylist(),
             stages["stage_attempt_id"].to_pylist())]
         measured = pc.sum(stages.filter(pa.array(source, pa.bool_()))["input_bytes"]).as_py() or 0
-    status = "incomplete"
-    if complete:
-        failed = b.exit_code not in (None, 0) or b.last_job_failed
-        status = "failed" if failed else "succeeded"
-    error = None if status == "succeeded" else b.error_message
-    if status == "failed" and error is None:
-        error = f"application exit code {b.exit_code}"
+    status, error = run_status(b) if complete else ("incomplete", b.error_message)
 
     def total(col: str) -> int:
         return (pc.sum(tasks[col]).as_py() or 0) if tasks.num_rows else 0
@@ -101,6 +95,35 @@ def run_tables(b: RunBuilder, tasks: pa.Table, stages: pa.Table, run_id: str,
         "schema_version": S.SCHEMA_VERSION,
     }
     return execs, pa.Table.from_pylist([run])
+
+
+def run_status(b: RunBuilder) -> tuple[str, str | None]:
+    """The status and error message of an application that ended, decided as the listener
+    decides them (``RunRecord.applicationEnded``; the log tells no signal). Spark posts the
+    application's end before it cancels the jobs still running, so a job started and not ended
+    by then was cut short: the run is killed, never succeeded."""
+    cut = still_running(b.jobs_running_at_end) if b.jobs_running_at_end else None
+    if b.exit_code not in (None, 0):
+        exit_code = f"application exit code {b.exit_code}"
+        return "failed", f"{exit_code}; {cut}" if cut else b.error_message or exit_code
+    if cut:
+        return "killed", cut
+    return ("failed", b.error_message) if b.last_job_failed else ("succeeded", None)
+
+
+#: Shown for at most this many jobs still running at the end; the rest are counted.
+_JOBS_LISTED = 10
+
+
+def still_running(jobs: list[int]) -> str:
+    """``2 jobs were still running at the application's end (jobs 3, 4): ...``, as the
+    listener's ``RunRecord.stillRunning`` writes it."""
+    ids = ", ".join(str(j) for j in sorted(jobs)[:_JOBS_LISTED])
+    if len(jobs) > _JOBS_LISTED:
+        ids += f" and {len(jobs) - _JOBS_LISTED} more"
+    were = "was" if len(jobs) == 1 else "were"
+    return (f"{plural(len(jobs), 'job')} {were} still running at the application's end "
+            f"({'job' if len(jobs) == 1 else 'jobs'} {ids}): the run was interrupted")
 
 
 def listener_json(value: Any) -> str:

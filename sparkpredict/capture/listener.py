@@ -7,6 +7,7 @@ built on first use.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -26,6 +27,9 @@ from ..config import (
     KEY_TASKS,
     LISTENER_CLASS,
     cache_dir,
+    cache_error,
+    folder_problem,
+    make_cache_dir,
     resolve_store,
 )
 from ..errors import InputError, ListenerError, StoreError
@@ -107,6 +111,8 @@ def build_listener(force: bool = False) -> Path:
     ------
     ListenerError
         No JDK, no pyspark, or the compiler failed (its output is in the message).
+    InputError
+        The cache folder (:func:`sparkpredict.config.cache_dir`) cannot be written.
     """
     src = java_source_dir()
     digest, files = _source_hash(src)
@@ -115,11 +121,11 @@ def build_listener(force: bool = False) -> Path:
     jar = out_dir / f"sparkpredict-listener-{__version__}-spark{spark}-{digest}.jar"
     if jar.is_file() and not force:
         return jar
+    make_cache_dir(out_dir)  # before javac runs: an unwritable cache would fail only at the jar
     javac = _find_javac()
     jars = pyspark_home() / "jars"
     if not jars.is_dir():
         raise ListenerError(f"pyspark at {jars.parent} has no jars/ folder", "reinstall pyspark from PyPI")
-    out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="sparkpredict-listener-") as tmp:
         classes = Path(tmp) / "classes"
         classes.mkdir()
@@ -141,12 +147,17 @@ def build_listener(force: bool = False) -> Path:
                     f"Spark-Version: {spark}\n"
                     f"Source-Hash: {digest}\n\n")
         tmp_jar = out_dir / f".{jar.name}.{os.getpid()}.tmp"
-        with zipfile.ZipFile(tmp_jar, "w", zipfile.ZIP_DEFLATED) as z:
-            z.writestr("META-INF/MANIFEST.MF", manifest)
-            for f in sorted(classes.rglob("*")):
-                if f.is_file():
-                    z.write(f, f.relative_to(classes).as_posix())
-        os.replace(tmp_jar, jar)  # atomic: concurrent builders never see half a jar
+        try:
+            with zipfile.ZipFile(tmp_jar, "w", zipfile.ZIP_DEFLATED) as z:
+                z.writestr("META-INF/MANIFEST.MF", manifest)
+                for f in sorted(classes.rglob("*")):
+                    if f.is_file():
+                        z.write(f, f.relative_to(classes).as_posix())
+            os.replace(tmp_jar, jar)  # atomic: concurrent builders never see half a jar
+        except OSError as exc:  # a full disk, a quota: the cache's, not the compiler's
+            with contextlib.suppress(OSError):
+                tmp_jar.unlink(missing_ok=True)
+            raise cache_error(out_dir, exc.strerror or str(exc)) from None
     log.info("built %s", jar)
     return jar
 
@@ -157,6 +168,50 @@ def _store_uri(store: str) -> str:
     Not ``Path.as_uri()``: it percent-encodes ("my runs" -> "my%20runs"), and Hadoop's Path
     keeps the escapes, so the listener would write into a folder Python never reads."""
     return store if "://" in store else "file://" + Path(store).absolute().as_posix()
+
+
+def check_store(store: str) -> None:
+    """Refuse, before Spark starts, a local store (resolved, :func:`resolve_store`) the listener
+    could record nothing into: it would log its errors and the run would go unrecorded.
+
+    The same refusals as a sweep's store (:meth:`sparkpredict.store.io.Store.init`): a file, a
+    folder holding other things, a folder that cannot be made or written. Nothing is created:
+    the listener makes the store with its first rows. A URI is left to the listener, whose file
+    system (HDFS, S3) Python may not reach.
+
+    Raises
+    ------
+    StoreError
+        What is wrong with the path, and what to give instead.
+    """
+    if "://" in store:
+        return
+    from ..store.schema import MARKER_FILE, TABLES
+
+    p = Path(store)
+    if p.is_dir():
+        if (p / MARKER_FILE).is_file():
+            from ..store import io as store_io
+
+            store_io.open(store)  # a damaged marker, a newer schema: refused as reading would
+        else:
+            try:
+                # hidden names are other writers' temporary files, as the store itself reads them
+                foreign = sorted(e.name for e in p.iterdir() if e.name not in TABLES and not e.name.startswith("."))
+            except OSError as exc:
+                raise StoreError(f"cannot read the store folder {store!r}: {exc.strerror or exc}",
+                                 "choose a readable folder, or fix its permissions") from None
+            if foreign:
+                raise StoreError(f"folder {store!r} is not a sparkpredict store: it holds {foreign[:5]}",
+                                 "point --store / spark.sparkpredict.store at an empty or new folder")
+    problem = folder_problem(p)
+    if problem == "it is a file":
+        raise StoreError(f"store path {store!r} is a file", "give a folder path for the store")
+    if problem:
+        in_the_way = problem.endswith(("is a file", "is not a folder"))
+        raise StoreError(f"cannot write to store {store!r}: {problem}",
+                         "give a store path under a folder, not under a file" if in_the_way
+                         else "choose a writable folder, or fix its permissions")
 
 
 def listener_conf(store: str | None = None, job: str | None = None, tasks: bool = True,
@@ -316,6 +371,8 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     ------
     ListenerError
         A JVM already runs in this process without the listener on its classpath.
+    StoreError
+        The store is one the listener could record nothing into (:func:`check_store`).
     """
     from pyspark import SparkContext
 
@@ -326,6 +383,8 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     theirs.update({k: str(v) for k, v in (options if isinstance(options, dict) else {}).items()})
     if store is None:  # a cluster's spark-defaults.conf names the store its runs go to
         store = theirs.get(KEY_STORE, "").strip() or None
+    # the driver is this process: a store it cannot write is said now, not in the driver's log
+    check_store(resolve_store(store))
     conf = listener_conf(store=store, job=job, tasks=tasks, input_bytes=input_bytes)
     jvm = getattr(SparkContext, "_jvm", None)
     if jvm is not None or getattr(SparkContext, "_gateway", None) is not None:
@@ -380,6 +439,7 @@ def listener_error(spark: Any) -> str | None:
 __all__ = [
     "attach",
     "build_listener",
+    "check_store",
     "java_source_dir",
     "listener_conf",
     "listener_error",

@@ -174,6 +174,28 @@ def submit_store(spark_submit_args: list[str], store: str | None = None) -> str:
     return resolve_store(theirs)
 
 
+def given_settings(spark_submit_args: list[str]) -> dict[str, tuple[str, str]]:
+    """The settings the user's own spark-submit options give: ``{key: (value, as written)}``,
+    each ``--conf`` (the last of a key) and ``--num-executors`` as ``spark.executor.instances``
+    (spark-submit takes the option over the key). These outrank what submit adds
+    (:func:`sparkpredict.capture.submit.build_command`); the properties files do not."""
+    opts, _ = _split(list(spark_submit_args))
+    given = {k: (v, f"--conf {k}={v}") for k, v in _user_conf(opts).items()}
+    n = _opt_value(opts, "--num-executors")
+    if n is not None:
+        given["spark.executor.instances"] = (n, f"--num-executors {n}")
+    return given
+
+
+def driver_is_local(spark_submit_args: list[str]) -> bool:
+    """Whether the run's driver, the listener's process, runs on this machine: not with
+    ``--deploy-mode cluster`` (or ``spark.submit.deployMode=cluster``), where a local store
+    path names a folder on a cluster node."""
+    opts, _ = _split(list(spark_submit_args))
+    mode = _opt_value(opts, "--deploy-mode") or _spark_conf(opts).get("spark.submit.deployMode") or "client"
+    return mode.strip().lower() != "cluster"
+
+
 def effective_master(spark_submit_args: list[str]) -> tuple[str, str]:
     """(the master spark-submit will run on, where it comes from), in spark-submit's order:
     ``--master``, ``--conf spark.master``, the properties files (:func:`_properties_files`; the
@@ -239,8 +261,10 @@ __all__ = [
     "DEFAULT_MASTER",
     "MasterChange",
     "check_master",
+    "driver_is_local",
     "dynamic_allocation_enabled",
     "effective_master",
+    "given_settings",
     "local_master_for",
     "spark_submit_path",
     "submit_store",

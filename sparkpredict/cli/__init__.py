@@ -53,20 +53,20 @@ class _Parser(argparse.ArgumentParser):
 
     #: set by :func:`main` while it parses a command line that asks for JSON
     json_errors = False
-    #: the command :func:`main` parses: argparse reports an unrecognized argument from the top
-    #: parser, whose help would not list the command's options
-    command: str | None = None
+    #: the (sub)command's parser :func:`main` parses with: argparse reports an unrecognized
+    #: argument from the top parser, whose usage would not show the command's options
+    command: argparse.ArgumentParser | None = None
 
     def error(self, message: str) -> NoReturn:
-        prog = self.prog
-        if prog == "sparkpredict" and _Parser.command:
-            prog = f"sparkpredict {_Parser.command}"
-        fix = f"see `{prog} --help`"
+        parser: argparse.ArgumentParser = self
+        if self.prog == "sparkpredict" and _Parser.command is not None:
+            parser = _Parser.command
+        fix = f"see `{parser.prog} --help`"
         if _Parser.json_errors:
             _print_json_error(message, fix)
         # argparse's usage and error lines, then the fix line every other user mistake ends with
-        self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {message}\nfix: {fix}\n")
+        parser.print_usage(sys.stderr)
+        self.exit(2, f"{parser.prog}: error: {message}\nfix: {fix}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,18 +89,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _command_of(parser: argparse.ArgumentParser, words: list[str]) -> str | None:
-    """The (sub)command a command line names: ``store clean`` of ``store clean --json``."""
-    names: list[str] = []
+def _command_of(parser: argparse.ArgumentParser, words: list[str]) -> argparse.ArgumentParser | None:
+    """The parser of the (sub)command a command line names: ``store clean``'s of
+    ``store clean --json``; None when it names none."""
+    found = None
     for w in words:
         if w == "--":
             break
         subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         if w.startswith("-") or not subs or w not in subs[0].choices:
             continue
-        names.append(w)
-        parser = subs[0].choices[w]
-    return " ".join(names) or None
+        parser = found = subs[0].choices[w]
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:

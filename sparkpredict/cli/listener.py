@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -15,7 +16,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     c.add_argument("--job", help="job key (default: the application name)")
     c.set_defaults(func=_conf)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+    def no_action(args: argparse.Namespace) -> int:
+        from ..errors import InputError
+
+        p.print_usage(sys.stderr)
+        raise InputError("no listener action given",
+                         "add one: sparkpredict listener build (compile the jar) or sparkpredict listener "
+                         "conf (print the settings that attach it)")
+
+    p.set_defaults(func=no_action)
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -26,8 +36,11 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _conf(args: argparse.Namespace) -> int:
-    from ..capture.listener import listener_conf
+    from ..capture.listener import check_store, listener_conf
+    from ..config import resolve_store
 
+    # settings that record nothing would be found out only in a driver's log, after a run
+    check_store(resolve_store(args.store))
     for k, v in listener_conf(store=args.store, job=args.job).items():
         print(f"{k}  {v}")
     return 0

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from .suggest import add_param_option, parse_params
 
@@ -12,13 +12,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "submit", help="run spark-submit with the listener attached",
         description="Run the real spark-submit with the sparkpredict listener; everything after -- "
-                    "goes to spark-submit unchanged (your own --conf values win).")
+                    "goes to spark-submit unchanged (your own --conf values win; one that contradicts "
+                    "--store, --job, --input-size, --param or --executors is an error).")
     p.add_argument("--store", help="history store path or URI (default: the embedded local store)")
     p.add_argument("--job", help="job key grouping runs of this job (default: the application name)")
     p.add_argument("--executors", help="N, or 'auto' to take sparkpredict's advice (needs --job, --input-size)")
     p.add_argument("--input-size", help="declared input size of this run, e.g. 120g")
     p.add_argument("--deadline", help="with --executors auto: finish within this time, e.g. 30m")
-    p.add_argument("--objective", choices=["cost", "time", "knee"], default="cost",
+    # no default: given without --executors auto, it is refused rather than ignored
+    p.add_argument("--objective", choices=["cost", "time", "knee"],
                    help="with --executors auto: what the advice optimises (default cost)")
     add_param_option(p, text="declare a job parameter of this run beyond its size (e.g. "
                      "iterations=25; recorded as spark.sparkpredict.param.NAME), used by --executors "
@@ -72,7 +74,7 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     from ..advice_args import cli_flags
 
     with cli_flags():  # the advice's errors name this command's flags (--param), not arguments
-        advice = suggest_executors(args.job, input_bytes, deadline_s=deadline, objective=args.objective,
+        advice = suggest_executors(args.job, input_bytes, deadline_s=deadline, objective=args.objective or "cost",
                                    params={k: v for k, v in params.items() if k in known}, store=history)
     # stderr, as submit's other lines: the job's stdout may be data piped elsewhere
     for line in advice_lines(advice):
@@ -82,6 +84,76 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
         return None, {"spark.dynamicAllocation.minExecutors": str(int(lo)),
                       "spark.dynamicAllocation.maxExecutors": str(int(hi))}
     return int(advice.executors), {}
+
+
+def check_advice_options(args: argparse.Namespace) -> None:
+    """Refuse ``--deadline`` / ``--objective`` without ``--executors auto``: only the advice reads
+    them, so the run would go ahead as if they had not been given."""
+    from ..errors import InputError
+
+    if args.executors == "auto":
+        return
+    given = [f"--{name}" for name in ("deadline", "objective") if getattr(args, name, None) is not None]
+    if given:
+        count = f"--executors {args.executors}" if args.executors is not None else "no --executors"
+        raise InputError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to "
+                         f"--executors auto only, and would change nothing with {count}",
+                         f"drop {' and '.join(given)}, or let sparkpredict choose the executor count: "
+                         "--executors auto --job NAME --input-size SIZE")
+
+
+def check_given_once(args: argparse.Namespace, spark_args: list[str], input_bytes: int | None,
+                     params: dict[str, str]) -> None:
+    """Refuse a setting that submit's options and spark-submit's own arguments both give.
+
+    The user's ``--conf`` (and ``--num-executors``) outrank what submit adds, so submit's
+    ``--job``, ``--input-size``, ``--param`` or ``--executors`` would be dropped without a word,
+    and the run recorded under the other value; which one was meant is a guess, as for
+    ``--store`` (:func:`sparkpredict.capture.submit_args.submit_store`). A setting given twice
+    alike is no conflict, except the executor count: where the user's arguments set it, submit
+    leaves a local master's width alone too, and would record a count the run did not have."""
+    from ..capture.submit_args import dynamic_allocation_enabled, given_settings
+    from ..config import KEY_INPUT_BYTES, KEY_JOB, PARAM_PREFIX
+    from ..errors import InputError
+    from ..units import parse_bytes
+
+    given = {k: v for k, v in given_settings(spark_args).items() if v[0].strip()}  # empty: unset
+
+    def refuse(ours: str, key: str, what: str, noun: str) -> NoReturn:
+        theirs = given[key][1]
+        option = "--num-executors" if theirs.startswith("--num-executors") else f"--conf {key}"
+        raise InputError(f"{ours} and {theirs} {what}",
+                         f"give {noun} once: drop {option}, or {ours.split()[0]}")
+
+    def same_number(a: str, b: str) -> bool:
+        try:
+            return float(a) == float(b)
+        except ValueError:
+            return a.strip() == b.strip()
+
+    if args.executors is not None:
+        ours = f"--executors {args.executors}"
+        keys = ["spark.executor.instances"]
+        if args.executors == "auto" and dynamic_allocation_enabled(spark_args):
+            # the advice then sets dynamic allocation's bounds; a count asked for is its start
+            keys = ["spark.dynamicAllocation.minExecutors", "spark.dynamicAllocation.maxExecutors"]
+        for key in keys:
+            if key in given:
+                refuse(ours, key, "both set the executor count", "the executor count")
+    if args.job and KEY_JOB in given and given[KEY_JOB][0].strip() != args.job:
+        refuse(f"--job {args.job}", KEY_JOB, "name different jobs", "the job")
+    if input_bytes is not None and KEY_INPUT_BYTES in given:
+        try:
+            same = parse_bytes(given[KEY_INPUT_BYTES][0].strip()) == input_bytes
+        except InputError:
+            same = False
+        if not same:
+            refuse(f"--input-size {args.input_size}", KEY_INPUT_BYTES, "declare different input sizes",
+                   "the input size")
+    for name, value in params.items():
+        key = PARAM_PREFIX + name
+        if key in given and not same_number(given[key][0], value):
+            refuse(f"--param {name}={value}", key, "give the parameter different values", "the parameter")
 
 
 def advice_lines(advice: Any) -> list[str]:
@@ -95,8 +167,9 @@ def advice_lines(advice: Any) -> list[str]:
 def _run(args: argparse.Namespace) -> int:
     from ..advice_args import cli_flags
     from ..advise import check_params
+    from ..capture.listener import check_store
     from ..capture.submit import submit
-    from ..capture.submit_args import check_master, submit_store
+    from ..capture.submit_args import check_master, driver_is_local, submit_store
     from ..config import KEY_INPUT_BYTES, PARAM_PREFIX
     from ..errors import InputError
     from ..units import parse_bytes, plural
@@ -106,6 +179,7 @@ def _run(args: argparse.Namespace) -> int:
         spark_args = spark_args[1:]
     if not spark_args:
         raise InputError("nothing to submit", "write: sparkpredict submit [options] -- job.py [args]")
+    check_advice_options(args)
     check_master(spark_args)   # before the advice: a bad master should not wait for a fit
     # the advice reads the store the listener will write (a cluster's spark-defaults.conf may
     # name it); a --store that contradicts --conf spark.sparkpredict.store fails here, before a fit
@@ -114,6 +188,11 @@ def _run(args: argparse.Namespace) -> int:
     params = parse_params(args.param)
     with cli_flags():
         check_params(params)  # numbers only: the store's runs table reads them as such
+    check_given_once(args, spark_args, input_bytes, params)
+    if driver_is_local(spark_args):
+        # before the advice and Spark: a store the listener cannot write would be found out only
+        # as the driver's logged errors, after a run that recorded nothing
+        check_store(history)
     executors, extra = executor_settings(args, spark_args, input_bytes, params, history)
     extra.update({PARAM_PREFIX + name: value for name, value in params.items()})
     if input_bytes is not None:

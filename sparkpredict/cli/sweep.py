@@ -36,9 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 class ProgressBar:
     """A one-line progress bar with the estimated time left, on stderr."""
 
-    def __init__(self, stream=sys.stderr, width: int = 28) -> None:
-        self.stream, self.width = stream, width
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
+    def __init__(self, stream=None, width: int = 28) -> None:
+        # sys.stderr when called, not when imported: a test's captured stream is closed by now
+        self.stream, self.width = stream or sys.stderr, width
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
 
     def __call__(self, done: int, total: int, elapsed: float, eta: float | None, label: str) -> None:
         from ..units import format_duration

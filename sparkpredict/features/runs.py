@@ -10,7 +10,9 @@ In a store, the extras are the job parameters a run declared as Spark properties
 becomes a column ``<name>``.
 
 ``executors`` is ``executors_requested`` (what the user will choose next time), else
-``executors_max``; ``runtime_s`` is ``wall_ms / 1000``.
+``executors_max``; a run on a local master is read from its task threads as submit and sweep
+map executors onto them (``local[N]``: N one-core executors unless spark.executor.cores says
+otherwise, see :func:`local_thread_executors`); ``runtime_s`` is ``wall_ms / 1000``.
 
 Only what is known *before* a run may predict it. A store's runs also carry post-run
 measurements (shuffle bytes, task time, ...). :func:`runs_table` keeps a few of them because
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, StoreError
@@ -71,8 +74,9 @@ def runs_table(source: Any) -> pd.DataFrame:
     -------
     pandas.DataFrame
         ``run_id, job, input_bytes, executors, executor_cores, executor_memory_mb, runtime_s``
-        (``executors``: requested, else the most seen; on ``local[N]`` at most N; under dynamic
-        allocation the time-weighted mean) and the post-run columns ``shuffle_read_bytes, shuffle_write_bytes,
+        (``executors``: requested, else the most seen; on a local master its threads over the
+        cores per executor, :func:`local_thread_executors`; under dynamic allocation the
+        time-weighted mean) and the post-run columns ``shuffle_read_bytes, shuffle_write_bytes,
         executor_run_time_ms, num_stages, num_tasks, executors_max, start_ms`` (not model
         inputs, see :data:`POST_RUN_COLUMNS`), sorted by job and start time.
     """
@@ -123,64 +127,180 @@ def no_runs_error(store: str) -> StoreError:
                       "submit`), or backfill from event logs with `sparkpredict ingest`")
 
 
-def executors_and_cores(raw: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+def executors_and_cores(raw: pd.DataFrame, *, dynamic_mean: bool = True) -> tuple[pd.Series, pd.Series]:
     """(executors, cores per executor) of each store ``runs`` row, as the models read them:
-    ``executors_requested``, else ``executors_max``, with two corrections below."""
+    ``executors_requested``, else ``executors_max``, with two corrections below.
+
+    A run on a local master (``local``, ``local[N]``, ``local[*]``, ``local[N,F]``) is read
+    from its threads (:func:`local_thread_executors`), whatever was recorded as requested.
+    ``dynamic_mean`` (default): a run under dynamic allocation counts the executors it held on
+    average; False keeps the count asked for (for comparing setups rather than fitting time).
+    ``local-cluster[N,C,M]`` starts N real executors and is read like any cluster."""
     import numpy as np
     import pandas as pd
 
     execs = pd.to_numeric(_or_nan(raw, "executors_requested"), errors="coerce").fillna(
         pd.to_numeric(_or_nan(raw, "executors_max"), errors="coerce")).to_numpy(dtype="float64").copy()
     cores = pd.to_numeric(_or_nan(raw, "executor_cores"), errors="coerce").to_numpy(dtype="float64").copy()
-    if "master" in raw and "task_slots" in raw:
-        from ..config import LOCAL_MASTER
-
-        local = raw["master"].astype(str).str.fullmatch(LOCAL_MASTER.pattern).to_numpy(bool)
-        slots = pd.to_numeric(raw["task_slots"], errors="coerce").to_numpy(dtype="float64")
-        fix, e, c = local_thread_executors(local, execs, slots)
+    fix = np.zeros(len(raw), dtype=bool)
+    if "master" in raw:
+        threads = _local_threads(raw["master"], _or_nan(raw, "task_slots"))
+        instances, per_executor = _local_settings(raw)
+        fix, e, c = local_thread_executors(np.isfinite(threads), threads, instances, per_executor)
         execs[fix], cores[fix] = e[fix], c[fix]
     # Under dynamic allocation spark.executor.instances is only the initial count, and the
     # most ever held may have lasted seconds: the run's resources are the time-weighted mean
-    # (a YARN log here: initial 2, at most 7, 2.4 on average).
-    if "properties_json" in raw and "executors_mean" in raw:
+    # (a YARN log here: initial 2, at most 7, 2.4 on average). A local master has no dynamic
+    # allocation, whatever the setting says: its one executor is the driver.
+    if dynamic_mean and "properties_json" in raw and "executors_mean" in raw:
         mean = pd.to_numeric(raw["executors_mean"], errors="coerce").to_numpy(dtype="float64")
-        dyn = dynamic_allocation(raw["properties_json"]).to_numpy() & np.isfinite(mean) & (mean > 0)
+        dyn = dynamic_allocation(raw["properties_json"]).to_numpy() & np.isfinite(mean) & (mean > 0) & ~fix
         execs[dyn] = mean[dyn]
     return pd.Series(execs, raw.index), pd.Series(cores, raw.index)
 
 
-def local_thread_executors(local, executors, task_slots):
-    """(which rows to correct, executors, cores per executor) of runs on a ``local[N]`` master.
+def local_thread_executors(local, task_slots, instances, executor_cores):
+    """(which rows to correct, executors, cores per executor) of runs on a local master.
 
-    ``local[N]`` runs one driver-executor with N task threads. When a sweep asked for
-    spark.executor.instances=E there, the user's "executors" is E threads, so cores per executor
-    are the slots over E; otherwise executors x cores would count each thread E times. Fewer
-    threads than executors asked for (instances=3 on local[1] or local[*] on 2 cores: Spark
-    ignores the setting there) ran as that many one-thread executors, not as E. Arrays in, arrays
-    out; the runs table reads local runs this way, and the stage-level features and the replay
-    timelines through :func:`local_run_executors`.
+    A local master runs one driver-executor with T task threads (``local[N]``: N; ``local[*]``:
+    the machine's cores, resolved at run time and recorded as the run's ``task_slots``). The
+    product maps E executors of C cores onto ``local[E x C]`` (``submit --executors E``, with C
+    from ``--executor-cores``/``spark.executor.cores``, default 1; ``--executors auto`` the
+    same), and a sweep's ``--master local`` runs E executors as ``local[E]``, E one-core
+    executors whatever ``--executor-cores`` says. So T threads read back as:
+
+    * ``instances`` E with E x C = T: E executors of C cores (what submit asked for);
+    * ``instances`` E = T: T one-core executors (a sweep's ``local[E]``, any C);
+    * else T / C executors of C cores where C divides T, otherwise T one-core executors.
+
+    So with C = 1 (the default everywhere) ``local[N]`` is N one-core executors, whether
+    spark.executor.instances was set or not (the listener records ``executors_requested = 1``
+    on a local master without it). Spark ignores instances on a local master, so any other
+    count there (3 on ``local[1]``) changes nothing. ``instances``, ``executor_cores``: the
+    run's settings, NaN where unset. Arrays in, arrays out; the runs table reads local runs this
+    way, and the stage-level features and the replay timelines through
+    :func:`local_run_executors`.
     """
     import numpy as np
 
     local = np.asarray(local, dtype=bool)
-    execs = np.asarray(executors, dtype="float64")
-    slots = np.asarray(task_slots, dtype="float64")
-    with np.errstate(invalid="ignore"):
-        fix = local & np.isfinite(slots) & np.isfinite(execs) & (execs > 0) & (slots > 0)
-        e = np.where(fix, np.minimum(execs, slots), execs)
-        c = np.where(fix, np.maximum(1.0, np.floor(slots / np.where(fix, e, 1.0))), np.nan)
-    return fix, e, c
+    t = np.asarray(task_slots, dtype="float64")
+    e = np.asarray(instances, dtype="float64")
+    c = np.asarray(executor_cores, dtype="float64")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fix = local & np.isfinite(t) & (t > 0)
+        c = np.where(np.isfinite(c) & (c >= 1), np.floor(c), 1.0)
+        asked = np.isfinite(e) & (e > 0) & (e * c == t)
+        sweep = np.isfinite(e) & (e == t)
+        divides = np.fmod(t, c) == 0
+        execs = np.where(asked, e, np.where(~sweep & divides, t / c, t))
+        cores = np.where(asked, c, np.where(~sweep & divides, c, 1.0))
+    return fix, np.where(fix, execs, np.nan), np.where(fix, cores, np.nan)
 
 
-def local_run_executors(master, requested: float, task_slots: float) -> tuple[float, float] | None:
-    """(executors, cores per executor) of one run on a ``local[N]`` master, read as
-    :func:`local_thread_executors` reads them; None for another master or unknown counts."""
+def local_run_executors(master, requested: float, task_slots: float,
+                        properties: str | Mapping[str, Any] | None = None) -> tuple[float, float] | None:
+    """(executors, cores per executor) of one run on a local master, read as
+    :func:`local_thread_executors` reads them; None for another master or unknown threads.
+
+    ``properties``: the run's ``properties_json`` (text or parsed), where its settings are
+    read from. Without it, ``requested`` stands in for spark.executor.instances (1 says
+    nothing: the listener records 1 on a local master without it) and the cores per executor
+    are the threads over it where it divides them."""
+    import numpy as np
+
+    threads = _local_threads([master], [task_slots])
+    props = _parse_properties(properties) if properties is not None else None
+    if props is not None:
+        instances, cores = _setting(props, "spark.executor.instances"), _setting(props, "spark.executor.cores")
+    else:
+        instances, cores = _inferred_settings(requested, threads[0])
+    fix, e, c = local_thread_executors(np.isfinite(threads), threads, [instances], [cores])
+    return (float(e[0]), float(c[0])) if fix[0] else None
+
+
+def _local_threads(masters, task_slots):
+    """Task threads of each run on a local master (its recorded ``task_slots``, else the N of
+    ``local[N]``; ``local`` is one); NaN for other masters or where unknown."""
+    import numpy as np
+    import pandas as pd
+
     from ..config import LOCAL_MASTER
 
-    if not LOCAL_MASTER.fullmatch(str(master or "").strip()):
+    slots = pd.to_numeric(pd.Series(list(task_slots)), errors="coerce").to_numpy(dtype="float64")
+    out = np.full(len(slots), np.nan)
+    for i, m in enumerate(masters):
+        found = LOCAL_MASTER.fullmatch(str(m).strip()) if isinstance(m, str) else None
+        if found is None:
+            continue
+        n = found.group(1)
+        if np.isfinite(slots[i]) and slots[i] > 0:
+            out[i] = slots[i]
+        elif n is None:
+            out[i] = 1.0
+        elif n != "*" and int(n) > 0:
+            out[i] = float(n)
+    return out
+
+
+def _local_settings(raw: pd.DataFrame):
+    """(spark.executor.instances, spark.executor.cores) of each run, NaN where unset; for a
+    row without readable ``properties_json``, inferred from its counts (:func:`_inferred_settings`)."""
+    import numpy as np
+    import pandas as pd
+
+    n = len(raw)
+    instances, cores = np.full(n, np.nan), np.full(n, np.nan)
+    props = raw["properties_json"].tolist() if "properties_json" in raw else [None] * n
+    requested = pd.to_numeric(_or_nan(raw, "executors_requested"), errors="coerce").to_numpy(dtype="float64")
+    threads = _local_threads(raw["master"], _or_nan(raw, "task_slots"))
+    for i in np.flatnonzero(np.isfinite(threads)):
+        d = _parse_properties(props[i])
+        if d is not None:
+            instances[i], cores[i] = _setting(d, "spark.executor.instances"), _setting(d, "spark.executor.cores")
+        else:
+            instances[i], cores[i] = _inferred_settings(requested[i], threads[i])
+    return instances, cores
+
+
+def _inferred_settings(requested: float, threads: float) -> tuple[float, float]:
+    """(instances, cores) of a local run whose properties are unknown: ``requested`` as the
+    instances unless it is the 1 the listener records without any, and the cores per executor
+    those instances divide the threads into (submit's ``local[E x C]``)."""
+    import math
+
+    try:
+        e = float(requested)
+    except (TypeError, ValueError):
+        return math.nan, math.nan
+    if not math.isfinite(e) or e <= 1:
+        return math.nan, math.nan
+    return e, (threads / e if math.isfinite(threads) and threads % e == 0 else math.nan)
+
+
+def _parse_properties(value: Any) -> Mapping[str, Any] | None:
+    import json
+
+    if isinstance(value, Mapping):
+        return value
+    if not isinstance(value, str) or not value:
         return None
-    fix, e, c = local_thread_executors([True], [requested], [task_slots])
-    return (float(e[0]), float(c[0])) if fix[0] else None
+    try:
+        d = json.loads(value)
+    except ValueError:
+        return None
+    return d if isinstance(d, dict) else None
+
+
+def _setting(props: Mapping[str, Any], key: str) -> float:
+    """A whole-number Spark setting, NaN where unset or unreadable (Spark would refuse it)."""
+    import math
+
+    try:
+        v = float(str(props[key]).strip())
+    except (KeyError, ValueError):
+        return math.nan
+    return v if math.isfinite(v) else math.nan
 
 
 def dynamic_allocation(props: pd.Series) -> pd.Series:

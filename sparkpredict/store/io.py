@@ -312,11 +312,33 @@ def open(path: str | os.PathLike[str] | None = None, *, create: bool = False) ->
     if create:
         store.init()
     elif not store.exists():
-        raise StoreError(f"no sparkpredict store at {resolved!r}",
-                         "record a run first (sparkpredict demo, submit or ingest), or give an existing "
-                         "store's path (--store; store= from Python)")
+        raise _not_a_store(store)
     store.check_version()
     return store
+
+
+def _not_a_store(store: Store) -> StoreError:
+    """Why ``store`` (without its marker) cannot be read: recording a run fixes only a path
+    that is missing or empty; a file or a folder of other files is the wrong path."""
+    base = store.root.rstrip("/")
+    given = "give the store's folder (--store; store= from Python)"
+    try:
+        info = store.fs.get_file_info(base)
+        if info.type == pafs.FileType.File:
+            return StoreError(f"store path {store.path!r} is a file, not a store's folder", given)
+        # Hidden names are other writers' temporary files, as Store.init reads them.
+        foreign = [] if info.type != pafs.FileType.Directory else sorted(
+            e.base_name for e in store.fs.get_file_info(pafs.FileSelector(base))
+            if e.base_name not in S.TABLES and not e.base_name.startswith("."))
+    except OSError:  # unreadable: the plain answer below is all that can be said
+        foreign = []
+    if foreign:
+        return StoreError(f"folder {store.path!r} is not a sparkpredict store: it holds other files "
+                          f"({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''})",
+                          f"{given}; a new store needs an empty or new folder")
+    return StoreError(f"no sparkpredict store at {store.path!r}",
+                      "record a run first (sparkpredict demo, submit or ingest), or give an existing "
+                      "store's path (--store; store= from Python)")
 
 
 __all__ = ["Store", "new_batch_id", "open"]

@@ -28,6 +28,8 @@ PART_BYTES = 1024 * 1024
 #: Rows generated per chunk (before formatting); small enough to keep memory flat.
 _CHUNK_ROWS = 20_000
 MANIFEST = "_manifest.json"
+#: What to do about a data cache that cannot be written: the folder is --cache's, or the default's.
+DATA_CACHE_FIX = "give --cache a writable folder, or set SPARKPREDICT_CACHE to one (the default cache is under it)"
 
 ChunkFn = Callable[[np.random.Generator, int], bytes]
 
@@ -210,12 +212,16 @@ def ensure_data(name: str, writer: Callable[[Path, int, int], None], nbytes: int
 
     The folder is complete when its manifest exists: generation writes into a hidden sibling
     and renames it, so a crash mid-way never leaves a data set that looks complete.
+
+    Raises :class:`sparkpredict.errors.InputError` when ``cache_dir`` cannot be written.
     """
+    from ..config import cache_error, make_cache_dir
+
     cache_dir = Path(cache_dir)
     final = cache_dir / f"{name}-s{seed}-{nbytes}B"
     if (final / MANIFEST).is_file():
         return final
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    make_cache_dir(cache_dir, DATA_CACHE_FIX)
     tmp = cache_dir / f".{final.name}.{uuid.uuid4().hex[:8]}.tmp"
     try:
         writer(tmp, nbytes, seed)
@@ -228,6 +234,8 @@ def ensure_data(name: str, writer: Callable[[Path, int, int], None], nbytes: int
             # Another process generated the same data set first: theirs is identical.
             if not (final / MANIFEST).is_file():
                 raise
+    except OSError as exc:  # a full disk, a quota: said as the cache's, not as a traceback
+        raise cache_error(cache_dir, exc.strerror or str(exc), DATA_CACHE_FIX) from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

@@ -1,5 +1,7 @@
 package io.sparkpredict;
 
+import java.util.HashMap;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -64,8 +66,8 @@ final class ListenerSettings {
             declared = declaredSize(size);
             if (declared == null) {
                 // a declared size is a hint: a bad one must not cost the run's recording
-                LOG.error("sparkpredict: {}inputBytes={} is not a size (write e.g. 120g, 1.5t, or a number of "
-                    + "bytes); the run's measured input is recorded instead", P, size);
+                LOG.error("sparkpredict: {}inputBytes={} is not a size (write e.g. 300GB, 1.5TiB, 120g or a "
+                    + "number of bytes); the run's measured input is recorded instead", P, size);
             }
         }
         int every = conf.getInt(P + "flushEveryStages", 0);
@@ -76,24 +78,39 @@ final class ListenerSettings {
     }
 
     private static final Pattern SIZE = Pattern.compile(
-        "\\s*([0-9]*\\.?[0-9]+)\\s*([kmgtp]?)(?:i?b)?\\s*", Pattern.CASE_INSENSITIVE);
+        "\\s*([0-9]*\\.?[0-9]+(?:e[+-]?[0-9]+)?)\\s*([a-z]*)\\s*", Pattern.CASE_INSENSITIVE);
+    private static final Map<String, Long> UNITS = new HashMap<>();
+    static {
+        String[] prefixes = {"k", "m", "g", "t", "p"};
+        long dec = 1, bin = 1;
+        UNITS.put("", 1L);
+        UNITS.put("b", 1L);
+        for (String p : prefixes) {
+            dec *= 1000;
+            bin *= 1024;
+            UNITS.put(p + "b", dec);
+            UNITS.put(p, bin);
+            UNITS.put(p + "ib", bin);
+        }
+    }
 
     /**
-     * A declared input size in bytes, or null when {@code text} is not one. The grammar and
-     * rounding are those of Python's sparkpredict.units.spark_size, which reads the same
-     * property from event logs: Spark's suffixes (k, m, g, t, p, with an optional b or ib,
-     * binary), a bare number of bytes, and fractions ({@code 1.5g}), which Spark's own byte
-     * strings refuse but a declared size is naturally written with. One string, one size,
-     * whether the listener or the event-log ingest records the run.
+     * A declared input size in bytes, or null when {@code text} is not one. Read as
+     * {@code --input-size} reads sizes (Python's sparkpredict.units.declared_size, which reads
+     * the same property from event logs): KB..PB decimal, KiB..PiB binary, Spark's bare
+     * suffixes (k, m, g, t, p) binary, a bare number bytes; any case, fractions and exponents
+     * allowed, rounded half to even; zero, below one byte or 2^63 bytes and more are not sizes.
+     * Not Spark's byte strings, where {@code 5mb} is 5 MiB: the same {@code 5MB} declared here,
+     * to {@code submit --input-size} or to {@code suggest} is one size.
      */
     static Long declaredSize(String text) {
         if (text == null) return null;
         Matcher m = SIZE.matcher(text);
         if (!m.matches()) return null;
-        String unit = m.group(2).toLowerCase(java.util.Locale.ROOT);
-        double scale = Math.pow(1024, unit.isEmpty() ? 0 : " kmgtp".indexOf(unit.charAt(0)));
+        Long scale = UNITS.get(m.group(2).toLowerCase(java.util.Locale.ROOT));
+        if (scale == null) return null;
         double bytes = Math.rint(Double.parseDouble(m.group(1)) * scale);  // half to even, as Python's round
-        return bytes < 0x1p63 ? Long.valueOf((long) bytes) : null;
+        return bytes >= 1 && bytes < 0x1p63 ? Long.valueOf((long) bytes) : null;
     }
 
     /** spark.sparkpredict.store: any Hadoop path; when not set, {@link #defaultStore()}. */

@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -49,6 +50,8 @@ final class RunRecord {
     private long startMs;
     private Long endMs;
     private boolean lastJobFailed;
+    /** Jobs started and not ended: at the application's end, jobs it cut short. */
+    private final TreeSet<Integer> runningJobs = new TreeSet<>();
     private String errorMessage;
     private int numJobs;
     private long numTasks;
@@ -103,11 +106,13 @@ final class RunRecord {
         }
     }
 
-    void jobStarted() {
+    void jobStarted(int jobId) {
         numJobs++;
+        runningJobs.add(jobId);
     }
 
     void jobEnded(SparkListenerJobEnd e) {
+        runningJobs.remove(e.jobId());
         if (e.jobResult() instanceof JobFailed) {
             lastJobFailed = true;
             Exception ex = ((JobFailed) e.jobResult()).exception();
@@ -137,17 +142,31 @@ final class RunRecord {
         }
     }
 
-    /** The run's final status at the application's end, its error message set to match. */
-    String applicationEnded(SparkListenerApplicationEnd e, boolean termSignalled) {
+    /**
+     * The run's final status at the application's end, its error message set to match.
+     * {@code signal}: the signal ending the driver ("TERM", "INT"), or null. Spark posts the
+     * application's end before it cancels the jobs still running (their ends come after it, and
+     * are not this run's), so a job started and not ended here was cut short: the run is
+     * killed (Ctrl-C under spark-submit, a context stopped mid-job), never succeeded. The
+     * event-log ingest decides the same way (eventlog_run.run_status).
+     */
+    String applicationEnded(SparkListenerApplicationEnd e, String signal) {
         endMs = e.time();
         int exit = e.exitCode().isDefined() ? (Integer) e.exitCode().get() : 0;
+        String running = runningJobs.isEmpty() ? null : stillRunning(runningJobs);
         String status;
-        if (termSignalled) {
+        if (signal != null) {
             status = "killed";
-            if (errorMessage == null) errorMessage = "driver received SIGTERM";
+            String why = "driver received SIG" + signal;
+            if (running != null) errorMessage = why + "; " + running;
+            else if (errorMessage == null) errorMessage = why;
         } else if (exit != 0) {
             status = "failed";
-            if (errorMessage == null) errorMessage = "application exit code " + exit;
+            if (running != null) errorMessage = "application exit code " + exit + "; " + running;
+            else if (errorMessage == null) errorMessage = "application exit code " + exit;
+        } else if (running != null) {
+            status = "killed";
+            errorMessage = running;
         } else if (lastJobFailed) {
             status = "failed";
         } else {
@@ -155,6 +174,24 @@ final class RunRecord {
             errorMessage = null;
         }
         return status;
+    }
+
+    /** Shown for at most this many jobs still running at the end; the rest are counted. */
+    private static final int JOBS_LISTED = 10;
+
+    /** "2 jobs were still running at the application's end (jobs 3, 4)", as Python's eventlog_run writes it. */
+    static String stillRunning(java.util.Collection<Integer> jobs) {
+        int n = jobs.size();
+        StringBuilder ids = new StringBuilder();
+        int i = 0;
+        for (Integer id : jobs) {
+            if (i == JOBS_LISTED) break;
+            if (i++ > 0) ids.append(", ");
+            ids.append(id);
+        }
+        if (n > JOBS_LISTED) ids.append(" and ").append(n - JOBS_LISTED).append(" more");
+        return (n == 1 ? "1 job was" : n + " jobs were") + " still running at the application's end ("
+            + (n == 1 ? "job " : "jobs ") + ids + "): the run was interrupted";
     }
 
     /** The driver's JVM exits with no application end: the run is killed. */

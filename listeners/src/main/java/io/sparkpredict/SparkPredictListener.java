@@ -241,7 +241,7 @@ public class SparkPredictListener extends SparkListener {
         long t0 = System.nanoTime();
         try {
             synchronized (this) {
-                run.jobStarted();
+                run.jobStarted(e.jobId());
                 stages.jobStarted(e);
             }
         } catch (Throwable t) {

@@ -4,34 +4,50 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Remembers SIGTERM, so that the application end it causes is recorded as killed. One handler
- * per JVM, however many listeners it builds; it chains to the handler it replaced.
+ * Remembers SIGTERM and SIGINT (Ctrl-C), so that the application end they cause is recorded as
+ * killed. One handler per signal and JVM, however many listeners it builds; each chains to the
+ * handler it replaced, so Spark's and the JVM's own handling go on as before.
  */
 final class TermSignal {
     // Logged under the listener's name, which log4j settings that quiet or raise it name.
     private static final Logger LOG = LoggerFactory.getLogger(SparkPredictListener.class);
-    private static volatile boolean received;
+    private static volatile String received;
     private static boolean installed;
 
     private TermSignal() {}
 
-    /** The JVM got SIGTERM since {@link #install()}. */
-    static boolean received() { return received; }
+    /** The signal ("TERM" or "INT") ending the JVM since {@link #install()}; null when none. */
+    static String received() { return received; }
 
     static synchronized void install() {
         if (installed) return;
         installed = true;
+        watch("TERM", true);
+        // A JVM that a Python driver launched ignores SIGINT (pyspark's launcher does, so that
+        // Ctrl-C reaches Python's KeyboardInterrupt only): the JVM then installs no handler, and
+        // this one is never called.
+        watch("INT", false);
+    }
+
+    /**
+     * {@code sticky}: once received, the signal stays the cause of the end. SIGINT is not: a
+     * handler it chains to that returns (spark-shell's, which cancels the running jobs and lets
+     * the shell go on) handled it without ending the JVM; the JVM's own one never returns.
+     */
+    private static void watch(String name, boolean sticky) {
         try {
-            final sun.misc.Signal term = new sun.misc.Signal("TERM");
+            final sun.misc.Signal sig = new sun.misc.Signal(name);
             final sun.misc.SignalHandler[] prev = new sun.misc.SignalHandler[1];
-            prev[0] = sun.misc.Signal.handle(term, sig -> {
-                received = true;
+            prev[0] = sun.misc.Signal.handle(sig, s -> {
+                received = name;
                 sun.misc.SignalHandler p = prev[0];
-                if (p == sun.misc.SignalHandler.SIG_DFL) System.exit(128 + 15);
-                else if (p != null && p != sun.misc.SignalHandler.SIG_IGN) p.handle(sig);
+                if (p == sun.misc.SignalHandler.SIG_DFL) System.exit(128 + s.getNumber());
+                else if (p != null && p != sun.misc.SignalHandler.SIG_IGN) p.handle(s);
+                if (!sticky && name.equals(received)) received = null;
             });
         } catch (Throwable t) {
-            LOG.debug("sparkpredict: cannot watch SIGTERM ({}); a terminated driver is recorded at exit only", t.toString());
+            LOG.debug("sparkpredict: cannot watch SIG{} ({}); a driver it ends is recorded by its running jobs "
+                + "and at exit only", name, t.toString());
         }
     }
 }
