@@ -93,6 +93,15 @@ class Advice:
     chance_meets_deadline: float | None = None
     #: column -> (smallest, largest) value among the runs the model learnt from
     training_range: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: the level of the interval given, where the model's out-of-fold errors support less than
+    #: ``confidence`` (12 errors: at most 84 %); None when it is ``confidence`` itself
+    interval_confidence: float | None = None
+
+    @property
+    def shown_confidence(self) -> float:
+        """The level of the intervals given: ``confidence``, or the lower one the model's
+        errors support (:attr:`interval_confidence`). Every label of the advice states it."""
+        return self.confidence if self.interval_confidence is None else self.interval_confidence
 
     def __repr__(self) -> str:
         # the dataclass's own repr lists every candidate (up to 256): a screenful in a notebook
@@ -146,14 +155,14 @@ class Advice:
     def _interval_words(self) -> str:
         """``90% interval 7.0s-9.2s``, or for a choice without a finite upper bound (a single
         run's replay) ``no 90% interval from 1 run``: ``9.7s-inf`` would read as a bound."""
-        pct = f"{self.confidence:.0%}"
+        pct = format_level(self.shown_confidence)
         if math.isfinite(self.upper_s):
             return f"{pct} interval {format_runtime(self.lower_s)}-{format_runtime(self.upper_s)}"
         return f"no {pct} interval " + ("from 1 run" if self.n_runs == 1 else "(no measured error)")
 
     def summary(self) -> str:
         """One line: the choice, its runtime interval, cost and deadline verdict."""
-        pct = f"{self.confidence:.0%}"
+        pct = format_level(self.shown_confidence)
         money = f" (cost {format_amount(self.cost_money)})" if self.cost_money is not None else ""
         s = (f"{self.job} on {format_bytes(self.input_bytes)}: {plural(self.executors, 'executor')}, "
              f"~{format_runtime(self.predicted_runtime_s)} ({self._interval_words()}), "
@@ -169,7 +178,7 @@ class Advice:
             if self.chance_meets_deadline is not None:
                 # the bound is the two-sided interval's, the (1 + c)/2 quantile: without saying
                 # so, "not met at 90% (chance 92%)" reads as a contradiction
-                needed = "" if self.meets_deadline else f"; {_meets_needs(self.confidence, pct)}"
+                needed = "" if self.meets_deadline else f"; {_meets_needs(self.shown_confidence, pct)}"
                 s += f" (chance {format_chance(self.chance_meets_deadline)}{needed})"
         if self.extrapolates:
             s += "; extrapolates"
@@ -226,7 +235,7 @@ def flat_size_reason(size_range: tuple[float, float], size: float) -> str:
 
 def flat_size_warning(size_range: tuple[float, float], size: float) -> str:
     """:func:`flat_size_reason` as a whole warning of the advice."""
-    return (f"input size {format_bytes_in(size, byte_units_of(size))} is {_ratio(size / size_range[1])}x "
+    return (f"input size {format_bytes_in(size, byte_units_of(size))} is {format_ratio(size / size_range[1])}x "
             f"the runs' largest, yet is predicted to take about as long: {flat_size_reason(size_range, size)}")
 
 
@@ -247,15 +256,15 @@ def beyond_history(column: str, value: float, lo: float, hi: float) -> str:
     else:
         show = format_number
     if value > hi:
-        where = (f"{_ratio(value / hi)}x the runs' largest ({show(hi)})" if hi > 0
+        where = (f"{format_ratio(value / hi)}x the runs' largest ({show(hi)})" if hi > 0
                  else f"above the runs' {show(hi)}")
     else:
-        where = (f"1/{_ratio(lo / value)} of the runs' smallest ({show(lo)})" if value > 0
+        where = (f"1/{format_ratio(lo / value)} of the runs' smallest ({show(lo)})" if value > 0
                  else f"below the runs' {show(lo)}")
     return f"{_column_words(column)} {show(value)} is {where}"
 
 
-def _ratio(r: float) -> str:
+def format_ratio(r: float) -> str:
     """Three significant digits, as many as the sizes beside it show: 1.01, 62.5, 1536."""
     for digits, limit in ((2, 10), (1, 100)):
         if round(r, digits) < limit:
@@ -297,7 +306,7 @@ def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], 
 
     Past ``max_rows`` candidates, the first, the last, the choice, the knee and an even spread
     between them are kept."""
-    pct = f"{a.confidence:.0%}"
+    pct = format_level(a.shown_confidence)
     money = a.price_per_executor_hour is not None
     cols = ["", "executors", "runtime", f"{pct} interval", "executor-h"] + (["cost"] if money else []) \
         + (["deadline", "chance"] if a.deadline_s is not None else [])
@@ -331,7 +340,14 @@ def _meets_needs(confidence: float, pct: str) -> str:
     """Why a chance of, say, 92 % is no "meets" at 90 % confidence (``pct``, as the summary
     writes the level): ``'meets' needs 95%, as 5% of runs end above the 90% interval``."""
     tail = (1 - confidence) / 2 * 100  # exact levels, not chances: 2.5 stays 2.5, never rounded down
-    return f"'meets' needs {100 - tail:.4g}%, as {tail:.4g}% of runs end above the {pct} interval"
+    return f"'meets' needs {100 - tail:.3g}%, as {tail:.3g}% of runs end above the {pct} interval"
+
+
+def format_level(confidence: float) -> str:
+    """An interval's level in three digits: ``90%``, ``97.5%``, or the ``84.6%`` that 12
+    out-of-fold errors cap an interval at; rounded to ``85%`` it would claim more coverage
+    than it has."""
+    return f"{confidence * 100:.3g}%"
 
 
 def format_chance(p: float) -> str:

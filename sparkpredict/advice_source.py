@@ -276,15 +276,18 @@ class HistorySource:
         asked = {"executor_cores": cores, "executor_memory_mb": mem}
         words = {"executor_cores": ("executor cores", lambda v: plural(int(v), "core")),
                  "executor_memory_mb": ("executor memory", lambda v: format_bytes_in(v * 2**20, True))}
+        def times(r: float) -> str:  # 4x, 1.33x, 1536x: never 1.54e+03x
+            return f"{r:.0f}" if r >= 100 else f"{r:.3g}"
+
         w = []
         for col, v0 in seen.items():
             v = asked.get(col)
             if v is None or col not in words or v == v0:
                 continue
             name, show = words[col]
-            bound = (f"its lower bound allows at most the {v / v0:.3g}x speed-up of perfect scaling"
+            bound = (f"its lower bound allows at most the {times(v / v0)}x speed-up of perfect scaling"
                      if v > v0 else "its lower bound allows no speed-up, its upper bound at least "
-                     f"the {v0 / v:.3g}x slow-down of perfect scaling")
+                     f"the {times(v0 / v)}x slow-down of perfect scaling")
             w.append(f"every run of {self.job} used {show(v0)} per executor and this asks for "
                      f"{show(v)}: the runtime is predicted as with {show(v0)}; how it changes with "
                      f"{name} is an assumption of the model, not a measurement ({bound})")
@@ -326,7 +329,7 @@ class HistorySource:
         def r2(x: float) -> str:  # small ratios keep two significant digits, not "0.01"
             return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"
 
-        msg = (f"{plural(execs, 'executor')} x {mem} MiB hold {r2(ratio)} bytes of input per byte of "
+        msg = (f"{plural(execs, 'executor')} x {mem} MiB {'holds' if execs == 1 else 'hold'} {r2(ratio)} bytes of input per byte of "
                f"executor memory, beyond the {r2(limit)} that ran {what}")
         if len(heavy):
             msg += f"; runs at {r2(float(heavy.min()))} and above spilled heavily"

@@ -43,6 +43,7 @@ from .advice import (
     beyond_history,
     flat_size_warning,
     format_chance,
+    format_level,
     self_checked,
 )
 from .advice_args import (
@@ -52,6 +53,7 @@ from .advice_args import (
     check_executor_counts,
     check_executor_memory_mb,
     check_params,
+    give,
     positive_float,
     positive_int,
     unit_fraction,
@@ -191,7 +193,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         the job's most recent run (or the model's training data).
     min_executors, max_executors : int
         Range of candidate counts; ``max_executors`` defaults to twice the largest count in
-        the history (at least 8, at most 1000).
+        the history (at least 8 and twice ``min_executors``, at most 1000).
     price_per_executor_hour : float, optional
         Price of one executor for one hour; adds ``cost_money``.
     budget : float, optional
@@ -268,9 +270,11 @@ def suggest_executors(job: str, input_bytes: float | str, *,
                          "--param NAME=VALUE, or spark.sparkpredict.param.NAME) and refit")
     cores = cores or src.default_column("executor_cores")
     mem = mem or src.default_column("executor_memory_mb")
+    default_top = counts is None and hi is None
     if counts is None:
         seen_max = src.max_executors_seen() or 4
-        top = hi if hi is not None else max(lo, min(max(2 * seen_max, 8), _MAX_DEFAULT_CAP))
+        # twice min_executors too: a --min-executors above the history's counts alone left one candidate
+        top = hi if hi is not None else min(max(2 * seen_max, 8, 2 * lo), max(lo, _MAX_DEFAULT_CAP))
         counts = candidate_grid(lo, top, src.executor_counts_seen())
 
     e = np.asarray(counts, dtype=float)
@@ -308,12 +312,15 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     extr = src.extrapolation(X, i)
     warnings = src.warnings(size, int(e[i]), mem, ratio[i] if ratio is not None else None, cores)
     most = getattr(src.model, "max_confidence", None)
+    shown = None  # the interval's level, where the model supports less than the one asked for
     if most is not None and confidence > (top := most()):
+        shown = top
         errors = src.model.interval_errors()
         warnings.append(f"the model's {plural(errors, 'out-of-fold error')} cannot support the "
-                        f"{format_chance(confidence)} interval asked for, only one up to {format_chance(top)}: the "
+                        f"{format_level(confidence)} interval asked for, only one up to {format_level(top)}: the "
                         f"interval shown is that one, and no stated chance exceeds "
-                        f"{format_chance(errors / (errors + 1))} (record more runs for wider ones)")
+                        f"{format_chance(errors / (errors + 1))} (more runs of the job support a higher level)")
+    level = confidence if shown is None else shown
     flat = getattr(src.model, "flat_beyond_sizes", None)
     if flat is not None and bool(flat(X)[i]):
         warnings.append(flat_size_warning(src.ranges["input_bytes"], size))
@@ -332,13 +339,19 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         warnings.append(f"the advised count costs {spent}, over the budget {format_number(budget_v)}; the budget "
                         f"limits the choice only for objective 'time' (this advice: {objective!r})")
     if deadline is not None and meets is not None and not met and not np.isfinite(up).any():
-        warnings.append(_no_bound_warning(job, src.n_runs, deadline, confidence))
+        warnings.append(_no_bound_warning(job, src.n_runs, deadline, level))
     elif deadline is not None and meets is not None and not met:
-        warnings.append(f"no executor count in {int(e[0])}..{int(e[-1])} meets the deadline "
-                        f"{format_duration(deadline)} at {confidence:.0%} confidence; the count "
-                        "most likely to make it is given")
+        no_count = (f"no executor count in {int(e[0])}..{int(e[-1])} meets the deadline "
+                    f"{format_duration(deadline)} at {format_level(level)} confidence; the count "
+                    "most likely to make it is given")
+        if default_top and i == len(e) - 1 and e[-1] < _MAX_DEFAULT_CAP:
+            # the range's end was ours, not the user's: a larger count may be what it takes
+            no_count += (f". {int(e[-1])} is the default end of the range (twice the history's largest "
+                         f"count): {give('max_executors', str(2 * int(e[-1])))} asks about more, "
+                         "further beyond the history")
+        warnings.append(no_count)
     if t[i] > 0 and np.isfinite(up[i]) and up[i] > WIDE_INTERVAL * t[i]:
-        warnings.append(_wide_interval_warning(up[i] / t[i], confidence, extr, src.ranges, X, i))
+        warnings.append(_wide_interval_warning(up[i] / t[i], level, extr, src.ranges, X, i))
     # a single run's replay reproduces that run (its self-check): there are no runs to disagree
     if (src.cv_mape is not None and src.cv_mape > UNRELIABLE_CV_MAPE
             and not self_checked(src.model_name, src.n_runs)):
@@ -353,7 +366,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
                         "into a fresh store for logs already ingested); if a setting changed between them, record it as "
                         "a job parameter (spark.sparkpredict.param.NAME); if other work shared the "
                         f"cluster, `sparkpredict explain RUN_ID` says which runs it slowed{named}")
-    da = _dynamic_allocation(e, t, deadline, i, knee_i, lo)
+    da = _dynamic_allocation(e, t, deadline, i, knee_i, lo, budgeted=budget_v is not None)
     if src.dynamic_allocation_used():
         warnings.append(f"the history used dynamic allocation: set spark.dynamicAllocation."
                         f"minExecutors={da[0]} and maxExecutors={da[1]}")
@@ -369,7 +382,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         knee_executors=int(e[knee_i]), executor_cores=cores, executor_memory_mb=mem,
         price_per_executor_hour=price, budget=budget_v, params=used,
         chance_meets_deadline=None if chance is None else float(chance[i]),
-        training_range=dict(src.ranges))
+        training_range=dict(src.ranges), interval_confidence=None if shown is None else float(shown))
 
 
 def _no_bound_warning(job: str, n_runs: int | None, deadline: float, confidence: float) -> str:
@@ -379,7 +392,7 @@ def _no_bound_warning(job: str, n_runs: int | None, deadline: float, confidence:
            "one application can differ several-fold)" if n_runs == 1 else
            "the model measured no error (no run could be predicted from the others)")
     return (f"no deadline can be certified from {'the only run' if n_runs == 1 else 'the runs'} "
-            f"of {job}: {why}, so no count has a {confidence:.0%} upper bound to hold against "
+            f"of {job}: {why}, so no count has a {format_level(confidence)} upper bound to hold against "
             f"{format_duration(deadline)}. Record more runs of the job (sparkpredict submit, or "
             "ingest their event logs; ~10 at several executor counts and input sizes) for an interval")
 
@@ -388,7 +401,7 @@ def _wide_interval_warning(width: float, confidence: float, extr: Mapping[str, f
                            ranges: Mapping[str, tuple[float, float]], X: Mapping[str, Any], i: int) -> str:
     import numpy as np
 
-    s = (f"the {confidence:.0%} interval reaches {width:,.0f}x the predicted runtime: the history "
+    s = (f"the {format_level(confidence)} interval reaches {width:,.0f}x the predicted runtime: the history "
          "cannot pin this run down")
     col = max(extr, key=lambda k: extr[k]) if extr else None
     # inside the history, or just past its edge (16 MB against runs of 15.99 MB): not the cause
@@ -398,16 +411,21 @@ def _wide_interval_warning(width: float, confidence: float, extr: Mapping[str, f
     return f"{s} (its {where}); a run nearer it would narrow the interval"
 
 
-def _dynamic_allocation(e, t, deadline: float | None, i: int, knee_i: int, lo: int) -> tuple[int, int]:
+def _dynamic_allocation(e, t, deadline: float | None, i: int, knee_i: int, lo: int,
+                        budgeted: bool = False) -> tuple[int, int]:
     """(min, max) for dynamic allocation.
 
     max: the chosen count, or the knee when that is larger (more executors than the knee idle
-    for little gain). min: the smallest count whose *typical* (point-predicted) runtime meets
-    the deadline, capped by the choice; without a deadline, ``min_executors``.
+    for little gain). A knee at the largest candidate was not reached (more still paid off up
+    to the range's end, which is no reason to allow all of it), and a budget bounds what may be
+    spent: then max is the chosen count. min: the smallest count whose *typical*
+    (point-predicted) runtime meets the deadline, capped by the choice; without a deadline,
+    ``min_executors``.
     """
     import numpy as np
 
-    hi = int(max(e[i], e[knee_i]))
+    reached = knee_i < len(e) - 1
+    hi = int(max(e[i], e[knee_i])) if reached and not budgeted else int(e[i])
     if deadline is None:
         return int(lo), hi
     ok = np.flatnonzero(t <= deadline)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .sweep import Progress, SweepResult, plan_sweep, run_sweep
+from .units import plural
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ def run_demo(store: str | os.PathLike | None = None, workdir: str | os.PathLike 
     plan = plan_sweep(workload, sizes, executors, repeats=repeats, master=master)
     res.sweep = run_sweep(plan, store=store_path, cache_dir=wd / "data", workdir=wd, progress=progress)
     if res.sweep.failed:
-        res.messages.append(f"{len(res.sweep.failed)} sweep run(s) failed: {res.sweep.failed[0].error}")
+        res.messages.append(f"{plural(len(res.sweep.failed), 'sweep run')} failed: {res.sweep.failed[0].error}")
 
     models: dict = {}
     try:

@@ -16,8 +16,9 @@ import base64
 import io
 from typing import TYPE_CHECKING, Literal
 
+from .advice import format_level
 from .errors import InputError
-from .units import format_bytes, format_duration
+from .units import format_bytes, format_duration, plural
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,7 +98,10 @@ def fig_runtime_vs_executors(job_runs, model, features, confidence) -> str:
         ax.set_ylim(0, 1.6 * top)
     title = "runtime vs executors per input size"
     if model is not None:
-        title += f"\n(lines: {getattr(model, 'name_', 'model')} fit, bands: {confidence:.0%} interval)"
+        # the level the bands have: a model with few out-of-fold errors supports less than asked
+        most = getattr(model, "max_confidence", None)
+        level = min(confidence, most()) if most is not None else confidence
+        title += f"\n(lines: {getattr(model, 'name_', 'model')} fit, bands: {format_level(level)} interval)"
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(title="input", fontsize=8, title_fontsize=8)
@@ -158,7 +162,7 @@ def fig_stages(stages: pd.DataFrame, run: pd.Series) -> str:
                       if r.get(c) == r.get(c))
         color = "tab:orange" if shuffle > 0 else "tab:blue"
         ax.barh(i, dur, left=start, color=color, alpha=0.85)
-        label = f"{r['stage_id']}: {str(r['name'])[:40]} ({int(r['num_tasks'])} tasks)"
+        label = f"{r['stage_id']}: {str(r['name'])[:40]} ({plural(int(r['num_tasks']), 'task')})"
         ax.text(start + dur, i, " " + label, va="center", fontsize=7)
     ax.set_yticks([])
     ax.invert_yaxis()

@@ -100,9 +100,16 @@ def test_memory_counts_and_parameters_read_in_human_units():
 
 def test_the_memory_warning_of_a_far_executor_memory_is_in_memory_units(real_history):
     a = suggest_executors("sort", "16MB", store=real_history, executor_memory_mb=int(1.5 * 2**20))
-    wide = [w for w in a.warnings if "cannot pin" in w]
-    assert len(wide) == 1 and "executor memory 1.5 TiB is 1536x the runs' largest (1 GiB)" in wide[0], wide
-    assert "executor_memory_mb" not in wide[0] and "e+" not in wide[0]
+    notes = [n for n in a.extrapolation_notes() if "memory" in n]
+    assert notes == ["executor memory 1.5 TiB is 1536x the runs' largest (1 GiB)"], a.extrapolation_notes()
+    # more memory than any run had cannot slow the run: its upper bound stays the runs' 1 GiB's,
+    # so no "cannot pin this run down" (the drift had widened it 23x)
+    assert not [w for w in a.warnings if "cannot pin" in w], a.warnings
+    # less of it can: there the warning names the memory in its units
+    b = suggest_executors("sort", "16MB", store=real_history, executor_memory_mb=512, executor_counts=[1])
+    assert any("executor memory 512 MiB is 1/2.00 of the runs' smallest (1 GiB)" in n
+               for n in b.extrapolation_notes()), b.extrapolation_notes()
+    assert not [w for w in a.warnings + b.warnings if "executor_memory_mb" in w or "e+" in w]
 
 
 def test_budget_and_parameters_in_the_text_have_no_exponent_padding():

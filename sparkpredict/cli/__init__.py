@@ -103,6 +103,33 @@ def _command_of(parser: argparse.ArgumentParser, words: list[str]) -> argparse.A
     return found
 
 
+def _dash_values(parsers: list[argparse.ArgumentParser], words: list[str]) -> list[str]:
+    """``words`` with a value that starts with a dash joined to its option, as ``--opt=value``:
+    argparse takes ``--input-size -5GB`` for two options and says only "expected one argument",
+    where the size's own check says what is wrong with it (a negative size) and how to fix it."""
+    takes_value = {o for p in parsers for a in p._actions if a.option_strings and a.nargs is None
+                   and not isinstance(a, (argparse._StoreConstAction, argparse._CountAction,
+                                          argparse._HelpAction, argparse._VersionAction))
+                   for o in a.option_strings}
+    known = {o for p in parsers for a in p._actions for o in a.option_strings}
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w == "--":  # the rest is the Spark application's (submit, sweep)
+            out.extend(words[i:])
+            break
+        nxt = words[i + 1] if i + 1 < len(words) else None
+        if (w in takes_value and nxt is not None and len(nxt) > 1 and nxt.startswith("-")
+                and nxt != "--" and nxt.split("=", 1)[0] not in known):
+            out.append(f"{w}={nxt}")
+            i += 2
+            continue
+        out.append(w)
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     from ..errors import SparkPredictError, print_error
 
@@ -111,8 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     # not after "--": there the words are the Spark application's (submit, sweep)
     _Parser.json_errors = "--json" in (words[:words.index("--")] if "--" in words else words)
     _Parser.command = _command_of(parser, words)
+    words = _dash_values([parser] + ([_Parser.command] if _Parser.command is not None else []), list(words))
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(words)
     finally:
         _Parser.json_errors = False
         _Parser.command = None

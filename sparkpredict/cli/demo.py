@@ -21,7 +21,7 @@ def _run(args: argparse.Namespace) -> int:
     import time
 
     from ..demo import DEMO_EXECUTORS, DEMO_SIZES, DEMO_WORKLOAD, run_demo
-    from ..units import format_bytes, format_duration
+    from ..units import format_bytes, format_duration, plural
     from .sweep import ProgressBar
 
     t0 = time.monotonic()
@@ -30,7 +30,7 @@ def _run(args: argparse.Namespace) -> int:
     res = run_demo(store=args.store, workdir=args.workdir, progress=ProgressBar())
     sw = res.sweep
     assert sw is not None  # run_demo records the sweep or raises
-    print(f"\n1. sweep: {len(sw.ran)} run(s) recorded now, {len(sw.skipped)} reused, "
+    print(f"\n1. sweep: {plural(len(sw.ran), 'run')} recorded now, {len(sw.skipped)} reused, "
           f"{len(sw.failed)} failed, in {format_duration(sw.seconds)}")
     if res.model_name:
         cv = f", cross-validated MAPE {res.cv_mape * 100:.1f}%" if res.cv_mape is not None else ""

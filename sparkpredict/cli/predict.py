@@ -361,5 +361,5 @@ def run(args: argparse.Namespace) -> int:
         top = min(models[j].max_confidence() for j in short)
         print(f"warning: --confidence {format_chance(args.confidence)} is more than the runs of "
               f"{', '.join(short)} support (at most {format_chance(top)}): their intervals are the "
-              "widest their out-of-fold errors give (record more runs for wider ones)", file=sys.stderr)
+              "widest their out-of-fold errors give (more runs of those jobs support a higher level)", file=sys.stderr)
     return 0

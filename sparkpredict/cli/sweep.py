@@ -58,7 +58,7 @@ class ProgressBar:
 
 def _run(args: argparse.Namespace) -> int:
     from ..sweep import plan_sweep, run_sweep
-    from ..units import format_bytes, format_duration, parse_memory_mb
+    from ..units import format_bytes, format_duration, parse_memory_mb, plural
 
     mem_mb = parse_memory_mb(args.executor_memory)
     plan = plan_sweep(args.workload, args.sizes, args.executors, repeats=args.repeats, master=args.master,
@@ -73,7 +73,7 @@ def _run(args: argparse.Namespace) -> int:
         print("\ninterrupted: runs finished so far are recorded; rerun the same command to resume",
               file=sys.stderr)
         return 130
-    print(f"{len(res.ran)} run(s) in {format_duration(res.seconds)} "
+    print(f"{plural(len(res.ran), 'run')} in {format_duration(res.seconds)} "
           f"({len(res.skipped)} already recorded, {len(res.failed)} failed); store: {res.store}")
     for o in res.failed:
         print(f"  failed: {o.combo.size_bytes} B x {o.combo.executors} executors "
