@@ -45,8 +45,11 @@ class HistorySource:
     """The job's fitted model, plus its runs when a store is at hand (for defaults and warnings)."""
 
     def __init__(self, job: str, model: Any, runs: pd.DataFrame | None = None,
-                 spill: pd.Series | None = None, dyn_alloc: bool = False) -> None:
+                 spill: pd.Series | None = None, dyn_alloc: bool = False, local: bool = False) -> None:
         self.job, self.model, self.runs, self.spill, self._dyn = job, model, runs, spill, dyn_alloc
+        #: every run of the job ran on a local master: its "executors" are task threads of the
+        #: driver's one JVM, which they share (its memory is the runs' executor_memory_mb)
+        self.local = local
         #: why the model is not the one the registry holds (it lags the runs), said with the warnings
         self.notes: list[str] = []
         self.model_name = str(getattr(model, "name_", type(model).__name__))
@@ -76,8 +79,8 @@ class HistorySource:
             model = cls._from_dir(job, os.fspath(models))
         if store is None:
             return cls(job, model)
-        runs, spill, dyn, _raw = cls._history(job, store, need_job=False)
-        return cls(job, model, runs, spill, dyn)
+        runs, spill, dyn, raw = cls._history(job, store, need_job=False)
+        return cls(job, model, runs, spill, dyn, _all_local(raw))
 
     @staticmethod
     def _from_dir(job: str, path: str) -> Any:
@@ -139,7 +142,7 @@ class HistorySource:
         model, note = registry_model(job, st, raw, len(runs))
         if model is None:
             model = load_or_fit(job, st, version, runs)
-        src = cls(job, model, runs, spill, dyn)
+        src = cls(job, model, runs, spill, dyn, _all_local(raw))
         if note:
             src.notes.append(note)
         _remember(key, src)
@@ -239,6 +242,14 @@ class HistorySource:
         order = np.argsort(-ratio)[:k]
         return [(str(r["run_id"].iloc[j]), float(ratio[j])) for j in order if ratio[j] >= min_ratio]
 
+    def memory_holders(self, executors):
+        """How many heaps ``executors`` executors hold the input in: one each, or on a local
+        master the driver's one JVM, however many threads (``executors``) it runs."""
+        import numpy as np
+
+        e = np.asarray(executors, dtype=float)
+        return np.ones_like(e) if self.local else e
+
     def warnings(self, size: int, execs: int, mem: int | None, ratio: float | None,
                  cores: int | None = None) -> list[str]:
         w = list(self.notes)
@@ -296,7 +307,7 @@ class HistorySource:
     def _memory_warning(self, r: pd.DataFrame, size: int, execs: int, mem: int, ratio: float) -> list[str]:
         import math as m
 
-        per_mem = r["input_bytes"] / (r["executors"] * r["executor_memory_mb"] * 2**20)
+        per_mem = r["input_bytes"] / (self.memory_holders(r["executors"]) * r["executor_memory_mb"] * 2**20)
         if per_mem.dropna().empty:  # executor memory never recorded: nothing to compare with
             return []
         if self.spill is not None:
@@ -314,6 +325,27 @@ class HistorySource:
         if ratio <= limit * _SAME_RATIO:
             return []
 
+        def r2(x: float) -> str:  # small ratios keep two significant digits, not "0.01"
+            return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"
+
+        def spilled_note() -> str:
+            if len(heavy):
+                return f"; runs at {r2(float(heavy.min()))} and above spilled heavily"
+            # no run spilled: nothing says where spill starts, only how far the runs went
+            return "; none of its runs spilled heavily, so whether this one does is untested" \
+                if self.spill is not None else ""
+
+        if self.local:
+            # more threads add no memory: only the driver's heap can grow
+            from .units import format_bytes_in
+
+            heap = format_bytes_in(m.ceil(size / (limit * _SAME_RATIO * 2**20)) * 2**20, True)
+            return [(f"the driver's {mem} MiB, which local mode's {plural(execs, 'executor')} "
+                     f"{'shares' if execs == 1 else 'share'} (one JVM), holds {r2(ratio)} bytes of "
+                     f"input per byte, beyond the {r2(limit)} that ran {what}{spilled_note()}; "
+                     f"spark.driver.memory (--driver-memory) of >= {heap} stays within what ran "
+                     "(more executors add none there)")]
+
         def within(e: int) -> bool:  # the check above, at e executors (ratio as the advice computes it)
             return size / (e * mem * 2**20) <= limit * _SAME_RATIO
 
@@ -326,17 +358,18 @@ class HistorySource:
         while not within(need):
             need += 1
 
-        def r2(x: float) -> str:  # small ratios keep two significant digits, not "0.01"
-            return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"
-
         msg = (f"{plural(execs, 'executor')} x {mem} MiB {'holds' if execs == 1 else 'hold'} {r2(ratio)} bytes of input per byte of "
-               f"executor memory, beyond the {r2(limit)} that ran {what}")
-        if len(heavy):
-            msg += f"; runs at {r2(float(heavy.min()))} and above spilled heavily"
-        elif self.spill is not None:
-            # no run spilled: nothing says where spill starts, only how far the runs went
-            msg += "; none of its runs spilled heavily, so whether this one does is untested"
+               f"executor memory, beyond the {r2(limit)} that ran {what}") + spilled_note()
         return [msg + f"; >= {need} executors (or more executor memory) stay within what ran"]
+
+
+def _all_local(raw: pd.DataFrame | None) -> bool:
+    """Every one of the job's runs ran on a local master (``local``, ``local[N]``, ...)."""
+    if raw is None or raw.empty or "master" not in raw:
+        return False
+    from .config import LOCAL_MASTER
+
+    return bool(raw["master"].astype(str).str.strip().str.fullmatch(LOCAL_MASTER.pattern).all())
 
 
 def _unknown_job(job: str, known: list, where: str, empty: bool = False,

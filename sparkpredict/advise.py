@@ -300,7 +300,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
 
     ratio = None
     if mem:
-        ratio = size / (e * mem * 2**20)
+        ratio = size / (src.memory_holders(e) * mem * 2**20)
     rows = tuple(
         Candidate(int(e[k]), float(t[k]), float(low[k]), float(up[k]), float(cost[k]),
                   None if money is None else float(money[k]),

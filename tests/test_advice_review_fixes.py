@@ -133,25 +133,60 @@ def test_a_deadline_no_count_is_predicted_to_make_gets_the_fastest(logs_store):
 
 
 # ---- 2. the memory warning's count passes its own check ----------------------------------------
-def _memory_warnings(size, counts=None):
-    a = suggest_executors("sqljoin", size, store=HISTORY, executor_counts=counts)
+@pytest.fixture(scope="module")
+def cluster_history(tmp_path_factory):
+    """tests/data/history as if its runs had had a standalone cluster's master: executors of
+    their own heap each (the recorded history ran local[N], whose threads share one)."""
+    from sparkpredict.store import io as store_io
+
+    src = store_io.open(HISTORY)
+    dst = store_io.open(tmp_path_factory.mktemp("cluster") / "store", create=True)
+    tables = {t: src.read(t, all_rows=True) if t == "runs" else src.read(t)
+              for t in ("runs", "stages", "executors")}
+    tables["runs"]["master"] = "spark://cluster:7077"
+    dst.append(tables)
+    return dst.path
+
+
+def _memory_warnings(size, counts, store):
+    a = suggest_executors("sqljoin", size, store=store, executor_counts=counts)
     return [w for w in a.warnings if "bytes of input per byte of executor memory" in w]
 
 
-def test_the_memory_warning_names_the_smallest_count_that_passes():
-    (w,) = _memory_warnings("64MB")
+@pytest.fixture
+def on_cluster(cluster_history):
+    """:func:`_memory_warnings` on the cluster history."""
+    return lambda size, counts=None: _memory_warnings(size, counts, cluster_history)
+
+
+def test_a_local_history_names_the_drivers_memory_not_more_executors():
+    """local[N]'s executors are threads of one JVM: more of them add no memory."""
+    a = suggest_executors("sqljoin", "64MB", store=HISTORY, executor_counts="1,3")
+    assert not _memory_warnings("64MB", "1,3", HISTORY)
+    said = [w for w in a.warnings if "local mode" in w]
+    assert len(said) == 1, a.warnings
+    assert said[0].startswith("the driver's 1024 MiB, which local mode's 1 executor shares (one JVM), "
+                              "holds 0.06 bytes of input per byte, beyond the 0.03 that ran"), said[0]
+    assert "spark.driver.memory (--driver-memory) of >= 2 GiB stays within what ran" in said[0]
+    # the ratio does not fall with more threads: every candidate holds the same input per byte
+    assert len({c.input_per_memory for c in a.candidates}) == 1
+    assert not [w for w in suggest_executors("sqljoin", "32MB", store=HISTORY).warnings if "local mode" in w]
+
+
+def test_the_memory_warning_names_the_smallest_count_that_passes(on_cluster):
+    (w,) = on_cluster("64MB")
     # the largest run read 31,999,986 B: 2 executors hold 64 MB within the check's tolerance
     assert w.endswith("; >= 2 executors (or more executor memory) stay within what ran"), w
-    assert _memory_warnings("64MB", "2") == []
+    assert on_cluster("64MB", "2") == []
 
 
 @pytest.mark.parametrize("size", ["33MB", "64.1MB", "95.9MB", "96MB", "200MB"])
-def test_the_named_count_is_quiet_and_one_fewer_is_warned(size):
-    (w,) = _memory_warnings(size, "1")
+def test_the_named_count_is_quiet_and_one_fewer_is_warned(size, on_cluster):
+    (w,) = on_cluster(size, "1")
     need = int(re.search(r">= (\d+) executors", w).group(1))
-    assert _memory_warnings(size, str(need)) == []
+    assert on_cluster(size, str(need)) == []
     if need > 1:
-        assert len(_memory_warnings(size, str(need - 1))) == 1
+        assert len(on_cluster(size, str(need - 1))) == 1
 
 
 # ---- 3. what runs a job without a succeeded run has ---------------------------------------------
