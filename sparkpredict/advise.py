@@ -150,10 +150,13 @@ def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int,
         keys = (e, t, up) if chance is None else (e, t, up, -np.round(chance, 4))
         return int(np.lexsort(keys)[0]), False
     pool = feasible & budget_ok
-    if not pool.any():  # nothing within budget (and deadline): the deadline wins, warned below
-        pool = feasible
     if objective == "knee" and feasible[knee_i]:
         i = knee_i
+    elif objective == "time" and not pool.any():
+        # nothing within budget (and deadline): the deadline wins, and of the counts meeting it
+        # the cheapest, the least over the budget (the fastest spent most past it), warned below
+        idx = np.flatnonzero(feasible)
+        i = int(idx[np.lexsort((e[idx], cost[idx]))[0]])
     elif objective == "time":
         i = _fastest(pool, t, cost, e)
     else:
@@ -331,8 +334,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
                         + " (pass params= / --param NAME=VALUE)")
     if objective == "time" and budget_v is not None and not budget_ok[i]:
         also = " and meets the deadline" if meets is not None and met else ""
-        warnings.append(f"no candidate fits the budget{also}; the fastest "
-                        f"{'meeting the deadline' if also else 'overall'} is given")
+        warnings.append(f"no candidate fits the budget{also}; the cheapest "
+                        f"{'meeting the deadline' if also else 'count'}, the least over it, is given")
     elif budget_v is not None and not budget_ok[i]:
         # a budget only steers "time"; given with another objective it must not pass unremarked
         spent = format_amount(money[i]) if money is not None else f"{format_amount(cost[i])} executor-h"

@@ -128,9 +128,11 @@ def test_time_is_fastest_within_budget():
     assert advise(objective="time", max_executors=24).executors == 24
     # budget in executor-hours: E*(3000/E + 30)/3600 <= 0.92  <=>  E <= (3312-3000)/30 = 10.4
     assert advise(objective="time", max_executors=200, budget=0.92).executors == 10
-    # with a price the budget is money: 2 per executor-hour -> 1.5 money = 0.75 h -> E <= -10: none fit
+    # with a price the budget is money: 2 per executor-hour -> 1.5 money = 0.75 h -> E <= -10: none
+    # fit, and the cheapest count is the least over it
     a = advise(objective="time", max_executors=30, budget=1.5, price_per_executor_hour=2.0)
-    assert a.executors == 30 and any("budget" in w for w in a.warnings)
+    assert a.executors == 1 and any("budget" in w for w in a.warnings)
+    assert advise(objective="time", max_executors=30, budget=1.7, price_per_executor_hour=2.0).executors == 2  # 0.85 h: E <= 2
     assert a.cost_money == pytest.approx(2.0 * a.cost_executor_hours)
 
 
@@ -155,10 +157,16 @@ def test_fastest_treats_runtimes_within_2_percent_as_equal():
 def test_time_with_deadline_and_budget():
     # deadline 600 met from E = 6; budget 0.9 h: (3000 + 30 E)/3600 <= 0.9 <=> E <= 8
     assert advise(objective="time", deadline_s=600, budget=0.9, max_executors=20).executors == 8
-    # budget 0.85 h allows E <= 2, none of which meets the deadline: the deadline wins, warned
+    # budget 0.85 h allows E <= 2, none of which meets the deadline: the deadline wins, and of
+    # the counts meeting it the cheapest, 6 (the least over the budget), warned
     a = advise(objective="time", deadline_s=600, budget=0.85, max_executors=20)
-    assert a.executors == 20 and a.meets_deadline is True
-    assert any("budget" in w for w in a.warnings)
+    assert a.executors == 6 and a.meets_deadline is True
+    said = ("no candidate fits the budget and meets the deadline; the cheapest meeting the deadline, "
+            "the least over it, is given")
+    assert [w for w in a.warnings if "budget" in w] == [said]
+    # without a deadline: the cheapest count
+    b = advise(objective="time", budget=0.5, max_executors=20)
+    assert b.executors == 1 and any("the cheapest count, the least over it" in w for w in b.warnings)
 
 
 @pytest.mark.parametrize("b,knee", [(0.06, 15), (0.12, 7), (0.3, 2)])
