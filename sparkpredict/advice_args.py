@@ -59,10 +59,11 @@ def give(arg: str, example: str) -> str:
 
 
 def positive_int(name: str, value: Any, example: str = "4") -> int:
-    """``value`` as a whole number >= 1 (``4.0`` passes, ``4.5`` does not)."""
+    """``value`` as a whole number >= 1 (``4.0`` passes, ``4.5`` does not, nor ``True``, which
+    int() reads as 1: a flag passed where a count belongs)."""
     try:
         v = int(value)
-        ok = v == float(value) and v >= 1
+        ok = v == float(value) and v >= 1 and not isinstance(value, bool)
     except (TypeError, ValueError):
         ok = False
     if not ok:
@@ -77,7 +78,7 @@ def positive_float(name: str, value: Any, example: str = "1") -> float:
         v = float(value)
     except (TypeError, ValueError):
         v = float("nan")
-    if not math.isfinite(v) or v <= 0:
+    if not math.isfinite(v) or v <= 0 or isinstance(value, bool):
         raise InputError(f"{arg_name(name)} must be a positive number, got {value!r}",
                          f"give a number above zero, e.g. {give(name, example)}")
     return v

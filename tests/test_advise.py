@@ -276,6 +276,11 @@ def test_dynamic_allocation_bounds():
     ({"input_bytes": float("nan")}, "not a finite number"),
     ({"deadline_s": float("inf")}, "not a finite number"),
     ({"price_per_executor_hour": -1}, "positive"),
+    # int(True) is 1: a flag where a count or an amount belongs is refused, not read as 1
+    ({"executor_cores": True}, "whole number of at least 1, got True"),
+    ({"max_executors": True}, "whole number of at least 1, got True"),
+    ({"executor_memory_mb": True}, "whole number of at least 1, got True"),
+    ({"price_per_executor_hour": True}, "positive number, got True"),
 ])
 def test_bad_input_names_the_fix(kw, needle):
     m = LawModel()
