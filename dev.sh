@@ -22,7 +22,10 @@ setup() {
     echo "$want" > "$stamp"
   fi
   export PYSPARK_PYTHON="$PWD/.venv/bin/python"
-  .venv/bin/sparkpredict listener build
+  # labelled, on stderr: a bare path as the demo's first line of output read as a stray
+  local jar
+  jar=$(.venv/bin/sparkpredict listener build)
+  echo "listener jar: $jar" >&2
 }
 
 cmd=${1:-setup}
