@@ -349,8 +349,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
                     "most likely to make it is given")
         if default_top and i == len(e) - 1 and e[-1] < _MAX_DEFAULT_CAP:
             # the range's end was ours, not the user's: a larger count may be what it takes
-            no_count += (f". {int(e[-1])} is the default end of the range (twice the history's largest "
-                         f"count): {give('max_executors', str(2 * int(e[-1])))} asks about more, "
+            no_count += (f". {int(e[-1])} is the default end of the range: "
+                         f"{give('max_executors', str(2 * int(e[-1])))} asks about more, "
                          "further beyond the history")
         warnings.append(no_count)
     if t[i] > 0 and np.isfinite(up[i]) and up[i] > WIDE_INTERVAL * t[i]:
