@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,14 @@ from sparkpredict.models.persist import save_models
 
 MB = 10**6
 GB = 10**9
+HISTORY = Path(__file__).parent / "data" / "history"
+
+
+@pytest.fixture
+def real_history(tmp_path, monkeypatch):
+    """The repository's recorded history, its fitted models cached outside it."""
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    return HISTORY
 
 
 @pytest.fixture(scope="module")
@@ -165,3 +174,52 @@ def test_a_value_starting_with_a_dash_gets_its_own_error(words, needle, tmp_path
     out = json.loads(capsys.readouterr().out)
     assert needle in out["error"] and out["fix"]
     assert not (tmp_path / "no-models").exists()
+
+
+def test_a_limit_between_the_prediction_and_the_errors_middle_has_the_chance_below_it():
+    """Known distribution: log(T / prediction) ~ N(0.5, 0.2), errors running above the
+    prediction. The interval is clipped to hold the prediction, so its bounds alone say 50 %
+    for any limit between the prediction and e^0.5 times it; the unclipped lower half recovers
+    P(log ratio <= 0.3) = Phi(-1) = 15.9 %."""
+    from scipy.stats import norm
+
+    from sparkpredict.models.intervals import chance_within
+
+    mu, sd = 0.5, 0.2
+
+    def middle(c):
+        return mu + sd * norm.ppf((1 - c) / 2), mu + sd * norm.ppf((1 + c) / 2)
+
+    def clipped(c):
+        lo, hi = middle(c)
+        return np.minimum(lo, 0.0), np.maximum(hi, 0.0)
+
+    pred = np.array([10.0, 10.0, 10.0])
+    for limit, want in ((10 * np.exp(0.3), norm.cdf(-1.0)), (10 * np.exp(0.5), 0.5), (10 * np.exp(0.9), norm.cdf(2.0))):
+        got = chance_within(clipped, pred, limit, middle)
+        np.testing.assert_allclose(got, want, atol=2e-3)
+    # the clipped bounds alone: an even chance below the middle
+    np.testing.assert_allclose(chance_within(clipped, pred, 10 * np.exp(0.3)), 0.5, atol=1e-3)
+
+
+def test_far_beyond_the_runs_a_count_predicted_in_time_can_be_more_likely_late(real_history):
+    """sqljoin (runs of 2-32 MB) asked about 10 GB, whose extrapolation folds ran above the
+    model: a deadline 30 % above the prediction had read 50 % for every count."""
+    from sparkpredict.advice_source import HistorySource
+
+    m = HistorySource.resolve("sqljoin", store=real_history).model
+    X = {"input_bytes": np.full(3, 10 * GB), "executors": np.array([1.0, 2.0, 3.0])}
+    p = m.predict(X)
+    for k in range(3):
+        row = {c: v[k:k + 1] for c, v in X.items()}
+        chance = float(m.chance_within(row, 1.3 * p[k])[0])
+        assert chance < 0.5
+        # the upper bound's rule is untouched: 'meets' at c exactly when chance >= (1 + c)/2
+        for conf in (0.5, 0.8):
+            up = m.predict_interval(row, conf)["upper_s"][0]
+            assert (chance >= (1 + conf) / 2 - 1e-4) == bool(up <= 1.3 * p[k])
+    a = suggest_executors("sqljoin", "10GB", deadline_s=float(1.3 * p[2]), store=real_history,
+                          executor_counts=[3])
+    assert a.predicted_runtime_s < a.deadline_s and a.chance_meets_deadline < 0.5
+    assert a.candidate_verdicts() == ["misses"]
+    assert "misses deadline" in a.summary() and "predicted within it, but more likely over it than not" in a.summary()

@@ -267,8 +267,14 @@ def test_chance_within_reads_the_interval(model):
                 iv = model.predict_interval(row, conf)
                 assert (chance >= (1 + conf) / 2 - 1e-4) == bool(iv["upper_s"][0] <= limit), (factor, k, conf)
                 assert (chance <= (1 - conf) / 2 + 1e-4) == bool(iv["lower_s"][0] >= limit), (factor, k, conf)
-    # at the prediction itself: an even chance; more time never lowers it
-    np.testing.assert_allclose(model.chance_within(q, p[0])[0], 0.5, atol=1e-3)
+    # at the prediction itself: the share of the errors at or below it (16 GiB is a recorded
+    # size: its random folds' errors), not the even chance the clipped interval alone gave;
+    # more time never lowers it
+    assert model.at_seen_size(q)[0]
+    n = len(model.seen_residuals_)
+    below = np.mean(model.seen_residuals_ <= 0)
+    assert below < 0.47  # the model under-predicts a little more often than not
+    np.testing.assert_allclose(model.chance_within(q, p[0])[0], below, atol=1.5 / (n + 1))
     limits = p[2] * np.array([0.5, 0.9, 1.0, 1.1, 1.5, 4.0])
     chances = [float(model.chance_within({c: v[2:3] for c, v in q.items()}, t)[0]) for t in limits]
     assert chances == sorted(chances) and chances[0] < 0.1 and chances[-1] > 0.95

@@ -415,7 +415,9 @@ class JobRuntimeModel(RuntimeEstimator):
         chance ``(1 + c)/2`` for the ``c`` whose upper bound reaches it, one below with
         ``(1 - c)/2`` for the ``c`` whose lower bound does. Hence ``chance_within(X, t) >=
         (1 + c)/2`` exactly when ``predict_interval(X, c)["upper_s"] <= t``, for ``c`` up to
-        :meth:`max_confidence`. It saturates at
+        :meth:`max_confidence`. A limit above the prediction that even an interval of no width
+        reaches past (errors running above the prediction, far beyond the runs) is read from the
+        unclipped lower bounds instead, at most 50 % (:func:`.intervals.chance_within`). It saturates at
         the residuals' resolution: within ``[1/(n + 1), n/(n + 1)]`` for ``n`` out-of-fold
         errors (:meth:`max_confidence`), since ``n`` errors cannot tell 99 % from 92 % (12 runs
         had stated ">99%").
@@ -426,7 +428,9 @@ class JobRuntimeModel(RuntimeEstimator):
             raise InputError(f"limit must be a positive number of seconds, got {limit_s!r}",
                              "give the deadline in seconds, e.g. 2700 for 45 minutes")
         pred = self.predict(X)
-        chance = intervals.chance_within(intervals.log_bounds(self, self._query(X), pred), pred, limit)
+        F = self._query(X)
+        chance = intervals.chance_within(intervals.log_bounds(self, F, pred), pred, limit,
+                                         intervals.log_bounds(self, F, pred, contain=False))
         n = self.interval_errors()
         return np.clip(chance, 1 / (n + 1), n / (n + 1)) if n else chance
 

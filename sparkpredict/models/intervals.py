@@ -36,10 +36,12 @@ _CHANCE_STEPS = 14
 _CHANCE_MAX_CONFIDENCE = 0.999
 
 
-def conformal_bounds(sorted_resid: np.ndarray, confidence: Any) -> Any:
+def conformal_bounds(sorted_resid: np.ndarray, confidence: Any, contain: bool = True) -> Any:
     """Lower/upper log-ratio quantiles with the split-conformal finite-sample correction.
 
-    ``confidence`` a float gives two floats; an array gives two arrays, one bound per entry."""
+    ``confidence`` a float gives two floats; an array gives two arrays, one bound per entry.
+    ``contain``: clipped to 0, so that the interval always holds the prediction; without it
+    the quantiles as they are (:func:`chance_within` reads the distribution's middle so)."""
     r = np.asarray(sorted_resid, float)
     c = np.asarray(confidence, float)
     n = len(r)
@@ -48,15 +50,18 @@ def conformal_bounds(sorted_resid: np.ndarray, confidence: Any) -> Any:
     alpha = (1 - c) / 2
     k_hi = np.minimum(n - 1, np.ceil((n + 1) * (1 - alpha)).astype(int) - 1)
     k_lo = np.maximum(0, np.floor((n + 1) * alpha).astype(int) - 1)
-    lo, hi = np.minimum(r[k_lo], 0.0), np.maximum(r[k_hi], 0.0)
+    lo, hi = (np.minimum(r[k_lo], 0.0), np.maximum(r[k_hi], 0.0)) if contain else (r[k_lo], r[k_hi])
     return (float(lo), float(hi)) if c.ndim == 0 else (lo, hi)
 
 
-def log_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.ndarray):
+def log_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.ndarray,
+               contain: bool = True):
     """``confidence -> (lower, upper)``: each row's interval bounds as ``log(bound / ŷ)``,
     at that row's confidence (an array), for query features ``F`` (``model._query(X)``) and
-    ``pred`` being ``model.predict(X)``; see :meth:`JobRuntimeModel.predict_interval`."""
-    bounds = _size_bounds(model, F, pred)
+    ``pred`` being ``model.predict(X)``; see :meth:`JobRuntimeModel.predict_interval`.
+    ``contain=False``: the quantiles before each part is clipped to hold the prediction
+    (:func:`conformal_bounds`), for :func:`chance_within`."""
+    bounds = _size_bounds(model, F, pred, contain)
     seen = getattr(model, "unvaried_", {})
     if not seen:
         return bounds
@@ -77,7 +82,7 @@ def log_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.nda
     # share its memory among more tasks, which can: the drift's bound stays there.
     only_memory = (fewer <= 1.0) & np.all(
         [r <= 1.0 for c, r in ratio.items() if c != "executor_memory_mb"] or [np.ones(len(pred), bool)], axis=0)
-    at_seen = _size_bounds(model, dict(F, **{c: np.full(len(F[c]), v) for c, v in seen.items()}), pred)
+    at_seen = _size_bounds(model, dict(F, **{c: np.full(len(F[c]), v) for c, v in seen.items()}), pred, contain)
 
     def at(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = bounds(c)
@@ -90,9 +95,9 @@ def log_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.nda
     return at
 
 
-def _size_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.ndarray):
+def _size_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.ndarray, contain: bool = True):
     """:func:`log_bounds` before the bounds of unvaried resources: the drift and the size floor."""
-    drift = _drift_bounds(model, F)
+    drift = _drift_bounds(model, F, contain=contain)
     if model.drift_law_ == "relative":  # saved before the size floor existed: as it was then
         return drift
     lo_s, hi_s = model.training_range_["input_bytes"]
@@ -111,25 +116,27 @@ def _size_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.n
     # the edge size's unseen-size bounds: the floor carries them to another input, which
     # is a size the model has not seen (with the seen-size bounds, 6 of C3O's 147 held-out
     # smallest sizes were certified on the smallest recorded size's repeat noise)
-    edge = _drift_bounds(model, edge_F, seen_sizes=False)
+    edge = _drift_bounds(model, edge_F, seen_sizes=False, contain=contain)
+    # never past the prediction itself, so the interval always contains it
+    cap = 0.0 if contain else np.inf
 
     def at(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = drift(c)
         lo_e, hi_e = edge(c)
-        # never past the prediction itself, so the interval always contains it
-        lo = np.where(above, np.minimum(np.maximum(lo, shift + lo_e), 0.0), lo)
-        hi = np.where(below, np.maximum(np.minimum(hi, shift + hi_e), 0.0), hi)
+        lo = np.where(above, np.minimum(np.maximum(lo, shift + lo_e), cap), lo)
+        hi = np.where(below, np.maximum(np.minimum(hi, shift + hi_e), -cap), hi)
         return lo, hi
     return at
 
 
-def _drift_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], seen_sizes: bool = True):
+def _drift_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], seen_sizes: bool = True,
+                  contain: bool = True):
     """:func:`log_bounds` before the size floor: the in-range bounds plus the drift;
     ``seen_sizes=False`` gives every row the unseen-size in-range bounds."""
     ext = model.extrapolation(F)
     d = ext["max"]
     out = d > 0
-    in_range = _in_range_bounds(model, F, seen_sizes)
+    in_range = _in_range_bounds(model, F, seen_sizes, contain)
     if not out.any():
         return in_range
     pooled = np.sort(np.concatenate([np.zeros(0)] + list(model.extrap_z_.values())))
@@ -154,16 +161,20 @@ def _drift_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], seen_size
 
     def at(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lo_q, hi_q = in_range(c)
-        pb = conformal_bounds(pooled, c) if len(pooled) else (lo_q, hi_q)
+        pb = conformal_bounds(pooled, c, contain) if len(pooled) else (lo_q, hi_q)
         z_lo, z_hi = np.zeros(len(d)), np.zeros(len(d))
         for rows, z in groups:
-            gb = conformal_bounds(z, c) if len(z) >= 10 else pb
+            gb = conformal_bounds(z, c, contain) if len(z) >= 10 else pb
             z_lo[rows], z_hi[rows] = np.minimum(gb[0], pb[0])[rows], np.maximum(gb[1], pb[1])[rows]
         if OUTSIDE == "add":
             # beyond the range: the in-range error at unseen sizes plus the drift that grows
             # with the distance (each one-sided, so the interval never narrows outside)
-            return (np.where(out, lo_q + dd_lo * np.minimum(z_lo, 0.0), lo_q),
-                    np.where(out, hi_q + dd_hi * np.maximum(z_hi, 0.0), hi_q))
+            if contain:
+                z_lo, z_hi = np.minimum(z_lo, 0.0), np.maximum(z_hi, 0.0)
+            # a drift above the prediction grows by the upper bound's law, one below it by the
+            # lower's, whichever bound it falls in (unclipped, a quantile of either sign)
+            return (np.where(out, lo_q + np.where(z_lo < 0, dd_lo, dd_hi) * z_lo, lo_q),
+                    np.where(out, hi_q + np.where(z_hi > 0, dd_hi, dd_lo) * z_hi, hi_q))
         return (np.where(out, np.minimum(lo_q, dd_lo * z_lo), lo_q),
                 np.where(out, np.maximum(hi_q, dd_hi * z_hi), hi_q))
     return at
@@ -184,17 +195,18 @@ def at_seen_size(model: JobRuntimeModel, F: Mapping[str, np.ndarray]) -> np.ndar
     return rel <= SEEN_SIZE_TOLERANCE
 
 
-def _in_range_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], seen_sizes: bool = True):
+def _in_range_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], seen_sizes: bool = True,
+                     contain: bool = True):
     """``confidence -> (lower, upper)`` log bounds before any drift: unseen-size residuals,
     or at a recorded size (:func:`at_seen_size`) the random folds', where narrower."""
     seen_resid = model.seen_residuals_
     seen = at_seen_size(model, F) if seen_sizes and seen_resid is not None else None
     if seen is None or seen_resid is None or not seen.any():
-        return lambda c: conformal_bounds(model.residuals_, c)
+        return lambda c: conformal_bounds(model.residuals_, c, contain)
 
     def at(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        lo, hi = conformal_bounds(model.residuals_, c)
-        lo_s, hi_s = conformal_bounds(seen_resid, c)
+        lo, hi = conformal_bounds(model.residuals_, c, contain)
+        lo_s, hi_s = conformal_bounds(seen_resid, c, contain)
         # never wider than at an unseen size: with few runs the random folds' extreme
         # residuals can exceed the grouped folds' (tests/data/history's sort: 7.6 MiB, a
         # recorded size, got a wider interval than 7.7 MiB), though knowing the size cannot
@@ -203,20 +215,41 @@ def _in_range_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], seen_s
     return at
 
 
-def chance_within(bounds: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]], pred: np.ndarray,
-                  limit: float) -> np.ndarray:
+Bounds = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def chance_within(bounds: Bounds, pred: np.ndarray, limit: float, middle: Bounds | None = None) -> np.ndarray:
     """Per row, the chance that one run takes at most ``limit`` seconds, read from ``bounds``
-    (:func:`log_bounds`); see :meth:`~.hybrid.JobRuntimeModel.chance_within`."""
+    (:func:`log_bounds`); see :meth:`~.hybrid.JobRuntimeModel.chance_within`.
+
+    ``middle``: the same bounds unclipped (``log_bounds(..., contain=False)``). The interval
+    holds the prediction, so where the errors run above it (far beyond the sizes, where the
+    drift's median is well above 0) even an interval of no width reaches past a limit a little
+    above the prediction, and ``bounds`` alone say 50 % for every such limit (a 62x larger
+    input: every count 50 %, 54 s and 11.6 s predicted against 60 s). There the chance is read
+    from the unclipped lower bounds, the distribution's lower half, and is at most 50 %."""
     # a non-positive prediction (an equation's extrapolation gone wrong) counts as met
     target = np.log(limit / np.where(pred > 0, pred, np.nan))
     target = np.where(pred > 0, target, np.inf)
     above = target >= 0
-    # bisection per row for the smallest confidence whose bound reaches the limit (the
-    # bounds widen monotonically with the confidence)
-    c_lo, c_hi = np.zeros(len(pred)), np.full(len(pred), _CHANCE_MAX_CONFIDENCE)
-    for _ in range(_CHANCE_STEPS):
-        mid = (c_lo + c_hi) / 2
-        lo, hi = bounds(mid)
-        reach = np.where(above, hi >= target, lo <= target)
-        c_hi, c_lo = np.where(reach, mid, c_hi), np.where(reach, c_lo, mid)
-    return np.where(above, (1 + c_hi) / 2, (1 - c_hi) / 2)
+
+    def smallest_reaching(bnds: Bounds, upper: np.ndarray) -> np.ndarray:
+        # bisection per row for the smallest confidence whose bound reaches the limit (the
+        # bounds widen monotonically with the confidence)
+        c_lo, c_hi = np.zeros(len(pred)), np.full(len(pred), _CHANCE_MAX_CONFIDENCE)
+        for _ in range(_CHANCE_STEPS):
+            mid = (c_lo + c_hi) / 2
+            lo, hi = bnds(mid)
+            reach = np.where(upper, hi >= target, lo <= target)
+            c_hi, c_lo = np.where(reach, mid, c_hi), np.where(reach, c_lo, mid)
+        return c_hi
+
+    c = smallest_reaching(bounds, above)
+    chance = np.where(above, (1 + c) / 2, (1 - c) / 2)
+    if middle is None:
+        return chance
+    plateau = above & (bounds(np.zeros(len(pred)))[1] >= target)
+    if not plateau.any():
+        return chance
+    lower_half = (1 - smallest_reaching(middle, np.zeros(len(pred), bool))) / 2
+    return np.where(plateau, np.minimum(chance, lower_half), chance)
