@@ -223,3 +223,19 @@ def test_far_beyond_the_runs_a_count_predicted_in_time_can_be_more_likely_late(r
     assert a.predicted_runtime_s < a.deadline_s and a.chance_meets_deadline < 0.5
     assert a.candidate_verdicts() == ["misses"]
     assert "misses deadline" in a.summary() and "predicted within it, but more likely over it than not" in a.summary()
+
+
+def test_confidence_reads_as_the_advice_writes_it(real_history, capsys):
+    base = ["suggest", "--job", "sort", "--input-size", "16MB", "--deadline", "15s", "--store", str(real_history), "--json"]
+    assert main([*base, "--confidence", "80%"]) == 0
+    pct = json.loads(capsys.readouterr().out)
+    assert main([*base, "--confidence", "0.8"]) == 0
+    frac = json.loads(capsys.readouterr().out)
+    assert pct["confidence"] == pytest.approx(0.8) and pct["upper_s"] == pytest.approx(frac["upper_s"])
+    assert main([*base, "--confidence", "180%"]) == 2
+    err = capsys.readouterr().err
+    assert "confidence must lie strictly between 0 and 1, got 1.8" in err and "fix: " in err, err
+    with pytest.raises(SystemExit) as e:  # argparse's own exit, as for any unreadable value
+        main([*base, "--confidence", "high%"])
+    assert e.value.code == 2
+    assert "not a level: 'high%' (write e.g. 0.9 or 90%)" in capsys.readouterr().err

@@ -113,8 +113,13 @@ def test_interval_contains_prediction_and_widens_outside(model):
     for bad in (1.5, 0, True, "high"):  # one message for every model and the advice
         with pytest.raises(InputError, match="confidence must lie strictly between 0 and 1") as e:
             model.predict_interval(q, confidence=bad)
-        assert e.value.fix == "give a level between 0 and 1, e.g. 0.9 for a 90% interval"  # not a CLI flag: Python calls it too
+        assert e.value.fix == "give a level between 0 and 1, e.g. 0.9 (or 90%) for a 90% interval"  # not a CLI flag: Python calls it too
     assert np.array_equal(model.predict_interval(q, confidence="0.9")["upper_s"], iv["upper_s"])
+    # as the advice writes levels: "90%"
+    assert np.array_equal(model.predict_interval(q, confidence=" 90% ")["upper_s"], iv["upper_s"])
+    for bad in ("90 %%", "150%", "%"):
+        with pytest.raises(InputError, match="confidence must lie strictly between 0 and 1"):
+            model.predict_interval(q, confidence=bad)
 
 
 @pytest.mark.parametrize("seed", [0, 1])

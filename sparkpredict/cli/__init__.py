@@ -103,6 +103,17 @@ def _command_of(parser: argparse.ArgumentParser, words: list[str]) -> argparse.A
     return found
 
 
+def confidence_arg(text: str) -> float:
+    """``--confidence``: ``0.9``, or ``90%`` as the advice writes levels; its range is the
+    command's to check (:func:`sparkpredict.models.columns.check_confidence`), whose error
+    names the flag."""
+    t = text.strip()
+    try:
+        return float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a level: {text!r} (write e.g. 0.9 or 90%)") from None
+
+
 def _dash_values(parsers: list[argparse.ArgumentParser], words: list[str]) -> list[str]:
     """``words`` with a value that starts with a dash joined to its option, as ``--opt=value``:
     argparse takes ``--input-size -5GB`` for two options and says only "expected one argument",

@@ -9,6 +9,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from . import confidence_arg
+
 if TYPE_CHECKING:
     from ..errors import InputError
 
@@ -35,7 +37,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("model_dir", metavar="MODEL_DIR")
     p.add_argument("query", metavar="QUERY")
     p.add_argument("--out", required=True, metavar="PRED.csv", help="PRED.csv or PRED.parquet")
-    p.add_argument("--confidence", type=float, default=0.9)
+    p.add_argument("--confidence", type=confidence_arg, default=0.9)
     p.add_argument("--skip-bad-rows", action="store_true",
                    help="predict the good rows and list the bad ones on stderr instead of writing "
                         "nothing (the output then lacks the bad rows: match rows by their columns, "

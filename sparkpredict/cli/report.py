@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import confidence_arg
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -14,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "and the current advice.")
     p.add_argument("--store", default=None, help="history store (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     p.add_argument("--job", action="append", default=None, help="only this job (repeatable)")
-    p.add_argument("--confidence", type=float, default=0.9, help="interval confidence (default 0.9)")
+    p.add_argument("--confidence", type=confidence_arg, default=0.9, help="interval confidence (default 0.9)")
     p.add_argument("--out", default="report.html", help="HTML file to write (default report.html)")
     p.set_defaults(func=_run)
 

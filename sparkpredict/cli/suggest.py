@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from . import confidence_arg
+
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -34,7 +36,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--executor-cores", type=int, metavar="N", help="default: as last recorded")
     p.add_argument("--executor-memory", metavar="SIZE",
                    help="executor memory, e.g. 4g or 4096 (MiB); default: as last recorded")
-    p.add_argument("--confidence", type=float, default=0.9, help="interval coverage (default 0.9)")
+    p.add_argument("--confidence", type=confidence_arg, default=0.9, help="interval coverage: 0.9 or 90%% (default 0.9)")
     add_param_option(p)
     p.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE); with "
                    "--models, it supplies only the runs behind the warnings (memory, few runs)")

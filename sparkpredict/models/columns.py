@@ -73,14 +73,16 @@ def with_runtime(X: Any, y: Any) -> Any:
 
 
 def check_confidence(value: Any) -> float:
-    """``value`` as a confidence level strictly between 0 and 1 (every model and the advice)."""
+    """``value`` as a confidence level strictly between 0 and 1 (every model and the advice);
+    a string may give it as a percentage, ``"90%"``, as the advice writes levels."""
     try:
-        c = float(value)
+        text = value.strip() if isinstance(value, str) else None
+        c = float(text[:-1]) / 100 if text and text.endswith("%") else float(value)
     except (TypeError, ValueError):
         c = math.nan
     if isinstance(value, bool) or not 0.0 < c < 1.0:
         raise InputError(f"confidence must lie strictly between 0 and 1, got {value!r}",
-                         "give a level between 0 and 1, e.g. 0.9 for a 90% interval")
+                         "give a level between 0 and 1, e.g. 0.9 (or 90%) for a 90% interval")
     return c
 
 
