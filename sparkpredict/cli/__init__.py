@@ -107,9 +107,10 @@ def confidence_arg(text: str) -> float:
     """``--confidence``: ``0.9``, or ``90%`` as the advice writes levels; its range is the
     command's to check (:func:`sparkpredict.models.columns.check_confidence`), whose error
     names the flag."""
-    t = text.strip()
+    from ..models.columns import read_level
+
     try:
-        return float(t[:-1]) / 100 if t.endswith("%") else float(t)
+        return read_level(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a level: {text!r} (write e.g. 0.9 or 90%)") from None
 

@@ -72,12 +72,18 @@ def with_runtime(X: Any, y: Any) -> Any:
     return X.assign(runtime_s=y) if hasattr(X, "assign") else {**X, "runtime_s": y}
 
 
+def read_level(value: Any) -> float:
+    """A level as a number: ``0.9``, or a string ``"0.9"`` or ``"90%"``, as the advice writes
+    levels; its range unchecked (:func:`check_confidence`). Raises ValueError or TypeError."""
+    text = value.strip() if isinstance(value, str) else None
+    return float(text[:-1]) / 100 if text and text.endswith("%") else float(value)
+
+
 def check_confidence(value: Any) -> float:
-    """``value`` as a confidence level strictly between 0 and 1 (every model and the advice);
-    a string may give it as a percentage, ``"90%"``, as the advice writes levels."""
+    """``value`` as a confidence level strictly between 0 and 1 (every model and the advice),
+    read by :func:`read_level`."""
     try:
-        text = value.strip() if isinstance(value, str) else None
-        c = float(text[:-1]) / 100 if text and text.endswith("%") else float(value)
+        c = read_level(value)
     except (TypeError, ValueError):
         c = math.nan
     if isinstance(value, bool) or not 0.0 < c < 1.0:
@@ -86,4 +92,4 @@ def check_confidence(value: Any) -> float:
     return c
 
 
-__all__ = ["REQUIRED", "check_confidence", "column", "floats", "n_rows", "with_runtime"]
+__all__ = ["REQUIRED", "check_confidence", "column", "floats", "n_rows", "read_level", "with_runtime"]
