@@ -65,9 +65,12 @@ class HistorySource:
 
     # -- construction --------------------------------------------------------------------------
     @classmethod
-    def resolve(cls, job: str, *, store: Any = None, models: Any = None) -> HistorySource:
+    def resolve(cls, job: str, *, store: Any = None, models: Any = None,
+                params: Any = ()) -> HistorySource:
+        """``params``: the parameter names the caller gives; from a store they are checked
+        against the ones its runs declare before a fit, so a misspelt one writes no fit cache."""
         if models is None:
-            return cls._from_store(job, store)
+            return cls._from_store(job, store, params)
         if isinstance(models, Mapping):
             if job not in models:
                 raise _unknown_job(job, list(models), "the models given")
@@ -129,8 +132,9 @@ class HistorySource:
         return runs, spill, dyn, mine
 
     @classmethod
-    def _from_store(cls, job: str, store: Any) -> HistorySource:
+    def _from_store(cls, job: str, store: Any, params: Any = ()) -> HistorySource:
         from .config import resolve_store
+        from .features.runs import BASE_FEATURES, feature_columns
         from .store import io as store_io
 
         st = store if hasattr(store, "read") else store_io.open(resolve_store(store))
@@ -139,6 +143,7 @@ class HistorySource:
         if key in _CACHE:
             return _CACHE[key]
         runs, spill, dyn, raw = cls._history(job, st)
+        check_param_names(job, params, [c for c in feature_columns(runs) if c not in BASE_FEATURES])
         model, note = registry_model(job, st, raw, len(runs))
         if model is None:
             model = load_or_fit(job, st, version, runs)
@@ -147,6 +152,11 @@ class HistorySource:
             src.notes.append(note)
         _remember(key, src)
         return src
+
+    def param_names(self) -> list[str]:
+        """The job parameters the model takes (declared by the history's runs), sorted."""
+        base = {"input_bytes", "executors", "executor_cores", "executor_memory_mb"}
+        return sorted(c for c in self.features if c not in base)
 
     # -- what the advice asks ------------------------------------------------------------------
     def _latest(self, col: str) -> float | None:
@@ -177,11 +187,6 @@ class HistorySource:
     def max_executors_seen(self) -> int | None:
         seen = self.executor_counts_seen()
         return max(seen) if seen else None
-
-    def param_names(self) -> list[str]:
-        """The job parameters the model takes (declared by the history's runs), sorted."""
-        base = {"input_bytes", "executors", "executor_cores", "executor_memory_mb"}
-        return sorted(c for c in self.features if c not in base)
 
     def query(self, size: int, e, cores: int | None, mem: int | None,
               params: Mapping[str, float] | None = None) -> dict[str, Any]:
@@ -361,6 +366,16 @@ class HistorySource:
         msg = (f"{plural(execs, 'executor')} x {mem} MiB {'holds' if execs == 1 else 'hold'} {r2(ratio)} bytes of input per byte of "
                f"executor memory, beyond the {r2(limit)} that ran {what}") + spilled_note()
         return [msg + f"; >= {need} executors (or more executor memory) stay within what ran"]
+
+
+def check_param_names(job: str, given: Any, known: list[str]) -> None:
+    """Refuse a parameter name the job's history does not declare, naming those it does."""
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        has = f"its history declares {', '.join(sorted(known))}" if known else "its history declares none"
+        raise InputError(f"job {job!r} has no recorded parameter {', '.join(map(repr, unknown))} ({has})",
+                         "check the name, or record runs that declare it (sparkpredict submit "
+                         "--param NAME=VALUE, or spark.sparkpredict.param.NAME) and refit")
 
 
 def _all_local(raw: pd.DataFrame | None) -> bool:

@@ -59,7 +59,7 @@ from .advice_args import (
     unit_fraction,
 )
 from .advice_cache import _CACHE  # noqa: F401  (tests inspect it)
-from .advice_source import HistorySource
+from .advice_source import HistorySource, check_param_names
 from .errors import InputError
 from .units import format_amount, format_duration, format_number, plural
 
@@ -262,15 +262,10 @@ def suggest_executors(job: str, input_bytes: float | str, *,
                              "or the list of counts")
 
     given_params = check_params(params)
-    src = HistorySource.resolve(job, store=store, models=models)
+    src = HistorySource.resolve(job, store=store, models=models, params=given_params)
     model = src.model
     known = src.param_names()
-    unknown = sorted(set(given_params) - set(known))
-    if unknown:
-        has = f"its history declares {', '.join(known)}" if known else "its history declares none"
-        raise InputError(f"job {job!r} has no recorded parameter {', '.join(map(repr, unknown))} ({has})",
-                         "check the name, or record runs that declare it (sparkpredict submit "
-                         "--param NAME=VALUE, or spark.sparkpredict.param.NAME) and refit")
+    check_param_names(job, given_params, known)  # a model folder's, or one the store's lags
     cores = cores or src.default_column("executor_cores")
     mem = mem or src.default_column("executor_memory_mb")
     default_top = counts is None and hi is None

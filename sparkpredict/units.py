@@ -201,19 +201,21 @@ _HOURS_IN_FULL = 10_000
 
 
 def format_duration(seconds: float) -> str:
-    """``5400`` -> ``1h30m``; ``42.3`` -> ``42.3s``; ``5.3e14`` -> ``1.5e11h``."""
+    """``5400`` -> ``1h30m``; ``42.3`` -> ``42.3s``; ``5.3e14`` -> ``1.5e11h``.
+
+    Past an hour the duration is rounded to the minute (``3650`` -> ``1h01m``)."""
     if not math.isfinite(seconds):
         return "inf"
-    if seconds < 60:
+    if round(seconds, 1) < 60:  # 59.97 s is "1m00s", not "60.0s"
         return f"{seconds:.1f}s"
     if seconds >= _HOURS_IN_FULL * 3600:
         # far outside any history an interval's bound can be years: "1.5e11h", not 12 digits
         return f"{_short_exponent(f'{seconds / 3600:#.2g}')}h"
-    total = int(round(seconds))
-    h, rem = divmod(total, 3600)
-    m, s = divmod(rem, 60)
-    if h:
+    if round(seconds) >= 3600:
+        # past an hour, to the nearest minute: seconds there are noise no run repeats
+        h, m = divmod(int(round(seconds / 60.0)), 60)
         return f"{h}h{m:02d}m"
+    m, s = divmod(int(round(seconds)), 60)
     return f"{m}m{s:02d}s"
 
 

@@ -26,6 +26,23 @@ DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture(scope="session")
+def runs_so_far():
+    """``runs_so_far(store)``: the runs rows a live driver's listener has written to ``store``
+    so far, or None before its first batch (for tests that signal a driver mid-run)."""
+    from sparkpredict import store as store_mod
+    from sparkpredict.errors import StoreError
+
+    def read(store):
+        try:
+            runs = store_mod.open(store).runs()
+        except StoreError:
+            return None
+        return runs if len(runs) else None
+
+    return read
+
+
+@pytest.fixture(scope="session")
 def listener_jar() -> Path:
     from sparkpredict.capture.listener import build_listener
 

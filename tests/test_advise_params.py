@@ -103,6 +103,21 @@ def test_bad_parameters_name_the_fix(ml_store, params, needle):
     assert needle in str(e.value)
 
 
+def test_a_misspelt_parameter_is_refused_before_the_fit_writes_its_cache(tmp_path, monkeypatch):
+    """The name is checked against what the store's runs declare before the job's model is fitted,
+    so the refused call leaves no fit cache behind (nothing written)."""
+    from sparkpredict.config import CACHE_ENV
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(CACHE_ENV, str(cache))
+    path = history(tmp_path / "store")
+    with pytest.raises(InputError, match="no recorded parameter 'iteration'"):
+        suggest_executors("ml", "30GB", params={"iteration": 4}, store=path)
+    assert not cache.exists() or not any(p.is_file() for p in cache.rglob("*"))
+    suggest_executors("ml", "30GB", params={"iterations": 4}, store=path)  # the corrected call fits
+    assert any(p.is_file() for p in cache.rglob("*"))
+
+
 def test_a_history_without_parameters_rejects_them(tmp_path):
     path = history(tmp_path / "store", declare=False, iterations=(1,))
     with pytest.raises(InputError, match="its history declares none"):

@@ -19,7 +19,6 @@ from py4j.protocol import Py4JError
 
 from sparkpredict import store as store_mod
 from sparkpredict.capture.eventlog_ingest import ingest_event_logs
-from sparkpredict.errors import StoreError
 
 pytestmark = pytest.mark.spark
 JOB = Path(__file__).parent / "data" / "capture" / "wordcount_job.py"
@@ -70,15 +69,7 @@ def test_a_context_stopped_while_a_job_runs_is_killed_in_the_listener_and_the_ev
     assert ingested.input_bytes == run.input_bytes
 
 
-def _runs(store: Path):
-    try:
-        runs = store_mod.open(store).runs()
-    except StoreError:
-        return None
-    return runs if len(runs) else None
-
-
-def test_ctrl_c_under_spark_submit_between_jobs_is_killed(listener_jar, tmp_path):
+def test_ctrl_c_under_spark_submit_between_jobs_is_killed(listener_jar, runs_so_far, tmp_path):
     """Ctrl-C while the driver's code runs between jobs: no job is cut short, and the context's
     stop from the shutdown hook says exit code 0; only the signal tells the run did not finish."""
     from sparkpredict.capture.submit import build_command
@@ -96,7 +87,7 @@ def test_ctrl_c_under_spark_submit_between_jobs_is_killed(listener_jar, tmp_path
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.time() + 240
-        while _runs(store) is None:  # the first job's batch: the driver now sleeps
+        while runs_so_far(store) is None:  # the first job's batch: the driver now sleeps
             assert proc.poll() is None, log.read_text()[-3000:]
             assert time.time() < deadline, "no batch was committed in time"
             time.sleep(0.5)

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from sparkpredict import store as store_mod
-from sparkpredict.errors import StoreError
 
 pytestmark = pytest.mark.spark
 JOB = Path(__file__).parent / "data" / "capture" / "wordcount_job.py"
@@ -28,15 +27,7 @@ def _start(store: Path, job: str, log: Path) -> subprocess.Popen:
                             start_new_session=True)
 
 
-def _first_batch(store: Path):
-    try:
-        runs = store_mod.open(store).runs()
-    except StoreError:
-        return None
-    return runs if len(runs) else None
-
-
-def test_killed_drivers_keep_their_first_batch(listener_jar, tmp_path):
+def test_killed_drivers_keep_their_first_batch(listener_jar, runs_so_far, tmp_path):
     procs = {sig: _start(tmp_path / sig.name, f"killed-{sig.name}", tmp_path / f"{sig.name}.log")
              for sig in (signal.SIGTERM, signal.SIGKILL)}
     try:
@@ -45,7 +36,7 @@ def test_killed_drivers_keep_their_first_batch(listener_jar, tmp_path):
         while pending and time.time() < deadline:
             for sig, p in list(pending.items()):
                 assert p.poll() is None, (tmp_path / f"{sig.name}.log").read_text()[-3000:]
-                if _first_batch(tmp_path / sig.name) is not None:
+                if runs_so_far(tmp_path / sig.name) is not None:
                     os.kill(p.pid, sig)  # the spark-submit process is the driver JVM (exec'd)
                     del pending[sig]
             time.sleep(0.5)

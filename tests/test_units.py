@@ -56,6 +56,10 @@ def test_formatting():
     assert [format_bytes(parse_bytes(t)) for t in ("1PiB", "2PB")] == ["1 PiB", "2 PB"]
     assert format_duration(5400) == "1h30m"
     assert format_duration(42.25) == "42.2s"
+    # at the unit boundaries the rounding carries into the larger unit, and past an hour the
+    # duration rounds to the nearest minute (it had been cut: 1h00m50s printed 1h00m)
+    assert [format_duration(s) for s in (59.94, 59.97, 3599.4, 3599.6, 3629, 3631, 3650, 7199.9)] == \
+        ["59.9s", "1m00s", "59m59s", "1h00m", "1h00m", "1h01m", "1h01m", "2h00m"]
     # an interval's bound far outside the history can be years: two digits, not twelve
     assert [format_duration(s) for s in (9999 * 3600, 10_000 * 3600, 5.3e14)] == ["9999h00m", "1.0e4h", "1.5e11h"]
 
