@@ -259,5 +259,6 @@ def parse_counts(text: str) -> list[int]:
 
 
 def plural(n: int, noun: str) -> str:
-    """``1, "executor"`` -> ``1 executor``; ``3, "executor"`` -> ``3 executors``."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+    """``1, "executor"`` -> ``1 executor``; ``3, "executor"`` -> ``3 executors``; ``13504, "task"``
+    -> ``13,504 tasks`` (grouped, as the warnings beside such counts write them)."""
+    return f"{n} {noun}" if n == 1 else f"{n:,} {noun}s"

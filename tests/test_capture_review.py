@@ -1,5 +1,5 @@
 """A Spark user's review of the capture side: attach's input size, mid-log garbage in a plain
-log, a partial run in the store that a complete log cannot replace, the ingest report of skipped
+log, a partial run in the store that the complete log replaces, the ingest report of skipped
 logs, and whole numbers in `sparkpredict runs` CSVs."""
 from __future__ import annotations
 
@@ -67,9 +67,13 @@ def test_a_plain_log_with_a_bad_line_before_its_last_is_refused_not_stored_witho
     assert main(["ingest", str(bad), "--store", st]) == 1
     out = capsys.readouterr().out
     (failed,) = [ln for ln in out.splitlines() if ln.startswith("FAILED")]
-    assert "line 4 is not valid JSON" in failed and "cannot be replaced later" in failed
+    assert "line 4 is not valid JSON" in failed and "would lack the events lost there" in failed
     assert "  fix: ingest an intact copy of this log" in out.splitlines()
     assert store.open(st).runs().empty and store.open(st).tasks().empty
+    # its JSON names the run, and no status: nothing of it was stored ("succeeded" read as stored)
+    assert main(["ingest", str(bad), "--store", st, "--json"]) == 1
+    (f,) = json.loads(capsys.readouterr().out)["files"]
+    assert (f["outcome"], f["run_id"], f["status"]) == ("failed", "application_1603128018386_7756", None)
     # the intact copy then ingests, with every property
     assert main(["ingest", str(PLAIN), "--store", st]) == 0
     run = store.open(st).runs().iloc[0]
@@ -105,37 +109,38 @@ def test_only_a_bad_last_line_is_a_warning_not_one_with_a_cut_line_after_it(tmp_
 
 
 # ---- C: a partial run in the store, then the complete log ------------------------------------
-def test_a_complete_log_of_a_partially_stored_run_warns_with_numbers_and_what_to_do(tmp_path, capsys):
+def test_a_complete_log_replaces_the_cut_copy_ingest_stored_and_says_so(tmp_path, capsys):
+    """A scheduled ingest of spark.eventLog.dir meets logs still being written: it stores them
+    as incomplete. The finished log used to be skipped with a warning for good (the run was lost
+    from training unless a file was deleted by hand); it now replaces the cut copy."""
     trunc = tmp_path / "d4" / "trunc.zstd"
     trunc.parent.mkdir()
     trunc.write_bytes(Q72.read_bytes()[:600_000])
     st = str(tmp_path / "s4")
     assert main(["ingest", str(trunc.parent), "--store", st]) == 0
-    assert "(incomplete, 25 stages, 8354 tasks)" in capsys.readouterr().out
-    assert main(["ingest", str(Q72), "--store", st]) == 0  # a skip, not a failure
-    out = capsys.readouterr().out
-    assert "skipped" in out and "already in the store (incomplete)" in out
-    (warning,) = [ln for ln in out.splitlines() if ln.startswith("  warning:")]
-    assert "(stored: incomplete, 8,354 tasks; this log: succeeded, 13,504 tasks)" in warning
-    assert "cannot be replaced" in warning and "no command to remove one" in warning
-    assert "ingest this log into a fresh store" in warning
-    (batch,) = (Path(st) / "runs").glob("part-*.parquet")
-    assert f"delete {batch} " in warning
-    # what the warning says to do by hand works: the run is gone, and the whole log ingests
-    batch.unlink()
-    assert main(["store", "clean", "--store", st, "--older-than", "0"]) == 0
+    assert "(incomplete, 25 stages, 8,354 tasks)" in capsys.readouterr().out
+    assert len(store.open(st).tasks()) == 8354
     assert main(["ingest", str(Q72), "--store", st]) == 0
-    s = store.open(st)
-    assert list(s.runs().status) == ["succeeded"] and len(s.tasks()) == 13504
-    # a copy of a run stored whole: skipped, without a warning
-    shutil.copy(Q72, tmp_path / "copy.zstd")
-    capsys.readouterr()
-    assert main(["ingest", str(tmp_path / "copy.zstd"), "--store", st]) == 0
     out = capsys.readouterr().out
-    assert "already in the store (succeeded)" in out and "warning" not in out
+    assert ("run application_1751493828576_0001 (succeeded, 49 stages, 13,504 tasks), replacing its "
+            "stored copy (incomplete, 8,354 tasks)") in out
+    assert "warning" not in out
+    s = store.open(st)
+    tasks = s.tasks()
+    # one copy: the whole run's rows, none of the cut copy's left beside them
+    assert list(s.runs().status) == ["succeeded"] and len(tasks) == 13504 == tasks["task_id"].nunique()
+    assert len(s.stages()) == 49 and len(list((Path(st) / "runs").glob("part-*.parquet"))) == 1
+    assert s.orphans(min_age_s=0) == []  # the cut copy's part files went with its commit file
+    # the cut copy again (or any copy of a run stored whole): skipped, without a warning
+    shutil.copy(Q72, tmp_path / "copy.zstd")
+    for again in (trunc, tmp_path / "copy.zstd"):
+        assert main(["ingest", str(again), "--store", st]) == 0
+        out = capsys.readouterr().out
+        assert "already in the store (succeeded)" in out and "warning" not in out
+    assert len(store.open(st).tasks()) == 13504
 
 
-def test_a_finished_log_named_like_an_unfinished_stored_run_is_read_and_compared(tmp_path):
+def test_a_finished_log_named_like_an_unfinished_stored_run_is_read_and_replaces_it(tmp_path):
     """An in-progress log ingested as incomplete, then the finished one under Spark's name:
     it used to be skipped by its name without being read, silently."""
     whole = parse_event_log(SMALL)
@@ -149,8 +154,9 @@ def test_a_finished_log_named_like_an_unfinished_stored_run_is_read_and_compared
     first = ingest_event_logs(inprogress, st).files[0]
     assert first.outcome == "ingested" and first.status == "incomplete" and first.tasks < whole.tables["tasks"].num_rows
     (again,) = ingest_event_logs(SMALL, st).files
-    assert again.outcome == "exists" and again.run_id == whole.run_id and again.status == "incomplete"
-    assert len(again.warnings) == 1 and f"this log: succeeded, {whole.tables['tasks'].num_rows} tasks" in again.warnings[0]
+    assert again.outcome == "ingested" and again.run_id == whole.run_id and again.status == "succeeded"
+    assert again.replaced == f"incomplete, {first.tasks} tasks" and again.warnings == []
+    assert len(store.open(st).tasks()) == whole.tables["tasks"].num_rows
 
 
 # ---- D: the report of skipped logs -----------------------------------------------------------

@@ -9,6 +9,7 @@ a folder also given). :func:`fingerprint` tells whether a log changed since it w
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -113,7 +114,7 @@ def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
         elif os.path.basename(path).startswith(ROLLING_PREFIX):
             out.append(rolling_log(path))
         else:
-            for root, dirs, files in os.walk(path):
+            for root, dirs, files in os.walk(path, onerror=functools.partial(_refuse, path)):
                 dirs.sort()
                 for d in [d for d in dirs if d.startswith(ROLLING_PREFIX)]:
                     out.append(rolling_log(os.path.join(root, d)))
@@ -121,6 +122,12 @@ def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
                 out.extend(single_log(os.path.join(root, f)) for f in sorted(files)
                            if not _NOT_LOGS.search(f))
     return out
+
+
+def _refuse(path: str, exc: OSError) -> None:
+    # os.walk skips folders it cannot list: a folder of logs it could not read then read as
+    # "no event logs found"
+    raise unreadable(path, exc)
 
 
 def unique_logs(sources: Iterable[LogSource]) -> tuple[list[LogSource], list[str]]:

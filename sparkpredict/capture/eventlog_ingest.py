@@ -9,11 +9,13 @@ Those three names are still importable from :mod:`sparkpredict.capture.eventlog`
 Idempotence: every ingested run row keeps its log's path and fingerprint (sizes, mtimes and a
 hash of the first 64 KiB). A log whose path and fingerprint are already in the store is not read
 again, and a log whose application is already in the store (from the listener or an earlier
-ingest under another name) adds nothing: appending would duplicate its stage and task rows; when
-it holds more of the run than the store (the stored run never ended, or has fewer tasks), the
-skip says so. Because a stored run cannot be replaced, a log that lost events before its end
-(undecodable data, a line that is not JSON before the last, a missing or cut rolling file) is
-not stored at all, so that an intact copy can be ingested later. For the same reason a job name
+ingest under another name) adds nothing: appending would duplicate its stage and task rows.
+One exception: a log that holds more of a run that ingest itself stored cut short (a log still
+being written, ``.inprogress``, or a partial copy; the run never ended, or has fewer tasks)
+replaces that copy, unless the run was edited since; otherwise the skip says so. A log that lost
+events before its end (undecodable data, a line that is not JSON before the last, a missing or
+cut rolling file) is not stored at all, so that an intact copy can be ingested later. One
+ingest at a time writes a local store (:meth:`Store.writer_lock`). For the same reason a job name
 given to ingest (``job=``, ``--job``) names the runs that call stores: a run already stored keeps
 its job, and the skip says so when the names differ.
 """
@@ -44,8 +46,9 @@ log = logging.getLogger("sparkpredict.capture.eventlog")
 @dataclass
 class FileOutcome:
     """One log's outcome. ``run_id`` and ``status`` are the stored run's when the log was
-    skipped (``unchanged``, ``exists``); ``stages`` and ``tasks`` count the rows it added, and
-    are None when it added none (nothing was stored, or the log was not read)."""
+    skipped (``unchanged``, ``exists``); a log that ``failed`` has no status (nothing of it was
+    stored), and its run id where it could be read; ``stages`` and ``tasks`` count the rows it
+    added, and are None when it added none (nothing was stored, or the log was not read)."""
 
     path: str
     outcome: Literal["ingested", "unchanged", "exists", "failed"]
@@ -56,6 +59,9 @@ class FileOutcome:
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
     fix: str | None = None  # with every error: what to do about that log
+    #: the stored copy of the run this log replaced ("incomplete, 8,354 tasks"): ingest keeps one
+    #: copy of a run, and a fuller log of a run it stored cut short (still being written) replaces it
+    replaced: str | None = None
 
 
 @dataclass
@@ -129,10 +135,11 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
         before it stay ingested). A log that lost events before its end (``ParsedLog.damage``:
         undecodable compressed data, a line that is not JSON before the last, a rolling file
         cut short with more after it, a missing rolling file) counts as one that cannot be
-        read: nothing of it is stored, so that an intact copy can be ingested later (a stored
-        run cannot be replaced). A log merely cut at its end, as one still being written is, is
-        stored as an ``incomplete`` run. A log whose run is already stored is skipped
-        (``exists``), with a warning when it holds more of the run than the store does.
+        read: nothing of it is stored, so that an intact copy can be ingested later. A log
+        merely cut at its end, as one still being written is, is stored as an ``incomplete``
+        run, which a later, fuller log of the run replaces (``FileOutcome.replaced``). A log
+        whose run is already stored otherwise is skipped (``exists``), with a warning when it
+        holds more of the run than the store does (the listener recorded it, or it was edited).
     job : str, optional
         The job of every run this call stores, instead of what each log says
         (``spark.sparkpredict.job``, else the application name): logs of unrelated applications
@@ -170,19 +177,24 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
         raise IngestError("no event logs found under " + ", ".join(map(str, given)),
                           "point at spark.eventLog.dir or at event-log files")
     st = store if isinstance(store, store_io.Store) else store_io.open(store, create=True)
-    known = _Known.of(st)
     report = IngestReport(store=st.path, duplicates=repeated)
-    for src in sources:
-        with _system_pool():
-            outcome = _ingest_one(src, st, known, job)
-        report.files.append(outcome)
-        if outcome.outcome == "failed":
-            log.warning("event log %s not ingested: %s", src.path, outcome.error)
-            if on_error == "raise":
-                raise IngestError(outcome.error or "failed", f"{outcome.fix or 'fix or remove that log'}"
-                                  " and rerun; logs before it were ingested")
-        elif outcome.warnings:
-            log.info("event log %s: %d warnings", src.path, len(outcome.warnings))
+    # Two ingests of one folder at once (overlapping cron runs) each found a log missing and
+    # each appended it: its stage and task rows were stored twice. The lock makes the second
+    # wait, then read what the first stored.
+    with st.writer_lock("ingest"):
+        _one_copy_each(st)
+        known = _Known.of(st)
+        for src in sources:
+            with _system_pool():
+                outcome = _ingest_one(src, st, known, job)
+            report.files.append(outcome)
+            if outcome.outcome == "failed":
+                log.warning("event log %s not ingested: %s", src.path, outcome.error)
+                if on_error == "raise":
+                    raise IngestError(outcome.error or "failed", f"{outcome.fix or 'fix or remove that log'}"
+                                      " and rerun; logs before it were ingested")
+            elif outcome.warnings:
+                log.info("event log %s: %d warnings", src.path, len(outcome.warnings))
     return report
 
 
@@ -238,43 +250,94 @@ def _tasks(n: int) -> str:
     return f"{n:,} {'task' if n == 1 else 'tasks'}"
 
 
-def _batch_file(st: Store, run_id: str) -> str | None:
-    """The runs file of the batch that ingest stored ``run_id`` in, when exactly one matches."""
-    import re
-
-    from pyarrow import fs as pafs
-
+def _label(run_id: str) -> str:
+    """The label of the batch ingest stores ``run_id`` in: new_batch_id("ingest-" + run id) is
+    <13-digit ms>-<label>-<12 hex>."""
     from ..store.io import new_batch_id
 
-    # ingest names its batches new_batch_id("ingest-" + run id): <13-digit ms>-<label>-<12 hex>
-    label = new_batch_id("ingest-" + run_id)[14:-13]
-    name = re.compile(r"part-\d{13}-" + re.escape(label) + r"-[0-9a-f]{12}\.parquet")
+    return new_batch_id("ingest-" + run_id)[14:-13]
+
+
+def _ingest_batches(st: Store) -> dict[str, list[str]]:
+    """label -> the committed batch ids (oldest first) of batches ingest wrote under it."""
+    import re
+
+    from ..store.schema import COMMIT_TABLE
+
+    name = re.compile(r"\d{13}-(ingest-.*)-[0-9a-f]{12}")
+    out: dict[str, list[str]] = {}
     try:
-        infos = st.fs.get_file_info(pafs.FileSelector(f"{st.root.rstrip('/')}/runs", allow_not_found=True))
+        batches = st._files(COMMIT_TABLE)
     except OSError:
+        return out
+    for b in sorted(batches):
+        m = name.fullmatch(b)
+        if m:
+            out.setdefault(m.group(1), []).append(b)
+    return out
+
+
+def _batch_run(st: Store, batch_id: str) -> str | None:
+    """The run id in an ingest batch's runs file (one row), None when it cannot be read."""
+    import pyarrow.parquet as pq
+
+    from ..store.schema import COMMIT_TABLE
+
+    path = st._files(COMMIT_TABLE).get(batch_id)
+    try:
+        with st.fs.open_input_file(path) as f:
+            ids = set(pq.ParquetFile(f).read(columns=["run_id"])["run_id"].to_pylist())
+    except (OSError, TypeError, ValueError, KeyError, pa.ArrowException):
         return None
-    found = [i.base_name for i in infos if i.type == pafs.FileType.File and name.fullmatch(i.base_name)]
-    return f"{st.path.rstrip('/')}/runs/{found[0]}" if len(found) == 1 else None
+    return ids.pop() if len(ids) == 1 else None
 
 
-def _more_than_stored(parsed: ParsedLog, stored: _StoredRun, st: Store) -> str | None:
-    """A warning when ``parsed`` holds more of its run than the store's row says (the store has
-    an earlier, cut copy of it: an in-progress log, a partial copy), else None."""
+def _one_copy_each(st: Store) -> None:
+    """Keep one ingested copy of each run: the latest, when earlier ingests left more (two ran
+    at once before they took the lock, or one stopped between storing a fuller copy of a run and
+    dropping the copy it replaced)."""
+    for batches in _ingest_batches(st).values():
+        if len(batches) < 2:
+            continue
+        runs = {b: _batch_run(st, b) for b in batches}
+        rid = runs[batches[-1]]
+        if rid is None or any(r != rid for r in runs.values()):
+            continue  # not one run's copies (a run id cut to the label's length): leave them
+        for b in batches[:-1]:
+            st.drop_batch(b)
+        log.warning("store %s: run %s was stored by ingest %d times; kept the latest copy",
+                    st.path, rid, len(batches))
+
+
+def _holds_more(parsed: ParsedLog, stored: _StoredRun) -> bool:
+    """Whether intact ``parsed`` holds more of its run than the store's row says (the store has
+    an earlier, cut copy of it: an in-progress log, a partial copy)."""
     n = parsed.tables["runs"]["num_tasks"][0].as_py() or 0
     ends = stored.status in _UNFINISHED and parsed.status not in _UNFINISHED
-    if parsed.damage is not None or not (ends or n > stored.num_tasks):
+    return parsed.damage is None and (ends or n > stored.num_tasks)
+
+
+def _replaceable(st: Store, run_id: str, stored: _StoredRun) -> str | None:
+    """The batch of the stored copy of ``run_id`` when a fuller log may replace it: ingest
+    stored it in one batch, and no edit has been made to it since (``sparkpredict store edit``
+    adds runs rows elsewhere, which would outlive the copy). Else None."""
+    if stored.source != "eventlog":
+        return None  # the listener's copy: many batches, some shared with nothing else
+    batches = _ingest_batches(st).get(_label(run_id), [])
+    if len(batches) != 1 or _batch_run(st, batches[0]) != run_id:
         return None
-    what = (f"this log holds more of run {parsed.run_id} than the store (stored: {stored.status}, "
-            f"{_tasks(stored.num_tasks)}; this log: {parsed.status}, {_tasks(n)}), but a run in the "
-            "store cannot be replaced and `sparkpredict store` has no command to remove one: to "
-            "keep the whole run, ingest this log into a fresh store (--store NEW_FOLDER)")
-    batch = _batch_file(st, parsed.run_id) if stored.source == "eventlog" else None
-    if batch is not None:
-        what += (f", or by hand delete {batch} (the stored run's commit file: its stage, task and "
-                 "executor rows are then ignored, and `sparkpredict store clean --older-than 0` "
-                 "removes them) and ingest this log again; not for a run edited with `sparkpredict "
-                 "store edit`, whose edits keep it in the store")
-    return what
+    rows = st.read("runs", form="arrow", columns=["run_id"], run_ids=[run_id], all_rows=True)
+    return batches[0] if rows.num_rows == 1 else None
+
+
+def _cannot_replace(parsed: ParsedLog, stored: _StoredRun) -> str:
+    n = parsed.tables["runs"]["num_tasks"][0].as_py() or 0
+    why = ("the listener recorded it" if stored.source != "eventlog"
+           else "it was edited with `sparkpredict store edit`, whose edits keep it")
+    return (f"this log holds more of run {parsed.run_id} than the store (stored: {stored.status}, "
+            f"{_tasks(stored.num_tasks)}; this log: {parsed.status}, {_tasks(n)}), but the stored "
+            f"run cannot be replaced ({why}): to keep the whole run, ingest this log into a fresh "
+            "store (--store NEW_FOLDER)")
 
 
 def _other_job(run_id: str, stored: _StoredRun, job: str | None, st: Store) -> list[str]:
@@ -315,19 +378,22 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
     except Exception as exc:  # never let one log stop the others; the traceback goes to the log
         log.exception("unexpected error reading %s", src.path)
         return FileOutcome(src.path, "failed", error=f"{src.path}: {type(exc).__name__}: {exc}",
-                           fix="rerun with --verbose for the traceback and report it with this log; "
-                               "the other logs were ingested")
+                           fix="rerun as `sparkpredict -v ingest ...` for the traceback and report it "
+                               "with this log; the other logs were ingested")
     stored = known.runs.get(parsed.run_id)
-    if stored is not None:  # the log's own warnings are about rows that are not stored
-        more = _more_than_stored(parsed, stored, st)
-        return FileOutcome(src.path, "exists", run_id=parsed.run_id, status=stored.status,
-                           warnings=([] if more is None else [more]) + _other_job(parsed.run_id, stored, job, st))
+    old_batch = None
+    if stored is not None:
+        more = _holds_more(parsed, stored)
+        old_batch = _replaceable(st, parsed.run_id, stored) if more else None
+        if old_batch is None:  # the log's own warnings are about rows that are not stored
+            return FileOutcome(src.path, "exists", run_id=parsed.run_id, status=stored.status,
+                               warnings=([_cannot_replace(parsed, stored)] if more else [])
+                               + _other_job(parsed.run_id, stored, job, st))
     if parsed.damage is not None:
-        # Stored, the partial run could never be completed: the store has no way to replace a
-        # run, and an intact copy of the log would then be skipped as already there.
-        return FileOutcome(src.path, "failed", run_id=parsed.run_id, status=parsed.status,
-                           error=f"{src.path}: {parsed.damage}; not ingested, since a run in the "
-                                 "store cannot be replaced later",
+        # Stored, the run's totals would lack the lost events and could pass for a whole run.
+        return FileOutcome(src.path, "failed", run_id=parsed.run_id,
+                           error=f"{src.path}: {parsed.damage}; not ingested: the run's rows would "
+                                 "lack the events lost there",
                            fix="ingest an intact copy of this log")
     tables = dict(parsed.tables)
     run = tables["runs"]
@@ -337,11 +403,17 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
         run = run.set_column(run.schema.get_field_index("job"), "job", pa.array([job], pa.string()))
     tables["runs"] = run
     st.append(tables, batch_id=new_batch_id("ingest-" + parsed.run_id))
+    replaced = None
+    if old_batch is not None and stored is not None:
+        # after the fuller copy is committed: a stop in between leaves two copies, which the
+        # next ingest reduces to this one (_one_copy_each), never none
+        st.drop_batch(old_batch)
+        replaced = f"{stored.status}, {_tasks(stored.num_tasks)}"
     known.add(parsed.run_id, _StoredRun(parsed.status, run["num_tasks"][0].as_py() or 0, "eventlog",
                                         run["job"][0].as_py()), src.path, parsed.fingerprint)
     return FileOutcome(src.path, "ingested", run_id=parsed.run_id, status=parsed.status,
                        stages=tables["stages"].num_rows, tasks=tables["tasks"].num_rows,
-                       warnings=parsed.warnings)
+                       warnings=parsed.warnings, replaced=replaced)
 
 
 __all__ = [

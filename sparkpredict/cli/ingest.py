@@ -43,8 +43,9 @@ def _run(args: argparse.Namespace) -> int:
     else:
         for f in report.files:
             if f.outcome == "ingested":
+                again = f", replacing its stored copy ({f.replaced})" if f.replaced else ""
                 print(f"ingested  {f.path}: run {f.run_id} ({f.status}, {plural(f.stages or 0, 'stage')}, "
-                      f"{plural(f.tasks or 0, 'task')})")
+                      f"{plural(f.tasks or 0, 'task')}){again}")
             elif f.outcome == "exists":
                 print(f"skipped   {f.path}: run {f.run_id} already in the store ({f.status})")
             elif f.outcome == "unchanged" and f.warnings:  # else quiet: the summary counts it

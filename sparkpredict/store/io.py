@@ -1,11 +1,13 @@
 """Reading and atomically appending to a history store (layout: see :mod:`.schema`)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -132,6 +134,44 @@ class Store:
                                  f"fix the folder's permissions; {unchanged}") from exc
             removed.append(path)
         return removed
+
+    @contextlib.contextmanager
+    def writer_lock(self, name: str) -> Iterator[None]:
+        """Hold the store's ``name`` lock (an exclusive ``flock`` on ``.lock-<name>`` in a local
+        store): writers that read the store, then append what it lacks (ingest), would otherwise
+        each append the same run. Waits for another holder; a holder that dies releases it.
+        Remote stores (s3://, hdfs://) have no such lock: there, run one such writer at a time."""
+        try:
+            import fcntl
+        except ImportError:  # Windows: no flock
+            fcntl = None  # type: ignore[assignment]
+        if fcntl is None or not isinstance(self.fs, pafs.LocalFileSystem):
+            yield
+            return
+        self.init()
+        path = f"{self.root.rstrip('/')}/.lock-{name}"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise StoreError(f"cannot write to store {self.path!r}: {exc.strerror or exc} ({path})",
+                             "choose a writable folder, or fix its permissions") from exc
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log.warning("store %s: waiting for another %s into it to finish", self.path, name)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    def drop_batch(self, batch_id: str) -> list[str]:
+        """Remove one committed batch: its runs file (the commit mark) first, so that its rows
+        vanish from every table at once, then its other part files. Returns the paths removed.
+        Only ingest replacing its own copy of a run calls this; the store is otherwise append-only."""
+        order = [S.COMMIT_TABLE] + [t for t in S.TABLES if t != S.COMMIT_TABLE]
+        paths = [p for t in order for b, p in self._files(t).items() if b == batch_id]
+        return self.delete_files(paths, "the batch's rows stay in the store")
 
     def exists(self) -> bool:
         return self.fs.get_file_info(f"{self.root.rstrip('/')}/{S.MARKER_FILE}").type == pafs.FileType.File
