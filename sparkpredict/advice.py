@@ -17,6 +17,7 @@ from .units import (
     format_duration,
     format_executor_hours,
     format_number,
+    format_percent,
     plural,
 )
 
@@ -350,7 +351,7 @@ def format_level(confidence: float) -> str:
     """An interval's level in three digits: ``90%``, ``97.5%``, or the ``84.6%`` that 12
     out-of-fold errors cap an interval at; rounded to ``85%`` it would claim more coverage
     than it has."""
-    return f"{confidence * 100:.3g}%"
+    return format_percent(confidence)
 
 
 def format_chance(p: float) -> str:

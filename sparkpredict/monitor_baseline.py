@@ -98,10 +98,10 @@ def setups(runs: pd.DataFrame) -> pd.DataFrame:
     def col(name: str) -> pd.Series:
         return pd.to_numeric(runs[name], errors="coerce") if name in runs else pd.Series(float("nan"), runs.index)
 
-    n = col("executors_requested").fillna(col("executors_max"))
-    # a local[N] sweep's run of E executors ran N/E threads each, as the runs table reads it (the
-    # store's executor_cores is the driver's N)
-    _, cores = executors_and_cores(runs)
+    # as the runs table reads them: local[N] is N one-core executors (its requested count is
+    # 1, which made local[1] and local[2] runs one setup), a local[N] sweep's run of E executors
+    # N/E threads each; the count asked for under dynamic allocation, not the mean held
+    n, cores = executors_and_cores(runs, dynamic_mean=False)
     size = col("input_bytes").where(lambda s: s > 0)
     masters = runs["master"].map(master_kind) if "master" in runs else pd.Series(None, runs.index, dtype=object)
     # retried and killed speculative attempts are counted in num_tasks: not the job's own work

@@ -20,7 +20,7 @@ from .errors import DegenerateDataError, InputError, UnknownJobError
 from .features.interference import host_footprint
 from .models.degradation import DegradationModel, run_degradation, run_estimate, shapley
 from .monitor_training import _stages_and_baselines, default_model
-from .units import format_duration, plural
+from .units import format_duration, format_percent, plural
 
 _RECORD_FIRST = "record runs first (sparkpredict submit, demo or ingest), then explain them"
 
@@ -127,12 +127,18 @@ class Explanation:
         if self.main_cause:
             cause = f"main cause {self.main_cause} ({self.main_share:.0%} of the slowdown)"
         elif self.cause_withheld:
-            cause = "no cause named: not slower than its clean runs, and too short for the monitor's model"
+            cause = f"no cause named: {self.withheld_because()}"
         else:
             cause = f"its metrics name no cause (an estimated slowdown under {CAUSE_MIN_SLOWDOWN:.0%})"
         verdict = "VIOLATED" if self.violated else "met"
         return (f"run {self.run_id} (job {self.job}): {measured}, estimated from metrics "
-                f"{pct(self.estimated_degradation)}; {cause}; QoS at {self.threshold:.0%} {verdict}")
+                f"{pct(self.estimated_degradation)}; {cause}; QoS at {format_percent(self.threshold)} {verdict}")
+
+    def withheld_because(self) -> str:
+        """Why :attr:`cause_withheld`, in words."""
+        if self.baseline == MB.ANY_SETUP:
+            return "compared only with runs of other setups, and too short for the monitor's model"
+        return "not slower than its clean runs, and too short for the monitor's model"
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -271,12 +277,18 @@ def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame,
     # Out of the trained range the estimate can contradict the measurement (1-s demo runs: -49 %
     # to +80 % against -16 % to +25 % measured); a cause is named there only for a slowdown the
     # clean runs confirm, as under a real bubble (tests/test_explain_bubbles.py, 1-s jobs).
-    withheld = named and too_short and (d is None or d < CAUSE_MIN_SLOWDOWN)
+    # Runs of other setups confirm nothing: their difference (executors, size) is in the measure.
+    across = base.kind == MB.ANY_SETUP
+    confirmed = d is not None and d >= CAUSE_MIN_SLOWDOWN and not across
+    withheld = named and too_short and not confirmed
+    unconfirmed = ("; only runs of other setups are there to compare it with, which cannot confirm "
+                   "a slowdown, so no cause is named") if across else \
+        "; the job's clean runs show no slowdown, so no cause is named"
     if trained is not None and too_short:
         notes.append(f"this run's stages took {format_duration(total_ms / 1000)} in all, under "
                      f"1/{SHORTER_THAN_TRAINED:g} of the shortest run the monitor's model learnt from "
                      f"({format_duration(trained[0] / 1000)}): its estimate from metrics is an extrapolation"
-                     + ("; the job's clean runs show no slowdown, so no cause is named" if withheld else ""))
+                     + (unconfirmed if withheld else ""))
     main = max(shares, key=shares.__getitem__) if named and not withheld else None
     judged = d if d is not None else est
     est_s = model.predict(rows)
@@ -382,9 +394,9 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
     if not found:
         return []
     oof = bool(getattr(src.model, "slow_runs_", None))  # what runs_above_model ranks by
-    # In sample, the replay's prediction for a run is that run replayed (1.00x give or take its
-    # self-check), and a model of fewer runs than the whole-job model needs is one: no ratio,
-    # and the runs are ranked by their measured slowdown instead.
+    # In sample (a model saved without its out-of-fold ratios, or a replay with no run to
+    # predict another from), a run's ratio can be its own replay's, 1.00x give or take its
+    # self-check: no ratio then, and the runs are ranked by their measured slowdown instead.
     no_ratio = not oof and (src.model_name == "replay" or (src.n_runs or 0) < MIN_RUNS)
     if no_ratio:
         found = src.runs_above_model(k=max(top, 50), min_ratio=0.0)

@@ -258,6 +258,13 @@ def parse_counts(text: str) -> list[int]:
     return out
 
 
+def format_percent(fraction: float) -> str:
+    """A fraction as a percentage in up to three digits: ``0.1`` -> ``10%``, ``0.095`` ->
+    ``9.5%``, ``0.846`` -> ``84.6%``; rounded to a whole percent, a threshold of 9.5 % read as
+    10 % and was both exceeded and not beside the 10 % one."""
+    return f"{fraction * 100:.3g}%"
+
+
 def plural(n: int, noun: str) -> str:
     """``1, "executor"`` -> ``1 executor``; ``3, "executor"`` -> ``3 executors``; ``13504, "task"``
     -> ``13,504 tasks`` (grouped, as the warnings beside such counts write them)."""

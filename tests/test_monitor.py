@@ -255,6 +255,12 @@ def test_explain_cli_prints_and_exits(tmp_path, capsys):
     assert "no run 'zzz'" in err and "fix: give one of its runs, e.g. " in err, err
     assert f"`sparkpredict store summary --store {tmp_path / 's'}` lists the latest runs" in err
     assert main(["explain", "cpu2", "--store", str(tmp_path / "s"), "--threshold", "-1"]) == 2
+    # a threshold between whole percents is shown as given: "QoS at 10%: VIOLATED ... 10%:ok"
+    # had read as both at 0.095
+    capsys.readouterr()
+    assert main(["explain", "clean0", "--store", str(tmp_path / "s"), "--threshold", "0.095"]) == 0
+    assert "  QoS at 9.5%: met   5%:" in capsys.readouterr().out
+    assert m.explain_run("cpu2", str(tmp_path / "s"), threshold=0.125).summary().endswith("QoS at 12.5% VIOLATED")
 
 
 def test_explain_on_a_store_without_runs_says_so(tmp_path, capsys):
@@ -416,6 +422,32 @@ def test_a_run_far_shorter_than_the_training_runs_gets_no_cause_its_clean_runs_d
     assert any("is an extrapolation" in w for w in confirmed.warnings)
 
 
+def test_runs_of_other_setups_do_not_confirm_a_cause_for_a_short_run(tmp_path):
+    """The demo sweeps each setup once, so each run is compared with runs of any setup: their
+    difference in executors and size was taken as a confirmed slowdown, and short runs were
+    given causes ("+21.5% ... main cause memory") the monitor's model could not support."""
+    import shutil
+    from pathlib import Path
+
+    from sparkpredict import monitor_baseline as mb
+    from sparkpredict import store
+    from sparkpredict.store.edit import edit_runs
+
+    hist = tmp_path / "history"
+    shutil.copytree(Path(__file__).parent / "data" / "history", hist)
+    model = m.default_model()
+    rid = "local-1795975922039"  # sort, 2.3 s of stages: +26 % against its setup's runs, cause named
+    before = m.explain_run(rid, hist, model)
+    assert before.too_short and before.baseline == mb.SAME_SETUP and before.main_cause is not None
+    runs = store.open(hist).runs()
+    edit_runs(str(hist), mb.same_setup(mb.setups(runs), rid, runs["run_id"]), excluded=True)
+    alone = m.explain_run(rid, hist, model)
+    assert alone.baseline == mb.ANY_SETUP and alone.degradation >= m.CAUSE_MIN_SLOWDOWN
+    assert alone.cause_withheld and alone.main_cause is None
+    assert "no cause named: compared only with runs of other setups" in alone.summary()
+    assert any("only runs of other setups are there to compare it with" in w for w in alone.warnings)
+
+
 def test_without_labels_a_run_is_compared_with_its_own_setup_and_bad_arguments_are_refused(tmp_path, capsys):
     """Without labels every other run of the job was "clean", whatever its executor count or
     size: a 1-executor sort run read +32 % "VIOLATED" against runs on 1, 2 and 3 executors of
@@ -550,23 +582,28 @@ def test_a_failed_run_is_explained_from_its_completed_stages(tmp_path, capsys):
     assert "warning: the run failed" in capsys.readouterr().out
 
 
-def test_explain_job_with_too_few_runs_for_a_ratio_out_of_fold_shows_none(tmp_path, capsys):
-    """Three runs: too few for the whole-job model, so the job's model replays each run's own
-    tasks, which predicts every run as itself (1.00x). No ratio, and the header says why."""
+def test_explain_job_with_too_few_runs_ranks_them_by_the_replay_of_their_other_runs(tmp_path, capsys):
+    """Three runs: too few for the whole-job model, so the job's model is the replay. In sample
+    it predicted a run by replaying the nearest recorded run, itself or another of its setup, so
+    `explain --job` showed no ratio while the report and the advice showed 1.40x for one. Both
+    now read the replay's leave-one-out ratios: each run against the replay of the others."""
+    from sparkpredict.advice_source import HistorySource
     from sparkpredict.cli import main
 
     ids = ["local-1795975705584", "local-1795975774815", "local-1795975776518"]
     st = _history_subset(tmp_path, ids)
     found = m.slowest_runs("wordcount", st)
-    assert [r.runtime_over_model for r in found] == [None] * 3 and not found[0].out_of_fold
-    assert found[0].run_id == "local-1795975705584"  # by measured slowdown: the slowed one first
-    degr = [r.explanation.degradation for r in found]
-    assert degr == sorted(degr, reverse=True)
+    ratios = [r.runtime_over_model for r in found]
+    assert len(found) == 3 and found[0].out_of_fold and ratios == sorted(ratios, reverse=True)
+    assert found[0].run_id == "local-1795975705584"  # the slowed one first
+    assert found[0].explanation.degradation == max(r.explanation.degradation for r in found)
+    src = HistorySource.resolve("wordcount", store=st)
+    assert src.model_name == "replay" and src.runs_above_model(k=3, min_ratio=0.0) == \
+        [(r.run_id, r.runtime_over_model) for r in found]  # what the report and the advice name
     assert main(["explain", "--job", "wordcount", "--store", str(st.path)]) == 0
     out = capsys.readouterr().out
-    assert "only 3 runs, too few for a runtime model fitted without each (it needs 4)" in out
-    assert "fitted without it" not in out and "x  run" not in out
-    assert "\n  run local-1795975705584 (job wordcount): " in out
+    assert "(recorded runtime / the model's prediction for it, fitted without it)" in out
+    assert f"  {ratios[0]:5.2f}x  run local-1795975705584" in out
 
 
 def test_explain_job_header_says_in_sample_when_the_model_kept_no_out_of_fold_ratios(capsys, monkeypatch):
@@ -591,6 +628,23 @@ def test_explain_job_header_says_in_sample_when_the_model_kept_no_out_of_fold_ra
     out = capsys.readouterr().out
     assert "the model's in-sample prediction for it" in out and "fitted without it" not in out
     assert f"  {found[0].runtime_over_model:5.2f}x  run {found[0].run_id}" in out
+
+
+def test_local_runs_of_other_thread_counts_are_other_setups():
+    """local[N] reads as N one-core executors here as in the runs table: `explain` had compared a
+    local[2] run with "runs of its setup: 1 executor of 1 core", local[1] runs among them."""
+    from sparkpredict import monitor_baseline as mb
+
+    runs = pd.DataFrame({
+        "run_id": ["two", "two-again", "one"], "master": ["local[2]", "local[2]", "local[1]"],
+        "status": ["succeeded"] * 3, "executors_requested": [1] * 3, "executor_cores": [2, 2, 1],
+        "input_bytes": [4e6] * 3, "num_tasks": [18] * 3, "num_failed_tasks": [0] * 3})
+    table = mb.setups(runs)
+    assert list(table.loc[["two", "one"], "executors"]) == [2, 1]
+    assert list(table.loc[["two", "one"], "cores"]) == [1, 1]
+    assert mb.same_setup(table, "two", runs["run_id"]) == ["two-again"]
+    assert mb.same_setup(table, "one", runs["run_id"]) == []
+    assert mb.describe(table, "two").startswith("2 executors of 1 core")
 
 
 def test_same_setup_means_the_same_master_kind_and_a_task_count_within_the_ratio():

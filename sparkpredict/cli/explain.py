@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..monitor_explain import _check_count, _check_threshold
     from ..store import io
-    from ..units import format_duration
+    from ..units import format_duration, format_percent
 
     # the API's rules, named as the command line gives them
     _check_threshold(args.threshold, "--threshold")
@@ -69,13 +69,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"  degradation: measured {_pct(e.degradation)}, estimated from metrics "
           f"{_pct(e.estimated_degradation)}")
     verdict = "VIOLATED" if e.violated else "met"
-    print(f"  QoS at {e.threshold * 100:.0f}%: {verdict}   "
-          + "  ".join(f"{t * 100:.0f}%:{'over' if v else 'ok'}" for t, v in e.qos.items()))
+    print(f"  QoS at {format_percent(e.threshold)}: {verdict}   "
+          + "  ".join(f"{format_percent(t)}:{'over' if v else 'ok'}" for t, v in e.qos.items()))
     if e.main_cause:
         print(f"  main cause: {e.main_cause} ({e.main_share * 100:.0f}% of the estimated slowdown)")
     elif e.cause_withheld:
-        print("  main cause: not named (not slower than its clean runs, and too short for the monitor's "
-              "model; see the warning)")
+        print(f"  main cause: not named ({e.withheld_because()}; see the warning)")
     else:
         print(f"  main cause: none (the metrics show no slowdown of {monitor.CAUSE_MIN_SLOWDOWN:.0%} "
               "or more)")
@@ -132,10 +131,10 @@ def _slowest(args: argparse.Namespace, found: list[Any], store: Any) -> int:
 
     first = found[0]
     if first.runtime_over_model is None:
-        # the replay's prediction for a run is that run: a ratio would read 1.00x for every one
+        # in sample, the replay's prediction for a run can be that run: a ratio would read 1.00x
         n = first.model_runs or 0
         why = f"only {plural(n, 'run')}, too few for a runtime model fitted without each (it needs " \
-            f"{MIN_RUNS})" if n < MIN_RUNS else "its runtime model replays each run's own tasks"
+            f"{MIN_RUNS})" if n < MIN_RUNS else "its runtime model replays the run itself"
         print(f"job {args.job}: {why}: its runs by their slowdown against the job's clean runs")
     elif first.out_of_fold:
         print(f"job {args.job}: its {len(found)} runs furthest above its runtime model "

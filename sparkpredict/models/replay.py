@@ -232,9 +232,15 @@ class ReplayRuntimeModel(RuntimeEstimator):
                 "upper_s": np.where(bounded, p * (1 + q0), np.inf)}
 
     def _loo_errors(self) -> tuple[float, np.ndarray]:
-        """Predict each training run from the others (at most 40 runs); one run: its self-check."""
+        """Predict each training run from the others (at most 40 runs); one run: its self-check.
+        Keeps the runs' runtime / leave-one-out prediction, most above first, in ``slow_runs_``
+        (as the whole-job model keeps its out-of-fold ones): in sample, a run of several of one
+        size and count is predicted by the replay of one of them, itself or another, so its ratio
+        said nothing either way, and the report and ``explain --job`` read it differently."""
         errs = []
+        ratios: list[tuple[str, float]] = []
         runs = self.runs_
+        self.slow_runs_ = []
         if len(runs) == 1:
             e = np.array([abs(v) for v in self.self_errors_.values()])
             return float(e.mean()), e
@@ -253,5 +259,8 @@ class ReplayRuntimeModel(RuntimeEstimator):
                 continue
             if real > 0:
                 errs.append(abs(pred - real) / real)
+                if pred > 0 and float(r["input_bytes"]) > 0:  # NaN: no size to set it against
+                    ratios.append((str(run_id), real / pred))
+        self.slow_runs_ = sorted(ratios, key=lambda t: -t[1])
         e = np.asarray(errs)
         return (float(e.mean()) if len(e) else float("nan")), e
