@@ -45,6 +45,9 @@ QOS_THRESHOLDS = (0.05, 0.10, 0.20)
 #: An estimated slowdown below this is not told apart from noise (the estimator's error on clean
 #: runs is about 3 %, benchmarks/RESULTS.md), so no cause is named for it.
 CAUSE_MIN_SLOWDOWN = 0.05
+#: A second group whose share of the slowdown is within this of the main cause's is named beside
+#: it ("nearly tied"): the Shapley split of one run's estimate does not tell 47 % from 45 % apart.
+NEAR_TIE = 0.10
 #: Below this share of a run's stage time with a counterpart in the job's clean runs, the
 #: comparison covers too little of the run to stand for it, and the explanation says so.
 MATCHED_SHARE_WARN = 0.5
@@ -125,7 +128,7 @@ class Explanation:
         measured = "no clean run to compare with" if self.degradation is None \
             else f"{pct(self.degradation)} against {against.get(self.baseline, 'its clean runs')}"
         if self.main_cause:
-            cause = f"main cause {self.main_cause} ({self.main_share:.0%} of the slowdown)"
+            cause = f"main cause {self.main_cause} ({self.main_share:.0%} of the slowdown{self.runner_up()})"
         elif self.cause_withheld:
             cause = f"no cause named: {self.withheld_because()}"
         else:
@@ -133,6 +136,17 @@ class Explanation:
         verdict = "VIOLATED" if self.violated else "met"
         return (f"run {self.run_id} (job {self.job}): {measured}, estimated from metrics "
                 f"{pct(self.estimated_degradation)}; {cause}; QoS at {format_percent(self.threshold)} {verdict}")
+
+    def runner_up(self) -> str:
+        """``", nearly tied with cpu (45%)"`` when another group's share is within
+        :data:`NEAR_TIE` of the main cause's, else ``""``: "memory (47%)" alone, above cpu's
+        45 %, named one cause where the estimate cannot tell two apart."""
+        if not self.main_cause:
+            return ""
+        rest = sorted(((v, g) for g, v in self.shares.items() if g != self.main_cause), reverse=True)
+        if not rest or self.main_share - rest[0][0] > NEAR_TIE:
+            return ""
+        return f", nearly tied with {rest[0][1]} ({rest[0][0]:.0%})"
 
     def withheld_because(self) -> str:
         """Why :attr:`cause_withheld`, in words."""

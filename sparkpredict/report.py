@@ -61,6 +61,8 @@ class JobSection:
     model_name: str | None = None
     cv_mape: float | None = None
     advice_text: str | None = None
+    #: what input the advice is for, in words: "64 MB, 4x the largest recorded input"
+    advice_for: str | None = None
     advice_table_html: str | None = None
     #: what the advice warns about (a wide interval, a high model error, memory), as ``suggest``
     #: prints it
@@ -364,6 +366,7 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
                        models if model is not None else None, confidence)
         if adv:
             sec.advice_text, sec.advice_table_html, sec.advice_warnings, *used = adv
+            sec.advice_for = f"{format_bytes(target)}, {advice_factor:g}x the largest recorded input"
             sec.advice_model_name, sec.advice_cv_mape = used
             if no_model_note is not None and why is not None and sec.advice_model_name:
                 sec.notes[no_model_note] = _replay_note(why, sec.advice_model_name)
@@ -485,7 +488,8 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
             parts.append(f"<h3>Runs furthest above the model</h3><div class='meta slow-runs-absent'>"
                          f"{e(s.slow_runs_absent)}</div>")
         if s.advice_text:
-            parts.append(f"<h3>Current advice</h3><pre>{e(s.advice_text)}</pre>")
+            heading = "Current advice" + (f" for {e(s.advice_for)}" if s.advice_for else "")
+            parts.append(f"<h3>{heading}</h3><pre>{e(s.advice_text)}</pre>")
             if s.advice_warnings:
                 items = "".join(f"<li>{e(w)}</li>" for w in s.advice_warnings)
                 parts.append(f"<ul class='advice-warnings warn'>{items}</ul>")

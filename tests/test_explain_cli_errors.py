@@ -186,3 +186,35 @@ def test_a_recorded_run_of_another_application_is_told_to_set_its_job_name(tmp_p
     with pytest.raises(DegenerateDataError) as exc:
         m.explain_run("alien", st, model)
     assert "--conf spark.sparkpredict.job=NAME" in exc.value.fix and "sparkpredict ingest" not in exc.value.fix
+
+
+def test_a_flag_of_the_other_form_is_refused_not_ignored(tmp_path, capsys):
+    """`explain RUN --top 3` and `explain --job J --stages 5` exited 0, the flag ignored."""
+    from sparkpredict.cli import main
+
+    st = _store_with_runs(tmp_path / "s", [("a", None, 1.0, "none"), ("b", None, 1.0, "none")])
+    assert main(["explain", "a", "--top", "3", "--store", str(st.path)]) == 2
+    err = capsys.readouterr().err
+    assert "error: --top counts the runs of --job J" in err and "sparkpredict explain --job J --top 3" in err
+    assert main(["explain", "--job", "etl", "--stages", "5", "--store", str(st.path)]) == 2
+    err = capsys.readouterr().err
+    assert "error: --stages lists the stages of one run" in err and "explain RUN_ID --stages 5" in err
+
+
+def test_a_bad_training_store_is_named_as_that_flag(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    st = _store_with_runs(tmp_path / "s", [("a", None, 1.0, "none"), ("b", None, 1.0, "none")])
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for bad in (afile, tmp_path / "missing"):
+        assert main(["explain", "a", "--store", str(st.path), "--training-store", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert "error: --training-store: " in err and str(bad) in err, err
+        assert "fix: give the folder of a store that holds labelled runs (--training-store T)" in err, err
+
+
+def test_stage_times_under_a_tenth_of_a_second_are_in_milliseconds():
+    from sparkpredict.cli.explain import _stage_time
+
+    assert [_stage_time(x) for x in (3.4, 45.2, 99.4, 2500)] == ["3ms", "45ms", "99ms", "2.5s"]

@@ -702,3 +702,25 @@ def test_explain_compares_a_run_with_runs_of_its_master_and_task_count_only(tmp_
         assert (e.baseline, e.clean_runs) == ("any setup", 23), (col, e.baseline)  # every other run
         (said,) = [w for w in e.warnings if "ran this one's setup" in w]
         assert differs in said, said
+
+
+def test_a_near_tie_is_said_and_a_run_not_slowed_gets_no_culprit_line(capsys):
+    """ "main cause: memory (47%)" was printed above cpu's 45 %, and "who took the cores Spark
+    waited for: cpu 92%" on clean runs that waited for nothing (the classifier's prior)."""
+    import dataclasses
+
+    from sparkpredict.cli import main
+
+    store = str(m.DEFAULT_TRAINING_STORE)
+    quiet = "app-20261130022145-0000"  # a clean run, -1.3 %: host counters, nothing waited
+    e = m.explain_run(quiet, store)
+    assert e.culprit and e.main_cause is None and e.degradation < m.CAUSE_MIN_SLOWDOWN
+    assert main(["explain", quiet, "--store", store]) == 0
+    assert "who took the cores" not in capsys.readouterr().out
+    net = m.explain_run("app-20261130022624-0000", store)  # the network run: slowed, named
+    assert net.main_cause and net.runner_up() == ""  # a clear lead: nothing beside it
+    tie = dataclasses.replace(net, main_cause="memory", main_share=0.47,
+                              shares={"cpu": 0.45, "memory": 0.47, "network": 0.05, "disk": 0.03})
+    assert "main cause memory (47% of the slowdown, nearly tied with cpu (45%))" in tie.summary()
+    apart = dataclasses.replace(tie, main_share=0.6, shares={"cpu": 0.3, "memory": 0.6, "network": 0.1})
+    assert apart.runner_up() == "" and "nearly tied" not in apart.summary()

@@ -47,6 +47,9 @@ def test_history_report_has_every_plot_and_advice(history_report):
         if s.model_name:
             assert "predicted_vs_actual" in s.figures
             assert s.advice_text and f"{s.job} on " in s.advice_text and "<table" in s.advice_table_html
+            # the heading says which input the advice is for (the demo asks at 4x, the report at 2x)
+            assert s.advice_for.endswith(", 2x the largest recorded input")
+            assert f"<h3>Current advice for {s.advice_for}</h3>" in page
             # the candidates as `suggest` prints them: human units, the choice marked once
             t = s.advice_table_html
             assert t.count("<tr class='chosen'>") == 1 and "90% interval" in t and "executor-h" in t

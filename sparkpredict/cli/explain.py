@@ -17,8 +17,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--job", metavar="J",
                    help="instead of one run: the job's runs furthest above its runtime model's "
                         "prediction, each explained in one line")
-    p.add_argument("--top", type=int, default=5, metavar="N", help="with --job: how many runs (default 5)")
-    p.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE)")
+    p.add_argument("--top", type=int, metavar="N", help="with --job: how many runs (default 5)")
+    p.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE or ~/.sparkpredict/store)")
     p.add_argument("--training-store", metavar="T",
                    help="store of labelled clean/interfered runs to train the estimator on "
                         "(default: the store itself when it holds labelled runs, else the "
@@ -26,7 +26,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--threshold", type=float, default=0.10, metavar="F",
                    help="QoS threshold on the degradation, as a fraction between 0 and 1 "
                         "(default 0.10: at most 10%% slower than expected)")
-    p.add_argument("--stages", type=int, default=3, metavar="N", help="stages to list (default 3)")
+    p.add_argument("--stages", type=int, metavar="N", help="with a RUN_ID: stages to list (default 3)")
     p.add_argument("--json", action="store_true", help="print the explanation as JSON")
     p.set_defaults(func=run)
 
@@ -46,17 +46,27 @@ def run(args: argparse.Namespace) -> int:
 
     # the API's rules, named as the command line gives them
     _check_threshold(args.threshold, "--threshold")
-    _check_count(args.stages, "--stages", "stages to list")
-    _check_count(args.top, "--top", "runs to list")
+    top = 5 if args.top is None else args.top
+    stages = 3 if args.stages is None else args.stages
+    _check_count(stages, "--stages", "stages to list")
+    _check_count(top, "--top", "runs to list")
     if (args.run_id is None) == (args.job is None):
         raise InputError("give a RUN_ID or --job J, not " + ("both" if args.job else "neither"),
                          "e.g. sparkpredict explain local-1700000000000, or sparkpredict explain --job nightly-etl")
+    # a flag the other form reads was ignored without a word
+    if args.job is None and args.top is not None:
+        raise InputError("--top counts the runs of --job J; one run was given",
+                         f"leave out --top, or list the job's slowest runs: sparkpredict explain --job J --top {args.top}")
+    if args.job is not None and args.stages is not None:
+        raise InputError("--stages lists the stages of one run; --job lists each run in one line",
+                         "leave out --stages, or explain one of the listed runs: sparkpredict explain RUN_ID "
+                         f"--stages {args.stages}")
     store = io.open(args.store)
-    models = monitor.cached_monitor(args.training_store) if args.training_store else None
+    models = _training_monitor(args.training_store) if args.training_store else None
     if args.job is not None:
-        return _slowest(args, monitor.slowest_runs(args.job, store, top=args.top, models=models,
+        return _slowest(args, monitor.slowest_runs(args.job, store, top=top, models=models,
                                                    threshold=args.threshold), store)
-    e = monitor.explain_run(args.run_id, store, models, threshold=args.threshold, top_stages=args.stages)
+    e = monitor.explain_run(args.run_id, store, models, threshold=args.threshold, top_stages=stages)
     if args.json:
         print(json.dumps(e.to_dict(), indent=2, default=str))
         return 0
@@ -72,13 +82,15 @@ def run(args: argparse.Namespace) -> int:
     print(f"  QoS at {format_percent(e.threshold)}: {verdict}   "
           + "  ".join(f"{format_percent(t)}:{'over' if v else 'ok'}" for t, v in e.qos.items()))
     if e.main_cause:
-        print(f"  main cause: {e.main_cause} ({e.main_share * 100:.0f}% of the estimated slowdown)")
+        print(f"  main cause: {e.main_cause} ({e.main_share * 100:.0f}% of the estimated slowdown"
+              f"{e.runner_up()})")
     elif e.cause_withheld:
         print(f"  main cause: not named ({e.withheld_because()}; see the warning)")
     else:
         print(f"  main cause: none (the metrics show no slowdown of {monitor.CAUSE_MIN_SLOWDOWN:.0%} "
               "or more)")
-    if e.culprit:
+    if e.culprit and (e.main_cause or (e.degradation or 0.0) >= monitor.CAUSE_MIN_SLOWDOWN):
+        # a run not slowed waited for nothing: the classifier's prior alone, the same on every run
         print("  who took the cores Spark waited for (host counters): "
               + ", ".join(f"{g} {p * 100:.0f}%" for g, p in sorted(e.culprit.items(), key=lambda kv: -kv[1])
                           if p >= 0.005))
@@ -93,13 +105,33 @@ def run(args: argparse.Namespace) -> int:
     if e.stages:
         print("  stages most affected:")
         for s in e.stages:
-            ref = f"{format_duration(s.expected_ms / 1000)} expected ({_pct(s.degradation)})" \
+            ref = f"{_stage_time(s.expected_ms)} expected ({_pct(s.degradation)})" \
                 if s.expected_ms else f"estimated {_pct(s.estimated_degradation)}"
-            print(f"    stage {s.stage_id:<4} {format_duration(s.actual_ms / 1000):>8}  vs {ref}  "
+            print(f"    stage {s.stage_id:<4} {_stage_time(s.actual_ms):>8}  vs {ref}  "
                   f"{s.name[:60]}")
     for w in e.warnings:
         print(f"  warning: {w}")
     return 0
+
+
+def _stage_time(ms: float) -> str:
+    """A stage's time; below 0.1 s in milliseconds ("0.0s vs 0.0s expected (-56.2%)" hid both)."""
+    from ..units import format_duration
+
+    return f"{ms:.0f}ms" if ms < 99.5 else format_duration(ms / 1000)
+
+
+def _training_monitor(path: str) -> Any:
+    """The monitor trained on ``--training-store``; its store's errors name that flag, not --store."""
+    from .. import monitor
+    from ..errors import StoreError
+
+    try:
+        return monitor.cached_monitor(path)
+    except StoreError as exc:
+        raise StoreError(f"--training-store: {exc.message}",
+                         "give the folder of a store that holds labelled runs (--training-store T), or "
+                         "leave it out: the store's own labelled runs, else the bundled dataset") from exc
 
 
 def _baseline(e: Any) -> str:
