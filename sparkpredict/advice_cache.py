@@ -113,8 +113,11 @@ def registry_model(job: str, st: Any, raw: pd.DataFrame, n_runs: int) -> tuple[A
     except Exception as exc:  # a broken registry must not stop advice: refit from the runs  # noqa: BLE001
         log.info("registry models of %s unusable (%s); fitting from its runs", st.path, exc)
         why = getattr(exc, "message", None) or str(exc)
+        # the error's own fix where it has one: a damaged artifact needs --force, a damaged
+        # snapshot file removing, which a plain retrain (as `retrain` said) did not do
+        fix = getattr(exc, "fix", None) or retrain
         return None, (f"the registry's model of {job} is unusable ({why}): this advice is from a model "
-                      f"fitted on the job's runs; {retrain}")
+                      f"fitted on the job's runs; {fix}")
 
 
 def load_or_fit(job: str, st: Any, version: tuple, runs: pd.DataFrame) -> Any:

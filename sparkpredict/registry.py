@@ -207,7 +207,8 @@ def read_artifact(store: Any, relpath: str) -> dict:
             doc = json.loads(f.read().decode())
     except (OSError, FileNotFoundError) as exc:
         raise StoreError(f"model artifact {relpath!r} is missing from store {st.path!r}",
-                         f"run `sparkpredict retrain --store {st.path} --force` to refit every job") from exc
+                         f"run `sparkpredict retrain --store {st.path}`: it refits the jobs whose "
+                         "artifacts are missing") from exc
     except ValueError as exc:
         raise ModelError(f"model artifact {relpath!r} is not valid JSON",
                          f"run `sparkpredict retrain --store {st.path} --force` to refit every job") from exc
@@ -292,6 +293,21 @@ def failed_fits(table: pa.Table) -> list[dict]:
         return []
     return [r for r in recs if isinstance(r, dict) and isinstance(r.get("job"), str)
             and str(r.get("model_kind", "")).startswith(FAILED_PREFIX)] if isinstance(recs, list) else []
+
+
+def present_artifacts(store: Any) -> set[str]:
+    """The artifacts (paths relative to ``STORE/_models``) that are there and not empty: a
+    retrain judges a registry row whose artifact is gone as stale, so that it refits the job
+    the advice could not load (it had taken the row as current, and refit nothing)."""
+    import pyarrow.fs as pafs
+
+    st = _open(store)
+    base = _base(st)
+    try:
+        infos = st.fs.get_file_info(pafs.FileSelector(f"{base}/artifacts", recursive=True, allow_not_found=True))
+    except OSError:
+        return set()
+    return {i.path[len(base) + 1:] for i in infos if i.type == pafs.FileType.File and (i.size or 0) > 0}
 
 
 def read_registry_state(store: Any) -> tuple[pd.DataFrame, dict[tuple[str, str], dict]]:

@@ -245,7 +245,7 @@ def retrain_local(store: Any = None, *, force: bool = False, random_state: int =
     raw = st.runs()
     fps = _only(_local_fingerprints(raw), jobs)
     prev, failures = R.read_registry_state(st)
-    judged = _plan(_prev_state(prev, failures), fps, force, kind, stage_models)
+    judged = _plan(_prev_state(prev, failures, R.present_artifacts(st)), fps, force, kind, stage_models)
     stale = _stale(judged)
     result.n_jobs = len(fps)
     raw = raw[raw.job.notna() & raw.run_id.notna()]
@@ -318,7 +318,7 @@ def plan(store: Any = None, *, force: bool = False, kind: str = "auto",
 def _plan_store(st: Any, runs: pd.DataFrame, force: bool, kind: str,
                 stage_models: bool = True) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
     prev, failures = R.read_registry_state(st)
-    return _plan(_prev_state(prev, failures), _local_fingerprints(runs), force, kind, stage_models)
+    return _plan(_prev_state(prev, failures, R.present_artifacts(st)), _local_fingerprints(runs), force, kind, stage_models)
 
 
 def choose_path(n_stale: int, kind: str = "auto", n_stage: int = 0) -> str:
@@ -346,7 +346,7 @@ def plan_path(store: Any = None, *, force: bool = False, kind: str = "auto",
     st = store_io.open(store)
     runs = st.runs()  # read once for both questions
     prev, failures = R.read_registry_state(st)
-    judged = _plan(_prev_state(prev, failures), _local_fingerprints(runs), force, kind, stage_models)
+    judged = _plan(_prev_state(prev, failures, R.present_artifacts(st)), _local_fingerprints(runs), force, kind, stage_models)
     stale = _stale(judged)
     stage_todo = [j for j, kinds in stale.items() if R.KIND_STAGE in kinds]
     staged = _staged(st, runs, stage_todo) if stage_todo else []
@@ -371,7 +371,7 @@ def result_if_current(store: Any = None, *, force: bool = False, kind: str = "au
     st = R._open(store)  # the Spark path passes the Store it opened
     fps = _only(_local_fingerprints(st.runs()), jobs)
     prev, failures = R.read_registry_state(st)
-    judged = _plan(_prev_state(prev, failures), fps, force, kind, stage_models)
+    judged = _plan(_prev_state(prev, failures, R.present_artifacts(st)), fps, force, kind, stage_models)
     if _stale(judged):
         return None
     result = RetrainResult(retrain_id=R.new_retrain_id(), fit_path=fit_path, n_jobs=len(fps), master=master)

@@ -60,10 +60,14 @@ def _skipped_error(error_type: str | None) -> bool:
     return error_type in SKIPPED_ERRORS
 
 
-def _prev_state(prev: pd.DataFrame, failures: Failures | None = None) -> dict[tuple[str, str], tuple]:
+def _prev_state(prev: pd.DataFrame, failures: Failures | None = None,
+                present: set[str] | None = None) -> dict[tuple[str, str], tuple]:
     """(job, model_kind) -> what decides staleness, small enough to ship to Spark's Python workers;
-    (job, ``failed:<kind>``) -> the same of the kind's last failed fit."""
+    (job, ``failed:<kind>``) -> the same of the kind's last failed fit. A row whose artifact is
+    not among ``present`` (:func:`~sparkpredict.registry.present_artifacts`) is left out: stale."""
     cur = prev[prev.model_kind.isin([R.KIND_RUNTIME, R.KIND_STAGE]) & (prev.signature.fillna("") == "")]
+    if present is not None:
+        cur = cur[cur.artifact.isin(present)]
     # pandas-stubs type every named-tuple field as any scalar; the registry's schema fixes them
     rows: Iterable[Any] = cur.itertuples(index=False)
     out = {(r.job, r.model_kind): R.model_state(r) for r in rows}

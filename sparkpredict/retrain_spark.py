@@ -143,7 +143,7 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
             latest = read_runs_spark(spark, st)
             if jobs is not None:
                 latest = latest.where(F.col("job").isin(sorted(set(jobs))))
-            udf = _make_udf(random_state, kind, force, _prev_state(prev, failures), stage_models)
+            udf = _make_udf(random_state, kind, force, _prev_state(prev, failures, R.present_artifacts(st)), stage_models)
             detail = _detail_rows(spark, st, latest) if stage_models else None
             if detail is not None:
                 rows = (latest.groupBy("job").cogroup(detail.groupBy("job"))

@@ -836,3 +836,36 @@ def test_a_failed_fits_record_survives_an_overlapping_commit(hist, monkeypatch):
     reg, failures = R.read_registry_state(st)
     assert b_done and sorted(reg.job) == ["b-job", "c-job"]
     assert set(failures) == {("a-job", "runtime")} and failures[("a-job", "runtime")]["error"] == "too few runs"
+
+
+def test_a_missing_artifact_is_refit_by_a_plain_retrain_and_a_damaged_one_names_force(hist):
+    """The advice said "run `sparkpredict retrain`" for an artifact it could not load, and the
+    retrain refit nothing: it judged the registry row, not the file, current."""
+    from sparkpredict.advice_cache import registry_model
+    from sparkpredict.features.runs import runs_table
+
+    path, _runs = hist
+    RT.retrain_local(path, kind=KIND)
+    st = store.open(path)
+    reg = R.read_registry(st)
+    gone, cut = reg.artifact.iloc[0], reg.artifact.iloc[1]
+    models = Path(path) / R.MODELS_DIR
+    (models / gone).unlink()
+    text = (models / cut).read_text()
+    (models / cut).write_text(text[: len(text) // 2])
+    raw = st.runs()
+
+    def why(job):
+        mine = raw[raw.job == job]
+        model, note = registry_model(job, st, mine, len(runs_table(mine)))
+        assert model is None
+        return note
+
+    assert "is missing" in why(reg.job.iloc[0]) and f"retrain --store {st.path}`: it refits the jobs whose" \
+        in why(reg.job.iloc[0])
+    assert "is not valid JSON" in why(reg.job.iloc[1]) and "--force" in why(reg.job.iloc[1])
+    assert RP._prev_state(reg, None, R.present_artifacts(st)).keys() == \
+        {(j, "runtime") for j in reg.job if j != reg.job.iloc[0]}
+    res = RT.retrain_local(path, kind=KIND)
+    assert res.refit == [reg.job.iloc[0]]  # the missing one: refit without --force
+    assert registry_model(reg.job.iloc[0], store.open(path), raw[raw.job == reg.job.iloc[0]], 12)[0] is not None

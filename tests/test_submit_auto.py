@@ -32,7 +32,8 @@ spark.stop()
 @pytest.mark.spark
 def test_auto_executors_reach_spark(tmp_path, capsys):
     path = make_store(tmp_path / "store", history())
-    expected = suggest_executors("etl", "30GB", deadline_s="7m30s", store=path)
+    # for the run's own shape: on a local master its memory is the driver's (--driver-memory 512m)
+    expected = suggest_executors("etl", "30GB", deadline_s="7m30s", executor_memory_mb=512, store=path)
     assert expected.executors > 1  # a count Spark would not pick by itself
     job = tmp_path / "tiny.py"
     job.write_text(TINY_JOB)
@@ -86,7 +87,8 @@ def test_auto_with_dynamic_allocation_sets_the_bounds(tmp_path):
 
     path = make_store(tmp_path / "store", history())
     args = argparse.Namespace(executors="auto", job="etl", deadline="10m", objective="cost", store=path)
-    n, conf = executor_settings(args, ["--conf", "spark.dynamicAllocation.enabled=true", "job.py"], 30 * 10**9)
+    n, conf = executor_settings(args, ["--master", "yarn", "--conf", "spark.dynamicAllocation.enabled=true",
+                                       "job.py"], 30 * 10**9)
     a = suggest_executors("etl", 30 * 10**9, deadline_s=600, store=path)
     assert n is None
     assert conf == {"spark.dynamicAllocation.minExecutors": str(a.dynamic_allocation[0]),
@@ -138,3 +140,74 @@ def test_auto_shows_what_suggest_warns_of_before_the_run(tmp_path):
     assert lines[0] == f"advice: {a.summary()}"
     assert f"extrapolates beyond the history: {'; '.join(a.extrapolation_notes())}" in lines
     assert [f"warning: {w}" for w in a.warnings] == [x for x in lines if x.startswith("warning: ")]
+
+
+def test_auto_advises_for_the_executors_the_arguments_ask_for(tmp_path, capsys):
+    """submit's advice was for the history's executor shape whatever --executor-cores and
+    --executor-memory said: suggest gave 8 executors of 2 cores / 4 GiB where submit set 2, and
+    the warnings on a shape no run had were not shown."""
+    from sparkpredict.capture.submit_args import executor_shape
+    from sparkpredict.cli.submit import executor_settings
+
+    assert executor_shape(["--master", "yarn", "--executor-cores", "2", "--executor-memory", "4g", "j.py"]) == (2, 4096)
+    assert executor_shape(["--master", "yarn", "--conf", "spark.executor.cores=3",
+                           "--conf", "spark.executor.memory=1536m", "j.py"]) == (3, 1536)
+    # a local master's executors share the driver's heap: its memory is the driver's
+    assert executor_shape(["--master", "local[2]", "--executor-memory", "8g", "--driver-memory", "2g", "j.py"]) == \
+        (None, 2048)
+    assert executor_shape(["--master", "yarn", "--executor-cores", "two", "j.py"]) == (None, None)
+    path = make_store(tmp_path / "store", history())
+    args = argparse.Namespace(executors="auto", job="etl", deadline="7m30s", objective="cost", store=path)
+    spark = ["--master", "yarn", "--executor-cores", "8", "--executor-memory", "16g", "job.py"]
+    n, conf = executor_settings(args, spark, 30 * 10**9)
+    asked = suggest_executors("etl", 30 * 10**9, deadline_s=450, executor_cores=8, executor_memory_mb=16384, store=path)
+    plain = suggest_executors("etl", 30 * 10**9, deadline_s=450, store=path)
+    assert n == asked.executors and conf == {}
+    err = capsys.readouterr().err
+    assert f"sparkpredict: advice: {asked.summary()}" in err
+    assert [w for w in asked.warnings if w not in plain.warnings]  # the shape's own warnings ...
+    assert all(f"warning: {w}" in err for w in asked.warnings)  # ... shown before the run
+
+
+def test_auto_on_a_local_master_keeps_the_cores_and_ignores_dynamic_allocation(tmp_path):
+    """spark-submit drops --executor-cores on a local master, so 2 executors of 2 cores ran as
+    local[4] and were recorded as 4 one-core executors; and with dynamic allocation set (which a
+    local master does not have) the advised count never reached the master."""
+    import numpy as np
+
+    from sparkpredict.capture.submit import build_command
+    from sparkpredict.cli.submit import executor_settings
+    from sparkpredict.features.runs import local_thread_executors
+
+    cmd = build_command(["--master", "local[1]", "--executor-cores", "2", "job.py"], store=str(tmp_path / "s"),
+                        job="etl", executors=2)
+    assert cmd[cmd.index("--master") + 1] == "local[4]"
+    assert "spark.executor.cores=2" in cmd and "spark.executor.instances=2" in cmd
+    fix, e, c = local_thread_executors([True], [4], [2], [2])  # what the run's properties now say
+    assert fix[0] and (e[0], c[0]) == (2.0, 2.0)
+    # the user's own key is theirs: not added a second time
+    cmd = build_command(["--master", "local[1]", "--executor-cores", "2", "--conf", "spark.executor.cores=2",
+                         "job.py"], store=str(tmp_path / "s"), job="etl", executors=2)
+    assert cmd.count("spark.executor.cores=2") == 1
+    path = make_store(tmp_path / "store", history())
+    args = argparse.Namespace(executors="auto", job="etl", deadline="10m", objective="cost", store=path)
+    n, conf = executor_settings(args, ["--master", "local[2]", "--conf", "spark.dynamicAllocation.enabled=true",
+                                       "job.py"], 30 * 10**9)
+    assert conf == {} and n == suggest_executors("etl", 30 * 10**9, deadline_s=600, store=path).executors
+    assert np.isfinite(n)
+
+
+def test_auto_for_a_job_whose_runs_all_failed_says_so(tmp_path, capsys):
+    """It said "submit its first runs with --executors N", as for a job never run."""
+    import pandas as pd
+
+    st = store_mod.open(tmp_path / "store", create=True)
+    st.append({"runs": pd.DataFrame([{"run_id": "app-1", "app_id": "app-1", "job": "etl", "status": "failed",
+                                      "start_ms": 1, "wall_ms": 1000, "updated_ms": 1, "input_bytes": 10**9,
+                                      "error_message": "job 0 failed"}])})
+    rc = main(["submit", "--store", str(tmp_path / "store"), "--executors", "auto", "--job", "etl",
+               "--input-size", "1GB", "--", "--master", "local[1]", "x.py"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "job 'etl' has no succeeded runs" in err and "1 run failed" in err, err
+    assert "no finished run of it to advise from" in err and "submit its first runs" not in err, err
+    assert "; or submit with --executors N" in err

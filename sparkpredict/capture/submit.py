@@ -142,6 +142,11 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
         local = local_master_for(opts, int(executors))
         if local is not None:
             new_opts = _set_master(new_opts, local.new)
+            cores = _opt_value(opts, "--executor-cores")
+            if cores and "spark.executor.cores" not in user:
+                # spark-submit drops --executor-cores on a local master: without the key the run's
+                # local[E x C] read back as E x C one-core executors, not the E of C cores it was
+                new_opts += ["--conf", f"spark.executor.cores={cores}"]
     return [str(spark_submit_path()), *new_opts, *app]
 
 

@@ -242,6 +242,29 @@ def local_master_for(spark_submit_args: list[str], executors: int) -> MasterChan
     return None if new == master else MasterChange(master, source, new)
 
 
+def executor_shape(spark_submit_args: list[str]) -> tuple[int | None, int | None]:
+    """(cores per executor, memory per executor in MiB) the user's spark-submit arguments ask
+    for, None where they do not say (or say it in a form spark-submit will refuse itself): the
+    advice of ``--executors auto`` is for executors of this shape. On a local master the
+    memory is the driver's, which its task threads share (as the runs record it)."""
+    from ..units import spark_size
+
+    opts, _ = _split(list(spark_submit_args))
+    conf = _spark_conf(opts)
+    master, _ = effective_master(opts)
+    local = LOCAL_MASTER.fullmatch(master) is not None
+    cores_text = _opt_value(opts, "--executor-cores") or conf.get("spark.executor.cores")
+    mem_text = (_opt_value(opts, "--driver-memory") or conf.get("spark.driver.memory")) if local else \
+        (_opt_value(opts, "--executor-memory") or conf.get("spark.executor.memory"))
+    try:
+        cores = int(cores_text) if cores_text else None
+    except ValueError:
+        cores = None
+    size = spark_size(mem_text, "m") if mem_text else None
+    mem = None if size is None else size // 2**20
+    return (cores if cores and cores > 0 else None), (mem if mem and mem > 0 else None)
+
+
 def check_master(spark_submit_args: list[str]) -> None:
     """Raise InputError for a master (:func:`effective_master`) that Spark would refuse.
 

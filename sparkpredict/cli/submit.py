@@ -53,7 +53,12 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
                          "add e.g. --job nightly-etl --input-size 120g")
     from ..advice_source import HistorySource
     from ..advise import suggest_executors
-    from ..capture.submit_args import dynamic_allocation_enabled
+    from ..capture.submit_args import (
+        dynamic_allocation_enabled,
+        effective_master,
+        executor_shape,
+    )
+    from ..config import LOCAL_MASTER
     from ..units import parse_duration
 
     deadline = parse_duration(args.deadline) if args.deadline else None
@@ -64,6 +69,9 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
         # a job's first submit: there is nothing to advise from yet, and the store's other jobs
         # are no answer unless the name was mistyped
         typo = f"; if {args.job!r} is mistyped, {exc.fix}" if exc.fix and exc.fix.startswith("use one of") else ""
+        if "has no succeeded runs" in exc.message:  # its runs are there: what is wrong with them
+            raise InputError(f"{exc.message}: --executors auto has no finished run of it to advise from",
+                             f"{exc.fix}; or submit with --executors N") from None
         raise InputError(f"{exc.message}: --executors auto has no runs of it to advise from",
                          f"submit its first runs with --executors N (runs at two or more counts "
                          f"let the next submit advise){typo}") from None
@@ -73,13 +81,20 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
               "recorded with this run, not used by this advice", file=sys.stderr, flush=True)
     from ..advice_args import cli_flags
 
+    # the executors the run will have: advised for another shape than the user's arguments ask
+    # for, the count (and the warnings on cores and memory no run had) were suggest's for another
+    cores, memory_mb = executor_shape(spark_args)
     with cli_flags():  # the advice's errors name this command's flags (--param), not arguments
         advice = suggest_executors(args.job, input_bytes, deadline_s=deadline, objective=args.objective or "cost",
+                                   executor_cores=cores, executor_memory_mb=memory_mb,
                                    params={k: v for k, v in params.items() if k in known}, store=history)
     # stderr, as submit's other lines: the job's stdout may be data piped elsewhere
     for line in advice_lines(advice):
         print(f"sparkpredict: {line}", file=sys.stderr, flush=True)
-    if dynamic_allocation_enabled(spark_args):
+    # a local master has no dynamic allocation (its one executor is the driver): the count goes
+    # into its thread count, as without the setting
+    local = LOCAL_MASTER.fullmatch(effective_master(spark_args)[0]) is not None
+    if dynamic_allocation_enabled(spark_args) and not local:
         lo, hi = advice.dynamic_allocation
         return None, {"spark.dynamicAllocation.minExecutors": str(int(lo)),
                       "spark.dynamicAllocation.maxExecutors": str(int(hi))}
@@ -203,7 +218,8 @@ def _run(args: argparse.Namespace) -> int:
         local = local_master_for(spark_args, executors)
         if local is not None:
             print(f"sparkpredict: master {local.master} ({local.source}) runs as {local.new}: "
-                  f"{plural(executors, 'executor')} on a local master are its task threads (or local-cluster "
+                  f"on a local master, {plural(executors, 'executor')} "
+                  f"{'runs' if executors == 1 else 'run'} as its task threads (or local-cluster "
                   "executors), as a sweep records them", file=sys.stderr, flush=True)
     result = submit(spark_args, store=args.store, job=args.job, executors=executors, extra_conf=extra)
     if result.run_ids:
