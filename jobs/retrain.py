@@ -13,15 +13,17 @@ report ``sparkpredict retrain`` prints on stderr, and exits as ``sparkpredict re
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    from sparkpredict.cli import (
+        _Parser,  # argparse's, ending its usage errors with a fix: line
+    )
     from sparkpredict.cli.retrain import EXIT_STATUS, report_lines
 
-    ap = argparse.ArgumentParser(description="sparkpredict batch retraining (spark-submit): refit the "
+    ap = _Parser(description="sparkpredict batch retraining (spark-submit): refit the "
                                              "models of every job with new runs into the store's registry",
                                  epilog=EXIT_STATUS)
     ap.add_argument("--store", required=True, help="history store path or URI")

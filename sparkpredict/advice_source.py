@@ -45,8 +45,11 @@ class HistorySource:
     """The job's fitted model, plus its runs when a store is at hand (for defaults and warnings)."""
 
     def __init__(self, job: str, model: Any, runs: pd.DataFrame | None = None,
-                 spill: pd.Series | None = None, dyn_alloc: bool = False, local: bool = False) -> None:
+                 spill: pd.Series | None = None, dyn_alloc: bool = False, local: bool = False,
+                 sweep_mix: tuple[int, int] = (0, 0)) -> None:
         self.job, self.model, self.runs, self.spill, self._dyn = job, model, runs, spill, dyn_alloc
+        #: (succeeded runs a `sparkpredict sweep` recorded, the others) when both kinds are there
+        self.sweep_mix = sweep_mix
         #: every run of the job ran on a local master: its "executors" are task threads of the
         #: driver's one JVM, which they share (its memory is the runs' executor_memory_mb)
         self.local = local
@@ -83,7 +86,7 @@ class HistorySource:
         if store is None:
             return cls(job, model)
         runs, spill, dyn, raw = cls._history(job, store, need_job=False)
-        return cls(job, model, runs, spill, dyn, _all_local(raw))
+        return cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw))
 
     @staticmethod
     def _from_dir(job: str, path: str) -> Any:
@@ -147,7 +150,7 @@ class HistorySource:
         model, note = registry_model(job, st, raw, len(runs))
         if model is None:
             model = load_or_fit(job, st, version, runs)
-        src = cls(job, model, runs, spill, dyn, _all_local(raw))
+        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw))
         if note:
             src.notes.append(note)
         _remember(key, src)
@@ -280,6 +283,15 @@ class HistorySource:
                      "with input is an assumption of the model, not a measurement")
         if ratio is not None and mem is not None and runs is not None and sized:
             w.extend(self._memory_warning(runs, size, execs, mem, ratio))
+        swept, alone = self.sweep_mix
+        if swept and alone:
+            w.append(f"the history of {self.job} mixes {plural(swept, 'run')} of `sparkpredict sweep` "
+                     f"with {alone} started on {'its' if alone == 1 else 'their'} own (submit, "
+                     "spark-submit, a notebook): a sweep runs all of its applications in one warm "
+                     "driver JVM, while each run started on its own pays a cold JVM's start and "
+                     "first job (about 15 s more on a 2-core machine), so on small inputs their runtimes "
+                     "are not one job's. Keep one kind under this job name (the other under "
+                     "another --job, or `sparkpredict store edit RUN_ID... --job NAME`)")
         return w
 
     def _unvaried_warnings(self, cores: int | None, mem: int | None) -> list[str]:
@@ -376,6 +388,16 @@ def check_param_names(job: str, given: Any, known: list[str]) -> None:
         raise InputError(f"job {job!r} has no recorded parameter {', '.join(map(repr, unknown))} ({has})",
                          "check the name, or record runs that declare it (sparkpredict submit "
                          "--param NAME=VALUE, or spark.sparkpredict.param.NAME) and refit")
+
+
+def _sweep_mix(raw: pd.DataFrame | None) -> tuple[int, int]:
+    """(succeeded runs a sweep recorded, other succeeded runs) of a job's store rows."""
+    if raw is None or raw.empty or "properties_json" not in raw or "status" not in raw:
+        return 0, 0
+    ok = raw[raw["status"] == "succeeded"]
+    swept = int(ok["properties_json"].fillna("").astype(str).str.contains(
+        '"spark.sparkpredict.sweep.key"', regex=False).sum())
+    return swept, len(ok) - swept
 
 
 def _all_local(raw: pd.DataFrame | None) -> bool:

@@ -148,3 +148,22 @@ def test_the_listener_records_declared_parameters(spark_app, tmp_path):
     assert t["k"].isna().all()          # declared but not a number: no value
     wall_s = store_mod.open(str(store)).runs()["wall_ms"] / 1000.0
     assert list(t["runtime_s"]) == list(wall_s)  # a parameter never overrides a runs-table column
+
+
+def test_a_history_mixing_sweep_runs_with_runs_started_alone_is_warned_of(tmp_path):
+    """A sweep's runs share one warm driver JVM; a submitted run pays a cold one (a reviewer's
+    wordcount: 1-3 s swept, 15 s submitted): advice from the mix under-predicted the submitted
+    runs 5-8x without a word."""
+    path = history(tmp_path / "store")
+    runs = store_mod.open(path).runs()
+    swept = runs.head(20).copy()
+    swept["properties_json"] = [json.dumps({**json.loads(p), "spark.sparkpredict.sweep.key": "wordcount|x"})
+                                for p in swept["properties_json"]]
+    swept["updated_ms"] = 2
+    store_mod.open(path).append({"runs": swept})
+    a = suggest_executors("ml", "30GB", params={"iterations": 4}, executor_counts=[2, 4], store=path)
+    (w,) = [w for w in a.warnings if "mixes" in w]
+    assert "mixes 20 runs of `sparkpredict sweep` with 12 started on their own" in w
+    only = suggest_executors("ml", "30GB", params={"iterations": 4}, executor_counts=[2, 4],
+                             store=history(tmp_path / "plain"))
+    assert not [w for w in only.warnings if "mixes" in w]

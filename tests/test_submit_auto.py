@@ -211,3 +211,20 @@ def test_auto_for_a_job_whose_runs_all_failed_says_so(tmp_path, capsys):
     assert rc == 2 and "job 'etl' has no succeeded runs" in err and "1 run failed" in err, err
     assert "no finished run of it to advise from" in err and "submit its first runs" not in err, err
     assert "; or submit with --executors N" in err
+
+
+def test_dry_run_prints_the_command_with_the_advice_and_runs_nothing(tmp_path, capsys):
+    import shlex
+
+    path = make_store(tmp_path / "store", history())
+    before = len(store_mod.open(path).runs())
+    expected = suggest_executors("etl", "30GB", deadline_s="7m30s", store=path)
+    rc = main(["submit", "--store", path, "--job", "etl", "--executors", "auto", "--input-size", "30GB",
+               "--deadline", "7m30s", "--dry-run", "--", "--master", "yarn", "job.py", "--day", "today"])
+    out, err = capsys.readouterr()
+    assert rc == 0 and f"sparkpredict: advice: {expected.summary()}" in err
+    cmd = shlex.split(out.strip())
+    assert cmd[0].endswith("spark-submit") and cmd[-3:] == ["job.py", "--day", "today"]
+    assert f"spark.executor.instances={expected.executors}" in cmd and "spark.sparkpredict.job=etl" in cmd
+    assert "spark.sparkpredict.inputBytes=30000000000" in cmd
+    assert len(store_mod.open(path).runs()) == before  # nothing ran

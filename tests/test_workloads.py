@@ -131,6 +131,8 @@ def test_workload_body_does_the_work(spark_app, tmp_path, name):
     ("wordcount.py", ["--size", "1MB", "--data", "/nonexistent/folder"], "--data /nonexistent/folder is not a folder"),
     ("retrain.py", ["--store", "/nonexistent/store"], "no sparkpredict store"),
     ("retrain.py", ["--store", "/nonexistent/store", "--partitions", "-1"], "--partitions -1 must be at least 1"),
+    # argparse's own refusal: its usage and error, and a fix line (it had none)
+    ("retrain.py", ["--store", "/nonexistent/store", "--partitions", "x"], "invalid int value: 'x'"),
 ])
 def test_job_scripts_refuse_bad_arguments_before_spark_starts(script, args, message):
     """`spark-submit jobs/X.py` with a mistake: one error and one fix line, exit 2, no JVM (these

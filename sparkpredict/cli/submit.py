@@ -25,6 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_param_option(p, text="declare a job parameter of this run beyond its size (e.g. "
                      "iterations=25; recorded as spark.sparkpredict.param.NAME), used by --executors "
                      "auto once earlier runs declared it too; repeat for several")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the spark-submit command line (with --executors auto: after the advice) "
+                        "on stdout, and run nothing")
     p.add_argument("spark_args", nargs=argparse.REMAINDER, help="-- then spark-submit's arguments")
     p.set_defaults(func=_run)
 
@@ -221,6 +224,14 @@ def _run(args: argparse.Namespace) -> int:
                   f"on a local master, {plural(executors, 'executor')} "
                   f"{'runs' if executors == 1 else 'run'} as its task threads (or local-cluster "
                   "executors), as a sweep records them", file=sys.stderr, flush=True)
+    if args.dry_run:  # what a nightly run would be given, for a look before it is scheduled
+        import shlex
+
+        from ..capture.submit import build_command
+
+        print(shlex.join(build_command(spark_args, store=args.store, job=args.job, executors=executors,
+                                       extra_conf=extra)))
+        return 0
     result = submit(spark_args, store=args.store, job=args.job, executors=executors, extra_conf=extra)
     if result.run_ids:
         print(f"sparkpredict: recorded {', '.join(result.run_ids)} in {result.store}", file=sys.stderr)
