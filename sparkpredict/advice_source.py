@@ -422,7 +422,9 @@ def _unknown_job(job: str, known: list, where: str, empty: bool = False,
         from .fitting import no_succeeded_run
 
         what, fix = no_succeeded_run(no_success)
-        return UnknownJobError(f"job {job!r} has no succeeded runs in {where}: {what}", fix)
+        err = UnknownJobError(f"job {job!r} has no succeeded runs in {where}: {what}", fix)
+        err.no_success = True  # type: ignore[attr-defined]  # submit's fix differs for it
+        return err
     names = ", ".join(map(str, known[:10])) + (" ..." if len(known) > 10 else "")
     return UnknownJobError(f"no job {job!r} in {where}",
                            f"use one of: {names}" if known else "record runs of the job first")

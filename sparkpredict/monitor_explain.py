@@ -109,7 +109,8 @@ class Explanation:
     #: its estimate from metrics is an extrapolation
     too_short: bool = False
     #: the estimate named a cause, but the run is too short for it and its clean runs measured
-    #: no slowdown (under :data:`CAUSE_MIN_SLOWDOWN`): none is named
+    #: no slowdown (under :data:`CAUSE_MIN_SLOWDOWN`), or only runs of other setups were there to
+    #: measure it against: none is named
     cause_withheld: bool = False
     #: how its ``clean_runs`` were chosen: "labelled" (labelled ``none``), "same setup" (a job
     #: without labels, or a labelled one with no other run labelled ``none``: its runs of this

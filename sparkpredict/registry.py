@@ -295,7 +295,7 @@ def failed_fits(table: pa.Table) -> list[dict]:
             and str(r.get("model_kind", "")).startswith(FAILED_PREFIX)] if isinstance(recs, list) else []
 
 
-def present_artifacts(store: Any) -> set[str]:
+def present_artifacts(store: Any) -> set[str] | None:
     """The artifacts (paths relative to ``STORE/_models``) that are there and not empty: a
     retrain judges a registry row whose artifact is gone as stale, so that it refits the job
     the advice could not load (it had taken the row as current, and refit nothing)."""
@@ -305,8 +305,8 @@ def present_artifacts(store: Any) -> set[str]:
     base = _base(st)
     try:
         infos = st.fs.get_file_info(pafs.FileSelector(f"{base}/artifacts", recursive=True, allow_not_found=True))
-    except OSError:
-        return set()
+    except OSError:  # not known: no row is judged by its file (an empty set would refit all)
+        return None
     return {i.path[len(base) + 1:] for i in infos if i.type == pafs.FileType.File and (i.size or 0) > 0}
 
 

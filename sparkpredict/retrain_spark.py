@@ -66,6 +66,7 @@ def read_runs_spark(spark: Any, st: store_io.Store):
     from pyspark.sql import functions as F
 
     df = (spark.read.schema(_spark_schema("runs")).option("pathGlobFilter", "part-*.parquet")
+          .option("ignoreMissingFiles", "true")
           .parquet(f"{spark_path(st)}/runs").withColumn("_file", F.col("_metadata.file_name")))
     w = Window.partitionBy("run_id").orderBy(F.col("updated_ms").desc_nulls_last(), F.col("_file").desc())
     # Deduplicate first, then drop job-less runs: the same order as Store.read + the local path.
@@ -82,9 +83,12 @@ def read_committed_spark(spark: Any, st: store_io.Store, table: str):
         return F.regexp_extract(col, r"^part-(.*)\.parquet$", 1)
 
     base = spark_path(st)
+    # a file gone since it was listed: an ingest dropped the batch of a copy it replaced
     marks = (spark.read.schema(_spark_schema("runs")).option("pathGlobFilter", "part-*.parquet")
+             .option("ignoreMissingFiles", "true")
              .parquet(f"{base}/runs").select(batch(F.col("_metadata.file_name")).alias("_batch")).distinct())
     rows = (spark.read.schema(_spark_schema(table)).option("pathGlobFilter", "part-*.parquet")
+            .option("ignoreMissingFiles", "true")
             .parquet(f"{base}/{table}").withColumn("_batch", batch(F.col("_metadata.file_name"))))
     return rows.join(F.broadcast(marks), "_batch", "left_semi").drop("_batch")
 

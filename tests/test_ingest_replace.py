@@ -8,11 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from sparkpredict import store
 from sparkpredict.capture.eventlog_ingest import ingest_event_logs
 from sparkpredict.cli import main
+from sparkpredict.errors import StoreError
 from sparkpredict.store.io import new_batch_id
 
 LOGS = Path(__file__).parent / "data" / "eventlogs"
@@ -80,25 +82,111 @@ def test_an_edited_cut_copy_is_not_replaced_and_the_warning_says_why(tmp_path, c
     assert (s.runs().job[0], len(s.tasks())) == ("nightly", 8354)  # the edit and the copy kept
 
 
+def _as_user(argv, capsys, unreadable):
+    """(exit code, stdout, stderr) of `sparkpredict ARGV` where file permissions apply: as root,
+    in a process without the capability to read anything (setpriv)."""
+    if not os.access(unreadable, os.R_OK):
+        from sparkpredict.cli import main as run
+
+        code = run(argv)
+        out, err = capsys.readouterr()
+        return code, out, err
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root, and no setpriv to drop the capability to read anything")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    cmd = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", sys.executable, "-m", "sparkpredict", *argv]
+    r = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stdout, r.stderr
+
+
 def test_a_folder_ingest_cannot_list_is_named_not_read_as_empty(tmp_path, capsys):
+    """A folder os.walk could not list was skipped without a word: the folder given read as
+    "no event logs found", and one inside it lost its logs silently."""
     logs = tmp_path / "logs"
     (logs / "sub").mkdir(parents=True)
     shutil.copy(PLAIN, logs / "sub")
+    shutil.copy(Q72, logs)
+    st = tmp_path / "st"
     os.chmod(logs / "sub", 0)
     try:
-        if os.access(logs / "sub", os.R_OK):  # root without dropped capabilities reads anyway
-            cmd = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", sys.executable, "-m", "sparkpredict",
-                   "ingest", str(logs), "--store", str(tmp_path / "st")]
-            if shutil.which("setpriv") is None:
-                pytest.skip("running as root, and no setpriv to drop the capability to read anything")
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-            r = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=120)
-            code, err = r.returncode, r.stderr
-        else:
-            code = main(["ingest", str(logs), "--store", str(tmp_path / "st")])
-            err = capsys.readouterr().err
+        code, out, err = _as_user(["ingest", str(logs), "--store", str(st)], capsys, logs / "sub")
+        # the folder inside is that folder's failure; the log beside it is ingested
+        assert code == 1, err
+        assert f"FAILED    {logs / 'sub'}: cannot read: Permission denied" in out, out
+        assert "1 ingested" in out and "1 failed" in out
+        code, out, err = _as_user(["ingest", str(logs / "sub"), "--store", str(tmp_path / "st2")], capsys, logs / "sub")
+        assert code == 2 and f"error: {logs / 'sub'}: cannot read: Permission denied" in err, err
+        assert "no event logs found" not in err and not (tmp_path / "st2").exists()
     finally:
         os.chmod(logs / "sub", 0o755)
-    assert code == 2
-    assert f"error: {logs}: cannot read sub: Permission denied" in err and "no event logs found" not in err
-    assert not (tmp_path / "st").exists()
+    assert len(store.open(st).runs()) == 1
+
+
+def _cut_q72(tmp_path):
+    trunc = tmp_path / "cut" / "trunc.zstd"
+    trunc.parent.mkdir()
+    trunc.write_bytes(Q72.read_bytes()[:600_000])
+    return trunc
+
+
+def test_a_replaced_copy_keeps_its_job_and_is_no_new_run(tmp_path):
+    st = tmp_path / "st"
+    assert ingest_event_logs(_cut_q72(tmp_path), st, job="nightly").files_ingested == 1
+    report = ingest_event_logs(Q72, st)  # no --job: the log's app name would have been taken
+    (f,) = report.files
+    assert f.outcome == "ingested" and f.replaced and report.runs_added == 0
+    assert list(store.open(st).runs().job) == ["nightly"]
+
+
+def test_runs_whose_ids_share_a_batch_label_are_told_apart_by_the_ids_they_hold(tmp_path):
+    """A batch label is the run id cut to 53 characters: two such runs' copies were taken for one
+    run's (not reduced) and a fuller log was refused as "edited"."""
+    from sparkpredict.capture import eventlog_ingest as EI
+
+    long_a, long_b = "app-" + "x" * 60 + "-a", "app-" + "x" * 60 + "-b"
+    assert EI._label(long_a) == EI._label(long_b)
+    st = store.open(tmp_path / "st", create=True)
+    from sparkpredict.capture.eventlog import parse_event_log
+
+    parsed = parse_event_log(PLAIN)
+    for rid in (long_a, long_b, long_a):  # long_a twice, as a race left it
+        tables = {}
+        for name, t in parsed.tables.items():
+            i = t.schema.get_field_index("run_id")
+            tables[name] = t.set_column(i, "run_id", pa.array([rid] * t.num_rows, pa.string()))
+        st.append(tables, batch_id=new_batch_id("ingest-" + rid))
+    assert len(st.tasks()) == 3 * 4
+    EI._one_copy_each(st)
+    tasks = st.tasks()
+    assert len(tasks) == 2 * 4 and sorted(tasks.run_id.unique()) == sorted([long_a, long_b])
+
+
+def test_a_reader_skips_a_batch_dropped_after_it_listed_it(tmp_path, monkeypatch):
+    """drop_batch can land between a reader's listing and its reads: the reader had read that as
+    an unreadable Parquet file, to be moved out of the store."""
+    from sparkpredict.store import io as store_io
+
+    st = tmp_path / "st"
+    ingest_event_logs(PLAIN, st)
+    s = store.open(st)
+    (batch,) = s.committed_batches()
+    listed = {batch}
+    real = store_io.Store.committed_batches
+    calls = []
+
+    def committed(self):
+        calls.append(1)
+        return set(listed) if len(calls) == 1 else real(self)
+
+    files = s._files("tasks")  # what the reader listed, before the drop
+    real_files = store_io.Store._files
+    s.drop_batch(batch)  # as another process's ingest would, between the listing and the read
+    monkeypatch.setattr(store_io.Store, "committed_batches", committed)
+    monkeypatch.setattr(store_io.Store, "_files", lambda self, t: files if t == "tasks" else real_files(self, t))
+    assert s.read("tasks").empty and len(calls) == 2  # skipped: listed committed, then gone
+    # a file missing from a batch still committed is damage, named as such
+    calls.clear()
+    listed.clear()
+    monkeypatch.setattr(store_io.Store, "committed_batches", lambda self: {batch})
+    with pytest.raises(StoreError, match="of a committed batch is missing from the store"):
+        s.read("tasks")

@@ -228,3 +228,28 @@ def test_dry_run_prints_the_command_with_the_advice_and_runs_nothing(tmp_path, c
     assert f"spark.executor.instances={expected.executors}" in cmd and "spark.sparkpredict.job=etl" in cmd
     assert "spark.sparkpredict.inputBytes=30000000000" in cmd
     assert len(store_mod.open(path).runs()) == before  # nothing ran
+
+
+def test_the_cores_key_goes_with_every_local_master_and_never_with_local_cluster(tmp_path):
+    from sparkpredict.capture.submit import build_command
+
+    def cmd(master):
+        return build_command(["--master", master, "--executor-cores", "2", "job.py"], store=str(tmp_path / "s"),
+                             job="etl", executors=2)
+
+    same = cmd("local[4]")  # already E x C threads: no rewrite, the key all the same
+    assert same[same.index("--master") + 1] == "local[4]" and "spark.executor.cores=2" in same
+    cluster = cmd("local-cluster[2,1,1024]")  # its workers have 1 core: 2 per executor never launch
+    assert cluster[cluster.index("--master") + 1] == "local-cluster[2,1,1024]"
+    assert not any(a.startswith("spark.executor.cores=") for a in cluster)
+
+
+def test_a_count_of_the_users_own_is_refused_with_auto_on_a_local_master_under_dynamic_allocation(tmp_path, capsys):
+    """A local master has no dynamic allocation: auto sets the count there, so the user's
+    --num-executors contradicts it (it was let through, and the advised count never used)."""
+    path = make_store(tmp_path / "store", history())
+    rc = main(["submit", "--store", path, "--job", "etl", "--executors", "auto", "--input-size", "30GB", "--",
+               "--master", "local[2]", "--conf", "spark.dynamicAllocation.enabled=true", "--num-executors", "3",
+               "job.py"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--executors auto and --num-executors 3 both set the executor count" in err, err

@@ -9,7 +9,6 @@ a folder also given). :func:`fingerprint` tells whether a log changed since it w
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import re
@@ -114,20 +113,23 @@ def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
         elif os.path.basename(path).startswith(ROLLING_PREFIX):
             out.append(rolling_log(path))
         else:
-            for root, dirs, files in os.walk(path, onerror=functools.partial(_refuse, path)):
+            refused: list[OSError] = []
+            for root, dirs, files in os.walk(path, onerror=refused.append):
                 dirs.sort()
                 for d in [d for d in dirs if d.startswith(ROLLING_PREFIX)]:
                     out.append(rolling_log(os.path.join(root, d)))
                 dirs[:] = [d for d in dirs if not d.startswith((ROLLING_PREFIX, "."))]
                 out.extend(single_log(os.path.join(root, f)) for f in sorted(files)
                            if not _NOT_LOGS.search(f))
+            for exc in refused:
+                # os.walk skips a folder it cannot list: the folder given itself then read as
+                # "no event logs found"; one inside it (a lost+found, a folder removed meanwhile)
+                # is that folder's failure, reported beside the logs that were read
+                inner = os.fspath(exc.filename) if exc.filename else path
+                if os.path.abspath(inner) == path:
+                    raise unreadable(path, exc)
+                out.append(LogSource(inner, [], False, os.path.basename(inner), error=unreadable(inner, exc)))
     return out
-
-
-def _refuse(path: str, exc: OSError) -> None:
-    # os.walk skips folders it cannot list: a folder of logs it could not read then read as
-    # "no event logs found"
-    raise unreadable(path, exc)
 
 
 def unique_logs(sources: Iterable[LogSource]) -> tuple[list[LogSource], list[str]]:

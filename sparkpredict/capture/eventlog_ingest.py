@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pyarrow as pa
 
-from ..errors import IngestError, InputError
+from ..errors import IngestError, InputError, SparkPredictError
 from .eventlog import ParsedLog, _parse_source, _system_pool
 from .eventlog_files import LogSource, find_logs, fingerprint, unique_logs, unreadable
 
@@ -100,7 +100,8 @@ class IngestReport:
 
     @property
     def runs_added(self) -> int:
-        return self.files_ingested
+        """Runs new to the store: ingested logs, less those that replaced a stored copy."""
+        return sum(f.outcome == "ingested" and not f.replaced for f in self.files)
 
     @property
     def warnings(self) -> dict[str, list[str]]:
@@ -292,21 +293,31 @@ def _batch_run(st: Store, batch_id: str) -> str | None:
     return ids.pop() if len(ids) == 1 else None
 
 
+def _copies(st: Store, label: str, batches: list[str]) -> dict[str, list[str]]:
+    """run id -> its batches (oldest first) among ``batches`` of one label: a label is the run id
+    cut to 53 characters and made a file name, so two runs can share one (unreadable: left out)."""
+    out: dict[str, list[str]] = {}
+    for b in batches:
+        rid = _batch_run(st, b)
+        if rid is not None:
+            out.setdefault(rid, []).append(b)
+    return out
+
+
 def _one_copy_each(st: Store) -> None:
     """Keep one ingested copy of each run: the latest, when earlier ingests left more (two ran
     at once before they took the lock, or one stopped between storing a fuller copy of a run and
     dropping the copy it replaced)."""
-    for batches in _ingest_batches(st).values():
+    for label, batches in _ingest_batches(st).items():
         if len(batches) < 2:
             continue
-        runs = {b: _batch_run(st, b) for b in batches}
-        rid = runs[batches[-1]]
-        if rid is None or any(r != rid for r in runs.values()):
-            continue  # not one run's copies (a run id cut to the label's length): leave them
-        for b in batches[:-1]:
-            st.drop_batch(b)
-        log.warning("store %s: run %s was stored by ingest %d times; kept the latest copy",
-                    st.path, rid, len(batches))
+        for rid, mine in _copies(st, label, batches).items():
+            if len(mine) < 2:
+                continue
+            for b in mine[:-1]:
+                st.drop_batch(b)
+            log.warning("store %s: run %s was stored by ingest %d times; kept the latest copy",
+                        st.path, rid, len(mine))
 
 
 def _holds_more(parsed: ParsedLog, stored: _StoredRun) -> bool:
@@ -317,23 +328,24 @@ def _holds_more(parsed: ParsedLog, stored: _StoredRun) -> bool:
     return parsed.damage is None and (ends or n > stored.num_tasks)
 
 
-def _replaceable(st: Store, run_id: str, stored: _StoredRun) -> str | None:
-    """The batch of the stored copy of ``run_id`` when a fuller log may replace it: ingest
-    stored it in one batch, and no edit has been made to it since (``sparkpredict store edit``
-    adds runs rows elsewhere, which would outlive the copy). Else None."""
+def _replaceable(st: Store, run_id: str, stored: _StoredRun) -> tuple[str | None, str]:
+    """(the batch of the stored copy of ``run_id`` when a fuller log may replace it, else None;
+    why not): ingest stored it in one batch, and no edit has been made to it since (``sparkpredict
+    store edit`` adds runs rows elsewhere, which would outlive the copy)."""
     if stored.source != "eventlog":
-        return None  # the listener's copy: many batches, some shared with nothing else
-    batches = _ingest_batches(st).get(_label(run_id), [])
-    if len(batches) != 1 or _batch_run(st, batches[0]) != run_id:
-        return None
+        return None, "the listener recorded it"  # many batches, written as the run went
+    label = _label(run_id)
+    mine = _copies(st, label, _ingest_batches(st).get(label, [])).get(run_id, [])
+    if len(mine) != 1:
+        return None, "its stored copy is not one batch ingest wrote"
     rows = st.read("runs", form="arrow", columns=["run_id"], run_ids=[run_id], all_rows=True)
-    return batches[0] if rows.num_rows == 1 else None
+    if rows.num_rows != 1:
+        return None, "it was edited with `sparkpredict store edit`, whose edits keep it"
+    return mine[0], ""
 
 
-def _cannot_replace(parsed: ParsedLog, stored: _StoredRun) -> str:
+def _cannot_replace(parsed: ParsedLog, stored: _StoredRun, why: str) -> str:
     n = parsed.tables["runs"]["num_tasks"][0].as_py() or 0
-    why = ("the listener recorded it" if stored.source != "eventlog"
-           else "it was edited with `sparkpredict store edit`, whose edits keep it")
     return (f"this log holds more of run {parsed.run_id} than the store (stored: {stored.status}, "
             f"{_tasks(stored.num_tasks)}; this log: {parsed.status}, {_tasks(n)}), but the stored "
             f"run cannot be replaced ({why}): to keep the whole run, ingest this log into a fresh "
@@ -384,10 +396,10 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
     old_batch = None
     if stored is not None:
         more = _holds_more(parsed, stored)
-        old_batch = _replaceable(st, parsed.run_id, stored) if more else None
+        old_batch, why = _replaceable(st, parsed.run_id, stored) if more else (None, "")
         if old_batch is None:  # the log's own warnings are about rows that are not stored
             return FileOutcome(src.path, "exists", run_id=parsed.run_id, status=stored.status,
-                               warnings=([_cannot_replace(parsed, stored)] if more else [])
+                               warnings=([_cannot_replace(parsed, stored, why)] if more else [])
                                + _other_job(parsed.run_id, stored, job, st))
     if parsed.damage is not None:
         # Stored, the run's totals would lack the lost events and could pass for a whole run.
@@ -399,21 +411,28 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
     run = tables["runs"]
     run = run.set_column(run.schema.get_field_index("updated_ms"), "updated_ms",
                          pa.array([int(time.time() * 1000)], pa.int64()))
-    if job is not None:
-        run = run.set_column(run.schema.get_field_index("job"), "job", pa.array([job], pa.string()))
+    # a copy it replaces keeps the job it was stored under, as a skipped log's run does
+    keep = job if job is not None else (stored.job if old_batch is not None and stored is not None else None)
+    if keep is not None:
+        run = run.set_column(run.schema.get_field_index("job"), "job", pa.array([keep], pa.string()))
     tables["runs"] = run
     st.append(tables, batch_id=new_batch_id("ingest-" + parsed.run_id))
     replaced = None
+    warnings = list(parsed.warnings)
     if old_batch is not None and stored is not None:
+        replaced = f"{stored.status}, {_tasks(stored.num_tasks)}"
         # after the fuller copy is committed: a stop in between leaves two copies, which the
         # next ingest reduces to this one (_one_copy_each), never none
-        st.drop_batch(old_batch)
-        replaced = f"{stored.status}, {_tasks(stored.num_tasks)}"
+        try:
+            st.drop_batch(old_batch)
+        except SparkPredictError as exc:
+            # its commit mark left in place: the next ingest keeps this copy, drops that one
+            warnings.append(f"could not remove the replaced copy of run {parsed.run_id}: {exc.message}; {exc.fix}")
     known.add(parsed.run_id, _StoredRun(parsed.status, run["num_tasks"][0].as_py() or 0, "eventlog",
                                         run["job"][0].as_py()), src.path, parsed.fingerprint)
     return FileOutcome(src.path, "ingested", run_id=parsed.run_id, status=parsed.status,
                        stages=tables["stages"].num_rows, tasks=tables["tasks"].num_rows,
-                       warnings=parsed.warnings, replaced=replaced)
+                       warnings=warnings, replaced=replaced)
 
 
 __all__ = [

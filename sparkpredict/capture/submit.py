@@ -14,7 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from ..config import KEY_INPUT_BYTES, KEY_JOB, KEY_STORE, KEY_TASKS
+from ..config import KEY_INPUT_BYTES, KEY_JOB, KEY_STORE, KEY_TASKS, LOCAL_MASTER
 from ..errors import ListenerError, StoreError
 from .listener import listener_conf, merged_list
 from .submit_args import (
@@ -23,6 +23,7 @@ from .submit_args import (
     _split,
     _user_conf,
     check_master,
+    effective_master,
     local_master_for,
     spark_submit_path,
     submit_store,
@@ -142,11 +143,13 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
         local = local_master_for(opts, int(executors))
         if local is not None:
             new_opts = _set_master(new_opts, local.new)
-            cores = _opt_value(opts, "--executor-cores")
-            if cores and "spark.executor.cores" not in user:
-                # spark-submit drops --executor-cores on a local master: without the key the run's
-                # local[E x C] read back as E x C one-core executors, not the E of C cores it was
-                new_opts += ["--conf", f"spark.executor.cores={cores}"]
+        cores = _opt_value(opts, "--executor-cores")
+        if cores and "spark.executor.cores" not in user and LOCAL_MASTER.fullmatch(effective_master(opts)[0]):
+            # spark-submit drops --executor-cores on local[N]: without the key the run's
+            # local[E x C] read back as E x C one-core executors, not the E of C cores it was.
+            # Not on local-cluster[N,C,M], whose workers have C cores: more per executor would
+            # leave its executors unlaunched
+            new_opts += ["--conf", f"spark.executor.cores={cores}"]
     return [str(spark_submit_path()), *new_opts, *app]
 
 

@@ -125,13 +125,15 @@ def _training_monitor(path: str) -> Any:
     """The monitor trained on ``--training-store``; its store's errors name that flag, not --store."""
     from .. import monitor
     from ..errors import StoreError
+    from ..store import io
 
     try:
-        return monitor.cached_monitor(path)
+        io.open(path)  # only where it is no store: a store's own errors keep their fixes
     except StoreError as exc:
         raise StoreError(f"--training-store: {exc.message}",
                          "give the folder of a store that holds labelled runs (--training-store T), or "
                          "leave it out: the store's own labelled runs, else the bundled dataset") from exc
+    return monitor.cached_monitor(path)
 
 
 def _baseline(e: Any) -> str:

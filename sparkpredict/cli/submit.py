@@ -72,7 +72,7 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
         # a job's first submit: there is nothing to advise from yet, and the store's other jobs
         # are no answer unless the name was mistyped
         typo = f"; if {args.job!r} is mistyped, {exc.fix}" if exc.fix and exc.fix.startswith("use one of") else ""
-        if "has no succeeded runs" in exc.message:  # its runs are there: what is wrong with them
+        if getattr(exc, "no_success", False):  # its runs are there: what is wrong with them
             raise InputError(f"{exc.message}: --executors auto has no finished run of it to advise from",
                              f"{exc.fix}; or submit with --executors N") from None
         raise InputError(f"{exc.message}: --executors auto has no runs of it to advise from",
@@ -130,8 +130,12 @@ def check_given_once(args: argparse.Namespace, spark_args: list[str], input_byte
     ``--store`` (:func:`sparkpredict.capture.submit_args.submit_store`). A setting given twice
     alike is no conflict, except the executor count: where the user's arguments set it, submit
     leaves a local master's width alone too, and would record a count the run did not have."""
-    from ..capture.submit_args import dynamic_allocation_enabled, given_settings
-    from ..config import KEY_INPUT_BYTES, KEY_JOB, PARAM_PREFIX
+    from ..capture.submit_args import (
+        dynamic_allocation_enabled,
+        effective_master,
+        given_settings,
+    )
+    from ..config import KEY_INPUT_BYTES, KEY_JOB, LOCAL_MASTER, PARAM_PREFIX
     from ..errors import InputError
     from ..units import parse_bytes
 
@@ -152,7 +156,8 @@ def check_given_once(args: argparse.Namespace, spark_args: list[str], input_byte
     if args.executors is not None:
         ours = f"--executors {args.executors}"
         keys = ["spark.executor.instances"]
-        if args.executors == "auto" and dynamic_allocation_enabled(spark_args):
+        local = LOCAL_MASTER.fullmatch(effective_master(spark_args)[0]) is not None
+        if args.executors == "auto" and dynamic_allocation_enabled(spark_args) and not local:
             # the advice then sets dynamic allocation's bounds; a count asked for is its start
             keys = ["spark.dynamicAllocation.minExecutors", "spark.dynamicAllocation.maxExecutors"]
         for key in keys:

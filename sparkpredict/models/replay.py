@@ -232,7 +232,7 @@ class ReplayRuntimeModel(RuntimeEstimator):
                 "upper_s": np.where(bounded, p * (1 + q0), np.inf)}
 
     def _loo_errors(self) -> tuple[float, np.ndarray]:
-        """Predict each training run from the others (at most 40 runs); one run: its self-check.
+        """Predict each training run from the others (the latest 40); one run: its self-check.
         Keeps the runs' runtime / leave-one-out prediction, most above first, in ``slow_runs_``
         (as the whole-job model keeps its out-of-fold ones): in sample, a run of several of one
         size and count is predicted by the replay of one of them, itself or another, so its ratio
@@ -245,7 +245,7 @@ class ReplayRuntimeModel(RuntimeEstimator):
             e = np.array([abs(v) for v in self.self_errors_.values()])
             return float(e.mean()), e
         ex = self._executors(runs)
-        for run_id in list(runs.index)[:40]:
+        for run_id in list(runs.index)[-40:]:  # the latest: what explain --job and the report rank
             r = runs.loc[run_id]
             others = runs.drop(index=run_id)
             if "job" in runs and not (others["job"] == r.get("job")).any():

@@ -153,14 +153,24 @@ class Store:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
-            raise StoreError(f"cannot write to store {self.path!r}: {exc.strerror or exc} ({path})",
-                             "choose a writable folder, or fix its permissions") from exc
+            # a read-only store still answers an ingest of logs it holds; a write fails later,
+            # with its own error
+            log.warning("store %s: no %s lock (%s): run one %s into it at a time", self.path, name,
+                        exc.strerror or exc, name)
+            yield
+            return
         try:
+            locked = True
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 log.warning("store %s: waiting for another %s into it to finish", self.path, name)
                 fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError as exc:  # NFS without lockd, Lustre without flock, some FUSE mounts
+                locked = False
+                log.warning("store %s: its file system takes no lock (%s): run one %s into it at a time",
+                            self.path, exc.strerror or exc, name)
+            log.debug("store %s: %s lock %s", self.path, name, "held" if locked else "not held")
             yield
         finally:
             os.close(fd)  # releases the lock
@@ -171,7 +181,10 @@ class Store:
         Only ingest replacing its own copy of a run calls this; the store is otherwise append-only."""
         order = [S.COMMIT_TABLE] + [t for t in S.TABLES if t != S.COMMIT_TABLE]
         paths = [p for t in order for b, p in self._files(t).items() if b == batch_id]
-        return self.delete_files(paths, "the batch's rows stay in the store")
+        removed = self.delete_files(paths[:1], "the batch's rows stay in the store")
+        # past the commit mark the rows are gone from every reader; what is left is orphans
+        return removed + self.delete_files(paths[1:], "its rows are no longer read; `sparkpredict "
+                                                      "store clean` removes what is left")
 
     def exists(self) -> bool:
         return self.fs.get_file_info(f"{self.root.rstrip('/')}/{S.MARKER_FILE}").type == pafs.FileType.File
@@ -190,12 +203,22 @@ class Store:
         paths = [p for b, p in sorted(files.items()) if b in committed]
         want = S.TABLES[table]
         parts = []
+        gone: set[str] | None = None
         for p in paths:
             try:
                 # One file at a time through ParquetFile: read_table would build a dataset
                 # per file (and import pyarrow.dataset, ~0.5 s of a CLI's start).
                 with self.fs.open_input_file(p) as f:
                     t = pq.ParquetFile(f).read()
+            except FileNotFoundError as exc:
+                # an ingest replacing its copy of a run dropped the batch since it was listed
+                if gone is None:
+                    gone = committed - self.committed_batches()
+                if _batch_of(p.rsplit("/", 1)[-1]) in gone:
+                    continue
+                raise StoreError(f"file {p!r} of a committed batch is missing from the store",
+                                 "restore it from a backup, or remove the batch's runs file (its "
+                                 "commit mark) to drop the batch") from exc
             except Exception as exc:
                 raise StoreError(f"unreadable Parquet file {p!r} in store: {exc}",
                                  "move the file out of the store folder; other runs are unaffected") from exc
