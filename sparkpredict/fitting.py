@@ -138,10 +138,12 @@ def no_succeeded_run(raw_runs: pd.DataFrame) -> tuple[str, str]:
         cut = ids["incomplete"]
         logs = (f"log of run {cut[0]}" if len(cut) == 1 else f"logs of runs {', '.join(cut)}" if len(cut) <= 3
                 else "logs of the incomplete runs")
-        fixes.append(f"ingest the complete event {logs} into a fresh store (sparkpredict ingest LOG "
-                     "--store NEW_FOLDER: a run already stored is not replaced)")
+        fixes.append(f"ingest the complete event {logs} (sparkpredict ingest LOG: it replaces a cut copy "
+                     "that ingest stored)")
     if ids.get("running"):
-        fixes.append("let the running one end (its last record then says how it ended)")
+        fixes.append("let the running one end (its last record then says how it ended); a run whose "
+                     "driver is gone for good stays running: `sparkpredict store edit RUN_ID --exclude "
+                     "--ended` sets it aside")
     if ids.get("failed") or ids.get("killed"):
         fixes.append("fix what made its runs fail (`sparkpredict store summary` lists them), then record a "
                      "succeeded run: failed runs are no measure of the job's runtime")

@@ -200,7 +200,8 @@ def test_suggest_says_an_incomplete_run_is_incomplete_not_failed(logs_store):
                                     f"{str(logs_store)!r}: 1 run is incomplete (its event log ended before "
                                     "the application did, as an in-progress or cut-off log does)")
     assert "fail" not in e.value.fix
-    assert e.value.fix.startswith(f"ingest the complete event log of run {CUT_RUN} into a fresh store ({FRESH}")
+    assert e.value.fix.startswith(f"ingest the complete event log of run {CUT_RUN} (sparkpredict ingest LOG: it "
+                                  "replaces a cut copy that ingest stored)")
     assert e.value.fix.endswith("or record a run of the job that succeeds")
 
 
@@ -229,7 +230,7 @@ def test_the_fit_of_an_incomplete_run_names_the_fresh_store(logs_store):
     with pytest.raises(DegenerateDataError) as e:
         fit_group(raw)
     assert e.value.message == "no succeeded run (1 incomplete)"
-    assert e.value.fix.startswith(f"ingest the complete event log of run {CUT_RUN} into a fresh store")
+    assert e.value.fix.startswith(f"ingest the complete event log of run {CUT_RUN} (sparkpredict ingest LOG")
 
 
 def test_a_job_whose_runs_are_all_excluded_is_told_to_include_them(own_store):

@@ -164,3 +164,27 @@ def test_parquet_export_keeps_the_stores_integer_types_and_reads_back_as_the_sam
     table = runs_table(st)
     assert all(back[c].dtype == np.float64 for c in table.columns if c not in ("run_id", "job"))
     pd.testing.assert_frame_equal(back[table.columns], table)
+
+
+def test_runs_out_and_store_summary_say_what_they_read_differently(tmp_path, capsys):
+    """`runs --out` wrote "1 run of 1 job" where the store held 3 (a failed and a running one
+    left out without a word); `store summary` listed local[2] runs as 2 executors where the
+    store holds 1 of 2 cores, without saying why."""
+    import shutil
+    from pathlib import Path
+
+    from sparkpredict import store as store_mod
+    from sparkpredict.cli import main
+
+    hist = tmp_path / "history"
+    shutil.copytree(Path(__file__).parent / "data" / "history", hist)
+    st = store_mod.open(hist)
+    ids = list(st.runs()["run_id"][:2])
+    row = st.read("runs", run_ids=ids)
+    st.append({"runs": row.assign(status=["failed", "running"], updated_ms=row["updated_ms"] + 1)})
+    n = len(st.runs())
+    assert main(["runs", "--out", str(tmp_path / "r.csv"), "--store", str(hist)]) == 0
+    assert f"wrote {n - 2} runs of 3 jobs to {tmp_path / 'r.csv'} (2 runs not succeeded left out)" in \
+        capsys.readouterr().out
+    assert main(["store", "summary", "--store", str(hist)]) == 0
+    assert "executors as the models read them: local[N] as N one-core executors" in capsys.readouterr().out

@@ -228,3 +228,37 @@ def test_reingesting_a_log_keeps_the_edit(tmp_path):
     assert _files(path) == files
     run = store.open(path).runs().iloc[0]
     assert (run["job"], run["input_bytes"], run["input_bytes_source"]) == ("etl", 2 * 2**30, "declared")
+
+
+def test_a_run_that_will_never_end_is_edited_with_ended(hist, capsys):
+    """A driver killed with SIGKILL leaves its run `running` for good: the refusal's fix ("edit it
+    once it has ended") could never be followed."""
+    from sparkpredict.cli import main
+
+    rid = _running(hist)
+    assert main(["store", "edit", rid, "--exclude", "--store", str(hist)]) == 2
+    err = capsys.readouterr().err
+    assert "is still running" in err and "add --ended (ended=True from Python)" in err, err
+    assert main(["store", "edit", rid, "--exclude", "--ended", "--store", str(hist)]) == 0
+    assert store.open(hist).read("runs", run_ids=[rid])["status"].tolist() == ["excluded"]
+
+
+def test_two_edits_of_one_run_at_once_both_hold(hist):
+    """Each edit copies the run's latest row: two at once each copied the same one, and the later
+    undid the earlier (1 in 4 tries here lost the --input-size, both commands saying "1 run
+    edited"). The writer lock makes the second read the first's row."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    for i in range(3):
+        job, size = f"moved-{i}", f"{7 + i}GB"
+        cmds = [[sys.executable, "-m", "sparkpredict", "store", "edit", WC_FIRST, "--job", job, "--store", str(hist)],
+                [sys.executable, "-m", "sparkpredict", "store", "edit", WC_FIRST, "--input-size", size,
+                 "--store", str(hist)]]
+        procs = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in cmds]
+        outs = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], outs
+        row = store.open(hist).read("runs", run_ids=[WC_FIRST]).iloc[0]
+        assert (row.job, int(row.input_bytes)) == (job, (7 + i) * 10**9), outs

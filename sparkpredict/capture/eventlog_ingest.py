@@ -15,7 +15,7 @@ being written, ``.inprogress``, or a partial copy; the run never ended, or has f
 replaces that copy, unless the run was edited since; otherwise the skip says so. A log that lost
 events before its end (undecodable data, a line that is not JSON before the last, a missing or
 cut rolling file) is not stored at all, so that an intact copy can be ingested later. One
-ingest at a time writes a local store (:meth:`Store.writer_lock`). For the same reason a job name
+ingest or edit at a time writes a local store (:meth:`Store.writer_lock`). For the same reason a job name
 given to ingest (``job=``, ``--job``) names the runs that call stores: a run already stored keeps
 its job, and the skip says so when the names differ.
 """

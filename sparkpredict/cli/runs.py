@@ -49,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
     # integer columns stay integers in the file (Parquet: the store's types, nulls for missing
     # values); CSV, untyped, also writes other whole-valued columns without ".0"
     write_table(with_integer_columns(df, whole_valued=table_format(args.out) == "csv"), args.out)
-    print(f"wrote {plural(len(df), 'run')} of {plural(df['job'].nunique(), 'job')} to {args.out}")
+    mine = raw if not args.job else raw[raw["job"].isin(args.job)]
+    left = int((mine["status"] != "succeeded").sum())
+    # a table of succeeded runs only, as the models read them: say what it leaves out
+    out = f" ({plural(left, 'run')} not succeeded left out)" if left else ""
+    print(f"wrote {plural(len(df), 'run')} of {plural(df['job'].nunique(), 'job')} to {args.out}{out}")
     return 0
 

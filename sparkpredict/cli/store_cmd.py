@@ -57,8 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "supersedes the earlier ones, and the rows as captured stay in the store; models refit "
         "from the edited runs on their next use (`sparkpredict retrain` updates the registry). "
         "Re-ingesting a run's log does not undo an edit: an unchanged log is skipped, and a "
-        "changed log of a run already stored is skipped too (the store never replaces a run), "
-        "so the edited row stays. Prints one line per run, old -> new; with --json: {store, "
+        "changed log of a run already stored is skipped too (ingest replaces only a cut copy of a "
+        "run that was not edited), so the edited row stays. Prints one line per run, old -> new; with --json: {store, "
         "runs: [{run_id, before: {field: value}, after: {field: value}}]}, the fields "
         "among status, job, input_bytes, input_bytes_source that changed; an error is {error, "
         "fix} on stdout. Every run named must change, or nothing is written.")
@@ -68,6 +68,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     e.add_argument("--exclude", action="store_true", help="leave the runs out of training")
     e.add_argument("--include", action="store_true",
                    help="take excluded runs back, with the status they had before --exclude")
+    e.add_argument("--ended", action="store_true",
+                   help="edit runs whose last row still says running, their driver gone for good "
+                        "(killed with SIGKILL, lost with its machine): refused otherwise, since a "
+                        "running writer's next row would supersede the edit")
     e.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     e.add_argument("--json", action="store_true", help="print the edits as JSON (described above)")
     e.set_defaults(func=_edit)
@@ -146,6 +150,11 @@ def _summary(args: argparse.Namespace) -> int:
         size = size_of(r.input_bytes) if r.input_bytes == r.input_bytes and r.input_bytes > 0 else "-"
         nt = "-" if r.num_tasks != r.num_tasks else int(r.num_tasks)
         print(f"{r.run_id!s:<{rw}} {r.job!s:<{jw}} {r.status:<10} {size:>10} {ex:>9} {wall:>9} {nt:>7}")
+    masters = latest["master"].astype(str) if "master" in latest else None
+    if masters is not None and masters.str.fullmatch(r"local(\[.*\])?").any():
+        # the store keeps local[N] as 1 executor of N cores: say why the column reads N
+        print("executors as the models read them: local[N] as N one-core executors (threads of one "
+              "driver), dynamic allocation as the mean held")
     return 0
 
 
@@ -188,7 +197,7 @@ def _edit(args: argparse.Namespace) -> int:
     st = store_mod.open(args.store)
     ids = list(dict.fromkeys(args.run_ids))
     before = st.read("runs", run_ids=ids).set_index("run_id", drop=False)
-    new = store_mod.edit_runs(st, ids, job=args.job, input_bytes=size, excluded=excluded)
+    new = store_mod.edit_runs(st, ids, job=args.job, input_bytes=size, excluded=excluded, ended=args.ended)
     edits = [(r["run_id"], changes(before.loc[r["run_id"]], r)) for r in new.to_dict("records")]
     if args.json:
         print(json.dumps({"store": st.path, "runs": [

@@ -36,7 +36,8 @@ _UNFINISHED = ("running",)
 
 
 def edit_runs(store: Store | str | Any, run_ids: Iterable[str] | str, *, job: str | None = None,
-              input_bytes: float | str | None = None, excluded: bool | None = None) -> pd.DataFrame:
+              input_bytes: float | str | None = None, excluded: bool | None = None,
+              ended: bool = False) -> pd.DataFrame:
     """Correct runs already in a history store, all of them in one atomic batch.
 
     Parameters
@@ -53,6 +54,10 @@ def edit_runs(store: Store | str | Any, run_ids: Iterable[str] | str, *, job: st
     excluded : bool, optional
         True: leave the runs out of training (status ``excluded``). False: take excluded runs
         back, with the status they had before (their latest row that is not excluded).
+    ended : bool
+        Edit runs whose last row still says ``running`` (refused otherwise: a writer still
+        running would record rows that supersede the edit). For a run whose driver is gone and
+        will never record its end: one killed with SIGKILL, or lost with its machine.
 
     Returns
     -------
@@ -68,16 +73,27 @@ def edit_runs(store: Store | str | Any, run_ids: Iterable[str] | str, *, job: st
     StoreError
         No store at ``store``, or it cannot be written.
     """
+
+    from . import io as store_io
+
+    ids = _check_ids(run_ids)
+    size = _check_args(job, input_bytes, excluded)
+    st = store if hasattr(store, "append") else store_io.open(store)
+    # read and append under the writer lock: two edits of one run at once each copied its
+    # latest row, and the later undid the other (both said "1 run edited")
+    with st.writer_lock("edit"):  # type: ignore[union-attr]
+        return _edit(st, ids, job, size, excluded, ended)
+
+
+def _edit(st: Any, ids: list[str], job: str | None, size: int | None, excluded: bool | None,
+          ended: bool) -> pd.DataFrame:
     import pandas as pd
     import pyarrow as pa
 
     from . import io as store_io
     from . import schema as S
 
-    ids = _check_ids(run_ids)
-    size = _check_args(job, input_bytes, excluded)
-    st = store if hasattr(store, "append") else store_io.open(store)
-    rows = st.read("runs", form="arrow", run_ids=ids, all_rows=True)  # type: ignore[union-attr]
+    rows = st.read("runs", form="arrow", run_ids=ids, all_rows=True)
     if not isinstance(rows, pa.Table):  # pragma: no cover - form="arrow" gives Arrow
         raise TypeError("expected an Arrow table")
     history = rows.to_pandas()
@@ -88,10 +104,12 @@ def edit_runs(store: Store | str | Any, run_ids: Iterable[str] | str, *, job: st
     new_rows, unchanged = [], []
     for rid in ids:
         old = latest.loc[rid]
-        if old["status"] in _UNFINISHED:
+        if old["status"] in _UNFINISHED and not ended:
             raise InputError(f"run {rid!r} is still running: its writer may still record rows that "
                              "would supersede this edit",
-                             "edit it once it has ended (`sparkpredict store summary` shows its status)")
+                             "edit it once it has ended (`sparkpredict store summary` shows its status); "
+                             "if its driver is gone and will never record its end (killed with SIGKILL, "
+                             "lost with its machine), add --ended (ended=True from Python)")
         new = old.copy()
         mine = history[history["run_id"] == rid]
         if excluded is True:
@@ -116,7 +134,7 @@ def edit_runs(store: Store | str | Any, run_ids: Iterable[str] | str, *, job: st
                          f"{', '.join(unchanged)}; nothing was written",
                          f"leave {'it' if len(unchanged) == 1 else 'them'} out of the edit")
     table = S.conform("runs", pa.Table.from_pandas(pd.DataFrame(new_rows), preserve_index=False))
-    st.append({"runs": table}, batch_id=store_io.new_batch_id("edit"))  # type: ignore[union-attr]
+    st.append({"runs": table}, batch_id=store_io.new_batch_id("edit"))
     return table.to_pandas()
 
 

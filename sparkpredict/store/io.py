@@ -136,11 +136,14 @@ class Store:
         return removed
 
     @contextlib.contextmanager
-    def writer_lock(self, name: str) -> Iterator[None]:
-        """Hold the store's ``name`` lock (an exclusive ``flock`` on ``.lock-<name>`` in a local
-        store): writers that read the store, then append what it lacks (ingest), would otherwise
-        each append the same run. Waits for another holder; a holder that dies releases it.
-        Remote stores (s3://, hdfs://) have no such lock: there, run one such writer at a time."""
+    def writer_lock(self, who: str = "writer") -> Iterator[None]:
+        """Hold the store's writer lock (an exclusive ``flock`` on its marker file, which every
+        store has and nothing rewrites: no lock file is left behind) in a local store while reading what the store holds and appending what follows from it: two
+        ingests would each append the same run, two edits of one run each copy its latest row
+        and the later would undo the other, an edit beside an ingest replacing the run's copy
+        would copy the copy's row. Waits for another holder (``who``: what this one is, as the
+        wait is told); a holder that dies releases it. Remote stores (s3://, hdfs://) have no
+        such lock: there, run one such writer at a time."""
         try:
             import fcntl
         except ImportError:  # Windows: no flock
@@ -149,28 +152,22 @@ class Store:
             yield
             return
         self.init()
-        path = f"{self.root.rstrip('/')}/.lock-{name}"
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+            fd = os.open(f"{self.root.rstrip('/')}/{S.MARKER_FILE}", os.O_RDONLY)
         except OSError as exc:
-            # a read-only store still answers an ingest of logs it holds; a write fails later,
-            # with its own error
-            log.warning("store %s: no %s lock (%s): run one %s into it at a time", self.path, name,
-                        exc.strerror or exc, name)
+            log.warning("store %s: no writer lock (%s): run one ingest or edit of it at a time",
+                        self.path, exc.strerror or exc)
             yield
             return
         try:
-            locked = True
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                log.warning("store %s: waiting for another %s into it to finish", self.path, name)
+                log.warning("store %s: %s waiting for another ingest or edit of it to finish", self.path, who)
                 fcntl.flock(fd, fcntl.LOCK_EX)
             except OSError as exc:  # NFS without lockd, Lustre without flock, some FUSE mounts
-                locked = False
-                log.warning("store %s: its file system takes no lock (%s): run one %s into it at a time",
-                            self.path, exc.strerror or exc, name)
-            log.debug("store %s: %s lock %s", self.path, name, "held" if locked else "not held")
+                log.warning("store %s: its file system takes no lock (%s): run one ingest or edit of "
+                            "it at a time", self.path, exc.strerror or exc)
             yield
         finally:
             os.close(fd)  # releases the lock
