@@ -232,7 +232,15 @@ def evaluate(runs: pd.DataFrame, models: Any = None, splits: tuple[str, ...] = S
     skipped: dict[str, str] = {}
     for job in sorted(runs["job"].astype(str).unique()):
         jr = runs[runs["job"].astype(str) == job]
-        ok = np.isfinite(jr["runtime_s"].to_numpy(float)) & (jr["runtime_s"].to_numpy(float) > 0)
+        # the rows fit keeps (JobRuntimeModel.fit drops the others too): a few runs without a
+        # positive size had failed every fold, and the job with it ("nothing to evaluate")
+        ok = np.ones(len(jr), bool)
+        for col in ("runtime_s", "input_bytes", "executors"):
+            v = pd.to_numeric(jr[col], errors="coerce").to_numpy(float)
+            ok &= np.isfinite(v) & (v > 0)
+        if not ok.all():
+            log.warning("job %s: left out %s without a positive runtime_s, input_bytes and executors",
+                        job, plural(int((~ok).sum()), "run"))
         jr = jr[ok].sort_values(["input_bytes", "executors", "runtime_s"], kind="mergesort").reset_index(drop=True)
         if len(jr) < min_runs:
             skipped[job] = f"{plural(len(jr), 'run')} (< {min_runs})"

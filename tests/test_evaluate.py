@@ -101,3 +101,29 @@ def test_evaluate_skips_small_jobs_and_reports_errors():
     assert "oneexec" not in set(ev.table("cv3", "mape").index)
     assert ev.unscored() == {"oneexec": row["error"]}
     assert format_tables(ev) == ""  # no table of nothing (it crashed on the empty pivot)
+
+
+def test_runs_without_a_positive_size_are_left_out_as_fit_leaves_them(caplog):
+    """Six runs of -5 bytes failed every fold of their job ("nothing to evaluate"), where `fit`
+    drops them and fits the rest."""
+    runs = synthetic_job("a", cliff=False)
+    clean = evaluate(runs, models=["amdahl"], include_study=False, splits=("cv3",))
+    bad = runs.copy()
+    bad.loc[bad.index[:6], "input_bytes"] = -5
+    ev = evaluate(bad, models=["amdahl"], include_study=False, splits=("cv3",))
+    row = ev.rows.iloc[0]
+    # each run is in one fold's test rows: all of them but the six
+    assert not isinstance(row["error"], str) and row["n_test"] == len(runs) - 6
+    assert row["mape"] < 0.05 and clean.rows.iloc[0]["n_test"] == len(runs)
+    assert "job a: left out 6 runs without a positive runtime_s, input_bytes and executors" in caplog.text
+
+
+def test_fit_into_a_folder_that_cannot_be_made_is_an_error_not_a_traceback(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    runs = synthetic_job("a", cliff=False)
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    assert main(["fit", str(tmp_path / "runs.csv"), "--out", "/proc/sparkpredict-models", "--kind", "amdahl"]) == 2
+    err = capsys.readouterr().err
+    assert "error: cannot write models to '/proc/sparkpredict-models': /proc is not writable" in err, err
+    assert "fix: give a folder you can write for --out" in err

@@ -65,3 +65,15 @@ def test_unknown_ml_kind():
     X, y = _xy(n=20)
     with pytest.raises(ValueError, match="unknown ML model"):
         M.fit_ml("svm", X, y)
+
+
+def test_an_ml_kind_refuses_runs_of_one_executor_count_as_the_combined_model_does():
+    from test_hybrid import synthetic_job
+
+    from sparkpredict.errors import DegenerateDataError
+    from sparkpredict.models.hybrid import JobRuntimeModel
+
+    one = synthetic_job("a", execs=(4,))
+    for kind in ("gbm", "random_forest", "kernel_ridge", "auto"):
+        with pytest.raises(DegenerateDataError, match="one executor count|1 executor count"):
+            JobRuntimeModel(kind=kind).fit(one)

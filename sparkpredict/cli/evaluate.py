@@ -20,7 +20,7 @@ def register(subparsers: Any) -> None:
                     "(higher where extrapolating is harder).")
     p.add_argument("runs", metavar="RUNS", nargs="?",
                    help="runs table (CSV/Parquet); default: the runs of the store")
-    p.add_argument("--store", help="history store (default: $SPARKPREDICT_STORE); runs come from it "
+    p.add_argument("--store", help="history store (default: $SPARKPREDICT_STORE or ~/.sparkpredict/store); runs come from it "
                                    "when RUNS is not given; --stage-models with RUNS needs it given")
     p.add_argument("--stage-models", action="store_true",
                    help="also score the stage-level forests and the task replay (they read the "

@@ -122,7 +122,8 @@ def too_few_usable_runs(input_bytes: np.ndarray, executors: np.ndarray, runtime_
     usable = int(np.logical_and.reduce(list(good.values())).sum())
     lacking = [(c, int((~g).sum())) for c, g in good.items() if not g.all()]
     why = "".join(f"; {k} {'has' if k == 1 else 'have'} no positive {c}" for c, k in lacking)
-    message = f"only {usable} usable runs (of {n}); a runtime model needs at least {MIN_RUNS}{why}"
+    runs = "usable run" if usable == 1 else "usable runs"
+    message = f"only {usable} {runs} (of {n}); a runtime model needs at least {MIN_RUNS}{why}"
     if good["input_bytes"].all():
         return DegenerateDataError(message, "record more runs of the job (positive input_bytes, "
                                             "executors and runtime_s)")
@@ -182,16 +183,24 @@ class JobRuntimeModel(RuntimeEstimator):
         row of ``X`` and takes the place of a ``runtime_s`` column.
 
         Rows with NaN, zero or negative size, executors or runtime are dropped (counted in
-        ``dropped_runs_``, logged); fewer than :data:`MIN_RUNS` valid runs, or (for equation
-        kinds) a single size or executor count, raise :class:`DegenerateDataError`.
+        ``dropped_runs_``, logged); fewer than :data:`MIN_RUNS` valid runs, a single executor
+        count, or (for equation kinds) a single size, raise :class:`DegenerateDataError`.
         """
         from . import calibration, selection
+        from . import ml as M
 
         if self.kind not in KINDS:
             raise InputError(f"unknown model kind {self.kind!r}", f"use one of {', '.join(KINDS)}")
         if y is not None:
             runs = with_runtime(runs, y)
         F, y, extras, rows = self._training_columns(runs)
+        if self.kind in M.ML_KINDS and np.unique(F["executors"]).size < 2:
+            # the combined model and the equations refuse it; a regressor answered every larger
+            # count with the one it saw (15.09 s at any E >= 4), as if executors changed nothing
+            raise DegenerateDataError(
+                f"all runs have one executor count ({F['executors'][0]:g}): a {self.kind} model cannot "
+                "learn how the runtime scales with executors",
+                "record runs at two or more executor counts")
         self.extras_ = extras
         self.feature_names_ = list(REQUIRED + OPTIONAL) + extras
         self.n_runs_ = len(y)

@@ -97,6 +97,13 @@ def check_model_dir(out_dir: str | os.PathLike[str]) -> None:
         raise InputError(f"folder {d!r} holds other files and no sparkpredict models",
                          "give an empty or new folder, or one written by `sparkpredict fit`")
     output_file(os.path.join(d, INDEX))  # unwritable, or a file where a folder should be
+    from ..config import folder_problem
+
+    # a probe: permission bits pass root everywhere, and /proc refuses even root (it was a
+    # FileNotFoundError traceback from makedirs)
+    why = folder_problem(d)
+    if why:
+        raise InputError(f"cannot write models to {d!r}: {why}", "give a folder you can write for --out")
 
 
 def save_models(models: dict[str, JobRuntimeModel], out_dir: str | os.PathLike[str],
