@@ -146,9 +146,11 @@ class Evaluation:
         return t
 
     def unscored(self) -> dict[str, str]:
-        """Jobs (``job``) and job splits (``job/split``) that every model failed on, with the
-        errors: they have no number in :meth:`table`, which would otherwise drop them silently.
-        A job is named once when it failed everywhere."""
+        """Jobs (``job``) and job splits (``job/split``) that every model failed on, and models
+        that failed a split the others scored (``job/split/model``), with the errors: they have
+        no number in :meth:`table`, which would otherwise drop them silently (the combined
+        model's column went missing without a word). A job is named once when it failed
+        everywhere."""
         out: dict[str, str] = {}
         if self.rows.empty:
             return out
@@ -164,6 +166,9 @@ class Evaluation:
             for split, gs in g.groupby("split", sort=False):
                 if failed[gs.index].all():
                     out[f"{job}/{split}"] = why(gs)
+                    continue
+                for model, gm in gs[failed[gs.index]].groupby("model", sort=False):
+                    out[f"{job}/{split}/{model}"] = why(gm)
         return out
 
     def to_json(self) -> dict:

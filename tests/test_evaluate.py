@@ -127,3 +127,16 @@ def test_fit_into_a_folder_that_cannot_be_made_is_an_error_not_a_traceback(tmp_p
     err = capsys.readouterr().err
     assert "error: cannot write models to '/proc/sparkpredict-models': /proc is not writable" in err, err
     assert "fix: give a folder you can write for --out" in err
+
+
+def test_a_model_that_fails_where_others_score_is_named():
+    """One executor count: the equations and the combined model fail, and their columns were
+    left out of the tables with no word (the ML kinds now fail too; a factory that fits scores)."""
+    runs = synthetic_job("oneexec", execs=(4,))
+    from sparkpredict.evaluate import kind_factories
+
+    ev = evaluate(runs, models={"mean_e": MeanPerExecutor, **kind_factories(["amdahl"])}, include_study=False,
+                  splits=("cv3",))
+    assert set(ev.table("cv3", "mape").columns) == {"mean_e"}
+    (key,) = [k for k in ev.unscored()]
+    assert key == "oneexec/cv3/amdahl" and "executor count" in ev.unscored()[key]
