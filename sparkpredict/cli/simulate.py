@@ -83,7 +83,7 @@ def format_report(rep: Any, warnings: list[str] | None = None) -> str:
         (f"self-check at {used} (actually used): replay {dur(sc.predicted_runtime_s)}, "
          f"error {rep.self_error * 100:+.1f}%"),
         "",
-        f"{'executors':>9} {'cores':>5} {'slots':>6} {'predicted':>11} {'lower bound':>12} {'slots busy':>10}",
+        f"{'executors':>9} {'cores':>5} {'slots':>6} {'predicted':>11} {'replay floor':>12} {'slots busy':>10}",
     ]
     for p in rep.predictions:
         mark = "  <- used" if p.executors == rep.actual_executors and p.cores == rep.actual_cores else ""
@@ -91,5 +91,7 @@ def format_report(rep: Any, warnings: list[str] | None = None) -> str:
                      f"{dur(p.lower_bound_s):>12} {p.busy_fraction * 100:>9.0f}%{mark}")
     lines.append("")
     lines.append("Tasks keep their recorded durations; more executors cannot shorten driver time or "
-                 "the longest task of a stage, and contention the recording did not have is not modelled.")
+                 "the longest task of a stage, and contention the recording did not have is not modelled. "
+                 "The replay floor (critical path, and work over slots) holds for these durations only: "
+                 "a real run at another count, whose tasks run faster or slower, can beat it.")
     return "\n".join(lines)
