@@ -195,8 +195,9 @@ def test_a_setting_given_twice_alike_is_no_conflict():
                   "--conf", "spark.sparkpredict.param.k=3.0", "--num-executors", "4", "job.py"]
     assert check_given_once(args, spark_args, 1048576, {"k": "3"}) is None
     # with dynamic allocation the advice sets its bounds: a count asked for is where it starts
+    # (on a cluster: a local master has no dynamic allocation, tests/test_submit_auto.py)
     auto = argparse.Namespace(executors="auto", job="j", input_size=None)
-    dyn = ["--conf", "spark.dynamicAllocation.enabled=true", "--num-executors", "4", "job.py"]
+    dyn = ["--master", "yarn", "--conf", "spark.dynamicAllocation.enabled=true", "--num-executors", "4", "job.py"]
     assert check_given_once(auto, dyn, None, {}) is None
     with pytest.raises(InputError, match="--executors auto and --conf spark.dynamicAllocation.maxExecutors=9"):
         check_given_once(auto, [*dyn[:-1], "--conf", "spark.dynamicAllocation.maxExecutors=9", "job.py"], None, {})

@@ -190,7 +190,8 @@ def test_summary_lists_input_and_executors_as_the_models_read_them(tmp_path, cap
                                     "input_bytes": [8 * 2**20, None, 2**30], "num_tasks": [34.0, 8.0, 9.0]})})
     assert main(["store", "summary", "--store", str(tmp_path / "st")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    head, first, second, third = lines[lines.index("latest 3 runs:") + 1:]
+    head, first, second, third, note = lines[lines.index("latest 3 runs:") + 1:]
+    assert note.startswith("executors as the models read them: local[N] as N one-core executors")
     assert head.split() == ["run_id", "job", "status", "input", "executors", "wall", "tasks"]
     assert first.split() == ["local-1", "wc", "succeeded", "8", "MiB", "3", "2.0s", "34"]
     assert second.split() == ["app-2", "wc", "succeeded", "-", "4", "3.0s", "8"]
