@@ -293,7 +293,7 @@ def _batch_run(st: Store, batch_id: str) -> str | None:
     return ids.pop() if len(ids) == 1 else None
 
 
-def _copies(st: Store, label: str, batches: list[str]) -> dict[str, list[str]]:
+def _copies(st: Store, batches: list[str]) -> dict[str, list[str]]:
     """run id -> its batches (oldest first) among ``batches`` of one label: a label is the run id
     cut to 53 characters and made a file name, so two runs can share one (unreadable: left out)."""
     out: dict[str, list[str]] = {}
@@ -308,10 +308,10 @@ def _one_copy_each(st: Store) -> None:
     """Keep one ingested copy of each run: the latest, when earlier ingests left more (two ran
     at once before they took the lock, or one stopped between storing a fuller copy of a run and
     dropping the copy it replaced)."""
-    for label, batches in _ingest_batches(st).items():
+    for batches in _ingest_batches(st).values():
         if len(batches) < 2:
             continue
-        for rid, mine in _copies(st, label, batches).items():
+        for rid, mine in _copies(st, batches).items():
             if len(mine) < 2:
                 continue
             for b in mine[:-1]:
@@ -335,7 +335,7 @@ def _replaceable(st: Store, run_id: str, stored: _StoredRun) -> tuple[str | None
     if stored.source != "eventlog":
         return None, "the listener recorded it"  # many batches, written as the run went
     label = _label(run_id)
-    mine = _copies(st, label, _ingest_batches(st).get(label, [])).get(run_id, [])
+    mine = _copies(st, _ingest_batches(st).get(label, [])).get(run_id, [])
     if len(mine) != 1:
         return None, "its stored copy is not one batch ingest wrote"
     rows = st.read("runs", form="arrow", columns=["run_id"], run_ids=[run_id], all_rows=True)

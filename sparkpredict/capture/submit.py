@@ -14,7 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from ..config import KEY_INPUT_BYTES, KEY_JOB, KEY_STORE, KEY_TASKS, LOCAL_MASTER
+from ..config import KEY_INPUT_BYTES, KEY_JOB, KEY_STORE, KEY_TASKS
 from ..errors import ListenerError, StoreError
 from .listener import listener_conf, merged_list
 from .submit_args import (
@@ -23,8 +23,8 @@ from .submit_args import (
     _split,
     _user_conf,
     check_master,
-    effective_master,
     local_master_for,
+    runs_local,
     spark_submit_path,
     submit_store,
 )
@@ -144,7 +144,7 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
         if local is not None:
             new_opts = _set_master(new_opts, local.new)
         cores = _opt_value(opts, "--executor-cores")
-        if cores and "spark.executor.cores" not in user and LOCAL_MASTER.fullmatch(effective_master(opts)[0]):
+        if cores and "spark.executor.cores" not in user and runs_local(opts):
             # spark-submit drops --executor-cores on local[N]: without the key the run's
             # local[E x C] read back as E x C one-core executors, not the E of C cores it was.
             # Not on local-cluster[N,C,M], whose workers have C cores: more per executor would

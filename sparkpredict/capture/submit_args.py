@@ -216,6 +216,13 @@ def effective_master(spark_submit_args: list[str]) -> tuple[str, str]:
     return DEFAULT_MASTER, "spark-submit's default"
 
 
+def runs_local(spark_submit_args: list[str]) -> bool:
+    """Whether the run's master (:func:`effective_master`) is ``local``/``local[N]``/``local[*]``:
+    one driver JVM whose task threads are its executors (no dynamic allocation, and spark-submit
+    drops ``--executor-cores``); not ``local-cluster``, which starts real executors."""
+    return LOCAL_MASTER.fullmatch(effective_master(spark_submit_args)[0]) is not None
+
+
 def local_master_for(spark_submit_args: list[str], executors: int) -> MasterChange | None:
     """The local master that runs ``executors`` where the run's master (:func:`effective_master`)
     is a local one that would run another count, else None.
@@ -251,8 +258,7 @@ def executor_shape(spark_submit_args: list[str]) -> tuple[int | None, int | None
 
     opts, _ = _split(list(spark_submit_args))
     conf = _spark_conf(opts)
-    master, _ = effective_master(opts)
-    local = LOCAL_MASTER.fullmatch(master) is not None
+    local = runs_local(opts)
     cores_text = _opt_value(opts, "--executor-cores") or conf.get("spark.executor.cores")
     mem_text = (_opt_value(opts, "--driver-memory") or conf.get("spark.driver.memory")) if local else \
         (_opt_value(opts, "--executor-memory") or conf.get("spark.executor.memory"))

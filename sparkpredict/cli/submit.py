@@ -58,10 +58,9 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     from ..advise import suggest_executors
     from ..capture.submit_args import (
         dynamic_allocation_enabled,
-        effective_master,
         executor_shape,
+        runs_local,
     )
-    from ..config import LOCAL_MASTER
     from ..units import parse_duration
 
     deadline = parse_duration(args.deadline) if args.deadline else None
@@ -96,8 +95,7 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
         print(f"sparkpredict: {line}", file=sys.stderr, flush=True)
     # a local master has no dynamic allocation (its one executor is the driver): the count goes
     # into its thread count, as without the setting
-    local = LOCAL_MASTER.fullmatch(effective_master(spark_args)[0]) is not None
-    if dynamic_allocation_enabled(spark_args) and not local:
+    if dynamic_allocation_enabled(spark_args) and not runs_local(spark_args):
         lo, hi = advice.dynamic_allocation
         return None, {"spark.dynamicAllocation.minExecutors": str(int(lo)),
                       "spark.dynamicAllocation.maxExecutors": str(int(hi))}
@@ -132,10 +130,10 @@ def check_given_once(args: argparse.Namespace, spark_args: list[str], input_byte
     leaves a local master's width alone too, and would record a count the run did not have."""
     from ..capture.submit_args import (
         dynamic_allocation_enabled,
-        effective_master,
         given_settings,
+        runs_local,
     )
-    from ..config import KEY_INPUT_BYTES, KEY_JOB, LOCAL_MASTER, PARAM_PREFIX
+    from ..config import KEY_INPUT_BYTES, KEY_JOB, PARAM_PREFIX
     from ..errors import InputError
     from ..units import parse_bytes
 
@@ -156,8 +154,7 @@ def check_given_once(args: argparse.Namespace, spark_args: list[str], input_byte
     if args.executors is not None:
         ours = f"--executors {args.executors}"
         keys = ["spark.executor.instances"]
-        local = LOCAL_MASTER.fullmatch(effective_master(spark_args)[0]) is not None
-        if args.executors == "auto" and dynamic_allocation_enabled(spark_args) and not local:
+        if args.executors == "auto" and dynamic_allocation_enabled(spark_args) and not runs_local(spark_args):
             # the advice then sets dynamic allocation's bounds; a count asked for is its start
             keys = ["spark.dynamicAllocation.minExecutors", "spark.dynamicAllocation.maxExecutors"]
         for key in keys:
