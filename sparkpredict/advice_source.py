@@ -158,8 +158,9 @@ class HistorySource:
 
     def param_names(self) -> list[str]:
         """The job parameters the model takes (declared by the history's runs), sorted."""
-        base = {"input_bytes", "executors", "executor_cores", "executor_memory_mb"}
-        return sorted(c for c in self.features if c not in base)
+        from .features.runs import BASE_FEATURES  # numpy and pandas stay unimported
+
+        return sorted(c for c in self.features if c not in BASE_FEATURES)
 
     # -- what the advice asks ------------------------------------------------------------------
     def _latest(self, col: str) -> float | None:

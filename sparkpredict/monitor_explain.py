@@ -125,9 +125,8 @@ class Explanation:
         def pct(x: float) -> str:
             return f"{x * 100:+.1f}%"
 
-        against = {MB.SAME_SETUP: "its runs of the same setup", MB.ANY_SETUP: "its runs of any setup"}
         measured = "no clean run to compare with" if self.degradation is None \
-            else f"{pct(self.degradation)} against {against.get(self.baseline, 'its clean runs')}"
+            else f"{pct(self.degradation)} against {self.compared_with()}"
         if self.main_cause:
             cause = f"main cause {self.main_cause} ({self.main_share:.0%} of the slowdown{self.runner_up()})"
         elif self.cause_withheld:
@@ -137,6 +136,11 @@ class Explanation:
         verdict = "VIOLATED" if self.violated else "met"
         return (f"run {self.run_id} (job {self.job}): {measured}, estimated from metrics "
                 f"{pct(self.estimated_degradation)}; {cause}; QoS at {format_percent(self.threshold)} {verdict}")
+
+    def compared_with(self, clean: str = "its clean runs") -> str:
+        """The runs the run is measured against, in words: ``clean`` for labelled clean runs."""
+        return {MB.SAME_SETUP: "its runs of the same setup", MB.ANY_SETUP: "its runs of any setup"}.get(
+            self.baseline, clean)
 
     def runner_up(self) -> str:
         """``", nearly tied with cpu (45%)"`` when another group's share is within

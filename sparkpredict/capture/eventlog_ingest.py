@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import pyarrow as pa
 
 from ..errors import IngestError, InputError, SparkPredictError
+from ..units import plural
 from .eventlog import ParsedLog, _parse_source, _system_pool
 from .eventlog_files import LogSource, find_logs, fingerprint, unique_logs, unreadable
 
@@ -247,10 +248,6 @@ class _Known:
             self.by_file[(path, fp)] = run_id
 
 
-def _tasks(n: int) -> str:
-    return f"{n:,} {'task' if n == 1 else 'tasks'}"
-
-
 def _label(run_id: str) -> str:
     """The label of the batch ingest stores ``run_id`` in: new_batch_id("ingest-" + run id) is
     <13-digit ms>-<label>-<12 hex>."""
@@ -259,32 +256,30 @@ def _label(run_id: str) -> str:
     return new_batch_id("ingest-" + run_id)[14:-13]
 
 
-def _ingest_batches(st: Store) -> dict[str, list[str]]:
-    """label -> the committed batch ids (oldest first) of batches ingest wrote under it."""
+def _ingest_batches(st: Store) -> dict[str, list[tuple[str, str]]]:
+    """label -> (batch id, runs file) of the committed batches ingest wrote under it, oldest
+    first: the runs folder listed once."""
     import re
 
     from ..store.schema import COMMIT_TABLE
 
     name = re.compile(r"\d{13}-(ingest-.*)-[0-9a-f]{12}")
-    out: dict[str, list[str]] = {}
+    out: dict[str, list[tuple[str, str]]] = {}
     try:
         batches = st._files(COMMIT_TABLE)
     except OSError:
         return out
-    for b in sorted(batches):
+    for b, path in sorted(batches.items()):
         m = name.fullmatch(b)
         if m:
-            out.setdefault(m.group(1), []).append(b)
+            out.setdefault(m.group(1), []).append((b, path))
     return out
 
 
-def _batch_run(st: Store, batch_id: str) -> str | None:
-    """The run id in an ingest batch's runs file (one row), None when it cannot be read."""
+def _batch_run(st: Store, path: str) -> str | None:
+    """The run id in an ingest batch's runs file ``path`` (one row), None when it cannot be read."""
     import pyarrow.parquet as pq
 
-    from ..store.schema import COMMIT_TABLE
-
-    path = st._files(COMMIT_TABLE).get(batch_id)
     try:
         with st.fs.open_input_file(path) as f:
             ids = set(pq.ParquetFile(f).read(columns=["run_id"])["run_id"].to_pylist())
@@ -293,12 +288,12 @@ def _batch_run(st: Store, batch_id: str) -> str | None:
     return ids.pop() if len(ids) == 1 else None
 
 
-def _copies(st: Store, batches: list[str]) -> dict[str, list[str]]:
-    """run id -> its batches (oldest first) among ``batches`` of one label: a label is the run id
-    cut to 53 characters and made a file name, so two runs can share one (unreadable: left out)."""
+def _copies(st: Store, batches: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """run id -> its batch ids (oldest first) among ``batches`` of one label: a label is the run
+    id cut to 53 characters and made a file name, so two runs can share one (unreadable: left out)."""
     out: dict[str, list[str]] = {}
-    for b in batches:
-        rid = _batch_run(st, b)
+    for b, path in batches:
+        rid = _batch_run(st, path)
         if rid is not None:
             out.setdefault(rid, []).append(b)
     return out
@@ -347,7 +342,7 @@ def _replaceable(st: Store, run_id: str, stored: _StoredRun) -> tuple[str | None
 def _cannot_replace(parsed: ParsedLog, stored: _StoredRun, why: str) -> str:
     n = parsed.tables["runs"]["num_tasks"][0].as_py() or 0
     return (f"this log holds more of run {parsed.run_id} than the store (stored: {stored.status}, "
-            f"{_tasks(stored.num_tasks)}; this log: {parsed.status}, {_tasks(n)}), but the stored "
+            f"{plural(stored.num_tasks, 'task')}; this log: {parsed.status}, {plural(n, 'task')}), but the stored "
             f"run cannot be replaced ({why}): to keep the whole run, ingest this log into a fresh "
             "store (--store NEW_FOLDER)")
 
@@ -420,7 +415,7 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
     replaced = None
     warnings = list(parsed.warnings)
     if old_batch is not None and stored is not None:
-        replaced = f"{stored.status}, {_tasks(stored.num_tasks)}"
+        replaced = f"{stored.status}, {plural(stored.num_tasks, 'task')}"
         # after the fuller copy is committed: a stop in between leaves two copies, which the
         # next ingest reduces to this one (_one_copy_each), never none
         try:

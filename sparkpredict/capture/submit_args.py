@@ -216,6 +216,14 @@ def effective_master(spark_submit_args: list[str]) -> tuple[str, str]:
     return DEFAULT_MASTER, "spark-submit's default"
 
 
+def _cores_given(opts: list[str], conf: dict[str, str] | None = None) -> str | None:
+    """Cores per executor as the user's options give them: ``--executor-cores``, else
+    ``spark.executor.cores`` (``--conf`` or a properties file; ``conf``: :func:`_spark_conf`'s,
+    when the caller read it already)."""
+    return _opt_value(opts, "--executor-cores") or (
+        _spark_conf(opts) if conf is None else conf).get("spark.executor.cores")
+
+
 def runs_local(spark_submit_args: list[str]) -> bool:
     """Whether the run's master (:func:`effective_master`) is ``local``/``local[N]``/``local[*]``:
     one driver JVM whose task threads are its executors (no dynamic allocation, and spark-submit
@@ -235,7 +243,7 @@ def local_master_for(spark_submit_args: list[str], executors: int) -> MasterChan
     """
     opts, _ = _split(list(spark_submit_args))
     master, source = effective_master(opts)
-    cores = _opt_value(opts, "--executor-cores") or _spark_conf(opts).get("spark.executor.cores") or "1"
+    cores = _cores_given(opts) or "1"
     try:
         slots = int(executors) * max(1, int(cores))
     except ValueError:  # spark-submit will say what is wrong with it
@@ -259,7 +267,7 @@ def executor_shape(spark_submit_args: list[str]) -> tuple[int | None, int | None
     opts, _ = _split(list(spark_submit_args))
     conf = _spark_conf(opts)
     local = runs_local(opts)
-    cores_text = _opt_value(opts, "--executor-cores") or conf.get("spark.executor.cores")
+    cores_text = _cores_given(opts, conf)
     mem_text = (_opt_value(opts, "--driver-memory") or conf.get("spark.driver.memory")) if local else \
         (_opt_value(opts, "--executor-memory") or conf.get("spark.executor.memory"))
     try:

@@ -98,10 +98,7 @@ def run(args: argparse.Namespace) -> int:
         units = {"memory_held_gib": ("memory held by others", "{:+.2f} GiB", 1.0),
                  "network_mib_s": ("network", "{:+,.1f} MiB/s", 1.0), "disk_mib_s": ("disk", "{:+,.1f} MiB/s", 1.0),
                  "io_stall_share": ("time stalled on I/O", "{:+.1f}%", 100.0)}
-        from ..monitor_baseline import ANY_SETUP, SAME_SETUP
-
-        against = {SAME_SETUP: "its runs of the same setup", ANY_SETUP: "its runs of any setup"}
-        print(f"  host footprint against {against.get(e.baseline, 'the clean runs')}: "
+        print(f"  host footprint against {e.compared_with('the clean runs')}: "
               + ", ".join(f"{units[k][0]} " + units[k][1].format(v * units[k][2]) for k, v in e.footprint.items()))
     print("  contributions (Shapley, points of degradation): "
           + ", ".join(f"{g} {v * 100:+.1f}" for g, v in e.contributions.items()))

@@ -138,7 +138,8 @@ class Store:
     @contextlib.contextmanager
     def writer_lock(self, who: str = "writer") -> Iterator[None]:
         """Hold the store's writer lock (an exclusive ``flock`` on its marker file, which every
-        store has and nothing rewrites: no lock file is left behind) in a local store while reading what the store holds and appending what follows from it: two
+        store has and nothing rewrites: no lock file is left behind) in a local store while
+        reading what the store holds and appending what follows from it: two
         ingests would each append the same run, two edits of one run each copy its latest row
         and the later would undo the other, an edit beside an ingest replacing the run's copy
         would copy the copy's row. Waits for another holder (``who``: what this one is, as the
@@ -176,12 +177,12 @@ class Store:
         """Remove one committed batch: its runs file (the commit mark) first, so that its rows
         vanish from every table at once, then its other part files. Returns the paths removed.
         Only ingest replacing its own copy of a run calls this; the store is otherwise append-only."""
-        order = [S.COMMIT_TABLE] + [t for t in S.TABLES if t != S.COMMIT_TABLE]
-        paths = [p for t in order for b, p in self._files(t).items() if b == batch_id]
-        removed = self.delete_files(paths[:1], "the batch's rows stay in the store")
+        mark = self._files(S.COMMIT_TABLE).get(batch_id)
+        parts = [p for t in S.TABLES if t != S.COMMIT_TABLE for b, p in self._files(t).items() if b == batch_id]
+        removed = self.delete_files([mark] if mark else [], "the batch's rows stay in the store")
         # past the commit mark the rows are gone from every reader; what is left is orphans
-        return removed + self.delete_files(paths[1:], "its rows are no longer read; `sparkpredict "
-                                                      "store clean` removes what is left")
+        return removed + self.delete_files(parts, "its rows are no longer read; `sparkpredict "
+                                                  "store clean` removes what is left")
 
     def exists(self) -> bool:
         return self.fs.get_file_info(f"{self.root.rstrip('/')}/{S.MARKER_FILE}").type == pafs.FileType.File
