@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DegenerateDataError, InputError, ModelError, NotFittedError
+from ..units import plural
 from . import analytical as A
 from . import intervals
 from . import ml as M
@@ -122,8 +123,7 @@ def too_few_usable_runs(input_bytes: np.ndarray, executors: np.ndarray, runtime_
     usable = int(np.logical_and.reduce(list(good.values())).sum())
     lacking = [(c, int((~g).sum())) for c, g in good.items() if not g.all()]
     why = "".join(f"; {k} {'has' if k == 1 else 'have'} no positive {c}" for c, k in lacking)
-    runs = "usable run" if usable == 1 else "usable runs"
-    message = f"only {usable} {runs} (of {n}); a runtime model needs at least {MIN_RUNS}{why}"
+    message = f"only {plural(usable, 'usable run')} (of {n}); a runtime model needs at least {MIN_RUNS}{why}"
     if good["input_bytes"].all():
         return DegenerateDataError(message, "record more runs of the job (positive input_bytes, "
                                             "executors and runtime_s)")
