@@ -109,25 +109,32 @@ def test_json_errors_are_json_on_stdout_and_error_fix_on_stderr(tmp_path, capsys
     assert "error:" not in captured.err  # per-log failures are the report's, not a user mistake
 
 
-@pytest.mark.parametrize(("argv", "says"), [
-    (["ingest", "--json"], "the following arguments are required: PATH"),
+@pytest.mark.parametrize(("argv", "says", "fix"), [
+    (["ingest", "--json"], "the following arguments are required: PATH", "give PATH; "),
     (["suggest", "--job", "etl", "--input-size", "1GB", "--min-executors", "many", "--json"],
-     "argument --min-executors: invalid int value: 'many'"),
+     "argument --min-executors: invalid int value: 'many'", ""),
+    (["suggest", "--job", "etl", "--json"], "the following arguments are required: --input-size",
+     "give --input-size SIZE; "),
+    (["suggest", "--job", "etl", "--input-size", "1GB", "--objective", "cots", "--json"],
+     "argument --objective: invalid choice: 'cots' (choose from 'cost', 'time', 'knee')", "did you mean cost? "),
+    (["suggest", "--job", "etl", "--input-size", "1GB", "--bugdet", "2", "--json"],
+     "unrecognized arguments: --bugdet 2", "did you mean --budget? "),
 ])
-def test_json_usage_errors_are_json_on_stdout_too(argv, says, capsys):
+def test_json_usage_errors_are_json_on_stdout_too(argv, says, fix, capsys):
     """argparse's own errors (a missing argument, a bad number) are user mistakes as well: a
     script that asked for --json got an empty stdout, and had nothing to parse."""
     with pytest.raises(SystemExit) as e:
         main(argv)
     assert e.value.code == 2
     captured = capsys.readouterr()
-    assert json.loads(captured.out) == {"error": says, "fix": f"see `sparkpredict {argv[0]} --help`"}
+    fix += f"see `sparkpredict {argv[0]} --help`"
+    assert json.loads(captured.out) == {"error": says, "fix": fix}
     assert f"error: {says}" in captured.err and "usage: sparkpredict" in captured.err
     # without --json: stderr only, ending in the fix line every user mistake ends with
     with pytest.raises(SystemExit):
         main([a for a in argv if a != "--json"])
     captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.endswith(f"error: {says}\nfix: see `sparkpredict {argv[0]} --help`\n")
+    assert captured.out == "" and captured.err.endswith(f"error: {says}\nfix: {fix}\n")
 
 
 @pytest.mark.parametrize(("argv", "helped"), [

@@ -61,12 +61,42 @@ class _Parser(argparse.ArgumentParser):
         parser: argparse.ArgumentParser = self
         if self.prog == "sparkpredict" and _Parser.command is not None:
             parser = _Parser.command
-        fix = f"see `{parser.prog} --help`"
+        fix = _usage_fix(parser, message)
         if _Parser.json_errors:
             _print_json_error(message, fix)
         # argparse's usage and error lines, then the fix line every other user mistake ends with
         parser.print_usage(sys.stderr)
         self.exit(2, f"{parser.prog}: error: {message}\nfix: {fix}\n")
+
+
+def _usage_fix(parser: argparse.ArgumentParser, message: str) -> str:
+    """The fix for argparse's ``message``: the missing options to give, or the option or
+    command meant by a misspelt one, then where the rest is explained."""
+    import difflib
+    import re
+
+    see = f"see `{parser.prog} --help`"
+    missing = re.match(r"the following arguments are required: (.+)", message)
+    if missing:
+        named = []
+        for name in missing.group(1).split(", "):
+            action = next((a for a in parser._actions if name in a.option_strings), None)
+            meta = None
+            if action is not None and action.nargs != 0:
+                meta = action.metavar if isinstance(action.metavar, str) else action.dest.upper()
+            named.append(f"{name} {meta}" if meta else name)
+        return f"give {', '.join(named)}; {see}"
+    unknown = re.match(r"unrecognized arguments: (\S+)", message)
+    choice = re.match(r"argument \S+: invalid choice: '([^']*)' \(choose from (.+)\)", message)
+    if unknown and unknown.group(1).startswith("--"):
+        word, known = unknown.group(1).split("=")[0], [o for a in parser._actions for o in a.option_strings]
+    elif choice:
+        # quoted choices up to Python 3.12, bare ones after
+        word, known = choice.group(1), [c.strip("'\" ") for c in choice.group(2).split(",")]
+    else:
+        return see
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    return f"did you mean {close[0]}? {see}" if close else see
 
 
 def build_parser() -> argparse.ArgumentParser:
