@@ -3,6 +3,7 @@ numpy-only load path, determinism, row-order independence, intervals, degenerate
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -68,13 +69,18 @@ def test_combined_beats_equation_inside_range(model, job):
 
 
 def test_round_trip_is_exact_and_json_safe(model, job):
-    d = json.loads(json.dumps(model.to_dict()))
+    # strict JSON: no bare NaN/Infinity (trees' leaves had an infinite threshold), which
+    # other readers of the artifact (jq, JavaScript, Jackson by default) refuse
+    d = json.loads(json.dumps(model.to_dict(), allow_nan=False))
     m2 = JobRuntimeModel.from_dict(d)
     q = {"input_bytes": np.array([5, 10, 30, 60]) * GIB, "executors": np.array([1, 3, 9, 30])}
     np.testing.assert_array_equal(model.predict(q), m2.predict(q))
     for k, v in model.predict_interval(q).items():
         np.testing.assert_array_equal(v, m2.predict_interval(q)[k])
     assert (m2.name_, m2.n_runs_, m2.cv_mape_) == (model.name_, model.n_runs_, model.cv_mape_)
+    # a candidate no fold could score is saved as null and read back as infinitely bad
+    unscored = JobRuntimeModel.from_dict(dict(d, candidates=dict(d["candidates"], amdahl=None), cv_mape=None))
+    assert unscored.candidates_["amdahl"] == math.inf and math.isnan(unscored.cv_mape_)
     bad = dict(d, version=d["version"] + 1)
     with pytest.raises(ModelError, match="format version"):
         JobRuntimeModel.from_dict(bad)

@@ -34,7 +34,15 @@ from ..units import plural
 from . import analytical as A
 from . import intervals
 from . import ml as M
-from .columns import REQUIRED, check_confidence, column, floats, n_rows, with_runtime
+from .columns import (
+    REQUIRED,
+    check_confidence,
+    column,
+    floats,
+    json_float,
+    n_rows,
+    with_runtime,
+)
 from .estimator import RuntimeEstimator, positive_query_column
 
 log = logging.getLogger(__name__)
@@ -169,6 +177,10 @@ class JobRuntimeModel(RuntimeEstimator):
         With a ``run_id`` column: the runs furthest above the model, as (run_id, runtime /
         the prediction of the cross-validation fold that left the run out), largest first
         (at most :data:`SLOW_RUNS_KEPT`).
+    executor_alternates_ : list of FittedEquation
+        The equations that cross-validated about as well as the best (combined model only,
+        :data:`.selection.NEAR_EQUAL`). Asked for more or fewer executors than any run had,
+        the interval spans their speed-ups too: the runs could not tell them apart.
     """
 
     def __init__(self, *, kind: str = "auto", random_state: int = 0) -> None:
@@ -227,6 +239,7 @@ class JobRuntimeModel(RuntimeEstimator):
         self.unvaried_ = _unvaried(runs, rows, self.training_range_) \
             if self.kind in ("auto", "hybrid") and UNVARIED == "seen_value" else {}
         self.slow_runs_ = _slow_runs(runs, rows, result.cv.oof_rows)
+        self.executor_alternates_ = list(result.alternates)
         return self
 
     def _training_columns(self, runs: Any) -> tuple[dict[str, np.ndarray], np.ndarray, list[str], np.ndarray]:
@@ -408,7 +421,9 @@ class JobRuntimeModel(RuntimeEstimator):
         log widths around it. For a resource every run had at one value ``v0`` (``unvaried_``)
         asked at ``v``, the prediction is that at ``v0``; with ``v > v0`` the lower bound is at
         least ``v0``'s times ``v0 / v`` (perfect scaling), with ``v < v0`` the lower bound is at
-        least ``v0``'s and the upper bound at least ``v0``'s times ``v0 / v``.
+        least ``v0``'s and the upper bound at least ``v0``'s times ``v0 / v``. Beyond the
+        recorded executor counts the bounds then shift by the widest disagreement of the
+        near-equal equations (``executor_alternates_``) with the prediction.
         """
         self._check()
         confidence = check_confidence(confidence)
@@ -457,11 +472,12 @@ class JobRuntimeModel(RuntimeEstimator):
         from .selection import component_to_dict
 
         return {"format": FORMAT, "version": FORMAT_VERSION, "kind": self.kind,
-                "random_state": self.random_state, "name": self.name_, "cv_mape": self.cv_mape_,
+                "random_state": self.random_state, "name": self.name_, "cv_mape": json_float(self.cv_mape_),
                 "n_runs": self.n_runs_, "dropped_runs": self.dropped_runs_,
                 "feature_names": self.feature_names_, "extras": self.extras_,
                 "training_range": {k: list(v) for k, v in self.training_range_.items()},
-                "defaults": self.defaults_, "latest": self.latest_, "candidates": self.candidates_,
+                "defaults": self.defaults_, "latest": self.latest_,
+                "candidates": {k: json_float(v) for k, v in self.candidates_.items()},
                 "residuals": [float(r) for r in self.residuals_],
                 "extrap_z": {k: [float(r) for r in v] for k, v in self.extrap_z_.items()},
                 "drift_law": self.drift_law_, "size_growth": self.size_growth_,
@@ -470,6 +486,7 @@ class JobRuntimeModel(RuntimeEstimator):
                 else [float(r) for r in self.seen_residuals_],
                 "size_levels": [float(v) for v in self.size_levels_],
                 "slow_runs": [[r, x] for r, x in self.slow_runs_],
+                "executor_alternates": [e.to_dict() for e in getattr(self, "executor_alternates_", [])],
                 "component": component_to_dict(self.component_)}
 
     @classmethod
@@ -484,7 +501,7 @@ class JobRuntimeModel(RuntimeEstimator):
                              f"reads version {FORMAT_VERSION}", "refit with `sparkpredict fit RUNS --out DIR`")
         m = cls(kind=d["kind"], random_state=int(d["random_state"]))
         m.name_ = d["name"]
-        m.cv_mape_ = float(d["cv_mape"])
+        m.cv_mape_ = math.nan if d["cv_mape"] is None else float(d["cv_mape"])
         m.n_runs_ = int(d["n_runs"])
         m.dropped_runs_ = int(d.get("dropped_runs", 0))
         m.feature_names_ = list(d["feature_names"])
@@ -492,7 +509,8 @@ class JobRuntimeModel(RuntimeEstimator):
         m.training_range_ = {k: (float(v[0]), float(v[1])) for k, v in d["training_range"].items()}
         m.defaults_ = {k: float(v) for k, v in d["defaults"].items()}
         m.latest_ = {k: float(v) for k, v in d.get("latest", {}).items()}  # saved before: none
-        m.candidates_ = dict(d.get("candidates", {}))
+        # None: a candidate no fold could score (JSON has no infinity)
+        m.candidates_ = {k: math.inf if v is None else float(v) for k, v in d.get("candidates", {}).items()}
         m.residuals_ = np.asarray(d["residuals"], float)
         m.extrap_z_ = {k: np.asarray(v, float) for k, v in d["extrap_z"].items()}
         # saved before the law was recorded: the drift grew with the relative distance then
@@ -507,6 +525,8 @@ class JobRuntimeModel(RuntimeEstimator):
         m.size_levels_ = np.asarray(d.get("size_levels", []), float)
         # saved before they were kept: none known (explain --job then ranks in-sample)
         m.slow_runs_ = [(str(r), float(x)) for r, x in d.get("slow_runs", [])]
+        # saved before they were kept: the interval beyond the executor counts is the drift's alone
+        m.executor_alternates_ = [A.FittedEquation.from_dict(e) for e in d.get("executor_alternates", [])]
         m.component_ = component_from_dict(d["component"])
         return m
 

@@ -5,7 +5,9 @@ cross-validation: inside the training range the quantiles of the out-of-fold log
 folds that left whole input sizes out (``residuals_``), or at a recorded size those of the
 random folds (``seen_residuals_``); beyond the range a drift that grows with the distance
 (``extrap_z_``); past the smallest and largest sizes a floor from the edge size; for a
-resource the runs never varied (``unvaried_``), bounds from perfect scaling. The model's
+resource the runs never varied (``unvaried_``), bounds from perfect scaling; beyond the
+recorded executor counts, the spread of the equations the runs could not tell apart
+(``executor_alternates_``). The model's
 :meth:`~.hybrid.JobRuntimeModel.predict_interval` and ``chance_within`` validate the question
 and call :func:`log_bounds`; this module is numpy only, like the rest of the load path.
 """
@@ -34,6 +36,7 @@ SEEN_SIZE_TOLERANCE = 0.01
 #: asked for (the bounds stop growing at the extreme residual anyway)
 _CHANCE_STEPS = 14
 _CHANCE_MAX_CONFIDENCE = 0.999
+_GIB = float(2**30)
 
 
 def conformal_bounds(sorted_resid: np.ndarray, confidence: Any, contain: bool = True) -> Any:
@@ -61,6 +64,57 @@ def log_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.nda
     ``pred`` being ``model.predict(X)``; see :meth:`JobRuntimeModel.predict_interval`.
     ``contain=False``: the quantiles before each part is clipped to hold the prediction
     (:func:`conformal_bounds`), for :func:`chance_within`."""
+    bounds = _resource_bounds(model, F, pred, contain)
+    spread = _alternates_spread(model, F, pred)
+    if spread is None:
+        return bounds
+    down, up = spread
+
+    def at(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = bounds(c)
+        return lo + down, hi + up
+    return at
+
+
+def _alternates_spread(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray] | None:
+    """How far below and above the prediction (log ratio, <= 0 and >= 0) the near-equal
+    equations (``executor_alternates_``, :data:`.selection.NEAR_EQUAL`) put a row that asks for
+    more or fewer executors than any run had; ``None`` when no row does.
+
+    Each alternate contributes its own speed-up from the nearest recorded count to the count
+    asked, read at the input size clipped to the recorded ones (the size question is the
+    drift's and the size cap's), applied to the model's prediction at that nearest count. The
+    interval's bounds then shift by the widest such disagreement: the runs could not tell
+    these equations apart, so which of them holds beyond the counts is not known, and one
+    model's extrapolation alone put the truth outside its interval (see NEAR_EQUAL)."""
+    alternates = getattr(model, "executor_alternates_", [])
+    if not alternates:
+        return None
+    e_lo, e_hi = model.training_range_["executors"]
+    E = F["executors"]
+    beyond = (E > e_hi) | (E < e_lo)
+    if not beyond.any():
+        return None
+    E_edge = np.clip(E, e_lo, e_hi)
+    F_edge = dict(F, executors=E_edge)
+    edge_pred = model._capped(F_edge, model._curve(F_edge))
+    s_lo, s_hi = model.training_range_["input_bytes"]
+    S = np.clip(F["input_bytes"], s_lo, s_hi) / _GIB
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        logs = []
+        for eq in alternates:
+            speedup = eq.predict(S, E) / eq.predict(S, E_edge)
+            logs.append(np.log(edge_pred * speedup / pred))
+        gap = np.vstack(logs)
+    gap = np.where(np.isfinite(gap) & beyond, gap, 0.0)
+    return np.minimum(gap.min(axis=0), 0.0), np.maximum(gap.max(axis=0), 0.0)
+
+
+def _resource_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.ndarray,
+                     contain: bool = True):
+    """:func:`log_bounds` before the near-equal equations' spread: the size bounds and those
+    of resources the runs never varied."""
     bounds = _size_bounds(model, F, pred, contain)
     seen = getattr(model, "unvaried_", {})
     if not seen:

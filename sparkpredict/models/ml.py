@@ -44,7 +44,9 @@ def export_arrays(trees: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
         lefts.append(np.where(leaf, idx, left) + off)
         rights.append(np.where(leaf, idx, np.asarray(right, np.int64)) + off)
         feats.append(np.where(leaf, 0, feature).astype(np.int64))
-        thrs.append(np.where(leaf, np.inf, threshold).astype(np.float64))
+        # a leaf's threshold is never read (both children are the leaf itself): 0, not inf,
+        # which JSON cannot hold
+        thrs.append(np.where(leaf, 0.0, threshold).astype(np.float64))
         vals.append(np.asarray(value, np.float64))
         roots.append(off)
         off += len(left)

@@ -349,6 +349,30 @@ class Selection:
     cv_mape: float
     scores: dict[str, float]
     cv: CVResult
+    #: the equations that cross-validated about as well as the best (:data:`NEAR_EQUAL`), fitted
+    #: on all rows: beyond the executor counts the runs had, they disagree where the runs
+    #: cannot tell them apart (see :func:`.intervals.log_bounds`)
+    alternates: list[A.FittedEquation] = field(default_factory=list)
+
+
+#: An equation whose cross-validation score is at most this much (relative) above the best
+#: equation's is a near-equal alternate. On Amdahl runs at 1, 2 and 4 executors every equation
+#: scored within 10 % of the best, and the one chosen in 2 of 6 seeds (fully_connected_c1, its
+#: E(E-1)/2 term fitted to noise) predicted 16 executors slower than 8, with the truth below
+#: its lower bound.
+NEAR_EQUAL = 0.25
+
+
+def near_equal(results: dict[str, CVResult], full: dict[str, Component],
+               tolerance: float | None = None) -> list[A.FittedEquation]:
+    """The equations of ``results`` scoring within ``tolerance`` (:data:`NEAR_EQUAL`) of the
+    best, best first."""
+    if not results:
+        return []
+    tolerance = NEAR_EQUAL if tolerance is None else tolerance
+    best = min(r.score for r in results.values())
+    keep = sorted((r.score, k) for k, r in results.items() if r.score <= best * (1 + tolerance))
+    return [full[k].equation for _, k in keep if full[k].equation is not None]  # type: ignore[misc]
 
 
 def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str = "auto",
@@ -419,9 +443,10 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
     outer = min(pool, key=lambda k: (_extrap_key(pool[k]), k)) if has_ext else inner
     if OUTER == "backbone" and backbone in pool:
         outer = backbone
+    alternates = near_equal(finite, full)
     if inner == outer or kind != "auto":
         best = min(pool, key=lambda k: (pool[k].score, k)) if kind != "auto" else inner
-        return _single(build(best), pool[best], scores)
+        return _single(build(best), pool[best], scores, alternates)
     ci = build(inner)
     co = build(outer) if not (outer.startswith("hybrid") and inner.startswith("hybrid")) else _refade(ci, outer, hnames)
     box = {k: (float(F[k].min()), float(F[k].max())) for k in ("input_bytes", "executors")}
@@ -430,7 +455,7 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
     cv = CVResult(0.5 * (pool[inner].interp_mape + pool[outer].extrap_mape), pool[inner].interp_mape,
                   pool[outer].extrap_mape, pool[inner].oof_in, pool[outer].ext_z, pool[inner].oof_rows)
     scores[comp.name] = round(float(cv.score), 6)
-    return Selection(comp.name, comp, float(cv.score), scores, cv)
+    return Selection(comp.name, comp, float(cv.score), scores, cv, alternates)
 
 
 #: Fewest runs ``auto`` and ``hybrid`` can choose a model for: the choice is cross-validated,
@@ -470,8 +495,9 @@ def _not_cross_validated(F: dict[str, np.ndarray], y: np.ndarray) -> DegenerateD
         "fit one equation with --kind amdahl (no choice, no cross-validation)")
 
 
-def _single(comp: Component, cv: CVResult, scores: dict[str, float]) -> Selection:
-    return Selection(comp.name, comp, float(cv.score), scores, cv)
+def _single(comp: Component, cv: CVResult, scores: dict[str, float],
+            alternates: list[A.FittedEquation]) -> Selection:
+    return Selection(comp.name, comp, float(cv.score), scores, cv, alternates)
 
 
 def _refade(c: Component, name: str, hnames: dict) -> Component:

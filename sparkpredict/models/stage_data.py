@@ -31,10 +31,6 @@ def sorted_rows(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return df.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
 
 
-def json_float(v) -> float | None:
-    return None if v is None or not math.isfinite(float(v)) else float(v)
-
-
 def optional_float(v):
     try:
         f = float(v)

@@ -35,11 +35,10 @@ from ..errors import (
 )
 from ..features import stages as F
 from . import simulate as sim
-from .columns import check_confidence
+from .columns import check_confidence, json_float
 from .estimator import RuntimeEstimator
 from .replay import ReplayRuntimeModel, checked_query, head_trends
 from .stage_data import (
-    json_float,
     load_tables,
     optional_float,
     sorted_rows,
