@@ -41,6 +41,8 @@ from sparkpredict.units import format_duration
 ROOT = Path(__file__).resolve().parents[1]
 LAWS = ("relative", "linear_log")  # reference first
 BOTH = "linear_log, both bounds"
+#: reference: the drift measured on the fitted curve, not on the capped prediction (selection.DRIFT_OF)
+CURVE = "linear_log, drift of the curve"
 BINS = [0, 0.25, 0.5, 1, 2, np.inf]
 BIN_LABELS = ["0-0.25", "0.25-0.5", "0.5-1", "1-2", "> 2"]
 
@@ -67,13 +69,17 @@ def _log_law_on_both_sides(d, law=selection.DRIFT_LAW):
 def c3o_rows(law: str) -> pd.DataFrame:
     """Every corner split of every job under ``law`` ("linear_log, both bounds": the alternative)."""
     both = law == BOTH
-    selection.DRIFT_LAW = "linear_log" if both else law
+    selection.DRIFT_LAW = "linear_log" if law in (BOTH, CURVE) else law
     if both:  # the bounds look the function up at call time
         selection.drift_distance = _log_law_on_both_sides
+    drift_of = selection.DRIFT_OF
+    if law == CURVE:
+        selection.DRIFT_OF = "curve"
     try:
         return _c3o_rows(law)
     finally:
         selection.drift_distance = SHIPPED_DRIFT
+        selection.DRIFT_OF = drift_of
 
 
 def _c3o_rows(law: str) -> pd.DataFrame:
@@ -124,7 +130,7 @@ def main() -> None:
     shipped = selection.DRIFT_LAW
     t0 = time.perf_counter()
     try:
-        r = pd.concat([c3o_rows(law) for law in (*LAWS, BOTH)], ignore_index=True)
+        r = pd.concat([c3o_rows(law) for law in (*LAWS, BOTH, CURVE)], ignore_index=True)
         local = pd.DataFrame([x for law in LAWS for x in local_rows(law)])
     finally:
         selection.DRIFT_LAW = shipped
@@ -141,7 +147,7 @@ def main() -> None:
              "| upper / prediction: median | 90th pct | largest |"),
              "|---|---:|---|---:|---:|---:|---:|---:|"]
     for b in BIN_LABELS:
-        for law in (*LAWS, BOTH):
+        for law in (*LAWS, BOTH, CURVE):
             g = r[(r.law == law) & (r.bin == b)]
             if not len(g):
                 continue
@@ -186,6 +192,7 @@ def main() -> None:
     same_upper = np.allclose(ref_near.upper.to_numpy(), new_near.upper.to_numpy(), rtol=1e-9)
     floored = int(np.sum(~np.isclose(ref_near.lower.to_numpy(), new_near.lower.to_numpy(), rtol=1e-9)))
     fr, fn, fb = far[far.law == "relative"], far[far.law == "linear_log"], far[far.law == BOTH]
+    fc = far[far.law == CURVE]
     lines += ["",
               (f"Within d <= 1, where the extrapolation folds measured the drift, the two laws give "
               f"{'the same' if same_upper else 'different'} upper bounds; the size floor raised {floored} of "
@@ -202,6 +209,18 @@ def main() -> None:
                "trained on pagerank's 3 smallest sizes (1.0-1.11x apart) over-predict 3x larger inputs 3-6x. "
                "What keeps far lower bounds off 0 s is the size floor: beyond the largest size the lower "
                "bound is at least the largest size's (a run does not get faster because its input grew)."),
+              "",
+              (f"The drift is measured on the prediction as shipped, capped beyond the sizes "
+               f"(`selection.DRIFT_OF = \"shipped\"`): the fold that leaves the largest size out scores the "
+               f"capped prediction. Measured on the fitted curve instead (`{CURVE}`, the reference, as "
+               f"before 2026-12-02), beyond d = 1 {fc.inside.mean():.1%} of the runs lay inside the interval "
+               f"(shipped {fn.inside.mean():.1%}) with the upper bound at a median {fc.width.median():.2f}x "
+               f"the prediction (shipped {fn.width.median():.2f}x; ratio {fn.width.median() / fc.width.median():.2f}). "
+               "The wider far bounds are the price of a job whose runtime grows faster than its input: "
+               "there the curve was right and the capped prediction 8x too low at 8x the largest size, "
+               "with a drift of a few % around it (`tests/test_superlinear_growth.py`: none of 4 seeds' "
+               "runs at 4x and 8x inside the 90 % interval measured on the curve; all at 2x and 4x, and 1 of "
+               "4 at 8x, measured on the capped prediction)."),
               "",
               ("No data here reaches d > 2.3 for C3O; the local rows show what the law does at 8x and 62x. "
               "Intervals that wide say the history cannot answer that question: record a run nearer the size."),

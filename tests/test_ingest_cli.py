@@ -119,6 +119,13 @@ def test_json_errors_are_json_on_stdout_and_error_fix_on_stderr(tmp_path, capsys
      "argument --objective: invalid choice: 'cots' (choose from 'cost', 'time', 'knee')", "did you mean cost? "),
     (["suggest", "--job", "etl", "--input-size", "1GB", "--bugdet", "2", "--json"],
      "unrecognized arguments: --bugdet 2", "did you mean --budget? "),
+    (["suggest", "--job", "etl", "--input-size", "1GB", "--max-executers=8", "--json"],
+     "unrecognized arguments: --max-executers=8", "did you mean --max-executors? "),
+    (["sugest", "--job", "etl", "--json"],
+     "argument COMMAND: invalid choice: 'sugest' (choose from "
+     + ", ".join(f"'{c}'" for c in ("listener", "submit", "ingest", "store", "runs", "fit", "predict",
+                                    "evaluate", "suggest", "sweep", "report", "demo", "retrain",
+                                    "simulate", "explain")) + ")", "did you mean suggest? see `sparkpredict --help`"),
 ])
 def test_json_usage_errors_are_json_on_stdout_too(argv, says, fix, capsys):
     """argparse's own errors (a missing argument, a bad number) are user mistakes as well: a
@@ -127,7 +134,8 @@ def test_json_usage_errors_are_json_on_stdout_too(argv, says, fix, capsys):
         main(argv)
     assert e.value.code == 2
     captured = capsys.readouterr()
-    fix += f"see `sparkpredict {argv[0]} --help`"
+    if "--help" not in fix:  # the command's own help
+        fix += f"see `sparkpredict {argv[0]} --help`"
     assert json.loads(captured.out) == {"error": says, "fix": fix}
     assert f"error: {says}" in captured.err and "usage: sparkpredict" in captured.err
     # without --json: stderr only, ending in the fix line every user mistake ends with

@@ -95,8 +95,11 @@ def _usage_fix(parser: argparse.ArgumentParser, message: str) -> str:
         word, known = choice.group(1), [c.strip("'\" ") for c in choice.group(2).split(",")]
     else:
         return see
-    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
-    return f"did you mean {close[0]}? {see}" if close else see
+    # compared without their dashes, which every option shares: with them "--json" was "close"
+    # to "--store"
+    bare = {k.lstrip("-"): k for k in known}
+    close = difflib.get_close_matches(word.lstrip("-"), list(bare), n=1, cutoff=0.7)
+    return f"did you mean {bare[close[0]]}? {see}" if close else see
 
 
 def build_parser() -> argparse.ArgumentParser:

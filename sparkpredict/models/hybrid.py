@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -329,30 +329,9 @@ class JobRuntimeModel(RuntimeEstimator):
 
     def _capped(self, F: dict[str, np.ndarray], raw: np.ndarray) -> np.ndarray:
         """``raw`` with growth beyond the largest size held to :data:`SIZE_GROWTH`, and never
-        below the largest size's prediction: a run does not get faster because its input grew
-        (a switch whose outside curve fitted no size term predicted 4.13 s at the largest
-        size, 8 MB, and 3.89 s at 9 MB and at 100 GB). Likewise below the smallest size the
-        prediction is at most the smallest size's."""
-        low, top = self.training_range_["input_bytes"]
-        below = F["input_bytes"] < low
-        if below.any():
-            floor_edge = self._curve(dict(F, input_bytes=np.maximum(F["input_bytes"], low)))
-            raw = np.where(below, np.minimum(raw, floor_edge), raw)
-        above = F["input_bytes"] > top
-        if not above.any():
-            return raw
-        edge = self._curve(dict(F, input_bytes=np.minimum(F["input_bytes"], top)))
-        growth = getattr(self, "size_growth_", "free")
-        ratio = F["input_bytes"] / top
-        out = raw
-        if growth == "proportional":
-            out = np.minimum(raw, edge * ratio)
-        elif growth == "linear":
-            # the fixed cost: the curve at a 1-byte input (0 is outside some curves' domain)
-            fixed = np.clip(np.nan_to_num(self._curve(dict(F, input_bytes=np.ones_like(F["input_bytes"]))),
-                                          nan=0.0, posinf=0.0, neginf=0.0), 0.0, edge)
-            out = np.minimum(raw, fixed + (edge - fixed) * ratio)
-        return np.where(above, np.maximum(out, edge), raw)
+        below the largest size's prediction (:func:`capped_beyond_sizes`)."""
+        return capped_beyond_sizes(self._curve, F, raw, self.training_range_["input_bytes"],
+                                   getattr(self, "size_growth_", "free"))
 
     def flat_beyond_sizes(self, X: Mapping[str, Any], tolerance: float = 0.01) -> np.ndarray:
         """Per row: it asks about an input at least 1.5x the largest recorded, yet is predicted
@@ -570,3 +549,32 @@ def _latest_run_values(runs: Any, rows: np.ndarray, cols) -> dict[str, float]:
             k = int(np.flatnonzero(good)[np.argmax(start[good])])
             out[c] = float(v[k])
     return out
+
+
+def capped_beyond_sizes(curve: Callable[[dict[str, np.ndarray]], np.ndarray], F: dict[str, np.ndarray],
+                        raw: np.ndarray, sizes: tuple[float, float], growth: str) -> np.ndarray:
+    """``raw`` (``curve(F)``) with growth beyond the largest of ``sizes`` (the runs' smallest
+    and largest input) held to ``growth`` (:data:`SIZE_GROWTH`), and never below the largest
+    size's prediction: a run does not get faster because its input grew (a switch whose
+    outside curve fitted no size term predicted 4.13 s at the largest size, 8 MB, and 3.89 s
+    at 9 MB and at 100 GB). Likewise below the smallest size the prediction is at most the
+    smallest size's."""
+    low, top = sizes
+    below = F["input_bytes"] < low
+    if below.any():
+        floor_edge = curve(dict(F, input_bytes=np.maximum(F["input_bytes"], low)))
+        raw = np.where(below, np.minimum(raw, floor_edge), raw)
+    above = F["input_bytes"] > top
+    if not above.any():
+        return raw
+    edge = curve(dict(F, input_bytes=np.minimum(F["input_bytes"], top)))
+    ratio = F["input_bytes"] / top
+    out = raw
+    if growth == "proportional":
+        out = np.minimum(raw, edge * ratio)
+    elif growth == "linear":
+        # the fixed cost: the curve at a 1-byte input (0 is outside some curves' domain)
+        fixed = np.clip(np.nan_to_num(curve(dict(F, input_bytes=np.ones_like(F["input_bytes"]))),
+                                      nan=0.0, posinf=0.0, neginf=0.0), 0.0, edge)
+        out = np.minimum(raw, fixed + (edge - fixed) * ratio)
+    return np.where(above, np.maximum(out, edge), raw)
