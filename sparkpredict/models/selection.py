@@ -251,7 +251,7 @@ POWER_CHOICE = "cv"
 #: (the fitted curve before the cap, as before 2026-12-02). The interval is put around the
 #: capped prediction; measured on the curve, a job whose runtime truly grows with the square of
 #: its input got a drift of a few % (the curve was right) around a capped prediction 8x too
-#: low at 8x its largest input, and 0.25-0.31 of such runs inside the 90 % interval.
+#: low at 8x its largest input: no run at 4x or 8x inside the 90 % interval in 4 seeds.
 DRIFT_OF = "shipped"
 
 #: How the drift per unit distance scales with the distance d beyond the range: "linear_log"
@@ -379,8 +379,8 @@ class Selection:
 
 #: An equation whose cross-validation score is at most this much (relative) above the best
 #: equation's is a near-equal alternate. On Amdahl runs at 1, 2 and 4 executors every equation
-#: scored within 10 % of the best, and the one chosen in 2 of 6 seeds (fully_connected_c1, its
-#: E(E-1)/2 term fitted to noise) predicted 16 executors slower than 8, with the truth below
+#: scored within 10 % of the best, and the one extrapolating in 3 of 6 seeds (fully_connected_c1,
+#: its E(E-1)/2 term fitted to noise) predicted 16 executors slower than 8, with the truth below
 #: its lower bound.
 NEAR_EQUAL = 0.25
 
