@@ -92,10 +92,11 @@ def check_confidence(value: Any) -> float:
     return c
 
 
-__all__ = ["REQUIRED", "check_confidence", "column", "floats", "n_rows", "read_level", "with_runtime"]
-
-
 def json_float(v) -> float | None:
     """``v`` as a float, or None for NaN and infinities, which JSON has no numbers for
     (``json.dumps`` writes them as bare ``NaN``/``Infinity``, which other readers refuse)."""
     return None if v is None or not math.isfinite(float(v)) else float(v)
+
+
+__all__ = ["REQUIRED", "check_confidence", "column", "floats", "json_float", "n_rows", "read_level",
+           "with_runtime"]
