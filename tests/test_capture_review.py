@@ -4,6 +4,7 @@ logs, and whole numbers in `sparkpredict runs` CSVs."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -69,7 +70,8 @@ def test_a_plain_log_with_a_bad_line_before_its_last_is_refused_not_stored_witho
     (failed,) = [ln for ln in out.splitlines() if ln.startswith("FAILED")]
     assert "line 4 is not valid JSON" in failed and "would lack the events lost there" in failed
     assert "  fix: ingest an intact copy of this log" in out.splitlines()
-    assert store.open(st).runs().empty and store.open(st).tasks().empty
+    assert not os.path.exists(st)  # nothing of it stored, and no empty store left in its place
+    assert out.splitlines()[-1].endswith(f"1 failed -> nothing stored, no store made at {st}")
     # its JSON names the run, and no status: nothing of it was stored ("succeeded" read as stored)
     assert main(["ingest", str(bad), "--store", st, "--json"]) == 1
     (f,) = json.loads(capsys.readouterr().out)["files"]
@@ -86,7 +88,7 @@ def test_garbage_in_the_decoded_text_of_a_compressed_log_is_damage_too(tmp_path)
     log = _garbled(tmp_path, "app-1.zstd", pa.compress(b"\n".join(lines), "zstd", asbytes=True))
     assert "line 11 is not valid JSON" in (parse_event_log(log).damage or "")
     r = ingest_event_logs(log, tmp_path / "st")
-    assert r.files_failed == 1 and store.open(tmp_path / "st").runs().empty
+    assert r.files_failed == 1 and not (tmp_path / "st").exists()
 
 
 def test_only_a_bad_last_line_is_a_warning_not_one_with_a_cut_line_after_it(tmp_path):

@@ -116,7 +116,7 @@ def test_a_plain_rolling_file_cut_inside_an_event_before_the_last_is_damage(tmp_
     assert "later files follow" in got.damage
     r = ingest_event_logs(folder, tmp_path / "st")
     assert r.files_failed == 1 and "not ingested" in r.errors[str(folder)]
-    assert store.open(tmp_path / "st").runs().empty
+    assert not (tmp_path / "st").exists()
     # the last file cut inside an event: a log still being written, stored as incomplete
     # with one warning for the cut line
     last = tmp_path / "last" / ROLLING.name
@@ -150,7 +150,7 @@ def test_undecodable_data_in_the_middle_is_refused_and_an_intact_copy_then_inges
     assert "undecodable zstd data" in failed and "would lack the events lost there" in failed
     assert "  fix: ingest an intact copy of this log" in r.stdout.splitlines()
     assert "Traceback" not in r.stderr and "warning" not in r.stdout
-    assert store.open(st).runs().empty
+    assert not os.path.exists(st)
     r = _cli("ingest", str(Q72), "--store", st)  # the intact copy of the same application
     assert r.returncode == 0 and "ingested" in r.stdout, r.stdout + r.stderr
     run = store.open(st).runs().iloc[0]
@@ -184,3 +184,40 @@ def test_a_broken_link_or_a_log_removed_meanwhile_is_that_logs_one_line_error(tm
     assert gone.error is not None and "cannot read" in gone.error.message
     with pytest.raises(IngestError, match="cannot read"):
         eventlog._parse_source(gone)
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_an_ingest_that_stores_nothing_leaves_no_empty_store_behind(tmp_path):
+    """A store made for a first ingest whose every log fails is removed again: the path then
+    reads as no store at all (suggest says to record a run), not as a store without runs."""
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(SMALL.read_bytes()[:20000] + b"\x00\xff not an event\n" + SMALL.read_bytes()[20050:])
+    assert parse_event_log(bad).damage
+    new = tmp_path / "deep" / "st"
+    r = ingest_event_logs(bad, new)
+    assert r.files_failed == 1 and r.files_ingested == 0 and r.store_exists is False
+    assert not new.exists() and (tmp_path / "deep").exists()
+    with pytest.raises(IngestError):  # on_error="raise" stops at the first log: the same
+        ingest_event_logs(bad, new, on_error="raise")
+    assert not new.exists()
+    # a folder the user made stays, empty as it was
+    made = tmp_path / "made"
+    made.mkdir()
+    ingest_event_logs(bad, made)
+    assert made.is_dir() and not any(made.iterdir())
+    # a store that held runs before is left byte for byte as it was
+    kept = tmp_path / "kept"
+    assert ingest_event_logs(SMALL, kept).files_ingested == 1
+    before = _tree(kept)
+    junk = tmp_path / "junk.json"  # (the damaged copy of the stored run would be skipped as stored)
+    junk.write_text('{"Event": "NotSpark"}\n' * 3)
+    r = ingest_event_logs(junk, kept)
+    assert r.files_failed == 1 and r.store_exists and _tree(kept) == before
+    # and a store created by an ingest whose one log of two fails keeps the other's run
+    both = tmp_path / "both"
+    r = ingest_event_logs([bad, SMALL], both)
+    assert (r.files_ingested, r.files_failed) == (1, 1)
+    assert list(store.open(both).runs().run_id) == ["local-1532512550423"]

@@ -73,6 +73,8 @@ class IngestReport:
     files: list[FileOutcome] = field(default_factory=list)
     #: paths of logs found more than once (given twice, or inside a folder also given): read once
     duplicates: list[str] = field(default_factory=list)
+    #: False when the call found no store at ``store`` and stored nothing: it leaves none there
+    store_exists: bool = True
 
     def _count(self, outcome: str) -> int:
         return sum(f.outcome == outcome for f in self.files)
@@ -116,7 +118,7 @@ class IngestReport:
         counts = {k: getattr(self, k) for k in ("files_seen", "files_ingested", "files_unchanged",
                                                  "files_existing", "files_failed", "runs_added")}
         return {"store": self.store, **counts, "files": [asdict(f) for f in self.files],
-                "duplicates_ignored": self.duplicates}
+                "duplicates_ignored": self.duplicates, "store_exists": self.store_exists}
 
 
 def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
@@ -178,7 +180,16 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
     if not sources:
         raise IngestError("no event logs found under " + ", ".join(map(str, given)),
                           "point at spark.eventLog.dir or at event-log files")
-    st = store if isinstance(store, store_io.Store) else store_io.open(store, create=True)
+    if isinstance(store, store_io.Store):
+        return _ingest_into(store, sources, repeated, on_error, job)
+    with store_io.opened_to_write(store) as st:
+        report = _ingest_into(st, sources, repeated, on_error, job)
+    report.store_exists = st.exists()
+    return report
+
+
+def _ingest_into(st: Store, sources: list[LogSource], repeated: list[str], on_error: str,
+                 job: str | None) -> IngestReport:
     report = IngestReport(store=st.path, duplicates=repeated)
     # Two ingests of one folder at once (overlapping cron runs) each found a log missing and
     # each appended it: its stage and task rows were stored twice. The lock makes the second

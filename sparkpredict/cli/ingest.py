@@ -60,5 +60,6 @@ def _run(args: argparse.Namespace) -> int:
         dups = f" ({plural(len(report.duplicates), 'duplicate path')} ignored)" if report.duplicates else ""
         print(f"{plural(report.files_seen, 'log')}: {report.files_ingested} ingested, {report.files_unchanged} "
               f"unchanged, {report.files_existing} already in the store, {report.files_failed} failed "
-              f"-> {report.store}{dups}")
+              f"-> {report.store if report.store_exists else f'nothing stored, no store made at {report.store}'}"
+              f"{dups}")
     return 1 if report.files_failed else 0

@@ -378,6 +378,43 @@ def open(path: str | os.PathLike[str] | None = None, *, create: bool = False) ->
     return store
 
 
+@contextlib.contextmanager
+def opened_to_write(path: str | os.PathLike[str] | None = None) -> Iterator[Store]:
+    """:func:`open` with ``create``, for a writer that may end up writing nothing (an ingest
+    whose every log fails): a store this call created is removed again on the way out when
+    no batch reached it, and its folder with it when this call made the folder. A later
+    ``suggest`` then says there is no store at the path, not that an empty one has no runs."""
+    resolved = resolve_store(path)
+    fs, root = _filesystem(resolved)
+    base = root.rstrip("/")
+    try:
+        folder_was = fs.get_file_info(base).type
+        new = not Store(path=resolved, fs=fs, root=root).exists()
+    except OSError:  # open() below says what is wrong with the path
+        folder_was, new = None, False
+    st = open(resolved, create=True)
+    try:
+        yield st
+    finally:
+        if new:
+            _remove_if_unused(st, remove_folder=folder_was == pafs.FileType.NotFound)
+
+
+def _remove_if_unused(st: Store, *, remove_folder: bool) -> None:
+    """Remove the marker of a store that holds nothing else (no table folder, no other
+    writer's temporary file), then the folder when it is left empty and ours to remove."""
+    base = st.root.rstrip("/")
+    try:
+        names = {e.base_name for e in st.fs.get_file_info(pafs.FileSelector(base))}
+        if names != {S.MARKER_FILE}:
+            return
+        st.fs.delete_file(f"{base}/{S.MARKER_FILE}")
+        if remove_folder and not st.fs.get_file_info(pafs.FileSelector(base)):
+            st.fs.delete_dir(base)
+    except OSError as exc:  # what is left is an empty, valid store: say so, do not fail the caller
+        log.debug("store %s: empty store not removed (%s)", st.path, exc)
+
+
 def _not_a_store(store: Store) -> StoreError:
     """Why ``store`` (without its marker) cannot be read: recording a run fixes only a path
     that is missing or empty; a file or a folder of other files is the wrong path."""
@@ -402,4 +439,4 @@ def _not_a_store(store: Store) -> StoreError:
                       "store's path (--store; store= from Python)")
 
 
-__all__ = ["Store", "new_batch_id", "open"]
+__all__ = ["Store", "new_batch_id", "open", "opened_to_write"]
