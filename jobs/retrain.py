@@ -27,7 +27,9 @@ def main(argv: list[str] | None = None) -> int:
                                              "models of every job with new runs into the store's registry",
                                  epilog=EXIT_STATUS)
     ap.add_argument("--store", required=True, help="history store path or URI")
-    ap.add_argument("--force", action="store_true", help="refit every job, changed or not")
+    ap.add_argument("--job", action="append", metavar="JOB",
+                    help="judge and refit only this job (repeat for more); the other jobs' models stay")
+    ap.add_argument("--force", action="store_true", help="refit every job (each --job), changed or not")
     ap.add_argument("--no-stage-models", dest="stage_models", action="store_false",
                     help="fit only the whole-job models")
     ap.add_argument("--partitions", type=int, help="fit tasks (default 4 x default parallelism)")
@@ -42,7 +44,11 @@ def main(argv: list[str] | None = None) -> int:
         if "://" not in args.store:
             from sparkpredict.store import io as store_io
 
-            store_io.open(args.store)  # raises, naming the fix, when it is no store
+            st = store_io.open(args.store)  # raises, naming the fix, when it is no store
+            if args.job:
+                from sparkpredict.retrain_plan import check_jobs
+
+                check_jobs(args.job, st.read("runs", columns=["job"])["job"], f"store {st.path!r}")
     except SparkPredictError as exc:
         return print_error(exc)
 
@@ -51,14 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # A nightly run on a quiet store: pyarrow finds every model current in a second, where
         # the session would start executors and ship every job to them to find the same.
-        res = result_if_current(args.store, force=args.force, stage_models=args.stage_models)
+        res = result_if_current(args.store, force=args.force, stage_models=args.stage_models, jobs=args.job)
         if res is None:
             from pyspark.sql import SparkSession
 
             spark = SparkSession.builder.appName("sparkpredict-retrain").getOrCreate()
             try:
                 res = retrain_spark(args.store, spark=spark, force=args.force, partitions=args.partitions,
-                                    stage_models=args.stage_models)
+                                    stage_models=args.stage_models, jobs=args.job)
             finally:
                 spark.stop()
     except SparkPredictError as exc:

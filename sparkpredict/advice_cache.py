@@ -108,7 +108,7 @@ def registry_model(job: str, st: Any, raw: pd.DataFrame, n_runs: int) -> tuple[A
         if not R.is_current(state, state[0], str(row.fit_kind), R.runtime_model_format()):
             return None, (f"the registry's model of {job} is of another format than this sparkpredict "
                           f"writes: this advice is from a model fitted on the job's runs; {retrain}")
-        doc = R.read_artifact(st, row.artifact)
+        doc = R.read_artifact(st, row.artifact, row.job)
         return R._runtime_model_from_dict(doc["model"]), None
     except Exception as exc:  # a broken registry must not stop advice: refit from the runs  # noqa: BLE001
         log.info("registry models of %s unusable (%s); fitting from its runs", st.path, exc)

@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -198,8 +199,9 @@ def write_artifact(store: Any, relpath: str, doc: dict) -> None:
                          "choose a writable store, or fix its permissions") from exc
 
 
-def read_artifact(store: Any, relpath: str) -> dict:
-    """Read and check one artifact; refuses other formats and versions with a fix hint."""
+def read_artifact(store: Any, relpath: str, job: str | None = None) -> dict:
+    """Read and check one artifact (of ``job``, when known: the fix then refits just that
+    job); refuses other formats and versions with a fix hint."""
     st = _open(store)
     path = f"{_base(st)}/{relpath}"
     try:
@@ -211,12 +213,19 @@ def read_artifact(store: Any, relpath: str) -> dict:
                          "artifacts are missing") from exc
     except ValueError as exc:
         raise ModelError(f"model artifact {relpath!r} is not valid JSON",
-                         f"run `sparkpredict retrain --store {st.path} --force` to refit every job") from exc
+                         refit_fix(st.path, job)) from exc
     if not isinstance(doc, dict) or doc.get("format") != ARTIFACT_FORMAT:
         raise ModelError(f"{relpath!r} is not a sparkpredict model artifact",
                          "remove foreign files from the store's _models folder")
     check_artifact_version(doc.get("artifact_version"), doc.get("job", "?"), st.path)
     return doc
+
+
+def refit_fix(store_path: str, job: str | None) -> str:
+    """The fix for a damaged model: refit its job alone (every job when it is not known)."""
+    if job is None:
+        return f"run `sparkpredict retrain --store {shlex.quote(store_path)} --force` to refit every job"
+    return f"refit it: `sparkpredict retrain --store {shlex.quote(store_path)} --job {shlex.quote(str(job))} --force`"
 
 
 def check_artifact_version(version: Any, job: str, store_path: str) -> None:
@@ -415,7 +424,7 @@ def load_models(store: Any = None, jobs: Iterable[str] | None = None) -> dict[st
     out: dict[str, JobRuntimeModel] = {}
     for row in _rows(reg):
         check_artifact_version(int(row.artifact_version), row.job, st.path)
-        doc = read_artifact(st, row.artifact)
+        doc = read_artifact(st, row.artifact, row.job)
         _check_model_format(doc, st.path)
         out[row.job] = _restore(_runtime_model_from_dict, doc, row, st)
     return out
@@ -437,7 +446,7 @@ def load_stage_models(store: Any = None, jobs: Iterable[str] | None = None) -> d
         reg = reg[reg.job.isin(list(jobs))]
     out: dict[str, StageRuntimeModel] = {}
     for row in _rows(reg):
-        doc = read_artifact(st, row.artifact)
+        doc = read_artifact(st, row.artifact, row.job)
         out[row.job] = _restore(lambda d: StageRuntimeModel.from_dict(d, store=st), doc, row, st)
     return out
 
@@ -446,7 +455,7 @@ def _restore(load: Callable[[dict], Any], doc: dict, row: Any, st: store_io.Stor
     """``load(doc["model"])``, its errors naming the artifact: a damaged one is one error with a
     fix, as a damaged model file of `sparkpredict fit` is, not a bare KeyError from inside."""
     where = f"model artifact {row.artifact!r} of job {row.job!r}"
-    fix = f"refit it: `sparkpredict retrain --store {st.path} --force`"
+    fix = refit_fix(st.path, row.job)
     try:
         return load(doc["model"])
     except SparkPredictError as exc:  # kept of its kind: a caller may tell them apart
@@ -461,7 +470,7 @@ def load_artifacts(store: Any = None, kind: str | None = None) -> dict[tuple[str
     reg = read_registry(st)
     if kind is not None:
         reg = reg[reg.model_kind == kind]
-    return {(r.job, r.model_kind, r.signature): read_artifact(st, r.artifact)
+    return {(r.job, r.model_kind, r.signature): read_artifact(st, r.artifact, r.job)
             for r in _rows(reg)}
 
 

@@ -50,6 +50,7 @@ from .retrain_plan import (
     _skipped_error,
     _stale,
     _still_failing,
+    check_jobs,
 )
 from .store import io as store_io
 from .store import schema as S
@@ -243,6 +244,7 @@ def retrain_local(store: Any = None, *, force: bool = False, random_state: int =
     st = store_io.open(store)
     result = RetrainResult(retrain_id=R.new_retrain_id(), fit_path="local", n_jobs=0)
     raw = st.runs()
+    jobs = check_jobs(jobs, raw["job"], f"store {st.path!r}")
     fps = _only(_local_fingerprints(raw), jobs)
     prev, failures = R.read_registry_state(st)
     judged = _plan(_prev_state(prev, failures, R.present_artifacts(st)), fps, force, kind, stage_models)
@@ -336,17 +338,20 @@ def choose_path(n_stale: int, kind: str = "auto", n_stage: int = 0) -> str:
 
 
 def plan_path(store: Any = None, *, force: bool = False, kind: str = "auto",
-              stage_models: bool = True) -> dict[str, Any]:
+              stage_models: bool = True, jobs: Iterable[str] | None = None) -> dict[str, Any]:
     """What :func:`retrain` would do without ``use_spark``: ``{"to_refit", "jobs", "stage_jobs",
     "path", "still_failing", "still_skipped"}`` (jobs to refit, jobs in the store, those of them
     with stage models, local or spark, the models not tried again because their fit failed on
     the runs they have now, named as :attr:`RetrainResult.failed` names them, and those of them
-    skipped for their runs, as :attr:`RetrainResult.not_enough_runs`)."""
+    skipped for their runs, as :attr:`RetrainResult.not_enough_runs`). ``jobs``: only these jobs,
+    as :func:`retrain` limits them."""
     check_kind(kind)
     st = store_io.open(store)
     runs = st.runs()  # read once for both questions
+    jobs = check_jobs(jobs, runs["job"], f"store {st.path!r}")
     prev, failures = R.read_registry_state(st)
-    judged = _plan(_prev_state(prev, failures, R.present_artifacts(st)), _local_fingerprints(runs), force, kind, stage_models)
+    judged = _plan(_prev_state(prev, failures, R.present_artifacts(st)), _only(_local_fingerprints(runs), jobs),
+                   force, kind, stage_models)
     stale = _stale(judged)
     stage_todo = [j for j, kinds in stale.items() if R.KIND_STAGE in kinds]
     staged = _staged(st, runs, stage_todo) if stage_todo else []
@@ -405,7 +410,7 @@ def _staged(st: Any, runs: pd.DataFrame, jobs: Iterable[str]) -> list[str]:
 def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | None = None,
             force: bool = False, kind: str = "auto", random_state: int = 0, spark: Any = None,
             stage_models: bool = True, on_artifact: Callable[[int], None] | None = None,
-            spark_logs: bool = False) -> RetrainResult:
+            spark_logs: bool = False, jobs: Iterable[str] | None = None) -> RetrainResult:
     """Refit the models of every job with new runs and commit them to the store's registry.
 
     Parameters
@@ -418,7 +423,7 @@ def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | N
     master : str, optional
         Spark master for the Spark path (default ``local[*]``); implies ``use_spark`` if given.
     force : bool
-        Refit every job, changed or not.
+        Refit every job (every one of ``jobs``), changed or not.
     kind : str
         Model kind of every fit (``auto`` by default; see docs/models.md). Jobs registered with
         another kind are refit.
@@ -435,6 +440,11 @@ def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | N
     spark_logs : bool
         Keep Spark's own INFO/WARN lines on stderr when the Spark path starts its session
         (default: Spark's errors only, unless a log4j configuration of your own is set).
+    jobs : list of str, optional
+        Judge and refit only these jobs (a bare name is one job); the registry keeps every
+        other job's models as they are. With ``force``, refits just them: the fix for one
+        job's damaged model artifact. A name without runs in the store raises
+        :class:`~sparkpredict.errors.UnknownJobError`.
 
     Returns
     -------
@@ -453,7 +463,7 @@ def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | N
         if master is not None or spark is not None:
             use_spark = True
         else:
-            p = plan_path(store, force=force, kind=kind, stage_models=stage_models)
+            p = plan_path(store, force=force, kind=kind, stage_models=stage_models, jobs=jobs)
             use_spark = p["path"] == "spark"
             log.info("retrain: %d job(s) to refit (%d with stage models), crossover %d -> %s path",
                      len(p["to_refit"]), len(p["stage_jobs"]), crossover_jobs(kind), p["path"])
@@ -462,9 +472,9 @@ def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | N
 
         return retrain_spark(store, spark=spark, master=master, force=force, kind=kind,
                              random_state=random_state, stage_models=stage_models, on_artifact=on_artifact,
-                             spark_logs=spark_logs)
+                             spark_logs=spark_logs, jobs=jobs)
     return retrain_local(store, force=force, kind=kind, random_state=random_state, stage_models=stage_models,
-                         on_artifact=on_artifact)
+                         on_artifact=on_artifact, jobs=jobs)
 
 
 #: The Spark path lives in :mod:`sparkpredict.retrain_spark`; its public names stay reachable here.

@@ -150,6 +150,30 @@ def _only(fps: dict[str, tuple[str, int]], jobs: Iterable[str] | None) -> dict[s
     return {j: v for j, v in fps.items() if j in keep}
 
 
+def check_jobs(jobs: Iterable[str] | str | None, known: Iterable[Any], where: str) -> list[str] | None:
+    """The jobs a retrain is limited to (a bare name is one job), each one with runs in the
+    store ``where``; None for every job. A name without runs is refused before anything is
+    read or fitted: a retrain limited to it would refit nothing and say all was well."""
+    import difflib
+
+    from .errors import UnknownJobError
+
+    if jobs is None:
+        return None
+    asked = [jobs] if isinstance(jobs, str) else list(jobs)
+    names = sorted({str(j) for j in known if isinstance(j, str)})
+    bad = [j for j in asked if not isinstance(j, str) or j not in names]
+    if asked and not bad:
+        return list(dict.fromkeys(asked))
+    if not asked:
+        raise UnknownJobError("no job given to refit", "give a job name, or leave the jobs out to refit every job")
+    close = difflib.get_close_matches(str(bad[0]), names, n=1, cutoff=0.7)
+    listed = ", ".join(names[:10]) + (" ..." if len(names) > 10 else "")
+    raise UnknownJobError(f"no runs of job {bad[0]!r} in {where}",
+                          (f"did you mean {close[0]}? " if close else "")
+                          + (f"jobs with runs: {listed}" if names else "record runs of the job first"))
+
+
 def _local_fingerprints(raw: pd.DataFrame) -> dict[str, tuple[str, int]]:
     raw = raw[raw.job.notna() & raw.run_id.notna()]
     return {str(j): (R.runs_fingerprint(g), len(g)) for j, g in raw.groupby("job", sort=True)}

@@ -29,7 +29,7 @@ from .retrain import (
     check_master,
     result_if_current,
 )
-from .retrain_plan import Failures, _prev_state
+from .retrain_plan import Failures, _prev_state, check_jobs
 from .store import io as store_io
 from .store import schema as S
 
@@ -123,6 +123,8 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
         check_master(master)
     t0 = time.perf_counter()
     st = store_io.open(store)
+    if jobs is not None:  # refused before a session starts
+        jobs = check_jobs(jobs, st.read("runs", columns=["job"])["job"], f"store {st.path!r}")
     own = spark is None
     if own:
         current = result_if_current(st, force=force, kind=kind, stage_models=stage_models, jobs=jobs,

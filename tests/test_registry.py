@@ -19,6 +19,7 @@ from sparkpredict import registry_commit as RC
 from sparkpredict import retrain as RT
 from sparkpredict import retrain_plan as RP
 from sparkpredict import store
+from sparkpredict.cli import main
 from sparkpredict.errors import InputError, ModelError, StoreError, UnknownJobError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -869,3 +870,54 @@ def test_a_missing_artifact_is_refit_by_a_plain_retrain_and_a_damaged_one_names_
     res = RT.retrain_local(path, kind=KIND)
     assert res.refit == [reg.job.iloc[0]]  # the missing one: refit without --force
     assert registry_model(reg.job.iloc[0], store.open(path), raw[raw.job == reg.job.iloc[0]], 12)[0] is not None
+
+
+def test_a_damaged_artifact_names_a_refit_of_its_job_alone_which_leaves_the_others(hist, capsys):
+    """`--force` alone refits every job of the store; the damaged model's fix now names its job,
+    and `retrain --job J --force` refits that one, the other jobs' artifacts untouched."""
+    from sparkpredict.advice_cache import registry_model
+    from sparkpredict.features.runs import runs_table
+
+    path, _runs = hist
+    RT.retrain_local(path, kind=KIND)
+    st = store.open(path)
+    reg = R.read_registry(st)
+    cut_job, cut = reg.job.iloc[1], reg.artifact.iloc[1]
+    models = Path(path) / R.MODELS_DIR
+    text = (models / cut).read_text()
+    (models / cut).write_text(text[: len(text) // 2])
+    raw = st.runs()
+    mine = raw[raw.job == cut_job]
+    model, note = registry_model(cut_job, st, mine, len(runs_table(mine)))
+    assert model is None and note.endswith(f"refit it: `sparkpredict retrain --store {st.path} --job {cut_job} "
+                                           "--force`")
+    # a plain retrain judges the row current (the file is there): the fix's --force is needed
+    assert RT.retrain_local(path, kind=KIND).refit == []
+    others = {r.job: (r.artifact, (models / r.artifact).read_bytes()) for r in reg.itertuples() if r.job != cut_job}
+    # the dry run and the retrain name that job only
+    assert main(["retrain", "--store", str(path), "--job", cut_job, "--force", "--dry-run", "--json"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    assert planned["to_refit"] == [cut_job] and planned["jobs"] == 1
+    assert main(["retrain", "--store", str(path), "--job", cut_job, "--force", "--local", "--kind", KIND]) == 0
+    assert capsys.readouterr().out.startswith("refit 1 of 1 job(s) on the local path")
+    after = R.read_registry(store.open(path))
+    assert sorted(after.job) == sorted(reg.job)
+    assert {r.job: (r.artifact, (models / r.artifact).read_bytes()) for r in after.itertuples()
+            if r.job != cut_job} == others
+    assert int(after[after.job == cut_job].version.iloc[0]) == 2
+    assert registry_model(cut_job, store.open(path), mine, len(runs_table(mine)))[0] is not None
+
+
+def test_retrain_of_a_job_without_runs_is_refused_with_the_jobs_that_have_them(hist, capsys):
+    path, _runs = hist
+    jobs = sorted(store.open(path).runs().job.unique())
+    for extra in ([], ["--dry-run"]):
+        assert main(["retrain", "--store", str(path), "--job", jobs[0] + "x", *extra]) == 2
+        err = capsys.readouterr().err
+        assert f"error: no runs of job '{jobs[0]}x' in store" in err
+        assert f"fix: did you mean {jobs[0]}? jobs with runs: {', '.join(jobs)}" in err
+    assert R.current_snapshot(store.open(path)) is None  # refused before anything was written
+    with pytest.raises(UnknownJobError, match="no runs of job 'nope'"):
+        RT.retrain(path, jobs=["nope"], use_spark=False)
+    # a bare name is one job, not its letters
+    assert RT.retrain(path, jobs=jobs[2], use_spark=False, kind=KIND).refit == [jobs[2]]

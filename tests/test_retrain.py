@@ -276,6 +276,14 @@ def test_nothing_stale_starts_no_spark_and_a_started_one_logs_errors_only(curren
     assert job.main(["--store", str(path), "--no-stage-models"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["path"], out["refit"], out["unchanged"], out["failed"]) == ("spark", [], 3, {})
+    # limited to one job, it judges that one; a job without runs is refused before any session
+    assert job.main(["--store", str(path), "--no-stage-models", "--job", "sort"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["refit"], out["unchanged"], out["jobs"]) == ([], 1, 1)
+    assert job.main(["--store", str(path), "--job", "sorts"]) == 2
+    assert "error: no runs of job 'sorts' in store" in capsys.readouterr().err
+    assert main([*argv, "--job", "sorts"]) == 2
+    assert "fix: did you mean sort?" in capsys.readouterr().err
     assert started == []
 
     # A stale job starts Spark, quietly (sweep's log4j configuration) unless -v.

@@ -33,7 +33,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     where.add_argument("--spark", action="store_true", help="fit inside Spark (repartition(job).mapInPandas)")
     where.add_argument("--local", action="store_true", help="fit in this process, no JVM")
     p.add_argument("--master", help="Spark master for --spark (default local[*]); implies --spark")
-    p.add_argument("--force", action="store_true", help="refit every job, changed or not")
+    p.add_argument("--job", action="append", metavar="JOB",
+                   help="judge and refit only this job (repeat for more); the other jobs' models stay")
+    p.add_argument("--force", action="store_true",
+                   help="refit every job (each --job), changed or not")
     p.add_argument("--kind", default="auto",
                    help="model kind of every fit: auto (default), hybrid, an equation or an ML kind")
     p.add_argument("--no-stage-models", dest="stage_models", action="store_false",
@@ -56,7 +59,8 @@ def _run(args: argparse.Namespace) -> int:
     RT.check_kind(args.kind)
     use_spark = True if (args.spark or args.master) else (False if args.local else None)
     if args.dry_run:
-        out = RT.plan_path(args.store, force=args.force, kind=args.kind, stage_models=args.stage_models)
+        out = RT.plan_path(args.store, force=args.force, kind=args.kind, stage_models=args.stage_models,
+                           jobs=args.job)
         if use_spark is not None:
             out["path"] = "spark" if use_spark else "local"
         out["crossover_jobs"] = RT.crossover_jobs(args.kind)
@@ -80,7 +84,8 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     with printed_here("sparkpredict.retrain", args.verbose):  # each failure: "not refit" below
         res = RT.retrain(args.store, use_spark=use_spark, master=args.master, force=args.force,
-                         kind=args.kind, stage_models=args.stage_models, spark_logs=args.verbose)
+                         kind=args.kind, stage_models=args.stage_models, spark_logs=args.verbose,
+                         jobs=args.job)
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))
     else:
