@@ -147,6 +147,20 @@ def pct(v: float, *, unit: Literal["fraction", "percent"]) -> str:
     raise ValueError(f"unit must be 'fraction' or 'percent', got {unit!r}")
 
 
+def short_stage_name(name: object, limit: int = 48) -> str:
+    """A stage's name as a figure label: Spark names a stage ``<action> at <call site>``, the
+    call site often a long path whose tail (file and line) is what tells stages apart, so the
+    path keeps its last part; what is still too long loses its middle, not its end."""
+    text = " ".join(str(name).split())
+    action, at, site = text.partition(" at ")
+    if at:
+        text = f"{action} at {site.rsplit('/', 1)[-1]}"
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
+
+
 def fig_stages(stages: pd.DataFrame, run: pd.Series) -> str:
     import matplotlib.pyplot as plt
 
@@ -162,7 +176,7 @@ def fig_stages(stages: pd.DataFrame, run: pd.Series) -> str:
                       if r.get(c) == r.get(c))
         color = "tab:orange" if shuffle > 0 else "tab:blue"
         ax.barh(i, dur, left=start, color=color, alpha=0.85)
-        label = f"{r['stage_id']}: {str(r['name'])[:40]} ({plural(int(r['num_tasks']), 'task')})"
+        label = f"{r['stage_id']}: {short_stage_name(r['name'])} ({plural(int(r['num_tasks']), 'task')})"
         ax.text(start + dur, i, " " + label, va="center", fontsize=7)
     ax.set_yticks([])
     ax.invert_yaxis()

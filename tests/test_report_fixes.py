@@ -187,3 +187,21 @@ def test_the_left_out_note_says_each_reason_with_its_fix():
     one = _left_out_note({"a": "no input size"}, fitted=False)
     assert "1 run recorded no input size: a; no runtime model can use it," in one
     assert "`sparkpredict store edit a --input-size SIZE`" in one
+
+
+def test_stage_labels_keep_the_call_sites_file_and_line_not_the_paths_head():
+    """Labels were cut at 40 characters: two stages of one script, `collect at /opt/etl/...`,
+    read the same in the figure, their file and line cut off."""
+    from sparkpredict.report_figures import short_stage_name
+
+    long_site = "collect at /opt/company/etl/jobs/nightly/transformations/sessionize.py:142"
+    assert short_stage_name(long_site) == "collect at sessionize.py:142"
+    assert short_stage_name("showString at NativeMethodAccessorImpl.java:0") == \
+        "showString at NativeMethodAccessorImpl.java:0"
+    assert short_stage_name("save at  \n Command-12:4") == "save at Command-12:4"
+    # a name still too long loses its middle: both ends are kept, the limit held
+    name = "mapPartitionsWithIndexInternal_" + "x" * 80 + "_end at Stage.scala:9"
+    got = short_stage_name(name)
+    assert len(got) == 48 and got.startswith("mapPartitionsWithIndex") and got.endswith("Stage.scala:9")
+    assert "…" in got
+    assert short_stage_name(None) == "None" and short_stage_name(7) == "7"
