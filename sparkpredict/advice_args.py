@@ -6,6 +6,7 @@ the argument the caller gave (``min_executors=``); inside :func:`cli_flags` (the
 names the flag (``--min-executors``)."""
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -14,7 +15,11 @@ from typing import Any
 
 from .errors import InputError
 from .units import (
+    MAX_EXECUTORS,
+    MAX_LISTED_COUNTS,
     MIN_EXECUTOR_MEMORY_MB,
+    CountLimitError,
+    check_count_limit,
     parse_bytes,
     parse_counts,
     parse_duration,
@@ -29,7 +34,7 @@ CLI_FLAGS = {"min_executors": "--min-executors", "max_executors": "--max-executo
              "executor_cores": "--executor-cores", "executor_memory_mb": "--executor-memory",
              "price_per_executor_hour": "--price", "budget": "--budget", "confidence": "--confidence",
              "objective": "--objective", "params": "--param", "executor_counts": "--executor-counts",
-             "store": "--store", "models": "--models"}
+             "store": "--store", "models": "--models", "job": "--job"}
 _CLI: ContextVar[bool] = ContextVar("sparkpredict_cli_flags", default=False)
 
 
@@ -58,14 +63,20 @@ def give(arg: str, example: str) -> str:
     return f"{CLI_FLAGS[arg]} {example}" if _cli(arg) else f"{arg}={example}"
 
 
-def positive_int(name: str, value: Any, example: str = "4") -> int:
+def positive_int(name: str, value: Any, example: str = "4", most: int | None = None) -> int:
     """``value`` as a whole number >= 1 (``4.0`` passes, ``4.5`` does not, nor ``True``, which
-    int() reads as 1: a flag passed where a count belongs)."""
+    int() reads as 1: a flag passed where a count belongs), and at most ``most``."""
     try:
         v = int(value)
         ok = v == float(value) and v >= 1 and not isinstance(value, bool)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # float() of a 400-digit int overflows
         ok = False
+        v = value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 0
+    if most is not None and isinstance(v, int) and v > most:
+        raise InputError(f"{arg_name(name)} {v:,} is more than any cluster has (at most {most:,})"
+                         if len(str(v)) <= 30 else
+                         f"{arg_name(name)} is a {len(str(v))}-digit number, more than any cluster has "
+                         f"(at most {most:,})", f"give a count a cluster can run, e.g. {give(name, example)}")
     if not ok:
         raise InputError(f"{arg_name(name)} must be a whole number of at least 1, got {value!r}",
                          f"give a whole number of at least 1, e.g. {give(name, example)}")
@@ -142,8 +153,8 @@ def check_args(input_bytes: Any, deadline_s: Any, objective: str, confidence: fl
         conf = check_confidence(confidence)
     except InputError as exc:  # its fix names the CLI's flag; here the caller's name is known
         raise InputError(exc.message, f"give e.g. {give('confidence', '0.9')}") from None
-    lo = positive_int("min_executors", min_executors)
-    hi = None if max_executors is None else positive_int("max_executors", max_executors, "16")
+    lo = positive_int("min_executors", min_executors, most=MAX_EXECUTORS)
+    hi = None if max_executors is None else positive_int("max_executors", max_executors, "16", most=MAX_EXECUTORS)
     if hi is not None and hi < lo:
         raise InputError(f"{arg_name('max_executors')} ({hi}) is below {arg_name('min_executors')} ({lo})",
                          f"give {arg_name('max_executors')} at least as large as {arg_name('min_executors')}")
@@ -160,22 +171,33 @@ def check_executor_counts(value: Any) -> list[int]:
         try:
             return sorted(set(parse_counts(value)))
         except InputError as exc:
+            # a count or a list too large has a fix of its own; a misspelt one the example
             raise InputError(f"{arg_name('executor_counts')}: {exc.message}",
+                             exc.fix if isinstance(exc, CountLimitError) else
                              f"give whole numbers of at least 1, e.g. {eg}") from None
     items = value
     if isinstance(items, (bytes, Mapping)) or not isinstance(items, Iterable):
         raise InputError(f"{arg_name('executor_counts')} must list executor counts, got {value!r}",
                          f"give whole numbers of at least 1, e.g. {eg}")
     counts = set()
-    for c in items:
+    # islice: a range(1, 10**12) or an endless iterator is refused, not materialised
+    for i, c in enumerate(itertools.islice(items, MAX_LISTED_COUNTS + 1)):
+        if i == MAX_LISTED_COUNTS:
+            raise InputError(f"{arg_name('executor_counts')} holds more than {MAX_LISTED_COUNTS:,} counts",
+                             f"list fewer counts, e.g. {eg}; a wide range is thinned by itself when given as "
+                             f"{arg_name('min_executors')} and {arg_name('max_executors')}")
         try:
             v = int(c)
             ok = v == float(c) and v >= 1 and not isinstance(c, bool)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             ok = False
         if not ok:
             raise InputError(f"{arg_name('executor_counts')} must hold whole numbers of at least 1, "
                              f"got {c!r}", f"give whole numbers of at least 1, e.g. {eg}")
+        try:
+            check_count_limit(v, f"{arg_name('executor_counts')} holds")
+        except InputError as exc:
+            raise InputError(exc.message, f"give counts a cluster can run, e.g. {eg}") from None
         counts.add(v)
     return sorted(counts)
 

@@ -48,6 +48,7 @@ from .advice import (
 )
 from .advice_args import (
     OBJECTIVES,
+    _cli,
     arg_name,
     check_args,
     check_executor_counts,
@@ -59,7 +60,7 @@ from .advice_args import (
     unit_fraction,
 )
 from .advice_cache import _CACHE  # noqa: F401  (tests inspect it)
-from .advice_source import HistorySource, check_param_names
+from .advice_source import _MODELS_FIX, HistorySource, check_param_names
 from .errors import InputError
 from .units import format_amount, format_duration, format_number, plural
 
@@ -165,6 +166,11 @@ def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int,
     return i, (None if meets is None else True)
 
 
+def _short(value: Any, most: int = 60) -> str:
+    r = repr(value)
+    return r if len(r) <= most else r[:most] + "…"
+
+
 def suggest_executors(job: str, input_bytes: float | str, *,
                       deadline_s: float | str | None = None, objective: str = "cost",
                       executor_cores: int | None = None, executor_memory_mb: int | None = None,
@@ -262,6 +268,13 @@ def suggest_executors(job: str, input_bytes: float | str, *,
                              "or the list of counts")
 
     given_params = check_params(params)
+    if not isinstance(job, str) or not job.strip():
+        raise InputError(f"job must be a job's name, got {_short(job)}",
+                         "give the name its runs were recorded under, e.g. "
+                         + ("--job nightly-etl" if _cli("job") else "suggest_executors(\"nightly-etl\", ...)"))
+    if models is not None and not isinstance(models, (Mapping, str, os.PathLike)):
+        raise InputError(f"models must be a dict of fitted models or a model folder, got {type(models).__name__}",
+                         _MODELS_FIX)
     src = HistorySource.resolve(job, store=store, models=models, params=given_params)
     model = src.model
     known = src.param_names()

@@ -47,9 +47,13 @@ def resolve_store(store: str | os.PathLike[str] | None) -> str:
     Raises
     ------
     StoreError
-        A ``file:`` URI that names another host or a relative path.
+        A ``file:`` URI that names another host or a relative path, or an empty path (it read
+        as the current folder: a store made there, or its files listed as not a store's).
     """
     s = str(store) if store is not None else default_store()
+    if not s.strip():
+        raise StoreError("the store path is empty", "give the store's folder (--store DIR; store= from Python), "
+                         f"or leave it out for the default (${STORE_ENV} or ~/.sparkpredict/store)")
     if s[:5].lower() == "file:":
         s = _file_uri_path(s)
     elif "://" in s:

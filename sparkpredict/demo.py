@@ -59,6 +59,27 @@ def default_workdir() -> Path:
     return Path.home() / ".sparkpredict" / "demo"
 
 
+def _check_workdir(wd: Path, store_path: str) -> None:
+    """Refuse, before the sweep, a work folder the demo cannot use: a file, or a folder in the
+    store (a store of earlier runs, or the one this demo records into), which the sweep's data
+    and Spark's scratch would fill with files the store does not own."""
+    from .errors import InputError
+    from .outputs import check_outside_store
+
+    fix = "give --workdir a folder outside the store (default: ~/.sparkpredict/demo)"
+    if wd.exists() and not wd.is_dir():
+        raise InputError(f"the demo's work folder {str(wd)!r} is a file", fix)
+    try:
+        check_outside_store(wd)
+    except InputError as exc:
+        raise InputError(f"the demo's work folder {str(wd)!r} lies inside a history store "
+                         f"({exc.message.rsplit('history store ', 1)[-1]})", fix) from None
+    if "://" not in store_path:
+        st = Path(store_path).expanduser().resolve()
+        if wd == st or st in wd.parents:
+            raise InputError(f"the demo's work folder {str(wd)!r} lies inside its store {str(st)!r}", fix)
+
+
 def run_demo(store: str | os.PathLike | None = None, workdir: str | os.PathLike | None = None,
              progress: Progress | None = None, workload: str = DEMO_WORKLOAD, sizes: str = DEMO_SIZES,
              executors: str = DEMO_EXECUTORS, master: str = "local", repeats: int = 1) -> DemoResult:
@@ -82,6 +103,7 @@ def run_demo(store: str | os.PathLike | None = None, workdir: str | os.PathLike 
 
     store_path = resolve_store(store)
     wd = Path(workdir).expanduser().resolve() if workdir else default_workdir()
+    _check_workdir(wd, store_path)
     wd.mkdir(parents=True, exist_ok=True)
     res = DemoResult(store=store_path, workdir=wd)
 

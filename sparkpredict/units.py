@@ -233,10 +233,31 @@ def format_executor_hours(hours: float) -> str:
     return format_amount(hours)
 
 
+#: No cluster has more executors than this: a larger count is a slip of the keyboard, and a
+#: range up to it ("1-100000000") was expanded count by count until memory ran out.
+MAX_EXECUTORS = 1_000_000
+#: Counts one list may hold (``sweep``/``simulate --executors``, ``suggest --executor-counts``):
+#: each is a run or a replay or a row; ``suggest --min/--max-executors`` thins a wider range.
+MAX_LISTED_COUNTS = 10_000
+
+
+class CountLimitError(InputError):
+    """A count, or a list of counts, larger than :data:`MAX_EXECUTORS` or :data:`MAX_LISTED_COUNTS`."""
+
+
+def check_count_limit(value: int, what: str = "executor count") -> None:
+    """Refuse ``value`` above :data:`MAX_EXECUTORS` (:class:`CountLimitError`, naming the limit)."""
+    if value > MAX_EXECUTORS:
+        shown = f"{value:,}" if len(str(value)) <= 30 else f"a {len(str(value))}-digit number"
+        raise CountLimitError(f"{what} {shown} is more executors than any cluster has (at most {MAX_EXECUTORS:,})",
+                         "give a count a cluster can run, e.g. 64")
+
+
 def parse_counts(text: str) -> list[int]:
     """``"1,2,4"`` or ``"1-3,8"`` -> executor counts, in the order written, each at least 1: the
     one syntax of every command's list of counts (``sweep --executors``, ``suggest
-    --executor-counts``, ``simulate --executors``)."""
+    --executor-counts``, ``simulate --executors``), at most :data:`MAX_LISTED_COUNTS` of them,
+    none above :data:`MAX_EXECUTORS`."""
     items = [t.strip() for t in str(text).split(",")]
     if not any(items):
         raise InputError("empty list of executor counts", "give a comma-separated list, e.g. 1,2,3 or 1-4")
@@ -252,10 +273,23 @@ def parse_counts(text: str) -> list[int]:
         lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
         if hi < lo:
             raise InputError(f"{t!r} is an empty range of executor counts", f"write the smaller count first: {hi}-{lo}")
+        check_count_limit(hi)
+        if len(out) + hi - lo + 1 > MAX_LISTED_COUNTS:
+            raise CountLimitError(f"the list of executor counts {_shown(text)} holds {len(out) + hi - lo + 1:,} counts, "
+                             f"more than the {MAX_LISTED_COUNTS:,} one list may hold",
+                             "list fewer counts (e.g. 1,2,4,8,16,32); suggest thins a wide range itself: "
+                             "give --min-executors and --max-executors instead")
         out.extend(range(lo, hi + 1))
     if any(e < 1 for e in out):
         raise InputError(f"executor counts must be at least 1, got {min(out)}", "write e.g. 1,2,3")
     return out
+
+
+def _shown(text: str, most: int = 60) -> str:
+    """``repr(text)``, cut in the middle past ``most`` characters: an error line echoes what
+    was typed, not 100 KB of it."""
+    r = repr(text)
+    return r if len(r) <= most else f"{r[:most // 2]}…{r[-(most // 2):]}"
 
 
 def format_percent(fraction: float) -> str:

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import logging
 import os
 import sys
 from collections.abc import Iterator
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from ..errors import InputError
 
 # Order is the order shown in --help. A module missing here is a bug, not a silent skip.
 COMMANDS = [
@@ -195,7 +199,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        try:
+            return int(args.func(args) or 0)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            # The file system refused a path the user gave (unreadable, too long, a full disk):
+            # pyarrow and open() raise these from many places, each a path to fix, not a bug.
+            raise os_error(exc) from exc
+        except UnicodeEncodeError as exc:
+            raise not_text(exc) from exc
     except SparkPredictError as exc:
         if getattr(args, "json", False):
             _print_json_error(exc.message, exc.fix)
@@ -208,6 +221,39 @@ def main(argv: list[str] | None = None) -> int:
         # Point stdout at /dev/null so that the interpreter's final flush does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+#: errno -> what to do about a path the file system refused
+_OS_FIXES = {
+    errno.EACCES: "check that path's permissions: this user must be able to read it (and to write "
+                  "where the command writes)",
+    errno.EPERM: "check that path's permissions and owner",
+    errno.ENAMETOOLONG: "give a shorter path (the file system limits a name to 255 bytes)",
+    errno.ENOSPC: "free disk space there, or write somewhere else",
+    errno.EDQUOT: "free space within your quota there, or write somewhere else",
+    errno.EROFS: "that file system is read-only: write somewhere else",
+    errno.ENOENT: "check that the path exists",
+    errno.ENOTDIR: "a part of that path is a file, not a folder: check the path",
+    errno.EISDIR: "that path is a folder: give a file path",
+}
+
+
+def os_error(exc: OSError) -> InputError:
+    """An :class:`OSError` as the one ``error:``/``fix:`` pair of a user's mistake."""
+    from ..errors import InputError
+    what = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc) or type(exc).__name__
+    return InputError(what, _OS_FIXES.get(exc.errno or 0, "check that path and the file system it is on"))
+
+
+def not_text(exc: UnicodeEncodeError) -> InputError:
+    """A value typed with a byte that is not UTF-8 (Python keeps it as a lone surrogate, which
+    no file name or Parquet string can hold)."""
+    from ..errors import InputError
+
+    bad = exc.object[exc.start:exc.end] if isinstance(exc.object, str) else ""
+    raw = bad.encode("utf-8", "surrogateescape") if bad else b""
+    return InputError(f"a value given holds bytes that are not UTF-8 text ({raw!r})",
+                      "give paths and names as UTF-8 text (a UTF-8 locale: e.g. LANG=C.UTF-8)")
 
 
 if __name__ == "__main__":  # pragma: no cover

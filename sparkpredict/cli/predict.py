@@ -167,6 +167,12 @@ def _read_cell(col: str, v: Any) -> tuple[float | int, str]:
             return math.nan, f"{shown} is not a number of MB above zero"
     elif not (math.isfinite(number) and number >= 1 and number.is_integer()):
         return math.nan, f"{shown} is not a whole number of at least 1"
+    from ..units import MAX_EXECUTORS
+
+    # past these no cluster runs, and an int64 column cannot hold 1e20
+    most = {"executors": MAX_EXECUTORS, "executor_cores": 4096, "executor_memory_mb": 2**40}.get(col)
+    if most is not None and number > most:
+        return math.nan, f"{shown} is more than any cluster has (at most {most:,})"
     return number, ""
 
 
@@ -323,6 +329,11 @@ def run(args: argparse.Namespace) -> int:
 
     output_table(args.out, "predictions.csv")
     path = args.query
+    import os
+
+    if os.path.exists(path) and os.path.exists(args.out) and os.path.samefile(path, args.out):
+        raise InputError(f"--out {args.out} is the query file: the predictions would overwrite the query",
+                         "give --out another file, e.g. predictions.csv")
     try:
         query = pd.read_parquet(path) if path.endswith((".parquet", ".pq")) else read_csv_keeping_jobs(path)
     except FileNotFoundError as exc:

@@ -50,10 +50,15 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
                              "give a whole number of executors, or auto") from None
         if n < 1:
             raise InputError(f"--executors {n} must be at least 1", "give 1 or more, or auto")
+        from ..units import check_count_limit
+
+        check_count_limit(n, "--executors")
         return n, {}
     if not args.job or input_bytes is None:
-        raise InputError("--executors auto needs --job and --input-size",
-                         "add e.g. --job nightly-etl --input-size 120g")
+        missing = " and ".join(k for k, v in (("--job", args.job), ("--input-size", input_bytes)) if not v)
+        raise InputError(f"--executors auto needs {missing}",
+                         "add " + " ".join(e for k, e in (("--job", "--job nightly-etl"), ("--input-size", "--input-size 120g"))
+                                           if k in missing))
     from ..advice_source import HistorySource
     from ..advise import suggest_executors
     from ..capture.submit_args import (

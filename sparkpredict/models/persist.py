@@ -189,17 +189,27 @@ def read_index(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
     if not os.path.exists(path):
         raise InputError(f"no sparkpredict models in {str(model_dir)!r}",
                          "fit them first: `sparkpredict fit RUNS --out MODEL_DIR`")
+    refit = "refit: `sparkpredict fit RUNS --out DIR`"
     try:
         with open(path) as f:
             index = json.load(f)
     except ValueError as exc:
-        raise ModelError(f"model index {path!r} is corrupt: {exc}", "refit: `sparkpredict fit RUNS --out DIR`") from exc
-    if index.get("format") != INDEX_FORMAT:
+        raise ModelError(f"model index {path!r} is corrupt: {exc}", refit) from exc
+    except OSError as exc:
+        raise ModelError(f"cannot read model index {path!r}: {exc.strerror or exc}",
+                         "check its permissions (this user must be able to read the folder), or " + refit) from exc
+    if not isinstance(index, dict) or index.get("format") != INDEX_FORMAT:
         raise ModelError(f"{path!r} is not a sparkpredict model index", "refit: `sparkpredict fit RUNS --out DIR`")
     if index.get("version") != FORMAT_VERSION:
         raise ModelError(f"models in {str(model_dir)!r} have format version {index.get('version')}; "
                          f"this sparkpredict reads version {FORMAT_VERSION}",
                          "refit them: `sparkpredict fit RUNS --out DIR`")
+    jobs = index.get("jobs")
+    # the right format, its list of jobs mangled: each job must name a file inside the folder
+    if not isinstance(jobs, dict) or not all(isinstance(j, str) and isinstance(f, str) and _MODEL_FILE.fullmatch(f)
+                                             for j, f in jobs.items()):
+        raise ModelError(f"model index {path!r} is damaged: its \"jobs\" must map each job to a model file "
+                         "in the folder", refit)
     return index
 
 
@@ -246,7 +256,7 @@ def _load_job(path: str, job: str) -> JobRuntimeModel:
         return JobRuntimeModel.from_dict(d)
     except ModelError as exc:  # wrong format or version: say which file
         raise ModelError(f"model file {path!r}: {exc.message}", exc.fix or fix) from exc
-    except (KeyError, TypeError, ValueError) as exc:  # the right format, fields missing or mangled
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # fields missing or mangled
         raise ModelError(f"model file {path!r} is corrupt: {type(exc).__name__}: {exc}", fix) from exc
 
 

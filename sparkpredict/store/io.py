@@ -217,6 +217,10 @@ class Store:
                 raise StoreError(f"file {p!r} of a committed batch is missing from the store",
                                  "restore it from a backup, or remove the batch's runs file (its "
                                  "commit mark) to drop the batch") from exc
+            except PermissionError as exc:  # the file is sound: the user may not read it
+                raise StoreError(f"no permission to read {p!r} of the store",
+                                 "check the store's permissions: this user must be able to read "
+                                 "every file under it") from exc
             except Exception as exc:
                 raise StoreError(f"unreadable Parquet file {p!r} in store: {exc}",
                                  "move the file out of the store folder; other runs are unaffected") from exc
