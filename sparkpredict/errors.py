@@ -74,8 +74,21 @@ def print_error(exc: SparkPredictError) -> int:
     stderr; returns the exit code, 2."""
     import sys
 
-    print(f"error: {exc.message}", file=sys.stderr)
+    print(f"error: {_cut(exc.message)}", file=sys.stderr)
     if exc.fix:
-        print(f"fix: {exc.fix}", file=sys.stderr)
+        print(f"fix: {_cut(exc.fix)}", file=sys.stderr)
     return 2
+
+
+#: Longest error or fix line printed: a 100 KB value echoed in the message reached the terminal
+#: whole, twice.
+_MOST_CHARS = 2000
+
+
+def _cut(text: str) -> str:
+    """``text``, its middle cut past :data:`_MOST_CHARS` characters (both ends say the most)."""
+    if len(text) <= _MOST_CHARS:
+        return text
+    half = (_MOST_CHARS - 40) // 2
+    return f"{text[:half]} … ({len(text) - 2 * half:,} characters cut) … {text[-half:]}"
 

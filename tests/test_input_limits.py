@@ -167,3 +167,34 @@ def _err_tail(capsys) -> str:
     lines = (out.out + out.err).strip().splitlines()
     assert lines[-2].startswith("error: ") and lines[-1].startswith("fix: "), lines
     return lines[-2]
+
+
+def test_no_command_and_no_store_action_say_what_to_give(capsys):
+    assert main([]) == 2
+    usage, err, fix = capsys.readouterr().err.strip().splitlines()  # the usage line first
+    assert usage.startswith("usage: sparkpredict") and (err, fix) == (
+        "error: no command given", "fix: give one, e.g. sparkpredict demo; sparkpredict --help lists them all")
+    assert main(["store"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[1] == "error: no store action given"
+
+
+def test_an_error_line_echoing_a_huge_value_is_cut_in_its_middle(capsys):
+    job = "x" * 100_000
+    assert main(["suggest", "--job", job, "--input-size", "1GB", "--store", str(HISTORY)]) == 2
+    err, _fix = _err(capsys)
+    assert len(err) < 2100 and "characters cut" in err and err.startswith("error: no job 'xxx")
+
+
+def test_a_run_recorded_with_more_executors_than_any_cluster_is_dropped_from_the_fit():
+    import pandas as pd
+
+    from sparkpredict.models.hybrid import JobRuntimeModel
+
+    rows = [{"job": "a", "input_bytes": s * 10**6, "executors": e, "runtime_s": 10.0 + s * 4 / e}
+            for s in (1, 2, 4, 8) for e in (2, 4)]
+    typo = pd.DataFrame(rows + [{"job": "a", "input_bytes": 4 * 10**6, "executors": 1e20, "runtime_s": 9.0}])
+    m = JobRuntimeModel(kind="amdahl").fit(typo)
+    assert m.dropped_runs_ == 1 and m.training_range_["executors"] == (2.0, 4.0)
+    clean = JobRuntimeModel(kind="amdahl").fit(pd.DataFrame(rows))
+    q = {"input_bytes": [16 * 10**6], "executors": [3]}
+    assert m.predict(q)[0] == clean.predict(q)[0]

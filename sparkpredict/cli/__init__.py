@@ -196,8 +196,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+        from ..errors import InputError, print_error
+
+        parser.print_usage(sys.stderr)
+        exc = InputError("no command given", "give one, e.g. sparkpredict demo; sparkpredict --help lists them all")
+        if getattr(args, "json", False):
+            _print_json_error(exc.message, exc.fix)
+        return print_error(exc)
     try:
         try:
             return int(args.func(args) or 0)

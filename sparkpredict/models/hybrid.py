@@ -206,7 +206,8 @@ class JobRuntimeModel(RuntimeEstimator):
         ``fit(X, y)`` as in scikit-learn works too: ``y`` is then the runtime in seconds of each
         row of ``X`` and takes the place of a ``runtime_s`` column.
 
-        Rows with NaN, zero or negative size, executors or runtime are dropped (counted in
+        Rows with NaN, zero or negative size, executors or runtime, or more executors than
+        :data:`~sparkpredict.units.MAX_EXECUTORS`, are dropped (counted in
         ``dropped_runs_``, logged); fewer than :data:`MIN_RUNS` valid runs, a single executor
         count, or (for equation kinds) a single size, raise :class:`DegenerateDataError`.
         """
@@ -285,10 +286,13 @@ class JobRuntimeModel(RuntimeEstimator):
         ok = np.isfinite(y) & (y > 0)
         for c in REQUIRED:
             ok &= np.isfinite(F[c]) & (F[c] > 0)
+        from ..units import MAX_EXECUTORS
+
+        ok &= ~(F["executors"] > MAX_EXECUTORS)  # 1e20 in a CSV: a typo, which the equations fitted
         self.dropped_runs_ = int(n - ok.sum())
         if self.dropped_runs_ and ok.sum() >= MIN_RUNS:  # else the error below says it
-            log.warning("dropped %d of %d runs with NaN, zero or negative size/executors/runtime",
-                        self.dropped_runs_, n)
+            log.warning("dropped %d of %d runs with NaN, zero or negative size/executors/runtime, or more "
+                        "executors than any cluster has", self.dropped_runs_, n)
         if ok.sum() < MIN_RUNS:
             raise too_few_usable_runs(F["input_bytes"], F["executors"], y)
         F = {c: v[ok] for c, v in F.items()}
