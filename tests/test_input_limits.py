@@ -198,3 +198,13 @@ def test_a_run_recorded_with_more_executors_than_any_cluster_is_dropped_from_the
     clean = JobRuntimeModel(kind="amdahl").fit(pd.DataFrame(rows))
     q = {"input_bytes": [16 * 10**6], "executors": [3]}
     assert m.predict(q)[0] == clean.predict(q)[0]
+
+
+def test_evaluate_refuses_options_it_would_ignore(tmp_path, capsys):
+    runs = tmp_path / "runs.csv"
+    assert main(["runs", "--store", str(HISTORY), "--out", str(runs)]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(runs), "--store", str(HISTORY)]) == 2
+    assert _err(capsys)[0] == "error: RUNS and --store both say where the runs are"
+    assert main(["evaluate", str(runs), "--models", ""]) == 2
+    assert _err(capsys)[0] == "error: --models is empty"

@@ -55,6 +55,12 @@ def run(args: argparse.Namespace) -> int:
     if args.stage_models and args.runs is not None and args.store is None:
         raise InputError("--stage-models needs the store's stage and task rows",
                          "add --store S (the store the runs were recorded in)")
+    if args.runs is not None and args.store is not None and not args.stage_models:
+        raise InputError("RUNS and --store both say where the runs are",
+                         "drop one of them (--store beside RUNS is for --stage-models only)")
+    if args.models is not None and not args.models.strip(", "):
+        raise InputError("--models is empty", "name model kinds, e.g. --models combined,amdahl, or leave "
+                                              "--models out for all of them")
     if args.runs is not None:
         runs = read_runs_file(args.runs)
     else:
@@ -66,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     bad = [s for s in splits if s not in SPLITS]
     if bad:
         raise InputError(f"unknown split(s) {bad}", f"use {', '.join(SPLITS)}")
-    kinds = [k.strip() for k in args.models.split(",")] if args.models else None
+    kinds = [k.strip() for k in args.models.split(",") if k.strip()] if args.models else None
     if kinds:
         check_kinds(kinds)
     models: Any = kinds
