@@ -63,6 +63,7 @@ from .advice_cache import _CACHE  # noqa: F401  (tests inspect it)
 from .advice_source import _MODELS_FIX, HistorySource, check_param_names
 from .errors import InputError
 from .units import format_amount, format_duration, format_number, plural
+from .units import shown as shown_value
 
 if TYPE_CHECKING:
     import numpy as np
@@ -166,11 +167,6 @@ def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int,
     return i, (None if meets is None else True)
 
 
-def _short(value: Any, most: int = 60) -> str:
-    r = repr(value)
-    return r if len(r) <= most else r[:most] + "…"
-
-
 def suggest_executors(job: str, input_bytes: float | str, *,
                       deadline_s: float | str | None = None, objective: str = "cost",
                       executor_cores: int | None = None, executor_memory_mb: int | None = None,
@@ -269,7 +265,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
 
     given_params = check_params(params)
     if not isinstance(job, str) or not job.strip():
-        raise InputError(f"job must be a job's name, got {_short(job)}",
+        raise InputError(f"job must be a job's name, got {shown_value(job)}",
                          "give the name its runs were recorded under, e.g. "
                          + ("--job nightly-etl" if _cli("job") else "suggest_executors(\"nightly-etl\", ...)"))
     if models is not None and not isinstance(models, (Mapping, str, os.PathLike)):

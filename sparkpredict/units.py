@@ -275,7 +275,7 @@ def parse_counts(text: str) -> list[int]:
             raise InputError(f"{t!r} is an empty range of executor counts", f"write the smaller count first: {hi}-{lo}")
         check_count_limit(hi)
         if len(out) + hi - lo + 1 > MAX_LISTED_COUNTS:
-            raise CountLimitError(f"the list of executor counts {_shown(text)} holds {len(out) + hi - lo + 1:,} counts, "
+            raise CountLimitError(f"the list of executor counts {shown(text)} holds {len(out) + hi - lo + 1:,} counts, "
                              f"more than the {MAX_LISTED_COUNTS:,} one list may hold",
                              "list fewer counts (e.g. 1,2,4,8,16,32); suggest thins a wide range itself: "
                              "give --min-executors and --max-executors instead")
@@ -285,10 +285,10 @@ def parse_counts(text: str) -> list[int]:
     return out
 
 
-def _shown(text: str, most: int = 60) -> str:
-    """``repr(text)``, cut in the middle past ``most`` characters: an error line echoes what
-    was typed, not 100 KB of it."""
-    r = repr(text)
+def shown(value: object, most: int = 60) -> str:
+    """``repr(value)``, cut in the middle past ``most`` characters: an error line echoes what
+    was given, not 100 KB of it."""
+    r = repr(value)
     return r if len(r) <= most else f"{r[:most // 2]}…{r[-(most // 2):]}"
 
 

@@ -179,6 +179,18 @@ def _dash_values(parsers: list[argparse.ArgumentParser], words: list[str]) -> li
     return out
 
 
+def refuse_without_action(p: argparse.ArgumentParser, group: str, fix: str) -> None:
+    """A command group given no action (``sparkpredict store``) prints its usage and one
+    ``error:``/``fix:`` pair, exit 2, rather than its help as if that were an answer."""
+    def no_action(args: argparse.Namespace) -> int:
+        from ..errors import InputError
+
+        p.print_usage(sys.stderr)
+        raise InputError(f"no {group} action given", fix)
+
+    p.set_defaults(func=no_action)
+
+
 def main(argv: list[str] | None = None) -> int:
     from ..errors import SparkPredictError, print_error
 

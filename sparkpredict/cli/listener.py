@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,15 +16,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--job", help="job key (default: the application name)")
     c.set_defaults(func=_conf)
 
-    def no_action(args: argparse.Namespace) -> int:
-        from ..errors import InputError
+    from . import refuse_without_action
 
-        p.print_usage(sys.stderr)
-        raise InputError("no listener action given",
-                         "add one: sparkpredict listener build (compile the jar) or sparkpredict listener "
-                         "conf (print the settings that attach it)")
-
-    p.set_defaults(func=no_action)
+    refuse_without_action(p, "listener", "add one: sparkpredict listener build (compile the jar) or sparkpredict "
+                                         "listener conf (print the settings that attach it)")
 
 
 def _build(args: argparse.Namespace) -> int:

@@ -75,15 +75,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     e.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     e.add_argument("--json", action="store_true", help="print the edits as JSON (described above)")
     e.set_defaults(func=_edit)
-    def no_action(args: argparse.Namespace) -> int:
-        from ..errors import InputError
+    from . import refuse_without_action
 
-        p.print_usage(sys.stderr)
-        raise InputError("no store action given",
-                         "add one: sparkpredict store summary (what it holds), store clean (remove what "
-                         "crashed writers left) or store edit RUN_ID (correct recorded runs)")
-
-    p.set_defaults(func=no_action)
+    refuse_without_action(p, "store", "add one: sparkpredict store summary (what it holds), store clean (remove "
+                                      "what crashed writers left) or store edit RUN_ID (correct recorded runs)")
 
 
 def store_summary(store: str | None = None):
