@@ -44,11 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         if "://" not in args.store:
             from sparkpredict.store import io as store_io
 
-            st = store_io.open(args.store)  # raises, naming the fix, when it is no store
-            if args.job:
-                from sparkpredict.retrain_plan import check_jobs
-
-                check_jobs(args.job, st.read("runs", columns=["job"])["job"], f"store {st.path!r}")
+            store_io.open(args.store)  # raises, naming the fix, when it is no store
     except SparkPredictError as exc:
         return print_error(exc)
 

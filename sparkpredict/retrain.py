@@ -374,7 +374,11 @@ def result_if_current(store: Any = None, *, force: bool = False, kind: str = "au
     t0 = time.perf_counter()
     check_kind(kind)
     st = R._open(store)  # the Spark path passes the Store it opened
-    fps = _only(_local_fingerprints(st.runs()), jobs)
+    runs = st.runs()
+    # here too: jobs/retrain.py asks this first, of a remote store as well, and a job without
+    # runs would otherwise be "0 of 0 jobs, nothing to refit", exit 0
+    jobs = check_jobs(jobs, runs["job"], f"store {st.path!r}")
+    fps = _only(_local_fingerprints(runs), jobs)
     prev, failures = R.read_registry_state(st)
     judged = _plan(_prev_state(prev, failures, R.present_artifacts(st)), fps, force, kind, stage_models)
     if _stale(judged):

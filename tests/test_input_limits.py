@@ -208,3 +208,23 @@ def test_evaluate_refuses_options_it_would_ignore(tmp_path, capsys):
     assert _err(capsys)[0] == "error: RUNS and --store both say where the runs are"
     assert main(["evaluate", str(runs), "--models", ""]) == 2
     assert _err(capsys)[0] == "error: --models is empty"
+
+
+def test_a_terminal_that_cannot_show_a_job_name_says_so_not_that_the_name_is_bad(tmp_path):
+    import subprocess
+    import sys
+
+    st = tmp_path / "st"
+    assert main(["ingest", str(LOG), "--store", str(st), "--job", "データ"]) == 0
+    env = dict(os.environ, PYTHONIOENCODING="ascii", HOME=str(tmp_path))
+    r = subprocess.run([sys.executable, "-m", "sparkpredict", "store", "summary", "--store", str(st)],
+                       capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-2:] == [
+        "error: this output's encoding (ascii) cannot show '\\u30c7\\u30fc\\u30bf'",
+        "fix: set PYTHONIOENCODING=utf-8, or use a UTF-8 locale (e.g. LANG=C.UTF-8)"]
+
+
+def test_a_count_that_is_not_finite_is_refused_as_not_a_whole_number():
+    with pytest.raises(InputError, match="max_executors must be a whole number of at least 1, got inf"):
+        sparkpredict.suggest_executors("sort", "1GB", store=HISTORY, max_executors=float("inf"))

@@ -280,8 +280,9 @@ def test_nothing_stale_starts_no_spark_and_a_started_one_logs_errors_only(curren
     assert job.main(["--store", str(path), "--no-stage-models", "--job", "sort"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["refit"], out["unchanged"], out["jobs"]) == ([], 1, 1)
-    assert job.main(["--store", str(path), "--job", "sorts"]) == 2
-    assert "error: no runs of job 'sorts' in store" in capsys.readouterr().err
+    for where in (str(path), Path(path).resolve().as_uri()):  # a URI is not opened ahead: same refusal
+        assert job.main(["--store", where, "--job", "sorts"]) == 2
+        assert "error: no runs of job 'sorts' in store" in capsys.readouterr().err
     assert main([*argv, "--job", "sorts"]) == 2
     assert "fix: did you mean sort?" in capsys.readouterr().err
     assert started == []

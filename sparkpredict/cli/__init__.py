@@ -215,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "json", False):
             _print_json_error(exc.message, exc.fix)
         return print_error(exc)
+    from ..errors import InputError
+
     try:
         try:
             return int(args.func(args) or 0)
@@ -223,9 +225,21 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as exc:
             # The file system refused a path the user gave (unreadable, too long, a full disk):
             # pyarrow and open() raise these from many places, each a path to fix, not a bug.
+            # Others (a refused connection, an error without a path) stay tracebacks.
+            if not (exc.filename or exc.errno in _OS_FIXES):
+                raise
+            logging.getLogger(__name__).info("the file system refused a path", exc_info=True)
             raise os_error(exc) from exc
         except UnicodeEncodeError as exc:
-            raise not_text(exc) from exc
+            # a byte typed that is not UTF-8 (a lone surrogate); a terminal that cannot show
+            # valid text is another matter
+            if _surrogates(exc):
+                raise not_text(exc) from exc
+            if exc.encoding.replace("-", "").lower() != "utf8":  # stdout of an ASCII locale
+                raise InputError(f"this output's encoding ({exc.encoding}) cannot show "
+                                 f"{exc.object[exc.start:exc.end]!r}",
+                                 "set PYTHONIOENCODING=utf-8, or use a UTF-8 locale (e.g. LANG=C.UTF-8)") from exc
+            raise
     except SparkPredictError as exc:
         if getattr(args, "json", False):
             _print_json_error(exc.message, exc.fix)
@@ -262,12 +276,19 @@ def os_error(exc: OSError) -> InputError:
     return InputError(what, _OS_FIXES.get(exc.errno or 0, "check that path and the file system it is on"))
 
 
+def _surrogates(exc: UnicodeEncodeError) -> str:
+    """The lone surrogates (``\\udc80``-``\\udcff``: bytes of an argument that were not UTF-8)
+    among the characters ``exc`` could not encode."""
+    bad = exc.object[exc.start:exc.end] if isinstance(exc.object, str) else ""
+    return "".join(ch for ch in bad if "\udc80" <= ch <= "\udcff")
+
+
 def not_text(exc: UnicodeEncodeError) -> InputError:
     """A value typed with a byte that is not UTF-8 (Python keeps it as a lone surrogate, which
     no file name or Parquet string can hold)."""
     from ..errors import InputError
 
-    bad = exc.object[exc.start:exc.end] if isinstance(exc.object, str) else ""
+    bad = _surrogates(exc)
     raw = bad.encode("utf-8", "surrogateescape") if bad else b""
     return InputError(f"a value given holds bytes that are not UTF-8 text ({raw!r})",
                       "give paths and names as UTF-8 text (a UTF-8 locale: e.g. LANG=C.UTF-8)")

@@ -400,22 +400,25 @@ def opened_to_write(path: str | os.PathLike[str] | None = None) -> Iterator[Stor
     try:
         yield st
     finally:
-        if new:
+        # Local stores only: there the writer lock keeps another ingest or edit from writing
+        # while the marker goes. A remote store has no lock, and an empty one is harmless.
+        if new and isinstance(fs, pafs.LocalFileSystem):
             _remove_if_unused(st, remove_folder=folder_was == pafs.FileType.NotFound)
 
 
 def _remove_if_unused(st: Store, *, remove_folder: bool) -> None:
-    """Remove the marker of a store that holds nothing else (no table folder, no other
-    writer's temporary file), then the folder when it is left empty and ours to remove."""
+    """Under the writer lock, remove the marker of a local store that holds nothing else (no
+    table folder, no other writer's temporary file), then the folder when this call made it
+    and it is left empty (``os.rmdir`` refuses one that is not)."""
     base = st.root.rstrip("/")
     try:
-        names = {e.base_name for e in st.fs.get_file_info(pafs.FileSelector(base))}
-        if names != {S.MARKER_FILE}:
-            return
-        st.fs.delete_file(f"{base}/{S.MARKER_FILE}")
-        if remove_folder and not st.fs.get_file_info(pafs.FileSelector(base)):
-            st.fs.delete_dir(base)
-    except OSError as exc:  # what is left is an empty, valid store: say so, do not fail the caller
+        with st.writer_lock("ingest"):
+            if {e.base_name for e in st.fs.get_file_info(pafs.FileSelector(base))} != {S.MARKER_FILE}:
+                return
+            os.remove(f"{base}/{S.MARKER_FILE}")
+        if remove_folder:
+            os.rmdir(base)
+    except OSError as exc:  # what is left is an empty, valid store (or an empty folder): no harm
         log.debug("store %s: empty store not removed (%s)", st.path, exc)
 
 
