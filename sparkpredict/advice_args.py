@@ -15,7 +15,6 @@ from typing import Any
 
 from .errors import InputError
 from .units import (
-    MAX_EXECUTORS,
     MAX_LISTED_COUNTS,
     MIN_EXECUTOR_MEMORY_MB,
     CountLimitError,
@@ -63,20 +62,21 @@ def give(arg: str, example: str) -> str:
     return f"{CLI_FLAGS[arg]} {example}" if _cli(arg) else f"{arg}={example}"
 
 
-def positive_int(name: str, value: Any, example: str = "4", most: int | None = None) -> int:
+def positive_int(name: str, value: Any, example: str = "4", executors: bool = False) -> int:
     """``value`` as a whole number >= 1 (``4.0`` passes, ``4.5`` does not, nor ``True``, which
-    int() reads as 1: a flag passed where a count belongs), and at most ``most``."""
+    int() reads as 1: a flag passed where a count belongs); with ``executors``, also at most
+    :data:`~sparkpredict.units.MAX_EXECUTORS`."""
     try:
         v = int(value)
         ok = v == float(value) and v >= 1 and not isinstance(value, bool)
     except (TypeError, ValueError, OverflowError):  # float() of a 400-digit int overflows
-        ok = False
-        v = value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 0
-    if most is not None and isinstance(v, int) and v > most:
-        raise InputError(f"{arg_name(name)} {v:,} is more than any cluster has (at most {most:,})"
-                         if len(str(v)) <= 30 else
-                         f"{arg_name(name)} is a {len(str(v))}-digit number, more than any cluster has "
-                         f"(at most {most:,})", f"give a count a cluster can run, e.g. {give(name, example)}")
+        v, ok = 0, False
+    whole = value if isinstance(value, int) and not isinstance(value, bool) else (v if ok else None)
+    if executors and whole is not None:
+        try:
+            check_count_limit(whole, arg_name(name))
+        except CountLimitError as exc:
+            raise InputError(exc.message, f"give a count a cluster can run, e.g. {give(name, example)}") from None
     if not ok:
         raise InputError(f"{arg_name(name)} must be a whole number of at least 1, got {value!r}",
                          f"give a whole number of at least 1, e.g. {give(name, example)}")
@@ -153,8 +153,8 @@ def check_args(input_bytes: Any, deadline_s: Any, objective: str, confidence: fl
         conf = check_confidence(confidence)
     except InputError as exc:  # its fix names the CLI's flag; here the caller's name is known
         raise InputError(exc.message, f"give e.g. {give('confidence', '0.9')}") from None
-    lo = positive_int("min_executors", min_executors, most=MAX_EXECUTORS)
-    hi = None if max_executors is None else positive_int("max_executors", max_executors, "16", most=MAX_EXECUTORS)
+    lo = positive_int("min_executors", min_executors, executors=True)
+    hi = None if max_executors is None else positive_int("max_executors", max_executors, "16", executors=True)
     if hi is not None and hi < lo:
         raise InputError(f"{arg_name('max_executors')} ({hi}) is below {arg_name('min_executors')} ({lo})",
                          f"give {arg_name('max_executors')} at least as large as {arg_name('min_executors')}")

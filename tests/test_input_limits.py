@@ -59,10 +59,14 @@ def test_every_command_refuses_an_absurd_count_at_once(argv, capsys, tmp_path, m
 def test_the_api_refuses_an_endless_or_huge_list_of_counts_without_materialising_it():
     with pytest.raises(InputError, match=f"holds more than {MAX_LISTED_COUNTS:,} counts"):
         sparkpredict.suggest_executors("sort", "1GB", store=HISTORY, executor_counts=range(1, 10**12))
-    with pytest.raises(InputError, match=r"max_executors 2,000,000 is more than any cluster has \(at most 1,000,000\)"):
-        sparkpredict.suggest_executors("sort", "1GB", store=HISTORY, max_executors=2 * 10**6)
-    with pytest.raises(InputError, match=r"max_executors is a 31-digit number, more than any cluster has"):
+    for too_many in (2 * 10**6, 2e6):
+        with pytest.raises(InputError, match=r"max_executors 2,000,000 is more executors than any cluster has "
+                                             r"\(at most 1,000,000\)"):
+            sparkpredict.suggest_executors("sort", "1GB", store=HISTORY, max_executors=too_many)
+    with pytest.raises(InputError, match=r"max_executors a 31-digit number is more executors than any cluster"):
         sparkpredict.suggest_executors("sort", "1GB", store=HISTORY, max_executors=10**30)
+    with pytest.raises(InputError, match=r"min_executors a 401-digit number is more executors"):
+        sparkpredict.suggest_executors("sort", "1GB", store=HISTORY, min_executors=10**400)  # float() overflows
     with pytest.raises(InputError, match="job must be a job's name, got \\['sort'\\]"):
         sparkpredict.suggest_executors(["sort"], "1GB", store=HISTORY)
     with pytest.raises(InputError, match="models must be a dict of fitted models or a model folder, got int"):

@@ -192,7 +192,7 @@ def refuse_without_action(p: argparse.ArgumentParser, group: str, fix: str) -> N
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..errors import SparkPredictError, print_error
+    from ..errors import InputError, SparkPredictError, print_error
 
     parser = build_parser()
     words = sys.argv[1:] if argv is None else argv
@@ -208,15 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     if not getattr(args, "func", None):
-        from ..errors import InputError, print_error
-
         parser.print_usage(sys.stderr)
         exc = InputError("no command given", "give one, e.g. sparkpredict demo; sparkpredict --help lists them all")
         if getattr(args, "json", False):
             _print_json_error(exc.message, exc.fix)
         return print_error(exc)
-    from ..errors import InputError
-
     try:
         try:
             return int(args.func(args) or 0)
@@ -272,6 +268,7 @@ _OS_FIXES = {
 def os_error(exc: OSError) -> InputError:
     """An :class:`OSError` as the one ``error:``/``fix:`` pair of a user's mistake."""
     from ..errors import InputError
+
     what = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc) or type(exc).__name__
     return InputError(what, _OS_FIXES.get(exc.errno or 0, "check that path and the file system it is on"))
 
