@@ -319,6 +319,8 @@ def extrapolation_warning(models: dict, predictions: Any, rows: Sequence[int] | 
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
+
     import pandas as pd
 
     from ..errors import InputError
@@ -329,8 +331,6 @@ def run(args: argparse.Namespace) -> int:
 
     output_table(args.out, "predictions.csv")
     path = args.query
-    import os
-
     if os.path.exists(path) and os.path.exists(args.out) and os.path.samefile(path, args.out):
         raise InputError(f"--out {args.out} is the query file: the predictions would overwrite the query",
                          "give --out another file, e.g. predictions.csv")

@@ -55,10 +55,10 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
         check_count_limit(n, "--executors")
         return n, {}
     if not args.job or input_bytes is None:
-        missing = " and ".join(k for k, v in (("--job", args.job), ("--input-size", input_bytes)) if not v)
-        raise InputError(f"--executors auto needs {missing}",
-                         "add " + " ".join(e for k, e in (("--job", "--job nightly-etl"), ("--input-size", "--input-size 120g"))
-                                           if k in missing))
+        examples = {"--job": "--job nightly-etl", "--input-size": "--input-size 120g"}
+        missing = [flag for flag, given in (("--job", args.job), ("--input-size", input_bytes)) if not given]
+        raise InputError(f"--executors auto needs {' and '.join(missing)}",
+                         "add " + " ".join(examples[flag] for flag in missing))
     from ..advice_source import HistorySource
     from ..advise import suggest_executors
     from ..capture.submit_args import (
