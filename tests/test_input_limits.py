@@ -232,3 +232,10 @@ def test_a_terminal_that_cannot_show_a_job_name_says_so_not_that_the_name_is_bad
 def test_a_count_that_is_not_finite_is_refused_as_not_a_whole_number():
     with pytest.raises(InputError, match="max_executors must be a whole number of at least 1, got inf"):
         sparkpredict.suggest_executors("sort", "1GB", store=HISTORY, max_executors=float("inf"))
+
+
+def test_simulate_of_a_folder_of_logs_names_the_command_that_reads_one(tmp_path, capsys):
+    assert main(["simulate", str(tmp_path), "--executors", "1,2"]) == 2
+    err, fix = _err(capsys)
+    assert err == f"error: {tmp_path} is a folder, not an event log"
+    assert "sparkpredict ingest FOLDER" in fix

@@ -229,7 +229,8 @@ def parse_event_log(path: str | os.PathLike[str]) -> ParsedLog:
     if os.path.isdir(p):
         if not os.path.basename(p).startswith(ROLLING_PREFIX):
             raise IngestError(f"{path} is a folder, not an event log",
-                              "use ingest_event_logs() for folders of logs")
+                              "give one log file or an eventlog_v2_* folder; a folder of logs is for "
+                              "ingest (sparkpredict ingest FOLDER, or ingest_event_logs() from Python)")
         source = rolling_log(p)
     elif not os.path.exists(p):
         raise IngestError(f"no such file: {path}", "give an event-log file")
