@@ -64,16 +64,14 @@ def _check_workdir(wd: Path, store_path: str) -> None:
     store (a store of earlier runs, or the one this demo records into), which the sweep's data
     and Spark's scratch would fill with files the store does not own."""
     from .errors import InputError
-    from .outputs import check_outside_store
+    from .outputs import enclosing_store
 
     fix = "give --workdir a folder outside the store (default: ~/.sparkpredict/demo)"
     if wd.exists() and not wd.is_dir():
         raise InputError(f"the demo's work folder {str(wd)!r} is a file", fix)
-    try:
-        check_outside_store(wd)
-    except InputError as exc:
-        raise InputError(f"the demo's work folder {str(wd)!r} lies inside a history store "
-                         f"({exc.message.rsplit('history store ', 1)[-1]})", fix) from None
+    inside = enclosing_store(wd)
+    if inside is not None:
+        raise InputError(f"the demo's work folder {str(wd)!r} lies inside a history store ({str(inside)!r})", fix)
     if "://" not in store_path:
         st = Path(store_path).expanduser().resolve()
         if wd == st or st in wd.parents:

@@ -35,18 +35,23 @@ def output_file(path: str | os.PathLike, example: str = "out.csv") -> Path:
     return p
 
 
+def enclosing_store(path: str | os.PathLike) -> Path | None:
+    """The history store whose folder ``path`` is or lies below (through symbolic links, and
+    ".." before the store's name), or None."""
+    from .store.schema import MARKER_FILE
+
+    full = Path(path).resolve()
+    return next((d for d in (full, *full.parents) if (d / MARKER_FILE).is_file()), None)
+
+
 def check_outside_store(path: str | os.PathLike) -> None:
     """Raise :class:`InputError` when ``path`` (a file or folder to write) is a history store's
     folder or lies below one: a file written there could replace the store's marker or a part
     file, or be read as one."""
-    from .store.schema import MARKER_FILE
-
-    p = Path(path)
-    full = p.resolve()  # through symbolic links, and ".." before the store's name
-    for d in (full, *full.parents):
-        if (d / MARKER_FILE).is_file():
-            raise InputError(f"output {str(p)!r} lies inside the history store {str(d)!r}",
-                             "write outputs outside the store's folder; it holds only the store's own files")
+    d = enclosing_store(path)
+    if d is not None:
+        raise InputError(f"output {str(Path(path))!r} lies inside the history store {str(d)!r}",
+                         "write outputs outside the store's folder; it holds only the store's own files")
 
 
 def table_format(path: str | os.PathLike) -> str:
