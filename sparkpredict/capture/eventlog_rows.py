@@ -122,7 +122,10 @@ class RunBuilder:
         self.end_ms: int | None = None
         self.exit_code: int | None = None
         self.props: dict[str, str] = {}
-        self.executors: list[list[Any]] = []  # [id, host, cores, added, removed, reason]
+        # [id, host, cores, added, removed, reason, resource profile id]
+        self.executors: list[list[Any]] = []
+        # executor memory (MiB) each non-default resource profile asks for, by profile id
+        self.profile_memory_mb: dict[int, int] = {}
         self.stage_jobs: dict[int, int] = {}
         self.num_jobs = 0
         self.last_job_failed = False
@@ -155,6 +158,7 @@ class RunBuilder:
             b"SparkListenerEnvironmentUpdate": self._environment,
             b"SparkListenerExecutorAdded": self._executor_added,
             b"SparkListenerExecutorRemoved": self._executor_removed,
+            b"SparkListenerResourceProfileAdded": self._resource_profile_added,
             b"SparkListenerJobStart": self._job_start,
             b"SparkListenerJobEnd": self._job_end,
             b"SparkListenerStageCompleted": self._stage_completed,
@@ -262,8 +266,17 @@ class RunBuilder:
         info = ev.get("Executor Info") or {}
         t = _ms(ev["Timestamp"])
         self.executors.append([str(ev["Executor ID"]), _typed(info.get("Host"), str),
-                               _typed(info.get("Total Cores"), int), t, None, None])
+                               _typed(info.get("Total Cores"), int), t, None, None,
+                               _typed(info.get("Resource Profile Id"), int)])  # Spark >= 3.1
         self._ts(t)
+
+    def _resource_profile_added(self, ev: dict) -> None:
+        # As the listener (RunRecord.resourceProfileAdded): the default profile (id 0) keeps
+        # the configuration's memory, which in local mode is the driver's.
+        pid = _typed(ev.get("Resource Profile Id"), int)
+        memory = ((ev.get("Executor Resource Requests") or {}).get("memory") or {}).get("Amount")
+        if pid and _typed(memory, int) and memory > 0:
+            self.profile_memory_mb[pid] = memory
 
     def _executor_removed(self, ev: dict) -> None:
         eid, t = str(ev["Executor ID"]), _ms(ev["Timestamp"])

@@ -42,7 +42,7 @@ def run_tables(b: RunBuilder, tasks: pa.Table, stages: pa.Table, run_id: str,
     execs = pa.table({
         "run_id": [run_id] * len(ex), "executor_id": [e[0] for e in ex], "host": [e[1] for e in ex],
         "cores": pa.array([e[2] for e in ex], pa.int32()),
-        "memory_mb": pa.array([mem_mb] * len(ex), pa.int64()),
+        "memory_mb": pa.array([b.profile_memory_mb.get(e[6], mem_mb) for e in ex], pa.int64()),
         "added_ms": pa.array([e[3] for e in ex], pa.int64()),
         "removed_ms": pa.array([e[4] for e in ex], pa.int64()),
         "removed_reason": pa.array([e[5] for e in ex], pa.string()),

@@ -84,7 +84,7 @@ _RUNS: list[tuple[str, pa.DataType, str]] = [
     ("executors_max", _I, "most executors alive at once"),
     ("executors_mean", _D, "time-weighted mean executors alive over the run's wall time"),
     ("executor_cores", _I, "cores per executor (spark.executor.cores or as registered)"),
-    ("executor_memory_mb", _L, "spark.executor.memory in MiB"),
+    ("executor_memory_mb", _L, "spark.executor.memory in MiB (the default resource profile's)"),
     ("task_slots", _I, "executors_max * executor_cores / spark.task.cpus"),
     ("input_bytes", _L, "declared (spark.sparkpredict.inputBytes) or read by stages without parents"),
     ("input_bytes_source", _S, "'declared' or 'measured'"),
@@ -109,7 +109,8 @@ _EXECUTORS: list[tuple[str, pa.DataType, str]] = [
     ("executor_id", _S, "Spark executor id"),
     ("host", _S, "host name"),
     ("cores", _I, "cores the executor offered"),
-    ("memory_mb", _L, "spark.executor.memory in MiB"),
+    ("memory_mb", _L, ("executor memory in MiB: its resource profile's, the default profile's "
+                       "spark.executor.memory (in local mode spark.driver.memory)")),
     ("added_ms", _L, "epoch ms when registered"),
     ("removed_ms", _L, "epoch ms when removed; null if alive at the end"),
     ("removed_reason", _S, "reason Spark gave"),

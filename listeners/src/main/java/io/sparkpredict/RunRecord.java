@@ -2,6 +2,7 @@ package io.sparkpredict;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -13,11 +14,14 @@ import java.util.regex.Pattern;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.spark.SparkConf;
 import org.apache.spark.executor.TaskMetrics;
+import org.apache.spark.resource.ExecutorResourceRequest;
+import org.apache.spark.resource.ResourceProfile;
 import org.apache.spark.scheduler.JobFailed;
 import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 import org.apache.spark.scheduler.SparkListenerApplicationStart;
 import org.apache.spark.scheduler.SparkListenerExecutorAdded;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
+import org.apache.spark.scheduler.SparkListenerResourceProfileAdded;
 import org.apache.spark.scheduler.SparkListenerJobEnd;
 
 /**
@@ -33,7 +37,7 @@ final class RunRecord {
 
     private static final class Exec {
         String id, host, reason;
-        int cores;
+        int cores, resourceProfileId;
         long added;
         Long removed;
         boolean written;
@@ -43,6 +47,8 @@ final class RunRecord {
     private final BuildStamp stamp;
     private final StageTracker stages;
     private final Map<String, Exec> executors = new LinkedHashMap<>();
+    /** Executor memory (MiB) that each non-default resource profile asks for, by profile id. */
+    private final Map<Integer, Long> profileMemoryMb = new HashMap<>();
 
     private String appId;
     private String attemptId;
@@ -94,8 +100,18 @@ final class RunRecord {
         x.id = e.executorId();
         x.host = e.executorInfo().executorHost();
         x.cores = e.executorInfo().totalCores();
+        x.resourceProfileId = e.executorInfo().resourceProfileId();
         x.added = e.time();
         executors.put(x.id, x);
+    }
+
+    void resourceProfileAdded(SparkListenerResourceProfileAdded e) {
+        ResourceProfile p = e.resourceProfile();
+        ExecutorResourceRequest memory = p.executorResourcesJMap().get(ResourceProfile.MEMORY());
+        // The default profile's memory stays the configuration's (in local mode the driver's).
+        if (p.id() != ResourceProfile.DEFAULT_RESOURCE_PROFILE_ID() && memory != null && memory.amount() > 0) {
+            profileMemoryMb.put(p.id(), memory.amount());
+        }
     }
 
     void executorRemoved(SparkListenerExecutorRemoved e) {
@@ -214,7 +230,7 @@ final class RunRecord {
             r.set("executor_id", x.id);
             r.set("host", x.host);
             r.set("cores", x.cores);
-            r.set("memory_mb", executorMemoryMb());
+            r.set("memory_mb", profileMemoryMb.getOrDefault(x.resourceProfileId, executorMemoryMb()));
             r.set("added_ms", x.added);
             r.set("removed_ms", x.removed);
             r.set("removed_reason", x.reason);

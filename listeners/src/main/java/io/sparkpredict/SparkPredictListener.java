@@ -15,6 +15,7 @@ import org.apache.spark.scheduler.SparkListenerExecutorMetricsUpdate;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerJobEnd;
 import org.apache.spark.scheduler.SparkListenerJobStart;
+import org.apache.spark.scheduler.SparkListenerResourceProfileAdded;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
@@ -215,6 +216,21 @@ public class SparkPredictListener extends SparkListener {
             }
         } catch (Throwable t) {
             fail("onExecutorAdded", t);
+        } finally {
+            BUSY_NS.addAndGet(System.nanoTime() - t0);
+        }
+    }
+
+    @Override
+    public void onResourceProfileAdded(SparkListenerResourceProfileAdded e) {
+        if (disabled) return;
+        long t0 = System.nanoTime();
+        try {
+            synchronized (this) {
+                run.resourceProfileAdded(e);
+            }
+        } catch (Throwable t) {
+            fail("onResourceProfileAdded", t);
         } finally {
             BUSY_NS.addAndGet(System.nanoTime() - t0);
         }
