@@ -274,8 +274,8 @@ class RunBuilder:
         # As the listener (RunRecord.resourceProfileAdded): the default profile (id 0) keeps
         # the configuration's memory, which in local mode is the driver's.
         pid = _typed(ev.get("Resource Profile Id"), int)
-        memory = ((ev.get("Executor Resource Requests") or {}).get("memory") or {}).get("Amount")
-        if pid and _typed(memory, int) and memory > 0:
+        memory = _typed(((ev.get("Executor Resource Requests") or {}).get("memory") or {}).get("Amount"), int)
+        if pid and memory is not None and memory > 0:
             self.profile_memory_mb[pid] = memory
 
     def _executor_removed(self, ev: dict) -> None:
