@@ -221,3 +221,19 @@ def test_an_ingest_that_stores_nothing_leaves_no_empty_store_behind(tmp_path):
     r = ingest_event_logs([bad, SMALL], both)
     assert (r.files_ingested, r.files_failed) == (1, 1)
     assert list(store.open(both).runs().run_id) == ["local-1532512550423"]
+
+
+def test_a_zstd_log_cut_before_its_first_block_decodes_is_called_cut_not_foreign(tmp_path):
+    # 20 kB of a 1.2 MB log: the first zstd block is not whole, so not one line decodes
+    cut = tmp_path / "app-cut.zstd"
+    cut.write_bytes(Q72.read_bytes()[:20_000])
+    r = ingest_event_logs([cut], tmp_path / "st")
+    assert r.files_failed == 1 and r.files_ingested == 0
+    assert "zstd stream ends before its first line decodes: it was cut off" in r.errors[str(cut)]
+    assert "not a Spark event log" not in r.errors[str(cut)]
+    assert not (tmp_path / "st").exists()
+    # a plain file that is no log at all is still called foreign
+    other = tmp_path / "notes.txt"
+    other.write_text("a file that is not an event log\n")
+    r = ingest_event_logs([other], tmp_path / "st")
+    assert r.files_failed == 1 and "not a Spark event log" in r.errors[str(other)]

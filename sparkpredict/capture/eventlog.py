@@ -98,6 +98,7 @@ def _parse_source(source: LogSource) -> ParsedLog:
     nbytes = [0]
     damage = None
     cut_short = False  # the last file ends inside an event (a cut stream or a cut last line)
+    stream_cut = False  # the last file's compressed stream ends early
     began = False  # the log's first line is Spark's LogStart, whole or cut: its beginning is here
     not_json_in: str | None = None  # the file of the log's first line that is not JSON
     cut_after_not_json = False  # a cut last line follows it: it was not the log's last line
@@ -111,6 +112,8 @@ def _parse_source(source: LogSource) -> ParsedLog:
                 builder.feed(iter_lines(_counted(iter_decompressed(fh, codec), nbytes), cut=cut))
         except TruncatedStream as exc:
             cut_short = cut_short or f == source.files[-1]
+            # a valid stream of the codec that stops: cut, even before its first whole block
+            stream_cut = stream_cut or f == source.files[-1]
             builder.warnings.append(f"{name}: the {codec} stream ends early ({exc}); "
                                     "events before the cut were kept")
             if f != source.files[-1] and damage is None:
@@ -162,11 +165,16 @@ def _parse_source(source: LogSource) -> ParsedLog:
         tables = builder.finish(in_progress=source.in_progress)
     except ValueError as exc:
         # Spark's events, then the end: not a foreign file. Spark writes its LogStart first, so a
-        # log that has it lost its end, even where the cut fell between two lines.
-        if began or builder.spark_version is not None or (cut_short and builder.events):
-            raise IngestError(f"{source.path}: the log ends after {plural(builder.lines, 'line')}, before "
-                              "its SparkListenerApplicationStart event: it was cut off while "
-                              "being written, or copied in part",
+        # log that has it lost its end, even where the cut fell between two lines. A compressed
+        # stream that stops before its first block decodes holds no line to judge: it was cut.
+        if began or builder.spark_version is not None or (cut_short and builder.events) \
+                or (stream_cut and not builder.lines):
+            where = (f"the log ends after {plural(builder.lines, 'line')}, before its "
+                     "SparkListenerApplicationStart event" if builder.lines else
+                     f"the {codec_of(os.path.basename(source.files[-1]))} stream ends before its "
+                     "first line decodes")
+            raise IngestError(f"{source.path}: {where}: it was cut off while being written, or "
+                              "copied in part",
                               "ingest it once Spark has written more of it, or a complete copy") from None
         raise IngestError(f"{source.path}: {exc}", "ingest Spark event logs only "
                           "(files written by spark.eventLog.enabled=true)") from None
