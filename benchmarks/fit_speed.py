@@ -36,7 +36,7 @@ def _raw_fits(rows) -> dict:
     """Every model of the study fitted once on all rows (no CV): name -> callable."""
     from sparkpredict.models import analytical as A
     from sparkpredict.models import ml as M
-    from sparkpredict.models.hybrid import design_matrix
+    from sparkpredict.models.job_runs import design_matrix
 
     S = rows["input_bytes"].to_numpy(float) / 2**30
     E = rows["executors"].to_numpy(float)

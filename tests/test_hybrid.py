@@ -509,7 +509,7 @@ def test_runs_furthest_above_the_model_are_found_out_of_fold():
     """Two runs slowed 1.8x and 1.4x: the model keeps them first among slow_runs_, each against
     the fold that left it out (in sample, a trees correction follows a run it was fitted on),
     through a save and load; without run ids it keeps none."""
-    from sparkpredict.models.hybrid import SLOW_RUNS_KEPT
+    from sparkpredict.models.job_runs import SLOW_RUNS_KEPT
 
     runs = synthetic_job(cliff=False)
     slowed = {"etl-16-6-2": 1.8, "etl-12-10-4": 1.4}

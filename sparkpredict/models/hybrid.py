@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import DegenerateDataError, InputError, ModelError, NotFittedError
-from ..units import plural
 from . import analytical as A
 from . import intervals
 from . import ml as M
@@ -44,20 +43,22 @@ from .columns import (
     with_runtime,
 )
 from .estimator import RuntimeEstimator, positive_query_column
+from .job_runs import (
+    MIN_RUNS,
+    OPTIONAL,
+    latest_run_values,
+    slow_runs,
+    too_few_usable_runs,
+    unvaried_resources,
+)
 
 log = logging.getLogger(__name__)
 
 FORMAT = "sparkpredict-job-model"
 #: Bumped when the saved layout changes; older files are refused with a "refit" hint.
 FORMAT_VERSION = 1
-GIB = float(2**30)
 EQUATION_KINDS = tuple(A.EQUATIONS)
 KINDS = ("auto", "hybrid") + EQUATION_KINDS + M.ML_KINDS
-OPTIONAL = ("executor_cores", "executor_memory_mb")
-#: Derived model inputs for the ML parts (computed from the features, numpy only).
-DESIGN = ("input_gib", "executors", "executor_cores", "executor_memory_mb", "input_per_executor_gib",
-          "input_per_core_gib", "input_per_memory")
-MIN_RUNS = 4
 #: The point prediction beyond the largest input size. "linear": the part of the runtime that
 #: grows with the input grows at most in proportion to it, from the largest size's prediction;
 #: the part that does not (the curve at a 1-byte input, the fixed cost) stays. "proportional" (the
@@ -94,66 +95,6 @@ UNVARIED = "seen_value"
 BELOW_COUNTS = "perfect_scaling"
 
 
-#: How many runs :attr:`JobRuntimeModel.slow_runs_` keeps (the most above the model first).
-SLOW_RUNS_KEPT = 50
-
-
-# ---- feature handling (numpy only) ---------------------------------------------------------
-def _slow_runs(runs: Any, rows: np.ndarray, oof: np.ndarray | None) -> list[tuple[str, float]]:
-    """(run_id, runtime / out-of-fold prediction) of the runs furthest above the model.
-
-    Out of fold, because in sample a model with a trees correction reproduces every run it was
-    fitted on: each ratio came out 1.00 and "the runs furthest above the model" named none.
-    [] without a ``run_id`` column."""
-    cols = runs.columns if hasattr(runs, "columns") else runs.keys()
-    if oof is None or "run_id" not in cols:
-        return []
-    ids = np.asarray(runs["run_id"]).astype(str)[rows]
-    ratio = np.exp(oof)
-    order = [j for j in np.argsort(-np.nan_to_num(ratio, nan=-1.0), kind="stable") if np.isfinite(ratio[j])]
-    return [(str(ids[j]), float(ratio[j])) for j in order[:SLOW_RUNS_KEPT]]
-
-
-def design_matrix(F: Mapping[str, np.ndarray], extras: list[str]) -> np.ndarray:
-    """ML inputs: :data:`DESIGN` columns then the extra numeric features."""
-    S = F["input_bytes"] / GIB
-    E = F["executors"]
-    C = F["executor_cores"]
-    Mem = F["executor_memory_mb"]
-    cols = [S, E, C, Mem, S / E, S / (E * C), F["input_bytes"] / (E * Mem * 2**20)]
-    cols += [F[c] for c in extras]
-    return np.column_stack(cols)
-
-
-def too_few_usable_runs(input_bytes: np.ndarray, executors: np.ndarray, runtime_s: np.ndarray) -> DegenerateDataError:
-    """The error of a job with fewer than :data:`MIN_RUNS` usable runs (positive, finite size,
-    executors and runtime), naming what the others lack: ``fit`` and ``retrain`` say the same.
-
-    A run that declared no input size has the bytes its stages read from storage: 0 for data
-    made in memory or read by a source Spark does not count, as many ingested event logs are.
-    More such runs would not help: the fix is then to declare the size.
-    """
-    n = len(runtime_s)
-    good = {c: np.isfinite(v) & (v > 0) for c, v in
-            (("input_bytes", input_bytes), ("executors", executors), ("runtime_s", runtime_s))}
-    usable = int(np.logical_and.reduce(list(good.values())).sum())
-    lacking = [(c, int((~g).sum())) for c, g in good.items() if not g.all()]
-    why = "".join(f"; {k} {'has' if k == 1 else 'have'} no positive {c}" for c, k in lacking)
-    message = f"only {plural(usable, 'usable run')} (of {n}); a runtime model needs at least {MIN_RUNS}{why}"
-    if good["input_bytes"].all():
-        return DegenerateDataError(message, "record more runs of the job (positive input_bytes, "
-                                            "executors and runtime_s)")
-    fix = ("declare each run's input size: --conf spark.sparkpredict.inputBytes=SIZE, or "
-           "`sparkpredict submit --input-size SIZE` (a run that declares none has the bytes its "
-           "stages read from storage, 0 for data made in memory); for runs already recorded "
-           "(e.g. ingested event logs): `sparkpredict store edit RUN_ID --input-size SIZE`; in a "
-           "runs file, fill in its input_bytes")
-    sized = int((good["executors"] & good["runtime_s"]).sum())
-    if sized < MIN_RUNS:
-        fix += f", and record at least {MIN_RUNS - sized} more run{'s' if MIN_RUNS - sized > 1 else ''}"
-    return DegenerateDataError(message, fix)
-
-
 class JobRuntimeModel(RuntimeEstimator):
     """Runtime model of one job (scikit-learn style).
 
@@ -184,7 +125,7 @@ class JobRuntimeModel(RuntimeEstimator):
     slow_runs_ : list of (str, float)
         With a ``run_id`` column: the runs furthest above the model, as (run_id, runtime /
         the prediction of the cross-validation fold that left the run out), largest first
-        (at most :data:`SLOW_RUNS_KEPT`).
+        (at most :data:`.job_runs.SLOW_RUNS_KEPT`).
     executor_alternates_ : list of FittedEquation
         The equations that cross-validated about as well as the best (combined model only,
         :data:`.selection.NEAR_EQUAL`). Asked for more or fewer executors than any run had,
@@ -231,7 +172,7 @@ class JobRuntimeModel(RuntimeEstimator):
         self.n_runs_ = len(y)
         self.training_range_ = {c: (float(np.min(F[c])), float(np.max(F[c]))) for c in self.feature_names_}
         self.defaults_ = {c: float(np.median(F[c])) for c in OPTIONAL + tuple(extras)}
-        self.latest_ = _latest_run_values(runs, rows, OPTIONAL + tuple(extras))
+        self.latest_ = latest_run_values(runs, rows, OPTIONAL + tuple(extras))
         result = selection.select(F, y, extras, kind=self.kind, random_state=self.random_state)
         self.name_ = result.name
         self.component_ = result.component
@@ -249,9 +190,9 @@ class JobRuntimeModel(RuntimeEstimator):
         self.drift_law_ = selection.DRIFT_LAW
         # the study's single-kind models keep their published form (the evaluation's baselines)
         self.size_growth_ = SIZE_GROWTH if self.kind in ("auto", "hybrid") else "free"
-        self.unvaried_ = _unvaried(runs, rows, self.training_range_) \
+        self.unvaried_ = unvaried_resources(runs, rows, self.training_range_) \
             if self.kind in ("auto", "hybrid") and UNVARIED == "seen_value" else {}
-        self.slow_runs_ = _slow_runs(runs, rows, result.cv.oof_rows)
+        self.slow_runs_ = slow_runs(runs, rows, result.cv.oof_rows)
         self.executor_alternates_ = list(result.alternates)
         self.below_counts_ = BELOW_COUNTS if self.kind in ("auto", "hybrid") else "none"
         return self
@@ -535,42 +476,6 @@ class JobRuntimeModel(RuntimeEstimator):
         if hasattr(self, "name_"):
             return f"JobRuntimeModel(name_={self.name_!r}, n_runs_={self.n_runs_}, cv_mape_={self.cv_mape_:.3f})"
         return f"JobRuntimeModel(kind={self.kind!r}, random_state={self.random_state})"
-
-
-def _unvaried(runs: Any, rows: np.ndarray, ranges: Mapping[str, tuple[float, float]]) -> dict[str, float]:
-    """Resource column -> its value, for each of :data:`OPTIONAL` that the training runs
-    recorded (positive somewhere) at a single value. A column no run recorded is left out: its
-    value in training is a stand-in (1.0), no value to scale from."""
-    have = runs.columns if hasattr(runs, "columns") else runs
-    out: dict[str, float] = {}
-    for c in OPTIONAL:
-        if c not in have:
-            continue
-        v = floats(runs[c], c, "runs")[rows]
-        lo, hi = ranges[c]
-        if (np.isfinite(v) & (v > 0)).any() and lo == hi:
-            out[c] = float(lo)
-    return out
-
-
-def _latest_run_values(runs: Any, rows: np.ndarray, cols) -> dict[str, float]:
-    """Per column of ``cols``, its value in the latest training run (by ``start_ms``; none
-    without it) that has one: what the advice assumes for a column a question leaves out, with
-    a model folder as with a store (which takes each column's latest recorded value)."""
-    have = runs.columns if hasattr(runs, "columns") else runs
-    if "start_ms" not in have:
-        return {}
-    start = np.asarray(runs["start_ms"], float)[rows]
-    out: dict[str, float] = {}
-    for c in cols:
-        if c not in have:
-            continue
-        v = floats(runs[c], c, "runs")[rows]
-        good = np.isfinite(start) & np.isfinite(v) & (v > 0 if c in OPTIONAL else True)
-        if good.any():
-            k = int(np.flatnonzero(good)[np.argmax(start[good])])
-            out[c] = float(v[k])
-    return out
 
 
 def capped_beyond_sizes(curve: Callable[[dict[str, np.ndarray]], np.ndarray], F: dict[str, np.ndarray],

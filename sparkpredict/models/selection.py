@@ -86,7 +86,7 @@ def component_from_dict(d: dict) -> Component:
 
 
 def _design(F: dict[str, np.ndarray], extras: list[str]) -> np.ndarray:
-    from .hybrid import design_matrix
+    from .job_runs import design_matrix
 
     return design_matrix(F, extras)
 
