@@ -13,8 +13,10 @@ note on the page.
 from __future__ import annotations
 
 import base64
+import functools
 import io
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from .advice import format_level
 from .errors import InputError
@@ -22,6 +24,23 @@ from .units import format_bytes, format_duration, plural
 
 if TYPE_CHECKING:
     import pandas as pd
+
+_F = TypeVar("_F", bound=Callable[..., str])
+
+
+def _plain_text(fn: _F) -> _F:
+    """Draw ``fn``'s figure with every text as written: matplotlib reads ``$...$`` as math, and
+    Scala's stage names (``$anonfun$run$1 at ...``) and job names hold dollars; one such as
+    ``map at $a^$`` failed the whole figure with a parse error."""
+
+    @functools.wraps(fn)
+    def drawn(*args, **kwargs):
+        import matplotlib
+
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return fn(*args, **kwargs)
+
+    return drawn  # type: ignore[return-value]
 
 
 def _png(fig) -> str:
@@ -60,6 +79,7 @@ UNKNOWN_SIZE_COLOR = "0.55"
 UNKNOWN_SIZE_LABEL = "size unknown"
 
 
+@_plain_text
 def fig_runtime_vs_executors(job_runs, model, features, confidence) -> str:
     """``job_runs``: runs with a positive executor count and runtime; those without a positive
     input size are drawn grey (:data:`UNKNOWN_SIZE_LABEL`), without a curve: the model left
@@ -108,6 +128,7 @@ def fig_runtime_vs_executors(job_runs, model, features, confidence) -> str:
     return _png(fig)
 
 
+@_plain_text
 def fig_predicted_vs_actual(job_runs, model, features, confidence) -> str:
     import matplotlib.pyplot as plt
     import numpy as np
@@ -161,6 +182,7 @@ def short_stage_name(name: object, limit: int = 48) -> str:
     return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
 
 
+@_plain_text
 def fig_stages(stages: pd.DataFrame, run: pd.Series) -> str:
     import matplotlib.pyplot as plt
 

@@ -205,3 +205,24 @@ def test_stage_labels_keep_the_call_sites_file_and_line_not_the_paths_head():
     assert len(got) == 48 and got.startswith("mapPartitionsWithIndex") and got.endswith("Stage.scala:9")
     assert "…" in got
     assert short_stage_name(None) == "None" and short_stage_name(7) == "7"
+
+
+def test_stage_names_with_dollars_are_drawn_as_written_not_as_math():
+    """matplotlib read ``$...$`` as math: Scala's ``$anonfun$...$1`` came out italic with its
+    dollars gone, and a name whose dollars hold no valid math failed the figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from sparkpredict.report_figures import fig_stages
+
+    run = pd.Series({"start_ms": 0, "wall_ms": 2000, "run_id": "app-1", "input_bytes": 10,
+                     "executors_requested": 1})
+    for name in ("$anonfun$withThreadLocalCaptured$1 at CompletableFuture.java:1768",
+                 "map at $a^$ b", "x $\\undefinedcmd$ y"):
+        st = pd.DataFrame([{"stage_id": 0, "name": name, "num_tasks": 2, "submission_ms": 1000,
+                            "duration_ms": 500, "shuffle_read_bytes": 0, "shuffle_write_bytes": 0}])
+        png = fig_stages(st, run)
+        assert len(png) > 1000  # a base64 PNG, no parse error
+    assert matplotlib.rcParams["text.parse_math"] is True  # the caller's setting is left alone
