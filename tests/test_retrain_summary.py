@@ -74,7 +74,7 @@ def test_the_report_says_what_was_committed_and_what_was_skipped():
     assert res.exit_code == 0 and res.errors == {} and res.skipped == res.failed
     assert report_lines(res) == [
         ("refit 3 of 4 job(s) on the local path in 55.9 s (0 whole-job models, 3 stage models); "
-         "0 unchanged, 3 skipped (not enough usable runs), 0 failed"),
+         "0 unchanged, 3 whole-job models skipped (not enough usable runs), 0 failed"),
         "stage models: 3 refit, 1 job without stage rows",
         "  skipped: Databricks Shell: no succeeded run (1 incomplete)",
         f"    fix: {FIX_FINISH}",
@@ -93,7 +93,7 @@ def test_an_error_fails_the_retrain_beside_models_that_fitted():
     assert res.exit_code == 1 and res.errors == {"other (stage model)": "ValueError: Input contains NaN"}
     lines = report_lines(res)
     assert lines[0] == ("refit 3 of 4 job(s) on the local path in 55.9 s (1 whole-job model, 3 stage models); "
-                        "0 unchanged, 3 skipped (not enough usable runs), 1 failed")
+                        "0 unchanged, 3 whole-job models skipped (not enough usable runs), 1 stage model failed")
     # errors first: they are what the exit status is about; no fix to give, no fix line
     assert lines[2:4] == ["  failed: other (stage model): ValueError: Input contains NaN",
                           "  skipped: Databricks Shell: no succeeded run (1 incomplete)"]
@@ -103,7 +103,7 @@ def test_models_not_tried_again_are_still_skipped_or_still_failing():
     res = _ingested_store_result(still_failing=["Databricks Shell", "gen-lz4", "x"], unchanged=["y"])
     res.failed["x"] = "the fit diverged (fix: look)"
     assert summary(res).endswith(
-        "; 1 unchanged, 1 skipped (not enough usable runs), 0 failed, 2 still skipped (their runs have not "
+        "; 1 unchanged, 1 whole-job model skipped (not enough usable runs), 0 failed, 2 still skipped (their runs have not "
         "changed: Databricks Shell, gen-lz4), 1 still failing (its runs have not changed: x)")
     lines = report_lines(res)
     assert "  failed: x: the fit diverged (not tried again until its runs change, or with --force)" in lines
@@ -198,7 +198,7 @@ def test_both_paths_summarise_a_store_the_same(mixed_store):
     assert list(loc.skipped) == ["tiny"]
     assert loc.skipped["tiny"].startswith("only 2 usable runs (of 2); a runtime model needs at least 4 (fix: ")
     assert loc.errors == {"sqljoin": "ValueError: Input contains NaN"} and loc.exit_code == 1
-    assert summary(loc).endswith("; 0 unchanged, 1 skipped (not enough usable runs), 1 failed")
+    assert summary(loc).endswith("; 0 unchanged, 1 whole-job model skipped (not enough usable runs), 1 whole-job model failed")
     sp = _spark_path_result(spark_path)
     assert _same(sp) == _same(loc)
     # the records of the failures keep the class apart from the reason, on both paths

@@ -141,9 +141,11 @@ def summary(res: RetrainResult) -> str:
     again = set(res.still_failing)
     skipped = [k for k in res.skipped if k not in again]
     tail = f"; {len(res.unchanged)} unchanged"
+    # models, not jobs: a job's whole-job model can be skipped while its stage model is refit
     if skipped:
-        tail += f", {len(skipped)} skipped (not enough usable runs)"
-    tail += f", {len([k for k in res.errors if k not in again])} failed"
+        tail += f", {_models(skipped)} skipped (not enough usable runs)"
+    failed = [k for k in res.errors if k not in again]
+    tail += f", {_models(failed) if failed else 0} failed"
     still_skipped = [k for k in res.still_failing if k in res.skipped]
     if still_skipped:
         tail += f", {_still_failing(still_skipped, 'still skipped')}"
@@ -151,6 +153,16 @@ def summary(res: RetrainResult) -> str:
     if still_failing:
         tail += f", {_still_failing(still_failing)}"
     return head + tail
+
+
+def _models(labels: list[str]) -> str:
+    """"2 whole-job models", "1 stage model", "2 whole-job models and 1 stage model": ``labels``
+    as ``RetrainResult.failed`` names models (the job for its whole-job model)."""
+    from ..units import plural
+
+    stage = sum(1 for k in labels if k.endswith(" model)"))
+    parts = [plural(n, what) for n, what in ((len(labels) - stage, "whole-job model"), (stage, "stage model")) if n]
+    return " and ".join(parts)
 
 
 def _split_fix(why: str) -> tuple[str, str | None]:
