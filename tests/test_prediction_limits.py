@@ -89,7 +89,11 @@ def test_a_confidence_beyond_the_runs_is_said(flat_model, tmp_path, capsys):
     pd.DataFrame({"job": ["wc"], "input_bytes": [4 * MB], "executors": [1]}).to_csv(tmp_path / "q.csv", index=False)
     args = ["predict", str(tmp_path / "m"), str(tmp_path / "q.csv"), "--out", str(tmp_path / "p.csv")]
     assert main([*args, "--confidence", "0.99"]) == 0
-    assert "--confidence 99% is more than the runs of wc support" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--confidence 99% is more than the runs of wc support" in err
+    from sparkpredict.advice import format_level
+
+    assert f"(at most {format_level(top)})" in err and "." in format_level(top)  # suggest's 84.6%, not 84%
     assert main([*args, "--confidence", f"{top - 0.01}"]) == 0
     assert "--confidence" not in capsys.readouterr().err
 

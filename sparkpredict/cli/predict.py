@@ -369,10 +369,11 @@ def run(args: argparse.Namespace) -> int:
     short = sorted(j for j, m in models.items()
                    if hasattr(m, "max_confidence") and args.confidence > m.max_confidence())
     if short:
-        from ..advice import format_chance
+        from ..advice import format_level
 
+        # levels, as suggest prints them: "at most 84.6%", not a chance rounded down to 84%
         top = min(models[j].max_confidence() for j in short)
-        print(f"warning: --confidence {format_chance(args.confidence)} is more than the runs of "
-              f"{', '.join(short)} support (at most {format_chance(top)}): their intervals are the "
+        print(f"warning: --confidence {format_level(args.confidence)} is more than the runs of "
+              f"{', '.join(short)} support (at most {format_level(top)}): their intervals are the "
               "widest their out-of-fold errors give (more runs of those jobs support a higher level)", file=sys.stderr)
     return 0
