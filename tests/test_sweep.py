@@ -416,3 +416,16 @@ def test_a_sweep_runs_the_workload_settings_its_jobs_script_runs(tmp_path):
     assert W.spark_settings(3_999_996) == {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4",
                                            "spark.sql.files.maxPartitionBytes": str(1024 * 1024)}
     assert W.spark_settings(15_999_990)["spark.sql.shuffle.partitions"] == "16"
+
+
+def test_the_sweep_progress_bar_says_nothing_is_left_instead_of_a_bar_of_0_of_0_runs():
+    import io
+
+    from sparkpredict.cli.sweep import ProgressBar
+
+    out = io.StringIO()
+    bar = ProgressBar(out, width=4)
+    bar(0, 0, 0.0, None, "12 runs already recorded")
+    bar(1, 2, 3.0, 3.0, "sort 64 MB x 2")
+    assert out.getvalue().splitlines() == ["nothing left to run: 12 runs already recorded",
+                                           "[##..] 1/2 runs  3.0s elapsed  ETA 3.0s  sort 64 MB x 2"]

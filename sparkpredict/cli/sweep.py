@@ -44,8 +44,11 @@ class ProgressBar:
     def __call__(self, done: int, total: int, elapsed: float, eta: float | None, label: str) -> None:
         from ..units import format_duration
 
-        frac = done / total if total else 1.0
-        fill = int(round(frac * self.width))
+        if total == 0:  # every run of the grid was recorded before: no bar of 0/0 runs
+            self.stream.write(f"nothing left to run: {label}\n")
+            self.stream.flush()
+            return
+        fill = int(round(done / total * self.width))
         bar = "#" * fill + "." * (self.width - fill)
         eta_s = "ETA ?" if eta is None else f"ETA {format_duration(eta)}"
         line = f"[{bar}] {done}/{total} runs  {format_duration(elapsed)} elapsed  {eta_s}  {label}"
