@@ -99,7 +99,8 @@ def test_auto_with_dynamic_allocation_sets_the_bounds(tmp_path):
 @pytest.mark.parametrize("extra,needle", [
     (["--job", "nightly", "--input-size", "1GB"], "no job 'nightly'"),
     (["--job", "etl"], "error: --executors auto needs --input-size\nfix: add --input-size 120g"),
-    (["--input-size", "1GB"], "error: --executors auto needs --job\nfix: add --job nightly-etl"),
+    (["--input-size", "1GB"], ("error: --executors auto needs --job\nfix: add --job NAME, the job whose runs "
+                              "the advice reads (in the store: etl)")),
     (["--job", "etl", "--input-size", "1GB", "--deadline", "soon"], "as a duration"),
     (["--job", "etl", "--input-size", "1GB", "--param", "iterations=lots"], "'lots' is not a number"),
 ])

@@ -32,6 +32,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
+def _job_example(store: str | None) -> str:
+    """``--job NAME`` for the fix of a missing --job: the store's jobs when it has some (the
+    advice is asked of one of them), else a made-up name."""
+    try:
+        from .. import store as store_mod
+        from ..config import resolve_store
+
+        jobs = sorted(set(store_mod.open(resolve_store(store)).runs()["job"].astype(str)))
+    except Exception:  # no store yet, or one that cannot be read: the advice itself says so  # noqa: BLE001
+        jobs = []
+    if not jobs:
+        return "--job NAME (the name its runs are recorded under, e.g. --job nightly-etl)"
+    shown = ", ".join(jobs[:5]) + (f", ... ({len(jobs) - 5} more)" if len(jobs) > 5 else "")
+    return f"--job NAME, the job whose runs the advice reads (in the store: {shown})"
+
+
 def executor_settings(args: argparse.Namespace, spark_args: list[str], input_bytes: int | None,
                       params: dict[str, str] | None = None,
                       store: str | None = None) -> tuple[int | None, dict[str, str]]:
@@ -55,7 +71,7 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
         check_count_limit(n, "--executors")
         return n, {}
     if not args.job or input_bytes is None:
-        examples = {"--job": "--job nightly-etl", "--input-size": "--input-size 120g"}
+        examples = {"--job": _job_example(store or args.store), "--input-size": "--input-size 120g"}
         missing = [flag for flag, given in (("--job", args.job), ("--input-size", input_bytes)) if not given]
         raise InputError(f"--executors auto needs {' and '.join(missing)}",
                          "add " + " ".join(examples[flag] for flag in missing))
