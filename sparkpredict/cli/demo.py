@@ -21,6 +21,7 @@ def _run(args: argparse.Namespace) -> int:
     import time
 
     from ..demo import (
+        ADVICE_FACTOR,
         DEADLINE_MARGIN,
         DEMO_EXECUTORS,
         DEMO_SIZES,
@@ -45,7 +46,7 @@ def _run(args: argparse.Namespace) -> int:
         print("2. model: none (see below)")
     if res.advice is not None:
         assert res.advice_input_bytes is not None  # set before the advice is asked for
-        print(f"3. advice for {format_bytes(res.advice_input_bytes)} (4x the largest input recorded):")
+        print(f"3. advice for {format_bytes(res.advice_input_bytes)} ({ADVICE_FACTOR}x the sweep's largest size):")
         print(f"   {res.advice.summary()}")
         for w in res.advice.warnings:
             print(f"   warning: {w}")
