@@ -390,8 +390,9 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
     Where the model kept no out-of-fold predictions, the ratio is in sample
     (``SlowRun.out_of_fold`` is False). With fewer runs than the whole-job model needs
     (:data:`sparkpredict.models.hybrid.MIN_RUNS`), the job's model is the replay of a run's own
-    tasks, whose prediction for a run is that run: ``runtime_over_model`` is None there, and
-    the runs are only explained against the job's clean runs.
+    tasks: with 2 or more runs each run's ratio is against the replay of the others (leave one
+    run out); a single run's only prediction is that run replayed, so ``runtime_over_model`` is
+    None there, and the run is only explained against the job's clean runs.
 
     ``top`` is at least 1 and ``threshold`` a fraction strictly between 0 and 1, as
     :func:`explain_run` takes it (:class:`InputError` otherwise, before the store is read).
