@@ -8,9 +8,10 @@ executor-hours (and money, given a price), and picks one by an objective:
     the cheapest count whose interval's *upper bound* meets the deadline (so the deadline is met
     with the requested confidence); without a deadline, the cheapest count.
 ``"time"``
-    the fastest count (lowest predicted runtime), within ``budget`` when one is given; counts
-    within :data:`SAME_SPEED` (2 %) of the fastest count as equally fast, and the cheapest of
-    them is given.
+    the fastest count (lowest predicted runtime), within ``budget`` when one is given, judged
+    as the deadline is: by the interval's upper bound (executors x ``upper_s``), so the budget
+    holds with the requested confidence; counts within :data:`SAME_SPEED` (2 %) of the fastest
+    count as equally fast, and the cheapest of them is given.
 ``"knee"``
     where more executors stop paying off: the smallest count E such that going from E to any
     larger candidate E' has *marginal efficiency* ``(T(E)/T(E') - 1) / (E'/E - 1)`` below
@@ -121,6 +122,15 @@ def knee_index(executors: Sequence[float] | np.ndarray, runtime_s: Sequence[floa
     return len(e) - 1
 
 
+def _budget_basis(t, up):
+    """The runtime a budget is judged by: the interval's upper bound, as the deadline is; the
+    predicted runtime where no count has a finite one (a single run's replay, which certifies
+    no bound: there every count would be over any budget)."""
+    import numpy as np
+
+    return up if np.isfinite(up).any() else t
+
+
 def _fastest(mask, speed, cost, e) -> int:
     """Cheapest of the candidates in ``mask`` within SAME_SPEED of the lowest ``speed``."""
     import numpy as np
@@ -156,9 +166,11 @@ def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int,
         i = knee_i
     elif objective == "time" and not pool.any():
         # nothing within budget (and deadline): the deadline wins, and of the counts meeting it
-        # the cheapest, the least over the budget (the fastest spent most past it), warned below
+        # the one likeliest to fit the budget, the lowest upper bound of cost (the fastest
+        # spent most past it), warned below
         idx = np.flatnonzero(feasible)
-        i = int(idx[np.lexsort((e[idx], cost[idx]))[0]])
+        spend = e * _budget_basis(t, up)
+        i = int(idx[np.lexsort((e[idx], cost[idx], spend[idx]))[0]])
     elif objective == "time":
         i = _fastest(pool, t, cost, e)
     else:
@@ -203,8 +215,9 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         Price of one executor for one hour; adds ``cost_money``.
     budget : float, optional
         For ``objective="time"``: the most the run may cost, in money when a price is given,
-        else in executor-hours. With another objective it does not steer the choice; the
-        advice warns when the chosen count costs more.
+        else in executor-hours; held at ``confidence`` as the deadline is, by the interval's
+        upper bound (executors x ``upper_s``). With another objective it does not steer the
+        choice; the advice warns when the chosen count may cost more.
     confidence : float
         Coverage of the runtime interval (default 0.9).
     knee_efficiency : float
@@ -298,7 +311,9 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     if deadline is not None and hasattr(model, "chance_within"):
         chance = np.clip(np.asarray(model.chance_within(X, deadline), dtype=float), 0.0, 1.0)
     if budget_v is not None:
-        budget_ok = (money if money is not None else cost) <= budget_v
+        # the budget holds at the requested confidence, as the deadline does: by the upper bound
+        spend = e * _budget_basis(t, up) / 3600.0 * (price if price is not None else 1.0)
+        budget_ok = spend <= budget_v
     else:
         budget_ok = np.ones(len(e), bool)
     knee_i = knee_index(e, t, knee_eff)
@@ -336,15 +351,22 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         warnings.append("job parameter(s) not given, taken from the history: "
                         + ", ".join(f"{p}={format_number(used[p])}" for p in assumed)
                         + " (pass params= / --param NAME=VALUE)")
-    if objective == "time" and budget_v is not None and not budget_ok[i]:
-        also = " and meets the deadline" if meets is not None and met else ""
-        warnings.append(f"no candidate fits the budget{also}; the cheapest "
-                        f"{'meeting the deadline' if also else 'count'}, the least over it, is given")
-    elif budget_v is not None and not budget_ok[i]:
-        # a budget only steers "time"; given with another objective it must not pass unremarked
-        spent = format_amount(money[i]) if money is not None else f"{format_amount(cost[i])} executor-h"
-        warnings.append(f"the advised count costs {spent}, over the budget {format_number(budget_v)}; the budget "
-                        f"limits the choice only for objective 'time' (this advice: {objective!r})")
+    if budget_v is not None and not budget_ok[i]:
+        bound = np.isfinite(up).any()
+        unit = (lambda v: format_amount(v)) if money is not None else (lambda v: f"{format_amount(v)} executor-h")
+        scale = price if price is not None else 1.0
+        spent = unit(e[i] * (up[i] if bound else t[i]) / 3600.0 * scale)
+        how = f"up to {spent} by the {format_level(level)} interval's upper bound" if bound else spent
+        if objective == "time":
+            also = " and meets the deadline" if meets is not None and met else ""
+            warnings.append(f"no candidate fits the budget {format_number(budget_v)}{also} at "
+                            f"{format_level(level)} confidence; the {'count meeting the deadline' if also else 'count'} "
+                            f"likeliest to fit it is given: it costs {how} (predicted "
+                            f"{unit(cost[i] * scale)})")
+        else:
+            # a budget only steers "time"; given with another objective it must not pass unremarked
+            warnings.append(f"the advised count costs {how}, over the budget {format_number(budget_v)}; "
+                            f"the budget limits the choice only for objective 'time' (this advice: {objective!r})")
     if deadline is not None and meets is not None and not met and not np.isfinite(up).any():
         warnings.append(_no_bound_warning(job, src.n_runs, deadline, level))
     elif deadline is not None and meets is not None and not met:

@@ -110,9 +110,9 @@ def test_dynamic_allocation_stops_at_the_choice_when_the_knee_is_not_reached_or_
     a = suggest_executors("etl", "50GB", deadline_s="2h", models=m)
     assert a.executors == 53 and a.knee_executors == a.candidates[-1].executors == 160
     assert a.dynamic_allocation[1] == 53, a.dynamic_allocation
-    # the fastest within a budget of 100.5 executor-h (100 + E/60): 30 executors; max must not
-    # let dynamic allocation spend past it
-    b = suggest_executors("etl", "50GB", objective="time", budget=100.5, models=m, max_executors=40)
+    # the fastest within a budget of 105.53 executor-h by the upper bound (1.05 x (100 + E/60)):
+    # 30 executors; max must not let dynamic allocation spend past it
+    b = suggest_executors("etl", "50GB", objective="time", budget=105.53, models=m, max_executors=40)
     assert b.executors == 30 and b.dynamic_allocation[1] == 30, (b.executors, b.dynamic_allocation)
     # a knee inside the range still raises max to it (executors beyond it idle for little gain)
     c = suggest_executors("etl", "50GB", models={"etl": Amdahl()}, max_executors=40)

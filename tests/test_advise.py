@@ -126,13 +126,19 @@ def test_chance_is_written_as_a_whole_percentage_never_0_or_100():
 
 def test_time_is_fastest_within_budget():
     assert advise(objective="time", max_executors=24).executors == 24
-    # budget in executor-hours: E*(3000/E + 30)/3600 <= 0.92  <=>  E <= (3312-3000)/30 = 10.4
-    assert advise(objective="time", max_executors=200, budget=0.92).executors == 10
-    # with a price the budget is money: 2 per executor-hour -> 1.5 money = 0.75 h -> E <= -10: none
-    # fit, and the cheapest count is the least over it
+    # budget in executor-hours, held at the requested confidence as the deadline is, by the upper
+    # bound 1.1 T: E*1.1*(3000/E + 30)/3600 <= 1.0  <=>  E <= (3600-3300)/33 = 9.09
+    assert advise(objective="time", max_executors=200, budget=1.0).executors == 9
+    # by the predicted cost (E*(3000/E + 30)/3600 = 0.92 h at E = 10.4) 10 would be given: its
+    # upper bound, 1.01 h, is over the budget
+    assert advise(objective="time", max_executors=200, budget=0.92).executors == 1
+    # a lower confidence narrows the bound: 1.1 -> 1.0556 at 0.5 (spread x 0.5/0.9): E <= 13.7
+    assert advise(objective="time", max_executors=200, budget=1.0, confidence=0.5).executors == 13
+    # with a price the budget is money: 2 per executor-hour -> 1.5 money = 0.75 h: none fits,
+    # and the count likeliest to fit it (the lowest upper bound of cost) is given
     a = advise(objective="time", max_executors=30, budget=1.5, price_per_executor_hour=2.0)
     assert a.executors == 1 and any("budget" in w for w in a.warnings)
-    assert advise(objective="time", max_executors=30, budget=1.7, price_per_executor_hour=2.0).executors == 2  # 0.85 h: E <= 2
+    assert advise(objective="time", max_executors=30, budget=1.9, price_per_executor_hour=2.0).executors == 3  # 0.95 h: E <= 3.6
     assert a.cost_money == pytest.approx(2.0 * a.cost_executor_hours)
 
 
@@ -155,18 +161,21 @@ def test_fastest_treats_runtimes_within_2_percent_as_equal():
 
 
 def test_time_with_deadline_and_budget():
-    # deadline 600 met from E = 6; budget 0.9 h: (3000 + 30 E)/3600 <= 0.9 <=> E <= 8
-    assert advise(objective="time", deadline_s=600, budget=0.9, max_executors=20).executors == 8
-    # budget 0.85 h allows E <= 2, none of which meets the deadline: the deadline wins, and of
-    # the counts meeting it the cheapest, 6 (the least over the budget), warned
-    a = advise(objective="time", deadline_s=600, budget=0.85, max_executors=20)
+    # deadline 600 met from E = 6; budget 1.0 h by the upper bound: 1.1 (3000 + 30 E)/3600 <= 1.0
+    # <=> E <= 9
+    assert advise(objective="time", deadline_s=600, budget=1.0, max_executors=20).executors == 9
+    # budget 0.95 h allows E <= 3, none of which meets the deadline: the deadline wins, and of
+    # the counts meeting it the one likeliest to fit the budget, 6 (the lowest upper bound of
+    # cost, 6 x 1.1 x 530 s = 0.97 h), warned
+    a = advise(objective="time", deadline_s=600, budget=0.95, max_executors=20)
     assert a.executors == 6 and a.meets_deadline is True
-    said = ("no candidate fits the budget and meets the deadline; the cheapest meeting the deadline, "
-            "the least over it, is given")
+    said = ("no candidate fits the budget 0.95 and meets the deadline at 90% confidence; the count meeting "
+            "the deadline likeliest to fit it is given: it costs up to 0.97 executor-h by the 90% interval's "
+            "upper bound (predicted 0.88 executor-h)")
     assert [w for w in a.warnings if "budget" in w] == [said]
-    # without a deadline: the cheapest count
+    # without a deadline: the count likeliest to fit it, the cheapest by its upper bound
     b = advise(objective="time", budget=0.5, max_executors=20)
-    assert b.executors == 1 and any("the cheapest count, the least over it" in w for w in b.warnings)
+    assert b.executors == 1 and any("the count likeliest to fit it is given" in w for w in b.warnings)
 
 
 @pytest.mark.parametrize("b,knee", [(0.06, 15), (0.12, 7), (0.3, 2)])

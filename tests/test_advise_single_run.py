@@ -66,3 +66,21 @@ def test_stage_forest_serves_the_advisor():
     assert advice.extrapolates  # 64 MB is twice the largest size recorded
     times = [c.predicted_runtime_s for c in advice.candidates]
     assert advice.predicted_runtime_s == min(times) or advice.predicted_runtime_s <= min(times) * 1.02
+
+
+def test_a_single_runs_budget_is_judged_by_the_predicted_cost(one_run_store):
+    """No count has a finite upper bound from one run: judged by it, every count would be over
+    any budget; the budget is then judged by the predicted cost (what the replay can say)."""
+    path, run = one_run_store
+    free = suggest_executors("sqljoin", int(run.input_bytes), store=path, objective="time", max_executors=4)
+    by_e = {c.executors: c for c in free.candidates}
+    assert all(c.upper_s == float("inf") for c in free.candidates)
+    # a budget that the predicted cost of 1 and 2 executors fits, and not that of 3 or 4
+    costs = sorted((c.cost_executor_hours, c.executors) for c in free.candidates)
+    fits = [e for c, e in costs if c <= by_e[2].cost_executor_hours * 1.0001]
+    budget = by_e[2].cost_executor_hours * 1.0001
+    a = suggest_executors("sqljoin", int(run.input_bytes), store=path, objective="time", max_executors=4,
+                          budget=budget)
+    within = [c for c in a.candidates if c.cost_executor_hours <= budget]
+    assert a.executors in fits and a.executors in {c.executors for c in within}
+    assert not any("budget" in w for w in a.warnings)

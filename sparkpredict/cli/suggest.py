@@ -26,7 +26,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--price", type=float, metavar="P", help="price of one executor-hour")
     p.add_argument("--budget", type=float, metavar="B",
                    help="for --objective time: most the run may cost (money with --price, "
-                        "else executor-hours)")
+                        "else executor-hours), held at --confidence by the interval's upper bound")
     p.add_argument("--min-executors", type=int, default=1, metavar="N")
     p.add_argument("--max-executors", type=int, metavar="N",
                    help="default: twice the largest count in the history (at least 8 and twice --min-executors)")
