@@ -208,6 +208,8 @@ def test_a_setting_given_twice_alike_is_no_conflict():
      "--deadline and --objective apply to --executors auto only, and would change nothing with --executors 1"),
     (["--objective", "knee"], "--objective applies to --executors auto only, and would change nothing with no --executors"),
     (["--deadline", "30m"], "--deadline applies to --executors auto only"),
+    (["--budget", "2", "--price", "0.5", "--confidence", "0.8"],
+     "--budget, --price and --confidence apply to --executors auto only"),
 ])
 def test_advice_options_without_executors_auto_are_refused(tmp_path, no_spark, capsys, options, message):
     rc = main(["submit", "--store", str(tmp_path / "s"), "--job", "tinyjob", *options, "--", "job.py"])

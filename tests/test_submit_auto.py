@@ -232,6 +232,26 @@ def test_dry_run_prints_the_command_with_the_advice_and_runs_nothing(tmp_path, c
     assert len(store_mod.open(path).runs()) == before  # nothing ran
 
 
+def test_auto_takes_suggests_budget_price_and_confidence(tmp_path, capsys):
+    """submit --executors auto asked the advice for a deadline and an objective only: the
+    fastest count within a budget, the one `suggest --objective time --budget B` gives, could
+    not be had at submit."""
+    import shlex
+
+    path = make_store(tmp_path / "store", history())
+    free = suggest_executors("etl", "30GB", objective="time", store=path)
+    budget = sorted(c.executors * c.upper_s / 3600 for c in free.candidates)[1] * 2.0  # 2 per executor-h
+    expected = suggest_executors("etl", "30GB", objective="time", budget=budget, price_per_executor_hour=2.0,
+                                 confidence=0.8, store=path)
+    assert expected.executors != free.executors  # the budget binds
+    rc = main(["submit", "--store", path, "--job", "etl", "--executors", "auto", "--input-size", "30GB",
+               "--objective", "time", "--budget", str(budget), "--price", "2", "--confidence", "80%",
+               "--dry-run", "--", "--master", "yarn", "job.py"])
+    out, err = capsys.readouterr()
+    assert rc == 0 and f"sparkpredict: advice: {expected.summary()}" in err, err
+    assert f"spark.executor.instances={expected.executors}" in shlex.split(out.strip())
+
+
 def test_the_cores_key_goes_with_every_local_master_and_never_with_local_cluster(tmp_path):
     from sparkpredict.capture.submit import build_command
 

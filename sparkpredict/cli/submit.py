@@ -5,6 +5,7 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
+from . import confidence_arg
 from .suggest import add_param_option, parse_params
 
 
@@ -22,6 +23,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     # no default: given without --executors auto, it is refused rather than ignored
     p.add_argument("--objective", choices=["cost", "time", "knee"],
                    help="with --executors auto: what the advice optimises (default cost)")
+    p.add_argument("--budget", type=float, metavar="B",
+                   help="with --executors auto --objective time: most the run may cost (money with "
+                        "--price, else executor-hours), held at --confidence by the interval's upper bound")
+    p.add_argument("--price", type=float, metavar="P",
+                   help="with --executors auto: price of one executor-hour (the advice then costs in money)")
+    p.add_argument("--confidence", type=confidence_arg, metavar="C",
+                   help="with --executors auto: the confidence the deadline and budget are held at, "
+                        "0.9 or 90%% (default 0.9)")
     add_param_option(p, text="declare a job parameter of this run beyond its size (e.g. "
                      "iterations=25; recorded as spark.sparkpredict.param.NAME), used by --executors "
                      "auto once earlier runs declared it too; repeat for several")
@@ -109,6 +118,9 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     cores, memory_mb = executor_shape(spark_args)
     with cli_flags():  # the advice's errors name this command's flags (--param), not arguments
         advice = suggest_executors(args.job, input_bytes, deadline_s=deadline, objective=args.objective or "cost",
+                                   budget=getattr(args, "budget", None),
+                                   price_per_executor_hour=getattr(args, "price", None),
+                                   confidence=getattr(args, "confidence", None) or 0.9,
                                    executor_cores=cores, executor_memory_mb=memory_mb,
                                    params={k: v for k, v in params.items() if k in known}, store=history)
     # stderr, as submit's other lines: the job's stdout may be data piped elsewhere
@@ -124,18 +136,21 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
 
 
 def check_advice_options(args: argparse.Namespace) -> None:
-    """Refuse ``--deadline`` / ``--objective`` without ``--executors auto``: only the advice reads
-    them, so the run would go ahead as if they had not been given."""
+    """Refuse the advice's options (``--deadline``, ``--objective``, ``--budget``, ``--price``,
+    ``--confidence``) without ``--executors auto``: only the advice reads them, so the run would
+    go ahead as if they had not been given."""
     from ..errors import InputError
 
     if args.executors == "auto":
         return
-    given = [f"--{name}" for name in ("deadline", "objective") if getattr(args, name, None) is not None]
+    given = [f"--{name}" for name in ("deadline", "objective", "budget", "price", "confidence")
+             if getattr(args, name, None) is not None]
     if given:
         count = f"--executors {args.executors}" if args.executors is not None else "no --executors"
-        raise InputError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to "
+        names = given[0] if len(given) == 1 else ", ".join(given[:-1]) + " and " + given[-1]
+        raise InputError(f"{names} {'apply' if len(given) > 1 else 'applies'} to "
                          f"--executors auto only, and would change nothing with {count}",
-                         f"drop {' and '.join(given)}, or let sparkpredict choose the executor count: "
+                         f"drop {names}, or let sparkpredict choose the executor count: "
                          "--executors auto --job NAME --input-size SIZE")
 
 
