@@ -138,6 +138,17 @@ def test_a_store_on_a_file_system_hadoop_cannot_open_is_refused_at_start(spark_a
     assert "nothing is recorded" in err and "hadoop-aws" in err
 
 
+def test_an_s3a_store_without_hadoop_aws_is_refused_at_start_with_the_fix(spark_app, tmp_path):
+    """Hadoop knows s3a:// (core-default.xml names S3AFileSystem) but pyspark ships no
+    hadoop-aws: the class is missing, which Hadoop raises as a RuntimeException, and the
+    listener logged a stack trace without the fix."""
+    with spark_app("s3a://bucket/store", job="no-s3a") as spark:
+        err = listener_error(spark)
+        assert spark.sparkContext.parallelize(range(10), 2).count() == 10
+    assert err is not None and 'no FileSystem on the classpath for scheme "s3a"' in err, err
+    assert "S3AFileSystem" in err and "nothing is recorded" in err and "hadoop-aws" in err
+
+
 def test_a_failing_store_holds_at_most_four_chunks_of_task_rows(spark_app, tmp_path):
     """Rows kept for a store that cannot be written are capped at 4 x flushEveryTasks (was a
     fixed 2,000,000 task rows, about 1 GB of heap, above a default 1 GB driver)."""

@@ -67,7 +67,19 @@ final class StoreWriter {
     void checkFileSystem() throws IOException {
         String scheme = root.toUri().getScheme();
         if (scheme == null) scheme = FileSystem.getDefaultUri(conf).getScheme();
-        if (scheme != null) FileSystem.getFileSystemClass(scheme, conf);
+        if (scheme == null) return;
+        try {
+            FileSystem.getFileSystemClass(scheme, conf);
+        } catch (RuntimeException e) {
+            // A scheme Hadoop maps to a class that is not on the classpath (s3a:// without
+            // hadoop-aws: core-default.xml names S3AFileSystem) fails as a RuntimeException
+            // around the ClassNotFoundException, not as an unknown scheme.
+            Throwable c = e;
+            while (c != null && !(c instanceof ClassNotFoundException)) c = c.getCause();
+            if (c == null) throw e;
+            throw new org.apache.hadoop.fs.UnsupportedFileSystemException("no FileSystem on the classpath for "
+                + "scheme \"" + scheme + "\" (" + c.getMessage() + ")");
+        }
     }
 
     static String noFileSystemMessage(String store, IOException e) {
