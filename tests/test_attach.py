@@ -51,6 +51,35 @@ def test_listener_conf_keys(listener_jar, tmp_path):
         listener_conf(store=str(tmp_path / "f"))
 
 
+def test_listener_conf_for_a_cluster_names_its_jar_and_keeps_the_files_lists(tmp_path, capsys):
+    """`listener conf` printed this machine's cache path as spark.jars, and its lines appended to
+    a spark-defaults.conf replaced the file's own jars and listeners (a later line wins)."""
+    from sparkpredict.capture.properties import read_properties
+    from sparkpredict.cli import main
+
+    defaults = tmp_path / "spark-defaults.conf"
+    defaults.write_text("spark.jars  hdfs:///apps/lineage.jar\n"
+                        "spark.extraListeners=com.example.LineageListener\n"
+                        "spark.executor.memory 4g\n")
+    jar = "hdfs:///apps/sparkpredict/sparkpredict-listener.jar"
+    store = tmp_path / "store"
+    assert main(["listener", "conf", "--store", str(store), "--jar", jar, "--merge", str(defaults)]) == 0
+    out = capsys.readouterr().out
+    with open(defaults, "a") as f:  # as the conf file's header says: append them
+        f.write(out)
+    merged = read_properties(str(defaults))
+    assert merged["spark.jars"] == f"hdfs:///apps/lineage.jar,{jar}"
+    assert merged["spark.extraListeners"] == "com.example.LineageListener,io.sparkpredict.SparkPredictListener"
+    assert merged["spark.plugins"] == "io.sparkpredict.HostMetricsPlugin"
+    assert merged["spark.executor.memory"] == "4g" and merged["spark.sparkpredict.store"] == store.as_uri()
+    # a file to merge that is not there: said, nothing printed
+    assert main(["listener", "conf", "--store", str(store), "--merge", str(tmp_path / "nope.conf")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "is not a readable file" in captured.err and "fix: " in captured.err
+    assert main(["listener", "conf", "--store", str(store), "--jar", " "]) == 2
+    assert "location is empty" in capsys.readouterr().err
+
+
 _LATE_ATTACH = textwrap.dedent("""
     from pyspark.sql import SparkSession
     import sparkpredict

@@ -215,7 +215,7 @@ def check_store(store: str) -> None:
 
 
 def listener_conf(store: str | None = None, job: str | None = None, tasks: bool = True,
-                  input_bytes: int | str | None = None) -> dict[str, str]:
+                  input_bytes: int | str | None = None, jar: str | None = None) -> dict[str, str]:
     """Spark settings that load and configure the listener (builds the jar if needed).
 
     Parameters
@@ -229,6 +229,10 @@ def listener_conf(store: str | None = None, job: str | None = None, tasks: bool 
     input_bytes : int or str, optional
         Declared input size of the run, instead of the measured one (the bytes its stages read):
         bytes, or a size such as ``"300GB"`` or ``"1.5TiB"`` (:func:`sparkpredict.units.parse_bytes`).
+    jar : str, optional
+        Where every driver reads the listener jar (``hdfs:///apps/sparkpredict/listener.jar``,
+        a path present on every node): a cluster's copy of the jar built here. Default: the jar
+        built here (built if needed).
 
     Raises
     ------
@@ -242,8 +246,11 @@ def listener_conf(store: str | None = None, job: str | None = None, tasks: bool 
     path = resolve_store(store)
     if "://" not in path and Path(path).is_file():
         raise StoreError(f"store path {path!r} is a file", "give a folder path for the store")
+    if jar is not None and not str(jar).strip():
+        raise InputError("the listener jar's location is empty", "give where every driver reads the jar, "
+                         "e.g. hdfs:///apps/sparkpredict/sparkpredict-listener.jar")
     conf = {
-        "spark.jars": str(build_listener()),
+        "spark.jars": str(jar).strip() if jar is not None else str(build_listener()),
         "spark.extraListeners": LISTENER_CLASS,
         "spark.plugins": HOST_PLUGIN_CLASS,
         KEY_STORE: _store_uri(path),

@@ -14,6 +14,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c = sub.add_parser("conf", help="print the Spark settings that attach the listener (spark-defaults format)")
     c.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     c.add_argument("--job", help="job key (default: the application name)")
+    c.add_argument("--jar", metavar="URI",
+                   help="where every driver reads the listener jar, e.g. hdfs:///apps/sparkpredict/"
+                        "sparkpredict-listener.jar (copy `sparkpredict listener build`'s jar there); "
+                        "default: the jar built on this machine")
+    c.add_argument("--merge", metavar="FILE",
+                   help="a spark-defaults.conf whose spark.jars, spark.extraListeners and spark.plugins "
+                        "the printed lines keep, ours added: appended to FILE they add to its lists "
+                        "instead of replacing them (a later line wins)")
     c.set_defaults(func=_conf)
 
     from . import refuse_without_action
@@ -30,11 +38,25 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _conf(args: argparse.Namespace) -> int:
-    from ..capture.listener import check_store, listener_conf
-    from ..config import resolve_store
+    import os
 
+    from ..capture.listener import MERGED_KEYS, check_store, listener_conf, merged_list
+    from ..capture.properties import read_properties
+    from ..config import resolve_store
+    from ..errors import InputError
+
+    theirs: dict[str, str] = {}
+    if args.merge is not None:
+        if not os.path.isfile(args.merge) or not os.access(args.merge, os.R_OK):
+            raise InputError(f"--merge {args.merge!r} is not a readable file",
+                             "give the spark-defaults.conf the lines will be appended to, e.g. "
+                             "--merge $SPARK_HOME/conf/spark-defaults.conf")
+        theirs = read_properties(args.merge)
     # settings that record nothing would be found out only in a driver's log, after a run
     check_store(resolve_store(args.store))
-    for k, v in listener_conf(store=args.store, job=args.job).items():
+    conf = listener_conf(store=args.store, job=args.job, jar=args.jar)
+    for k in MERGED_KEYS:
+        conf[k] = merged_list(theirs.get(k), conf[k])
+    for k, v in conf.items():
         print(f"{k}  {v}")
     return 0
