@@ -116,3 +116,24 @@ def test_unique_logs_keeps_the_first_of_each_and_follows_links(logs, tmp_path):
     assert [Path(s.path).name for s in kept] == [ROLLING.name, SMALL[0].name, SMALL[1].name]
     assert repeated == [str(part), str(link)]
     assert unique_logs([]) == ([], [])
+
+
+def test_file_uris_are_read_as_their_paths_and_other_schemes_say_to_copy_the_logs(tmp_path, capsys):
+    """spark.eventLog.dir is usually a URI (file:/tmp/spark-events): `ingest file:/...` said
+    "no such file or folder", with a fix naming spark.eventLog.dir itself."""
+    folder = tmp_path / "spark events"
+    folder.mkdir()
+    shutil.copy(LOGS / "sparklens_local-1532512550423.json", folder)
+    for uri in (folder.as_uri(), f"file:{folder}", f"file://localhost{folder}"):
+        (log,) = find_logs([uri])
+        assert log.path == str(folder / "sparklens_local-1532512550423.json")
+    assert main(["ingest", "--store", str(tmp_path / "s"), folder.as_uri()]) == 0
+    assert len(store.open(tmp_path / "s").runs()) == 1
+    for bad, said in (("hdfs:///spark-logs", "ingest reads event logs on this machine, not from hdfs://"),
+                      ("file://otherhost/logs", "names the host 'otherhost'")):
+        with pytest.raises(IngestError, match=said):
+            find_logs([bad])
+        assert main(["ingest", "--store", str(tmp_path / "t"), bad]) == 2
+        err = capsys.readouterr().err
+        assert said in err and "fix: " in err
+    assert not (tmp_path / "t").exists()

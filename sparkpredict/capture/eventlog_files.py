@@ -100,11 +100,40 @@ def single_log(path: str) -> LogSource:
     return source
 
 
+def _local_path(raw: str | os.PathLike[str]) -> str:
+    """``raw`` as a local path: a ``file:`` URI (``spark.eventLog.dir`` is usually written as
+    one) is read as its folder; another scheme is refused with how to get the logs here."""
+    from ..config import _file_uri_path
+    from ..errors import StoreError
+
+    s = os.fspath(raw)
+    if isinstance(s, bytes):
+        return s.decode(errors="surrogateescape")
+    if s[:5].lower() == "file:":
+        try:
+            path = _file_uri_path(s)
+        except StoreError as exc:
+            raise IngestError(exc.message.replace("the store", "the event-log path", 1),
+                              "write file:///absolute/path, or give the plain path") from None
+        # Spark reads spark.eventLog.dir as a URI, percent escapes decoded (file:///a%20b is
+        # "/a b"); a folder whose name holds the escape itself is taken as it stands
+        from urllib.parse import unquote
+
+        return path if os.path.exists(path) or not os.path.exists(unquote(path)) else unquote(path)
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", s)
+    if scheme:
+        raise IngestError(f"cannot read {s}: ingest reads event logs on this machine, not from {scheme.group(1)}://",
+                          "copy the logs here first (e.g. hdfs dfs -get, gsutil cp, aws s3 cp) and ingest "
+                          "that folder")
+    return s
+
+
 def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
-    """Expand files and folders into event logs. A missing path is a user mistake."""
+    """Expand files and folders into event logs (``file:`` URIs as their paths). A missing
+    path is a user mistake."""
     out: list[LogSource] = []
     for raw in paths:
-        path = os.path.abspath(os.path.expanduser(os.fspath(raw)))
+        path = os.path.abspath(os.path.expanduser(_local_path(raw)))
         if not os.path.exists(path):
             raise IngestError(f"no such file or folder: {raw}",
                               "give event-log files or folders (spark.eventLog.dir)")
