@@ -312,7 +312,10 @@ def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], 
     between them are kept."""
     pct = format_level(a.shown_confidence)
     money = a.price_per_executor_hour is not None
+    # a budget is held by the upper bound: its column shows what each count may cost
+    budget = a.budget is not None
     cols = ["", "executors", "runtime", f"{pct} interval", "executor-h"] + (["cost"] if money else []) \
+        + ([f"{'cost' if money else 'executor-h'} at upper bound"] if budget else []) \
         + (["deadline", "chance"] if a.deadline_s is not None else [])
     verdicts = a.candidate_verdicts()
     # a candidate without a finite upper bound (a single run's replay) has no interval to show
@@ -333,6 +336,10 @@ def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], 
                format_executor_hours(c.cost_executor_hours)]
         if money:
             row.append(format_amount(c.cost_money) if c.cost_money is not None else "")
+        if budget:
+            most = c.executors * c.upper_s / 3600.0
+            row.append(no_bound if not math.isfinite(most) else
+                       format_amount(most * a.price_per_executor_hour) if money else format_executor_hours(most))
         if a.deadline_s is not None:
             row.append(verdicts[k] if verdicts is not None else "")
             row.append("" if c.chance_meets_deadline is None else format_chance(c.chance_meets_deadline))

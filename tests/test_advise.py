@@ -459,3 +459,22 @@ def test_a_missing_model_folder_names_store_from_python(tmp_path):
     assert "no model folder" in e.value.message
     assert "leave out models= and pass store=PATH" in e.value.fix, e.value.fix
     assert "--store" not in e.value.fix and "--models" not in e.value.fix
+
+
+def test_with_a_budget_the_table_shows_what_each_count_may_cost():
+    """The budget is held by the upper bound, and the table showed only the predicted cost: a
+    count under the budget there but not chosen read as a mistake."""
+    from sparkpredict.advice import candidate_table
+
+    a = advise(objective="time", max_executors=12, budget=1.0)  # E <= 9 by the upper bound, 1.1 T
+    cols, rows = candidate_table(a)
+    at = cols.index("executor-h at upper bound")
+    by_e = {int(r[1]): r for r in rows}
+    assert by_e[9][0] == ">" and a.executors == 9
+    for c in a.candidates:  # E x upper_s, in executor-hours as the budget is
+        assert float(by_e[c.executors][at]) == pytest.approx(c.executors * c.upper_s / 3600, rel=0.01)
+    assert float(by_e[9][at]) <= 1.0 < float(by_e[10][at])
+    money = advise(objective="time", max_executors=12, budget=2.0, price_per_executor_hour=2.0)
+    cols, _ = candidate_table(money)
+    assert "cost at upper bound" in cols
+    assert not any("upper bound" in c for c in candidate_table(advise(max_executors=12))[0])
