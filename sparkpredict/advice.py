@@ -311,7 +311,8 @@ def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], 
     Past ``max_rows`` candidates, the first, the last, the choice, the knee and an even spread
     between them are kept."""
     pct = format_level(a.shown_confidence)
-    money = a.price_per_executor_hour is not None
+    price = a.price_per_executor_hour
+    money = price is not None
     # a budget is held by the upper bound: its column shows what each count may cost
     budget = a.budget is not None
     cols = ["", "executors", "runtime", f"{pct} interval", "executor-h"] + (["cost"] if money else []) \
@@ -339,7 +340,7 @@ def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], 
         if budget:
             most = c.executors * c.upper_s / 3600.0
             row.append(no_bound if not math.isfinite(most) else
-                       format_amount(most * a.price_per_executor_hour) if money else format_executor_hours(most))
+                       format_amount(most * price) if price is not None else format_executor_hours(most))
         if a.deadline_s is not None:
             row.append(verdicts[k] if verdicts is not None else "")
             row.append("" if c.chance_meets_deadline is None else format_chance(c.chance_meets_deadline))
