@@ -304,6 +304,22 @@ def deadline_verdict(meets: bool | None, chance: float | None, predicted_s: floa
     return "may miss" if likely else "misses"
 
 
+def context_lines(a: Advice) -> list[str]:
+    """What ``sparkpredict suggest`` prints under the advice's summary, as the report shows it
+    too: the knee, the dynamic-allocation bounds, and where the question leaves the history."""
+    lines = []
+    if len(a.candidates) > 1 and a.knee_executors is not None:  # one count: no curve, no knee
+        if a.knee_executors < a.candidates[-1].executors:
+            lines.append(f"knee: {plural(a.knee_executors, 'executor')} (more stop paying off)")
+        else:
+            lines.append(f"knee: not reached up to {plural(a.knee_executors, 'executor')} (more still pay off)")
+    lines.append(f"dynamic allocation: minExecutors={a.dynamic_allocation[0]} "
+                 f"maxExecutors={a.dynamic_allocation[1]}")
+    if a.extrapolates:
+        lines.append("extrapolates beyond the history: " + "; ".join(a.extrapolation_notes()))
+    return lines
+
+
 def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], list[list[str]]]:
     """The candidates in human units, as ``sparkpredict suggest`` prints them and the report
     shows them: (column names, rows of strings). The first column marks the choice with ``>``.

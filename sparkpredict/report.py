@@ -128,7 +128,7 @@ def _attempt(section: JobSection, what: str, fn: Callable[..., Any], *args: Any)
 
 def _advice(job: str, input_bytes: float, store_path: str, models: dict | None,
             confidence: float) -> tuple[str, str, list[str], str, float | None]:
-    from .advice import candidate_table
+    from .advice import candidate_table, context_lines
     from .advise import suggest_executors
 
     adv = suggest_executors(job, int(input_bytes), store=store_path, models=models, confidence=confidence)
@@ -137,7 +137,10 @@ def _advice(job: str, input_bytes: float, store_path: str, models: dict | None,
     head = "".join(f"<th>{e(c)}</th>" for c in cols)
     body = "".join(("<tr class='chosen'>" if r[0] else "<tr>") + "".join(f"<td>{e(v)}</td>" for v in r) + "</tr>"
                    for r in rows)
-    return (adv.summary(), f"<table class='candidates'><tr>{head}</tr>{body}</table>", list(adv.warnings),
+    # suggest's lines under the summary too: without the objective, "1 executor" read as a general
+    # recommendation, and "extrapolates" hid how far
+    text = "\n".join([f"objective {adv.objective}: {adv.summary()}", *context_lines(adv)])
+    return (text, f"<table class='candidates'><tr>{head}</tr>{body}</table>", list(adv.warnings),
             adv.model_name, adv.model_cv_mape)
 
 
@@ -366,7 +369,9 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
                        models if model is not None else None, confidence)
         if adv:
             sec.advice_text, sec.advice_table_html, sec.advice_warnings, *used = adv
-            sec.advice_for = f"{format_bytes(target)}, {advice_factor:g}x the largest recorded input"
+            # the exact bytes too: the advice is reproduced with `suggest --input-size` only from them
+            sec.advice_for = (f"{format_bytes(target)} ({int(target):,} bytes; --input-size {int(target)}), "
+                              f"{advice_factor:g}x the largest recorded input")
             sec.advice_model_name, sec.advice_cv_mape = used
             if no_model_note is not None and why is not None and sec.advice_model_name:
                 sec.notes[no_model_note] = _replay_note(why, sec.advice_model_name)
@@ -446,14 +451,17 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
         f"<td style='text-align:left'>{e(name or '-')}</td>"
         f"<td>{cv_cell(cv)}{' (self-check)' if self_checked(name or '', s.n_runs) else ''}</td></tr>"
         for s in sections for name, cv in [s.shown_model])
-    parts = [(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>sparkpredict report</title>"
+    parts = [(f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>sparkpredict report</title>"
               f"<style>{_CSS}</style></head><body>"),
              "<h1>sparkpredict report</h1>",
              f"<div class='meta'>store <code>{e(store_path)}</code> &middot; generated {now}</div>"]
     parts += [f"<div class='note warn'>{e(w)}</div>" for w in warnings]
     # runs and succeeded as `store summary` counts them; the plots and models use the succeeded
     parts.append("<h2>Jobs</h2><table><tr><th style='text-align:left'>job</th><th>runs</th><th>succeeded</th>"
-                 f"<th style='text-align:left'>model</th><th>CV MAPE</th></tr>{rows}</table>")
+                 f"<th style='text-align:left'>model</th><th>CV MAPE</th></tr>{rows}</table>"
+                 "<div class='meta'>CV MAPE: the chosen model's error on the cross-validation folds it was "
+                 "chosen by, so a little optimistic; <code>sparkpredict evaluate RUNS</code> scores every "
+                 "model on the study's protocols instead.</div>")
     if left_out_jobs:
         items = "; ".join(f"{e(j)} ({e(why)})" for j, why in left_out_jobs.items())
         parts.append(f"<div class='note left-out-jobs'>{plural(len(left_out_jobs), 'job')} of the store "

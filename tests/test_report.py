@@ -25,6 +25,14 @@ def history_report(tmp_path_factory):
     return build_report(out, store=HISTORY)
 
 
+
+def _advice_text(a) -> str:
+    """The report's advice as `suggest` prints it under its table: the objective and summary,
+    then the knee, the dynamic-allocation bounds and where it extrapolates."""
+    from sparkpredict.advice import context_lines
+
+    return "\n".join([f"objective {a.objective}: {a.summary()}", *context_lines(a)])
+
 def _images(page: str) -> list[bytes]:
     return [base64.b64decode(m) for m in re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", page)]
 
@@ -153,7 +161,7 @@ def test_a_job_too_small_for_a_model_still_gets_the_advice_suggest_gives(tmp_pat
     assert "the advice, the CV MAPE in the jobs table and the runs furthest above the model come from the replay" in note
     assert not any("unavailable" in n for n in join.notes), join.notes
     direct = suggest_executors("sqljoin", int(2 * two["input_bytes"].max()), store=tmp_path / "store")
-    assert direct.model_name.startswith("replay") and join.advice_text == direct.summary()
+    assert direct.model_name.startswith("replay") and join.advice_text == _advice_text(direct)
     # the job table names the model the advice used, not "-"
     assert _job_table(res.path.read_text())["sqljoin"][0] == html.escape(direct.model_name)
     assert any("recorded no input size" in n for n in sec["sort"].notes)
@@ -175,10 +183,10 @@ def test_report_advice_follows_confidence_and_shows_the_advice_warnings(history_
     page = out.read_text()
     target = int(2 * runs_table(HISTORY).query("job == 'wordcount'")["input_bytes"].max())
     direct = suggest_executors("wordcount", target, store=HISTORY, confidence=0.5)
-    assert "50% interval" in direct.summary() and f"<pre>{html.escape(direct.summary())}</pre>" in page
+    assert "50% interval" in direct.summary() and f"<pre>{html.escape(_advice_text(direct))}</pre>" in page
     assert "<th>50% interval</th>" in page and "<th>90% interval</th>" not in page
     at90 = next(s for s in history_report.sections if s.job == "wordcount")
-    assert "90% interval" in at90.advice_text and at90.advice_text != direct.summary()
+    assert "90% interval" in at90.advice_text and at90.advice_text != _advice_text(direct)
     # the CV error of wordcount's model (42 %) is worth a warning in suggest, so in the report too
     assert any("cross-validated error" in w for w in direct.warnings), direct.warnings
     items = re.search(r"<ul class='advice-warnings warn'>(.*?)</ul>", page, re.DOTALL)
@@ -236,7 +244,7 @@ def test_report_and_suggest_answer_from_the_same_model(tmp_path):
         for s in res.sections:
             target = int(2 * runs_table(path).query("job == @s.job")["input_bytes"].max())
             a = suggest_executors(s.job, target, store=path)
-            assert s.advice_text == a.summary() and table[s.job][0] == a.model_name, s.job
+            assert s.advice_text == _advice_text(a) and table[s.job][0] == a.model_name, s.job
         return page
 
     res = build_report(tmp_path / "r.html", store=path)

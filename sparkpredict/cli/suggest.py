@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
 def format_advice(a: Any, max_rows: int = 40) -> str:
     """The advice as a readable table, the chosen row marked with ``>``."""
-    from ..advice import candidate_table
+    from ..advice import candidate_table, context_lines
     from ..units import format_bytes, format_duration, format_number, plural
 
     head = [f"job {a.job}, input {format_bytes(a.input_bytes)}, objective {a.objective}"
@@ -124,16 +124,6 @@ def format_advice(a: Any, max_rows: int = 40) -> str:
     if len(rows) < len(a.candidates):  # thinned: a reader must not take the rows for all there are
         lines.append(f"({len(a.candidates) - len(rows)} of {len(a.candidates)} executor counts left "
                      "out of this table; --json lists every one)")
-    lines += ["", "advice: " + a.summary()]
-    if len(a.candidates) == 1:  # one count to choose from: no curve, so no knee to speak of
-        pass
-    elif a.knee_executors is not None and a.knee_executors < a.candidates[-1].executors:
-        lines.append(f"knee: {plural(a.knee_executors, 'executor')} (more stop paying off)")
-    elif a.knee_executors is not None:
-        lines.append(f"knee: not reached up to {plural(a.knee_executors, 'executor')} (more still pay off)")
-    lines.append(f"dynamic allocation: minExecutors={a.dynamic_allocation[0]} "
-                 f"maxExecutors={a.dynamic_allocation[1]}")
-    if a.extrapolates:
-        lines.append("extrapolates beyond the history: " + "; ".join(a.extrapolation_notes()))
+    lines += ["", "advice: " + a.summary(), *context_lines(a)]
     lines += [f"warning: {w}" for w in a.warnings]
     return "\n".join(lines)
