@@ -271,6 +271,11 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
     from .features.runs import feature_columns, no_runs_error, runs_table
     from .store import io as store_io
 
+    if isinstance(jobs, str):  # one job's name, not its letters
+        jobs = [jobs]
+    if not (isinstance(advice_factor, (int, float)) and math.isfinite(advice_factor) and advice_factor > 0):
+        raise InputError(f"advice_factor must be a positive number, got {advice_factor!r}",
+                         "give the multiple of each job's largest input to advise for, e.g. 2.0")
     st = store_io.open(store_path)
     warnings: list[str] = []
     runs_raw = st.runs()
@@ -281,8 +286,8 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
     if jobs:
         unknown = [j for j in jobs if j not in all_jobs]
         if unknown:
-            raise InputError(f"no succeeded runs of job(s) {', '.join(unknown)} in {store_path}",
-                             f"choose among: {', '.join(all_jobs)}")
+            raise InputError(f"no succeeded runs of job(s) {', '.join(map(repr, unknown))} in {store_path}",
+                             f"choose among: {', '.join(map(repr, all_jobs))}")
         all_jobs = [j for j in all_jobs if j in jobs]
     elif left_out is not None:
         left_out.update(_jobs_without_section(runs_raw, all_jobs))
@@ -482,8 +487,11 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
                              f"src='data:image/png;base64,{s.figures[key]}'>")
         parts.append("</div>")
         if s.slow_runs:
+            def count(x: float) -> str:  # a dynamic-allocation run's mean as store summary writes it
+                return f"{x:.0f}" if float(x).is_integer() else f"{x:.2f}"
+
             rows = "".join(f"<tr><td style='text-align:left'><code>{e(r)}</code></td><td>{e(format_bytes(b))}</td>"
-                           f"<td>{x:g}</td><td>{e(format_duration(t))}</td><td>{q:.2f}x</td></tr>"
+                           f"<td>{count(x)}</td><td>{e(format_duration(t))}</td><td>{q:.2f}x</td></tr>"
                            for r, b, x, t, q in s.slow_runs)
             fit = ("made with the run among those the model knew (the model the advice used keeps "
                    "no predictions made without it)" if s.slow_runs_in_sample else "fitted without it")

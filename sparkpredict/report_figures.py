@@ -96,7 +96,8 @@ def fig_runtime_vs_executors(job_runs, model, features, confidence) -> str:
     colors = plt.cm.viridis(np.linspace(0, 0.9, max(len(sizes), 1)))
     # The recorded counts plus one beyond: the curve shows the trend without far extrapolation.
     e_min, e_max = float(job_runs["executors"].min()), float(job_runs["executors"].max())
-    grid = np.arange(max(1.0, e_min), e_max + 2.0)
+    # whole counts: a dynamic-allocation run's mean (1.09 executors) put every tick off them
+    grid = np.arange(max(1.0, np.floor(e_min)), np.ceil(e_max) + 2.0)
     tmpl = _template_row(sized, features)  # the runs the model knows
     for color, s in zip(colors, sizes):
         sub = sized[sized["input_bytes"] == s]
@@ -209,7 +210,9 @@ def fig_stages(stages: pd.DataFrame, run: pd.Series) -> str:
 
     wall = num("wall_ms") / 1000
     ax.set_xlim(0, max(wall, 1) * 1.45)
-    ax.set_title(f"stages of the latest run {run['run_id']} ({format_bytes(num('input_bytes'))}, "
+    size = num("input_bytes")
+    # a run that read nothing from storage has no size to show, as the runtime plot says
+    ax.set_title(f"stages of the latest run {run['run_id']} ({format_bytes(size) if size > 0 else 'size unknown'}, "
                  f"{int(num('executors_requested') or num('executors_max'))} executors, "
                  f"{format_duration(wall)})\norange: shuffles data, blue: no shuffle", fontsize=9)
     ax.grid(axis="x", alpha=0.3)

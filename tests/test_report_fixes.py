@@ -226,3 +226,19 @@ def test_stage_names_with_dollars_are_drawn_as_written_not_as_math():
         png = fig_stages(st, run)
         assert len(png) > 1000  # a base64 PNG, no parse error
     assert matplotlib.rcParams["text.parse_math"] is True  # the caller's setting is left alone
+
+
+def test_the_report_api_reads_one_job_name_and_refuses_a_bad_advice_factor(tmp_path):
+    """build_report(jobs="sort") answered "no succeeded runs of job(s) s, o, r, t", and an
+    advice_factor of 0 or NaN gave every job the false note that its runs recorded no size."""
+    from sparkpredict.errors import InputError
+    from sparkpredict.report import build_report
+
+    res = build_report(tmp_path / "r.html", store=HISTORY, jobs="sort")
+    assert [s.job for s in res.sections] == ["sort"]
+    for bad in (0, -1.0, float("nan"), "2"):
+        with pytest.raises(InputError, match="advice_factor must be a positive number"):
+            build_report(tmp_path / "x.html", store=HISTORY, advice_factor=bad)
+    assert not (tmp_path / "x.html").exists()
+    with pytest.raises(InputError, match=r"no succeeded runs of job\(s\) 'nope' in .*choose among: 'sort'"):
+        build_report(tmp_path / "x.html", store=HISTORY, jobs=["nope"])
