@@ -384,10 +384,12 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     # a single run's replay reproduces that run (its self-check): there are no runs to disagree
     if (src.cv_mape is not None and src.cv_mape > UNRELIABLE_CV_MAPE
             and not self_checked(src.model_name, src.n_runs)):
+        import shlex  # the command is pasted into a shell: a job named "Spark shell" is one word
+
         above = src.runs_above_model()
         named = "" if not above else (" (the runs furthest above the model: "
                                       + ", ".join(f"{r} {x:.1f}x" for r, x in above)
-                                      + f"; `sparkpredict explain --job {job}` explains each)")
+                                      + f"; `sparkpredict explain --job {shlex.quote(job)}` explains each)")
         warnings.append(f"the model's cross-validated error is {src.cv_mape:.0%}: the runs of {job} "
                         "differ far more than their input sizes and executor counts explain. If "
                         "they are different applications under one job name, give each its own "

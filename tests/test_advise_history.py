@@ -439,3 +439,14 @@ def test_a_job_whose_runs_all_failed_is_told_what_to_do(tmp_path):
         suggest_executors("flaky", "1GB", store=path)
     assert e.value.message.startswith("job 'flaky' has no succeeded runs in ")
     assert "record a succeeded run" in e.value.fix and "sparkpredict store summary" in e.value.fix
+
+
+def test_the_explain_command_in_the_warning_quotes_a_job_name_for_the_shell(tmp_path, monkeypatch):
+    """`sparkpredict explain --job Spark shell` pasted into a shell explains job 'Spark'."""
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    runs, stages = history(repeats=2)
+    runs.loc[runs.index % 2 == 1, "wall_ms"] *= 5
+    runs["job"] = "Spark shell"
+    a = suggest_executors("Spark shell", "30GB", store=make_store(tmp_path / "s", (runs, stages)))
+    (said,) = [w for w in a.warnings if "cross-validated error" in w]
+    assert "`sparkpredict explain --job 'Spark shell'` explains each" in said

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 
@@ -65,7 +66,8 @@ def _run(args: argparse.Namespace) -> int:
     print(f"   generated data {res.workdir / 'data'}")
     if res.report_path:
         print(f"   report         {res.report_path}")
-    print(f"   next: sparkpredict suggest --job {DEMO_WORKLOAD} --input-size 1GB --deadline 1m --store {res.store}")
+    print(f"   next: sparkpredict suggest --job {DEMO_WORKLOAD} --input-size 1GB --deadline 1m "
+          f"--store {shlex.quote(str(res.store))}")
     for m in res.messages:
         print(f"note: {m}", file=sys.stderr)
     print(f"demo finished in {format_duration(time.monotonic() - t0)}", file=sys.stderr)
