@@ -85,6 +85,8 @@ class JobSection:
     #: the job's runs in the store whatever their status, as ``store summary`` counts them
     #: (None: :attr:`n_runs`)
     n_recorded: int | None = None
+    #: of those, runs left out of training (``sparkpredict store edit --exclude``)
+    n_excluded: int = 0
     #: succeeded runs no runtime model can use, run_id -> why (``"no input size"``): the model
     #: and the predicted-vs-actual plot leave them out, a note names them
     left_out_runs: dict[str, str] = field(default_factory=dict)
@@ -292,6 +294,7 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
     elif left_out is not None:
         left_out.update(_jobs_without_section(runs_raw, all_jobs))
     recorded = runs_raw.groupby("job")["run_id"].size()
+    excluded = runs_raw[runs_raw["status"] == "excluded"].groupby("job")["run_id"].size()
     unfitted: dict[str, str] = {}  # job -> why it has no model
     behind: dict[str, str] = {}  # job -> why the registry's model was not used
     if models is None:
@@ -310,7 +313,8 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
     sections = []
     for job in all_jobs:
         jr = runs[runs["job"] == job].reset_index(drop=True)
-        sec = JobSection(job=job, n_runs=len(jr), n_recorded=int(recorded.get(job, len(jr))))
+        sec = JobSection(job=job, n_runs=len(jr), n_recorded=int(recorded.get(job, len(jr))),
+                         n_excluded=int(excluded.get(job, 0)))
         if job in behind:
             sec.notes.append(behind[job])
         model = models.get(job)
@@ -475,7 +479,9 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
                 "predicted_vs_actual": "Predicted against actual", "stages": "Stage breakdown"}
     for s in sections:
         shown = s.shown_model[0]
-        counted = plural(_recorded(s), "run") + (f", {s.n_runs} succeeded" if _recorded(s) != s.n_runs else "")
+        counted = plural(_recorded(s), "run") + (f", {s.n_runs} succeeded" if _recorded(s) != s.n_runs else "") \
+            + (f", {s.n_excluded} excluded from training (sparkpredict store edit RUN_ID --include takes "
+               "one back)" if s.n_excluded else "")
         parts.append(f"<h2 id='{e(anchors[s.job])}'>{e(s.job)} <span class='meta'>{counted}"
                      + (f", model {e(shown or s.model_name)}" if s.model_name else
                         f", no whole-job model, advice from {e(shown)}" if shown else "") + "</span></h2>")

@@ -147,7 +147,9 @@ def fig_predicted_vs_actual(job_runs, model, features, confidence) -> str:
     mape = float(np.mean(np.abs(p["predicted_runtime_s"] - y) / y))
     cover = float(np.mean((y >= p["lower_s"]) & (y <= p["upper_s"]))) * 100
     cv = getattr(model, "cv_mape_", None)
-    sub = f"in-sample MAPE {pct(mape, unit='fraction')}, {cover:.0f}% inside interval"
+    most = getattr(model, "max_confidence", None)
+    level = min(confidence, most()) if most is not None else confidence  # the interval drawn
+    sub = f"in-sample MAPE {pct(mape, unit='fraction')}, {cover:.0f}% inside the {format_level(level)} interval"
     if cv is not None:
         sub += f"\ncross-validated MAPE {pct(cv, unit='fraction')}"
     ax.set_title(f"predicted vs actual\n{sub}", fontsize=10)

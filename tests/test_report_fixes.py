@@ -242,3 +242,22 @@ def test_the_report_api_reads_one_job_name_and_refuses_a_bad_advice_factor(tmp_p
     assert not (tmp_path / "x.html").exists()
     with pytest.raises(InputError, match=r"no succeeded runs of job\(s\) 'nope' in .*choose among: 'sort'"):
         build_report(tmp_path / "x.html", store=HISTORY, jobs=["nope"])
+
+
+def test_a_run_excluded_from_training_is_counted_as_excluded_not_as_failed(tmp_path):
+    """The report read "24 runs, 23 succeeded" of a job with one run excluded, as if it failed."""
+    from sparkpredict.report import build_report
+    from sparkpredict.store import edit_runs
+    from sparkpredict.store import open as open_store
+
+    store = tmp_path / "store"
+    shutil.copytree(HISTORY, store)
+    runs = open_store(store).runs()
+    first = runs[runs.job == "sqljoin"].run_id.iloc[0]
+    edit_runs(str(store), [first], excluded=True)
+    res = build_report(tmp_path / "r.html", store=store, jobs=["sqljoin"])
+    (sec,) = res.sections
+    n = int((runs.job == "sqljoin").sum())
+    assert (sec.n_recorded, sec.n_runs, sec.n_excluded) == (n, n - 1, 1)
+    assert (f"{n} runs, {n - 1} succeeded, 1 excluded from training (sparkpredict store edit RUN_ID "
+            "--include takes one back)") in res.path.read_text()
