@@ -179,7 +179,10 @@ public class SparkPredictListener extends SparkListener {
                             public void stop(String message) { fail(message, null); }
                         });
                     installHooks();
-                    LOG.info("sparkpredict listener {} recording into {}", stamp.writerVersion, store);
+                    // the store is first touched at the first flush: a store it cannot write is
+                    // logged then, seconds after this line
+                    LOG.info("sparkpredict listener {} recording into {} (first written at the first job's end)",
+                        stamp.writerVersion, store);
                 }
             }
         } catch (Throwable t) {
