@@ -493,8 +493,8 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
                              f"src='data:image/png;base64,{s.figures[key]}'>")
         parts.append("</div>")
         if s.slow_runs:
-            def count(x: float) -> str:  # a dynamic-allocation run's mean as store summary writes it
-                return f"{x:.0f}" if float(x).is_integer() else f"{x:.2f}"
+            def count(x: float) -> str:  # a dynamic-allocation run's mean as `store summary` writes it: 2.43
+                return f"{x:.0f}" if float(x).is_integer() else f"{x:.3g}"
 
             rows = "".join(f"<tr><td style='text-align:left'><code>{e(r)}</code></td><td>{e(format_bytes(b))}</td>"
                            f"<td>{count(x)}</td><td>{e(format_duration(t))}</td><td>{q:.2f}x</td></tr>"
