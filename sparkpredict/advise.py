@@ -352,11 +352,11 @@ def suggest_executors(job: str, input_bytes: float | str, *,
                         + ", ".join(f"{p}={format_number(used[p])}" for p in assumed)
                         + " (pass params= / --param NAME=VALUE)")
     if budget_v is not None and not budget_ok[i]:
-        bound = np.isfinite(up).any()
-        unit = (lambda v: format_amount(v)) if money is not None else (lambda v: f"{format_amount(v)} executor-h")
+        unit = format_amount if money is not None else (lambda v: f"{format_amount(v)} executor-h")
         scale = price if price is not None else 1.0
-        spent = unit(e[i] * (up[i] if bound else t[i]) / 3600.0 * scale)
-        how = f"up to {spent} by the {format_level(level)} interval's upper bound" if bound else spent
+        # spend: what the budget was judged by (the upper bound, or the prediction without one)
+        how = (f"up to {unit(spend[i])} by the {format_level(level)} interval's upper bound"
+               if np.isfinite(up).any() else unit(spend[i]))
         if objective == "time":
             also = " and meets the deadline" if meets is not None and met else ""
             warnings.append(f"no candidate fits the budget {format_number(budget_v)}{also} at "
