@@ -72,6 +72,17 @@ def output_table(path: str | os.PathLike, example: str = "out.csv") -> Path:
     return p
 
 
+def output_page(path: str | os.PathLike) -> Path:
+    """:func:`output_file` for an HTML page: a name that promises another format (``x.png``,
+    ``x.pdf``) or none would get HTML under it, which nothing opens as what it claims to be."""
+    p = output_file(path, "report.html")
+    if p.suffix.lower() not in (".html", ".htm"):
+        stem = p.with_suffix("") if p.suffix else p
+        raise InputError(f"output {str(path)!r} does not end in .html (the report is one HTML page, "
+                         "its figures embedded)", f"name the file {stem}.html")
+    return p
+
+
 def write_atomic(path: str | os.PathLike, write: Callable[[Path], object], example: str = "out.csv") -> Path:
     """Run ``write`` on a temporary name beside ``path``, then rename it over ``path``.
 

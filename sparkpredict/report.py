@@ -39,7 +39,7 @@ from .report_figures import (
     fig_stages,
     pct,
 )
-from .units import format_bytes, format_duration, plural
+from .units import format_bytes, format_duration, format_executors, plural
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -493,11 +493,8 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
                              f"src='data:image/png;base64,{s.figures[key]}'>")
         parts.append("</div>")
         if s.slow_runs:
-            def count(x: float) -> str:  # a dynamic-allocation run's mean as `store summary` writes it: 2.43
-                return f"{x:.0f}" if float(x).is_integer() else f"{x:.3g}"
-
             rows = "".join(f"<tr><td style='text-align:left'><code>{e(r)}</code></td><td>{e(format_bytes(b))}</td>"
-                           f"<td>{count(x)}</td><td>{e(format_duration(t))}</td><td>{q:.2f}x</td></tr>"
+                           f"<td>{format_executors(x)}</td><td>{e(format_duration(t))}</td><td>{q:.2f}x</td></tr>"
                            for r, b, x, t, q in s.slow_runs)
             fit = ("made with the run among those the model knew (the model the advice used keeps "
                    "no predictions made without it)" if s.slow_runs_in_sample else "fitted without it")
@@ -550,15 +547,16 @@ def build_report(out: str | os.PathLike, store: str | os.PathLike | None = None,
         No store, or no succeeded runs in it.
     InputError
         A job asked for has no succeeded runs, or ``out`` is a folder, cannot be written or
-        lies inside a history store (checked before the report is built).
+        lies inside a history store, or does not end in ``.html`` (checked before the report is
+        built).
     """
     import matplotlib
 
     matplotlib.use("Agg")  # no display; must precede pyplot's import
     from .config import resolve_store
-    from .outputs import output_file, write_text
+    from .outputs import output_page, write_text
 
-    output_file(out, "report.html")
+    output_page(out)
     store_path = resolve_store(store)
     left_out: dict[str, str] = {}
     sections, warnings = build_sections(store_path, jobs, models, confidence, advice_factor, left_out)

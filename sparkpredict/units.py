@@ -190,6 +190,17 @@ def format_number(x: float) -> str:
     return _short_exponent(f"{x:.6g}")
 
 
+def format_executors(x: float) -> str:
+    """An executor count as tables write it: a whole count whole (``4``, ``1200``), a dynamic-
+    allocation run's mean to three significant digits (``2.43``, ``1.09``; ``1235`` past a
+    thousand, never ``1.23e+03``), ``-`` for none recorded."""
+    if not math.isfinite(x):
+        return "-"
+    if float(x).is_integer() or abs(x) >= 1000:
+        return f"{x:.0f}"
+    return f"{x:.3g}"
+
+
 def _short_exponent(s: str) -> str:
     """``1e+09`` -> ``1e9``, ``2.8e-05`` -> ``2.8e-5``."""
     mantissa, e, exp = s.partition("e")

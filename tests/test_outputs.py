@@ -104,6 +104,16 @@ def test_report_into_an_existing_folder_is_refused_before_any_work(tmp_path):
     assert sorted(p.name for p in out.parent.iterdir()) == ["r.html"]
 
 
+def test_report_named_as_another_format_is_refused_with_the_html_name(tmp_path, capsys):
+    """`report --out x.png` wrote an HTML page under a PNG's name."""
+    for name, fixed in (("x.png", "x.html"), ("x.PDF", "x.html"), ("report", "report.html")):
+        assert main(["report", "--store", str(HISTORY), "--out", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert "does not end in .html" in err and f"fix: name the file {tmp_path / fixed}" in err, err
+    assert list(tmp_path.iterdir()) == []
+    assert build_report(tmp_path / "r.HTM", store=HISTORY, jobs=["sort"]).path.is_file()
+
+
 def test_failed_commands_leave_no_new_folders(tmp_path, capsys):
     """The --out folder is made when the file is written, not when it is checked."""
     runs = synthetic_job("etl", cliff=False, sizes=(8, 12, 16), execs=(2, 4, 8))

@@ -111,7 +111,7 @@ def _summary(args: argparse.Namespace) -> int:
 
     from ..errors import InputError
     from ..features.runs import executors_and_cores
-    from ..units import format_duration, plural
+    from ..units import format_duration, format_executors, plural
 
     if args.last < 1:  # pandas' tail(-3) would list all but 3, tail(0) none
         raise InputError(f"--last {args.last}: the number of latest runs to list must be at least 1",
@@ -149,7 +149,7 @@ def _summary(args: argparse.Namespace) -> int:
           f"{'tasks':>7}")
     for r in latest.itertuples():
         wall = format_duration(r.wall_ms / 1000) if r.wall_ms == r.wall_ms else "-"
-        ex = "-" if r.executors != r.executors else f"{r.executors:.3g}"  # NaN: none was recorded
+        ex = format_executors(r.executors)
         size = size_of(r.input_bytes) if r.input_bytes == r.input_bytes and r.input_bytes > 0 else "-"
         nt = "-" if r.num_tasks != r.num_tasks else int(r.num_tasks)
         print(f"{r.run_id!s:<{rw}} {r.job!s:<{jw}} {r.status:<10} {size:>10} {ex:>9} {wall:>9} {nt:>7}")

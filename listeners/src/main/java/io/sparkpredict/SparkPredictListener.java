@@ -193,162 +193,98 @@ public class SparkPredictListener extends SparkListener {
 
     // ---- callbacks: each guarded, none may throw into Spark -------------------------------
 
-    @Override
-    public void onApplicationStart(SparkListenerApplicationStart e) {
+    /**
+     * One callback's work, under the listener's lock. A failure turns the listener off
+     * ({@link #fail}) and never reaches Spark's listener bus; the time spent counts in
+     * {@link #busyNanos}. onApplicationEnd keeps its own form: part of it runs outside the lock.
+     */
+    private void locked(String where, Work work) {
         if (disabled) return;
         long t0 = System.nanoTime();
         try {
             synchronized (this) {
-                run.applicationStarted(e);
-                started = true;
+                work.run();
             }
         } catch (Throwable t) {
-            fail("onApplicationStart", t);
+            fail(where, t);
         } finally {
             BUSY_NS.addAndGet(System.nanoTime() - t0);
         }
+    }
+
+    /** A callback's body: may throw what the callbacks' own code throws (I/O of a flush). */
+    @FunctionalInterface
+    private interface Work {
+        void run() throws Exception;
+    }
+
+    @Override
+    public void onApplicationStart(SparkListenerApplicationStart e) {
+        locked("onApplicationStart", () -> {
+            run.applicationStarted(e);
+            started = true;
+        });
     }
 
     @Override
     public void onExecutorAdded(SparkListenerExecutorAdded e) {
-        if (disabled) return;
-        long t0 = System.nanoTime();
-        try {
-            synchronized (this) {
-                run.executorAdded(e);
-            }
-        } catch (Throwable t) {
-            fail("onExecutorAdded", t);
-        } finally {
-            BUSY_NS.addAndGet(System.nanoTime() - t0);
-        }
+        locked("onExecutorAdded", () -> run.executorAdded(e));
     }
 
     @Override
     public void onResourceProfileAdded(SparkListenerResourceProfileAdded e) {
-        if (disabled) return;
-        long t0 = System.nanoTime();
-        try {
-            synchronized (this) {
-                run.resourceProfileAdded(e);
-            }
-        } catch (Throwable t) {
-            fail("onResourceProfileAdded", t);
-        } finally {
-            BUSY_NS.addAndGet(System.nanoTime() - t0);
-        }
+        locked("onResourceProfileAdded", () -> run.resourceProfileAdded(e));
     }
 
     @Override
     public void onExecutorRemoved(SparkListenerExecutorRemoved e) {
-        if (disabled) return;
-        long t0 = System.nanoTime();
-        try {
-            synchronized (this) {
-                run.executorRemoved(e);
-            }
-        } catch (Throwable t) {
-            fail("onExecutorRemoved", t);
-        } finally {
-            BUSY_NS.addAndGet(System.nanoTime() - t0);
-        }
+        locked("onExecutorRemoved", () -> run.executorRemoved(e));
     }
 
     @Override
     public void onJobStart(SparkListenerJobStart e) {
-        if (disabled) return;
-        long t0 = System.nanoTime();
-        try {
-            synchronized (this) {
-                run.jobStarted(e.jobId());
-                stages.jobStarted(e);
-            }
-        } catch (Throwable t) {
-            fail("onJobStart", t);
-        } finally {
-            BUSY_NS.addAndGet(System.nanoTime() - t0);
-        }
+        locked("onJobStart", () -> {
+            run.jobStarted(e.jobId());
+            stages.jobStarted(e);
+        });
     }
 
     @Override
     public void onTaskEnd(SparkListenerTaskEnd e) {
-        if (disabled) return;
-        long t0 = System.nanoTime();
-        try {
-            synchronized (this) {
-                taskEnd(e);
-                if (settings.hostPlugin) flushIfHostSamplesPileUp();
-            }
-        } catch (Throwable t) {
-            fail("onTaskEnd", t);
-        } finally {
-            BUSY_NS.addAndGet(System.nanoTime() - t0);
-        }
+        locked("onTaskEnd", () -> {
+            taskEnd(e);
+            if (settings.hostPlugin) flushIfHostSamplesPileUp();
+        });
     }
 
     @Override
     public void onExecutorMetricsUpdate(SparkListenerExecutorMetricsUpdate e) {
-        if (disabled || !settings.hostPlugin) return;
-        long t0 = System.nanoTime();
-        try {
-            synchronized (this) {
-                flushIfHostSamplesPileUp();
-            }
-        } catch (Throwable t) {
-            fail("onExecutorMetricsUpdate", t);
-        } finally {
-            BUSY_NS.addAndGet(System.nanoTime() - t0);
-        }
+        if (disabled || !settings.hostPlugin) return;  // disabled first: a failed start may leave no settings
+        locked("onExecutorMetricsUpdate", this::flushIfHostSamplesPileUp);
     }
 
     @Override
     public void onStageSubmitted(SparkListenerStageSubmitted e) {
-        if (disabled) return;
-        long t0 = System.nanoTime();
-        try {
-            synchronized (this) {
-                stages.submitted(e.stageInfo());
-            }
-        } catch (Throwable t) {
-            fail("onStageSubmitted", t);
-        } finally {
-            BUSY_NS.addAndGet(System.nanoTime() - t0);
-        }
+        locked("onStageSubmitted", () -> stages.submitted(e.stageInfo()));
     }
 
     @Override
     public void onStageCompleted(SparkListenerStageCompleted e) {
-        if (disabled) return;
-        long t0 = System.nanoTime();
-        try {
-            synchronized (this) {
-                pendingStages.add(stages.completed(e.stageInfo()));
-                if (settings.flushEveryStages > 0 && ++stagesSinceFlush >= settings.flushEveryStages) {
-                    snapshot(false);
-                }
+        locked("onStageCompleted", () -> {
+            pendingStages.add(stages.completed(e.stageInfo()));
+            if (settings.flushEveryStages > 0 && ++stagesSinceFlush >= settings.flushEveryStages) {
+                snapshot(false);
             }
-        } catch (Throwable t) {
-            fail("onStageCompleted", t);
-        } finally {
-            BUSY_NS.addAndGet(System.nanoTime() - t0);
-        }
+        });
     }
 
     @Override
     public void onJobEnd(SparkListenerJobEnd e) {
-        if (disabled) return;
-        long t0 = System.nanoTime();
-        try {
-            synchronized (this) {
-                run.jobEnded(e);
-                stages.jobEnded(e.jobId());
-                snapshot(false);
-            }
-        } catch (Throwable t) {
-            fail("onJobEnd", t);
-        } finally {
-            BUSY_NS.addAndGet(System.nanoTime() - t0);
-        }
+        locked("onJobEnd", () -> {
+            run.jobEnded(e);
+            stages.jobEnded(e.jobId());
+            snapshot(false);
+        });
     }
 
     @Override
