@@ -31,18 +31,18 @@ SHIPPED = advise._choose
 
 
 def with_tolerance(tol: float):
-    def choose(objective, e, t, up, cost, meets, budget_ok, knee_i, chance=None):
+    def choose(objective, e, t, up, cost, meets, budget_ok, knee_i, chance=None, in_time=None):
         if meets is not None and not meets.any() and tol > 0:
             idx = np.flatnonzero(up <= up.min() * (1 + tol))
             return int(idx[np.lexsort((e[idx], cost[idx]))[0]]), False
-        return SHIPPED(objective, e, t, up, cost, meets, budget_ok, knee_i, chance)
+        return SHIPPED(objective, e, t, up, cost, meets, budget_ok, knee_i, chance, in_time)
     return choose
 
 
 def with_miss_price(price: float):
-    def choose(objective, e, t, up, cost, meets, budget_ok, knee_i, chance=None):
+    def choose(objective, e, t, up, cost, meets, budget_ok, knee_i, chance=None, in_time=None):
         if meets is None or chance is None:
-            return SHIPPED(objective, e, t, up, cost, meets, budget_ok, knee_i, chance)
+            return SHIPPED(objective, e, t, up, cost, meets, budget_ok, knee_i, chance, in_time)
         i = int(np.argmin(cost / cost.min() + price * (1.0 - chance)))
         return i, bool(meets[i])
     return choose
@@ -58,8 +58,8 @@ def with_near_best_chance():
     """When nothing meets the deadline: the cheapest count whose stated chance is at most
     NEAR_CHANCE below the given count's and that costs NEAR_SAVING less (else the given count).
     Measured as a hint the advice could name beside its choice."""
-    def choose(objective, e, t, up, cost, meets, budget_ok, knee_i, chance=None):
-        i, met = SHIPPED(objective, e, t, up, cost, meets, budget_ok, knee_i, chance)
+    def choose(objective, e, t, up, cost, meets, budget_ok, knee_i, chance=None, in_time=None):
+        i, met = SHIPPED(objective, e, t, up, cost, meets, budget_ok, knee_i, chance, in_time)
         if met is False and chance is not None:
             ok = (chance >= chance[i] - NEAR_CHANCE - 1e-9) & (cost <= (1 - NEAR_SAVING) * cost[i])
             if ok.any():

@@ -27,10 +27,11 @@ LISTENER_CLASS = "io.sparkpredict.SparkPredictListener"
 HOST_PLUGIN_CLASS = "io.sparkpredict.HostMetricsPlugin"
 KEY_HOST_SAMPLE_MS = "spark.sparkpredict.hostSampleIntervalMs"
 
-#: ``local``, ``local[N]``, ``local[*]``, ``local[N,F]``: (N or "*" or None, F or None).
-LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:\s*,\s*(\d+))?\])?")
-#: ``local-cluster[N,C,M]``: N executors of C cores and M MiB.
-LOCAL_CLUSTER_MASTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]")
+#: ``local``, ``local[N]``, ``local[*]``, ``local[N,F]``: (N or "*" or None, F or None). N is at
+#: least 1: Spark refuses ``local[0]`` only inside the driver, after the JVM's start, with a stack trace.
+LOCAL_MASTER = re.compile(r"local(?:\[(0*[1-9]\d*|\*)(?:\s*,\s*(\d+))?\])?")
+#: ``local-cluster[N,C,M]``: N executors of C cores and M MiB (N and C at least 1).
+LOCAL_CLUSTER_MASTER = re.compile(r"local-cluster\[\s*(0*[1-9]\d*)\s*,\s*(0*[1-9]\d*)\s*,\s*(\d+)\s*\]")
 
 
 def default_store() -> str:

@@ -9,9 +9,12 @@ executor JVM start-up (15-35 s on 2 cores).
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,11 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 # Keep the user's real default store out of the tests.
 os.environ.setdefault("SPARKPREDICT_STORE", str(Path(__file__).parent / ".default-store-unused"))
+# ... and its cache: fits and the listener jar of this session only, so that no earlier run's
+# cached fit can answer for a store (a pytest tmp path is reused after three sessions).
+if "SPARKPREDICT_CACHE" not in os.environ:
+    os.environ["SPARKPREDICT_CACHE"] = tempfile.mkdtemp(prefix="sparkpredict-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["SPARKPREDICT_CACHE"], ignore_errors=True)
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"

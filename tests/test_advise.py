@@ -397,8 +397,12 @@ def test_knee_efficiency_outside_0_1_is_refused(eff):
 
 
 def test_knee_efficiency_of_1_and_small_fractions_are_taken():
-    assert advise(objective="knee", knee_efficiency=1).knee_executors is not None
-    assert advise(objective="knee", knee_efficiency="0.25").knee_executors is not None
+    # Amdahl with b=0.1 (c=0): the step E -> E' has efficiency 1/(1 + b E'/(1-b)) = 1/(1 + E'/9),
+    # below 1 from the first step (knee 1), below 0.5 past E' = 9 (knee 9), below 0.25 past 27
+    m = LawModel(b=0.1, c=0.0)
+    assert advise(m, objective="knee", max_executors=64, knee_efficiency=1).knee_executors == 1
+    assert advise(m, objective="knee", max_executors=64).knee_executors == 9
+    assert advise(m, objective="knee", max_executors=64, knee_efficiency="0.25").knee_executors == 27
 
 
 # ---- the Advice object -------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 
 from sparkpredict import store as store_mod
 from sparkpredict import suggest_executors
-from sparkpredict.errors import ModelError, StoreError, UnknownJobError
+from sparkpredict.errors import StoreError, UnknownJobError
 
 GB = 10**9
 SIZES_GB = (10, 20, 40, 80)
@@ -93,13 +93,15 @@ def test_extrapolation_beyond_the_largest_size(etl_store):
     assert a.extrapolation["input_bytes"] == pytest.approx(160 / 80 - 1, rel=1e-6)
 
 
-def test_store_models_are_cached_per_store_version(etl_store):
-    import sparkpredict.advise as adv
+def test_store_models_are_cached_per_store_version(etl_store, monkeypatch):
+    import sparkpredict.advice_cache as cache
 
     suggest_executors("etl", "30GB", store=etl_store)
-    n = len(adv._CACHE)
+    held = dict(cache._CACHE)
+    # same committed batches: the second question is answered without a fit, from the same entries
+    monkeypatch.setattr(cache, "_fit", lambda *a: pytest.fail("refitted an unchanged store"))
     suggest_executors("etl", "31GB", store=etl_store)
-    assert len(adv._CACHE) == n  # same committed batches: no refit
+    assert all(cache._CACHE.get(k) is v for k, v in held.items())
 
 
 def test_a_store_copied_over_at_the_same_path_is_not_answered_from_the_cache(tmp_path, monkeypatch):
@@ -196,13 +198,23 @@ def test_few_runs_warn(tmp_path):
 
 
 def test_single_executor_count_warns(tmp_path):
-    path = make_store(tmp_path / "s", history(execs=(4,), repeats=2))
-    try:
-        a = suggest_executors("etl", "15GB", store=path)
-    except ModelError as e:  # a model may refuse a single count; then it must say how to fix it
-        assert e.fix
-        return
-    assert any("used 4 executors" in w for w in a.warnings)
+    """Eight recorded runs of four sizes, all at 2 executors: advice still comes (from the
+    replay of their tasks, since no equation can learn the count from them), and says that
+    the history cannot show how the runtime scales with the count."""
+    from pathlib import Path
+
+    import pyarrow.compute as pc
+
+    src = store_mod.open(Path(__file__).parent / "data" / "history")
+    runs = src.read("runs", form="arrow")
+    keep = runs.filter(pc.and_(pc.equal(runs["job"], "sqljoin"), pc.equal(runs["executors_requested"], 2)))
+    ids = keep["run_id"].to_pylist()
+    assert len(ids) == 8
+    dst = store_mod.open(tmp_path / "s", create=True)
+    dst.append({t: src.read(t, form="arrow", run_ids=ids) for t in ("executors", "stages", "tasks", "runs")})
+    a = suggest_executors("sqljoin", "10MB", store=dst.path, max_executors=4)
+    assert any(w.startswith("every run of sqljoin used 2 executors") for w in a.warnings), a.warnings
+    assert {c.executors for c in a.candidates} >= {1, 2, 3, 4}
 
 
 def test_unknown_job_lists_the_jobs_of_the_store(etl_store):

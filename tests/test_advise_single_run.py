@@ -65,7 +65,7 @@ def test_stage_forest_serves_the_advisor():
     assert advice.model_name.startswith("stage-forest")
     assert advice.extrapolates  # 64 MB is twice the largest size recorded
     times = [c.predicted_runtime_s for c in advice.candidates]
-    assert advice.predicted_runtime_s == min(times) or advice.predicted_runtime_s <= min(times) * 1.02
+    assert advice.predicted_runtime_s <= min(times) * 1.02  # the fastest, or one within 2 % of it
 
 
 def test_a_single_runs_budget_is_judged_by_the_predicted_cost(one_run_store):

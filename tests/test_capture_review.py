@@ -29,20 +29,16 @@ SMALL = min((LOGS / "spark4").glob("local-*.zstd"))  # a finished Spark 4 log, 2
 
 
 # ---- A: attach / listener_conf input_bytes --------------------------------------------------
-@pytest.fixture
-def no_jar(monkeypatch):
-    monkeypatch.setattr(listener, "build_listener", lambda: Path("/nowhere/listener.jar"))
-
-
-def test_input_bytes_takes_sizes_as_input_size_does_and_gives_spark_whole_bytes(no_jar, tmp_path):
+def test_input_bytes_takes_sizes_as_input_size_does_and_gives_spark_whole_bytes(listener_jar, tmp_path):
     for given, bytes_ in (("5MB", 5_000_000), ("1.5TiB", 3 * 2**39), ("120g", 120 * 2**30), (123, 123),
                           (1.5e9, 1_500_000_000)):
         conf = listener.listener_conf(store=str(tmp_path / "s"), input_bytes=given)
         assert conf[listener.KEY_INPUT_BYTES] == str(bytes_), given
+        assert str(listener_jar) in conf["spark.jars"]
 
 
 @pytest.mark.parametrize("bad", ["abc", -3, 0, "0GB", "-1MB", float("nan")])
-def test_a_bad_input_bytes_is_an_input_error_naming_the_argument(no_jar, tmp_path, bad):
+def test_a_bad_input_bytes_is_an_input_error_naming_the_argument(listener_jar, tmp_path, bad):
     with pytest.raises(InputError) as e:
         listener.listener_conf(store=str(tmp_path / "s"), input_bytes=bad)
     assert e.value.message.startswith(f"input_bytes={bad!r}: ") and "input_bytes=" in (e.value.fix or "")

@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from test_hybrid import synthetic_job
 
 from sparkpredict.cli import main
@@ -41,6 +42,9 @@ def test_runs_fit_predict_evaluate(tmp_path, capsys):
     assert list(p["note"]) == ["x", "y", "z"]  # rows in query order, columns kept
     assert np.all(p["lower_s"] <= p["predicted_runtime_s"]) and np.all(p["predicted_runtime_s"] <= p["upper_s"])
     assert p["model"].notna().all() and p.loc[2, "extrapolation"] > 1.0
+    # inside the runs each job's law is recovered: T = 40 S/E + 1.5 S + 25 (S in GiB; no cliff there)
+    assert p.loc[0, "predicted_runtime_s"] == pytest.approx(40 * 10 / 4 + 1.5 * 10 + 25, rel=0.1)
+    assert p.loc[1, "predicted_runtime_s"] == pytest.approx(40 * 12 / 2 + 1.5 * 12 + 25, rel=0.1)
 
     # sizes in human units, as everywhere else in the CLI: the same rows, the same predictions
     q.assign(input_bytes=["10GiB", "12GiB", "40GiB"]).to_csv(tmp_path / "qh.csv", index=False)

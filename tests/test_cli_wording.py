@@ -18,8 +18,6 @@ GB = 10**9
 
 @pytest.fixture(scope="module")
 def history_runs():
-    if not (HISTORY / "_sparkpredict_store.json").exists():
-        pytest.skip("tests/data/history not recorded yet")
     from sparkpredict.features.runs import runs_table
 
     return runs_table(str(HISTORY))

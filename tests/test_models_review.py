@@ -126,34 +126,16 @@ def test_a_corrupt_stage_model_is_one_error_with_a_fix(sort_models, tmp_path):
 
 
 # ---- 4, 5. the combined model's name ------------------------------------------------------------
-class _Flat:
-    """A stand-in for the stage models (their fit reads a store's stages): the mean runtime."""
-
-    def __init__(self, **_):
-        pass
-
-    def fit(self, runs, y=None):
-        self.mean_ = float(runs["runtime_s"].mean())
-        return self
-
-    def predict(self, X):
-        return np.full(len(X), self.mean_)
-
-
-def test_the_combined_model_is_named_combined_with_stage_models_too(tmp_path, capsys, monkeypatch):
-    import sparkpredict.models.replay as replay_mod
-    import sparkpredict.models.stages as stages_mod
-
-    monkeypatch.setattr(stages_mod, "StageRuntimeModel", _Flat)
-    monkeypatch.setattr(replay_mod, "ReplayRuntimeModel", _Flat)
-    _two_jobs().to_csv(tmp_path / "runs.csv", index=False)
-    store_io.open(tmp_path / "store", create=True)
-    for models in ("auto", "combined"):
-        assert main(["evaluate", str(tmp_path / "runs.csv"), "--store", str(tmp_path / "store"), "--stage-models",
-                     "--models", models, "--split", "cv3", "--json"]) == 0
-        out = json.loads(capsys.readouterr().out)
-        assert {r["model"] for r in out["rows"]} == {"combined", "stage-forest", "replay"}
-        assert out["summary"]["cv3"]["jobs"] == 2
+def test_the_combined_model_is_named_combined_with_stage_models_too(capsys):
+    """`--models auto --stage-models` on a real store: the combined model's rows say `combined`
+    beside the stage forest's and the replay's, each scored on every job."""
+    assert main(["evaluate", "--store", str(HISTORY), "--stage-models", "--models", "auto", "--split", "cv3",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {r["model"] for r in out["rows"]} == {"combined", "stage-forest", "replay"}
+    scored = {(r["job"], r["model"]) for r in out["rows"] if r.get("mape") is not None}
+    assert scored == {(j, m) for j in ("sort", "sqljoin", "wordcount") for m in ("combined", "stage-forest", "replay")}
+    assert out["summary"]["cv3"]["jobs"] == 3
 
 
 def test_combined_is_accepted_as_the_kind_auto(tmp_path, capsys):

@@ -647,31 +647,34 @@ def test_a_bad_master_is_refused_before_spark_starts(hist, capsys):
         RT.retrain(path, master="local[x]")
 
 
-def test_spark_refusing_to_start_is_one_error_line(hist, monkeypatch, capsys):
-    """A master the check passes but Spark refuses (here a stand-in for pyspark that fails as
-    Py4J does) ends in error/fix lines, not a Py4JJavaError traceback."""
-    import types
+def test_spark_refusing_to_start_is_one_error_line(hist):
+    """A master the check passes but Spark refuses when its driver starts (a local-cluster of
+    10 MiB workers for 1 GiB executors), in a fresh process and JVM: sparkpredict's error/fix
+    lines, after Spark's error and its exception's first line, and no stack trace."""
+    path, _ = hist
+    before = sorted(p.relative_to(path) for p in path.rglob("*"))
+    out = subprocess.run([sys.executable, "-m", "sparkpredict", "retrain", "--store", str(path),
+                          "--master", "local-cluster[1,1,10]"], capture_output=True, text=True, timeout=300, check=False)
+    err = out.stderr.splitlines()
+    assert out.returncode == 2, out.stderr
+    assert err[-2] == ("error: Spark did not start with master 'local-cluster[1,1,10]': Asked to launch "
+                       "cluster with 10 MiB/worker but requested 1024 MiB/executor"), out.stderr
+    assert err[-1].startswith("fix: give --master local[N]")
+    assert not [ln for ln in err if ln.lstrip().startswith("at ") or "Traceback" in ln], out.stderr
+    assert sorted(p.relative_to(path) for p in path.rglob("*")) == before  # nothing written
 
-    class JavaError(Exception):
-        java_exception = types.SimpleNamespace(getMessage=lambda: "Could not parse Master URL: 'local[0]'")
 
-    class Builder:
-        def __getattr__(self, name):
-            return lambda *a, **k: self
-
-        def getOrCreate(self):
-            raise JavaError("An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.")
-
-    fake = types.ModuleType("pyspark.sql")
-    fake.SparkSession = types.SimpleNamespace(builder=Builder())  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "pyspark.sql", fake)
+def test_a_master_of_no_threads_is_refused_before_spark_starts(hist, capsys):
+    """local[0] passed the master check and failed inside the driver, after the JVM's start,
+    with Spark's stack trace; local-cluster[0,...] likewise."""
     from sparkpredict.cli import main
 
     path, _ = hist
-    assert main(["retrain", "--store", str(path), "--master", "local[0]"]) == 2
-    err = capsys.readouterr().err.splitlines()
-    assert err[0] == "error: Spark did not start with master 'local[0]': Could not parse Master URL: 'local[0]'"
-    assert err[1].startswith("fix: ") and len(err) == 2
+    for master in ("local[0]", "local-cluster[0,1,1024]", "local-cluster[2,0,1024]"):
+        assert main(["retrain", "--store", str(path), "--master", master]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: the master '{master}' (--master) is not one Spark accepts"), err
+        assert "local[N] (N at least 1)" in err  # the check's error: before any Spark start
 
 
 # ---- store clean: leftovers of killed retrains --------------------------------------------------

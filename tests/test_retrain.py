@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -252,12 +255,9 @@ def _job_script():
     return mod
 
 
-def test_nothing_stale_starts_no_spark_and_a_started_one_logs_errors_only(current_store, monkeypatch, capsys):
+def test_nothing_stale_starts_no_spark_and_a_started_one_logs_errors_only(current_store, capsys):
     """A no-op `retrain --spark` took 54 s (a JVM, every job shipped to a worker to be found
     unchanged) against 0.1 s locally, and printed Spark's INFO/WARN lines."""
-    import os
-
-    from sparkpredict import sweep_session
     from sparkpredict.cli import main
 
     path, started = current_store
@@ -287,48 +287,20 @@ def test_nothing_stale_starts_no_spark_and_a_started_one_logs_errors_only(curren
     assert "fix: did you mean sort?" in capsys.readouterr().err
     assert started == []
 
-    # A stale job starts Spark, quietly (sweep's log4j configuration) unless -v.
+    # A stale job starts Spark, quietly (sweep's log4j configuration): in a fresh process, with
+    # a real driver JVM, its own lines only; no INFO or WARN line of Spark's.
     runs = store.open(path).runs()
     new = runs[runs.job == "sort"].tail(1).assign(run_id="app-sort-new", app_id="app-sort-new")
     store.open(path).append({"runs": new.assign(updated_ms=new.updated_ms + 10**6)})
-    monkeypatch.setattr(sweep_session, "_jvm_started", lambda: False)
-    monkeypatch.setattr(sweep_session, "_user_log_config", lambda conf: False)
-    monkeypatch.delenv("LOG4J_CONFIGURATION_FILE", raising=False)
-    assert main(argv) == 2 and main(["-v", *argv]) == 2
-    assert "Spark did not start" in capsys.readouterr().err
-    assert started == [str(sweep_session.QUIET_SPARK_LOG), None]
-    assert "LOG4J_CONFIGURATION_FILE" not in os.environ  # only for the JVM's start
-
-
-def test_the_job_script_exits_as_the_cli_does_when_fits_fail(current_store, monkeypatch, capsys):
-    """jobs/retrain.py printed its failures and exited 0: a scheduler saw a success."""
-    import types
-
-    from sparkpredict import retrain_spark as RS
-
-    path, _started = current_store
-    runs = store.open(path).runs()
-    new = runs[runs.job == "sort"].tail(1).assign(run_id="app-sort-new", app_id="app-sort-new")
-    store.open(path).append({"runs": new.assign(updated_ms=new.updated_ms + 10**6)})
-    session = types.SimpleNamespace(stop=lambda: None)
-    builder = types.SimpleNamespace(appName=lambda name: types.SimpleNamespace(getOrCreate=lambda: session))
-    monkeypatch.setattr(sys.modules["pyspark.sql"], "SparkSession", types.SimpleNamespace(builder=builder))
-    job = _job_script()
-    # A job too young to fit is skipped, no error: the retrain succeeds (as `sparkpredict
-    # retrain` does), alone or beside other jobs; a fit that raised an error fails it, even
-    # beside jobs that were refit or current (their models are committed all the same).
-    young = {"failed": {"sort": "too few runs"}, "not_enough_runs": ["sort"]}
-    for outcome, rc in ((young, 0),
-                        ({**young, "unchanged": ["sqljoin", "wordcount"]}, 0),
-                        ({"failed": {"sort": "ValueError: boom"}}, 1),
-                        ({"failed": {"sort": "ValueError: boom"}, "unchanged": ["sqljoin", "wordcount"]}, 1),
-                        ({"refit": ["sort"], "unchanged": ["sqljoin", "wordcount"]}, 0)):
-        res = RT.RetrainResult(retrain_id="r", fit_path="spark", n_jobs=3, **outcome)
-        monkeypatch.setattr(RS, "retrain_spark", lambda store, res=res, **kw: res)
-        assert job.main(["--store", str(path), "--no-stage-models"]) == rc, outcome
-        out = json.loads(capsys.readouterr().out)
-        assert out == json.loads(json.dumps(res.to_dict())), outcome  # `retrain --json`'s document
-        assert (out["failed"], out["skipped"], out["exit_code"]) == (res.errors, res.skipped, rc)
+    env = {k: v for k, v in os.environ.items() if k not in ("LOG4J_CONFIGURATION_FILE", "SPARK_CONF_DIR")}
+    out = subprocess.run([sys.executable, "-m", "sparkpredict", *argv[:-2], "local[1]", "--no-stage-models"],
+                         capture_output=True, text=True, timeout=600, env=env, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("refit 1 of 3 job(s) on the spark (local[1]) path in "), out.stdout
+    assert out.stdout.splitlines()[0].endswith("s; 2 unchanged, 0 failed")
+    spark_lines = [ln for ln in out.stderr.splitlines() if re.match(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d (INFO|WARN) ", ln)]
+    assert spark_lines == [], out.stderr
+    assert started == []  # the fake of this process was never asked: the child started its own
 
 
 # ---- a job whose fit failed is not tried again, nor starts Spark, until its runs change ----------

@@ -114,23 +114,47 @@ def test_models_not_tried_again_are_still_skipped_or_still_failing():
 
 def test_the_cli_and_the_spark_job_print_the_same_document(monkeypatch, capsys, tmp_path):
     """``retrain --json`` and ``jobs/retrain.py`` print :meth:`RetrainResult.to_dict`: the same keys,
-    the same rounding of ``seconds`` (it was 55.866 against 55.9), the same exit status."""
-    res = _ingested_store_result(fit_path="spark", master="local[2]", spark_started=False)
-    doc = res.to_dict()
-    assert doc["seconds"] == 55.866 and doc["exit_code"] == 0 and doc["failed"] == {}
-    assert doc["skipped"] == res.failed and doc["refit"] == [] and doc["stage_refit"] == res.stage_refit
-    from sparkpredict import retrain_spark  # noqa: F401  (binds the real result_if_current first)
+    the same rounding of ``seconds`` (it was 55.866 against 55.9), the same exit status. Both
+    run for real on a store that answers without Spark: its models current, then its fits failed."""
+    from sparkpredict.cli import main
 
+    doc = _ingested_store_result().to_dict()
+    assert doc["seconds"] == 55.866 and doc["exit_code"] == 0 and doc["failed"] == {}
     path = tmp_path / "h"
     shutil.copytree(HISTORY, path)
-    monkeypatch.setattr(RT, "result_if_current", lambda *a, **k: res)  # no session: the store answered
-    assert _job_script().main(["--store", str(path)]) == 0
-    out, err = capsys.readouterr()
-    assert json.loads(out) == json.loads(json.dumps(doc))
-    assert err.splitlines() == report_lines(res)  # the driver's log says what the CLI says
-    res.failed["boom"] = "ValueError: boom"
-    assert _job_script().main(["--store", str(path)]) == 1
-    assert json.loads(capsys.readouterr().out)["failed"] == {"boom": "ValueError: boom"}
+    assert RT.retrain_local(path, stage_models=False).refit == ["sort", "sqljoin", "wordcount"]
+    args = ["--store", str(path), "--no-stage-models"]
+
+    def both(rc: int) -> dict:
+        assert main(["retrain", *args, "--spark", "--json"]) == rc
+        cli = json.loads(capsys.readouterr().out)
+        assert _job_script().main(args) == rc
+        out, err = capsys.readouterr()
+        job = json.loads(out)
+        assert err.strip(), "the driver's log says what the CLI says"
+        assert cli.keys() == job.keys() and cli["exit_code"] == job["exit_code"] == rc
+        for d in (cli, job):
+            assert d["seconds"] == round(d["seconds"], 3)
+        # what differs: each retrain's id and time, and the master (the CLI's --master, local[*]
+        # by default; the job's comes from spark-submit, unknown while no session started)
+        assert (cli["master"], job["master"]) == ("local[*]", None)
+        same = {k for k in cli if k not in ("seconds", "retrain_id", "master")}
+        assert {k: cli[k] for k in same} == {k: job[k] for k in same}
+        return cli
+
+    current = both(0)
+    assert (current["refit"], current["unchanged"], current["spark_started"]) == ([], 3, False)
+    new = store.open(path).runs().query("job == 'sort'").tail(1)
+    store.open(path).append({"runs": new.assign(run_id="app-sort-new", app_id="app-sort-new",
+                                                updated_ms=new.updated_ms + 10**6)})
+
+    def broken(*a, **k):
+        raise ValueError("boom")
+
+    monkeypatch.setattr(fitting, "fit_group", broken)
+    assert RT.retrain_local(path, stage_models=False).errors == {"sort": "ValueError: boom"}
+    failing = both(1)  # the failed fit is not tried again, and still fails the retrain
+    assert (failing["still_failing"], failing["spark_started"]) == (["sort"], False)
 
 
 def test_both_help_texts_document_the_exit_status(capsys):

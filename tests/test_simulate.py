@@ -17,10 +17,8 @@ from sparkpredict.models.simulate import (
     simulate_timeline,
 )
 
-# The committed copies (tests/data/eventlogs, Apache-2.0, see NOTES.md there), else the shared data.
-_LOCAL = Path(__file__).resolve().parent / "data" / "eventlogs"
-EVENTLOGS = _LOCAL if (_LOCAL / "nds_q72_dataproc_2_2.zstd").exists() else \
-    Path(__file__).resolve().parents[2] / "shared" / "data" / "eventlogs"
+# The committed copies of the shared logs (Apache-2.0, see NOTES.md there): a missing one fails.
+EVENTLOGS = Path(__file__).resolve().parent / "data" / "eventlogs"
 
 
 def tables(stages: list[dict], tasks: list[dict], *, start=0, end=None, executors=1, cores=2):
@@ -126,8 +124,6 @@ def test_bad_inputs_raise_clear_errors():
 @pytest.fixture(scope="module")
 def q72():
     path = EVENTLOGS / "nds_q72_dataproc_2_2.zstd"
-    if not path.exists():
-        pytest.skip(f"shared event logs not present at {EVENTLOGS}")
     from sparkpredict.capture.eventlog import parse_event_log
 
     t = parse_event_log(path).tables
@@ -146,8 +142,6 @@ def test_real_event_log_replay_error_at_actual_executor_count(q72):
 
 def test_cli_prints_self_check_before_predictions(capsys):
     log = EVENTLOGS / "sparklens_local-1532512550423.json"
-    if not log.exists():
-        pytest.skip("shared event logs not present")
     assert cli_main(["simulate", str(log), "--executors", "1,2"]) == 0
     out = capsys.readouterr().out
     # local[*] on 4 cores: read as 4 one-core executors, as submit maps executors onto local[N]
@@ -180,8 +174,6 @@ def test_host_cores_models_executors_time_sharing_one_machine():
                                   "sparklens_local-1532512550423.json"])            # local mode, Spark 2.3
 def test_other_real_logs_replay_within_five_percent_at_their_own_count(name):
     path = EVENTLOGS / name
-    if not path.exists():
-        pytest.skip(f"{name} not present")
     from sparkpredict.capture.eventlog import parse_event_log
 
     t = parse_event_log(path).tables
@@ -195,8 +187,6 @@ def test_replay_of_every_recorded_sweep_run_matches_its_wall_time():
     from sparkpredict.models.simulate import load_timeline
 
     path = Path(__file__).parent / "data" / "history"
-    if not (path / "_sparkpredict_store.json").exists():
-        pytest.skip("tests/data/history not recorded yet")
     st = store.open(path)
     runs, stages, tasks = st.runs(), st.stages(), st.tasks()  # read once: the store has many files
     ok = runs.loc[runs["status"] == "succeeded", "run_id"]
@@ -241,8 +231,6 @@ def test_slots_are_executors_times_cores_over_task_cpus(tmp_path, capsys):
     from sparkpredict.capture.eventlog_ingest import ingest_event_logs
 
     path = EVENTLOGS / "tasks_executors_fail_compressed_eventlog.zstd"
-    if not path.exists():
-        pytest.skip("shared event logs not present")
     t = parse_event_log(path).tables
     run = t["runs"].to_pandas()
     tl = Timeline.from_tables(run, t["stages"], t["tasks"])
@@ -269,8 +257,6 @@ def test_simulating_a_damaged_log_says_so(tmp_path, capsys):
     """A log cut off after 300 kB (of 1.2 MB) ends 39 s into a 116.7 s run: the replay's
     "recorded" is the part the log kept, and the report says the log was truncated."""
     src = EVENTLOGS / "nds_q72_dataproc_2_2.zstd"
-    if not src.exists():
-        pytest.skip("shared event logs not present")
     cut = tmp_path / src.name
     cut.write_bytes(src.read_bytes()[:300_000])
     assert cli_main(["simulate", str(cut), "--executors", "8"]) == 0

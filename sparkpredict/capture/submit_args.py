@@ -290,7 +290,7 @@ def check_master(spark_submit_args: list[str]) -> None:
             or LOCAL_CLUSTER_MASTER.fullmatch(master):
         return
     raise InputError(f"the master {master!r} ({source}) is not one Spark accepts",
-                     "use yarn, spark://HOST:PORT, k8s://https://HOST:PORT, local, local[N], local[*] "
+                     "use yarn, spark://HOST:PORT, k8s://https://HOST:PORT, local, local[N] (N at least 1), local[*] "
                      "or local-cluster[EXECUTORS,CORES,MEMORY_MB]")
 
 
