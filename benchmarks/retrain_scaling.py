@@ -135,6 +135,7 @@ def measure_stage(history: Path, tmp: Path) -> dict:
     """Seconds to refit the stage-level models (and whole-job models) of a recorded history:
     the local loop against Spark local[2] (session warm, start-up apart), on copies of it."""
     from sparkpredict import retrain as RT
+    from sparkpredict.store import io as store_io
 
     out: dict = {}
     for mode in ("local", "local[2]"):
@@ -145,7 +146,8 @@ def measure_stage(history: Path, tmp: Path) -> dict:
             res = RT.retrain_local(path, force=True)
         else:
             spark = _session(mode)
-            RT.retrain_spark(path, spark=spark, force=True, jobs=[], stage_models=True)  # warm the session
+            first_job = sorted(store_io.open(path).read("runs", columns=["job"])["job"].unique())[:1]
+            RT.retrain_spark(path, spark=spark, force=True, jobs=first_job, stage_models=True)  # warm the session
             t = time.perf_counter()
             res = RT.retrain_spark(path, spark=spark, force=True)
             spark.stop()

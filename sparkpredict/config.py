@@ -27,11 +27,24 @@ LISTENER_CLASS = "io.sparkpredict.SparkPredictListener"
 HOST_PLUGIN_CLASS = "io.sparkpredict.HostMetricsPlugin"
 KEY_HOST_SAMPLE_MS = "spark.sparkpredict.hostSampleIntervalMs"
 
-#: ``local``, ``local[N]``, ``local[*]``, ``local[N,F]``: (N or "*" or None, F or None). N is at
-#: least 1: Spark refuses ``local[0]`` only inside the driver, after the JVM's start, with a stack trace.
-LOCAL_MASTER = re.compile(r"local(?:\[(0*[1-9]\d*|\*)(?:\s*,\s*(\d+))?\])?")
-#: ``local-cluster[N,C,M]``: N executors of C cores and M MiB (N and C at least 1).
-LOCAL_CLUSTER_MASTER = re.compile(r"local-cluster\[\s*(0*[1-9]\d*)\s*,\s*(0*[1-9]\d*)\s*,\s*(\d+)\s*\]")
+#: ``local``, ``local[N]``, ``local[*]``, ``local[N,F]``: (N or "*" or None, F or None).
+LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:\s*,\s*(\d+))?\])?")
+#: ``local-cluster[N,C,M]``: N executors of C cores and M MiB.
+LOCAL_CLUSTER_MASTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]")
+
+
+def empty_local_master(master: str) -> tuple[str, str] | None:
+    """(what is wrong, the fix) for a local master of nothing: ``local[0]``, or a
+    ``local-cluster`` of no executors, cores or memory; else None. Spark refuses these only
+    inside the driver, after the JVM's start, with a stack trace."""
+    m = LOCAL_CLUSTER_MASTER.fullmatch(master)
+    if m and 0 in map(int, m.groups()):
+        return (f"{master} asks for workers with no executors, cores or memory",
+                "give local-cluster[N,C,MiB] with N, C and MiB at least 1")
+    m = LOCAL_MASTER.fullmatch(master)
+    if m and m.group(1) is not None and m.group(1) != "*" and int(m.group(1)) == 0:
+        return f"{master} asks for no task threads", "give local[N] with N at least 1, e.g. local"
+    return None
 
 
 def default_store() -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import workloads as W
-from .config import LOCAL_CLUSTER_MASTER, LOCAL_MASTER
+from .config import LOCAL_CLUSTER_MASTER, LOCAL_MASTER, empty_local_master
 from .errors import InputError, WorkloadError
 from .units import parse_bytes, parse_counts
 
@@ -145,12 +145,12 @@ def check_capacity(master: str, executors: int, cores: int, memory_mb: int) -> N
     if not _MASTER_URL.fullmatch(master):
         raise WorkloadError(f"{master!r} is not a Spark master URL", _MASTER_FIX)
     ncpu = os.cpu_count() or 1
+    empty = empty_local_master(master)
     m = LOCAL_CLUSTER_MASTER.fullmatch(master)
     if m:
         n, c, mem = map(int, m.groups())
-        if 0 in (n, c, mem):
-            raise WorkloadError(f"{master} asks for workers with no executors, cores or memory",
-                                "give local-cluster[N,C,MiB] with N, C and MiB at least 1")
+        if empty:
+            raise WorkloadError(*empty)
         if mem < memory_mb:
             # Spark refuses this itself, but only once the driver started (after the data).
             raise WorkloadError(f"{master} gives each worker {mem} MiB, less than the executors' {memory_mb} MiB",
@@ -167,9 +167,9 @@ def check_capacity(master: str, executors: int, cores: int, memory_mb: int) -> N
                 f"{master} needs about {need:.0f} MiB for {n} executor JVMs; {avail:.0f} MiB is available",
                 f"use at most {int(avail // (mem + JVM_OVERHEAD_MB))} executors or less memory per executor")
         return
+    if empty:
+        raise WorkloadError(*empty)
     m = LOCAL_MASTER.fullmatch(master)
-    if m and m.group(1) == "0":
-        raise WorkloadError(f"{master} asks for no task threads", "give local[N] with N at least 1, e.g. local")
     if m and m.group(1) not in (None, "*") and int(m.group(1)) > OVERSUBSCRIBE * ncpu:
         raise WorkloadError(f"{master} asks for {m.group(1)} task threads on a {ncpu}-core machine",
                             f"use at most {OVERSUBSCRIBE * ncpu} executors with a local master")

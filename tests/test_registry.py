@@ -670,11 +670,15 @@ def test_a_master_of_no_threads_is_refused_before_spark_starts(hist, capsys):
     from sparkpredict.cli import main
 
     path, _ = hist
-    for master in ("local[0]", "local-cluster[0,1,1024]", "local-cluster[2,0,1024]"):
+    for master, why, fix in (("local[0]", "asks for no task threads", "give local[N] with N at least 1"),
+                             ("local-cluster[0,1,1024]", "asks for workers with no executors, cores or memory",
+                              "give local-cluster[N,C,MiB] with N, C and MiB at least 1"),
+                             ("local-cluster[2,0,1024]", "asks for workers with no executors, cores or memory",
+                              "give local-cluster[N,C,MiB] with N, C and MiB at least 1")):
         assert main(["retrain", "--store", str(path), "--master", master]) == 2
-        err = capsys.readouterr().err
-        assert err.startswith(f"error: the master '{master}' (--master) is not one Spark accepts"), err
-        assert "local[N] (N at least 1)" in err  # the check's error: before any Spark start
+        err = capsys.readouterr().err.splitlines()  # the check's error: before any Spark start
+        assert len(err) == 2 and err[0] == f"error: the master '{master}' (--master) {why}", err
+        assert err[1].startswith(f"fix: {fix}")
 
 
 # ---- store clean: leftovers of killed retrains --------------------------------------------------

@@ -12,7 +12,13 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from ..config import KEY_STORE, LOCAL_CLUSTER_MASTER, LOCAL_MASTER, resolve_store
+from ..config import (
+    KEY_STORE,
+    LOCAL_CLUSTER_MASTER,
+    LOCAL_MASTER,
+    empty_local_master,
+    resolve_store,
+)
 from ..errors import InputError, ListenerError
 from .listener import pyspark_home
 from .properties import read_properties
@@ -286,11 +292,14 @@ def check_master(spark_submit_args: list[str]) -> None:
     a malformed local master (``local[x]``) passes it and fails later, inside the driver. Both
     would end in a JVM stack trace, after the JVM start."""
     master, source = effective_master(spark_submit_args)
+    empty = empty_local_master(master)
+    if empty:
+        raise InputError(f"the master {master!r} ({source}) {empty[0].removeprefix(master + ' ')}", empty[1])
     if master == "yarn" or master.startswith(("spark", "k8s")) or LOCAL_MASTER.fullmatch(master) \
             or LOCAL_CLUSTER_MASTER.fullmatch(master):
         return
     raise InputError(f"the master {master!r} ({source}) is not one Spark accepts",
-                     "use yarn, spark://HOST:PORT, k8s://https://HOST:PORT, local, local[N] (N at least 1), local[*] "
+                     "use yarn, spark://HOST:PORT, k8s://https://HOST:PORT, local, local[N], local[*] "
                      "or local-cluster[EXECUTORS,CORES,MEMORY_MB]")
 
 
