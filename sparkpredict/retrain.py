@@ -73,7 +73,9 @@ SPARK_STARTUP_S = 13.2
 #: Seconds a job's stage-level model costs more on the local loop than on Spark ``local[2]``:
 #: ``benchmarks/stage_retrain_scaling.py`` measured 1.64 vs 0.99 s a job of 24 recorded runs for
 #: both models, less the whole-job model's 0.06 s (13.2 s / 220 jobs). So with stage models Spark
-#: pays back from about 21 jobs.
+#: pays back from about 21 jobs. Machine-dependent: a faster CPU saved 0.30 s a job (0.93 vs
+#: 0.63 s, 2026-12-02, the figure in RESULTS.md), a crossover of 46; kept at the slower
+#: machine's, where a wrong choice costs more.
 STAGE_FIT_SAVING_S = 0.59
 
 @dataclass
