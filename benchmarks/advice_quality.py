@@ -54,13 +54,16 @@ def recurring_jobs(jobs=JOBS) -> dict[str, pd.DataFrame]:
 
 
 def _model_version() -> str:
+    """The key of $SPARKPREDICT_BENCH_CACHE's fits: every module of the package, not only
+    models/ (a fit reads features/, units.py and others too)."""
     import hashlib
 
-    import sparkpredict.models as pkg
+    import sparkpredict as pkg
 
     h = hashlib.sha256()
-    for f in sorted(Path(pkg.__file__).parent.glob("*.py")):
-        h.update(f.read_bytes())
+    root = Path(pkg.__file__).parent
+    for f in sorted(root.rglob("*.py")):
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:16]
 
 
