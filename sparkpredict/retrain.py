@@ -62,21 +62,24 @@ log = logging.getLogger(__name__)
 
 #: Jobs to refit at or above which Spark (``local[*]``) beats the local loop on a 2-core
 #: machine, JVM start-up included, for the default ``auto`` models (and the ML kinds): measured
-#: 221 by benchmarks/retrain_scaling.py on 1,000 jobs (quiet machine; see docs/retrain.md).
+#: 221 by benchmarks/retrain_scaling.py on 1,000 jobs (quiet machine; see docs/retrain.md), then
+#: 167 (Intel Xeon, 2026-11-30) and 269 (AMD EPYC, 2026-12-02).
 CROSSOVER_JOBS = 220
 #: The same for a single equation (``kind="amdahl"``, ...): each fit is ~10x cheaper, so Spark's
-#: start-up takes more jobs to pay back (measured 1,279).
-CROSSOVER_JOBS_EQUATION = 1300
+#: start-up takes more jobs to pay back: measured 1,279 and 1,806 (Intel Xeon, 2026-11-29/30) and
+#: 3,691 (AMD EPYC, 2026-12-02, whose local loop is relatively faster); 2,600 lies within a
+#: factor 2 of each, where the Spark path loses or wins by seconds either way.
+CROSSOVER_JOBS_EQUATION = 2600
 CROSSOVER_ENV = "SPARKPREDICT_RETRAIN_CROSSOVER"
 #: Spark start-up the crossovers above pay back (new JVM, session, an empty retrain; measured 13.2 s).
 SPARK_STARTUP_S = 13.2
 #: Seconds a job's stage-level model costs more on the local loop than on Spark ``local[2]``:
 #: ``benchmarks/stage_retrain_scaling.py`` measured 1.64 vs 0.99 s a job of 24 recorded runs for
 #: both models, less the whole-job model's 0.06 s (13.2 s / 220 jobs). So with stage models Spark
-#: pays back from about 21 jobs. Machine-dependent: a faster CPU saved 0.30 s a job (0.93 vs
-#: 0.63 s, 2026-12-02, the figure in RESULTS.md), a crossover of 46; kept at the slower
-#: machine's, where a wrong choice costs more.
-STAGE_FIT_SAVING_S = 0.59
+#: pays back from about 22 jobs (Intel Xeon, 2026-11-29). A faster AMD EPYC saved 0.30-0.32 s a
+#: job (two runs, 2026-12-02), a crossover of 39-46. 0.40 s puts the crossover at 29, within a
+#: factor 2 of both machines', as the whole-job crossovers are.
+STAGE_FIT_SAVING_S = 0.40
 
 @dataclass
 class RetrainResult:

@@ -196,7 +196,7 @@ def format_executors(x: float) -> str:
     thousand, never ``1.23e+03``), ``-`` for none recorded."""
     if not math.isfinite(x):
         return "-"
-    if float(x).is_integer() or abs(x) >= 1000:
+    if float(x).is_integer() or abs(x) >= 999.5:  # 999.5 in 3 digits is 1e+03
         return f"{x:.0f}"
     return f"{x:.3g}"
 

@@ -51,6 +51,15 @@ def runs_so_far():
 
 
 @pytest.fixture(scope="session")
+def env_of_spark_defaults() -> dict[str, str]:
+    """This process's environment without a log4j configuration of the user's (the variable, or
+    a log4j2.properties under $SPARK_CONF_DIR or $SPARK_HOME/conf), for a child whose Spark log
+    lines a test reads: with one, sparkpredict rightly leaves Spark's logging as configured."""
+    return {k: v for k, v in os.environ.items()
+            if k not in ("LOG4J_CONFIGURATION_FILE", "SPARK_CONF_DIR", "SPARK_HOME")}
+
+
+@pytest.fixture(scope="session")
 def listener_jar() -> Path:
     from sparkpredict.capture.listener import build_listener
 

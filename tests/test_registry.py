@@ -647,14 +647,16 @@ def test_a_bad_master_is_refused_before_spark_starts(hist, capsys):
         RT.retrain(path, master="local[x]")
 
 
-def test_spark_refusing_to_start_is_one_error_line(hist):
+@pytest.mark.spark
+def test_spark_refusing_to_start_is_one_error_line(hist, env_of_spark_defaults):
     """A master the check passes but Spark refuses when its driver starts (a local-cluster of
     10 MiB workers for 1 GiB executors), in a fresh process and JVM: sparkpredict's error/fix
     lines, after Spark's error and its exception's first line, and no stack trace."""
     path, _ = hist
     before = sorted(p.relative_to(path) for p in path.rglob("*"))
     out = subprocess.run([sys.executable, "-m", "sparkpredict", "retrain", "--store", str(path),
-                          "--master", "local-cluster[1,1,10]"], capture_output=True, text=True, timeout=300, check=False)
+                          "--master", "local-cluster[1,1,10]"], capture_output=True, text=True, timeout=300,
+                         env=env_of_spark_defaults, check=False)
     err = out.stderr.splitlines()
     assert out.returncode == 2, out.stderr
     assert err[-2] == ("error: Spark did not start with master 'local-cluster[1,1,10]': Asked to launch "

@@ -255,7 +255,8 @@ def _job_script():
     return mod
 
 
-def test_nothing_stale_starts_no_spark_and_a_started_one_logs_errors_only(current_store, capsys):
+def test_nothing_stale_starts_no_spark_and_a_started_one_logs_errors_only(current_store, monkeypatch, capsys,
+                                                                         env_of_spark_defaults):
     """A no-op `retrain --spark` took 54 s (a JVM, every job shipped to a worker to be found
     unchanged) against 0.1 s locally, and printed Spark's INFO/WARN lines."""
     from sparkpredict.cli import main
@@ -292,15 +293,28 @@ def test_nothing_stale_starts_no_spark_and_a_started_one_logs_errors_only(curren
     runs = store.open(path).runs()
     new = runs[runs.job == "sort"].tail(1).assign(run_id="app-sort-new", app_id="app-sort-new")
     store.open(path).append({"runs": new.assign(updated_ms=new.updated_ms + 10**6)})
-    env = {k: v for k, v in os.environ.items() if k not in ("LOG4J_CONFIGURATION_FILE", "SPARK_CONF_DIR")}
     out = subprocess.run([sys.executable, "-m", "sparkpredict", *argv[:-2], "local[1]", "--no-stage-models"],
-                         capture_output=True, text=True, timeout=600, env=env, check=False)
+                         capture_output=True, text=True, timeout=600, env=env_of_spark_defaults, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("refit 1 of 3 job(s) on the spark (local[1]) path in "), out.stdout
     assert out.stdout.splitlines()[0].endswith("s; 2 unchanged, 0 failed")
     spark_lines = [ln for ln in out.stderr.splitlines() if re.match(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d (INFO|WARN) ", ln)]
     assert spark_lines == [], out.stderr
     assert started == []  # the fake of this process was never asked: the child started its own
+
+    # In this process (the fake records the log configuration the JVM would start with): the
+    # quiet configuration is set for the JVM's start alone, and -v leaves Spark's own.
+    from sparkpredict import sweep_session
+
+    store.open(path).append({"runs": new.assign(run_id="app-sort-new2", app_id="app-sort-new2",
+                                                updated_ms=new.updated_ms + 2 * 10**6)})
+    monkeypatch.setattr(sweep_session, "_jvm_started", lambda: False)
+    monkeypatch.setattr(sweep_session, "_user_log_config", lambda conf: False)
+    monkeypatch.delenv("LOG4J_CONFIGURATION_FILE", raising=False)
+    assert main(argv) == 2 and main(["-v", *argv]) == 2
+    assert "Spark did not start" in capsys.readouterr().err
+    assert started == [str(sweep_session.QUIET_SPARK_LOG), None]
+    assert "LOG4J_CONFIGURATION_FILE" not in os.environ  # only for the JVM's start
 
 
 # ---- a job whose fit failed is not tried again, nor starts Spark, until its runs change ----------

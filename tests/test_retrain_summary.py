@@ -116,8 +116,18 @@ def test_the_cli_and_the_spark_job_print_the_same_document(monkeypatch, capsys, 
     """``retrain --json`` and ``jobs/retrain.py`` print :meth:`RetrainResult.to_dict`: the same keys,
     the same rounding of ``seconds`` (it was 55.866 against 55.9), the same exit status. Both
     run for real on a store that answers without Spark: its models current, then its fits failed."""
+    import sys
+    import types
+
     from sparkpredict.cli import main
 
+    class NoSpark:  # neither may start a JVM here: one without the listener's jar breaks later tests
+        def __getattr__(self, name):
+            pytest.fail(f"started Spark (SparkSession.{name}): the store should have answered")
+
+    fake = types.ModuleType("pyspark.sql")
+    fake.SparkSession = NoSpark()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pyspark.sql", fake)
     doc = _ingested_store_result().to_dict()
     assert doc["seconds"] == 55.866 and doc["exit_code"] == 0 and doc["failed"] == {}
     path = tmp_path / "h"

@@ -75,8 +75,8 @@ def test_small_costs_and_counts_read_right():
     assert (plural(1, "executor"), plural(3, "executor"), plural(0, "executor")) == \
         ("1 executor", "3 executors", "0 executors")
     # store summary and the report write counts alike; `:.3g` had written 1200 as 1.2e+03
-    assert [format_executors(x) for x in (4, 4.0, 2.4321, 1.0889, 1200, 1234.5, float("nan"))] == \
-        ["4", "4", "2.43", "1.09", "1200", "1234", "-"]
+    assert [format_executors(x) for x in (4, 4.0, 2.4321, 1.0889, 999.4, 999.7, 1200, 1234.5, float("nan"))] == \
+        ["4", "4", "2.43", "1.09", "999", "1000", "1200", "1234", "-"]
 
 
 def test_spark_size_strings_read_as_spark_reads_them():
