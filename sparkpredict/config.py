@@ -34,16 +34,16 @@ LOCAL_CLUSTER_MASTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\
 
 
 def empty_local_master(master: str) -> tuple[str, str] | None:
-    """(what is wrong, the fix) for a local master of nothing: ``local[0]``, or a
+    """(what the master asks for, the fix) for a local master of nothing: ``local[0]``, or a
     ``local-cluster`` of no executors, cores or memory; else None. Spark refuses these only
     inside the driver, after the JVM's start, with a stack trace."""
     m = LOCAL_CLUSTER_MASTER.fullmatch(master)
     if m and 0 in map(int, m.groups()):
-        return (f"{master} asks for workers with no executors, cores or memory",
+        return ("asks for workers with no executors, cores or memory",
                 "give local-cluster[N,C,MiB] with N, C and MiB at least 1")
     m = LOCAL_MASTER.fullmatch(master)
     if m and m.group(1) is not None and m.group(1) != "*" and int(m.group(1)) == 0:
-        return f"{master} asks for no task threads", "give local[N] with N at least 1, e.g. local"
+        return "asks for no task threads", "give local[N] with N at least 1, e.g. local"
     return None
 
 

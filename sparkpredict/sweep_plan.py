@@ -146,11 +146,11 @@ def check_capacity(master: str, executors: int, cores: int, memory_mb: int) -> N
         raise WorkloadError(f"{master!r} is not a Spark master URL", _MASTER_FIX)
     ncpu = os.cpu_count() or 1
     empty = empty_local_master(master)
+    if empty:
+        raise WorkloadError(f"{master} {empty[0]}", empty[1])
     m = LOCAL_CLUSTER_MASTER.fullmatch(master)
     if m:
         n, c, mem = map(int, m.groups())
-        if empty:
-            raise WorkloadError(*empty)
         if mem < memory_mb:
             # Spark refuses this itself, but only once the driver started (after the data).
             raise WorkloadError(f"{master} gives each worker {mem} MiB, less than the executors' {memory_mb} MiB",
@@ -167,8 +167,6 @@ def check_capacity(master: str, executors: int, cores: int, memory_mb: int) -> N
                 f"{master} needs about {need:.0f} MiB for {n} executor JVMs; {avail:.0f} MiB is available",
                 f"use at most {int(avail // (mem + JVM_OVERHEAD_MB))} executors or less memory per executor")
         return
-    if empty:
-        raise WorkloadError(*empty)
     m = LOCAL_MASTER.fullmatch(master)
     if m and m.group(1) not in (None, "*") and int(m.group(1)) > OVERSUBSCRIBE * ncpu:
         raise WorkloadError(f"{master} asks for {m.group(1)} task threads on a {ncpu}-core machine",

@@ -294,7 +294,7 @@ def check_master(spark_submit_args: list[str]) -> None:
     master, source = effective_master(spark_submit_args)
     empty = empty_local_master(master)
     if empty:
-        raise InputError(f"the master {master!r} ({source}) {empty[0].removeprefix(master + ' ')}", empty[1])
+        raise InputError(f"the master {master!r} ({source}) {empty[0]}", empty[1])
     if master == "yarn" or master.startswith(("spark", "k8s")) or LOCAL_MASTER.fullmatch(master) \
             or LOCAL_CLUSTER_MASTER.fullmatch(master):
         return
