@@ -16,7 +16,7 @@ import base64
 import functools
 import io
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .advice import format_level
 from .errors import InputError
@@ -79,6 +79,13 @@ UNKNOWN_SIZE_COLOR = "0.55"
 UNKNOWN_SIZE_LABEL = "size unknown"
 
 
+def _drawn_level(model: Any, confidence: float) -> float:
+    """The level of the interval a figure draws: a model with few out-of-fold errors supports
+    less than the one asked for (``max_confidence``)."""
+    most = getattr(model, "max_confidence", None)
+    return min(confidence, most()) if most is not None else confidence
+
+
 @_plain_text
 def fig_runtime_vs_executors(job_runs, model, features, confidence) -> str:
     """``job_runs``: runs with a positive executor count and runtime; those without a positive
@@ -119,10 +126,8 @@ def fig_runtime_vs_executors(job_runs, model, features, confidence) -> str:
         ax.set_ylim(0, 1.6 * top)
     title = "runtime vs executors per input size"
     if model is not None:
-        # the level the bands have: a model with few out-of-fold errors supports less than asked
-        most = getattr(model, "max_confidence", None)
-        level = min(confidence, most()) if most is not None else confidence
-        title += f"\n(lines: {getattr(model, 'name_', 'model')} fit, bands: {format_level(level)} interval)"
+        title += (f"\n(lines: {getattr(model, 'name_', 'model')} fit, "
+                  f"bands: {format_level(_drawn_level(model, confidence))} interval)")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(title="input", fontsize=8, title_fontsize=8)
@@ -147,9 +152,8 @@ def fig_predicted_vs_actual(job_runs, model, features, confidence) -> str:
     mape = float(np.mean(np.abs(p["predicted_runtime_s"] - y) / y))
     cover = float(np.mean((y >= p["lower_s"]) & (y <= p["upper_s"]))) * 100
     cv = getattr(model, "cv_mape_", None)
-    most = getattr(model, "max_confidence", None)
-    level = min(confidence, most()) if most is not None else confidence  # the interval drawn
-    sub = f"in-sample MAPE {pct(mape, unit='fraction')}, {cover:.0f}% inside the {format_level(level)} interval"
+    sub = (f"in-sample MAPE {pct(mape, unit='fraction')}, {cover:.0f}% inside the "
+           f"{format_level(_drawn_level(model, confidence))} interval")
     if cv is not None:
         sub += f"\ncross-validated MAPE {pct(cv, unit='fraction')}"
     ax.set_title(f"predicted vs actual\n{sub}", fontsize=10)
