@@ -67,7 +67,8 @@ class Advice:
     cost_executor_hours: float
     cost_money: float | None
     deadline_s: float | None
-    #: None without a deadline; False when no candidate met it (the fastest is given instead)
+    #: None without a deadline; False when no candidate met it (the count most likely to make it
+    #: is given instead: the highest chance, then the lowest upper bound)
     meets_deadline: bool | None
     candidates: tuple[Candidate, ...]
     model_name: str

@@ -182,4 +182,11 @@ def _fit(runs: pd.DataFrame, st: Any) -> Any:
         from .models.replay import ReplayRuntimeModel
 
         log.info("job has too few runs for the whole-job model (%s); replaying its tasks", exc)
-        return ReplayRuntimeModel(store=st).fit(runs)
+        try:
+            return ReplayRuntimeModel(store=st).fit(runs)
+        except DegenerateDataError as replay_exc:
+            # The whole-job model's reason (one executor count, no positive runtime) is the one
+            # the user can act on; "no task rows" alone hid it.
+            raise DegenerateDataError(
+                f"{exc.message}; nor can a run be replayed: {replay_exc.message}",
+                f"{exc.fix}" + (f", or {replay_exc.fix}" if replay_exc.fix else "")) from exc

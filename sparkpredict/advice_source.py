@@ -181,16 +181,20 @@ class HistorySource:
         v = self._latest(col)
         return None if v is None or not math.isfinite(v) else int(round(v))
 
-    def executor_counts_seen(self) -> list[int]:
+    def _executors_recorded(self) -> list[float]:
+        # a dynamic-allocation run's count is its mean (2.2, 2.8): not a whole number
         if self.runs is not None:
-            return sorted({int(x) for x in self.runs["executors"].dropna()})
+            return sorted({float(x) for x in self.runs["executors"].dropna()})
         if "executors" in self.ranges:
-            return sorted({int(x) for x in self.ranges["executors"]})
+            return sorted(set(self.ranges["executors"]))
         return []
 
+    def executor_counts_seen(self) -> list[int]:
+        return sorted({max(int(round(x)), 1) for x in self._executors_recorded()})
+
     def max_executors_seen(self) -> int | None:
-        seen = self.executor_counts_seen()
-        return max(seen) if seen else None
+        seen = self._executors_recorded()
+        return int(math.ceil(max(seen))) if seen else None
 
     def query(self, size: int, e, cores: int | None, mem: int | None,
               params: Mapping[str, float] | None = None) -> dict[str, Any]:
@@ -269,7 +273,7 @@ class HistorySource:
             w.append(f"only {plural(n, 'run')} of {self.job} in the history; the advice is rough until "
                      f"~{_MIN_RUNS} runs at several executor counts and input sizes exist")
         seen = self.executor_counts_seen()
-        if len(seen) == 1:
+        if len(self._executors_recorded()) == 1:
             w.append(f"every run of {self.job} used {plural(seen[0], 'executor')}: how the runtime scales "
                      "with executors is an assumption of the model, not a measurement")
         sized = runs is not None and bool((runs["input_bytes"] > 0).any())  # NaN counts as none

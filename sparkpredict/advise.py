@@ -357,7 +357,12 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         # spend: what the budget was judged by (the upper bound, or the prediction without one)
         how = (f"up to {unit(spend[i])} by the {format_level(level)} interval's upper bound"
                if np.isfinite(up).any() else unit(spend[i]))
-        if objective == "time":
+        if objective == "time" and meets is not None and not met:
+            # the deadline's fallback came first, chosen without regard to the budget
+            warnings.append(f"the count given, the one most likely to make the deadline, costs {how}, over "
+                            f"the budget {format_number(budget_v)} (predicted {unit(cost[i] * scale)}): "
+                            "with no count meeting the deadline, the budget did not steer the choice")
+        elif objective == "time":
             also = " and meets the deadline" if meets is not None and met else ""
             warnings.append(f"no candidate fits the budget {format_number(budget_v)}{also} at "
                             f"{format_level(level)} confidence; the {'count meeting the deadline' if also else 'count'} "

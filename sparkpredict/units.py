@@ -16,7 +16,7 @@ _BYTE_UNITS = {
     "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5,
     "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4, "pib": 1024**5,
 }
-_SPARK_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*([kmgtp]?)(?:i?b)?\s*", re.IGNORECASE)
+_SPARK_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*(?:([kmgtp])(?:i?b)?|(b))?\s*", re.IGNORECASE)
 #: Spark's byte counts, and the store's ``*_bytes`` columns, are signed 64-bit integers
 _MAX_BYTES = 2**63 - 1
 # ASCII only, as the listener's Java pattern: in Unicode mode IGNORECASE lets [a-z] match the
@@ -85,7 +85,9 @@ def spark_size(text: object, unit: str = "b") -> int | None:
     m = _SPARK_SIZE.fullmatch(str(text)) if text is not None else None
     if not m:
         return None
-    scale = 1024 ** " kmgtp".index((m.group(2) or unit.rstrip("b") or " ").lower())
+    # "512b" is bytes whatever the bare-number unit, as Spark reads it
+    letter = m.group(2) or ("" if m.group(3) else unit.rstrip("b"))
+    scale = 1024 ** " kmgtp".index((letter or " ").lower())
     size = float(m.group(1)) * scale
     return int(round(size)) if size < 2**63 else None
 

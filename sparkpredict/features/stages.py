@@ -54,11 +54,12 @@ _MB = 2.0**20
 _OPEN_COST = 4 * _MB  # spark.sql.files.openCostInBytes default
 
 
-def spark_bytes(value, default: float) -> float:
-    """Spark's size strings (``128m``, ``1g``: binary units; a bare number is bytes)."""
+def spark_bytes(value, default: float, unit: str = "b") -> float:
+    """Spark's size strings (``128m``, ``1g``: binary units; a bare number is in ``unit``:
+    bytes for ``maxPartitionBytes``, MiB for ``spark.executor.memory``)."""
     from ..units import spark_size
 
-    v = spark_size(value)
+    v = spark_size(value, unit)
     return default if v is None else float(v)
 
 
@@ -76,6 +77,34 @@ def _num(value, default: float) -> float:
         return default
 
 
+def run_task_cpus(run, executors: float, cores: float) -> int:
+    """``spark.task.cpus`` of the run: from its properties, else the one that makes
+    ``executors x floor(cores / task_cpus)`` its recorded ``task_slots``; 1 when unknown."""
+    props = run.get("properties_json")
+    if isinstance(props, str) and props:
+        try:
+            value = json.loads(props).get("spark.task.cpus")
+            if value is not None and int(str(value).strip()) >= 1:
+                return int(str(value).strip())
+        except (ValueError, TypeError, AttributeError):
+            pass  # not JSON, or not a number: fall back to the slots
+    slots, execs, cores = (int(_num(v, 0)) for v in (run.get("task_slots"), executors, cores))
+    if slots > 0 and execs > 0 and cores > 0 and slots % execs == 0:
+        fits = [t for t in range(1, cores + 1) if cores // t == slots // execs]
+        # several fit (4 cores, 1 slot: 3 or 4); Spark users set a divisor of the cores
+        exact = [t for t in fits if cores % t == 0]
+        if fits:
+            return (exact or fits)[0]
+    return 1
+
+
+def query_slots(executors: float, cores: float, task_cpus: float) -> float:
+    """Task slots of ``executors`` of ``cores`` each: ``executors x floor(cores / task_cpus)``
+    (at least one per executor), as the recorded runs' ``task_slots``."""
+    tc = max(int(task_cpus) if np.isfinite(task_cpus) else 1, 1)
+    return float(executors) * max(int(cores) // tc, 1)
+
+
 def config_features(run: pd.Series | dict) -> dict[str, float]:
     """The configuration features of one runs-table row (``properties_json`` plus run columns)."""
     raw = run.get("properties_json")
@@ -86,8 +115,9 @@ def config_features(run: pd.Series | dict) -> dict[str, float]:
     execs = _num(run.get("executors_max"), _num(run.get("executors"), _num(props.get("spark.executor.instances"), 1)))
     cores = _num(run.get("executor_cores"), _num(props.get("spark.executor.cores"), 1))
     mem = _num(run.get("executor_memory_mb"),
-               spark_bytes(props.get("spark.executor.memory"), 1024 * _MB) / _MB)
-    slots = _num(run.get("task_slots"), execs * cores)
+               spark_bytes(props.get("spark.executor.memory"), 1024 * _MB, unit="m") / _MB)
+    tcpus = run_task_cpus(run, execs, cores)
+    slots = _num(run.get("task_slots"), query_slots(execs, cores, tcpus))
     # local[N] records one executor of N threads; a sweep's "E executors" there were E threads,
     # and queries ask for E executors of the recorded cores (as the runs table reads it)
     local = local_run_executors(run.get("master"), _num(run.get("executors_requested"), execs), slots)
@@ -97,13 +127,16 @@ def config_features(run: pd.Series | dict) -> dict[str, float]:
     if _flag(props.get("spark.dynamicAllocation.enabled"), 0.0) and mean > 0:
         # the most executors ever held may have lasted seconds: the run's tasks saw the mean
         # (the whole-job runs table reads such a run the same way)
-        execs, slots = mean, mean * cores
+        execs, slots = mean, query_slots(mean, cores, tcpus)
     return {
         "executors": execs, "executor_cores": cores, "executor_memory_mb": mem, "task_slots": slots,
         "shuffle_partitions": _num(props.get("spark.sql.shuffle.partitions"), CONFIG_DEFAULTS["shuffle_partitions"]),
         "max_partition_bytes": spark_bytes(props.get("spark.sql.files.maxPartitionBytes"),
                                            CONFIG_DEFAULTS["max_partition_bytes"]),
-        "default_parallelism": _num(props.get("spark.default.parallelism"), slots),
+        # Spark's default is the executors' total cores, not their task slots (spark.task.cpus)
+        "default_parallelism": _num(props.get("spark.default.parallelism"), slots * tcpus),
+        # Not a model input: how many cores a task takes, for a query's task slots (query_slots).
+        "task_cpus": float(tcpus),
         # Not a model input: whether spark.default.parallelism was set (else it follows the cores).
         "parallelism_explicit": 0.0 if props.get("spark.default.parallelism") is None else 1.0,
         "aqe": _flag(props.get("spark.sql.adaptive.enabled"), CONFIG_DEFAULTS["aqe"]),

@@ -57,6 +57,8 @@ log = logging.getLogger(__name__)
 FORMAT = "sparkpredict-job-model"
 #: Bumped when the saved layout changes; older files are refused with a "refit" hint.
 FORMAT_VERSION = 1
+#: what a fit puts in a resource column (OPTIONAL) that no run recorded
+UNRECORDED_FILL = 1.0
 EQUATION_KINDS = tuple(A.EQUATIONS)
 KINDS = ("auto", "hybrid") + EQUATION_KINDS + M.ML_KINDS
 #: The point prediction beyond the largest input size. "linear": the part of the runtime that
@@ -122,6 +124,9 @@ class JobRuntimeModel(RuntimeEstimator):
         Resource column -> the one value every training run recorded for it (combined model
         only, :data:`UNVARIED`): a question asking another is predicted as at that value, its
         lower bound no faster than perfect scaling from there, its upper bound no narrower.
+    unrecorded_ : list of str
+        The resource columns (:data:`OPTIONAL`) no training run recorded: absent from
+        ``training_range_`` and ``defaults_``, and a value asked for one is not read.
     slow_runs_ : list of (str, float)
         With a ``run_id`` column: the runs furthest above the model, as (run_id, runtime /
         the prediction of the cross-validation fold that left the run out), largest first
@@ -170,8 +175,13 @@ class JobRuntimeModel(RuntimeEstimator):
         self.extras_ = extras
         self.feature_names_ = list(REQUIRED + OPTIONAL) + extras
         self.n_runs_ = len(y)
-        self.training_range_ = {c: (float(np.min(F[c])), float(np.max(F[c]))) for c in self.feature_names_}
-        self.defaults_ = {c: float(np.median(F[c])) for c in OPTIONAL + tuple(extras)}
+        # A resource no run recorded has no range, no default and no extrapolation distance:
+        # its stand-in value made a 1-core, 1-MiB executor the advice's default, and the real
+        # 8 GiB "8192x the runs' largest" with an interval to match.
+        self.training_range_ = {c: (float(np.min(F[c])), float(np.max(F[c])))
+                                for c in self.feature_names_ if c not in self.unrecorded_}
+        self.defaults_ = {c: float(np.median(F[c])) for c in OPTIONAL + tuple(extras)
+                          if c not in self.unrecorded_}
         self.latest_ = latest_run_values(runs, rows, OPTIONAL + tuple(extras))
         result = selection.select(F, y, extras, kind=self.kind, random_state=self.random_state)
         self.name_ = result.name
@@ -245,10 +255,11 @@ class JobRuntimeModel(RuntimeEstimator):
         for c in empty:
             del F[c]
         extras = [c for c in extras if c not in empty]
+        self.unrecorded_ = [c for c in OPTIONAL if not (np.isfinite(F[c]) & (F[c] > 0)).any()]
         for c in OPTIONAL + tuple(extras):
             v = F[c]
             good = np.isfinite(v) & (v > 0 if c in OPTIONAL else True)
-            fill = float(np.median(v[good])) if good.any() else 1.0
+            fill = float(np.median(v[good])) if good.any() else UNRECORDED_FILL
             F[c] = np.where(good, v, fill)
         # Row order must not matter (retrain inside Spark sees shuffled rows): sort canonically.
         keys = [y] + [F[c] for c in reversed(list(F))]
@@ -265,7 +276,11 @@ class JobRuntimeModel(RuntimeEstimator):
         F: dict[str, np.ndarray] = {}
         for c in REQUIRED:
             F[c] = positive_query_column(X, c, n)
+        unrecorded = getattr(self, "unrecorded_", [])
         for c in OPTIONAL + tuple(self.extras_):
+            if c in unrecorded:  # the fit saw only the stand-in: a value asked changes nothing
+                F[c] = np.full(n, UNRECORDED_FILL)
+                continue
             v = column(X, c, n)
             F[c] = np.full(n, self.defaults_[c]) if v is None else np.where(np.isfinite(v), v, self.defaults_[c])
         return F
@@ -420,7 +435,7 @@ class JobRuntimeModel(RuntimeEstimator):
                 "residuals": [float(r) for r in self.residuals_],
                 "extrap_z": {k: [float(r) for r in v] for k, v in self.extrap_z_.items()},
                 "drift_law": self.drift_law_, "size_growth": self.size_growth_,
-                "unvaried": dict(self.unvaried_),
+                "unvaried": dict(self.unvaried_), "unrecorded": list(self.unrecorded_),
                 "seen_residuals": None if self.seen_residuals_ is None
                 else [float(r) for r in self.seen_residuals_],
                 "size_levels": [float(v) for v in self.size_levels_],
@@ -459,6 +474,8 @@ class JobRuntimeModel(RuntimeEstimator):
         m.size_growth_ = str(d.get("size_growth", "free"))
         # saved before the rule existed: the fitted curve at the value asked, as then
         m.unvaried_ = {str(k): float(v) for k, v in d.get("unvaried", {}).items()}
+        # saved before: such a column kept its stand-in range and default, as then
+        m.unrecorded_ = [str(c) for c in d.get("unrecorded", [])]
         # saved before seen sizes were recorded: every size gets the unseen-size interval
         seen = d.get("seen_residuals")
         m.seen_residuals_ = None if seen is None else np.asarray(seen, float)

@@ -87,7 +87,7 @@ def unvaried_resources(runs: Any, rows: np.ndarray, ranges: Mapping[str, tuple[f
     have = runs.columns if hasattr(runs, "columns") else runs
     out: dict[str, float] = {}
     for c in OPTIONAL:
-        if c not in have:
+        if c not in have or c not in ranges:
             continue
         v = floats(runs[c], c, "runs")[rows]
         lo, hi = ranges[c]

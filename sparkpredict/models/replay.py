@@ -155,14 +155,14 @@ class ReplayRuntimeModel(RuntimeEstimator):
         rows = t[t["run_id"] == run_id].set_index(["stage_id", "stage_attempt_id"])
         n_new = (tl.task_offsets[1:] - tl.task_offsets[:-1]).astype(float)
         scale = np.ones(tl.n_stages)
-        slots = executors * cores
+        slots = F.query_slots(executors, cores, tl.task_cpus)
         for i, key in enumerate(zip(tl.stage_ids.tolist(), tl.stage_attempts.tolist())):
             if key not in rows.index:
                 continue
             row = rows.loc[key]
             conf = {"executors": executors, "executor_cores": cores, "task_slots": slots}
             if row["parallelism_explicit"] != 1:  # the default follows the cores
-                conf["default_parallelism"] = slots
+                conf["default_parallelism"] = executors * cores  # Spark's default: the total cores
             hist = t[t["signature"] == row["signature"]]
             n = F.predict_num_tasks(hist, row, row["bytes_in"] * ratio, conf)
             old_bpt = row["bytes_in"] / max(row["num_tasks"], 1) / 2**20

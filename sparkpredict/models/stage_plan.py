@@ -34,14 +34,17 @@ def plan_stages(base: pd.DataFrame, history: dict, ref: str, input_bytes: float,
     r0 = base.iloc[0]
     ratio = input_bytes / r0["run_input_bytes"] if r0["run_input_bytes"] > 0 and np.isfinite(input_bytes) else 1.0
     cores = float(executor_cores or r0["executor_cores"])
-    conf = {"executors": float(executors), "executor_cores": cores, "task_slots": float(executors) * cores,
+    # the reference run's spark.task.cpus holds for the new run: its slots as training read them
+    per_task = float(r0["task_cpus"]) if "task_cpus" in r0 and np.isfinite(r0["task_cpus"]) else 1.0
+    conf = {"executors": float(executors), "executor_cores": cores,
+            "task_slots": F.query_slots(executors, cores, per_task),
             "executor_memory_mb": float(executor_memory_mb or r0["executor_memory_mb"])}
     conf.update({k: float(v) for k, v in (config or {}).items() if k in QUERY_CONFIG})
     # spark.default.parallelism defaults to the total cores: follow the new cluster then.
     explicit_par = (base["parallelism_explicit"] == 1).to_numpy() | ("default_parallelism" in conf)
     if "default_parallelism" in conf:
         base = base.assign(default_parallelism=conf["default_parallelism"])
-    par = np.where(explicit_par, base["default_parallelism"].to_numpy(float), conf["task_slots"])
+    par = np.where(explicit_par, base["default_parallelism"].to_numpy(float), float(executors) * cores)
     rows["num_tasks"] = np.asarray(
         [F.predict_num_tasks(history[rec["signature"]], rec, rec["bytes_in"] * ratio,
                              conf if ex else dict(conf, default_parallelism=pp))

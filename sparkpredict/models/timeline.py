@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import InputError, ModelError, UnknownJobError
 from ..features.runs import local_run_executors
+from ..features.stages import run_task_cpus
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -222,7 +223,7 @@ def _build(run, st: pd.DataFrame, tk: pd.DataFrame, executors_df) -> Timeline:
     end_ms = max(end_ms, last)
     execs = int(_ms(run.get("executors_max"), 0)) or int(tk["executor_id"].nunique())
     cores = int(_ms(run.get("executor_cores"), 0))
-    task_cpus = _task_cpus(run, execs, cores)
+    task_cpus = run_task_cpus(run, execs, cores)
     if not cores:
         slots = int(_ms(run.get("task_slots"), 0))
         # slots, not cores: each stands for task_cpus cores
@@ -248,27 +249,6 @@ def _build(run, st: pd.DataFrame, tk: pd.DataFrame, executors_df) -> Timeline:
         status=str(run["status"]) if isinstance(run.get("status"), str) else None,
         input_bytes=_ms(run.get("input_bytes"), np.nan),
         stage_meta=st[meta_cols].reset_index(drop=True))
-
-
-def _task_cpus(run, executors: int, cores: int) -> int:
-    """``spark.task.cpus`` of the run: from its properties, else the one that makes
-    ``executors x floor(cores / task_cpus)`` its recorded ``task_slots``; 1 when unknown."""
-    props = run.get("properties_json")
-    if isinstance(props, str) and props:
-        try:
-            value = json.loads(props).get("spark.task.cpus")
-            if value is not None and int(str(value).strip()) >= 1:
-                return int(str(value).strip())
-        except (ValueError, TypeError, AttributeError):
-            pass  # not JSON, or not a number: fall back to the slots
-    slots = int(_ms(run.get("task_slots"), 0))
-    if slots > 0 and executors > 0 and cores > 0 and slots % executors == 0:
-        fits = [t for t in range(1, cores + 1) if cores // t == slots // executors]
-        # several fit (4 cores, 1 slot: 3 or 4); Spark users set a divisor of the cores
-        exact = [t for t in fits if cores % t == 0]
-        if fits:
-            return (exact or fits)[0]
-    return 1
 
 
 def _recorded_slots(run, tk: pd.DataFrame) -> int:
