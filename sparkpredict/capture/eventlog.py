@@ -167,14 +167,19 @@ def _parse_source(source: LogSource) -> ParsedLog:
         # Spark's events, then the end: not a foreign file. Spark writes its LogStart first, so a
         # log that has it lost its end, even where the cut fell between two lines. A compressed
         # stream that stops before its first block decodes holds no line to judge: it was cut.
+        # An in-progress log with nothing in it yet: Spark made the file and has not written
+        # its first event (it buffers them), so it is the start of a log, not a foreign file.
+        unwritten = source.in_progress and not nbytes[0]
         if began or builder.spark_version is not None or (cut_short and builder.events) \
-                or (stream_cut and not builder.lines):
-            where = (f"the log ends after {plural(builder.lines, 'line')}, before its "
-                     "SparkListenerApplicationStart event" if builder.lines else
-                     f"the {codec_of(os.path.basename(source.files[-1]))} stream ends before its "
-                     "first line decodes")
-            raise IngestError(f"{source.path}: {where}: it was cut off while being written, or "
-                              "copied in part",
+                or (stream_cut and not builder.lines) or unwritten:
+            what = ("the log is empty: its application has started (.inprogress) and Spark has "
+                    "not written its first event yet" if unwritten else
+                    f"the log ends after {plural(builder.lines, 'line')}, before its "
+                    "SparkListenerApplicationStart event: it was cut off while being written, or "
+                    "copied in part" if builder.lines else
+                    f"the {codec_of(os.path.basename(source.files[-1]))} stream ends before its "
+                    "first line decodes: it was cut off while being written, or copied in part")
+            raise IngestError(f"{source.path}: {what}",
                               "ingest it once Spark has written more of it, or a complete copy") from None
         raise IngestError(f"{source.path}: {exc}", "ingest Spark event logs only "
                           "(files written by spark.eventLog.enabled=true)") from None

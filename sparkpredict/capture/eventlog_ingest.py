@@ -12,7 +12,10 @@ again, and a log whose application is already in the store (from the listener or
 ingest under another name) adds nothing: appending would duplicate its stage and task rows.
 One exception: a log that holds more of a run that ingest itself stored cut short (a log still
 being written, ``.inprogress``, or a partial copy; the run never ended, or has fewer tasks)
-replaces that copy, unless the run was edited since; otherwise the skip says so. A log that lost
+replaces that copy, unless the run was edited since; otherwise the skip says so. The listener's
+record of a run is the run's: a log ingested while its run was going, before the listener first
+wrote, leaves a copy that the listener removes at its first write (and any ingest after, should
+the listener not have). A log that lost
 events before its end (undecodable data, a line that is not JSON before the last, a missing or
 cut rolling file) is not stored at all, so that an intact copy can be ingested later. One
 ingest or edit at a time writes a local store (:meth:`Store.writer_lock`). For the same reason a job name
@@ -196,6 +199,8 @@ def _ingest_into(st: Store, sources: list[LogSource], repeated: list[str], on_er
     # wait, then read what the first stored.
     with st.writer_lock("ingest"):
         _one_copy_each(st)
+        if _drop_listened(st):
+            log.info("store %s: removed ingested copies of runs the listener recorded", st.path)
         known = _Known.of(st)
         for src in sources:
             with _system_pool():
@@ -326,6 +331,46 @@ def _one_copy_each(st: Store) -> None:
                         st.path, rid, len(mine))
 
 
+def _listener_batches(st: Store, run_id: str) -> list[str]:
+    """The committed batches the listener wrote of ``run_id`` (it labels them with the run id)."""
+    from ..store.io import new_batch_id
+    from ..store.schema import COMMIT_TABLE
+
+    label = new_batch_id(run_id)[14:-13]
+    try:
+        batches = st._files(COMMIT_TABLE)
+    except OSError:
+        return []
+    return [b for b, path in sorted(batches.items())
+            if b[14:-13] == label and _batch_run(st, path) == run_id]
+
+
+def _drop_listened(st: Store) -> int:
+    """Drop ingest's copies of runs the listener recorded too: a log ingested while its run was
+    going, before the listener's first write. The listener removes such a copy itself once it
+    writes; this heals a store where it could not (an older listener, a failed removal).
+    Returns the number of batches dropped."""
+    from ..store.schema import COMMIT_TABLE
+
+    by_label = _ingest_batches(st)
+    if not by_label:
+        return 0
+    rows = cast(pa.Table, st.read(COMMIT_TABLE, form="arrow", columns=["run_id", "source"], all_rows=True))
+    listened = {rid for rid, src in zip(rows["run_id"].to_pylist(), rows["source"].to_pylist())
+                if src == "listener"}
+    dropped = 0
+    for rid in sorted(listened):
+        batches = by_label.get(_label(rid))
+        if not batches:
+            continue
+        for b in _copies(st, batches).get(rid, []):
+            st.drop_batch(b)
+            dropped += 1
+            log.warning("store %s: run %s was stored both by the listener and from its event log "
+                        "(ingested while the run was going); kept the listener's rows", st.path, rid)
+    return dropped
+
+
 def _holds_more(parsed: ParsedLog, stored: _StoredRun) -> bool:
     """Whether intact ``parsed`` holds more of its run than the store's row says (the store has
     an earlier, cut copy of it: an in-progress log, a partial copy)."""
@@ -348,6 +393,11 @@ def _replaceable(st: Store, run_id: str, stored: _StoredRun) -> tuple[str | None
     if rows.num_rows != 1:
         return None, "it was edited with `sparkpredict store edit`, whose edits keep it"
     return mine[0], ""
+
+
+def _listener_recording(run_id: str) -> str:
+    return (f"run {run_id} is being recorded into this store by the sparkpredict listener, which "
+            "keeps the whole run: this log's copy was not kept")
 
 
 def _cannot_replace(parsed: ParsedLog, stored: _StoredRun, why: str) -> str:
@@ -422,7 +472,15 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
     if keep is not None:
         run = run.set_column(run.schema.get_field_index("job"), "job", pa.array([keep], pa.string()))
     tables["runs"] = run
-    st.append(tables, batch_id=new_batch_id("ingest-" + parsed.run_id))
+    batch = st.append(tables, batch_id=new_batch_id("ingest-" + parsed.run_id))
+    if parsed.status in _UNFINISHED and stored is None and _listener_batches(st, parsed.run_id):
+        # The listener wrote its first rows of the run while this log was read: its copy is the
+        # run's (it removes ours too, unless it looked before this append).
+        st.drop_batch(batch)
+        now = st.read("runs", form="arrow", columns=["status"], run_ids=[parsed.run_id])
+        return FileOutcome(src.path, "exists", run_id=parsed.run_id,
+                           status=now["status"][0].as_py() if now.num_rows else None,
+                           warnings=[_listener_recording(parsed.run_id)])
     replaced = None
     warnings = list(parsed.warnings)
     if old_batch is not None and stored is not None:

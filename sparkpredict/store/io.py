@@ -152,23 +152,39 @@ class Store:
         if fcntl is None or not isinstance(self.fs, pafs.LocalFileSystem):
             yield
             return
-        self.init()
-        try:
-            fd = os.open(f"{self.root.rstrip('/')}/{S.MARKER_FILE}", os.O_RDONLY)
-        except OSError as exc:
-            log.warning("store %s: no writer lock (%s): run one ingest or edit of it at a time",
-                        self.path, exc.strerror or exc)
-            yield
-            return
-        try:
+        marker = f"{self.root.rstrip('/')}/{S.MARKER_FILE}"
+        waited = False
+        while True:
+            self.init()
+            try:
+                fd = os.open(marker, os.O_RDONLY)
+            except OSError as exc:
+                log.warning("store %s: no writer lock (%s): run one ingest or edit of it at a time",
+                            self.path, exc.strerror or exc)
+                yield
+                return
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                log.warning("store %s: %s waiting for another ingest or edit of it to finish", self.path, who)
+                if not waited:
+                    log.warning("store %s: %s waiting for another ingest or edit of it to finish", self.path, who)
+                waited = True
                 fcntl.flock(fd, fcntl.LOCK_EX)
             except OSError as exc:  # NFS without lockd, Lustre without flock, some FUSE mounts
                 log.warning("store %s: its file system takes no lock (%s): run one ingest or edit of "
                             "it at a time", self.path, exc.strerror or exc)
+                break
+            # The holder before may have removed the marker (an ingest that stored nothing takes
+            # back the store it made): a lock on the removed file excludes no one who opens the
+            # marker anew, so lock that one instead.
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(marker))
+            except OSError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        try:
             yield
         finally:
             os.close(fd)  # releases the lock
@@ -272,7 +288,7 @@ class Store:
         try:
             self.fs.create_dir(base, recursive=True)
             if not self.exists():
-                self._put_atomic(f"{base}/{S.MARKER_FILE}", json.dumps(
+                self._put_marker(f"{base}/{S.MARKER_FILE}", json.dumps(
                     {"format": S.STORE_FORMAT, "schema_version": S.SCHEMA_VERSION}).encode())
         except OSError as exc:
             raise StoreError(f"cannot write to store {self.path!r}: {exc}",
@@ -310,12 +326,25 @@ class Store:
                              "read it with the sparkpredict that wrote it (sparkpredict runs --out), "
                              "or write to a new store")
 
-    def _put_atomic(self, dest: str, data: bytes) -> None:
+    def _put_marker(self, dest: str, data: bytes) -> None:
+        """Write the marker whole, and never over one another writer made meanwhile: the writer
+        lock is held on the marker file, so replacing it would let a second writer lock the
+        new file while the first holds the old one."""
         d, name = dest.rsplit("/", 1)
         tmp = f"{d}/.{name}.{uuid.uuid4().hex[:8]}.tmp"
         with self.fs.open_output_stream(tmp) as f:
             f.write(data)
-        self.fs.move(tmp, dest)
+        if not isinstance(self.fs, pafs.LocalFileSystem):
+            self.fs.move(tmp, dest)
+            return
+        try:
+            os.link(tmp, dest)
+        except FileExistsError:
+            pass  # theirs is as good as ours
+        except OSError:  # a file system without hard links (some FUSE mounts)
+            self.fs.move(tmp, dest)
+            return
+        os.remove(tmp)
 
     def append(self, tables: dict[str, pa.Table | pd.DataFrame], batch_id: str | None = None) -> str:
         """Write one batch: every table's rows become visible together or not at all.

@@ -117,6 +117,7 @@ final class Flusher implements Runnable {
     private volatile Batch carry;
     private int failures;
     private boolean errorLogged;
+    private boolean ingestChecked;
 
     Flusher(StoreWriter writer, long intervalMs, int chunkTaskRows, int maxHostRows, Owner owner) {
         this.writer = writer;
@@ -251,6 +252,12 @@ final class Flusher implements Runnable {
             writer.writeBatch(StoreWriter.newBatchId(runId), b.rows);
             heldTaskRows.addAndGet(-b.taskRows);
             failures = 0;
+            // After the first write (an ingest before it stored a copy) and the last (one that
+            // raced the first): later ingests find the listener's run and store nothing.
+            if (!ingestChecked || b.last) {
+                ingestChecked = true;
+                dropIngestedCopies(runId);
+            }
             synchronized (lock) {
                 nextAttemptMs = System.currentTimeMillis() + intervalMs;
             }
@@ -290,6 +297,21 @@ final class Flusher implements Runnable {
             return true;
         } finally {
             WRITE_NS.addAndGet(System.nanoTime() - t0);
+        }
+    }
+
+    /** Best effort: the rows this run wrote are stored whatever happens here. */
+    private void dropIngestedCopies(String runId) {
+        try {
+            int n = writer.dropIngestedCopies(runId);
+            if (n > 0) {
+                LOG.info("sparkpredict: removed {} cop{} of run {} that `sparkpredict ingest` stored from its event "
+                    + "log while the run was going; the listener's rows are the run's", n, n == 1 ? "y" : "ies", runId);
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("sparkpredict: could not remove the copy of run {} that `sparkpredict ingest` stored from its "
+                + "event log ({}); the store holds the run twice until the next `sparkpredict ingest` into it, "
+                + "which removes that copy", runId, e.toString());
         }
     }
 

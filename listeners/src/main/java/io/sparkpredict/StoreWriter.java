@@ -9,6 +9,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
@@ -33,6 +35,11 @@ final class StoreWriter {
     static final class ForeignStoreException extends IOException {
         ForeignStoreException(String m) { super(m); }
     }
+
+    /** Batch ids carry at most this many characters of their label (Python's rule too). */
+    static final int MAX_LABEL = 60;
+    private static final Pattern MARKER_VERSION =
+        Pattern.compile("\"schema_version\":(-?[0-9]+)");
 
     private final String store;
     private final Path root;
@@ -133,8 +140,10 @@ final class StoreWriter {
                 n = Math.max(0, in.read(buf));
             }
             String text = new String(buf, 0, n, StandardCharsets.UTF_8).replace(" ", "");
+            // The whole number: "schema_version":1 is also the start of 10..19.
+            Matcher version = MARKER_VERSION.matcher(text);
             if (!text.contains("\"format\":\"" + Tables.STORE_FORMAT + "\"")
-                || !text.contains("\"schema_version\":" + Tables.SCHEMA_VERSION)) {
+                || !version.find() || !version.group(1).equals(Integer.toString(Tables.SCHEMA_VERSION))) {
                 throw new ForeignStoreException("store " + store + " has marker " + text.trim()
                     + "; this listener writes schema version " + Tables.SCHEMA_VERSION
                     + ": use a new store folder or a matching sparkpredict");
@@ -230,12 +239,50 @@ final class StoreWriter {
         return UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     }
 
-    static String newBatchId(String label) {
+    /** {@code label} as batch ids carry it, by Python's rule (sparkpredict.store.io.new_batch_id). */
+    static String safeLabel(String label) {
         StringBuilder safe = new StringBuilder();
         for (char c : label.toCharArray()) {
             safe.append(Character.isLetterOrDigit(c) || c == '-' || c == '_' ? c : '_');
-            if (safe.length() >= 60) break;
+            if (safe.length() >= MAX_LABEL) break;
         }
-        return String.format("%013d-%s-%s", System.currentTimeMillis(), safe, shortId());
+        return safe.toString();
+    }
+
+    static String newBatchId(String label) {
+        return String.format("%013d-%s-%s", System.currentTimeMillis(), safeLabel(label), shortId());
+    }
+
+    /**
+     * Remove what {@code sparkpredict ingest} stored of run {@code runId} from its event log
+     * before this listener first wrote (a log ingested while the run was still going, say by a
+     * cron ingest of spark.eventLog.dir): the listener records the whole run, and both copies
+     * would double its stage and task rows. Each such batch goes as Python's Store.drop_batch
+     * removes one: its runs file (the commit mark) first, so that its rows vanish from every
+     * reader at once. Returns the number of batches removed.
+     */
+    int dropIngestedCopies(String runId) throws IOException {
+        String label = safeLabel("ingest-" + runId);
+        // A label cut to its limit may be another run's too: ingest's own check, which reads the
+        // run id in the batch, removes such a copy at its next call.
+        if (label.length() >= MAX_LABEL) return 0;
+        FileSystem f = fs();
+        Path runs = new Path(root, Tables.COMMIT_TABLE);
+        if (!f.exists(runs)) return 0;
+        Pattern name = Pattern.compile(
+            "part-([0-9]{13}-" + Pattern.quote(label) + "-[0-9a-f]{12})\\.parquet");
+        int removed = 0;
+        for (FileStatus st : f.listStatus(runs)) {
+            Matcher m = name.matcher(st.getPath().getName());
+            if (!m.matches()) continue;
+            f.delete(st.getPath(), false);
+            for (Tables.Table t : Tables.ALL) {
+                if (t == Tables.RUNS) continue;
+                Path part = new Path(new Path(root, t.name), "part-" + m.group(1) + ".parquet");
+                if (f.exists(part)) f.delete(part, false);
+            }
+            removed++;
+        }
+        return removed;
     }
 }
