@@ -98,6 +98,9 @@ class Advice:
     #: the level of the interval given, where the model's out-of-fold errors support less than
     #: ``confidence`` (12 errors: at most 84 %); None when it is ``confidence`` itself
     interval_confidence: float | None = None
+    #: False when no run of the job recorded an input size: the advice is for the work its runs
+    #: did (a replay of their tasks), whatever ``input_bytes`` says, and the size changed nothing
+    input_size_used: bool = True
 
     @property
     def shown_confidence(self) -> float:
@@ -114,6 +117,15 @@ class Advice:
         return (f"Advice(job={self.job!r}, input={format_bytes(self.input_bytes)!r}, "
                 f"executors={self.executors}, runtime={interval!r}, deadline={deadline!r}, "
                 f"candidates={len(self.candidates)})")
+
+    @property
+    def knee_reached(self) -> bool | None:
+        """Whether more executors than :attr:`knee_executors` stop paying off among the
+        candidates (False: the knee is the largest, and more still paid off); None without a
+        knee (one candidate: no curve)."""
+        if len(self.candidates) < 2 or self.knee_executors is None:
+            return None
+        return self.knee_executors < self.candidates[-1].executors
 
     @property
     def chosen(self) -> Candidate:
@@ -166,7 +178,9 @@ class Advice:
         """One line: the choice, its runtime interval, cost and deadline verdict."""
         pct = format_level(self.shown_confidence)
         money = f" (cost {format_amount(self.cost_money)})" if self.cost_money is not None else ""
-        s = (f"{self.job} on {format_bytes(self.input_bytes)}: {plural(self.executors, 'executor')}, "
+        on = (f"on {format_bytes(self.input_bytes)}" if self.input_size_used else
+              f"as its runs ran (they recorded no input size, so {format_bytes(self.input_bytes)} was not used)")
+        s = (f"{self.job} {on}: {plural(self.executors, 'executor')}, "
              f"~{format_runtime(self.predicted_runtime_s)} ({self._interval_words()}), "
              f"{format_executor_hours(self.cost_executor_hours)} executor-h{money}")
         if self.deadline_s is not None:
@@ -215,6 +229,7 @@ class Advice:
         d["warnings"] = list(self.warnings)
         d["dynamic_allocation"] = {"min_executors": self.dynamic_allocation[0],
                                    "max_executors": self.dynamic_allocation[1]}
+        d["knee_reached"] = self.knee_reached
         d["summary"] = self.summary()
         return _json_safe(d)
 
@@ -309,11 +324,10 @@ def context_lines(a: Advice) -> list[str]:
     """What ``sparkpredict suggest`` prints under the advice's summary, as the report shows it
     too: the knee, the dynamic-allocation bounds, and where the question leaves the history."""
     lines = []
-    if len(a.candidates) > 1 and a.knee_executors is not None:  # one count: no curve, no knee
-        if a.knee_executors < a.candidates[-1].executors:
-            lines.append(f"knee: {plural(a.knee_executors, 'executor')} (more stop paying off)")
-        else:
-            lines.append(f"knee: not reached up to {plural(a.knee_executors, 'executor')} (more still pay off)")
+    if a.knee_reached is not None and a.knee_executors is not None:  # one count: no curve, no knee
+        knee = plural(a.knee_executors, "executor")
+        lines.append(f"knee: {knee} (more stop paying off)" if a.knee_reached
+                     else f"knee: not reached up to {knee} (more still pay off)")
     lines.append(f"dynamic allocation: minExecutors={a.dynamic_allocation[0]} "
                  f"maxExecutors={a.dynamic_allocation[1]}")
     if a.extrapolates:

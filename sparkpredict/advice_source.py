@@ -86,7 +86,13 @@ class HistorySource:
         if store is None:
             return cls(job, model)
         runs, spill, dyn, raw = cls._history(job, store, need_job=False)
-        return cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw))
+        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw))
+        if runs is None or runs.empty:
+            # the store was given for its runs' warnings (memory, spill): say none could come
+            where = getattr(store, "path", store)
+            src.notes.append(f"the store given ({where}) holds no succeeded run of {job}: the advice comes "
+                             "from the model folder alone, without the history's memory and spill checks")
+        return src
 
     @staticmethod
     def _from_dir(job: str, path: str) -> Any:
@@ -255,6 +261,12 @@ class HistorySource:
         order = np.argsort(-ratio)[:k]
         return [(str(r["run_id"].iloc[j]), float(ratio[j])) for j in order if ratio[j] >= min_ratio]
 
+    def sizes_unknown(self) -> bool:
+        """No run of the job in the store recorded an input size (their sources report no bytes
+        read, and none was declared): a size asked about cannot be related to them."""
+        r = self.runs
+        return r is not None and len(r) > 0 and not bool((r["input_bytes"] > 0).any())  # NaN: none
+
     def memory_holders(self, executors):
         """How many heaps ``executors`` executors hold the input in: one each, or on a local
         master the driver's one JVM, however many threads (``executors``) it runs."""
@@ -277,7 +289,7 @@ class HistorySource:
             w.append(f"every run of {self.job} used {plural(seen[0], 'executor')}: how the runtime scales "
                      "with executors is an assumption of the model, not a measurement")
         sized = runs is not None and bool((runs["input_bytes"] > 0).any())  # NaN counts as none
-        if runs is not None and len(runs) and not sized:
+        if self.sizes_unknown():
             w.append(f"no run of {self.job} recorded an input size (its sources report no bytes "
                      "read, and none was declared): the size asked about cannot be related to "
                      "them. Declare it per run (spark.sparkpredict.inputBytes, or sparkpredict "

@@ -269,10 +269,15 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     cores = None if executor_cores is None else positive_int("executor_cores", executor_cores)
     mem = None if executor_memory_mb is None else check_executor_memory_mb(executor_memory_mb)
     counts = None
+    left_out: list[int] = []
     if executor_counts is not None:
-        counts = [c for c in check_executor_counts(executor_counts) if c >= lo and (hi is None or c <= hi)]
+        listed = check_executor_counts(executor_counts)
+        counts = [c for c in listed if c >= lo and (hi is None or c <= hi)]
+        left_out = sorted(set(listed) - set(counts))
+        within = (f"{lo} or more ({arg_name('min_executors')})" if hi is None else
+                  f"from {lo} to {hi} ({arg_name('min_executors')}, {arg_name('max_executors')})")
         if not counts:
-            raise InputError(f"no executor count in {arg_name('executor_counts')} lies within [min, max]",
+            raise InputError(f"no executor count in {arg_name('executor_counts')} is {within}",
                              f"widen {arg_name('min_executors')}/{arg_name('max_executors')} "
                              "or the list of counts")
 
@@ -333,6 +338,9 @@ def suggest_executors(job: str, input_bytes: float | str, *,
 
     extr = src.extrapolation(X, i)
     warnings = src.warnings(size, int(e[i]), mem, ratio[i] if ratio is not None else None, cores)
+    if left_out:
+        warnings.append(f"{arg_name('executor_counts')} {', '.join(map(str, left_out))}: left out, "
+                        f"as only counts {within} were asked for")
     most = getattr(src.model, "max_confidence", None)
     shown = None  # the interval's level, where the model supports less than the one asked for
     if most is not None and confidence > (top := most()):
@@ -418,7 +426,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         knee_executors=int(e[knee_i]), executor_cores=cores, executor_memory_mb=mem,
         price_per_executor_hour=price, budget=budget_v, params=used,
         chance_meets_deadline=None if chance is None else float(chance[i]),
-        training_range=dict(src.ranges), interval_confidence=None if shown is None else float(shown))
+        training_range=dict(src.ranges), interval_confidence=None if shown is None else float(shown),
+        input_size_used=not src.sizes_unknown())
 
 
 def _no_bound_warning(job: str, n_runs: int | None, deadline: float, confidence: float) -> str:

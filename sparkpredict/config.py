@@ -47,6 +47,14 @@ def empty_local_master(master: str) -> tuple[str, str] | None:
     return None
 
 
+def check_job_name(job: object, fix: str) -> None:
+    """Refuse a job name given blank or not as text (None: not given). The listener and submit
+    read an empty ``spark.sparkpredict.job`` as unset, the app name, and runs tables refuse a
+    blank job: a blank one given is a mistake to say, not a name to drop quietly."""
+    if job is not None and (not isinstance(job, str) or not job.strip()):
+        raise InputError(f"job name {job!r} is " + ("blank" if isinstance(job, str) else "not text"), fix)
+
+
 def default_store() -> str:
     """The embedded default store: ``$SPARKPREDICT_STORE`` or ``~/.sparkpredict/store``."""
     env = os.environ.get(STORE_ENV)

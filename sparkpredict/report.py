@@ -287,6 +287,14 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
     all_jobs = sorted(runs["job"].unique())
     if jobs:
         unknown = [j for j in jobs if j not in all_jobs]
+        recorded_only = [j for j in unknown if (runs_raw["job"] == j).any()]
+        if len(unknown) == 1 and recorded_only:
+            # runs that are all excluded, failed or cut: say which, and how to take them back
+            from .fitting import no_succeeded_run
+
+            what, fix = no_succeeded_run(runs_raw[runs_raw["job"] == unknown[0]])
+            raise InputError(f"job {unknown[0]!r} has no succeeded runs in {store_path}: {what}",
+                             f"{fix}; or choose among: {', '.join(map(repr, all_jobs))}")
         if unknown:
             raise InputError(f"no succeeded runs of job(s) {', '.join(map(repr, unknown))} in {store_path}",
                              f"choose among: {', '.join(map(repr, all_jobs))}")

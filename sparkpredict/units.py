@@ -61,6 +61,24 @@ def parse_bytes(text: str | float) -> int:
     return n
 
 
+#: Below this, a size typed without a unit is more likely a count of GB or MB left bare than bytes.
+UNITLESS_SUSPECT_BYTES = 10**6
+
+
+def unitless_size_warning(text: object, flag: str) -> str | None:
+    """A warning for a size typed as a bare number that small (``--input-size 300``): it is read
+    as bytes, as Spark reads a bare byte count, but is far more likely 300 GB with the unit
+    forgotten. None for a size with a unit, a number given from Python, or a large byte count."""
+    if not isinstance(text, str):
+        return None
+    m = _SIZE_RE.match(text)
+    if not m or m.group(2) or not 0 < float(m.group(1)) < UNITLESS_SUSPECT_BYTES:
+        return None
+    n = m.group(1)
+    return (f"{flag} {text.strip()} has no unit and is read as {n} bytes; if you meant {n}GB or "
+            f"{n}MiB, write the unit (a byte count is written {n}B)")
+
+
 def declared_size(text: object) -> int | None:
     """``spark.sparkpredict.inputBytes`` in bytes, read as ``--input-size`` reads sizes
     (:func:`parse_bytes`: ``5MB`` is 5,000,000 bytes, ``5MiB`` and ``5m`` are 5 * 2^20); None when

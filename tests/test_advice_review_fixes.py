@@ -102,7 +102,8 @@ def test_a_single_run_never_meets_a_deadline_and_the_advice_says_why(logs_store)
     assert in_time and a.executors == min(in_time, key=lambda c: (c.cost_executor_hours, c.executors)).executors
     assert a.candidate_verdicts() == ["may miss" if c in in_time else "misses" for c in a.candidates]
     assert a.summary().startswith(
-        f"solo on 1 MB: {a.executors} executor{'s' * (a.executors > 1)}, "
+        f"solo as its runs ran (they recorded no input size, so 1 MB was not used): "
+        f"{a.executors} executor{'s' * (a.executors > 1)}, "
         f"~{format_runtime(a.predicted_runtime_s)} (no 90% interval from 1 run), ")
     assert "; may miss deadline 10.0s: there is no 90% upper bound to certify it" in a.summary()
     (w,) = [w for w in a.warnings if "no deadline can be certified" in w]

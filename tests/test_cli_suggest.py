@@ -199,7 +199,8 @@ def test_executor_counts_flag_gives_the_candidates(model_dir, capsys):
     assert "e.g. --executor-counts 2,4,8" in err and "executor_counts" not in err
     assert main(["suggest", "--job", "etl", "--input-size", "30GB", "--executor-counts", "64",
                  "--max-executors", "16", "--models", model_dir]) == 2
-    assert "no executor count in --executor-counts lies within" in capsys.readouterr().err
+    assert "no executor count in --executor-counts is from 1 to 16 (--min-executors, --max-executors)" \
+        in capsys.readouterr().err
 
 
 def test_the_advice_errors_about_where_models_come_from_name_the_flags(tmp_path, capsys):

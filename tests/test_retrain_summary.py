@@ -75,7 +75,7 @@ def test_the_report_says_what_was_committed_and_what_was_skipped():
     assert report_lines(res) == [
         ("refit 3 of 4 job(s) on the local path in 55.9 s (0 whole-job models, 3 stage models); "
          "0 unchanged, 3 whole-job models skipped (not enough usable runs), 0 failed"),
-        "stage models: 3 refit, 1 job without stage rows",
+        "stage models: 3 refit, 1 job without stage rows to learn from (none recorded, or only of runs that did not succeed)",
         "  skipped: Databricks Shell: no succeeded run (1 incomplete)",
         f"    fix: {FIX_FINISH}",
         # one reason, one line: ingested logs without an input size are many

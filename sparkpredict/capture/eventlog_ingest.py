@@ -217,15 +217,14 @@ def _ingest_into(st: Store, sources: list[LogSource], repeated: list[str], on_er
 
 
 def _check_job(job: object) -> None:
-    """Refuse a job name no run should be stored under: the listener and ``submit`` read an
-    empty ``spark.sparkpredict.job`` as unset (the app name), and runs tables refuse a blank job."""
-    if job is None:
-        return
-    if not isinstance(job, str) or not job.strip():
-        raise InputError(f"job name {job!r} is " + ("blank" if isinstance(job, str) else "not text"),
-                         "give the name to store the runs under, e.g. --job nightly-etl (leave it "
-                         "out to keep each log's spark.sparkpredict.job, else its app name)")
+    from ..config import check_job_name
 
+    check_job_name(job, "give the name to store the runs under, e.g. --job nightly-etl (leave it "
+                        "out to keep each log's spark.sparkpredict.job, else its app name)")
+
+
+#: A batch id carries at most this many characters of its label (:func:`new_batch_id`).
+_MAX_LABEL = 60
 
 #: Statuses of a run whose end the store has not recorded: a later log of it may hold more.
 _UNFINISHED = ("incomplete", "running")
@@ -272,24 +271,33 @@ def _label(run_id: str) -> str:
     return new_batch_id("ingest-" + run_id)[14:-13]
 
 
-def _ingest_batches(st: Store) -> dict[str, list[tuple[str, str]]]:
-    """label -> (batch id, runs file) of the committed batches ingest wrote under it, oldest
-    first: the runs folder listed once."""
-    import re
-
+def _batches(st: Store) -> dict[str, list[tuple[str, str]]]:
+    """label -> (batch id, runs file) of the store's committed batches, oldest first: the runs
+    folder listed once. A batch id is <13-digit ms>-<label>-<12 hex> (:func:`new_batch_id`)."""
     from ..store.schema import COMMIT_TABLE
 
-    name = re.compile(r"\d{13}-(ingest-.*)-[0-9a-f]{12}")
     out: dict[str, list[tuple[str, str]]] = {}
     try:
         batches = st._files(COMMIT_TABLE)
     except OSError:
         return out
     for b, path in sorted(batches.items()):
-        m = name.fullmatch(b)
-        if m:
-            out.setdefault(m.group(1), []).append((b, path))
+        out.setdefault(b[14:-13], []).append((b, path))
     return out
+
+
+def _ingest_batches(st: Store) -> dict[str, list[tuple[str, str]]]:
+    """label -> (batch id, runs file) of the committed batches ingest wrote under it, oldest first."""
+    return {label: b for label, b in _batches(st).items() if label.startswith("ingest-")}
+
+
+def _listener_labels(ingest_label: str, labels: Iterable[str]) -> list[str]:
+    """Of ``labels``, those the listener's batches of the run(s) stored under ``ingest_label``
+    could carry: the listener labels a batch with the run id alone, cut to the same length."""
+    plain = ingest_label[len("ingest-"):]
+    if len(ingest_label) < _MAX_LABEL:
+        return [plain] if plain in labels else []
+    return [label for label in labels if label.startswith(plain) and not label.startswith("ingest-")]
 
 
 def _batch_run(st: Store, path: str) -> str | None:
@@ -332,40 +340,30 @@ def _one_copy_each(st: Store) -> None:
 
 
 def _listener_batches(st: Store, run_id: str) -> list[str]:
-    """The committed batches the listener wrote of ``run_id`` (it labels them with the run id)."""
-    from ..store.io import new_batch_id
-    from ..store.schema import COMMIT_TABLE
-
-    label = new_batch_id(run_id)[14:-13]
-    try:
-        batches = st._files(COMMIT_TABLE)
-    except OSError:
-        return []
-    return [b for b, path in sorted(batches.items())
-            if b[14:-13] == label and _batch_run(st, path) == run_id]
+    """The committed batches the listener wrote of ``run_id``."""
+    by_label = _batches(st)
+    return [b for label in _listener_labels(_label(run_id), by_label)
+            for b, path in by_label[label] if _batch_run(st, path) == run_id]
 
 
 def _drop_listened(st: Store) -> int:
     """Drop ingest's copies of runs the listener recorded too: a log ingested while its run was
     going, before the listener's first write. The listener removes such a copy itself once it
-    writes; this heals a store where it could not (an older listener, a failed removal).
-    Returns the number of batches dropped."""
-    from ..store.schema import COMMIT_TABLE
-
-    by_label = _ingest_batches(st)
-    if not by_label:
-        return 0
-    rows = cast(pa.Table, st.read(COMMIT_TABLE, form="arrow", columns=["run_id", "source"], all_rows=True))
-    listened = {rid for rid, src in zip(rows["run_id"].to_pylist(), rows["source"].to_pylist())
-                if src == "listener"}
+    writes; this heals a store where it could not (an older listener, a failed removal). Reads
+    only the runs files of batches whose labels match. Returns the number of batches dropped."""
+    by_label = _batches(st)
     dropped = 0
-    for rid in sorted(listened):
-        batches = by_label.get(_label(rid))
-        if not batches:
+    for label, ingested in by_label.items():
+        if not label.startswith("ingest-"):
             continue
-        for b in _copies(st, batches).get(rid, []):
-            st.drop_batch(b)
-            dropped += 1
+        listened = {_batch_run(st, path) for other in _listener_labels(label, by_label)
+                    for _, path in by_label[other]}
+        for rid, mine in _copies(st, ingested).items() if listened else ():
+            if rid not in listened:
+                continue
+            for b in mine:
+                st.drop_batch(b)
+                dropped += 1
             log.warning("store %s: run %s was stored both by the listener and from its event log "
                         "(ingested while the run was going); kept the listener's rows", st.path, rid)
     return dropped

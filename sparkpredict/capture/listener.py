@@ -28,6 +28,7 @@ from ..config import (
     LISTENER_CLASS,
     cache_dir,
     cache_error,
+    check_job_name,
     folder_problem,
     make_cache_dir,
     resolve_store,
@@ -243,12 +244,19 @@ def listener_conf(store: str | None = None, job: str | None = None, tasks: bool 
         that it recorded nothing.
     """
     declared = None if input_bytes is None else _input_bytes(input_bytes)  # before the jar's build
+    check_job_name(job, "give the name to record the runs under, e.g. nightly-etl (leave it out "
+                        "for each application's name)")
     path = resolve_store(store)
     if "://" not in path and Path(path).is_file():
         raise StoreError(f"store path {path!r} is a file", "give a folder path for the store")
     if jar is not None and not str(jar).strip():
         raise InputError("the listener jar's location is empty", "give where every driver reads the jar, "
                          "e.g. hdfs:///apps/sparkpredict/sparkpredict-listener.jar")
+    if jar is not None and "," in str(jar):
+        # spark.jars is a comma-separated list: Spark would load two jars, neither of them this one
+        raise InputError(f"the listener jar's location {str(jar).strip()!r} holds a comma, which spark.jars "
+                         "reads as a list of two jars",
+                         "copy the jar to a path without a comma and give that")
     conf = {
         "spark.jars": str(jar).strip() if jar is not None else str(build_listener()),
         "spark.extraListeners": LISTENER_CLASS,

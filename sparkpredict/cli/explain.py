@@ -27,7 +27,14 @@ def register(subparsers: Any) -> None:
                    help="QoS threshold on the degradation, as a fraction between 0 and 1 "
                         "(default 0.10: at most 10%% slower than expected)")
     p.add_argument("--stages", type=int, metavar="N", help="with a RUN_ID: stages to list (default 3)")
-    p.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print the explanation as JSON. Fractions throughout (0.25 = 25 %%): "
+                        "degradation (measured against the clean runs; null without them), "
+                        "estimated_degradation (from the run's metrics), contributions (resource -> its "
+                        "signed part of that estimate), shares (the positive contributions as parts of "
+                        "their sum, whatever its size: read them with main_cause, null when no cause is "
+                        "named), qos (threshold -> whether the slowdown exceeded it: true is a violation), "
+                        "violated (at --threshold), stages, warnings")
     p.set_defaults(func=run)
 
 

@@ -103,7 +103,7 @@ def report_lines(res: RetrainResult) -> list[str]:
     lines = [summary(res)]
     if res.stage_refit or res.stage_skipped:
         lines.append(f"stage models: {len(res.stage_refit)} refit, {plural(len(res.stage_skipped), 'job')} "
-                     "without stage rows")
+                     "without stage rows to learn from (none recorded, or only of runs that did not succeed)")
     again = set(res.still_failing)
     for what, models in (("failed", res.errors), ("skipped", res.skipped)):
         # models not refit for the same reason (ingested logs without an input size) share a line

@@ -28,6 +28,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE or ~/.sparkpredict/store)")
     p.add_argument("--json", action="store_true",
                    help="print the report as JSON: run_id, job, actual_executors, actual_cores, "
+                        "executors_mean (alive on average: below actual_executors under dynamic "
+                        "allocation, whose most the replay holds throughout; null on a local master), "
                         "runtime_s (recorded, as in the runs table), self_error ((replayed - recorded) / "
                         "recorded at the actual count, a fraction), n_tasks, n_stages, task_cpus, status, "
                         "self_check and predictions (each: executors, cores, slots, "
@@ -51,6 +53,12 @@ def run(args: argparse.Namespace) -> int:
         warnings = list(parsed.warnings)
         t = parsed.tables
         tl = sim.Timeline.from_tables(t["runs"], t["stages"], t["tasks"])
+    elif _names_a_file(args.run):
+        from ..errors import InputError
+
+        raise InputError(f"no such file: {args.run}",
+                         "give the path of an existing Spark event log, or a run id of the store "
+                         "(sparkpredict store summary lists them)")
     else:
         tl = sim.load_timeline(args.store, args.run)
     rep = sim.simulate_timeline(tl, counts, args.cores, host_cores=args.host_cores)
@@ -63,13 +71,27 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _names_a_file(word: str) -> bool:
+    """A path, not a run id: run ids (``app-...``, ``application_..._0001/1``, ``local-...``)
+    never start with a path's first characters nor end in an event log's suffix."""
+    from ..capture.codecs import codec_of
+
+    name = word.rstrip("/").rsplit("/", 1)[-1]
+    return word.startswith(("/", "./", "../", "~")) or name.endswith((".json", ".inprogress", ".log")) \
+        or codec_of(name) is not None
+
+
 def format_report(rep: Any, warnings: list[str] | None = None) -> str:
     """The report as text: the log's warnings, self-check, then one line per executor count."""
     from ..units import format_duration as dur
-    from ..units import plural
+    from ..units import format_executors, plural
 
     sc = rep.self_check
     used = plural(rep.actual_executors, "executor")
+    mean = getattr(rep, "executors_mean", None)
+    # dynamic allocation: the replay holds the most the run had for its whole length
+    held = f" at most ({format_executors(mean)} on average)" \
+        if mean is not None and mean < rep.actual_executors - 0.005 else ""
     task_cpus = getattr(rep, "task_cpus", 1)
     per_task = f" ({task_cpus} per task: spark.task.cpus)" if task_cpus > 1 else ""
     status = getattr(rep, "status", None)
@@ -78,9 +100,10 @@ def format_report(rep: Any, warnings: list[str] | None = None) -> str:
     lines = [f"warning: {w}" for w in warnings or []]
     lines += [
         f"run {rep.run_id}" + (f" (job {rep.job})" if rep.job else "")
-        + f": {used} x {plural(rep.actual_cores, 'core')}{per_task}, {rep.n_tasks:,} tasks "
+        + f": {used}{held} x {plural(rep.actual_cores, 'core')}{per_task}, {rep.n_tasks:,} tasks "
           f"in {rep.n_stages} stages, recorded {dur(rep.runtime_s)}{ended}",
-        (f"self-check at {used} (actually used): replay {dur(sc.predicted_runtime_s)}, "
+        (f"self-check at {used} ({'the most it held' if held else 'actually used'}): replay "
+         f"{dur(sc.predicted_runtime_s)}, "
          f"error {rep.self_error * 100:+.1f}%"),
         "",
         f"{'executors':>9} {'cores':>5} {'slots':>6} {'predicted':>11} {'replay floor':>12} {'slots busy':>10}",

@@ -22,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "--json: {store, runs, jobs: [{job, runs, runs_by_status, median_wall_ms (of "
                        "succeeded runs; null without one), input_bytes_min, input_bytes_max (over "
                        "runs that recorded an input), last_start_ms}], latest: [{run_id, job, status, "
-                       "start_ms, input_bytes, executors, wall_ms, num_tasks}]}, numbers in base units "
+                       "start_ms, input_bytes, executors, wall_ms, num_tasks}], excluded: [{run_id, "
+                       "job}] (every run excluded from training, oldest first)}, numbers in base units "
                        "(bytes, ms, epoch ms), null where nothing was recorded; an error is {error, "
                        "fix} on stdout.")
     s.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
@@ -263,7 +264,13 @@ def _print_summary_json(path: str, per_job: Any, runs: Any, latest: Any) -> None
              "input_bytes": num(r.input_bytes) if r.input_bytes == r.input_bytes and r.input_bytes > 0 else None,
              "executors": num(r.executors), "wall_ms": num(r.wall_ms), "num_tasks": num(r.num_tasks)}
             for r in latest.itertuples()]
-    print(json.dumps({"store": str(path), "runs": len(runs), "jobs": jobs, "latest": rows}, indent=2))
+    from ..store.edit import EXCLUDED
+
+    # every one, as the text lists them: the runs `store edit --include` can take back
+    out = runs[runs["status"] == EXCLUDED].sort_values("start_ms") if len(runs) else runs
+    excluded = [{"run_id": text(r.run_id), "job": text(r.job)} for r in out.itertuples()]
+    print(json.dumps({"store": str(path), "runs": len(runs), "jobs": jobs, "latest": rows,
+                      "excluded": excluded}, indent=2))
 
 
 def _clean(args: argparse.Namespace) -> int:

@@ -228,7 +228,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..capture.submit_args import check_master, driver_is_local, submit_store
     from ..config import KEY_INPUT_BYTES, PARAM_PREFIX
     from ..errors import InputError
-    from ..units import parse_bytes, plural
+    from ..units import parse_bytes, plural, unitless_size_warning
 
     spark_args = list(args.spark_args)
     if spark_args and spark_args[0] == "--":
@@ -241,6 +241,9 @@ def _run(args: argparse.Namespace) -> int:
     # name it); a --store that contradicts --conf spark.sparkpredict.store fails here, before a fit
     history = submit_store(spark_args, args.store)
     input_bytes = parse_bytes(args.input_size) if args.input_size else None
+    bare = unitless_size_warning(args.input_size, "--input-size")
+    if bare:  # recorded as the run's size: said before the run, while it can still be stopped
+        print(f"warning: {bare}", file=sys.stderr)
     params = parse_params(args.param)
     with cli_flags():
         check_params(params)  # numbers only: the store's runs table reads them as such

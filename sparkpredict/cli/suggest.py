@@ -97,12 +97,19 @@ def run(args: argparse.Namespace) -> int:
             executor_counts=args.executor_counts,
             price_per_executor_hour=args.price, budget=args.budget, confidence=args.confidence,
             params=parse_params(args.param), store=args.store, models=args.models)
+    from ..units import unitless_size_warning
+
+    bare = unitless_size_warning(args.input_size, "--input-size")
     if args.json:
         import json
 
-        print(json.dumps(advice.to_dict(), indent=2))
+        d = advice.to_dict()
+        d["warnings"] = ([bare] if bare else []) + d["warnings"]
+        print(json.dumps(d, indent=2))
     else:
         print(format_advice(advice))
+        if bare:
+            print(f"warning: {bare}")
     return 0
 
 
@@ -111,7 +118,8 @@ def format_advice(a: Any, max_rows: int = 40) -> str:
     from ..advice import candidate_table, context_lines
     from ..units import format_bytes, format_duration, format_number, plural
 
-    head = [f"job {a.job}, input {format_bytes(a.input_bytes)}, objective {a.objective}"
+    unused = "" if getattr(a, "input_size_used", True) else " (not used: no run recorded an input size)"
+    head = [f"job {a.job}, input {format_bytes(a.input_bytes)}{unused}, objective {a.objective}"
             + (f", deadline {format_duration(a.deadline_s)}" if a.deadline_s is not None else "")]
     runs = "? runs" if a.n_runs is None else plural(a.n_runs, "run")
     head.append(f"model {a.model_name} ({a.model_error}, {runs})")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -407,13 +408,22 @@ def read_runs_file(path: str | os.PathLike[str]) -> pd.DataFrame:
     p = str(path)
     if not os.path.exists(p):
         raise InputError(f"runs file {p!r} not found", "export one with `sparkpredict runs --store S --out runs.csv`")
+    from ..store.schema import MARKER_FILE
+
+    if os.path.isfile(os.path.join(p, MARKER_FILE)):
+        # a history store: its runs rows are not a runs table (no runtime_s, one row per write)
+        raise InputError(f"{p!r} is a history store, not a runs table",
+                         f"export its runs table first: sparkpredict runs --store {shlex.quote(p)} --out runs.csv "
+                         "(evaluate and suggest also read a store directly: --store)")
     try:
         if p.endswith((".parquet", ".pq")) or os.path.isdir(p):
             df = pd.read_parquet(p)
         else:
             df = read_csv_keeping_jobs(p)
     except Exception as exc:  # pandas raises many types for malformed files
-        raise InputError(f"cannot read runs file {p!r}: {exc}", "give a CSV or Parquet runs table") from exc
+        # one line: pandas' messages can end in a newline, or hold several
+        why = " ".join(str(exc).split())
+        raise InputError(f"cannot read runs file {p!r}: {why}", "give a CSV or Parquet runs table") from exc
     check_runs_frame(df, what=f"runs file {p!r}")
     # pandas' nullable integers (a Parquet export, see with_integer_columns) as the floats the
     # models read, NaN for a missing value

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -267,6 +268,8 @@ class SimulationReport:
     n_stages: int
     task_cpus: int = 1         # spark.task.cpus of the run: slots = executors x floor(cores / it)
     status: str | None = None  # the run's recorded status
+    #: executors alive on average (dynamic allocation): ``actual_executors`` is the most it held
+    executors_mean: float | None = None
 
     def to_dict(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if k not in ("self_check", "predictions")}
@@ -292,7 +295,9 @@ def simulate_timeline(tl: Timeline, executors: Sequence[int], cores: int | None 
                             actual_cores=tl.cores, runtime_s=rec_s, self_check=actual,
                             self_error=(actual.predicted_runtime_s - rec_s) / rec_s if rec_s > 0 else float("nan"),
                             predictions=preds, n_tasks=tl.n_tasks, n_stages=tl.n_stages,
-                            task_cpus=task_cpus, status=tl.status)
+                            task_cpus=task_cpus, status=tl.status,
+                            executors_mean=tl.executors_mean if tl.executors_mean is not None
+                            and math.isfinite(tl.executors_mean) else None)
 
 
 def _counts(executors: Any) -> list[int]:

@@ -51,6 +51,8 @@ class Timeline:
     task_cpus: int = 1               # spark.task.cpus: a task slot is this many cores
     status: str | None = None        # the run's status (an incomplete one ended early)
     input_bytes: float | None = None
+    #: the executors alive on average over the run (dynamic allocation: fewer than ``executors``)
+    executors_mean: float | None = None
     stage_meta: pd.DataFrame | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -248,6 +250,7 @@ def _build(run, st: pd.DataFrame, tk: pd.DataFrame, executors_df) -> Timeline:
         job=run.get("job"), task_cpus=task_cpus,
         status=str(run["status"]) if isinstance(run.get("status"), str) else None,
         input_bytes=_ms(run.get("input_bytes"), np.nan),
+        executors_mean=None if local is not None else _ms(run.get("executors_mean"), np.nan),
         stage_meta=st[meta_cols].reset_index(drop=True))
 
 
@@ -275,8 +278,12 @@ def load_timeline(store, run_id: str) -> Timeline:
     runs = st.read("runs", run_ids=[run_id])
     if runs.empty:
         known = list(st.read("runs", columns=["run_id"])["run_id"])[-5:]
+        if not known:
+            raise UnknownJobError(f"no run {run_id!r} in store {st.path}: the store holds no runs yet",
+                                  "record runs first (sparkpredict submit, demo or ingest), or give the "
+                                  "path of a Spark event log to replay it without a store")
         raise UnknownJobError(f"no run {run_id!r} in store {st.path}",
-                              f"pass a run id from the store, e.g. {', '.join(known) or '(store is empty)'}")
+                              f"pass a run id from the store, e.g. {', '.join(known)}")
     return Timeline.from_tables(runs, st.read("stages", run_ids=[run_id]),
                                 st.read("tasks", run_ids=[run_id]), run_id)
 

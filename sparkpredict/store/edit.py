@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..config import check_job_name
 from ..errors import InputError
 from ..units import plural
 
@@ -186,9 +187,7 @@ def _check_args(job: str | None, input_bytes: float | str | None, excluded: bool
     if excluded is not None and not isinstance(excluded, bool):
         raise InputError(f"excluded={excluded!r} is neither True nor False",
                          "pass excluded=True to exclude runs, excluded=False to include them again")
-    if job is not None and (not isinstance(job, str) or not job.strip()):
-        raise InputError(f"job name {job!r} is " + ("blank" if isinstance(job, str) else "not text"),
-                         "give the job to move the runs to, e.g. --job nightly-etl")
+    check_job_name(job, "give the job to move the runs to, e.g. --job nightly-etl")
     return None if input_bytes is None else parse_input_size(input_bytes)
 
 
