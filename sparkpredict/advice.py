@@ -344,15 +344,18 @@ def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], 
     pct = format_level(a.shown_confidence)
     price = a.price_per_executor_hour
     money = price is not None
-    # a budget is held by the upper bound: its column shows what each count may cost
+    # a budget is held by the upper bound (budget_runtimes_s): its column shows what each count may cost
     budget = a.budget is not None
+    cands = list(a.candidates)
+    basis = budget_runtimes_s([c.predicted_runtime_s for c in cands], [c.upper_s for c in cands])
+    by_bound = any(math.isfinite(c.upper_s) for c in cands)
     cols = ["", "executors", "runtime", f"{pct} interval", "executor-h"] + (["cost"] if money else []) \
-        + ([f"{'cost' if money else 'executor-h'} at upper bound"] if budget else []) \
+        + ([f"{'cost' if money else 'executor-h'} at {'upper bound' if by_bound else 'prediction'}"]
+           if budget else []) \
         + (["deadline", "chance"] if a.deadline_s is not None else [])
     verdicts = a.candidate_verdicts()
     # a candidate without a finite upper bound (a single run's replay) has no interval to show
     no_bound = "none (1 run)" if a.n_runs == 1 else "none"
-    cands = list(a.candidates)
     shown = list(range(len(cands)))
     if max_rows is not None and len(cands) > max_rows:
         keep = {0, len(cands) - 1} | {round(k * (len(cands) - 1) / (max_rows - 1)) for k in range(max_rows)}
@@ -369,7 +372,7 @@ def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], 
         if money:
             row.append(format_amount(c.cost_money) if c.cost_money is not None else "")
         if budget:
-            most = c.executors * c.upper_s / 3600.0
+            most = c.executors * basis[k] / 3600.0
             row.append(no_bound if not math.isfinite(most) else
                        format_amount(most * price) if price is not None else format_executor_hours(most))
         if a.deadline_s is not None:
@@ -377,6 +380,15 @@ def candidate_table(a: Advice, max_rows: int | None = None) -> tuple[list[str], 
             row.append("" if c.chance_meets_deadline is None else format_chance(c.chance_meets_deadline))
         rows.append(row)
     return cols, rows
+
+
+def budget_runtimes_s(predicted: Any, upper: Any) -> list[float]:
+    """The runtimes a budget is judged by, one per candidate: the interval's upper bounds, as a
+    deadline is judged; the predicted runtimes where no candidate has a finite bound (a single
+    run's replay, which certifies none: every count would be over any budget). One rule for the
+    advice's choice and the table's column."""
+    up = [float(u) for u in upper]
+    return up if any(math.isfinite(u) for u in up) else [float(p) for p in predicted]
 
 
 def _meets_needs(confidence: float, pct: str) -> str:

@@ -42,6 +42,7 @@ from .advice import (
     Advice,
     Candidate,
     beyond_history,
+    budget_runtimes_s,
     flat_size_warning,
     format_chance,
     format_level,
@@ -122,15 +123,6 @@ def knee_index(executors: Sequence[float] | np.ndarray, runtime_s: Sequence[floa
     return len(e) - 1
 
 
-def _budget_basis(t, up):
-    """The runtime a budget is judged by: the interval's upper bound, as the deadline is; the
-    predicted runtime where no count has a finite one (a single run's replay, which certifies
-    no bound: there every count would be over any budget)."""
-    import numpy as np
-
-    return up if np.isfinite(up).any() else t
-
-
 def _fastest(mask, speed, cost, e) -> int:
     """Cheapest of the candidates in ``mask`` within SAME_SPEED of the lowest ``speed``."""
     import numpy as np
@@ -169,7 +161,7 @@ def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int,
         # the one likeliest to fit the budget, the lowest upper bound of cost (the fastest
         # spent most past it), warned below
         idx = np.flatnonzero(feasible)
-        spend = e * _budget_basis(t, up)
+        spend = e * np.asarray(budget_runtimes_s(t, up))
         i = int(idx[np.lexsort((e[idx], cost[idx], spend[idx]))[0]])
     elif objective == "time":
         i = _fastest(pool, t, cost, e)
@@ -317,7 +309,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         chance = np.clip(np.asarray(model.chance_within(X, deadline), dtype=float), 0.0, 1.0)
     if budget_v is not None:
         # the budget holds at the requested confidence, as the deadline does: by the upper bound
-        spend = e * _budget_basis(t, up) / 3600.0 * (price if price is not None else 1.0)
+        spend = e * np.asarray(budget_runtimes_s(t, up)) / 3600.0 * (price if price is not None else 1.0)
         budget_ok = spend <= budget_v
     else:
         budget_ok = np.ones(len(e), bool)

@@ -274,3 +274,22 @@ def test_mixed_statuses_are_each_told_with_their_fix():
     # a status this module has no words for is still said, and the fix still asks for a run
     what, fix = no_succeeded_run(pd.DataFrame({"run_id": ["x"], "status": ["weird"]}))
     assert (what, fix) == ("1 run has status 'weird'", "record a run of the job that succeeds")
+
+
+def test_a_single_runs_budget_column_shows_the_cost_the_budget_was_judged_by(logs_store):
+    """No count of a single run's replay has a finite bound, so the budget is judged by the
+    predicted cost; the table's column said "none (1 run)" on every row, under the heading
+    "at upper bound", beside a choice made on figures it did not show."""
+    from sparkpredict.advice import candidate_table
+
+    a = suggest_executors("solo", "1MB", objective="time", budget=0.008, store=logs_store)
+    assert a.n_runs == 1 and not any(math.isfinite(c.upper_s) for c in a.candidates)
+    cols, rows = candidate_table(a)
+    at = cols.index("executor-h at prediction")
+    assert "executor-h at upper bound" not in cols
+    by_e = {int(r[1]): r for r in rows}
+    for c in a.candidates:
+        assert float(by_e[c.executors][at]) == pytest.approx(c.cost_executor_hours, rel=0.05)  # 2 digits
+    fits = [c for c in a.candidates if c.cost_executor_hours <= 0.008]  # 1-3 executors
+    assert len(fits) == 3 and float(by_e[a.executors][at]) <= 0.008
+    assert a.executors == min(fits, key=lambda c: c.predicted_runtime_s).executors
