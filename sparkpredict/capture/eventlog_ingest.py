@@ -274,15 +274,20 @@ def _label(run_id: str) -> str:
 def _batches(st: Store) -> dict[str, list[tuple[str, str]]]:
     """label -> (batch id, runs file) of the store's committed batches, oldest first: the runs
     folder listed once. A batch id is <13-digit ms>-<label>-<12 hex> (:func:`new_batch_id`)."""
+    import re
+
     from ..store.schema import COMMIT_TABLE
 
+    name = re.compile(r"\d{13}-(.*)-[0-9a-f]{12}")
     out: dict[str, list[tuple[str, str]]] = {}
     try:
         batches = st._files(COMMIT_TABLE)
     except OSError:
         return out
     for b, path in sorted(batches.items()):
-        out.setdefault(b[14:-13], []).append((b, path))
+        m = name.fullmatch(b)
+        if m:
+            out.setdefault(m.group(1), []).append((b, path))
     return out
 
 
@@ -358,7 +363,9 @@ def _drop_listened(st: Store) -> int:
             continue
         listened = {_batch_run(st, path) for other in _listener_labels(label, by_label)
                     for _, path in by_label[other]}
-        for rid, mine in _copies(st, ingested).items() if listened else ():
+        if not listened:
+            continue
+        for rid, mine in _copies(st, ingested).items():
             if rid not in listened:
                 continue
             for b in mine:
