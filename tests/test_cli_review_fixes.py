@@ -182,3 +182,28 @@ def test_simulate_on_an_empty_store_says_it_is_empty(tmp_path, capsys):
     assert error.endswith("the store holds no runs yet") and "e.g." not in fix
     assert fix == "fix: record runs first (sparkpredict submit, demo or ingest), or give the path of a " \
                   "Spark event log to replay it without a store"
+
+
+def test_a_store_that_lost_its_marker_is_named_as_such(tmp_path, capsys):
+    st = tmp_path / "store"
+    shutil.copytree(HISTORY, st)
+    (st / "_sparkpredict_store.json").unlink()
+    assert main(["store", "summary", "--store", str(st)]) == 2
+    error, fix = _two_lines(capsys.readouterr().err)
+    # it said "holds other files (NOTES.md)", as if the tables were not there
+    assert error == (f"error: folder {str(st)!r} holds a store's tables (executors/, runs/, stages/, tasks/) "
+                     "but not its marker _sparkpredict_store.json")
+    assert 'restore _sparkpredict_store.json as {"format": "sparkpredict-store", "schema_version": 1}' in fix
+    (st / "_sparkpredict_store.json").write_text(fix.split(" as ", 1)[1].split("; else")[0])
+    assert main(["store", "summary", "--store", str(st)]) == 0  # the fix, as written, works
+
+
+def test_a_store_path_from_the_environment_is_named_in_the_fix(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SPARKPREDICT_STORE", str(tmp_path / "nothere"))
+    assert main(["store", "summary"]) == 2
+    error, fix = _two_lines(capsys.readouterr().err)
+    assert error == f"error: no sparkpredict store at {str(tmp_path / 'nothere')!r}"
+    assert "set $SPARKPREDICT_STORE (it names this path) to the store's folder, or give one with --store" in fix
+    monkeypatch.delenv("SPARKPREDICT_STORE")
+    assert main(["store", "summary", "--store", str(tmp_path / "nothere")]) == 2
+    assert "SPARKPREDICT_STORE" not in capsys.readouterr().err

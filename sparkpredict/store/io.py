@@ -454,25 +454,39 @@ def _remove_if_unused(st: Store, *, remove_folder: bool) -> None:
 def _not_a_store(store: Store) -> StoreError:
     """Why ``store`` (without its marker) cannot be read: recording a run fixes only a path
     that is missing or empty; a file or a folder of other files is the wrong path."""
+    from ..config import STORE_ENV
+
     base = store.root.rstrip("/")
     given = "give the store's folder (--store; store= from Python)"
+    if os.environ.get(STORE_ENV) and resolve_store(None) == store.path:
+        given = f"set ${STORE_ENV} (it names this path) to the store's folder, or give one with --store"
+    tables: list[str] = []
     try:
         info = store.fs.get_file_info(base)
         if info.type == pafs.FileType.File:
             return StoreError(f"store path {store.path!r} is a file, not a store's folder", given)
+        names = [] if info.type != pafs.FileType.Directory else sorted(
+            e.base_name for e in store.fs.get_file_info(pafs.FileSelector(base)))
         # Hidden names are other writers' temporary files, as Store.init reads them.
-        foreign = [] if info.type != pafs.FileType.Directory else sorted(
-            e.base_name for e in store.fs.get_file_info(pafs.FileSelector(base))
-            if e.base_name not in S.TABLES and not e.base_name.startswith("."))
+        foreign = [n for n in names if n not in S.TABLES and not n.startswith(".")]
+        tables = [n for n in names if n in S.TABLES]
     except OSError:  # unreadable: the plain answer below is all that can be said
         foreign = []
+    if S.COMMIT_TABLE in tables:
+        # a store's tables whose marker went (deleted, not copied along): that is what to say
+        marker = json.dumps({"format": S.STORE_FORMAT, "schema_version": S.SCHEMA_VERSION})
+        return StoreError(f"folder {store.path!r} holds a store's tables ({', '.join(t + '/' for t in tables)}) "
+                          f"but not its marker {S.MARKER_FILE}",
+                          f"if sparkpredict wrote these tables, restore {S.MARKER_FILE} as {marker}; "
+                          f"else {given}")
     if foreign:
         return StoreError(f"folder {store.path!r} is not a sparkpredict store: it holds other files "
                           f"({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''})",
                           f"{given}; a new store needs an empty or new folder")
     return StoreError(f"no sparkpredict store at {store.path!r}",
-                      "record a run first (sparkpredict demo, submit or ingest), or give an existing "
-                      "store's path (--store; store= from Python)")
+                      "record a run first (sparkpredict demo, submit or ingest), or "
+                      + (given if given.startswith("set $") else
+                         "give an existing store's path (--store; store= from Python)"))
 
 
 __all__ = ["Store", "new_batch_id", "open", "opened_to_write"]
