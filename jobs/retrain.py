@@ -7,9 +7,11 @@ The store is read through Spark's Hadoop layer (any path Spark can read); the ex
 sparkpredict installed in their Python. The registry is written by the driver through pyarrow's
 file systems (local, hdfs://, s3://, gs://). When no job needs a refit (every model current, or
 failing on the very runs its fit failed on), no session is started ("spark_started": false).
-It prints the result as one JSON line on stdout (``sparkpredict retrain --json``'s keys) and the
-report ``sparkpredict retrain`` prints on stderr, and exits as ``sparkpredict retrain`` does
-(``--help`` says how; docs/retrain.md).
+It prints the report ``sparkpredict retrain`` prints on stderr, then the result as one JSON line
+on stdout (``sparkpredict retrain --json``'s keys), last: spark-submit merges its Python driver's
+stderr into its stdout (Spark's PythonRunner), so a scheduler reads the last line of stdout, or
+the file ``--json-out FILE`` writes. It exits as ``sparkpredict retrain`` does (``--help`` says
+how; docs/retrain.md).
 """
 from __future__ import annotations
 
@@ -33,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-stage-models", dest="stage_models", action="store_false",
                     help="fit only the whole-job models")
     ap.add_argument("--partitions", type=int, help="fit tasks (default 4 x default parallelism)")
+    ap.add_argument("--json-out", metavar="FILE",
+                    help="also write the result's JSON to FILE (spark-submit merges this script's "
+                         "stderr into its stdout: the JSON is stdout's last line)")
     args = ap.parse_args(argv)
 
     from sparkpredict.errors import InputError, SparkPredictError, print_error
@@ -65,9 +70,23 @@ def main(argv: list[str] | None = None) -> int:
                 spark.stop()
     except SparkPredictError as exc:
         return print_error(exc)
-    print(json.dumps(res.to_dict()))
     for line in report_lines(res):  # the driver's log: what `sparkpredict retrain` says
         print(line, file=sys.stderr)
+    sys.stderr.flush()
+    doc = json.dumps(res.to_dict())
+    if args.json_out:
+        from pathlib import Path
+
+        out = Path(args.json_out)
+        tmp = out.with_name(f".{out.name}.tmp")
+        try:  # whole or not at all: a scheduler may read it the moment the job ends
+            tmp.write_text(doc + "\n")
+            tmp.replace(out)
+        except OSError as exc:
+            return print_error(InputError(f"cannot write --json-out {args.json_out}: {exc.strerror or exc}",
+                                          "give a writable file path; the registry was updated all the same"))
+    # last, after the report: under spark-submit that went to this same stream
+    print(doc, flush=True)
     return res.exit_code  # non-zero, as `sparkpredict retrain`'s, so a scheduler sees an error
 
 

@@ -555,7 +555,7 @@ def build_report(out: str | os.PathLike, store: str | os.PathLike | None = None,
         No store, or no succeeded runs in it.
     InputError
         A job asked for has no succeeded runs, or ``out`` is a folder, cannot be written or
-        lies inside a history store, or does not end in ``.html`` (checked before the report is
+        lies inside a history store, or does not end in ``.html`` (or ``.htm``) (checked before the report is
         built).
     """
     import matplotlib

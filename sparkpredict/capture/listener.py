@@ -357,6 +357,22 @@ def merged_list(theirs: str | None, ours: str) -> str:
     return ",".join(items + [x for x in ours.split(",") if x not in items])
 
 
+#: Where a driver puts the listener jar for its executors besides spark.jars (see :func:`merged_classpath`).
+EXECUTOR_CLASSPATH = "spark.executor.extraClassPath"
+
+
+def merged_classpath(theirs: str | None, ours: str) -> str:
+    """A Java class path (``spark.executor.extraClassPath``): the user's entries, then ours.
+
+    The listener's jar goes there as well as into ``spark.jars``: an application that sets
+    ``spark.jars`` itself (in its builder, after ``attach`` or under ``submit``) replaces the
+    list executors fetch, and an executor then cannot load the plugin ``spark.plugins`` names:
+    it fails to start, again and again. The class path holds wherever the jar's path exists on
+    the executors' hosts (local-cluster, a shared mount); a missing entry is ignored."""
+    items = [x for x in (theirs or "").split(os.pathsep) if x]
+    return os.pathsep.join(items + [x for x in ours.split(os.pathsep) if x and x not in items])
+
+
 def attach(builder: Any, store: str | None = None, job: str | None = None, tasks: bool = True,
            input_bytes: int | str | None = None) -> Any:
     """Configure a ``SparkSession.builder`` to record the application; returns the builder.
@@ -413,6 +429,12 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
         if active is not None:
             log.warning("a SparkContext is running; the listener records the next application only "
                         "(stop the running session first)")
+        # The first session's settings became the JVM's system properties, which every later
+        # SparkConf of the process reads: unless set again here, this session would be recorded
+        # under that session's job and declared input size. Empty reads as not given.
+        conf.setdefault(KEY_JOB, "")
+        conf.setdefault(KEY_INPUT_BYTES, "")
+    conf[EXECUTOR_CLASSPATH] = merged_classpath(theirs.get(EXECUTOR_CLASSPATH), conf["spark.jars"])
     for k in MERGED_KEYS:
         conf[k] = merged_list(theirs.get(k), conf[k])
     _jars_into_submit_args(conf["spark.jars"])

@@ -6,17 +6,21 @@ over ours; the jars, ``spark.extraListeners`` and ``spark.plugins`` are merged, 
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import subprocess
+import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..config import KEY_INPUT_BYTES, KEY_JOB, KEY_STORE, KEY_TASKS
 from ..errors import ListenerError, StoreError
-from .listener import listener_conf, merged_list
+from .listener import EXECUTOR_CLASSPATH, listener_conf, merged_classpath, merged_list
 from .submit_args import (
     _opt_value,
     _spark_conf,
@@ -50,11 +54,13 @@ class SubmitResult:
 MERGED_LISTS = ("spark.extraListeners", "spark.plugins")
 
 
-def _merge_list(opts: list[str], cli: dict[str, str], user: dict[str, str], key: str, ours: str) -> list[str]:
-    """``opts`` with ``key`` holding the user's classes plus ours. ``user`` is every setting
-    spark-submit sees, ``cli`` the ``--conf`` ones: a list from a properties file is outranked by
-    an added ``--conf`` holding it merged, a ``--conf`` one is replaced where it stands."""
-    merged = f"{key}={merged_list(user.get(key), ours)}"
+def _merge_list(opts: list[str], cli: dict[str, str], user: dict[str, str], key: str, ours: str,
+                merge: Callable[[str | None, str], str] = merged_list) -> list[str]:
+    """``opts`` with ``key`` holding the user's classes plus ours (``merge``: a comma-separated
+    list's, or another's). ``user`` is every setting spark-submit sees, ``cli`` the ``--conf``
+    ones: a list from a properties file is outranked by an added ``--conf`` holding it merged,
+    a ``--conf`` one is replaced where it stands."""
+    merged = f"{key}={merge(user.get(key), ours)}"
     out = list(opts)
     for i, a in enumerate(out):
         if a in ("--conf", "-c") and i + 1 < len(out) and out[i + 1].startswith(key + "="):
@@ -124,6 +130,8 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
     if submit_id:
         ours[KEY_SUBMIT_ID] = submit_id
     new_opts = _with_jars(opts, user, jar)
+    # the executors' class path too: a script's own spark.jars would drop the jar (merged_classpath)
+    new_opts = _merge_list(new_opts, cli, user, EXECUTOR_CLASSPATH, jar, merged_classpath)
     for key in MERGED_LISTS:
         if key in ours:
             new_opts = _merge_list(new_opts, cli, user, key, ours.pop(key))
@@ -190,27 +198,70 @@ def submit(spark_submit_args: list[str], *, store: str | None = None, job: str |
     log.info("running %s", " ".join(cmd))
     env = dict(os.environ)
     env.setdefault("PYSPARK_PYTHON", _python())
-    proc = subprocess.Popen(cmd, env=env)  # output streams straight to ours; no shell
+    # Its own process group: spark-submit's JVM and the Python driver it starts, which outlived
+    # a JVM stopped alone (sleeping, it did not notice its JVM gone) and are stopped together.
+    group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+    proc = subprocess.Popen(cmd, env=env, **group)  # type: ignore[call-overload]  # output streams to ours
     try:
-        rc = proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGTERM)  # lets the listener record the run as killed
+        with _stopped_by_signals():
+            rc = proc.wait()
+    except KeyboardInterrupt:  # Ctrl-C, or Terminated (SIGTERM, SIGHUP: a scheduler stopping us)
+        _signal_group(proc, signal.SIGTERM)  # lets the listener record the run as killed
         try:
             rc = proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            _signal_group(proc, signal.SIGKILL)
             rc = proc.wait()
         raise
     finally:
         if proc.poll() is None:
-            proc.kill()
+            _signal_group(proc, signal.SIGKILL)
     run_ids = _record_outcome(resolved, submit_id, rc)
     return SubmitResult(returncode=rc, store=resolved, run_ids=run_ids, command=cmd)
 
 
-def _python() -> str:
-    import sys
+def _signal_group(proc: subprocess.Popen, signum: int) -> None:
+    """Send ``signum`` to spark-submit's process group (its own: see :func:`submit`)."""
+    try:
+        os.killpg(proc.pid, signum)
+    except (ProcessLookupError, PermissionError):  # the group is gone already
+        pass
 
+
+class Terminated(KeyboardInterrupt):
+    """``submit`` was stopped by ``signum`` (SIGTERM, SIGHUP), as a scheduler (Airflow, systemd,
+    Kubernetes) stops a task: handled as Ctrl-C is, so that spark-submit is stopped and waited
+    for, not left running without us. A KeyboardInterrupt, so every Ctrl-C path takes it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` while spark-submit runs (their default
+    ends this process at once, and the driver, re-parented, ran on and was recorded as
+    succeeded). Only the main thread can set handlers: elsewhere nothing changes."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated(signum)
+
+    wanted = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
+    before = {s: signal.signal(s, stop) for s in wanted}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
+def _python() -> str:
     return sys.executable
 
 
@@ -222,6 +273,8 @@ def _record_outcome(store_path: str, submit_id: str, rc: int) -> list[str]:
         st = store_mod.open(store_path)
         runs = st.runs()
     except StoreError as exc:
+        if "://" not in store_path and not os.path.exists(store_path):
+            return []  # nothing was recorded, so no store was made: the caller says so
         log.warning("cannot read the store %s after the run: %s", store_path, exc)
         return []
     if runs.empty:

@@ -240,9 +240,11 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "json", False):
             _print_json_error(exc.message, exc.fix)
         return print_error(exc)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        # a signal that stopped a command (submit's SIGTERM): its shell exit status, 128 + signal
+        signum = getattr(exc, "signum", None)
+        print("interrupted" if signum is None else f"terminated (signal {signum})", file=sys.stderr)
+        return 130 if signum is None else 128 + signum
     except BrokenPipeError:
         # The reader went away (`sparkpredict runs | head`): stop quietly, as Unix tools do.
         # Point stdout at /dev/null so that the interpreter's final flush does not fail again.

@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--job", action="append", default=None, help="only this job (repeatable)")
     p.add_argument("--confidence", type=confidence_arg, default=0.9, help="interval confidence (default 0.9)")
     p.add_argument("--out", default="report.html",
-                   help="HTML file to write, ending in .html (default report.html); missing folders above it are made")
+                   help="HTML file to write, ending in .html or .htm (default report.html); missing folders above it are made")
     p.set_defaults(func=_run)
 
 

@@ -281,5 +281,8 @@ def _run(args: argparse.Namespace) -> int:
         # now, while the user reads the job's output, rather than at the next suggest
         prepare_advice(result.store, result.run_ids)
     else:
-        print(f"sparkpredict: no run was recorded in {result.store}", file=sys.stderr)
+        # the likely causes, none of which the listener can report from an application it is not in
+        print(f"sparkpredict: no run was recorded in {result.store}: the application started no "
+              "SparkSession, or its own code replaced spark.extraListeners (the listener is then not "
+              "in it), or the listener logged why above", file=sys.stderr)
     return result.returncode
