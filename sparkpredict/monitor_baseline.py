@@ -89,8 +89,9 @@ def master_kind(master: object) -> str | None:
 def setups(runs: pd.DataFrame) -> pd.DataFrame:
     """Per run_id: ``executors`` (the count asked for, a ``local[E]`` sweep's E task threads
     too, else the count that ran), ``cores``, ``input_bytes``, ``master`` (:func:`master_kind`)
-    and ``tasks``, the tasks that succeeded in a succeeded run (NaN, None: not recorded; a
-    run that did not succeed has no whole count: NaN)."""
+    and ``tasks``, the tasks that succeeded in a succeeded run, or in one excluded from
+    training without an error (NaN, None: not recorded; a run that did not succeed has no
+    whole count: NaN)."""
     import pandas as pd
 
     from .features.runs import executors_and_cores
@@ -107,7 +108,12 @@ def setups(runs: pd.DataFrame) -> pd.DataFrame:
     # retried and killed speculative attempts are counted in num_tasks: not the job's own work
     tasks = col("num_tasks") - col("num_failed_tasks").fillna(0)
     if "status" in runs:
-        tasks = tasks.where(runs["status"].eq("succeeded"))
+        # an excluded run (store edit --exclude) that ended without an error finished its work:
+        # its count still tells its setup apart (a failed or killed one has an error message)
+        whole = runs["status"].eq("succeeded")
+        if "error_message" in runs:
+            whole |= runs["status"].eq("excluded") & runs["error_message"].isna()
+        tasks = tasks.where(whole)
     return pd.DataFrame({"executors": n.to_numpy(), "cores": cores.to_numpy(),
                          "input_bytes": size.to_numpy(), "master": masters.to_numpy(object),
                          "tasks": tasks.to_numpy(float)}, index=runs["run_id"].to_numpy())

@@ -8,6 +8,8 @@ model they use is trained in :mod:`sparkpredict.monitor_training`.
 from __future__ import annotations
 
 import math
+import numbers
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,7 +174,7 @@ def _check_threshold(threshold: object, name: str = "threshold") -> None:
     --threshold`` (``name``: as the caller gave it): a fraction of the expected time strictly
     between 0 and 1, 0.10 for "at most 10 % slower". A number of 1 or more is refused rather
     than read as a slowdown of 100 % or more: it is most often a percentage (10 for 10 %)."""
-    if isinstance(threshold, (int, float)) and not isinstance(threshold, bool):
+    if isinstance(threshold, numbers.Real) and not isinstance(threshold, (bool, np.bool_)):
         x = float(threshold)
         if 0 < x < 1:
             return
@@ -188,7 +190,7 @@ def _check_threshold(threshold: object, name: str = "threshold") -> None:
 
 def _check_count(value: object, name: str, what: str) -> None:
     """A count of at least 1 (``--top``, ``--stages``), named as the caller gave it."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
         raise InputError(f"{name} {value!r} is not a whole number of at least 1",
                          f"give how many {what}, e.g. {name}{'=' if not name.startswith('-') else ' '}3")
 
@@ -227,6 +229,7 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
 
     _check_threshold(threshold)
     _check_count(top_stages, "top_stages", "stages to list")
+    threshold, top_stages = float(threshold), int(top_stages)  # numpy's numbers as Python's
     st = store if hasattr(store, "read") else io.open(store)
     runs = st.runs()  # type: ignore[union-attr]
     row = runs[runs["run_id"] == run_id]
@@ -253,6 +256,10 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     if ended:
         e.warnings.insert(0, f"the run {ended}: only its completed stages are compared with the "
                              "clean runs (its actual time is theirs, not a whole run's)")
+    elif status == "excluded":
+        e.warnings.insert(0, f"the run is excluded from training (sparkpredict store edit --exclude), "
+                             f"so it is no baseline of the job's other runs; `sparkpredict store edit "
+                             f"{shlex.quote(run_id)} --include` takes it back")
     return e
 
 
@@ -309,6 +316,11 @@ def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame,
                      f"({format_duration(trained[0] / 1000)}): its estimate from metrics is an extrapolation"
                      + (unconfirmed if withheld else ""))
     main = max(shares, key=shares.__getitem__) if named and not withheld else None
+    if main is not None and d is not None and d < CAUSE_MIN_SLOWDOWN:
+        # the documented rule names it (an estimate of 5 % or more), but the time says otherwise
+        notes.append(f"its measured time is {d * 100:+.1f}% against the clean runs: the "
+                     f"{est * 100:+.1f}% its metrics suggest did not show in its time, so {main} is "
+                     "what its metrics resemble, not a slowdown measured")
     judged = d if d is not None else est
     est_s = model.predict(rows)
     # pandas-stubs type every named-tuple field as any scalar (None, NaT, Interval, ...)
@@ -403,6 +415,7 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
 
     _check_count(top, "top", "runs to list")
     _check_threshold(threshold)
+    threshold, top = float(threshold), int(top)  # numpy's numbers as Python's
     from .models.hybrid import MIN_RUNS
 
     st = store if hasattr(store, "read") else io.open(store)

@@ -23,19 +23,31 @@ def register(subparsers: Any) -> None:
                    help="store of labelled clean/interfered runs to train the estimator on "
                         "(default: the store itself when it holds labelled runs, else the "
                         "bundled dataset)")
-    p.add_argument("--threshold", type=float, default=0.10, metavar="F",
-                   help="QoS threshold on the degradation, as a fraction between 0 and 1 "
-                        "(default 0.10: at most 10%% slower than expected)")
+    p.add_argument("--threshold", type=_level, default=0.10, metavar="F",
+                   help="QoS threshold on the degradation, as a fraction between 0 and 1 or a "
+                        "percentage (default 0.10, or 10%%: at most 10%% slower than expected)")
     p.add_argument("--stages", type=int, metavar="N", help="with a RUN_ID: stages to list (default 3)")
     p.add_argument("--json", action="store_true",
                    help="print the explanation as JSON. Fractions throughout (0.25 = 25 %%): "
                         "degradation (measured against the clean runs; null without them), "
                         "estimated_degradation (from the run's metrics), contributions (resource -> its "
-                        "signed part of that estimate), shares (the positive contributions as parts of "
+                        "signed Shapley part: together they are the estimate less the model's "
+                        "estimate for a clean run, docs/monitor.md), shares (the positive contributions as parts of "
                         "their sum, whatever its size: read them with main_cause, null when no cause is "
                         "named), qos (threshold -> whether the slowdown exceeded it: true is a violation), "
                         "violated (at --threshold), stages, warnings")
     p.set_defaults(func=run)
+
+
+def _level(text: str) -> float:
+    """``--threshold``: ``0.1``, or ``10%`` as the output writes it (the range is
+    :func:`~sparkpredict.monitor_explain._check_threshold`'s, whose error names the fix)."""
+    from ..models.columns import read_level
+
+    try:
+        return read_level(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a fraction: {text!r} (write e.g. 0.1 or 10%)") from None
 
 
 def _pct(x: float | None) -> str:
@@ -102,11 +114,17 @@ def run(args: argparse.Namespace) -> int:
               + ", ".join(f"{g} {p * 100:.0f}%" for g, p in sorted(e.culprit.items(), key=lambda kv: -kv[1])
                           if p >= 0.005))
     if e.footprint:
-        units = {"memory_held_gib": ("memory held by others", "{:+.2f} GiB", 1.0),
-                 "network_mib_s": ("network", "{:+,.1f} MiB/s", 1.0), "disk_mib_s": ("disk", "{:+,.1f} MiB/s", 1.0),
-                 "io_stall_share": ("time stalled on I/O", "{:+.1f}%", 100.0)}
+        units = {"memory_held_gib": ("memory held by others", "{:+.2f} GiB", 1.0, 2),
+                 "network_mib_s": ("network", "{:+,.1f} MiB/s", 1.0, 1),
+                 "disk_mib_s": ("disk", "{:+,.1f} MiB/s", 1.0, 1),
+                 "io_stall_share": ("time stalled on I/O", "{:+.1f}%", 100.0, 1)}
+
+        def shown(k: str, v: float) -> str:
+            name, fmt, scale, digits = units[k]
+            return f"{name} " + fmt.format(round(v * scale, digits) + 0.0)  # + 0.0: no "-0.0"
+
         print(f"  host footprint against {e.compared_with('the clean runs')}: "
-              + ", ".join(f"{units[k][0]} " + units[k][1].format(v * units[k][2]) for k, v in e.footprint.items()))
+              + ", ".join(shown(k, v) for k, v in e.footprint.items()))
     print("  contributions (Shapley, points of degradation): "
           + ", ".join(f"{g} {v * 100:+.1f}" for g, v in e.contributions.items()))
     if e.stages:
@@ -161,6 +179,13 @@ def _slowest(args: argparse.Namespace, found: list[Any], store: Any) -> int:
 
     if not found:  # before --json's list: an empty one would read as "no slow run", exit 0
         raise _unranked(args.job, store)
+    if all(r.explanation is None for r in found):  # nothing listed is explained: an error, not a list
+        from ..errors import UnknownJobError
+
+        raise UnknownJobError(f"no run of job {args.job!r} could be explained: {found[0].error}"
+                              + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""),
+                              f"record another run of job {args.job!r} undisturbed, to compare its runs "
+                              "with, then explain again")
     if args.json:
         print(json.dumps([{"run_id": r.run_id, "runtime_over_model": r.runtime_over_model,
                            "out_of_fold": r.out_of_fold, "error": r.error,
@@ -177,19 +202,22 @@ def _slowest(args: argparse.Namespace, found: list[Any], store: Any) -> int:
         why = f"only {plural(n, 'run')}, too few for a runtime model fitted without each (it needs " \
             f"{MIN_RUNS})" if n < MIN_RUNS else "its runtime model replays the run itself"
         print(f"job {args.job}: {why}: its runs by their slowdown against the job's clean runs")
-    elif first.out_of_fold:
-        print(f"job {args.job}: its {len(found)} runs furthest above its runtime model "
-              "(recorded runtime / the model's prediction for it, fitted without it)")
     else:
-        print(f"job {args.job}: its {len(found)} runs furthest above its runtime model "
-              "(recorded runtime / the model's in-sample prediction for it: fitted with it, the "
-              "model may follow a slowed run closely)")
+        # a long --top reaches runs below the model: "furthest above" would not hold for them
+        above = sum((r.runtime_over_model or 0) > 1 for r in found)
+        which = f"its {len(found)} runs furthest above its runtime model" if above == len(found) else \
+            f"{len(found)} of its runs by their runtime over its runtime model ({above} above it)"
+        how = "(recorded runtime / the model's prediction for it, fitted without it)" if first.out_of_fold \
+            else ("(recorded runtime / the model's in-sample prediction for it: fitted with it, the "
+                  "model may follow a slowed run closely)")
+        print(f"job {args.job}: {which} {how}")
     for r in found:
         said = r.explanation.summary() if r.explanation is not None else \
             f"run {r.run_id}: not explained: {r.error}"
         print(f"  {r.runtime_over_model:5.2f}x  {said}" if r.runtime_over_model is not None
               else f"  {said}")
-    print("explain one run in full: sparkpredict explain RUN_ID")
+    if any(r.explanation is not None for r in found):  # else the command would only fail too
+        print("explain one run in full: sparkpredict explain RUN_ID")
     return 0
 
 

@@ -272,7 +272,9 @@ def with_baseline(feats: pd.DataFrame, clean_run_ids: list[str]) -> pd.DataFrame
     """Add ``expected_ms``, ``degradation`` and ``base_<feature>`` columns to stage features.
 
     Clean runs are compared with the *other* clean runs (leave one out), so their own duration
-    never sets their expectation. Stages without a clean counterpart get NaN.
+    never sets their expectation: a job's only clean run has none, and gets NaN (compared with
+    itself, its D of 0 was a training sample the run never gave). Stages without a clean
+    counterpart get NaN.
     """
     import pandas as pd
 
@@ -280,9 +282,7 @@ def with_baseline(feats: pd.DataFrame, clean_run_ids: list[str]) -> pd.DataFrame
     parts = []
     for rid, rows in feats.groupby("run_id", sort=False):
         ref = clean[clean["run_id"] != rid]
-        if ref.empty:
-            ref = clean
-        base = clean_baseline(ref) if not ref.empty else pd.DataFrame(columns=FEATURES + ["run_ms", "expected_ms"])
+        base = clean_baseline(ref) if not ref.empty else pd.DataFrame(columns=FEATURES + ["run_ms", "expected_ms"], dtype=float)
         b = base.reindex(rows["signature"].values)
         b.columns = [f"base_{c}" if c != "expected_ms" else c for c in b.columns]
         parts.append(pd.concat([rows.reset_index(drop=True), b.reset_index(drop=True)], axis=1))
