@@ -22,7 +22,9 @@ def load_c3o(job: str | None = None) -> pd.DataFrame:
     """One row per run, in runs-table columns, plus ``machine_type`` and the job's parameters.
 
     ``executors`` = worker nodes (one executor per node in C3O), ``executor_cores`` = slots per
-    node, ``executor_memory_mb`` = the ``memory`` column, ``input_bytes`` = data_size_MB * 2**20.
+    node, ``executor_memory_mb`` = memory per node (the ``memory`` column is the cluster's: e.g.
+    c4.2xlarge 30000 at 2 nodes, 180000 at 12; it was taken as each executor's before stop 35),
+    ``input_bytes`` = data_size_MB * 2**20.
     """
     if not C3O_DIR.is_dir():
         raise FileNotFoundError(f"C3O data not found at {C3O_DIR}; set SPARKPREDICT_C3O")
@@ -34,7 +36,7 @@ def load_c3o(job: str | None = None) -> pd.DataFrame:
             "input_bytes": (d["data_size_MB"] * 2**20).astype("int64"),
             "executors": d["instance_count"].astype(int),
             "executor_cores": (d["slots"] // d["instance_count"]).astype(int),
-            "executor_memory_mb": d["memory"].astype("int64"),
+            "executor_memory_mb": (d["memory"] // d["instance_count"]).astype("int64"),
             "runtime_s": d["gross_runtime"].astype(float),
             "machine_type": d["machine_type"],
         })

@@ -123,11 +123,15 @@ def metrics(y: np.ndarray, pred: np.ndarray, n_params: int = 0) -> dict[str, flo
 
 
 def _n_params(model: Any) -> int:
-    name = getattr(model, "name_", "")
+    """The parameters of the equation(s) a model is named after, for RRSE's n - p: ``ernest``,
+    ``hybrid:ernest``, and a combined model's parts (``hybrid:plate2d~fade``, a switch
+    ``ernest|fully_connected_c1``: the larger); 0 for ML models. The combined names read as 0
+    before, which understated their RRSE."""
     from .models.analytical import EQUATIONS
 
-    eq = name.split(":", 1)[-1]
-    return EQUATIONS[eq].n_params if eq in EQUATIONS else 0
+    name = str(getattr(model, "name_", ""))
+    eqs = [part.split(":", 1)[-1].removesuffix("~fade") for part in name.split("|")]
+    return max((EQUATIONS[e].n_params for e in eqs if e in EQUATIONS), default=0)
 
 
 @dataclass

@@ -51,6 +51,23 @@ def runs_so_far():
 
 
 @pytest.fixture(scope="session")
+def first_batch(runs_so_far):
+    """``first_batch(proc, store, log)``: wait until the driver ``proc`` (its output in ``log``)
+    has committed its first batch to ``store``, failing with the output's end if it exits first
+    or takes over ``timeout_s``; then it is mid-run, for a test to signal it."""
+    import time
+
+    def wait(proc, store, log, timeout_s: float = 240):
+        deadline = time.time() + timeout_s
+        while runs_so_far(store) is None:
+            assert proc.poll() is None, log.read_text()[-3000:]
+            assert time.time() < deadline, "no batch was committed in time"
+            time.sleep(0.5)
+
+    return wait
+
+
+@pytest.fixture(scope="session")
 def env_of_spark_defaults() -> dict[str, str]:
     """This process's environment without a log4j configuration of the user's (the variable, or
     a log4j2.properties under $SPARK_CONF_DIR or $SPARK_HOME/conf), for a child whose Spark log

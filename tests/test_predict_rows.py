@@ -14,7 +14,8 @@ from sparkpredict.errors import InputError
 from sparkpredict.models.persist import load_models
 
 HISTORY = Path(__file__).parent / "data" / "history"
-FIX_VALUES = "write sizes as bytes or with a unit (50MB, 1.5TiB) and counts as whole numbers of at least 1"
+FIX_VALUES = ("write sizes as bytes or with a unit (50MB, 1.5TiB), counts as whole numbers of at least 1 "
+              "and job parameters as numbers")
 FIX_JOB = ("fit 'nosuchjob' first (`sparkpredict fit RUNS --out DIR`) or check the job name "
            "(known jobs: sort, sqljoin, wordcount)")
 

@@ -94,8 +94,8 @@ class RowProblems:
             fixes.append("give every row the job it belongs to, as its runs were recorded "
                          "(the job column of `sparkpredict runs`)")
         if self.bad_values:
-            fixes.append("write sizes as bytes or with a unit (50MB, 1.5TiB) and counts as "
-                         "whole numbers of at least 1")
+            fixes.append("write sizes as bytes or with a unit (50MB, 1.5TiB), counts as whole "
+                         "numbers of at least 1 and job parameters as numbers")
         if skip_hint:
             fixes.append(skip_hint)
         return InputError(message, "; ".join(fixes))
@@ -128,7 +128,7 @@ def check_query(query: Any, known_jobs: Collection[str] | None = None) -> tuple[
                 unknown.append(str(job))
     bad_values = False
     out = query.copy()
-    for col in ("input_bytes", "executors", "executor_cores", "executor_memory_mb"):
+    for col in _QUERY_NUMBERS:
         if col not in out.columns:
             continue
         values = []
@@ -142,7 +142,24 @@ def check_query(query: Any, known_jobs: Collection[str] | None = None) -> tuple[
         # bytes and counts stay integers (1e9 in a CSV is 1000000000 bytes, as 1GB is)
         whole = len(given) == len(values) and all(float(x).is_integer() for x in values)
         out[col] = pd.Series(values, index=out.index, dtype="int64" if whole else float)
+    # Any other column that holds numbers is a job parameter the models may take (iterations=25):
+    # one cell that is not a number made the whole column text, which the models then ignored,
+    # every row given the history's value without a word. A column of text only is no parameter.
+    for col in [c for c in out.columns if c not in ("job", *_QUERY_NUMBERS)]:
+        cells = out[col].tolist()
+        read = [math.nan if _is_empty(v) else _number(v) for v in cells]
+        if not any(math.isfinite(x) for x in read):
+            continue
+        for i, (v, x) in enumerate(zip(cells, read)):
+            if not _is_empty(v) and not math.isfinite(x):
+                rows.setdefault(i, []).append(f"{col} {_shown(v)} is not a number")
+                bad_values = True
+        out[col] = pd.Series(read, index=out.index, dtype=float)
     return out, RowProblems(rows, unknown, empty_jobs, bad_values)
+
+
+#: The query's columns of sizes and counts, each read by its own rule (:func:`_read_cell`).
+_QUERY_NUMBERS = ("input_bytes", "executors", "executor_cores", "executor_memory_mb")
 
 
 #: A size as a person writes one: a number (a leading minus only to be refused by name) and a unit
@@ -355,7 +372,12 @@ def run(args: argparse.Namespace) -> int:
             raise problems.error(len(query), index["jobs"], not_fitted, hint)
         query = query.iloc[good].reset_index(drop=True)
         rows = [i + 1 for i in good]
+    if query.empty:
+        raise InputError(f"query {path!r} has no rows", "give one row per prediction: job, input_bytes, executors")
     models = load_models(args.model_dir, jobs=sorted(set(query["job"].astype(str))))
+    # a column no model takes (a misspelt job parameter) would be ignored without a word
+    taken = {c for m in models.values() for c in (getattr(m, "feature_names_", None) or [])}
+    unused = [c for c in query.columns if c != "job" and c not in taken and c not in _QUERY_NUMBERS]
     out = predict_table(models, query, args.confidence)
     write_table(out, args.out)
     print(f"wrote {plural(len(out), 'prediction')} to {args.out}")
@@ -363,6 +385,10 @@ def run(args: argparse.Namespace) -> int:
         listed = "\n  ".join(problems.lines())
         print(f"warning: skipped {len(problems.rows)} of {plural(len(problems.rows) + len(rows), 'query row')} "
               f"that cannot be predicted (rows counted below the header):\n  {listed}", file=sys.stderr)
+    if unused:
+        print(f"warning: query column(s) {', '.join(unused)} are no feature of the models of these jobs, "
+              f"which take {', '.join(sorted(taken))}: ignored (check the spelling of a job parameter)",
+              file=sys.stderr)
     warning = extrapolation_warning(models, out, rows)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
