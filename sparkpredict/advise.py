@@ -307,6 +307,14 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     chance = None
     if deadline is not None and hasattr(model, "chance_within"):
         chance = np.clip(np.asarray(model.chance_within(X, deadline), dtype=float), 0.0, 1.0)
+    most = getattr(model, "max_confidence", None)
+    no_interval = most is not None and most() <= 0
+    if no_interval:
+        # No out-of-fold error to bound a run by (a single kind fitted on too few runs to
+        # cross-validate): its "0% interval" of no width, and a chance of 49 % at every count
+        # read from it, looked like measured figures. As for a single run: no bound, no chance.
+        low, up, chance = np.zeros(len(e)), np.full(len(e), np.inf), None
+        meets = None if deadline is None else up <= deadline
     if budget_v is not None:
         # the budget holds at the requested confidence, as the deadline does: by the upper bound
         spend = e * np.asarray(budget_runtimes_s(t, up)) / 3600.0 * (price if price is not None else 1.0)
@@ -333,9 +341,11 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     if left_out:
         warnings.append(f"{arg_name('executor_counts')} {', '.join(map(str, left_out))}: left out, "
                         f"as only counts {within} were asked for")
-    most = getattr(src.model, "max_confidence", None)
     shown = None  # the interval's level, where the model supports less than the one asked for
-    if most is not None and confidence > (top := most()):
+    if no_interval:
+        if deadline is None:  # with one, _no_bound_warning below says it
+            warnings.append(_no_interval_warning(job, src.model.interval_errors(), confidence))
+    elif most is not None and confidence > (top := most()):
         shown = top
         errors = src.model.interval_errors()
         warnings.append(f"the model's {plural(errors, 'out-of-fold error')} cannot support the "
@@ -420,6 +430,18 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         chance_meets_deadline=None if chance is None else float(chance[i]),
         training_range=dict(src.ranges), interval_confidence=None if shown is None else float(shown),
         input_size_used=not src.sizes_unknown())
+
+
+def _no_interval_warning(job: str, errors: int, confidence: float) -> str:
+    """Why the advice has no interval at all (a model fitted with no cross-validation), and
+    what gives it one."""
+    # numpy only, and loaded with the model already
+    from .models.selection import CV_MIN_RUNS
+
+    return (f"no {format_level(confidence)} interval: the model of {job} measured "
+            f"{plural(errors, 'out-of-fold error')}, too few to bound a run's runtime at any level "
+            f"(its runs are too few to predict any from the others). Record more runs of the job "
+            f"(~{CV_MIN_RUNS} or more, at two or more executor counts) for an interval")
 
 
 def _no_bound_warning(job: str, n_runs: int | None, deadline: float, confidence: float) -> str:

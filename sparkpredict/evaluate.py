@@ -239,6 +239,9 @@ def evaluate(runs: pd.DataFrame, models: Any = None, splits: tuple[str, ...] = S
         raise InputError("no models to evaluate", "pass models= or include_study=True")
     rows: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
+    # a replay or stage model may score runs of one executor count; the runtime models cannot
+    only_runtime_models = all(isinstance(f, functools.partial) and f.func.__name__ == "JobRuntimeModel"
+                              for f in factories.values())
     for job in sorted(runs["job"].astype(str).unique()):
         jr = runs[runs["job"].astype(str) == job]
         # the rows fit keeps (JobRuntimeModel.fit drops the others too): a few runs without a
@@ -254,6 +257,12 @@ def evaluate(runs: pd.DataFrame, models: Any = None, splits: tuple[str, ...] = S
         if len(jr) < min_runs:
             skipped[job] = f"{plural(len(jr), 'run')} (< {min_runs})"
             continue
+        counts = np.unique(jr["executors"].to_numpy(float))
+        if len(counts) < 2 and only_runtime_models:
+            # every split and model fails alike: one reason, not a dozen models' each
+            skipped[job] = (f"{ONE_COUNT} ({counts[0]:g}) in all {plural(len(jr), 'run')}: no model can "
+                            "learn how the runtime scales with executors")
+            continue
         for split in splits:
             masks = split_masks(jr, split, random_state)
             if not masks:
@@ -264,6 +273,10 @@ def evaluate(runs: pd.DataFrame, models: Any = None, splits: tuple[str, ...] = S
                 rows.append(_score(jr, y, masks, job, split, mname, factory))
     cols = ["job", "split", "model", "n_train", "n_test", "r2", "rrse", "mape", "coverage90", "fit_s", "error"]
     return Evaluation(pd.DataFrame(rows, columns=cols), skipped)
+
+
+#: How a job skipped for a single executor count is described (the CLI's fix keys on it).
+ONE_COUNT = "one executor count"
 
 
 def _score(jr: pd.DataFrame, y: np.ndarray, masks: list, job: str, split: str, mname: str,

@@ -51,6 +51,7 @@ from .retrain_plan import (
     _stale,
     _still_failing,
     check_jobs,
+    refit_reasons,
 )
 from .store import io as store_io
 from .store import schema as S
@@ -106,6 +107,8 @@ class RetrainResult:
     #: the keys of ``failed`` whose runs cannot support the model yet (too few usable runs, none
     #: that succeeded, all at one executor count: :data:`~sparkpredict.retrain_plan.SKIPPED_ERRORS`)
     not_enough_runs: list[str] = field(default_factory=list)
+    #: job -> why its whole-job model was refit (:func:`~sparkpredict.retrain_plan.refit_reason`)
+    refit_reasons: dict[str, str] = field(default_factory=dict)
 
     @property
     def jobs_per_s(self) -> float:
@@ -144,6 +147,7 @@ class RetrainResult:
             "unchanged": len(self.unchanged), "skipped": self.skipped, "failed": self.errors,
             "still_failing": self.still_failing, "spark_started": self.spark_started,
             "snapshot": self.snapshot, "seconds": round(self.seconds, 3), "exit_code": self.exit_code,
+            "refit_reasons": self.refit_reasons,
         }
 
 
@@ -225,6 +229,10 @@ def _commit(st: store_io.Store, prev: pd.DataFrame, results: Iterable[Outcome],
         for names in (result.refit, result.stage_refit, result.stage_skipped, result.unchanged,
                       result.still_failing, result.not_enough_runs):
             names.sort()
+        if fingerprints:
+            state = _prev_state(prev, failures)
+            result.refit_reasons = refit_reasons(state, fingerprints, result.refit, kind,
+                                                 _prev_state(prev, failures, R.present_artifacts(st)))
         result.snapshot = RC.commit_update(st, updates + failed_rows, result.retrain_id)
     finally:
         if updates:
@@ -345,27 +353,30 @@ def choose_path(n_stale: int, kind: str = "auto", n_stage: int = 0) -> str:
 def plan_path(store: Any = None, *, force: bool = False, kind: str = "auto",
               stage_models: bool = True, jobs: Iterable[str] | None = None) -> dict[str, Any]:
     """What :func:`retrain` would do without ``use_spark``: ``{"to_refit", "jobs", "stage_jobs",
-    "path", "still_failing", "still_skipped"}`` (jobs to refit, jobs in the store, those of them
-    with stage models, local or spark, the models not tried again because their fit failed on
-    the runs they have now, named as :attr:`RetrainResult.failed` names them, and those of them
-    skipped for their runs, as :attr:`RetrainResult.not_enough_runs`). ``jobs``: only these jobs,
-    as :func:`retrain` limits them."""
+    "path", "still_failing", "still_skipped", "refit_reasons"}`` (jobs to refit, jobs in the
+    store, those of them with stage models, local or spark, the models not tried again because
+    their fit failed on the runs they have now, named as :attr:`RetrainResult.failed` names them,
+    those of them skipped for their runs, as :attr:`RetrainResult.not_enough_runs`, and why each
+    whole-job model is refit). ``jobs``: only these jobs, as :func:`retrain` limits them."""
     check_kind(kind)
     st = store_io.open(store)
     runs = st.runs()  # read once for both questions
     jobs = check_jobs(jobs, runs["job"], f"store {st.path!r}")
     prev, failures = R.read_registry_state(st)
-    judged = _plan(_prev_state(prev, failures, R.present_artifacts(st)), _only(_local_fingerprints(runs), jobs),
-                   force, kind, stage_models)
+    state = _prev_state(prev, failures, R.present_artifacts(st))
+    fps = _only(_local_fingerprints(runs), jobs)
+    judged = _plan(state, fps, force, kind, stage_models)
     stale = _stale(judged)
     stage_todo = [j for j, kinds in stale.items() if R.KIND_STAGE in kinds]
     staged = _staged(st, runs, stage_todo) if stage_todo else []
     skipped = sorted(_label(job, k) for job, (_refit, failing) in judged.items() for k in failing
                      if _skipped_error(_fit_error(failures[(job, k)].get("error"),
                                                   failures[(job, k)].get("error_type"))[0]))
+    whole = [j for j, kinds in stale.items() if R.KIND_RUNTIME in kinds]
+    reasons = refit_reasons(_prev_state(prev, failures), fps, whole, kind, state)
     return {"to_refit": sorted(stale), "jobs": len(judged), "stage_jobs": staged,
             "path": choose_path(len(stale), kind, len(staged)), "still_failing": _still_failing(judged),
-            "still_skipped": skipped}
+            "still_skipped": skipped, "refit_reasons": reasons}
 
 
 def result_if_current(store: Any = None, *, force: bool = False, kind: str = "auto", stage_models: bool = True,

@@ -19,6 +19,7 @@ from . import __version__
 from . import registry as R
 from .fitting import Outcome
 from .store import schema as S
+from .units import plural
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -89,6 +90,48 @@ def _verdict(state: dict[tuple[str, str], tuple], job: str, model_kind: str, fp:
     if R.is_current(state.get((job, R.failed_kind(model_kind))), fp, fit_kind, model_format):
         return "failing"
     return "stale"
+
+
+def refit_reason(state: tuple | None, fp: str, kind: str, model_format: int) -> str:
+    """Why a whole-job model of registry state ``state`` (:func:`~sparkpredict.registry.model_state`,
+    None: no model) is refit on runs of fingerprint ``fp`` as ``kind``: a retrain that refit every
+    job after a ``--kind amdahl`` one, with no word of why, read as lost incremental state."""
+    if state is None:
+        return "no model yet"
+    trained_on, artifact_version, model_version, schema_version, fit_kind = state
+    if trained_on != fp:
+        return "its runs changed"
+    if fit_kind != kind:
+        return f"its model was fitted with --kind {fit_kind}, this retrain asks --kind {kind}"
+    if (artifact_version, model_version, schema_version) != (R.ARTIFACT_VERSION, model_format, S.SCHEMA_VERSION):
+        return "its model was written by another sparkpredict (another format)"
+    return "--force"
+
+
+def refit_reasons(state: dict[tuple[str, str], tuple], fingerprints: dict[str, tuple[str, int]],
+                  jobs: Iterable[str], kind: str, present: dict[tuple[str, str], tuple] | None = None) -> dict[str, str]:
+    """:func:`refit_reason` of each of ``jobs`` (whose whole-job model is refit). ``present``: the
+    same state less the rows whose artifact is gone (:func:`_prev_state` with ``present``)."""
+    fmt = R.runtime_model_format()
+    out = {}
+    for job in jobs:
+        if job not in fingerprints:
+            continue
+        key = (job, R.KIND_RUNTIME)
+        out[job] = ("its model's file is missing" if present is not None and key in state and key not in present
+                    else refit_reason(state.get(key), fingerprints[job][0], kind, fmt))
+    return out
+
+
+def reasons_line(reasons: dict[str, str]) -> str:
+    """``why: 2 jobs' runs changed, 1 fitted as amdahl, auto asked (wordcount)``; each reason
+    with its count, the jobs named when there are few."""
+    by: dict[str, list[str]] = {}
+    for job, why in sorted(reasons.items()):
+        by.setdefault(why, []).append(job)
+    parts = [f"{why} ({', '.join(jobs) if len(jobs) <= 3 else plural(len(jobs), 'job')})"
+             for why, jobs in sorted(by.items(), key=lambda kv: -len(kv[1]))]
+    return "why: " + "; ".join(parts)
 
 
 def _judge(state: dict[tuple[str, str], tuple], job: str, fp: str, force: bool, kind: str,

@@ -27,7 +27,7 @@ _DUR_S = {"ms": 0.001, "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
           "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400}
 # Longest names first: a regex alternation takes the first that matches, and "s" would stop
 # "sec" at its first letter, leaving "ec" unread.
-_DUR_PART = re.compile(r"([0-9]*\.?[0-9]+)\s*(" + "|".join(sorted(_DUR_S, key=len, reverse=True)) + ")",
+_DUR_PART = re.compile(r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*(" + "|".join(sorted(_DUR_S, key=len, reverse=True)) + ")",
                        re.IGNORECASE)
 
 

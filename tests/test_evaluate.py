@@ -95,12 +95,30 @@ def test_evaluate_skips_small_jobs_and_reports_errors():
     runs = pd.concat([synthetic_job("tiny").head(5), synthetic_job("oneexec", execs=(4,))], ignore_index=True)
     ev = evaluate(runs, models=["amdahl"], include_study=False)
     assert "tiny" in ev.skipped
-    row = ev.rows[(ev.rows["job"] == "oneexec") & (ev.rows["split"] == "cv3")].iloc[0]
-    assert "executor count" in row["error"]
-    # every split of it failed: no number in any table, so it is named, once, with its error
-    assert "oneexec" not in set(ev.table("cv3", "mape").index)
-    assert ev.unscored() == {"oneexec": row["error"]}
+    # one executor count fails every split and model alike: the job is skipped once, with why
+    # (each model's own error, a dozen times over, read as many problems)
+    assert ev.skipped["oneexec"] == ("one executor count (4) in all 25 runs: no model can learn how "
+                                     "the runtime scales with executors")
+    assert ev.rows.empty and ev.unscored() == {}
     assert format_tables(ev) == ""  # no table of nothing (it crashed on the empty pivot)
+
+
+def test_a_model_of_other_runs_still_scores_a_job_of_one_executor_count():
+    """The one-count skip is the runtime models' limit only: a model that reads other things
+    (a replay, a stage model; here a mean) is still scored on such a job."""
+    class Mean:
+        def fit(self, runs):
+            self.mean_ = float(runs["runtime_s"].mean())
+            return self
+
+        def predict(self, X):
+            return np.full(len(X), self.mean_)
+
+    runs = synthetic_job("oneexec", execs=(4,))
+    ev = evaluate(runs, models={"mean": Mean}, include_study=False, splits=("cv3",))
+    assert "oneexec" not in ev.skipped
+    row = ev.rows.iloc[0]
+    assert row["model"] == "mean" and row["n_test"] == len(runs) and np.isfinite(row["mape"])
 
 
 def test_runs_without_a_positive_size_are_left_out_as_fit_leaves_them(caplog):

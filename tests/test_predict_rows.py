@@ -40,9 +40,9 @@ GOOD = "job,input_bytes,executors\nsort,64000000,2\nsort,8000000,2\nsort,1600000
 @pytest.mark.parametrize("row, said", [
     ("sort,-1,2", "input_bytes -1 is not a size above zero"),
     ("sort,0,2", "input_bytes 0 is not a size above zero"),
-    ("sort,,2", "input_bytes is empty"),
+    ("sort,,2", "input_bytes is empty or NaN"),
     ("sort,-1MB,2", "input_bytes '-1MB' is not a size above zero"),
-    ("sort,16000000,", "executors is empty"),
+    ("sort,16000000,", "executors is empty or NaN"),
     ("sort,16000000,0", "executors 0 is not a whole number of at least 1"),
     ("sort,16000000,-2", "executors -2 is not a whole number of at least 1"),
     ("sort,16000000,2.5", "executors 2.5 is not a whole number of at least 1"),
@@ -67,8 +67,8 @@ NINE = ("job,input_bytes,executors\n"
         "sqljoin,8000000,3\n")    # 9
 NINE_ROWS = ("  row 2: no model for job 'nosuchjob'\n"
              "  row 3: input_bytes -5 is not a size above zero\n"
-             "  row 4: input_bytes is empty\n"
-             "  row 5: executors is empty\n"
+             "  row 4: input_bytes is empty or NaN\n"
+             "  row 5: executors is empty or NaN\n"
              "  row 6: executors 2.5 is not a whole number of at least 1\n"
              "  row 8: no model for job 'nosuchjob'; input_bytes -3 is not a size above zero; "
              "executors 0 is not a whole number of at least 1\n")
@@ -144,7 +144,7 @@ def test_predict_table_names_the_bad_rows_to_api_users_too(models):
     with pytest.raises(InputError) as err:
         predict_table(load_models(models, jobs=["sort"]), query)
     assert err.value.message == ("2 of 3 query rows cannot be predicted (rows counted below the header):\n"
-                                 "  row 2: input_bytes is empty\n  row 3: no model for job 'other'")
+                                 "  row 2: input_bytes is empty or NaN\n  row 3: no model for job 'other'")
     assert err.value.fix == f"fit 'other' first (`sparkpredict fit RUNS --out DIR`) or check the job name " \
                             f"(known jobs: sort); {FIX_VALUES}"
 

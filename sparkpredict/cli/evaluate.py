@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from ..config import resolve_store
     from ..errors import InputError
     from ..evaluate import (
+        ONE_COUNT,
         SPLITS,
         check_kinds,
         evaluate,
@@ -88,9 +89,13 @@ def run(args: argparse.Namespace) -> int:
     skipped = {**ev.skipped, **ev.unscored()}
     if not ev.rows["error"].isna().any():  # no model scored anywhere: nothing to show
         why = "; ".join(f"{k}: {v}" for k, v in list(skipped.items())[:10]) or "no runs"
-        raise InputError(f"nothing to evaluate: {why}",
-                         "record more runs: each job needs at least 12 succeeded runs over 3 or more "
-                         "input sizes and executor counts (or choose other --split/--models)")
+        if ev.skipped and all(ONE_COUNT in v for v in ev.skipped.values()):
+            fix = ("record runs of the job at two or more executor counts "
+                   "(sparkpredict submit --executors N, or sparkpredict sweep)")
+        else:
+            fix = ("record more runs: each job needs at least 12 succeeded runs over 3 or more "
+                   "input sizes and executor counts (or choose other --split/--models)")
+        raise InputError(f"nothing to evaluate: {why}", fix)
     if args.json:
         # summary: the combined model's, the one `fit` and `suggest` use; the same for every model
         # evaluated beside it, so that --models without auto still gets one

@@ -7,6 +7,7 @@ fitted, or for a mistake in the arguments: one ``error:`` and one ``fix:`` line,
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 #: numpy's seeds are unsigned 32-bit integers
@@ -55,12 +56,24 @@ def run(args: argparse.Namespace) -> int:
     kept: list[str] = []
     save_models(models, args.out, skipped=skipped, kept=kept)
     width = max(len(j) for j in models)
+    name_width = max([26] + [len(m.name_) for m in models.values()])  # a combined name runs past 26
+    uncrossed = []
     for job, m in models.items():
-        print(f"{job:<{width}}  {m.name_:<26} runs {m.n_runs_:>5}  CV MAPE {100 * m.cv_mape_:5.1f}%")
+        mape = f"{100 * m.cv_mape_:5.1f}%" if math.isfinite(m.cv_mape_) else "  n/a"
+        if not math.isfinite(m.cv_mape_) and getattr(m, "max_confidence", lambda: 1.0)() <= 0:
+            uncrossed.append(job)
+        print(f"{job:<{width}}  {m.name_:<{name_width}} runs {m.n_runs_:>5}  CV MAPE {mape}")
     for job, why in skipped.items():
         fix = f"; fix: {fixes[job]}" if job in fixes else ""
         print(f"{job:<{width}}  not fitted: {why}" + ("; its earlier model is kept" if job in kept else "") + fix)
     print(cv_mape_note(args.kind))
+    if uncrossed:
+        from ..models.selection import CV_MIN_RUNS
+
+        print(f"{', '.join(uncrossed)}: too few runs to cross-validate ({CV_MIN_RUNS} or more at two or more "
+              f"executor counts needed), so no CV MAPE and no prediction interval: "
+              f"{'its model predicts' if len(uncrossed) == 1 else 'their models predict'} "
+              "a runtime but cannot say how far off it may be")
     # refitting some jobs into a folder keeps the others; say which, so none is a surprise
     what = "other job's model" if len(kept) == 1 else "other jobs' models"
     others = f" (kept {len(kept)} {what}: {', '.join(kept)})" if kept else ""

@@ -174,7 +174,7 @@ def _read_cell(col: str, v: Any) -> tuple[float | int, str]:
     and ``""``: the model's default)."""
     shown = _shown(v)
     if _is_empty(v):
-        return math.nan, ("is empty" if col in ("input_bytes", "executors") else "")
+        return math.nan, ("is empty or NaN" if col in ("input_bytes", "executors") else "")
     if col == "input_bytes":
         size = _bytes(v)
         return (size, "") if isinstance(size, int) else (math.nan, f"{shown} {size}")
@@ -392,8 +392,14 @@ def run(args: argparse.Namespace) -> int:
     warning = extrapolation_warning(models, out, rows)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
-    short = sorted(j for j, m in models.items()
-                   if hasattr(m, "max_confidence") and args.confidence > m.max_confidence())
+    levels = {j: m.max_confidence() for j, m in models.items() if hasattr(m, "max_confidence")}
+    # a level of 0 is no interval at all: "at most 0%" read as a measured figure
+    none = sorted(j for j, top in levels.items() if top <= 0 and j in set(out["job"]))
+    if none:
+        print(f"warning: the model(s) of {', '.join(none)} measured no out-of-fold error (too few runs "
+              "to predict any from the others): their rows have no interval (lower_s 0, upper_s inf); "
+              "~6 or more runs at two or more executor counts give one", file=sys.stderr)
+    short = sorted(j for j, top in levels.items() if 0 < top < args.confidence)
     if short:
         from ..advice import format_level
 

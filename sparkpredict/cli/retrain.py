@@ -68,13 +68,17 @@ def _run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(out, indent=2))
         else:
+            # the crossover only chose the path when neither --spark nor --local forced it
+            crossover = "" if use_spark is not None else (
+                f" (Spark from {RT.crossover_jobs(args.kind)} jobs, or "
+                f"{RT.crossover_stage_jobs(args.kind)} with stage models)")
             print(f"{len(stale)} of {out['jobs']} job(s) would be refit on the {path} path, "
-                  f"{len(out['stage_jobs'])} of them with stage models (Spark from "
-                  f"{RT.crossover_jobs(args.kind)} jobs, or {RT.crossover_stage_jobs(args.kind)} "
-                  "with stage models)" + ("; nothing to refit: Spark would not start" if path == "spark"
-                                          and not stale else ""))
+                  f"{len(out['stage_jobs'])} of them with stage models{crossover}"
+                  + ("; nothing to refit: Spark would not start" if path == "spark" and not stale else ""))
+            reasons = out["refit_reasons"]
             for job in stale:
-                print(f"  {job}")
+                why = reasons.get(job, "its stage model is behind")
+                print(f"  {job}: {why}")
             skipped = set(out["still_skipped"])
             parts = [_still_failing(out["still_skipped"], "still skipped")] if skipped else []
             failing = [k for k in out["still_failing"] if k not in skipped]
@@ -101,6 +105,10 @@ def report_lines(res: RetrainResult) -> list[str]:
     from ..units import plural
 
     lines = [summary(res)]
+    if res.refit_reasons:
+        from ..retrain_plan import reasons_line
+
+        lines.append(reasons_line(res.refit_reasons))
     if res.stage_refit or res.stage_skipped:
         lines.append(f"stage models: {len(res.stage_refit)} refit, {plural(len(res.stage_skipped), 'job')} "
                      "without stage rows to learn from (none recorded, or only of runs that did not succeed)")
