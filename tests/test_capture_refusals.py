@@ -54,7 +54,7 @@ def _unwritable(monkeypatch):
 @pytest.mark.parametrize("where, message, fix", [
     ("afile", "store path '{p}/afile' is a file", "give a folder path for the store"),
     ("afile/sub", "cannot write to store '{p}/afile/sub': {p}/afile is a file", "not under a file"),
-    ("foreign", "folder '{p}/foreign' is not a sparkpredict store: it holds ['readme.txt']",
+    ("foreign", "folder '{p}/foreign' is not a sparkpredict store: it holds other files (readme.txt)",
      "an empty or new folder"),
 ])
 def test_submit_refuses_a_store_it_could_not_record_into_before_spark(paths, no_spark, capsys, where, message, fix):
@@ -80,7 +80,7 @@ def test_a_store_that_cannot_be_written_is_refused_and_probing_leaves_nothing(pa
 def test_the_store_named_by_spark_submits_conf_is_checked_too(paths, no_spark, capsys):
     rc = main(["submit", "--", "--conf", f"spark.sparkpredict.store={paths / 'foreign'}", "--master", "local[1]",
                "job.py"])
-    assert rc == 2 and "is not a sparkpredict store: it holds ['readme.txt']" in capsys.readouterr().err
+    assert rc == 2 and "is not a sparkpredict store: it holds other files (readme.txt)" in capsys.readouterr().err
 
 
 def test_a_cluster_deploy_modes_store_is_on_a_cluster_node_and_not_checked_here(paths):
@@ -102,7 +102,7 @@ def test_a_store_of_a_newer_schema_is_refused_before_the_run(paths):
 
 
 def test_attach_and_listener_conf_refuse_the_same_stores(paths, capsys):
-    with pytest.raises(StoreError, match=r"it holds \['readme.txt'\]"):
+    with pytest.raises(StoreError, match=r"it holds other files \(readme.txt\)"):
         listener.attach(object(), store=str(paths / "foreign"))
     with pytest.raises(StoreError, match="is a file"):
         listener.attach(object(), store=str(paths / "afile" / "sub"))

@@ -187,7 +187,7 @@ def check_store(store: str) -> None:
     """
     if "://" in store:
         return
-    from ..store.schema import MARKER_FILE, TABLES
+    from ..store.schema import MARKER_FILE, TABLES, holds_other_files
 
     p = Path(store)
     if p.is_dir():
@@ -203,7 +203,7 @@ def check_store(store: str) -> None:
                 raise StoreError(f"cannot read the store folder {store!r}: {exc.strerror or exc}",
                                  "choose a readable folder, or fix its permissions") from None
             if foreign:
-                raise StoreError(f"folder {store!r} is not a sparkpredict store: it holds {foreign[:5]}",
+                raise StoreError(f"folder {store!r} is not a sparkpredict store: {holds_other_files(foreign)}",
                                  "point --store / spark.sparkpredict.store at an empty or new folder")
     problem = folder_problem(p)
     if problem == "it is a file":

@@ -283,7 +283,7 @@ class Store:
                        if e.base_name not in S.TABLES and not e.base_name.startswith(".")]
             if foreign:
                 raise StoreError(
-                    f"folder {self.path!r} is not a sparkpredict store: it holds {sorted(foreign)[:5]}",
+                    f"folder {self.path!r} is not a sparkpredict store: {S.holds_other_files(sorted(foreign))}",
                     "point --store / spark.sparkpredict.store at an empty or new folder")
         try:
             self.fs.create_dir(base, recursive=True)
@@ -480,8 +480,7 @@ def _not_a_store(store: Store) -> StoreError:
                           f"if sparkpredict wrote these tables, restore {S.MARKER_FILE} as {marker}; "
                           f"else {given}")
     if foreign:
-        return StoreError(f"folder {store.path!r} is not a sparkpredict store: it holds other files "
-                          f"({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''})",
+        return StoreError(f"folder {store.path!r} is not a sparkpredict store: {S.holds_other_files(foreign)}",
                           f"{given}; a new store needs an empty or new folder")
     return StoreError(f"no sparkpredict store at {store.path!r}",
                       "record a run first (sparkpredict demo, submit or ingest), or "

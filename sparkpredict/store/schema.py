@@ -30,6 +30,12 @@ SCHEMA_VERSION = 1
 STORE_FORMAT = "sparkpredict-store"
 MARKER_FILE = "_sparkpredict_store.json"
 
+
+def holds_other_files(names: list[str]) -> str:
+    """``it holds other files (a, b, ...)``: why a folder is no store, in every writer's and
+    reader's words (the listener's Java writer says the same)."""
+    return f"it holds other files ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})"
+
 #: Terminal and non-terminal states of a run. ``excluded``: left out of training by the user
 #: (``sparkpredict store edit --exclude``, :mod:`.edit`); its earlier rows keep the status it
 #: ended with, which ``--include`` restores. A new value of an existing column, not a new

@@ -116,9 +116,12 @@ final class StoreWriter {
                     foreign.add(n);
                 }
                 if (!foreign.isEmpty()) {
-                    throw new ForeignStoreException("folder " + store + " is not a sparkpredict store: it holds "
-                        + foreign.subList(0, Math.min(5, foreign.size()))
-                        + "; point spark.sparkpredict.store at an empty or new folder");
+                    java.util.Collections.sort(foreign);
+                    // the Python readers' words (store.schema.holds_other_files)
+                    throw new ForeignStoreException("folder " + store + " is not a sparkpredict store: it holds other files ("
+                        + String.join(", ", foreign.subList(0, Math.min(5, foreign.size())))
+                        + (foreign.size() > 5 ? ", ..." : "")
+                        + "); point spark.sparkpredict.store at an empty or new folder");
                 }
             }
         } else {
