@@ -180,15 +180,19 @@ class Evaluation:
                 .where(self.rows.notna(), None).to_dict(orient="records"), "skipped": self.skipped}
 
 
-def check_kinds(kinds: Iterable[str]) -> None:
+#: The stage-level models ``evaluate --stage-models`` scores, by their tables' column names.
+STAGE_MODELS = ("stage-forest", "replay")
+
+
+def check_kinds(kinds: Iterable[str], also: tuple[str, ...] = ()) -> None:
     """Refuse unknown :class:`JobRuntimeModel` kinds before any fit: a misspelt kind would fail
-    every fold of every job."""
+    every fold of every job. ``also``: other names the caller takes (listed in the fix)."""
     from .models.hybrid import KINDS
 
     unknown = [k for k in kinds if model_kind(k) not in KINDS]
     if unknown:
         raise InputError(f"unknown model kind(s) {', '.join(map(repr, unknown))}",
-                         f"use {', '.join(KINDS)} (auto, or {COMBINED}, is the combined model)")
+                         f"use {', '.join(KINDS + tuple(also))} (auto, or {COMBINED}, is the combined model)")
 
 
 def kind_factories(kinds: Iterable[str]) -> dict[str, Callable[[], Any]]:

@@ -358,13 +358,18 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
             if fig:
                 sec.figures["predicted_vs_actual"] = fig
 
-        def stage_fig(job: str) -> str:
+        def stage_fig(job: str, jr: pd.DataFrame = jr) -> str:
             nonlocal stages_all
             latest = runs_raw[(runs_raw["job"] == job) & (runs_raw["status"] == "succeeded")] \
                 .sort_values("start_ms").iloc[-1]
             if stages_all is None:
                 stages_all = st.stages()
-            return fig_stages(stages_all[stages_all["run_id"] == latest["run_id"]], latest)
+            # the runs table's count (a local master's threads, the mean under dynamic
+            # allocation), as the runtime plot and the table show it: the raw row's request
+            # said 1 of a local[*] run of 4
+            same = jr.loc[jr["run_id"].astype(str) == str(latest["run_id"]), "executors"]
+            executors = float(same.iloc[0]) if len(same) else None
+            return fig_stages(stages_all[stages_all["run_id"] == latest["run_id"]], latest, executors)
 
         fig = _attempt(sec, "stage breakdown", stage_fig, job)
         if fig:

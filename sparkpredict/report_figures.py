@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import functools
 import io
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -189,8 +190,18 @@ def short_stage_name(name: object, limit: int = 48) -> str:
     return text[:head] + "…" + text[len(text) - (limit - 1 - head):]
 
 
+def _executors_words(executors: float | None, fallback: float) -> str:
+    """``4 executors``, ``1 executor``, ``2.43 executors`` (a dynamic-allocation run's mean)."""
+    from .units import format_executors
+
+    x = fallback if executors is None or not math.isfinite(executors) else executors
+    return f"{format_executors(x)} executor{'' if x == 1 else 's'}"
+
+
 @_plain_text
-def fig_stages(stages: pd.DataFrame, run: pd.Series) -> str:
+def fig_stages(stages: pd.DataFrame, run: pd.Series, executors: float | None = None) -> str:
+    """The latest run's stages as bars on its timeline; ``executors``: its count as the runs
+    table has it (else the raw row's request, or the most it held)."""
     import matplotlib.pyplot as plt
 
     st = stages.sort_values(["submission_ms", "stage_id"]).reset_index(drop=True)
@@ -219,7 +230,7 @@ def fig_stages(stages: pd.DataFrame, run: pd.Series) -> str:
     size = num("input_bytes")
     # a run that read nothing from storage has no size to show, as the runtime plot says
     ax.set_title(f"stages of the latest run {run['run_id']} ({format_bytes(size) if size > 0 else 'size unknown'}, "
-                 f"{int(num('executors_requested') or num('executors_max'))} executors, "
+                 f"{_executors_words(executors, num('executors_requested') or num('executors_max'))}, "
                  f"{format_duration(wall)})\norange: shuffles data, blue: no shuffle", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)

@@ -82,7 +82,7 @@ def parse_list(text: str | Sequence, kind: str) -> list:
                          f"write one value between each two commas, e.g. {','.join(t for t in items if t)}")
     if kind == "sizes":
         return [parse_bytes(t) for t in items]
-    return parse_counts(",".join(items))
+    return parse_counts(",".join(items), wide_fix=False)
 
 
 PLACEHOLDERS = ("executors", "cores", "memory_mb")

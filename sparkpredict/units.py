@@ -284,11 +284,17 @@ def check_count_limit(value: int, what: str = "executor count") -> None:
                          "give a count a cluster can run, e.g. 64")
 
 
-def parse_counts(text: str) -> list[int]:
+#: The end of a too-long list's fix, which only ``suggest`` can take: ``simulate`` and ``sweep``
+#: have no such options (they parse with ``wide_fix=False``).
+WIDE_RANGE_FIX = "; suggest thins a wide range itself: give --min-executors and --max-executors instead"
+
+
+def parse_counts(text: str, wide_fix: bool = True) -> list[int]:
     """``"1,2,4"`` or ``"1-3,8"`` -> executor counts, in the order written, each at least 1: the
     one syntax of every command's list of counts (``sweep --executors``, ``suggest
     --executor-counts``, ``simulate --executors``), at most :data:`MAX_LISTED_COUNTS` of them,
-    none above :data:`MAX_EXECUTORS`."""
+    none above :data:`MAX_EXECUTORS`. ``wide_fix``: a too-long list's fix points at suggest's
+    --min-executors/--max-executors."""
     items = [t.strip() for t in str(text).split(",")]
     if not any(items):
         raise InputError("empty list of executor counts", "give a comma-separated list, e.g. 1,2,3 or 1-4")
@@ -308,8 +314,7 @@ def parse_counts(text: str) -> list[int]:
         if len(out) + hi - lo + 1 > MAX_LISTED_COUNTS:
             raise CountLimitError(f"the list of executor counts {shown(text)} holds {len(out) + hi - lo + 1:,} counts, "
                              f"more than the {MAX_LISTED_COUNTS:,} one list may hold",
-                             "list fewer counts (e.g. 1,2,4,8,16,32); suggest thins a wide range itself: "
-                             "give --min-executors and --max-executors instead")
+                             f"list fewer counts (e.g. 1,2,4,8,16,32){WIDE_RANGE_FIX if wide_fix else ''}")
         out.extend(range(lo, hi + 1))
     if any(e < 1 for e in out):
         raise InputError(f"executor counts must be at least 1, got {min(out)}", "write e.g. 1,2,3")

@@ -30,7 +30,8 @@ def register(subparsers: Any) -> None:
                         "coverage: `summary` of the combined model (empty when it is not among "
                         "--models), `summary_by_model` of every model")
     p.add_argument("--models", help="comma-separated model kinds (default: all the study's + combined; "
-                                    "combined, or auto, is the combined model)")
+                                    "combined, or auto, is the combined model; stage-forest and "
+                                    "replay are the stage-level models, read from the store)")
     p.add_argument("--split", action="append", help="only this split (repeatable)")
     p.set_defaults(func=run)
 
@@ -43,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluate import (
         ONE_COUNT,
         SPLITS,
+        STAGE_MODELS,
         check_kinds,
         evaluate,
         format_tables,
@@ -53,12 +55,16 @@ def run(args: argparse.Namespace) -> int:
 
     # A runs file may come from any store: the stage models must be told which one. Without
     # RUNS, the store is resolved as `runs`, `report` and `suggest` resolve it.
-    if args.stage_models and args.runs is not None and args.store is None:
-        raise InputError("--stage-models needs the store's stage and task rows",
+    named = [k.strip() for k in (args.models or "").split(",") if k.strip() in STAGE_MODELS]
+    stage_level = args.stage_models or bool(named)
+    if stage_level and args.runs is not None and args.store is None:
+        what = "--stage-models" if args.stage_models else f"--models {named[0]}"
+        raise InputError(f"{what} needs the store's stage and task rows",
                          "add --store S (the store the runs were recorded in)")
-    if args.runs is not None and args.store is not None and not args.stage_models:
+    if args.runs is not None and args.store is not None and not stage_level:
         raise InputError("RUNS and --store both say where the runs are",
-                         "drop one of them (--store beside RUNS is for --stage-models only)")
+                         "drop one of them (--store beside RUNS is for the stage-level models only: "
+                         "--stage-models, --models stage-forest,replay)")
     if args.models is not None and not args.models.strip(", "):
         raise InputError("--models is empty", "name model kinds, e.g. --models combined,amdahl, or leave "
                                               "--models out for all of them")
@@ -74,17 +80,22 @@ def run(args: argparse.Namespace) -> int:
     if bad:
         raise InputError(f"unknown split(s) {bad}", f"use {', '.join(SPLITS)}")
     kinds = [k.strip() for k in args.models.split(",") if k.strip()] if args.models else None
+    # the stage-level models by the names their columns have: --models stage-forest scores it
+    # alone (it was refused as an unknown kind, so each was only ever scored with the other)
+    staged = [k for k in kinds or [] if k in STAGE_MODELS]
     if kinds:
-        check_kinds(kinds)
+        check_kinds([k for k in kinds if k not in STAGE_MODELS], also=STAGE_MODELS)
     models: Any = kinds
-    if args.stage_models:
+    if args.stage_models or staged:
         from ..models.replay import ReplayRuntimeModel
         from ..models.stages import StageRuntimeModel
 
         path = resolve_store(args.store)
-        models = kind_factories(kinds or [])  # named as without --stage-models: auto is "combined"
-        models["stage-forest"] = lambda: StageRuntimeModel(store=path)
-        models["replay"] = lambda: ReplayRuntimeModel(store=path)
+        # named as without --stage-models: auto is "combined"
+        models = kind_factories([k for k in kinds or [] if k not in STAGE_MODELS])
+        factories = {"stage-forest": lambda: StageRuntimeModel(store=path),
+                     "replay": lambda: ReplayRuntimeModel(store=path)}
+        models.update({k: f for k, f in factories.items() if not staged or k in staged})
     ev = evaluate(runs, models=models, include_study=kinds is None, splits=splits)
     skipped = {**ev.skipped, **ev.unscored()}
     if not ev.rows["error"].isna().any():  # no model scored anywhere: nothing to show

@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
                         "spark.task.cpus of them")
     p.add_argument("--host-cores", type=int, metavar="H",
                    help="physical cores all executors share (local-cluster on one machine): "
-                        "slots beyond them only time-share the CPUs")
+                        "tasks beyond them (each taking spark.task.cpus of them) only time-share the CPUs")
     p.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE or ~/.sparkpredict/store)")
     p.add_argument("--json", action="store_true",
                    help="print the report as JSON: run_id, job, actual_executors, actual_cores, "
@@ -43,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
     from ..models import simulate as sim
     from ..units import parse_counts
 
-    counts = parse_counts(args.executors)  # ranges too, as sweep --executors
+    # ranges too, as sweep --executors; sorted and distinct, as suggest's (3,3,1 printed the
+    # used count twice, and in that order)
+    counts = sorted(set(parse_counts(args.executors, wide_fix=False)))
     warnings: list[str] = []
     if os.path.exists(args.run):
         from ..capture.eventlog import parse_event_log
@@ -61,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
                          "(sparkpredict store summary lists them)")
     else:
         tl = sim.load_timeline(args.store, args.run)
+        if args.host_cores is None:
+            warnings += _oversubscribed(args.store, tl)
+    if tl.n_stages == 0:
+        warnings.append("the run ran no stage: its runtime is driver time alone, the same at every "
+                        "executor count")
     rep = sim.simulate_timeline(tl, counts, args.cores, host_cores=args.host_cores)
     if args.json:
         import json
@@ -69,6 +76,28 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_report(rep, warnings))
     return 0
+
+
+def _oversubscribed(store: str | None, tl: Any) -> list[str]:
+    """A warning when the run had more task slots than its one host's CPUs (``local[3]`` on 2
+    cores, local-cluster): its tasks' recorded durations include that sharing, so a replay at
+    fewer slots keeps tasks slower than they would run there (the demo's 3-thread run replayed
+    5.2 s at 1 executor; the 1-executor run at that size took 1.35 s)."""
+    from ..store import io as store_io
+    from ..units import plural
+
+    st = store_io.open(store)
+    hs = st.read("host_samples", run_ids=[tl.run_id], columns=["host", "cpu_count"])
+    if hs.empty or hs["host"].nunique() != 1:  # several hosts: a cluster, its slots spread over them
+        return []
+    cpus = int(hs["cpu_count"].max())
+    slots = tl.executors * max(tl.cores // max(tl.task_cpus, 1), 1)
+    if not 0 < cpus < slots * tl.task_cpus:
+        return []
+    return [(f"the run had {plural(slots, 'task slot')} of {plural(tl.task_cpus, 'core')} on one host of "
+            f"{cpus} CPUs: its tasks shared them, so their "
+            f"recorded durations are slower than with {cpus} cores in use or fewer, and the replay there "
+            f"keeps them slow; --host-cores {cpus} replays every count on that host's CPUs")]
 
 
 def _names_a_file(word: str) -> bool:
@@ -100,8 +129,8 @@ def format_report(rep: Any, warnings: list[str] | None = None) -> str:
     lines = [f"warning: {w}" for w in warnings or []]
     lines += [
         f"run {rep.run_id}" + (f" (job {rep.job})" if rep.job else "")
-        + f": {used}{held} x {plural(rep.actual_cores, 'core')}{per_task}, {rep.n_tasks:,} tasks "
-          f"in {rep.n_stages} stages, recorded {dur(rep.runtime_s)}{ended}",
+        + f": {used}{held} x {plural(rep.actual_cores, 'core')}{per_task}, {plural(rep.n_tasks, 'task')} "
+          f"in {plural(rep.n_stages, 'stage')}, recorded {dur(rep.runtime_s)}{ended}",
         (f"self-check at {used} ({'the most it held' if held else 'actually used'}): replay "
          f"{dur(sc.predicted_runtime_s)}, "
          f"error {rep.self_error * 100:+.1f}%"),

@@ -37,6 +37,24 @@ def head_trends(runs: pd.DataFrame, head_ms: dict, executors: pd.Series) -> dict
     return out
 
 
+def head_ranges(runs: pd.DataFrame, executors: pd.Series) -> dict:
+    """Per job: (fewest, most) executors of its runs, the span :func:`head_trends` measured."""
+    e = executors.reindex(runs.index).astype(float)
+    return {job: (float(np.nanmin(v)), float(np.nanmax(v)))
+            for job, v in e.groupby(runs["job"]) if np.isfinite(v).any()}
+
+
+def head_shift_s(slope_ms: float, executors: float, reference: float, span: tuple[float, float] | None) -> float:
+    """Seconds the driver's time to the first stage moves from the reference run's count to
+    ``executors``, along the fitted line but only within the counts the runs had: a line
+    beyond them grew without bound (13 ms per executor measured over 1-3 executors added 13 s
+    at 1000), where no run says the driver keeps slowing."""
+    if not slope_ms:
+        return 0.0
+    lo, hi = span if span is not None else (reference, reference)
+    return slope_ms / 1000 * (min(max(executors, lo), hi) - min(max(reference, lo), hi))
+
+
 def checked_query(X) -> pd.DataFrame:
     """Query rows as a DataFrame, refused as the whole-job model refuses them when a size or
     executor count is not positive (a row without an ``input_bytes`` column is asked at the
@@ -111,6 +129,7 @@ class ReplayRuntimeModel(RuntimeEstimator):
                              for r in list(self.runs_.index)[:50]}
         heads = {r: self._timeline(r).head_ms for r in list(self.runs_.index)[:200]}
         self.head_slope_ms_ = head_trends(self.runs_, heads, self._executors(self.runs_)) if self.driver_trend else {}
+        self.head_range_ = head_ranges(self.runs_, self._executors(self.runs_))
         self.cv_mape_, self._abs_rel = self._loo_errors()
         return self
 
@@ -178,9 +197,11 @@ class ReplayRuntimeModel(RuntimeEstimator):
         c = int(cores) if cores and math.isfinite(cores) else tl.cores
         wall = replay(self._sized(ref, input_bytes, executors, c), int(executors), c,
                       host_cores=self.host_cores).predicted_runtime_s
-        slope = self.head_slope_ms_.get(self.runs_.loc[ref, "job"], 0.0)
+        job = self.runs_.loc[ref, "job"]
         e_ref = float(self._executors(self.runs_.loc[[ref]]).iloc[0])
-        return max(wall + slope * (executors - e_ref) / 1000, wall * 0.05)
+        shift = head_shift_s(self.head_slope_ms_.get(job, 0.0), float(executors), e_ref,
+                             getattr(self, "head_range_", {}).get(job))
+        return max(wall + shift, wall * 0.05)
 
     def predict(self, X) -> np.ndarray:
         """Predicted runtime in seconds per query row (``input_bytes``, ``executors``, ...)."""

@@ -70,9 +70,10 @@ def replay(tl: Timeline, executors: int, cores: int | None = None, *, task_cpus:
         recording's, ``tl.task_cpus``).
     host_cores : int, optional
         Physical cores that *all* executors share (``local-cluster`` on one machine). Slots
-        beyond them only time-share the CPUs: the replay then runs ``min(slots, host_cores)``
-        slots and first divides recorded durations by the recording's own oversubscription
-        ``max(1, recorded slots / host_cores)``. A model of CPU-bound tasks; off by default.
+        beyond them only time-share the CPUs: the replay then runs ``min(slots, host_cores //
+        task_cpus)`` slots (at least 1) and first divides recorded durations by the recording's
+        own oversubscription ``max(1, recorded slots x task_cpus / host_cores)``. A model of
+        CPU-bound tasks; off by default.
     stage_times_out : ndarray, optional
         If given (shape ``(n_stages, 2)``), receives each stage's simulated start and end (ms).
 
@@ -93,9 +94,12 @@ def replay(tl: Timeline, executors: int, cores: int | None = None, *, task_cpus:
     dur, off = tl.task_duration_ms, tl.task_offsets
     run_slots = slots
     if host_cores:
-        rec_slots = tl.executors * max(tl.cores // task_cpus, 1)
-        dur = dur / max(1.0, rec_slots / host_cores)
-        run_slots = min(slots, int(host_cores))
+        # in cores, not slots: a slot of spark.task.cpus=4 takes 4 of the host's cores (4 cores
+        # ran 4 such tasks at once, 16 cores' worth)
+        # the recording's own slots and task size, whatever the replay asks
+        rec_slots = tl.executors * max(tl.cores // tl.task_cpus, 1)
+        dur = dur / max(1.0, rec_slots * tl.task_cpus / host_cores)
+        run_slots = min(slots, max(1, int(host_cores) // task_cpus))
     prio, gate, order, delay = tl.priority, tl.gate_prefix, tl.completion_order, tl.delay_ms
 
     end = np.full(n, np.nan)

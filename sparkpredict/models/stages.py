@@ -37,7 +37,13 @@ from ..features import stages as F
 from . import simulate as sim
 from .columns import check_confidence, json_float
 from .estimator import RuntimeEstimator
-from .replay import ReplayRuntimeModel, checked_query, head_trends
+from .replay import (
+    ReplayRuntimeModel,
+    checked_query,
+    head_ranges,
+    head_shift_s,
+    head_trends,
+)
 from .stage_data import (
     load_tables,
     optional_float,
@@ -159,6 +165,7 @@ class StageRuntimeModel(RuntimeEstimator):
         first = stages.groupby("run_id")["submission_ms"].min()
         heads = {r: float(first[r] - self.runs_.loc[r, "start_ms"]) for r in self.runs_.index if r in first.index}
         self.head_slope_ms_ = head_trends(self.runs_, heads, self._exec) if self.driver_trend else {}
+        self.head_range_ = head_ranges(self.runs_, self._exec)
         return table
 
     # ---- persistence --------------------------------------------------------------------
@@ -329,8 +336,9 @@ class StageRuntimeModel(RuntimeEstimator):
                 if tree_s is not None:  # the trees' spread, around the simulated point
                     tree_s[i] *= sim_s / point[i] if point[i] > 0 else 1.0
                 point[i] = sim_s
-            shift = self.head_slope_ms_.get(self.runs_.loc[ref, "job"], 0.0) / 1000 * (
-                float(plan["executors"].iloc[0]) - float(self._exec.loc[ref]))
+            job = self.runs_.loc[ref, "job"]
+            shift = head_shift_s(self.head_slope_ms_.get(job, 0.0), float(plan["executors"].iloc[0]),
+                                 float(self._exec.loc[ref]), self.head_range_.get(job))
             if shift:
                 point[i] = max(point[i] + shift, 0.05 * point[i])
                 if tree_s is not None:

@@ -71,7 +71,8 @@ class Timeline:
         """Build the timeline of ``run_id`` from store-schema tables (pandas or pyarrow).
 
         Raises :class:`ModelError` when the run has no task rows (the listener ran with
-        ``spark.sparkpredict.tasks=false``): there is nothing to replay.
+        ``spark.sparkpredict.tasks=false``): there is nothing to replay. A run that ran no
+        stage (``num_tasks`` 0) is its driver time alone, the same at every count.
         """
         runs, stages, tasks = (as_pandas(t) for t in (runs, stages, tasks))
         if run_id is None:
@@ -86,7 +87,10 @@ class Timeline:
         run = matches.iloc[-1]
         st = stages[stages["run_id"] == run_id]
         tk = tasks[tasks["run_id"] == run_id]
-        if tk.empty and require_tasks:
+        # a run that ran no stage at all (its num_tasks 0: the listener and ingest count every
+        # task) replays as its driver time alone; "record its tasks" was no fix for it
+        ran_nothing = st.empty and _ms(run.get("num_tasks"), math.nan) == 0
+        if tk.empty and require_tasks and not ran_nothing:
             raise ModelError(f"run {run_id!r} has no task rows, so it cannot be replayed",
                              "record with spark.sparkpredict.tasks=true (the default) or ingest its event log")
         return _build(run, st, tk, executors)
@@ -148,8 +152,10 @@ def _build(run, st: pd.DataFrame, tk: pd.DataFrame, executors_df) -> Timeline:
     st["stage_attempt_id"] = st["stage_attempt_id"].fillna(0).astype(int)
     st = st.drop_duplicates(["stage_id", "stage_attempt_id"], keep="last")
     agg = tk.groupby(["stage_id", "stage_attempt_id"]).agg(
-        _first_launch=("_launch", "min"), _last_finish=("_finish", "max"))
-    st = st.merge(agg, left_on=["stage_id", "stage_attempt_id"], right_index=True, how="outer")
+        _first_launch=("_launch", "min"), _last_finish=("_finish", "max")).reset_index()
+    # on columns, not the index: with no stage row yet (a log cut while its first stage ran) a
+    # merge on the index left stage_id both an index level and a column, and sorting failed
+    st = st.merge(agg, on=["stage_id", "stage_attempt_id"], how="outer")
     st["stage_id"] = st["stage_id"].astype(int)
     sub = st["submission_ms"].astype(float).fillna(st["_first_launch"])
     comp = st["completion_ms"].astype(float).fillna(st["_last_finish"])
