@@ -360,9 +360,9 @@ def _nothing_to_compare(run_id: str, job: str, n_stages: int, others: set[str],
     what = (f"none of its {plural(n_stages, 'stage')} matches a stage of the {plural(len(others), 'other run')} "
             f"of job {job!r} it is compared with (same call site and task count): they are runs of "
             "another application under the same job name, or of this one cut into other task counts")
-    fix = ("give each application its own job name: ingest this run's event log, with the logs of "
-           "other runs of the same application, under a name of its own (`sparkpredict ingest LOG... "
-           "--job NAME`, into a new --store: a run already stored keeps its job), then explain again"
+    fix = ("give each application its own job name: move this run and the other runs of the same "
+           f"application to a name of its own (`sparkpredict store edit {run_id} RUN_ID... --job NAME`), "
+           "then explain again"
            if ingested else
            "give each application its own job name (--conf spark.sparkpredict.job=NAME, or "
            "`sparkpredict submit --job NAME`) and record other runs of this one under it, then "

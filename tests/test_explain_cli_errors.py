@@ -171,8 +171,15 @@ def test_an_ingested_run_of_another_application_is_told_to_take_its_own_job_name
         m.explain_run("local-1532512550423", store, model)
     assert "none of its 2 stages matches a stage of the 2 other runs of job 'Spark shell'" in exc.value.message
     assert exc.value.fix.startswith("give each application its own job name"), exc.value.fix
-    assert "sparkpredict ingest LOG... --job NAME" in exc.value.fix
+    # a stored run is moved with store edit (it said to ingest again into a new store)
+    assert "`sparkpredict store edit local-1532512550423 RUN_ID... --job NAME`" in exc.value.fix
     assert "interference=none" not in exc.value.fix  # a written log takes no label
+    from sparkpredict.store import edit_runs
+
+    edit_runs(store, ["local-1532512550423"], job="sparklens")  # the fix, followed
+    with pytest.raises(DegenerateDataError) as exc:
+        m.explain_run("local-1532512550423", store, model)
+    assert "no other clean run of job 'sparklens'" in exc.value.message
     lone = _ingested(tmp_path / "lone", GEN[:1], "gen")
     with pytest.raises(DegenerateDataError) as exc:
         m.explain_run(GEN[0].name.split(".")[0], lone, model)

@@ -17,7 +17,8 @@ def register(subparsers: Any) -> None:
                     "choice of candidate included, and scores it on runs it did not see. `fit` "
                     "prints another figure, CV MAPE: the chosen model's error on the folds it was "
                     "chosen with (optimistic for that), 3-fold and extrapolation folds averaged "
-                    "(higher where extrapolating is harder).")
+                    "(higher where extrapolating is harder). A job needs at least 12 succeeded "
+                    "runs, at two or more executor counts.")
     p.add_argument("runs", metavar="RUNS", nargs="?",
                    help="runs table (CSV/Parquet); default: the runs of the store")
     p.add_argument("--store", help="history store (default: $SPARKPREDICT_STORE or ~/.sparkpredict/store); runs come from it "
