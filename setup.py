@@ -5,8 +5,11 @@ sparkpredict has them too (a source checkout reads them in place):
   compiles it on the user's machine, against the user's pyspark.
 - jobs/*.py -> sparkpredict/jobs: the spark-submit scripts (workloads, retrain.py) that
   docs/workloads.md and docs/retrain.md hand to spark-submit.
+- conf/spark-defaults.conf.sparkpredict -> sparkpredict/conf: the cluster template, commented
+  (`sparkpredict listener conf --template` prints it).
+- docs/*.md -> sparkpredict/docs: the documents README.md and every `--help` cite.
 
-The sdist carries both folders (MANIFEST.in), so a wheel built from it is the same.
+The sdist carries these folders (MANIFEST.in), so a wheel built from it is the same.
 """
 import shutil
 from pathlib import Path
@@ -18,6 +21,8 @@ from setuptools.command.build_py import build_py
 COPIED = [
     ("listeners/src/main/java", "**/*.java", "sparkpredict/capture/listener_java"),
     ("jobs", "*.py", "sparkpredict/jobs"),
+    ("conf", "spark-defaults.conf.sparkpredict", "sparkpredict/conf"),
+    ("docs", "*.md", "sparkpredict/docs"),
 ]
 
 

@@ -41,7 +41,10 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     # any other submodule, as the docs write them (sparkpredict.sweep.plan_sweep) after a bare
     # `import sparkpredict`: imported on first use, as the names above
-    if not name.startswith("_") and importlib.util.find_spec(f"sparkpredict.{name}") is not None:
+    # a name that is no identifier ("x.y") is no submodule: find_spec would import the parent
+    # and raise ModuleNotFoundError, breaking hasattr()
+    if name.isidentifier() and not name.startswith("_") \
+            and importlib.util.find_spec(f"sparkpredict.{name}") is not None:
         return importlib.import_module(f"sparkpredict.{name}")
     raise AttributeError(f"module 'sparkpredict' has no attribute {name!r}")
 

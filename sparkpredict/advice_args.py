@@ -176,7 +176,8 @@ def check_executor_counts(value: Any) -> list[int]:
                              exc.fix if isinstance(exc, CountLimitError) else
                              f"give whole numbers of at least 1, e.g. {eg}") from None
     items = value
-    if isinstance(items, (bytes, Mapping)) or not isinstance(items, Iterable):
+    # a 0-d numpy array is Iterable by its type, yet iterating it raises TypeError
+    if isinstance(items, (bytes, Mapping)) or not isinstance(items, Iterable) or getattr(items, "ndim", 1) == 0:
         raise InputError(f"{arg_name('executor_counts')} must list executor counts, got {value!r}",
                          f"give whole numbers of at least 1, e.g. {eg}")
     counts = set()

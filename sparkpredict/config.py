@@ -72,6 +72,10 @@ def resolve_store(store: str | os.PathLike[str] | None) -> str:
         A ``file:`` URI that names another host or a relative path, or an empty path (it read
         as the current folder: a store made there, or its files listed as not a store's).
     """
+    if store is not None and not isinstance(store, (str, os.PathLike)):
+        # 5 became the folder "5" under the current one, b"/x" the folder "b'/x'"
+        raise StoreError(f"the store must be a path or URI, got {type(store).__name__} {store!r}",
+                         "give the store's folder as a str or pathlib.Path (--store DIR; store= from Python)")
     s = str(store) if store is not None else default_store()
     if not s.strip():
         raise StoreError("the store path is empty", "give the store's folder (--store DIR; store= from Python), "

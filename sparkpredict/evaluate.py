@@ -143,6 +143,8 @@ class Evaluation:
 
     def table(self, split: str, metric: str) -> pd.DataFrame:
         """Jobs x models for one split and metric, with a ``mean`` row (like the study's tables)."""
+        if metric not in METRICS:  # a raw KeyError from the pivot
+            raise InputError(f"unknown metric {metric!r}", f"use one of {', '.join(METRICS)}")
         r = self.rows[self.rows["split"] == split]
         t = r.pivot_table(index="job", columns="model", values=metric, aggfunc="first", sort=False)
         if not t.empty:  # every model failed on every job of the split: no mean row to add
@@ -205,8 +207,14 @@ def kind_factories(kinds: Iterable[str]) -> dict[str, Callable[[], Any]]:
     return {model_label(model_kind(k)): functools.partial(JobRuntimeModel, kind=model_kind(k)) for k in kinds}
 
 
+#: The figures :meth:`Evaluation.table` tabulates.
+METRICS = ("r2", "rrse", "mape", "coverage90", "fit_s", "n_train", "n_test")
+
+
 def _factories(models: Any, include_study: bool) -> dict[str, Callable[[], Any]]:
     out: dict[str, Callable[[], Any]] = kind_factories(STUDY_MODELS) if include_study else {}
+    if isinstance(models, str):  # one kind, not its letters ('a', 'm', 'd', ...)
+        models = [models]
     if isinstance(models, dict):
         out.update(models)
     elif models is not None:
@@ -214,7 +222,7 @@ def _factories(models: Any, include_study: bool) -> dict[str, Callable[[], Any]]
     return out
 
 
-def evaluate(runs: pd.DataFrame, models: Any = None, splits: tuple[str, ...] = SPLITS,
+def evaluate(runs: pd.DataFrame, models: Any = None, splits: tuple[str, ...] | str = SPLITS,
              include_study: bool = True, random_state: int = 0, min_runs: int = 12) -> Evaluation:
     """Run the study's protocols for every job of ``runs`` and every model.
 
@@ -222,9 +230,10 @@ def evaluate(runs: pd.DataFrame, models: Any = None, splits: tuple[str, ...] = S
     ----------
     runs : DataFrame
         A runs table (several jobs allowed).
-    models : dict or list, optional
+    models : dict, list or str, optional
         Extra models: ``{"name": factory}`` (``factory()`` -> object with ``fit(runs_df)`` and
-        ``predict(X)``), or a list of :class:`JobRuntimeModel` kinds (``combined`` is ``auto``).
+        ``predict(X)``), or a list of :class:`JobRuntimeModel` kinds (``combined`` is ``auto``),
+        or one kind. ``splits`` likewise takes one split's name.
     include_study : bool
         Also evaluate the study's models and the combined one (:data:`STUDY_MODELS`).
 
@@ -238,6 +247,8 @@ def evaluate(runs: pd.DataFrame, models: Any = None, splits: tuple[str, ...] = S
     from .features.runs import check_runs_frame
 
     check_runs_frame(runs)
+    if isinstance(splits, str):  # one split, not its letters
+        splits = (splits,)
     factories = _factories(models, include_study)
     if not factories:
         raise InputError("no models to evaluate", "pass models= or include_study=True")

@@ -169,15 +169,23 @@ class Explanation:
         return d
 
 
-def _check_threshold(threshold: object, name: str = "threshold") -> None:
+def _check_threshold(threshold: object, name: str = "threshold") -> float:
     """The QoS threshold's one rule, for :func:`explain_run`, :func:`slowest_runs` and ``explain
     --threshold`` (``name``: as the caller gave it): a fraction of the expected time strictly
-    between 0 and 1, 0.10 for "at most 10 % slower". A number of 1 or more is refused rather
+    between 0 and 1, 0.10 for "at most 10 % slower", or a string of one (``"0.1"``, ``"10%"``, as
+    the output writes levels); returned as a float. A number of 1 or more is refused rather
     than read as a slowdown of 100 % or more: it is most often a percentage (10 for 10 %)."""
+    if isinstance(threshold, str):
+        from .models.columns import read_level
+
+        try:
+            threshold = read_level(threshold)
+        except ValueError:
+            pass  # refused below, by its text
     if isinstance(threshold, numbers.Real) and not isinstance(threshold, (bool, np.bool_)):
         x = float(threshold)
         if 0 < x < 1:
-            return
+            return x
         shown = f"{x:g}"
         # 10 for 10 %: say what it would mean, and what was likely meant
         meant = f" ({shown} would be {x * 100:g}% slower; for {shown}% give {x / 100:g})" if 1 <= x <= 100 else ""
@@ -196,7 +204,7 @@ def _check_count(value: object, name: str, what: str) -> None:
 
 
 def explain_run(run_id: str, store: Store | str | Path | None = None,
-                models: DegradationModel | None = None, *, threshold: float = 0.10,
+                models: DegradationModel | None = None, *, threshold: float | str = 0.10,
                 top_stages: int = 3) -> Explanation:
     """Expected and actual time of a run, its degradation, and the resource group that caused it.
 
@@ -227,9 +235,9 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     """
     from .store import io
 
-    _check_threshold(threshold)
+    threshold = _check_threshold(threshold)
     _check_count(top_stages, "top_stages", "stages to list")
-    threshold, top_stages = float(threshold), int(top_stages)  # numpy's numbers as Python's
+    top_stages = int(top_stages)  # numpy's numbers as Python's
     st = store if hasattr(store, "read") else io.open(store)
     runs = st.runs()  # type: ignore[union-attr]
     row = runs[runs["run_id"] == run_id]
@@ -389,7 +397,7 @@ class SlowRun:
 
 
 def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int = 5,
-                 models: DegradationModel | None = None, threshold: float = 0.10) -> list[SlowRun]:
+                 models: DegradationModel | None = None, threshold: float | str = 0.10) -> list[SlowRun]:
     """The job's ``top`` runs furthest above its runtime model's prediction, each explained.
 
     The runtime model (fitted on the store's runs and cached, as the advice fits it) says which
@@ -414,8 +422,8 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
     from .store import io
 
     _check_count(top, "top", "runs to list")
-    _check_threshold(threshold)
-    threshold, top = float(threshold), int(top)  # numpy's numbers as Python's
+    threshold = _check_threshold(threshold)
+    top = int(top)  # numpy's numbers as Python's
     from .models.hybrid import MIN_RUNS
 
     st = store if hasattr(store, "read") else io.open(store)

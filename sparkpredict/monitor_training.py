@@ -177,7 +177,7 @@ def fit_monitor(store: Store | str | Path | None = None, *, jobs: list[str] | No
             f"both, where it needs at least {MIN_INTERFERED_RUNS} and {MIN_CLEAN_RUNS}",
             f"record {_more(interfered, MIN_INTERFERED_RUNS, 'interfered run')}"
             f"{_more(clean, MIN_CLEAN_RUNS, 'clean run', ' and ')} of those jobs (labelled --conf "
-            "spark.sparkpredict.interference=KIND:N, or none for undisturbed ones; "
+            "spark.sparkpredict.interference=KIND:N, or none for undisturbed ones; from a checkout, "
             "benchmarks/make_interference_dataset.py records both), or leave the training store out "
             "to use the bundled dataset")
     return DegradationModel(**params).fit(train)
@@ -233,6 +233,8 @@ def default_model(store: Store | str | Path | None = None) -> DegradationModel:
     if not DEFAULT_TRAINING_STORE.exists():
         raise DegenerateDataError(
             "no labelled interference runs to train the slowdown monitor on",
-            "record some with benchmarks/make_interference_dataset.py --store S, or pass models=")
+            "record runs labelled --conf spark.sparkpredict.interference=KIND:N (none for undisturbed "
+            "ones; from a checkout, benchmarks/make_interference_dataset.py --store S records both), "
+            "or pass models=")
     log.info("slowdown monitor trained on the bundled dataset %s", DEFAULT_TRAINING_STORE)
     return cached_monitor(io.open(DEFAULT_TRAINING_STORE))

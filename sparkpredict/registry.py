@@ -383,7 +383,13 @@ def _runtime_model_from_dict(d: dict) -> JobRuntimeModel:
     return JobRuntimeModel.from_dict(d)
 
 
-def load_models(store: Any = None, jobs: Iterable[str] | None = None) -> dict[str, JobRuntimeModel]:
+def _names(jobs: Iterable[str] | str) -> list[str]:
+    """Job names as a list: one name given as a string is that job, not its letters ("sort" read
+    as 's', 'o', 'r', 't')."""
+    return [jobs] if isinstance(jobs, str) else list(jobs)
+
+
+def load_models(store: Any = None, jobs: Iterable[str] | str | None = None) -> dict[str, JobRuntimeModel]:
     """The current whole-job runtime model of every job in the registry.
 
     Parameters
@@ -410,12 +416,12 @@ def load_models(store: Any = None, jobs: Iterable[str] | None = None) -> dict[st
         from .models import persist
 
         if os.path.isfile(os.path.join(os.fspath(store), persist.INDEX)):
-            return persist.load_models(store, None if jobs is None else list(jobs))
+            return persist.load_models(store, None if jobs is None else _names(jobs))
     st = _open(store)
     reg = read_registry(st)
     reg = reg[reg.model_kind == KIND_RUNTIME]
     if jobs is not None:
-        wanted = list(jobs)
+        wanted = _names(jobs)
         missing = sorted(set(wanted) - set(reg.job))
         if missing:
             raise UnknownJobError(f"no trained model for job(s) {missing[:5]} in {st.path!r}",

@@ -19,11 +19,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PKG = "sparkpredict"
 #: Folders of the repository that setup.py copies into the package: (source, pattern, inside the package).
-COPIED = [("listeners/src/main/java", "**/*.java", "capture/listener_java"), ("jobs", "*.py", "jobs")]
+COPIED = [("listeners/src/main/java", "**/*.java", "capture/listener_java"), ("jobs", "*.py", "jobs"),
+          ("conf", "spark-defaults.conf.sparkpredict", "conf"), ("docs", "*.md", "docs")]
 #: Module-level paths that may point outside the installed package, and why that is safe.
 OUTSIDE_OK = {
-    "sparkpredict.capture.listener._REPO_SRC": "a checkout's listeners/; _PKG_SRC is the installed copy",
-    "sparkpredict.workloads._REPO_JOBS": "a checkout's jobs/; JOBS_DIR falls back to the installed copy",
+    "sparkpredict.capture.listener._REPO_SRC": "a checkout's listeners/; _PKG_SRC, the installed copy, comes first",
+    "sparkpredict.workloads._REPO_JOBS": "a checkout's jobs/; JOBS_DIR takes the installed copy first",
+    "sparkpredict.capture.listener._REPO_CONF": "a checkout's conf/; conf_template() takes the installed copy first",
 }
 
 
@@ -175,3 +177,27 @@ def test_workload_scripts_exist_in_an_installed_package(built):
     run_dir.mkdir(exist_ok=True)
     out = _run([sys.executable, "-c", code], cwd=run_dir, PYTHONPATH=str(built["site"]))
     assert out.strip() == "True"
+
+
+def test_an_installed_package_takes_its_own_copies_over_a_folder_beside_it(built):
+    """Installed with --target into an application's folder that has its own jobs/ and conf/
+    (or into site-packages beside them): JOBS_DIR was that folder's jobs/, the listener's source
+    and the cluster template must be the package's too."""
+    site = built["site"]
+    (site / "jobs").mkdir(exist_ok=True)
+    (site / "jobs" / "sort.py").write_text("print('not ours')\n")
+    (site / "conf").mkdir(exist_ok=True)
+    (site / "conf" / "spark-defaults.conf.sparkpredict").write_text("# not ours\n")
+    code = ("from sparkpredict import workloads as W; from sparkpredict.capture import listener as L; "
+            "import sparkpredict, pathlib; root = pathlib.Path(sparkpredict.__file__).parent; "
+            "print(W.JOBS_DIR.is_relative_to(root), L.java_source_dir().is_relative_to(root), "
+            "L.conf_template().startswith('# sparkpredict: record every application'), "
+            "(root / 'docs' / 'advice.md').is_file())")
+    run_dir = built["tmp"] / "elsewhere"
+    run_dir.mkdir(exist_ok=True)
+    try:
+        out = _run([sys.executable, "-c", code], cwd=run_dir, PYTHONPATH=str(site))
+    finally:
+        shutil.rmtree(site / "jobs")
+        shutil.rmtree(site / "conf")
+    assert out.split() == ["True", "True", "True", "True"], out

@@ -41,12 +41,26 @@ _REPO_SRC = Path(__file__).resolve().parents[2] / "listeners" / "src" / "main" /
 #: Where an installed (non-editable) package ships the Java source as package data.
 _PKG_SRC = Path(__file__).resolve().parent / "listener_java"
 SRC_ENV = "SPARKPREDICT_LISTENER_SRC"
+#: The cluster template (spark-defaults lines, commented): a checkout's, and the installed copy.
+_REPO_CONF = Path(__file__).resolve().parents[2] / "conf" / "spark-defaults.conf.sparkpredict"
+_PKG_CONF = Path(__file__).resolve().parents[1] / "conf" / "spark-defaults.conf.sparkpredict"
+
+
+def conf_template() -> str:
+    """The commented cluster template, ``conf/spark-defaults.conf.sparkpredict`` (installed in
+    the package as ``sparkpredict/conf/``): how to record every application of a cluster."""
+    for p in (_PKG_CONF, _REPO_CONF):
+        if p.is_file():
+            return p.read_text(encoding="utf-8")
+    raise ListenerError(f"the cluster template is missing (looked in {_PKG_CONF}, {_REPO_CONF})",
+                        "reinstall sparkpredict")
 
 
 def java_source_dir() -> Path:
     """The folder holding ``io/sparkpredict/*.java`` (env override, repo checkout, package data)."""
     candidates = [Path(os.environ[SRC_ENV])] if os.environ.get(SRC_ENV) else []
-    candidates += [_REPO_SRC, _PKG_SRC]
+    # the installed copy first: beside an installed package, parents[2] is another project's folder
+    candidates += [_PKG_SRC, _REPO_SRC]
     for c in candidates:
         if (c / "io" / "sparkpredict" / "SparkPredictListener.java").is_file():
             return c
@@ -244,6 +258,10 @@ def listener_conf(store: str | None = None, job: str | None = None, tasks: bool 
         that it recorded nothing.
     """
     declared = None if input_bytes is None else _input_bytes(input_bytes)  # before the jar's build
+    if isinstance(tasks, (str, bytes)) or tasks not in (True, False):  # numpy's bools pass
+        # tasks="false" is a true string: it recorded every task
+        raise InputError(f"tasks must be True or False, got {tasks!r}",
+                         "pass tasks=False to record no task rows (stage rows are recorded either way)")
     check_job_name(job, "give the name to record the runs under, e.g. nightly-etl (leave it out "
                         "for each application's name)")
     path = resolve_store(store)
@@ -404,7 +422,13 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
         A JVM already runs in this process without the listener on its classpath.
     StoreError
         The store is one the listener could record nothing into (:func:`check_store`).
+    InputError
+        ``builder`` is no ``SparkSession.builder`` (it has no ``config``).
     """
+    if not callable(getattr(builder, "config", None)):  # attach(None) was an AttributeError at the end
+        raise InputError(f"attach() takes a SparkSession builder, got {builder!r}",
+                         "pass SparkSession.builder (before getOrCreate()), e.g. "
+                         "sparkpredict.attach(SparkSession.builder, job='nightly-etl').getOrCreate()")
     from pyspark import SparkContext
 
     # What the builder holds (pyspark 4 keeps it in _options) outranks the files, as the

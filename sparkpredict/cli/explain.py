@@ -205,7 +205,8 @@ def _slowest(args: argparse.Namespace, found: list[Any], store: Any) -> int:
     else:
         # a long --top reaches runs below the model: "furthest above" would not hold for them
         above = sum((r.runtime_over_model or 0) > 1 for r in found)
-        which = f"its {len(found)} runs furthest above its runtime model" if above == len(found) else \
+        top = "its run furthest" if len(found) == 1 else f"its {len(found)} runs furthest"
+        which = f"{top} above its runtime model" if above == len(found) else \
             f"{len(found)} of its runs by their runtime over its runtime model ({above} above it)"
         how = "(recorded runtime / the model's prediction for it, fitted without it)" if first.out_of_fold \
             else ("(recorded runtime / the model's in-sample prediction for it: fitted with it, the "

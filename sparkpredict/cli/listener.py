@@ -22,6 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="a spark-defaults.conf whose spark.jars, spark.extraListeners and spark.plugins "
                         "the printed lines keep, ours added: appended to FILE they add to its lists "
                         "instead of replacing them (a later line wins)")
+    c.add_argument("--template", action="store_true",
+                   help="print the commented cluster template instead (conf/spark-defaults.conf.sparkpredict, "
+                        "installed with the package): the steps, and the lines with placeholders")
     c.set_defaults(func=_conf)
 
     from . import refuse_without_action
@@ -45,6 +48,15 @@ def _conf(args: argparse.Namespace) -> int:
     from ..config import resolve_store
     from ..errors import InputError
 
+    if args.template:
+        from ..capture.listener import conf_template
+
+        if any(v is not None for v in (args.store, args.job, args.jar, args.merge)):
+            raise InputError("--template prints the template as it is: --store, --job, --jar and "
+                             "--merge fill in the lines printed without it",
+                             "drop --template to print the lines filled in, or the other options")
+        print(conf_template(), end="")
+        return 0
     theirs: dict[str, str] = {}
     if args.merge is not None:
         if not os.path.isfile(args.merge) or not os.access(args.merge, os.R_OK):

@@ -63,8 +63,19 @@ def n_rows(X: Mapping[str, Any]) -> int:
     return n
 
 
+def check_table(X: Any, what: str = "X") -> None:
+    """Refuse what is no table of named columns (a DataFrame or a mapping): a numpy array has no
+    column names to read sizes and executor counts from (it was an AttributeError)."""
+    if not (hasattr(X, "columns") or isinstance(X, Mapping)):
+        raise InputError(f"{what} must be a runs table with named columns (a pandas DataFrame or a dict of "
+                         f"columns), got {type(X).__name__}",
+                         "pass e.g. pandas.DataFrame({'input_bytes': [...], 'executors': [...]}) "
+                         "(sparkpredict.features.runs.runs_table gives one from a store)")
+
+
 def with_runtime(X: Any, y: Any) -> Any:
     """``X`` with ``y`` as its ``runtime_s`` column (scikit-learn's ``fit(X, y)``)."""
+    check_table(X)
     y = np.asarray(y, dtype=float).ravel()
     n = len(X) if hasattr(X, "columns") else len(np.atleast_1d(next(iter(X.values()), [])))
     if len(y) != n:

@@ -143,7 +143,9 @@ class DegradationModel:
         df = df[np.isfinite(df["degradation"]) & (df["expected_ms"] > 0)]
         if len(df) < 10:
             raise DegenerateDataError(f"only {len(df)} labelled stages to train the monitor on",
-                                      "record clean and interfered runs (benchmarks/make_interference_dataset.py)")
+                                      "record clean and interfered runs, labelled --conf "
+                                      "spark.sparkpredict.interference=KIND:N or none (from a checkout, "
+                                      "benchmarks/make_interference_dataset.py records both)")
         x = df[FEATURES].to_numpy(float)
         if self.baseline == "dae" or (self.autoencoder and self.baseline == "history"):
             self._fit_dae(x, df[[f"base_{c}" for c in FEATURES]].to_numpy(float))

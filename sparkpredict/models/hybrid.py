@@ -36,6 +36,7 @@ from . import ml as M
 from .columns import (
     REQUIRED,
     check_confidence,
+    check_table,
     column,
     floats,
     json_float,
@@ -209,6 +210,7 @@ class JobRuntimeModel(RuntimeEstimator):
 
     def _training_columns(self, runs: Any) -> tuple[dict[str, np.ndarray], np.ndarray, list[str], np.ndarray]:
         """(features, runtimes, extra feature names, each row's position in ``runs``)."""
+        check_table(runs, "runs")
         cols = list(runs.columns) if hasattr(runs, "columns") else list(runs.keys())
         missing = [c for c in REQUIRED + ("runtime_s",) if c not in cols]
         if missing:
@@ -385,8 +387,9 @@ class JobRuntimeModel(RuntimeEstimator):
         lo, hi = intervals.log_bounds(self, self._query(X), pred)(np.full(len(pred), float(confidence)))
         return {"predicted_runtime_s": pred, "lower_s": pred * np.exp(lo), "upper_s": pred * np.exp(hi)}
 
-    def chance_within(self, X: Mapping[str, Any], limit_s: float) -> np.ndarray:
-        """Per row, the chance that one run takes at most ``limit_s`` seconds.
+    def chance_within(self, X: Mapping[str, Any], limit_s: float | str) -> np.ndarray:
+        """Per row, the chance that one run takes at most ``limit_s`` seconds (or a duration
+        such as ``"45m"``).
 
         The same distribution the interval reads: the interval at confidence ``c`` spans the
         ``(1 - c)/2`` and ``(1 + c)/2`` quantiles, so a limit above the prediction is met with
@@ -401,10 +404,17 @@ class JobRuntimeModel(RuntimeEstimator):
         had stated ">99%").
         """
         self._check()
-        limit = float(limit_s)
+        from ..units import parse_duration
+
+        # "45m" as suggest_executors(deadline_s=) reads it; None or an array is refused, not a
+        # raw TypeError from float()
+        try:
+            limit = parse_duration(limit_s) if isinstance(limit_s, str) else float(limit_s)
+        except (TypeError, ValueError, InputError):
+            limit = math.nan
         if not (math.isfinite(limit) and limit > 0):
-            raise InputError(f"limit must be a positive number of seconds, got {limit_s!r}",
-                             "give the deadline in seconds, e.g. 2700 for 45 minutes")
+            raise InputError(f"limit must be a positive number of seconds or a duration, got {limit_s!r}",
+                             "give one deadline, e.g. 2700 (seconds) or '45m'")
         pred = self.predict(X)
         F = self._query(X)
         chance = intervals.chance_within(intervals.log_bounds(self, F, pred), pred, limit,

@@ -167,6 +167,9 @@ def _plain(v: Any) -> Any:
 
 
 def _check_ids(run_ids: Iterable[str] | str) -> list[str]:
+    if not isinstance(run_ids, (str, Iterable)):  # None was a TypeError from list()
+        raise InputError(f"run_ids must be a run id or a list of them, got {run_ids!r}",
+                         "give one or more run ids (`sparkpredict store summary` lists the latest runs)")
     ids = [run_ids] if isinstance(run_ids, str) else list(run_ids)
     if not ids:
         raise InputError("no run to edit", "give one or more run ids (`sparkpredict store summary` lists "

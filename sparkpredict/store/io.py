@@ -212,6 +212,12 @@ class Store:
         if table not in S.TABLES:
             raise StoreError(f"no table {table!r} in a sparkpredict store",
                              f"use one of {', '.join(S.TABLES)}")
+        if form not in ("pandas", "arrow"):  # "polars" came back as pandas, silently
+            raise StoreError(f"no form {form!r} to read a table in", "use form='pandas' or form='arrow'")
+        unknown = [c for c in columns or [] if c not in S.TABLES[table].names]
+        if unknown:  # pyarrow's KeyError named one field and not the table's columns
+            raise StoreError(f"table {table!r} has no column(s) {', '.join(map(repr, unknown))}",
+                             f"use its columns: {', '.join(S.TABLES[table].names)}")
         committed = self.committed_batches()
         files = self._files(table)
         paths = [p for b, p in sorted(files.items()) if b in committed]

@@ -28,8 +28,12 @@ from . import generate as gen
 
 #: The repository's jobs/ folder, in a source checkout or an editable install.
 _REPO_JOBS = Path(__file__).resolve().parents[2] / "jobs"
-#: The spark-submit scripts: a checkout's jobs/, else the copy setup.py ships in the package.
-JOBS_DIR = _REPO_JOBS if (_REPO_JOBS / "sort.py").is_file() else Path(__file__).resolve().parents[1] / "jobs"
+#: The copy setup.py ships in an installed package.
+_PKG_JOBS = Path(__file__).resolve().parents[1] / "jobs"
+#: The spark-submit scripts: the installed copy first. The checkout's only where there is none
+#: (an editable install): beside an installed package, parents[2] is site-packages or an
+#: application's folder, whose own jobs/sort.py took its place.
+JOBS_DIR = _PKG_JOBS if (_PKG_JOBS / "retrain.py").is_file() else _REPO_JOBS
 _MB = 1000**2
 
 
