@@ -436,7 +436,7 @@ def load_models(store: Any = None, jobs: Iterable[str] | str | None = None) -> d
     return out
 
 
-def load_stage_models(store: Any = None, jobs: Iterable[str] | None = None) -> dict[str, StageRuntimeModel]:
+def load_stage_models(store: Any = None, jobs: Iterable[str] | str | None = None) -> dict[str, StageRuntimeModel]:
     """The current stage-level model of every job that has one, keyed by job.
 
     A stage model keeps the ids of its training runs, not their stages and tasks: those are read
@@ -449,7 +449,7 @@ def load_stage_models(store: Any = None, jobs: Iterable[str] | None = None) -> d
     reg = read_registry(st)
     reg = reg[reg.model_kind == KIND_STAGE]
     if jobs is not None:
-        reg = reg[reg.job.isin(list(jobs))]
+        reg = reg[reg.job.isin(_names(jobs))]
     out: dict[str, StageRuntimeModel] = {}
     for row in _rows(reg):
         doc = read_artifact(st, row.artifact, row.job)

@@ -87,6 +87,15 @@ def _drawn_level(model: Any, confidence: float) -> float:
     return min(confidence, most()) if most is not None else confidence
 
 
+def _interval_words(model: Any, confidence: float) -> str:
+    """``90% interval``, or for a model with no out-of-fold error ``no interval (no measured
+    error)``: its "0% interval" read as a measured figure, as in suggest."""
+    most = getattr(model, "max_confidence", None)
+    if most is not None and most() <= 0:
+        return "no interval (no measured error)"
+    return f"{format_level(_drawn_level(model, confidence))} interval"
+
+
 @_plain_text
 def fig_runtime_vs_executors(job_runs, model, features, confidence) -> str:
     """``job_runs``: runs with a positive executor count and runtime; those without a positive
@@ -128,7 +137,7 @@ def fig_runtime_vs_executors(job_runs, model, features, confidence) -> str:
     title = "runtime vs executors per input size"
     if model is not None:
         title += (f"\n(lines: {getattr(model, 'name_', 'model')} fit, "
-                  f"bands: {format_level(_drawn_level(model, confidence))} interval)")
+                  f"bands: {_interval_words(model, confidence)})")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(title="input", fontsize=8, title_fontsize=8)
@@ -143,19 +152,23 @@ def fig_predicted_vs_actual(job_runs, model, features, confidence) -> str:
     p = _predict(model, job_runs[features], confidence)
     y = job_runs["runtime_s"].to_numpy(float)
     fig, ax = plt.subplots(figsize=(4.6, 4.0))
+    bounded = np.isfinite(p["upper_s"])  # no interval: no bar, and no infinite axis
     yerr = np.vstack([p["predicted_runtime_s"] - p["lower_s"], p["upper_s"] - p["predicted_runtime_s"]])
+    yerr = np.where(bounded, yerr, 0.0)
     ax.errorbar(y, p["predicted_runtime_s"], yerr=np.clip(yerr, 0, None), fmt="o", ms=4,
                 alpha=0.7, elinewidth=0.8, capsize=2)
-    lo, hi = float(min(y.min(), p["lower_s"].min())), float(max(y.max(), p["upper_s"].max()))
+    lo = float(min(y.min(), np.where(bounded, p["lower_s"], y.min()).min()))
+    hi = float(max(y.max(), np.where(bounded, p["upper_s"], p["predicted_runtime_s"]).max()))
     ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="perfect")
     ax.set_xlabel("actual runtime (s)")
     ax.set_ylabel("predicted runtime (s)")
     mape = float(np.mean(np.abs(p["predicted_runtime_s"] - y) / y))
     cover = float(np.mean((y >= p["lower_s"]) & (y <= p["upper_s"]))) * 100
     cv = getattr(model, "cv_mape_", None)
-    sub = (f"in-sample MAPE {pct(mape, unit='fraction')}, {cover:.0f}% inside the "
-           f"{format_level(_drawn_level(model, confidence))} interval")
-    if cv is not None:
+    words = _interval_words(model, confidence)
+    sub = f"in-sample MAPE {pct(mape, unit='fraction')}, " + (
+        f"{cover:.0f}% inside the {words}" if bounded.all() else words)
+    if cv is not None and np.isfinite(cv):
         sub += f"\ncross-validated MAPE {pct(cv, unit='fraction')}"
     ax.set_title(f"predicted vs actual\n{sub}", fontsize=10)
     ax.grid(alpha=0.3)

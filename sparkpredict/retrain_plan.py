@@ -124,8 +124,8 @@ def refit_reasons(state: dict[tuple[str, str], tuple], fingerprints: dict[str, t
 
 
 def reasons_line(reasons: dict[str, str]) -> str:
-    """``why: 2 jobs' runs changed, 1 fitted as amdahl, auto asked (wordcount)``; each reason
-    with its count, the jobs named when there are few."""
+    """``why: its runs changed (etl, sort); no model yet (wordcount)``: each reason with its jobs,
+    the most common first, counted (``12 jobs``) when there are more than 3."""
     by: dict[str, list[str]] = {}
     for job, why in sorted(reasons.items()):
         by.setdefault(why, []).append(job)

@@ -485,7 +485,7 @@ def test_without_labels_a_run_is_compared_with_its_own_setup_and_bad_arguments_a
     assert main(["explain", "local-1795975858928", "--store", str(st.path)]) == 0
     assert "(median of 22 other runs of the job on any setup, none on its own (see the warning), per stage)" \
         in capsys.readouterr().out
-    for bad in ({"threshold": 10}, {"threshold": -1}, {"threshold": "0.1"}, {"top_stages": -1}, {"top_stages": 0}):
+    for bad in ({"threshold": 10}, {"threshold": -1}, {"threshold": "lots"}, {"top_stages": -1}, {"top_stages": 0}):
         with pytest.raises(InputError):
             m.explain_run("local-1795975858928", hist, model, **bad)
 

@@ -425,10 +425,6 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     InputError
         ``builder`` is no ``SparkSession.builder`` (it has no ``config``).
     """
-    if not callable(getattr(builder, "config", None)):  # attach(None) was an AttributeError at the end
-        raise InputError(f"attach() takes a SparkSession builder, got {builder!r}",
-                         "pass SparkSession.builder (before getOrCreate()), e.g. "
-                         "sparkpredict.attach(SparkSession.builder, job='nightly-etl').getOrCreate()")
     from pyspark import SparkContext
 
     # What the builder holds (pyspark 4 keeps it in _options) outranks the files, as the
@@ -440,6 +436,12 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
         store = theirs.get(KEY_STORE, "").strip() or None
     # the driver is this process: a store it cannot write is said now, not in the driver's log
     check_store(resolve_store(store))
+    if input_bytes is not None:
+        _input_bytes(input_bytes)  # the arguments first, as listener_conf checks them, then the builder
+    if not callable(getattr(builder, "config", None)):  # attach(None) was an AttributeError at the end
+        raise InputError(f"attach() takes a SparkSession builder, got {builder!r}",
+                         "pass SparkSession.builder (before getOrCreate()), e.g. "
+                         "sparkpredict.attach(SparkSession.builder, job='nightly-etl').getOrCreate()")
     conf = listener_conf(store=store, job=job, tasks=tasks, input_bytes=input_bytes)
     jvm = getattr(SparkContext, "_jvm", None)
     if jvm is not None or getattr(SparkContext, "_gateway", None) is not None:

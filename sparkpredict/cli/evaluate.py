@@ -96,12 +96,13 @@ def run(args: argparse.Namespace) -> int:
         models = kind_factories([k for k in kinds or [] if k not in STAGE_MODELS])
         factories = {"stage-forest": lambda: StageRuntimeModel(store=path),
                      "replay": lambda: ReplayRuntimeModel(store=path)}
-        models.update({k: f for k, f in factories.items() if not staged or k in staged})
+        # --stage-models adds both; without it, the ones --models names
+        models.update({k: f for k, f in factories.items() if args.stage_models or k in staged})
     ev = evaluate(runs, models=models, include_study=kinds is None, splits=splits)
     skipped = {**ev.skipped, **ev.unscored()}
     if not ev.rows["error"].isna().any():  # no model scored anywhere: nothing to show
         why = "; ".join(f"{k}: {v}" for k, v in list(skipped.items())[:10]) or "no runs"
-        if ev.skipped and all(ONE_COUNT in v for v in ev.skipped.values()):
+        if ev.skipped and all(ONE_COUNT in v for v in ev.skipped.values()) and not ev.unscored():
             fix = ("record runs of the job at two or more executor counts "
                    "(sparkpredict submit --executors N, or sparkpredict sweep)")
         else:

@@ -87,7 +87,8 @@ def _oversubscribed(store: str | None, tl: Any) -> list[str]:
     from ..units import plural
 
     st = store_io.open(store)
-    hs = st.read("host_samples", run_ids=[tl.run_id], columns=["host", "cpu_count"])
+    # a sample without a CPU count (/proc/stat unreadable, other files read) says nothing here
+    hs = st.read("host_samples", run_ids=[tl.run_id], columns=["host", "cpu_count"]).dropna(subset=["cpu_count"])
     if hs.empty or hs["host"].nunique() != 1:  # several hosts: a cluster, its slots spread over them
         return []
     cpus = int(hs["cpu_count"].max())

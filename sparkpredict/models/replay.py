@@ -129,7 +129,9 @@ class ReplayRuntimeModel(RuntimeEstimator):
                              for r in list(self.runs_.index)[:50]}
         heads = {r: self._timeline(r).head_ms for r in list(self.runs_.index)[:200]}
         self.head_slope_ms_ = head_trends(self.runs_, heads, self._executors(self.runs_)) if self.driver_trend else {}
-        self.head_range_ = head_ranges(self.runs_, self._executors(self.runs_))
+        # the span of the runs the line was fitted on, not of every run
+        measured = self.runs_.loc[list(heads)]
+        self.head_range_ = head_ranges(measured, self._executors(measured))
         self.cv_mape_, self._abs_rel = self._loo_errors()
         return self
 

@@ -165,7 +165,8 @@ class StageRuntimeModel(RuntimeEstimator):
         first = stages.groupby("run_id")["submission_ms"].min()
         heads = {r: float(first[r] - self.runs_.loc[r, "start_ms"]) for r in self.runs_.index if r in first.index}
         self.head_slope_ms_ = head_trends(self.runs_, heads, self._exec) if self.driver_trend else {}
-        self.head_range_ = head_ranges(self.runs_, self._exec)
+        measured = self.runs_.loc[list(heads)]  # the span of the runs the line was fitted on
+        self.head_range_ = head_ranges(measured, self._exec)
         return table
 
     # ---- persistence --------------------------------------------------------------------
