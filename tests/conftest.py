@@ -130,3 +130,20 @@ def spark_app(listener_jar, tmp_path_factory):
     active = SparkSession.getActiveSession()
     if active is not None:
         active.stop()
+
+
+@pytest.fixture
+def figure_titles(monkeypatch) -> list[str]:
+    """Every matplotlib title set while the test runs (the report's figures are PNGs: their
+    titles are read here). The real titles are set; the spy only reads them."""
+    import matplotlib.axes
+
+    titles: list[str] = []
+    real = matplotlib.axes.Axes.set_title
+
+    def spy(self, label, *a, **k):
+        titles.append(str(label))
+        return real(self, label, *a, **k)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_title", spy)
+    return titles
