@@ -308,7 +308,9 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     if deadline is not None and hasattr(model, "chance_within"):
         chance = np.clip(np.asarray(model.chance_within(X, deadline), dtype=float), 0.0, 1.0)
     most = getattr(model, "max_confidence", None)
-    no_interval = most is not None and most() <= 0
+    from .models.estimator import without_interval  # numpy only, loaded with the model
+
+    no_interval = without_interval(model)
     if no_interval:
         # No out-of-fold error to bound a run by (a single kind fitted on too few runs to
         # cross-validate): its "0% interval" of no width, and a chance of 49 % at every count

@@ -90,8 +90,9 @@ def _drawn_level(model: Any, confidence: float) -> float:
 def _interval_words(model: Any, confidence: float) -> str:
     """``90% interval``, or for a model with no out-of-fold error ``no interval (no measured
     error)``: its "0% interval" read as a measured figure, as in suggest."""
-    most = getattr(model, "max_confidence", None)
-    if most is not None and most() <= 0:
+    from .models.estimator import without_interval
+
+    if without_interval(model):
         return "no interval (no measured error)"
     return f"{format_level(_drawn_level(model, confidence))} interval"
 

@@ -56,10 +56,13 @@ def run(args: argparse.Namespace) -> int:
 
     # A runs file may come from any store: the stage models must be told which one. Without
     # RUNS, the store is resolved as `runs`, `report` and `suggest` resolve it.
-    named = [k.strip() for k in (args.models or "").split(",") if k.strip() in STAGE_MODELS]
-    stage_level = args.stage_models or bool(named)
+    kinds = [k.strip() for k in args.models.split(",") if k.strip()] if args.models else None
+    # the stage-level models by the names their columns have: --models stage-forest scores it
+    # alone (it was refused as an unknown kind, so each was only ever scored with the other)
+    staged = [k for k in kinds or [] if k in STAGE_MODELS]
+    stage_level = args.stage_models or bool(staged)
     if stage_level and args.runs is not None and args.store is None:
-        what = "--stage-models" if args.stage_models else f"--models {named[0]}"
+        what = "--stage-models" if args.stage_models else f"--models {staged[0]}"
         raise InputError(f"{what} needs the store's stage and task rows",
                          "add --store S (the store the runs were recorded in)")
     if args.runs is not None and args.store is not None and not stage_level:
@@ -80,10 +83,6 @@ def run(args: argparse.Namespace) -> int:
     bad = [s for s in splits if s not in SPLITS]
     if bad:
         raise InputError(f"unknown split(s) {bad}", f"use {', '.join(SPLITS)}")
-    kinds = [k.strip() for k in args.models.split(",") if k.strip()] if args.models else None
-    # the stage-level models by the names their columns have: --models stage-forest scores it
-    # alone (it was refused as an unknown kind, so each was only ever scored with the other)
-    staged = [k for k in kinds or [] if k in STAGE_MODELS]
     if kinds:
         check_kinds([k for k in kinds if k not in STAGE_MODELS], also=STAGE_MODELS)
     models: Any = kinds

@@ -41,6 +41,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..features.runs import read_runs_file
+    from ..models.estimator import without_interval
     from ..models.persist import check_model_dir, fit_all, save_models
     from . import printed_here
 
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     uncrossed = []
     for job, m in models.items():
         mape = f"{100 * m.cv_mape_:5.1f}%" if math.isfinite(m.cv_mape_) else "  n/a"
-        if not math.isfinite(m.cv_mape_) and getattr(m, "max_confidence", lambda: 1.0)() <= 0:
+        if not math.isfinite(m.cv_mape_) and without_interval(m):
             uncrossed.append(job)
         print(f"{job:<{width}}  {m.name_:<{name_width}} runs {m.n_runs_:>5}  CV MAPE {mape}")
     for job, why in skipped.items():

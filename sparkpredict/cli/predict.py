@@ -342,6 +342,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..errors import InputError
     from ..features.runs import read_csv_keeping_jobs
+    from ..models.estimator import without_interval
     from ..models.persist import load_models, read_index
     from ..outputs import output_table, write_table
     from ..units import plural
@@ -394,11 +395,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     levels = {j: m.max_confidence() for j, m in models.items() if hasattr(m, "max_confidence")}
     # a level of 0 is no interval at all: "at most 0%" read as a measured figure
-    none = sorted(j for j, top in levels.items() if top <= 0 and j in set(out["job"]))
+    none = sorted(j for j in set(out["job"]) if without_interval(models.get(j)))
     if none:
+        from ..models.selection import CV_MIN_RUNS
+
         print(f"warning: the model(s) of {', '.join(none)} measured no out-of-fold error (too few runs "
               "to predict any from the others): their rows have no interval (lower_s 0, upper_s inf); "
-              "~6 or more runs at two or more executor counts give one", file=sys.stderr)
+              f"~{CV_MIN_RUNS} or more runs at two or more executor counts give one", file=sys.stderr)
     short = sorted(j for j, top in levels.items() if 0 < top < args.confidence)
     if short:
         from ..advice import format_level

@@ -62,9 +62,12 @@ def run(args: argparse.Namespace) -> int:
                          "give the path of an existing Spark event log, or a run id of the store "
                          "(sparkpredict store summary lists them)")
     else:
-        tl = sim.load_timeline(args.store, args.run)
+        from ..store import io as store_io
+
+        st = store_io.open(args.store)  # once, for the timeline and the host samples
+        tl = sim.load_timeline(st, args.run)
         if args.host_cores is None:
-            warnings += _oversubscribed(args.store, tl)
+            warnings += _oversubscribed(st, tl)
     if tl.n_stages == 0:
         warnings.append("the run ran no stage: its runtime is driver time alone, the same at every "
                         "executor count")
@@ -78,15 +81,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _oversubscribed(store: str | None, tl: Any) -> list[str]:
+def _oversubscribed(st: Any, tl: Any) -> list[str]:
     """A warning when the run had more task slots than its one host's CPUs (``local[3]`` on 2
     cores, local-cluster): its tasks' recorded durations include that sharing, so a replay at
     fewer slots keeps tasks slower than they would run there (the demo's 3-thread run replayed
     5.2 s at 1 executor; the 1-executor run at that size took 1.35 s)."""
-    from ..store import io as store_io
     from ..units import plural
 
-    st = store_io.open(store)
     # a sample without a CPU count (/proc/stat unreadable, other files read) says nothing here
     hs = st.read("host_samples", run_ids=[tl.run_id], columns=["host", "cpu_count"]).dropna(subset=["cpu_count"])
     if hs.empty or hs["host"].nunique() != 1:  # several hosts: a cluster, its slots spread over them

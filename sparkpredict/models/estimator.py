@@ -18,6 +18,15 @@ from ..errors import InputError
 from .columns import column
 
 
+def without_interval(model: Any) -> bool:
+    """A model with no out-of-fold error (one kind fitted on too few runs to leave any out):
+    ``max_confidence()`` 0, no interval at any level. suggest, predict, fit and the report say
+    so instead of showing a "0% interval"; a model without ``max_confidence`` (the replay) is
+    not one."""
+    most = getattr(model, "max_confidence", None)
+    return most is not None and most() <= 0
+
+
 class RuntimeEstimator:
     """Mixin: the constructor's keyword parameters are the estimator's parameters."""
 
