@@ -87,6 +87,21 @@ def resolve_store(store: str | os.PathLike[str] | None) -> str:
     return str(Path(s).expanduser().resolve())
 
 
+#: The secret of a URI's user information, ``scheme://KEY:SECRET@bucket/...``: how pyarrow takes
+#: S3 credentials in a URI (its query takes no keys). The user or key before the colon stays.
+_SECRET_IN_URI = re.compile(r"^([a-zA-Z][\w+.-]*://[^/@:?#]*:)[^/@?#]*@")
+
+
+def store_for_display(store: str) -> str:
+    """``store`` with its URI's secret replaced by ``***``: a report is shared, and a store URI
+    such as ``s3://KEY:SECRET@bucket/history`` would carry the secret key into it."""
+    return _SECRET_IN_URI.sub(r"\1***@", store)
+
+
+def uri_has_credentials(store: str) -> bool:
+    return _SECRET_IN_URI.match(store) is not None
+
+
 def _file_uri_path(uri: str) -> str:
     """The local path of ``file:/p``, ``file:///p`` or ``file://localhost/p``.
 

@@ -480,11 +480,6 @@ def load_artifacts(store: Any = None, kind: str | None = None) -> dict[tuple[str
             for r in _rows(reg)}
 
 
-def registry_path(store: Any) -> str:
-    st = _open(store)
-    return _base(st) if "://" not in st.path else f"{st.path.rstrip('/')}/{MODELS_DIR}"
-
-
 __all__ = [
     "ARTIFACT_VERSION",
     "KIND_RUNTIME",

@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .config import store_for_display
 from .errors import InputError
 from .report_figures import (
     fig_predicted_vs_actual,
@@ -476,7 +477,7 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
     parts = [(f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>sparkpredict report</title>"
               f"<style>{_CSS}</style></head><body>"),
              "<h1>sparkpredict report</h1>",
-             f"<div class='meta'>store <code>{e(store_path)}</code> &middot; generated {now}</div>"]
+             f"<div class='meta'>store <code>{e(store_for_display(store_path))}</code> &middot; generated {now}</div>"]
     parts += [f"<div class='note warn'>{e(w)}</div>" for w in warnings]
     # runs and succeeded as `store summary` counts them; the plots and models use the succeeded
     parts.append("<h2>Jobs</h2><table><tr><th style='text-align:left'>job</th><th>runs</th><th>succeeded</th>"

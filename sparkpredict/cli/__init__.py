@@ -223,7 +223,13 @@ def main(argv: list[str] | None = None) -> int:
             # pyarrow and open() raise these from many places, each a path to fix, not a bug.
             # Others (a refused connection, an error without a path) stay tracebacks.
             if not (exc.filename or exc.errno in _OS_FIXES):
-                raise
+                remote = _remote_store_of(args)
+                if remote is None:
+                    raise
+                # a remote store that stopped answering mid-command (its first answer is
+                # checked where it is opened): the network or credentials, not a bug
+                from ..store.io import unreachable
+                raise unreachable(remote, exc) from exc
             logging.getLogger(__name__).info("the file system refused a path", exc_info=True)
             raise os_error(exc) from exc
         except UnicodeEncodeError as exc:
@@ -250,6 +256,21 @@ def main(argv: list[str] | None = None) -> int:
         # Point stdout at /dev/null so that the interpreter's final flush does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+def _remote_store_of(args: argparse.Namespace) -> str | None:
+    """The command's store when it is a remote one (given, or the default's $SPARKPREDICT_STORE)."""
+    from ..config import resolve_store
+    from ..errors import StoreError
+    from ..store.io import is_remote
+
+    if not hasattr(args, "store"):
+        return None
+    try:
+        path = resolve_store(args.store)
+    except StoreError:  # a store argument that is no path: not what failed here
+        return None
+    return path if is_remote(path) else None
 
 
 #: errno -> what to do about a path the file system refused

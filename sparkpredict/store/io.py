@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..config import resolve_store
+from ..config import resolve_store, store_for_display, uri_has_credentials
 from ..errors import StoreError
 from . import schema as S
 
@@ -27,7 +27,15 @@ log = logging.getLogger(__name__)
 Form = Literal["pandas", "arrow"]
 
 
+_warned_credentials: set[str] = set()
+
+
 def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
+    if uri_has_credentials(path) and path not in _warned_credentials:
+        _warned_credentials.add(path)
+        log.warning("store %s: its URI holds credentials, and the store's address is written in messages "
+                    "and logs (reports show it as ***): give them in the environment instead "
+                    "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN)", store_for_display(path))
     try:
         if "://" in path:
             return pafs.FileSystem.from_uri(path)
@@ -297,8 +305,13 @@ class Store:
                 self._put_marker(f"{base}/{S.MARKER_FILE}", json.dumps(
                     {"format": S.STORE_FORMAT, "schema_version": S.SCHEMA_VERSION}).encode())
         except OSError as exc:
-            raise StoreError(f"cannot write to store {self.path!r}: {exc}",
-                             "choose a writable folder, or fix its permissions") from exc
+            raise StoreError(f"cannot write to store {self.path!r}: {exc}", self._write_fix()) from exc
+
+    def _write_fix(self) -> str:
+        if isinstance(self.fs, pafs.LocalFileSystem):
+            return "choose a writable folder, or fix its permissions"
+        return ("create the bucket first (or add allow_bucket_creation=true to an s3:// URI), and "
+                "check that the credentials in the environment may write to it")
 
     def check_version(self) -> None:
         """Refuse stores written by a schema this code does not know."""
@@ -386,8 +399,7 @@ class Store:
                     self.fs.delete_file(tmp)
                 except OSError:
                     pass
-            raise StoreError(f"cannot write to store {self.path!r}: {exc}",
-                             "choose a writable folder, or fix its permissions") from exc
+            raise StoreError(f"cannot write to store {self.path!r}: {exc}", self._write_fix()) from exc
         log.debug("store %s: committed batch %s", self.path, batch_id)
         return batch_id
 
@@ -409,12 +421,33 @@ def open(path: str | os.PathLike[str] | None = None, *, create: bool = False) ->
     resolved = resolve_store(path)
     fs, root = _filesystem(resolved)
     store = Store(path=resolved, fs=fs, root=root)
-    if create:
-        store.init()
-    elif not store.exists():
-        raise _not_a_store(store)
-    store.check_version()
+    try:
+        if create:
+            store.init()
+        elif not store.exists():
+            raise _not_a_store(store)
+        store.check_version()
+    except OSError as exc:
+        # pyarrow's S3, GCS and HDFS errors carry no errno or path (a refused connection,
+        # denied credentials): the store is the thing to fix, as a local path's error would say
+        if isinstance(fs, pafs.LocalFileSystem):
+            raise
+        raise unreachable(resolved, exc) from exc
     return store
+
+
+#: what to do about a remote store that failed to answer
+REMOTE_FIX = ("check the URI's bucket and endpoint, the network to it, and that the credentials in the "
+              "environment (for s3://: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) may read and write there")
+
+
+def is_remote(path: str) -> bool:
+    """A store on a file system other than this machine's (``s3://``, ``gs://``, ``hdfs://``)."""
+    return "://" in path and path[:5].lower() != "file:"
+
+
+def unreachable(path: str, exc: OSError) -> StoreError:
+    return StoreError(f"cannot reach store {path!r}: {exc}", REMOTE_FIX)
 
 
 @contextlib.contextmanager
