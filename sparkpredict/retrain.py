@@ -109,6 +109,8 @@ class RetrainResult:
     not_enough_runs: list[str] = field(default_factory=list)
     #: job -> why its whole-job model was refit (:func:`~sparkpredict.retrain_plan.refit_reason`)
     refit_reasons: dict[str, str] = field(default_factory=dict)
+    #: why the fits ran on another path than the one chosen by the number of jobs (None: they did not)
+    path_note: str | None = None
 
     @property
     def jobs_per_s(self) -> float:
@@ -147,7 +149,7 @@ class RetrainResult:
             "unchanged": len(self.unchanged), "skipped": self.skipped, "failed": self.errors,
             "still_failing": self.still_failing, "spark_started": self.spark_started,
             "snapshot": self.snapshot, "seconds": round(self.seconds, 3), "exit_code": self.exit_code,
-            "refit_reasons": self.refit_reasons,
+            "refit_reasons": self.refit_reasons, "path_note": self.path_note,
         }
 
 
@@ -479,6 +481,7 @@ def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | N
     """
     if master is not None and spark is None:
         check_master(master)
+    chosen = use_spark is None and master is None and spark is None
     if use_spark is None:
         if master is not None or spark is not None:
             use_spark = True
@@ -488,11 +491,20 @@ def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | N
             log.info("retrain: %d job(s) to refit (%d with stage models), crossover %d -> %s path",
                      len(p["to_refit"]), len(p["stage_jobs"]), crossover_jobs(kind), p["path"])
     if use_spark:
-        from .retrain_spark import retrain_spark
+        from .retrain_spark import NoSparkFileSystem, retrain_spark
 
-        return retrain_spark(store, spark=spark, master=master, force=force, kind=kind,
-                             random_state=random_state, stage_models=stage_models, on_artifact=on_artifact,
-                             spark_logs=spark_logs, jobs=jobs)
+        try:
+            return retrain_spark(store, spark=spark, master=master, force=force, kind=kind,
+                                 random_state=random_state, stage_models=stage_models, on_artifact=on_artifact,
+                                 spark_logs=spark_logs, jobs=jobs)
+        except NoSparkFileSystem as exc:
+            if not chosen:  # the user asked for Spark: say what it lacks
+                raise
+            # the faster path was ours to pick; the only one that reads this store is local
+            res = retrain_local(store, force=force, kind=kind, random_state=random_state,
+                                stage_models=stage_models, on_artifact=on_artifact, jobs=jobs)
+            res.path_note = f"{exc.message}: the local path ran instead"
+            return res
     return retrain_local(store, force=force, kind=kind, random_state=random_state, stage_models=stage_models,
                          on_artifact=on_artifact, jobs=jobs)
 

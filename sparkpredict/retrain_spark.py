@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from . import registry as R
-from .errors import InputError
+from .errors import InputError, StoreError
 from .retrain import (
     RetrainResult,
     _commit,
@@ -41,6 +41,19 @@ if TYPE_CHECKING:
 _UDF_SCHEMA = ("job string, kind string, status string, doc string, error string, "
                "trained_on string, trained_on_rows long")
 _UDF_COLUMNS = ["job", "kind", "status", "doc", "error", "trained_on", "trained_on_rows"]
+
+
+class NoSparkFileSystem(StoreError):
+    """Spark's Hadoop layer has no FileSystem for the store's scheme (``s3://`` without hadoop-aws
+    or EMRFS): the Spark path cannot read the store, the local one can."""
+
+    def __init__(self, path: str) -> None:
+        scheme = path.split("://", 1)[0]
+        super().__init__(
+            f"Spark cannot read store {path!r}: its Hadoop has no FileSystem for scheme {scheme!r}",
+            "retrain on this machine with --local, or give Spark one: hadoop-aws on its classpath "
+            "(--packages org.apache.hadoop:hadoop-aws:<its Hadoop version>) and --conf "
+            f"spark.hadoop.fs.{scheme}.impl=org.apache.hadoop.fs.s3a.S3AFileSystem for s3:// (EMR has one)")
 
 
 def spark_path(st: store_io.Store) -> str:
@@ -146,7 +159,12 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
         if st.fs.get_file_info(f"{st.root.rstrip('/')}/runs").type == pafs.FileType.Directory:
             from pyspark.sql import functions as F
 
-            latest = read_runs_spark(spark, st)
+            try:
+                latest = read_runs_spark(spark, st)
+            except Exception as exc:  # py4j's Py4JJavaError, without importing py4j
+                if "UnsupportedFileSystemException" not in str(exc):
+                    raise
+                raise NoSparkFileSystem(st.path) from None
             if jobs is not None:
                 latest = latest.where(F.col("job").isin(sorted(set(jobs))))
             udf = _make_udf(random_state, kind, force, _prev_state(prev, failures, R.present_artifacts(st)), stage_models)

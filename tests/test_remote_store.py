@@ -166,3 +166,35 @@ def test_a_remote_store_that_stops_answering_mid_command_is_the_same_error(s3, t
     shutil.copytree(HISTORY, tmp_path / "local")
     with pytest.raises(OSError, match="NETWORK_CONNECTION"):  # a local store's such error stays a bug
         main(["store", "summary", "--store", str(tmp_path / "local")])
+
+
+@pytest.mark.spark
+def test_retrain_on_spark_without_a_file_system_for_s3_is_an_error_or_the_local_path(s3, capsys, cache):
+    """pip's pyspark has no Hadoop FileSystem for s3:// (no hadoop-aws): --spark names the fix;
+    a retrain whose path the number of jobs chose (crossover 0: Spark) fits locally and says so.
+    Subprocesses: the test process's JVM must start with the listener jar (conftest)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    remote = s3("spark")
+    _copy_history(remote)
+
+    def cli(*args: str, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "sparkpredict", "retrain", "--store", remote, *args],
+                              capture_output=True, text=True, timeout=300, check=False, env={**os.environ, **env})
+
+    r = cli("--spark")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert ("error: Spark cannot read store 's3://hist/spark?" in r.stderr
+            and "its Hadoop has no FileSystem for scheme 's3'" in r.stderr), r.stderr
+    assert "fix: retrain on this machine with --local" in r.stderr and "Traceback" not in r.stderr
+    assert store.open(remote).fs.get_file_info(
+        f"{store.open(remote).root}/_models").type == pafs.FileType.NotFound  # nothing written
+
+    r = cli("--json", SPARKPREDICT_RETRAIN_CROSSOVER="0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = json.loads(r.stdout)
+    assert out["path"] == "local" and sorted(out["refit"]) == ["sort", "sqljoin", "wordcount"]
+    assert out["path_note"].startswith("Spark cannot read store") and "local path ran instead" in out["path_note"]

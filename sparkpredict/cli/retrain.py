@@ -104,7 +104,7 @@ def report_lines(res: RetrainResult) -> list[str]:
     (``failed:`` or ``skipped:``) with its fix, the committed snapshot."""
     from ..units import plural
 
-    lines = [summary(res)]
+    lines = [summary(res)] + ([f"note: {res.path_note}"] if res.path_note else [])
     if res.refit_reasons:
         from ..retrain_plan import reasons_line
 
