@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -75,13 +76,25 @@ def pyspark_home() -> Path:
     spec = importlib.util.find_spec("pyspark")
     if spec is None or spec.origin is None:
         raise ListenerError("pyspark is not installed", "pip install 'pyspark>=4,<5'")
-    return Path(spec.origin).parent
+    home = Path(spec.origin).parent
+    spark_home = os.environ.get("SPARK_HOME")
+    if not home.is_dir() and spark_home and (Path(spark_home) / "jars").is_dir():
+        # spark-submit puts $SPARK_HOME/python/lib/pyspark.zip first on PYTHONPATH: pyspark is
+        # read from that zip, and the jars and bin/ are the Spark home's
+        return Path(spark_home)
+    return home
 
 
 def spark_version() -> str:
-    """Version of the installed pyspark (read without importing pyspark)."""
+    """Version of the installed pyspark (read without importing pyspark where it can be)."""
     ns: dict[str, Any] = {}
-    exec((pyspark_home() / "version.py").read_text(), ns)  # noqa: S102 - a one-line version file
+    try:
+        text = (pyspark_home() / "version.py").read_text()
+    except OSError:  # pyspark from a zip (spark-submit's): no file to read, so import it
+        from pyspark.version import __version__
+
+        return str(__version__)
+    exec(text, ns)  # noqa: S102 - a one-line version file
     return str(ns["__version__"])
 
 
@@ -372,7 +385,13 @@ def merged_list(theirs: str | None, ours: str) -> str:
     """A comma-separated Spark list (jars, listener or plugin classes): the user's entries, then
     ours that are not among them."""
     items = [x.strip() for x in (theirs or "").split(",") if x.strip()]
-    return ",".join(items + [x for x in ours.split(",") if x not in items])
+    have = {_local_jar(x) for x in items}
+    return ",".join(items + [x for x in ours.split(",") if _local_jar(x) not in have])
+
+
+def _local_jar(entry: str) -> str:
+    """A list entry as compared: a jar's ``file:///p`` (how a started JVM holds spark.jars) is ``/p``."""
+    return re.sub(r"^file:(//(localhost)?)?(?=/)", "", entry)
 
 
 #: Where a driver puts the listener jar for its executors besides spark.jars (see :func:`merged_classpath`).
@@ -389,6 +408,28 @@ def merged_classpath(theirs: str | None, ours: str) -> str:
     the executors' hosts (local-cluster, a shared mount); a missing entry is ignored."""
     items = [x for x in (theirs or "").split(os.pathsep) if x]
     return os.pathsep.join(items + [x for x in ours.split(os.pathsep) if x and x not in items])
+
+
+def _refuse_connect(settings: dict[str, str]) -> None:
+    """A builder for Spark Connect (``.remote(URL)``, ``$SPARK_REMOTE``, ``spark.api.mode=connect``)
+    runs no driver in this process: settings for the listener go to a server that has started
+    (accepted with a UserWarning, and nothing recorded). A local one (``remote("local[2]")``)
+    starts its server here, and records, but sets its own ``spark.plugins``."""
+    remote = (settings.get("spark.remote") or os.environ.get("SPARK_REMOTE") or "").strip()
+    if not remote and settings.get("spark.api.mode", "").strip().lower() == "connect":
+        remote = settings.get("spark.master", "local")
+    if not remote:
+        return
+    if remote.startswith("sc://"):
+        raise ListenerError(
+            f"the builder connects to the Spark Connect server {remote}, whose driver runs there: a "
+            "client cannot add the sparkpredict listener to it, and nothing would be recorded",
+            "start the Connect server with the settings `sparkpredict listener conf` prints (in its "
+            "spark-defaults.conf, or start-connect-server.sh --conf ...), then leave attach() out; "
+            "or use a classic session (SparkSession.builder without .remote())")
+    log.warning("a local Spark Connect session (%s): its runs are recorded, but its server replaces "
+                "spark.plugins, so no host samples (which the slowdown monitor reads) are; a classic "
+                "session (without .remote()) records them", remote)
 
 
 def attach(builder: Any, store: str | None = None, job: str | None = None, tasks: bool = True,
@@ -431,7 +472,9 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     # builder's --conf outranks spark-defaults.conf in the spark-submit PySpark launches.
     theirs = _launch_settings()
     options = getattr(builder, "_options", None)
-    theirs.update({k: str(v) for k, v in (options if isinstance(options, dict) else {}).items()})
+    options = {k: str(v) for k, v in (options if isinstance(options, dict) else {}).items()}
+    theirs.update(options)
+    _refuse_connect(theirs)
     if store is None:  # a cluster's spark-defaults.conf names the store its runs go to
         store = theirs.get(KEY_STORE, "").strip() or None
     # the driver is this process: a store it cannot write is said now, not in the driver's log
@@ -443,14 +486,33 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
                          "pass SparkSession.builder (before getOrCreate()), e.g. "
                          "sparkpredict.attach(SparkSession.builder, job='nightly-etl').getOrCreate()")
     conf = listener_conf(store=store, job=job, tasks=tasks, input_bytes=input_bytes)
+    under_submit = bool(os.environ.get("PYSPARK_GATEWAY_PORT")) and getattr(SparkContext, "_gateway", None) is None
+    if under_submit:
+        # a script that spark-submit runs: its JVM started before this Python did, with the
+        # jars and listeners spark-submit was given; ask that JVM (no new one starts)
+        SparkContext._ensure_initialized()
     jvm = getattr(SparkContext, "_jvm", None)
     if jvm is not None or getattr(SparkContext, "_gateway", None) is not None:
         if jvm is None or not _jvm_has_listener(jvm):
+            if os.environ.get("PYSPARK_GATEWAY_PORT"):
+                raise ListenerError(
+                    "this script runs under spark-submit, whose JVM started before the script without "
+                    "the sparkpredict listener, and Spark reads spark.jars only when its JVM starts",
+                    "submit it with `sparkpredict submit -- <your spark-submit arguments>`, or give "
+                    "spark-submit the settings `sparkpredict listener conf` prints (as --conf, or in "
+                    "spark-defaults.conf)")
             raise ListenerError(
                 "a Spark JVM is already running in this Python process, and Spark reads spark.jars "
                 "only when its JVM starts, so the sparkpredict listener can no longer be added",
                 "call sparkpredict.attach(SparkSession.builder, ...) before the first SparkSession is "
                 "created, or restart Python (in notebooks: restart the kernel)")
+        # The JVM's system properties hold the lists the running JVM was started with (the
+        # first session's, spark-submit's): the next SparkConf reads them, so they are the
+        # user's lists to join, unless the builder sets its own.
+        for k in (*MERGED_KEYS, EXECUTOR_CLASSPATH):
+            started = jvm.java.lang.System.getProperty(k)
+            if k not in options and started:
+                theirs[k] = str(started)
         active = SparkContext._active_spark_context
         if active is not None:
             log.warning("a SparkContext is running; the listener records the next application only "
@@ -488,6 +550,10 @@ def listener_error(spark: Any) -> str | None:
         jsc = sc._jsc  # None once the session stopped: its last error is still the JVM's to tell
         listeners = None if jsc is None else str(jsc.sc().conf().get("spark.extraListeners", ""))
     except Exception as exc:  # Spark Connect: no driver JVM in this process to ask  # noqa: BLE001
+        if "JVM_ATTRIBUTE_NOT_SUPPORTED" in str(exc) or "connect" in type(spark).__module__:
+            return ("a Spark Connect session: its driver runs in the Connect server, which this process "
+                    "cannot ask; its runs are recorded only if the server started with the settings "
+                    "`sparkpredict listener conf` prints (see `sparkpredict store summary`)")
         return f"cannot ask the sparkpredict listener: {type(exc).__name__}: {exc}"
     if listeners is not None and LISTENER_CLASS not in [x.strip() for x in listeners.split(",")]:
         return (f"the sparkpredict listener is not attached to this application (spark.extraListeners "
