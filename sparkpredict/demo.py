@@ -60,15 +60,20 @@ def default_workdir() -> Path:
 
 
 def _check_workdir(wd: Path, store_path: str) -> None:
-    """Refuse, before the sweep, a work folder the demo cannot use: a file, or a folder in the
-    store (a store of earlier runs, or the one this demo records into), which the sweep's data
-    and Spark's scratch would fill with files the store does not own."""
+    """Refuse, before the sweep, a work folder the demo cannot use: a file, a path with a comma,
+    or a folder in the store (a store of earlier runs, or the one this demo records into),
+    which the sweep's data and Spark's scratch would fill with files the store does not own."""
     from .errors import InputError
     from .outputs import enclosing_store
 
     fix = "give --workdir a folder outside the store (default: ~/.sparkpredict/demo)"
     if wd.exists() and not wd.is_dir():
         raise InputError(f"the demo's work folder {str(wd)!r} is a file", fix)
+    if "," in str(wd):
+        # spark.local.dir is a comma-separated list: Spark's scratch would go to two other folders
+        raise InputError(f"the demo's work folder {str(wd)!r} holds a comma, which Spark reads as a list of "
+                         "folders (spark.local.dir)",
+                         "give --workdir a folder whose path has no comma (default: ~/.sparkpredict/demo)")
     inside = enclosing_store(wd)
     if inside is not None:
         raise InputError(f"the demo's work folder {str(wd)!r} lies inside a history store ({str(inside)!r})", fix)

@@ -16,6 +16,8 @@ Hierarchy::
     │   ├── NotFittedError        predict before fit
     │   └── UnknownJobError       no model or no runs for the job asked about
     └── WorkloadError         an unknown workload or impossible sweep
+
+:class:`Terminated` is no user mistake: a SIGTERM or SIGHUP taken as Ctrl-C is.
 """
 from __future__ import annotations
 
@@ -67,6 +69,17 @@ class UnknownJobError(ModelError, KeyError):
 
 class WorkloadError(SparkPredictError):
     pass
+
+
+class Terminated(KeyboardInterrupt):
+    """Stopped by ``signum`` (SIGTERM, SIGHUP), as a scheduler (Airflow, systemd, Kubernetes)
+    stops a task, or a closed terminal: handled as Ctrl-C is, so that what was started is
+    stopped and what was half-written removed, not left behind by a process that died at once.
+    A KeyboardInterrupt, so every Ctrl-C path takes it; the shell's exit status is 128 + signum."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
 
 def print_error(exc: SparkPredictError) -> int:

@@ -20,9 +20,11 @@ must be the first thing to start Spark in its process (the CLI always is).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +32,7 @@ from pathlib import Path
 
 from . import workloads as W
 from .config import LOCAL_MASTER
-from .errors import InputError, ListenerError
+from .errors import InputError, ListenerError, StoreError
 from .sweep_plan import (  # noqa: F401  (re-exported: the sweep API is one module to its users)
     _MASTER_FIX,
     DEFAULT_MASTER,
@@ -51,7 +53,9 @@ from .sweep_session import (  # noqa: F401  (QUIET_SPARK_LOG: re-exported)
     _start_session,
     _stop,
     _wait_for_executors,
+    _wait_for_jvm_exit,
     _wait_for_tasks_to_end,
+    stop_quietly,
 )
 from .units import format_bytes, parse_memory_mb
 
@@ -64,6 +68,8 @@ KEY_SEED = "spark.sparkpredict.sweep.seed"
 #: False: the warm-up before 2026-11-30, unrecorded on local[2] (benchmarks/sweep_warmup.py
 #: measures both).
 WARMUP_RECORDS = True
+#: How long an interrupted warm-up waits for a driver JVM that may be exiting with the same signal.
+JVM_EXIT_WAIT_S = 5.0
 #: How long to wait for a local-cluster's executors to register before the job starts.
 EXECUTOR_WAIT_S = 180.0
 
@@ -124,11 +130,12 @@ def _resume_key(props: dict) -> str | None:
     return combo.key(workload)
 
 
-def recorded_keys(store_path: str, workload: str) -> set[str]:
-    """Sweep keys of the succeeded runs of ``workload`` already in the store."""
+def recorded_keys(store_path: str, workload: str, create: bool = True) -> set[str]:
+    """Sweep keys of the succeeded runs of ``workload`` already in the store (``create``: an
+    empty store made where there is none; else :class:`StoreError` there)."""
     from .store import io as store_io
 
-    st = store_io.open(store_path, create=True)
+    st = store_io.open(store_path, create=create)
     runs = st.read("runs", columns=["job", "status", "properties_json"])
     keys: set[str] = set()
     for job, status, props in zip(runs["job"], runs["status"], runs["properties_json"]):
@@ -145,6 +152,85 @@ def recorded_keys(store_path: str, workload: str) -> set[str]:
 
 def _is_local(master: str) -> bool:
     return master.startswith("local")
+
+
+#: Where a sweep whose store is remote (``s3://...``) keeps its scratch: "beside the store"
+#: made a folder ``s3:/bucket`` in the current one.
+REMOTE_WORKDIR = Path("~") / ".sparkpredict" / "sweep-work"
+#: Bytes a data set's generation may need beyond its size (the last part, the manifest, the
+#: file system's own), and room left for Spark's scratch.
+DISK_MARGIN_BYTES = 64 * 2**20
+
+
+def default_workdir(store_path: str) -> Path:
+    """The sweep's work folder for the (resolved) store ``store_path``: ``sweep-work`` beside a
+    local store, :data:`REMOTE_WORKDIR` for a remote one."""
+    from .store.io import is_remote
+
+    if is_remote(store_path):
+        return REMOTE_WORKDIR.expanduser()
+    return Path(store_path).parent / "sweep-work"
+
+
+def _workdir_fix(store_path: str, given: bool) -> str:
+    from .store.io import is_remote
+
+    if given:
+        return "give --workdir a writable folder (workdir= from Python)"
+    if is_remote(store_path):
+        return (f"give --workdir a writable folder (workdir= from Python); with a remote store the "
+                f"default is {REMOTE_WORKDIR}")
+    return ("give a store whose parent folder is writable (the work folder is beside it), "
+            "or --workdir a writable folder (workdir= from Python)")
+
+
+def _work_folder(workdir: str | os.PathLike | None, store_path: str) -> Path:
+    """The sweep's work folder, refused (before anything is made) where Spark cannot use it."""
+    from .config import folder_problem
+
+    given = workdir is not None
+    wd = default_workdir(store_path) if workdir is None else Path(workdir).expanduser().absolute()
+    if "," in str(wd):
+        # spark.local.dir is a comma-separated list: its scratch would go to two folders,
+        # neither of them this one
+        raise InputError(f"the sweep's work folder {str(wd)!r} holds a comma, which Spark reads as a "
+                         "list of folders (spark.local.dir)",
+                         "give --workdir a folder whose path has no comma (workdir= from Python)"
+                         + ("" if given else ", or a store whose path has none (the work folder is beside it)"))
+    problem = folder_problem(wd / "spark-local")
+    if problem:
+        raise InputError(f"cannot write the sweep's work folder {str(wd)!r}: {problem}",
+                         _workdir_fix(store_path, given))
+    return wd
+
+
+def _free_bytes(folder: Path) -> int:
+    """Free bytes on the file system ``folder`` is (or, not made yet, will be) on."""
+    import shutil
+
+    p = folder.absolute()
+    while not p.exists() and p.parent != p:
+        p = p.parent
+    return shutil.disk_usage(p).free
+
+
+def check_disk(w: W.Workload, sizes: Sequence[int], seed: int, cache: Path) -> None:
+    """Refuse to generate ``sizes`` of ``w``'s input into ``cache`` when its disk cannot hold
+    them: the generator would fill the disk first (a 100 TB sweep wrote on with 59 GB free).
+    Data sets already cached need nothing; hidden ones left by a killed generator are removed
+    first, their space counted as free."""
+    missing = [s for s in sizes if not W.gen.is_cached(w.name, s, seed, cache)]
+    if not missing:
+        return
+    W.gen.remove_stale(cache)
+    need, free = sum(missing), _free_bytes(cache)
+    if need + DISK_MARGIN_BYTES > free:
+        listed = ", ".join(format_bytes(s) for s in missing)
+        what = (f"the {w.name} input still to generate ({listed})" if len(missing) == 1 else
+                f"the {w.name} inputs still to generate ({listed}: {format_bytes(need)} in all)")
+        raise InputError(f"{what} would not fit in the cache {str(cache)!r}: {format_bytes(free)} is free there",
+                         "free disk space there, give --cache a folder on a larger disk (cache_dir= from "
+                         "Python), or give smaller --sizes")
 
 
 def run_conf(plan: SweepPlan, combo: Combo, input_bytes: int, local_dir: Path) -> dict[str, str]:
@@ -194,7 +280,12 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
     whose job fails is recorded by the listener as failed and the sweep goes on; a rerun
     retries it. Ctrl-C (in the main thread) cancels the current application's jobs, stops it
     (recorded as failed) and raises :class:`KeyboardInterrupt`, without PySpark's tracebacks
-    (:class:`_Interrupts`).
+    (:class:`_Interrupts`); SIGTERM and SIGHUP alike, raising :class:`~.errors.Terminated`.
+
+    Spark's scratch and the warm-up's scratch store go to ``workdir``: by default
+    ``sweep-work`` beside a local store, ``~/.sparkpredict/sweep-work`` for a remote one.
+    Everything that can be refused (the cache, the work folder, the free disk space for the data
+    to generate) is, before the store is opened (which creates it) or any data generated.
 
     With ``warmup`` (default), an unrecorded application first runs the workload once on the
     smallest input: the first job in a fresh driver JVM runs several times slower (class
@@ -209,24 +300,35 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
 
     t0 = time.monotonic()
     store_path = resolve_store(store)
-    # the cache before the store, which opening creates: a refused sweep leaves nothing behind
+    # Every refusal before the store is opened, which creates it: a refused sweep leaves nothing behind.
     cache = Path(cache_dir).expanduser().absolute() if cache_dir else W.default_cache()
     problem = folder_problem(cache)
     if problem:
         raise cache_error(cache, problem, "give --cache a writable folder" if cache_dir else None)
-    store_io.open(store_path, create=True)  # unwritable or foreign store: fail before any run
-    w = W.get(plan.workload)
-    workdir = Path(workdir) if workdir else Path(store_path).parent / "sweep-work"
+    workdir_given = workdir is not None
+    workdir = _work_folder(workdir, store_path)
     local_dir = workdir / "spark-local"
+    w = W.get(plan.workload)
+    try:
+        recorded = recorded_keys(store_path, plan.workload, create=False)
+    except StoreError:  # no store yet (or no store at all: opening it to write says which, below)
+        recorded = set()
+    todo = [c for c in plan.combos if c.key(plan.workload) not in recorded]
+    check_disk(w, sorted({c.size_bytes for c in todo}), plan.seed, cache)
+    made = [p for p in (local_dir, *local_dir.parents) if not p.exists()]
     try:
         local_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot write the sweep's work folder {str(local_dir)!r}: {exc.strerror or exc}",
-                         "give a store whose parent folder is writable (the work folder is beside it), "
-                         "or workdir= from Python") from None
+                         _workdir_fix(store_path, given=workdir_given)) from None
+    try:
+        store_io.open(store_path, create=True)  # unwritable or foreign store: fail before any run
+    except BaseException:
+        for p in made:  # deepest first; the empty folders this call made, as if never started
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise
 
-    recorded = recorded_keys(store_path, plan.workload)
-    todo = [c for c in plan.combos if c.key(plan.workload) not in recorded]
     outcomes = [RunOutcome(c, "skipped") for c in plan.combos if c.key(plan.workload) in recorded]
     total = len(todo)
     if progress:
@@ -236,7 +338,7 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
         # Inputs first: generation errors surface before any application is recorded.
         data: dict[int, tuple[Path, int]] = {}
         for size in sorted({c.size_bytes for c in todo}):
-            path = w.data(size, plan.seed, cache_dir)
+            path = w.data(size, plan.seed, cache)
             data[size] = (path, W.gen.data_size(path))
 
         if todo and warmup and not _jvm_started():
@@ -266,17 +368,17 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
                     outcome.result = w.run(spark, path, plan.seed)
                     outcome.status, exit_code = "succeeded", 0
                 except KeyboardInterrupt:
-                    exit_code = 130
+                    exit_code = interrupts.exit_code
                     raise
                 except Exception as exc:  # the run failed: recorded as failed, retried by the next sweep  # noqa: BLE001
-                    if interrupts.requested:  # its jobs were cancelled by Ctrl-C
-                        exit_code = 130
-                        raise KeyboardInterrupt from None
+                    if interrupts.requested:  # its jobs were cancelled by Ctrl-C (or SIGTERM, SIGHUP)
+                        exit_code = interrupts.exit_code
+                        raise interrupts.interruption() from None
                     outcome.error = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}"
                     log.warning("run %s failed: %s", name, outcome.error)
                 finally:
                     interrupts.release()
-                    if exit_code == 130:
+                    if exit_code > 128:  # interrupted: its cancelled tasks end first, quietly
                         with _spark_quiet_while_stopping(spark):
                             _wait_for_tasks_to_end(spark, 10.0)
                             _stop(spark, exit_code)
@@ -330,14 +432,21 @@ def _warm_up(w: W.Workload, combo: Combo, path: Path, plan: SweepPlan, local_dir
                 spark.sparkContext.setLogLevel("ERROR")
                 w.run(spark, path, plan.seed)
             except Exception as exc:  # a broken workload shows up (and is recorded) in the real runs  # noqa: BLE001
-                if interrupts.requested:  # ... unless Ctrl-C cancelled it
-                    raise KeyboardInterrupt from None
+                if interrupts.requested:  # ... unless Ctrl-C (SIGTERM, SIGHUP) cancelled it
+                    raise interrupts.interruption() from None
                 log.warning("warm-up run failed: %s", exc)
             finally:
                 interrupts.release()
                 if interrupts.requested:
                     _wait_for_tasks_to_end(spark, 10.0)
-                spark.stop()
+                    stopped = stop_quietly(spark)
+                    if not stopped or interrupts.signum != signal.SIGINT:
+                        # A SIGTERM sent to the process group reaches the driver JVM too (Ctrl-C
+                        # does not: PySpark's JVM ignores SIGINT); its shutdown hooks' last
+                        # writes must not land in the scratch store after it is removed below.
+                        _wait_for_jvm_exit(JVM_EXIT_WAIT_S)
+                else:
+                    spark.stop()
         interrupts.check()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -363,6 +472,8 @@ __all__ = [
     "SweepPlan",
     "SweepResult",
     "check_capacity",
+    "check_disk",
+    "default_workdir",
     "master_for",
     "parse_list",
     "plan_sweep",

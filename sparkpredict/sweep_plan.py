@@ -7,6 +7,7 @@ that cannot run the executor counts asked for, more executors than this machine 
 """
 from __future__ import annotations
 
+import operator
 import os
 import re
 import string
@@ -20,10 +21,14 @@ from .errors import InputError, WorkloadError
 from .units import parse_bytes, parse_counts
 
 DEFAULT_MASTER = "local-cluster[{executors},{cores},{memory_mb}]"
-#: Executor JVMs per physical core that a local sweep may start (they mostly wait on each other).
+#: Executor cores (or task threads) per logical CPU (``os.cpu_count()``) that a local sweep may
+#: start (they mostly wait on each other).
 OVERSUBSCRIBE = 4
 #: Memory an executor JVM takes beyond its heap (metaspace, threads, off-heap buffers), MiB.
 JVM_OVERHEAD_MB = 300
+#: Most runs one sweep may plan (sizes x executor counts x repeats): at a second each, three
+#: hours; a typo such as --repeats 10000000 built its list of runs until memory ran out.
+MAX_RUNS = 10_000
 
 
 @dataclass(frozen=True)
@@ -73,11 +78,12 @@ class SweepPlan:
 def parse_list(text: str | Sequence, kind: str) -> list:
     """``"64MB,128MB"`` -> bytes, ``"1,2,3"`` or ``"1-3"`` -> ints (``kind``: sizes|ints)."""
     items = [t.strip() for t in (text.split(",") if isinstance(text, str) else map(str, text))]
+    what = "sizes" if kind == "sizes" else "executor counts"
     if not any(items):
-        raise InputError(f"empty list of {kind}", "give a comma-separated list, e.g. 64MB,128MB or 1,2,3")
+        example = "64MB,128MB" if kind == "sizes" else "1,2,3 or 1-3"
+        raise InputError(f"empty list of {what}", f"give a comma-separated list of {what}, e.g. {example}")
     if not all(items):
         # "1,,2" is more likely a value lost while editing than a stray comma: ask, do not guess
-        what = "sizes" if kind == "sizes" else "executor counts"
         raise InputError(f"the list of {what} {text if isinstance(text, str) else list(text)!r} has an empty item",
                          f"write one value between each two commas, e.g. {','.join(t for t in items if t)}")
     if kind == "sizes":
@@ -204,6 +210,17 @@ def check_counts(template: str, masters: Mapping[int, str], cores: int) -> None:
                         + ("" if n == "*" else f", or --executors {n}"))
 
 
+def _whole(value: object, name: str, fix: str) -> int:
+    """``value`` as an int, refused where it is none: ``int()`` made 1.9 one repeat, "x" a bare
+    ValueError, a bool a count, and "1g" of memory a TypeError deep in the master's template."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return operator.index(value)  # type: ignore[arg-type]  # an int or numpy integer only
+    except TypeError:
+        raise InputError(f"{name} must be a whole number, not {value!r}", fix) from None
+
+
 def plan_sweep(workload: str, sizes: str | Sequence, executors: str | Sequence, repeats: int = 1,
                master: str | None = None, executor_cores: int = 1, executor_memory_mb: int = 1024,
                seed: int = 0) -> SweepPlan:
@@ -237,14 +254,27 @@ def plan_sweep(workload: str, sizes: str | Sequence, executors: str | Sequence, 
         on this machine.
     InputError
         Unreadable sizes or counts (an empty range such as ``2-1``, an empty item such as
-        ``1,,2``), repeats, master template, or a negative seed.
+        ``1,,2``), repeats, master template, or a negative seed; repeats, executor_cores or
+        executor_memory_mb not a whole number; more than :data:`MAX_RUNS` runs.
     """
     w = W.get(workload)
     seed = W.check_seed(seed)
+    repeats = _whole(repeats, "repeats", "give --repeats a whole number, 1 or more (repeats= from Python)")
+    executor_cores = _whole(executor_cores, "executor_cores",
+                            "give --executor-cores a whole number, 1 or more (executor_cores= from Python)")
+    executor_memory_mb = _whole(executor_memory_mb, "executor_memory_mb",
+                                "give --executor-memory a size such as 4g or 1024MiB (from Python: "
+                                "executor_memory_mb= a whole number of MiB)")
     size_list = sorted(set(parse_list(sizes, "sizes")))
     ex_list = sorted(set(parse_list(executors, "ints")))
-    if int(repeats) < 1:
+    if repeats < 1:
         raise InputError(f"repeats must be at least 1, not {repeats}", "give --repeats 1 or more")
+    runs = len(size_list) * len(ex_list) * repeats
+    if runs > MAX_RUNS:
+        raise InputError(f"the sweep would be {runs:,} runs ({len(size_list)} size(s) x {len(ex_list)} executor "
+                         f"count(s) x {repeats:,} repeat(s)), more than the {MAX_RUNS:,} one sweep may run",
+                         "give fewer --sizes, --executors or --repeats (sizes=, executors=, repeats= from "
+                         "Python), or split the sweep in several")
     if executor_cores < 1 or executor_memory_mb < 256:
         raise InputError("executors need at least 1 core and 256 MiB",
                          "give --executor-cores >= 1 and --executor-memory >= 256MB")
@@ -256,6 +286,6 @@ def plan_sweep(workload: str, sizes: str | Sequence, executors: str | Sequence, 
         check_capacity(url, e, executor_cores, executor_memory_mb)
     check_counts(template, masters, executor_cores)
     combos = [Combo(s, e, r, masters[e], seed, executor_cores, executor_memory_mb)
-              for r in range(int(repeats)) for s in size_list for e in ex_list]
-    return SweepPlan(workload, tuple(size_list), tuple(ex_list), int(repeats), template,
+              for r in range(repeats) for s in size_list for e in ex_list]
+    return SweepPlan(workload, tuple(size_list), tuple(ex_list), repeats, template,
                      executor_cores, executor_memory_mb, seed, tuple(combos))

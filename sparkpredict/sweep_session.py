@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .errors import WorkloadError
+from .errors import Terminated, WorkloadError
 from .sweep_plan import _MASTER_FIX
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,10 @@ _LOG4J_ENV = "LOG4J_CONFIGURATION_FILE"
 
 
 class _Interrupts:
-    """Ctrl-C during a sweep, taken so that no call into the JVM is cut in half.
+    """Ctrl-C during a sweep, taken so that no call into the JVM is cut in half; SIGTERM and
+    SIGHUP (a scheduler stopping the sweep, a closed terminal) alike, raising
+    :class:`~sparkpredict.errors.Terminated`: their default ended the process at once, leaving a
+    half-generated data set and the warm-up's scratch store behind.
 
     PySpark's own SIGINT handler (every SparkContext installs it) cancels the jobs through the
     py4j connection on which the main thread is waiting for the job: "reentrant call", a broken
@@ -40,6 +43,10 @@ class _Interrupts:
     thread Python delivers no signals, so nothing is installed there.
     """
 
+    #: The signals taken; SIGHUP is not on every platform.
+    SIGNALS = tuple(s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None))
+                    if s is not None)
+
     #: py4j's log lines, each with a traceback, for a JVM call cut by a second Ctrl-C: its own
     #: loggers', and two it sends to the root logger.
     _PY4J_LOGGERS = ("", "py4j.clientserver", "py4j.java_gateway")
@@ -47,12 +54,15 @@ class _Interrupts:
 
     def __init__(self) -> None:
         self.requested = False
+        #: the first signal taken: SIGINT raises KeyboardInterrupt, another :class:`Terminated`
+        self.signum: int | None = None
         self._in_spark = False
         self._sc = None
         self._done = threading.Event()
         self._canceller: threading.Thread | None = None
         self._main = threading.current_thread() is threading.main_thread()
         self._installed = False
+        self._taken: list[int] = []
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[_Interrupts]:
@@ -60,8 +70,12 @@ class _Interrupts:
         if not self._main:
             yield self
             return
-        previous = signal.getsignal(signal.SIGINT)
-        signal.signal(signal.SIGINT, self._on_sigint)
+        # A signal ignored stays so (a sweep under nohup must outlive its terminal); SIGINT is
+        # taken whatever, as PySpark's own handler takes it anyway.
+        previous = {s: signal.getsignal(s) for s in self.SIGNALS}
+        self._taken = [s for s, h in previous.items() if s == signal.SIGINT or h != signal.SIG_IGN]
+        for s in self._taken:
+            signal.signal(s, self._on_signal)
         self._installed = True
         for name in self._PY4J_LOGGERS:
             logging.getLogger(name).addFilter(self._quiet)
@@ -70,7 +84,11 @@ class _Interrupts:
         finally:
             self.release()
             self._installed = False
-            signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+            for s in self._taken:
+                handler = previous[s]
+                # None: a handler not set from Python; the default is the nearest there is
+                fallback = signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL
+                signal.signal(s, handler if handler is not None else fallback)
             for name in self._PY4J_LOGGERS:
                 logging.getLogger(name).removeFilter(self._quiet)
 
@@ -92,7 +110,8 @@ class _Interrupts:
         """``sc`` has started (and replaced this handler with PySpark's): Ctrl-C cancels its jobs."""
         self._sc = sc
         if self._installed:
-            signal.signal(signal.SIGINT, self._on_sigint)
+            for s in self._taken:
+                signal.signal(s, self._on_signal)
 
     def release(self) -> None:
         """The application is about to stop: no more cancelling (its context is going away)."""
@@ -102,17 +121,31 @@ class _Interrupts:
             self._canceller.join(10)
             self._canceller = None
 
+    def interruption(self) -> KeyboardInterrupt:
+        """What to raise for the signal taken: KeyboardInterrupt for Ctrl-C, :class:`Terminated`
+        (its signal number, which the exit status is made of) for the others."""
+        if self.signum is None or self.signum == signal.SIGINT:
+            return KeyboardInterrupt()
+        return Terminated(self.signum)
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's exit status for the signal taken: 130 for Ctrl-C, 128 + its number."""
+        return 128 + (self.signum or signal.SIGINT)
+
     def check(self) -> None:
         if self.requested:
-            raise KeyboardInterrupt
+            raise self.interruption()
 
-    def _on_sigint(self, signum: int, frame: object) -> None:
+    def _on_signal(self, signum: int, frame: object) -> None:
+        if self.signum is None:
+            self.signum = signum
         # Never while PySpark launches the driver JVM: cut there, it leaves a JVM behind that
         # never learns its Python is gone (and holds the terminal's stderr); the launch takes
         # seconds, and the check after it stops the sweep.
         if (self.requested or not self._in_spark) and not (self._in_spark and not _jvm_started()):
             self.requested = True
-            raise KeyboardInterrupt
+            raise self.interruption()
         self.requested = True
         if self._sc is not None:
             self._done.clear()
@@ -239,12 +272,40 @@ def _stop(spark, exit_code: int) -> None:
     A Python-side failure (an exception in the body, executors that never came, Ctrl-C) leaves
     no failed Spark job behind, and would otherwise be recorded as succeeded.
     """
-    if exit_code:
-        try:
-            spark.sparkContext._jsc.sc().stop(exit_code)
-        except Exception as exc:  # the JVM may already be gone; the Python-side stop still runs  # noqa: BLE001
-            log.debug("stop(%d) failed: %s", exit_code, exc)
-    spark.stop()
+    if not exit_code:
+        spark.stop()
+        return
+    try:
+        spark.sparkContext._jsc.sc().stop(exit_code)
+    except Exception as exc:  # the JVM may already be gone; the Python-side stop still runs  # noqa: BLE001
+        log.debug("stop(%d) failed: %s", exit_code, exc)
+    stop_quietly(spark)
+
+
+def stop_quietly(spark) -> bool:
+    """``spark.stop()`` of an application that failed or was interrupted, whose driver JVM may be
+    gone: a SIGTERM sent to the whole process group (systemd, a container's stop) ends the JVM
+    too, and PySpark's stop then raised a Py4JError over the sweep's own message. False when the
+    stop failed."""
+    try:
+        spark.stop()
+    except Exception as exc:  # nothing left to stop  # noqa: BLE001
+        log.debug("stopping the application failed: %s", exc)
+        return False
+    return True
+
+
+def _wait_for_jvm_exit(timeout_s: float) -> None:
+    """Wait for a driver JVM that is going away on its own (signalled with this process): its
+    shutdown hooks still write, the listener's into the store it records to."""
+    import subprocess
+
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if proc is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout_s)
 
 
 def _jvm_started() -> bool:

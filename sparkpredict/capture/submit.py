@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import KEY_INPUT_BYTES, KEY_JOB, KEY_STORE, KEY_TASKS
-from ..errors import ListenerError, StoreError
+from ..errors import ListenerError, StoreError, Terminated
 from .listener import EXECUTOR_CLASSPATH, listener_conf, merged_classpath, merged_list
 from .submit_args import (
     _opt_value,
@@ -226,16 +226,6 @@ def _signal_group(proc: subprocess.Popen, signum: int) -> None:
         os.killpg(proc.pid, signum)
     except (ProcessLookupError, PermissionError):  # the group is gone already
         pass
-
-
-class Terminated(KeyboardInterrupt):
-    """``submit`` was stopped by ``signum`` (SIGTERM, SIGHUP), as a scheduler (Airflow, systemd,
-    Kubernetes) stops a task: handled as Ctrl-C is, so that spark-submit is stopped and waited
-    for, not left running without us. A KeyboardInterrupt, so every Ctrl-C path takes it."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
 
 
 @contextlib.contextmanager

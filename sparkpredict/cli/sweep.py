@@ -11,7 +11,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run a HiBench-style workload at every size x executor count x repeat, each as "
                     "its own Spark application recorded by the listener. Rerunning the same command "
                     "resumes: runs already recorded as succeeded are skipped. Ctrl-C stops after "
-                    "cancelling the running run (recorded as failed) and exits 130.")
+                    "cancelling the running run (recorded as failed) and exits 130; SIGTERM and SIGHUP "
+                    "alike, exiting 128 + the signal's number.")
     p.add_argument("--workload", required=True,
                    help="wordcount, sort, kmeans, pagerank, logreg or sqljoin")
     p.add_argument("--sizes", required=True, help="input sizes, e.g. 64MB,128MB,256MB")
@@ -21,12 +22,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="master template (default local-cluster[{executors},{cores},{memory_mb}]; "
                         "'local' = local[{executors}] threads; yarn etc. get spark.executor.instances; "
                         "a fixed local[N] or local-cluster[N,..] only with --executors N)")
-    p.add_argument("--executor-cores", type=int, default=1)
+    p.add_argument("--executor-cores", type=int, default=1,
+                   help="cores per executor (default 1); the default master template's {cores}")
     p.add_argument("--executor-memory", default="1024MiB", help="per executor (default 1024MiB)")
     p.add_argument("--seed", type=int, default=0,
                    help="data generator seed (default 0); runs of another seed are not taken as done")
     p.add_argument("--store", default=None, help="history store (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
-    p.add_argument("--cache", default=None, help="generated-data cache (default ~/.cache/sparkpredict/data)")
+    p.add_argument("--cache", default=None,
+                   help="generated-data cache (default $SPARKPREDICT_CACHE/data, else ~/.cache/sparkpredict/data)")
+    p.add_argument("--workdir", default=None, metavar="DIR",
+                   help="Spark's scratch and the warm-up's scratch store (default: sweep-work beside the "
+                        "store; ~/.sparkpredict/sweep-work for a remote store)")
     p.add_argument("--no-tasks", action="store_true", help="do not record task rows (smaller store)")
     p.add_argument("--spark-logs", action="store_true",
                    help="show Spark's own log lines (default: Spark's errors only, unless you set a log4j configuration)")
@@ -59,6 +65,14 @@ class ProgressBar:
         self.stream.flush()
 
 
+def failed_line(o) -> str:
+    """The line a failed run of the sweep gets: its size as every command writes sizes."""
+    from ..units import format_bytes
+
+    return (f"  failed: {format_bytes(o.combo.size_bytes)} x {o.combo.executors} executors "
+            f"(repeat {o.combo.repeat}): {o.error}")
+
+
 def _run(args: argparse.Namespace) -> int:
     from ..sweep import plan_sweep, run_sweep
     from ..units import format_bytes, format_duration, parse_memory_mb, plural
@@ -70,17 +84,18 @@ def _run(args: argparse.Namespace) -> int:
           f"executors {', '.join(map(str, plan.executors))}; {plan.repeats} repeat(s); "
           f"{len(plan.combos)} runs; master {plan.master_template}", file=sys.stderr)
     try:
-        res = run_sweep(plan, store=args.store, cache_dir=args.cache, progress=ProgressBar(),
-                        tasks=not args.no_tasks, spark_logs=args.spark_logs)
-    except KeyboardInterrupt:
-        print("\ninterrupted: runs finished so far are recorded; rerun the same command to resume",
+        res = run_sweep(plan, store=args.store, cache_dir=args.cache, workdir=args.workdir,
+                        progress=ProgressBar(), tasks=not args.no_tasks, spark_logs=args.spark_logs)
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", None)  # Terminated: SIGTERM, SIGHUP
+        what = "interrupted" if signum is None else f"terminated (signal {signum})"
+        print(f"\n{what}: runs finished so far are recorded; rerun the same command to resume",
               file=sys.stderr)
-        return 130
+        return 130 if signum is None else 128 + signum
     print(f"{plural(len(res.ran), 'run')} in {format_duration(res.seconds)} "
           f"({len(res.skipped)} already recorded, {len(res.failed)} failed); store: {res.store}")
     for o in res.failed:
-        print(f"  failed: {o.combo.size_bytes} B x {o.combo.executors} executors "
-              f"(repeat {o.combo.repeat}): {o.error}", file=sys.stderr)
+        print(failed_line(o), file=sys.stderr)
     from ..advice_cache import prepare_advice
 
     # the history a sweep builds is for advice: fitted now, the next suggest loads it

@@ -11,7 +11,6 @@ body that runs on a SparkSession, and a thin ``spark-submit`` script in the repo
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import math
 import operator
@@ -174,13 +173,21 @@ def main(name: str, argv: list[str] | None = None) -> int:
     ``spark.sparkpredict.inputBytes`` are set here where the submitter did not set them
     (:func:`script_settings`).
     """
+    import sys
+
+    # the CLI's parser: a usage error ends with a fix: line, as every other mistake does
+    from ..cli import _dash_values, _Parser
+
     w = get(name)
-    p = argparse.ArgumentParser(prog=f"jobs/{name}.py", description=w.description)
+    p = _Parser(prog=f"jobs/{name}.py", description=w.description)
     p.add_argument("--size", default="64MB", help="input size to generate (e.g. 64MB)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="data generator seed, 0 or more (default 0)")
     p.add_argument("--data", help="use this generated folder instead of the cache")
-    p.add_argument("--cache", help="data cache folder (default ~/.cache/sparkpredict/data)")
-    a = p.parse_args(argv)
+    p.add_argument("--cache",
+                   help="data cache folder (default $SPARKPREDICT_CACHE/data, else ~/.cache/sparkpredict/data)")
+    # "--size -5MB" would be two options to argparse ("expected one argument"): joined, the
+    # size's own check says what is wrong with it
+    a = p.parse_args(_dash_values([p], list(sys.argv[1:] if argv is None else argv)))
     try:  # a mistake in the arguments is one error line, before Spark starts
         nbytes = parse_bytes(a.size)
         if a.data and not Path(a.data).is_dir():

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
@@ -206,22 +207,79 @@ def data_size(path: Path) -> int:
     return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file() and p.name != MANIFEST)
 
 
+def cached_path(name: str, nbytes: int, seed: int, cache_dir: Path) -> Path:
+    """Where the data set ``name`` of ``nbytes`` for ``seed`` lies in ``cache_dir`` (complete
+    when :func:`is_cached`)."""
+    return Path(cache_dir) / f"{name}-s{seed}-{nbytes}B"
+
+
+def is_cached(name: str, nbytes: int, seed: int, cache_dir: Path) -> bool:
+    return (cached_path(name, nbytes, seed, cache_dir) / MANIFEST).is_file()
+
+
+#: A hidden generation folder (:func:`ensure_data`) untouched this long was left by a generator
+#: killed outright (SIGKILL, a power cut), which no ``finally`` outlives: a live one writes a
+#: part file every fraction of a second.
+STALE_TMP_S = 3600.0
+_TMP_NAME = re.compile(r"\.[\w.-]+-s\d+-\d+B\.[0-9a-f]{8}\.tmp")
+
+
+def _newest_mtime(folder: Path) -> float:
+    newest = folder.stat().st_mtime
+    for root, dirs, files in os.walk(folder):
+        for n in dirs + files:
+            try:
+                newest = max(newest, os.stat(os.path.join(root, n)).st_mtime)
+            except OSError:  # removed while walked: its generator is alive
+                return float("inf")
+    return newest
+
+
+def remove_stale(cache_dir: Path, max_age_s: float = STALE_TMP_S) -> list[Path]:
+    """Remove the hidden generation folders in ``cache_dir`` that nothing has written for
+    ``max_age_s``; a younger one may be another process generating that data set right now.
+    Returns what was removed."""
+    import time
+
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(cache_dir))
+    except OSError:  # no cache yet: nothing left behind either
+        return removed
+    cutoff = time.time() - max_age_s
+    for e in entries:
+        if not (_TMP_NAME.fullmatch(e.name) and e.is_dir(follow_symlinks=False)):
+            continue
+        try:
+            stale = _newest_mtime(Path(e.path)) < cutoff
+        except OSError:  # gone already
+            continue
+        if stale:
+            shutil.rmtree(e.path, ignore_errors=True)
+            log.info("removed %s, left by a generator that was killed", e.path)
+            removed.append(Path(e.path))
+    return removed
+
+
 def ensure_data(name: str, writer: Callable[[Path, int, int], None], nbytes: int, seed: int,
                 cache_dir: Path) -> Path:
     """Return the cached data set ``name`` of ``nbytes`` for ``seed``, generating it if absent.
 
     The folder is complete when its manifest exists: generation writes into a hidden sibling
-    and renames it, so a crash mid-way never leaves a data set that looks complete.
+    and renames it, so a crash mid-way never leaves a data set that looks complete. An
+    interruption (Ctrl-C, SIGTERM taken as one) removes the hidden folder on the way out; one
+    left by a killed generator is removed by a later generation (:func:`remove_stale`).
 
     Raises :class:`sparkpredict.errors.InputError` when ``cache_dir`` cannot be written.
     """
     from ..config import cache_error, make_cache_dir
 
     cache_dir = Path(cache_dir)
-    final = cache_dir / f"{name}-s{seed}-{nbytes}B"
+    final = cached_path(name, nbytes, seed, cache_dir)
     if (final / MANIFEST).is_file():
         return final
     make_cache_dir(cache_dir, DATA_CACHE_FIX)
+    remove_stale(cache_dir)
     tmp = cache_dir / f".{final.name}.{uuid.uuid4().hex[:8]}.tmp"
     try:
         writer(tmp, nbytes, seed)
