@@ -29,7 +29,7 @@ def _start(store: Path, job: str, log: Path) -> subprocess.Popen:
 
 def test_killed_drivers_keep_their_first_batch(listener_jar, runs_so_far, tmp_path):
     procs = {sig: _start(tmp_path / sig.name, f"killed-{sig.name}", tmp_path / f"{sig.name}.log")
-             for sig in (signal.SIGTERM, signal.SIGKILL)}
+             for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGKILL)}
     try:
         pending = dict(procs)
         deadline = time.time() + 240
@@ -50,12 +50,14 @@ def test_killed_drivers_keep_their_first_batch(listener_jar, runs_so_far, tmp_pa
             except ProcessLookupError:
                 pass
             p.wait()
-    for sig, status in ((signal.SIGTERM, "killed"), (signal.SIGKILL, "running")):
+    # SIGHUP: a closed terminal; it was recorded succeeded, and a resumed sweep skipped the run
+    for sig, status in ((signal.SIGTERM, "killed"), (signal.SIGHUP, "killed"), (signal.SIGKILL, "running")):
         st = store_mod.open(tmp_path / sig.name)
         run = st.runs().iloc[0]
         assert run.status == status, (sig, run.status)
         stages, tasks = st.stages(), st.tasks()
         assert len(stages) >= 2 and (stages["job_id"] == 0).sum() == 2
         assert stages["num_task_rows"].sum() == len(tasks) >= 8
-    killed = store_mod.open(tmp_path / "SIGTERM").runs().iloc[0]
-    assert "SIGTERM" in killed.error_message and killed.end_ms >= killed.start_ms
+    for sig in ("SIGTERM", "SIGHUP"):
+        killed = store_mod.open(tmp_path / sig).runs().iloc[0]
+        assert killed.error_message.startswith(f"driver received {sig}") and killed.end_ms >= killed.start_ms

@@ -4,8 +4,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Remembers SIGTERM and SIGINT (Ctrl-C), so that the application end they cause is recorded as
- * killed. One handler per signal and JVM, however many listeners it builds; each chains to the
+ * Remembers SIGTERM, SIGHUP (a closed terminal, which signals its whole process group) and SIGINT
+ * (Ctrl-C), so that the application end they cause is recorded as killed. One handler per signal and JVM, however many listeners it builds; each chains to the
  * handler it replaced, so Spark's and the JVM's own handling go on as before.
  */
 final class TermSignal {
@@ -16,13 +16,14 @@ final class TermSignal {
 
     private TermSignal() {}
 
-    /** The signal ("TERM" or "INT") ending the JVM since {@link #install()}; null when none. */
+    /** The signal ("TERM", "HUP" or "INT") ending the JVM since {@link #install()}; null when none. */
     static String received() { return received; }
 
     static synchronized void install() {
         if (installed) return;
         installed = true;
         watch("TERM", true);
+        watch("HUP", true);
         // A JVM that a Python driver launched ignores SIGINT (pyspark's launcher does, so that
         // Ctrl-C reaches Python's KeyboardInterrupt only): the JVM then installs no handler, and
         // this one is never called.
@@ -38,13 +39,19 @@ final class TermSignal {
         try {
             final sun.misc.Signal sig = new sun.misc.Signal(name);
             final sun.misc.SignalHandler[] prev = new sun.misc.SignalHandler[1];
-            prev[0] = sun.misc.Signal.handle(sig, s -> {
+            sun.misc.SignalHandler before = sun.misc.Signal.handle(sig, s -> {
                 received = name;
                 sun.misc.SignalHandler p = prev[0];
                 if (p == sun.misc.SignalHandler.SIG_DFL) System.exit(128 + s.getNumber());
                 else if (p != null && p != sun.misc.SignalHandler.SIG_IGN) p.handle(s);
                 if (!sticky && name.equals(received)) received = null;
             });
+            if (before == sun.misc.SignalHandler.SIG_IGN && name.equals("HUP")) {
+                // nohup: the driver outlives the terminal, so a hang-up ends nothing to record
+                sun.misc.Signal.handle(sig, before);
+                return;
+            }
+            prev[0] = before;
         } catch (Throwable t) {
             LOG.debug("sparkpredict: cannot watch SIG{} ({}); a driver it ends is recorded by its running jobs "
                 + "and at exit only", name, t.toString());
