@@ -511,8 +511,16 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
         # user's lists to join, unless the builder sets its own.
         for k in (*MERGED_KEYS, EXECUTOR_CLASSPATH):
             started = jvm.java.lang.System.getProperty(k)
-            if k not in options and started:
-                theirs[k] = str(started)
+            if k in options or not started:
+                continue
+            # the JVM's lists hold the files' (read when it started) and ours (an earlier
+            # attach); only the user's entries beyond them are added
+            sep = os.pathsep if k == EXECUTOR_CLASSPATH else ","
+            mine = {_local_jar(x) for x in conf["spark.jars" if k == EXECUTOR_CLASSPATH else k].split(",")}
+            extra = [x for x in str(started).split(sep) if x.strip() and _local_jar(x.strip()) not in mine]
+            if extra:
+                join = merged_classpath if k == EXECUTOR_CLASSPATH else merged_list
+                theirs[k] = join(theirs.get(k), sep.join(extra))
         active = SparkContext._active_spark_context
         if active is not None:
             log.warning("a SparkContext is running; the listener records the next application only "
