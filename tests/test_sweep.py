@@ -303,20 +303,22 @@ def test_quiet_spark_logs_still_show_the_listeners_warnings_and_errors(listener_
     assert not spark_warns, spark_warns
 
 
-_CTRL_C_SWEEP = """
+#: A sweep whose job runs until it is cancelled, in the warm-up (argv[3] "warmup") or in the first
+#: run ("run"), over the executor counts argv[4]; it prints RUNNING once that job started.
+SIGNALLED_SWEEP = """
 import sys
 from sparkpredict import workloads
 from sparkpredict.cli import main
 
 def run(self, spark, data_path, seed=0):
-    if spark.sparkContext.appName.endswith("-warmup"):
+    if spark.sparkContext.appName.endswith("-warmup") != (sys.argv[3] == "warmup"):
         return {}
     print("RUNNING", flush=True)
     # a job that runs until it is cancelled (hours of codegen'd sums)
     return {"sum": spark.range(0, 10**13, numPartitions=2).selectExpr("sum(id)").collect()}
 
 workloads.Workload.run = run
-sys.exit(main(["sweep", "--workload", "sort", "--sizes", "1MB", "--executors", "1,2", "--master", "local",
+sys.exit(main(["sweep", "--workload", "sort", "--sizes", "1MB", "--executors", sys.argv[4], "--master", "local",
                "--store", sys.argv[1], "--cache", sys.argv[2], "--no-tasks"]))
 """
 
@@ -334,7 +336,8 @@ def test_ctrl_c_stops_a_sweep_with_one_tidy_line(tmp_path):
 
     store = tmp_path / "store"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    p = subprocess.Popen([sys.executable, "-c", _CTRL_C_SWEEP, str(store), str(tmp_path / "cache")],
+    p = subprocess.Popen([sys.executable, "-c", SIGNALLED_SWEEP, str(store), str(tmp_path / "cache"), "run",
+                          "1,2"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
     try:

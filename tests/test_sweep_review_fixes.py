@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_sweep import SIGNALLED_SWEEP
 
 from sparkpredict import sweep as S
 from sparkpredict import workloads as W
@@ -107,30 +108,14 @@ def test_a_generation_folder_left_by_a_killed_generator_is_removed_once_stale(tm
     assert (path / "_manifest.json").is_file()
 
 
-_SIGNALLED_SWEEP = """
-import sys
-from sparkpredict import workloads
-from sparkpredict.cli import main
-
-def run(self, spark, data_path, seed=0):
-    if spark.sparkContext.appName.endswith("-warmup") != (sys.argv[3] == "warmup"):
-        return {}
-    print("RUNNING", flush=True)
-    # a job that runs until it is cancelled (hours of codegen'd sums)
-    return {"sum": spark.range(0, 10**13, numPartitions=2).selectExpr("sum(id)").collect()}
-
-workloads.Workload.run = run
-sys.exit(main(["sweep", "--workload", "sort", "--sizes", "1MB", "--executors", "1", "--master", "local",
-               "--store", sys.argv[1], "--cache", sys.argv[2], "--no-tasks"]))
-"""
 
 
 def _signal_sweep(tmp_path: Path, during: str, signum: int, group: bool = False) -> tuple[int, str]:
     """A sweep sent ``signum`` while its warm-up's or its first run's job runs; with ``group``,
     its driver JVM too (its process group), as systemd or a closed terminal sends it."""
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    p = subprocess.Popen([sys.executable, "-c", _SIGNALLED_SWEEP, str(tmp_path / "store"), str(tmp_path / "cache"),
-                          during], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    p = subprocess.Popen([sys.executable, "-c", SIGNALLED_SWEEP, str(tmp_path / "store"), str(tmp_path / "cache"),
+                          during, "1"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
     try:
         assert p.stdout is not None and p.stdout.readline().strip() == "RUNNING", p.stderr and p.stderr.read()[-3000:]

@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as exc:
             # The file system refused a path the user gave (unreadable, too long, a full disk):
             # pyarrow and open() raise these from many places, each a path to fix, not a bug.
-            # Others (a refused connection, an error without a path) stay tracebacks.
+            # Others (an error without a path) stay tracebacks, except on a remote store.
             if not (exc.filename or exc.errno in _OS_FIXES):
                 remote = _remote_store_of(args)
                 if remote is None:
