@@ -69,18 +69,37 @@ def _spark_schema(table: str):
     return T.StructType([T.StructField(f.name, m[f.type], True) for f in S.TABLES[table]])
 
 
+def _visible_batches(spark: Any, st: store_io.Store):
+    """A one-column (``_batch``) DataFrame of the batches a reader reads (:meth:`Store.visible_marks`):
+    committed, and not replaced by a compaction."""
+    from pyspark.sql import types as T
+
+    ids = sorted(st.visible_marks())
+    return spark.createDataFrame([(b,) for b in ids], T.StructType([T.StructField("_batch", T.StringType())]))
+
+
+def _batch(col):
+    from pyspark.sql import functions as F
+
+    return F.regexp_extract(col, r"^part-(.*)\.parquet$", 1)
+
+
 def read_runs_spark(spark: Any, st: store_io.Store):
     """The committed runs of the store as a Spark DataFrame, latest row per run_id.
 
-    Every visible ``runs/part-*.parquet`` is a commit mark, so all of them are read; ties on
-    ``updated_ms`` go to the later batch (file name), as in :meth:`Store.read`.
+    Every visible ``runs/part-*.parquet`` (one a compaction replaced is not) is a commit mark,
+    so all of them are read; ties on ``updated_ms`` go to the later batch (file name), as in
+    :meth:`Store.read`.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    visible = _visible_batches(spark, st)
     df = (spark.read.schema(_spark_schema("runs")).option("pathGlobFilter", "part-*.parquet")
           .option("ignoreMissingFiles", "true")
-          .parquet(f"{spark_path(st)}/runs").withColumn("_file", F.col("_metadata.file_name")))
+          .parquet(f"{spark_path(st)}/runs").withColumn("_file", F.col("_metadata.file_name"))
+          .withColumn("_batch", _batch(F.col("_file"))).join(F.broadcast(visible), "_batch", "left_semi")
+          .drop("_batch"))
     w = Window.partitionBy("run_id").orderBy(F.col("updated_ms").desc_nulls_last(), F.col("_file").desc())
     # Deduplicate first, then drop job-less runs: the same order as Store.read + the local path.
     return (df.where(F.col("run_id").isNotNull())
@@ -89,21 +108,17 @@ def read_runs_spark(spark: Any, st: store_io.Store):
 
 
 def read_committed_spark(spark: Any, st: store_io.Store, table: str):
-    """Rows of ``stages``/``tasks``/``executors`` whose batch has a runs file (the commit protocol)."""
+    """Rows of ``stages``/``tasks``/``executors`` whose batch a reader reads: it has a runs
+    file (the commit protocol), and no compaction replaced it."""
     from pyspark.sql import functions as F
 
-    def batch(col):
-        return F.regexp_extract(col, r"^part-(.*)\.parquet$", 1)
-
-    base = spark_path(st)
-    # a file gone since it was listed: an ingest dropped the batch of a copy it replaced
-    marks = (spark.read.schema(_spark_schema("runs")).option("pathGlobFilter", "part-*.parquet")
-             .option("ignoreMissingFiles", "true")
-             .parquet(f"{base}/runs").select(batch(F.col("_metadata.file_name")).alias("_batch")).distinct())
+    # the visible batches are listed before Spark lists the parts: a batch committed by then
+    # has its parts written, and a replaced one's files stay a while after its compaction
+    visible = _visible_batches(spark, st)
     rows = (spark.read.schema(_spark_schema(table)).option("pathGlobFilter", "part-*.parquet")
             .option("ignoreMissingFiles", "true")
-            .parquet(f"{base}/{table}").withColumn("_batch", batch(F.col("_metadata.file_name"))))
-    return rows.join(F.broadcast(marks), "_batch", "left_semi").drop("_batch")
+            .parquet(f"{spark_path(st)}/{table}").withColumn("_batch", _batch(F.col("_metadata.file_name"))))
+    return rows.join(F.broadcast(visible), "_batch", "left_semi").drop("_batch")
 
 
 def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = None, force: bool = False,

@@ -335,7 +335,8 @@ def format_percent(fraction: float) -> str:
     return f"{fraction * 100:.3g}%"
 
 
-def plural(n: int, noun: str) -> str:
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
     """``1, "executor"`` -> ``1 executor``; ``3, "executor"`` -> ``3 executors``; ``13504, "task"``
-    -> ``13,504 tasks`` (grouped, as the warnings beside such counts write them)."""
-    return f"{n} {noun}" if n == 1 else f"{n:,} {noun}s"
+    -> ``13,504 tasks`` (grouped, as the warnings beside such counts write them); ``nouns`` for
+    a plural other than noun + s (``"batches"``)."""
+    return f"{n} {noun}" if n == 1 else f"{n:,} {nouns or noun + 's'}"

@@ -170,23 +170,23 @@ def test_a_reader_skips_a_batch_dropped_after_it_listed_it(tmp_path, monkeypatch
     ingest_event_logs(PLAIN, st)
     s = store.open(st)
     (batch,) = s.committed_batches()
-    listed = {batch}
-    real = store_io.Store.committed_batches
+    marks = s.visible_marks()
+    listed = dict(marks)
+    real = store_io.Store.visible_marks
     calls = []
 
-    def committed(self):
+    def visible(self, marks=None):
         calls.append(1)
-        return set(listed) if len(calls) == 1 else real(self)
+        return dict(listed) if len(calls) == 1 else real(self, marks)
 
     files = s._files("tasks")  # what the reader listed, before the drop
     real_files = store_io.Store._files
     s.drop_batch(batch)  # as another process's ingest would, between the listing and the read
-    monkeypatch.setattr(store_io.Store, "committed_batches", committed)
+    monkeypatch.setattr(store_io.Store, "visible_marks", visible)
     monkeypatch.setattr(store_io.Store, "_files", lambda self, t: files if t == "tasks" else real_files(self, t))
-    assert s.read("tasks").empty and len(calls) == 2  # skipped: listed committed, then gone
+    # listed committed, then gone: read again from a new listing, which has no such batch
+    assert s.read("tasks").empty and len(calls) == 3
     # a file missing from a batch still committed is damage, named as such
-    calls.clear()
-    listed.clear()
-    monkeypatch.setattr(store_io.Store, "committed_batches", lambda self: {batch})
+    monkeypatch.setattr(store_io.Store, "visible_marks", lambda self, marks=None: dict(listed))
     with pytest.raises(StoreError, match="of a committed batch is missing from the store"):
         s.read("tasks")

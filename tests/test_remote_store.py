@@ -198,3 +198,25 @@ def test_retrain_on_spark_without_a_file_system_for_s3_is_an_error_or_the_local_
     out = json.loads(r.stdout)
     assert out["path"] == "local" and sorted(out["refit"]) == ["sort", "sqljoin", "wordcount"]
     assert out["path_note"].startswith("Spark cannot read store") and "local path ran instead" in out["path_note"]
+
+
+def test_compaction_on_s3_keeps_every_row_and_advice(s3, capsys, cache):
+    remote = s3("compacted")
+    _copy_history(remote)
+    st = store.open(remote)
+    src = st.read("runs")
+    for i in range(4):  # small batches beside the history's one
+        st.append({"runs": src.head(1).assign(run_id=f"extra-{i}", app_id=f"extra-{i}"),
+                   "tasks": st.read("tasks").head(3).assign(run_id=f"extra-{i}")})
+    before = {t: st.read(t).sort_values(["run_id"], kind="stable").reset_index(drop=True)
+              for t in ("runs", "tasks")}
+    advice = suggest_executors("wordcount", "64MB", store=remote)
+    assert main(["store", "compact", "--keep", "0", "--store", remote]) == 0
+    assert "merged 5 batches" in capsys.readouterr().out
+    assert len(st.committed_batches()) == 1
+    for t, df in before.items():
+        got = st.read(t).sort_values(["run_id"], kind="stable").reset_index(drop=True)
+        assert got.sort_values(list(got.columns)).reset_index(drop=True).equals(
+            df.sort_values(list(df.columns)).reset_index(drop=True))
+    again = suggest_executors("wordcount", "64MB", store=remote)
+    assert (again.executors, again.predicted_runtime_s) == (advice.executors, advice.predicted_runtime_s)

@@ -453,3 +453,26 @@ def test_the_spark_workers_judge_a_failed_fit_as_the_local_path_does(current_sto
     out = udf(mine)
     assert out["status"].tolist() == ["failed"]
     assert (out["trained_on"].iloc[0], out["trained_on_rows"].iloc[0]) == (R.runs_fingerprint(mine), 2)
+
+
+def test_spark_reads_a_compacted_store_once(spark_app, tmp_path):
+    """Spark reads every row once while the replaced batches' files are still there (they stay
+    10 minutes for readers that listed the store before the compaction)."""
+    import shutil
+
+    from sparkpredict.store.compact import compact
+
+    shutil.copytree(Path(__file__).parent / "data" / "history", tmp_path / "st")
+    st = store.open(tmp_path / "st")
+    src = st.read("runs")
+    for i in range(3):
+        st.append({"runs": src.head(1).assign(run_id=f"extra-{i}", app_id=f"extra-{i}"),
+                   "tasks": st.read("tasks").head(7).assign(run_id=f"extra-{i}")})
+    want = {t: len(st.read(t)) for t in ("stages", "tasks")}
+    runs = st.runs()
+    r = compact(st)
+    assert r.merged >= 3 and st.replaced_files(0)
+    with spark_app(tmp_path / "listener-store", job="retrain-test", master="local[2]") as spark:
+        assert RT.read_runs_spark(spark, st).count() == int(runs.job.notna().sum())
+        for t, n in want.items():
+            assert RT.read_committed_spark(spark, st, t).count() == n

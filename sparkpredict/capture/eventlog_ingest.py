@@ -276,12 +276,11 @@ def _batches(st: Store) -> dict[str, list[tuple[str, str]]]:
     folder listed once. A batch id is <13-digit ms>-<label>-<12 hex> (:func:`new_batch_id`)."""
     import re
 
-    from ..store.schema import COMMIT_TABLE
-
     name = re.compile(r"\d{13}-(.*)-[0-9a-f]{12}")
     out: dict[str, list[tuple[str, str]]] = {}
     try:
-        batches = st._files(COMMIT_TABLE)
+        # a batch a compaction replaced is no copy of anything: its rows are read from another
+        batches = st.visible_marks()
     except OSError:
         return out
     for b, path in sorted(batches.items()):

@@ -32,8 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.set_defaults(func=_summary)
     c = sub.add_parser("clean", help="remove files of batches and retrains that were never committed",
                        description="Remove part files whose batch never got its runs file (a writer "
-                       "died mid-commit) and leftover .tmp files, so that plain spark.read.parquet "
-                       "sees only committed rows. sparkpredict's own readers skip them anyway. In the "
+                       "died mid-commit), leftover .tmp files, and the files of batches that a "
+                       "`store compact` replaced, so that plain spark.read.parquet "
+                       "sees only committed rows, each once. sparkpredict's own readers skip them anyway. In the "
                        "model registry (_models), remove artifacts that no registry snapshot references "
                        "(a retrain killed before its commit, or models of snapshots pruned since) and "
                        "leftover .tmp files; an artifact of any kept snapshot, or of a retrain still "
@@ -47,6 +48,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "no writer is running)")
     c.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
     c.set_defaults(func=_clean)
+    k = sub.add_parser(
+        "compact", help="merge small batches into few large ones, so that reads open few files",
+        description="Rewrite the rows of consecutive small batches (the listener commits one or "
+        "more per run, ingest one per log) as one batch of about --target-size, whose commit hides "
+        "the batches it replaces in the same rename: readers see each row once, before, during "
+        "and after. A read opens a file per batch and table, so a store of 3,000 runs reads "
+        "about 60x faster compacted (benchmarks/RESULTS.md, store_reads). Batches of runs still "
+        "going (running, or an incomplete ingested log) are left alone, and so are batches "
+        "already half of --target-size. The replaced batches' files stay --keep (10m) for "
+        "readers still reading them; this command or `store clean` removes them later. Holds the "
+        "store's writer lock; on a remote store (no lock) run one compact, ingest or edit at a "
+        "time. Readers older than sparkpredict 0.1's compaction, and plain spark.read.parquet, "
+        "see the replaced rows twice until their files are removed. With --json: {store, dry_run, "
+        "batches_before, batches_after, merged, written, merged_bytes, going, removed_files}; "
+        "an error is {error, fix} on stdout.")
+    k.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
+    k.add_argument("--target-size", default="64MB", metavar="SIZE",
+                   help="size of a compacted batch, all its files together (default 64MB)")
+    k.add_argument("--keep", default="10m", metavar="AGE",
+                   help="how long the replaced batches' files stay for readers still reading them "
+                        "(default 10m); 0: remove them now (only when nothing reads the store)")
+    k.add_argument("--dry-run", action="store_true", help="say what would be merged; write nothing")
+    k.add_argument("--json", action="store_true", help="print the outcome as JSON (described above)")
+    k.set_defaults(func=_compact)
     e = sub.add_parser(
         "edit", help="correct recorded runs: exclude from training, include, move to a job, set input size",
         description="Correct runs already in the store, all in one atomic batch: --exclude leaves a "
@@ -79,7 +104,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from . import refuse_without_action
 
     refuse_without_action(p, "store", "add one: sparkpredict store summary (what it holds), store clean (remove "
-                                      "what crashed writers left) or store edit RUN_ID (correct recorded runs)")
+                                      "what crashed writers left), store compact (merge small batches) "
+                                      "or store edit RUN_ID (correct recorded runs)")
 
 
 def store_summary(store: str | None = None):
@@ -297,6 +323,49 @@ def _clean(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compact(args: argparse.Namespace) -> int:
+    import json
+
+    from .. import store as store_mod
+    from ..config import store_for_display
+    from ..errors import InputError
+    from ..store.compact import compact
+    from ..units import format_bytes, format_duration, parse_bytes, plural
+
+    keep_s = _age(args.keep, "--keep", "removing the replaced batches' files now")
+    try:
+        target = parse_bytes(args.target_size)
+    except InputError as exc:
+        raise InputError(f"--target-size: {exc.message}", "give a size such as 64MB or 1GiB") from exc
+    st = store_mod.open(args.store)
+    r = compact(st, target_bytes=target, keep_s=keep_s, dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps({"store": store_for_display(r.store), "dry_run": r.dry_run,
+                          "batches_before": r.batches_before, "batches_after": r.batches_after,
+                          "merged": r.merged, "written": r.written, "merged_bytes": r.merged_bytes,
+                          "going": r.going, "removed_files": len(r.removed)}))
+        return 0
+    would = "would merge" if r.dry_run else "merged"
+    where = f"store {store_for_display(r.store)}"
+    if r.merged:
+        print(f"{where}: {would} {plural(r.merged, 'batch', 'batches')} ({format_bytes(r.merged_bytes)}) into "
+              f"{r.written}; a reader {'would open' if r.dry_run else 'opens'} "
+              f"{plural(r.batches_after, 'batch', 'batches')}, not {r.batches_before:,}")
+    else:
+        print(f"{where}: nothing to merge ({plural(r.batches_before, 'batch', 'batches')}, none of them "
+              "small and next to another small one)")
+    if r.going:
+        print(f"left alone: {plural(r.going, 'batch', 'batches')} of runs still going; a later compact takes them")
+    verb = "would remove" if r.dry_run else "removed"
+    if r.removed:
+        print(f"{verb} {plural(len(r.removed), 'file')} of batches replaced over "
+              f"{format_duration(keep_s) if keep_s else '0s'} ago")
+    if r.merged and keep_s > 0:
+        print(f"the replaced batches' files stay {format_duration(keep_s)} for readers still reading "
+              "them; the next compact or `store clean` removes them")
+    return 0
+
+
 def _kept(st: Any, taken: list[str], age_s: float, older_than: str) -> list[str]:
     """Lines on what ``--older-than 0`` would also take but this clean keeps, and why: files of
     a retrain marked running (a killed one keeps its marker, and so its artifacts, for a day),
@@ -329,23 +398,23 @@ def _kept(st: Any, taken: list[str], age_s: float, older_than: str) -> list[str]
     return lines
 
 
-def _age(text: str) -> float:
-    """Seconds of ``--older-than``; unlike a deadline, zero is meaningful here (every
-    uncommitted file, whatever its age), which :func:`parse_duration` refuses."""
+def _age(text: str, option: str = "--older-than", zero: str = "every uncommitted file whatever its age") -> float:
+    """Seconds of ``--older-than`` (or ``option``); unlike a deadline, zero is meaningful here
+    (every uncommitted file, whatever its age), which :func:`parse_duration` refuses."""
     import re
 
     from ..errors import InputError
     from ..units import parse_duration
 
-    fix = "give an age such as 10m or 2h, or 0 for every uncommitted file whatever its age"
-    zero = re.fullmatch(r"\s*0*\.?0+\s*([a-zA-Z]*)\s*", text)
-    if zero:  # "0", "0s", "0m": zero of a unit that parse_duration knows
+    fix = f"give an age such as 10m or 2h, or 0 for {zero}"
+    nought = re.fullmatch(r"\s*0*\.?0+\s*([a-zA-Z]*)\s*", text)
+    if nought:  # "0", "0s", "0m": zero of a unit that parse_duration knows
         try:
-            parse_duration("1" + zero.group(1))
+            parse_duration("1" + nought.group(1))
             return 0.0
         except InputError:
             pass  # an unknown unit: parse_duration says so below, about the text as given
     try:
         return parse_duration(text)
     except InputError as exc:
-        raise InputError(f"--older-than: {exc.message}", fix) from exc
+        raise InputError(f"{option}: {exc.message}", fix) from exc

@@ -5,6 +5,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ Form = Literal["pandas", "arrow"]
 
 
 _warned_credentials: set[str] = set()
+_warned_many: set[str] = set()
 
 
 def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
@@ -49,6 +51,36 @@ def new_batch_id(label: str = "py") -> str:
     """Unique and time-ordered: concurrent writers never pick the same file name."""
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in label)[:60]
     return f"{int(time.time() * 1000):013d}-{safe}-{uuid.uuid4().hex[:12]}"
+
+
+#: The id of a batch that replaced others (:mod:`.compact`): the last replaced batch's id (without
+#: an earlier compaction's suffix) and this suffix, so that it sorts right after that batch and
+#: before every later one, as the rows it took over did. Never a :func:`new_batch_id` (whose
+#: ids end in 12 hex digits), nor the listener's.
+_COMPACTED = re.compile(r"-compacted-(\d{6})-[0-9a-f]{8}$")
+#: Key, in the Parquet footer of a compacted batch's runs file, of the JSON list of the batches
+#: it replaced (its commit mark says, in the same rename, which batches no reader should read).
+SUPERSEDES_KEY = b"sparkpredict.supersedes"
+#: Reads retried from a new listing when a batch went while being read (a compaction's leftovers
+#: removed, an ingest's replaced copy dropped) before the store is called busy.
+_READ_TRIES = 4
+#: Visible batches past which a read warns that one file per batch is slow.
+MANY_BATCHES = 1000
+
+
+def is_compacted(batch_id: str) -> bool:
+    return _COMPACTED.search(batch_id) is not None
+
+
+def compacted_id(last: str) -> str:
+    """The id of a batch replacing a group whose last batch is ``last``."""
+    m = _COMPACTED.search(last)
+    base, n = (last[:m.start()], int(m.group(1)) + 1) if m else (last, 1)
+    return f"{base}-compacted-{n:06d}-{uuid.uuid4().hex[:8]}"
+
+
+class _Changed(Exception):
+    """A batch listed for a read went before its file was read."""
 
 
 def _batch_of(filename: str) -> str | None:
@@ -73,38 +105,110 @@ class Store:
     def _dir(self, table: str) -> str:
         return f"{self.root.rstrip('/')}/{table}"
 
-    def _files(self, table: str) -> dict[str, str]:
-        """batch_id -> file path for the visible part files of ``table``."""
+    def _listing(self, table: str) -> dict[str, pafs.FileInfo]:
+        """batch_id -> file info of the part files of ``table`` (committed or not)."""
         sel = pafs.FileSelector(self._dir(table), allow_not_found=True)
-        out: dict[str, str] = {}
+        out: dict[str, pafs.FileInfo] = {}
         for info in self.fs.get_file_info(sel):
             if info.type != pafs.FileType.File:
                 continue
             b = _batch_of(info.base_name)
             if b is not None:
-                out[b] = info.path
+                out[b] = info
         return out
 
+    def _files(self, table: str) -> dict[str, str]:
+        """batch_id -> file path for the part files of ``table`` (committed or not)."""
+        return {b: info.path for b, info in self._listing(table).items()}
+
     def committed_batches(self) -> set[str]:
+        """Batches with a runs file, those a compaction replaced included (:meth:`visible_marks`)."""
         return set(self._files(S.COMMIT_TABLE))
 
+    def supersedes(self, runs_file: str) -> list[str]:
+        """The batches a compacted batch's runs file replaced (read from its footer)."""
+        with self.fs.open_input_file(runs_file) as f:
+            meta = pq.ParquetFile(f).metadata.metadata or {}
+        raw = meta.get(SUPERSEDES_KEY)
+        try:
+            ids = json.loads(raw) if raw is not None else None
+        except ValueError:
+            ids = None
+        if not isinstance(ids, list) or not all(isinstance(b, str) for b in ids):
+            raise StoreError(f"compacted batch {runs_file!r} does not say which batches it replaced",
+                             "restore the file from a backup; removing it would leave the batches it "
+                             "replaced, if `store compact` has removed them, unread")
+        return ids
+
+    def replaced_by(self, marks: dict[str, pafs.FileInfo] | None = None) -> dict[str, str]:
+        """batch -> the compacted batch that replaced it, of the batches that still have a runs file."""
+        marks = self._listing(S.COMMIT_TABLE) if marks is None else marks
+        out: dict[str, str] = {}
+        for b in sorted(marks):
+            if not is_compacted(b):
+                continue
+            try:
+                gone = self.supersedes(marks[b].path)
+            except FileNotFoundError:  # removed by a later compaction that replaced it
+                continue
+            for old in gone:
+                if old in marks and old != b:
+                    out[old] = b
+        return out
+
+    def visible_marks(self, marks: dict[str, pafs.FileInfo] | None = None) -> dict[str, str]:
+        """batch_id -> runs file of the batches a reader reads: committed ones, less those a
+        compaction replaced (the compacted batch holds their rows, and their files stay a while
+        for readers that listed the store before it)."""
+        marks = self._listing(S.COMMIT_TABLE) if marks is None else marks
+        replaced = self.replaced_by(marks)
+        visible = {b: info.path for b, info in marks.items() if b not in replaced}
+        # A compacted batch lists every still-present batch its own members replaced, so two
+        # visible ones replacing the same batch means two compactions ran at once.
+        owners: dict[str, str] = {}
+        for b in sorted(visible):
+            if not is_compacted(b):
+                continue
+            try:
+                gone = self.supersedes(visible[b])
+            except FileNotFoundError:
+                continue
+            for old in gone:
+                if old in owners:
+                    raise StoreError(f"batches {owners[old]!r} and {b!r} of store {self.path!r} both "
+                                     f"replace batch {old!r}: two `store compact` ran at once",
+                                     "run `sparkpredict store compact` on a remote store one at a time; "
+                                     f"remove runs/part-{b}.parquet (the later one's commit mark) to "
+                                     "read the store as before it")
+                owners[old] = b
+        return visible
+
     def version(self) -> tuple[tuple[str, int, int], ...]:
-        """What caches of derived results key on: each committed batch with its runs file's size
-        and modification time. Batches are never rewritten by sparkpredict, but a store restored
-        or copied over at the same path can keep the names with other rows."""
-        sel = pafs.FileSelector(self._dir(S.COMMIT_TABLE), allow_not_found=True)
-        out = []
-        for info in self.fs.get_file_info(sel):
-            b = _batch_of(info.base_name) if info.type == pafs.FileType.File else None
-            if b is not None:
-                out.append((b, int(info.size or 0), int(info.mtime_ns or 0)))
-        return tuple(sorted(out))
+        """What caches of derived results key on: each batch a reader reads with its runs file's
+        size and modification time. Batches are never rewritten by sparkpredict, but a store
+        restored or copied over at the same path can keep the names with other rows. The files
+        of batches a compaction replaced are left out: their removal changes no row."""
+        marks = self._listing(S.COMMIT_TABLE)
+        visible = self.visible_marks(marks)
+        return tuple(sorted((b, int(marks[b].size or 0), int(marks[b].mtime_ns or 0)) for b in visible))
+
+    def replaced_files(self, min_age_s: float = 600.0) -> list[str]:
+        """The files of batches a compaction replaced over ``min_age_s`` ago (they stay that
+        long for readers that listed the store before it): runs files first, so that removing
+        them in this order and stopping short only ever leaves files no one reads."""
+        marks = self._listing(S.COMMIT_TABLE)
+        cutoff_ns = (time.time() - min_age_s) * 1e9
+        replaced = {old for old, by in self.replaced_by(marks).items()
+                    if marks[by].mtime_ns is not None and marks[by].mtime_ns <= cutoff_ns}
+        parts = [info.path for t in S.TABLES if t != S.COMMIT_TABLE
+                 for b, info in self._listing(t).items() if b in replaced]
+        return sorted(marks[b].path for b in replaced) + sorted(parts)
 
     def orphans(self, min_age_s: float = 600.0) -> list[str]:
         """Files no reader should see, last modified over ``min_age_s`` ago: part files of
-        batches that never got their runs file (a writer died between its renames), and
-        leftover ``.tmp`` files. sparkpredict's readers skip them already; a plain
-        ``spark.read.parquet("STORE/tasks")`` does not."""
+        batches that never got their runs file (a writer died between its renames), leftover
+        ``.tmp`` files, and :meth:`replaced_files` (those first). sparkpredict's readers skip
+        them already; a plain ``spark.read.parquet("STORE/tasks")`` does not."""
         committed = self.committed_batches()
         cutoff_ns = (time.time() - min_age_s) * 1e9
         out = []
@@ -117,7 +221,7 @@ class Store:
                 leftover = name.startswith(".part-") and name.endswith(".parquet.tmp")
                 if leftover or (batch is not None and batch not in committed):
                     out.append(info.path)
-        return sorted(out)
+        return self.replaced_files(min_age_s) + sorted(out)
 
     def remove_orphans(self, min_age_s: float = 600.0, found: list[str] | None = None) -> list[str]:
         """Delete :meth:`orphans` (or ``found``, what it listed a moment ago); returns the paths
@@ -226,38 +330,29 @@ class Store:
         if unknown:  # pyarrow's KeyError named one field and not the table's columns
             raise StoreError(f"table {table!r} has no column(s) {', '.join(map(repr, unknown))}",
                              f"use its columns: {', '.join(S.TABLES[table].names)}")
-        committed = self.committed_batches()
-        files = self._files(table)
-        paths = [p for b, p in sorted(files.items()) if b in committed]
-        want = S.TABLES[table]
-        parts = []
-        gone: set[str] | None = None
-        for p in paths:
+        # a projection keeps what the rest of the read needs: the run id to filter on, and of
+        # runs the fields that choose a run's latest row
+        keep = None if columns is None else list(dict.fromkeys(
+            ["run_id", *columns, *(["updated_ms", "start_ms"] if table == S.COMMIT_TABLE else [])]))
+        for _ in range(_READ_TRIES):
+            # Marks before parts: a batch committed by then has had its parts written, and a
+            # replaced one keeps its files a while after the compaction that replaced it.
+            visible = self.visible_marks()
+            files = visible if table == S.COMMIT_TABLE else self._files(table)
+            batches = [b for b in sorted(files) if b in visible]
             try:
-                # One file at a time through ParquetFile: read_table would build a dataset
-                # per file (and import pyarrow.dataset, ~0.5 s of a CLI's start).
-                with self.fs.open_input_file(p) as f:
-                    t = pq.ParquetFile(f).read()
-            except FileNotFoundError as exc:
-                # an ingest replacing its copy of a run dropped the batch since it was listed
-                if gone is None:
-                    gone = committed - self.committed_batches()
-                if _batch_of(p.rsplit("/", 1)[-1]) in gone:
-                    continue
-                raise StoreError(f"file {p!r} of a committed batch is missing from the store",
-                                 "restore it from a backup, or remove the batch's runs file (its "
-                                 "commit mark) to drop the batch") from exc
-            except PermissionError as exc:  # the file is sound: the user may not read it
-                raise StoreError(f"no permission to read {p!r} of the store",
-                                 "check the store's permissions: this user must be able to read "
-                                 "every file under it") from exc
-            except Exception as exc:
-                raise StoreError(f"unreadable Parquet file {p!r} in store: {exc}",
-                                 "move the file out of the store folder; other runs are unaffected") from exc
-            if "run_id" not in t.column_names:
-                raise StoreError(f"foreign file {p!r} in the store's {table}/ folder",
-                                 "move files that sparkpredict did not write out of the store folder")
-            parts.append(t.select([c for c in t.column_names if c in want.names]))
+                parts = self._read_parts(table, [(b, files[b]) for b in batches], keep, run_ids)
+                break
+            except _Changed:
+                continue
+        else:
+            raise StoreError(f"store {self.path!r} kept changing while it was read: batches went "
+                             "before their files could be read",
+                             "try again once the compaction, ingest or clean running on it is done")
+        if len(visible) > MANY_BATCHES and self.path not in _warned_many:
+            _warned_many.add(self.path)
+            log.warning("store %s holds %d batches, and a read opens a file of each: `sparkpredict "
+                        "store compact` merges them", store_for_display(self.path), len(visible))
         result = S.conform(table, pa.concat_tables(parts, promote_options="permissive")) if parts \
             else S.empty_table(table)
         if table == "runs" and result.num_rows and not all_rows:
@@ -270,6 +365,76 @@ class Store:
         if form == "arrow":
             return result
         return result.to_pandas()
+
+    def _read_parts(self, table: str, files: list[tuple[str, str]], columns: list[str] | None,
+                    run_ids: list[str] | None) -> list[pa.Table]:
+        """The rows of each (batch, file), in order. A file gone since it was listed is
+        :class:`_Changed` when its batch went too (read again from a new listing), else an error."""
+        want = set(S.TABLES[table].names)
+        wanted = None if run_ids is None else sorted(set(run_ids))
+
+        def one(item: tuple[str, str]) -> pa.Table | None:
+            batch, path = item
+            try:
+                t = self._read_file(path, table, columns, wanted if is_compacted(batch) else None)
+            except FileNotFoundError:
+                return None
+            except PermissionError as exc:  # the file is sound: the user may not read it
+                raise StoreError(f"no permission to read {path!r} of the store",
+                                 "check the store's permissions: this user must be able to read "
+                                 "every file under it") from exc
+            except StoreError:
+                raise
+            except Exception as exc:
+                raise StoreError(f"unreadable Parquet file {path!r} in store: {exc}",
+                                 "move the file out of the store folder; other runs are unaffected") from exc
+            return t.select([c for c in t.column_names if c in want])
+
+        if len(files) > 8:
+            # Each file costs a round trip (an S3 GET, a local open): overlap them.
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=min(16, len(files) // 8 + 1)) as pool:
+                parts = list(pool.map(one, files))
+        else:
+            parts = [one(f) for f in files]
+        missing = [files[i] for i, t in enumerate(parts) if t is None]
+        if missing:
+            now = self.visible_marks()
+            for batch, path in missing:
+                if batch not in now:
+                    raise _Changed(batch)
+            raise StoreError(f"file {missing[0][1]!r} of a committed batch is missing from the store",
+                             "restore it from a backup, or remove the batch's runs file (its "
+                             "commit mark) to drop the batch")
+        return [t for t in parts if t is not None]
+
+    def _read_file(self, path: str, table: str, columns: list[str] | None,
+                   run_ids: list[str] | None) -> pa.Table:
+        """One part file, through ParquetFile (read_table would build a dataset per file, and
+        import pyarrow.dataset, ~0.5 s of a CLI's start). With ``run_ids`` (sorted), only the
+        row groups whose run_id range holds one of them: a compacted file is sorted by run."""
+        import bisect
+
+        with self.fs.open_input_file(path) as f:
+            pf = pq.ParquetFile(f)
+            names = pf.schema_arrow.names
+            if "run_id" not in names:
+                raise StoreError(f"foreign file {path!r} in the store's {table}/ folder",
+                                 "move files that sparkpredict did not write out of the store folder")
+            cols = None if columns is None else [c for c in columns if c in names]
+            if run_ids is None or pf.metadata.num_row_groups < 2:
+                return pf.read(columns=cols)
+            idx = names.index("run_id")
+            groups = []
+            for i in range(pf.metadata.num_row_groups):
+                stats = pf.metadata.row_group(i).column(idx).statistics
+                if stats is not None and stats.has_min_max:
+                    j = bisect.bisect_left(run_ids, stats.min)
+                    if j == len(run_ids) or run_ids[j] > stats.max:
+                        continue
+                groups.append(i)
+            return pf.read_row_groups(groups, columns=cols)
 
     def runs(self, form: Form = "pandas"):
         return self.read("runs", form)
@@ -365,11 +530,16 @@ class Store:
             return
         os.remove(tmp)
 
-    def append(self, tables: dict[str, pa.Table | pd.DataFrame], batch_id: str | None = None) -> str:
+    def append(self, tables: dict[str, pa.Table | pd.DataFrame], batch_id: str | None = None, *,
+               replaces: list[str] | None = None, row_group_rows: int | None = None) -> str:
         """Write one batch: every table's rows become visible together or not at all.
 
         ``tables`` must include ``runs`` (the commit mark, written last). Returns the batch id.
+        ``replaces``: the batches whose rows this one holds (a compaction, :mod:`.compact`),
+        hidden from readers by the same commit; its id must be a :func:`compacted_id`.
         """
+        if replaces is not None and not (batch_id and is_compacted(batch_id)):
+            raise ValueError("a batch that replaces others needs an id from compacted_id()")
         if S.COMMIT_TABLE not in tables:
             raise ValueError("a batch must include its runs rows (they commit the batch)")
         self.init()
@@ -380,6 +550,10 @@ class Store:
             if not isinstance(t, pa.Table):
                 t = pa.Table.from_pandas(t, preserve_index=False)
             conformed[name] = S.conform(name, t)
+        if replaces is not None:
+            runs = conformed[S.COMMIT_TABLE]
+            conformed[S.COMMIT_TABLE] = runs.replace_schema_metadata(
+                {**(runs.schema.metadata or {}), SUPERSEDES_KEY: json.dumps(replaces).encode()})
         order = [n for n in conformed if n != S.COMMIT_TABLE] + [S.COMMIT_TABLE]
         written: list[str] = []
         try:
@@ -387,7 +561,8 @@ class Store:
                 d = self._dir(name)
                 self.fs.create_dir(d, recursive=True)
                 tmp = f"{d}/.part-{batch_id}.parquet.tmp"
-                pq.write_table(conformed[name], tmp, filesystem=self.fs, compression="zstd")
+                pq.write_table(conformed[name], tmp, filesystem=self.fs, compression="zstd",
+                               row_group_size=row_group_rows)
                 written.append(tmp)
             # Renames, commit mark last: a crash before it leaves only invisible rows.
             for tmp in written:

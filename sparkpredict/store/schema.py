@@ -18,6 +18,12 @@ A *batch* is what one writer commits at once (a listener flush, one ingested log
 files whose batch has no ``runs`` file. Files are written under a hidden name (``.``) and
 renamed, so Spark and DuckDB readers never see half a file. A run may span several batches
 (the listener flushes incrementally); its latest ``runs`` row (highest ``updated_ms``) wins.
+
+A *compacted* batch (``sparkpredict store compact``, :mod:`.compact`) holds the rows of the
+batches it replaces, whose ids its runs file lists in its Parquet footer
+(``sparkpredict.supersedes``): a reader reads the committed batches that no committed batch
+replaces. Its id is the last replaced batch's id followed by ``-compacted-NNNNNN-<8 hex>``.
+The replaced batches' files are removed a while later (runs files first).
 """
 from __future__ import annotations
 

@@ -1,0 +1,157 @@
+"""Reading a store of many runs, before and after ``sparkpredict store compact``.
+
+The store is built the way the listener writes one: a batch per run, each with its runs,
+stages and tasks files (copies of tests/data/history's runs, renamed, 50 jobs). Measured on
+it, uncompacted (the reference) and then compacted, in the same run:
+
+1. ``Store.read`` of runs, stages and tasks, and of one run's tasks (in this process, the
+   median of ``--repeats``);
+2. ``sparkpredict suggest --store`` in a new process: the first call, with an empty fit cache,
+   and a call that finds the first one's fit cached (the median of ``--repeats`` each);
+3. ``sparkpredict store compact`` itself, once.
+
+Goal (issue #5): the CLI answers in <= 1.5 s from a cold start.
+
+    python benchmarks/store_reads.py [--runs 3000] [--repeats 5] [--keep DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_section
+
+REPO = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(sys.executable).parent
+GOAL_CLI_S = 1.5
+JOBS = 50
+
+
+def build(path: Path, n: int) -> float:
+    """``n`` one-run batches; returns the seconds it took."""
+    from sparkpredict import store
+
+    src = store.open(REPO / "tests" / "data" / "history")
+    runs, stages, tasks = (src.read(t) for t in ("runs", "stages", "tasks"))
+    st = store.open(path, create=True)
+    t0 = time.perf_counter()
+    for i in range(n):
+        r = runs.iloc[[i % len(runs)]].copy()
+        old, rid = r.run_id.iloc[0], f"app-{i:06d}"
+        r["run_id"] = r["app_id"] = rid
+        r["job"] = f"job{i % JOBS}"
+        st.append({"runs": r, "stages": stages[stages.run_id == old].assign(run_id=rid),
+                   "tasks": tasks[tasks.run_id == old].assign(run_id=rid)})
+    return time.perf_counter() - t0
+
+
+def du(path: Path) -> tuple[int, int]:
+    files = [p for p in path.rglob("*.parquet") if p.is_file()]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def reads(path: Path, repeats: int) -> dict[str, float]:
+    """Median seconds of each read, in a fresh process per repeat (no warm page cache in Python)."""
+    code = ("import sys, time\nfrom sparkpredict import store\nst = store.open(sys.argv[1])\n"
+            "for t in ('runs', 'stages', 'tasks'):\n"
+            "    t0 = time.perf_counter(); st.read(t, form='arrow'); print(t, time.perf_counter() - t0)\n"
+            "t0 = time.perf_counter(); st.read('tasks', run_ids=['app-000007']); "
+            "print('one run', time.perf_counter() - t0)\n")
+    got: dict[str, list[float]] = {}
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                             check=True).stdout
+        for line in out.splitlines():
+            name, secs = line.rsplit(" ", 1)
+            got.setdefault(name, []).append(float(secs))
+    return {k: statistics.median(v) for k, v in got.items()}
+
+
+def cli(path: Path, repeats: int) -> tuple[float, float]:
+    """Median seconds of ``suggest --store``: first call (empty fit cache), then cached."""
+    cmd = [str(VENV_BIN / "sparkpredict"), "suggest", "--job", "job1", "--input-size", "64MB",
+           "--deadline", "30s", "--store", str(path)]
+    first, cached = [], []
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, SPARKPREDICT_CACHE=cache)
+            for acc in (first, cached):
+                t0 = time.perf_counter()
+                p = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+                acc.append(time.perf_counter() - t0)
+                if p.returncode != 0:
+                    raise SystemExit(f"{' '.join(cmd)} failed: {p.stdout}{p.stderr}")
+    return statistics.median(first), statistics.median(cached)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3000)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--keep", help="build the store here and leave it (default: a temporary folder)")
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="store-reads-"))
+    path = base / "store"
+    if path.exists():
+        shutil.rmtree(path)
+    try:
+        built_s = build(path, args.runs)
+        files_before, bytes_before = du(path)
+        print(f"built {args.runs} batches ({files_before} files, {bytes_before / 1e6:.0f} MB) in {built_s:.0f} s")
+        before = reads(path, args.repeats)
+        cli_before = cli(path, args.repeats)
+        print("uncompacted:", before, cli_before)
+        t0 = time.perf_counter()
+        out = subprocess.run([str(VENV_BIN / "sparkpredict"), "store", "compact", "--store", str(path),
+                              "--keep", "0"], capture_output=True, text=True, check=True).stdout
+        compact_s = time.perf_counter() - t0
+        print(out.strip(), f"({compact_s:.1f} s)")
+        files_after, bytes_after = du(path)
+        after = reads(path, args.repeats)
+        cli_after = cli(path, args.repeats)
+        print("compacted:", after, cli_after)
+    finally:
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+
+    def row(name: str, b: float, a: float) -> str:
+        return f"| {name} | {b:.3f} | {a:.3f} | {b / a:.0f}x |"
+
+    load = os.getloadavg()[0]
+    lines = ["## store reads: many runs, before and after `store compact`\n",
+             (f"A store of {args.runs:,} runs written as the listener writes them, one batch per run "
+             f"({files_before:,} Parquet files, {bytes_before / 1e6:.0f} MB; {JOBS} jobs of "
+             f"{args.runs // JOBS} runs), read uncompacted (the reference) and then after "
+             f"`sparkpredict store compact --keep 0` ({files_after} files, {bytes_after / 1e6:.1f} MB: "
+             "the copies of a few runs compress well together; real runs would compress less), in the "
+             f"same run. Medians of {args.repeats}, each read in a new process; load average "
+             f"{load:.2f}.\n"),
+             "| seconds | uncompacted | compacted | ratio |", "|---|---:|---:|---:|"]
+    for k in ("runs", "stages", "tasks", "one run"):
+        lines.append(row(f"`Store.read` {k}" if k != "one run" else "`Store.read('tasks', run_ids=[one])`",
+                         before[k], after[k]))
+    lines.append(row("`suggest --store`, first call (fits)", cli_before[0], cli_after[0]))
+    lines.append(row("`suggest --store`, fit cached", cli_before[1], cli_after[1]))
+    lines.append(f"\n`store compact` took {compact_s:.1f} s for the {args.runs:,} batches.\n")
+    for label, (first, cached) in (("uncompacted", cli_before), ("compacted", cli_after)):
+        worst = max(first, cached)
+        lines.append(f"- Goal: CLI <= {GOAL_CLI_S} s from a cold start, {label} store of {args.runs:,} runs: "
+                     f"**{'met' if worst <= GOAL_CLI_S else 'not met'}** ({first:.2f} s first call, "
+                     f"{cached:.2f} s cached).")
+    body = "\n".join(lines)
+    print(body)
+    if not args.no_write:
+        write_section("store_reads", body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+"""Merging a store's small batches into few large ones, so that reads open a few files, not one
+per batch.
+
+The listener commits at least one batch per run (runs, stages, tasks, executors and host-sample
+files), and an ingest one per event log. A read opens every file of a table, about 1.5 ms
+each here (an S3 GET is slower): 3,000 runs cost 4 to 5 s per table. Compaction writes the rows
+of consecutive batches of finished runs as one batch, whose runs file (its commit mark) names the
+batches it replaces (:data:`.io.SUPERSEDES_KEY`), so that the same rename that shows the new rows
+hides the old ones: a reader sees each row once, before, during and after. Rows are copied as
+they are, every runs row of an edited run included; stage, task, executor and host-sample rows
+are sorted by run (stably), and written in row groups that a read of a few runs can skip.
+
+The replaced batches' files stay ``keep_s`` (10 minutes) for readers that listed the store
+before the compaction and read it still; the next compaction, or ``sparkpredict store clean``,
+removes them after that. Readers older than this module, and plain ``spark.read.parquet``,
+see the replaced rows twice until then.
+
+Left alone: batches holding a run whose latest row says it is still going (``running``, or an
+``incomplete`` log that a fuller one may replace), since their writers may still add or drop
+batches of that run; and batches already at least half of ``target_bytes``. A batch left alone
+also ends a group: a compacted batch sorts right after the last batch it replaced, and a group
+spanning another batch would move that batch's rows ahead of some of the group's.
+
+>>> from sparkpredict.store.compact import compact
+>>> compact("/tmp/history")                 # doctest: +SKIP
+CompactResult(store='/tmp/history', batches_before=3000, batches_after=7, ...)
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError, StoreError
+
+log = logging.getLogger(__name__)
+
+#: A run whose writers may still add or drop its batches.
+GOING = ("running", "incomplete")
+#: Default size of a compacted batch (all its tables' files together).
+TARGET_BYTES = 64 * 2**20
+#: Default time the replaced batches' files stay for readers that listed them.
+KEEP_S = 600.0
+#: Rows per row group of a compacted file: a read of a few runs skips the others' groups.
+ROW_GROUP_ROWS = 65_536
+
+
+@dataclass(frozen=True)
+class CompactResult:
+    """What :func:`compact` did (or, with ``dry_run``, would do)."""
+
+    store: str
+    #: batches a reader saw before, and sees after
+    batches_before: int
+    batches_after: int
+    #: batches merged, into how many new ones, and the bytes of their files
+    merged: int
+    written: int
+    merged_bytes: int
+    #: batches left alone because a run in them is still going
+    going: int
+    #: files removed: of batches replaced (by this or an earlier compaction) over keep_s ago
+    removed: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+
+def compact(store: Any = None, *, target_bytes: int = TARGET_BYTES, keep_s: float = KEEP_S,
+            dry_run: bool = False) -> CompactResult:
+    """Merge the store's small committed batches of finished runs into batches of about
+    ``target_bytes``, then remove the files of batches replaced over ``keep_s`` seconds ago.
+
+    Holds the store's writer lock (local stores), so no ingest or edit runs meanwhile;
+    listeners keep appending (their runs are still going, so their batches are left alone).
+    On a remote store, which has no lock, run one compaction, ingest or edit at a time.
+
+    Raises
+    ------
+    InputError
+        ``target_bytes`` or ``keep_s`` not a positive number (``keep_s`` may be 0).
+    StoreError
+        No store at ``store``, or it cannot be read or written. Nothing a reader sees changes
+        then: a batch commits whole or not at all.
+    """
+    from . import io as store_io
+
+    if isinstance(target_bytes, bool) or not isinstance(target_bytes, int) or target_bytes < 1:
+        raise InputError(f"target size {target_bytes!r} is not a positive number of bytes",
+                         "give a size such as 64MB")
+    if isinstance(keep_s, bool) or not isinstance(keep_s, (int, float)) or not keep_s >= 0:
+        raise InputError(f"keep time {keep_s!r} is not a number of seconds >= 0",
+                         "give a time such as 10m, or 0 when no reader is reading the store")
+    st = store if hasattr(store, "append") else store_io.open(store)
+    with st.writer_lock("compact"):
+        try:
+            return _compact(st, target_bytes, float(keep_s), dry_run)
+        except store_io._Changed as exc:
+            raise StoreError(f"batch {exc} of store {st.path!r} went while it was compacted: "
+                             "another writer removed it (an ingest replacing its copy of a run, "
+                             "another compaction)", "run the compaction again once that writer is done; "
+                             "what it committed so far stays, and nothing was lost") from exc
+
+
+def _compact(st: Any, target_bytes: int, keep_s: float, dry_run: bool) -> CompactResult:
+    from . import io as store_io
+    from . import schema as S
+
+    marks = st._listing(S.COMMIT_TABLE)
+    visible = st.visible_marks(marks)
+    listings = {t: st._listing(t) for t in S.TABLES}
+    size = {b: sum(int(listings[t][b].size or 0) for t in S.TABLES if b in listings[t]) for b in visible}
+    runs_of, going_runs = _runs_by_batch(st, visible)
+    going = {b for b, ids in runs_of.items() if ids & going_runs}
+    groups = _groups(sorted(visible), going, size, target_bytes)
+    replaced_by = st.replaced_by(marks)
+    written = 0
+    for group in groups:
+        if not dry_run:
+            tables = _read_group(st, group, listings)
+            # what the group's compacted members replaced and still lies around stays replaced:
+            # else removing a member would show those batches again
+            replaces = group + sorted(old for old, by in replaced_by.items() if by in group)
+            st.append(tables, batch_id=store_io.compacted_id(group[-1]), replaces=replaces,
+                      row_group_rows=ROW_GROUP_ROWS)
+        written += 1
+    merged = sum(len(g) for g in groups)
+    removed = st.replaced_files(keep_s)
+    if not dry_run:
+        removed = st.delete_files(removed, "no reader reads these files; the next compaction or "
+                                           "`sparkpredict store clean` removes them")
+    return CompactResult(store=st.path, batches_before=len(visible),
+                         batches_after=len(visible) - merged + written, merged=merged, written=written,
+                         merged_bytes=sum(size[b] for g in groups for b in g),
+                         going=len(going), removed=removed, dry_run=dry_run)
+
+
+def _runs_by_batch(st: Any, visible: dict[str, str]) -> tuple[dict[str, set[str]], set[str]]:
+    """(batch -> its run ids, the runs whose latest row says they are still going)."""
+    import pyarrow as pa
+
+    from . import io as store_io
+
+    cols = ["run_id", "status", "updated_ms", "start_ms"]
+    ids = sorted(visible)
+    tables = st._read_parts("runs", [(b, visible[b]) for b in ids], cols, None)
+    runs_of = {b: set(t["run_id"].to_pylist()) for b, t in zip(ids, tables)}
+    if not tables:
+        return runs_of, set()
+    from . import schema as S
+
+    latest = store_io._latest_run_rows(S.conform("runs", pa.concat_tables(tables, promote_options="permissive")))
+    going = {r for r, s in zip(latest["run_id"].to_pylist(), latest["status"].to_pylist()) if s in GOING}
+    return runs_of, going
+
+
+def _groups(batches: list[str], going: set[str], size: dict[str, int], target: int) -> list[list[str]]:
+    """Runs of consecutive batches to merge, each under ``target`` bytes and of 2 or more."""
+    groups: list[list[str]] = []
+    cur: list[str] = []
+    total = 0
+
+    def close() -> None:
+        nonlocal cur, total
+        if len(cur) > 1:
+            groups.append(cur)
+        cur, total = [], 0
+
+    for b in batches:
+        if b in going or size[b] * 2 >= target:
+            close()
+            continue
+        if cur and total + size[b] > target:
+            close()
+        cur.append(b)
+        total += size[b]
+    close()
+    return groups
+
+
+def _read_group(st: Any, group: list[str], listings: dict[str, dict]) -> dict[str, Any]:
+    """Every table's rows of ``group``, in batch order; all but runs sorted by run, stably."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from . import schema as S
+
+    out = {}
+    for table in S.TABLES:
+        have = [(b, listings[table][b].path) for b in group if b in listings[table]]
+        parts = st._read_parts(table, have, None, None) if have else []
+        t = S.conform(table, pa.concat_tables(parts, promote_options="permissive")) if parts \
+            else S.empty_table(table)
+        if table != S.COMMIT_TABLE and t.num_rows:
+            t = t.take(pc.sort_indices(t, [("run_id", "ascending")]))  # a stable sort
+        if table == S.COMMIT_TABLE or t.num_rows:
+            out[table] = t
+    return out
+
+
+__all__ = ["GOING", "KEEP_S", "TARGET_BYTES", "CompactResult", "compact"]

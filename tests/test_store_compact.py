@@ -1,0 +1,282 @@
+"""`store compact`: many small batches become few, and every reader sees each row once,
+before, during and after (real Parquet files, real threads, the real CLI)."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from sparkpredict import store
+from sparkpredict.errors import InputError, StoreError
+from sparkpredict.store import compact as C
+from sparkpredict.store import io as store_io
+
+HISTORY = Path(__file__).parent / "data" / "history"
+TABLES = ("runs", "stages", "tasks", "executors", "host_samples")
+
+
+def _keyed(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows in one order whatever the files' order, for comparing tables as multisets."""
+    return df.sort_values(list(df.columns), kind="stable", na_position="first").reset_index(drop=True)
+
+
+def _all(st, **kw) -> dict[str, pd.DataFrame]:
+    return {t: _keyed(st.read(t, **kw)) for t in TABLES}
+
+
+def _copies(tmp_path, n: int, *, going: int = 0):
+    """A store of ``n`` one-run batches as the listener writes them (runs, stages, tasks,
+    executors), copied from tests/data/history; the last ``going`` runs still running."""
+    src = store.open(HISTORY)
+    runs, stages, tasks, execs = (src.read(t) for t in ("runs", "stages", "tasks", "executors"))
+    st = store.open(tmp_path / "st", create=True)
+    for i in range(n):
+        r = runs.iloc[[i % len(runs)]].copy()
+        old, rid = r.run_id.iloc[0], f"app-{i:04d}"
+        r["run_id"] = r["app_id"] = rid
+        r["job"] = f"job{i % 3}"
+        if i >= n - going:
+            r["status"] = "running"
+        st.append({"runs": r, "stages": stages[stages.run_id == old].assign(run_id=rid),
+                   "tasks": tasks[tasks.run_id == old].assign(run_id=rid),
+                   "executors": execs[execs.run_id == old].assign(run_id=rid)})
+    return st
+
+
+def _marks(st) -> list[str]:
+    return sorted(st.committed_batches())
+
+
+def test_compaction_keeps_every_row_and_reads_open_few_files(tmp_path):
+    st = _copies(tmp_path, 40, going=2)
+    store.edit_runs(st, ["app-0003", "app-0004"], excluded=True)  # a batch of runs rows only
+    store.edit_runs(st, ["app-0003"], excluded=False)
+    before, history_rows = _all(st), _keyed(st.read("runs", all_rows=True))
+    assert len(before["tasks"]) > 1000 and len(before["executors"]) > 0
+
+    r = C.compact(st)
+    # 40 listener batches, then 2 edits: the two running runs' batches stay, and split the rest
+    # into the 38 before them and the 2 edits after
+    assert (r.batches_before, r.merged, r.written, r.going) == (42, 40, 2, 2)
+    assert r.batches_after == 4 == len(st.visible_marks())
+    assert r.removed == []  # replaced files stay 10 minutes for readers still reading them
+    assert len(_marks(st)) == 44
+    # a compacted batch sorts right after the last batch it replaced: the running runs' stay between
+    visible = sorted(st.visible_marks())
+    assert [store_io.is_compacted(b) for b in visible] == [True, False, False, True]
+    for t in TABLES:
+        pd.testing.assert_frame_equal(_keyed(st.read(t)), before[t])
+    # every runs row of an edited run, in its order: the edit's include still restores the status
+    pd.testing.assert_frame_equal(_keyed(st.read("runs", all_rows=True)), history_rows)
+    assert st.runs().set_index("run_id").loc[["app-0003", "app-0004"], "status"].tolist() == ["succeeded", "excluded"]
+    store.edit_runs(st, ["app-0004"], excluded=False)
+    assert st.runs().set_index("run_id").loc["app-0004", "status"] == "succeeded"
+
+
+
+def test_replaced_files_go_after_keep_and_then_plain_parquet_readers_agree(tmp_path):
+    st = _copies(tmp_path, 12)
+    before = _all(st)
+    C.compact(st)
+    # a plain reader of the folder sees the replaced rows twice until their files go
+    assert len(pq.read_table(tmp_path / "st" / "tasks")) == 2 * len(before["tasks"])
+    assert st.orphans(600) == [] and len(st.orphans(0)) == 4 * 12
+    first = st.replaced_files(0)
+    assert all("/runs/" in p for p in first[:12]) and not any("/runs/" in p for p in first[12:])
+    again = C.compact(st, keep_s=0)  # nothing left to merge; the replaced files go
+    assert (again.merged, len(again.removed)) == (0, 48)
+    assert len(pq.read_table(tmp_path / "st" / "tasks")) == len(before["tasks"])
+    for t in TABLES:
+        pd.testing.assert_frame_equal(_keyed(st.read(t)), before[t])
+
+
+def test_a_second_compaction_keeps_what_the_first_replaced_hidden(tmp_path):
+    st = _copies(tmp_path, 10)
+    first = C.compact(st)
+    src = store.open(HISTORY)
+    extra = src.read("runs").iloc[[0]].assign(run_id="app-late", app_id="app-late", job="job0")
+    st.append({"runs": extra, "tasks": src.read("tasks").head(5).assign(run_id="app-late")})
+    st.append({"runs": extra.assign(run_id="app-later", app_id="app-later")})
+    before = _all(st)
+    second = C.compact(st)  # the first compacted batch is small: merged again, with the new ones
+    assert (first.written, second.merged, second.written, second.batches_after) == (1, 3, 1, 1)
+    (only,) = st.visible_marks()
+    assert len(st.supersedes(st.visible_marks()[only])) == 13  # 3 merged + 10 the first replaced
+    # A clean that stopped after removing the first compacted batch's runs file: the batches it
+    # replaced must stay hidden (the second lists them too), not come back beside their copies.
+    first_mark = next(p for b, p in st._files("runs").items() if store_io.is_compacted(b) and b != only)
+    os.remove(first_mark)
+    for t in TABLES:
+        pd.testing.assert_frame_equal(_keyed(st.read(t)), before[t])
+
+
+def test_reads_during_a_compaction_see_each_row_once(tmp_path):
+    st = _copies(tmp_path, 150)
+    want = {t: len(st.read(t)) for t in ("runs", "tasks")}
+    seen: list[tuple[str, int]] = []
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def reader():
+        reader_st = store.open(st.path)
+        while not done.is_set():
+            for t in want:
+                try:
+                    seen.append((t, len(reader_st.read(t))))
+                except BaseException as exc:  # noqa: BLE001 - reported below
+                    errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(2)]
+    for th in threads:
+        th.start()
+    try:
+        # keep 0: the replaced files go right after the commit, under the readers' feet
+        C.compact(st, keep_s=0, target_bytes=2**20)
+    finally:
+        done.set()
+        for th in threads:
+            th.join()
+    assert not errors, errors
+    assert len(seen) >= 4 and all(n == want[t] for t, n in seen), seen
+    assert len(st.committed_batches()) < 20
+
+
+def test_compacted_files_are_sorted_and_a_few_runs_read_few_row_groups(tmp_path, monkeypatch):
+    st = _copies(tmp_path, 30)
+    by_run = {r: _keyed(st.read("tasks", run_ids=[r])) for r in ("app-0000", "app-0013", "app-0029")}
+    monkeypatch.setattr(C, "ROW_GROUP_ROWS", 50)
+    C.compact(st, keep_s=0)
+    (batch,) = st.visible_marks()
+    pf = pq.ParquetFile(st._files("tasks")[batch])
+    assert pf.metadata.num_row_groups > 10
+    ids = pf.read(columns=["run_id"])["run_id"].to_pylist()
+    assert ids == sorted(ids)
+    for rid, rows in by_run.items():
+        pd.testing.assert_frame_equal(_keyed(st.read("tasks", run_ids=[rid])), rows)
+    assert st.read("tasks", run_ids=["app-none"]).empty
+    # a projection reads the named columns, and still each run's latest row
+    proj = st.read("runs", columns=["job"], run_ids=["app-0013"])
+    assert list(proj.columns) == ["job"] and proj.job.tolist() == ["job1"]
+
+
+def test_two_compactions_of_the_same_batch_are_an_error_naming_the_fix(tmp_path):
+    st = _copies(tmp_path, 3)
+    batches = sorted(st.visible_marks())
+    rows = st.read("runs", form="arrow", all_rows=True)
+    for _ in range(2):  # what two compactions at once on a store without a lock would leave
+        st.append({"runs": rows}, batch_id=store_io.compacted_id(batches[-1]), replaces=batches)
+    with pytest.raises(StoreError) as e:
+        st.runs()
+    assert "two `store compact` ran at once" in str(e.value) and "runs/part-" in e.value.fix
+    with pytest.raises(ValueError, match="compacted_id"):
+        st.append({"runs": rows}, replaces=batches)
+
+
+def test_bad_arguments_and_a_store_without_runs(tmp_path):
+    st = store.open(tmp_path / "empty", create=True)
+    r = C.compact(st)
+    assert (r.batches_before, r.merged, r.written) == (0, 0, 0)
+    for bad in (0, -5, 1.5, True):
+        with pytest.raises(InputError, match="target size"):
+            C.compact(st, target_bytes=bad)
+    with pytest.raises(InputError, match="keep time"):
+        C.compact(st, keep_s=-1)
+    with pytest.raises(StoreError, match="no sparkpredict store"):
+        C.compact(tmp_path / "missing")
+    assert not (tmp_path / "missing").exists()
+
+
+def test_many_batches_warn_of_compact(tmp_path, monkeypatch, caplog):
+    st = _copies(tmp_path, 4)
+    monkeypatch.setattr(store_io, "MANY_BATCHES", 3)
+    monkeypatch.setattr(store_io, "_warned_many", set())
+    with caplog.at_level(logging.WARNING, logger="sparkpredict.store.io"):
+        st.runs()
+        st.runs()
+    said = [r.getMessage() for r in caplog.records if "store compact" in r.getMessage()]
+    assert len(said) == 1 and "holds 4 batches" in said[0]
+
+
+def test_ingest_after_compaction_adds_nothing_and_skips_nothing(tmp_path):
+    from sparkpredict.capture.eventlog_ingest import ingest_event_logs
+
+    logs = Path(__file__).parent / "data" / "eventlogs"
+    names = [str(logs / n) for n in ("sparklens_local-1532512550423.json", "rp_nosql_eventlog.json",
+                                     "tasks_executors_fail_compressed_eventlog.zstd")]
+    path = tmp_path / "st"
+    ingest_event_logs(names, store=path)
+    st = store.open(path)
+    before = _all(st)
+    assert len(before["runs"]) == 3
+    C.compact(st, keep_s=0)
+    assert len(st.visible_marks()) == 1
+    again = ingest_event_logs(names, store=path)  # stored logs: skipped, not stored again
+    assert {f.outcome for f in again.files} <= {"unchanged", "exists"}
+    for t in TABLES:
+        pd.testing.assert_frame_equal(_keyed(st.read(t)), before[t])
+
+
+def _cli(*args, **kw):
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    return subprocess.run([sys.executable, "-m", "sparkpredict", "store", "compact", *args],
+                          capture_output=True, text=True, env=env, check=False, **kw)
+
+
+def test_cli_dry_run_writes_nothing_then_compacts(tmp_path):
+    st = _copies(tmp_path, 6, going=1)
+    files = sorted(p for p in (tmp_path / "st").rglob("*"))
+    out = _cli("--store", str(tmp_path / "st"), "--dry-run")
+    assert out.returncode == 0, out.stderr
+    assert "would merge 5 batches" in out.stdout and "left alone: 1 batch of runs still going" in out.stdout
+    assert sorted(p for p in (tmp_path / "st").rglob("*")) == files
+    out = _cli("--store", str(tmp_path / "st"), "--json")
+    got = json.loads(out.stdout)
+    assert (got["merged"], got["written"], got["batches_after"], got["going"]) == (5, 1, 2, 1)
+    assert got["removed_files"] == 0 and got["merged_bytes"] > 0
+    assert len(st.visible_marks()) == 2
+    out = _cli("--store", str(tmp_path / "st"), "--keep", "0")
+    assert "nothing to merge" in out.stdout and "removed 20 files" in out.stdout, out.stdout
+    for args, said in ((["--keep", "-3"], "--keep"), (["--target-size", "lots"], "--target-size")):
+        out = _cli("--store", str(tmp_path / "st"), *args)
+        assert out.returncode == 2 or out.returncode == 1
+        assert f"error: {said}" in out.stderr and "fix: give" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_store_clean_takes_replaced_files_once_old(tmp_path):
+    st = _copies(tmp_path, 5)
+    C.compact(st)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    run = [sys.executable, "-m", "sparkpredict", "store", "clean", "--store", str(tmp_path / "st")]
+    young = subprocess.run(run, capture_output=True, text=True, env=env, check=True)
+    assert "removed 0 uncommitted file(s)" in young.stdout
+    old = subprocess.run([*run, "--older-than", "0"], capture_output=True, text=True, env=env, check=True)
+    assert "removed 20 uncommitted file(s)" in old.stdout
+    assert len(st.committed_batches()) == 1 and len(st.runs()) == 5
+    shutil.rmtree(tmp_path / "st")
+
+
+def test_compaction_refits_nothing_and_removing_replaced_files_keeps_the_caches(tmp_path):
+    from sparkpredict import retrain as RT
+
+    shutil.copytree(HISTORY, tmp_path / "st")
+    st = store.open(tmp_path / "st")
+    src = st.read("runs")
+    for i in range(3):
+        st.append({"runs": src.head(1).assign(run_id=f"extra-{i}", app_id=f"extra-{i}")})
+    first = RT.retrain_local(st.path, kind="amdahl", stage_models=False)
+    assert first.refit and RT.plan(st.path, kind="amdahl", stage_models=False)[0] == []
+    C.compact(st)
+    # the registry's fingerprints are of the runs' rows, which a compaction copies as they are
+    assert RT.plan(st.path, kind="amdahl", stage_models=False)[0] == []
+    version = st.version()
+    assert C.compact(st, keep_s=0).removed  # the replaced files go ...
+    assert st.version() == version  # ... and no cache keyed on the store's version is stale
