@@ -11,6 +11,7 @@ rows, so the stage-level models are fitted there too. The driver then commits th
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -32,6 +33,8 @@ from .retrain import (
 from .retrain_plan import Failures, _prev_state, check_jobs
 from .store import io as store_io
 from .store import schema as S
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -98,12 +101,15 @@ def read_runs_spark(spark: Any, st: store_io.Store):
     df = (spark.read.schema(_spark_schema("runs")).option("pathGlobFilter", "part-*.parquet")
           .option("ignoreMissingFiles", "true")
           .parquet(f"{spark_path(st)}/runs").withColumn("_file", F.col("_metadata.file_name"))
+          .withColumn("_row", F.col("_metadata.row_index"))
           .withColumn("_batch", _batch(F.col("_file"))).join(F.broadcast(visible), "_batch", "left_semi")
           .drop("_batch"))
-    w = Window.partitionBy("run_id").orderBy(F.col("updated_ms").desc_nulls_last(), F.col("_file").desc())
+    # a compacted runs file holds a run's rows in their batches' order: the row breaks a tie there
+    w = Window.partitionBy("run_id").orderBy(F.col("updated_ms").desc_nulls_last(), F.col("_file").desc(),
+                                             F.col("_row").desc())
     # Deduplicate first, then drop job-less runs: the same order as Store.read + the local path.
     return (df.where(F.col("run_id").isNotNull())
-            .withColumn("_rn", F.row_number().over(w)).where("_rn = 1").drop("_rn", "_file")
+            .withColumn("_rn", F.row_number().over(w)).where("_rn = 1").drop("_rn", "_file", "_row")
             .where(F.col("job").isNotNull()))
 
 
@@ -172,29 +178,20 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
         prev, failures = R.read_registry_state(st)
         rows: list = []
         if st.fs.get_file_info(f"{st.root.rstrip('/')}/runs").type == pafs.FileType.Directory:
-            from pyspark.sql import functions as F
-
-            try:
-                latest = read_runs_spark(spark, st)
-            except Exception as exc:  # py4j's Py4JJavaError, without importing py4j
-                if "UnsupportedFileSystemException" not in str(exc):
-                    raise
-                raise NoSparkFileSystem(st.path) from None
-            if jobs is not None:
-                latest = latest.where(F.col("job").isin(sorted(set(jobs))))
             udf = _make_udf(random_state, kind, force, _prev_state(prev, failures, R.present_artifacts(st)), stage_models)
-            detail = _detail_rows(spark, st, latest) if stage_models else None
-            if detail is not None:
-                rows = (latest.groupBy("job").cogroup(detail.groupBy("job"))
-                        .applyInPandas(_cogroup_udf(udf), _UDF_SCHEMA).collect())
-            elif method == "apply":
-                rows = latest.groupBy("job").applyInPandas(udf, _UDF_SCHEMA).collect()
+            for _ in range(store_io._READ_TRIES):
+                seen = set(st.visible_marks())
+                rows = _fit_rows(spark, st, udf, jobs, method, stage_models)
+                # Spark skips a file gone since it listed it: a batch that went meanwhile (a
+                # compaction's leftovers removed, an ingest's copy dropped) may have lost rows
+                gone = seen - set(st.visible_marks())
+                if not gone:
+                    break
+                log.info("store %s: %d batch(es) went while Spark read it; reading it again", st.path, len(gone))
             else:
-                # Same function per job, but one Python call per partition instead of per job:
-                # hash-partition by job, sort, and cut the Arrow batches at job boundaries.
-                n = int(spark.conf.get("spark.sql.shuffle.partitions"))
-                rows = (latest.repartition(n, "job").sortWithinPartitions("job")
-                        .mapInPandas(_per_partition(udf), _UDF_SCHEMA).collect())
+                raise StoreError(f"store {st.path!r} kept changing while Spark read it: batches went "
+                                 "before their files could be read",
+                                 "retrain again once the compaction, ingest or clean running on it is done")
         _commit_rows(st, prev, failures, rows, result, on_artifact, kind)
     finally:
         for k, v in saved.items():
@@ -204,6 +201,32 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
             spark.stop()
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _fit_rows(spark: Any, st: store_io.Store, udf: Any, jobs: list[str] | None, method: str,
+              stage_models: bool) -> list:
+    """The fit step's rows, collected: one Spark job over the store's visible batches."""
+    from pyspark.sql import functions as F
+
+    try:
+        latest = read_runs_spark(spark, st)
+    except Exception as exc:  # py4j's Py4JJavaError, without importing py4j
+        if "UnsupportedFileSystemException" not in str(exc):
+            raise
+        raise NoSparkFileSystem(st.path) from None
+    if jobs is not None:
+        latest = latest.where(F.col("job").isin(sorted(set(jobs))))
+    detail = _detail_rows(spark, st, latest) if stage_models else None
+    if detail is not None:
+        return (latest.groupBy("job").cogroup(detail.groupBy("job"))
+                .applyInPandas(_cogroup_udf(udf), _UDF_SCHEMA).collect())
+    if method == "apply":
+        return latest.groupBy("job").applyInPandas(udf, _UDF_SCHEMA).collect()
+    # Same function per job, but one Python call per partition instead of per job:
+    # hash-partition by job, sort, and cut the Arrow batches at job boundaries.
+    n = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    return (latest.repartition(n, "job").sortWithinPartitions("job")
+            .mapInPandas(_per_partition(udf), _UDF_SCHEMA).collect())
 
 
 def _commit_rows(st: store_io.Store, prev: pd.DataFrame, failures: Failures, rows: list, result: RetrainResult,

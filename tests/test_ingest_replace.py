@@ -185,7 +185,7 @@ def test_a_reader_skips_a_batch_dropped_after_it_listed_it(tmp_path, monkeypatch
     monkeypatch.setattr(store_io.Store, "visible_marks", visible)
     monkeypatch.setattr(store_io.Store, "_files", lambda self, t: files if t == "tasks" else real_files(self, t))
     # listed committed, then gone: read again from a new listing, which has no such batch
-    assert s.read("tasks").empty and len(calls) == 3
+    assert s.read("tasks").empty and len(calls) == 4
     # a file missing from a batch still committed is damage, named as such
     monkeypatch.setattr(store_io.Store, "visible_marks", lambda self, marks=None: dict(listed))
     with pytest.raises(StoreError, match="of a committed batch is missing from the store"):

@@ -468,11 +468,20 @@ def test_spark_reads_a_compacted_store_once(spark_app, tmp_path):
     for i in range(3):
         st.append({"runs": src.head(1).assign(run_id=f"extra-{i}", app_id=f"extra-{i}"),
                    "tasks": st.read("tasks").head(7).assign(run_id=f"extra-{i}")})
+    # two rows of one run with one updated_ms (two flushes in one millisecond): the later
+    # batch's row is the run's latest, and stays so once both rows share a compacted file
+    tie = src.head(1).assign(run_id="tie", app_id="tie", updated_ms=5)
+    st.append({"runs": tie.assign(app_name="first")})
+    st.append({"runs": tie.assign(app_name="second")})
     want = {t: len(st.read(t)) for t in ("stages", "tasks")}
     runs = st.runs()
+    assert runs.set_index("run_id").loc["tie", "app_name"] == "second"
     r = compact(st)
-    assert r.merged >= 3 and st.replaced_files(0)
+    assert r.merged >= 5 and st.replaced_files(0)
+    assert st.runs().set_index("run_id").loc["tie", "app_name"] == "second"
     with spark_app(tmp_path / "listener-store", job="retrain-test", master="local[2]") as spark:
-        assert RT.read_runs_spark(spark, st).count() == int(runs.job.notna().sum())
+        latest = RT.read_runs_spark(spark, st)
+        assert latest.count() == int(runs.job.notna().sum())
+        assert latest.where("run_id = 'tie'").collect()[0]["app_name"] == "second"
         for t, n in want.items():
             assert RT.read_committed_spark(spark, st, t).count() == n

@@ -258,25 +258,62 @@ def test_store_clean_takes_replaced_files_once_old(tmp_path):
     run = [sys.executable, "-m", "sparkpredict", "store", "clean", "--store", str(tmp_path / "st")]
     young = subprocess.run(run, capture_output=True, text=True, env=env, check=True)
     assert "removed 0 uncommitted file(s)" in young.stdout
+    assert "kept 20 file(s) of batches a `store compact` replaced in the last 10m" in young.stderr
+    assert "uncommitted file(s) modified" not in young.stderr  # they are no crashed writer's
     old = subprocess.run([*run, "--older-than", "0"], capture_output=True, text=True, env=env, check=True)
-    assert "removed 20 uncommitted file(s)" in old.stdout
+    assert "removed 0 uncommitted file(s), and 20 file(s) of batches a `store compact` replaced" in old.stdout
     assert len(st.committed_batches()) == 1 and len(st.runs()) == 5
     shutil.rmtree(tmp_path / "st")
 
 
-def test_compaction_refits_nothing_and_removing_replaced_files_keeps_the_caches(tmp_path):
-    from sparkpredict import retrain as RT
+def test_a_read_whose_listings_straddle_a_compaction_reads_every_row(tmp_path, monkeypatch):
+    """The compaction (keep 0) lands between a read's listing of the batches and its listing of
+    the task files: the replaced batches' task files are gone, and must not read as no rows."""
+    st = _copies(tmp_path, 6)
+    want = _keyed(st.read("tasks"))
+    real_files = store_io.Store._files
+    fired = []
 
-    shutil.copytree(HISTORY, tmp_path / "st")
-    st = store.open(tmp_path / "st")
-    src = st.read("runs")
+    def files(self, table):
+        if table == "tasks" and not fired:
+            fired.append(1)
+            C.compact(store.open(self.path), keep_s=0)
+        return real_files(self, table)
+
+    monkeypatch.setattr(store_io.Store, "_files", files)
+    got = _keyed(store.open(st.path).read("tasks"))
+    assert fired and len(st.committed_batches()) == 1
+    pd.testing.assert_frame_equal(got, want)
+
+
+def test_runs_going_or_stored_twice_are_left_for_their_writers(tmp_path):
+    """An incomplete ingested log (a fuller one may replace it) and a run stored twice (the next
+    ingest keeps one copy, finding the copies by their batches' labels) stay as they are."""
+    from sparkpredict.capture import eventlog_ingest as E
+
+    src = store.open(HISTORY)
+    r0, t0 = src.read("runs").iloc[[0]], src.read("tasks").head(5)
+    st = store.open(tmp_path / "st", create=True)
+
+    def put(rid, label, **runs):
+        st.append({"runs": r0.assign(**{"run_id": rid, "app_id": rid, "source": "eventlog", **runs}),
+                   "tasks": t0.assign(run_id=rid)}, batch_id=store_io.new_batch_id(label))
+
+    put("app-cut", "ingest-app-cut", status="incomplete")
+    put("app-2x", "ingest-app-2x", updated_ms=1)  # an ingest stopped before dropping this copy
+    put("app-2x", "ingest-app-2x", updated_ms=2)
+    put("app-both", "ingest-app-both")  # ingested while going, and recorded by the listener
+    put("app-both", "app-both", source="listener")
     for i in range(3):
-        st.append({"runs": src.head(1).assign(run_id=f"extra-{i}", app_id=f"extra-{i}")})
-    first = RT.retrain_local(st.path, kind="amdahl", stage_models=False)
-    assert first.refit and RT.plan(st.path, kind="amdahl", stage_models=False)[0] == []
-    C.compact(st)
-    # the registry's fingerprints are of the runs' rows, which a compaction copies as they are
-    assert RT.plan(st.path, kind="amdahl", stage_models=False)[0] == []
-    version = st.version()
-    assert C.compact(st, keep_s=0).removed  # the replaced files go ...
-    assert st.version() == version  # ... and no cache keyed on the store's version is stale
+        put(f"app-ok{i}", f"ingest-app-ok{i}")
+    last_ok = max(b for b in st.visible_marks() if "ingest-app-ok" in b)
+    r = C.compact(st, keep_s=0)
+    assert (r.merged, r.going, r.doubled) == (3, 1, 4)
+    # what the next ingest does with the copies, as it would have without the compaction
+    E._one_copy_each(st)
+    assert E._drop_listened(st) == 1
+    tasks = st.read("tasks")["run_id"].value_counts().to_dict()
+    assert tasks == {"app-cut": 5, "app-2x": 5, "app-both": 5, "app-ok0": 5, "app-ok1": 5, "app-ok2": 5}
+    # a compacted batch is named after the last batch it replaced, so it sorts where that did
+    (compacted,) = [b for b in st.visible_marks() if store_io.is_compacted(b)]
+    assert compacted.startswith(last_ok + "-compacted-000001-")

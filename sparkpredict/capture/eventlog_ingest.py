@@ -392,6 +392,8 @@ def _replaceable(st: Store, run_id: str, stored: _StoredRun) -> tuple[str | None
     label = _label(run_id)
     mine = _copies(st, _ingest_batches(st).get(label, [])).get(run_id, [])
     if len(mine) != 1:
+        if not mine:  # ingest stored it (source eventlog), and no batch of its own holds it now
+            return None, "`sparkpredict store compact` merged its stored copy with other runs"
         return None, "its stored copy is not one batch ingest wrote"
     rows = st.read("runs", form="arrow", columns=["run_id"], run_ids=[run_id], all_rows=True)
     if rows.num_rows != 1:

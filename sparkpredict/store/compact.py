@@ -17,7 +17,8 @@ see the replaced rows twice until then.
 
 Left alone: batches holding a run whose latest row says it is still going (``running``, or an
 ``incomplete`` log that a fuller one may replace), since their writers may still add or drop
-batches of that run; and batches already at least half of ``target_bytes``. A batch left alone
+batches of that run; batches of a run stored twice, which the next ingest reduces to one copy
+(:func:`_doubled`); and batches already at least half of ``target_bytes``. A batch left alone
 also ends a group: a compacted batch sorts right after the last batch it replaced, and a group
 spanning another batch would move that batch's rows ahead of some of the group's.
 
@@ -59,6 +60,8 @@ class CompactResult:
     merged_bytes: int
     #: batches left alone because a run in them is still going
     going: int
+    #: batches left alone because a run in them is stored twice (see :func:`_doubled`)
+    doubled: int = 0
     #: files removed: of batches replaced (by this or an earlier compaction) over keep_s ago
     removed: list[str] = field(default_factory=list)
     dry_run: bool = False
@@ -109,8 +112,10 @@ def _compact(st: Any, target_bytes: int, keep_s: float, dry_run: bool) -> Compac
     listings = {t: st._listing(t) for t in S.TABLES}
     size = {b: sum(int(listings[t][b].size or 0) for t in S.TABLES if b in listings[t]) for b in visible}
     runs_of, going_runs = _runs_by_batch(st, visible)
+    doubled_runs = _doubled(runs_of)
     going = {b for b, ids in runs_of.items() if ids & going_runs}
-    groups = _groups(sorted(visible), going, size, target_bytes)
+    doubled = {b for b, ids in runs_of.items() if ids & doubled_runs} - going
+    groups = _groups(sorted(visible), going | doubled, size, target_bytes)
     replaced_by = st.replaced_by(marks)
     written = 0
     for group in groups:
@@ -130,7 +135,7 @@ def _compact(st: Any, target_bytes: int, keep_s: float, dry_run: bool) -> Compac
     return CompactResult(store=st.path, batches_before=len(visible),
                          batches_after=len(visible) - merged + written, merged=merged, written=written,
                          merged_bytes=sum(size[b] for g in groups for b in g),
-                         going=len(going), removed=removed, dry_run=dry_run)
+                         going=len(going), doubled=len(doubled), removed=removed, dry_run=dry_run)
 
 
 def _runs_by_batch(st: Any, visible: dict[str, str]) -> tuple[dict[str, set[str]], set[str]]:
@@ -150,6 +155,31 @@ def _runs_by_batch(st: Any, visible: dict[str, str]) -> tuple[dict[str, set[str]
     latest = store_io._latest_run_rows(S.conform("runs", pa.concat_tables(tables, promote_options="permissive")))
     going = {r for r, s in zip(latest["run_id"].to_pylist(), latest["status"].to_pylist()) if s in GOING}
     return runs_of, going
+
+
+def _doubled(runs_of: dict[str, set[str]]) -> set[str]:
+    """Runs stored twice: by two ingests (one stopped between storing a fuller copy and
+    dropping the one it replaced), or by an ingest and the listener. The next ingest keeps one
+    copy, finding them by their batches' labels (``ingest-<run>``, ``<run>``), which a
+    compaction would merge away for good: their batches are left alone."""
+    from .io import is_compacted
+
+    batches_of: dict[str, list[str]] = {}
+    for b, ids in runs_of.items():
+        if is_compacted(b) or _label(b) == "edit":
+            continue
+        for r in ids:
+            batches_of.setdefault(r, []).append(b)
+    return {r for r, bs in batches_of.items()
+            if len(bs) > 1 and any(_label(b).startswith("ingest-") for b in bs)}
+
+
+def _label(batch_id: str) -> str:
+    """The label of a :func:`~.io.new_batch_id` id (``<13-digit ms>-<label>-<12 hex>``), else ''."""
+    import re
+
+    m = re.fullmatch(r"\d{13}-(.*)-[0-9a-f]{12}", batch_id)
+    return m.group(1) if m else ""
 
 
 def _groups(batches: list[str], going: set[str], size: dict[str, int], target: int) -> list[list[str]]:

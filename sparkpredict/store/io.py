@@ -338,7 +338,16 @@ class Store:
             # Marks before parts: a batch committed by then has had its parts written, and a
             # replaced one keeps its files a while after the compaction that replaced it.
             visible = self.visible_marks()
-            files = visible if table == S.COMMIT_TABLE else self._files(table)
+            if table == S.COMMIT_TABLE:
+                files = visible
+            else:
+                files = self._files(table)
+                # A batch that went between the two listings (replaced by a compaction whose
+                # leftovers were removed at once, dropped by an ingest) may have no parts
+                # listed, which reads as a batch without rows of this table: list again. One
+                # committed meanwhile is no matter: it is read next time.
+                if set(visible) - set(self.visible_marks()):
+                    continue
             batches = [b for b in sorted(files) if b in visible]
             try:
                 parts = self._read_parts(table, [(b, files[b]) for b in batches], keep, run_ids)
