@@ -1,7 +1,7 @@
 """Batch retraining as a Spark application: refit every job with new runs into the store's registry.
 
     spark-submit --master yarn --conf spark.pyspark.python=/path/to/python-with-sparkpredict \\
-        jobs/retrain.py --store hdfs:///sparkpredict/store [--force]
+        jobs/retrain.py --store hdfs:///sparkpredict/store [--force] [--compact]
 
 The store is read through Spark's Hadoop layer (any path Spark can read); the executors need
 sparkpredict installed in their Python. The registry is written by the driver through pyarrow's
@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-stage-models", dest="stage_models", action="store_false",
                     help="fit only the whole-job models")
     ap.add_argument("--partitions", type=int, help="fit tasks (default 4 x default parallelism)")
+    ap.add_argument("--compact", action="store_true",
+                    help="first merge the store's small batches on the driver (`sparkpredict store "
+                         "compact`, its defaults), so that this and every later read opens few files")
     ap.add_argument("--json-out", metavar="FILE",
                     help="also write the result's JSON to FILE (spark-submit merges this script's "
                          "stderr into its stdout: the JSON is stdout's last line)")
@@ -55,6 +58,17 @@ def main(argv: list[str] | None = None) -> int:
 
     from sparkpredict.retrain import result_if_current, retrain_spark
 
+    compaction = None
+    if args.compact:
+        from sparkpredict.cli.store_cmd import compact_json, compact_lines
+        from sparkpredict.store.compact import compact
+
+        try:
+            compaction = compact(args.store)
+        except SparkPredictError as exc:
+            return print_error(exc)
+        for line in compact_lines(compaction):
+            print(line, file=sys.stderr)
     try:
         # A nightly run on a quiet store: pyarrow finds every model current in a second, where
         # the session would start executors and ship every job to them to find the same.
@@ -73,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in report_lines(res):  # the driver's log: what `sparkpredict retrain` says
         print(line, file=sys.stderr)
     sys.stderr.flush()
-    doc = json.dumps(res.to_dict())
+    doc = json.dumps(res.to_dict() | ({"compaction": compact_json(compaction)} if compaction else {}))
     if args.json_out:
         from pathlib import Path
 

@@ -317,3 +317,44 @@ def test_runs_going_or_stored_twice_are_left_for_their_writers(tmp_path):
     # a compacted batch is named after the last batch it replaced, so it sorts where that did
     (compacted,) = [b for b in st.visible_marks() if store_io.is_compacted(b)]
     assert compacted.startswith(last_ok + "-compacted-000001-")
+
+
+def test_retrain_compact_merges_first_and_says_so(tmp_path, capsys, monkeypatch):
+    """`retrain --compact` and `jobs/retrain.py --compact`: the nightly retrain keeps the store
+    quick to read; its JSON carries `store compact --json`'s document under `compaction`."""
+    import importlib.util
+    import types
+
+    from sparkpredict.cli import main
+
+    class NoSpark:  # the models are current: neither may start a JVM here
+        def __getattr__(self, name):
+            pytest.fail(f"started Spark (SparkSession.{name})")
+
+    st = _copies(tmp_path, 12)
+    assert main(["retrain", "--local", "--no-stage-models", "--store", st.path]) == 0
+    capsys.readouterr()
+    assert main(["retrain", "--local", "--no-stage-models", "--compact", "--dry-run",
+                 "--store", st.path]) == 0
+    assert "would merge 12 batches" in capsys.readouterr().out and len(st.visible_marks()) == 12
+    assert main(["retrain", "--local", "--no-stage-models", "--compact", "--json",
+                 "--store", st.path]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["compaction"]["merged"], out["compaction"]["batches_after"], out["refit"]) == (12, 1, [])
+    assert len(st.visible_marks()) == 1
+
+    # runs of no job (recorded without spark.sparkpredict.job): no model is behind, so no Spark
+    st.append({"runs": st.read("runs").head(1).assign(run_id="late", app_id="late", job=None),
+               "tasks": st.read("tasks").head(3).assign(run_id="late")})
+    st.append({"runs": st.read("runs").head(1).assign(run_id="later", app_id="later", job=None)})
+    fake = types.ModuleType("pyspark.sql")
+    fake.SparkSession = NoSpark()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pyspark.sql", fake)
+    spec = importlib.util.spec_from_file_location(
+        "retrain_job", Path(__file__).resolve().parents[1] / "jobs" / "retrain.py")
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+    assert job.main(["--store", st.path, "--no-stage-models", "--compact"]) == 0
+    said = capsys.readouterr()
+    assert "merged 3 batches" in said.err
+    assert json.loads(said.out.strip().splitlines()[-1])["compaction"]["batches_after"] == 1

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from .store_cmd import compact_json, compact_lines
 
 if TYPE_CHECKING:
     from ..retrain import RetrainResult
@@ -41,6 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="model kind of every fit: auto (default), hybrid, an equation or an ML kind")
     p.add_argument("--no-stage-models", dest="stage_models", action="store_false",
                    help="fit only the whole-job models, not each job's stage-level forests")
+    p.add_argument("--compact", action="store_true",
+                   help="first merge the store's small batches (`sparkpredict store compact`, its "
+                        "defaults): a nightly retrain keeps the store quick to read")
     p.add_argument("--dry-run", action="store_true", help="only say which jobs would be refit, and how")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_run)
@@ -58,6 +63,14 @@ def _run(args: argparse.Namespace) -> int:
         RT.check_master(args.master)
     RT.check_kind(args.kind)
     use_spark = True if (args.spark or args.master) else (False if args.local else None)
+    compacted = None
+    if args.compact:
+        from ..store.compact import compact
+
+        compacted = compact(args.store, dry_run=args.dry_run)
+        if not args.json:
+            for line in compact_lines(compacted):
+                print(line)
     if args.dry_run:
         out = RT.plan_path(args.store, force=args.force, kind=args.kind, stage_models=args.stage_models,
                            jobs=args.job)
@@ -66,7 +79,7 @@ def _run(args: argparse.Namespace) -> int:
         out["crossover_jobs"] = RT.crossover_jobs(args.kind)
         stale, path = out["to_refit"], out["path"]
         if args.json:
-            print(json.dumps(out, indent=2))
+            print(json.dumps(out | _compaction(compacted), indent=2))
         else:
             # the crossover only chose the path when neither --spark nor --local forced it
             crossover = "" if use_spark is not None else (
@@ -91,11 +104,16 @@ def _run(args: argparse.Namespace) -> int:
                          kind=args.kind, stage_models=args.stage_models, spark_logs=args.verbose,
                          jobs=args.job)
     if args.json:
-        print(json.dumps(res.to_dict(), indent=2))
+        print(json.dumps(res.to_dict() | _compaction(compacted), indent=2))
     else:
         for line in report_lines(res):
             print(line)
     return res.exit_code
+
+
+def _compaction(r: Any) -> dict[str, Any]:
+    """``{"compaction": ...}`` of a ``--compact`` retrain's JSON (``store compact --json``'s keys)."""
+    return {} if r is None else {"compaction": compact_json(r)}
 
 
 def report_lines(res: RetrainResult) -> list[str]:

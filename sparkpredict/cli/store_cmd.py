@@ -62,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "store's writer lock; on a remote store (no lock) run one compact, ingest or edit at a "
         "time. sparkpredicts from before this command, and plain spark.read.parquet, "
         "see the replaced rows twice until their files are removed. With --json: {store, dry_run, "
-        "batches_before, batches_after, merged, written, merged_bytes, going, removed_files}; "
+        "batches_before, batches_after, merged, written, merged_bytes, going, doubled, removed_files} (going, doubled: batches left alone for runs still going or stored twice); "
         "an error is {error, fix} on stdout.")
     k.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     k.add_argument("--target-size", default="64MB", metavar="SIZE",
@@ -331,10 +331,9 @@ def _compact(args: argparse.Namespace) -> int:
     import json
 
     from .. import store as store_mod
-    from ..config import store_for_display
     from ..errors import InputError
     from ..store.compact import compact
-    from ..units import format_bytes, format_duration, parse_bytes, plural
+    from ..units import parse_bytes
 
     keep_s = _age(args.keep, "--keep", "removing the replaced batches' files now")
     try:
@@ -344,30 +343,51 @@ def _compact(args: argparse.Namespace) -> int:
     st = store_mod.open(args.store)
     r = compact(st, target_bytes=target, keep_s=keep_s, dry_run=args.dry_run)
     if args.json:
-        print(json.dumps({"store": store_for_display(r.store), "dry_run": r.dry_run,
-                          "batches_before": r.batches_before, "batches_after": r.batches_after,
-                          "merged": r.merged, "written": r.written, "merged_bytes": r.merged_bytes,
-                          "going": r.going, "removed_files": len(r.removed)}))
+        print(json.dumps(compact_json(r)))
         return 0
+    for line in compact_lines(r):
+        print(line)
+    return 0
+
+
+def compact_json(r: Any) -> dict[str, Any]:
+    """A :class:`~sparkpredict.store.compact.CompactResult` as ``store compact --json`` prints it
+    (and ``retrain --compact --json`` under ``compaction``)."""
+    from ..config import store_for_display
+
+    return {"store": store_for_display(r.store), "dry_run": r.dry_run, "batches_before": r.batches_before,
+            "batches_after": r.batches_after, "merged": r.merged, "written": r.written,
+            "merged_bytes": r.merged_bytes, "going": r.going, "doubled": r.doubled,
+            "removed_files": len(r.removed)}
+
+
+def compact_lines(r: Any) -> list[str]:
+    """What a compaction did, for a person (``store compact``, ``retrain --compact``)."""
+    from ..config import store_for_display
+    from ..units import format_bytes, format_duration, plural
+
     would = "would merge" if r.dry_run else "merged"
     where = f"store {store_for_display(r.store)}"
     if r.merged:
-        print(f"{where}: {would} {plural(r.merged, 'batch', 'batches')} ({format_bytes(r.merged_bytes)}) into "
-              f"{r.written}; a reader {'would open' if r.dry_run else 'opens'} "
-              f"{plural(r.batches_after, 'batch', 'batches')}, not {r.batches_before:,}")
+        lines = [(f"{where}: {would} {plural(r.merged, 'batch', 'batches')} ({format_bytes(r.merged_bytes)}) "
+                 f"into {r.written}; a reader {'would open' if r.dry_run else 'opens'} "
+                 f"{plural(r.batches_after, 'batch', 'batches')}, not {r.batches_before:,}")]
     else:
-        print(f"{where}: nothing to merge ({plural(r.batches_before, 'batch', 'batches')}, none of them "
-              "small and next to another small one)")
+        lines = [(f"{where}: nothing to merge ({plural(r.batches_before, 'batch', 'batches')}, none of them "
+                 "small and next to another small one)")]
     if r.going:
-        print(f"left alone: {plural(r.going, 'batch', 'batches')} of runs still going; a later compact takes them")
-    verb = "would remove" if r.dry_run else "removed"
+        lines.append(f"left alone: {plural(r.going, 'batch', 'batches')} of runs still going; a later "
+                     "compact takes them")
+    if r.doubled:
+        lines.append(f"left alone: {plural(r.doubled, 'batch', 'batches')} of runs stored twice; the next "
+                     "`sparkpredict ingest` keeps one copy, and a later compact takes it")
     if r.removed:
-        print(f"{verb} {plural(len(r.removed), 'file')} of batches replaced over "
-              f"{format_duration(keep_s) if keep_s else '0s'} ago")
-    if r.merged and keep_s > 0:
-        print(f"the replaced batches' files stay {format_duration(keep_s)} for readers still reading "
-              "them; the next compact or `store clean` removes them")
-    return 0
+        lines.append(f"{'would remove' if r.dry_run else 'removed'} {plural(len(r.removed), 'file')} of "
+                     f"batches replaced over {format_duration(r.keep_s) if r.keep_s else '0s'} ago")
+    if r.merged and r.keep_s > 0:
+        lines.append(f"the replaced batches' files stay {format_duration(r.keep_s)} for readers still "
+                     "reading them; the next compact or `store clean` removes them")
+    return lines
 
 
 def _kept(st: Any, taken: list[str], age_s: float, older_than: str) -> list[str]:

@@ -65,6 +65,8 @@ class CompactResult:
     #: files removed: of batches replaced (by this or an earlier compaction) over keep_s ago
     removed: list[str] = field(default_factory=list)
     dry_run: bool = False
+    #: how long the replaced files stay (seconds)
+    keep_s: float = KEEP_S
 
 
 def compact(store: Any = None, *, target_bytes: int = TARGET_BYTES, keep_s: float = KEEP_S,
@@ -135,7 +137,8 @@ def _compact(st: Any, target_bytes: int, keep_s: float, dry_run: bool) -> Compac
     return CompactResult(store=st.path, batches_before=len(visible),
                          batches_after=len(visible) - merged + written, merged=merged, written=written,
                          merged_bytes=sum(size[b] for g in groups for b in g),
-                         going=len(going), doubled=len(doubled), removed=removed, dry_run=dry_run)
+                         going=len(going), doubled=len(doubled), removed=removed, dry_run=dry_run,
+                         keep_s=keep_s)
 
 
 def _runs_by_batch(st: Any, visible: dict[str, str]) -> tuple[dict[str, set[str]], set[str]]:
