@@ -175,3 +175,40 @@ def test_F2_stage_table_waves_round_up():
 def test_M2_task_ratio_inclusive():
     from sparkpredict.monitor_baseline import _tasks_close
     assert _tasks_close(pd.Series([30.0, 31.0, 13.0]), 20.0).tolist() == [True, False, False]
+
+
+def test_R5_replay_floor_is_five_percent_of_the_replayed_wall(monkeypatch):
+    import sparkpredict.models.replay as replay_mod
+    m = _replay([A, B])
+    monkeypatch.setattr(replay_mod, "head_shift_s", lambda *a, **k: 0.0)
+    wall = m.predict(_q(31999986.0, 3))[0]
+    monkeypatch.setattr(replay_mod, "head_shift_s", lambda *a, **k: -1e12)  # a driver trend far below zero
+    assert m.predict(_q(31999986.0, 3))[0] == pytest.approx(0.05 * wall)
+
+def test_T1_stage_rate_is_per_mib_plus_one():
+    from sparkpredict.models.stages import StageRuntimeModel
+    t = pd.DataFrame({"bytes_in_per_task": [0.0, MB, 3 * MB], "task_ms": [10.0, 10.0, 10.0]})
+    assert StageRuntimeModel(target="rate")._target(t).tolist() == [10.0, 5.0, 2.5]
+    assert StageRuntimeModel(target="task_ms")._target(t).tolist() == [10.0, 10.0, 10.0]
+
+def test_K1_input_stage_when_input_at_least_shuffle_read():
+    from sparkpredict.features.stages import stage_table
+    runs = pd.DataFrame([{"run_id": "r", "job": "j", "input_bytes": 8 * MB, "executors_max": 1,
+                          "executor_cores": 1, "task_slots": 1, "properties_json": "{}"}])
+    base = {"run_id": "r", "stage_attempt_id": 0, "num_tasks": 1, "submission_ms": 0,
+            "parent_stage_ids_json": "[]", "executor_run_time_ms": 10, "num_task_rows": 1,
+            "duration_ms": 10, "status": "succeeded"}
+    stages = pd.DataFrame([{**base, "stage_id": i, "name": f"s{i} at q.py:{i}", "input_bytes": inp,
+                            "shuffle_read_bytes": shuf}
+                           for i, (inp, shuf) in enumerate([(MB, MB), (MB - 1, MB), (0, 0)])])
+    t = stage_table(runs, stages).set_index("stage_id")
+    assert t["is_input_stage"].tolist() == [1.0, 0.0, 0.0]
+
+def test_H1_flat_beyond_sizes_from_one_and_a_half_times_the_largest():
+    from test_prediction_limits import _flat_runs
+
+    from sparkpredict.models.hybrid import JobRuntimeModel
+    m = JobRuntimeModel().fit(_flat_runs())
+    top = m.training_range_["input_bytes"][1]
+    q = {"input_bytes": np.array([1.5 * top, 1.49 * top]), "executors": np.ones(2)}
+    assert m.flat_beyond_sizes(q).tolist() == [True, False]
