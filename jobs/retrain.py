@@ -60,10 +60,12 @@ def main(argv: list[str] | None = None) -> int:
 
     compaction = None
     if args.compact:
+        from sparkpredict.cli.retrain import refuse_unknown_jobs
         from sparkpredict.cli.store_cmd import compact_json, compact_lines
         from sparkpredict.store.compact import compact
 
         try:
+            refuse_unknown_jobs(args.store, args.job)  # refused before the store is rewritten
             compaction = compact(args.store)
         except SparkPredictError as exc:
             return print_error(exc)

@@ -72,12 +72,14 @@ def _spark_schema(table: str):
     return T.StructType([T.StructField(f.name, m[f.type], True) for f in S.TABLES[table]])
 
 
-def _visible_batches(spark: Any, st: store_io.Store):
+def _visible_batches(spark: Any, st: store_io.Store, used: set[str] | None = None):
     """A one-column (``_batch``) DataFrame of the batches a reader reads (:meth:`Store.visible_marks`):
-    committed, and not replaced by a compaction."""
+    committed, and not replaced by a compaction. Their ids are added to ``used``."""
     from pyspark.sql import types as T
 
     ids = sorted(st.visible_marks())
+    if used is not None:
+        used.update(ids)
     return spark.createDataFrame([(b,) for b in ids], T.StructType([T.StructField("_batch", T.StringType())]))
 
 
@@ -87,7 +89,7 @@ def _batch(col):
     return F.regexp_extract(col, r"^part-(.*)\.parquet$", 1)
 
 
-def read_runs_spark(spark: Any, st: store_io.Store):
+def read_runs_spark(spark: Any, st: store_io.Store, used: set[str] | None = None):
     """The committed runs of the store as a Spark DataFrame, latest row per run_id.
 
     Every visible ``runs/part-*.parquet`` (one a compaction replaced is not) is a commit mark,
@@ -97,7 +99,7 @@ def read_runs_spark(spark: Any, st: store_io.Store):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    visible = _visible_batches(spark, st)
+    visible = _visible_batches(spark, st, used)
     df = (spark.read.schema(_spark_schema("runs")).option("pathGlobFilter", "part-*.parquet")
           .option("ignoreMissingFiles", "true")
           .parquet(f"{spark_path(st)}/runs").withColumn("_file", F.col("_metadata.file_name"))
@@ -113,14 +115,14 @@ def read_runs_spark(spark: Any, st: store_io.Store):
             .where(F.col("job").isNotNull()))
 
 
-def read_committed_spark(spark: Any, st: store_io.Store, table: str):
+def read_committed_spark(spark: Any, st: store_io.Store, table: str, used: set[str] | None = None):
     """Rows of ``stages``/``tasks``/``executors`` whose batch a reader reads: it has a runs
     file (the commit protocol), and no compaction replaced it."""
     from pyspark.sql import functions as F
 
     # the visible batches are listed before Spark lists the parts: a batch committed by then
     # has its parts written, and a replaced one's files stay a while after its compaction
-    visible = _visible_batches(spark, st)
+    visible = _visible_batches(spark, st, used)
     rows = (spark.read.schema(_spark_schema(table)).option("pathGlobFilter", "part-*.parquet")
             .option("ignoreMissingFiles", "true")
             .parquet(f"{spark_path(st)}/{table}").withColumn("_batch", _batch(F.col("_metadata.file_name"))))
@@ -180,11 +182,11 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
         if st.fs.get_file_info(f"{st.root.rstrip('/')}/runs").type == pafs.FileType.Directory:
             udf = _make_udf(random_state, kind, force, _prev_state(prev, failures, R.present_artifacts(st)), stage_models)
             for _ in range(store_io._READ_TRIES):
-                seen = set(st.visible_marks())
-                rows = _fit_rows(spark, st, udf, jobs, method, stage_models)
-                # Spark skips a file gone since it listed it: a batch that went meanwhile (a
-                # compaction's leftovers removed, an ingest's copy dropped) may have lost rows
-                gone = seen - set(st.visible_marks())
+                used: set[str] = set()
+                rows = _fit_rows(spark, st, udf, jobs, method, stage_models, used)
+                # Spark skips a file gone since it listed it: a batch it read that went meanwhile
+                # (a compaction's leftovers removed, an ingest's copy dropped) may have lost rows
+                gone = used - set(st.visible_marks())
                 if not gone:
                     break
                 log.info("store %s: %d batch(es) went while Spark read it; reading it again", st.path, len(gone))
@@ -204,19 +206,20 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
 
 
 def _fit_rows(spark: Any, st: store_io.Store, udf: Any, jobs: list[str] | None, method: str,
-              stage_models: bool) -> list:
-    """The fit step's rows, collected: one Spark job over the store's visible batches."""
+              stage_models: bool, used: set[str]) -> list:
+    """The fit step's rows, collected: one Spark job over the store's visible batches (their
+    ids added to ``used``)."""
     from pyspark.sql import functions as F
 
     try:
-        latest = read_runs_spark(spark, st)
+        latest = read_runs_spark(spark, st, used)
     except Exception as exc:  # py4j's Py4JJavaError, without importing py4j
         if "UnsupportedFileSystemException" not in str(exc):
             raise
         raise NoSparkFileSystem(st.path) from None
     if jobs is not None:
         latest = latest.where(F.col("job").isin(sorted(set(jobs))))
-    detail = _detail_rows(spark, st, latest) if stage_models else None
+    detail = _detail_rows(spark, st, latest, used) if stage_models else None
     if detail is not None:
         return (latest.groupBy("job").cogroup(detail.groupBy("job"))
                 .applyInPandas(_cogroup_udf(udf), _UDF_SCHEMA).collect())
@@ -241,7 +244,7 @@ def _commit_rows(st: store_io.Store, prev: pd.DataFrame, failures: Failures, row
                    result, on_artifact, failures=failures, fingerprints=fps, kind=kind)
 
 
-def _detail_rows(spark: Any, st: store_io.Store, latest: Any) -> Any:
+def _detail_rows(spark: Any, st: store_io.Store, latest: Any, used: set[str] | None = None) -> Any:
     """Committed stage and task rows with their run's job, as one frame (``_table`` says which),
     or None when the store has no stage rows."""
     from pyspark.sql import functions as F
@@ -253,7 +256,7 @@ def _detail_rows(spark: Any, st: store_io.Store, latest: Any) -> Any:
     # New attributes for the job column: `latest` is cogrouped with this frame, and a column it
     # shares by lineage makes Spark's analyser call the grouping key ambiguous.
     jobs_of = latest.select(F.col("run_id").alias("_run_id"), F.col("job").alias("_job"))
-    parts = [read_committed_spark(spark, st, t)
+    parts = [read_committed_spark(spark, st, t, used)
              .join(jobs_of, F.col("run_id") == F.col("_run_id")).drop("_run_id")
              .withColumnRenamed("_job", "job").withColumn("_table", F.lit(t))
              for t in have]

@@ -12,6 +12,8 @@ import threading
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -181,6 +183,54 @@ def test_two_compactions_of_the_same_batch_are_an_error_naming_the_fix(tmp_path)
         st.append({"runs": rows}, replaces=batches)
 
 
+def test_of_two_compactions_at_once_the_error_names_the_one_to_remove(tmp_path):
+    """One replaced A and B, the other A, B and D, and both removed what they replaced (keep 0):
+    removing the one whose batches the other holds too loses nothing; the other would lose D."""
+    st = _copies(tmp_path, 4)
+    a, b, _c, d = sorted(st.visible_marks())
+    rows = st.read("runs", form="arrow", all_rows=True)
+    tasks = st.read("tasks", form="arrow")
+
+    def of(ids):
+        return [f"app-{i:04d}" for i in ids]
+
+    def rows_of(table, ids):
+        return table.filter(pc.is_in(table["run_id"], pa.array(of(ids))))
+
+    small = st.append({"runs": rows_of(rows, [0, 1]), "tasks": rows_of(tasks, [0, 1])},
+                      batch_id=store_io.compacted_id(b), replaces=[a, b])
+    big = st.append({"runs": rows_of(rows, [0, 1, 3]), "tasks": rows_of(tasks, [0, 1, 3])},
+                    batch_id=store_io.compacted_id(d), replaces=[a, b, d])
+    for x in (a, b, d):
+        for t in ("runs", "tasks", "stages", "executors"):
+            (tmp_path / "st" / t / f"part-{x}.parquet").unlink(missing_ok=True)
+    with pytest.raises(StoreError) as e:
+        st.runs()
+    assert f"remove runs/part-{small}.parquet" in e.value.fix and big not in e.value.fix
+    (tmp_path / "st" / "runs" / f"part-{small}.parquet").unlink()
+    assert sorted(st.runs().run_id) == of([0, 1, 2, 3])
+    assert st.read("tasks")["run_id"].value_counts().to_dict() == tasks.to_pandas()["run_id"].value_counts().to_dict()
+
+
+def test_a_damaged_compacted_file_is_an_error_whose_fix_is_a_backup(tmp_path):
+    st = _copies(tmp_path, 3)
+    C.compact(st, keep_s=0)
+    (batch,) = st.visible_marks()
+    for table in ("runs", "tasks"):
+        target = tmp_path / "st" / table / f"part-{batch}.parquet"
+        good = target.read_bytes()
+        target.write_bytes(good[:100])
+        store_io._supersedes_cache.clear()
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        # runs: every read lists the batches; tasks: a replay reads the run's task rows
+        cmd = ["store", "summary"] if table == "runs" else ["simulate", "app-0001"]
+        out = subprocess.run([sys.executable, "-m", "sparkpredict", *cmd, "--store", str(tmp_path / "st")],
+                             capture_output=True, text=True, env=env, check=False)
+        assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr
+        assert "fix: restore" in out.stderr and "backup" in out.stderr, out.stderr
+        target.write_bytes(good)
+
+
 def test_bad_arguments_and_a_store_without_runs(tmp_path):
     st = store.open(tmp_path / "empty", create=True)
     r = C.compact(st)
@@ -231,6 +281,16 @@ def _cli(*args, **kw):
                           capture_output=True, text=True, env=env, check=False, **kw)
 
 
+def test_a_dry_run_with_keep_0_counts_what_the_run_removes(tmp_path):
+    st = _copies(tmp_path, 5)
+    C.compact(st)  # leaves 20 replaced files
+    st.append({"runs": st.read("runs").head(1).assign(run_id="x", app_id="x")})
+    dry = C.compact(st, keep_s=0, dry_run=True)
+    real = C.compact(st, keep_s=0)
+    assert (dry.merged, len(dry.removed)) == (real.merged, len(real.removed)) == (2, 20 + 4 + 1)
+    assert sorted(dry.removed) == sorted(real.removed)
+
+
 def test_cli_dry_run_writes_nothing_then_compacts(tmp_path):
     st = _copies(tmp_path, 6, going=1)
     files = sorted(p for p in (tmp_path / "st").rglob("*"))
@@ -244,7 +304,7 @@ def test_cli_dry_run_writes_nothing_then_compacts(tmp_path):
     assert got["removed_files"] == 0 and got["merged_bytes"] > 0
     assert len(st.visible_marks()) == 2
     out = _cli("--store", str(tmp_path / "st"), "--keep", "0")
-    assert "nothing to merge" in out.stdout and "removed 20 files" in out.stdout, out.stdout
+    assert "nothing to merge in its 2 batches\n" in out.stdout and "removed 20 files" in out.stdout, out.stdout
     for args, said in ((["--keep", "-3"], "--keep"), (["--target-size", "lots"], "--target-size")):
         out = _cli("--store", str(tmp_path / "st"), *args)
         assert out.returncode == 2 or out.returncode == 1
@@ -334,6 +394,9 @@ def test_retrain_compact_merges_first_and_says_so(tmp_path, capsys, monkeypatch)
     st = _copies(tmp_path, 12)
     assert main(["retrain", "--local", "--no-stage-models", "--store", st.path]) == 0
     capsys.readouterr()
+    # a --job without runs is refused before the store is rewritten
+    assert main(["retrain", "--local", "--no-stage-models", "--compact", "--job", "nope", "--store", st.path]) == 2
+    assert "no runs of job 'nope'" in capsys.readouterr().err and len(st.visible_marks()) == 12
     assert main(["retrain", "--local", "--no-stage-models", "--compact", "--dry-run",
                  "--store", st.path]) == 0
     assert "would merge 12 batches" in capsys.readouterr().out and len(st.visible_marks()) == 12

@@ -67,6 +67,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.compact:
         from ..store.compact import compact
 
+        # a --job without runs is refused before the store is rewritten, not after
+        refuse_unknown_jobs(args.store, args.job)
         compacted = compact(args.store, dry_run=args.dry_run)
         if not args.json:
             for line in compact_lines(compacted):
@@ -109,6 +111,18 @@ def _run(args: argparse.Namespace) -> int:
         for line in report_lines(res):
             print(line)
     return res.exit_code
+
+
+def refuse_unknown_jobs(store: str | None, jobs: list[str] | None) -> None:
+    """Refuse ``--job`` names without runs in ``store`` (as the retrain would) before anything
+    is written: ``--compact`` rewrites the store first."""
+    if not jobs:
+        return
+    from ..retrain_plan import check_jobs
+    from ..store import io as store_io
+
+    st = store_io.open(store)
+    check_jobs(jobs, st.read("runs", columns=["job"])["job"], f"store {st.path!r}")
 
 
 def _compaction(r: Any) -> dict[str, Any]:

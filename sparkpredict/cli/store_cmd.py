@@ -56,8 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "and after. A read opens a file per batch and table: a store of 3,000 one-batch runs read "
         "each table in 4 to 5 s here, and in 0.02 to 0.22 s compacted (benchmarks/RESULTS.md, "
         "store reads). Batches of runs still "
-        "going (running, or an incomplete ingested log) are left alone, and so are batches "
-        "already half of --target-size. The replaced batches' files stay --keep (10m) for "
+        "going (running, or an incomplete ingested log) are left alone, and so are batches of a "
+        "run stored twice (the next ingest keeps one copy) and batches already half of --target-size. The replaced batches' files stay --keep (10m) for "
         "readers still reading them; this command or `store clean` removes them later. Holds the "
         "store's writer lock; on a remote store (no lock) run one compact, ingest or edit at a "
         "time. sparkpredicts from before this command, and plain spark.read.parquet, "
@@ -373,8 +373,8 @@ def compact_lines(r: Any) -> list[str]:
                  f"into {r.written}; a reader {'would open' if r.dry_run else 'opens'} "
                  f"{plural(r.batches_after, 'batch', 'batches')}, not {r.batches_before:,}")]
     else:
-        lines = [(f"{where}: nothing to merge ({plural(r.batches_before, 'batch', 'batches')}, none of them "
-                 "small and next to another small one)")]
+        why = "" if r.going or r.doubled else ": none is small and next to another small one"
+        lines = [f"{where}: nothing to merge in its {plural(r.batches_before, 'batch', 'batches')}{why}"]
     if r.going:
         lines.append(f"left alone: {plural(r.going, 'batch', 'batches')} of runs still going; a later "
                      "compact takes them")
@@ -385,8 +385,9 @@ def compact_lines(r: Any) -> list[str]:
         lines.append(f"{'would remove' if r.dry_run else 'removed'} {plural(len(r.removed), 'file')} of "
                      f"batches replaced over {format_duration(r.keep_s) if r.keep_s else '0s'} ago")
     if r.merged and r.keep_s > 0:
-        lines.append(f"the replaced batches' files stay {format_duration(r.keep_s)} for readers still "
-                     "reading them; the next compact or `store clean` removes them")
+        lines.append(f"the replaced batches' files {'would stay' if r.dry_run else 'stay'} "
+                     f"{format_duration(r.keep_s)} for readers still reading them; the next compact or "
+                     "`store clean` removes them")
     return lines
 
 

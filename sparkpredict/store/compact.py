@@ -131,6 +131,9 @@ def _compact(st: Any, target_bytes: int, keep_s: float, dry_run: bool) -> Compac
         written += 1
     merged = sum(len(g) for g in groups)
     removed = st.replaced_files(keep_s)
+    if dry_run and keep_s == 0:  # what this compaction replaces goes at once too
+        merging = {b for g in groups for b in g}
+        removed += sorted(info.path for t in S.TABLES for b, info in listings[t].items() if b in merging)
     if not dry_run:
         removed = st.delete_files(removed, "no reader reads these files; the next compaction or "
                                            "`sparkpredict store clean` removes them")

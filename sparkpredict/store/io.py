@@ -30,6 +30,8 @@ Form = Literal["pandas", "arrow"]
 
 _warned_credentials: set[str] = set()
 _warned_many: set[str] = set()
+#: (store, runs file, size, mtime) -> the batches that compacted runs file replaced
+_supersedes_cache: dict[tuple, list[str]] = {}
 
 
 def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
@@ -125,33 +127,60 @@ class Store:
         """Batches with a runs file, those a compaction replaced included (:meth:`visible_marks`)."""
         return set(self._files(S.COMMIT_TABLE))
 
-    def supersedes(self, runs_file: str) -> list[str]:
-        """The batches a compacted batch's runs file replaced (read from its footer)."""
-        with self.fs.open_input_file(runs_file) as f:
-            meta = pq.ParquetFile(f).metadata.metadata or {}
+    def supersedes(self, runs_file: str, info: pafs.FileInfo | None = None) -> list[str]:
+        """The batches a compacted batch's runs file replaced (read from its footer; with the
+        file's ``info``, once per process, as sparkpredict never rewrites such a file)."""
+        key = None if info is None else (self.path, runs_file, info.size, info.mtime_ns)
+        if key is not None and key in _supersedes_cache:
+            return _supersedes_cache[key]
+        fix = ("restore the file from a backup: it holds the rows of many runs, and removing it would "
+               "leave the batches it replaced unread, or once `store compact` removed them, lost")
+        try:
+            with self.fs.open_input_file(runs_file) as f:
+                meta = pq.ParquetFile(f).metadata.metadata or {}
+        except (FileNotFoundError, PermissionError):
+            raise
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            raise StoreError(f"unreadable compacted batch {runs_file!r} in store: {exc}", fix) from exc
         raw = meta.get(SUPERSEDES_KEY)
         try:
             ids = json.loads(raw) if raw is not None else None
         except ValueError:
             ids = None
         if not isinstance(ids, list) or not all(isinstance(b, str) for b in ids):
-            raise StoreError(f"compacted batch {runs_file!r} does not say which batches it replaced",
-                             "restore the file from a backup; removing it would leave the batches it "
-                             "replaced, if `store compact` has removed them, unread")
+            raise StoreError(f"compacted batch {runs_file!r} does not say which batches it replaced", fix)
+        if key is not None:
+            _supersedes_cache[key] = ids
         return ids
 
-    def replaced_by(self, marks: dict[str, pafs.FileInfo] | None = None) -> dict[str, str]:
+    def _replaces(self, marks: dict[str, pafs.FileInfo]) -> dict[str, list[str]]:
+        """compacted batch -> the batches it replaced, of the compacted batches in ``marks``
+        (footers read on a thread pool when not known yet: each is a round trip on S3)."""
+        compacted = sorted(b for b in marks if is_compacted(b))
+
+        def one(b: str) -> list[str] | None:
+            try:
+                return self.supersedes(marks[b].path, marks[b])
+            except FileNotFoundError:  # removed by a later compaction that replaced it
+                return None
+
+        if len(compacted) > 4:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=min(16, len(compacted))) as pool:
+                found = list(pool.map(one, compacted))
+        else:
+            found = [one(b) for b in compacted]
+        return {b: ids for b, ids in zip(compacted, found) if ids is not None}
+
+    def replaced_by(self, marks: dict[str, pafs.FileInfo] | None = None,
+                    replaces: dict[str, list[str]] | None = None) -> dict[str, str]:
         """batch -> the compacted batch that replaced it, of the batches that still have a runs file."""
         marks = self._listing(S.COMMIT_TABLE) if marks is None else marks
+        replaces = self._replaces(marks) if replaces is None else replaces
         out: dict[str, str] = {}
-        for b in sorted(marks):
-            if not is_compacted(b):
-                continue
-            try:
-                gone = self.supersedes(marks[b].path)
-            except FileNotFoundError:  # removed by a later compaction that replaced it
-                continue
-            for old in gone:
+        for b in sorted(replaces):
+            for old in replaces[b]:
                 if old in marks and old != b:
                     out[old] = b
         return out
@@ -161,25 +190,17 @@ class Store:
         compaction replaced (the compacted batch holds their rows, and their files stay a while
         for readers that listed the store before it)."""
         marks = self._listing(S.COMMIT_TABLE) if marks is None else marks
-        replaced = self.replaced_by(marks)
+        replaces = self._replaces(marks)
+        replaced = self.replaced_by(marks, replaces)
         visible = {b: info.path for b, info in marks.items() if b not in replaced}
         # A compacted batch lists every still-present batch its own members replaced, so two
         # visible ones replacing the same batch means two compactions ran at once.
         owners: dict[str, str] = {}
-        for b in sorted(visible):
-            if not is_compacted(b):
-                continue
-            try:
-                gone = self.supersedes(visible[b])
-            except FileNotFoundError:
-                continue
-            for old in gone:
+        for b in sorted(b for b in replaces if b in visible):
+            for old in replaces[b]:
                 if old in owners:
-                    raise StoreError(f"batches {owners[old]!r} and {b!r} of store {self.path!r} both "
-                                     f"replace batch {old!r}: two `store compact` ran at once",
-                                     "run `sparkpredict store compact` on a remote store one at a time; "
-                                     f"remove runs/part-{b}.parquet (the later one's commit mark) to "
-                                     "read the store as before it")
+                    raise _two_compactions(self.path, owners[old], b, set(replaces[owners[old]]),
+                                           set(replaces[b]), old)
                 owners[old] = b
         return visible
 
@@ -396,14 +417,16 @@ class Store:
                 raise
             except Exception as exc:
                 raise StoreError(f"unreadable Parquet file {path!r} in store: {exc}",
+                                 "restore it from a backup: it holds the rows of many runs (a compacted "
+                                 "batch)" if is_compacted(batch) else
                                  "move the file out of the store folder; other runs are unaffected") from exc
             return t.select([c for c in t.column_names if c in want])
 
-        if len(files) > 8:
+        if len(files) > 4:
             # Each file costs a round trip (an S3 GET, a local open): overlap them.
             from concurrent.futures import ThreadPoolExecutor
 
-            with ThreadPoolExecutor(max_workers=min(16, len(files) // 8 + 1)) as pool:
+            with ThreadPoolExecutor(max_workers=min(16, len(files))) as pool:
                 parts = list(pool.map(one, files))
         else:
             parts = [one(f) for f in files]
@@ -586,6 +609,21 @@ class Store:
             raise StoreError(f"cannot write to store {self.path!r}: {exc}", self._write_fix()) from exc
         log.debug("store %s: committed batch %s", self.path, batch_id)
         return batch_id
+
+
+def _two_compactions(path: str, first: str, second: str, a: set[str], b: set[str], old: str) -> StoreError:
+    """Two visible compacted batches that both replace ``old``: two compactions ran at once on a
+    store without a lock. Removing one whose replaced batches the other replaced too loses
+    nothing; otherwise the removed one's other batches come back only while their files last."""
+    msg = (f"batches {first!r} and {second!r} of store {path!r} both replace batch {old!r}: two "
+           "`store compact` ran at once, and their rows would be read twice")
+    if a <= b or b <= a:
+        inner = first if a <= b else second
+        return StoreError(msg, f"remove runs/part-{inner}.parquet: the other batch holds all its rows; "
+                               "on a remote store, run `sparkpredict store compact` one at a time")
+    return StoreError(msg, "restore the store from a backup, or remove the runs file of one of them only if "
+                           "the batches it replaced are still in the store (`store compact --keep` keeps "
+                           "them 10 minutes); on a remote store, run `store compact` one at a time")
 
 
 def _latest_run_rows(runs: pa.Table) -> pa.Table:
