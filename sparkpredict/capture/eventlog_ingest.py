@@ -274,9 +274,8 @@ def _label(run_id: str) -> str:
 def _batches(st: Store) -> dict[str, list[tuple[str, str]]]:
     """label -> (batch id, runs file) of the store's committed batches, oldest first: the runs
     folder listed once. A batch id is <13-digit ms>-<label>-<12 hex> (:func:`new_batch_id`)."""
-    import re
+    from ..store.io import batch_label
 
-    name = re.compile(r"\d{13}-(.*)-[0-9a-f]{12}")
     out: dict[str, list[tuple[str, str]]] = {}
     try:
         # a batch a compaction replaced is no copy of anything: its rows are read from another
@@ -284,9 +283,9 @@ def _batches(st: Store) -> dict[str, list[tuple[str, str]]]:
     except OSError:
         return out
     for b, path in sorted(batches.items()):
-        m = name.fullmatch(b)
-        if m:
-            out.setdefault(m.group(1), []).append((b, path))
+        label = batch_label(b)
+        if label is not None:
+            out.setdefault(label, []).append((b, path))
     return out
 
 

@@ -149,6 +149,7 @@ def _runs_by_batch(st: Any, visible: dict[str, str]) -> tuple[dict[str, set[str]
     import pyarrow as pa
 
     from . import io as store_io
+    from . import schema as S
 
     cols = ["run_id", "status", "updated_ms", "start_ms"]
     ids = sorted(visible)
@@ -156,8 +157,6 @@ def _runs_by_batch(st: Any, visible: dict[str, str]) -> tuple[dict[str, set[str]
     runs_of = {b: set(t["run_id"].to_pylist()) for b, t in zip(ids, tables)}
     if not tables:
         return runs_of, set()
-    from . import schema as S
-
     latest = store_io._latest_run_rows(S.conform("runs", pa.concat_tables(tables, promote_options="permissive")))
     going = {r for r, s in zip(latest["run_id"].to_pylist(), latest["status"].to_pylist()) if s in GOING}
     return runs_of, going
@@ -168,24 +167,17 @@ def _doubled(runs_of: dict[str, set[str]]) -> set[str]:
     dropping the one it replaced), or by an ingest and the listener. The next ingest keeps one
     copy, finding them by their batches' labels (``ingest-<run>``, ``<run>``), which a
     compaction would merge away for good: their batches are left alone."""
-    from .io import is_compacted
+    from .io import batch_label
 
+    labels = {b: batch_label(b) for b in runs_of}
     batches_of: dict[str, list[str]] = {}
     for b, ids in runs_of.items():
-        if is_compacted(b) or _label(b) == "edit":
+        if labels[b] is None or labels[b] == "edit":  # compacted, or no copy of a run
             continue
         for r in ids:
             batches_of.setdefault(r, []).append(b)
     return {r for r, bs in batches_of.items()
-            if len(bs) > 1 and any(_label(b).startswith("ingest-") for b in bs)}
-
-
-def _label(batch_id: str) -> str:
-    """The label of a :func:`~.io.new_batch_id` id (``<13-digit ms>-<label>-<12 hex>``), else ''."""
-    import re
-
-    m = re.fullmatch(r"\d{13}-(.*)-[0-9a-f]{12}", batch_id)
-    return m.group(1) if m else ""
+            if len(bs) > 1 and any(str(labels[b]).startswith("ingest-") for b in bs)}
 
 
 def _groups(batches: list[str], going: set[str], size: dict[str, int], target: int) -> list[list[str]]:

@@ -8,9 +8,9 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Form = Literal["pandas", "arrow"]
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 _warned_credentials: set[str] = set()
@@ -70,6 +72,16 @@ _READ_TRIES = 4
 MANY_BATCHES = 1000
 
 
+_LABELLED = re.compile(r"\d{13}-(.*)-[0-9a-f]{12}")
+
+
+def batch_label(batch_id: str) -> str | None:
+    """The label of a :func:`new_batch_id` id (``<13-digit ms>-<label>-<12 hex>``; the
+    listener's ids have the same form), None for any other id (a compacted batch's)."""
+    m = _LABELLED.fullmatch(batch_id)
+    return m.group(1) if m else None
+
+
 def is_compacted(batch_id: str) -> bool:
     return _COMPACTED.search(batch_id) is not None
 
@@ -79,6 +91,17 @@ def compacted_id(last: str) -> str:
     m = _COMPACTED.search(last)
     base, n = (last[:m.start()], int(m.group(1)) + 1) if m else (last, 1)
     return f"{base}-compacted-{n:06d}-{uuid.uuid4().hex[:8]}"
+
+
+def _overlapped(fn: Callable[[T], R], items: list[T]) -> list[R]:
+    """``[fn(x) for x in items]``, on a thread pool beyond a few: each file costs a round trip
+    (an S3 GET, a local open), which threads overlap."""
+    if len(items) <= 4:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
+        return list(pool.map(fn, items))
 
 
 class _Changed(Exception):
@@ -164,13 +187,7 @@ class Store:
             except FileNotFoundError:  # removed by a later compaction that replaced it
                 return None
 
-        if len(compacted) > 4:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(max_workers=min(16, len(compacted))) as pool:
-                found = list(pool.map(one, compacted))
-        else:
-            found = [one(b) for b in compacted]
+        found = _overlapped(one, compacted)
         return {b: ids for b, ids in zip(compacted, found) if ids is not None}
 
     def replaced_by(self, marks: dict[str, pafs.FileInfo] | None = None,
@@ -422,14 +439,7 @@ class Store:
                                  "move the file out of the store folder; other runs are unaffected") from exc
             return t.select([c for c in t.column_names if c in want])
 
-        if len(files) > 4:
-            # Each file costs a round trip (an S3 GET, a local open): overlap them.
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(max_workers=min(16, len(files))) as pool:
-                parts = list(pool.map(one, files))
-        else:
-            parts = [one(f) for f in files]
+        parts = _overlapped(one, files)
         missing = [files[i] for i, t in enumerate(parts) if t is None]
         if missing:
             now = self.visible_marks()
