@@ -8,11 +8,13 @@ it, uncompacted (the reference) and then compacted, in the same run:
    median of ``--repeats``);
 2. ``sparkpredict suggest --store`` in a new process: the first call, with an empty fit cache,
    and a call that finds the first one's fit cached (the median of ``--repeats`` each);
-3. ``sparkpredict store compact`` itself, once.
+3. ``sparkpredict store compact`` itself, once;
+4. on a smaller store of ``--slow-runs`` runs whose file system waits 30 ms on every listing and
+   file open (a remote store such as S3, simulated), the reads of 1., uncompacted and compacted.
 
 Goal (issue #5): the CLI answers in <= 1.5 s from a cold start.
 
-    python benchmarks/store_reads.py [--runs 3000] [--repeats 5] [--keep DIR]
+    python benchmarks/store_reads.py [--runs 3000] [--repeats 5] [--slow-runs 300] [--keep DIR]
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 GOAL_CLI_S = 1.5
 JOBS = 50
+SLOW_DELAY_S = 0.03
 
 
 def build(path: Path, n: int) -> float:
@@ -75,6 +78,41 @@ def reads(path: Path, repeats: int) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in got.items()}
 
 
+#: A file system that answers as a remote store would: every listing and file open waits.
+SLOW_FS = """
+import sys, time
+from sparkpredict import store
+class Slow:
+    def __init__(self, fs, delay):
+        self._fs, self._delay = fs, delay
+    def __getattr__(self, name):
+        f = getattr(self._fs, name)
+        if name not in ("open_input_file", "open_input_stream", "get_file_info"):
+            return f
+        def slow(*a, **k):
+            time.sleep(self._delay)
+            return f(*a, **k)
+        return slow
+st = store.open(sys.argv[1])
+st.fs = Slow(st.fs, float(sys.argv[2]))
+for t in ("runs", "stages", "tasks"):
+    t0 = time.perf_counter(); st.read(t, form="arrow"); print(t, time.perf_counter() - t0)
+"""
+
+
+def slow_reads(path: Path, delay_s: float, repeats: int) -> dict[str, float]:
+    """Median seconds of each read when every listing and open waits ``delay_s`` (a new process
+    per repeat: the compacted files' footers are read cold)."""
+    got: dict[str, list[float]] = {}
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", SLOW_FS, str(path), str(delay_s)], capture_output=True,
+                             text=True, check=True).stdout
+        for line in out.splitlines():
+            name, secs = line.rsplit(" ", 1)
+            got.setdefault(name, []).append(float(secs))
+    return {k: statistics.median(v) for k, v in got.items()}
+
+
 def cli(path: Path, repeats: int) -> tuple[float, float]:
     """Median seconds of ``suggest --store``: first call (empty fit cache), then cached."""
     cmd = [str(VENV_BIN / "sparkpredict"), "suggest", "--job", "job1", "--input-size", "64MB",
@@ -96,6 +134,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--slow-runs", type=int, default=300, help="runs of the simulated remote store")
     ap.add_argument("--keep", help="build the store here and leave it (default: a temporary folder)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
@@ -119,12 +158,21 @@ def main() -> None:
         after = reads(path, args.repeats)
         cli_after = cli(path, args.repeats)
         print("compacted:", after, cli_after)
+        # a remote store, simulated: 30 ms per listing and per file open, on a smaller store
+        small = base / "small"
+        build(small, args.slow_runs)
+        slow_before = slow_reads(small, SLOW_DELAY_S, args.repeats)
+        subprocess.run([str(VENV_BIN / "sparkpredict"), "store", "compact", "--store", str(small),
+                        "--keep", "0"], capture_output=True, text=True, check=True)
+        slow_after = slow_reads(small, SLOW_DELAY_S, args.repeats)
+        print(f"{SLOW_DELAY_S * 1000:.0f} ms per call:", slow_before, slow_after)
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
 
     def row(name: str, b: float, a: float) -> str:
-        return f"| {name} | {b:.3f} | {a:.3f} | {b / a:.0f}x |"
+        ratio = b / a
+        return f"| {name} | {b:.3f} | {a:.3f} | {ratio:.{1 if ratio < 10 else 0}f}x |"
 
     load = os.getloadavg()[0]
     lines = ["## store reads: many runs, before and after `store compact`\n",
@@ -142,6 +190,14 @@ def main() -> None:
     lines.append(row("`suggest --store`, first call (fits)", cli_before[0], cli_after[0]))
     lines.append(row("`suggest --store`, fit cached", cli_before[1], cli_after[1]))
     lines.append(f"\n`store compact` took {compact_s:.1f} s for the {args.runs:,} batches.\n")
+    lines += [(f"A remote store, simulated: every listing and file open waits {SLOW_DELAY_S * 1000:.0f} ms "
+              f"(an S3 round trip), on a store of {args.slow_runs} such runs, uncompacted and then "
+              "compacted (each read in a new process, so the compacted files' footers are read cold; "
+              f"medians of {args.repeats}).\n"),
+              "| seconds | uncompacted | compacted | ratio |", "|---|---:|---:|---:|"]
+    for k in ("runs", "stages", "tasks"):
+        lines.append(row(f"`Store.read` {k}", slow_before[k], slow_after[k]))
+    lines.append("")
     for label, (first, cached) in (("uncompacted", cli_before), ("compacted", cli_after)):
         worst = max(first, cached)
         lines.append(f"- Goal: CLI <= {GOAL_CLI_S} s from a cold start, {label} store of {args.runs:,} runs: "
