@@ -61,21 +61,27 @@ def du(path: Path) -> tuple[int, int]:
     return len(files), sum(p.stat().st_size for p in files)
 
 
-def reads(path: Path, repeats: int) -> dict[str, float]:
-    """Median seconds of each read, in a fresh process per repeat (no warm page cache in Python)."""
-    code = ("import sys, time\nfrom sparkpredict import store\nst = store.open(sys.argv[1])\n"
-            "for t in ('runs', 'stages', 'tasks'):\n"
-            "    t0 = time.perf_counter(); st.read(t, form='arrow'); print(t, time.perf_counter() - t0)\n"
-            "t0 = time.perf_counter(); st.read('tasks', run_ids=['app-000007']); "
-            "print('one run', time.perf_counter() - t0)\n")
+def _timed(code: str, args: list[str], repeats: int) -> dict[str, float]:
+    """Median seconds per name of the ``name seconds`` lines that ``python -c code *args`` prints,
+    in a fresh process per repeat (no warm caches in Python)."""
     got: dict[str, list[float]] = {}
     for _ in range(repeats):
-        out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+        out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                              check=True).stdout
         for line in out.splitlines():
             name, secs = line.rsplit(" ", 1)
             got.setdefault(name, []).append(float(secs))
     return {k: statistics.median(v) for k, v in got.items()}
+
+
+def reads(path: Path, repeats: int) -> dict[str, float]:
+    """Median seconds of each read, in a fresh process per repeat."""
+    code = ("import sys, time\nfrom sparkpredict import store\nst = store.open(sys.argv[1])\n"
+            "for t in ('runs', 'stages', 'tasks'):\n"
+            "    t0 = time.perf_counter(); st.read(t, form='arrow'); print(t, time.perf_counter() - t0)\n"
+            "t0 = time.perf_counter(); st.read('tasks', run_ids=['app-000007']); "
+            "print('one run', time.perf_counter() - t0)\n")
+    return _timed(code, [str(path)], repeats)
 
 
 #: A file system that answers as a remote store would: every listing and file open waits.
@@ -103,14 +109,7 @@ for t in ("runs", "stages", "tasks"):
 def slow_reads(path: Path, delay_s: float, repeats: int) -> dict[str, float]:
     """Median seconds of each read when every listing and open waits ``delay_s`` (a new process
     per repeat: the compacted files' footers are read cold)."""
-    got: dict[str, list[float]] = {}
-    for _ in range(repeats):
-        out = subprocess.run([sys.executable, "-c", SLOW_FS, str(path), str(delay_s)], capture_output=True,
-                             text=True, check=True).stdout
-        for line in out.splitlines():
-            name, secs = line.rsplit(" ", 1)
-            got.setdefault(name, []).append(float(secs))
-    return {k: statistics.median(v) for k, v in got.items()}
+    return _timed(SLOW_FS, [str(path), str(delay_s)], repeats)
 
 
 def cli(path: Path, repeats: int) -> tuple[float, float]:

@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     from sparkpredict.cli import (
         _Parser,  # argparse's, ending its usage errors with a fix: line
     )
-    from sparkpredict.cli.retrain import EXIT_STATUS, report_lines
+    from sparkpredict.cli.retrain import EXIT_STATUS, compaction_doc, report_lines
 
     ap = _Parser(description="sparkpredict batch retraining (spark-submit): refit the "
                                              "models of every job with new runs into the store's registry",
@@ -60,13 +60,11 @@ def main(argv: list[str] | None = None) -> int:
 
     compaction = None
     if args.compact:
-        from sparkpredict.cli.retrain import refuse_unknown_jobs
-        from sparkpredict.cli.store_cmd import compact_json, compact_lines
-        from sparkpredict.store.compact import compact
+        from sparkpredict.cli.retrain import compact_first
+        from sparkpredict.cli.store_cmd import compact_lines
 
         try:
-            refuse_unknown_jobs(args.store, args.job)  # refused before the store is rewritten
-            compaction = compact(args.store)
+            compaction = compact_first(args.store, args.job)
         except SparkPredictError as exc:
             return print_error(exc)
         for line in compact_lines(compaction):
@@ -89,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in report_lines(res):  # the driver's log: what `sparkpredict retrain` says
         print(line, file=sys.stderr)
     sys.stderr.flush()
-    doc = json.dumps(res.to_dict() | ({"compaction": compact_json(compaction)} if compaction else {}))
+    doc = json.dumps(res.to_dict() | compaction_doc(compaction))
     if args.json_out:
         from pathlib import Path
 

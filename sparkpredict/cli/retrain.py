@@ -65,11 +65,7 @@ def _run(args: argparse.Namespace) -> int:
     use_spark = True if (args.spark or args.master) else (False if args.local else None)
     compacted = None
     if args.compact:
-        from ..store.compact import compact
-
-        # a --job without runs is refused before the store is rewritten, not after
-        refuse_unknown_jobs(args.store, args.job)
-        compacted = compact(args.store, dry_run=args.dry_run)
+        compacted = compact_first(args.store, args.job, dry_run=args.dry_run)
         if not args.json:
             for line in compact_lines(compacted):
                 print(line)
@@ -81,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
         out["crossover_jobs"] = RT.crossover_jobs(args.kind)
         stale, path = out["to_refit"], out["path"]
         if args.json:
-            print(json.dumps(out | _compaction(compacted), indent=2))
+            print(json.dumps(out | compaction_doc(compacted), indent=2))
         else:
             # the crossover only chose the path when neither --spark nor --local forced it
             crossover = "" if use_spark is not None else (
@@ -106,27 +102,31 @@ def _run(args: argparse.Namespace) -> int:
                          kind=args.kind, stage_models=args.stage_models, spark_logs=args.verbose,
                          jobs=args.job)
     if args.json:
-        print(json.dumps(res.to_dict() | _compaction(compacted), indent=2))
+        print(json.dumps(res.to_dict() | compaction_doc(compacted), indent=2))
     else:
         for line in report_lines(res):
             print(line)
     return res.exit_code
 
 
-def refuse_unknown_jobs(store: str | None, jobs: list[str] | None) -> None:
-    """Refuse ``--job`` names without runs in ``store`` (as the retrain would) before anything
-    is written: ``--compact`` rewrites the store first."""
-    if not jobs:
-        return
-    from ..retrain_plan import check_jobs
-    from ..store import io as store_io
+def compact_first(store: str | None, jobs: list[str] | None, *, dry_run: bool = False) -> Any:
+    """``--compact``: :func:`~sparkpredict.store.compact.compact` the store before the retrain,
+    after refusing ``--job`` names without runs (as the retrain would), since the compaction
+    rewrites the store first. Returns its :class:`~sparkpredict.store.compact.CompactResult`."""
+    from ..store.compact import compact
 
-    st = store_io.open(store)
-    check_jobs(jobs, st.read("runs", columns=["job"])["job"], f"store {st.path!r}")
+    if jobs:
+        from ..retrain_plan import check_jobs
+        from ..store import io as store_io
+
+        st = store_io.open(store)
+        check_jobs(jobs, st.read("runs", columns=["job"])["job"], f"store {st.path!r}")
+    return compact(store, dry_run=dry_run)
 
 
-def _compaction(r: Any) -> dict[str, Any]:
-    """``{"compaction": ...}`` of a ``--compact`` retrain's JSON (``store compact --json``'s keys)."""
+def compaction_doc(r: Any) -> dict[str, Any]:
+    """``{"compaction": ...}`` of a ``--compact`` retrain's JSON (``store compact --json``'s
+    keys), ``{}`` without one."""
     return {} if r is None else {"compaction": compact_json(r)}
 
 
