@@ -194,6 +194,19 @@ def test_a_writer_that_waited_on_a_removed_marker_does_not_write_beside_another(
     assert store_mod.open(tmp_path / "st").exists()
 
 
+def test_a_marker_made_between_the_check_and_the_listing_is_a_store_not_a_foreign_file(tmp_path, monkeypatch):
+    # Two writers waiting on a removed marker both init(): one's marker may appear after the
+    # other's exists() and before its listing (CI saw "holds other files (_sparkpredict_store.json)").
+    st = store_mod.open(tmp_path / "st", create=True)
+    marker = tmp_path / "st" / S.MARKER_FILE
+    before = marker.read_bytes()
+    answers = iter([False])
+    monkeypatch.setattr(st, "exists", lambda: next(answers, True))
+    st.init()
+    assert marker.read_bytes() == before
+    assert sorted(p.name for p in (tmp_path / "st").iterdir()) == [S.MARKER_FILE]
+
+
 def test_a_marker_made_meanwhile_is_not_replaced(tmp_path):
     st = store_mod.open(tmp_path / "st", create=True)
     marker = tmp_path / "st" / S.MARKER_FILE

@@ -499,9 +499,10 @@ class Store:
             raise StoreError(f"store path {self.path!r} is a file", "give a folder path for the store")
         if info.type == pafs.FileType.Directory and not self.exists():
             entries = self.fs.get_file_info(pafs.FileSelector(base))
-            # Hidden names are other writers' temp files (the listener's marker is written that way).
+            # Hidden names are other writers' temp files (the listener's marker is written that way);
+            # the marker itself, listed here, was made by another writer since exists() above.
             foreign = [e.base_name for e in entries
-                       if e.base_name not in S.TABLES and not e.base_name.startswith(".")]
+                       if e.base_name not in (*S.TABLES, S.MARKER_FILE) and not e.base_name.startswith(".")]
             if foreign:
                 raise StoreError(
                     f"folder {self.path!r} is not a sparkpredict store: {S.holds_other_files(sorted(foreign))}",

@@ -111,8 +111,9 @@ final class StoreWriter {
                 List<String> foreign = new ArrayList<>();
                 for (FileStatus st : f.listStatus(root)) {
                     String n = st.getPath().getName();
-                    // Hidden names are other writers' files in flight (e.g. a marker being created).
-                    if (n.startsWith(".") || Tables.BY_NAME.containsKey(n)) continue;
+                    // Hidden names are other writers' files in flight (e.g. a marker being created);
+                    // the marker, listed here, was made by another writer since exists() above.
+                    if (n.startsWith(".") || Tables.BY_NAME.containsKey(n) || n.equals(Tables.MARKER_FILE)) continue;
                     foreign.add(n);
                 }
                 if (!foreign.isEmpty()) {
