@@ -23,7 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     from sparkpredict.cli import (
         _Parser,  # argparse's, ending its usage errors with a fix: line
     )
-    from sparkpredict.cli.retrain import EXIT_STATUS, compaction_doc, report_lines
+    from sparkpredict.cli.retrain import EXIT_STATUS, report_lines
+    from sparkpredict.cli.store_cmd import compaction_doc
 
     ap = _Parser(description="sparkpredict batch retraining (spark-submit): refit the "
                                              "models of every job with new runs into the store's registry",

@@ -90,6 +90,8 @@ class SweepResult:
     store: str
     outcomes: list[RunOutcome]
     seconds: float
+    #: the store's small batches merged between runs (:func:`~.store.compact.auto_compact`)
+    compactions: list = field(default_factory=list)
 
     @property
     def ran(self) -> list[RunOutcome]:
@@ -273,7 +275,8 @@ def _eta(done: list[tuple[int, float]], todo: Sequence[Combo]) -> float | None:
 def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
               cache_dir: str | os.PathLike | None = None, workdir: str | os.PathLike | None = None,
               progress: Progress | None = None, extra_conf: dict[str, str] | None = None,
-              tasks: bool = True, warmup: bool = True, spark_logs: bool = False) -> SweepResult:
+              tasks: bool = True, warmup: bool = True, spark_logs: bool = False,
+              compact: bool = True) -> SweepResult:
     """Run every combination of ``plan`` not yet recorded in ``store``; see the module docstring.
 
     Returns a :class:`SweepResult` (one outcome per combination, skipped ones included). A run
@@ -293,10 +296,14 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
 
     Spark logs errors only during a sweep (:data:`QUIET_SPARK_LOG`) unless ``spark_logs`` is
     set or the user has a log4j configuration of their own.
+
+    With ``compact`` (default), after each run the store's small batches are merged once 256
+    arrived since its last compaction (:func:`~.store.compact.auto_compact`, a local store).
     """
     from .capture.listener import listener_conf
     from .config import cache_error, folder_problem, resolve_store
     from .store import io as store_io
+    from .store.compact import auto_compact
 
     t0 = time.monotonic()
     store_path = resolve_store(store)
@@ -346,6 +353,7 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
                      quiet=not spark_logs, interrupts=interrupts)
 
         done: list[tuple[int, float]] = []
+        compactions: list = []
         verified = False
         for i, combo in enumerate(todo):
             path, nbytes = data[combo.size_bytes]
@@ -392,9 +400,14 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
             if not verified:
                 _verify_recorded(store_path, outcome.app_id)
                 verified = True
+            # between runs, not only at the end: a sweep of thousands of runs would read slowly
+            # before it ended, and one cut short would leave every batch uncompacted
+            compaction = auto_compact(store_path) if compact else None
+            if compaction is not None:
+                compactions.append(compaction)
             if progress:
                 progress(i + 1, total, time.monotonic() - t0, _eta(done, todo[i + 1:]), name)
-    return SweepResult(plan, store_path, outcomes, time.monotonic() - t0)
+    return SweepResult(plan, store_path, outcomes, time.monotonic() - t0, compactions)
 
 
 def _warm_up(w: W.Workload, combo: Combo, path: Path, plan: SweepPlan, local_dir: Path,

@@ -175,8 +175,10 @@ def test_eta_fits_fixed_plus_per_byte_cost():
 
 
 @pytest.mark.spark
-def test_tiny_real_sweep_records_each_run_and_resumes(spark_app, tmp_path):
-    """Four applications recorded by the listener; a rerun skips them; a wider plan adds only new runs."""
+def test_tiny_real_sweep_records_each_run_and_resumes(spark_app, tmp_path, monkeypatch):
+    """Four applications recorded by the listener; a rerun skips them; a wider plan adds only
+    new runs, compacting the store between them; resuming reads the compacted store."""
+    from sparkpredict.store import compact as C
     from sparkpredict.store import io as store_io
 
     store, cache = tmp_path / "store", tmp_path / "cache"
@@ -186,6 +188,7 @@ def test_tiny_real_sweep_records_each_run_and_resumes(spark_app, tmp_path):
                       progress=lambda d, t, el, eta, lab: seen.append((d, t)), tasks=False)
     assert [o.status for o in res.outcomes] == ["succeeded"] * 4, [o.error for o in res.outcomes]
     assert seen[-1] == (4, 4)
+    assert res.compactions == []  # 256 batches are far off
 
     runs = store_io.open(store).runs()
     assert len(runs) == 4 and set(runs["status"]) == {"succeeded"}
@@ -208,14 +211,19 @@ def test_tiny_real_sweep_records_each_run_and_resumes(spark_app, tmp_path):
 
     # an interrupted sweep resumes: the wider plan runs only what is missing
     wider = S.plan_sweep("wordcount", "1MB,2MB", "1-3", master="local")
+    monkeypatch.setattr(C, "AUTO_BATCHES", 2)
     more = S.run_sweep(wider, store=store, cache_dir=cache, workdir=tmp_path / "work", tasks=False)
     assert len(more.skipped) == 4 and [o.combo.executors for o in more.ran] == [3, 3]
     assert len(store_io.open(store).runs()) == 6
+    # after each of the two runs: the first merges the earlier runs' batches and its own, the
+    # second its own with the compacted one (under half the target size)
+    assert len(more.compactions) == 2 and len(store_io.open(store).visible_marks()) == 1
 
     # another seed is other data: nothing of it is recorded yet (the seed was not in the key)
     seeded = S.run_sweep(S.plan_sweep("wordcount", "1MB", "1", master="local", seed=7), store=store,
                          cache_dir=cache, workdir=tmp_path / "work", tasks=False)
     assert not seeded.skipped and [o.status for o in seeded.ran] == ["succeeded"]
+    assert len(store_io.open(store).runs()) == 7
 
 
 @pytest.mark.spark

@@ -78,6 +78,8 @@ class IngestReport:
     duplicates: list[str] = field(default_factory=list)
     #: False when the call found no store at ``store`` and stored nothing: it leaves none there
     store_exists: bool = True
+    #: the store's small batches merged after the ingest (:func:`~sparkpredict.store.compact.auto_compact`), else None
+    compaction: Any = None
 
     def _count(self, outcome: str) -> int:
         return sum(f.outcome == outcome for f in self.files)
@@ -126,7 +128,8 @@ class IngestReport:
 
 def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
                       store: str | os.PathLike[str] | Store | None = None, *,
-                      on_error: Literal["warn", "raise"] = "warn", job: str | None = None) -> IngestReport:
+                      on_error: Literal["warn", "raise"] = "warn", job: str | None = None,
+                      compact: bool = True) -> IngestReport:
     """Append the runs of Spark event logs to a history store, each log as one atomic batch.
 
     Parameters
@@ -153,6 +156,10 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
         that share an app name (``Spark shell``) would otherwise become one job. A log whose run
         is already stored (``unchanged``, ``exists``) is not read again and its run keeps its
         stored job; the skip warns when that differs from ``job``.
+    compact : bool
+        Once the logs are stored, merge the store's small batches when enough arrived since its
+        last compaction (:func:`~sparkpredict.store.compact.auto_compact`: local stores, 256
+        batches; a failure is a warning).
 
     Returns
     -------
@@ -184,10 +191,17 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
         raise IngestError("no event logs found under " + ", ".join(map(str, given)),
                           "point at spark.eventLog.dir or at event-log files")
     if isinstance(store, store_io.Store):
-        return _ingest_into(store, sources, repeated, on_error, job)
-    with store_io.opened_to_write(store) as st:
-        report = _ingest_into(st, sources, repeated, on_error, job)
-    report.store_exists = st.exists()
+        report = _ingest_into(store, sources, repeated, on_error, job)
+        st = store
+    else:
+        with store_io.opened_to_write(store) as st:
+            report = _ingest_into(st, sources, repeated, on_error, job)
+        report.store_exists = st.exists()
+    if compact and report.files_ingested:
+        from ..store.compact import auto_compact
+
+        # after the writer lock is let go: the compaction takes it again
+        report.compaction = auto_compact(st)
     return report
 
 

@@ -48,6 +48,8 @@ class SubmitResult:
     store: str
     run_ids: list[str] = field(default_factory=list)
     command: list[str] = field(default_factory=list)
+    #: the store's small batches merged after the run (:func:`~sparkpredict.store.compact.auto_compact`), else None
+    compaction: Any = None
 
 
 #: Comma-separated settings where ours are added to the user's, not dropped for them.
@@ -162,7 +164,8 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
 
 
 def submit(spark_submit_args: list[str], *, store: str | None = None, job: str | None = None,
-           executors: int | None = None, extra_conf: dict[str, str] | None = None) -> SubmitResult:
+           executors: int | None = None, extra_conf: dict[str, str] | None = None,
+           compact: bool = True) -> SubmitResult:
     """Run spark-submit with the listener; stream its output; return its exit code and runs.
 
     Parameters
@@ -178,6 +181,10 @@ def submit(spark_submit_args: list[str], *, store: str | None = None, job: str |
         on a local master also the master's thread or executor count (:func:`local_master_for`).
     extra_conf : dict, optional
         More ``--conf`` keys; the user's own ``--conf`` values win.
+    compact : bool
+        Once the run is recorded, merge the store's small batches when enough arrived since
+        its last compaction (:func:`~sparkpredict.store.compact.auto_compact`: local stores,
+        256 batches; a failure is a warning).
 
     Returns
     -------
@@ -217,7 +224,12 @@ def submit(spark_submit_args: list[str], *, store: str | None = None, job: str |
         if proc.poll() is None:
             _signal_group(proc, signal.SIGKILL)
     run_ids = _record_outcome(resolved, submit_id, rc)
-    return SubmitResult(returncode=rc, store=resolved, run_ids=run_ids, command=cmd)
+    compaction = None
+    if compact and run_ids:
+        from ..store.compact import auto_compact
+
+        compaction = auto_compact(resolved)
+    return SubmitResult(returncode=rc, store=resolved, run_ids=run_ids, command=cmd, compaction=compaction)
 
 
 def _signal_group(proc: subprocess.Popen, signum: int) -> None:

@@ -2,6 +2,8 @@
 
 ``--job NAME`` records every run this call stores under that job, whatever its log says; a log
 whose run is already stored is skipped and its run keeps its job (the skip warns when they differ).
+When 256 small batches arrived in a local store since its last compaction, the ingest then
+merges them (``store compact``'s defaults; ``--no-compact``: not).
 
 Exit status: 0 when every log was ingested or already in the store, 1 when some log could not
 be read (the others were still ingested), 2 for a user mistake (missing path, bad store).
@@ -25,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--job", metavar="NAME",
                    help="job name of every run this call stores, instead of each log's "
                         "spark.sparkpredict.job or app name (runs already stored keep theirs)")
+    p.add_argument("--no-compact", dest="compact", action="store_false",
+                   help="do not merge the store's small batches afterwards (done when 256 arrived "
+                        "since the last compaction, on a local store)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_run)
 
@@ -35,11 +40,12 @@ def _run(args: argparse.Namespace) -> int:
     from ..capture.eventlog_ingest import ingest_event_logs
     from ..units import plural
     from . import printed_here
+    from .store_cmd import compact_lines, compaction_doc
 
     with printed_here("sparkpredict.capture.eventlog", args.verbose):  # each failure: below
-        report = ingest_event_logs(args.paths, store=args.store, job=args.job)
+        report = ingest_event_logs(args.paths, store=args.store, job=args.job, compact=args.compact)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        print(json.dumps(report.to_dict() | compaction_doc(report.compaction), indent=2))
     else:
         for f in report.files:
             if f.outcome == "ingested":
@@ -62,4 +68,6 @@ def _run(args: argparse.Namespace) -> int:
               f"unchanged, {report.files_existing} already in the store, {report.files_failed} failed "
               f"-> {report.store if report.store_exists else f'nothing stored, no store made at {report.store}'}"
               f"{dups}")
+        for line in compact_lines(report.compaction) if report.compaction else []:
+            print(line)
     return 1 if report.files_failed else 0

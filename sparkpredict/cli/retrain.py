@@ -5,7 +5,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from .store_cmd import compact_json, compact_lines
+from .store_cmd import compact_lines, compaction_doc
 
 if TYPE_CHECKING:
     from ..retrain import RetrainResult
@@ -122,12 +122,6 @@ def compact_first(store: str | None, jobs: list[str] | None, *, dry_run: bool = 
         st = store_io.open(store)
         check_jobs(jobs, st.read("runs", columns=["job"])["job"], f"store {st.path!r}")
     return compact(store, dry_run=dry_run)
-
-
-def compaction_doc(r: Any) -> dict[str, Any]:
-    """``{"compaction": ...}`` of a ``--compact`` retrain's JSON (``store compact --json``'s
-    keys), ``{}`` without one."""
-    return {} if r is None else {"compaction": compact_json(r)}
 
 
 def report_lines(res: RetrainResult) -> list[str]:

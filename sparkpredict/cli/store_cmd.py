@@ -361,6 +361,12 @@ def compact_json(r: Any) -> dict[str, Any]:
             "removed_files": len(r.removed)}
 
 
+def compaction_doc(r: Any) -> dict[str, Any]:
+    """``{"compaction": ...}`` in the JSON of a retrain with ``--compact``, or of a submit or
+    ingest that compacted the store (``store compact --json``'s keys); ``{}`` without one."""
+    return {} if r is None else {"compaction": compact_json(r)}
+
+
 def compact_lines(r: Any) -> list[str]:
     """What a compaction did, for a person (``store compact``, ``retrain --compact``)."""
     from ..config import store_for_display

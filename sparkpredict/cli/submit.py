@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="print the spark-submit command line (with --executors auto: after the advice) "
                         "on stdout, and run nothing")
+    p.add_argument("--no-compact", dest="compact", action="store_false",
+                   help="do not merge the store's small batches after the run (done when 256 arrived "
+                        "since the last compaction, on a local store)")
     p.add_argument("spark_args", nargs=argparse.REMAINDER, help="-- then spark-submit's arguments")
     p.set_defaults(func=_run)
 
@@ -273,9 +276,14 @@ def _run(args: argparse.Namespace) -> int:
         print(shlex.join(build_command(spark_args, store=args.store, job=args.job, executors=executors,
                                        extra_conf=extra)))
         return 0
-    result = submit(spark_args, store=args.store, job=args.job, executors=executors, extra_conf=extra)
+    result = submit(spark_args, store=args.store, job=args.job, executors=executors, extra_conf=extra,
+                    compact=args.compact)
     if result.run_ids:
         print(f"sparkpredict: recorded {', '.join(result.run_ids)} in {result.store}", file=sys.stderr)
+        if result.compaction is not None:
+            from .store_cmd import compact_lines
+
+            print(f"sparkpredict: {compact_lines(result.compaction)[0]}", file=sys.stderr)
         from ..advice_cache import prepare_advice
 
         # now, while the user reads the job's output, rather than at the next suggest

@@ -34,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Spark's scratch and the warm-up's scratch store (default: sweep-work beside the "
                         "store; ~/.sparkpredict/sweep-work for a remote store)")
     p.add_argument("--no-tasks", action="store_true", help="do not record task rows (smaller store)")
+    p.add_argument("--no-compact", dest="compact", action="store_false",
+                   help="do not merge the store's small batches between runs (done when 256 arrived "
+                        "since the last compaction, on a local store)")
     p.add_argument("--spark-logs", action="store_true",
                    help="show Spark's own log lines (default: Spark's errors only, unless you set a log4j configuration)")
     p.set_defaults(func=_run)
@@ -85,7 +88,8 @@ def _run(args: argparse.Namespace) -> int:
           f"{len(plan.combos)} runs; master {plan.master_template}", file=sys.stderr)
     try:
         res = run_sweep(plan, store=args.store, cache_dir=args.cache, workdir=args.workdir,
-                        progress=ProgressBar(), tasks=not args.no_tasks, spark_logs=args.spark_logs)
+                        progress=ProgressBar(), tasks=not args.no_tasks, spark_logs=args.spark_logs,
+                        compact=args.compact)
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", None)  # Terminated: SIGTERM, SIGHUP
         what = "interrupted" if signum is None else f"terminated (signal {signum})"
@@ -96,6 +100,11 @@ def _run(args: argparse.Namespace) -> int:
           f"({len(res.skipped)} already recorded, {len(res.failed)} failed); store: {res.store}")
     for o in res.failed:
         print(failed_line(o), file=sys.stderr)
+    if res.compactions:
+        merged = sum(c.merged for c in res.compactions)
+        print(f"merged {plural(merged, 'small batch', 'small batches')} of the store into "
+              f"{sum(c.written for c in res.compactions)} between runs (`store compact`'s defaults)",
+              file=sys.stderr)
     from ..advice_cache import prepare_advice
 
     # the history a sweep builds is for advice: fitted now, the next suggest loads it
