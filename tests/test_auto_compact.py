@@ -85,6 +85,39 @@ def test_auto_compact_merges_only_when_due_and_keeps_every_row(tmp_path):
     assert C.auto_compact(st, min_batches=1) is None  # nothing new since
 
 
+def test_batches_left_alone_are_not_counted_again_by_the_next_writers(tmp_path, monkeypatch):
+    # A long app still going between finished runs: no two small batches of finished runs sit
+    # side by side, so a compaction merges nothing; it was run again by every later writer.
+    st = _one_run_batches(tmp_path / "st", 6, going=(0, 2, 4))
+    passes = []
+    real = C._compact
+    monkeypatch.setattr(C, "_compact", lambda *a, **k: passes.append(1) or real(*a, **k))
+    assert C.auto_compact(st, min_batches=6) is None  # merged nothing: no result to report
+    assert len(passes) == 1 and len(st.visible_marks()) == 6
+    assert C.auto_compact(st, min_batches=6) is None and len(passes) == 1  # not looked at again
+    assert C.pending(st) == 6  # the store itself still says 6: the note is this user's cache's
+    for i in (6, 7):
+        r = st.read("runs").iloc[[1]].assign(run_id=f"app-late{i}", app_id=f"app-late{i}")
+        st.append({"runs": r})
+    r = C.auto_compact(st, min_batches=2)
+    assert len(passes) == 2 and r is not None
+    assert r.merged == 3 and r.going == 3  # the last one left alone joins the two new ones
+    assert len(st.read("runs")) == 8
+
+
+def test_a_writer_holding_the_store_is_not_waited_for(tmp_path):
+    import time
+
+    st = _one_run_batches(tmp_path / "st", 4)
+    marks = sorted(st.committed_batches())
+    with store.open(tmp_path / "st").writer_lock("ingest"):
+        t0 = time.monotonic()
+        assert C.auto_compact(str(tmp_path / "st"), min_batches=2) is None
+        assert time.monotonic() - t0 < 5
+    assert sorted(st.committed_batches()) == marks  # left for the next writer, which compacts
+    assert C.auto_compact(st, min_batches=2).merged == 4
+
+
 def test_a_writer_after_the_keep_time_removes_what_the_last_compaction_replaced(tmp_path):
     st = _one_run_batches(tmp_path / "st", 4)
     assert C.auto_compact(st, min_batches=4).merged == 4

@@ -240,3 +240,30 @@ def test_an_empty_inprogress_log_is_called_unwritten_not_foreign(tmp_path, capsy
     empty.write_bytes(b"")
     main(["ingest", str(empty), "--store", str(tmp_path / "st")])
     assert "not a Spark event log" in capsys.readouterr().out
+
+
+def test_a_store_made_by_another_writer_while_a_reader_opens_it_is_opened(tmp_path, monkeypatch):
+    # The reader's first look finds no marker; another writer makes the store before its second:
+    # it was "not a sparkpredict store: it holds other files (_sparkpredict_store.json)".
+    from sparkpredict.errors import StoreError
+    from sparkpredict.store.io import Store
+
+    real = Store.exists
+    looks = []
+
+    def exists(self):
+        looks.append(self.path)
+        if len(looks) == 1:
+            return False
+        return real(self)
+
+    store_mod.open(tmp_path / "st", create=True)
+    monkeypatch.setattr(Store, "exists", exists)
+    st = store_mod.open(tmp_path / "st")
+    assert st.exists() and len(looks) >= 2
+    # a folder of other files is still refused for what it holds
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("x")
+    looks.clear()
+    with pytest.raises(StoreError, match="holds other files"):
+        store_mod.open(tmp_path / "other")

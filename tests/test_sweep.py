@@ -211,7 +211,7 @@ def test_tiny_real_sweep_records_each_run_and_resumes(spark_app, tmp_path, monke
 
     # an interrupted sweep resumes: the wider plan runs only what is missing
     wider = S.plan_sweep("wordcount", "1MB,2MB", "1-3", master="local")
-    monkeypatch.setattr(C, "AUTO_BATCHES", 2)
+    monkeypatch.setattr(C, "AUTO_BATCHES", 1)  # however many batches a run commits
     more = S.run_sweep(wider, store=store, cache_dir=cache, workdir=tmp_path / "work", tasks=False)
     assert len(more.skipped) == 4 and [o.combo.executors for o in more.ran] == [3, 3]
     assert len(store_io.open(store).runs()) == 6

@@ -110,61 +110,117 @@ def compact(store: Any = None, *, target_bytes: int = TARGET_BYTES, keep_s: floa
                              "what it committed so far stays, and nothing was lost") from exc
 
 
-def pending(store: Any, target_bytes: int = TARGET_BYTES) -> int:
-    """Small batches (under half ``target_bytes``) committed after the newest compacted one:
-    what the next compaction would merge, roughly (runs still going stay). From one listing of
-    the store's tables, without reading a file but the compacted runs files' footers."""
+def pending(store: Any, target_bytes: int = TARGET_BYTES, after: str = "") -> int:
+    """Small batches (under half ``target_bytes``) committed after the newest compacted one (and
+    after the batch id ``after``): what the next compaction would merge, roughly (runs still
+    going stay). From one listing of the store's tables, without reading a file but the
+    compacted runs files' footers."""
     from . import io as store_io
     from . import schema as S
 
     st = store if hasattr(store, "append") else store_io.open(store)
     visible = st.visible_marks(st._listing(S.COMMIT_TABLE))
-    after = max((b for b in visible if store_io.is_compacted(b)), default="")
+    after = max(max((b for b in visible if store_io.is_compacted(b)), default=""), after)
     listings = {t: st._listing(t) for t in S.TABLES}
     return sum(1 for b in visible if b > after and not store_io.is_compacted(b)
                and 2 * sum(int(listings[t][b].size or 0) for t in S.TABLES if b in listings[t]) < target_bytes)
 
 
+def _examined_file(st: Any) -> Any:
+    import hashlib
+
+    from ..config import cache_dir
+
+    return cache_dir() / "compact" / (hashlib.sha256(st.path.encode()).hexdigest()[:24] + ".json")
+
+
+def _examined(st: Any) -> str:
+    """The newest batch of ``st`` when this user's last automatic compaction looked at it ("" if
+    none): batches up to it that it left alone (a run still going between them) are not
+    counted again, else every later writer would run a compaction that merges nothing."""
+    import json
+
+    try:
+        doc = json.loads(_examined_file(st).read_text())
+        return str(doc["newest_batch"]) if doc.get("store") == st.path else ""
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
+
+def _remember_examined(st: Any, newest: str) -> None:
+    import json
+    import os
+
+    path = _examined_file(st)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({"store": st.path, "newest_batch": newest}))
+        os.replace(tmp, path)
+    except OSError as exc:  # only costs a compaction that merges nothing, once more
+        log.debug("could not note the compaction of %s in %s: %s", st.path, path, exc)
+
+
 def auto_compact(store: Any, *, min_batches: int | None = None) -> CompactResult | None:
     """Compact ``store`` (:func:`compact`'s defaults) when ``min_batches`` (default
-    :data:`AUTO_BATCHES`) small batches arrived since its last compaction; None when not due.
+    :data:`AUTO_BATCHES`) small batches arrived since its last compaction; None when not due,
+    when another writer holds the store, or when the compaction merged nothing.
 
     What sparkpredict's writers call once their own work is committed, so that a store fed one
     batch per run stays quick to read without anyone running ``store compact``. Only on a local
     store, whose writer lock keeps two compactions apart: a remote one (S3, HDFS) has no lock,
-    so there it logs a warning naming ``sparkpredict store compact`` instead. When not due, it
-    still removes the files of batches an earlier compaction replaced over :data:`KEEP_S` ago
-    (a local store), which plain ``spark.read.parquet`` would read twice. Never raises: the
-    writer's work is stored already, and a compaction that fails changes nothing a reader sees;
-    the failure is logged as a warning with its fix.
+    so there it logs a warning naming ``sparkpredict store compact`` instead. It never waits
+    for the lock: a writer holding it (an ingest, an edit, a compaction) may run long, and the
+    next writer to finish compacts instead. Batches it left alone (their run still going) count
+    again only after ``min_batches`` newer ones. When not due, it still removes the files of
+    batches an earlier compaction replaced over :data:`KEEP_S` ago (a local store), which plain
+    ``spark.read.parquet`` would read twice. Never raises: the writer's work is stored already,
+    and a compaction that fails changes nothing a reader sees; the failure is logged as a
+    warning with its fix.
     """
     import pyarrow.fs as pafs
 
     from . import io as store_io
+    from . import schema as S
 
     due = AUTO_BATCHES if min_batches is None else min_batches
     try:
         st = store if hasattr(store, "append") else store_io.open(store)
-        waiting = pending(st)
-        local = isinstance(st.fs, pafs.LocalFileSystem)
-        if waiting < due:
-            if local and st.replaced_files(KEEP_S):
+        if not isinstance(st.fs, pafs.LocalFileSystem):
+            waiting = pending(st)
+            if waiting >= due:
+                log.warning("store %s: %d small batches since its last compaction make reads slow; run "
+                            "`sparkpredict store compact --store %s` (one compaction, ingest or edit at "
+                            "a time: a remote store has no lock)", st.path, waiting, st.path)
+            return None
+        seen = _examined(st)
+        # looked at before the lock, so that the usual call (nothing due) takes no lock at all
+        if pending(st, after=seen) < due and not st.replaced_files(KEEP_S):
+            return None
+        with st.writer_lock("compact", wait=False):
+            if pending(st, after=seen) < due:  # again: another writer may have just compacted
                 # else the last compaction's replaced files would stay until the next one, and
                 # plain spark.read.parquet would see their rows twice all that while
-                with st.writer_lock("compact"):
-                    st.delete_files(st.replaced_files(KEEP_S), "the next compaction or `sparkpredict "
-                                                               "store clean` removes them")
-            return None
-        if not local:
-            log.warning("store %s: %d small batches since its last compaction make reads slow; run "
-                        "`sparkpredict store compact --store %s` (one compaction, ingest or edit at "
-                        "a time: a remote store has no lock)", st.path, waiting, st.path)
-            return None
-        result = compact(st)
+                st.delete_files(st.replaced_files(KEEP_S), "the next compaction or `sparkpredict "
+                                                           "store clean` removes them")
+                return None
+            newest = max(st.visible_marks(st._listing(S.COMMIT_TABLE)), default="")
+            try:
+                result = _compact(st, TARGET_BYTES, KEEP_S, dry_run=False)
+            except store_io._Changed as exc:
+                raise StoreError(f"batch {exc} went while it was compacted",
+                                 "nothing to do: the next writer compacts again") from exc
+            _remember_examined(st, newest)
+    except store_io.LockBusy:
+        log.info("store %s: another writer holds it; the next writer compacts it", getattr(store, "path", store))
+        return None
     except Exception as exc:  # noqa: BLE001  # the writer's own work is stored: it must not fail now
         fix = getattr(exc, "fix", None) or "run `sparkpredict store compact` to see why"
         log.warning("store %s: compacting its small batches failed, and what readers see is unchanged: "
                     "%s (fix: %s)", getattr(store, "path", store), getattr(exc, "message", None) or exc, fix)
+        return None
+    if not result.merged:
+        log.info("store %s: no small batches to merge (%d with a run still going)", st.path, result.going)
         return None
     log.info("store %s: merged %d small batches into %d", st.path, result.merged, result.written)
     return result

@@ -104,6 +104,10 @@ def _overlapped(fn: Callable[[T], R], items: list[T]) -> list[R]:
         return list(pool.map(fn, items))
 
 
+class LockBusy(Exception):
+    """The store's writer lock is held by another writer, and the caller chose not to wait."""
+
+
 class _Changed(Exception):
     """A batch listed for a read went before its file was read."""
 
@@ -286,7 +290,7 @@ class Store:
         return removed
 
     @contextlib.contextmanager
-    def writer_lock(self, who: str = "writer") -> Iterator[None]:
+    def writer_lock(self, who: str = "writer", *, wait: bool = True) -> Iterator[None]:
         """Hold the store's writer lock (an exclusive ``flock`` on its marker file, which every
         store has and nothing rewrites: no lock file is left behind) in a local store while
         reading what the store holds and appending what follows from it: two
@@ -294,7 +298,8 @@ class Store:
         and the later would undo the other, an edit beside an ingest replacing the run's copy
         would copy the copy's row. Waits for another holder (``who``: what this one is, as the
         wait is told); a holder that dies releases it. Remote stores (s3://, hdfs://) have no
-        such lock: there, run one such writer at a time."""
+        such lock: there, run one such writer at a time. Without ``wait``, a lock held by
+        another raises :class:`LockBusy` instead of waiting."""
         try:
             import fcntl
         except ImportError:  # Windows: no flock
@@ -316,6 +321,9 @@ class Store:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
+                if not wait:
+                    os.close(fd)
+                    raise LockBusy(self.path) from None
                 if not waited:
                     log.warning("store %s: %s waiting for another ingest or edit of it to finish", self.path, who)
                 waited = True
@@ -658,7 +666,9 @@ def open(path: str | os.PathLike[str] | None = None, *, create: bool = False) ->
         if create:
             store.init()
         elif not store.exists():
-            raise _not_a_store(store)
+            err = _not_a_store(store)
+            if not store.exists():  # else another writer made it between the two looks
+                raise err
         store.check_version()
     except OSError as exc:
         # pyarrow's S3, GCS and HDFS errors carry no errno or path (a refused connection,
@@ -740,7 +750,7 @@ def _not_a_store(store: Store) -> StoreError:
         names = [] if info.type != pafs.FileType.Directory else sorted(
             e.base_name for e in store.fs.get_file_info(pafs.FileSelector(base)))
         # Hidden names are other writers' temporary files, as Store.init reads them.
-        foreign = [n for n in names if n not in S.TABLES and not n.startswith(".")]
+        foreign = [n for n in names if n not in (*S.TABLES, S.MARKER_FILE) and not n.startswith(".")]
         tables = [n for n in names if n in S.TABLES]
     except OSError:  # unreadable: the plain answer below is all that can be said
         foreign = []
