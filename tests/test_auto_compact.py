@@ -186,6 +186,16 @@ def test_ingest_compacts_when_due_and_not_when_told_not_to(tmp_path, monkeypatch
     assert again.files_ingested == 0 and again.files_unchanged == 4 and again.compaction is None
 
 
+def test_ingest_into_an_open_store_compacts_after_it(tmp_path, monkeypatch):
+    # given a Store, ingest holds no lock of its own making around the compaction: it must
+    # neither wait on itself nor skip
+    monkeypatch.setattr(C, "AUTO_BATCHES", 4)
+    st = store.open(tmp_path / "st", create=True)
+    report = ingest_event_logs(_logs(tmp_path), st)
+    assert report.files_ingested == 4 and report.compaction is not None and report.compaction.merged == 4
+    assert len(st.visible_marks()) == 1 and len(st.read("runs")) == 4
+
+
 def test_ingest_cli_reports_the_compaction_and_takes_no_compact(tmp_path, monkeypatch, capsys):
     logs = _logs(tmp_path)
     monkeypatch.setattr(C, "AUTO_BATCHES", 4)
