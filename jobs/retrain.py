@@ -1,7 +1,7 @@
 """Batch retraining as a Spark application: refit every job with new runs into the store's registry.
 
     spark-submit --master yarn --conf spark.pyspark.python=/path/to/python-with-sparkpredict \\
-        jobs/retrain.py --store hdfs:///sparkpredict/store [--force] [--compact]
+        jobs/retrain.py --store hdfs:///sparkpredict/store [--force] [--compact | --no-compact]
 
 The store is read through Spark's Hadoop layer (any path Spark can read); the executors need
 sparkpredict installed in their Python. The registry is written by the driver through pyarrow's
@@ -36,9 +36,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-stage-models", dest="stage_models", action="store_false",
                     help="fit only the whole-job models")
     ap.add_argument("--partitions", type=int, help="fit tasks (default 4 x default parallelism)")
-    ap.add_argument("--compact", action="store_true",
-                    help="first merge the store's small batches on the driver (`sparkpredict store "
-                         "compact`, its defaults), so that this and every later read opens few files")
+    merge = ap.add_mutually_exclusive_group()
+    merge.add_argument("--compact", action="store_true",
+                       help="first merge the store's small batches on the driver (`sparkpredict store "
+                            "compact`, its defaults), however few, so that this and every later read "
+                            "opens few files")
+    merge.add_argument("--no-compact", dest="auto_compact", action="store_false",
+                       help="do not merge them first (done by default when 256 arrived since the "
+                            "last compaction, on a local store; a remote one gets a warning)")
     ap.add_argument("--json-out", metavar="FILE",
                     help="also write the result's JSON to FILE (spark-submit merges this script's "
                          "stderr into its stdout: the JSON is stdout's last line)")
@@ -57,19 +62,20 @@ def main(argv: list[str] | None = None) -> int:
     except SparkPredictError as exc:
         return print_error(exc)
 
+    from sparkpredict.cli.retrain import compact_first, compact_if_due
+    from sparkpredict.cli.store_cmd import compact_lines
     from sparkpredict.retrain import result_if_current, retrain_spark
 
     compaction = None
     if args.compact:
-        from sparkpredict.cli.retrain import compact_first
-        from sparkpredict.cli.store_cmd import compact_lines
-
         try:
             compaction = compact_first(args.store, args.job)
         except SparkPredictError as exc:
             return print_error(exc)
-        for line in compact_lines(compaction):
-            print(line, file=sys.stderr)
+    elif args.auto_compact:
+        compaction = compact_if_due(args.store)
+    for line in compact_lines(compaction) if compaction is not None else []:
+        print(line, file=sys.stderr)
     try:
         # A nightly run on a quiet store: pyarrow finds every model current in a second, where
         # the session would start executors and ship every job to them to find the same.

@@ -232,3 +232,48 @@ def test_submit_compacts_the_store_after_its_run(listener_jar, tmp_path, monkeyp
     assert (tasks.run_id == res.run_ids[0]).sum() == run.num_tasks > 0
     assert (stages.run_id == res.run_ids[0]).sum() == run.num_stages
     assert os.path.exists(tmp_path / "st" / "runs")
+
+
+def test_retrain_compacts_first_when_due_and_not_when_told_not_to(tmp_path, monkeypatch, capsys):
+    """A store only listeners write: the nightly retrain (CLI and jobs/retrain.py) compacts it
+    before reading, without --compact; --no-compact and --dry-run leave it."""
+    import importlib.util
+    import types
+
+    st = _one_run_batches(tmp_path / "st", 6)
+    monkeypatch.setattr(C, "AUTO_BATCHES", 6)
+    base = ["retrain", "--local", "--no-stage-models", "--json", "--store", str(tmp_path / "st")]
+    main(base + ["--no-compact"])
+    assert "compaction" not in json.loads(capsys.readouterr().out) and len(st.visible_marks()) == 6
+    assert main(["retrain", "--local", "--dry-run", "--store", str(tmp_path / "st")]) == 0
+    capsys.readouterr()
+    assert len(st.visible_marks()) == 6
+    main(base)
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["compaction"]["merged"], doc["compaction"]["batches_after"]) == (6, 1)
+    assert len(st.visible_marks()) == 1 and len(st.read("runs")) == 6
+    with pytest.raises(SystemExit):  # one or the other
+        main(base + ["--compact", "--no-compact"])
+    capsys.readouterr()
+
+    # the Spark job too, before it reads: the models are current, so it starts no session
+    for i in range(6):
+        st.append({"runs": st.read("runs").iloc[[0]].assign(run_id=f"late{i}", app_id=f"late{i}", job=None)})
+
+    class NoSpark:
+        def __getattr__(self, name):
+            pytest.fail(f"started Spark (SparkSession.{name})")
+
+    fake = types.ModuleType("pyspark.sql")
+    fake.SparkSession = NoSpark()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pyspark.sql", fake)
+    spec = importlib.util.spec_from_file_location("retrain_job", Path(__file__).resolve().parents[1] / "jobs" / "retrain.py")
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+    assert job.main(["--store", st.path, "--no-stage-models", "--no-compact"]) == 0
+    assert "compaction" not in json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert job.main(["--store", st.path, "--no-stage-models"]) == 0
+    said = capsys.readouterr()
+    assert "merged 7 batches" in said.err  # the 6 new ones and the compacted one
+    assert json.loads(said.out.strip().splitlines()[-1])["compaction"]["batches_after"] == 1
+

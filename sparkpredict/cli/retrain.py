@@ -43,9 +43,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="model kind of every fit: auto (default), hybrid, an equation or an ML kind")
     p.add_argument("--no-stage-models", dest="stage_models", action="store_false",
                    help="fit only the whole-job models, not each job's stage-level forests")
-    p.add_argument("--compact", action="store_true",
-                   help="first merge the store's small batches (`sparkpredict store compact`, its "
-                        "defaults): a nightly retrain keeps the store quick to read")
+    merge = p.add_mutually_exclusive_group()
+    merge.add_argument("--compact", action="store_true",
+                       help="first merge the store's small batches (`sparkpredict store compact`, its "
+                            "defaults), however few: a nightly retrain keeps the store quick to read")
+    merge.add_argument("--no-compact", dest="auto_compact", action="store_false",
+                       help="do not merge them first (done by default when 256 arrived since the "
+                            "last compaction, on a local store)")
     p.add_argument("--dry-run", action="store_true", help="only say which jobs would be refit, and how")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_run)
@@ -66,9 +70,11 @@ def _run(args: argparse.Namespace) -> int:
     compacted = None
     if args.compact:
         compacted = compact_first(args.store, args.job, dry_run=args.dry_run)
-        if not args.json:
-            for line in compact_lines(compacted):
-                print(line)
+    elif args.auto_compact and not args.dry_run:
+        compacted = compact_if_due(args.store)
+    if compacted is not None and not args.json:
+        for line in compact_lines(compacted):
+            print(line)
     if args.dry_run:
         out = RT.plan_path(args.store, force=args.force, kind=args.kind, stage_models=args.stage_models,
                            jobs=args.job)
@@ -122,6 +128,22 @@ def compact_first(store: str | None, jobs: list[str] | None, *, dry_run: bool = 
         st = store_io.open(store)
         check_jobs(jobs, st.read("runs", columns=["job"])["job"], f"store {st.path!r}")
     return compact(store, dry_run=dry_run)
+
+
+def compact_if_due(store: str | None) -> Any:
+    """A retrain's default: :func:`~sparkpredict.store.compact.auto_compact` the store first,
+    as sparkpredict's writers do after their work, so that a store only listeners write stays
+    quick to read under a nightly retrain too. None when not due, and when there is no store
+    (the retrain then says what is wrong)."""
+    from ..errors import SparkPredictError
+    from ..store import io as store_io
+    from ..store.compact import auto_compact
+
+    try:
+        st = store_io.open(store)
+    except SparkPredictError:
+        return None
+    return auto_compact(st)
 
 
 def report_lines(res: RetrainResult) -> list[str]:
