@@ -215,11 +215,14 @@ def main() -> None:
              f"same run. Medians of {args.repeats}, each read in a new process; load average "
              f"{load:.2f}.\n"),
              "| seconds | uncompacted | compacted | ratio |", "|---|---:|---:|---:|"]
-    for k in ("runs", "stages", "tasks", "one run"):
-        lines.append(row(f"`Store.read` {k}" if k != "one run" else "`Store.read('tasks', run_ids=[one])`",
-                         before[k], after[k]))
-    lines.append(row("`suggest --store`, first call (fits)", cli_before[0], cli_after[0]))
-    lines.append(row("`suggest --store`, fit cached", cli_before[1], cli_after[1]))
+    def read_rows(reads: dict[str, float], cli: tuple[float, float]) -> list[str]:
+        """The uncompacted reads and suggest calls against ``reads`` and ``cli``'s."""
+        out = [row(f"`Store.read` {k}" if k != "one run" else "`Store.read('tasks', run_ids=[one])`",
+                   before[k], reads[k]) for k in ("runs", "stages", "tasks", "one run")]
+        return out + [row("`suggest --store`, first call (fits)", cli_before[0], cli[0]),
+                      row("`suggest --store`, fit cached", cli_before[1], cli[1])]
+
+    lines += read_rows(after, cli_after)
     lines.append(f"\n`store compact` took {compact_s:.1f} s for the {args.runs:,} batches.\n")
     lines += [(f"A remote store, simulated: every listing and file open waits {SLOW_DELAY_S * 1000:.0f} ms "
               f"(an S3 round trip), on a store of {args.slow_runs} such runs, uncompacted and then "
@@ -240,11 +243,7 @@ def main() -> None:
               f"{max(due) if due else 0:.1f} s). The replaced files all stay, as they do for 10 minutes: "
               "here every run came within them.\n"),
               "| seconds | uncompacted | auto-compacted, worst moment | ratio |", "|---|---:|---:|---:|"]
-    for k in ("runs", "stages", "tasks", "one run"):
-        lines.append(row(f"`Store.read` {k}" if k != "one run" else "`Store.read('tasks', run_ids=[one])`",
-                         before[k], auto_reads[k]))
-    lines.append(row("`suggest --store`, first call (fits)", cli_before[0], cli_auto[0]))
-    lines.append(row("`suggest --store`, fit cached", cli_before[1], cli_auto[1]))
+    lines += read_rows(auto_reads, cli_auto)
     lines.append("")
     for label, (first, cached) in (("uncompacted", cli_before), ("compacted", cli_after),
                                    (f"auto-compacted ({auto_pending} batches pending)", cli_auto)):

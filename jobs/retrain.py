@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
         _Parser,  # argparse's, ending its usage errors with a fix: line
     )
     from sparkpredict.cli.retrain import EXIT_STATUS, report_lines
-    from sparkpredict.cli.store_cmd import compaction_doc
+    from sparkpredict.cli.store_cmd import add_no_compact, compact_lines, compaction_doc
 
     ap = _Parser(description="sparkpredict batch retraining (spark-submit): refit the "
                                              "models of every job with new runs into the store's registry",
@@ -41,9 +41,7 @@ def main(argv: list[str] | None = None) -> int:
                        help="first merge the store's small batches on the driver (`sparkpredict store "
                             "compact`, its defaults), however few, so that this and every later read "
                             "opens few files")
-    merge.add_argument("--no-compact", dest="auto_compact", action="store_false",
-                       help="do not merge them first (done by default when 256 arrived since the "
-                            "last compaction, on a local store; a remote one gets a warning)")
+    add_no_compact(merge, "first", dest="auto_compact")
     ap.add_argument("--json-out", metavar="FILE",
                     help="also write the result's JSON to FILE (spark-submit merges this script's "
                          "stderr into its stdout: the JSON is stdout's last line)")
@@ -63,7 +61,6 @@ def main(argv: list[str] | None = None) -> int:
         return print_error(exc)
 
     from sparkpredict.cli.retrain import compact_first, compact_if_due
-    from sparkpredict.cli.store_cmd import compact_lines
     from sparkpredict.retrain import result_if_current, retrain_spark
 
     compaction = None

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 
+from .store_cmd import add_no_compact
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -27,9 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--job", metavar="NAME",
                    help="job name of every run this call stores, instead of each log's "
                         "spark.sparkpredict.job or app name (runs already stored keep theirs)")
-    p.add_argument("--no-compact", dest="compact", action="store_false",
-                   help="do not merge the store's small batches afterwards (done when 256 arrived "
-                        "since the last compaction, on a local store)")
+    add_no_compact(p, "afterwards")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_run)
 

@@ -5,7 +5,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from .store_cmd import compact_lines, compaction_doc
+from .store_cmd import add_no_compact, compact_lines, compaction_doc
 
 if TYPE_CHECKING:
     from ..retrain import RetrainResult
@@ -47,9 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     merge.add_argument("--compact", action="store_true",
                        help="first merge the store's small batches (`sparkpredict store compact`, its "
                             "defaults), however few: a nightly retrain keeps the store quick to read")
-    merge.add_argument("--no-compact", dest="auto_compact", action="store_false",
-                       help="do not merge them first (done by default when 256 arrived since the "
-                            "last compaction, on a local store)")
+    add_no_compact(merge, "first", dest="auto_compact")
     p.add_argument("--dry-run", action="store_true", help="only say which jobs would be refit, and how")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_run)

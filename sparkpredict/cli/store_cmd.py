@@ -361,6 +361,14 @@ def compact_json(r: Any) -> dict[str, Any]:
             "removed_files": len(r.removed)}
 
 
+def add_no_compact(p: Any, when: str, dest: str = "compact") -> None:
+    """``--no-compact`` of a command that compacts a local store ``when`` (after its work, or
+    before a retrain) once :data:`~sparkpredict.store.compact.AUTO_BATCHES` small batches arrived."""
+    p.add_argument("--no-compact", dest=dest, action="store_false",
+                   help=f"do not merge the store's small batches {when} (done when 256 arrived since "
+                        "the last compaction, on a local store)")
+
+
 def compaction_doc(r: Any) -> dict[str, Any]:
     """``{"compaction": ...}`` in the JSON of a retrain with ``--compact``, or of a submit or
     ingest that compacted the store (``store compact --json``'s keys); ``{}`` without one."""

@@ -6,6 +6,7 @@ import sys
 from typing import Any, NoReturn
 
 from . import confidence_arg
+from .store_cmd import add_no_compact
 from .suggest import add_param_option, parse_params
 
 
@@ -37,9 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="print the spark-submit command line (with --executors auto: after the advice) "
                         "on stdout, and run nothing")
-    p.add_argument("--no-compact", dest="compact", action="store_false",
-                   help="do not merge the store's small batches after the run (done when 256 arrived "
-                        "since the last compaction, on a local store)")
+    add_no_compact(p, "after the run")
     p.add_argument("spark_args", nargs=argparse.REMAINDER, help="-- then spark-submit's arguments")
     p.set_defaults(func=_run)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .store_cmd import add_no_compact
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -34,9 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Spark's scratch and the warm-up's scratch store (default: sweep-work beside the "
                         "store; ~/.sparkpredict/sweep-work for a remote store)")
     p.add_argument("--no-tasks", action="store_true", help="do not record task rows (smaller store)")
-    p.add_argument("--no-compact", dest="compact", action="store_false",
-                   help="do not merge the store's small batches between runs (done when 256 arrived "
-                        "since the last compaction, on a local store)")
+    add_no_compact(p, "between runs")
     p.add_argument("--spark-logs", action="store_true",
                    help="show Spark's own log lines (default: Spark's errors only, unless you set a log4j configuration)")
     p.set_defaults(func=_run)
