@@ -101,13 +101,20 @@ def compact(store: Any = None, *, target_bytes: int = TARGET_BYTES, keep_s: floa
                          "give a time such as 10m, or 0 when no reader is reading the store")
     st = store if hasattr(store, "append") else store_io.open(store)
     with st.writer_lock("compact"):
-        try:
-            return _compact(st, target_bytes, float(keep_s), dry_run)
-        except store_io._Changed as exc:
-            raise StoreError(f"batch {exc} of store {st.path!r} went while it was compacted: "
-                             "another writer removed it (an ingest replacing its copy of a run, "
-                             "another compaction)", "run the compaction again once that writer is done; "
-                             "what it committed so far stays, and nothing was lost") from exc
+        return _compact_held(st, target_bytes, float(keep_s), dry_run)
+
+
+def _compact_held(st: Any, target_bytes: int, keep_s: float, dry_run: bool) -> CompactResult:
+    """:func:`_compact`, the writer lock held; a batch gone meanwhile is a :class:`StoreError`."""
+    from . import io as store_io
+
+    try:
+        return _compact(st, target_bytes, keep_s, dry_run)
+    except store_io._Changed as exc:
+        raise StoreError(f"batch {exc} of store {st.path!r} went while it was compacted: "
+                         "another writer removed it (an ingest replacing its copy of a run, "
+                         "another compaction)", "run the compaction again once that writer is done; "
+                         "what it committed so far stays, and nothing was lost") from exc
 
 
 def pending(store: Any, target_bytes: int = TARGET_BYTES, after: str = "") -> int:
@@ -119,9 +126,9 @@ def pending(store: Any, target_bytes: int = TARGET_BYTES, after: str = "") -> in
     from . import schema as S
 
     st = store if hasattr(store, "append") else store_io.open(store)
-    visible = st.visible_marks(st._listing(S.COMMIT_TABLE))
-    after = max(max((b for b in visible if store_io.is_compacted(b)), default=""), after)
     listings = {t: st._listing(t) for t in S.TABLES}
+    visible = st.visible_marks(listings[S.COMMIT_TABLE])
+    after = max(max((b for b in visible if store_io.is_compacted(b)), default=""), after)
     return sum(1 for b in visible if b > after and not store_io.is_compacted(b)
                and 2 * sum(int(listings[t][b].size or 0) for t in S.TABLES if b in listings[t]) < target_bytes)
 
@@ -205,11 +212,7 @@ def auto_compact(store: Any, *, min_batches: int | None = None) -> CompactResult
                                                            "store clean` removes them")
                 return None
             newest = max(st.visible_marks(st._listing(S.COMMIT_TABLE)), default="")
-            try:
-                result = _compact(st, TARGET_BYTES, KEEP_S, dry_run=False)
-            except store_io._Changed as exc:
-                raise StoreError(f"batch {exc} went while it was compacted",
-                                 "nothing to do: the next writer compacts again") from exc
+            result = _compact_held(st, TARGET_BYTES, KEEP_S, dry_run=False)
             _remember_examined(st, newest)
     except store_io.LockBusy:
         log.info("store %s: another writer holds it; the next writer compacts it", getattr(store, "path", store))
