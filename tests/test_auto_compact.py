@@ -234,6 +234,35 @@ def test_submit_compacts_the_store_after_its_run(listener_jar, tmp_path, monkeyp
     assert os.path.exists(tmp_path / "st" / "runs")
 
 
+def test_attach_compacts_a_store_only_listeners_write_before_the_session(listener_jar, tmp_path, monkeypatch,
+                                                                           caplog):
+    """A driver that attaches the listener is a writer too: its store, fed one batch per run by
+    the listener, is compacted when due before the session starts, every row kept; a store not
+    made yet is neither made nor warned about, and compact=False leaves the batches."""
+    from pyspark.sql import SparkSession
+
+    import sparkpredict
+    from sparkpredict.errors import InputError
+
+    st = _one_run_batches(tmp_path / "st", 5)
+    before = {t: _sorted(st.read(t)) for t in ("runs", "stages", "tasks")}
+    monkeypatch.setattr(C, "AUTO_BATCHES", 5)
+    opts = sparkpredict.attach(SparkSession.builder, store=str(tmp_path / "st"), compact=False)._options
+    assert opts["spark.sparkpredict.store"] == (tmp_path / "st").as_uri()
+    assert len(st.visible_marks()) == 5
+    with pytest.raises(InputError, match="compact must be True or False"):
+        sparkpredict.attach(SparkSession.builder, store=str(tmp_path / "st"), compact="no")
+    assert len(st.visible_marks()) == 5  # a refused attach writes nothing
+    sparkpredict.attach(SparkSession.builder, store=f"file://{tmp_path / 'st'}")  # a file: URI is local
+    assert len(st.visible_marks()) == 1
+    for t, df in before.items():
+        pd.testing.assert_frame_equal(_sorted(st.read(t)), df, check_dtype=False)
+    with caplog.at_level(logging.INFO, logger="sparkpredict"):
+        sparkpredict.attach(SparkSession.builder, store=str(tmp_path / "new"))
+    assert not (tmp_path / "new").exists()  # the listener makes it with its first rows
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and "new" in r.getMessage()]
+
+
 def test_retrain_compacts_first_when_due_and_not_when_told_not_to(tmp_path, monkeypatch, capsys):
     """A store only listeners write: the nightly retrain (CLI and jobs/retrain.py) compacts it
     before reading, without --compact; --no-compact and --dry-run leave it."""

@@ -433,7 +433,7 @@ def _refuse_connect(settings: dict[str, str]) -> None:
 
 
 def attach(builder: Any, store: str | None = None, job: str | None = None, tasks: bool = True,
-           input_bytes: int | str | None = None) -> Any:
+           input_bytes: int | str | None = None, compact: bool = True) -> Any:
     """Configure a ``SparkSession.builder`` to record the application; returns the builder.
 
     Must run before the first SparkSession of the Python process: Spark reads ``spark.jars``
@@ -451,6 +451,13 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     ``$PYSPARK_SUBMIT_ARGS`` would outrank the merged ``spark.jars``, so ``attach`` sets it to the
     merged list in this process's environment.
 
+    With ``compact`` (the default), a local store that received
+    :data:`sparkpredict.store.compact.AUTO_BATCHES` small batches since its last compaction is
+    compacted first, as ``sparkpredict submit`` does after its run: the listener writes one
+    batch per run, and a store nothing compacts grows slow to read. That takes about a second,
+    once per 256 runs, before the session starts; otherwise a few milliseconds. It never waits
+    for another writer and never fails the attach (a failure is logged as a warning).
+
     Examples
     --------
     >>> from pyspark.sql import SparkSession
@@ -464,9 +471,14 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     StoreError
         The store is one the listener could record nothing into (:func:`check_store`).
     InputError
-        ``builder`` is no ``SparkSession.builder`` (it has no ``config``).
+        ``builder`` is no ``SparkSession.builder`` (it has no ``config``), or ``compact`` is not
+        True or False.
     """
     from pyspark import SparkContext
+
+    if isinstance(compact, (str, bytes)) or compact not in (True, False):
+        raise InputError(f"compact must be True or False, got {compact!r}",
+                         "pass compact=False to leave the store's small batches for `sparkpredict store compact`")
 
     # What the builder holds (pyspark 4 keeps it in _options) outranks the files, as the
     # builder's --conf outranks spark-defaults.conf in the spark-submit PySpark launches.
@@ -536,7 +548,25 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     _jars_into_submit_args(conf["spark.jars"])
     for k, v in conf.items():
         builder = builder.config(k, v)
+    if compact:
+        _compact_before_run(resolve_store(store))
     return builder
+
+
+def _compact_before_run(store: str) -> None:
+    """Compact a local store that exists when due (:func:`sparkpredict.store.compact.auto_compact`).
+
+    The listener itself never compacts (it must not slow Spark's shutdown or make it fail), so
+    a store fed by applications that ``attach`` would otherwise be compacted only by
+    ``submit``, ``ingest``, ``sweep``, ``retrain`` or by hand. A remote store is left alone:
+    Python may not reach the file system the JVM writes to, and it has no writer lock."""
+    from ..store.schema import MARKER_FILE
+
+    if "://" in store or not (Path(store) / MARKER_FILE).is_file():
+        return  # no store yet: the listener makes it with its first rows
+    from ..store.compact import auto_compact
+
+    auto_compact(store)
 
 
 def listener_error(spark: Any) -> str | None:
