@@ -75,6 +75,8 @@ class HistorySource:
         if models is None:
             return cls._from_store(job, store, params)
         if isinstance(models, Mapping):
+            if not models:  # "record runs of the job first" would answer another question
+                raise InputError("models is an empty dict: it holds no fitted model", _MODELS_FIX)
             if job not in models:
                 raise _unknown_job(job, list(models), "the models given")
             model = models[job]
@@ -103,8 +105,11 @@ class HistorySource:
                              "fit one with `sparkpredict fit RUNS --out DIR`, or advise from the history: "
                              f"leave out {models}{'' if models.startswith('--') else '='} and pass "
                              f"{give('store', 'PATH')}")
-        index = os.path.join(path, "sparkpredict_models.json")
-        stamp = os.stat(index).st_mtime_ns if os.path.exists(index) else 0
+        # every file's stamp, not the index's alone: a model file rewritten in place (by hand, or
+        # copied over) leaves the index as it was, and the old model would go on advising
+        with os.scandir(path) as entries:
+            stamp = tuple(sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size) for e in entries
+                                 if e.name.endswith(".json") and e.is_file()))
         key = ("dir", os.path.abspath(path), stamp, job)
         if key not in _CACHE:
             from .models.persist import (

@@ -50,22 +50,14 @@ from .advice import (
 )
 from .advice_args import (
     OBJECTIVES,
-    _cli,
     arg_name,
-    check_args,
-    check_executor_counts,
-    check_executor_memory_mb,
     check_params,
+    check_suggest_args,
     give,
-    positive_float,
-    positive_int,
-    unit_fraction,
 )
 from .advice_cache import _CACHE  # noqa: F401  (tests inspect it)
-from .advice_source import _MODELS_FIX, HistorySource, check_param_names
-from .errors import InputError
+from .advice_source import HistorySource, check_param_names
 from .units import format_amount, format_duration, format_number, plural
-from .units import shown as shown_value
 
 if TYPE_CHECKING:
     import numpy as np
@@ -251,36 +243,17 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     """
     import numpy as np
 
-    size, deadline, confidence, lo, hi = check_args(input_bytes, deadline_s, objective, confidence,
-                                                     min_executors, max_executors)
-    # a price of 0 makes every count free: no price to compare by, so refused as "not positive"
-    price = None if price_per_executor_hour is None else positive_float(
-        "price_per_executor_hour", price_per_executor_hour, "0.25")
-    budget_v = None if budget is None else positive_float("budget", budget, "0.5")
-    knee_eff = unit_fraction("knee_efficiency", knee_efficiency, "0.5")
-    cores = None if executor_cores is None else positive_int("executor_cores", executor_cores)
-    mem = None if executor_memory_mb is None else check_executor_memory_mb(executor_memory_mb)
-    counts = None
-    left_out: list[int] = []
-    if executor_counts is not None:
-        listed = check_executor_counts(executor_counts)
-        counts = [c for c in listed if c >= lo and (hi is None or c <= hi)]
-        left_out = sorted(set(listed) - set(counts))
-        within = (f"{lo} or more ({arg_name('min_executors')})" if hi is None else
-                  f"from {lo} to {hi} ({arg_name('min_executors')}, {arg_name('max_executors')})")
-        if not counts:
-            raise InputError(f"no executor count in {arg_name('executor_counts')} is {within}",
-                             f"widen {arg_name('min_executors')}/{arg_name('max_executors')} "
-                             "or the list of counts")
-
-    given_params = check_params(params)
-    if not isinstance(job, str) or not job.strip():
-        raise InputError(f"job must be a job's name, got {shown_value(job)}",
-                         "give the name its runs were recorded under, e.g. "
-                         + ("--job nightly-etl" if _cli("job") else "suggest_executors(\"nightly-etl\", ...)"))
-    if models is not None and not isinstance(models, (Mapping, str, os.PathLike)):
-        raise InputError(f"models must be a dict of fitted models or a model folder, got {type(models).__name__}",
-                         _MODELS_FIX)
+    checked = check_suggest_args(
+        job, input_bytes, deadline_s=deadline_s, objective=objective, executor_cores=executor_cores,
+        executor_memory_mb=executor_memory_mb, min_executors=min_executors, max_executors=max_executors,
+        price_per_executor_hour=price_per_executor_hour, budget=budget, confidence=confidence,
+        knee_efficiency=knee_efficiency, executor_counts=executor_counts, params=params, models=models)
+    size, deadline, confidence, lo, hi = (checked.input_bytes, checked.deadline_s, checked.confidence,
+                                          checked.min_executors, checked.max_executors)
+    price, budget_v, knee_eff = checked.price_per_executor_hour, checked.budget, checked.knee_efficiency
+    cores, mem, counts, left_out = (checked.executor_cores, checked.executor_memory_mb,
+                                    checked.executor_counts, checked.left_out)
+    given_params = checked.params
     src = HistorySource.resolve(job, store=store, models=models, params=given_params)
     model = src.model
     known = src.param_names()
@@ -342,7 +315,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     warnings = src.warnings(size, int(e[i]), mem, ratio[i] if ratio is not None else None, cores)
     if left_out:
         warnings.append(f"{arg_name('executor_counts')} {', '.join(map(str, left_out))}: left out, "
-                        f"as only counts {within} were asked for")
+                        f"as only counts {checked.within()} were asked for")
     shown = None  # the interval's level, where the model supports less than the one asked for
     if no_interval:
         if deadline is None:  # with one, _no_bound_warning below says it

@@ -1,6 +1,7 @@
 """Human units in and out: ``300GB``, ``1.5TiB``, ``45m``, ``1h30m``."""
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -38,16 +39,19 @@ def parse_bytes(text: str | float) -> int:
     1536
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value = float(text)
+        # float() of a 400-digit int overflows: such a count is beyond 2^63 bytes, said below
+        value = _float_or_inf(text)
         unit = ""
+        written = isinstance(text, int)
     else:
         m = _SIZE_RE.match(str(text))
         if not m or m.group(2).lower() not in _BYTE_UNITS:
             raise InputError(f"cannot read {text!r} as a size",
                              "write a number with a unit, e.g. 300GB, 512MiB or 1.5TiB")
         value, unit = float(m.group(1)), m.group(2).lower()
-    if not math.isfinite(value):
-        raise InputError(f"size {text!r} is not a finite number", "give a size above zero, e.g. 64MB")
+        written = True  # digits ("1e400"): a number too large, not a NaN or an infinity given
+    if math.isnan(value) or (math.isinf(value) and not written):
+        raise InputError(f"size {shown(text)} is not a finite number", "give a size above zero, e.g. 64MB")
     if value <= 0:
         raise InputError(f"size {text!r} must be positive", "give a size above zero, e.g. 64MB")
     scaled = value * _BYTE_UNITS[unit]
@@ -56,9 +60,24 @@ def parse_bytes(text: str | float) -> int:
     if n < 1:
         raise InputError(f"size {text!r} is less than one byte", "give a size of at least 1 byte, e.g. 64MB")
     if n > _MAX_BYTES:
-        raise InputError(f"size {text!r} is beyond what Spark counts (8 EiB: a 64-bit byte count)",
+        raise InputError(f"size {shown(text)} is beyond what Spark counts (8 EiB: a 64-bit byte count)",
                          "give the input size in bytes or with a unit, e.g. 300GB")
     return n
+
+
+def is_bool(value: object) -> bool:
+    """``True``/``False``, numpy's included (``np.True_`` is no ``bool``): a flag passed where a
+    number belongs, which ``int()`` and ``float()`` would read as 1 or 0."""
+    t = type(value)
+    return isinstance(value, bool) or (t.__module__ == "numpy" and t.__name__ in ("bool_", "bool"))
+
+
+def _float_or_inf(value: float) -> float:
+    """``float(value)``; an int too large for a float is infinite (with its sign)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 #: Below this, a size typed without a unit is more likely a count of GB or MB left bare than bytes.
@@ -77,6 +96,27 @@ def unitless_size_warning(text: object, flag: str) -> str | None:
     n = m.group(1)
     return (f"{flag} {text.strip()} has no unit and is read as {n} bytes; if you meant {n}GB or "
             f"{n}MiB, write the unit (a byte count is written {n}B)")
+
+
+#: Below this, a deadline typed without a unit is more likely minutes than seconds.
+UNITLESS_SUSPECT_S = 120
+
+
+def unitless_duration_warning(text: object, flag: str) -> str | None:
+    """A warning for a duration typed as a small bare number (``--deadline 45``): read as
+    seconds, but more likely 45 minutes with the unit forgotten. None for a duration with a
+    unit, a number given from Python, or a bare number of seconds that large."""
+    if not isinstance(text, str):
+        return None
+    n = text.strip()
+    try:
+        seconds = float(n)
+    except ValueError:
+        return None
+    if not 0 < seconds < UNITLESS_SUSPECT_S:
+        return None
+    return (f"{flag} {n} has no unit and is read as {n} seconds; if you meant {n}m, write the unit "
+            f"(seconds are written {n}s)")
 
 
 def declared_size(text: object) -> int | None:
@@ -121,8 +161,11 @@ def parse_memory_mb(text: str | float, min_mb: int = 1) -> int:
     -> 4096; a bare number is MiB. At least ``min_mb`` MiB: a size that reads but is smaller is
     "too small", not unreadable."""
     v = spark_size(text, "m")
+    if v is None and text is not None and _SPARK_SIZE.fullmatch(str(text)):
+        raise InputError(f"executor memory {shown(text)} is beyond what Spark counts (8 EiB: a 64-bit byte count)",
+                         "give one executor's memory, e.g. 4g, 512m or 4096 (MiB)")
     if v is None:
-        raise InputError(f"cannot read executor memory {text!r}", "write e.g. 4g, 512m or 4096 (MiB)")
+        raise InputError(f"cannot read executor memory {shown(text)}", "write e.g. 4g, 512m or 4096 (MiB)")
     if v < min_mb * 2**20:
         why = (", the least Spark starts an executor with" if min_mb == MIN_EXECUTOR_MEMORY_MB
                else "")
@@ -132,21 +175,35 @@ def parse_memory_mb(text: str | float, min_mb: int = 1) -> int:
 
 
 def parse_duration(text: str | float) -> float:
-    """Parse a duration such as ``45m``, ``1h30m``, ``90s`` or a bare number of seconds."""
+    """Parse a duration such as ``45m``, ``1h30m``, ``90s`` or a bare number of seconds.
+
+    Each unit at most once, the larger first (``1h30m``): ``45m45m`` or ``30m1h`` is more likely
+    a slip than 90 minutes."""
+    written = isinstance(text, int) and not isinstance(text, bool)
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        seconds = float(text)
+        seconds = _float_or_inf(text)
     else:
         s = str(text).strip().lower().replace(" ", "")
         try:
             seconds = float(s)
+            written = bool(re.fullmatch(r"[0-9.e+-]+", s))  # "1e400", not "inf" or "nan"
         except ValueError:
             parts = _DUR_PART.findall(s)
             if not parts or "".join(a + b for a, b in parts) != s:
-                raise InputError(f"cannot read {text!r} as a duration",
+                raise InputError(f"cannot read {shown(text)} as a duration",
                                  "write e.g. 45m, 1h30m, 90s or a number of seconds") from None
+            scales = [_DUR_S[b] for _, b in parts]
+            if any(a <= b for a, b in itertools.pairwise(scales)):
+                raise InputError(f"cannot read {shown(text)} as a duration: a unit repeats, or a smaller "
+                                 "one comes before a larger", "write each unit once, the larger first, "
+                                 "e.g. 1h30m or 45m")
             seconds = sum(float(a) * _DUR_S[b] for a, b in parts)
+            written = True
+    if seconds == math.inf and written:
+        raise InputError(f"duration {shown(text)} is too large for a deadline",
+                         "give a duration such as 45m, 1h30m or 2d (no deadline: leave it out)")
     if not math.isfinite(seconds):
-        raise InputError(f"duration {text!r} is not a finite number",
+        raise InputError(f"duration {shown(text)} is not a finite number",
                          "give a duration above zero, e.g. 45m (no deadline: leave it out)")
     if seconds <= 0:
         raise InputError(f"duration {text!r} must be positive", "give a duration above zero, e.g. 45m")
@@ -237,6 +294,8 @@ def format_duration(seconds: float) -> str:
     Past an hour the duration is rounded to the minute (``3650`` -> ``1h01m``)."""
     if not math.isfinite(seconds):
         return "inf"
+    if 0 < seconds < 0.05:  # "0.0s" reads as no time at all (a deadline of 1ms was printed so)
+        return f"{_short_exponent(f'{seconds * 1000:.2g}')}ms"
     if round(seconds, 1) < 60:  # 59.97 s is "1m00s", not "60.0s"
         return f"{seconds:.1f}s"
     if seconds >= _HOURS_IN_FULL * 3600:
@@ -252,9 +311,12 @@ def format_duration(seconds: float) -> str:
 
 def format_amount(x: float) -> str:
     """``0.4567`` -> ``0.46``; small amounts keep two significant digits (``0.00071``, ``0.020``),
-    not ``0.00``."""
+    not ``0.00``; from a billion on, three in the short exponent form (``1.11e308``), not 300
+    digits."""
     if not math.isfinite(x):
         return "inf"
+    if abs(x) >= 1e9:
+        return _short_exponent(f"{x:.3g}")
     # two significant digits below 0.1, trailing zero kept, so a column reads alike: 0.020 0.028
     return f"{x:.2f}" if abs(x) >= 0.1 or x == 0 else _short_exponent(f"{x:#.2g}")
 
@@ -332,7 +394,10 @@ def format_percent(fraction: float) -> str:
     """A fraction as a percentage in up to three digits: ``0.1`` -> ``10%``, ``0.095`` ->
     ``9.5%``, ``0.846`` -> ``84.6%``; rounded to a whole percent, a threshold of 9.5 % read as
     10 % and was both exceeded and not beside the 10 % one."""
-    return f"{fraction * 100:.3g}%"
+    text = f"{fraction * 100:.3g}"
+    if text == "100" and fraction < 1:  # 0.9999 is not 100 %: as many digits as tell them apart
+        text = next(t for d in range(4, 18) if (t := f"{fraction * 100:.{d}g}") != "100")
+    return f"{text}%"
 
 
 def plural(n: int, noun: str, nouns: str | None = None) -> str:

@@ -70,11 +70,12 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     if args.executors is None:
         return None, {}
     if args.executors != "auto":
-        try:
-            n = int(args.executors)
-        except ValueError:
-            raise InputError(f"--executors {args.executors!r} is not a number",
-                             "give a whole number of executors, or auto") from None
+        from ..advice_args import whole_number
+
+        n = whole_number(args.executors)
+        if n is None:
+            raise InputError(f"--executors {args.executors!r} is not a whole number",
+                             "give a whole number of executors, or auto")
         if n < 1:
             raise InputError(f"--executors {n} must be at least 1", "give 1 or more, or auto")
         from ..units import check_count_limit
@@ -86,6 +87,7 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
         missing = [flag for flag, given in (("--job", args.job), ("--input-size", input_bytes)) if not given]
         raise InputError(f"--executors auto needs {' and '.join(missing)}",
                          "add " + " ".join(examples[flag] for flag in missing))
+    from ..advice_args import check_suggest_args, cli_flags
     from ..advice_source import HistorySource
     from ..advise import suggest_executors
     from ..capture.submit_args import (
@@ -93,9 +95,18 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
         executor_shape,
         runs_local,
     )
-    from ..units import parse_duration
 
-    deadline = parse_duration(args.deadline) if args.deadline else None
+    # the executors the run will have: advised for another shape than the user's arguments ask
+    # for, the count (and the warnings on cores and memory no run had) were suggest's for another
+    cores, memory_mb = executor_shape(spark_args)
+    confidence = getattr(args, "confidence", None)
+    asked = {"deadline_s": args.deadline, "objective": args.objective or "cost",
+             "budget": getattr(args, "budget", None), "price_per_executor_hour": getattr(args, "price", None),
+             # 0 is refused as suggest refuses it, not taken for "not given"
+             "confidence": 0.9 if confidence is None else confidence,
+             "executor_cores": cores, "executor_memory_mb": memory_mb}
+    with cli_flags():  # all of it before the fit: a refused value must not wait for one, nor cache it
+        deadline = check_suggest_args(args.job, input_bytes, **asked).deadline_s
     history = store if store is not None else args.store
     try:
         known = set(HistorySource.resolve(args.job, store=history).param_names())
@@ -113,17 +124,8 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     if new:  # the first runs that declare a parameter cannot be advised by it yet
         print(f"sparkpredict: job parameter(s) {', '.join(new)} are new to {args.job}'s history: "
               "recorded with this run, not used by this advice", file=sys.stderr, flush=True)
-    from ..advice_args import cli_flags
-
-    # the executors the run will have: advised for another shape than the user's arguments ask
-    # for, the count (and the warnings on cores and memory no run had) were suggest's for another
-    cores, memory_mb = executor_shape(spark_args)
     with cli_flags():  # the advice's errors name this command's flags (--param), not arguments
-        advice = suggest_executors(args.job, input_bytes, deadline_s=deadline, objective=args.objective or "cost",
-                                   budget=getattr(args, "budget", None),
-                                   price_per_executor_hour=getattr(args, "price", None),
-                                   confidence=getattr(args, "confidence", None) or 0.9,
-                                   executor_cores=cores, executor_memory_mb=memory_mb,
+        advice = suggest_executors(args.job, input_bytes, **{**asked, "deadline_s": deadline},
                                    params={k: v for k, v in params.items() if k in known}, store=history)
     # stderr, as submit's other lines: the job's stdout may be data piped elsewhere
     for line in advice_lines(advice):
@@ -223,14 +225,13 @@ def advice_lines(advice: Any) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..advice_args import cli_flags
-    from ..advise import check_params
+    from ..advice_args import check_params, cli_flags, read_size
     from ..capture.listener import check_store
     from ..capture.submit import submit
     from ..capture.submit_args import check_master, driver_is_local, submit_store
     from ..config import KEY_INPUT_BYTES, PARAM_PREFIX
     from ..errors import InputError
-    from ..units import parse_bytes, plural, unitless_size_warning
+    from ..units import plural, unitless_duration_warning, unitless_size_warning
 
     spark_args = list(args.spark_args)
     if spark_args and spark_args[0] == "--":
@@ -242,10 +243,12 @@ def _run(args: argparse.Namespace) -> int:
     # the advice reads the store the listener will write (a cluster's spark-defaults.conf may
     # name it); a --store that contradicts --conf spark.sparkpredict.store fails here, before a fit
     history = submit_store(spark_args, args.store)
-    input_bytes = parse_bytes(args.input_size) if args.input_size else None
-    bare = unitless_size_warning(args.input_size, "--input-size")
-    if bare:  # recorded as the run's size: said before the run, while it can still be stopped
-        print(f"warning: {bare}", file=sys.stderr)
+    input_bytes = read_size(args.input_size) if args.input_size is not None else None
+    # the size is recorded as the run's: said before the run, while it can still be stopped
+    for bare in (unitless_size_warning(args.input_size, "--input-size"),
+                 unitless_duration_warning(args.deadline, "--deadline")):
+        if bare:
+            print(f"warning: {bare}", file=sys.stderr)
     params = parse_params(args.param)
     with cli_flags():
         check_params(params)  # numbers only: the store's runs table reads them as such

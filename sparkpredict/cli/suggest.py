@@ -97,19 +97,20 @@ def run(args: argparse.Namespace) -> int:
             executor_counts=args.executor_counts,
             price_per_executor_hour=args.price, budget=args.budget, confidence=args.confidence,
             params=parse_params(args.param), store=args.store, models=args.models)
-    from ..units import unitless_size_warning
+    from ..units import unitless_duration_warning, unitless_size_warning
 
-    bare = unitless_size_warning(args.input_size, "--input-size")
+    bare = [w for w in (unitless_size_warning(args.input_size, "--input-size"),
+                        unitless_duration_warning(args.deadline, "--deadline")) if w]
     if args.json:
         import json
 
         d = advice.to_dict()
-        d["warnings"] = ([bare] if bare else []) + d["warnings"]
+        d["warnings"] = bare + d["warnings"]
         print(json.dumps(d, indent=2))
     else:
         print(format_advice(advice))
-        if bare:
-            print(f"warning: {bare}")
+        for w in bare:
+            print(f"warning: {w}")
     return 0
 
 

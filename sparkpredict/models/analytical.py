@@ -230,7 +230,13 @@ class FittedEquation:
         if d["name"] not in EQUATIONS:
             raise DegenerateDataError(f"unknown equation {d['name']!r} in a saved model",
                                       f"refit: known equations are {', '.join(EQUATIONS)}")
-        return cls(d["name"], int(d["power"]), tuple(float(t) for t in d["theta"]), float(d["sse"]), int(d["n"]))
+        theta = tuple(float(t) for t in d["theta"])
+        want = EQUATIONS[d["name"]].n_params
+        # a file edited by hand: else an IndexError, or NaN runtimes, at the first prediction
+        if len(theta) != want or not all(np.isfinite(theta)):
+            raise DegenerateDataError(f"equation {d['name']!r} in a saved model has parameters {list(theta)}, "
+                                      f"not {want} finite numbers", "refit the model")
+        return cls(d["name"], int(d["power"]), theta, float(d["sse"]), int(d["n"]))
 
 
 def check_inputs(S: Array, E: Array, y: Array, n_params: int = 1, what: str = "runs") -> None:

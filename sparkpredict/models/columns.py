@@ -93,12 +93,14 @@ def read_level(value: Any) -> float:
 def check_confidence(value: Any) -> float:
     """``value`` as a confidence level strictly between 0 and 1 (every model and the advice),
     read by :func:`read_level`."""
+    from ..units import is_bool, shown
+
     try:
         c = read_level(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # float() of a 400-digit int overflows
         c = math.nan
-    if isinstance(value, bool) or not 0.0 < c < 1.0:
-        raise InputError(f"confidence must lie strictly between 0 and 1, got {value!r}",
+    if is_bool(value) or not 0.0 < c < 1.0:
+        raise InputError(f"confidence must lie strictly between 0 and 1, got {shown(value)}",
                          "give a level between 0 and 1, e.g. 0.9 (or 90%) for a 90% interval")
     return c
 

@@ -253,11 +253,41 @@ def _load_job(path: str, job: str) -> JobRuntimeModel:
         raise ModelError(f"model file {path!r} holds the model of job {d['job']!r}, not of {job!r} "
                          "as the model index says", fix)
     try:
-        return JobRuntimeModel.from_dict(d)
+        model = JobRuntimeModel.from_dict(d)
+        problem = _self_check(model)
     except ModelError as exc:  # wrong format or version: say which file
         raise ModelError(f"model file {path!r}: {exc.message}", exc.fix or fix) from exc
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # fields missing or mangled
         raise ModelError(f"model file {path!r} is corrupt: {type(exc).__name__}: {exc}", fix) from exc
+    if problem:
+        raise ModelError(f"model file {path!r} is corrupt: {problem}", fix)
+    return model
+
+
+def _self_check(model: JobRuntimeModel) -> str | None:
+    """What is wrong with a model read back, found before it advises: its training range, and
+    one prediction in the middle of it, which must be finite. A file edited by hand (an
+    equation's parameters cut short or NaN, a component of unknown kind, defaults emptied)
+    loads field by field, and failed only at the first prediction, with a traceback or an
+    infinite runtime. Raises what the prediction raises on mangled fields."""
+    import math
+
+    import numpy as np
+
+    for col, (lo, hi) in model.training_range_.items():
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+            return f"its training range of {col} is [{lo}, {hi}]"
+        if col in ("input_bytes", "executors") and lo <= 0:
+            return f"its training range of {col} starts at {lo}, not above zero"
+    X = {col: np.array([(lo * hi) ** 0.5 if lo > 0 else (lo + hi) / 2])
+         for col, (lo, hi) in model.training_range_.items()}
+    with np.errstate(all="ignore"):
+        pred = model.predict_interval(X, 0.9)
+    # the bounds may be infinite (a model with too few runs for an interval); the runtime not
+    runtime = float(np.asarray(pred["predicted_runtime_s"], dtype=float)[0])
+    if not math.isfinite(runtime) or runtime < 0:
+        return f"it predicts a runtime of {runtime} s in the middle of its own training range"
+    return None
 
 
 def unknown_job_message(unknown: list[str], known: Any, skipped: dict[str, str] | None = None) -> str:
