@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import operator
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -79,10 +81,10 @@ def whole_number(value: Any) -> int | None:
     except TypeError:
         pass
     if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            pass
+        # ASCII digits only: int() also reads "1_0" and other scripts' digits, and float()
+        # "1e1", each more likely a slip than a count
+        m = re.fullmatch(r"\s*([+-]?[0-9]+)(?:\.0*)?\s*", value)
+        return int(m.group(1)) if m else None
     try:
         f = float(value)
     except (TypeError, ValueError, OverflowError):
@@ -185,7 +187,8 @@ def check_executor_memory_mb(value: Any) -> int:
 
 def _not_negative(what: str, text: Any, example: str) -> None:
     # "-5MB" is no size to the parser, whose "cannot read" would hide what is wrong with it
-    if isinstance(text, str) and text.strip().startswith("-"):
+    if isinstance(text, str) and text.strip().startswith("-") or (
+            isinstance(text, numbers.Real) and not is_bool(text) and text < 0):
         raise InputError(f"{what} {shown(text)} must be positive", f"give a {what} above zero, e.g. {example}")
 
 
@@ -322,7 +325,7 @@ def check_executor_counts(value: Any) -> list[int]:
     if isinstance(items, (bytes, Mapping)) or not isinstance(items, Iterable) or getattr(items, "ndim", 1) == 0:
         raise InputError(f"{arg_name('executor_counts')} must list executor counts, got {value!r}",
                          f"give whole numbers of at least 1, e.g. {eg}")
-    counts = set()
+    counts: set[int] = set()
     # islice: a range(1, 10**12) or an endless iterator is refused, not materialised
     for i, c in enumerate(itertools.islice(items, MAX_LISTED_COUNTS + 1)):
         if i == MAX_LISTED_COUNTS:
@@ -338,6 +341,9 @@ def check_executor_counts(value: Any) -> list[int]:
         except InputError as exc:
             raise InputError(exc.message, f"give counts a cluster can run, e.g. {eg}") from None
         counts.add(v)
+    if not counts:  # else "no count is 1 or more", whose fix (widen min/max) does not apply
+        raise InputError(f"{arg_name('executor_counts')} lists no executor count",
+                         f"give whole numbers of at least 1, e.g. {eg}, or leave it out for the default range")
     return sorted(counts)
 
 

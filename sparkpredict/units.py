@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import re
 
 from .errors import InputError
@@ -38,11 +39,19 @@ def parse_bytes(text: str | float) -> int:
     >>> parse_bytes("1.5KiB")
     1536
     """
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        # float() of a 400-digit int overflows: such a count is beyond 2^63 bytes, said below
-        value = _float_or_inf(text)
+    if isinstance(text, numbers.Integral) and not is_bool(text):
+        # as it is, not through a float: one holds whole numbers exactly only up to 2^53
+        n = int(text)
+        if n <= 0:
+            raise InputError(f"size {shown(text)} must be positive", "give a size above zero, e.g. 64MB")
+        if n > _MAX_BYTES:
+            raise InputError(f"size {shown(text)} is beyond what Spark counts (8 EiB: a 64-bit byte count)",
+                             "give the input size in bytes or with a unit, e.g. 300GB")
+        return n
+    if isinstance(text, numbers.Real) and not is_bool(text):
+        value = float(text)
         unit = ""
-        written = isinstance(text, int)
+        written = False
     else:
         m = _SIZE_RE.match(str(text))
         if not m or m.group(2).lower() not in _BYTE_UNITS:
@@ -179,8 +188,8 @@ def parse_duration(text: str | float) -> float:
 
     Each unit at most once, the larger first (``1h30m``): ``45m45m`` or ``30m1h`` is more likely
     a slip than 90 minutes."""
-    written = isinstance(text, int) and not isinstance(text, bool)
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
+    written = isinstance(text, numbers.Integral) and not is_bool(text)
+    if isinstance(text, numbers.Real) and not is_bool(text):
         seconds = _float_or_inf(text)
     else:
         s = str(text).strip().lower().replace(" ", "")
@@ -200,8 +209,7 @@ def parse_duration(text: str | float) -> float:
             seconds = sum(float(a) * _DUR_S[b] for a, b in parts)
             written = True
     if seconds == math.inf and written:
-        raise InputError(f"duration {shown(text)} is too large for a deadline",
-                         "give a duration such as 45m, 1h30m or 2d (no deadline: leave it out)")
+        raise InputError(f"duration {shown(text)} is too large", "give a duration such as 45m, 1h30m or 2d")
     if not math.isfinite(seconds):
         raise InputError(f"duration {shown(text)} is not a finite number",
                          "give a duration above zero, e.g. 45m (no deadline: leave it out)")
@@ -294,8 +302,9 @@ def format_duration(seconds: float) -> str:
     Past an hour the duration is rounded to the minute (``3650`` -> ``1h01m``)."""
     if not math.isfinite(seconds):
         return "inf"
-    if 0 < seconds < 0.05:  # "0.0s" reads as no time at all (a deadline of 1ms was printed so)
-        return f"{_short_exponent(f'{seconds * 1000:.2g}')}ms"
+    ms = seconds * 1000
+    if 0 < ms < 99.5:  # "0.0s" reads as no time at all (a deadline of 1ms was printed so)
+        return f"{_short_exponent(f'{ms:.2g}')}ms" if ms < 10 else f"{ms:.0f}ms"
     if round(seconds, 1) < 60:  # 59.97 s is "1m00s", not "60.0s"
         return f"{seconds:.1f}s"
     if seconds >= _HOURS_IN_FULL * 3600:
@@ -341,7 +350,8 @@ class CountLimitError(InputError):
 def check_count_limit(value: int, what: str = "executor count") -> None:
     """Refuse ``value`` above :data:`MAX_EXECUTORS` (:class:`CountLimitError`, naming the limit)."""
     if value > MAX_EXECUTORS:
-        shown = f"{value:,}" if len(str(value)) <= 30 else f"a {len(str(value))}-digit number"
+        digits = str(value)
+        shown = f"{value:,}" if len(digits) <= 30 else f"{digits[:6]}…{digits[-6:]} ({len(digits)} digits)"
         raise CountLimitError(f"{what} {shown} is more executors than any cluster has (at most {MAX_EXECUTORS:,})",
                          "give a count a cluster can run, e.g. 64")
 

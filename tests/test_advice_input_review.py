@@ -131,6 +131,16 @@ def test_the_messages_name_what_is_wrong():
     assert whole_number(2**53 + 1) == 2**53 + 1 and whole_number("99999999999999999") == 99999999999999999
     assert whole_number(np.int64(4)) == 4 and whole_number(4.0) == 4
     assert whole_number(4.5) is None and whole_number(np.True_) is None and whole_number(True) is None
+    # more likely slips than counts, though int() or float() reads them
+    assert whole_number("1e1") is None and whole_number("1_0") is None and whole_number("\u0664") is None
+    assert whole_number(" 4 ") == 4 and whole_number("4.0") == 4
+    # sizes too: exact past 2^53, up to the largest 64-bit count; numpy's negatives are negative
+    assert parse_bytes(2**53 + 1) == 2**53 + 1 and parse_bytes(2**63 - 1) == 2**63 - 1
+    for negative in (np.int64(-5), np.float64(-5.0), -5):
+        with pytest.raises(InputError, match="must be positive"):
+            sparkpredict.suggest_executors("sort", negative, store=str(HISTORY))
+    with pytest.raises(InputError, match="lists no executor count"):
+        sparkpredict.suggest_executors("sort", "16MB", executor_counts=[], store=str(HISTORY))
 
 
 def test_a_duration_writes_each_unit_once_larger_first():
@@ -139,7 +149,7 @@ def test_a_duration_writes_each_unit_once_larger_first():
     for text in ("45m45m", "1h1h", "30m1h", "30s1m"):  # were 90m, 2h, 1h30m, 1m30s
         with pytest.raises(InputError, match="a unit repeats, or a smaller one comes before a larger"):
             parse_duration(text)
-    with pytest.raises(InputError, match="too large for a deadline"):
+    with pytest.raises(InputError, match="'1e400' is too large"):
         parse_duration("1e400")
     with pytest.raises(InputError, match="not a finite number"):
         parse_duration("inf")
@@ -156,12 +166,22 @@ def test_a_bare_small_deadline_is_read_as_seconds_with_a_warning(store, cache, c
     assert any("--deadline 45 has no unit" in w for w in json.loads(capsys.readouterr().out)["warnings"])
 
 
+def test_attach_takes_only_true_or_false_for_its_flags(tmp_path):
+    from pyspark.sql import SparkSession
+
+    for bad in ({"compact": np.array([True, False])}, {"compact": np.array([True])}, {"compact": 1},
+                {"tasks": 1}, {"tasks": "false"}, {"tasks": np.array([True, False])}):
+        with pytest.raises(InputError, match="must be True or False"):
+            sparkpredict.attach(SparkSession.builder, store=str(tmp_path / "s"), **bad)
+
+
 def test_amounts_percentages_and_tiny_durations_print_as_what_they_are():
     assert format_amount(1.1e308) == "1.1e308" and format_amount(12345.678) == "12345.68"
     assert format_percent(0.9999) == "99.99%" and format_percent(0.9) == "90%"
     assert format_percent(0.095) == "9.5%" and format_percent(1.0) == "100%"
     assert format_duration(0.001) == "1ms" and format_duration(0.0004) == "0.4ms"
-    assert format_duration(0.06) == "0.1s" and format_duration(0) == "0.0s"
+    assert format_duration(0.0499) == "50ms" and format_duration(0.06) == "60ms"  # in order
+    assert format_duration(0.0996) == "0.1s" and format_duration(0) == "0.0s"
 
 
 def _model_dir(tmp_path: Path) -> tuple[Path, str]:

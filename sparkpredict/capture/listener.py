@@ -35,6 +35,7 @@ from ..config import (
     resolve_store,
 )
 from ..errors import InputError, ListenerError, StoreError
+from ..units import is_bool
 
 log = logging.getLogger(__name__)
 
@@ -271,7 +272,7 @@ def listener_conf(store: str | None = None, job: str | None = None, tasks: bool 
         that it recorded nothing.
     """
     declared = None if input_bytes is None else _input_bytes(input_bytes)  # before the jar's build
-    if isinstance(tasks, (str, bytes)) or tasks not in (True, False):  # numpy's bools pass
+    if not is_bool(tasks):  # numpy's bools pass; 1, "false" and arrays do not
         # tasks="false" is a true string: it recorded every task
         raise InputError(f"tasks must be True or False, got {tasks!r}",
                          "pass tasks=False to record no task rows (stage rows are recorded either way)")
@@ -476,7 +477,7 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     """
     from pyspark import SparkContext
 
-    if isinstance(compact, (str, bytes)) or compact not in (True, False):
+    if not is_bool(compact):
         raise InputError(f"compact must be True or False, got {compact!r}",
                          "pass compact=False to leave the store's small batches for `sparkpredict store compact`")
 
