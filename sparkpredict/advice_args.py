@@ -123,8 +123,11 @@ def _number(value: Any) -> float:
 def positive_float(name: str, value: Any, example: str = "1") -> float:
     """``value`` as a finite float > 0."""
     v = _number(value)
+    if v == math.inf and not isinstance(value, str):  # 10**400: positive, and no price or budget
+        raise InputError(f"{arg_name(name)} {shown(value)} is too large to be one",
+                         f"give a finite number above zero, e.g. {give(name, example)}")
     if not math.isfinite(v) or v <= 0:
-        raise InputError(f"{arg_name(name)} must be a finite number above zero, got {shown(value)}",
+        raise InputError(f"{arg_name(name)} must be a positive number, got {shown(value)}",
                          f"give a number above zero, e.g. {give(name, example)}")
     return v
 
@@ -170,7 +173,8 @@ def check_executor_memory_mb(value: Any) -> int:
                              "a number of MiB, e.g. executor_memory_mb='4g' or executor_memory_mb=4096") from None
     mb = whole_number(value)
     if mb is None:
-        raise InputError(f"{arg_name('executor_memory_mb')} must be a whole number of MiB, got {shown(value)}",
+        raise InputError(f"{arg_name('executor_memory_mb')} must be a whole number of MiB, at least "
+                         f"{MIN_EXECUTOR_MEMORY_MB}, got {shown(value)}",
                          f"give at least {MIN_EXECUTOR_MEMORY_MB} MiB, e.g. {give('executor_memory_mb', '4096')}")
     if mb > MAX_EXECUTOR_MEMORY_MB:
         raise InputError(f"{arg_name('executor_memory_mb')} {mb:,} MiB is beyond what Spark counts (8 EiB: "
@@ -359,7 +363,8 @@ def check_params(params: Any) -> dict[str, float]:
         f = _number(v)
         if not math.isfinite(f):
             eg = f"{CLI_FLAGS['params']} {k}=25" if _cli("params") else f"params={{{str(k)!r}: 25}}"
-            raise InputError(f"job parameter {shown(k)} = {shown(v)} is not a finite number",
+            what = "a finite number" if isinstance(v, numbers.Real) and not is_bool(v) else "a number"
+            raise InputError(f"job parameter {shown(k)} = {shown(v)} is not {what}",
                              f"give a finite number, e.g. {eg}")
         out[str(k)] = f
     return out

@@ -64,8 +64,8 @@ def test_submit_refuses_a_confidence_of_zero_as_suggest_does(store, cache, capsy
 
 
 @pytest.mark.parametrize("flag,value,says", [
-    ("--price", "-1", "--price must be a finite number above zero"),
-    ("--budget", "0", "--budget must be a finite number above zero"),
+    ("--price", "-1", "--price must be a positive number"),
+    ("--budget", "0", "--budget must be a positive number"),
     ("--confidence", "1.5", "confidence must lie strictly between 0 and 1"),
     ("--objective", "time", None),  # a good value: the fit is cached, as the control
 ])
@@ -123,6 +123,8 @@ def test_the_messages_name_what_is_wrong():
         sparkpredict.suggest_executors("sort", "16MB", executor_memory_mb=0, store=str(HISTORY))
     with pytest.raises(InputError, match="beyond what spark.executor.cores holds"):
         sparkpredict.suggest_executors("sort", "16MB", executor_cores=99999999999999999, store=str(HISTORY))
+    with pytest.raises(InputError, match="price_per_executor_hour 1000.* is too large to be one"):
+        sparkpredict.suggest_executors("sort", "16MB", price_per_executor_hour=10**400, store=str(HISTORY))
     with pytest.raises(InputError, match="models is an empty dict"):
         sparkpredict.suggest_executors("sort", "16MB", models={})
     # whole numbers past 2^53, that a float holds only approximately, are taken as they are

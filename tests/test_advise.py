@@ -288,7 +288,7 @@ def test_dynamic_allocation_bounds():
     # int(True) is 1: a flag where a count or an amount belongs is refused, not read as 1
     ({"executor_cores": True}, "whole number of at least 1, got True"),
     ({"max_executors": True}, "whole number of at least 1, got True"),
-    ({"executor_memory_mb": True}, "whole number of at least 1, got True"),
+    ({"executor_memory_mb": True}, "whole number of MiB, at least 450, got True"),
     ({"price_per_executor_hour": True}, "positive number, got True"),
 ])
 def test_bad_input_names_the_fix(kw, needle):

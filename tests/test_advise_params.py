@@ -94,7 +94,7 @@ def test_a_model_folder_assumes_the_same_latest_run_as_the_store(ml_store, tmp_p
 @pytest.mark.parametrize("params,needle", [
     ({"iteration": 4}, "no recorded parameter 'iteration' (its history declares iterations)"),
     ({"iterations": "many"}, "'many' is not a number"),
-    ({"iterations": float("inf")}, "is not a number"),
+    ({"iterations": float("inf")}, "is not a finite number"),
     ([("iterations", 4)], "params must map names to numbers"),
 ])
 def test_bad_parameters_name_the_fix(ml_store, params, needle):

@@ -74,7 +74,12 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
 
         n = whole_number(args.executors)
         if n is None:
-            raise InputError(f"--executors {args.executors!r} is not a whole number",
+            try:
+                float(args.executors)
+                what = "a whole number in digits"  # 1.5, 1e1
+            except ValueError:
+                what = "a number"
+            raise InputError(f"--executors {args.executors!r} is not {what}",
                              "give a whole number of executors, or auto")
         if n < 1:
             raise InputError(f"--executors {n} must be at least 1", "give 1 or more, or auto")
