@@ -53,6 +53,11 @@ def check_job_name(job: object, fix: str) -> None:
     blank job: a blank one given is a mistake to say, not a name to drop quietly."""
     if job is not None and (not isinstance(job, str) or not job.strip()):
         raise InputError(f"job name {job!r} is " + ("blank" if isinstance(job, str) else "not text"), fix)
+    if isinstance(job, str) and any(ord(c) < 32 or ord(c) == 127 for c in job):
+        # a newline split the name across lines of every table and report, and of a
+        # spark-defaults.conf (`listener conf`), where the second half became a setting of its own
+        raise InputError(f"job name {job!r} holds a control character (a newline, a tab)",
+                         "give the name on one line, without control characters")
 
 
 def default_store() -> str:

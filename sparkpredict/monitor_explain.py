@@ -253,7 +253,16 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     status = row["status"].iloc[0]
     model = models or default_model(st)  # type: ignore[arg-type]
     df, baselines = _stages_and_baselines(st, [job], run_ids=[run_id])  # type: ignore[arg-type]
-    ended = {"failed": "failed", "killed": "was killed", "running": "is still running"}.get(status)
+    ended = {"failed": "failed", "killed": "was killed", "running": "is still running",
+             "incomplete": "was recorded only in part (its event log ended before the application did)",
+             }.get(status)
+    if df[df["run_id"] == run_id].empty and st.read("tasks", columns=["run_id"],  # type: ignore[union-attr]
+                                                    run_ids=[run_id]).empty \
+            and not st.read("stages", columns=["run_id"], run_ids=[run_id]).empty:  # type: ignore[union-attr]
+        # its stages are there, compared through their tasks: "no completed stages" misled
+        raise UnknownJobError(f"run {run_id!r} was recorded without task rows "
+                              "(spark.sparkpredict.tasks=false), and explain compares its stages' tasks",
+                              "record the job's runs with spark.sparkpredict.tasks=true (the default)")
     try:
         e = _explain(run_id, job, model, df, baselines, threshold, top_stages, runs)
     except UnknownJobError as exc:

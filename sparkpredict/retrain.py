@@ -180,6 +180,7 @@ def _commit(st: store_io.Store, prev: pd.DataFrame, results: Iterable[Outcome],
                 for r in prev.to_dict("records")}
     now_ms = int(time.time() * 1000)
     updates: list[dict] = []
+    marked = False  # the running mark, from before the first artifact's write: unmarked however that ends
     failed_rows: list[dict] = []
     try:
         for job, model_kind, status, doc_json, err in results:
@@ -211,8 +212,9 @@ def _commit(st: store_io.Store, prev: pd.DataFrame, results: Iterable[Outcome],
             # the number this retrain expects; the commit renumbers it if another retrain took it
             version = versions.get((job, model_kind, ""), 0) + 1
             rel = R.artifact_relpath(job, model_kind, version, result.retrain_id)
-            if not updates:  # from the first artifact on, `store clean` must leave them alone
+            if not marked:  # from the first artifact on, `store clean` must leave them alone
                 RC.mark_running(st, result.retrain_id)
+                marked = True
             R.write_artifact(st, rel, doc)
             (result.refit if model_kind == R.KIND_RUNTIME else result.stage_refit).append(job)
             updates.append({
@@ -237,7 +239,9 @@ def _commit(st: store_io.Store, prev: pd.DataFrame, results: Iterable[Outcome],
                                                  _prev_state(prev, failures, R.present_artifacts(st)))
         result.snapshot = RC.commit_update(st, updates + failed_rows, result.retrain_id)
     finally:
-        if updates:
+        # a first artifact's write that failed left the mark too, and `store clean` kept that
+        # retrain's leftovers for a day
+        if marked:
             RC.unmark_running(st, result.retrain_id)
     return result
 

@@ -232,7 +232,7 @@ def test_clean_older_than_zero_takes_every_uncommitted_file(tmp_path, capsys):
     assert main(["store", "clean", "--store", str(root), "--older-than", "0"]) == 0
     assert "removed 1 uncommitted file(s)" in capsys.readouterr().out and not fresh.exists()
     assert set(s.stages()["run_id"]) == {"app-1"}
-    for bad, said in (("-1m", "cannot read '-1m' as a duration"), ("0x", "cannot read '0x' as a duration")):
+    for bad, said in (("-1m", "'-1m' is negative"), ("0x", "cannot read '0x' as a duration")):
         assert main(["store", "clean", "--store", str(root), f"--older-than={bad}"]) == 2
         err = capsys.readouterr().err
         assert f"error: --older-than: {said}" in err and "or 0 for every uncommitted file" in err

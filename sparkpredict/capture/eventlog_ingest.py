@@ -180,6 +180,8 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
     if on_error not in ("warn", "raise"):
         raise InputError(f"on_error={on_error!r}", "use 'warn' or 'raise'")
     _check_job(job)
+    if isinstance(paths, bytes):  # a path as bytes (os.fsencode's), not a list of numbers
+        paths = os.fsdecode(paths)
     given: list[Any] = [paths] if isinstance(paths, (str, os.PathLike)) else \
         list(paths) if isinstance(paths, Iterable) else [paths]
     bad = [p for p in given if not isinstance(p, (str, os.PathLike))]

@@ -233,6 +233,14 @@ def check_store(store: str) -> None:
             if foreign:
                 raise StoreError(f"folder {store!r} is not a sparkpredict store: {holds_other_files(foreign)}",
                                  "point --store / spark.sparkpredict.store at an empty or new folder")
+    if not (p / MARKER_FILE).is_file():
+        from ..store.io import enclosing_local_store
+
+        outer = enclosing_local_store(store)
+        if outer is not None:  # the listener would make a store there, as Store.init refuses to
+            raise StoreError(f"store path {store!r} is inside the store {outer!r}",
+                             "give a folder outside every store: a store inside another mixes its "
+                             "files into that one's tables, and that one's `store clean` removes them")
     problem = folder_problem(p)
     if problem == "it is a file":
         raise StoreError(f"store path {store!r} is a file", "give a folder path for the store")

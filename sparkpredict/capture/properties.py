@@ -65,4 +65,12 @@ def read_properties(path: str) -> dict[str, str]:
     return props
 
 
-__all__ = ["read_properties"]
+def property_line(key: str, value: str) -> str:
+    """``key  value`` as a properties file line that :func:`read_properties` (and Spark's
+    java.util.Properties) read back as ``value``: backslashes escaped (a trailing one would join
+    the next line to this one), and a leading blank, which the format strips, escaped too."""
+    v = value.replace("\\", "\\\\")
+    return f"{key}  " + ("\\" + v if v[:1] in _PROPERTY_SPACE and v else v)
+
+
+__all__ = ["property_line", "read_properties"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,8 +45,8 @@ def _conf(args: argparse.Namespace) -> int:
     import os
 
     from ..capture.listener import MERGED_KEYS, check_store, listener_conf, merged_list
-    from ..capture.properties import read_properties
-    from ..config import resolve_store
+    from ..capture.properties import property_line, read_properties
+    from ..config import KEY_STORE, resolve_store
     from ..errors import InputError
 
     if args.template:
@@ -69,6 +70,13 @@ def _conf(args: argparse.Namespace) -> int:
     conf = listener_conf(store=args.store, job=args.job, jar=args.jar)
     for k in MERGED_KEYS:
         conf[k] = merged_list(theirs.get(k), conf[k])
+    from ..config import store_for_display, uri_has_credentials
+
+    if uri_has_credentials(conf[KEY_STORE]):
+        print(f"warning: the store URI {store_for_display(conf[KEY_STORE])} holds credentials, and these "
+              "lines would write them into spark-defaults.conf and every application's settings: give "
+              "them in the cluster's Hadoop settings (fs.s3a.access.key ...) or the environment instead",
+              file=sys.stderr)
     for k, v in conf.items():
-        print(f"{k}  {v}")
+        print(property_line(k, v))
     return 0

@@ -356,6 +356,9 @@ def run(args: argparse.Namespace) -> int:
         query = pd.read_parquet(path) if path.endswith((".parquet", ".pq")) else read_csv_keeping_jobs(path)
     except FileNotFoundError as exc:
         raise InputError(f"query file {path!r} not found", "give a CSV/Parquet with job, input_bytes, executors") from exc
+    except pd.errors.EmptyDataError as exc:  # "No columns to parse from file"
+        raise InputError(f"query file {path!r} is empty",
+                         "give a CSV with a header line and a row per question: job,input_bytes,executors") from exc
     except Exception as exc:
         raise InputError(f"cannot read query {path!r}: {exc}", "give a CSV or Parquet file") from exc
     if "job" not in query.columns:

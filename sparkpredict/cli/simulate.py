@@ -32,8 +32,9 @@ def register(subparsers: Any) -> None:
                         "allocation, whose most the replay holds throughout; null on a local master), "
                         "runtime_s (recorded, as in the runs table), self_error ((replayed - recorded) / "
                         "recorded at the actual count, a fraction), n_tasks, n_stages, task_cpus, status, "
-                        "self_check and predictions (each: executors, cores, slots, "
-                        "predicted_runtime_s, lower_bound_s, busy_fraction), warnings")
+                        "self_check and predictions (each: executors, cores, slots, running_slots (those "
+                        "that run at once: fewer than slots on --host-cores), predicted_runtime_s, "
+                        "lower_bound_s, busy_fraction), warnings")
     p.set_defaults(func=run)
 
 
@@ -137,15 +138,27 @@ def format_report(rep: Any, warnings: list[str] | None = None) -> str:
          f"{dur(sc.predicted_runtime_s)}, "
          f"error {rep.self_error * 100:+.1f}%"),
         "",
-        f"{'executors':>9} {'cores':>5} {'slots':>6} {'predicted':>11} {'replay floor':>12} {'slots busy':>10}",
     ]
+    # --host-cores: fewer slots run at once than the executors have, and durations are rescaled
+    capped = any(getattr(p, "running_slots", p.slots) not in (0, p.slots) for p in rep.predictions) or \
+        getattr(rep.self_check, "running_slots", 0) not in (0, rep.self_check.slots)
+    head = f"{'executors':>9} {'cores':>5} {'slots':>6}" + (f" {'at once':>7}" if capped else "")
+    lines.append(f"{head} {'predicted':>11} {'replay floor':>12} {'slots busy':>10}")
     for p in rep.predictions:
         mark = "  <- used" if p.executors == rep.actual_executors and p.cores == rep.actual_cores else ""
-        lines.append(f"{p.executors:>9} {p.cores:>5} {p.slots:>6} {dur(p.predicted_runtime_s):>11} "
+        at_once = f" {getattr(p, 'running_slots', 0) or p.slots:>7}" if capped else ""
+        lines.append(f"{p.executors:>9} {p.cores:>5} {p.slots:>6}{at_once} {dur(p.predicted_runtime_s):>11} "
                      f"{dur(p.lower_bound_s):>12} {p.busy_fraction * 100:>9.0f}%{mark}")
     lines.append("")
-    lines.append("Tasks keep their recorded durations; more executors cannot shorten driver time or "
-                 "the longest task of a stage, and contention the recording did not have is not modelled. "
-                 "The replay floor (critical path, and work over slots) holds for these durations only: "
-                 "a real run at another count, whose tasks run faster or slower, can beat it.")
+    if capped:
+        lines.append("On the host's cores (--host-cores), slots beyond them only share CPUs: 'at once' is "
+                     "what runs together, and the recorded durations are divided by the recording's own "
+                     "oversubscription of those cores; 'slots busy' is measured against 'at once'. More "
+                     "executors cannot shorten driver time or the longest task of a stage. The replay floor "
+                     "holds for these durations only: a real run, whose tasks run faster or slower, can beat it.")
+    else:
+        lines.append("Tasks keep their recorded durations; more executors cannot shorten driver time or "
+                     "the longest task of a stage, and contention the recording did not have is not modelled. "
+                     "The replay floor (critical path, and work over slots) holds for these durations only: "
+                     "a real run at another count, whose tasks run faster or slower, can beat it.")
     return "\n".join(lines)

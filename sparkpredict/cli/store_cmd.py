@@ -458,6 +458,8 @@ def _age(text: str, option: str = "--older-than", zero: str = "every uncommitted
             return 0.0
         except InputError:
             pass  # an unknown unit: parse_duration says so below, about the text as given
+    if text.strip().startswith("-"):  # "-5m" read as unreadable, "-1" as not positive
+        raise InputError(f"{option}: {text.strip()!r} is negative", fix)
     try:
         return parse_duration(text)
     except InputError as exc:

@@ -90,6 +90,8 @@ def _slug(job: str) -> str:
 def check_model_dir(out_dir: str | os.PathLike[str]) -> None:
     """Raise :class:`InputError` unless ``out_dir`` can take saved models (creates nothing)."""
     d = str(out_dir)
+    if not d.strip():  # os.makedirs('') failed after every fit, "No such file or directory: ''"
+        raise InputError("the model folder is empty", "give a folder for the models, e.g. --out models/")
     check_outside_store(d)
     if os.path.exists(d) and not os.path.isdir(d):
         raise InputError(f"model output {d!r} is a file", "give a folder for --out")

@@ -49,7 +49,9 @@ class SimResult:
     slots: int
     predicted_runtime_s: float
     lower_bound_s: float  # no schedule beats it; not an interval's lower_s
-    busy_fraction: float  # task time / (slots x predicted runtime): how full the slots were
+    busy_fraction: float  # task time / (running slots x predicted runtime): how full they were
+    #: the slots that ran at once: ``slots``, or fewer on a host of fewer cores (``host_cores``)
+    running_slots: int = 0
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -204,7 +206,8 @@ def replay(tl: Timeline, executors: int, cores: int | None = None, *, task_cpus:
     total = float(dur.sum())
     return SimResult(executors=int(executors), cores=cores, slots=slots, predicted_runtime_s=wall_ms / 1000,
                      lower_bound_s=min(lb, wall_ms) / 1000,
-                     busy_fraction=total / (run_slots * wall_ms) if wall_ms > 0 else 0.0)
+                     busy_fraction=total / (run_slots * wall_ms) if wall_ms > 0 else 0.0,
+                     running_slots=run_slots)
 
 
 def lower_bound_ms(tl: Timeline, slots: int) -> float:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError, StoreError
+from ..units import is_bool
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,9 @@ def compact(store: Any = None, *, target_bytes: int = TARGET_BYTES, keep_s: floa
     if isinstance(keep_s, bool) or not isinstance(keep_s, (int, float)) or not keep_s >= 0:
         raise InputError(f"keep time {keep_s!r} is not a number of seconds >= 0",
                          "give a time such as 10m, or 0 when no reader is reading the store")
+    if not is_bool(dry_run):  # dry_run="no" is a true string: nothing would have been merged
+        raise InputError(f"dry_run={dry_run!r} is neither True nor False",
+                         "pass dry_run=True to see what a compaction would do, without writing")
     st = store if hasattr(store, "append") else store_io.open(store)
     with st.writer_lock("compact"):
         return _compact_held(st, target_bytes, float(keep_s), dry_run)

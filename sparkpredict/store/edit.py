@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import check_job_name
 from ..errors import InputError
-from ..units import plural
+from ..units import is_bool, plural
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,7 +78,7 @@ def edit_runs(store: Store | str | Any, run_ids: Iterable[str] | str, *, job: st
     from . import io as store_io
 
     ids = _check_ids(run_ids)
-    size = _check_args(job, input_bytes, excluded)
+    size = _check_args(job, input_bytes, excluded, ended)
     st = store if hasattr(store, "append") else store_io.open(store)
     # read and append under the writer lock: two edits of one run at once each copied its
     # latest row, and the later undid the other (both said "1 run edited")
@@ -181,7 +181,8 @@ def _check_ids(run_ids: Iterable[str] | str) -> list[str]:
     return list(dict.fromkeys(ids))  # each run once, in the order given
 
 
-def _check_args(job: str | None, input_bytes: float | str | None, excluded: bool | None) -> int | None:
+def _check_args(job: str | None, input_bytes: float | str | None, excluded: bool | None,
+                ended: bool = False) -> int | None:
     """The size in bytes (None when none is set), after refusing what cannot be written."""
     if job is None and input_bytes is None and excluded is None:
         raise InputError("no change asked for",
@@ -190,6 +191,9 @@ def _check_args(job: str | None, input_bytes: float | str | None, excluded: bool
     if excluded is not None and not isinstance(excluded, bool):
         raise InputError(f"excluded={excluded!r} is neither True nor False",
                          "pass excluded=True to exclude runs, excluded=False to include them again")
+    if not is_bool(ended):  # ended="no" is a true string: it marked the runs ended
+        raise InputError(f"ended={ended!r} is neither True nor False",
+                         "pass ended=True to mark running runs as ended (with excluded=True)")
     check_job_name(job, "give the job to move the runs to, e.g. --job nightly-etl")
     return None if input_bytes is None else parse_input_size(input_bytes)
 
@@ -207,6 +211,7 @@ def parse_input_size(text: float | str) -> int:
 
 def _check_known(st: Any, ids: list[str], found: set[str]) -> None:
     import difflib
+    import shlex
 
     missing = [r for r in ids if r not in found]
     if not missing:
@@ -214,7 +219,7 @@ def _check_known(st: Any, ids: list[str], found: set[str]) -> None:
     known = [str(r) for r in st.read("runs", columns=["run_id"])["run_id"]]
     close = [m for r in missing for m in difflib.get_close_matches(r, known, n=3, cutoff=0.8)]
     names = ", ".join(repr(r) for r in missing)
-    listed = f"`sparkpredict store summary --store {st.path}` lists the latest runs"
+    listed = f"`sparkpredict store summary --store {shlex.quote(st.path)}` lists the latest runs"
     hint = (f"did you mean {', '.join(dict.fromkeys(close))}? " if close else "") + listed
     if not known:
         hint = "record runs first (sparkpredict submit, demo or ingest)"

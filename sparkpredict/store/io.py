@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -47,8 +47,15 @@ def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
             return pafs.FileSystem.from_uri(path)
         return pafs.LocalFileSystem(), path
     except Exception as exc:  # pyarrow raises several types for bad URIs
-        raise StoreError(f"cannot reach store {path!r}: {exc}",
-                         "give a local folder or a URI pyarrow can open (s3://, hdfs://, gs://)") from exc
+        shown = store_for_display(path)  # the warning above hid the secret: so does the error
+        why = str(exc).replace(path, shown)
+        fix = "give a local folder or a URI pyarrow can open (s3://, hdfs://, gs://)"
+        if path.lower().startswith(("hdfs://", "viewfs://")):
+            # the URI was fine: pyarrow reaches HDFS through libhdfs, which needs a JVM and Hadoop
+            fix = ("on this machine, pyarrow reaches HDFS through Hadoop's libhdfs: set JAVA_HOME, "
+                   "HADOOP_HOME and CLASSPATH=$(hadoop classpath --glob), or run the command where "
+                   "Hadoop is installed (`retrain --spark` reads the store through Spark instead)")
+        raise StoreError(f"cannot reach store {shown!r}: {why}", fix) from exc
 
 
 def new_batch_id(label: str = "py") -> str:
@@ -116,6 +123,25 @@ def _batch_of(filename: str) -> str | None:
     if not (filename.startswith("part-") and filename.endswith(".parquet")):
         return None
     return filename[len("part-"):-len(".parquet")]
+
+
+def enclosing_store(st: Any) -> str | None:
+    """The store a local store path lies inside (a folder above it holds a store's marker), or
+    None. Remote paths are not looked at: a listing per level of a bucket, for a mistake made
+    on local disks."""
+    if not isinstance(st.fs, pafs.LocalFileSystem):
+        return None
+    return enclosing_local_store(st.root)
+
+
+def enclosing_local_store(path: str) -> str | None:
+    """:func:`enclosing_store` of a local path."""
+    from pathlib import Path
+
+    for parent in Path(path).absolute().parents:
+        if (parent / S.MARKER_FILE).is_file():
+            return str(parent)
+    return None
 
 
 @dataclass
@@ -368,7 +394,11 @@ class Store:
              run_ids: list[str] | None = None, all_rows: bool = False) -> pd.DataFrame | pa.Table:
         """All committed rows of ``table`` (``runs``, ``stages``, ``tasks``, ``executors``); of
         ``runs``, each run's latest row, or with ``all_rows`` every row it ever had (in batch
-        order), which is what an edit looks back through (:mod:`.edit`)."""
+        order), which is what an edit looks back through (:mod:`.edit`). A single run id or
+        column may be given as a string."""
+        # one name, not its letters: run_ids="app-1" read as 'a', 'p', ... found nothing
+        run_ids = [run_ids] if isinstance(run_ids, str) else run_ids
+        columns = [columns] if isinstance(columns, str) else columns
         if table not in S.TABLES:
             raise StoreError(f"no table {table!r} in a sparkpredict store",
                              f"use one of {', '.join(S.TABLES)}")
@@ -446,7 +476,10 @@ class Store:
                 raise StoreError(f"unreadable Parquet file {path!r} in store: {exc}",
                                  "restore it from a backup: it holds the rows of many runs (a compacted "
                                  "batch)" if is_compacted(batch) else
-                                 "move the file out of the store folder; other runs are unaffected") from exc
+                                 f"move the batch's files (part-{batch}.parquet, in every table folder) out of "
+                                 "the store folder, its runs file included, and ingest those runs' event logs "
+                                 "again: moving this file alone leaves its runs without these rows for good, "
+                                 "as ingest skips a log whose run is stored; other runs are unaffected") from exc
             return t.select([c for c in t.column_names if c in want])
 
         parts = _overlapped(one, files)
@@ -517,10 +550,23 @@ class Store:
                 raise StoreError(
                     f"folder {self.path!r} is not a sparkpredict store: {S.holds_other_files(sorted(foreign))}",
                     "point --store / spark.sparkpredict.store at an empty or new folder")
+        marker = f"{base}/{S.MARKER_FILE}"
+        if info.type == pafs.FileType.Directory and self.fs.get_file_info(marker).type == pafs.FileType.Directory:
+            # else a writer took the folder for its marker ("theirs is as good as ours"), wrote
+            # its batch into a store no reader opens, and said it had stored nothing
+            raise StoreError(f"store {self.path!r} is damaged: its marker {S.MARKER_FILE} is a folder",
+                             f"if {S.MARKER_FILE}/ holds nothing of yours, remove it: the next writer "
+                             "makes the marker again")
+        if not self.exists():
+            outer = enclosing_store(self)
+            if outer is not None:
+                raise StoreError(f"store path {self.path!r} is inside the store {outer!r}",
+                                 "give a folder outside every store: a store inside another mixes its "
+                                 "files into that one's tables, and that one's `store clean` removes them")
         try:
             self.fs.create_dir(base, recursive=True)
             if not self.exists():
-                self._put_marker(f"{base}/{S.MARKER_FILE}", json.dumps(
+                self._put_marker(marker, json.dumps(
                     {"format": S.STORE_FORMAT, "schema_version": S.SCHEMA_VERSION}).encode())
         except OSError as exc:
             raise StoreError(f"cannot write to store {self.path!r}: {exc}", self._write_fix()) from exc
