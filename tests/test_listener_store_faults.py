@@ -189,6 +189,31 @@ def test_a_store_path_that_is_a_file_says_nothing_is_recorded_and_how_to_fix_it(
     assert store.read_text() == "a file where the store should be"
 
 
+def test_a_store_inside_another_or_with_a_folder_for_a_marker_records_nothing_and_says_why(spark_app, tmp_path):
+    """Set by --conf or spark-defaults (attach, submit and Store.init refuse both before): the
+    inner store's files would mix into the outer one's tables; a marker path that is a folder
+    is a damaged store."""
+    from sparkpredict.store.schema import MARKER_FILE
+
+    outer = tmp_path / "outer"
+    store_mod.open(outer, create=True)
+    damaged = tmp_path / "damaged"
+    (damaged / MARKER_FILE).mkdir(parents=True)
+    for store, said in ((outer / "runs" / "inner", f"is inside the store {outer}"),
+                        (damaged, f"its marker {MARKER_FILE} is a folder")):
+        before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+        with spark_app(tmp_path / "unused", job="nested", conf={"spark.sparkpredict.store": str(store)}) as spark:
+            assert spark.sparkContext.parallelize(range(10), 2).count() == 10
+            err = None
+            for _ in range(100):  # the writer thread reports it just after the job's end
+                err = listener_error(spark)
+                if err:
+                    break
+                time.sleep(0.1)
+        assert err and said in err and "nothing is recorded for this application" in err, err
+        assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
 def test_a_store_that_fails_as_the_run_ends_is_tried_again(spark_app, tmp_path):
     """The run's last batch has no later flush to ride on: a store that fails for a moment as the
     application stops (an object store's throttling, a NameNode failover) is tried again 1, 2

@@ -101,6 +101,16 @@ final class StoreWriter {
         if (initialised) return;
         FileSystem f = fs();
         Path marker = new Path(root, Tables.MARKER_FILE);
+        if (!f.exists(marker)) {
+            String outer = enclosingStore(f);
+            if (outer != null) {
+                // its files would mix into that store's tables, and that store's `store clean`
+                // would remove them (the Python writers refuse such a path too: Store.init)
+                throw new ForeignStoreException("store path " + store + " is inside the store " + outer
+                    + "; nothing is recorded for this application. Fix: set spark.sparkpredict.store to "
+                    + "a folder outside every store");
+            }
+        }
         if (f.exists(root)) {
             if (!f.getFileStatus(root).isDirectory()) {
                 throw new ForeignStoreException("store path " + store + " is a file, not a folder; nothing is "
@@ -128,6 +138,11 @@ final class StoreWriter {
         } else {
             f.mkdirs(root);
         }
+        if (f.exists(marker) && f.getFileStatus(marker).isDirectory()) {
+            throw new ForeignStoreException("store " + store + " is damaged: its marker " + Tables.MARKER_FILE
+                + " is a folder; nothing is recorded for this application. Fix: if it holds nothing of "
+                + "yours, remove it: the next writer makes the marker again");
+        }
         if (!f.exists(marker)) {
             String json = "{\"format\": \"" + Tables.STORE_FORMAT + "\", \"schema_version\": "
                 + Tables.SCHEMA_VERSION + "}";
@@ -154,6 +169,20 @@ final class StoreWriter {
             }
         }
         initialised = true;
+    }
+
+    /** The local store a new local store's folder lies inside, or null; remote file systems
+     *  are not walked (as in Python's store.io.enclosing_store). */
+    private String enclosingStore(FileSystem f) throws IOException {
+        if (!"file".equals(f.getUri().getScheme())) return null;
+        for (Path p = root.getParent(); p != null; p = p.getParent()) {
+            try {
+                if (f.getFileStatus(new Path(p, Tables.MARKER_FILE)).isFile()) return p.toUri().getPath();
+            } catch (java.io.FileNotFoundException absent) {
+                // no store here: look further up
+            }
+        }
+        return null;
     }
 
     /** Write one batch; runs (the commit mark) is written and renamed last. */
