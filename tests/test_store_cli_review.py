@@ -192,3 +192,19 @@ def test_explain_says_a_run_without_task_rows_has_none(tmp_path):
     e2 = m.explain_run(victim, inc)
     assert e2.warnings and "was recorded only in part" in e2.warnings[0]
     assert isinstance(pd.DataFrame(), pd.DataFrame)
+
+
+def test_predict_writes_the_level_each_interval_holds(tmp_path, capsys):
+    """A --confidence the runs could not support was capped, and said on stderr only."""
+    from sparkpredict.models.persist import load_models
+
+    assert main(["runs", "--store", str(HISTORY), "--out", str(tmp_path / "r.parquet")]) == 0
+    assert main(["fit", str(tmp_path / "r.parquet"), "--out", str(tmp_path / "m")]) == 0
+    (tmp_path / "q.csv").write_text("job,input_bytes,executors\nsort,16MB,2\nwordcount,8MB,1\n")
+    top = {j: m.max_confidence() for j, m in load_models(tmp_path / "m").items()}
+    for asked in (0.8, 0.999):
+        assert main(["predict", str(tmp_path / "m"), str(tmp_path / "q.csv"), "--out", str(tmp_path / "p.csv"),
+                     "--confidence", str(asked)]) == 0
+        out = pd.read_csv(tmp_path / "p.csv")
+        assert out["interval_level"].tolist() == pytest.approx([min(asked, top[j]) for j in out["job"]])
+    assert max(top.values()) < 0.999  # so the second round was capped, and the file says so

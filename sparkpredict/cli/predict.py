@@ -25,7 +25,9 @@ def register(subparsers: Any) -> None:
         description="QUERY is CSV/Parquet with job, input_bytes (bytes, or a size such as 50GB "
                     "or 1.5TiB), executors (a whole number; executor_cores, executor_memory_mb "
                     "and extra features optional). Writes the query's rows in order, sizes in "
-                    "bytes, with predicted_runtime_s, lower_s, upper_s, model and extrapolation to "
+                    "bytes, with predicted_runtime_s, lower_s, upper_s, interval_level (the level "
+                    "lower_s and upper_s hold: --confidence, or less where the job's runs support "
+                    "less; empty without an interval), model and extrapolation to "
                     "a .csv or .parquet file. extrapolation says how far the row lies beyond the "
                     "runs its model was fitted on, in its furthest column (input size, executor "
                     "count, ...): 0 within their range, 0.5 for 50 % beyond it (1.5x the largest "
@@ -274,7 +276,10 @@ def predict_table(models: dict, query: Any, confidence: float = 0.9) -> Any:
     if problems.rows:
         raise problems.error(len(query), models)
     n = len(out)
-    cols = {k: np.full(n, np.nan) for k in ("predicted_runtime_s", "lower_s", "upper_s", "extrapolation")}
+    from ..models.estimator import without_interval
+
+    cols = {k: np.full(n, np.nan) for k in ("predicted_runtime_s", "lower_s", "upper_s", "interval_level",
+                                             "extrapolation")}
     names = np.empty(n, dtype=object)
     jobs = out["job"].astype(str).to_numpy()
     for job in sorted(set(jobs)):
@@ -284,6 +289,9 @@ def predict_table(models: dict, query: Any, confidence: float = 0.9) -> Any:
         iv = m.predict_interval(X, confidence=confidence)
         for k in ("predicted_runtime_s", "lower_s", "upper_s"):
             cols[k][idx] = iv[k]
+        # the level the bounds hold, in the file itself: a capped level was said on stderr only
+        top = m.max_confidence() if hasattr(m, "max_confidence") else confidence
+        cols["interval_level"][idx] = np.nan if without_interval(m) else min(confidence, top)
         cols["extrapolation"][idx] = m.extrapolation(X)["max"]
         names[idx] = m.name_
     for k, v in cols.items():
