@@ -23,6 +23,8 @@ COPIED = [
     ("jobs", "*.py", "sparkpredict/jobs"),
     ("conf", "spark-defaults.conf.sparkpredict", "sparkpredict/conf"),
     ("docs", "*.md", "sparkpredict/docs"),
+    # README and --help cite the measured figures: after docs, whose copy replaces sparkpredict/docs
+    ("benchmarks", "RESULTS.md", "sparkpredict/docs/measured"),
 ]
 
 

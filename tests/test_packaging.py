@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 PKG = "sparkpredict"
 #: Folders of the repository that setup.py copies into the package: (source, pattern, inside the package).
 COPIED = [("listeners/src/main/java", "**/*.java", "capture/listener_java"), ("jobs", "*.py", "jobs"),
-          ("conf", "spark-defaults.conf.sparkpredict", "conf"), ("docs", "*.md", "docs")]
+          ("conf", "spark-defaults.conf.sparkpredict", "conf"), ("docs", "*.md", "docs"),
+          ("benchmarks", "RESULTS.md", "docs/measured")]
 #: Module-level paths that may point outside the installed package, and why that is safe.
 OUTSIDE_OK = {
     "sparkpredict.capture.listener._REPO_SRC": "a checkout's listeners/; _PKG_SRC, the installed copy, comes first",
@@ -106,10 +107,12 @@ def test_sdist_holds_what_the_wheel_build_and_the_readme_need(built):
     with tarfile.open(built["sdist"]) as t:
         names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
     need = {"setup.py", "setup.cfg", "pyproject.toml", "MANIFEST.in", "README.md", "LICENSE",
-            "conf/spark-defaults.conf.sparkpredict"}
+            "conf/spark-defaults.conf.sparkpredict", "benchmarks/RESULTS.md"}
     need |= {f for f in built["files"] if f.startswith(("listeners/src/main/java/", "jobs/", "docs/"))}
     assert not need - names, sorted(need - names)
-    leaks = sorted(n for n in names if n.startswith(("tests/", "benchmarks/", ".ci/")) or "__pycache__" in n)
+    # the measured figures README cites, and no benchmark script
+    leaks = sorted(n for n in names if n.startswith(("tests/", ".ci/")) or "__pycache__" in n
+                   or (n.startswith("benchmarks/") and n != "benchmarks/RESULTS.md"))
     assert not leaks, leaks
 
 
