@@ -25,10 +25,10 @@ from .units import (
     CountLimitError,
     check_count_limit,
     is_bool,
-    parse_bytes,
     parse_counts,
     parse_duration,
     parse_memory_mb,
+    parse_user_bytes,
     shown,
 )
 
@@ -199,7 +199,7 @@ def _not_negative(what: str, text: Any, example: str) -> None:
 def read_size(text: Any) -> int:
     """An input size in bytes (:func:`~sparkpredict.units.parse_bytes`), a negative one said so."""
     _not_negative("size", text, "64MB")
-    return parse_bytes(text)
+    return parse_user_bytes(text)
 
 
 def read_duration(text: Any) -> float:

@@ -89,6 +89,19 @@ def _float_or_inf(value: float) -> float:
         return math.inf if value > 0 else -math.inf
 
 
+def parse_user_bytes(text: str | float) -> int:
+    """:func:`parse_bytes` of a size a user typed, refusing a fraction of a byte (``1.5``, which
+    was stored as 2 bytes: a unit forgotten, most likely). Not :func:`declared_size`, which
+    reads a setting as the listener does, string for string."""
+    m = _SIZE_RE.match(text) if isinstance(text, str) else None
+    if m and m.group(2).lower() in ("", "b"):
+        value = float(m.group(1))
+        if math.isfinite(value) and not value.is_integer():
+            raise InputError(f"size {shown(text)} is a fraction of a byte",
+                             f"write its unit (e.g. {m.group(1)}GB or {m.group(1)}MiB), or whole bytes")
+    return parse_bytes(text)
+
+
 #: Below this, a size typed without a unit is more likely a count of GB or MB left bare than bytes.
 UNITLESS_SUSPECT_BYTES = 10**6
 

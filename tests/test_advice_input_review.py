@@ -239,3 +239,22 @@ def test_a_model_file_edited_by_hand_is_refused_when_loaded(tmp_path, cache, cap
         assert main(args) == 2, what
         msg, fix = _err(capsys)
         assert name in msg and "refit" in fix, (what, msg)
+
+
+def test_a_fraction_of_a_byte_typed_without_a_unit_is_refused(store, capsys):
+    """`--input-size 1.5` was stored (edit, submit) or asked about (suggest) as 2 bytes."""
+    from sparkpredict.units import declared_size
+
+    base = ["suggest", "--store", store, "--job", "sort", "--input-size", "1.5"]
+    assert main(base) == 2
+    msg, fix = _err(capsys)
+    assert "'1.5' is a fraction of a byte" in msg and "1.5GB" in fix
+    run = sparkpredict.store.open(store).runs().run_id.iloc[0]
+    assert main(["store", "edit", "--store", store, run, "--input-size", "2.5"]) == 2
+    assert "fraction of a byte" in _err(capsys)[0]
+    with pytest.raises(InputError, match="fraction of a byte"):
+        from pyspark.sql import SparkSession
+
+        sparkpredict.attach(SparkSession.builder, store=store, input_bytes="2.5")
+    assert parse_bytes("1.5GB") == 1_500_000_000 and parse_bytes("2") == 2
+    assert declared_size("2.5") == 2  # a setting reads as the listener reads it, string for string

@@ -315,10 +315,10 @@ def _input_bytes(value: object) -> int:
     """``input_bytes=`` as whole bytes: a number of bytes or a size such as ``300GB`` or
     ``1.5TiB``, read as ``--input-size`` reads it (:func:`sparkpredict.units.parse_bytes`). Whole
     bytes, so that the listener's reading of ``spark.sparkpredict.inputBytes`` cannot differ."""
-    from ..units import parse_bytes
+    from ..units import parse_user_bytes
 
     try:
-        return parse_bytes(value if isinstance(value, (int, float)) else str(value))
+        return parse_user_bytes(value if isinstance(value, (int, float)) else str(value))
     except InputError as exc:
         raise InputError(f"input_bytes={value!r}: {exc.message}",
                          "give input_bytes= the run's input size above zero, in bytes or with a "

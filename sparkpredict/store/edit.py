@@ -201,12 +201,12 @@ def _check_args(job: str | None, input_bytes: float | str | None, excluded: bool
 def parse_input_size(text: float | str) -> int:
     """A run's input size in bytes, from bytes or human units (``300GB``, ``1.5TiB``), as
     ``suggest --input-size`` reads it; zero, negative or unreadable sizes are an InputError."""
-    from ..units import parse_bytes
+    from ..units import parse_user_bytes
 
     if isinstance(text, str) and text.strip().startswith("-"):
         # parse_bytes would call "-5GB" unreadable: it is readable, and below zero
         raise InputError(f"size {text!r} must be positive", "give a size above zero, e.g. 64MB")
-    return parse_bytes(text)
+    return parse_user_bytes(text)
 
 
 def _check_known(st: Any, ids: list[str], found: set[str]) -> None:
