@@ -42,7 +42,8 @@ KEY_SUBMIT_ID = "spark.sparkpredict.submitId"
 
 @dataclass
 class SubmitResult:
-    """What a submit did: spark-submit's exit code, the store, and the runs it recorded."""
+    """What a submit did: spark-submit's exit code (128 + N when a signal N killed it, as a
+    shell says it), the store, and the runs it recorded."""
 
     returncode: int
     store: str
@@ -145,8 +146,10 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
                 log.info("keeping the user's %s=%s (sparkpredict would set %s)", k, theirs, v)
             continue
         new_opts += ["--conf", f"{k}={v}"]
+    # an empty --conf spark.executor.instances= is unset, as submit's conflict check reads it
+    # (the count was dropped while stderr said it applied)
     if executors is not None and _opt_value(opts, "--num-executors") is None \
-            and "spark.executor.instances" not in cli:
+            and not (cli.get("spark.executor.instances") or "").strip():
         # As a conf key rather than --num-executors: spark-submit drops that flag on local and
         # local-cluster masters, and the key means the same on YARN, Kubernetes and standalone.
         new_opts += ["--conf", f"spark.executor.instances={int(executors)}"]
@@ -223,7 +226,11 @@ def submit(spark_submit_args: list[str], *, store: str | None = None, job: str |
     finally:
         if proc.poll() is None:
             _signal_group(proc, signal.SIGKILL)
-    run_ids = _record_outcome(resolved, submit_id, rc)
+    if rc < 0:  # killed by a signal (Popen's -N): the shell's code, 128 + N (kill -9: 137, not 247)
+        run_ids = _record_outcome(resolved, submit_id, rc)
+        rc = 128 - rc
+    else:
+        run_ids = _record_outcome(resolved, submit_id, rc)
     compaction = None
     if compact and run_ids:
         from ..store.compact import auto_compact
@@ -284,18 +291,33 @@ def _record_outcome(store_path: str, submit_id: str, rc: int) -> list[str]:
     mine = runs[runs["properties_json"].fillna("").str.contains(submit_id, regex=False)]
     run_ids = list(mine["run_id"])
     if rc != 0:
-        stale = mine[mine["status"].isin(["running", "succeeded"])]
+        # A run still open failed with the script; a succeeded one only if it was the script's
+        # last application (its code raised after the last job): one that ended before another
+        # session began had finished, and a later failure is not its (it was marked failed too)
+        last = mine["start_ms"].fillna(-1).idxmax() if len(mine) else None
+        stale = mine[(mine["status"] == "running") | ((mine["status"] == "succeeded") & (mine.index == last))]
         if not stale.empty:
             fixed = stale.copy()
             now = int(time.time() * 1000)
-            fixed["status"] = "failed"
-            fixed["error_message"] = fixed["error_message"].fillna(f"spark-submit exited with code {rc}")
+            if rc < 0:
+                import signal
+
+                try:
+                    name = signal.Signals(-rc).name
+                except ValueError:
+                    name = f"signal {-rc}"
+                fixed["status"] = "killed"
+                why = f"spark-submit was killed by {name}"
+            else:
+                fixed["status"] = "failed"
+                why = f"spark-submit exited with code {rc}"
+            fixed["error_message"] = fixed["error_message"].fillna(why)
             fixed["updated_ms"] = [max(now, int(u) + 1) for u in stale["updated_ms"]]
             if fixed["end_ms"].isna().any():
                 fixed.loc[fixed["end_ms"].isna(), "end_ms"] = now
             fixed["wall_ms"] = fixed["end_ms"] - fixed["start_ms"]
             st.append({"runs": fixed})
-            log.info("marked %s failed (spark-submit exit code %d)", ", ".join(fixed["run_id"]), rc)
+            log.info("marked %s %s (%s)", ", ".join(fixed["run_id"]), fixed["status"].iloc[0], why)
     return run_ids
 
 

@@ -285,6 +285,23 @@ def executor_shape(spark_submit_args: list[str]) -> tuple[int | None, int | None
     return (cores if cores and cores > 0 else None), (mem if mem and mem > 0 else None)
 
 
+def check_application(spark_submit_args: list[str]) -> None:
+    """Raise InputError for an application file that is not there, on a driver that runs here:
+    spark-submit found out only after its JVM started, and the error read as a run that
+    recorded nothing. A URI (``hdfs://``, ``local:``) or a cluster-mode driver's path is not
+    looked at: it is read elsewhere."""
+    _, app = _split(spark_submit_args)
+    if not app or not driver_is_local(spark_submit_args):
+        return
+    resource = app[0]
+    if ":" in resource.split("/", 1)[0] or not resource.endswith((".py", ".jar", ".R", ".r")):
+        return  # a URI, or spark-submit's own resources (pyspark-shell, spark-internal)
+    if not Path(resource).expanduser().is_file():
+        raise InputError(f"the application {resource!r} is not a file here",
+                         "give the path of your script or jar after -- (relative to the current "
+                         f"folder, {os.getcwd()})")
+
+
 def check_master(spark_submit_args: list[str]) -> None:
     """Raise InputError for a master (:func:`effective_master`) that Spark would refuse.
 

@@ -12,7 +12,8 @@ from .suggest import add_param_option, parse_params
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "submit", help="run spark-submit with the listener attached",
+        # no abbreviations: "--conf x=y" before -- was taken for --confidence, "--exec 2" for --executors
+        "submit", help="run spark-submit with the listener attached", allow_abbrev=False,
         description="Run the real spark-submit with the sparkpredict listener; everything after -- "
                     "goes to spark-submit unchanged (your own --conf values win; one that contradicts "
                     "--store, --job, --input-size, --param or --executors is an error).")
@@ -104,6 +105,14 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     # the executors the run will have: advised for another shape than the user's arguments ask
     # for, the count (and the warnings on cores and memory no run had) were suggest's for another
     cores, memory_mb = executor_shape(spark_args)
+    from ..units import MIN_EXECUTOR_MEMORY_MB
+
+    if memory_mb is not None and memory_mb < MIN_EXECUTOR_MEMORY_MB and runs_local(spark_args):
+        # a local master's executors are the driver's threads: its memory is --driver-memory's,
+        # which the advice's check would have called --executor-memory
+        raise InputError(f"--driver-memory {memory_mb} MiB is too small: on a local master the executors "
+                         f"are the driver's threads, and Spark starts no driver under {MIN_EXECUTOR_MEMORY_MB} MiB",
+                         f"give at least --driver-memory {MIN_EXECUTOR_MEMORY_MB}m")
     confidence = getattr(args, "confidence", None)
     asked = {"deadline_s": args.deadline, "objective": args.objective or "cost",
              "budget": getattr(args, "budget", None), "price_per_executor_hour": getattr(args, "price", None),
@@ -233,7 +242,12 @@ def _run(args: argparse.Namespace) -> int:
     from ..advice_args import check_params, cli_flags, read_size
     from ..capture.listener import check_store
     from ..capture.submit import submit
-    from ..capture.submit_args import check_master, driver_is_local, submit_store
+    from ..capture.submit_args import (
+        check_application,
+        check_master,
+        driver_is_local,
+        submit_store,
+    )
     from ..config import KEY_INPUT_BYTES, PARAM_PREFIX
     from ..errors import InputError
     from ..units import plural, unitless_duration_warning, unitless_size_warning
@@ -283,6 +297,7 @@ def _run(args: argparse.Namespace) -> int:
         print(shlex.join(build_command(spark_args, store=args.store, job=args.job, executors=executors,
                                        extra_conf=extra)))
         return 0
+    check_application(spark_args)  # not for --dry-run: the script may be made before the real run
     result = submit(spark_args, store=args.store, job=args.job, executors=executors, extra_conf=extra,
                     compact=args.compact)
     if result.run_ids:
