@@ -25,6 +25,7 @@ from .units import (
     CountLimitError,
     check_count_limit,
     is_bool,
+    not_negative,
     parse_counts,
     parse_duration,
     parse_memory_mb,
@@ -189,29 +190,16 @@ def check_executor_memory_mb(value: Any) -> int:
     return mb
 
 
-def _not_negative(what: str, text: Any, example: str) -> None:
-    # "-5MB" is no size to the parser, whose "cannot read" would hide what is wrong with it
-    if isinstance(text, str) and text.strip().startswith("-") or (
-            isinstance(text, numbers.Real) and not is_bool(text) and text < 0):
-        raise InputError(f"{what} {shown(text)} must be positive", f"give a {what} above zero, e.g. {example}")
-
-
-def read_size(text: Any) -> int:
-    """An input size in bytes (:func:`~sparkpredict.units.parse_bytes`), a negative one said so."""
-    _not_negative("size", text, "64MB")
-    return parse_user_bytes(text)
-
-
 def read_duration(text: Any) -> float:
     """A deadline in seconds (:func:`~sparkpredict.units.parse_duration`), a negative one said so."""
-    _not_negative("duration", text, "45m")
+    not_negative("duration", text, "45m")
     return parse_duration(text)
 
 
 def check_args(input_bytes: Any, deadline_s: Any, objective: str, confidence: float,
                min_executors: Any, max_executors: Any) -> tuple[int, float | None, float, int, int | None]:
     """(size in bytes, deadline in s or None, confidence, min executors, max executors or None)."""
-    size = read_size(input_bytes)
+    size = parse_user_bytes(input_bytes)
     deadline = None if deadline_s is None else read_duration(deadline_s)
     if not isinstance(objective, str) or objective not in OBJECTIVES:  # an array's "in" is no answer
         cost, time, knee = ((f"{CLI_FLAGS['objective']} {o}" if _cli("objective") else f"objective={o!r}")
@@ -255,9 +243,12 @@ class SuggestArgs:
 
     def within(self) -> str:
         """The counts min/max allow, as an error or warning names them."""
-        lo, hi = self.min_executors, self.max_executors
-        return (f"{lo} or more ({arg_name('min_executors')})" if hi is None else
-                f"from {lo} to {hi} ({arg_name('min_executors')}, {arg_name('max_executors')})")
+        return _within(self.min_executors, self.max_executors)
+
+
+def _within(lo: int, hi: int | None) -> str:
+    return (f"{lo} or more ({arg_name('min_executors')})" if hi is None else
+            f"from {lo} to {hi} ({arg_name('min_executors')}, {arg_name('max_executors')})")
 
 
 def check_suggest_args(job: Any, input_bytes: Any, *, deadline_s: Any = None, objective: Any = "cost",
@@ -290,9 +281,7 @@ def check_suggest_args(job: Any, input_bytes: Any, *, deadline_s: Any = None, ob
         counts = [c for c in listed if c >= lo and (hi is None or c <= hi)]
         left_out = sorted(set(listed) - set(counts))
         if not counts:
-            within = SuggestArgs(size, deadline, confidence, lo, hi, None, None, 0.5, None, None, None, [],
-                                 {}).within()
-            raise InputError(f"no executor count in {arg_name('executor_counts')} is {within}",
+            raise InputError(f"no executor count in {arg_name('executor_counts')} is {_within(lo, hi)}",
                              f"widen {arg_name('min_executors')}/{arg_name('max_executors')} "
                              "or the list of counts")
 
@@ -385,6 +374,7 @@ __all__ = [
     "give",
     "positive_float",
     "positive_int",
+    "read_duration",
     "unit_fraction",
     "whole_number",
 ]

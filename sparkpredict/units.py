@@ -91,8 +91,10 @@ def _float_or_inf(value: float) -> float:
 
 def parse_user_bytes(text: str | float) -> int:
     """:func:`parse_bytes` of a size a user typed, refusing a fraction of a byte (``1.5``, which
-    was stored as 2 bytes: a unit forgotten, most likely). Not :func:`declared_size`, which
-    reads a setting as the listener does, string for string."""
+    was stored as 2 bytes: a unit forgotten, most likely), and saying of ``-5MB`` that it is
+    negative, where the parser cannot read it. Not :func:`declared_size`, which reads a setting
+    as the listener does, string for string."""
+    not_negative("size", text, "64MB")
     m = _SIZE_RE.match(text) if isinstance(text, str) else None
     if m and m.group(2).lower() in ("", "b"):
         value = float(m.group(1))
@@ -100,6 +102,14 @@ def parse_user_bytes(text: str | float) -> int:
             raise InputError(f"size {shown(text)} is a fraction of a byte",
                              f"write its unit (e.g. {m.group(1)}GB or {m.group(1)}MiB), or whole bytes")
     return parse_bytes(text)
+
+
+def not_negative(what: str, text: object, example: str) -> None:
+    """Refuse a negative size or duration as such: ``-5MB`` is no size to the parser, whose
+    "cannot read" would hide what is wrong with it."""
+    if isinstance(text, str) and text.strip().startswith("-") or (
+            isinstance(text, numbers.Real) and not is_bool(text) and text < 0):
+        raise InputError(f"{what} {shown(text)} must be positive", f"give a {what} above zero, e.g. {example}")
 
 
 #: Below this, a size typed without a unit is more likely a count of GB or MB left bare than bytes.

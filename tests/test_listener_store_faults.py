@@ -171,12 +171,10 @@ def test_a_failing_store_holds_at_most_four_chunks_of_task_rows(spark_app, tmp_p
     assert "listener errors in this application; the first:" in err, err
 
 
-def test_a_store_path_that_is_a_file_says_nothing_is_recorded_and_how_to_fix_it(spark_app, tmp_path):
-    """Set by --conf or spark-defaults (attach and submit refuse it before Spark starts)."""
-    store = tmp_path / "store"
-    store.write_text("a file where the store should be")
-    # as a --conf sets it: the Python side would refuse the path before Spark started
-    with spark_app(tmp_path / "unused", job="file-store", conf={"spark.sparkpredict.store": str(store)}) as spark:
+def _error_of_one_job(spark_app, tmp_path, store) -> str | None:
+    """The listener's error after one job of an application whose store is ``store``, set as a
+    --conf sets it (the Python side would refuse the path before Spark started)."""
+    with spark_app(tmp_path / "unused", job="refused", conf={"spark.sparkpredict.store": str(store)}) as spark:
         assert spark.sparkContext.parallelize(range(10), 2).count() == 10
         err = None
         for _ in range(100):  # the writer thread reports it just after the job's end
@@ -184,6 +182,14 @@ def test_a_store_path_that_is_a_file_says_nothing_is_recorded_and_how_to_fix_it(
             if err:
                 break
             time.sleep(0.1)
+    return err
+
+
+def test_a_store_path_that_is_a_file_says_nothing_is_recorded_and_how_to_fix_it(spark_app, tmp_path):
+    """Set by --conf or spark-defaults (attach and submit refuse it before Spark starts)."""
+    store = tmp_path / "store"
+    store.write_text("a file where the store should be")
+    err = _error_of_one_job(spark_app, tmp_path, store)
     assert err and "is a file, not a folder; nothing is recorded for this application" in err, err
     assert "Fix: set spark.sparkpredict.store to a folder" in err
     assert store.read_text() == "a file where the store should be"
@@ -202,14 +208,7 @@ def test_a_store_inside_another_or_with_a_folder_for_a_marker_records_nothing_an
     for store, said in ((outer / "runs" / "inner", f"is inside the store {outer}"),
                         (damaged, f"its marker {MARKER_FILE} is a folder")):
         before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
-        with spark_app(tmp_path / "unused", job="nested", conf={"spark.sparkpredict.store": str(store)}) as spark:
-            assert spark.sparkContext.parallelize(range(10), 2).count() == 10
-            err = None
-            for _ in range(100):  # the writer thread reports it just after the job's end
-                err = listener_error(spark)
-                if err:
-                    break
-                time.sleep(0.1)
+        err = _error_of_one_job(spark_app, tmp_path, store)
         assert err and said in err and "nothing is recorded for this application" in err, err
         assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
 

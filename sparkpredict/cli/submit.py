@@ -239,7 +239,7 @@ def advice_lines(advice: Any) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..advice_args import check_params, cli_flags, read_size
+    from ..advice_args import check_params, cli_flags
     from ..capture.listener import check_store
     from ..capture.submit import submit
     from ..capture.submit_args import (
@@ -250,7 +250,12 @@ def _run(args: argparse.Namespace) -> int:
     )
     from ..config import KEY_INPUT_BYTES, PARAM_PREFIX
     from ..errors import InputError
-    from ..units import plural, unitless_duration_warning, unitless_size_warning
+    from ..units import (
+        parse_user_bytes,
+        plural,
+        unitless_duration_warning,
+        unitless_size_warning,
+    )
 
     spark_args = list(args.spark_args)
     if spark_args and spark_args[0] == "--":
@@ -262,7 +267,7 @@ def _run(args: argparse.Namespace) -> int:
     # the advice reads the store the listener will write (a cluster's spark-defaults.conf may
     # name it); a --store that contradicts --conf spark.sparkpredict.store fails here, before a fit
     history = submit_store(spark_args, args.store)
-    input_bytes = read_size(args.input_size) if args.input_size is not None else None
+    input_bytes = parse_user_bytes(args.input_size) if args.input_size is not None else None
     # the size is recorded as the run's: said before the run, while it can still be stopped
     for bare in (unitless_size_warning(args.input_size, "--input-size"),
                  unitless_duration_warning(args.deadline, "--deadline")):

@@ -203,9 +203,6 @@ def parse_input_size(text: float | str) -> int:
     ``suggest --input-size`` reads it; zero, negative or unreadable sizes are an InputError."""
     from ..units import parse_user_bytes
 
-    if isinstance(text, str) and text.strip().startswith("-"):
-        # parse_bytes would call "-5GB" unreadable: it is readable, and below zero
-        raise InputError(f"size {text!r} must be positive", "give a size above zero, e.g. 64MB")
     return parse_user_bytes(text)
 
 
