@@ -540,29 +540,35 @@ class Store:
         info = self.fs.get_file_info(base)
         if info.type == pafs.FileType.File:
             raise StoreError(f"store path {self.path!r} is a file", "give a folder path for the store")
-        if info.type == pafs.FileType.Directory and not self.exists():
+        marker = f"{base}/{S.MARKER_FILE}"
+        # one look at the marker (every append comes through here): a file, none, or a folder
+        found = self.fs.get_file_info(marker).type if info.type == pafs.FileType.Directory \
+            else pafs.FileType.NotFound
+        if found == pafs.FileType.Directory:
+            # else a writer took the folder for its marker ("theirs is as good as ours"), wrote
+            # its batch into a store no reader opens, and said it had stored nothing
+            raise StoreError(f"store {self.path!r} is damaged: its marker {S.MARKER_FILE} is a folder",
+                             f"if {S.MARKER_FILE}/ holds nothing of yours, remove it: the next writer "
+                             "makes the marker again")
+        if found == pafs.FileType.File:  # a store already: nothing to make
+            return
+        # a store to make (or whose marker went)
+        if info.type == pafs.FileType.Directory:
             entries = self.fs.get_file_info(pafs.FileSelector(base))
-            # Hidden names are other writers' temp files (the listener's marker is written that way);
-            # the marker itself, listed here, was made by another writer since exists() above.
+            # Hidden names are other writers' temp files (the listener's marker is written
+            # that way); the marker itself, listed here, was made by another writer since the
+            # look above.
             foreign = [e.base_name for e in entries
                        if e.base_name not in (*S.TABLES, S.MARKER_FILE) and not e.base_name.startswith(".")]
             if foreign:
                 raise StoreError(
                     f"folder {self.path!r} is not a sparkpredict store: {S.holds_other_files(sorted(foreign))}",
                     "point --store / spark.sparkpredict.store at an empty or new folder")
-        marker = f"{base}/{S.MARKER_FILE}"
-        if info.type == pafs.FileType.Directory and self.fs.get_file_info(marker).type == pafs.FileType.Directory:
-            # else a writer took the folder for its marker ("theirs is as good as ours"), wrote
-            # its batch into a store no reader opens, and said it had stored nothing
-            raise StoreError(f"store {self.path!r} is damaged: its marker {S.MARKER_FILE} is a folder",
-                             f"if {S.MARKER_FILE}/ holds nothing of yours, remove it: the next writer "
-                             "makes the marker again")
-        if not self.exists():
-            outer = enclosing_store(self)
-            if outer is not None:
-                raise StoreError(f"store path {self.path!r} is inside the store {outer!r}",
-                                 "give a folder outside every store: a store inside another mixes its "
-                                 "files into that one's tables, and that one's `store clean` removes them")
+        outer = enclosing_store(self)
+        if outer is not None:
+            raise StoreError(f"store path {self.path!r} is inside the store {outer!r}",
+                             "give a folder outside every store: a store inside another mixes its "
+                             "files into that one's tables, and that one's `store clean` removes them")
         try:
             self.fs.create_dir(base, recursive=True)
             if not self.exists():
