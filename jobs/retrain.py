@@ -53,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.partitions is not None and args.partitions < 1:
             raise InputError(f"--partitions {args.partitions} must be at least 1",
                              "give a positive number of fit tasks, or leave --partitions out")
+        if args.json_out:  # a folder or an unwritable path found after the commit was an exit 2
+            from sparkpredict.outputs import output_file
+
+            output_file(args.json_out, "retrain.json")
         if "://" not in args.store:
             from sparkpredict.store import io as store_io
 
@@ -92,20 +96,21 @@ def main(argv: list[str] | None = None) -> int:
         print(line, file=sys.stderr)
     sys.stderr.flush()
     doc = json.dumps(res.to_dict() | compaction_doc(compaction))
+    written = True
     if args.json_out:
-        from pathlib import Path
+        from sparkpredict.outputs import write_text
 
-        out = Path(args.json_out)
-        tmp = out.with_name(f".{out.name}.tmp")
-        try:  # whole or not at all: a scheduler may read it the moment the job ends
-            tmp.write_text(doc + "\n")
-            tmp.replace(out)
-        except OSError as exc:
-            return print_error(InputError(f"cannot write --json-out {args.json_out}: {exc.strerror or exc}",
-                                          "give a writable file path; the registry was updated all the same"))
+        try:  # whole or not at all (its temporary file removed): a scheduler may read it at once
+            write_text(args.json_out, doc + "\n", "retrain.json")
+        except SparkPredictError as exc:  # checked above: a full disk, a folder made meanwhile
+            print_error(InputError(f"--json-out: {exc.message}", f"{exc.fix}; the registry was updated all "
+                                   "the same, and the result is the last line on stdout"))
+            written = False
     # last, after the report: under spark-submit that went to this same stream
     print(doc, flush=True)
-    return res.exit_code  # non-zero, as `sparkpredict retrain`'s, so a scheduler sees an error
+    # non-zero, as `sparkpredict retrain`'s, so a scheduler sees an error; 1, not an argument's 2,
+    # when only the result's file failed
+    return res.exit_code or (0 if written else 1)
 
 
 if __name__ == "__main__":

@@ -101,6 +101,10 @@ class Advice:
     #: False when no run of the job recorded an input size: the advice is for the work its runs
     #: did (a replay of their tasks), whatever ``input_bytes`` says, and the size changed nothing
     input_size_used: bool = True
+    #: where the model came from, in words: "from the registry, version 3 (retrain ..., local
+    #: path)", "fitted on the store's runs", "from the model folder DIR", "from the models
+    #: given"; None when not known
+    model_source: str | None = None
 
     @property
     def shown_confidence(self) -> float:

@@ -81,8 +81,10 @@ def _registry_snapshot(st: Any) -> str | None:
         return None
 
 
-def registry_model(job: str, st: Any, raw: pd.DataFrame, n_runs: int) -> tuple[Any, str | None]:
-    """(the registry's whole-job model of ``job``, None) when it is current, else (None, why not).
+def registry_model(job: str, st: Any, raw: pd.DataFrame, n_runs: int) -> tuple[Any, str | None, str | None]:
+    """(the registry's whole-job model of ``job``, None, which one) when it is current, else
+    (None, why not, None). Which one: its version, retrain and path, as the advice names its
+    model's source (a registry model looked like any other fit).
 
     Current means what a retrain means by it (:func:`sparkpredict.registry.is_current`, in
     the model's own kind): trained on exactly the job's runs rows ``raw`` (their fingerprint), in
@@ -98,18 +100,19 @@ def registry_model(job: str, st: Any, raw: pd.DataFrame, n_runs: int) -> tuple[A
         reg = R.read_registry(st)
         mine = reg[(reg["job"] == job) & (reg["model_kind"] == R.KIND_RUNTIME)]
         if mine.empty:  # never retrained for this job: fit from its runs
-            return None, None
+            return None, None, None
         row = next(iter(R._rows(mine)))
         state = R.model_state(row)
         if state[0] != R.runs_fingerprint(raw):
             return None, (f"the registry's model of {job} predates its latest runs (it was trained on "
                           f"{int(row.n_runs)} runs, {n_runs} now): this advice is from a model fitted on "
-                          f"the current runs; {retrain}")
+                          f"the current runs; {retrain}"), None
         if not R.is_current(state, state[0], str(row.fit_kind), R.runtime_model_format()):
             return None, (f"the registry's model of {job} is of another format than this sparkpredict "
-                          f"writes: this advice is from a model fitted on the job's runs; {retrain}")
+                          f"writes: this advice is from a model fitted on the job's runs; {retrain}"), None
         doc = R.read_artifact(st, row.artifact, row.job)
-        return R._runtime_model_from_dict(doc["model"]), None
+        which = f"from the registry, version {int(row.version)} (retrain {row.retrain_id}, {row.fit_path} path)"
+        return R._runtime_model_from_dict(doc["model"]), None, which
     except Exception as exc:  # a broken registry must not stop advice: refit from the runs  # noqa: BLE001
         log.info("registry models of %s unusable (%s); fitting from its runs", st.path, exc)
         why = getattr(exc, "message", None) or str(exc)
@@ -117,7 +120,7 @@ def registry_model(job: str, st: Any, raw: pd.DataFrame, n_runs: int) -> tuple[A
         # snapshot file removing, which a plain retrain (as `retrain` said) did not do
         fix = getattr(exc, "fix", None) or retrain
         return None, (f"the registry's model of {job} is unusable ({why}): this advice is from a model "
-                      f"fitted on the job's runs; {fix}")
+                      f"fitted on the job's runs; {fix}"), None
 
 
 def load_or_fit(job: str, st: Any, version: tuple, runs: pd.DataFrame) -> Any:

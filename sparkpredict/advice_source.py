@@ -55,6 +55,8 @@ class HistorySource:
         self.local = local
         #: why the model is not the one the registry holds (it lags the runs), said with the warnings
         self.notes: list[str] = []
+        #: where the model came from, as the advice says it (Advice.model_source)
+        self.source: str | None = None
         self.model_name = str(getattr(model, "name_", type(model).__name__))
         cv = getattr(model, "cv_mape_", None)
         self.cv_mape = None if cv is None or not math.isfinite(float(cv)) else float(cv)
@@ -85,10 +87,14 @@ class HistorySource:
                                  _MODELS_FIX)
         else:
             model = cls._from_dir(job, os.fspath(models))
+        source = "from the models given" if isinstance(models, Mapping) else f"from the model folder {os.fspath(models)}"
         if store is None:
-            return cls(job, model)
+            src = cls(job, model)
+            src.source = source
+            return src
         runs, spill, dyn, raw = cls._history(job, store, need_job=False)
         src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw))
+        src.source = source
         if runs is None or runs.empty:
             # the store was given for its runs' warnings (memory, spill): say none could come
             where = getattr(store, "path", store)
@@ -158,10 +164,12 @@ class HistorySource:
             return _CACHE[key]
         runs, spill, dyn, raw = cls._history(job, st)
         check_param_names(job, params, [c for c in feature_columns(runs) if c not in BASE_FEATURES])
-        model, note = registry_model(job, st, raw, len(runs))
+        model, note, source = registry_model(job, st, raw, len(runs))
         if model is None:
             model = load_or_fit(job, st, version, runs)
+            source = "fitted on the store's runs" + ("" if note else " (no retrain has registered a model of the job)")
         src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw))
+        src.source = source
         if note:
             src.notes.append(note)
         _remember(key, src)

@@ -192,7 +192,7 @@ def _registry_models(st: Any, runs_raw: pd.DataFrame, runs: pd.DataFrame, jobs: 
 
     out = {}
     for job in jobs:
-        model, why = registry_model(job, st, runs_raw[runs_raw["job"] == job], int((runs["job"] == job).sum()))
+        model, why, _ = registry_model(job, st, runs_raw[runs_raw["job"] == job], int((runs["job"] == job).sum()))
         if model is not None:
             out[job] = model
         elif why:

@@ -445,7 +445,7 @@ def test_a_single_runs_self_check_is_not_called_cross_validation():
     a = advise(replay)
     assert a.model_cv_mape == 0.5 and self_checked(a.model_name, a.n_runs)
     head = format_advice(a).splitlines()[1]
-    assert head == "model replay (replay self-check error 50.0%, 1 run)", head
+    assert head == "model replay (replay self-check error 50.0%, 1 run), from the models given", head
     assert "CV MAPE" not in format_advice(a) and a.model_error == "replay self-check error 50.0%"
     # no other runs to disagree with: the "runs the model cannot tell apart" warning is not for it
     assert not any("cross-validated" in w for w in a.warnings)
@@ -453,8 +453,9 @@ def test_a_single_runs_self_check_is_not_called_cross_validation():
     # a cross-validated model keeps its name for the number, with two runs of replay too
     two = LawModel(n_runs=2)
     two.name_ = "replay"
-    assert format_advice(advise(two)).splitlines()[1] == "model replay (CV MAPE 3.0%, 2 runs)"
-    assert format_advice(advise(LawModel(n_runs=1))).splitlines()[1] == "model law (CV MAPE 3.0%, 1 run)"
+    assert format_advice(advise(two)).splitlines()[1] == "model replay (CV MAPE 3.0%, 2 runs), from the models given"
+    assert format_advice(advise(LawModel(n_runs=1))).splitlines()[1] == \
+        "model law (CV MAPE 3.0%, 1 run), from the models given"
 
 
 def test_a_missing_model_folder_names_store_from_python(tmp_path):

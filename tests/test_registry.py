@@ -867,7 +867,7 @@ def test_a_missing_artifact_is_refit_by_a_plain_retrain_and_a_damaged_one_names_
 
     def why(job):
         mine = raw[raw.job == job]
-        model, note = registry_model(job, st, mine, len(runs_table(mine)))
+        model, note, _ = registry_model(job, st, mine, len(runs_table(mine)))
         assert model is None
         return note
 
@@ -897,7 +897,7 @@ def test_a_damaged_artifact_names_a_refit_of_its_job_alone_which_leaves_the_othe
     (models / cut).write_text(text[: len(text) // 2])
     raw = st.runs()
     mine = raw[raw.job == cut_job]
-    model, note = registry_model(cut_job, st, mine, len(runs_table(mine)))
+    model, note, _ = registry_model(cut_job, st, mine, len(runs_table(mine)))
     assert model is None and note.endswith(f"refit it: `sparkpredict retrain --store {st.path} --job {cut_job} "
                                            "--force`")
     # a plain retrain judges the row current (the file is there): the fix's --force is needed

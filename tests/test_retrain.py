@@ -286,6 +286,14 @@ def test_nothing_stale_starts_no_spark_and_a_started_one_logs_errors_only(curren
         assert "error: no runs of job 'sorts' in store" in capsys.readouterr().err
     assert main([*argv, "--job", "sorts"]) == 2
     assert "fix: did you mean sort?" in capsys.readouterr().err
+    # a --json-out that cannot take the file is refused before any work (it was found after the
+    # registry's commit, an exit 2, its temporary file left beside it)
+    snap = R.current_snapshot(path)
+    outdir = Path(path).parent / "outdir"
+    outdir.mkdir()
+    assert job.main(["--store", str(path), "--no-stage-models", "--force", "--json-out", str(outdir)]) == 2
+    assert f"error: output '{outdir}' is a folder" in capsys.readouterr().err
+    assert R.current_snapshot(path) == snap and list(Path(path).parent.glob(".outdir*")) == []
     assert started == []
 
     # A stale job starts Spark, quietly (sweep's log4j configuration): in a fresh process, with

@@ -208,3 +208,22 @@ def test_predict_writes_the_level_each_interval_holds(tmp_path, capsys):
         out = pd.read_csv(tmp_path / "p.csv")
         assert out["interval_level"].tolist() == pytest.approx([min(asked, top[j]) for j in out["job"]])
     assert max(top.values()) < 0.999  # so the second round was capped, and the file says so
+
+
+def test_suggest_says_where_its_model_came_from(hist, tmp_path, capsys, monkeypatch):
+    """A registry model, version and retrain, looked like any other fit."""
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    ask = ["suggest", "--store", str(hist), "--job", "sort", "--input-size", "16MB"]
+    assert main(ask) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith(
+        ", fitted on the store's runs (no retrain has registered a model of the job)")
+    assert main(["retrain", "--store", str(hist), "--job", "sort", "--no-stage-models", "--json"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert main([*ask, "--json"]) == 0
+    source = json.loads(capsys.readouterr().out)["model_source"]
+    assert source == f"from the registry, version 1 (retrain {done['retrain_id']}, local path)"
+    assert main(["runs", "--store", str(hist), "--out", str(tmp_path / "r.parquet")]) == 0
+    assert main(["fit", str(tmp_path / "r.parquet"), "--out", str(tmp_path / "m")]) == 0
+    capsys.readouterr()
+    assert main(["suggest", "--models", str(tmp_path / "m"), "--job", "sort", "--input-size", "16MB"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith(f", from the model folder {tmp_path / 'm'}")

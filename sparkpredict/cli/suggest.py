@@ -123,7 +123,8 @@ def format_advice(a: Any, max_rows: int = 40) -> str:
     head = [f"job {a.job}, input {format_bytes(a.input_bytes)}{unused}, objective {a.objective}"
             + (f", deadline {format_duration(a.deadline_s)}" if a.deadline_s is not None else "")]
     runs = "? runs" if a.n_runs is None else plural(a.n_runs, "run")
-    head.append(f"model {a.model_name} ({a.model_error}, {runs})")
+    head.append(f"model {a.model_name} ({a.model_error}, {runs})"
+                + (f", {a.model_source}" if getattr(a, "model_source", None) else ""))
     cols, rows = candidate_table(a, max_rows)
     widths = [max(len(r[k]) for r in [cols] + rows) for k in range(len(cols))]
     fmt = lambda r: "  ".join(v.rjust(w) for v, w in zip(r, widths)).rstrip()

@@ -135,13 +135,13 @@ def enclosing_store(st: Any) -> str | None:
 
 
 def enclosing_local_store(path: str) -> str | None:
-    """:func:`enclosing_store` of a local path."""
+    """:func:`enclosing_store` of a local path: the store its parent folder is or lies below."""
     from pathlib import Path
 
-    for parent in Path(path).absolute().parents:
-        if (parent / S.MARKER_FILE).is_file():
-            return str(parent)
-    return None
+    from ..outputs import enclosing_store as holding
+
+    outer = holding(Path(path).absolute().parent)
+    return None if outer is None else str(outer)
 
 
 @dataclass
