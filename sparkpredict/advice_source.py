@@ -46,7 +46,7 @@ class HistorySource:
 
     def __init__(self, job: str, model: Any, runs: pd.DataFrame | None = None,
                  spill: pd.Series | None = None, dyn_alloc: bool = False, local: bool = False,
-                 sweep_mix: tuple[int, int] = (0, 0)) -> None:
+                 sweep_mix: tuple[int, int] = (0, 0), source: str | None = None) -> None:
         self.job, self.model, self.runs, self.spill, self._dyn = job, model, runs, spill, dyn_alloc
         #: (succeeded runs a `sparkpredict sweep` recorded, the others) when both kinds are there
         self.sweep_mix = sweep_mix
@@ -56,7 +56,7 @@ class HistorySource:
         #: why the model is not the one the registry holds (it lags the runs), said with the warnings
         self.notes: list[str] = []
         #: where the model came from, as the advice says it (Advice.model_source)
-        self.source: str | None = None
+        self.source = source
         self.model_name = str(getattr(model, "name_", type(model).__name__))
         cv = getattr(model, "cv_mape_", None)
         self.cv_mape = None if cv is None or not math.isfinite(float(cv)) else float(cv)
@@ -89,12 +89,9 @@ class HistorySource:
             model = cls._from_dir(job, os.fspath(models))
         source = "from the models given" if isinstance(models, Mapping) else f"from the model folder {os.fspath(models)}"
         if store is None:
-            src = cls(job, model)
-            src.source = source
-            return src
+            return cls(job, model, source=source)
         runs, spill, dyn, raw = cls._history(job, store, need_job=False)
-        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw))
-        src.source = source
+        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source)
         if runs is None or runs.empty:
             # the store was given for its runs' warnings (memory, spill): say none could come
             where = getattr(store, "path", store)
@@ -168,8 +165,7 @@ class HistorySource:
         if model is None:
             model = load_or_fit(job, st, version, runs)
             source = "fitted on the store's runs" + ("" if note else " (no retrain has registered a model of the job)")
-        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw))
-        src.source = source
+        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source)
         if note:
             src.notes.append(note)
         _remember(key, src)

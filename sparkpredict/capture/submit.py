@@ -226,11 +226,9 @@ def submit(spark_submit_args: list[str], *, store: str | None = None, job: str |
     finally:
         if proc.poll() is None:
             _signal_group(proc, signal.SIGKILL)
+    run_ids = _record_outcome(resolved, submit_id, rc)
     if rc < 0:  # killed by a signal (Popen's -N): the shell's code, 128 + N (kill -9: 137, not 247)
-        run_ids = _record_outcome(resolved, submit_id, rc)
         rc = 128 - rc
-    else:
-        run_ids = _record_outcome(resolved, submit_id, rc)
     compaction = None
     if compact and run_ids:
         from ..store.compact import auto_compact
@@ -300,8 +298,6 @@ def _record_outcome(store_path: str, submit_id: str, rc: int) -> list[str]:
             fixed = stale.copy()
             now = int(time.time() * 1000)
             if rc < 0:
-                import signal
-
                 try:
                     name = signal.Signals(-rc).name
                 except ValueError:
