@@ -123,6 +123,13 @@ def registry_model(job: str, st: Any, raw: pd.DataFrame, n_runs: int) -> tuple[A
                       f"fitted on the job's runs; {fix}"), None
 
 
+def fitted_source(registry_passed_over: bool) -> str:
+    """Where a model fitted on the store's runs came from, as the advice and the report say it;
+    ``registry_passed_over``: the registry held one, and a note says why it was not used."""
+    return "fitted on the store's runs" + ("" if registry_passed_over else
+                                           " (no retrain has registered a model of the job)")
+
+
 def load_or_fit(job: str, st: Any, version: tuple, runs: pd.DataFrame) -> Any:
     """The model of ``job`` fitted on its ``runs`` (see :func:`_fit`): the one an earlier process
     kept on disk for the same store ``version`` and code, else a fit now, kept for the next."""

@@ -21,6 +21,7 @@ from .advice_cache import (
     _CACHE,
     _registry_snapshot,
     _remember,
+    fitted_source,
     load_or_fit,
     prepare_advice,  # noqa: F401  (re-exported: it lived here before advice_cache)
     registry_model,
@@ -164,7 +165,7 @@ class HistorySource:
         model, note, source = registry_model(job, st, raw, len(runs))
         if model is None:
             model = load_or_fit(job, st, version, runs)
-            source = "fitted on the store's runs" + ("" if note else " (no retrain has registered a model of the job)")
+            source = fitted_source(bool(note))
         src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source)
         if note:
             src.notes.append(note)

@@ -81,6 +81,9 @@ class JobSection:
     slow_runs_absent: str | None = None
     #: the model the advice used: the plots' model, or, for a job too small for one, the replay of
     #: its recorded tasks that ``suggest`` answers with
+    #: where the whole-job model came from, as ``suggest`` says it: "from the registry, version 2
+    #: (retrain ..., incremental path)", "fitted on the store's runs", "from the models given"
+    model_source: str | None = None
     advice_model_name: str | None = None
     advice_cv_mape: float | None = None
     #: the job's runs in the store whatever their status, as ``store summary`` counts them
@@ -185,16 +188,19 @@ def _advice_source(job: str, store_path: str) -> Any:
 
 
 def _registry_models(st: Any, runs_raw: pd.DataFrame, runs: pd.DataFrame, jobs: list[str],
-                     behind: dict[str, str]) -> dict[str, Any]:
+                     behind: dict[str, str], sources: dict[str, str]) -> dict[str, Any]:
     """The registry's models of ``jobs`` that are current, as ``suggest`` takes them
-    (:func:`sparkpredict.advice_cache.registry_model`); ``behind`` gets why the others' are not."""
+    (:func:`sparkpredict.advice_cache.registry_model`); ``behind`` gets why the others' are not,
+    ``sources`` which version each model is."""
     from .advice_cache import registry_model
 
     out = {}
     for job in jobs:
-        model, why, _ = registry_model(job, st, runs_raw[runs_raw["job"] == job], int((runs["job"] == job).sum()))
+        model, why, which = registry_model(job, st, runs_raw[runs_raw["job"] == job],
+                                           int((runs["job"] == job).sum()))
         if model is not None:
             out[job] = model
+            sources[job] = str(which)
         elif why:
             behind[job] = why
     return out
@@ -306,9 +312,13 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
     excluded = runs_raw[runs_raw["status"] == "excluded"].groupby("job")["run_id"].size()
     unfitted: dict[str, str] = {}  # job -> why it has no model
     behind: dict[str, str] = {}  # job -> why the registry's model was not used
+    sources: dict[str, str] = {}  # job -> where its model came from
     if models is None:
-        models = _registry_models(st, runs_raw, runs, all_jobs, behind)
+        from .advice_cache import fitted_source
+
+        models = _registry_models(st, runs_raw, runs, all_jobs, behind, sources)
         rest = [j for j in all_jobs if j not in models]
+        sources.update({j: fitted_source(j in behind) for j in rest})
         try:
             if rest:
                 from .models.persist import fit_all
@@ -339,6 +349,7 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
             sec.notes.append(f"no fitted whole-job model for this job ({why}): the plots show the runs only")
         else:
             sec.model_name = getattr(model, "name_", type(model).__name__)
+            sec.model_source = sources.get(job, "from the models given")
             sec.cv_mape = getattr(model, "cv_mape_", None)
             # the source the advice builds from `models`: the same runs and model
             _set_slow_runs(sec, HistorySource, job, model, jr)
@@ -497,7 +508,9 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
             + (f", {s.n_excluded} excluded from training (sparkpredict store edit RUN_ID --include takes "
                "one back)" if s.n_excluded else "")
         parts.append(f"<h2 id='{e(anchors[s.job])}'>{e(s.job)} <span class='meta'>{counted}"
-                     + (f", model {e(shown or s.model_name)}" if s.model_name else
+                     + (f", model {e(shown or s.model_name)}"
+                        + (f" <span class='model-source'>({e(s.model_source)})</span>" if s.model_source else "")
+                        if s.model_name else
                         f", no whole-job model, advice from {e(shown)}" if shown else "") + "</span></h2>")
         parts += [f"<div class='note'>{e(n)}</div>" for n in s.notes]
         parts.append("<div class='figs'>")

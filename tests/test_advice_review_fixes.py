@@ -31,7 +31,7 @@ OTHERS = [GEN / "local-1795969305651.lz4", GEN / "local-1795969308180.snappy",
           GEN / "local-1795969310741.lzf", GEN / "local-1795969313432"]
 # a Databricks log without SparkListenerApplicationEnd: stored as an incomplete run
 CUT = LOGS / "nds_q88_photon_db_13_3.zstd"
-CUT_RUN = "app-20240919162642-0000"
+CUT_RUN = "app-20240919162642-0000@1726763195840"
 
 
 @pytest.fixture(autouse=True)

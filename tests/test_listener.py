@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -45,10 +46,12 @@ def test_local_cluster_wordcount_groupby_records_consistent_rows(spark_app, tmp_
     with spark_app(store, job="wc-cluster", master="local-cluster[2,1,1024]",
                    conf={"spark.executor.memory": "512m"}) as spark:
         _wordcount_and_groupby(spark)
-        app_id = spark.sparkContext.applicationId
+        app_id, start_ms = spark.sparkContext.applicationId, spark.sparkContext.startTime
     st = store_mod.open(store)
     runs, stages, tasks, execs = st.runs(), st.stages(), st.tasks(), st.executors()
-    assert list(runs["run_id"]) == [app_id]
+    # app-<second>-0000 is numbered per master: the driver's start tells two clusters' apart
+    assert re.fullmatch(r"app-[0-9]{14}-[0-9]{4}", app_id)
+    assert list(runs["run_id"]) == [f"{app_id}@{start_ms}"] and list(runs["app_id"]) == [app_id]
     run = runs.iloc[0]
     assert run.status == "succeeded" and run.job == "wc-cluster" and run.source == "listener"
     assert run.master == "local-cluster[2,1,1024]" and run.executors_requested == 2

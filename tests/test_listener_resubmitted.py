@@ -54,6 +54,7 @@ def test_resubmitted_map_tasks_are_recorded_once_by_listener_and_ingest(spark_ap
             .mapPartitionsWithIndex(_kill_my_executor_once(str(tmp_path / "killed"))) \
             .reduceByKey(lambda a, b: a + b).collect()
         assert dict(counts) == {k: 800 for k in range(10)}
+        app_id, start_ms = spark.sparkContext.applicationId, spark.sparkContext.startTime
     (log,) = logs.iterdir()
     listener = store.open(tmp_path / "listener-store")
     report = ingest_event_logs([logs], tmp_path / "eventlog-store")
@@ -83,6 +84,8 @@ def test_resubmitted_map_tasks_are_recorded_once_by_listener_and_ingest(spark_ap
     assert sorted(map(tuple, lt[key].values.tolist())) == sorted(map(tuple, et[key].values.tolist()))
     lrun, erun = listener.runs().iloc[0], ingested.runs().iloc[0]
     assert lrun.status == erun.status == "succeeded"
+    # a local-cluster id is numbered per master: both key the run by it and the driver's start
+    assert lrun.run_id == erun.run_id == f"{app_id}@{start_ms}" and lrun.app_id == erun.app_id == app_id
     failed_rows = int((et.status != "SUCCESS").sum())
     assert lrun.num_failed_tasks == erun.num_failed_tasks == failed_rows + len(resub)
     assert lrun.num_tasks == erun.num_tasks == len(et)

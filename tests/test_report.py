@@ -245,11 +245,14 @@ def test_report_and_suggest_answer_from_the_same_model(tmp_path):
             target = int(2 * runs_table(path).query("job == @s.job")["input_bytes"].max())
             a = suggest_executors(s.job, target, store=path)
             assert s.advice_text == _advice_text(a) and table[s.job][0] == a.model_name, s.job
+            # and says where the model came from, in suggest's words
+            assert s.model_source == a.model_source and html.escape(a.model_source) in page, s.job
         return page
 
     res = build_report(tmp_path / "r.html", store=path)
     same_as_suggest(res)
     assert {s.model_name for s in res.sections} == {"amdahl"}
+    assert all(s.model_source.startswith("from the registry, version 1 (retrain ") for s in res.sections)
     assert not any("registry" in n for s in res.sections for n in s.notes)
 
     st = store_io.open(path)
@@ -262,6 +265,7 @@ def test_report_and_suggest_answer_from_the_same_model(tmp_path):
     sec = {s.job: s for s in res.sections}
     assert sec["sort"].model_name != "amdahl" and sec["sort"].n_runs == 25
     assert sec["sqljoin"].model_name == sec["wordcount"].model_name == "amdahl"
+    assert sec["sort"].model_source == "fitted on the store's runs"  # the note says why not the registry's
     (note,) = [n for n in sec["sort"].notes if "registry" in n]
     assert "predates its latest runs" in note and html.escape(note) in page
     assert any(note == w for w in suggest_executors("sort", "64MB", store=path).warnings)

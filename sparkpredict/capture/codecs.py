@@ -125,9 +125,10 @@ def _snappy_xerial(f: BinaryIO) -> Iterator[bytes]:
     """xerial SnappyOutputStream framing: header, then [int32 BE length][raw snappy block]*."""
     codec = pa.Codec("snappy")
     head = f.read(16)
+    if len(head) < 16 and (_SNAPPY_MAGIC.startswith(head) or head.startswith(_SNAPPY_MAGIC)):
+        # the magic whole and the versions cut read as an empty stream: "not a Spark event log"
+        raise TruncatedStream("stream ended inside the snappy header")
     if not head.startswith(_SNAPPY_MAGIC):
-        if len(head) < 16 and _SNAPPY_MAGIC.startswith(head[:8]):
-            raise TruncatedStream("stream ended inside the snappy header")
         raise CorruptStream("not a xerial snappy stream (no '\\x82SNAPPY' magic)")
     while True:
         raw = f.read(4)

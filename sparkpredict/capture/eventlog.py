@@ -35,6 +35,7 @@ from .eventlog_files import (
     fingerprint,
     rolling_log,
     single_log,
+    stored_path,
     unreadable,
 )
 from .eventlog_rows import RunBuilder
@@ -170,6 +171,10 @@ def _parse_source(source: LogSource) -> ParsedLog:
         # An in-progress log with nothing in it yet: Spark made the file and has not written
         # its first event (it buffers them), so it is the start of a log, not a foreign file.
         unwritten = source.in_progress and not nbytes[0]
+        if builder.bad_app_start:
+            raise IngestError(f"{source.path}: its SparkListenerApplicationStart event is unusable "
+                              f"({builder.bad_app_start}): the run has no id to be stored under",
+                              "ingest an intact copy of this log") from None
         if began or builder.spark_version is not None or (cut_short and builder.events) \
                 or (stream_cut and not builder.lines) or unwritten:
             what = ("the log is empty: its application has started (.inprogress) and Spark has "
@@ -187,7 +192,7 @@ def _parse_source(source: LogSource) -> ParsedLog:
     if run["status"][0].as_py() == "incomplete" and not source.in_progress:
         builder.warnings.append("no SparkListenerApplicationEnd event: recorded as incomplete")
     run = run.set_column(run.schema.get_field_index("source_path"), "source_path",
-                         pa.array([source.path], pa.string()))
+                         pa.array([stored_path(source.path)], pa.string()))
     run = run.set_column(run.schema.get_field_index("source_fingerprint"), "source_fingerprint",
                          pa.array([fp], pa.string()))
     tables["runs"] = run

@@ -13,6 +13,7 @@ import hashlib
 import os
 import re
 import shlex
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -72,7 +73,13 @@ def rolling_log(path: str) -> LogSource:
                        in_progress=in_progress, app_hint=hint)
     indices = [i for i, _, _ in events]
     missing = sorted(set(range(indices[0], indices[-1] + 1)) - set(indices)) if indices else []
-    if missing:
+    if indices and not compact and indices[0] > 1:
+        # not compacted: the files before it were lost, the application's start with events_1
+        first = "events_1" + (f" to events_{indices[0] - 1}" if indices[0] > 2 else "")
+        source.error = IngestError(
+            f"{path}: rolling event log without {first}: its beginning (the application's start "
+            "and first stages) is lost", "restore the missing file, or ingest a complete copy of the folder")
+    elif missing:
         # A missing middle file loses the stages and tasks it held while the application end
         # may still be there: Spark's own reader refuses such a log ("Found missing event log
         # file"), and so do we rather than store a run that looks complete.
@@ -143,13 +150,19 @@ def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
             out.append(rolling_log(path))
         else:
             refused: list[OSError] = []
-            for root, dirs, files in os.walk(path, onerror=refused.append):
+            walked: set[str] = set()  # followed links may lead back up: each folder once
+            for root, dirs, files in os.walk(path, onerror=refused.append, followlinks=True):
+                real = os.path.realpath(root)
+                if real in walked:
+                    dirs[:] = []
+                    continue
+                walked.add(real)
                 dirs.sort()
                 for d in [d for d in dirs if d.startswith(ROLLING_PREFIX)]:
                     out.append(rolling_log(os.path.join(root, d)))
                 dirs[:] = [d for d in dirs if not d.startswith((ROLLING_PREFIX, "."))]
                 out.extend(single_log(os.path.join(root, f)) for f in sorted(files)
-                           if not _NOT_LOGS.search(f))
+                           if not _NOT_LOGS.search(f) and not _special(os.path.join(root, f)))
             for exc in refused:
                 # os.walk skips a folder it cannot list: the folder given itself then read as
                 # "no event logs found"; one inside it (a lost+found, a folder removed meanwhile)
@@ -159,6 +172,15 @@ def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
                     raise unreadable(path, exc)
                 out.append(LogSource(inner, [], False, os.path.basename(inner), error=unreadable(inner, exc)))
     return out
+
+
+def _special(path: str) -> bool:
+    """A named pipe, socket or device: opening a pipe to fingerprint it waited forever, with the
+    store's writer lock held."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:  # a broken link: read as a log, which reports it
+        return False
 
 
 def unique_logs(sources: Iterable[LogSource]) -> tuple[list[LogSource], list[str]]:
@@ -189,11 +211,28 @@ def fingerprint(source: LogSource) -> str:
     h = hashlib.sha1()
     for f in source.files:
         st = os.stat(f)
-        h.update(f"{os.path.basename(f)}:{st.st_size}:{st.st_mtime_ns};".encode())
+        # the name as bytes: one that is not UTF-8 (surrogates in Python) raised in .encode()
+        h.update(os.fsencode(os.path.basename(f)) + f":{st.st_size}:{st.st_mtime_ns};".encode())
+    if source.in_progress:
+        # A rolling log's folder keeps its name when Spark renames its appstatus marker at the
+        # end, and its last file may keep its size: without this, a log ingested unfinished
+        # read "unchanged" once finished and its run stayed incomplete. (Finished logs keep the
+        # fingerprints they had.)
+        h.update(b"in progress;")
     if source.files:
         with open(source.files[0], "rb") as fh:
             h.update(fh.read(_HEAD_BYTES))
     return h.hexdigest()[:24]
+
+
+def stored_path(path: str) -> str:
+    """``path`` as the store's ``source_path`` holds it: a name that is not UTF-8 (surrogates in
+    Python, which Parquet refuses) with its bad bytes written ``\\xff``."""
+    try:
+        path.encode()
+        return path
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def unreadable(path: str, exc: OSError) -> IngestError:

@@ -37,7 +37,14 @@ import pyarrow as pa
 from ..errors import IngestError, InputError, SparkPredictError
 from ..units import plural
 from .eventlog import ParsedLog, _parse_source, _system_pool
-from .eventlog_files import LogSource, find_logs, fingerprint, unique_logs, unreadable
+from .eventlog_files import (
+    LogSource,
+    find_logs,
+    fingerprint,
+    stored_path,
+    unique_logs,
+    unreadable,
+)
 
 if TYPE_CHECKING:
     from ..store.io import Store
@@ -447,23 +454,40 @@ def _skipped(path: str, outcome: Literal["unchanged", "exists"], run_id: str, kn
                        warnings=_other_job(run_id, stored, job, st))
 
 
+def _awaits_log(stored: _StoredRun) -> bool:
+    """A run stored cut short from a log, which a fuller log of it is to complete (a run the
+    listener is recording completes itself)."""
+    return stored.status in _UNFINISHED and stored.source == "eventlog"
+
+
+def _kept_copy(known: _Known, run_id: str | None) -> str:
+    """What the store keeps of ``run_id`` meanwhile, for a failed log's fix."""
+    if run_id is None or run_id not in known.runs:
+        return ""
+    stored = known.runs[run_id]
+    return f"; the store keeps its copy of run {run_id} ({stored.status}, {plural(stored.num_tasks, 'task')})"
+
+
 def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None) -> FileOutcome:
     from ..store.io import new_batch_id
 
     named = known.by_name.get(src.app_hint)  # Spark names logs after the app
     try:
-        rid = known.by_file.get((src.path, fingerprint(src))) if src.error is None else None
+        rid = known.by_file.get((stored_path(src.path), fingerprint(src))) if src.error is None else None
         if rid is not None:
             return _skipped(src.path, "unchanged", rid, known, job, st)
         # Skipped without reading, unless the stored run never ended: this log may hold more.
-        if named is not None and known.runs[named].status not in _UNFINISHED:
+        if named is not None and not _awaits_log(known.runs[named]):
             return _skipped(src.path, "exists", named, known, job, st)
         parsed = _parse_source(src)
     except (IngestError, OSError) as exc:
-        if named is not None:  # its run is stored already: a log of it that cannot be read is no news
+        # its run is stored whole already: a log of it that cannot be read is no news; stored
+        # cut short, this log was to complete it, and the user must hear that it cannot
+        if named is not None and known.runs[named].status not in _UNFINISHED:
             return _skipped(src.path, "exists", named, known, job, st)
         err = exc if isinstance(exc, IngestError) else unreadable(src.path, exc)
-        return FileOutcome(src.path, "failed", error=err.message, fix=err.fix)
+        return FileOutcome(src.path, "failed", run_id=named, error=err.message,
+                           fix=(err.fix or "ingest an intact copy of this log") + _kept_copy(known, named))
     except Exception as exc:  # never let one log stop the others; the traceback goes to the log
         log.exception("unexpected error reading %s", src.path)
         return FileOutcome(src.path, "failed", error=f"{src.path}: {type(exc).__name__}: {exc}",
@@ -471,6 +495,13 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
                                "with this log; the other logs were ingested")
     stored = known.runs.get(parsed.run_id)
     old_batch = None
+    if parsed.damage is not None and stored is not None and _awaits_log(stored):
+        # a damaged log holds no more than what it lost: it read "already in the store", and the
+        # run stayed cut short with no word of the damage
+        return FileOutcome(src.path, "failed", run_id=parsed.run_id,
+                           error=f"{src.path}: {parsed.damage}; not ingested: the run's rows would lack "
+                                 "the events lost there",
+                           fix="ingest an intact copy of this log" + _kept_copy(known, parsed.run_id))
     if stored is not None:
         more = _holds_more(parsed, stored)
         old_batch, why = _replaceable(st, parsed.run_id, stored) if more else (None, "")
@@ -514,7 +545,7 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
             # its commit mark left in place: the next ingest keeps this copy, drops that one
             warnings.append(f"could not remove the replaced copy of run {parsed.run_id}: {exc.message}; {exc.fix}")
     known.add(parsed.run_id, _StoredRun(parsed.status, run["num_tasks"][0].as_py() or 0, "eventlog",
-                                        run["job"][0].as_py()), src.path, parsed.fingerprint)
+                                        run["job"][0].as_py()), stored_path(src.path), parsed.fingerprint)
     return FileOutcome(src.path, "ingested", run_id=parsed.run_id, status=parsed.status,
                        stages=tables["stages"].num_rows, tasks=tables["tasks"].num_rows,
                        warnings=warnings, replaced=replaced)

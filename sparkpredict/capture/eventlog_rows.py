@@ -119,6 +119,8 @@ class RunBuilder:
         self.warnings: list[str] = []
         self.spark_version: str | None = None
         self.app: dict[str, Any] = {}
+        #: why the application start event could not be used (its App ID null), for the error
+        self.bad_app_start: str | None = None
         self.end_ms: int | None = None
         self.exit_code: int | None = None
         self.props: dict[str, str] = {}
@@ -237,16 +239,24 @@ class RunBuilder:
 
     # ---- events -------------------------------------------------------------------------
     def _log_start(self, ev: dict) -> None:
-        self.spark_version = ev.get("Spark Version")
+        self.spark_version = _typed(ev.get("Spark Version"), str)
 
     def _app_start(self, ev: dict) -> None:
         if self.app:
             self.warnings.append("a second SparkListenerApplicationStart; the first one is kept")
             return
         attempt = ev.get("App Attempt ID")
-        self.app = {"app_id": _typed(ev["App ID"], str), "app_name": _typed(ev.get("App Name"), str),
-                    "attempt": None if attempt is None else str(attempt),
-                    "start_ms": _ms(ev["Timestamp"])}
+        try:
+            if not isinstance(ev["App ID"], str) or not ev["App ID"]:
+                # the run's key: a null one stopped the whole log with a traceback
+                raise TypeError(f"its App ID is {ev['App ID']!r}")
+            app = {"app_id": ev["App ID"], "app_name": _typed(ev.get("App Name"), str),
+                   "attempt": None if attempt is None else str(attempt), "start_ms": _ms(ev["Timestamp"])}
+        except (TypeError, ValueError, KeyError, OverflowError) as exc:
+            # skipped as a bad line, the log then read as one cut before its start
+            self.bad_app_start = str(exc)
+            raise
+        self.app = app
         self._ts(self.app["start_ms"])
 
     def _app_end(self, ev: dict) -> None:
@@ -423,7 +433,7 @@ class RunBuilder:
         self._flush()
         tasks = pa.Table.from_batches(self._chunks, schema=_TASK_SCHEMA)
         self._chunks = []
-        run_id = self.app["app_id"] + (f"/{self.app['attempt']}" if self.app["attempt"] else "")
+        run_id = S.run_id(self.app["app_id"], self.app["attempt"] or None, self.app["start_ms"])
         tasks = tasks.append_column("run_id", pa.array([run_id] * tasks.num_rows, pa.string()))
         stages = self._stage_table(run_id)
         execs, run = run_tables(self, tasks, stages, run_id, in_progress)
@@ -461,7 +471,9 @@ def _ms(v: Any) -> int:
     """A required epoch-ms timestamp."""
     if v is None:
         raise TypeError("timestamp is null")
-    return _typed(v, int)
+    if not -2**63 <= _typed(v, int) < 2**63:  # the store's int64: past it, a traceback at the end
+        raise OverflowError(f"timestamp {v} is out of range")
+    return v
 
 
 def _duration_quantiles(tasks: pa.Table) -> dict[tuple[int, int], tuple[float, ...]]:

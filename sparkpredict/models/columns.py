@@ -52,6 +52,7 @@ def column(X: Mapping[str, Any], name: str, n: int | None) -> np.ndarray | None:
 
 def n_rows(X: Mapping[str, Any]) -> int:
     """Rows of a query: the longest required column (length-1 columns broadcast)."""
+    check_table(X, "the query")  # an array: "lacks column(s) input_bytes" compared its elements
     sizes = {int(np.asarray(X[c]).size) for c in REQUIRED if c in X}
     if not sizes:
         raise InputError(f"query lacks column(s) {', '.join(REQUIRED)}",

@@ -9,7 +9,8 @@ fast path (``suggest --models``) must not.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,32 @@ def without_interval(model: Any) -> bool:
     not one."""
     most = getattr(model, "max_confidence", None)
     return most is not None and most() <= 0
+
+
+def checked_seed(value: Any) -> int | None:
+    """``random_state`` as a saved model records it: an int (a numpy int from a parameter grid
+    made one) or None. A RandomState, which scikit-learn takes, has no JSON form: refused before
+    the fit, not as a TypeError at the save or a corrupt file at the load."""
+    if value is None:
+        return None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    raise InputError(f"random_state must be an int or None, got {type(value).__name__}",
+                     "pass a seed such as random_state=0")
+
+
+@contextmanager
+def kept_on_failure(model: Any) -> Iterator[None]:
+    """A fit inside this leaves ``model`` as it was when it raises: a failed refit had replaced
+    some fitted attributes and kept others, and predict then mixed the two (an IndexError, or
+    a training range that moved the interval)."""
+    before = dict(model.__dict__)
+    try:
+        yield
+    except BaseException:
+        model.__dict__.clear()
+        model.__dict__.update(before)
+        raise
 
 
 class RuntimeEstimator:
@@ -101,4 +128,4 @@ def _short_repr(value: Any) -> str:
     return repr(value)
 
 
-__all__ = ["RuntimeEstimator", "positive_query_column"]
+__all__ = ["RuntimeEstimator", "checked_seed", "kept_on_failure", "positive_query_column"]

@@ -43,7 +43,12 @@ from .columns import (
     n_rows,
     with_runtime,
 )
-from .estimator import RuntimeEstimator, positive_query_column
+from .estimator import (
+    RuntimeEstimator,
+    checked_seed,
+    kept_on_failure,
+    positive_query_column,
+)
 from .job_runs import (
     MIN_RUNS,
     OPTIONAL,
@@ -107,8 +112,9 @@ class JobRuntimeModel(RuntimeEstimator):
         ``"auto"`` (combined model, chosen by extrapolation-aware CV), ``"hybrid"`` (best
         equation + boosted-trees correction), an equation name (:data:`analytical.EQUATIONS`),
         or ``"kernel_ridge"``, ``"gbm"``, ``"random_forest"``.
-    random_state : int
-        Seeds the trees and the CV folds; fits are deterministic and independent of row order.
+    random_state : int or None
+        Seeds the trees and the CV folds: with a seed, fits are deterministic and independent of
+        row order (None: a fresh seed per fit, as in scikit-learn).
 
     Attributes
     ----------
@@ -142,7 +148,7 @@ class JobRuntimeModel(RuntimeEstimator):
         least k times the fewest recorded count's.
     """
 
-    def __init__(self, *, kind: str = "auto", random_state: int = 0) -> None:
+    def __init__(self, *, kind: str = "auto", random_state: int | None = 0) -> None:
         self.kind = kind
         self.random_state = random_state
 
@@ -157,7 +163,13 @@ class JobRuntimeModel(RuntimeEstimator):
         :data:`~sparkpredict.units.MAX_EXECUTORS`, are dropped (counted in
         ``dropped_runs_``, logged); fewer than :data:`MIN_RUNS` valid runs, a single executor
         count, or (for equation kinds) a single size, raise :class:`DegenerateDataError`.
+        A fit that raises leaves the model as it was.
         """
+        checked_seed(self.random_state)
+        with kept_on_failure(self):
+            return self._fit(runs, y)
+
+    def _fit(self, runs: Any, y: Any) -> JobRuntimeModel:
         from . import calibration, selection
         from . import ml as M
 
@@ -184,14 +196,17 @@ class JobRuntimeModel(RuntimeEstimator):
         self.defaults_ = {c: float(np.median(F[c])) for c in OPTIONAL + tuple(extras)
                           if c not in self.unrecorded_}
         self.latest_ = latest_run_values(runs, rows, OPTIONAL + tuple(extras))
-        result = selection.select(F, y, extras, kind=self.kind, random_state=self.random_state)
+        # None: one fresh seed for the whole fit, so that every candidate is scored on the same folds
+        seed = int(self.random_state) if self.random_state is not None \
+            else int(np.random.default_rng().integers(2**31))
+        result = selection.select(F, y, extras, kind=self.kind, random_state=seed)
         self.name_ = result.name
         self.component_ = result.component
         self.cv_mape_ = float(result.cv_mape)
         self.candidates_ = result.scores
         # Inside the training range the interval is calibrated on input sizes left out whole
         # (what a question about a new size faces); random-fold residuals only as a fallback.
-        grouped = calibration.grouped_residuals(result.component, F, y, extras, self.random_state) \
+        grouped = calibration.grouped_residuals(result.component, F, y, extras, seed) \
             if calibration.CALIBRATION == "size_groups" else None
         self.residuals_ = np.sort(result.cv.oof_in if grouped is None else grouped)
         # at a recorded size the random folds' residuals are the error the question faces
@@ -436,7 +451,7 @@ class JobRuntimeModel(RuntimeEstimator):
         from .selection import component_to_dict
 
         return {"format": FORMAT, "version": FORMAT_VERSION, "kind": self.kind,
-                "random_state": self.random_state, "name": self.name_, "cv_mape": json_float(self.cv_mape_),
+                "random_state": checked_seed(self.random_state), "name": self.name_, "cv_mape": json_float(self.cv_mape_),
                 "n_runs": self.n_runs_, "dropped_runs": self.dropped_runs_,
                 "feature_names": self.feature_names_, "extras": self.extras_,
                 "training_range": {k: list(v) for k, v in self.training_range_.items()},
@@ -464,7 +479,7 @@ class JobRuntimeModel(RuntimeEstimator):
         if d.get("version") != FORMAT_VERSION:
             raise ModelError(f"saved model has format version {d.get('version')}; this sparkpredict "
                              f"reads version {FORMAT_VERSION}", "refit with `sparkpredict fit RUNS --out DIR`")
-        m = cls(kind=d["kind"], random_state=int(d["random_state"]))
+        m = cls(kind=d["kind"], random_state=None if d["random_state"] is None else int(d["random_state"]))
         m.name_ = d["name"]
         m.cv_mape_ = math.nan if d["cv_mape"] is None else float(d["cv_mape"])
         m.n_runs_ = int(d["n_runs"])

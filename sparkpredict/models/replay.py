@@ -58,11 +58,20 @@ def head_shift_s(slope_ms: float, executors: float, reference: float, span: tupl
 def checked_query(X) -> pd.DataFrame:
     """Query rows as a DataFrame, refused as the whole-job model refuses them when a size or
     executor count is not positive (a row without an ``input_bytes`` column is asked at the
-    recorded run's size)."""
+    recorded run's size). The replay and the stage model schedule tasks on whole executors: a
+    mean count (a dynamic-allocation run's 2.9) is asked at the nearest whole one, everywhere
+    (2.9 had picked its reference run as 2.9 and then run on 2)."""
     X = query_frame(X)
     for c in REQUIRED:
         if c in X:
-            positive_query_column(X, c, len(X))
+            v = positive_query_column(X, c, len(X))
+            if c == "executors" and np.any(v != np.round(v)):
+                whole = np.round(v)
+                if np.any(whole < 1):
+                    raise InputError(f"executors must be at least 1 for a model that replays tasks on "
+                                     f"executors, got {float(v[whole < 1][0]):g}",
+                                     "ask about 1 executor or more")
+                X = X.assign(executors=whole)
     return X
 
 

@@ -36,7 +36,7 @@ from ..errors import (
 from ..features import stages as F
 from . import simulate as sim
 from .columns import check_confidence, json_float
-from .estimator import RuntimeEstimator
+from .estimator import RuntimeEstimator, checked_seed, kept_on_failure
 from .replay import (
     ReplayRuntimeModel,
     checked_query,
@@ -107,7 +107,13 @@ class StageRuntimeModel(RuntimeEstimator):
 
     # ---- fitting ------------------------------------------------------------------------
     def fit(self, runs_df: pd.DataFrame, y=None) -> StageRuntimeModel:
-        """Fit on the runs of ``runs_df`` (needs ``run_id``; stages come from the store)."""
+        """Fit on the runs of ``runs_df`` (needs ``run_id``; stages come from the store). A fit
+        that raises leaves the model as it was."""
+        checked_seed(self.random_state)
+        with kept_on_failure(self):
+            return self._fit(runs_df)
+
+    def _fit(self, runs_df: pd.DataFrame) -> StageRuntimeModel:
         if self.mode not in ("auto", "per_signature", "shared") or self.target not in ("rate", "time") \
                 or self.combine not in ("waves", "simulate"):
             raise InputError(f"unknown mode {self.mode!r}, target {self.target!r} or combine {self.combine!r}",
@@ -219,7 +225,8 @@ class StageRuntimeModel(RuntimeEstimator):
 
     def _params(self) -> dict:
         return {k: getattr(self, k) for k in ("mode", "target", "combine", "n_estimators",
-                                              "min_rows_per_signature", "driver_trend", "random_state")}
+                                              "min_rows_per_signature", "driver_trend")} \
+            | {"random_state": checked_seed(self.random_state)}
 
     def _forest(self):
         return quiet_forest(n_estimators=self.n_estimators, random_state=self.random_state,
@@ -418,7 +425,8 @@ class StageRuntimeModel(RuntimeEstimator):
             g0 = g.iloc[0]
             conf = {k: g0[k] for k in QUERY_CONFIG if use_config and
                     (k != "default_parallelism" or g0["parallelism_explicit"] == 1)}
-            plan = self.stage_plan(r.get("job"), float(r["input_bytes"]), int(g0["executors"]),
+            # a dynamic-allocation run's mean count: the nearest whole one, not the count below
+            plan = self.stage_plan(r.get("job"), float(r["input_bytes"]), max(1, round(float(g0["executors"]))),
                                    int(g0["executor_cores"]), float(g0["executor_memory_mb"]), config=conf)
             task_ms = self._task_ms_trees(plan).mean(axis=0)
             p = plan.assign(pred_task_ms=task_ms, pred_stage_ms=task_ms * plan["waves"].to_numpy(float))

@@ -27,6 +27,8 @@ The replaced batches' files are removed a while later (runs files first).
 """
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 
 #: Bumped whenever a column of a table is added, removed, renamed or changes type or unit. A new
@@ -35,6 +37,26 @@ import pyarrow as pa
 SCHEMA_VERSION = 1
 STORE_FORMAT = "sparkpredict-store"
 MARKER_FILE = "_sparkpredict_store.json"
+
+
+#: Spark's standalone master numbers its applications (``app-<yyyyMMddHHmmss>-<n>``), starting at
+#: 0000 on every master: local-cluster, and every Databricks job cluster, start a master of their own.
+_PER_MASTER_APP_ID = re.compile(r"app-[0-9]{14}-[0-9]{4,}")
+
+
+def run_id(app_id: str, attempt: str | None, start_ms: int | None) -> str:
+    """A run's key in the store: ``app_id``, then ``/attempt`` when the cluster manager retries.
+
+    An id numbered per master (``app-20240919162642-0000``) is not unique: two job clusters whose
+    first applications started in the same second share it, and one run would absorb or drop
+    the other's rows. Such an id gets the driver's start time, ``@<epoch ms>``, which the
+    listener and the event log read from the same SparkListenerApplicationStart event. The JVM
+    listener's ``RunRecord.runId`` is this rule; tests/test_schema_contract.py compares the two.
+    """
+    rid = app_id
+    if start_ms is not None and _PER_MASTER_APP_ID.fullmatch(app_id):
+        rid = f"{app_id}@{int(start_ms)}"
+    return rid if attempt is None else f"{rid}/{attempt}"
 
 
 def holds_other_files(names: list[str]) -> str:
@@ -80,7 +102,7 @@ METRIC_COLUMNS: list[tuple[str, pa.DataType, str]] = [
 METRIC_NAMES = [c[0] for c in METRIC_COLUMNS]
 
 _RUNS: list[tuple[str, pa.DataType, str]] = [
-    ("run_id", _S, "app_id, or app_id/attempt when the application has attempts"),
+    ("run_id", _S, "app_id[@start_ms][/attempt]: see run_id()"),
     ("app_id", _S, "spark.app.id"),
     ("app_attempt_id", _S, "attempt id, null outside cluster managers that retry"),
     ("app_name", _S, "spark.app.name"),

@@ -82,7 +82,20 @@ final class RunRecord {
     long startMs() { return startMs; }
 
     String runId() {
-        String id = appId != null ? appId : "unknown-app-" + startMs;
+        return appId != null ? runId(appId, attemptId, startMs)
+            : runId("unknown-app-" + startMs, attemptId, startMs);
+    }
+
+    /** Spark's standalone master numbers its applications from 0000 on every master (local-cluster, each Databricks job cluster). */
+    private static final Pattern PER_MASTER_APP_ID = Pattern.compile("app-[0-9]{14}-[0-9]{4,}");
+
+    /**
+     * The store's key of a run, by sparkpredict.store.schema.run_id's rule: an id numbered per
+     * master is shared by two clusters' applications started in the same second, so it gets the
+     * driver's start time, which the event log's SparkListenerApplicationStart carries too.
+     */
+    static String runId(String appId, String attemptId, long startMs) {
+        String id = PER_MASTER_APP_ID.matcher(appId).matches() ? appId + "@" + startMs : appId;
         return attemptId != null ? id + "/" + attemptId : id;
     }
 
