@@ -31,7 +31,7 @@ from _results import write_section
 
 from sparkpredict.features.runs import runs_table
 from sparkpredict.models import selection
-from sparkpredict.models.hybrid import JobRuntimeModel
+from sparkpredict.models.hybrid import SIZE_GROWTH, JobRuntimeModel
 from sparkpredict.units import format_bytes, format_duration
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,7 +149,7 @@ def main() -> None:
     lines += ["", (f"Models fitted on the history: {models}. The prediction over the true runtime: median "
                    f"{ratio.median():.1f}x, from {ratio.min():.1f}x to {ratio.max():.0f}x, with the growth "
                    f"beyond the largest size held to linear in the part that grows with the input "
-                   f"(`hybrid.SIZE_GROWTH = \"linear\"`); the cap before, on the whole runtime, fixed cost "
+                   f"(`hybrid.SIZE_GROWTH = \"{SIZE_GROWTH}\"`); the cap before, on the whole runtime, fixed cost "
                    f"included (reference, `\"proportional\"`): median {prop.median():.1f}x, from "
                    f"{prop.min():.1f}x to {prop.max():.0f}x; the fitted "
                    f"curves' own growth (reference, same models): median {free.median():.1f}x, from "

@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .advice import EXTRAPOLATION_NOTED
 from .advice_args import arg_name, give
 from .advice_cache import (
     _CACHE,
@@ -33,9 +34,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
 _MIN_RUNS = 10
-#: Input per memory within this factor of the largest that ran counts as what ran (a size
-#: rounded in print, "32MB" against a run of 31,999,986 bytes, is no step beyond it).
-_SAME_RATIO = 1.0001
+#: Input per memory within this factor of the largest that ran counts as what ran: a size rounded
+#: in print ("32MB" against a run of 31,999,986 bytes) is no step beyond it, nor one that the
+#: advice does not call an extrapolation either (18.8 MB against a run of 18,766,538 bytes, 0.18 %
+#: more, was warned of and told to set the 1024 MiB already set, "1.00 GiB").
+_SAME_RATIO = 1 + EXTRAPOLATION_NOTED
 #: A run "spilled heavily" when it spilled to disk at least this fraction of its input.
 _HEAVY_SPILL_FRACTION = 0.1
 
@@ -47,10 +50,13 @@ class HistorySource:
 
     def __init__(self, job: str, model: Any, runs: pd.DataFrame | None = None,
                  spill: pd.Series | None = None, dyn_alloc: bool = False, local: bool = False,
-                 sweep_mix: tuple[int, int] = (0, 0), source: str | None = None) -> None:
+                 sweep_mix: tuple[int, int] = (0, 0), source: str | None = None,
+                 size_mix: tuple[int, int] = (0, 0)) -> None:
         self.job, self.model, self.runs, self.spill, self._dyn = job, model, runs, spill, dyn_alloc
         #: (succeeded runs a `sparkpredict sweep` recorded, the others) when both kinds are there
         self.sweep_mix = sweep_mix
+        #: (succeeded runs whose input size was declared, those whose size was measured)
+        self.size_mix = size_mix
         #: every run of the job ran on a local master: its "executors" are task threads of the
         #: driver's one JVM, which they share (its memory is the runs' executor_memory_mb)
         self.local = local
@@ -92,7 +98,7 @@ class HistorySource:
         if store is None:
             return cls(job, model, source=source)
         runs, spill, dyn, raw = cls._history(job, store, need_job=False)
-        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source)
+        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw))
         if runs is None or runs.empty:
             # the store was given for its runs' warnings (memory, spill): say none could come
             where = getattr(store, "path", store)
@@ -166,7 +172,7 @@ class HistorySource:
         if model is None:
             model = load_or_fit(job, st, version, runs)
             source = fitted_source(bool(note))
-        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source)
+        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw))
         if note:
             src.notes.append(note)
         _remember(key, src)
@@ -319,6 +325,14 @@ class HistorySource:
                      "first job (about 15 s more on a 2-core machine), so on small inputs their runtimes "
                      "are not one job's. Keep one kind under this job name (the other under "
                      "another --job, or `sparkpredict store edit RUN_ID... --job NAME`)")
+        declared, measured = self.size_mix
+        if declared and measured:
+            w.append(f"the history of {self.job} mixes {plural(declared, 'run')} whose input size was declared "
+                     f"(--input-size, spark.sparkpredict.inputBytes) with {measured} whose size was measured "
+                     "(the bytes its stages read: a file read twice, as CSV schema inference reads it, counts "
+                     "twice), so one input may be recorded as two sizes. Declare the size on every run of the "
+                     "job or on none; `sparkpredict store edit RUN_ID... --input-size SIZE` corrects runs "
+                     "recorded already")
         return w
 
     def _unvaried_warnings(self, cores: int | None, mem: int | None) -> list[str]:
@@ -383,7 +397,12 @@ class HistorySource:
             # more threads add no memory: only the driver's heap can grow
             from .units import format_bytes_in
 
-            heap = format_bytes_in(m.ceil(size / (limit * _SAME_RATIO * 2**20)) * 2**20, True)
+            # within what ran, not only within the warning's tolerance; a size rounded in print
+            # ("64MB" against a run of 31,999,986 bytes: 2048.0009 MiB) is no MiB more
+            need_mib = m.ceil(size / (limit * 1.0001 * 2**20))
+            # whole MiB under 10 GiB: "1.00 GiB" read as the 1024 MiB already set, for 1025
+            heap = f"{need_mib} MiB" if need_mib < 10 * 1024 and need_mib % 1024 \
+                else format_bytes_in(need_mib * 2**20, True)
             return [(f"the driver's {mem} MiB, which local mode's {plural(execs, 'executor')} "
                      f"{'shares' if execs == 1 else 'share'} (one JVM), holds {r2(ratio)} bytes of "
                      f"input per byte, beyond the {r2(limit)} that ran {what}{spilled_note()}; "
@@ -425,6 +444,14 @@ def _sweep_mix(raw: pd.DataFrame | None) -> tuple[int, int]:
     swept = int(ok["properties_json"].fillna("").astype(str).str.contains(
         '"spark.sparkpredict.sweep.key"', regex=False).sum())
     return swept, len(ok) - swept
+
+
+def _size_mix(raw: pd.DataFrame | None) -> tuple[int, int]:
+    """(succeeded runs with a declared input size, succeeded runs with a measured one)."""
+    if raw is None or raw.empty or "input_bytes_source" not in raw or "status" not in raw:
+        return 0, 0
+    src = raw.loc[raw["status"] == "succeeded", "input_bytes_source"]
+    return int((src == "declared").sum()), int((src == "measured").sum())
 
 
 def _all_local(raw: pd.DataFrame | None) -> bool:

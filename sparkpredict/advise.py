@@ -163,6 +163,13 @@ def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int,
     return i, (None if meets is None else True)
 
 
+def default_max_executors(src: HistorySource, lo: int = 1) -> int:
+    """The candidates' ceiling when none is given: twice the history's largest count, at least 8,
+    and twice ``lo`` (a --min-executors above the history's counts alone left one candidate)."""
+    seen_max = src.max_executors_seen() or 4
+    return min(max(2 * seen_max, 8, 2 * lo), max(lo, _MAX_DEFAULT_CAP))
+
+
 def suggest_executors(job: str, input_bytes: float | str, *,
                       deadline_s: float | str | None = None, objective: str = "cost",
                       executor_cores: int | None = None, executor_memory_mb: int | None = None,
@@ -262,9 +269,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     mem = mem or src.default_column("executor_memory_mb")
     default_top = counts is None and hi is None
     if counts is None:
-        seen_max = src.max_executors_seen() or 4
-        # twice min_executors too: a --min-executors above the history's counts alone left one candidate
-        top = hi if hi is not None else min(max(2 * seen_max, 8, 2 * lo), max(lo, _MAX_DEFAULT_CAP))
+        top = hi if hi is not None else default_max_executors(src, lo)
         counts = candidate_grid(lo, top, src.executor_counts_seen())
 
     e = np.asarray(counts, dtype=float)

@@ -58,6 +58,11 @@ MATCHED_SHARE_WARN = 0.5
 #: wall time): its estimate is flagged as an extrapolation, and a cause is named only for a
 #: slowdown its clean runs confirm.
 SHORTER_THAN_TRAINED = 2.0
+#: A run whose time outside its stages exceeds its clean runs' median by more than this many
+#: seconds and this share of that median is told so: explain compares stages, a runtime model
+#: the wall time.
+OUTSIDE_STAGES_MIN_S = 5.0
+OUTSIDE_STAGES_SHARE = 0.5
 
 
 @dataclass
@@ -120,6 +125,8 @@ class Explanation:
     baseline: str = MB.LABELLED
     #: this run's setup, which the "same setup" runs share ("" when labelled)
     baseline_setup: str = ""
+    #: the run's wall time (application start to end), of which ``actual_ms`` is the stages' part
+    wall_ms: float | None = None
 
     def summary(self) -> str:
         """One line, as :meth:`Advice.summary <sparkpredict.advice.Advice.summary>` gives: for a
@@ -270,6 +277,7 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
             raise UnknownJobError(f"run {run_id!r} {ended} before it completed a stage: nothing to explain",
                                   "explain a run that completed at least one stage") from exc
         raise
+    _outside_stages(e, st, runs, baselines[run_id].run_ids)
     if ended:
         e.warnings.insert(0, f"the run {ended}: only its completed stages are compared with the "
                              "clean runs (its actual time is theirs, not a whole run's)")
@@ -278,6 +286,43 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
                              f"so it is no baseline of the job's other runs; `sparkpredict store edit "
                              f"{shlex.quote(run_id)} --include` takes it back")
     return e
+
+
+def _outside_stages(e: Explanation, st: Any, runs: pd.DataFrame, clean: Iterable[str]) -> None:
+    """Set ``e.wall_ms``, and warn when the run's time with no stage running (the driver's
+    start-up, its own work between jobs) exceeds its clean runs' by more than
+    :data:`OUTSIDE_STAGES_MIN_S` and :data:`OUTSIDE_STAGES_SHARE`: explain compares stages while a
+    runtime model, and the advice's "runs furthest above the model", judge the wall time. A run
+    sent here as 1.6x its model's was found "-7 %" from its stages alone, and nothing said where
+    the time went."""
+    walls = runs.set_index("run_id")["wall_ms"].astype(float) if "wall_ms" in runs else None
+    if walls is None or e.run_id not in walls.index or not walls[e.run_id] > 0:
+        return
+    e.wall_ms = float(walls[e.run_id])
+    ids = [r for r in {e.run_id, *clean} if r in walls.index and walls[r] > 0]
+    stages = st.read("stages", columns=["run_id", "submission_ms", "completion_ms"], run_ids=ids)
+    outside = {r: walls[r] - _busy_ms(g) for r, g in stages.groupby("run_id")}
+    others = [v for r, v in outside.items() if r != e.run_id]
+    if e.run_id not in outside or not others:
+        return
+    mine, typical = outside[e.run_id], float(np.median(others))
+    if mine - typical > max(OUTSIDE_STAGES_MIN_S * 1000, OUTSIDE_STAGES_SHARE * max(typical, 0.0)):
+        e.warnings.append(
+            f"the run spent {format_duration(mine / 1000)} with no stage running (of "
+            f"{format_duration(e.wall_ms / 1000)} from start to end), its clean runs a median "
+            f"{format_duration(typical / 1000)}: that time (the driver's start-up and its own work between "
+            "jobs) is not compared here, while a runtime model's prediction counts it")
+
+
+def _busy_ms(stages: pd.DataFrame) -> float:
+    """Milliseconds during which at least one of ``stages`` ran (their intervals' union)."""
+    iv = stages[["submission_ms", "completion_ms"]].dropna().astype(float).to_numpy()
+    busy, end = 0.0, -math.inf
+    for a, b in iv[np.argsort(iv[:, 0])] if len(iv) else []:
+        if b > end:
+            busy += b - max(a, end)
+            end = b
+    return busy
 
 
 def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame,

@@ -8,7 +8,7 @@ import pytest
 
 
 @pytest.mark.spark
-def test_demo_records_fits_advises_meets_its_deadline_and_reuses_its_runs(spark_app, tmp_path, monkeypatch):
+def test_demo_records_fits_advises_meets_its_deadline_and_reuses_its_runs(spark_app, tmp_path, monkeypatch, capsys):
     import sparkpredict.advice_cache as cache
     from sparkpredict import suggest_executors
     from sparkpredict.demo import ADVICE_FACTOR, DEADLINE_MARGIN, run_demo
@@ -39,6 +39,16 @@ def test_demo_records_fits_advises_meets_its_deadline_and_reuses_its_runs(spark_
     monkeypatch.setattr(cache, "_fit", lambda *a: pytest.fail("suggest --store refitted after the demo"))
     assert suggest_executors("wordcount", "1GB", store=tmp_path / "store").model_name == res.model_name
     monkeypatch.setattr(cache, "_fit", real_fit)
+    # the demo prints both advices' warnings (the deadline's were left out)
+    import sparkpredict.demo as demo_mod
+    from sparkpredict.cli import main
+
+    monkeypatch.setattr(demo_mod, "run_demo", lambda **_: res)
+    capsys.readouterr()
+    main(["demo", "--store", str(tmp_path / "store"), "--workdir", str(tmp_path / "work")])
+    out = capsys.readouterr().out
+    assert all(f"   warning: {w}" in out for w in a.warnings + d.warnings), out
+    assert out.count("   warning: ") == len(set(a.warnings + d.warnings))
     page = res.report_path.read_text()
     assert res.report_path.parent == (tmp_path / "work").resolve() and "wordcount" in page
     again = run_demo(**kw)

@@ -141,3 +141,21 @@ def test_a_snappy_log_cut_in_its_header_reads_as_cut(tmp_path):
     cut.write_bytes((SPARK4 / cut.name).read_bytes()[:12])
     (f,) = ingest_event_logs([cut], tmp_path / "s").files
     assert f.outcome == "failed" and "cut off while being written" in f.error
+
+
+def test_a_failure_later_jobs_recovered_from_is_not_why_the_run_failed(tmp_path):
+    """Job 0 failed, jobs 1 and 2 succeeded, then the driver exited with code 3: the run's error
+    was job 0's exception (the listener's RunRecord clears it the same way when a job succeeds)."""
+    lines = PLAIN.read_text().splitlines()
+    for i, ln in enumerate(lines):
+        ev = json.loads(ln)
+        if ev["Event"] == "SparkListenerJobEnd" and ev["Job ID"] == 0:
+            ev["Job Result"] = {"Result": "JobFailed", "Exception": {"Message": "boom in job 0"}}
+        elif ev["Event"] == "SparkListenerApplicationEnd":
+            ev["ExitCode"] = 3
+        lines[i] = json.dumps(ev)
+    log = tmp_path / "exit3"
+    log.write_text("\n".join(lines) + "\n")
+    ingest_event_logs([log], tmp_path / "s")
+    run = store.open(tmp_path / "s").runs().iloc[0]
+    assert (run.status, run.error_message) == ("failed", "application exit code 3")

@@ -16,11 +16,11 @@ pytestmark = pytest.mark.spark
 JOB = Path(__file__).parent / "data" / "capture" / "wordcount_job.py"
 
 
-def _start(store: Path, job: str, log: Path) -> subprocess.Popen:
+def _start(store: Path, job: str, log: Path, *args: str) -> subprocess.Popen:
     from sparkpredict.capture.submit import build_command
 
     cmd = build_command(["--master", "local[1]", "--driver-memory", "512m", "--conf", "spark.ui.enabled=false",
-                         str(JOB), "--sleep", "300"], store=str(store), job=job)
+                         str(JOB), "--sleep", "300", *args], store=str(store), job=job)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     # A session of its own, so that the Python driver child can be reaped with its JVM.
     return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
@@ -28,7 +28,9 @@ def _start(store: Path, job: str, log: Path) -> subprocess.Popen:
 
 
 def test_killed_drivers_keep_their_first_batch(listener_jar, runs_so_far, tmp_path):
-    procs = {sig: _start(tmp_path / sig.name, f"killed-{sig.name}", tmp_path / f"{sig.name}.log")
+    # SIGTERM's driver had a job fail first: its run was recorded killed with that job's error
+    procs = {sig: _start(tmp_path / sig.name, f"killed-{sig.name}", tmp_path / f"{sig.name}.log",
+                         *(["--failed-job-first"] if sig == signal.SIGTERM else []))
              for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGKILL)}
     try:
         pending = dict(procs)
@@ -36,7 +38,9 @@ def test_killed_drivers_keep_their_first_batch(listener_jar, runs_so_far, tmp_pa
         while pending and time.time() < deadline:
             for sig, p in list(pending.items()):
                 assert p.poll() is None, (tmp_path / f"{sig.name}.log").read_text()[-3000:]
-                if runs_so_far(tmp_path / sig.name) is not None:
+                # mid-run: the word count done (and committed), the driver asleep
+                done = "first job done" in (tmp_path / f"{sig.name}.log").read_text()
+                if done and runs_so_far(tmp_path / sig.name) is not None:
                     os.kill(p.pid, sig)  # the spark-submit process is the driver JVM (exec'd)
                     del pending[sig]
             time.sleep(0.5)
@@ -56,7 +60,8 @@ def test_killed_drivers_keep_their_first_batch(listener_jar, runs_so_far, tmp_pa
         run = st.runs().iloc[0]
         assert run.status == status, (sig, run.status)
         stages, tasks = st.stages(), st.tasks()
-        assert len(stages) >= 2 and (stages["job_id"] == 0).sum() == 2
+        first = 1 if sig == signal.SIGTERM else 0  # the word count's job
+        assert len(stages) >= 2 and (stages["job_id"] == first).sum() == 2
         assert stages["num_task_rows"].sum() == len(tasks) >= 8
     for sig in ("SIGTERM", "SIGHUP"):
         killed = store_mod.open(tmp_path / sig).runs().iloc[0]

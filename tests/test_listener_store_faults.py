@@ -294,3 +294,23 @@ def test_a_full_disk_leaves_no_partial_files_and_snappy_is_not_needed(listener_j
     assert not [p.name for p in files if p.name.endswith(".tmp")]
     run = store_mod.open(small).runs().iloc[0]
     assert run.status == "succeeded" and run.num_tasks == 4 and run.app_name == "small-batches"
+
+
+def test_a_store_removed_while_the_run_goes_is_made_again(spark_app, tmp_path):
+    """The writer checked the store once: removed mid-run, its tables came back without the
+    marker (mkdirs), and every reader refused the store."""
+    import shutil
+
+    store = tmp_path / "store"
+    with spark_app(store, job="removed") as spark:
+        assert spark.sparkContext.parallelize(range(4), 2).count() == 4
+        assert _wait_for(lambda: (c := _committed(store)) and c, 60), "the first job's batch was not written"
+        shutil.rmtree(store)
+        assert spark.sparkContext.parallelize(range(6), 3).count() == 6
+        app = spark.sparkContext.applicationId
+    assert (store / "_sparkpredict_store.json").is_file()
+    runs, tasks = _committed(store)
+    run = runs.iloc[-1]
+    # the second job's rows and the run's end are recorded (the first job's went with the folder,
+    # unless its write was still under way then: a write that fails is retried)
+    assert run.run_id == app and run.status == "succeeded" and 3 in set(tasks.groupby("stage_id").size())

@@ -93,7 +93,7 @@ def test_a_confidence_beyond_the_runs_is_said(flat_model, tmp_path, capsys):
     assert "--confidence 99% is more than the runs of wc support" in err
     from sparkpredict.advice import format_level
 
-    assert f"(at most {format_level(top)})" in err and "." in format_level(top)  # suggest's 84.6%, not 84%
+    assert f"(wc at most {format_level(top)})" in err and "." in format_level(top)  # suggest's 84.6%, not 84%
     assert main([*args, "--confidence", f"{top - 0.01}"]) == 0
     assert "--confidence" not in capsys.readouterr().err
 
@@ -131,3 +131,23 @@ def test_past_the_runs_the_lower_bound_never_falls_as_the_input_grows():
         lo = m.predict_interval({"input_bytes": sizes, "executors": np.full(len(sizes), e)})["lower_s"]
         assert np.all(np.diff(lo) >= -1e-9 * lo[1:]), (e, lo)
         assert lo[-1] > 0.5 * lo[0], (e, lo)  # the floor holds 300x out: no drift to ~0 s
+
+
+def test_each_jobs_supported_level_is_its_own(flat_model, tmp_path, capsys):
+    """Two jobs beyond their levels: the lowest was said of both ("at most 75%" for one at 84.6%)."""
+    from sparkpredict.advice import format_level
+
+    fewer = JobRuntimeModel.from_dict(flat_model.to_dict())
+    fewer.residuals_ = fewer.residuals_[:5]  # 5 out-of-fold errors: at most 4/6
+    assert fewer.max_confidence() < flat_model.max_confidence()
+    save_models({"wc": flat_model, "few": fewer}, tmp_path / "m")
+    pd.DataFrame({"job": ["wc", "few"], "input_bytes": [4 * MB] * 2, "executors": [1, 1]}).to_csv(
+        tmp_path / "q.csv", index=False)
+    assert main(["predict", str(tmp_path / "m"), str(tmp_path / "q.csv"), "--out", str(tmp_path / "p.csv"),
+                 "--confidence", "0.99"]) == 0
+    err = capsys.readouterr().err
+    assert (f"(few at most {format_level(fewer.max_confidence())}, wc at most "
+            f"{format_level(flat_model.max_confidence())})") in err
+    levels = pd.read_csv(tmp_path / "p.csv").set_index("job")["interval_level"]
+    assert levels["few"] == pytest.approx(fewer.max_confidence()) and levels["wc"] == pytest.approx(
+        flat_model.max_confidence())

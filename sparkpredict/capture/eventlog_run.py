@@ -105,7 +105,9 @@ def run_status(b: RunBuilder) -> tuple[str, str | None]:
     cut = still_running(b.jobs_running_at_end) if b.jobs_running_at_end else None
     if b.exit_code not in (None, 0):
         exit_code = f"application exit code {b.exit_code}"
-        return "failed", f"{exit_code}; {cut}" if cut else b.error_message or exit_code
+        # an earlier job's failure that later jobs recovered from is not why it ended
+        why = b.error_message if b.last_job_failed else None
+        return "failed", f"{exit_code}; {cut}" if cut else why or exit_code
     if cut:
         return "killed", cut
     return ("failed", b.error_message) if b.last_job_failed else ("succeeded", None)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import KEY_INPUT_BYTES, KEY_JOB, KEY_STORE, KEY_TASKS
-from ..errors import ListenerError, StoreError, Terminated
+from ..errors import InputError, ListenerError, StoreError, Terminated
 from .listener import EXECUTOR_CLASSPATH, listener_conf, merged_classpath, merged_list
 from .submit_args import (
     _opt_value,
@@ -27,6 +27,7 @@ from .submit_args import (
     _split,
     _user_conf,
     check_master,
+    local_executor_limit,
     local_master_for,
     runs_local,
     spark_submit_path,
@@ -154,9 +155,18 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
         # local-cluster masters, and the key means the same on YARN, Kubernetes and standalone.
         new_opts += ["--conf", f"spark.executor.instances={int(executors)}"]
         local = local_master_for(opts, int(executors))
-        if local is not None:
-            new_opts = _set_master(new_opts, local.new)
         cores = _opt_value(opts, "--executor-cores")
+        if local is not None:
+            # a sweep refuses such a master: 12 one-core executor JVMs on 2 cores ran, and were
+            # recorded as a 12-executor run
+            most = local_executor_limit(int(cores) if cores and cores.isdigit() else 1)
+            if int(executors) > most:
+                raise InputError(f"--executors {int(executors)} would run {local.new} on this "
+                                 f"{os.cpu_count() or 1}-core machine, and be recorded as {int(executors)} "
+                                 "executors that shared its cores",
+                                 f"use at most {most} executors with a local master, or submit to a cluster "
+                                 "(--master)")
+            new_opts = _set_master(new_opts, local.new)
         if cores and "spark.executor.cores" not in user and runs_local(opts):
             # spark-submit drops --executor-cores on local[N]: without the key the run's
             # local[E x C] read back as E x C one-core executors, not the E of C cores it was.

@@ -237,6 +237,12 @@ def runs_local(spark_submit_args: list[str]) -> bool:
     return LOCAL_MASTER.fullmatch(effective_master(spark_submit_args)[0]) is not None
 
 
+def runs_on_this_machine(spark_submit_args: list[str]) -> bool:
+    """Whether the run's master is local or local-cluster: its executors share this machine's cores."""
+    master = effective_master(spark_submit_args)[0]
+    return bool(LOCAL_MASTER.fullmatch(master) or LOCAL_CLUSTER_MASTER.fullmatch(master))
+
+
 def local_master_for(spark_submit_args: list[str], executors: int) -> MasterChange | None:
     """The local master that runs ``executors`` where the run's master (:func:`effective_master`)
     is a local one that would run another count, else None.
@@ -261,6 +267,14 @@ def local_master_for(spark_submit_args: list[str], executors: int) -> MasterChan
         m = LOCAL_CLUSTER_MASTER.fullmatch(master)
         new = f"local-cluster[{int(executors)},{m.group(2)},{m.group(3)}]" if m else master
     return None if new == master else MasterChange(master, source, new)
+
+
+def local_executor_limit(cores: int | None) -> int:
+    """The most executors of ``cores`` cores a local master may run here: a sweep's limit
+    (:data:`sparkpredict.sweep_plan.OVERSUBSCRIBE` x this machine's cores, in task slots)."""
+    from ..sweep_plan import OVERSUBSCRIBE
+
+    return max(1, OVERSUBSCRIBE * (os.cpu_count() or 1) // max(1, int(cores or 1)))
 
 
 def executor_shape(spark_submit_args: list[str]) -> tuple[int | None, int | None]:

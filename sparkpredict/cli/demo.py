@@ -56,6 +56,10 @@ def _run(args: argparse.Namespace) -> int:
             # where the deadline comes from: without it, a reader wonders why 29 s
             print(f"   with a deadline of {format_duration(d.deadline_s)} ({DEADLINE_MARGIN - 1:.0%} above the lowest upper bound "
                   f"of the counts swept, so one meets it): {d.summary()}")
+            # its own warnings too: a "meets" on a flat prediction read as a confident answer
+            for w in d.warnings:
+                if w not in res.advice.warnings:
+                    print(f"   warning: {w}")
     else:
         print("3. advice: none (see below)")
     print(f"4. report: {res.report_path or 'not written (see below)'}")

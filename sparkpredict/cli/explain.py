@@ -94,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
     exp = format_duration(e.expected_ms / 1000) if e.expected_ms else "unknown (no clean runs)"
     part = "" if e.matched_share >= 0.995 else f", the {e.matched_share:.0%} of it with a clean counterpart"
     print(f"  actual   {format_duration(e.actual_ms / 1000)}   (sum of stage times{part})")
+    if e.wall_ms is not None:
+        print(f"  wall     {format_duration(e.wall_ms / 1000)}   (start to end, what a runtime model predicts)")
     print(f"  expected {exp}   (median of {_baseline(e)}, per stage)")
     print(f"  degradation: measured {_pct(e.degradation)}, estimated from metrics "
           f"{_pct(e.estimated_degradation)}")

@@ -95,11 +95,13 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
                          "add " + " ".join(examples[flag] for flag in missing))
     from ..advice_args import check_suggest_args, cli_flags
     from ..advice_source import HistorySource
-    from ..advise import suggest_executors
+    from ..advise import default_max_executors, suggest_executors
     from ..capture.submit_args import (
         dynamic_allocation_enabled,
         executor_shape,
+        local_executor_limit,
         runs_local,
+        runs_on_this_machine,
     )
 
     # the executors the run will have: advised for another shape than the user's arguments ask
@@ -123,7 +125,7 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
         deadline = check_suggest_args(args.job, input_bytes, **asked).deadline_s
     history = store if store is not None else args.store
     try:
-        known = set(HistorySource.resolve(args.job, store=history).param_names())
+        src = HistorySource.resolve(args.job, store=history)
     except UnknownJobError as exc:
         # a job's first submit: there is nothing to advise from yet, and the store's other jobs
         # are no answer unless the name was mistyped
@@ -134,6 +136,11 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
         raise InputError(f"{exc.message}: --executors auto has no runs of it to advise from",
                          f"submit its first runs with --executors N (runs at two or more counts "
                          f"let the next submit advise){typo}") from None
+    known = set(src.param_names())
+    if runs_on_this_machine(spark_args):
+        # what this machine can run (a sweep's limit): 12 executors on 2 cores were advised,
+        # started, and recorded as 12 executors
+        asked["max_executors"] = min(default_max_executors(src), local_executor_limit(cores))
     new = sorted(set(params) - known)
     if new:  # the first runs that declare a parameter cannot be advised by it yet
         print(f"sparkpredict: job parameter(s) {', '.join(new)} are new to {args.job}'s history: "

@@ -67,19 +67,22 @@ FORMAT_VERSION = 1
 UNRECORDED_FILL = 1.0
 EQUATION_KINDS = tuple(A.EQUATIONS)
 KINDS = ("auto", "hybrid") + EQUATION_KINDS + M.ML_KINDS
-#: The point prediction beyond the largest input size. "linear": the part of the runtime that
-#: grows with the input grows at most in proportion to it, from the largest size's prediction;
-#: the part that does not (the curve at a 1-byte input, the fixed cost) stays. "proportional" (the
-#: earlier rule; models saved with it keep it): the whole runtime grows at most in
-#: proportion, fixed cost included. "free": the fitted curve's own growth (models saved before
-#: either existed). A curve fitted on a narrow range of sizes extrapolates its curvature; on C3O
-#: trained on the 3-4 smallest sizes the capped prediction's MAPE is 31 % against 86 %
-#: (benchmarks/far_extrapolation.py). Holding the fixed cost keeps counts in order: a curve
-#: whose communication term grows with E was capped for E >= 2 only, with its fixed cost
-#: multiplied too, and ranked 2 executors 2.3x slower than 1 at 62x the largest size. The
-#: interval keeps its log widths around the capped prediction. Only the combined model
-#: ("auto", "hybrid") is capped: single kinds stay the study's baselines.
-SIZE_GROWTH = "linear"
+#: The point prediction beyond the largest input size. "linear_pooled": as "linear", and the part
+#: that grows is at least the median, over the runs' executor counts, of the share of the largest
+#: size's runtime that grows (a count whose curve at 1 byte lay at or above its largest size's
+#: prediction grew by nothing: the demo's 3-6 executors were "1.5 s" at 16 MB, 1 GB and 10 GB).
+#: "linear" (models saved before 2026-12-04 keep it): the part of the runtime that grows with
+#: the input grows at most in proportion to it, from the largest size's prediction; the part
+#: that does not (the curve at a 1-byte input, the fixed cost) stays. "proportional" (the earlier
+#: rule): the whole runtime grows at most in proportion, fixed cost included. "free": the fitted
+#: curve's own growth (models saved before either existed). A curve fitted on a narrow range of
+#: sizes extrapolates its curvature; on C3O trained on the 3-4 smallest sizes the MAPE is 34.0 %
+#: pooled, 35.2 % linear, 93.8 % free (benchmarks/far_extrapolation.py). Holding the fixed cost
+#: keeps counts in order: a curve whose communication term grows with E was capped for E >= 2
+#: only, with its fixed cost multiplied too, and ranked 2 executors 2.3x slower than 1 at 62x
+#: the largest size. The interval keeps its log widths around the capped prediction. Only the
+#: combined model ("auto", "hybrid") is capped: single kinds stay the study's baselines.
+SIZE_GROWTH = "linear_pooled"
 
 
 #: A resource column (:data:`OPTIONAL`: cores and memory per executor) that every training run
@@ -212,6 +215,8 @@ class JobRuntimeModel(RuntimeEstimator):
         # at a recorded size the random folds' residuals are the error the question faces
         self.seen_residuals_ = None if grouped is None else np.sort(result.cv.oof_in)
         self.size_levels_ = np.unique(F["input_bytes"])
+        self.executor_levels_ = np.unique(F["executors"])
+        self._share_cache: dict = {}  # _capped's, of the model fitted before
         self.extrap_z_ = {k: np.sort(v) for k, v in result.cv.ext_z.items()}
         self.drift_law_ = selection.DRIFT_LAW
         # the study's single-kind models keep their published form (the evaluation's baselines)
@@ -320,8 +325,22 @@ class JobRuntimeModel(RuntimeEstimator):
     def _capped(self, F: dict[str, np.ndarray], raw: np.ndarray) -> np.ndarray:
         """``raw`` with growth beyond the largest size held to :data:`SIZE_GROWTH`, and never
         below the largest size's prediction (:func:`capped_beyond_sizes`)."""
-        return capped_beyond_sizes(self._curve, F, raw, self.training_range_["input_bytes"],
-                                   getattr(self, "size_growth_", "free"))
+        growth = getattr(self, "size_growth_", "free")
+        top = self.training_range_["input_bytes"][1]
+        counts = getattr(self, "executor_levels_", None)
+        share = None
+        if growth == "linear_pooled" and counts is not None and len(counts) and np.any(F["input_bytes"] > top):
+            # the same for every row that shares the other columns: once per question, not once
+            # per bound of it (the advice caps 8 times per call)
+            others = sorted(c for c in F if c not in ("input_bytes", "executors"))
+            key = tuple((c, np.asarray(F[c], float).tobytes()) for c in others)
+            cache = self.__dict__.setdefault("_share_cache", {})
+            if key not in cache:
+                if len(cache) >= 64:
+                    cache.clear()
+                cache[key] = _pooled_share(self._curve, F, top, counts)
+            share = cache[key]
+        return capped_beyond_sizes(self._curve, F, raw, self.training_range_["input_bytes"], growth, counts, share)
 
     def flat_beyond_sizes(self, X: Mapping[str, Any], tolerance: float = 0.01) -> np.ndarray:
         """Per row: it asks about an input at least 1.5x the largest recorded, yet is predicted
@@ -334,7 +353,11 @@ class JobRuntimeModel(RuntimeEstimator):
         far = F["input_bytes"] >= 1.5 * top
         if not far.any():
             return far
-        pred = self._capped(F, self._curve(F))
+        # the curve's own growth at the count, without the growth pooled from the other counts:
+        # a count that borrows it has no runs of its own that show how its runtime grows
+        growth = "linear" if self.size_growth_ == "linear_pooled" else self.size_growth_
+        raw = self._curve(F)
+        pred = capped_beyond_sizes(self._curve, F, raw, self.training_range_["input_bytes"], growth)
         edge = self._curve(dict(F, input_bytes=np.minimum(F["input_bytes"], top)))
         return far & (pred <= edge * (1 + tolerance))
 
@@ -464,6 +487,7 @@ class JobRuntimeModel(RuntimeEstimator):
                 "seen_residuals": None if self.seen_residuals_ is None
                 else [float(r) for r in self.seen_residuals_],
                 "size_levels": [float(v) for v in self.size_levels_],
+                "executor_levels": [float(v) for v in getattr(self, "executor_levels_", [])],
                 "slow_runs": [[r, x] for r, x in self.slow_runs_],
                 "executor_alternates": [e.to_dict() for e in getattr(self, "executor_alternates_", [])],
                 "below_counts": getattr(self, "below_counts_", "none"),
@@ -505,6 +529,8 @@ class JobRuntimeModel(RuntimeEstimator):
         seen = d.get("seen_residuals")
         m.seen_residuals_ = None if seen is None else np.asarray(seen, float)
         m.size_levels_ = np.asarray(d.get("size_levels", []), float)
+        # saved before they were kept: no pooled growth (their size_growth_ predates it)
+        m.executor_levels_ = np.asarray(d.get("executor_levels", []), float)
         # saved before they were kept: none known (explain --job then ranks in-sample)
         m.slow_runs_ = [(str(r), float(x)) for r, x in d.get("slow_runs", [])]
         # saved before they were kept: the interval beyond the executor counts is the drift's alone
@@ -521,13 +547,15 @@ class JobRuntimeModel(RuntimeEstimator):
 
 
 def capped_beyond_sizes(curve: Callable[[dict[str, np.ndarray]], np.ndarray], F: dict[str, np.ndarray],
-                        raw: np.ndarray, sizes: tuple[float, float], growth: str) -> np.ndarray:
+                        raw: np.ndarray, sizes: tuple[float, float], growth: str,
+                        counts: np.ndarray | None = None, share: np.ndarray | None = None) -> np.ndarray:
     """``raw`` (``curve(F)``) with growth beyond the largest of ``sizes`` (the runs' smallest
     and largest input) held to ``growth`` (:data:`SIZE_GROWTH`), and never below the largest
     size's prediction: a run does not get faster because its input grew (a switch whose
     outside curve fitted no size term predicted 4.13 s at the largest size, 8 MB, and 3.89 s
     at 9 MB and at 100 GB). Likewise below the smallest size the prediction is at most the
-    smallest size's."""
+    smallest size's. ``counts``: the runs' executor counts, for "linear_pooled" (``share``: their
+    pooled share per row of ``F``, :func:`_pooled_share`, when the caller has it)."""
     low, top = sizes
     below = F["input_bytes"] < low
     if below.any():
@@ -541,9 +569,46 @@ def capped_beyond_sizes(curve: Callable[[dict[str, np.ndarray]], np.ndarray], F:
     out = raw
     if growth == "proportional":
         out = np.minimum(raw, edge * ratio)
-    elif growth == "linear":
-        # the fixed cost: the curve at a 1-byte input (0 is outside some curves' domain)
-        fixed = np.clip(np.nan_to_num(curve(dict(F, input_bytes=np.ones_like(F["input_bytes"]))),
-                                      nan=0.0, posinf=0.0, neginf=0.0), 0.0, edge)
-        out = np.minimum(raw, fixed + (edge - fixed) * ratio)
+    elif growth in ("linear", "linear_pooled"):
+        grows = edge - _fixed_cost(curve, F, edge)
+        out = np.minimum(raw, edge + grows * (ratio - 1))
+        if growth == "linear_pooled" and counts is not None and len(counts):
+            # At least the share of the runtime that grows with the input at the runs' counts
+            # (their median): a count whose curve at 1 byte lay at or above its largest size's
+            # prediction grew by nothing, and the demo's wordcount, 2-16 MB, was advised 3
+            # executors, "~1.5s", at 16 MB, 1 GB and 10 GB alike (2 executors: 220 s at 10 GB).
+            if share is None:
+                share = _pooled_share(curve, F, top, counts)
+            floor = edge * (1 + share * (ratio - 1))
+            out = np.maximum(out, floor)
     return np.where(above, np.maximum(out, edge), raw)
+
+
+def _fixed_cost(curve: Callable[[dict[str, np.ndarray]], np.ndarray], F: dict[str, np.ndarray],
+                edge: np.ndarray) -> np.ndarray:
+    """The part of the runtime that does not grow with the input: the curve at a 1-byte input (0
+    is outside some curves' domain), between 0 and the largest size's prediction ``edge``."""
+    at_one = curve(dict(F, input_bytes=np.ones_like(F["input_bytes"])))
+    return np.clip(np.nan_to_num(at_one, nan=0.0, posinf=0.0, neginf=0.0), 0.0, edge)
+
+
+def _pooled_share(curve: Callable[[dict[str, np.ndarray]], np.ndarray], F: dict[str, np.ndarray],
+                  top: float, counts: np.ndarray) -> np.ndarray:
+    """Per query row: the median, over the runs' executor ``counts``, of the share of the
+    largest size's runtime that grows with the input (the row's other columns kept)."""
+    # once per distinct row of the other columns (the advice's candidates share them all)
+    others = [c for c in F if c not in ("input_bytes", "executors")]
+    n = len(F["input_bytes"])
+    if others:
+        keys, row_of = np.unique(np.column_stack([np.asarray(F[c], float) for c in others]), axis=0,
+                                 return_inverse=True)
+    else:
+        keys, row_of = np.zeros((1, 0)), np.zeros(n, dtype=int)
+    u, k = len(keys), len(counts)
+    G = {c: np.repeat(keys[:, i], k) for i, c in enumerate(others)}
+    G["executors"] = np.tile(np.asarray(counts, float), u)
+    G["input_bytes"] = np.full(u * k, float(top))
+    edge = curve(G)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(edge > 0, (edge - _fixed_cost(curve, G, edge)) / edge, 0.0)
+    return np.median(np.nan_to_num(share, nan=0.0).reshape(u, k), axis=1)[np.ravel(row_of)]

@@ -322,12 +322,13 @@ def cross_validate(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: l
             return None
         Fq = {c: v[test] for c, v in F.items()}
         sizes = (float(Ft["input_bytes"].min()), float(Ft["input_bytes"].max()))
+        counts = np.unique(Ft["executors"])
         out = []
         for fd in fades:
             comp.fade = fd
             raw = predict_component(comp, Fq, extras)
             shipped = raw if size_growth == "free" else capped_beyond_sizes(
-                lambda G: predict_component(comp, G, extras), Fq, raw, sizes, size_growth)
+                lambda G: predict_component(comp, G, extras), Fq, raw, sizes, size_growth, counts)
             out.append((raw, shipped))
         return out
 

@@ -115,6 +115,8 @@ final class Flusher implements Runnable {
 
     // only the writer thread changes these (carry is read for diagnostics)
     private volatile Batch carry;
+    /** The batch a write holds now, counted by {@link #heldRows} (it is neither pending nor carried). */
+    private volatile Batch writing;
     private int failures;
     private boolean errorLogged;
     private boolean ingestChecked;
@@ -133,11 +135,13 @@ final class Flusher implements Runnable {
 
     long heldTaskRows() { return heldTaskRows.get(); }
 
-    /** Rows of {@code t} waiting for the writer or kept after a failed write (a diagnostic). */
+    /** Rows of {@code t} the driver holds for the store: waiting for the writer, being written,
+     *  or kept after a failed write (a diagnostic). */
     int heldRows(Tables.Table t) {
-        Batch c = carry;
+        Batch c = carry, w = writing;
         synchronized (lock) {
-            return (pending == null ? 0 : pending.rows(t)) + (c == null ? 0 : c.rows(t));
+            return (pending == null ? 0 : pending.rows(t)) + (c == null ? 0 : c.rows(t))
+                + (w == null || w == c ? 0 : w.rows(t));
         }
     }
 
@@ -213,7 +217,7 @@ final class Flusher implements Runnable {
                 if (merged == null) merged = taken;
                 else merged.absorb(taken, maxHostRows);
                 carry = null;
-                if (!write(merged, 1)) return;
+                if (!writeHeld(merged, 1)) return;
                 // The last batch has no next flush to retry with: a store that fails for a
                 // moment (an object store's throttling, a NameNode failover) gets a few more
                 // tries while stop() waits, not the loss of the run's last rows.
@@ -226,7 +230,7 @@ final class Flusher implements Runnable {
                         if (stopped) return;
                     }
                     carry = null;
-                    if (!write(merged, attempt)) return;
+                    if (!writeHeld(merged, attempt)) return;
                 }
                 if (merged.last) {
                     synchronized (lock) {
@@ -238,6 +242,16 @@ final class Flusher implements Runnable {
             }
         } catch (Throwable t) {
             permanent("sparkpredict listener's writer failed and stopped recording this application: " + t);
+        }
+    }
+
+    /** {@link #write}, the batch counted by {@link #heldRows} meanwhile. */
+    private boolean writeHeld(Batch b, int attempt) {
+        writing = b;
+        try {
+            return write(b, attempt);
+        } finally {
+            writing = null;
         }
     }
 

@@ -248,7 +248,12 @@ public class HostMetricsPlugin implements SparkPlugin {
                 }
                 next += everyMs;
                 long sleep = next - System.currentTimeMillis();
-                if (sleep < 0) { next = System.currentTimeMillis(); continue; }
+                if (sleep <= 0) {
+                    // Late (a GC pause, a loaded host): the next reading one interval from now.
+                    // Reading again at once gave two samples of one millisecond, a rate over 0 ms.
+                    next = System.currentTimeMillis() + everyMs;
+                    sleep = everyMs;
+                }
                 try {
                     Thread.sleep(sleep);
                 } catch (InterruptedException e) {

@@ -148,6 +148,8 @@ final class RunRecord {
             errorMessage = ex == null ? "job " + e.jobId() + " failed" : String.valueOf(ex.getMessage());
         } else {
             lastJobFailed = false;
+            // a failure later jobs recovered from is not why a run that ends killed ended
+            errorMessage = null;
         }
     }
 

@@ -187,8 +187,16 @@ final class StoreWriter {
 
     /** Write one batch; runs (the commit mark) is written and renamed last. */
     void writeBatch(String batchId, Map<Tables.Table, List<Object[]>> rows) throws IOException {
-        init();
         FileSystem f = fs();
+        if (initialised && !f.exists(new Path(root, Tables.MARKER_FILE))) {
+            // Removed (or emptied) while the application ran: mkdirs below made its tables again
+            // without the marker, which every reader then refused. Checked again as a new store:
+            // made afresh, or refused if something else took the path.
+            initialised = false;
+            LOG.warn("sparkpredict: store {} lost its marker while this application ran (removed or emptied): "
+                + "making it again; the rows written to it before are gone with it", store);
+        }
+        init();
         Map<Path, Path> renames = new java.util.LinkedHashMap<>();
         try {
             for (Tables.Table t : Tables.ALL) {
