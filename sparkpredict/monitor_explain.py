@@ -247,6 +247,8 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     top_stages = int(top_stages)  # numpy's numbers as Python's
     st = store if hasattr(store, "read") else io.open(store)
     runs = st.runs()  # type: ignore[union-attr]
+    if isinstance(run_id, str) and not (runs["run_id"] == run_id).any():
+        run_id = st.run_id_of(run_id)  # type: ignore[union-attr]  # Spark's app id, as the UI shows it
     row = runs[runs["run_id"] == run_id]
     if row.empty:
         latest = runs.sort_values("start_ms")["run_id"].tail(3).tolist()[::-1] if "start_ms" in runs else []
@@ -503,8 +505,9 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
     for run_id, ratio in found:
         shown = None if no_ratio else ratio
         try:
-            out.append(SlowRun(run_id, shown, _explain(run_id, job, model, df, baselines, threshold, 3, runs),
-                               out_of_fold=oof, model_runs=src.n_runs))
+            e = _explain(run_id, job, model, df, baselines, threshold, 3, runs)
+            _outside_stages(e, st, runs, baselines[run_id].run_ids)  # as explain_run says it
+            out.append(SlowRun(run_id, shown, e, out_of_fold=oof, model_runs=src.n_runs))
         except SparkPredictError as exc:
             out.append(SlowRun(run_id, shown, None, exc.message, out_of_fold=oof, model_runs=src.n_runs))
     if no_ratio:

@@ -79,11 +79,11 @@ class JobSection:
     #: why :attr:`slow_runs` is empty (no run that far above the model, no model to compare the
     #: runs with), as the page says it
     slow_runs_absent: str | None = None
-    #: the model the advice used: the plots' model, or, for a job too small for one, the replay of
-    #: its recorded tasks that ``suggest`` answers with
     #: where the whole-job model came from, as ``suggest`` says it: "from the registry, version 2
     #: (retrain ..., incremental path)", "fitted on the store's runs", "from the models given"
     model_source: str | None = None
+    #: the model the advice used: the plots' model, or, for a job too small for one, the replay of
+    #: its recorded tasks that ``suggest`` answers with
     advice_model_name: str | None = None
     advice_cv_mape: float | None = None
     #: the job's runs in the store whatever their status, as ``store summary`` counts them

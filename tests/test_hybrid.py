@@ -160,9 +160,15 @@ def test_growth_beyond_the_largest_size_is_at_most_linear_in_the_part_that_grows
     # prediction that grows with the input grows at most as the input does from the largest
     # size's, the fixed cost (the curve at a 1-byte input) held; the upper bound keeps its log width
     # around it (the lower bound too, unless the size floor holds it up)
+    # (and, shipped, "linear_pooled": at least the median share that grows at the runs' counts)
+    from sparkpredict.models.hybrid import _pooled_share
+
     top = model.training_range_["input_bytes"][1]
     free = _free(model)
     proportional = JobRuntimeModel.from_dict(json.loads(json.dumps(dict(model.to_dict(), size_growth="proportional"))))
+    linear = JobRuntimeModel.from_dict(json.loads(json.dumps(dict(model.to_dict(), size_growth="linear"))))
+    assert model.size_growth_ == "linear_pooled"
+    floored = False
     for e in (2.0, 6.0, 12.0):
         S = top * np.array([1.0, 1.5, 3.0, 11.0, 101.0])
         X = {"input_bytes": S, "executors": np.full(len(S), e)}
@@ -170,8 +176,12 @@ def test_growth_beyond_the_largest_size_is_at_most_linear_in_the_part_that_grows
         p, pf = iv["predicted_runtime_s"], ivf["predicted_runtime_s"]
         fixed = float(free.predict({"input_bytes": np.array([1.0]), "executors": np.array([e])})[0])
         assert 0 < fixed < p[0]
-        np.testing.assert_allclose(p, np.minimum(pf, fixed + (p[0] - fixed) * S / top), rtol=1e-9)
-        assert np.all(p <= pf * (1 + 1e-12))
+        capped = np.minimum(pf, fixed + (p[0] - fixed) * S / top)
+        np.testing.assert_allclose(linear.predict(X), capped, rtol=1e-9)
+        share = _pooled_share(model._curve, model._query(X), top, model.executor_levels_)
+        assert np.all((0 < share) & (share < 1)) and len(set(share)) == 1
+        np.testing.assert_allclose(p, np.maximum(capped, p[0] * (1 + share * (S / top - 1))), rtol=1e-9)
+        floored |= bool(np.any(p > capped * (1 + 1e-9)))
         # the cap before (a model saved with it keeps it) let the fixed cost grow with the input too
         np.testing.assert_allclose(proportional.predict(X), np.minimum(pf, p[0] * S / top), rtol=1e-9)
         np.testing.assert_allclose(model.predict(X), p)
@@ -182,6 +192,7 @@ def test_growth_beyond_the_largest_size_is_at_most_linear_in_the_part_that_grows
             row = {"input_bytes": S[k:k + 1], "executors": np.array([e])}
             assert model.chance_within(row, float(iv["upper_s"][k]) * (1 + 1e-6))[0] >= 0.95 - 1e-3
     assert np.any(p < 0.9 * pf)  # the cap binds on this job
+    assert floored  # and the floor somewhere
     # inside the sizes nothing changes
     inside = {"input_bytes": np.array([top / 2, top]), "executors": np.array([4.0, 4.0])}
     np.testing.assert_allclose(model.predict(inside), free.predict(inside))
@@ -225,8 +236,8 @@ def test_models_saved_before_the_drift_law_keep_their_intervals(model):
     # a saved model without "drift_law" was fitted when the drift grew with d (capped at 10)
     # and had no size floor: loading it must not change its intervals
     d = model.to_dict()
-    assert d["drift_law"] == "linear_log" and d["size_growth"] == "linear"
-    del d["drift_law"], d["size_growth"], d["seen_residuals"], d["size_levels"]  # all came later
+    assert d["drift_law"] == "linear_log" and d["size_growth"] == "linear_pooled"
+    del d["drift_law"], d["size_growth"], d["seen_residuals"], d["size_levels"], d["executor_levels"]  # all came later
     old = JobRuntimeModel.from_dict(json.loads(json.dumps(d)))
     assert old.size_growth_ == "free"  # nor the growth cap, saved before it existed
     far = {"input_bytes": np.array([model.training_range_["input_bytes"][1] * 11]), "executors": np.array([6.0])}

@@ -82,6 +82,10 @@ def test_a_symlinked_folder_of_logs_is_searched_once(tmp_path):
     shutil.copy(PLAIN, real)
     (top / "more").symlink_to(real)
     (real / "loop").symlink_to(top)  # a cycle: walked once, not forever
+    (top / "up").symlink_to(tmp_path)  # a link above the folder given: its siblings are not its logs
+    sibling = tmp_path / "other-team"
+    sibling.mkdir()
+    shutil.copy(PLAIN, sibling / "local-2")
     found = find_logs([str(top)])
     assert [Path(s.path).name for s in found] == [PLAIN.name]
     assert ingest_event_logs([top], tmp_path / "s").files_ingested == 1

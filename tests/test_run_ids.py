@@ -43,7 +43,7 @@ def test_listener_source_states_the_same_rule():
     assert 'appId + "@" + startMs' in text
 
 
-def _other_cluster_copy(dst: Path, start_ms: int) -> Path:
+def _other_cluster_copy(dst: Path, start_ms: int, name: str = DATABRICKS.name) -> Path:
     """The same log as another job cluster's application would write it: same id, another start."""
     data = pa.CompressedInputStream(pa.OSFile(str(DATABRICKS)), "zstd").read()
     lines = data.splitlines()
@@ -54,7 +54,7 @@ def _other_cluster_copy(dst: Path, start_ms: int) -> Path:
             ev["Timestamp"] = start_ms
             lines[i] = json.dumps(ev).encode()
     dst.mkdir(parents=True)
-    out = dst / DATABRICKS.name
+    out = dst / name
     with pa.CompressedOutputStream(str(out), "zstd") as f:
         f.write(b"\n".join(lines) + b"\n")
     return out
@@ -77,3 +77,81 @@ def test_two_clusters_applications_with_one_id_are_two_runs(tmp_path):
     again = ingest_event_logs([DATABRICKS, other], path)
     assert {f.outcome for f in again.files} == {"unchanged"}
     assert sorted(f.run_id for f in again.files) == sorted(runs.run_id)
+
+
+def test_a_log_of_a_stored_run_is_known_by_its_start_without_a_full_parse(tmp_path, monkeypatch):
+    """Spark names the log after its app id, which no longer names the run alone: the name's
+    shortcut ("exists", not read) missed, and every log was parsed whole at every ingest."""
+    import sparkpredict.capture.eventlog_ingest as ing
+
+    path = tmp_path / "store"
+    assert ingest_event_logs([DATABRICKS], path).files[0].outcome == "ingested"
+    # as Spark names it, at another path: no fingerprint shortcut
+    elsewhere = tmp_path / "copy" / f"{APP}.zstd"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(DATABRICKS.read_bytes())
+    other = _other_cluster_copy(tmp_path / "cluster-b", START_MS + 7, f"{APP}.zstd")
+    parsed = []
+    real = ing._parse_source
+    monkeypatch.setattr(ing, "_parse_source", lambda src: parsed.append(src.path) or real(src))
+    # the stored run is cut short (Databricks wrote no end): a log of it may hold more, so it is
+    # read; made whole, the same log is then known from its first lines
+    st = store.open(path)
+    runs = st.runs()
+    st.append({"runs": runs.assign(status="succeeded", updated_ms=runs.updated_ms + 1)})
+    outcomes = ingest_event_logs([elsewhere, other], path).files
+    assert [f.outcome for f in outcomes] == ["exists", "ingested"]
+    assert parsed == [str(other)]  # the other cluster's application, same name, is still read
+
+
+def _as_stored_before(store_path: Path) -> None:
+    """Rewrite a store as sparkpredict wrote it before run ids took the driver's start: the run id
+    without ``@<ms>`` in every table and in its batch's label."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    for table in S.TABLES:
+        for f in (store_path / table).glob("part-*.parquet"):
+            t = pq.read_table(f)
+            old = pc.replace_substring_regex(t["run_id"], r"@[0-9]+$", "")
+            t = t.set_column(t.schema.get_field_index("run_id"), "run_id", old)
+            name = re.sub(r"(app-[0-9]{14}-[0-9]{4})_[0-9]+", r"\1", f.name)
+            pq.write_table(t, f.with_name(name))
+            if name != f.name:
+                f.unlink()
+
+
+def test_a_store_written_before_keeps_one_copy_of_a_run(tmp_path):
+    """A run stored cut short under its old id (app-...-0000): the fuller log was stored beside
+    it under the new id, one application as two runs, and read again at every ingest."""
+    data = DATABRICKS.read_bytes()
+    cut = tmp_path / "cut" / DATABRICKS.name
+    cut.parent.mkdir()
+    cut.write_bytes(data[:len(data) // 2])
+    path = tmp_path / "store"
+    ingest_event_logs([cut], path)
+    _as_stored_before(path)
+    assert list(store.open(path).runs().run_id) == [APP]
+    (f,) = ingest_event_logs([DATABRICKS], path).files
+    assert f.outcome == "ingested" and f.replaced is not None
+    runs = store.open(path).runs()
+    assert list(runs.run_id) == [f"{APP}@{START_MS}"] and runs.num_tasks.iloc[0] == len(store.open(path).tasks())
+    (again,) = ingest_event_logs([DATABRICKS], path).files
+    assert again.outcome == "unchanged"
+
+
+def test_a_run_is_found_by_the_app_id_spark_shows(tmp_path, capsys):
+    """Its id gained the driver's start: `simulate app-...-0000` (as Spark's UI names the
+    application) said "no run"."""
+    from sparkpredict.cli import main
+
+    path = tmp_path / "store"
+    ingest_event_logs([DATABRICKS], path)
+    assert store.open(path).run_id_of(APP) == f"{APP}@{START_MS}"
+    assert main(["simulate", APP, "--store", str(path), "--executors", "2"]) == 0
+    assert f"{APP}@{START_MS}" in capsys.readouterr().out
+    # two runs of that app id: it names neither, and the error lists the runs
+    ingest_event_logs([_other_cluster_copy(tmp_path / "b", START_MS + 1)], path)
+    assert store.open(path).run_id_of(APP) == APP
+    assert main(["simulate", APP, "--store", str(path), "--executors", "2"]) == 2
+    assert f"no run '{APP}' in store" in capsys.readouterr().err

@@ -31,9 +31,17 @@ spark.stop()
 
 @pytest.mark.spark
 def test_auto_executors_reach_spark(tmp_path, capsys):
+    from sparkpredict.advice_source import HistorySource
+    from sparkpredict.advise import default_max_executors
+    from sparkpredict.capture.submit_args import local_executor_limit
+
     path = make_store(tmp_path / "store", history())
-    # for the run's own shape: on a local master its memory is the driver's (--driver-memory 512m)
-    expected = suggest_executors("etl", "30GB", deadline_s="7m30s", executor_memory_mb=512, store=path)
+    # for the run's own shape: on a local master its memory is the driver's (--driver-memory 512m),
+    # and its count at most what this machine runs (a sweep's limit)
+    top = min(default_max_executors(HistorySource.resolve("etl", store=path)),
+              local_executor_limit(["--master", "local[1]"]))
+    expected = suggest_executors("etl", "30GB", deadline_s="7m30s", executor_memory_mb=512, store=path,
+                                 max_executors=top)
     assert expected.executors > 1  # a count Spark would not pick by itself
     job = tmp_path / "tiny.py"
     job.write_text(TINY_JOB)

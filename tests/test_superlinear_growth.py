@@ -49,7 +49,9 @@ def test_measured_on_the_curve_the_drift_left_every_far_run_outside(monkeypatch)
 @pytest.mark.parametrize("seed", range(2))
 def test_a_linear_job_whose_cap_never_binds_keeps_its_interval(seed, monkeypatch):
     # the cap is right for a job whose work grows with its input: the folds' capped and curve
-    # predictions agree, and so do the intervals
+    # predictions agree, and so do the intervals, within what the pooled floor adds (the share
+    # that grows falls with the count here, 5 s fixed: a fold's 4 executors grow by the median
+    # count's share, a few % more)
     rng = np.random.default_rng(seed)
     runs = pd.DataFrame([{"job": "j", "input_bytes": S * GIB, "executors": E,
                           "runtime_s": (5 + 30 * S / E) * rng.lognormal(0, 0.05)}
@@ -59,6 +61,6 @@ def test_a_linear_job_whose_cap_never_binds_keeps_its_interval(seed, monkeypatch
     monkeypatch.setattr(selection, "DRIFT_OF", "curve")
     curve = JobRuntimeModel().fit(runs).predict_interval(q, 0.9)
     for k in shipped:
-        np.testing.assert_allclose(shipped[k], curve[k], rtol=1e-6)  # the cap at the edge: rounding
+        np.testing.assert_allclose(shipped[k], curve[k], rtol=0.05)
     truth = 5 + 30 * FAR / 2
     assert np.all((shipped["lower_s"] <= truth) & (truth <= shipped["upper_s"]))

@@ -128,3 +128,22 @@ def test_submit_runs_no_more_local_executors_than_a_sweep_would(tmp_path, capsys
     err = capsys.readouterr().err
     assert rc == 2 and "--executors 12 would run local-cluster[12,1,1024] on this 2-core machine" in err
     assert "fix: use at most 8 executors with a local master, or submit to a cluster (--master)" in err
+
+
+@pytest.mark.parametrize("spark_args", [
+    ["--conf", "spark.executor.cores=4", "--master", "local[1]"],  # local[32]
+    ["--master", "local-cluster[2,4,1024]"],  # local-cluster[8,4,1024]: 32 cores
+    ["--executor-cores", "4", "--master", "local[1]"],
+])
+def test_the_local_limit_counts_the_cores_each_executor_gets(spark_args, tmp_path, capsys, monkeypatch):
+    import os
+
+    from sparkpredict.cli import main
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # 8 task slots: 2 executors of 4 cores
+    rc = main(["submit", "--store", str(tmp_path / "s"), "--job", "j", "--executors", "8", "--dry-run", "--",
+               *spark_args, "job.py"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "fix: use at most 2 executors with a local master" in err, err
+    assert main(["submit", "--store", str(tmp_path / "s"), "--job", "j", "--executors", "2", "--dry-run", "--",
+                 *spark_args, "job.py"]) == 0

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from ..errors import IngestError
+from ..store import schema as S
 from ..units import plural
 from .codecs import (
     CorruptStream,
@@ -83,6 +84,33 @@ def _counted(chunks: Iterator[bytes], box: list[int]) -> Iterator[bytes]:
     for c in chunks:
         box[0] += len(c)
         yield c
+
+
+#: How far into a log :func:`peek_run_id` looks for the application's start (Spark writes it
+#: among the first events: LogStart, ResourceProfileAdded, BlockManagerAdded, EnvironmentUpdate).
+_PEEK_LINES = 64
+
+
+def peek_run_id(source: LogSource) -> str | None:
+    """The run id of ``source`` from its first lines, without parsing the rest; None when its
+    start is not among them or the log cannot be read so far (the full parse then says why)."""
+    if not source.files:
+        return None
+    codec = codec_of(os.path.basename(source.files[0]).removesuffix(".compact"))
+    try:
+        with open(source.files[0], "rb") as fh:
+            for n, line in enumerate(iter_lines(iter_decompressed(fh, codec), cut=[])):
+                if n >= _PEEK_LINES:
+                    return None
+                if b'"SparkListenerApplicationStart"' in line:
+                    ev = json.loads(line)
+                    app, attempt, start = ev["App ID"], ev.get("App Attempt ID"), ev["Timestamp"]
+                    if not isinstance(app, str) or not isinstance(start, int):
+                        return None
+                    return S.run_id(app, None if attempt is None else str(attempt) or None, start)
+    except (OSError, ValueError, KeyError, TruncatedStream, CorruptStream, pa.ArrowException):
+        return None
+    return None
 
 
 def _parse_source(source: LogSource) -> ParsedLog:

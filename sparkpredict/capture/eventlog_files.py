@@ -151,13 +151,15 @@ def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
         else:
             refused: list[OSError] = []
             walked: set[str] = set()  # followed links may lead back up: each folder once
+            top = os.path.realpath(path)
             for root, dirs, files in os.walk(path, onerror=refused.append, followlinks=True):
                 real = os.path.realpath(root)
                 if real in walked:
                     dirs[:] = []
                     continue
                 walked.add(real)
-                dirs.sort()
+                # a link to a folder above the one given (`up -> ..`) would walk its siblings too
+                dirs[:] = sorted(d for d in dirs if not _above(os.path.join(root, d), top))
                 for d in [d for d in dirs if d.startswith(ROLLING_PREFIX)]:
                     out.append(rolling_log(os.path.join(root, d)))
                 dirs[:] = [d for d in dirs if not d.startswith((ROLLING_PREFIX, "."))]
@@ -172,6 +174,14 @@ def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
                     raise unreadable(path, exc)
                 out.append(LogSource(inner, [], False, os.path.basename(inner), error=unreadable(inner, exc)))
     return out
+
+
+def _above(folder: str, top: str) -> bool:
+    """``folder`` is a link to ``top`` or to a folder that holds it."""
+    if not os.path.islink(folder):
+        return False
+    real = os.path.realpath(folder)
+    return top == real or top.startswith(real.rstrip(os.sep) + os.sep)
 
 
 def _special(path: str) -> bool:

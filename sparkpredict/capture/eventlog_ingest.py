@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import pyarrow as pa
 
 from ..errors import IngestError, InputError, SparkPredictError
+from ..store import schema as S
 from ..units import plural
-from .eventlog import ParsedLog, _parse_source, _system_pool
+from .eventlog import ParsedLog, _parse_source, _system_pool, peek_run_id
 from .eventlog_files import (
     LogSource,
     find_logs,
@@ -268,16 +269,30 @@ class _Known:
     runs: dict[str, _StoredRun]
     by_file: dict[tuple[str, str], str]  # (source path, fingerprint) -> run id ingested from it
     by_name: dict[str, str]  # run id, and as Spark names its log files (app_attempt) -> run id
+    #: a run id as this sparkpredict writes it -> the id a store written before keeps for the same
+    #: application (``app-<second>-0000``, before schema.run_id added the driver's start)
+    legacy: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, st: Store) -> _Known:
         t = cast(pa.Table, st.read("runs", form="arrow", columns=[
-            "run_id", "status", "num_tasks", "source", "source_path", "source_fingerprint", "job"])).to_pydict()
+            "run_id", "status", "num_tasks", "source", "source_path", "source_fingerprint", "job",
+            "start_ms"])).to_pydict()
         known = cls(runs={}, by_file={}, by_name={})
-        for rid, status, n, source, path, fp, job in zip(t["run_id"], t["status"], t["num_tasks"], t["source"],
-                                                        t["source_path"], t["source_fingerprint"], t["job"]):
+        for rid, status, n, source, path, fp, job, start in zip(
+                t["run_id"], t["status"], t["num_tasks"], t["source"], t["source_path"],
+                t["source_fingerprint"], t["job"], t["start_ms"]):
             known.add(rid, _StoredRun(status, n or 0, source, job), path, fp)
+            app, _, attempt = rid.partition("/")
+            if start is not None and "@" not in app:
+                now = S.run_id(app, attempt or None, start)
+                if now != rid:
+                    known.legacy[now] = rid
         return known
+
+    def stored_id(self, run_id: str) -> str:
+        """The id under which the store holds the application of ``run_id``."""
+        return run_id if run_id in self.runs else self.legacy.get(run_id, run_id)
 
     def add(self, run_id: str, run: _StoredRun, path: str | None = None, fp: str | None = None) -> None:
         self.runs[run_id] = run
@@ -472,6 +487,12 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
     from ..store.io import new_batch_id
 
     named = known.by_name.get(src.app_hint)  # Spark names logs after the app
+    if src.error is None and S.numbered_per_master(src.app_hint):
+        # The name cannot tell two clusters' applications apart: the start event can, read from
+        # the log's first lines (a log of a run stored already is then not parsed whole)
+        peeked = peek_run_id(src)
+        named = known.stored_id(peeked) if peeked is not None else None
+        named = named if named in known.runs else None
     try:
         rid = known.by_file.get((stored_path(src.path), fingerprint(src))) if src.error is None else None
         if rid is not None:
@@ -483,7 +504,7 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
     except (IngestError, OSError) as exc:
         # its run is stored whole already: a log of it that cannot be read is no news; stored
         # cut short, this log was to complete it, and the user must hear that it cannot
-        if named is not None and known.runs[named].status not in _UNFINISHED:
+        if named is not None and not _awaits_log(known.runs[named]):
             return _skipped(src.path, "exists", named, known, job, st)
         err = exc if isinstance(exc, IngestError) else unreadable(src.path, exc)
         return FileOutcome(src.path, "failed", run_id=named, error=err.message,
@@ -493,22 +514,24 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
         return FileOutcome(src.path, "failed", error=f"{src.path}: {type(exc).__name__}: {exc}",
                            fix="rerun as `sparkpredict -v ingest ...` for the traceback and report it "
                                "with this log; the other logs were ingested")
-    stored = known.runs.get(parsed.run_id)
+    # a store written before run ids took the driver's start holds the run under its old id
+    sid = known.stored_id(parsed.run_id)
+    stored = known.runs.get(sid)
     old_batch = None
     if parsed.damage is not None and stored is not None and _awaits_log(stored):
         # a damaged log holds no more than what it lost: it read "already in the store", and the
         # run stayed cut short with no word of the damage
-        return FileOutcome(src.path, "failed", run_id=parsed.run_id,
+        return FileOutcome(src.path, "failed", run_id=sid,
                            error=f"{src.path}: {parsed.damage}; not ingested: the run's rows would lack "
                                  "the events lost there",
-                           fix="ingest an intact copy of this log" + _kept_copy(known, parsed.run_id))
+                           fix="ingest an intact copy of this log" + _kept_copy(known, sid))
     if stored is not None:
         more = _holds_more(parsed, stored)
-        old_batch, why = _replaceable(st, parsed.run_id, stored) if more else (None, "")
+        old_batch, why = _replaceable(st, sid, stored) if more else (None, "")
         if old_batch is None:  # the log's own warnings are about rows that are not stored
-            return FileOutcome(src.path, "exists", run_id=parsed.run_id, status=stored.status,
+            return FileOutcome(src.path, "exists", run_id=sid, status=stored.status,
                                warnings=([_cannot_replace(parsed, stored, why)] if more else [])
-                               + _other_job(parsed.run_id, stored, job, st))
+                               + _other_job(sid, stored, job, st))
     if parsed.damage is not None:
         # Stored, the run's totals would lack the lost events and could pass for a whole run.
         return FileOutcome(src.path, "failed", run_id=parsed.run_id,

@@ -159,7 +159,7 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
         if local is not None:
             # a sweep refuses such a master: 12 one-core executor JVMs on 2 cores ran, and were
             # recorded as a 12-executor run
-            most = local_executor_limit(int(cores) if cores and cores.isdigit() else 1)
+            most = local_executor_limit(opts)
             if int(executors) > most:
                 raise InputError(f"--executors {int(executors)} would run {local.new} on this "
                                  f"{os.cpu_count() or 1}-core machine, and be recorded as {int(executors)} "

@@ -140,7 +140,7 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     if runs_on_this_machine(spark_args):
         # what this machine can run (a sweep's limit): 12 executors on 2 cores were advised,
         # started, and recorded as 12 executors
-        asked["max_executors"] = min(default_max_executors(src), local_executor_limit(cores))
+        asked["max_executors"] = min(default_max_executors(src), local_executor_limit(spark_args))
     new = sorted(set(params) - known)
     if new:  # the first runs that declare a parameter cannot be advised by it yet
         print(f"sparkpredict: job parameter(s) {', '.join(new)} are new to {args.job}'s history: "

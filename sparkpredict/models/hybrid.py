@@ -335,11 +335,11 @@ class JobRuntimeModel(RuntimeEstimator):
             others = sorted(c for c in F if c not in ("input_bytes", "executors"))
             key = tuple((c, np.asarray(F[c], float).tobytes()) for c in others)
             cache = self.__dict__.setdefault("_share_cache", {})
-            if key not in cache:
+            share = cache.get(key)  # get, not in + []: a model shared by threads may clear it between
+            if share is None:
                 if len(cache) >= 64:
                     cache.clear()
-                cache[key] = _pooled_share(self._curve, F, top, counts)
-            share = cache[key]
+                share = cache[key] = _pooled_share(self._curve, F, top, counts)
         return capped_beyond_sizes(self._curve, F, raw, self.training_range_["input_bytes"], growth, counts, share)
 
     def flat_beyond_sizes(self, X: Mapping[str, Any], tolerance: float = 0.01) -> np.ndarray:

@@ -282,6 +282,9 @@ def load_timeline(store, run_id: str) -> Timeline:
 
     st = store if hasattr(store, "read") else store_io.open(store)
     runs = st.read("runs", run_ids=[run_id])
+    if runs.empty:  # Spark's app id, as its UI shows it, for a run stored under app-...@start
+        run_id = st.run_id_of(run_id)
+        runs = st.read("runs", run_ids=[run_id])
     if runs.empty:
         known = list(st.read("runs", columns=["run_id"])["run_id"])[-5:]
         if not known:

@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -523,6 +523,16 @@ class Store:
 
     def runs(self, form: Form = "pandas"):
         return self.read("runs", form)
+
+    def run_id_of(self, given: str) -> str:
+        """``given`` when a run has that id, else the one run whose Spark ``app_id`` it is (an
+        id numbered per master, ``app-...-0000``, is stored with its driver's start:
+        :func:`.schema.run_id`), else ``given`` (for the caller's "no run" error)."""
+        t = cast(pa.Table, self.read("runs", form="arrow", columns=["run_id", "app_id"])).to_pydict()
+        if given in t["run_id"]:
+            return given
+        mine = {r for r, a in zip(t["run_id"], t["app_id"]) if a == given}
+        return mine.pop() if len(mine) == 1 else given
 
     def stages(self, form: Form = "pandas"):
         return self.read("stages", form)

@@ -44,6 +44,11 @@ MARKER_FILE = "_sparkpredict_store.json"
 _PER_MASTER_APP_ID = re.compile(r"app-[0-9]{14}-[0-9]{4,}")
 
 
+def numbered_per_master(name: str) -> bool:
+    """``name`` (an app id, or a log named after one) starts with an id numbered per master."""
+    return _PER_MASTER_APP_ID.match(name) is not None
+
+
 def run_id(app_id: str, attempt: str | None, start_ms: int | None) -> str:
     """A run's key in the store: ``app_id``, then ``/attempt`` when the cluster manager retries.
 
@@ -51,7 +56,7 @@ def run_id(app_id: str, attempt: str | None, start_ms: int | None) -> str:
     first applications started in the same second share it, and one run would absorb or drop
     the other's rows. Such an id gets the driver's start time, ``@<epoch ms>``, which the
     listener and the event log read from the same SparkListenerApplicationStart event. The JVM
-    listener's ``RunRecord.runId`` is this rule; tests/test_schema_contract.py compares the two.
+    listener's ``RunRecord.runId`` is this rule; tests/test_run_ids.py compares the two.
     """
     rid = app_id
     if start_ms is not None and _PER_MASTER_APP_ID.fullmatch(app_id):
