@@ -161,11 +161,11 @@ def check_capacity(master: str, executors: int, cores: int, memory_mb: int) -> N
             # Spark refuses this itself, but only once the driver started (after the data).
             raise WorkloadError(f"{master} gives each worker {mem} MiB, less than the executors' {memory_mb} MiB",
                                 f"write {{memory_mb}} in the master template, or --executor-memory {mem}MiB")
-        if n * c > OVERSUBSCRIBE * ncpu:
+        if n > most_local_executors(c):
             raise WorkloadError(
                 f"{master} asks for {n} executors x {c} cores = {n * c} cores; this machine has {ncpu} "
-                f"and a local sweep may start at most {OVERSUBSCRIBE * ncpu}",
-                f"use at most {OVERSUBSCRIBE * ncpu // c} executors here, or sweep on a cluster (--master)")
+                f"and a local sweep may start at most {most_local_executors(1)}",
+                f"use at most {most_local_executors(c)} executors here, or sweep on a cluster (--master)")
         need = n * (mem + JVM_OVERHEAD_MB)
         avail = _mem_available_mb()
         if need > avail:
@@ -174,9 +174,15 @@ def check_capacity(master: str, executors: int, cores: int, memory_mb: int) -> N
                 f"use at most {int(avail // (mem + JVM_OVERHEAD_MB))} executors or less memory per executor")
         return
     m = LOCAL_MASTER.fullmatch(master)
-    if m and m.group(1) not in (None, "*") and int(m.group(1)) > OVERSUBSCRIBE * ncpu:
+    if m and m.group(1) not in (None, "*") and int(m.group(1)) > most_local_executors(1):
         raise WorkloadError(f"{master} asks for {m.group(1)} task threads on a {ncpu}-core machine",
-                            f"use at most {OVERSUBSCRIBE * ncpu} executors with a local master")
+                            f"use at most {most_local_executors(1)} executors with a local master")
+
+
+def most_local_executors(cores: int) -> int:
+    """The most executors of ``cores`` cores a local master may start on this machine:
+    :data:`OVERSUBSCRIBE` x its cores in task slots (a sweep's limit, and ``submit``'s)."""
+    return OVERSUBSCRIBE * (os.cpu_count() or 1) // max(1, cores)
 
 
 def check_counts(template: str, masters: Mapping[int, str], cores: int) -> None:

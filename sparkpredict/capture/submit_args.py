@@ -272,14 +272,13 @@ def local_master_for(spark_submit_args: list[str], executors: int) -> MasterChan
 def local_executor_limit(spark_submit_args: list[str]) -> int:
     """The most executors a local or local-cluster master may run here, of the cores each gets
     (local-cluster[N,C,M]'s C, else --executor-cores or spark.executor.cores, else 1): a sweep's
-    limit, :data:`sparkpredict.sweep_plan.OVERSUBSCRIBE` x this machine's cores in task slots."""
-    from ..sweep_plan import OVERSUBSCRIBE
+    limit (:func:`sparkpredict.sweep_plan.most_local_executors`), and at least one."""
+    from ..sweep_plan import most_local_executors
 
     opts, _ = _split(list(spark_submit_args))
     m = LOCAL_CLUSTER_MASTER.fullmatch(effective_master(opts)[0])
     given = m.group(2) if m else _cores_given(opts)
-    cores = int(given) if given and str(given).strip().isdigit() else 1
-    return max(1, OVERSUBSCRIBE * (os.cpu_count() or 1) // max(1, cores))
+    return max(1, most_local_executors(int(given) if given and str(given).strip().isdigit() else 1))
 
 
 def executor_shape(spark_submit_args: list[str]) -> tuple[int | None, int | None]:
