@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from ..errors import IngestError
-from ..store import schema as S
 from ..units import plural
 from .codecs import (
     CorruptStream,
@@ -92,25 +91,26 @@ _PEEK_LINES = 64
 
 
 def peek_run_id(source: LogSource) -> str | None:
-    """The run id of ``source`` from its first lines, without parsing the rest; None when its
-    start is not among them or the log cannot be read so far (the full parse then says why)."""
+    """The run id of ``source`` from its first lines, read as the full parse reads them, without
+    the rest; None when its start is not among them or the log cannot be read so far (the full
+    parse then says why)."""
     if not source.files:
         return None
+    builder = RunBuilder()
+
+    def head(lines: Iterator[bytes]) -> Iterator[bytes]:
+        for n, line in enumerate(lines):
+            if n >= _PEEK_LINES or builder.app:
+                return
+            yield line
+
     codec = codec_of(os.path.basename(source.files[0]).removesuffix(".compact"))
     try:
         with open(source.files[0], "rb") as fh:
-            for n, line in enumerate(iter_lines(iter_decompressed(fh, codec), cut=[])):
-                if n >= _PEEK_LINES:
-                    return None
-                if b'"SparkListenerApplicationStart"' in line:
-                    ev = json.loads(line)
-                    app, attempt, start = ev["App ID"], ev.get("App Attempt ID"), ev["Timestamp"]
-                    if not isinstance(app, str) or not isinstance(start, int):
-                        return None
-                    return S.run_id(app, None if attempt is None else str(attempt) or None, start)
-    except (OSError, ValueError, KeyError, TruncatedStream, CorruptStream, pa.ArrowException):
+            builder.feed(head(iter_lines(iter_decompressed(fh, codec), cut=[])))
+    except (OSError, ValueError, TruncatedStream, CorruptStream, pa.ArrowException):
         return None
-    return None
+    return builder.run_id() if builder.app else None
 
 
 def _parse_source(source: LogSource) -> ParsedLog:

@@ -475,6 +475,13 @@ def _awaits_log(stored: _StoredRun) -> bool:
     return stored.status in _UNFINISHED and stored.source == "eventlog"
 
 
+def _damaged(path: str, parsed: ParsedLog, run_id: str, kept: str = "") -> FileOutcome:
+    """The failure of a log damaged in the middle (``kept``: what the store keeps of its run)."""
+    return FileOutcome(path, "failed", run_id=run_id,
+                       error=f"{path}: {parsed.damage}; not ingested: the run's rows would lack the "
+                             "events lost there", fix="ingest an intact copy of this log" + kept)
+
+
 def _kept_copy(known: _Known, run_id: str | None) -> str:
     """What the store keeps of ``run_id`` meanwhile, for a failed log's fix."""
     if run_id is None or run_id not in known.runs:
@@ -521,10 +528,7 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
     if parsed.damage is not None and stored is not None and _awaits_log(stored):
         # a damaged log holds no more than what it lost: it read "already in the store", and the
         # run stayed cut short with no word of the damage
-        return FileOutcome(src.path, "failed", run_id=sid,
-                           error=f"{src.path}: {parsed.damage}; not ingested: the run's rows would lack "
-                                 "the events lost there",
-                           fix="ingest an intact copy of this log" + _kept_copy(known, sid))
+        return _damaged(src.path, parsed, sid, _kept_copy(known, sid))
     if stored is not None:
         more = _holds_more(parsed, stored)
         old_batch, why = _replaceable(st, sid, stored) if more else (None, "")
@@ -534,10 +538,7 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
                                + _other_job(sid, stored, job, st))
     if parsed.damage is not None:
         # Stored, the run's totals would lack the lost events and could pass for a whole run.
-        return FileOutcome(src.path, "failed", run_id=parsed.run_id,
-                           error=f"{src.path}: {parsed.damage}; not ingested: the run's rows would "
-                                 "lack the events lost there",
-                           fix="ingest an intact copy of this log")
+        return _damaged(src.path, parsed, parsed.run_id)
     tables = dict(parsed.tables)
     run = tables["runs"]
     run = run.set_column(run.schema.get_field_index("updated_ms"), "updated_ms",

@@ -423,6 +423,10 @@ class RunBuilder:
         return out
 
     # ---- rows -------------------------------------------------------------------------
+    def run_id(self) -> str:
+        """The run's key in the store (:func:`.schema.run_id`), once the application's start was fed."""
+        return S.run_id(self.app["app_id"], self.app["attempt"] or None, self.app["start_ms"])
+
     def finish(self, *, in_progress: bool) -> dict[str, pa.Table]:
         """The conformed tables of this run. Raises ValueError when there is no application."""
         if self.bad_lines > _MAX_LINE_WARNINGS:
@@ -433,7 +437,7 @@ class RunBuilder:
         self._flush()
         tasks = pa.Table.from_batches(self._chunks, schema=_TASK_SCHEMA)
         self._chunks = []
-        run_id = S.run_id(self.app["app_id"], self.app["attempt"] or None, self.app["start_ms"])
+        run_id = self.run_id()
         tasks = tasks.append_column("run_id", pa.array([run_id] * tasks.num_rows, pa.string()))
         stages = self._stage_table(run_id)
         execs, run = run_tables(self, tasks, stages, run_id, in_progress)
