@@ -79,6 +79,8 @@ class RunOutcome:
     combo: Combo
     status: str  # succeeded | failed | skipped
     app_id: str | None = None
+    #: SparkContext.startTime, the ApplicationStart time the listener records as ``start_ms``
+    start_ms: int | None = None
     seconds: float = 0.0
     error: str | None = None
     result: dict = field(default_factory=dict)
@@ -370,6 +372,7 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
                     interrupts.watch(spark.sparkContext)
                     interrupts.check()  # a Ctrl-C while it started
                     outcome.app_id = spark.sparkContext.applicationId
+                    outcome.start_ms = int(spark.sparkContext.startTime)
                     spark.sparkContext.setLogLevel("ERROR")  # Spark's WARN lines would bury the progress bar
                     if combo.master.startswith("local-cluster"):
                         _wait_for_executors(spark, combo.executors, EXECUTOR_WAIT_S, interrupts.check)
@@ -398,7 +401,7 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
             outcomes.append(outcome)
             done.append((combo.size_bytes, outcome.seconds))
             if not verified:
-                _verify_recorded(store_path, outcome.app_id)
+                _verify_recorded(store_path, outcome.app_id, outcome.start_ms)
                 verified = True
             # between runs, not only at the end: a sweep of thousands of runs would read slowly
             # before it ended, and one cut short would leave every batch uncompacted
@@ -465,12 +468,18 @@ def _warm_up(w: W.Workload, combo: Combo, path: Path, plan: SweepPlan, local_dir
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _verify_recorded(store_path: str, app_id: str | None) -> None:
-    """After the first run: is the listener really recording? Better to stop now than after 70 runs."""
+def _verify_recorded(store_path: str, app_id: str | None, start_ms: int | None) -> None:
+    """After the first run: is the listener really recording? Better to stop now than after 70 runs.
+
+    By app id and start: ``local-cluster`` numbers its applications per master, so an earlier
+    sweep's run can carry the same app id (``app-<second>-0000``)."""
     from .store import io as store_io
 
-    runs = store_io.open(store_path).read("runs", columns=["app_id"])
-    if app_id not in set(runs["app_id"]):
+    runs = store_io.open(store_path).read("runs", columns=["app_id", "start_ms"])
+    mine = runs["app_id"] == app_id
+    if start_ms is not None:
+        mine &= runs["start_ms"] == start_ms
+    if not mine.any():
         raise ListenerError(f"the run {app_id} was not recorded in {store_path}",
                             "check `sparkpredict listener build` and that nothing started Spark "
                             "in this process before the sweep")

@@ -155,3 +155,18 @@ def test_a_run_is_found_by_the_app_id_spark_shows(tmp_path, capsys):
     assert store.open(path).run_id_of(APP) == APP
     assert main(["simulate", APP, "--store", str(path), "--executors", "2"]) == 2
     assert f"no run '{APP}' in store" in capsys.readouterr().err
+
+
+def test_sweep_verification_takes_the_start_with_the_app_id(tmp_path):
+    """A sweep checks its first run was recorded; an earlier run of another master that shares
+    its app id (local-cluster numbers from 0000 again) must not stand in for it."""
+    from sparkpredict.errors import ListenerError
+    from sparkpredict.sweep import _verify_recorded
+
+    path = tmp_path / "store"
+    ingest_event_logs([DATABRICKS], path)
+    _verify_recorded(str(path), APP, START_MS)
+    with pytest.raises(ListenerError, match="was not recorded"):
+        _verify_recorded(str(path), APP, START_MS + 1)
+    with pytest.raises(ListenerError, match="was not recorded"):
+        _verify_recorded(str(path), "app-20240919162642-0001", START_MS)
