@@ -85,9 +85,21 @@ def main() -> int:
          "reference's before/after spread shows how steady the machine was."),
     ])
     print(body)
-    write_section("demo_time", body)
+    if not _args().no_write:
+        write_section("demo_time", body)
     return 0 if met else 1
 
 
+
+def _args():
+    """--help and --no-write (it had run the benchmark and written its section on any argument)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--no-write", action="store_true", help="print the figures only")
+    return ap.parse_args()
+
+
 if __name__ == "__main__":
+    _args()  # before any work: --help or a bad option stops here
     sys.exit(main())

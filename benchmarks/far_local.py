@@ -164,7 +164,8 @@ def main() -> None:
                f"{hist_means} s). The small rise at the top is extrapolated as curvature; the cap "
                "stops that, and what remains high is the largest size's own runtime, measured "
                "on a slower day (ratios above)."),
-              "", (f"The {len(far)} runs took {far.runtime_s.sum():.0f} s of application time; this "
+              "", (f"The {len(far)} runs ({len(beyond)} beyond the history, {len(far) - len(beyond)} at its largest "
+                   f"size for the machine comparison) took {far.runtime_s.sum():.0f} s of application time; this "
                    f"invocation's sweep {wall:.0f} s (runs already in the store are not run again).")]
     text = "\n".join(lines)
     print(text)

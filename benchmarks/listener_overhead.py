@@ -139,7 +139,8 @@ def main() -> int:
     # The end-to-end ratio cannot resolve 2 % on a shared machine; the listener's own time (its
     # callbacks on Spark's listener-bus thread, and its writer thread) bounds what it can add.
     plugin_med = statistics.median(plugin)
-    ok_2 = paired["listener"] <= 2.0 or busy_med + write_med + plugin_med <= 2.0
+    own = busy_med + write_med + plugin_med
+    ok_2 = paired["listener"] <= 2.0 or own <= 2.0
     lines = [
         "## Listener overhead",
         "",
@@ -175,7 +176,9 @@ def main() -> int:
         (f"- goal overhead ≤ event log's: **{verdict(ok_el)}** (listener {paired['listener']:+.1f} %"
         f" vs event log {paired['eventlog']:+.1f} %, paired medians)"),
         (f"- goal overhead ≤ 2 % of wall time: **{verdict(ok_2)}** (end-to-end {paired['listener']:+.1f} %;"
-        f" own callback time {busy_med:.2f} % + writer {write_med:.2f} % + host plugin {plugin_med:.3f} %)"),
+        f" own callback time {busy_med:.2f} % + writer {write_med:.2f} % + host plugin {plugin_med:.3f} %"
+        f" = {own:.2f} %" + (", above 2 %: the verdict rests on the end-to-end figure alone, the bound"
+                             " does not exclude more)" if own > 2.0 else ", within 2 % too)")),
     ]
     body = "\n".join(lines)
     print(body)

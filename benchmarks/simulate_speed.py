@@ -109,8 +109,20 @@ def main() -> None:
                   f"({worst_total:.2f} s; replay alone {max(med.values()):.2f} s)")]
     body = "\n".join(lines)
     print(body)
-    write_section("simulate_speed", body)
+    if not _args().no_write:
+        write_section("simulate_speed", body)
+
+
+
+def _args():
+    """--help and --no-write (it had run the benchmark and written its section on any argument)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--no-write", action="store_true", help="print the figures only")
+    return ap.parse_args()
 
 
 if __name__ == "__main__":
+    _args()  # before any work: --help or a bad option stops here
     main()

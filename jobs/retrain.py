@@ -67,14 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     from sparkpredict.cli.retrain import compact_first, compact_if_due
     from sparkpredict.retrain import result_if_current, retrain_spark
 
-    compaction = None
-    if args.compact:
-        try:
-            compaction = compact_first(args.store, args.job)
-        except SparkPredictError as exc:
-            return print_error(exc)
-    elif args.auto_compact:
-        compaction = compact_if_due(args.store)
+    try:  # either refuses a --job without runs before it rewrites the store
+        compaction = (compact_first(args.store, args.job) if args.compact
+                      else compact_if_due(args.store, args.job) if args.auto_compact else None)
+    except SparkPredictError as exc:
+        return print_error(exc)
     for line in compact_lines(compaction) if compaction is not None else []:
         print(line, file=sys.stderr)
     try:

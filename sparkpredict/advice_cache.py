@@ -97,16 +97,25 @@ def registry_model(job: str, st: Any, raw: pd.DataFrame, n_runs: int) -> tuple[A
 
     retrain = f"run `sparkpredict retrain --store {st.path}` to bring the registry up to date"
     try:
-        reg = R.read_registry(st)
+        reg, failures = R.read_registry_state(st)
         mine = reg[(reg["job"] == job) & (reg["model_kind"] == R.KIND_RUNTIME)]
         if mine.empty:  # never retrained for this job: fit from its runs
             return None, None, None
         row = next(iter(R._rows(mine)))
         state = R.model_state(row)
-        if state[0] != R.runs_fingerprint(raw):
-            return None, (f"the registry's model of {job} predates its latest runs (it was trained on "
-                          f"{int(row.n_runs)} runs, {n_runs} now): this advice is from a model fitted on "
-                          f"the current runs; {retrain}"), None
+        fp = R.runs_fingerprint(raw)
+        if state[0] != fp:
+            why = (f"the registry's model of {job} predates its latest runs (it was trained on "
+                   f"{int(row.n_runs)} runs, {n_runs} now): this advice is from a model fitted on the current runs")
+            failed = failures.get((job, R.KIND_RUNTIME))
+            if failed is not None and failed.get("trained_on") == fp:
+                # a retrain tried these very runs and could not fit them: another retrain would
+                # skip them again, so the fix is the failure's own, not "run retrain"
+                from .retrain_plan import _fit_error
+
+                reason = _fit_error(failed.get("error"), failed.get("error_type"))[1]
+                return None, f"{why}; the last retrain could not fit them: {reason}", None
+            return None, f"{why}; {retrain}", None
         if not R.is_current(state, state[0], str(row.fit_kind), R.runtime_model_format()):
             return None, (f"the registry's model of {job} is of another format than this sparkpredict "
                           f"writes: this advice is from a model fitted on the job's runs; {retrain}"), None

@@ -51,12 +51,14 @@ class HistorySource:
     def __init__(self, job: str, model: Any, runs: pd.DataFrame | None = None,
                  spill: pd.Series | None = None, dyn_alloc: bool = False, local: bool = False,
                  sweep_mix: tuple[int, int] = (0, 0), source: str | None = None,
-                 size_mix: tuple[int, int] = (0, 0)) -> None:
+                 size_mix: tuple[int, int] = (0, 0), masters: frozenset[str] = frozenset()) -> None:
         self.job, self.model, self.runs, self.spill, self._dyn = job, model, runs, spill, dyn_alloc
         #: (succeeded runs a `sparkpredict sweep` recorded, the others) when both kinds are there
         self.sweep_mix = sweep_mix
         #: (succeeded runs whose input size was declared, those whose size was measured)
         self.size_mix = size_mix
+        #: the kinds of master the job's runs ran on (:func:`~sparkpredict.config.master_kind`)
+        self.masters = masters
         #: every run of the job ran on a local master: its "executors" are task threads of the
         #: driver's one JVM, which they share (its memory is the runs' executor_memory_mb)
         self.local = local
@@ -98,7 +100,8 @@ class HistorySource:
         if store is None:
             return cls(job, model, source=source)
         runs, spill, dyn, raw = cls._history(job, store, need_job=False)
-        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw))
+        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw),
+                  _master_kinds(raw))
         if runs is None or runs.empty:
             # the store was given for its runs' warnings (memory, spill): say none could come
             where = getattr(store, "path", store)
@@ -172,7 +175,8 @@ class HistorySource:
         if model is None:
             model = load_or_fit(job, st, version, runs)
             source = fitted_source(bool(note))
-        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw))
+        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw),
+                  _master_kinds(raw))
         if note:
             src.notes.append(note)
         _remember(key, src)
@@ -444,6 +448,15 @@ def _sweep_mix(raw: pd.DataFrame | None) -> tuple[int, int]:
     swept = int(ok["properties_json"].fillna("").astype(str).str.contains(
         '"spark.sparkpredict.sweep.key"', regex=False).sum())
     return swept, len(ok) - swept
+
+
+def _master_kinds(raw: pd.DataFrame | None) -> frozenset[str]:
+    """The kinds of master (local, local-cluster, yarn, ...) the job's succeeded runs ran on."""
+    if raw is None or raw.empty or "master" not in raw or "status" not in raw:
+        return frozenset()
+    from .config import master_kind
+
+    return frozenset(k for k in map(master_kind, raw.loc[raw["status"] == "succeeded", "master"]) if k)
 
 
 def _size_mix(raw: pd.DataFrame | None) -> tuple[int, int]:

@@ -33,6 +33,18 @@ LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:\s*,\s*(\d+))?\])?")
 LOCAL_CLUSTER_MASTER = re.compile(r"local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]")
 
 
+def master_kind(master: object) -> str | None:
+    """"local" (task threads in the driver), "local-cluster" (executor JVMs on this machine), or
+    the cluster manager ("yarn", "k8s", "spark" standalone, ...); None: not recorded."""
+    m = master.strip() if isinstance(master, str) else ""
+    if not m:
+        return None
+    if LOCAL_MASTER.fullmatch(m):
+        return "local"
+    if m.startswith("local-cluster"):
+        return "local-cluster"
+    return m.split(":", 1)[0]
+
 def empty_local_master(master: str) -> tuple[str, str] | None:
     """(what the master asks for, the fix) for a local master of nothing: ``local[0]``, or a
     ``local-cluster`` of no executors, cores or memory; else None. Spark refuses these only

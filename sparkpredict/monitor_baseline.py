@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .config import LOCAL_MASTER
+from .config import master_kind
 from .features.interference import with_baseline
 from .units import format_bytes, plural
 
@@ -71,19 +71,6 @@ class Baseline:
     #: and the run was compared, as in a job without labels, with its runs not labelled as
     #: interfered with (:func:`sparkpredict.monitor_training.labelled_stages`); 0 otherwise
     labelled_runs: int = 0
-
-
-def master_kind(master: object) -> str | None:
-    """"local" (task threads in the driver), "local-cluster" (executor JVMs on this machine), or
-    the cluster manager ("yarn", "k8s", "spark" standalone, ...); None: not recorded."""
-    m = master.strip() if isinstance(master, str) else ""
-    if not m:
-        return None
-    if LOCAL_MASTER.fullmatch(m):
-        return "local"
-    if m.startswith("local-cluster"):
-        return "local-cluster"
-    return m.split(":", 1)[0]
 
 
 def setups(runs: pd.DataFrame) -> pd.DataFrame:

@@ -40,7 +40,14 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from . import __version__
-from .errors import ModelError, SparkPredictError, StoreError, UnknownJobError
+from .errors import (
+    DegenerateDataError,
+    InputError,
+    ModelError,
+    SparkPredictError,
+    StoreError,
+    UnknownJobError,
+)
 from .store import io as store_io
 from .store import schema as S
 
@@ -464,6 +471,10 @@ def _restore(load: Callable[[dict], Any], doc: dict, row: Any, st: store_io.Stor
     fix = refit_fix(st.path, row.job)
     try:
         return load(doc["model"])
+    except (ModelError, DegenerateDataError, InputError) as exc:
+        # damaged, or its runs gone from the store: refitting this job is the fix, whatever
+        # generic refit the loader named (a stage model's said `retrain --force`, no store)
+        raise type(exc)(f"{where}: {exc.message}", fix) from exc
     except SparkPredictError as exc:  # kept of its kind: a caller may tell them apart
         raise type(exc)(f"{where}: {exc.message}", exc.fix or fix) from exc
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:

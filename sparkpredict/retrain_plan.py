@@ -61,17 +61,22 @@ def _skipped_error(error_type: str | None) -> bool:
     return error_type in SKIPPED_ERRORS
 
 
+#: The state of a registry row whose artifact is gone: never current, so its model is refit. Kept,
+#: not dropped: a stage model is judged only where the job has a stage row, and one whose file
+#: was deleted had read "unchanged" on every retrain while the advice could not load it.
+MISSING: tuple = (None, None, None, None, None)
+
+
 def _prev_state(prev: pd.DataFrame, failures: Failures | None = None,
                 present: set[str] | None = None) -> dict[tuple[str, str], tuple]:
     """(job, model_kind) -> what decides staleness, small enough to ship to Spark's Python workers;
     (job, ``failed:<kind>``) -> the same of the kind's last failed fit. A row whose artifact is
-    not among ``present`` (:func:`~sparkpredict.registry.present_artifacts`) is left out: stale."""
+    not among ``present`` (:func:`~sparkpredict.registry.present_artifacts`) is :data:`MISSING`: stale."""
     cur = prev[prev.model_kind.isin([R.KIND_RUNTIME, R.KIND_STAGE]) & (prev.signature.fillna("") == "")]
-    if present is not None:
-        cur = cur[cur.artifact.isin(present)]
     # pandas-stubs type every named-tuple field as any scalar; the registry's schema fixes them
     rows: Iterable[Any] = cur.itertuples(index=False)
-    out = {(r.job, r.model_kind): R.model_state(r) for r in rows}
+    out = {(r.job, r.model_kind): R.model_state(r) if present is None or r.artifact in present else MISSING
+           for r in rows}
     for (job, kind), rec in (failures or {}).items():
         # another sparkpredict may fit what this one could not (and the reverse): it tries again
         if rec.get("sparkpredict_version") == __version__:
@@ -111,14 +116,14 @@ def refit_reason(state: tuple | None, fp: str, kind: str, model_format: int) -> 
 def refit_reasons(state: dict[tuple[str, str], tuple], fingerprints: dict[str, tuple[str, int]],
                   jobs: Iterable[str], kind: str, present: dict[tuple[str, str], tuple] | None = None) -> dict[str, str]:
     """:func:`refit_reason` of each of ``jobs`` (whose whole-job model is refit). ``present``: the
-    same state less the rows whose artifact is gone (:func:`_prev_state` with ``present``)."""
+    same state with the rows whose artifact is gone :data:`MISSING` (:func:`_prev_state` with ``present``)."""
     fmt = R.runtime_model_format()
     out = {}
     for job in jobs:
         if job not in fingerprints:
             continue
         key = (job, R.KIND_RUNTIME)
-        out[job] = ("its model's file is missing" if present is not None and key in state and key not in present
+        out[job] = ("its model's file is missing" if present is not None and key in state and present.get(key) == MISSING
                     else refit_reason(state.get(key), fingerprints[job][0], kind, fmt))
     return out
 

@@ -729,3 +729,58 @@ def test_runs_without_an_input_size_say_so_in_fit_and_retrain_alike(tmp_path, ca
         JobRuntimeModel().fit(table.assign(input_bytes=2**20))
     assert e.value.message == "only 3 usable runs (of 3); a runtime model needs at least 4"
     assert e.value.fix == "record more runs of the job (positive input_bytes, executors and runtime_s)"
+
+
+def _sort_history():
+    from pathlib import Path
+
+    from sparkpredict.features.runs import runs_table
+
+    r = runs_table(Path(__file__).parent / "data" / "history")
+    return r[r.job == "sort"].reset_index(drop=True)
+
+
+def test_beyond_the_box_the_outer_candidate_gives_the_shape_from_the_inner_ones_edge():
+    """The recorded sort history chooses a switch of two equations (ernest inside, another
+    outside). Beyond the counts and sizes the outer one had predicted alone, meeting the inner
+    one at the edge up to 27 % away: the first count past the largest read as a knee."""
+    from sparkpredict.models import selection as sel
+
+    m = JobRuntimeModel().fit(_sort_history())
+    c = m.component_
+    assert c.kind == "switch"
+    inner, outer = c.parts
+    lo_e, hi_e = c.box["executors"]
+    top = c.box["input_bytes"][1]
+    E = np.array([hi_e * 1.2, hi_e * 2, hi_e * 4, hi_e])
+    S = np.array([top, top * 3, top / 2, top * 1.5])
+    F = {"input_bytes": S, "executors": E}
+    edge = {"input_bytes": np.minimum(S, top), "executors": np.minimum(E, hi_e)}
+    got = sel.predict_component(c, F, m.extras_)
+    want = (sel.predict_component(outer, F, m.extras_) / sel.predict_component(outer, edge, m.extras_)
+            * sel.predict_component(inner, edge, m.extras_))
+    assert got == pytest.approx(want, rel=1e-9)
+    # continuous at the edge: a hair beyond the largest count predicts what the count does
+    at = sel.predict_component(c, {"input_bytes": np.array([top / 2]), "executors": np.array([hi_e])}, m.extras_)
+    past = sel.predict_component(c, {"input_bytes": np.array([top / 2]), "executors": np.array([hi_e * 1.001])},
+                                 m.extras_)
+    assert past == pytest.approx(at, rel=1e-3)
+
+
+def test_a_hybrid_correction_beyond_the_counts_is_the_largest_counts():
+    """The correction reads input per executor (S/E): at a count past the largest, S/E fell back
+    inside the range the runs had, at another size's count, and the curve jumped."""
+    from sparkpredict.models import selection as sel
+
+    g = _sort_history()
+    shape = {c: g[c].to_numpy(float) for c in ("executor_cores", "executor_memory_mb")}
+    F = {"input_bytes": g.input_bytes.to_numpy(float), "executors": g.executors.to_numpy(float), **shape}
+    c = sel.fit_component("hybrid", F, g.runtime_s.to_numpy(float), [], backbone="amdahl")
+    assert c.box["executors"] == (1.0, 3.0) and c.fade is None
+    S = np.full(6, 32e6)
+    E = np.array([3.0, 3.5, 4.0, 5.0, 6.0, 12.0])
+    Q = {"input_bytes": S, "executors": E, **{k: np.full(6, v[0]) for k, v in shape.items()}}
+    pred = sel.predict_component(c, Q, [])
+    base = np.maximum(c.equation.predict(S / sel.GIB, E), 1e-3)
+    # the same relative correction at every count past the largest as at the largest
+    assert pred / base == pytest.approx(np.full(6, pred[0] / base[0]), rel=1e-9)

@@ -283,3 +283,28 @@ def test_a_count_of_the_users_own_is_refused_with_auto_on_a_local_master_under_d
                "job.py"])
     err = capsys.readouterr().err
     assert rc == 2 and "--executors auto and --num-executors 3 both set the executor count" in err, err
+
+
+@pytest.mark.spark
+def test_auto_says_before_the_run_when_it_is_unlike_every_run_of_the_history(tmp_path, capsys):
+    """The recorded test history is all `sweep --master local` runs: a submit starts a cold JVM,
+    and a local-cluster master starts executor JVMs, which none of those runs paid."""
+    import shutil
+    from pathlib import Path
+
+    path = tmp_path / "store"
+    shutil.copytree(Path(__file__).parent / "data" / "history", path)
+
+    def warnings_for(master):
+        rc = main(["submit", "--store", str(path), "--job", "sort", "--executors", "auto", "--input-size", "32MB",
+                   "--deadline", "1m", "--dry-run", "--", "--master", master, "job.py"])
+        err = capsys.readouterr().err
+        assert rc == 0
+        return [ln for ln in err.splitlines() if ln.startswith("sparkpredict: warning: ")]
+
+    local = warnings_for("local[2]")
+    assert any("ran in `sparkpredict sweep`" in w and "cold one" in w for w in local)
+    assert not any("master" in w and "is a local" in w for w in local)
+    cluster = warnings_for("local-cluster[2,1,1024]")
+    assert any("this run's master local-cluster[2,1,1024] is a local-cluster master; every run of sort "
+               "ran on local masters" in w for w in cluster)

@@ -91,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
         from ..models.stages import StageRuntimeModel
 
         path = resolve_store(args.store)
+        if args.runs is not None:
+            _check_runs_in_store(runs, path, args.runs)
         # named as without --stage-models: auto is "combined"
         models = kind_factories([k for k in kinds or [] if k not in STAGE_MODELS])
         factories = {"stage-forest": lambda: StageRuntimeModel(store=path),
@@ -119,6 +121,22 @@ def run(args: argparse.Namespace) -> int:
     if skipped:
         print("\nskipped: " + "; ".join(f"{k}: {v}" for k, v in list(skipped.items())[:20]))
     return 0
+
+
+def _check_runs_in_store(runs: Any, store: str, runs_path: str) -> None:
+    """The stage-level models read RUNS' stages and tasks from ``store`` by run id: a runs file
+    of another store scored nothing, and said to record more runs."""
+    from ..errors import InputError
+    from ..store import io as store_io
+
+    if "run_id" not in runs:
+        raise InputError(f"{runs_path} has no run_id column, which the stage-level models need",
+                         f"export the runs with `sparkpredict runs --store {store} --out FILE`")
+    held = set(store_io.open(store).read("runs", columns=["run_id"])["run_id"].astype(str))
+    if not held.intersection(runs["run_id"].astype(str)):
+        raise InputError(f"none of the runs in {runs_path} is in the store {store}",
+                         "give --store the store the runs were recorded in (`sparkpredict runs "
+                         "--store S --out FILE` exports a store's runs)")
 
 
 def _finite(x: Any) -> Any:

@@ -69,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.compact:
         compacted = compact_first(args.store, args.job, dry_run=args.dry_run)
     elif args.auto_compact and not args.dry_run:
-        compacted = compact_if_due(args.store)
+        compacted = compact_if_due(args.store, args.job)
     if compacted is not None and not args.json:
         for line in compact_lines(compacted):
             print(line)
@@ -117,18 +117,24 @@ def compact_first(store: str | None, jobs: list[str] | None, *, dry_run: bool = 
     """``--compact``: :func:`~sparkpredict.store.compact.compact` the store before the retrain,
     after refusing ``--job`` names without runs (as the retrain would), since the compaction
     rewrites the store first. Returns its :class:`~sparkpredict.store.compact.CompactResult`."""
+    from ..store import io as store_io
     from ..store.compact import compact
 
     if jobs:
-        from ..retrain_plan import check_jobs
-        from ..store import io as store_io
-
-        st = store_io.open(store)
-        check_jobs(jobs, st.read("runs", columns=["job"])["job"], f"store {st.path!r}")
+        _check_job_names(store_io.open(store), jobs)
     return compact(store, dry_run=dry_run)
 
 
-def compact_if_due(store: str | None) -> Any:
+def _check_job_names(st: Any, jobs: list[str] | None) -> None:
+    """Refuse ``--job`` names without runs before a compaction rewrites the store: exit 2 must
+    leave it as it was."""
+    if jobs:
+        from ..retrain_plan import check_jobs
+
+        check_jobs(jobs, st.read("runs", columns=["job"])["job"], f"store {st.path!r}")
+
+
+def compact_if_due(store: str | None, jobs: list[str] | None = None) -> Any:
     """A retrain's default: :func:`~sparkpredict.store.compact.auto_compact` the store first,
     as sparkpredict's writers do after their work, so that a store only listeners write stays
     quick to read under a nightly retrain too. None when not due, and when there is no store
@@ -141,6 +147,7 @@ def compact_if_due(store: str | None) -> Any:
         st = store_io.open(store)
     except Exception:  # noqa: BLE001  # the retrain opens it itself and says what is wrong
         return None
+    _check_job_names(st, jobs)
     return auto_compact(st)
 
 

@@ -149,7 +149,7 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
         advice = suggest_executors(args.job, input_bytes, **{**asked, "deadline_s": deadline},
                                    params={k: v for k, v in params.items() if k in known}, store=history)
     # stderr, as submit's other lines: the job's stdout may be data piped elsewhere
-    for line in advice_lines(advice):
+    for line in advice_lines(advice) + [f"warning: {w}" for w in run_kind_warnings(src, spark_args)]:
         print(f"sparkpredict: {line}", file=sys.stderr, flush=True)
     # a local master has no dynamic allocation (its one executor is the driver): the count goes
     # into its thread count, as without the setting
@@ -235,6 +235,32 @@ def check_given_once(args: argparse.Namespace, spark_args: list[str], input_byte
         key = PARAM_PREFIX + name
         if key in given and not same_number(given[key][0], value):
             refuse(f"--param {name}={value}", key, "give the parameter different values", "the parameter")
+
+
+def run_kind_warnings(src: Any, spark_args: list[str]) -> list[str]:
+    """What makes the run about to start unlike every run the advice learnt from, said before
+    it starts: ``suggest`` warns of a mixed history only once this run is in it. A sort advised
+    "~2.0s, meets 6s" from sweep runs took 24 s as a submit's cold JVM."""
+    from ..capture.submit_args import effective_master
+    from ..config import master_kind
+
+    out = []
+    swept, alone = src.sweep_mix
+    if swept and not alone:
+        out.append(f"every run of {src.job} in the history ran in `sparkpredict sweep`, all in one warm "
+                   "driver JVM; this submit starts a cold one, whose start and first job (about 15 s more "
+                   "on a 2-core machine) no run shows: on small inputs take the runtime above as a lower "
+                   "bound, and record submitted runs under another --job than swept ones")
+    kinds = src.masters
+    master = effective_master(spark_args)[0]
+    mine = master_kind(master)
+    if kinds and mine is not None and mine not in kinds:
+        out.append(f"this run's master {master} is a {mine} master; every run of {src.job} ran on "
+                   f"{' or '.join(sorted(kinds))} masters"
+                   + (" (local-cluster starts executor JVMs within the run's time, 15-35 s on a "
+                      "2-core machine)" if mine == "local-cluster" else "")
+                   + ": the advice predicts those, not this one")
+    return out
 
 
 def advice_lines(advice: Any) -> list[str]:

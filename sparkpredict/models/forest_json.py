@@ -71,13 +71,41 @@ def forest_to_dict(forest: Any) -> dict[str, Any]:
             "trees": trees, "oob_prediction": None if oob is None else np.asarray(oob, float).reshape(-1).tolist()}
 
 
-def forest_from_dict(d: dict[str, Any]) -> ForestArrays:
-    """The :class:`ForestArrays` of :func:`forest_to_dict`'s output."""
+def forest_from_dict(d: dict[str, Any], n_features: int | None = None,
+                     n_trees: int | None = None) -> ForestArrays:
+    """The :class:`ForestArrays` of :func:`forest_to_dict`'s output. A damaged document (arrays
+    of unequal length, a child or feature out of range, a value not finite, a tree count or
+    feature count other than ``n_trees``/``n_features``) raises ValueError here, not an
+    IndexError or NaN at the first prediction."""
     if d.get("format") != FORMAT or d.get("version") != VERSION:
         raise ValueError(f"not a {FORMAT} v{VERSION} document (format {d.get('format')!r}, "
                          f"version {d.get('version')!r})")
-    trees = tuple(TreeArrays(np.asarray(t["left"], np.int64), np.asarray(t["right"], np.int64),
-                             np.asarray(t["feature"], np.int64), np.asarray(t["threshold"], np.float64),
-                             np.asarray(t["value"], np.float64)) for t in d["trees"])
+    width = int(d["n_features"])
+    if n_features is not None and width != n_features:
+        raise ValueError(f"the forest reads {width} features, the model {n_features}")
+    trees = tuple(_tree(t, width, k) for k, t in enumerate(d["trees"]))
+    if not trees or (n_trees is not None and len(trees) != n_trees):
+        raise ValueError(f"the forest holds {len(trees)} trees, not {n_trees if n_trees is not None else 'one or more'}")
     oob = d.get("oob_prediction")
-    return ForestArrays(trees, int(d["n_features"]), None if oob is None else np.asarray(oob, float))
+    return ForestArrays(trees, width, None if oob is None else np.asarray(oob, float).reshape(-1))
+
+
+def _tree(t: dict[str, Any], width: int, k: int) -> TreeArrays:
+    """One tree's arrays, checked so that every walk from the root ends at a leaf with a value."""
+    tree = TreeArrays(np.asarray(t["left"], np.int64).reshape(-1), np.asarray(t["right"], np.int64).reshape(-1),
+                      np.asarray(t["feature"], np.int64).reshape(-1), np.asarray(t["threshold"], np.float64).reshape(-1),
+                      np.asarray(t["value"], np.float64).reshape(-1))
+    n = len(tree.left)
+    if n == 0 or any(len(a) != n for a in (tree.right, tree.feature, tree.threshold, tree.value)):
+        raise ValueError(f"tree {k}: its node arrays are empty or of unequal length")
+    split = tree.left >= 0
+    nodes = np.arange(n)
+    # scikit-learn numbers a node's children after it: a child at or before its parent is a loop
+    if (split != (tree.right >= 0)).any() or (tree.left[split] <= nodes[split]).any() \
+            or (tree.right[split] <= nodes[split]).any() or (tree.left >= n).any() or (tree.right >= n).any():
+        raise ValueError(f"tree {k}: a child index is out of range")
+    if ((tree.feature[split] < 0) | (tree.feature[split] >= width)).any():
+        raise ValueError(f"tree {k}: a split reads a feature outside the model's {width}")
+    if not (np.isfinite(tree.threshold[split]).all() and np.isfinite(tree.value[~split]).all()):
+        raise ValueError(f"tree {k}: a threshold or leaf value is not a finite number")
+    return tree

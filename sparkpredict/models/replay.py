@@ -72,7 +72,50 @@ def checked_query(X) -> pd.DataFrame:
                                      f"executors, got {float(v[whole < 1][0]):g}",
                                      "ask about 1 executor or more")
                 X = X.assign(executors=whole)
+    for c, (ok, what) in _SETTINGS.items():
+        if c in X:
+            _check_setting(X[c], c, ok, what)
     return X
+
+
+def _whole_positive(v: float) -> bool:
+    return v >= 1 and v == math.floor(v)
+
+
+#: The settings a query may give a replay or stage model, beside its size and executor count,
+#: with what each must be; an empty cell (None, NaN) is not given: the reference run's is used.
+#: An infinite count overflowed int(), and 0 cores or partitions were taken as not given.
+_SETTINGS = {
+    "executor_cores": (_whole_positive, "a whole number of cores, 1 or more"),
+    "executor_memory_mb": (lambda v: v > 0, "a positive number of MiB"),
+    "shuffle_partitions": (_whole_positive, "a whole number of partitions, 1 or more"),
+    "default_parallelism": (_whole_positive, "a whole number of partitions, 1 or more"),
+    "max_partition_bytes": (lambda v: v >= 1, "a positive number of bytes"),
+    "memory_fraction": (lambda v: 0 < v <= 1, "a fraction above 0, at most 1"),
+    "aqe": (lambda v: v in (0, 1), "0 or 1"),
+    "kryo": (lambda v: v in (0, 1), "0 or 1"),
+    "shuffle_compress": (lambda v: v in (0, 1), "0 or 1"),
+}
+
+
+def _check_setting(col, name: str, ok, what: str) -> None:
+    import pandas as pd
+
+    for v in col:
+        try:
+            if v is None or bool(pd.isna(v)):
+                continue
+        except (TypeError, ValueError):  # a list in a cell: refused below
+            pass
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            f = math.nan
+        if isinstance(v, bool) and name not in ("aqe", "kryo", "shuffle_compress"):
+            f = math.nan
+        if math.isnan(f) or not math.isfinite(f) or not ok(f):
+            raise InputError(f"query column {name!r} has {v!r}; it must be {what}",
+                             f"give {name} as {what}, or leave it empty for the recorded run's")
 
 
 class ReplayRuntimeModel(RuntimeEstimator):

@@ -13,7 +13,10 @@ Folds (on canonically sorted rows, so row order never matters):
 Score = mean of the interpolation MAPE and the mean extrapolation-fold MAPE. ``auto`` then
 builds a ``switch`` component: the candidate with the best interpolation MAPE inside the training
 box, the one with the best extrapolation-fold MAPE beyond it, blended geometrically over
-:data:`BLEND` (relative distance) so predictions do not jump at the edge.
+:data:`BLEND` (relative distance). Beyond the box the outer candidate gives the *shape* only: its
+ratio to its own value at the nearest point of the box, times the inner candidate's value there
+(:func:`_anchored`), so predictions do not jump at the edge (an equation 27 % below the
+interpolator at the largest count made the next count look like a knee).
 
 Speed: all folds of an equation are one batched NNLS (0/1 weights), shared with the hybrid
 that uses it as backbone. Interval calibration (:func:`.calibration.grouped_residuals`) refits
@@ -103,7 +106,7 @@ def predict_component(c: Component, F: dict[str, np.ndarray], extras: list[str])
         if (w < 1).any():
             pred = pred * predict_component(inner, F, extras) ** (1 - w)
         if (w > 0).any():
-            pred = pred * predict_component(outer, F, extras) ** w
+            pred = pred * _anchored(inner, outer, F, extras, c.box) ** w  # type: ignore[arg-type]
         return np.maximum(pred, 1e-3)
     if c.kind == "equation":
         pred = c.equation.predict(S, E)  # type: ignore[union-attr]
@@ -111,12 +114,27 @@ def predict_component(c: Component, F: dict[str, np.ndarray], extras: list[str])
         pred = M.predict_exported(c.ml, _design(F, extras))  # type: ignore[arg-type]
     else:
         base = np.maximum(c.equation.predict(S, E), 1e-3)  # type: ignore[union-attr]
-        corr = M.predict_exported(c.ml, _design(F, extras))  # type: ignore[arg-type]
+        G = F
+        if c.box and "executors" in c.box:
+            # beyond the counts the correction is the edge's: the design's ratios (S/E, S/(E*C))
+            # fell back inside the training range there, so the trees applied the correction of
+            # another size's count (a 43 % drop from 4 to 5 executors, where 4 was the most)
+            G = dict(F, executors=np.clip(F["executors"], *c.box["executors"]))
+        corr = M.predict_exported(c.ml, _design(G, extras))  # type: ignore[arg-type]
         if c.fade is not None and c.box:
             d = np.max([_distance(F[k], lo, hi) for k, (lo, hi) in c.box.items()], axis=0)
             corr = corr * np.clip(1 - d / c.fade, 0.0, 1.0)
         pred = base * np.exp(corr)
     return np.maximum(np.asarray(pred, float), 1e-3)
+
+
+def _anchored(inner: Component, outer: Component, F: dict[str, np.ndarray], extras: list[str],
+              box: dict[str, tuple[float, float]]) -> np.ndarray:
+    """The outer candidate's prediction scaled to meet the inner one at the box's nearest point:
+    ``outer(F) / outer(edge) * inner(edge)``, continuous at the edge whatever the two predict there."""
+    edge = dict(F, **{k: np.clip(F[k], lo, hi) for k, (lo, hi) in box.items()})
+    return predict_component(outer, F, extras) * (predict_component(inner, edge, extras)
+                                                  / predict_component(outer, edge, extras))
 
 
 # ---- fitting candidates ------------------------------------------------------------------

@@ -113,11 +113,14 @@ class StageRuntimeModel(RuntimeEstimator):
         with kept_on_failure(self):
             return self._fit(runs_df)
 
-    def _fit(self, runs_df: pd.DataFrame) -> StageRuntimeModel:
+    def _check_params(self) -> None:
         if self.mode not in ("auto", "per_signature", "shared") or self.target not in ("rate", "time") \
                 or self.combine not in ("waves", "simulate"):
             raise InputError(f"unknown mode {self.mode!r}, target {self.target!r} or combine {self.combine!r}",
                              "mode: auto, per_signature or shared; target: rate or time; combine: waves or simulate")
+
+    def _fit(self, runs_df: pd.DataFrame) -> StageRuntimeModel:
+        self._check_params()
         if runs_df is None or "run_id" not in runs_df or len(runs_df) == 0:
             raise DegenerateDataError("the stage model needs runs with a run_id column",
                                       "export runs with `sparkpredict runs`, which keeps run_id")
@@ -201,15 +204,21 @@ class StageRuntimeModel(RuntimeEstimator):
                              f"v{d.get('version')!r})", "refit it with `sparkpredict retrain --force`")
         try:  # the document first: a damaged one is refused before the store is read
             self = cls(store=store, tables=tables, **d["params"])
+            self._check_params()
+            trees = self.n_estimators
+            if isinstance(trees, bool) or not isinstance(trees, int) or trees < 1:
+                raise ValueError(f"n_estimators is {trees!r}, not a count of trees")
             run_ids, n_runs = [str(r) for r in d["run_ids"]], int(d["n_runs"])
-            shared = forest_from_dict(d["shared"])
-            forests = {sig: forest_from_dict(f) for sig, f in d["forests"].items()}
+            shared = forest_from_dict(d["shared"], len(FEATURES) + 1, trees)
+            forests = {str(sig): forest_from_dict(f, len(FEATURES), trees) for sig, f in d["forests"].items()}
             cv_mape = float("nan") if d["cv_mape"] is None else float(d["cv_mape"])
             oob_abs_rel = np.asarray(d["oob_abs_rel"], dtype=float)
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            if oob_abs_rel.ndim != 1 or not np.isfinite(oob_abs_rel).all():
+                raise ValueError("oob_abs_rel is not a list of finite errors")
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, InputError) as exc:
             # the right format with fields missing or mangled, as a damaged whole-job model file
-            raise ModelError(f"stage model is corrupt: {type(exc).__name__}: {exc}",
-                             "refit it with `sparkpredict retrain --force`") from exc
+            why = exc.message if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+            raise ModelError(f"stage model is corrupt: {why}", "refit it with `sparkpredict retrain --force`") from exc
         try:
             self._prepare(run_ids)
             held = self.n_runs_
@@ -221,7 +230,29 @@ class StageRuntimeModel(RuntimeEstimator):
                 "refit it with `sparkpredict retrain --force`")
         self.shared_, self.forests_ = shared, forests
         self.cv_mape_, self._oob_abs_rel = cv_mape, oob_abs_rel
+        self._self_check()
         return self
+
+    def _self_check(self) -> None:
+        """One prediction per training job, at its first training run, must be a finite runtime:
+        the forests' arrays pass their checks one by one, but a tree that routes a real row to
+        a leaf nobody meant would only show here."""
+        first = self.runs_.drop_duplicates("job") if "job" in self.runs_ else self.runs_.iloc[:1]
+        q = {"job": first["job"].to_numpy() if "job" in first else np.full(len(first), None),
+             "input_bytes": first["input_bytes"].astype(float).to_numpy(),
+             "executors": np.maximum(np.round(self._exec.loc[first.index].fillna(1).to_numpy(float)), 1)}
+        import pandas as pd
+
+        try:
+            with np.errstate(all="ignore"):
+                iv = self.predict_interval(pd.DataFrame(q), 0.9)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ModelError(f"stage model is corrupt: it cannot predict its own training runs "
+                             f"({type(exc).__name__}: {exc})", "refit it with `sparkpredict retrain --force`") from exc
+        point = np.asarray(iv["predicted_runtime_s"], float)
+        if not (np.isfinite(point).all() and (point >= 0).all() and np.isfinite(iv["upper_s"]).all()):
+            raise ModelError(f"stage model is corrupt: it predicts {point.tolist()} s for its own training runs",
+                             "refit it with `sparkpredict retrain --force`")
 
     def _params(self) -> dict:
         return {k: getattr(self, k) for k in ("mode", "target", "combine", "n_estimators",
@@ -276,6 +307,10 @@ class StageRuntimeModel(RuntimeEstimator):
         runs = self.runs_
         if job is not None and "job" in runs:
             runs = runs[runs["job"] == job]
+        elif "job" in runs and runs["job"].nunique() > 1:
+            # it had answered with the nearest run of any job: sort's time for a wordcount query
+            raise InputError("the query has no job column and the model knows several jobs",
+                             "add a job column to the query rows")
         if runs.empty:
             raise UnknownJobError(f"no training runs of job {job!r} for the stage model",
                                   f"fit on runs of that job; known: {sorted(self.runs_['job'].dropna().unique())[:5]}")
@@ -322,6 +357,8 @@ class StageRuntimeModel(RuntimeEstimator):
 
         self._check()
         X = checked_query(X)
+        if len(X) == 0:
+            return np.zeros(0), (np.zeros((0, self.n_estimators)) if trees else None)
         plans = [self.stage_plan(q.get("job"), float(q.get("input_bytes", np.nan)), int(q["executors"]),
                                  optional_float(q.get("executor_cores")), optional_float(q.get("executor_memory_mb")),
                                  config={k: q[k] for k in QUERY_CONFIG if optional_float(q.get(k)) is not None})
