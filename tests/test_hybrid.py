@@ -750,7 +750,7 @@ def test_beyond_the_box_the_outer_candidate_gives_the_shape_from_the_inner_ones_
     c = m.component_
     assert c.kind == "switch"
     inner, outer = c.parts
-    lo_e, hi_e = c.box["executors"]
+    hi_e = c.box["executors"][1]
     top = c.box["input_bytes"][1]
     E = np.array([hi_e * 1.2, hi_e * 2, hi_e * 4, hi_e])
     S = np.array([top, top * 3, top / 2, top * 1.5])

@@ -183,3 +183,22 @@ def test_evaluate_of_a_runs_file_against_another_store_says_so(tmp_path, capsys)
     # it had said "record more runs", three times over, for runs the store simply did not hold
     assert err[0] == f"error: none of the runs in {runs} is in the store {other}"
     assert err[1].startswith("fix: give --store the store the runs were recorded in")
+
+
+def test_the_shared_forest_of_auto_mode_learns_time_not_a_rate_borrowed_across_stages(tmp_path):
+    """The NDS q66 log (one run): a stage of 57 MiB per task, in the shared forest with stages that
+    read nothing, got their ms per MiB and the model predicted its own run at 366 s (real 110 s)."""
+    from sparkpredict.capture.eventlog_ingest import ingest_event_logs
+
+    st = tmp_path / "store"
+    ingest_event_logs([Path(__file__).parent / "data" / "eventlogs" / "nds_q66_gpu.zstd"], st)
+    runs = runs_table(st)
+    assert len(runs) == 1
+    m = StageRuntimeModel(store=str(st)).fit(runs)
+    assert not m.forests_  # every stage in the shared forest: one row each
+    got = float(m.predict(runs[["job", "input_bytes", "executors"]])[0])
+    assert got == pytest.approx(float(runs.runtime_s.iloc[0]), rel=0.1)
+    # per-signature forests keep the rate: asked at twice the bytes, a stage's time grows
+    per = StageRuntimeModel(store=str(st), mode="per_signature").fit(runs)
+    q = runs[["job", "input_bytes", "executors"]]
+    assert per.predict(q.assign(input_bytes=q.input_bytes * 2))[0] > per.predict(q)[0]

@@ -10,9 +10,11 @@ counting waves.
 
 Forests: one per stage signature (:func:`sparkpredict.features.stages.stage_signatures`) with
 at least ``min_rows_per_signature`` recorded rows, else one shared forest in which the signature
-is a feature. The target is a **rate** by default, per-task ms per (MiB processed + 1 MiB):
-a forest cannot extrapolate beyond the values it saw, and a rate keeps the time growing with
-the bytes of shuffle tasks whose count is fixed by ``spark.sql.shuffle.partitions``.
+is a feature. The target of a signature's forest is a **rate** by default, per-task ms per (MiB
+processed + 1 MiB): a forest cannot extrapolate beyond the values it saw, and a rate keeps the
+time growing with the bytes of shuffle tasks whose count is fixed by
+``spark.sql.shuffle.partitions``. The shared forest of ``auto`` mode learns per-task ms: it
+pools stages whose bytes per task differ by orders of magnitude, whose rates do not compare.
 
 The model follows the whole-job contract (``fit(runs_df)``, ``predict(X)``,
 ``predict_interval(X, confidence)``), reading stages and tasks of the runs in ``runs_df``
@@ -74,7 +76,8 @@ class StageRuntimeModel(RuntimeEstimator):
     mode : {"auto", "per_signature", "shared"}
         ``auto``: a forest per signature with enough rows, the shared forest for the rest.
     target : {"rate", "time"}
-        Learn per-task ms per (MiB + 1), or per-task ms directly.
+        Learn per-task ms per (MiB + 1), or per-task ms directly (``rate``: the shared forest
+        of ``auto`` mode learns per-task ms all the same).
     combine : {"waves", "simulate"}
         Job time from stage times: ``waves`` = critical path of ``waves x per-task time`` plus
         driver time (RFMS); ``simulate`` = replay the reference run's tasks with the predicted
@@ -126,7 +129,7 @@ class StageRuntimeModel(RuntimeEstimator):
                                       "export runs with `sparkpredict runs`, which keeps run_id")
         table = self._prepare([str(r) for r in runs_df["run_id"]])
         yv = self._target(table)
-        self.shared_ = self._forest().fit(self._X(table, shared=True), yv)
+        self.shared_ = self._forest().fit(self._X(table, shared=True), self._target(table, shared=True))
         self.forests_: dict = {}
         if self.mode != "shared":
             for sig, g in table.groupby("signature"):
@@ -267,17 +270,22 @@ class StageRuntimeModel(RuntimeEstimator):
         cols = FEATURES + (["signature_code"] if shared else [])
         return t[cols].to_numpy(dtype=float)
 
-    def _denominator(self, t: pd.DataFrame) -> np.ndarray:
-        return t["bytes_in_per_task"].to_numpy(float) / _MB + 1.0 if self.target == "rate" else np.ones(len(t))
+    def _denominator(self, t: pd.DataFrame, shared: bool = False) -> np.ndarray:
+        """What the per-task ms are divided by to give a forest's target. In ``auto`` mode the
+        shared forest, which pools the stages of few rows, learns the time itself: a rate is
+        comparable within one stage only, and a tree that routed a stage of 57 MiB per task to
+        a leaf of stages reading nothing gave it their ms per MiB, 67x its recorded time."""
+        if self.target != "rate" or (shared and self.mode == "auto"):
+            return np.ones(len(t))
+        return t["bytes_in_per_task"].to_numpy(float) / _MB + 1.0
 
-    def _target(self, t: pd.DataFrame) -> np.ndarray:
-        return t["task_ms"].to_numpy(float) / self._denominator(t)
+    def _target(self, t: pd.DataFrame, shared: bool = False) -> np.ndarray:
+        return t["task_ms"].to_numpy(float) / self._denominator(t, shared)
 
     # ---- per-task time ------------------------------------------------------------------
     def _task_ms_trees(self, rows: pd.DataFrame) -> np.ndarray:
         """(n_trees, n_rows) per-task ms: each row from its signature's forest or the shared one."""
         out = np.empty((self.n_estimators, len(rows)))
-        den = self._denominator(rows)
         codes = rows["signature"].map(self._sig_code).astype(float).fillna(-1.0)
         rows = rows.assign(signature_code=codes.to_numpy())
         own = rows["signature"].isin(self.forests_).to_numpy()
@@ -288,7 +296,11 @@ class StageRuntimeModel(RuntimeEstimator):
             pos = rows.index.get_indexer(idx)
             X = self._X(rows.loc[idx])
             out[:, pos] = np.stack([t.predict(X) for t in self.forests_[sig].estimators_])
-        return np.maximum(out, 0.0) * den
+        return np.maximum(out, 0.0) * self._denominators(rows, own)
+
+    def _denominators(self, rows: pd.DataFrame, own: np.ndarray) -> np.ndarray:
+        """Each row's :meth:`_denominator`: its signature's forest's (``own``), else the shared one's."""
+        return np.where(own, self._denominator(rows), self._denominator(rows, shared=True))
 
     # ---- structure of a reference run ---------------------------------------------------
     def _timeline(self, run_id: str) -> sim.Timeline:
@@ -445,7 +457,7 @@ class StageRuntimeModel(RuntimeEstimator):
             rate[~own] = oob(self.shared_, t, True)[~own]
         for sig, idx in t[own].groupby("signature").groups.items():
             rate[t.index.get_indexer(idx)] = oob(self.forests_[sig], t.loc[idx], False)
-        return np.maximum(rate, 0.0) * self._denominator(t)
+        return np.maximum(rate, 0.0) * self._denominators(t, own)
 
     def stage_errors(self, runs_df: pd.DataFrame, use_config: bool = True) -> pd.DataFrame:
         """Per-signature Er = mean(|pred - real| / real) of stage time and of per-task time on
