@@ -62,11 +62,13 @@ def score(far: pd.DataFrame, history: pd.DataFrame, law: str) -> pd.DataFrame:
             m = JobRuntimeModel().fit(history[history["job"] == job])
             t = far[far["job"] == job]
             iv = m.predict_interval(t, 0.9)
+            m.size_growth_ = "linear"  # reference: the cap without the pooled floor
+            lin = m.predict(t)
             m.size_growth_ = "proportional"  # reference: the earlier cap (fixed cost grows too)
             prop = m.predict(t)
             m.size_growth_ = "free"  # reference: the fitted curve's own growth beyond the sizes
             free = m.predict(t)
-            out.append(pd.DataFrame({"free": free, "prop": prop,
+            out.append(pd.DataFrame({"free": free, "prop": prop, "lin": lin,
                 "law": law, "job": job, "input_bytes": t["input_bytes"].to_numpy(),
                 "executors": t["executors"].to_numpy(), "d": m.extrapolation(t)["max"],
                 "y": t["runtime_s"].to_numpy(), "pred": iv["predicted_runtime_s"],
@@ -141,7 +143,8 @@ def main() -> None:
         lines.append(f"| {law} | {len(g)} | {g.below_upper.mean():.0%} | {g.inside.mean():.0%} "
                      f"| {g.width.median():,.1f}x | {g.width.max():,.0f}x |")
     new = r[r.law == "linear_log"]
-    ratio, prop, free = new.pred / new.y, new.prop / new.y, new.free / new.y
+    ratio, prop, free, lin = new.pred / new.y, new.prop / new.y, new.free / new.y, new.lin / new.y
+    same = int((abs(new.lin / new.pred - 1) < 1e-9).sum())
     models = ", ".join(f"{j} {g.model.iloc[0]}" for j, g in new.groupby("job", sort=False))
     hist_means = ", ".join(
         f"{j} " + " / ".join(f"{v:.1f}" for v in history[history.job == j].groupby("input_bytes").runtime_s.mean())
@@ -149,7 +152,9 @@ def main() -> None:
     lines += ["", (f"Models fitted on the history: {models}. The prediction over the true runtime: median "
                    f"{ratio.median():.1f}x, from {ratio.min():.1f}x to {ratio.max():.0f}x, with the growth "
                    f"beyond the largest size held to linear in the part that grows with the input "
-                   f"(`hybrid.SIZE_GROWTH = \"{SIZE_GROWTH}\"`); the cap before, on the whole runtime, fixed cost "
+                   f"(`hybrid.SIZE_GROWTH = \"{SIZE_GROWTH}\"`); without the floor on that part "
+                   f"(reference, `\"linear\"`): median {lin.median():.1f}x, from {lin.min():.1f}x to "
+                   f"{lin.max():.0f}x, the same prediction for {same} of the {len(new)} runs; the cap before, on the whole runtime, fixed cost "
                    f"included (reference, `\"proportional\"`): median {prop.median():.1f}x, from "
                    f"{prop.min():.1f}x to {prop.max():.0f}x; the fitted "
                    f"curves' own growth (reference, same models): median {free.median():.1f}x, from "

@@ -17,6 +17,7 @@ _EXPORTS = {
     "attach": "sparkpredict.capture.listener",
     "build_listener": "sparkpredict.capture.listener",
     "listener_error": "sparkpredict.capture.listener",
+    "listener_conf": "sparkpredict.capture.listener",
     "ingest_event_logs": "sparkpredict.capture.eventlog_ingest",
     "parse_event_log": "sparkpredict.capture.eventlog",
     "submit": "sparkpredict.capture.submit",

@@ -55,6 +55,10 @@ class Candidate:
 class Advice:
     """The advice for one job and input size: data, formatted only by :meth:`summary` / the CLI."""
 
+    # frozen, but it holds dicts (extrapolation, params, training range): hash() said "unhashable
+    # type: 'dict'", naming neither the class nor the field
+    __hash__ = None  # type: ignore[assignment]
+
     job: str
     input_bytes: int
     objective: str

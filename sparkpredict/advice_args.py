@@ -330,7 +330,7 @@ def check_executor_counts(value: Any) -> list[int]:
             raise InputError(f"{arg_name('executor_counts')} must hold whole numbers of at least 1, "
                              f"got {shown(c)}", f"give whole numbers of at least 1, e.g. {eg}")
         try:
-            check_count_limit(v, f"{arg_name('executor_counts')} holds")
+            check_count_limit(v, f"{arg_name('executor_counts')}: executor count")
         except InputError as exc:
             raise InputError(exc.message, f"give counts a cluster can run, e.g. {eg}") from None
         counts.add(v)

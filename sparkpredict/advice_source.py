@@ -492,6 +492,8 @@ def _unknown_job(job: str, known: list, where: str, empty: bool = False,
         err = UnknownJobError(f"job {job!r} has no succeeded runs in {where}: {what}", fix)
         err.no_success = True  # type: ignore[attr-defined]  # submit's fix differs for it
         return err
-    names = ", ".join(map(str, known[:10])) + (" ..." if len(known) > 10 else "")
+    # a name with spaces around it (recorded from a --conf) is quoted: it looked like the one asked for
+    names = ", ".join(repr(k) if str(k) != str(k).strip() else str(k) for k in known[:10]) \
+        + (" ..." if len(known) > 10 else "")
     return UnknownJobError(f"no job {job!r} in {where}",
                            f"use one of: {names}" if known else "record runs of the job first")

@@ -471,5 +471,3 @@ def _dynamic_allocation(e, t, deadline: float | None, i: int, knee_i: int, lo: i
     low = int(e[ok[0]]) if len(ok) else int(e[i])
     return min(low, int(e[i])), hi
 
-
-__all__ = ["OBJECTIVES", "Advice", "Candidate", "candidate_grid", "check_params", "knee_index", "suggest_executors"]

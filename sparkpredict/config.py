@@ -70,6 +70,10 @@ def check_job_name(job: object, fix: str) -> None:
         # spark-defaults.conf (`listener conf`), where the second half became a setting of its own
         raise InputError(f"job name {job!r} holds a control character (a newline, a tab)",
                          "give the name on one line, without control characters")
+    if isinstance(job, str) and job != job.strip():
+        # recorded as typed, it was found by no one typing it: "no job 'padded'; use one of:   padded  "
+        raise InputError(f"job name {job!r} begins or ends with spaces",
+                         f"give it without them: {job.strip()!r}")
 
 
 def default_store() -> str:

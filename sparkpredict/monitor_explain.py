@@ -273,7 +273,7 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
                               "(spark.sparkpredict.tasks=false), and explain compares its stages' tasks",
                               "record the job's runs with spark.sparkpredict.tasks=true (the default)")
     try:
-        e = _explain(run_id, job, model, df, baselines, threshold, top_stages, runs)
+        e = _explain(run_id, job, model, df, baselines, threshold, top_stages, runs, st.path)  # type: ignore[union-attr]
     except UnknownJobError as exc:
         if ended:
             raise UnknownJobError(f"run {run_id!r} {ended} before it completed a stage: nothing to explain",
@@ -329,7 +329,7 @@ def _busy_ms(stages: pd.DataFrame) -> float:
 
 def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame,
              baselines: dict[str, MB.Baseline], threshold: float, top_stages: int,
-             runs: pd.DataFrame) -> Explanation:
+             runs: pd.DataFrame, store_path: str | None = None) -> Explanation:
     """:func:`explain_run` on the job's :func:`labelled_stages` (which hold the run) and the
     baseline each run was compared with."""
     rows = df[df["run_id"] == run_id].reset_index(drop=True)
@@ -342,7 +342,7 @@ def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame,
     if (not others or not matched.any()) and getattr(model, "dae_", None) is None:
         # The only clean run of its job would be compared with itself (a slowdown of 0 by
         # construction), and a run sharing no stage with the clean runs with nothing at all.
-        raise _nothing_to_compare(run_id, job, len(rows), others, runs)
+        raise _nothing_to_compare(run_id, job, len(rows), others, runs, store_path)
     total_ms = float(rows["duration_ms"].sum())
     share = float(rows.loc[matched, "duration_ms"].sum()) / total_ms if total_ms > 0 else 1.0
     notes = []
@@ -385,6 +385,16 @@ def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame,
         notes.append(f"its measured time is {d * 100:+.1f}% against the clean runs: the "
                      f"{est * 100:+.1f}% its metrics suggest did not show in its time, so {main} is "
                      "what its metrics resemble, not a slowdown measured")
+    footprint = host_footprint(rows)
+    if main == "cpu" and host is None:
+        # named by default, not by evidence: under every kind of neighbour tasks mostly wait for
+        # a core, and the documented attribution without host counters named a quarter right
+        why = ("the run has no host samples (an event log, or a listener without the host plugin)"
+               if footprint is None else "the monitor's model was trained on runs without host samples")
+        notes.append(f"cpu is named by default: {why}, so the time its tasks waited for a core is "
+                     "counted as cpu whatever took the core (a memory, disk or network neighbour "
+                     "makes tasks wait too; without host counters the cause was named right in "
+                     "about 1 of 4 slowed runs, docs/monitor.md)")
     judged = d if d is not None else est
     est_s = model.predict(rows)
     # pandas-stubs type every named-tuple field as any scalar (None, NaT, Interval, ...)
@@ -401,21 +411,23 @@ def _explain(run_id: str, job: str, model: DegradationModel, df: pd.DataFrame,
         main_share=shares.get(main, 0.0) if main else 0.0,
         qos={t: judged > t for t in QOS_THRESHOLDS}, threshold=threshold, violated=judged > threshold,
         clean_runs=len(others), label=rows["label"].iloc[0], stages=impacts[:top_stages],
-        culprit=host, footprint=host_footprint(rows), matched_share=share, warnings=notes,
+        culprit=host, footprint=footprint, matched_share=share, warnings=notes,
         too_short=too_short, cause_withheld=withheld, baseline=base.kind, baseline_setup=base.setup)
 
 
 def _nothing_to_compare(run_id: str, job: str, n_stages: int, others: set[str],
-                        runs: pd.DataFrame) -> DegenerateDataError:
+                        runs: pd.DataFrame, store_path: str | None = None) -> DegenerateDataError:
     """The error of a run that has no other clean run, or shares no stage with them, with a fix
     that fits how it was recorded: an event log is written, so it can only be ingested again
     under another job name, where a run to come can be submitted with a job name and a label."""
     mine = runs.loc[runs["run_id"] == run_id]
     ingested = "source" in mine and bool(mine["source"].eq("eventlog").any())
+    # the commands run as given: without --store they went to the default store
+    at = "" if store_path is None else f" --store {shlex.quote(store_path)}"
     if not others:
         what = f"no other clean run of job {job!r} to compare it with"
         fix = (f"ingest event logs of other runs of the same application under job name {job!r} "
-               f"(`sparkpredict ingest LOG... --job {job!r}`), then explain again" if ingested else
+               f"(`sparkpredict ingest LOG...{at} --job {shlex.quote(job)}`), then explain again" if ingested else
                f"record other runs of the same application under job name {job!r} (undisturbed ones "
                "labelled --conf spark.sparkpredict.interference=none), then explain again")
         return DegenerateDataError(f"cannot explain run {run_id!r}: {what}", fix)
@@ -425,7 +437,7 @@ def _nothing_to_compare(run_id: str, job: str, n_stages: int, others: set[str],
             f"of job {job!r} it is compared with (same call site and task count): they are runs of "
             "another application under the same job name, or of this one cut into other task counts")
     fix = ("give each application its own job name: move this run and the other runs of the same "
-           f"application to a name of its own (`sparkpredict store edit {run_id} RUN_ID... --job NAME`), "
+           f"application to a name of its own (`sparkpredict store edit {run_id} RUN_ID...{at} --job NAME`), "
            "then explain again"
            if ingested else
            "give each application its own job name (--conf spark.sparkpredict.job=NAME, or "
@@ -450,6 +462,9 @@ class SlowRun:
     out_of_fold: bool = False
     #: runs the job's runtime model was fitted on
     model_runs: int | None = None
+    #: the fix of :attr:`error`'s failure, which fits its cause (another application under the
+    #: job's name, no clean run to compare with, ...)
+    fix: str | None = None
 
 
 def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int = 5,
@@ -505,11 +520,12 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
     for run_id, ratio in found:
         shown = None if no_ratio else ratio
         try:
-            e = _explain(run_id, job, model, df, baselines, threshold, 3, runs)
+            e = _explain(run_id, job, model, df, baselines, threshold, 3, runs, st.path)  # type: ignore[union-attr]
             _outside_stages(e, st, runs, baselines[run_id].run_ids)  # as explain_run says it
             out.append(SlowRun(run_id, shown, e, out_of_fold=oof, model_runs=src.n_runs))
         except SparkPredictError as exc:
-            out.append(SlowRun(run_id, shown, None, exc.message, out_of_fold=oof, model_runs=src.n_runs))
+            out.append(SlowRun(run_id, shown, None, exc.message, out_of_fold=oof, model_runs=src.n_runs,
+                               fix=exc.fix))
     if no_ratio:
         def slowdown(r: SlowRun) -> float:
             d = None if r.explanation is None else r.explanation.degradation

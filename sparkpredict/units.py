@@ -1,6 +1,7 @@
 """Human units in and out: ``300GB``, ``1.5TiB``, ``45m``, ``1h30m``."""
 from __future__ import annotations
 
+import datetime
 import itertools
 import math
 import numbers
@@ -211,6 +212,8 @@ def parse_duration(text: str | float) -> float:
 
     Each unit at most once, the larger first (``1h30m``): ``45m45m`` or ``30m1h`` is more likely
     a slip than 90 minutes."""
+    if isinstance(text, datetime.timedelta):  # driver code's own type for a duration
+        text = text.total_seconds()
     written = isinstance(text, numbers.Integral) and not is_bool(text)
     if isinstance(text, numbers.Real) and not is_bool(text):
         seconds = _float_or_inf(text)

@@ -172,7 +172,8 @@ def test_an_ingested_run_of_another_application_is_told_to_take_its_own_job_name
     assert "none of its 2 stages matches a stage of the 2 other runs of job 'Spark shell'" in exc.value.message
     assert exc.value.fix.startswith("give each application its own job name"), exc.value.fix
     # a stored run is moved with store edit (it said to ingest again into a new store)
-    assert "`sparkpredict store edit local-1532512550423 RUN_ID... --job NAME`" in exc.value.fix
+    # with the store it is in: run as given, it went to the default store
+    assert f"`sparkpredict store edit local-1532512550423 RUN_ID... --store {store} --job NAME`" in exc.value.fix
     assert "interference=none" not in exc.value.fix  # a written log takes no label
     from sparkpredict.store import edit_runs
 
@@ -184,7 +185,8 @@ def test_an_ingested_run_of_another_application_is_told_to_take_its_own_job_name
     with pytest.raises(DegenerateDataError) as exc:
         m.explain_run(GEN[0].name.split(".")[0], lone, model)
     assert "no other clean run of job 'gen'" in exc.value.message
-    assert "sparkpredict ingest LOG... --job 'gen'" in exc.value.fix and "interference=none" not in exc.value.fix
+    assert f"sparkpredict ingest LOG... --store {lone} --job gen" in exc.value.fix
+    assert "interference=none" not in exc.value.fix
 
 
 def test_a_recorded_run_of_another_application_is_told_to_set_its_job_name(tmp_path, model):
@@ -225,3 +227,42 @@ def test_stage_times_under_a_tenth_of_a_second_are_in_milliseconds():
     from sparkpredict.cli.explain import _stage_time
 
     assert [_stage_time(x) for x in (3.4, 45.2, 99.4, 2500)] == ["3ms", "45ms", "99ms", "2.5s"]
+
+
+def test_explain_job_of_one_ingested_run_without_a_size_says_it_has_one_run(tmp_path, capsys):
+    """Its fix said to explain the runs one at a time, which then failed: there is no other run."""
+    from sparkpredict.cli import main
+
+    store = _ingested(tmp_path / "s", GEN[:1], "gen")
+    assert main(["explain", "--job", "gen", "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert "its one run was ingested from an event log that declared no input size" in err
+    assert f"fix: ingest event logs of other runs of the same application under its job name " \
+           f"(sparkpredict ingest LOG... --store {store} --job gen)" in err
+
+
+def test_explain_job_whose_runs_are_other_applications_gives_their_fix(tmp_path, capsys):
+    """"record another run undisturbed" contradicted the error: the runs were other applications."""
+    import shutil
+
+    from sparkpredict import store as store_mod
+    from sparkpredict.cli import main
+    from sparkpredict.store import edit_runs
+
+    path = tmp_path / "h"
+    shutil.copytree(Path(__file__).parent / "data" / "history", path)
+    runs = store_mod.open(path).runs()
+    one_each = [runs[runs.job == j].run_id.iloc[0] for j in ("sort", "sqljoin")]
+    edit_runs(path, one_each, job="mix")
+    assert main(["explain", "--job", "mix", "--store", str(path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert "another application under the same job name" in err[0]
+    assert err[1].startswith("fix: give each application its own job name"), err[1]
+
+
+def test_cpu_named_without_host_evidence_says_it_is_the_default():
+    """The test history has no host samples: cpu was named with nothing to say that it was only
+    the default (under every kind of neighbour, tasks mostly wait for a core)."""
+    e = m.explain_run("local-1795975725787", Path(__file__).parent / "data" / "history")
+    assert e.main_cause == "cpu" and e.culprit is None and e.footprint is None
+    assert any(w.startswith("cpu is named by default: the run has no host samples") for w in e.warnings)

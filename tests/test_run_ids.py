@@ -150,11 +150,11 @@ def test_a_run_is_found_by_the_app_id_spark_shows(tmp_path, capsys):
     assert store.open(path).run_id_of(APP) == f"{APP}@{START_MS}"
     assert main(["simulate", APP, "--store", str(path), "--executors", "2"]) == 0
     assert f"{APP}@{START_MS}" in capsys.readouterr().out
-    # two runs of that app id: it names neither, and the error lists the runs
+    # two runs of that app id: it names neither, and the error names both
     ingest_event_logs([_other_cluster_copy(tmp_path / "b", START_MS + 1)], path)
-    assert store.open(path).run_id_of(APP) == APP
     assert main(["simulate", APP, "--store", str(path), "--executors", "2"]) == 2
-    assert f"no run '{APP}' in store" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"app id '{APP}' names 2 runs in store" in err and f"{APP}@{START_MS + 1}" in err
 
 
 def test_sweep_verification_takes_the_start_with_the_app_id(tmp_path):
@@ -170,3 +170,18 @@ def test_sweep_verification_takes_the_start_with_the_app_id(tmp_path):
         _verify_recorded(str(path), APP, START_MS + 1)
     with pytest.raises(ListenerError, match="was not recorded"):
         _verify_recorded(str(path), "app-20240919162642-0001", START_MS)
+
+
+def test_an_app_id_of_two_runs_is_refused_naming_both(tmp_path):
+    from sparkpredict.errors import UnknownJobError
+    from sparkpredict.monitor import explain_run
+
+    other = _other_cluster_copy(tmp_path / "cluster-b", START_MS + 2_500)
+    path = tmp_path / "store"
+    ingest_event_logs([DATABRICKS, other], path)
+    # it had read as "no run", offering three unrelated ones
+    with pytest.raises(UnknownJobError) as e:
+        explain_run(APP, path)
+    assert e.value.message == (f"app id {APP!r} names 2 runs in store {str(path)!r}: "
+                               f"{APP}@{START_MS}, {APP}@{START_MS + 2_500}")
+    assert e.value.fix == "give the run id of the one you mean"

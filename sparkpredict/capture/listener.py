@@ -502,7 +502,9 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     check_store(resolve_store(store))
     if input_bytes is not None:
         _input_bytes(input_bytes)  # the arguments first, as listener_conf checks them, then the builder
-    if not callable(getattr(builder, "config", None)):  # attach(None) was an AttributeError at the end
+    # attach(None) was an AttributeError at the end; the class SparkSession.Builder has a config
+    # function too, which then ran with the key as its self
+    if isinstance(builder, type) or not callable(getattr(builder, "config", None)):
         raise InputError(f"attach() takes a SparkSession builder, got {builder!r}",
                          "pass SparkSession.builder (before getOrCreate()), e.g. "
                          "sparkpredict.attach(SparkSession.builder, job='nightly-etl').getOrCreate()")
@@ -593,7 +595,8 @@ def listener_error(spark: Any) -> str | None:
     how = ("nothing is recorded; start the session with sparkpredict.attach(SparkSession.builder, ...) "
            "before the first SparkSession of the process (or sparkpredict submit)")
     try:
-        sc = spark.sparkContext
+        # a notebook's `sc` is as good as the session: both reach the driver's JVM
+        sc = spark if hasattr(spark, "_jsc") and not hasattr(spark, "sparkContext") else spark.sparkContext
         jsc = sc._jsc  # None once the session stopped: its last error is still the JVM's to tell
         listeners = None if jsc is None else str(jsc.sc().conf().get("spark.extraListeners", ""))
     except Exception as exc:  # Spark Connect: no driver JVM in this process to ask  # noqa: BLE001

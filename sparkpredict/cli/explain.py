@@ -186,8 +186,10 @@ def _slowest(args: argparse.Namespace, found: list[Any], store: Any) -> int:
 
         raise UnknownJobError(f"no run of job {args.job!r} could be explained: {found[0].error}"
                               + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""),
-                              f"record another run of job {args.job!r} undisturbed, to compare its runs "
-                              "with, then explain again")
+                              # the first failure's own fix: "record another run" contradicted an
+                              # error that said the job's runs were other applications
+                              found[0].fix or f"record another run of job {args.job!r} undisturbed, "
+                              "to compare its runs with, then explain again")
     if args.json:
         print(json.dumps([{"run_id": r.run_id, "runtime_over_model": r.runtime_over_model,
                            "out_of_fold": r.out_of_fold, "error": r.error,
@@ -237,6 +239,16 @@ def _unranked(job: str, store: Any) -> Exception:
     message = (f"no run of job {job!r} can be set against its runtime model: none has an input "
                "size, executors and a runtime recorded")
     logged = "source" in mine and len(mine) > 0 and bool(mine["source"].eq("eventlog").all())
+    if logged and not sized and len(mine) == 1:
+        # "explain its runs one at a time" then failed too: explain compares a run with the others
+        import shlex
+
+        return InputError(
+            message + "; its one run was ingested from an event log that declared no input size, "
+            "and explain compares a run with other runs of its job, which has none",
+            "ingest event logs of other runs of the same application under its job name "
+            f"(sparkpredict ingest LOG... --store {shlex.quote(str(store.path))} --job {shlex.quote(job)}), "
+            "then explain them one at a time (sparkpredict explain RUN_ID)")
     if logged and not sized:
         return InputError(
             message + f"; its {plural(len(mine), 'run')} {'was' if len(mine) == 1 else 'were'} "

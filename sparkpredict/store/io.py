@@ -527,12 +527,20 @@ class Store:
     def run_id_of(self, given: str) -> str:
         """``given`` when a run has that id, else the one run whose Spark ``app_id`` it is (an
         id numbered per master, ``app-...-0000``, is stored with its driver's start:
-        :func:`.schema.run_id`), else ``given`` (for the caller's "no run" error)."""
+        :func:`.schema.run_id`), else ``given`` (for the caller's "no run" error). An app id of
+        several runs (a YARN application's attempts, two clusters' ``app-...-0000``) is refused,
+        naming them: it had read as "no run" with three unrelated runs offered."""
         t = cast(pa.Table, self.read("runs", form="arrow", columns=["run_id", "app_id"])).to_pydict()
         if given in t["run_id"]:
             return given
-        mine = {r for r, a in zip(t["run_id"], t["app_id"]) if a == given}
-        return mine.pop() if len(mine) == 1 else given
+        mine = sorted({r for r, a in zip(t["run_id"], t["app_id"]) if a == given})
+        if len(mine) > 1:
+            from ..errors import UnknownJobError
+
+            shown = ", ".join(mine[:5]) + (", ..." if len(mine) > 5 else "")
+            raise UnknownJobError(f"app id {given!r} names {len(mine)} runs in store {self.path!r}: {shown}",
+                                  "give the run id of the one you mean")
+        return mine[0] if mine else given
 
     def stages(self, form: Form = "pandas"):
         return self.read("stages", form)
