@@ -432,9 +432,10 @@ def test_switch_blends_inside_and_outside_models():
          "executor_cores": np.ones(3), "executor_memory_mb": np.ones(3)}
     p = predict_component(sw, F, [])
     assert p[0] == pytest.approx(10.0)                       # inside: the interpolating part
-    # halfway through the blend zone: geometric mean of 42 (inside model) and 84 (outside model)
-    assert p[1] == pytest.approx((10 * 4.2) ** 0.5 * (20 * 4.2) ** 0.5)
-    assert p[2] == pytest.approx(160.0)                      # far outside: the extrapolating part
+    # beyond the box the outer part gives the shape from the inner one's value at the edge (40 at
+    # 4 GiB): 84 / 80 x 40 = 42 at 4.2 GiB, halfway through the blend with the inner's own 42
+    assert p[1] == pytest.approx((10 * 4.2) ** 0.5 * (84 / 80 * 40) ** 0.5)
+    assert p[2] == pytest.approx(160 / 80 * 40)             # far outside: the outer's growth, x2
     assert sw.name == "amdahl|amdahl"
 
 

@@ -196,7 +196,10 @@ def test_explain_run_end_to_end_on_a_store(tmp_path):
     assert abs(clean.degradation) < 0.05 and not clean.qos[0.05]
     # no slowdown, so no cause, whatever small positive Shapley values the noise leaves
     assert clean.estimated_degradation < m.CAUSE_MIN_SLOWDOWN and clean.main_cause is None
-    assert e.matched_share == pytest.approx(1.0) and e.warnings == []
+    # these synthetic runs have no host samples: cpu is the default, and it says so
+    assert e.matched_share == pytest.approx(1.0) and len(e.warnings) == 1
+    assert e.warnings[0].startswith("cpu is named by default: the run has no host samples")
+    assert m.explain_run("victim2", held, model).warnings == []  # disk: named by its metrics
     line = e.summary()
     assert line.startswith(f"run victim (job {e.job}): {e.degradation * 100:+.1f}% against its clean runs")
     assert f"main cause cpu ({e.main_share:.0%} of the slowdown)" in line and line.endswith("QoS at 20% VIOLATED")
@@ -227,7 +230,8 @@ def test_explain_never_compares_a_run_with_itself_and_says_how_much_it_compared(
     e = m.explain_run("mixed", st, model)
     assert e.matched_share == pytest.approx(1 / 3, abs=0.05)
     assert e.actual_ms < 0.4 * sum(s["duration_ms"] for s in st.read("stages", run_ids=["mixed"]).to_dict("records"))
-    assert len(e.warnings) == 1 and "only 33% of this run's stage time" in e.warnings[0]
+    assert "only 33% of this run's stage time" in e.warnings[0]
+    assert len([w for w in e.warnings if not w.startswith("cpu is named by default")]) == 1
     assert main(["explain", "mixed", "--store", str(tmp_path / "s")]) == 0
     assert "warning: only 33%" in capsys.readouterr().out
     assert main(["explain", "solo", "--store", str(tmp_path / "lone")]) == 2

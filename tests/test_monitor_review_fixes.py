@@ -78,7 +78,9 @@ def test_explain_job_with_nothing_explainable_is_an_error_and_a_long_top_says_ho
     error, fix = _two_lines(capsys.readouterr().err)
     assert error == ("error: no run of job 'lonely' could be explained: cannot explain run 'local-1795975705584': "
                      "no other clean run of job 'lonely' to compare it with")
-    assert fix == "fix: record another run of job 'lonely' undisturbed, to compare its runs with, then explain again"
+    # the failure's own fix (a generic one had contradicted errors of other causes)
+    assert fix == ("fix: record other runs of the same application under job name 'lonely' (undisturbed ones "
+                   "labelled --conf spark.sparkpredict.interference=none), then explain again")
     assert main(["explain", "--job", "wordcount", "--top", "100", "--store", str(HISTORY)]) == 0
     head = capsys.readouterr().out.splitlines()[0]
     assert head.startswith("job wordcount: 24 of its runs by their runtime over its runtime model (") \
