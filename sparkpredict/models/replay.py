@@ -113,7 +113,7 @@ def _check_setting(col, name: str, ok, what: str) -> None:
             f = math.nan
         if isinstance(v, bool) and name not in ("aqe", "kryo", "shuffle_compress"):
             f = math.nan
-        if math.isnan(f) or not math.isfinite(f) or not ok(f):
+        if not math.isfinite(f) or not ok(f):
             raise InputError(f"query column {name!r} has {v!r}; it must be {what}",
                              f"give {name} as {what}, or leave it empty for the recorded run's")
 
