@@ -164,7 +164,9 @@ def _store_with_runs(path, plan, seed=0, names=None, jobs=None):
                     r = {"run": int(base_run * f), "cpu": 0.9 * base_run, "write": base_run * (f - 1 + 0.02)}
                 else:
                     r = {"run": int(base_run), "cpu": 0.9 * base_run, "write": 0.02 * base_run}
-                r.update(dur=r["run"] + 20, finish_s=(i // 2 + 1) * r["run"] / 1000 + sid * 10)
+                # "gap": tasks of normal metrics, started f times further apart (the driver paused)
+                spread = f if kind == "gap" else 1.0
+                r.update(dur=r["run"] + 20, finish_s=(i // 2 + 1) * r["run"] * spread / 1000 + sid * 10)
                 rows.append(r)
             tk = _tasks(rid, sid, rows, t0)
             tasks += tk
@@ -206,6 +208,27 @@ def test_explain_run_end_to_end_on_a_store(tmp_path):
     assert "its metrics name no cause" in clean.summary() and clean.summary().endswith("QoS at 10% met")
     with pytest.raises(UnknownJobError, match="no run 'nope'"):
         m.explain_run("nope", held, model)
+
+
+def test_a_run_slowed_where_its_task_metrics_do_not_look_says_so_beside_violated(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    plan = [(f"clean{i}", "none", 1.0, "none") for i in range(4)]
+    plan += [(f"cpu{i}", f"cpu:{1 + i % 2}", f, "cpu") for i, f in enumerate([1.3, 1.6, 2.0, 1.4, 1.8])]
+    model = m.fit_monitor(_store_with_runs(tmp_path / "s", plan), autoencoder=False, n_estimators=100)
+    held = _store_with_runs(tmp_path / "h", plan[:4] + [("paused", "none", 1.6, "gap")], seed=5)
+    e = m.explain_run("paused", held, model, threshold=0.2)
+    assert e.degradation > 0.3 and e.violated
+    assert e.estimated_degradation < m.CAUSE_MIN_SLOWDOWN and e.main_cause is None and not e.cause_withheld
+    said = f"yet it measured {e.degradation * 100:+.1f}%: the time went where the task metrics do not look"
+    assert said in e.summary() and e.summary().endswith("QoS at 20% VIOLATED")
+    # a run that met its threshold keeps the short reason
+    clean = m.explain_run("clean0", held, model)
+    assert "yet it measured" not in clean.summary() and "estimated slowdown under 5%" in clean.summary()
+    assert main(["explain", "paused", "--store", str(tmp_path / "h"), "--training-store", str(tmp_path / "s"),
+                 "--threshold", "0.2"]) == 0
+    out = capsys.readouterr().out
+    assert "QoS at 20%: VIOLATED" in out and f"main cause: none (an estimated slowdown under 5%, {said}" in out
 
 
 def test_explain_never_compares_a_run_with_itself_and_says_how_much_it_compared(tmp_path, capsys):

@@ -108,8 +108,7 @@ def run(args: argparse.Namespace) -> int:
     elif e.cause_withheld:
         print(f"  main cause: not named ({e.withheld_because()}; see the warning)")
     else:
-        print(f"  main cause: none (the metrics show no slowdown of {monitor.CAUSE_MIN_SLOWDOWN:.0%} "
-              "or more)")
+        print(f"  main cause: none ({e.no_cause()})")
     if e.culprit and (e.main_cause or (e.degradation or 0.0) >= monitor.CAUSE_MIN_SLOWDOWN):
         # a run not slowed waited for nothing: the classifier's prior alone, the same on every run
         print("  who took the cores Spark waited for (host counters): "
