@@ -112,6 +112,25 @@ def _persisted(level: Any) -> bool:
     return kept and not (isinstance(replication, int) and replication <= 0)
 
 
+#: The stage accumulable in which Databricks' disk cache counts the bytes its scans served from
+#: the cache: a task's input metric counts only the misses, so a warm cache would make the same
+#: job's input look small (RunRecord.DISK_CACHE_HITS in the listener).
+DISK_CACHE_HITS = "cache hits size"
+
+
+def disk_cache_hit_bytes(accumulables: Any) -> int:
+    """The bytes of :data:`DISK_CACHE_HITS` among a StageCompleted's accumulables, 0 when none
+    (every Spark but Databricks') or not a whole number."""
+    total = 0
+    for a in accumulables if isinstance(accumulables, list) else ():
+        if isinstance(a, dict) and a.get("Name") == DISK_CACHE_HITS:
+            try:
+                total += max(0, int(a.get("Value")))  # a string in the log, as every SQL metric
+            except (TypeError, ValueError):
+                continue
+    return total
+
+
 class RunBuilder:
     """Accumulates one application's events; :meth:`finish` returns conformed tables."""
 
@@ -140,6 +159,9 @@ class RunBuilder:
         # and their input is not the run's (see eventlog_run.run_tables)
         self._materialised: set[int] = set()
         self.reads_cache: set[tuple[int, int]] = set()
+        # Databricks' disk cache: bytes a stage's scans served from it, which its task metrics
+        # leave out of input (see eventlog_run.run_tables); only stages that had any
+        self.disk_cache_hits: dict[tuple[int, int], int] = {}
         self.last_ms = 0
         self.lines = self.events = self.bad_lines = self.skipped = 0
         # The first line that is not JSON, and the lines with content read by then (itself
@@ -336,6 +358,9 @@ class RunBuilder:
                      and _persisted(r.get("Storage Level"))}
         if persisted & self._materialised:
             self.reads_cache.add(key)
+        hits = disk_cache_hit_bytes(si.get("Accumulables"))
+        if hits:
+            self.disk_cache_hits[key] = hits
         if row["status"] == "succeeded":
             self._materialised |= persisted
         self._ts(done)

@@ -67,6 +67,8 @@ def run_tables(b: RunBuilder, tasks: pa.Table, stages: pa.Table, run_id: str,
             stages["status"].to_pylist(), stages["stage_id"].to_pylist(),
             stages["stage_attempt_id"].to_pylist())]
         measured = pc.sum(stages.filter(pa.array(source, pa.bool_()))["input_bytes"]).as_py() or 0
+        measured += sum(hits for key, hits in b.disk_cache_hits.items()
+                        if key not in b.reads_cache and b.stages.get(key, {}).get("status") == "succeeded")
     status, error = run_status(b) if complete else ("incomplete", b.error_message)
 
     def total(col: str) -> int:

@@ -154,10 +154,33 @@ final class StageTracker {
         // out (an iterative job would otherwise count its input once per pass). Stages with
         // parents count too: a scan can wait on other stages (Databricks' pruning, unions).
         if (!failed) {
-            if (!readsCache) measuredInput += agg.lsum[r.table.col("input_bytes") - first];
+            if (!readsCache) measuredInput += agg.lsum[r.table.col("input_bytes") - first] + diskCacheHitBytes(s);
             materialisedRdds.addAll(persisted);
         }
         return r.values;
+    }
+
+    /**
+     * The stage accumulable in which Databricks' disk cache counts the bytes its scans served
+     * from the cache. A task's input metric counts only the misses, so a warm cache would make
+     * the same job's input look small (eventlog_rows.DISK_CACHE_HITS in the ingest).
+     */
+    static final String DISK_CACHE_HITS = "cache hits size";
+
+    /** The bytes of {@link #DISK_CACHE_HITS} among the stage's accumulables; 0 when none (every Spark but Databricks'). */
+    static long diskCacheHitBytes(StageInfo s) {
+        long total = 0;
+        for (org.apache.spark.scheduler.AccumulableInfo a : CollectionConverters.asJava(s.accumulables()).values()) {
+            if (!a.name().isDefined() || !DISK_CACHE_HITS.equals(a.name().get()) || !a.value().isDefined()) continue;
+            Object v = a.value().get();
+            try {
+                long bytes = v instanceof Number ? ((Number) v).longValue() : Long.parseLong(String.valueOf(v).trim());
+                total += Math.max(0L, bytes);
+            } catch (NumberFormatException e) {
+                // not a byte count: left out, as the ingest leaves it out
+            }
+        }
+        return total;
     }
 
     /** Linear interpolation between closest ranks, as numpy.quantile's default. */
