@@ -124,10 +124,12 @@ def disk_cache_hit_bytes(accumulables: Any) -> int:
     total = 0
     for a in accumulables if isinstance(accumulables, list) else ():
         if isinstance(a, dict) and a.get("Name") == DISK_CACHE_HITS:
-            try:
-                total += max(0, int(a.get("Value")))  # a string in the log, as every SQL metric
-            except (TypeError, ValueError):
-                continue
+            value = a.get("Value")  # a string in the log, as every SQL metric's
+            if isinstance(value, (int, str)) and not isinstance(value, bool):
+                try:
+                    total += max(0, int(value))
+                except ValueError:
+                    continue
     return total
 
 
