@@ -123,3 +123,48 @@ def test_a_model_saved_before_the_alternates_loads_without_them(amdahl_models):
 def test_single_kinds_keep_their_own_interval():
     m = JobRuntimeModel(kind="fully_connected_c1").fit(_runs(0, amdahl))
     assert m.executor_alternates_ == []
+
+
+def test_beyond_the_counts_the_chance_grows_with_the_limit_across_the_equations_spread(amdahl_models):
+    """The spread enters at a share c of itself at confidence c: a whole spread at every level
+    made an interval of confidence ~0 as wide as the spread, and the stated chance ~49 % for
+    every limit inside it (a count predicted at 5m51s as likely to make 3 minutes as one at
+    8m51s)."""
+    m = next(m for m in amdahl_models if m.predict_interval(_query([32.0]), 0.9)["upper_s"][0]
+             > 1.3 * m.predict(_query([32.0]))[0])
+    row = _query([32.0])
+    pred = float(m.predict(row)[0])
+    iv = m.predict_interval(row, 0.9)
+    narrow = m.predict_interval(row, 0.01)
+    assert narrow["upper_s"][0] - narrow["lower_s"][0] < 0.2 * (iv["upper_s"][0] - iv["lower_s"][0])
+    limits = np.linspace(float(iv["lower_s"][0]), float(iv["upper_s"][0]), 25)
+    chance = np.array([m.chance_within(row, lim)[0] for lim in limits])
+    assert np.all(np.diff(chance) >= -1e-9) and chance[-1] - chance[0] > 0.8
+    assert np.all(chance[limits < 0.97 * pred] < 0.5) and np.all(chance[limits > 1.03 * pred] > 0.5)
+    # not a plateau: a limit halfway up the band is clearly likelier than one just above the prediction
+    mid = 0.5 * (pred + float(iv["upper_s"][0]))
+    assert m.chance_within(row, mid)[0] > m.chance_within(row, 1.01 * pred)[0] + 0.2
+
+
+def test_no_count_predicted_within_the_deadline_gives_the_fastest_by_the_upper_bound(amdahl_models):
+    import sparkpredict
+
+    m = amdahl_models[0]
+    counts = [2, 4, 8, 16, 32, 64]
+    q = _query(np.array(counts, float))
+    iv = m.predict_interval(q, 0.9)
+    deadline = 0.5 * float(np.min(iv["predicted_runtime_s"]))  # below every prediction
+    a = sparkpredict.suggest_executors("j", 4 * GIB, deadline_s=deadline, executor_counts=counts,
+                                       models={"j": m})
+    assert a.meets_deadline is False
+    assert a.executors == counts[int(np.argmin(iv["upper_s"]))]
+    assert any("none is even predicted within it, so the fastest by that upper bound is given" in w
+               for w in a.warnings)
+    # a deadline some count is predicted within: the likeliest count, as before
+    reach = float(np.sort(iv["predicted_runtime_s"])[0]) * 1.05
+    b = sparkpredict.suggest_executors("j", 4 * GIB, deadline_s=reach, executor_counts=counts,
+                                       models={"j": m})
+    assert b.meets_deadline is False
+    chances = [c.chance_meets_deadline for c in b.candidates]
+    assert b.executors == counts[int(np.argmax(np.round(chances, 4)))]
+    assert any("the count most likely to make it is given" in w for w in b.warnings)
