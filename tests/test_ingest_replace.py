@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from sparkpredict import store
@@ -55,7 +56,9 @@ def test_a_run_stored_twice_keeps_its_latest_copy_at_the_next_ingest(tmp_path, c
     assert ingest_event_logs(PLAIN, st).files_ingested == 1
     (first,) = [f.name[5:-8] for f in (st / "runs").glob("part-*.parquet")]
     later = _copy_batch(st, first)
-    assert len(store.open(st).tasks()) == 2 * 4  # what the race left: every task twice
+    # the race left every task twice in the files; readers take the latest copy's only
+    assert sum(len(pq.read_table(f)) for f in (st / "tasks").glob("part-*.parquet")) == 2 * 4
+    assert len(store.open(st).tasks()) == 4
     report = ingest_event_logs(PLAIN, st)
     assert report.files_unchanged == 1
     assert [f.name[5:-8] for f in (st / "runs").glob("part-*.parquet")] == [later]
@@ -155,7 +158,10 @@ def test_runs_whose_ids_share_a_batch_label_are_told_apart_by_the_ids_they_hold(
             i = t.schema.get_field_index("run_id")
             tables[name] = t.set_column(i, "run_id", pa.array([rid] * t.num_rows, pa.string()))
         st.append(tables, batch_id=new_batch_id("ingest-" + rid))
-    assert len(st.tasks()) == 3 * 4
+    # three copies in the files; readers take long_a's latest and keep long_b, whose label it shares
+    assert sum(len(pq.read_table(f)) for f in (tmp_path / "st" / "tasks").glob("part-*.parquet")) == 3 * 4
+    before = st.tasks()
+    assert len(before) == 2 * 4 and sorted(before.run_id.unique()) == sorted([long_a, long_b])
     EI._one_copy_each(st)
     tasks = st.tasks()
     assert len(tasks) == 2 * 4 and sorted(tasks.run_id.unique()) == sorted([long_a, long_b])

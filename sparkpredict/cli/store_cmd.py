@@ -3,6 +3,7 @@ it, and correcting recorded runs."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -157,6 +158,8 @@ def _summary(args: argparse.Namespace) -> int:
         return 0
 
     def when(ms: float) -> str:
+        if not math.isfinite(ms):  # no start recorded (a runs row written by another tool)
+            return "-"
         return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
 
     jw = max(3, *(len(str(j)) for j in per_job["job"]))
@@ -306,16 +309,23 @@ def _clean(args: argparse.Namespace) -> int:
 
     age_s = _age(args.older_than)
     st = store_mod.open(args.store)
-    replaced = set(st.replaced_files(age_s))  # told apart from a crashed writer's files
-    if args.dry_run:
-        paths = st.orphans(age_s) + registry_commit.orphans(st, age_s)
-        kept = _kept(st, paths, age_s, args.older_than)
-    else:
-        # the registry's first: a snapshot it cannot read stops the clean before anything is removed
-        found = registry_commit.orphans(st, age_s)
-        store_found = st.orphans(age_s)
-        kept = _kept(st, store_found + found, age_s, args.older_than)
-        paths = st.remove_orphans(age_s, store_found) + registry_commit.remove_orphans(st, age_s, found)
+    # Two compactions that ran at once leave batches two compacted ones replace: their fix needs
+    # the originals, which a clean would remove as replaced. Refused here, with that fix.
+    st.visible_marks()
+    # The writer lock keeps an ingest, edit or compaction of a local store from committing a
+    # batch while its files are judged: with --older-than 0 a batch half written reads as a
+    # crashed writer's, and its part files went after its commit mark was listed.
+    with st.writer_lock("store clean"):
+        replaced = set(st.replaced_files(age_s))  # told apart from a crashed writer's files
+        if args.dry_run:
+            paths = st.orphans(age_s) + registry_commit.orphans(st, age_s)
+            kept = _kept(st, paths, age_s, args.older_than)
+        else:
+            # the registry's first: a snapshot it cannot read stops the clean before anything is removed
+            found = registry_commit.orphans(st, age_s)
+            store_found = st.orphans(age_s)
+            kept = _kept(st, store_found + found, age_s, args.older_than)
+            paths = st.remove_orphans(age_s, store_found) + registry_commit.remove_orphans(st, age_s, found)
     verb = "would remove" if args.dry_run else "removed"
     n_replaced = sum(p in replaced for p in paths)
     also = f", and {n_replaced} file(s) of batches a `store compact` replaced" if n_replaced else ""

@@ -80,6 +80,8 @@ MANY_BATCHES = 1000
 
 
 _LABELLED = re.compile(r"\d{13}-(.*)-[0-9a-f]{12}")
+#: The label prefix of the batches ingest writes, one run each (``new_batch_id("ingest-" + run id)``)
+INGEST_LABEL = "ingest-"
 
 
 def batch_label(batch_id: str) -> str | None:
@@ -186,8 +188,7 @@ class Store:
         key = None if info is None else (self.path, runs_file, info.size, info.mtime_ns)
         if key is not None and key in _supersedes_cache:
             return _supersedes_cache[key]
-        fix = ("restore the file from a backup: it holds the rows of many runs, and removing it would "
-               "leave the batches it replaced unread, or once `store compact` removed them, lost")
+        fix = _damaged_fix(_batch_of(runs_file.rsplit("/", 1)[-1]) or runs_file)
         try:
             with self.fs.open_input_file(runs_file) as f:
                 meta = pq.ParquetFile(f).metadata.metadata or {}
@@ -279,18 +280,24 @@ class Store:
         batches that never got their runs file (a writer died between its renames), leftover
         ``.tmp`` files, and :meth:`replaced_files` (those first). sparkpredict's readers skip
         them already; a plain ``spark.read.parquet("STORE/tasks")`` does not."""
-        committed = self.committed_batches()
         cutoff_ns = (time.time() - min_age_s) * 1e9
+        # Parts listed before the commit marks: a batch a writer commits in between has its
+        # parts listed and its mark found, where the other order called its parts uncommitted.
+        listed = [info for table in S.TABLES
+                  for info in self.fs.get_file_info(pafs.FileSelector(self._dir(table), allow_not_found=True))]
+        # a marker's temporary copy left by a writer that died while making the store (_put_marker)
+        listed += [info for info in self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True))
+                   if info.base_name.startswith(f".{S.MARKER_FILE}.") and info.base_name.endswith(".tmp")]
+        committed = self.committed_batches()
         out = []
-        for table in S.TABLES:
-            for info in self.fs.get_file_info(pafs.FileSelector(self._dir(table), allow_not_found=True)):
-                if info.type != pafs.FileType.File or info.mtime_ns is None or info.mtime_ns > cutoff_ns:
-                    continue
-                name = info.base_name
-                batch = _batch_of(name)
-                leftover = name.startswith(".part-") and name.endswith(".parquet.tmp")
-                if leftover or (batch is not None and batch not in committed):
-                    out.append(info.path)
+        for info in listed:
+            if info.type != pafs.FileType.File or info.mtime_ns is None or info.mtime_ns > cutoff_ns:
+                continue
+            name = info.base_name
+            batch = _batch_of(name)
+            leftover = name.endswith(".tmp") and name.startswith((".part-", f".{S.MARKER_FILE}."))
+            if leftover or (batch is not None and batch not in committed):
+                out.append(info.path)
         return self.replaced_files(min_age_s) + sorted(out)
 
     def remove_orphans(self, min_age_s: float = 600.0, found: list[str] | None = None) -> list[str]:
@@ -426,7 +433,8 @@ class Store:
                 # committed meanwhile is no matter: it is read next time.
                 if set(visible) - set(self.visible_marks()):
                     continue
-            batches = [b for b in sorted(files) if b in visible]
+            stale = self._stale_ingest_copies(visible)
+            batches = [b for b in sorted(files) if b in visible and b not in stale]
             try:
                 parts = self._read_parts(table, [(b, files[b]) for b in batches], keep, run_ids)
                 break
@@ -453,6 +461,37 @@ class Store:
             return result
         return result.to_pandas()
 
+    def _stale_ingest_copies(self, visible: dict[str, str]) -> set[str]:
+        """Batches of runs that a later ingest batch stored again, fuller (a log re-ingested
+        once its application ended): ingest commits the new copy, then drops the old, and one
+        that stops in between leaves both until the next ingest keeps the latest. Readers take
+        the latest already, so that no stage or task is counted twice meanwhile. Only labels
+        with two batches or more cost a read (of their runs files' run ids): one ingest batch
+        holds one run, but labels are cut to 60 characters, which two run ids may share."""
+        by_label: dict[str, list[str]] = {}
+        for b in visible:
+            label = batch_label(b)
+            if label is not None and label.startswith(INGEST_LABEL):
+                by_label.setdefault(label, []).append(b)
+        stale: set[str] = set()
+        for batches in by_label.values():
+            if len(batches) < 2:
+                continue
+            latest: dict[str, str] = {}
+            for b in sorted(batches):  # ids are time-ordered
+                try:
+                    with self.fs.open_input_file(visible[b]) as f:
+                        ids = set(pq.ParquetFile(f).read(columns=["run_id"])["run_id"].to_pylist())
+                except (OSError, ValueError, pa.ArrowException):
+                    continue  # gone meanwhile, or damaged: the read of the batch says which
+                if len(ids) != 1:
+                    continue
+                (rid,) = ids
+                if rid in latest:
+                    stale.add(latest[rid])
+                latest[rid] = b
+        return stale
+
     def _read_parts(self, table: str, files: list[tuple[str, str]], columns: list[str] | None,
                     run_ids: list[str] | None) -> list[pa.Table]:
         """The rows of each (batch, file), in order. A file gone since it was listed is
@@ -473,14 +512,15 @@ class Store:
             except StoreError:
                 raise
             except Exception as exc:
-                raise StoreError(f"unreadable Parquet file {path!r} in store: {exc}",
-                                 "restore it from a backup: it holds the rows of many runs (a compacted "
-                                 "batch)" if is_compacted(batch) else
-                                 f"move the batch's files (part-{batch}.parquet, in every table folder) out of "
-                                 "the store folder, its runs file included, and ingest those runs' event logs "
-                                 "again: moving this file alone leaves its runs without these rows for good, "
-                                 "as ingest skips a log whose run is stored; other runs are unaffected") from exc
-            return t.select([c for c in t.column_names if c in want])
+                raise StoreError(f"unreadable Parquet file {path!r} in store: {exc}", _damaged_fix(batch)) from exc
+            t = t.select([c for c in t.column_names if c in want])
+            try:
+                # a file written by another tool (run_id as a number, task_id as text) failed
+                # later, in the concatenation of every batch, as a traceback naming no file
+                return _typed_as(S.TABLES[table], t)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+                raise StoreError(f"file {path!r} of the store's {table} has a column of a type "
+                                 f"sparkpredict does not write: {exc}", _damaged_fix(batch)) from exc
 
         parts = _overlapped(one, files)
         missing = [files[i] for i, t in enumerate(parts) if t is None]
@@ -593,9 +633,18 @@ class Store:
                 self._put_marker(marker, json.dumps(
                     {"format": S.STORE_FORMAT, "schema_version": S.SCHEMA_VERSION}).encode())
         except OSError as exc:
-            raise StoreError(f"cannot write to store {self.path!r}: {exc}", self._write_fix()) from exc
+            raise StoreError(f"cannot write to store {self.path!r}: {exc}", self._write_fix(exc)) from exc
 
-    def _write_fix(self) -> str:
+    def _write_fix(self, exc: OSError | None = None) -> str:
+        import errno
+
+        code = getattr(exc, "errno", None)
+        if code in (errno.ENOSPC, errno.EDQUOT):
+            return ("free space on the store's disk (or raise the quota), then run the command again: "
+                    "nothing of this batch was committed, and the store's earlier runs are intact")
+        if code == errno.ENOENT and isinstance(self.fs, pafs.LocalFileSystem):
+            return ("run the command again: the batch's files went while they were written (a "
+                    "`store clean --older-than 0` beside a writer?); nothing of it was committed")
         if isinstance(self.fs, pafs.LocalFileSystem):
             return "choose a writable folder, or fix its permissions"
         return ("create the bucket first (or add allow_bucket_creation=true to an s3:// URI), and "
@@ -653,6 +702,24 @@ class Store:
             return
         os.remove(tmp)
 
+    def _sync(self, path: str) -> None:
+        """Flush a local file's or folder's data to the disk: without it a power loss after a
+        commit could leave a committed runs file empty (the store unreadable until that batch
+        is moved out), or, after a compaction that removed what it replaced, rows lost. Remote
+        file systems (s3://, hdfs://) make a write durable themselves."""
+        if not isinstance(self.fs, pafs.LocalFileSystem):
+            return
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(fd)
+        except OSError:  # a folder on a file system that cannot sync one
+            pass
+        finally:
+            os.close(fd)
+
     def append(self, tables: dict[str, pa.Table | pd.DataFrame], batch_id: str | None = None, *,
                replaces: list[str] | None = None, row_group_rows: int | None = None) -> str:
         """Write one batch: every table's rows become visible together or not at all.
@@ -687,19 +754,45 @@ class Store:
                 pq.write_table(conformed[name], tmp, filesystem=self.fs, compression="zstd",
                                row_group_size=row_group_rows)
                 written.append(tmp)
+                self._sync(tmp)
             # Renames, commit mark last: a crash before it leaves only invisible rows.
             for tmp in written:
                 d, name = tmp.rsplit("/", 1)
                 self.fs.move(tmp, f"{d}/{name[1:-len('.tmp')]}")
+            for d in dict.fromkeys(tmp.rsplit("/", 1)[0] for tmp in written):
+                self._sync(d)
         except OSError as exc:
             for tmp in written:
                 try:
                     self.fs.delete_file(tmp)
                 except OSError:
                     pass
-            raise StoreError(f"cannot write to store {self.path!r}: {exc}", self._write_fix()) from exc
+            raise StoreError(f"cannot write to store {self.path!r}: {exc}", self._write_fix(exc)) from exc
         log.debug("store %s: committed batch %s", self.path, batch_id)
         return batch_id
+
+
+def _damaged_fix(batch: str) -> str:
+    """The fix for a part file of ``batch`` that cannot be read as the schema says."""
+    if is_compacted(batch):
+        return ("restore it from a backup: it holds the rows of many runs (a compacted batch); or, while "
+                "the batches it replaced are still in the store (a compaction keeps their files 10 "
+                f"minutes, --keep), move this batch's files (part-{batch}.parquet, in every table folder) "
+                "out of the store folder: their rows are read again")
+    return (f"move the batch's files (part-{batch}.parquet, in every table folder) out of the store "
+            "folder, its runs file included, and ingest those runs' event logs again: moving this "
+            "file alone leaves its runs without these rows for good, as ingest skips a log whose run "
+            "is stored; other runs are unaffected")
+
+
+def _typed_as(schema: pa.Schema, t: pa.Table) -> pa.Table:
+    """``t`` with each of its columns cast to ``schema``'s type where it differs (raises
+    pyarrow's error for a column that cannot be)."""
+    for i, name in enumerate(t.column_names):
+        want = schema.field(name).type
+        if t.schema.field(i).type != want:
+            t = t.set_column(i, name, t.column(i).cast(want))
+    return t
 
 
 def _two_compactions(path: str, first: str, second: str, a: set[str], b: set[str], old: str) -> StoreError:
