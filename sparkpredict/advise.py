@@ -467,14 +467,15 @@ def _dynamic_allocation(e, t, deadline: float | None, i: int, knee_i: int, lo: i
     to the range's end, which is no reason to allow all of it), and a budget bounds what may be
     spent: then max is the chosen count. min: the smallest count whose *typical*
     (point-predicted) runtime meets the deadline, capped by the choice; without a deadline,
-    ``min_executors``.
+    the smallest candidate (``min_executors``, or the fewest of ``executor_counts``: a bound
+    below every count asked about was advice about counts never weighed).
     """
     import numpy as np
 
     reached = knee_i < len(e) - 1
     hi = int(max(e[i], e[knee_i])) if reached and not budgeted else int(e[i])
     if deadline is None:
-        return int(lo), hi
+        return max(int(lo), int(e[0])), hi
     ok = np.flatnonzero(t <= deadline)
     low = int(e[ok[0]]) if len(ok) else int(e[i])
     return min(low, int(e[i])), hi

@@ -1,0 +1,29 @@
+"""Advice review (2026-12-04): the dynamic-allocation minimum without a deadline."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sparkpredict
+from sparkpredict.models.hybrid import JobRuntimeModel
+
+GIB = 2**30
+
+
+@pytest.fixture(scope="module")
+def model() -> JobRuntimeModel:
+    rng = np.random.default_rng(3)
+    rows = [{"job": "j", "input_bytes": s * GIB, "executors": e,
+             "runtime_s": (10 + 60 * s / e) * rng.lognormal(0, 0.03)}
+            for s in (1, 2, 4) for e in (2, 4, 8) for _ in range(3)]
+    return JobRuntimeModel().fit(pd.DataFrame(rows))
+
+
+def test_without_a_deadline_the_minimum_is_the_fewest_count_asked_about(model):
+    a = sparkpredict.suggest_executors("j", 2 * GIB, executor_counts=[64, 2, 8, 4], models={"j": model})
+    assert [c.executors for c in a.candidates] == [2, 4, 8, 64]
+    assert a.dynamic_allocation[0] == 2 and a.dynamic_allocation[1] >= a.executors
+    # over a range, min_executors is that fewest count
+    b = sparkpredict.suggest_executors("j", 2 * GIB, min_executors=3, max_executors=8, models={"j": model})
+    assert b.dynamic_allocation[0] == 3
