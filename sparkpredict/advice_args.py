@@ -208,12 +208,14 @@ def check_args(input_bytes: Any, deadline_s: Any, objective: str, confidence: fl
                          f"use {cost} (cheapest meeting the deadline), {time} (fastest) "
                          f"or {knee} (where more executors stop paying off)")
     # imported here: it loads numpy, which the advice needs only once it runs
-    from .models.columns import check_confidence
+    from .models.columns import check_confidence, meant_level
 
     try:
         conf = check_confidence(confidence)
     except InputError as exc:  # its fix names the CLI's flag; here the caller's name is known
-        raise InputError(exc.message, f"give e.g. {give('confidence', '0.9')}") from None
+        meant = meant_level(confidence)
+        raise InputError(exc.message, f"give {give('confidence', meant)}" if meant else
+                         f"give e.g. {give('confidence', '0.9')}") from None
     lo = positive_int("min_executors", min_executors, executors=True)
     hi = None if max_executors is None else positive_int("max_executors", max_executors, "16", executors=True)
     if hi is not None and hi < lo:

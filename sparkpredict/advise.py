@@ -21,8 +21,8 @@ executor-hours (and money, given a price), and picks one by an objective:
 With a deadline, candidates whose upper bound misses it are set aside for every objective;
 when no candidate meets it, the advice says so (``meets_deadline=False``) and gives the count
 most likely to make it (ties: the lower upper bound, then fewer executors), or, when no count is
-even predicted within it, the fastest by the upper bound (the likeliest count would then be the
-one whose interval is widest). A model without any
+even predicted within it nor likelier to make it than not, the fastest by the upper bound (the
+likeliest count would then be the one whose interval is widest). A model without any
 finite upper bound (the replay of a job with a single run) certifies no deadline: the objective
 then chooses among the counts predicted within it, and the advice says none is certified. Each
 candidate also carries the chance that one run meets the deadline (``chance_meets_deadline``),
@@ -141,15 +141,14 @@ def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int,
         # The objective chooses among the counts predicted in time, none of them certified.
         return _choose(objective, e, t, up, cost, in_time, budget_ok, knee_i)[0], False
     if meets is not None and not feasible.any():
-        # Nothing meets the deadline. When some count is predicted within it, the count most
-        # likely to make it (no cost tolerance here: making the deadline comes first). When
-        # none is, the fastest at the confidence asked, the lowest upper bound: below every
-        # prediction the likeliest count is the one the model knows least about (its interval
-        # reaches furthest down), 24 executors predicted at 8m51s over 12 at 3m57s against 3
-        # minutes. Ties: the lowest upper bound, then (every bound infinite: a single run's
-        # replay) the lowest predicted runtime, then fewer executors.
-        likeliest = chance is not None and in_time is not None and bool(in_time.any())
-        keys = (e, t, up, -np.round(chance, 4)) if likeliest else (e, t, up)
+        # Nothing meets the deadline. When some count is predicted within it or more likely
+        # to make it than not, the count most likely to make it (no cost tolerance here:
+        # making the deadline comes first). Else the fastest at the confidence asked, the
+        # lowest upper bound: below every prediction the likeliest count is the one the model
+        # knows least about (its interval reaches furthest down), 24 executors predicted at
+        # 8m51s over 12 at 3m57s against 3 minutes. Ties: the lowest upper bound, then (every
+        # bound infinite: a single run's replay) the lowest predicted runtime, then fewer executors.
+        keys = (e, t, up, -np.round(chance, 4)) if _likeliest_rule(chance, in_time) else (e, t, up)
         return int(np.lexsort(keys)[0]), False
     pool = feasible & budget_ok
     if objective == "knee" and feasible[knee_i]:
@@ -167,6 +166,17 @@ def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int,
         idx = np.flatnonzero(feasible)
         i = int(idx[np.lexsort((e[idx], cost[idx]))[0]])
     return i, (None if meets is None else True)
+
+
+def _likeliest_rule(chance, in_time) -> bool:
+    """Whether a deadline no count meets is given the count most likely to make it (else the
+    fastest by the upper bound, :func:`_choose`): some count is predicted within it, or more
+    likely to make it than not."""
+    import numpy as np
+
+    if chance is None:
+        return False
+    return bool((np.asarray(chance) >= 0.5).any()) or (in_time is not None and bool(np.asarray(in_time).any()))
 
 
 def default_max_executors(src: HistorySource, lo: int = 1) -> int:
@@ -355,7 +365,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
                if np.isfinite(up).any() else unit(spend[i]))
         if objective == "time" and meets is not None and not met:
             # the deadline's fallback came first, chosen without regard to the budget
-            which = "most likely to make the deadline" if bool((t <= deadline).any()) else "fastest by its upper bound"
+            which = ("most likely to make the deadline" if _likeliest_rule(chance, t <= deadline)
+                     else "fastest by its upper bound")
             warnings.append(f"the count given, the one {which}, costs {how}, over "
                             f"the budget {format_number(budget_v)} (predicted {unit(cost[i] * scale)}): "
                             "with no count meeting the deadline, the budget did not steer the choice")
@@ -372,8 +383,9 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     if deadline is not None and meets is not None and not met and not np.isfinite(up).any():
         warnings.append(_no_bound_warning(job, src.n_runs, deadline, level))
     elif deadline is not None and meets is not None and not met:
-        given = ("the count most likely to make it is given" if bool((t <= deadline).any()) else
-                 "none is even predicted within it, so the fastest by that upper bound is given")
+        given = ("the count most likely to make it is given" if _likeliest_rule(chance, t <= deadline) else
+                 "none is even predicted within it or likelier to make it than not, so the fastest by "
+                 "that upper bound is given")
         no_count = (f"no executor count in {int(e[0])}..{int(e[-1])} meets the deadline "
                     f"{format_duration(deadline)} at {format_level(level)} confidence; {given}")
         if default_top and i == len(e) - 1 and e[-1] < _MAX_DEFAULT_CAP:

@@ -27,3 +27,22 @@ def test_without_a_deadline_the_minimum_is_the_fewest_count_asked_about(model):
     # over a range, min_executors is that fewest count
     b = sparkpredict.suggest_executors("j", 2 * GIB, min_executors=3, max_executors=8, models={"j": model})
     assert b.dynamic_allocation[0] == 3
+
+
+@pytest.mark.parametrize("given, fix", [(95, "confidence=0.95"), ("99.9", "confidence=0.999"),
+                                        ("0.95%", "confidence=0.95"), (1.5, "e.g. confidence=0.9")])
+def test_a_confidence_written_as_a_percentage_is_refused_with_the_level_meant(model, given, fix):
+    from sparkpredict.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        sparkpredict.suggest_executors("j", 2 * GIB, confidence=given, models={"j": model})
+    assert e.value.fix == f"give {fix}"
+
+
+def test_the_cli_refuses_a_percent_sign_that_makes_a_level_hundredths(capsys):
+    from sparkpredict.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["suggest", "--job", "sort", "--input-size", "1GB", "--confidence", "0.95%"])
+    assert e.value.code == 2
+    assert "'0.95%' is a 0.95% interval (write 0.95 or 95% for a 95% one)" in capsys.readouterr().err

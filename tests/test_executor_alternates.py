@@ -158,7 +158,7 @@ def test_no_count_predicted_within_the_deadline_gives_the_fastest_by_the_upper_b
                                        models={"j": m})
     assert a.meets_deadline is False
     assert a.executors == counts[int(np.argmin(iv["upper_s"]))]
-    assert any("none is even predicted within it, so the fastest by that upper bound is given" in w
+    assert any("none is even predicted within it or likelier to make it than not, so the fastest by that upper bound is given" in w
                for w in a.warnings)
     # a deadline some count is predicted within: the likeliest count, as before
     reach = float(np.sort(iv["predicted_runtime_s"])[0]) * 1.05

@@ -144,12 +144,17 @@ def confidence_arg(text: str) -> float:
     """``--confidence``: ``0.9``, or ``90%`` as the advice writes levels; its range is the
     command's to check (:func:`sparkpredict.models.columns.check_confidence`), whose error
     names the flag."""
-    from ..models.columns import read_level
+    from ..models.columns import meant_level, read_level
 
     try:
-        return read_level(text)
+        level = read_level(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a level: {text!r} (write e.g. 0.9 or 90%)") from None
+    meant = meant_level(text)
+    if meant and text.strip().endswith("%"):
+        raise argparse.ArgumentTypeError(f"{text!r} is a {level:.2%} interval (write {meant} or "
+                                         f"{float(meant) * 100:g}% for a {float(meant) * 100:g}% one)")
+    return level
 
 
 def _dash_values(parsers: list[argparse.ArgumentParser], words: list[str]) -> list[str]:

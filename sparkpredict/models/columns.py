@@ -100,10 +100,35 @@ def check_confidence(value: Any) -> float:
         c = read_level(value)
     except (TypeError, ValueError, OverflowError):  # float() of a 400-digit int overflows
         c = math.nan
+    meant = meant_level(value)
     if is_bool(value) or not 0.0 < c < 1.0:
         raise InputError(f"confidence must lie strictly between 0 and 1, got {shown(value)}",
+                         f"give {meant} for a {_pct(meant)} interval" if meant else
                          "give a level between 0 and 1, e.g. 0.9 (or 90%) for a 90% interval")
+    if meant:  # "0.95%": a level no one asks for, most likely 95 % with a stray sign
+        raise InputError(f"confidence {shown(value)} is a {c:.2%} interval",
+                         f"give {meant} for a {_pct(meant)} interval (a percent sign makes a number hundredths)")
     return c
+
+
+def meant_level(value: Any) -> str | None:
+    """The level a user most likely meant where the one given is a percentage written as a
+    fraction or the other way round: ``95`` -> ``"0.95"`` (50 to 100, the levels intervals are
+    asked at), ``"0.95%"`` -> ``"0.95"`` (a level under 1 % asks for an interval of no use);
+    None otherwise."""
+    text = value.strip() if isinstance(value, str) else None
+    try:
+        if text and text.endswith("%"):
+            x = float(text[:-1])
+            return f"{x:g}" if 0.0 < x < 1.0 else None
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return f"{x / 100:g}" if 50.0 <= x < 100.0 else None
+
+
+def _pct(level: str) -> str:
+    return f"{float(level) * 100:g}%"
 
 
 def json_float(v) -> float | None:
@@ -112,5 +137,5 @@ def json_float(v) -> float | None:
     return None if v is None or not math.isfinite(float(v)) else float(v)
 
 
-__all__ = ["REQUIRED", "check_confidence", "column", "floats", "json_float", "n_rows", "read_level",
-           "with_runtime"]
+__all__ = ["REQUIRED", "check_confidence", "column", "floats", "json_float", "meant_level", "n_rows",
+           "read_level", "with_runtime"]
