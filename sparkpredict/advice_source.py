@@ -420,13 +420,21 @@ class HistorySource:
         # named one too many for a size a hair over a multiple of what ran (64 MB against a run
         # of 31,999,986 B: 3, where 2 pass); the loops settle float rounding either way
         need = max(int(m.ceil(size / (limit * _SAME_RATIO * mem * 2**20))), 1)
+        msg = (f"{plural(execs, 'executor')} x {mem} MiB {'holds' if execs == 1 else 'hold'} {r2(ratio)} bytes of input per byte of "
+               f"executor memory, beyond the {r2(limit)} that ran {what}") + spilled_note()
+        from .units import MAX_EXECUTORS
+
+        if need > MAX_EXECUTORS:
+            # no cluster's count: say what memory each of the advised executors would need
+            from .units import format_bytes_in
+
+            each = format_bytes_in(m.ceil(size / (limit * _SAME_RATIO * execs * 2**20)) * 2**20, True)
+            return [msg + f"; no count up to {MAX_EXECUTORS:,} of {mem} MiB stays within what ran: "
+                          f"{plural(execs, 'executor')} of >= {each} each would"]
         while need > 1 and within(need - 1):
             need -= 1
         while not within(need):
             need += 1
-
-        msg = (f"{plural(execs, 'executor')} x {mem} MiB {'holds' if execs == 1 else 'hold'} {r2(ratio)} bytes of input per byte of "
-               f"executor memory, beyond the {r2(limit)} that ran {what}") + spilled_note()
         return [msg + f"; >= {need} executors (or more executor memory) stay within what ran"]
 
 

@@ -46,3 +46,19 @@ def test_the_cli_refuses_a_percent_sign_that_makes_a_level_hundredths(capsys):
         main(["suggest", "--job", "sort", "--input-size", "1GB", "--confidence", "0.95%"])
     assert e.value.code == 2
     assert "'0.95%' is a 0.95% interval (write 0.95 or 95% for a 95% one)" in capsys.readouterr().err
+
+
+def test_memory_advice_beyond_any_cluster_names_the_memory_per_executor(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_advise_history import history, make_store
+
+    make_store(tmp_path / "st", history(spill_above=2.0))
+    a = sparkpredict.suggest_executors("etl", "100PB", store=tmp_path / "st")
+    (w,) = [w for w in a.warnings if "executor memory" in w]
+    assert "no count up to 1,000,000 of 4096 MiB stays within what ran" in w and "PiB each would" in w
+    assert ">= 19" not in w  # once a count of ~20 million executors
+    b = sparkpredict.suggest_executors("etl", "300GB", store=tmp_path / "st")
+    assert any(">= 60 executors (or more executor memory) stay within what ran" in w for w in b.warnings)
