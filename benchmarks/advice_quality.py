@@ -169,6 +169,8 @@ def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False, reference: bool
             ape = float(np.mean(np.abs(iv["predicted_runtime_s"] - truth.values) / truth.values))
             # where the choice is made: the three counts whose true runtime lies nearest the deadline
             near = np.argsort(np.abs(truth.values - deadline))[:3]
+            middle = np.sort(truth.values)[len(truth) // 2 - 1:len(truth) // 2 + 1]
+            flat_middle = bool(middle[1] / middle[0] - 1 < 0.02)
             ape_near = float(np.mean(np.abs(iv["predicted_runtime_s"][near] - truth.values[near])
                                      / truth.values[near]))
             variants = [("model", conf, model, None) for conf in CONFIDENCES]
@@ -207,7 +209,7 @@ def evaluate(jobs: dict[str, pd.DataFrame], quick: bool = False, reference: bool
                     "oracle_eh": oracle, "cost_ratio": (e * true_t / 3600.0) / oracle,
                     "model": model.name_, "cv_mape": model.cv_mape_, "fit_s": fit_s, "coverage90": cov90,
                     "below_upper90": up90, "heldout_mape": v_ape, "near_mape": v_near, "chance_runs": chance_runs,
-                    "widths": widths,
+                    "widths": widths, "flat_middle": flat_middle,
                     "chance": a.chance_meets_deadline})
             last = rows[-len(variants)]
             print(f"{name:<32} {s / 2**20:>8.0f} MB  D={deadline:7.1f}s  E={last['executors']:>2} "
@@ -274,9 +276,8 @@ def noise_bound(jobs: dict[str, pd.DataFrame]) -> pd.DataFrame:
     held-out size and bounds one run by the job's run-to-run noise, the quantile of
     log(run / mean of its repeats) over all the job's configurations, or by a fixed margin
     (:data:`BOUND_MARGINS`). It picks the cheapest count whose mean times that factor meets the
-    deadline, else the fastest. No model can do better while its "meets the deadline" is an
-    honest bound on one run (the noise rows), or than any model whose error at an unseen size
-    needs that margin (the margin rows)."""
+    deadline, else the fastest. One such rule, not a floor: an advisor knowing the means could
+    fall back to a cheaper count than the fastest, or certify by each count's own repeats."""
     rows = []
     for name, g in jobs.items():
         cell = g.groupby(["input_bytes", "executors"])["runtime_s"].transform("mean")
@@ -292,12 +293,13 @@ def noise_bound(jobs: dict[str, pd.DataFrame]) -> pd.DataFrame:
                 ok = truth.values * factor <= deadline
                 k = int(np.flatnonzero(ok)[np.argmin(cost[ok])]) if ok.any() else int(np.argmin(truth.values))
                 e = int(truth.index[k])
+                cheapest = truth.values[np.flatnonzero(cost == oracle)[0]]
                 rows.append({"job": name, "variant": f"bound: true means + {label}",
                              "base": name.split("/")[0], "size_mb": s / 2**20, "edge": s in (sizes[0], sizes[-1]),
                              "confidence": 0.9, "executors": e, "met": bool(truth[e] <= deadline),
                              "met_repeats": float(np.mean(reps[e] <= deadline)), "advised_meets": bool(ok.any()),
                              "cost_eh": float(cost[k]), "oracle_eh": oracle, "cost_ratio": float(cost[k]) / oracle,
-                             "noise_factor": factor})
+                             "noise_factor": factor, "deadline_gap": deadline / cheapest - 1.0})
     return pd.DataFrame(rows)
 
 
@@ -309,8 +311,9 @@ def measured_run_bound(jobs: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Reference, not a model: an advisor that has already run the job *once at every count at
     the held-out size* and takes that one run as its prediction, certifying a count when the run
     times (1 + margin) meets the deadline. Each case is averaged over which of the 5 repeats it
-    saw. Its error is one run's noise, so it shows what accuracy the cost goal asks of a model
-    that has never seen this size."""
+    saw, and its deadline judged by the mean of the other 4 (the deadline and the cheapest count
+    stay those of all 5, as for every row). Its error is one run's noise, so it shows what
+    accuracy the cost goal asks of a model that has never seen this size."""
     rows = []
     for name, g in jobs.items():
         sizes = sorted(g["input_bytes"].unique())
@@ -325,8 +328,10 @@ def measured_run_bound(jobs: dict[str, pd.DataFrame]) -> pd.DataFrame:
                     seen = np.array([x[i] for x in reps.values])
                     ok = seen * (1.0 + margin) <= deadline
                     k = int(np.flatnonzero(ok)[np.argmin(cost[ok])]) if ok.any() else int(np.argmin(seen))
-                    met.append(truth.values[k] <= deadline)
-                    met_runs.append(np.mean(reps.values[k] <= deadline))
+                    # judged by the repeats it did not see: the one it saw is no test of itself
+                    others = np.delete(reps.values[k], i)
+                    met.append(others.mean() <= deadline)
+                    met_runs.append(np.mean(others <= deadline))
                     ratio.append(cost[k] / oracle)
                     said.append(ok.any())
                 label = "one measured run per count" + (f" + a {margin:.0%} margin" if margin else "")
@@ -375,6 +380,30 @@ def summarise(r: pd.DataFrame) -> str:
     lines.append(f"\n{len(misses)} of {len(main)} advised counts missed the deadline; {len(close)} of them "
                  f"by at most 2 %, within run-to-run noise of the deadline ({by_job}); "
                  f"{int((misses.advised_meets).sum())} misses were advised as meeting it.")
+    near_d = main[(main.true_s / main.deadline_s - 1).abs() <= 0.02]
+    allowed = int(np.floor(0.1 * len(main)))
+    lines.append(f"\nHow firm the deadline figure is: the goal allows {allowed} misses of {len(main)}, and "
+                 f"there are {len(misses)}. The figure judges the advised count by its mean over the 5 "
+                 f"repeats (the issue's 'truly meets'); judged run by run it is "
+                 f"{main.met_repeats.mean():.1%}. {len(near_d)} advised counts have a mean within 2 % of the "
+                 f"deadline, run-to-run noise ({int(near_d.met.sum())} met, {int((~near_d.met).sum())} "
+                 "missed), so another 5 repeats could move it either way by a few cases.")
+    flat = main.groupby("base").flat_middle.mean()
+    rest = main[main.base != "pagerank"]
+    if len(rest) < len(main):
+        pr = main[main.base == "pagerank"]
+        lines.append(f"\npagerank is {len(pr)} of the {len(main)} cases, {int((~pr.met).sum())} of the "
+                     f"{len(misses)} misses and the largest cost ratio ({pr.cost_ratio.mean():.3f}): its runtimes "
+                     "barely change from 4 to 12 nodes, so which count 'truly meets' the median is decided "
+                     "by noise (the 3rd and 4th fastest counts' means, between which the deadline lies, "
+                     "differ by under 2 % in "
+                     + ", ".join(f"{b} {v:.0%}" for b, v in flat.items()) + " of the cases). Without "
+                     f"pagerank: deadline met {rest.met.mean():.1%}, mean cost ratio {rest.cost_ratio.mean():.3f}.")
+    one_sided = r[(r.variant == "model") & (r.confidence == 0.8)]
+    if len(one_sided):
+        lines.append(f"\n`confidence` is two-sided: at 0.9 'meets' is judged by the upper bound, the 95th "
+                     "percentile. A one-sided 90 % bound is the 0.8 row: deadline met "
+                     f"{one_sided.met.astype(bool).mean():.1%}, mean cost ratio {one_sided.cost_ratio.mean():.3f}.")
     if len(misses):
         lines.append("\nMissed deadlines (confidence 0.9): " + "; ".join(
             f"{m.job} {m.size_mb:.0f} MB: E={int(m.executors)} true {m.true_s:.0f}s > D {m.deadline_s:.0f}s "
@@ -452,9 +481,17 @@ def summarise(r: pd.DataFrame) -> str:
         noisy = by[by.index.str.contains("noise")].min()
         margins = ", ".join(f"{m:.0%}: {by[f'bound: true means + a {m:.0%} margin']:.3f}"
                             for m in BOUND_MARGINS)
-        lines.append(f"\nEven with the means known exactly, bounding one run costs {noisy:.3f}x or more, "
-                     "because the deadline (the median over counts) sits just above the cheapest meeting "
-                     "count by construction and one run's noise is of the same size as that margin. "
+        nb = bound[bound.variant == by[by.index.str.contains("noise")].idxmin()]
+        fell = nb[~nb.advised_meets.astype(bool)]
+        gaps = ", ".join(f"{b} {g.deadline_gap.median():.1%}" for b, g in nb.groupby("base"))
+        lines.append(f"\nWith the means known exactly, this rule of bounding one run costs {noisy:.3f}x: "
+                     f"{nb[nb.advised_meets.astype(bool)].cost_ratio.mean():.3f} in the "
+                     f"{1 - len(fell) / len(nb):.0%} of cases it certifies and {fell.cost_ratio.mean():.3f} where "
+                     "it falls back to the fastest count. It is one rule, not a floor (falling back to a "
+                     "cheaper count, or certifying by each count's own repeats, costs less). The deadline "
+                     "(the median over counts) lies a median "
+                     f"{nb.deadline_gap.median():.1%} above the cheapest meeting count's mean ({gaps}), "
+                     "of the size of one run's noise. "
                      f"Certifying the true means with a margin instead ({margins}) shows how little "
                      "error the goal tolerates: the margin any model needs is its error at an unseen "
                      f"size where the choice is made (here MAPE {main.near_mape.mean():.1%}). With the means "
@@ -466,11 +503,14 @@ def summarise(r: pd.DataFrame) -> str:
             lines.append("\nThe `one measured run per count` rows ask what accuracy would do: an advisor "
                          "that already ran the job once at every count *at the held-out size* and "
                          f"takes that run as its prediction ({parts}; averaged over which repeat it saw). "
-                         "Its error where the choice is made is one run's noise, "
-                         f"{measured.near_mape.mean():.1%} against the mean of the 5 runs, and with it "
-                         "both goals are met. The models' error there is "
+                         "Each is judged by the 4 runs it did not see. Its error where the choice is "
+                         f"made is one run's noise, {measured.near_mape.mean():.1%} against the mean of the 5 "
+                         "runs. The models' error there is "
                          f"{main.near_mape.mean():.1%}: the cost goal asks a model that has never seen "
-                         "the size to predict it about as well as one run measured there.")
+                         "the size to predict it about as well as one run measured there. "
+                         + "; ".join(f"{v.split(': ', 1)[1]}: both goals "
+                                     f"{'met' if g.met.mean() >= 0.9 and g.cost_ratio.mean() <= 1.10 else 'not met'}"
+                                     for v, g in measured.groupby("variant", sort=False)) + ".")
     if "chance_runs" in main and main.chance_runs.notna().all():
         pairs = np.array([p for cell in main.chance_runs for p in cell], float)
         lines.append("\n**The stated chance of meeting the deadline** (`Candidate.chance_meets_deadline`, "
