@@ -152,6 +152,8 @@ def test_log_without_application_end_is_incomplete(shared):
     run = tables["runs"].to_pylist()[0]
     assert run["status"] == "incomplete" and run["end_ms"] is None and run["wall_ms"] > 0
     assert any("ApplicationEnd" in w for w in outcome.warnings)
+    # no LogStart line: Databricks' own first line names the version
+    assert run["spark_version"] == "3.4.1"
 
 
 def test_input_counts_scans_that_wait_on_other_stages_and_disk_cache_hits(shared):

@@ -179,6 +179,8 @@ class RunBuilder:
         self._durations: list[pa.Table] = []  # stage ids and durations of counted tasks
         self._handlers = {
             b"SparkListenerLogStart": self._log_start,
+            # Databricks writes no LogStart: its own first line names the Spark version
+            b"DBCEventLoggingListenerMetadata": self._log_start_if_none,
             b"SparkListenerApplicationStart": self._app_start,
             b"SparkListenerApplicationEnd": self._app_end,
             b"SparkListenerEnvironmentUpdate": self._environment,
@@ -264,6 +266,10 @@ class RunBuilder:
     # ---- events -------------------------------------------------------------------------
     def _log_start(self, ev: dict) -> None:
         self.spark_version = _typed(ev.get("Spark Version"), str)
+
+    def _log_start_if_none(self, ev: dict) -> None:
+        if self.spark_version is None:
+            self._log_start(ev)
 
     def _app_start(self, ev: dict) -> None:
         if self.app:
