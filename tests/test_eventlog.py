@@ -494,3 +494,16 @@ def test_an_application_that_ends_while_a_job_runs_is_killed_as_the_listener_rec
     failed = lines[end].replace(b'"ExitCode":0', b'"ExitCode":1')
     assert status(lines[:end] + [start % 3, failed] + lines[end + 1:], "exit-1") == \
         ("failed", f"application exit code 1; {one}")
+
+
+def test_an_application_idle_before_its_first_job_is_warned_of(shared):
+    """A shell that waited 93 s of its 205 s for its user: the wall time the models learn holds
+    the wait, which the ingest says, naming the edit that leaves such a run out."""
+    tables, outcome = shared("eventlog_4nodes_8cores_dynamic_alloc.zstd")
+    run_id = tables["runs"]["run_id"][0].as_py()
+    (w,) = [w for w in outcome.warnings if "ran no job for its first" in w]
+    assert w.startswith("the application ran no job for its first 93 s of 205 s")
+    assert f"sparkpredict store edit {run_id} --exclude" in w
+    # a batch application starts its first job at once
+    _, q72 = shared("nds_q72_dataproc_2_2.zstd")
+    assert not [w for w in q72.warnings if "ran no job" in w]

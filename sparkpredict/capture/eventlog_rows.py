@@ -151,6 +151,7 @@ class RunBuilder:
         self.profile_memory_mb: dict[int, int] = {}
         self.stage_jobs: dict[int, int] = {}
         self.num_jobs = 0
+        self.first_job_ms: int | None = None  # the first job's submission (an idle start is warned of)
         self.last_job_failed = False
         self.error_message: str | None = None
         # jobs started and not ended; those left at the application's end were cut short by it
@@ -332,7 +333,10 @@ class RunBuilder:
         self._running_jobs.add(job)
         for sid in ev.get("Stage IDs") or []:
             self.stage_jobs.setdefault(_typed(sid, int), job)
-        self._ts(ev.get("Submission Time"))
+        submitted = ev.get("Submission Time")
+        if isinstance(submitted, int) and (self.first_job_ms is None or submitted < self.first_job_ms):
+            self.first_job_ms = submitted
+        self._ts(submitted)
 
     def _job_end(self, ev: dict) -> None:
         result = ev.get("Job Result") or {}

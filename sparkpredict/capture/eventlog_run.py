@@ -22,6 +22,12 @@ if TYPE_CHECKING:
     from .eventlog_rows import RunBuilder
 
 
+#: An application whose first job starts this late (and past IDLE_START_SHARE of its wall time)
+#: is warned of at ingest: a session that waited for its user
+IDLE_START_MS = 30_000
+IDLE_START_SHARE = 0.3
+
+
 def run_tables(b: RunBuilder, tasks: pa.Table, stages: pa.Table, run_id: str,
                in_progress: bool) -> tuple[pa.Table, pa.Table]:
     """The executors table and the run row of the application ``b`` consumed, computed as the
@@ -70,6 +76,14 @@ def run_tables(b: RunBuilder, tasks: pa.Table, stages: pa.Table, run_id: str,
         measured += sum(hits for key, hits in b.disk_cache_hits.items()
                         if key not in b.reads_cache and b.stages.get(key, {}).get("status") == "succeeded")
     status, error = run_status(b) if complete else ("incomplete", b.error_message)
+    idle_ms = (b.first_job_ms - start) if b.first_job_ms is not None else None
+    if idle_ms is not None and idle_ms > max(IDLE_START_MS, IDLE_START_SHARE * (end - start)):
+        # an interactive session (a shell, a notebook) waits for its user: the wall time the
+        # runtime models learn from holds that wait
+        b.warnings.append(
+            f"the application ran no job for its first {idle_ms / 1000:.0f} s of {(end - start) / 1000:.0f} s "
+            "(an interactive session?): its wall time, which the runtime models learn, includes that wait; "
+            f"if it is no run of a job, leave it out with `sparkpredict store edit {run_id} --exclude`")
 
     def total(col: str) -> int:
         return (pc.sum(tasks[col]).as_py() or 0) if tasks.num_rows else 0
