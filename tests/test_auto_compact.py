@@ -184,6 +184,11 @@ def test_ingest_compacts_when_due_and_not_when_told_not_to(tmp_path, monkeypatch
     # the next ingest still finds each log's run: skipped, not stored again
     again = ingest_event_logs(logs, tmp_path / "st")
     assert again.files_ingested == 0 and again.files_unchanged == 4 and again.compaction is None
+    # an ingest killed before its compaction (here: told not to compact) left the store due;
+    # its rerun stores nothing and still compacts it
+    rerun = ingest_event_logs(logs, tmp_path / "kept")
+    assert rerun.files_ingested == 0 and rerun.compaction is not None and rerun.compaction.merged == 4
+    assert len(store.open(tmp_path / "kept").visible_marks()) == 1
 
 
 def test_ingest_into_an_open_store_compacts_after_it(tmp_path, monkeypatch):

@@ -207,10 +207,12 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
         with store_io.opened_to_write(store) as st:
             report = _ingest_into(st, sources, repeated, on_error, job)
         report.store_exists = st.exists()
-    if compact and report.files_ingested:
+    if compact and st.exists():
         from ..store.compact import auto_compact
 
-        # after the writer lock is let go: the compaction takes it again
+        # after the writer lock is let go: the compaction takes it again. Also when this ingest
+        # stored nothing: one killed before its compaction left it due, and its rerun finds
+        # every log stored (a listing when nothing is due)
         report.compaction = auto_compact(st)
     return report
 
