@@ -159,3 +159,13 @@ def test_a_commit_is_flushed_to_disk_before_and_after_its_renames(tmp_path, monk
     # the commit mark's data is flushed before it is renamed into place
     assert synced.index(f"{root}/runs/.part-{b}.parquet.tmp") < synced.index(f"{root}/runs")
     assert json.loads((tmp_path / "st" / S.MARKER_FILE).read_text())["schema_version"] == S.SCHEMA_VERSION
+
+
+def test_an_unparseable_marker_names_what_to_restore_it_as(tmp_path):
+    st = store.open(tmp_path / "st", create=True)
+    st.append(_batch("a"))
+    (tmp_path / "st" / S.MARKER_FILE).write_text("{not json")
+    with pytest.raises(StoreError) as e:
+        store.open(tmp_path / "st")
+    assert "is corrupt" in str(e.value)
+    assert json.dumps({"format": S.STORE_FORMAT, "schema_version": S.SCHEMA_VERSION}) in e.value.fix

@@ -654,14 +654,15 @@ class Store:
         """Refuse stores written by a schema this code does not know."""
         if not self.exists():
             return
+        marker = json.dumps({"format": S.STORE_FORMAT, "schema_version": S.SCHEMA_VERSION})
         with self.fs.open_input_stream(f"{self.root.rstrip('/')}/{S.MARKER_FILE}") as f:
             try:
                 meta = json.loads(f.read().decode())
             except ValueError as exc:
                 raise StoreError(f"store marker in {self.path!r} is corrupt",
-                                 f"restore {S.MARKER_FILE} or use a new store folder") from exc
+                                 f"if the folder's runs were written by sparkpredict, restore {S.MARKER_FILE} "
+                                 f"as {marker}; else use a new store folder") from exc
         v = meta.get("schema_version") if isinstance(meta, dict) else None
-        marker = json.dumps({"format": S.STORE_FORMAT, "schema_version": S.SCHEMA_VERSION})
         restore = (f"if the folder's runs were written by sparkpredict, restore {S.MARKER_FILE} as {marker}; "
                    "else use a new store folder")
         if not isinstance(meta, dict) or meta.get("format") != S.STORE_FORMAT:
