@@ -41,12 +41,12 @@ def test_resources_no_run_recorded_are_neither_defaults_nor_extrapolation(unreco
 
 
 def test_time_budget_warning_when_no_count_meets_the_deadline():
-    # T = 3000/E + 30, upper 1.1 T: E = 20 is the likeliest to make 60 s (none does); E <= 3 fit
-    # the budget 0.95 h, so "no candidate fits the budget" would be false
+    # T = 3000/E + 30, upper 1.1 T: none is predicted within 60 s, and E = 20 is the fastest by
+    # its upper bound; E <= 3 fit the budget 0.95 h, so "no candidate fits the budget" would be false
     a = advise(objective="time", deadline_s=60, budget=0.95, max_executors=20)
     assert a.executors == 20 and a.meets_deadline is False
     said = [w for w in a.warnings if "budget" in w]
-    assert said == [("the count given, the one most likely to make the deadline, costs up to 1.10 executor-h by "
+    assert said == [("the count given, the one fastest by its upper bound, costs up to 1.10 executor-h by "
                     "the 90% interval's upper bound, over the budget 0.95 (predicted 1.00 executor-h): with no "
                     "count meeting the deadline, the budget did not steer the choice")]
 
