@@ -507,3 +507,81 @@ def test_an_application_idle_before_its_first_job_is_warned_of(shared):
     # a batch application starts its first job at once
     _, q72 = shared("nds_q72_dataproc_2_2.zstd")
     assert not [w for w in q72.warnings if "ran no job" in w]
+
+
+def _task_end_like(template, task_id, index, attempt, nbytes, stage_attempt=0, reason=None, **info) -> str:
+    """A TaskEnd line of ``template``'s form for another task, reading ``nbytes``."""
+    t = json.loads(json.dumps(template))
+    t["Stage Attempt ID"] = stage_attempt
+    t["Task Info"].update({"Task ID": task_id, "Index": index, "Partition ID": index, "Attempt": attempt, **info})
+    t["Task Metrics"]["Input Metrics"] = {"Bytes Read": nbytes, "Records Read": 5}
+    if reason is not None:
+        t["Task End Reason"] = reason
+    return json.dumps(t)
+
+
+def _retried_log(path: Path) -> None:
+    """The plain Spark 4 log with stage 0 reading 1,000 bytes per partition (8), plus what makes
+    a run read data again: a failed attempt (500 bytes), a killed speculative copy (700), a
+    partition run twice in one attempt (a Resubmitted re-run), a second attempt of the stage
+    re-running partition 2 (after a FetchFailed); and a stage and a task ended after the
+    application's end."""
+    out = []
+    for line in PLAIN4.read_text().splitlines():
+        ev = json.loads(line)
+        kind = ev["Event"]
+        if kind == "SparkListenerTaskEnd" and ev["Stage ID"] == 0:
+            ev["Task Metrics"]["Input Metrics"] = {"Bytes Read": 1000, "Records Read": 10}
+            line = json.dumps(ev)
+            if ev["Task Info"]["Index"] == 0:
+                template = ev
+        if kind == "SparkListenerStageSubmitted" and ev["Stage Info"]["Stage ID"] == 0:
+            submitted = ev
+        if kind == "SparkListenerStageCompleted" and ev["Stage Info"]["Stage ID"] == 0:
+            task = functools.partial(_task_end_like, template)
+            out.append(task(9000, 0, 1, 500, reason={
+                "Reason": "ExceptionFailure", "Class Name": "java.lang.RuntimeException", "Description": "boom",
+                "Stack Trace": [], "Full Stack Trace": "", "Accumulator Updates": []}, Failed=True))
+            out.append(task(9001, 3, 1, 700, reason={"Reason": "TaskKilled", "Kill Reason": "another attempt succeeded",
+                                                    "Accumulator Updates": []}, Killed=True, Speculative=True))
+            out.append(task(9002, 1, 1, 1000))  # partition 1 again, its first output lost with its executor
+            out.append(line)
+            again = json.loads(json.dumps(submitted))
+            again["Stage Info"].update({"Stage Attempt ID": 1, "Number of Tasks": 1})
+            out.append(json.dumps(again))
+            out.append(task(9003, 2, 0, 1000, stage_attempt=1))
+            done = json.loads(line)
+            done["Stage Info"].update({"Stage Attempt ID": 1, "Number of Tasks": 1})
+            out.append(json.dumps(done))
+            continue
+        out.append(line)
+        if kind == "SparkListenerApplicationEnd":
+            late = json.loads(json.dumps(submitted))
+            late["Event"] = "SparkListenerStageCompleted"
+            late["Stage Info"].update({"Stage ID": 99, "Completion Time": late["Stage Info"]["Submission Time"] + 1})
+            out.append(json.dumps(late))
+            t = json.loads(json.dumps(template))
+            t["Stage ID"], t["Task Info"]["Task ID"] = 99, 9999
+            out.append(json.dumps(t))
+    path.write_text("\n".join(out) + "\n")
+
+
+@pytest.mark.spark
+def test_a_partition_read_again_counts_once_in_the_runs_input_listener_and_ingest_alike(listener_jar, tmp_path):
+    log = tmp_path / "local-retried"
+    _retried_log(log)
+    parsed = parse_event_log(log)
+    run = parsed.tables["runs"].to_pylist()[0]
+    assert run["input_bytes"] == 8 * 1000  # not 11,200: every re-read left out
+    stages = parsed.tables["stages"].to_pandas()
+    assert 99 not in set(stages.stage_id) and (0, 1) in set(zip(stages.stage_id, stages.stage_attempt_id))
+    # the stage rows still sum every task that ended in them, as Spark's UI does
+    assert stages.set_index(["stage_id", "stage_attempt_id"]).loc[(0, 0), "input_bytes"] == 8000 + 500 + 700 + 1000
+    assert 9999 not in set(parsed.tables["tasks"]["task_id"].to_pylist())
+    props = json.loads(run["properties_json"])
+    jobs = [[str(log), str(tmp_path / "listened"), props]]
+    done = subprocess.run([sys.executable, str(Path(__file__).parent / "listener_replay.py"), str(listener_jar),
+                           json.dumps(jobs)], check=False, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    listened = store.open(tmp_path / "listened").runs().iloc[0]
+    assert listened.input_bytes == 8000 and listened.num_stages == run["num_stages"]

@@ -125,3 +125,29 @@ def test_a_declared_size_reads_the_same_in_the_listener_and_the_ingest(spark_app
     got = {t: parse(t) for t in texts}
     assert got == {t: declared_size(t) for t in texts}
     assert (got["1MB"], got["1MiB"], got["1m"], got["300GB"]) == (10**6, 2**20, 2**20, 300 * 10**9)
+
+
+@pytest.mark.spark
+def test_a_cached_frame_shown_before_it_is_counted_keeps_its_source_input(spark_app, tmp_path):
+    """`df.cache(); df.show()` computes one partition of the cached RDD: the count after it
+    reads the other partitions from the file. Taking the RDD as computed by the show left the
+    count's whole stage out as a cache read: the run's input was one partition's."""
+    logs = tmp_path / "eventlogs"
+    logs.mkdir()
+    data = tmp_path / "lines.txt"
+    data.write_text("\n".join(f"line {i} " + "x" * 40 for i in range(60000)))
+    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(logs),
+            "spark.sql.files.maxPartitionBytes": str(600_000)}
+    with spark_app(tmp_path / "listener-store", job="shown", conf=conf) as spark:
+        df = spark.read.text(str(data)).cache()
+        df.show(1)
+        assert df.count() == 60000
+        assert df.count() == 60000  # from the cache now: not input again
+    listened = store.open(tmp_path / "listener-store").runs().iloc[0]
+    report = ingest_event_logs([logs], tmp_path / "eventlog-store")
+    assert report.files_ingested == 1
+    ingested = store.open(tmp_path / "eventlog-store").runs().iloc[0]
+    size = data.stat().st_size
+    assert listened.input_bytes == ingested.input_bytes
+    # the file once, plus the one partition the show read (and the count then read from the cache)
+    assert size <= listened.input_bytes <= 1.5 * size

@@ -40,6 +40,8 @@ _TASK_COLS = ["stage_id", "stage_attempt_id", "task_id", "task_index", "attempt"
 _TASK_SCHEMA = pa.schema([S.TABLES["tasks"].field(c) for c in _TASK_COLS])
 _NO_METRICS = (None,) * len(S.METRIC_NAMES)
 _KEYS = ["stage_id", "stage_attempt_id"]
+#: the position of input_bytes among a task's metric values (_metrics)
+_INPUT = S.METRIC_NAMES.index("input_bytes")
 # Task rows live until the end, in many small chunks: the system allocator returns their
 # memory better than pyarrow's default mimalloc pool (see eventlog._system_pool).
 _POOL = pa.system_memory_pool()
@@ -178,6 +180,13 @@ class RunBuilder:
         self.resubmitted = 0
         self._resubmitted: dict[tuple[int, int], int] = {}
         self._durations: list[pa.Table] = []  # stage ids and durations of counted tasks
+        # As the listener (StageTracker): per running stage attempt, its successful tasks' input
+        # (partition index, bytes), ended before the attempt completed; per stage id of a running
+        # job, the partitions whose input the run has counted; and that count
+        self._reads: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        self._input_counted: dict[int, set[int]] = {}
+        self._job_stages: dict[int, list[int]] = {}
+        self.input_read = 0
         self._handlers = {
             b"SparkListenerLogStart": self._log_start,
             # Databricks writes no LogStart: its own first line names the Spark version
@@ -320,6 +329,8 @@ class RunBuilder:
             self.profile_memory_mb[pid] = memory
 
     def _executor_removed(self, ev: dict) -> None:
+        if self.end_ms is not None:  # after the application's end: not this run's (as the listener)
+            return
         eid, t = str(ev["Executor ID"]), _ms(ev["Timestamp"])
         for e in reversed(self.executors):
             if e[0] == eid and e[4] is None:
@@ -331,8 +342,10 @@ class RunBuilder:
         self.num_jobs += 1
         job = _typed(ev["Job ID"], int)
         self._running_jobs.add(job)
-        for sid in ev.get("Stage IDs") or []:
-            self.stage_jobs.setdefault(_typed(sid, int), job)
+        stage_ids = [_typed(sid, int) for sid in ev.get("Stage IDs") or []]
+        for sid in stage_ids:
+            self.stage_jobs.setdefault(sid, job)
+        self._job_stages[job] = stage_ids
         submitted = ev.get("Submission Time")
         if isinstance(submitted, int) and (self.first_job_ms is None or submitted < self.first_job_ms):
             self.first_job_ms = submitted
@@ -341,6 +354,11 @@ class RunBuilder:
     def _job_end(self, ev: dict) -> None:
         result = ev.get("Job Result") or {}
         self._running_jobs.discard(ev.get("Job ID"))
+        # as the listener (StageTracker.jobEnded): a stage's counted partitions are forgotten
+        # once no running job has the stage
+        for sid in self._job_stages.pop(_typed(ev.get("Job ID"), int), []):
+            if not any(sid in other for other in self._job_stages.values()):
+                self._input_counted.pop(sid, None)
         self.last_job_failed = result.get("Result") == "JobFailed"
         if self.last_job_failed:  # as the listener: the latest failure's message is kept
             exc = result.get("Exception")
@@ -349,6 +367,10 @@ class RunBuilder:
         self._ts(ev.get("Completion Time"))
 
     def _stage_completed(self, ev: dict) -> None:
+        if self.end_ms is not None:
+            # Spark posts the application's end, then cancels the jobs still running: their
+            # stages' ends are no stages of this run, and the listener, stopped, never sees them
+            return
         si = ev["Stage Info"]
         key = (_typed(si["Stage ID"], int), _typed(si.get("Stage Attempt ID", 0), int))
         sub, done = _typed(si.get("Submission Time"), int), _typed(si.get("Completion Time"), int)
@@ -365,19 +387,35 @@ class RunBuilder:
         if key in self.stages:
             self.warnings.append(f"stage {key[0]} attempt {key[1]} completed twice; the last is kept")
         self.stages[key] = row
-        persisted = {r["RDD ID"] for r in si.get("RDD Info") or []
-                     if isinstance(r, dict) and isinstance(r.get("RDD ID"), int)
-                     and _persisted(r.get("Storage Level"))}
+        infos = [r for r in si.get("RDD Info") or []
+                 if isinstance(r, dict) and isinstance(r.get("RDD ID"), int) and _persisted(r.get("Storage Level"))]
+        persisted = {r["RDD ID"] for r in infos}
         if persisted & self._materialised:
             self.reads_cache.add(key)
         hits = disk_cache_hit_bytes(si.get("Accumulables"))
         if hits:
             self.disk_cache_hits[key] = hits
+        reads = self._reads.pop(key, [])
+        if row["status"] == "succeeded" and key not in self.reads_cache:
+            # each partition once: a failed or killed attempt's partial read, a speculative copy
+            # and a partition re-run after its executor was lost read the same data again
+            done = self._input_counted.setdefault(key[0], set())
+            for idx, n in reads:
+                if idx not in done:
+                    done.add(idx)
+                    self.input_read += n
         if row["status"] == "succeeded":
-            self._materialised |= persisted
+            # only an RDD this stage computed whole: `df.cache(); df.show()` computes one of its
+            # partitions, and the count after it reads the others from the source
+            tasks = row["num_tasks"]
+            self._materialised |= {r["RDD ID"] for r in infos if isinstance(tasks, int)
+                                   and isinstance(r.get("Number of Partitions"), int)
+                                   and tasks >= r["Number of Partitions"]}
         self._ts(done)
 
     def _task_end(self, ev: dict, line: bytes) -> None:
+        if self.end_ms is not None:  # after the application's end (see _stage_completed)
+            return
         info = ev["Task Info"]
         stage, attempt = ev["Stage ID"], ev.get("Stage Attempt ID", 0)
         reason = ev.get("Task End Reason")
@@ -393,15 +431,20 @@ class RunBuilder:
             return
         launch, finish = info.get("Launch Time"), info.get("Finish Time")
         got = info.get("Getting Result Time") or 0
+        status = _task_status(info)
+        metrics = _metrics(ev.get("Task Metrics"), line)
+        # Like the listener, a stage sums only tasks that ended before it completed.
+        counted = (stage, attempt) not in self.stages
+        read = metrics[_INPUT]
+        if counted and status == "SUCCESS" and isinstance(read, int) and read > 0 and isinstance(info.get("Index"), int):
+            self._reads.setdefault((stage, attempt), []).append((info["Index"], read))
         self._rows.append((
             stage, attempt, info["Task ID"], info.get("Index"),
             info.get("Attempt"), info.get("Executor ID"), info.get("Host"), launch, finish,
             (finish - launch if launch is not None else None) if finish else 0,
             finish - got if got and finish else 0,
-            _task_status(info), info.get("Locality"), info.get("Speculative"),
-            *_metrics(ev.get("Task Metrics"), line),
-            # Like the listener, a stage sums only tasks that ended before it completed.
-            (stage, attempt) not in self.stages,
+            status, info.get("Locality"), info.get("Speculative"),
+            *metrics, counted,
         ))
         if finish and finish > self.last_ms:
             self.last_ms = finish

@@ -68,13 +68,11 @@ def run_tables(b: RunBuilder, tasks: pa.Table, stages: pa.Table, run_id: str,
     if declared and input_bytes is None:
         b.warnings.append(f"spark.sparkpredict.inputBytes={declared!r} is not a size; measured instead")
     if input_bytes is None:
-        # what the succeeded stages read from data sources, not from cached blocks
-        source = [s == "succeeded" and (sid, att) not in b.reads_cache for s, sid, att in zip(
-            stages["status"].to_pylist(), stages["stage_id"].to_pylist(),
-            stages["stage_attempt_id"].to_pylist())]
-        measured = pc.sum(stages.filter(pa.array(source, pa.bool_()))["input_bytes"]).as_py() or 0
-        measured += sum(hits for key, hits in b.disk_cache_hits.items()
-                        if key not in b.reads_cache and b.stages.get(key, {}).get("status") == "succeeded")
+        # what the succeeded stages read from data sources, not from cached blocks, each
+        # partition once (RunBuilder._stage_completed)
+        measured = b.input_read + sum(
+            hits for key, hits in b.disk_cache_hits.items()
+            if key not in b.reads_cache and b.stages.get(key, {}).get("status") == "succeeded")
     status, error = run_status(b) if complete else ("incomplete", b.error_message)
     idle_ms = (b.first_job_ms - start) if b.first_job_ms is not None else None
     if idle_ms is not None and idle_ms > max(IDLE_START_MS, IDLE_START_SHARE * (end - start)):

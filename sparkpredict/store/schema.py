@@ -126,7 +126,8 @@ _RUNS: list[tuple[str, pa.DataType, str]] = [
     ("executor_memory_mb", _L, "spark.executor.memory in MiB (the default resource profile's)"),
     ("task_slots", _I, "executors_max * executor_cores / spark.task.cpus"),
     ("input_bytes", _L, ("declared (spark.sparkpredict.inputBytes) or read by the succeeded stages, "
-                         "cached reads left out, Databricks disk-cache hits added (docs/capture.md)")),
+                         "each partition once, cached reads left out, Databricks disk-cache hits "
+                         "added (docs/capture.md)")),
     ("input_bytes_source", _S, "'declared' or 'measured'"),
     ("shuffle_read_bytes", _L, "total over all tasks"),
     ("shuffle_write_bytes", _L, "total over all tasks"),

@@ -327,7 +327,10 @@ public class SparkPredictListener extends SparkListener {
         long duration = info.finishTime() > 0 ? info.finishTime() - info.launchTime() : 0L;
         boolean ok = info.successful();
         run.taskEnded(ok, m);
-        if (agg != null) agg.add(metrics, duration, ok);
+        if (agg != null) {
+            agg.add(metrics, duration, ok);
+            if (ok && m != null) agg.read(info.index(), m.inputMetrics().bytesRead());
+        }
         if (!settings.recordTasks || flusher == null) return;
         // The store keeps failing (or is slower than the tasks): rows held in memory are capped.
         long held = pendingTasks.size() + flusher.heldTaskRows();

@@ -3,6 +3,7 @@ package io.sparkpredict;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.BitSet;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -32,6 +33,22 @@ final class StageTracker {
         long[] durations = new long[16];
         int n;
         int failed;
+        /** Successful task ends that read input, in the order they ended: partition index and bytes. */
+        int[] readIndex = new int[0];
+        long[] readBytes = new long[0];
+        int nRead;
+
+        /** A successful task end's input (the run's input counts each partition once). */
+        void read(int index, long bytes) {
+            if (bytes <= 0) return;
+            if (nRead == readIndex.length) {
+                int size = Math.max(16, nRead * 2);
+                readIndex = Arrays.copyOf(readIndex, size);
+                readBytes = Arrays.copyOf(readBytes, size);
+            }
+            readIndex[nRead] = index;
+            readBytes[nRead++] = bytes;
+        }
 
         /** Add one task end's {@link TaskRows#metricValues}. */
         void add(Object[] metrics, long durationMs, boolean ok) {
@@ -54,6 +71,12 @@ final class StageTracker {
     private final Map<Integer, int[]> runningJobStages = new HashMap<>();
     /** Persisted RDDs a succeeded stage has computed: later stages over them read the cache. */
     private final Set<Integer> materialisedRdds = new HashSet<>();
+    /**
+     * Per stage id, the partitions whose input the run has counted: a later attempt (after a
+     * FetchFailed) re-runs lost partitions, which read the same data again. Dropped with the
+     * stage's jobs, as stageToJob.
+     */
+    private final Map<Integer, BitSet> inputCounted = new HashMap<>();
     private final Map<Integer, Integer> stageToJob = new HashMap<>();
     /** Stage attempts completed, failed ones included (the run row's num_stages). */
     int numStages;
@@ -89,7 +112,10 @@ final class StageTracker {
             for (int[] other : runningJobStages.values()) {
                 for (int t : other) shared |= t == s;
             }
-            if (!shared) stageToJob.remove(s);
+            if (!shared) {
+                stageToJob.remove(s);
+                inputCounted.remove(s);
+            }
         }
     }
 
@@ -122,7 +148,9 @@ final class StageTracker {
         for (RDDInfo ri : CollectionConverters.asJava(s.rddInfos())) {
             rdds.add(ri.name());
             if (ri.storageLevel().isValid()) {
-                persisted.add(ri.id());
+                // only an RDD this stage computed whole: `df.cache(); df.show()` computes one
+                // of its partitions, and the count after it reads the others from the source
+                if (s.numTasks() >= ri.numPartitions()) persisted.add(ri.id());
                 readsCache |= materialisedRdds.contains(ri.id());
             }
         }
@@ -153,11 +181,27 @@ final class StageTracker {
         // a cached block as input, so a stage over an already computed persisted RDD is left
         // out (an iterative job would otherwise count its input once per pass). Stages with
         // parents count too: a scan can wait on other stages (Databricks' pruning, unions).
+        // Each partition once: a failed or killed attempt's partial read, a speculative copy and
+        // a partition re-run after its executor was lost read the same data again.
         if (!failed) {
-            if (!readsCache) measuredInput += agg.lsum[r.table.col("input_bytes") - first] + diskCacheHitBytes(s);
+            if (!readsCache) measuredInput += countOnce(s.stageId(), agg) + diskCacheHitBytes(s);
             materialisedRdds.addAll(persisted);
         }
         return r.values;
+    }
+
+    /** The input of the attempt's partitions not counted yet for its stage id, which it marks counted. */
+    private long countOnce(int stageId, Agg agg) {
+        if (agg.nRead == 0) return 0L;
+        BitSet done = inputCounted.computeIfAbsent(stageId, k -> new BitSet());
+        long total = 0;
+        for (int i = 0; i < agg.nRead; i++) {
+            int idx = agg.readIndex[i];
+            if (idx < 0 || done.get(idx)) continue;
+            done.set(idx);
+            total += agg.readBytes[i];
+        }
+        return total;
     }
 
     /**
