@@ -786,9 +786,22 @@ def _damaged_fix(batch: str) -> str:
             "is stored; other runs are unaffected")
 
 
+#: (schema id, column names) -> the schema those columns have when sparkpredict wrote them
+_EXPECTED: dict[tuple[int, tuple[str, ...]], pa.Schema] = {}
+
+
 def _typed_as(schema: pa.Schema, t: pa.Table) -> pa.Table:
     """``t`` with each of its columns cast to ``schema``'s type where it differs (raises
-    pyarrow's error for a column that cannot be)."""
+    pyarrow's error for a column that cannot be). One comparison of the whole schema first:
+    a read of 3,000 batches checks 12,000 files."""
+    if t.schema.equals(schema, check_metadata=False):  # every column, as written: the usual file
+        return t
+    key = (id(schema), tuple(t.column_names))
+    want_schema = _EXPECTED.get(key)
+    if want_schema is None:
+        want_schema = _EXPECTED[key] = pa.schema([schema.field(n) for n in t.column_names])
+    if t.schema.equals(want_schema, check_metadata=False):
+        return t
     for i, name in enumerate(t.column_names):
         want = schema.field(name).type
         if t.schema.field(i).type != want:
