@@ -365,7 +365,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
                if np.isfinite(up).any() else unit(spend[i]))
         if objective == "time" and meets is not None and not met:
             # the deadline's fallback came first, chosen without regard to the budget
-            which = ("most likely to make the deadline" if _likeliest_rule(chance, t <= deadline)
+            which = ("chosen among the counts predicted within the deadline" if not np.isfinite(up).any()
+                     else "most likely to make the deadline" if _likeliest_rule(chance, t <= deadline)
                      else "fastest by its upper bound")
             warnings.append(f"the count given, the one {which}, costs {how}, over "
                             f"the budget {format_number(budget_v)} (predicted {unit(cost[i] * scale)}): "

@@ -545,11 +545,16 @@ def _retried_log(path: Path) -> None:
             out.append(task(9001, 3, 1, 700, reason={"Reason": "TaskKilled", "Kill Reason": "another attempt succeeded",
                                                     "Accumulator Updates": []}, Killed=True, Speculative=True))
             out.append(task(9002, 1, 1, 1000))  # partition 1 again, its first output lost with its executor
-            out.append(line)
+            # the attempt fails (a FetchFailed): its successful tasks' output is kept, and only
+            # partition 2 runs again, so their input counts all the same
+            failed = json.loads(line)
+            failed["Stage Info"]["Failure Reason"] = "org.apache.spark.shuffle.FetchFailedException: lost"
+            out.append(json.dumps(failed))
             again = json.loads(json.dumps(submitted))
             again["Stage Info"].update({"Stage Attempt ID": 1, "Number of Tasks": 1})
             out.append(json.dumps(again))
-            out.append(task(9003, 2, 0, 1000, stage_attempt=1))
+            # a retried attempt numbers its tasks from 0: partition 2 is its task 0
+            out.append(task(9003, 0, 0, 1000, stage_attempt=1, **{"Partition ID": 2}))
             done = json.loads(line)
             done["Stage Info"].update({"Stage Attempt ID": 1, "Number of Tasks": 1})
             out.append(json.dumps(done))

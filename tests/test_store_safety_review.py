@@ -143,22 +143,28 @@ def test_a_full_disk_says_to_free_space_and_commits_nothing(tmp_path, monkeypatc
 
 def test_a_commit_is_flushed_to_disk_before_and_after_its_renames(tmp_path, monkeypatch):
     st = store.open(tmp_path / "st", create=True)
-    synced = []
-    real = os.fsync
+    root = tmp_path / "st"
+    synced = []  # (path synced, whether the commit mark was in place then)
+    real_fsync = os.fsync
+    marks = []
 
-    def spy(fd):
-        synced.append(os.readlink(f"/proc/self/fd/{fd}") if os.path.exists(f"/proc/self/fd/{fd}") else fd)
-        return real(fd)
+    def fsync(fd):
+        path = os.readlink(f"/proc/self/fd/{fd}")  # Linux, as the CI
+        synced.append((path, any((root / "runs" / f"part-{b}.parquet").exists() for b in marks)))
+        return real_fsync(fd)
 
-    monkeypatch.setattr(store_io.os, "fsync", spy)
+    monkeypatch.setattr(store_io.os, "fsync", fsync)
+    real_new = store_io.new_batch_id
+    monkeypatch.setattr(store_io, "new_batch_id", lambda *a: marks.append(real_new(*a)) or marks[-1])
     b = st.append(_batch("a"))
-    root = str(tmp_path / "st")
-    for table in ("stages", "runs"):
-        assert f"{root}/{table}/.part-{b}.parquet.tmp" in synced  # the data, before its rename
-        assert f"{root}/{table}" in synced  # the folder, after it
-    # the commit mark's data is flushed before it is renamed into place
-    assert synced.index(f"{root}/runs/.part-{b}.parquet.tmp") < synced.index(f"{root}/runs")
-    assert json.loads((tmp_path / "st" / S.MARKER_FILE).read_text())["schema_version"] == S.SCHEMA_VERSION
+    assert marks == [b]
+    seen = dict(synced)
+    # each file's data before its rename, the parts' folder before the commit mark is renamed
+    # into place, and the runs folder after it
+    assert seen[f"{root}/stages/.part-{b}.parquet.tmp"] is False
+    assert seen[f"{root}/runs/.part-{b}.parquet.tmp"] is False
+    assert seen[f"{root}/stages"] is False and seen[f"{root}/runs"] is True
+    assert list(store.open(tmp_path / "st").runs().run_id) == ["a"]
 
 
 def test_an_unparseable_marker_names_what_to_restore_it_as(tmp_path):

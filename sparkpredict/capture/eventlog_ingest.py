@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from ..errors import IngestError, InputError, SparkPredictError
 from ..store import schema as S
+from ..store.io import INGEST_LABEL
 from ..units import plural
 from .eventlog import ParsedLog, _parse_source, _system_pool, peek_run_id
 from .eventlog_files import (
@@ -308,7 +309,7 @@ def _label(run_id: str) -> str:
     <13-digit ms>-<label>-<12 hex>."""
     from ..store.io import new_batch_id
 
-    return new_batch_id("ingest-" + run_id)[14:-13]
+    return new_batch_id(INGEST_LABEL + run_id)[14:-13]
 
 
 def _batches(st: Store) -> dict[str, list[tuple[str, str]]]:
@@ -331,16 +332,16 @@ def _batches(st: Store) -> dict[str, list[tuple[str, str]]]:
 
 def _ingest_batches(st: Store) -> dict[str, list[tuple[str, str]]]:
     """label -> (batch id, runs file) of the committed batches ingest wrote under it, oldest first."""
-    return {label: b for label, b in _batches(st).items() if label.startswith("ingest-")}
+    return {label: b for label, b in _batches(st).items() if label.startswith(INGEST_LABEL)}
 
 
 def _listener_labels(ingest_label: str, labels: Iterable[str]) -> list[str]:
     """Of ``labels``, those the listener's batches of the run(s) stored under ``ingest_label``
     could carry: the listener labels a batch with the run id alone, cut to the same length."""
-    plain = ingest_label[len("ingest-"):]
+    plain = ingest_label[len(INGEST_LABEL):]
     if len(ingest_label) < _MAX_LABEL:
         return [plain] if plain in labels else []
-    return [label for label in labels if label.startswith(plain) and not label.startswith("ingest-")]
+    return [label for label in labels if label.startswith(plain) and not label.startswith(INGEST_LABEL)]
 
 
 def _batch_run(st: Store, path: str) -> str | None:
@@ -397,7 +398,7 @@ def _drop_listened(st: Store) -> int:
     by_label = _batches(st)
     dropped = 0
     for label, ingested in by_label.items():
-        if not label.startswith("ingest-"):
+        if not label.startswith(INGEST_LABEL):
             continue
         listened = {_batch_run(st, path) for other in _listener_labels(label, by_label)
                     for _, path in by_label[other]}
@@ -550,7 +551,7 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
     if keep is not None:
         run = run.set_column(run.schema.get_field_index("job"), "job", pa.array([keep], pa.string()))
     tables["runs"] = run
-    batch = st.append(tables, batch_id=new_batch_id("ingest-" + parsed.run_id))
+    batch = st.append(tables, batch_id=new_batch_id(INGEST_LABEL + parsed.run_id))
     if parsed.status in _UNFINISHED and stored is None and _listener_batches(st, parsed.run_id):
         # The listener wrote its first rows of the run while this log was read: its copy is the
         # run's (it removes ours too, unless it looked before this append).

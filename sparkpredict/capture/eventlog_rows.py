@@ -116,7 +116,7 @@ def _persisted(level: Any) -> bool:
 
 #: The stage accumulable in which Databricks' disk cache counts the bytes its scans served from
 #: the cache: a task's input metric counts only the misses, so a warm cache would make the same
-#: job's input look small (RunRecord.DISK_CACHE_HITS in the listener).
+#: job's input look small (StageTracker.DISK_CACHE_HITS in the listener).
 DISK_CACHE_HITS = "cache hits size"
 
 
@@ -353,10 +353,11 @@ class RunBuilder:
 
     def _job_end(self, ev: dict) -> None:
         result = ev.get("Job Result") or {}
-        self._running_jobs.discard(ev.get("Job ID"))
+        job = ev.get("Job ID")
+        self._running_jobs.discard(job)
         # as the listener (StageTracker.jobEnded): a stage's counted partitions are forgotten
         # once no running job has the stage
-        for sid in self._job_stages.pop(_typed(ev.get("Job ID"), int), []):
+        for sid in self._job_stages.pop(job, []) if isinstance(job, int) else []:
             if not any(sid in other for other in self._job_stages.values()):
                 self._input_counted.pop(sid, None)
         self.last_job_failed = result.get("Result") == "JobFailed"
@@ -387,8 +388,8 @@ class RunBuilder:
         if key in self.stages:
             self.warnings.append(f"stage {key[0]} attempt {key[1]} completed twice; the last is kept")
         self.stages[key] = row
-        infos = [r for r in si.get("RDD Info") or []
-                 if isinstance(r, dict) and isinstance(r.get("RDD ID"), int) and _persisted(r.get("Storage Level"))]
+        rdd_info = [r for r in si.get("RDD Info") or [] if isinstance(r, dict)]
+        infos = [r for r in rdd_info if isinstance(r.get("RDD ID"), int) and _persisted(r.get("Storage Level"))]
         persisted = {r["RDD ID"] for r in infos}
         if persisted & self._materialised:
             self.reads_cache.add(key)
@@ -396,21 +397,25 @@ class RunBuilder:
         if hits:
             self.disk_cache_hits[key] = hits
         reads = self._reads.pop(key, [])
-        if row["status"] == "succeeded" and key not in self.reads_cache:
-            # each partition once: a failed or killed attempt's partial read, a speculative copy
-            # and a partition re-run after its executor was lost read the same data again
-            done = self._input_counted.setdefault(key[0], set())
-            for idx, n in reads:
-                if idx not in done:
-                    done.add(idx)
+        if key not in self.reads_cache:
+            # each partition once, by its first successful task (StageTracker.completed): a failed
+            # or killed task's partial read, a speculative copy and a partition re-run after its
+            # executor was lost read the same data again; a failed attempt's successful tasks
+            # count too, as Spark keeps their output. Remembered while a running job has the stage.
+            running = any(key[0] in stages for stages in self._job_stages.values())
+            done = self._input_counted.setdefault(key[0], set()) if running else set()
+            for part, n in reads:
+                if part not in done:
+                    done.add(part)
                     self.input_read += n
-        if row["status"] == "succeeded":
-            # only an RDD this stage computed whole: `df.cache(); df.show()` computes one of its
-            # partitions, and the count after it reads the others from the source
-            tasks = row["num_tasks"]
-            self._materialised |= {r["RDD ID"] for r in infos if isinstance(tasks, int)
-                                   and isinstance(r.get("Number of Partitions"), int)
-                                   and tasks >= r["Number of Partitions"]}
+        # The stage's own RDD comes first, then its narrow ancestors: a stage that ran all of its
+        # own partitions computed them whole (a coalesce(1) too). `df.cache(); df.show()` runs one
+        # partition, and the count after it reads the others from the source.
+        own = rdd_info[0].get("Number of Partitions") if rdd_info else None
+        tasks = row["num_tasks"]
+        whole = not rdd_info or (isinstance(tasks, int) and isinstance(own, int) and tasks >= own)
+        if row["status"] == "succeeded" and whole:
+            self._materialised |= persisted
         self._ts(done)
 
     def _task_end(self, ev: dict, line: bytes) -> None:
@@ -436,8 +441,13 @@ class RunBuilder:
         # Like the listener, a stage sums only tasks that ended before it completed.
         counted = (stage, attempt) not in self.stages
         read = metrics[_INPUT]
-        if counted and status == "SUCCESS" and isinstance(read, int) and read > 0 and isinstance(info.get("Index"), int):
-            self._reads.setdefault((stage, attempt), []).append((info["Index"], read))
+        if counted and status == "SUCCESS" and isinstance(read, int) and read > 0:
+            # the partition, not the task's place in its attempt: a retried attempt numbers only
+            # the partitions it re-runs (logs of Spark >= 3.3 tell it)
+            part = info.get("Partition ID")
+            part = part if isinstance(part, int) and part >= 0 else info.get("Index")
+            if isinstance(part, int):
+                self._reads.setdefault((stage, attempt), []).append((part, read))
         self._rows.append((
             stage, attempt, info["Task ID"], info.get("Index"),
             info.get("Attempt"), info.get("Executor ID"), info.get("Host"), launch, finish,

@@ -3,6 +3,7 @@ it, and correcting recorded runs."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from collections.abc import Callable
@@ -315,7 +316,8 @@ def _clean(args: argparse.Namespace) -> int:
     # The writer lock keeps an ingest, edit or compaction of a local store from committing a
     # batch while its files are judged: with --older-than 0 a batch half written reads as a
     # crashed writer's, and its part files went after its commit mark was listed.
-    with st.writer_lock("store clean"):
+    # a dry run only lists, and must not wait behind a long ingest
+    with contextlib.nullcontext() if args.dry_run else st.writer_lock("store clean"):
         replaced = set(st.replaced_files(age_s))  # told apart from a crashed writer's files
         if args.dry_run:
             paths = st.orphans(age_s) + registry_commit.orphans(st, age_s)

@@ -114,13 +114,13 @@ def check_confidence(value: Any) -> float:
 def meant_level(value: Any) -> str | None:
     """The level a user most likely meant where the one given is a percentage written as a
     fraction or the other way round: ``95`` -> ``"0.95"`` (50 to 100, the levels intervals are
-    asked at), ``"0.95%"`` -> ``"0.95"`` (a level under 1 % asks for an interval of no use);
+    asked at), ``"0.95%"`` -> ``"0.95"`` (0.5 % to 1 %: a level under 1 % asks for an interval of no use);
     None otherwise."""
     text = value.strip() if isinstance(value, str) else None
     try:
         if text and text.endswith("%"):
             x = float(text[:-1])
-            return f"{x:g}" if 0.0 < x < 1.0 else None
+            return f"{x:g}" if 0.5 <= x < 1.0 else None
         x = float(value)
     except (TypeError, ValueError, OverflowError):
         return None

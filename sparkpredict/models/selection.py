@@ -430,10 +430,10 @@ def select(F: dict[str, np.ndarray], y: np.ndarray, extras: list[str], kind: str
     (``fittable_only``), rather than refusing runs that one equation fits.
     """
     if kind in A.EQUATIONS or kind in M.ML_KINDS:
-        # A single equation's f(S) power is chosen as the combined model chooses it, by the
-        # cross-validation score (power 1 on a tie): by the in-sample error S**2 ran away beyond
-        # the sizes, and the study's baselines lost 1-3 points of size-extrapolation MAPE to it
-        # on C3O (Amdahl 11.6 % against 8.3 % with S, benchmarks/RESULTS.md c3o_models).
+        # A single equation's f(S) power is chosen by the cross-validation score, as the
+        # combined model chooses its equations' (power 1 on a tie): by the in-sample error S**2
+        # ran away beyond the sizes (on C3O extrap_size Amdahl 11.6 % against 11.1 % by CV,
+        # Gustafson 14.0 against 13.6 %; 2D-plate 7.6 against 7.7 %; docs/models.md).
         tries: tuple[int | None, ...] = (None,)
         if (POWER_CHOICE == "cv" and kind in A.EQUATIONS and A.EQUATIONS[kind].uses_power
                 and len(np.unique(F["input_bytes"])) >= 2):

@@ -756,12 +756,16 @@ class Store:
                                row_group_size=row_group_rows)
                 written.append(tmp)
                 self._sync(tmp)
-            # Renames, commit mark last: a crash before it leaves only invisible rows.
+            # Renames, commit mark last: a crash before it leaves only invisible rows. The parts'
+            # folders reach the disk before the mark is renamed, so that no power loss keeps a
+            # commit whose parts' renames it lost.
             for tmp in written:
                 d, name = tmp.rsplit("/", 1)
+                if tmp == written[-1]:
+                    for part_dir in dict.fromkeys(t.rsplit("/", 1)[0] for t in written[:-1]):
+                        self._sync(part_dir)
                 self.fs.move(tmp, f"{d}/{name[1:-len('.tmp')]}")
-            for d in dict.fromkeys(tmp.rsplit("/", 1)[0] for tmp in written):
-                self._sync(d)
+            self._sync(written[-1].rsplit("/", 1)[0])
         except OSError as exc:
             for tmp in written:
                 try:

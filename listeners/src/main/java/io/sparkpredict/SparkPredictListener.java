@@ -329,7 +329,10 @@ public class SparkPredictListener extends SparkListener {
         run.taskEnded(ok, m);
         if (agg != null) {
             agg.add(metrics, duration, ok);
-            if (ok && m != null) agg.read(info.index(), m.inputMetrics().bytesRead());
+            // the partition, not the task's place in its attempt: a retried attempt numbers
+            // only the partitions it re-runs (Spark >= 3.3 tells it)
+            if (ok && m != null) agg.read(info.partitionId() >= 0 ? info.partitionId() : info.index(),
+                m.inputMetrics().bytesRead());
         }
         if (!settings.recordTasks || flusher == null) return;
         // The store keeps failing (or is slower than the tasks): rows held in memory are capped.

@@ -33,7 +33,7 @@ final class StageTracker {
         long[] durations = new long[16];
         int n;
         int failed;
-        /** Successful task ends that read input, in the order they ended: partition index and bytes. */
+        /** Successful task ends that read input, in the order they ended: partition and bytes. */
         int[] readIndex = new int[0];
         long[] readBytes = new long[0];
         int nRead;
@@ -85,9 +85,9 @@ final class StageTracker {
 
     private static long key(int stage, int attempt) { return ((long) stage << 32) | (attempt & 0xffffffffL); }
 
-    /** Per-stage entries held: stage attempts running, and the stages of running jobs. */
+    /** Per-stage entries held: stage attempts running, the stages of running jobs and their counted input. */
     int tracked() {
-        return stageAggs.size() + stageToJob.size();
+        return stageAggs.size() + stageToJob.size() + inputCounted.size();
     }
 
     void jobStarted(SparkListenerJobStart e) {
@@ -145,12 +145,15 @@ final class StageTracker {
         List<String> rdds = new ArrayList<>();
         List<Integer> persisted = new ArrayList<>();
         boolean readsCache = false;
-        for (RDDInfo ri : CollectionConverters.asJava(s.rddInfos())) {
+        List<RDDInfo> infos = CollectionConverters.asJava(s.rddInfos());
+        // The stage's own RDD comes first, then its narrow ancestors: a stage that ran all of its
+        // own partitions computed them whole (a coalesce(1) too). `df.cache(); df.show()` runs
+        // one partition, and the count after it reads the others from the source.
+        boolean whole = infos.isEmpty() || s.numTasks() >= infos.get(0).numPartitions();
+        for (RDDInfo ri : infos) {
             rdds.add(ri.name());
             if (ri.storageLevel().isValid()) {
-                // only an RDD this stage computed whole: `df.cache(); df.show()` computes one
-                // of its partitions, and the count after it reads the others from the source
-                if (s.numTasks() >= ri.numPartitions()) persisted.add(ri.id());
+                if (whole) persisted.add(ri.id());
                 readsCache |= materialisedRdds.contains(ri.id());
             }
         }
@@ -181,19 +184,21 @@ final class StageTracker {
         // a cached block as input, so a stage over an already computed persisted RDD is left
         // out (an iterative job would otherwise count its input once per pass). Stages with
         // parents count too: a scan can wait on other stages (Databricks' pruning, unions).
-        // Each partition once: a failed or killed attempt's partial read, a speculative copy and
-        // a partition re-run after its executor was lost read the same data again.
-        if (!failed) {
-            if (!readsCache) measuredInput += countOnce(s.stageId(), agg) + diskCacheHitBytes(s);
-            materialisedRdds.addAll(persisted);
-        }
+        // Each partition once, by its first successful task: a failed or killed task's partial
+        // read, a speculative copy and a partition re-run after its executor was lost read the
+        // same data again. A failed attempt's successful tasks count too: Spark keeps their
+        // output, and no later attempt reads those partitions.
+        if (!readsCache) measuredInput += countOnce(s.stageId(), agg) + (failed ? 0L : diskCacheHitBytes(s));
+        if (!failed) materialisedRdds.addAll(persisted);
         return r.values;
     }
 
     /** The input of the attempt's partitions not counted yet for its stage id, which it marks counted. */
     private long countOnce(int stageId, Agg agg) {
         if (agg.nRead == 0) return 0L;
-        BitSet done = inputCounted.computeIfAbsent(stageId, k -> new BitSet());
+        // remembered while a running job has the stage (jobEnded forgets it), as stageToJob
+        BitSet done = stageToJob.containsKey(stageId) ? inputCounted.computeIfAbsent(stageId, k -> new BitSet())
+            : new BitSet();
         long total = 0;
         for (int i = 0; i < agg.nRead; i++) {
             int idx = agg.readIndex[i];
