@@ -344,29 +344,6 @@ def _listener_labels(ingest_label: str, labels: Iterable[str]) -> list[str]:
     return [label for label in labels if label.startswith(plain) and not label.startswith(INGEST_LABEL)]
 
 
-def _batch_run(st: Store, path: str) -> str | None:
-    """The run id in an ingest batch's runs file ``path`` (one row), None when it cannot be read."""
-    import pyarrow.parquet as pq
-
-    try:
-        with st.fs.open_input_file(path) as f:
-            ids = set(pq.ParquetFile(f).read(columns=["run_id"])["run_id"].to_pylist())
-    except (OSError, TypeError, ValueError, KeyError, pa.ArrowException):
-        return None
-    return ids.pop() if len(ids) == 1 else None
-
-
-def _copies(st: Store, batches: list[tuple[str, str]]) -> dict[str, list[str]]:
-    """run id -> its batch ids (oldest first) among ``batches`` of one label: a label is the run
-    id cut to 53 characters and made a file name, so two runs can share one (unreadable: left out)."""
-    out: dict[str, list[str]] = {}
-    for b, path in batches:
-        rid = _batch_run(st, path)
-        if rid is not None:
-            out.setdefault(rid, []).append(b)
-    return out
-
-
 def _one_copy_each(st: Store) -> None:
     """Keep one ingested copy of each run: the latest, when earlier ingests left more (two ran
     at once before they took the lock, or one stopped between storing a fuller copy of a run and
@@ -374,7 +351,7 @@ def _one_copy_each(st: Store) -> None:
     for batches in _ingest_batches(st).values():
         if len(batches) < 2:
             continue
-        for rid, mine in _copies(st, batches).items():
+        for rid, mine in st.copies_by_run(batches).items():
             if len(mine) < 2:
                 continue
             for b in mine[:-1]:
@@ -387,7 +364,7 @@ def _listener_batches(st: Store, run_id: str) -> list[str]:
     """The committed batches the listener wrote of ``run_id``."""
     by_label = _batches(st)
     return [b for label in _listener_labels(_label(run_id), by_label)
-            for b, path in by_label[label] if _batch_run(st, path) == run_id]
+            for b, path in by_label[label] if st.run_of_batch(path) == run_id]
 
 
 def _drop_listened(st: Store) -> int:
@@ -400,11 +377,11 @@ def _drop_listened(st: Store) -> int:
     for label, ingested in by_label.items():
         if not label.startswith(INGEST_LABEL):
             continue
-        listened = {_batch_run(st, path) for other in _listener_labels(label, by_label)
+        listened = {st.run_of_batch(path) for other in _listener_labels(label, by_label)
                     for _, path in by_label[other]}
         if not listened:
             continue
-        for rid, mine in _copies(st, ingested).items():
+        for rid, mine in st.copies_by_run(ingested).items():
             if rid not in listened:
                 continue
             for b in mine:
@@ -430,7 +407,7 @@ def _replaceable(st: Store, run_id: str, stored: _StoredRun) -> tuple[str | None
     if stored.source != "eventlog":
         return None, "the listener recorded it"  # many batches, written as the run went
     label = _label(run_id)
-    mine = _copies(st, _ingest_batches(st).get(label, [])).get(run_id, [])
+    mine = st.copies_by_run(_ingest_batches(st).get(label, [])).get(run_id, [])
     if len(mine) != 1:
         if not mine:  # ingest stored it (source eventlog), and no batch of its own holds it now
             return None, "`sparkpredict store compact` merged its stored copy with other runs"

@@ -467,7 +467,7 @@ class Store:
         that stops in between leaves both until the next ingest keeps the latest. Readers take
         the latest already, so that no stage or task is counted twice meanwhile. Only labels
         with two batches or more cost a read (of their runs files' run ids): one ingest batch
-        holds one run, but labels are cut to 60 characters, which two run ids may share."""
+        holds one run, but a label is cut to 60 characters, which two run ids may share."""
         by_label: dict[str, list[str]] = {}
         for b in visible:
             label = batch_label(b)
@@ -477,20 +477,31 @@ class Store:
         for batches in by_label.values():
             if len(batches) < 2:
                 continue
-            latest: dict[str, str] = {}
-            for b in sorted(batches):  # ids are time-ordered
-                try:
-                    with self.fs.open_input_file(visible[b]) as f:
-                        ids = set(pq.ParquetFile(f).read(columns=["run_id"])["run_id"].to_pylist())
-                except (OSError, ValueError, pa.ArrowException):
-                    continue  # gone meanwhile, or damaged: the read of the batch says which
-                if len(ids) != 1:
-                    continue
-                (rid,) = ids
-                if rid in latest:
-                    stale.add(latest[rid])
-                latest[rid] = b
+            # ids are time-ordered: all but each run's latest copy
+            for mine in self.copies_by_run([(b, visible[b]) for b in sorted(batches)]).values():
+                stale.update(mine[:-1])
         return stale
+
+    def run_of_batch(self, runs_file: str) -> str | None:
+        """The run id in an ingest batch's runs file (one row), None when it cannot be read
+        (gone meanwhile, or damaged: a read of the batch says which)."""
+        try:
+            with self.fs.open_input_file(runs_file) as f:
+                ids = set(pq.ParquetFile(f).read(columns=["run_id"])["run_id"].to_pylist())
+        except (OSError, TypeError, ValueError, KeyError, pa.ArrowException):
+            return None
+        return ids.pop() if len(ids) == 1 else None
+
+    def copies_by_run(self, batches: list[tuple[str, str]]) -> dict[str, list[str]]:
+        """run id -> its batch ids, in the order given, among ``(batch id, runs file)`` pairs of
+        one ingest label: a label is "ingest-" and the run id, cut to 60 characters and made a file
+        name, so two runs can share one (an unreadable batch is left out)."""
+        out: dict[str, list[str]] = {}
+        for b, path in batches:
+            rid = self.run_of_batch(path)
+            if rid is not None:
+                out.setdefault(rid, []).append(b)
+        return out
 
     def _read_parts(self, table: str, files: list[tuple[str, str]], columns: list[str] | None,
                     run_ids: list[str] | None) -> list[pa.Table]:
