@@ -181,7 +181,7 @@ class RunBuilder:
         self._resubmitted: dict[tuple[int, int], int] = {}
         self._durations: list[pa.Table] = []  # stage ids and durations of counted tasks
         # As the listener (StageTracker): per running stage attempt, its successful tasks' input
-        # (partition index, bytes), ended before the attempt completed; per stage id of a running
+        # (partition, bytes), ended before the attempt completed; per stage id of a running
         # job, the partitions whose input the run has counted; and that count
         self._reads: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self._input_counted: dict[int, set[int]] = {}

@@ -770,13 +770,13 @@ class Store:
             # Renames, commit mark last: a crash before it leaves only invisible rows. The parts'
             # folders reach the disk before the mark is renamed, so that no power loss keeps a
             # commit whose parts' renames it lost.
-            for tmp in written:
-                d, name = tmp.rsplit("/", 1)
-                if tmp == written[-1]:
-                    for part_dir in dict.fromkeys(t.rsplit("/", 1)[0] for t in written[:-1]):
-                        self._sync(part_dir)
-                self.fs.move(tmp, f"{d}/{name[1:-len('.tmp')]}")
-            self._sync(written[-1].rsplit("/", 1)[0])
+            *parts, mark = written
+            for tmp in parts:
+                self.fs.move(tmp, _committed_name(tmp))
+            for part_dir in dict.fromkeys(t.rsplit("/", 1)[0] for t in parts):
+                self._sync(part_dir)
+            self.fs.move(mark, _committed_name(mark))
+            self._sync(mark.rsplit("/", 1)[0])
         except OSError as exc:
             for tmp in written:
                 try:
@@ -786,6 +786,12 @@ class Store:
             raise StoreError(f"cannot write to store {self.path!r}: {exc}", self._write_fix(exc)) from exc
         log.debug("store %s: committed batch %s", self.path, batch_id)
         return batch_id
+
+
+def _committed_name(tmp: str) -> str:
+    """The path a batch's ``.part-<id>.parquet.tmp`` file is renamed to when committed."""
+    d, name = tmp.rsplit("/", 1)
+    return f"{d}/{name[1:-len('.tmp')]}"
 
 
 def _damaged_fix(batch: str) -> str:
