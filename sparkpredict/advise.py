@@ -318,8 +318,10 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     else:
         budget_ok = np.ones(len(e), bool)
     knee_i = knee_index(e, t, knee_eff)
-    i, met = _choose(objective, e, t, up, cost, meets, budget_ok, knee_i, chance,
-                     None if deadline is None else t <= deadline)
+    in_time = None if deadline is None else t <= deadline
+    i, met = _choose(objective, e, t, up, cost, meets, budget_ok, knee_i, chance, in_time)
+    # which fallback rule _choose followed, for the warnings that name it
+    likeliest = _likeliest_rule(chance, in_time)
 
     ratio = None
     if mem:
@@ -366,7 +368,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         if objective == "time" and meets is not None and not met:
             # the deadline's fallback came first, chosen without regard to the budget
             which = ("chosen among the counts predicted within the deadline" if not np.isfinite(up).any()
-                     else "most likely to make the deadline" if _likeliest_rule(chance, t <= deadline)
+                     else "most likely to make the deadline" if likeliest
                      else "fastest by its upper bound")
             warnings.append(f"the count given, the one {which}, costs {how}, over "
                             f"the budget {format_number(budget_v)} (predicted {unit(cost[i] * scale)}): "
@@ -384,7 +386,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     if deadline is not None and meets is not None and not met and not np.isfinite(up).any():
         warnings.append(_no_bound_warning(job, src.n_runs, deadline, level))
     elif deadline is not None and meets is not None and not met:
-        given = ("the count most likely to make it is given" if _likeliest_rule(chance, t <= deadline) else
+        given = ("the count most likely to make it is given" if likeliest else
                  "none is even predicted within it or likelier to make it than not, so the fastest by "
                  "that upper bound is given")
         no_count = (f"no executor count in {int(e[0])}..{int(e[-1])} meets the deadline "

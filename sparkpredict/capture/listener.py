@@ -561,7 +561,73 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
         builder = builder.config(k, v)
     if compact:
         _compact_before_run(resolve_store(store))
+    _report_uncaught_exceptions()
     return builder
+
+
+#: The longest exception text the run's error_message keeps.
+RAISED_CHARS = 500
+
+
+def _report_uncaught_exceptions() -> None:
+    """Chain ``sys.excepthook`` (once per process) so that an exception the driver's code leaves
+    uncaught tells the listener, whose application then ends as failed (KeyboardInterrupt:
+    killed) with the exception's text. A Python driver's end otherwise reads exit code 0 to the
+    JVM: a script that raised after its last job, its output half written, was recorded as a
+    succeeded run of a shorter runtime, and trained the models as one. An interactive
+    interpreter calls the hook for every statement that raises and goes on, so there it tells
+    nothing (notebooks do not call it at all).
+
+    And stop a context still running when Python exits, as pyspark's own shell does: the JVM
+    would stop it on its way down, but after Python exited, so that ``python job.py &&
+    sparkpredict suggest ...`` could ask before the run was in the store."""
+    import atexit
+    import sys
+
+    if getattr(sys.excepthook, "_sparkpredict", False):
+        return
+    atexit.register(_stop_at_exit)
+    previous = sys.excepthook
+
+    def hook(kind: Any, value: Any, tb: Any) -> None:
+        if not hasattr(sys, "ps1") and not sys.flags.interactive:
+            _tell_listener_raised(kind, value)
+        previous(kind, value, tb)
+
+    hook._sparkpredict = True  # type: ignore[attr-defined]
+    sys.excepthook = hook
+
+
+def _stop_at_exit() -> None:
+    import sys
+
+    pyspark = sys.modules.get("pyspark")
+    try:
+        sc = pyspark.SparkContext._active_spark_context if pyspark is not None else None
+        if sc is not None:
+            sc.stop()  # returns once the listener stored the run (or its stopTimeoutMs passed)
+    except Exception:  # a JVM already gone: it stopped the context itself  # noqa: BLE001
+        pass
+
+
+def _tell_listener_raised(kind: Any, value: Any) -> bool:
+    """Tell the running application's listener that the driver raised ``value``; whether it
+    could. Never raises: the driver's own traceback comes next."""
+    import sys
+
+    pyspark = sys.modules.get("pyspark")
+    try:
+        sc = pyspark.SparkContext._active_spark_context if pyspark is not None else None
+        if sc is None or sc._jvm is None:
+            return False
+        status = "killed" if issubclass(kind, KeyboardInterrupt) else "failed"
+        text = f"{kind.__name__}: {value}" if str(value) else kind.__name__
+        if len(text) > RAISED_CHARS:
+            text = text[:RAISED_CHARS - 3] + "..."
+        sc._jvm.io.sparkpredict.SparkPredictListener.driverRaised(status, f"the driver raised {text}")
+        return True
+    except Exception:  # no listener class, a gateway gone: nothing to tell  # noqa: BLE001
+        return False
 
 
 def _compact_before_run(store: str) -> None:

@@ -179,9 +179,10 @@ final class RunRecord {
      * application's end before it cancels the jobs still running (their ends come after it, and
      * are not this run's), so a job started and not ended here was cut short: the run is
      * killed (Ctrl-C under spark-submit, a context stopped mid-job), never succeeded. The
-     * event-log ingest decides the same way (eventlog_run.run_status).
+     * event-log ingest decides the same way (eventlog_run.run_status). {@code raised}: the Python
+     * driver's uncaught exception, {status, message}, or null: an event log does not hold it.
      */
-    String applicationEnded(SparkListenerApplicationEnd e, String signal) {
+    String applicationEnded(SparkListenerApplicationEnd e, String signal, String[] raised) {
         endMs = e.time();
         int exit = e.exitCode().isDefined() ? (Integer) e.exitCode().get() : 0;
         String running = runningJobs.isEmpty() ? null : stillRunning(runningJobs);
@@ -191,6 +192,10 @@ final class RunRecord {
             String why = "driver received SIG" + signal;
             if (running != null) errorMessage = why + "; " + running;
             else if (errorMessage == null) errorMessage = why;
+        } else if (raised != null) {
+            // before the exit code, which says only that something failed
+            status = raised[0];
+            errorMessage = running != null ? raised[1] + "; " + running : raised[1];
         } else if (exit != 0) {
             status = "failed";
             if (running != null) errorMessage = "application exit code " + exit + "; " + running;
@@ -226,8 +231,9 @@ final class RunRecord {
     }
 
     /** The driver's JVM exits with no application end: the run is killed. */
-    void exitedWithoutEnd() {
-        if (errorMessage == null) errorMessage = "driver JVM exited without an application end";
+    void exitedWithoutEnd(String[] raised) {
+        if (raised != null) errorMessage = raised[1];
+        else if (errorMessage == null) errorMessage = "driver JVM exited without an application end";
     }
 
     // ---- rows ------------------------------------------------------------------------------

@@ -80,6 +80,20 @@ public class SparkPredictListener extends SparkListener {
     private static volatile SparkPredictListener current;
 
     /**
+     * The Python driver's code raised {@code why} and nothing caught it (sparkpredict.attach's
+     * sys.excepthook calls this through py4j): the application that ends next is recorded as
+     * {@code status}, "failed" or "killed" (KeyboardInterrupt), not succeeded. Its own end says
+     * exit code 0 when Python launched the JVM, as when the context stops from Spark's shutdown
+     * hook: without this, a script that wrote half its output and raised trained the models
+     * as a complete run. Never throws into the caller.
+     */
+    public static void driverRaised(String status, String why) {
+        SparkPredictListener l = current;
+        if (l == null || why == null || !("failed".equals(status) || "killed".equals(status))) return;
+        l.driverRaised = new String[] {status, why};
+    }
+
+    /**
      * Per-stage entries the JVM's latest listener holds: stage attempts running, and the stages
      * of running jobs. Bounded by what runs now, however many stages the driver ran before.
      */
@@ -136,6 +150,8 @@ public class SparkPredictListener extends SparkListener {
     private long lastUpdatedMs;
     private int stagesSinceFlush;
     private String statusFinal;
+    /** {status, message} of the Python driver's uncaught exception ({@link #driverRaised}), or null. */
+    private volatile String[] driverRaised;
     // rows not yet handed to the flusher; each snapshot takes the lists and starts new ones
     private List<Object[]> pendingStages = new ArrayList<>();
     private List<Object[]> pendingTasks = new ArrayList<>();
@@ -294,7 +310,7 @@ public class SparkPredictListener extends SparkListener {
         try {
             synchronized (this) {
                 if (finished) return;  // the shutdown hook recorded the run as killed
-                String status = run.applicationEnded(e, TermSignal.received());
+                String status = run.applicationEnded(e, TermSignal.received(), driverRaised);
                 if (settings.hostPlugin) HostMetricsPlugin.sampleDriverNow();
                 finish(status);
             }
@@ -509,8 +525,9 @@ public class SparkPredictListener extends SparkListener {
                 if (!finished && !disabled) {
                     // Its SparkContext never started: no run to record, no last batch to wait for.
                     if (!started) return;
-                    run.exitedWithoutEnd();
-                    finish("killed");
+                    String[] raised = driverRaised;
+                    run.exitedWithoutEnd(raised);
+                    finish(raised != null ? raised[0] : "killed");
                 }
             }
             // Whoever handed over the last batch (this hook, or the application end on Spark's
