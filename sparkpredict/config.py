@@ -77,7 +77,29 @@ def check_job_name(job: object, fix: str) -> None:
 
 
 def default_store() -> str:
-    """The embedded default store: ``$SPARKPREDICT_STORE`` or ``~/.sparkpredict/store``."""
+    """The store when none is given, as the listener of an application with no store setting
+    of its own records into it: ``spark.sparkpredict.store`` of the cluster's
+    ``spark-defaults.conf`` (in $SPARK_CONF_DIR, else the Spark home's ``conf/``), else
+    :func:`embedded_store`. Without the first, a cluster set up with
+    ``conf/spark-defaults.conf.sparkpredict`` recorded runs that ``suggest`` never read."""
+    return default_store_source()[0]
+
+
+def default_store_source() -> tuple[str, str]:
+    """(:func:`default_store`, where it came from, for an error to name)."""
+    from .capture.submit_args import cluster_store_setting
+
+    found = cluster_store_setting()
+    if found is not None:
+        return found[0], f"{KEY_STORE} in {found[1]}"
+    if os.environ.get(STORE_ENV):
+        return embedded_store(), f"${STORE_ENV}"
+    return embedded_store(), "the default store"
+
+
+def embedded_store() -> str:
+    """The listener's own default, where an application with no store setting at all records:
+    ``$SPARKPREDICT_STORE`` or ``~/.sparkpredict/store``."""
     env = os.environ.get(STORE_ENV)
     if env:
         return env
@@ -101,11 +123,21 @@ def resolve_store(store: str | os.PathLike[str] | None) -> str:
     if not s.strip():
         raise StoreError("the store path is empty", "give the store's folder (--store DIR; store= from Python), "
                          f"or leave it out for the default (${STORE_ENV} or ~/.sparkpredict/store)")
+    if s != s.strip():
+        # Spark trims a properties file's value, so the listener wrote to the trimmed folder
+        # while this read the one with the blank (a leading one: a folder " " under the current)
+        raise StoreError(f"the store path {s!r} begins or ends with blanks",
+                         f"give it without them: {s.strip()!r}")
     if s[:5].lower() == "file:":
         s = _file_uri_path(s)
     elif "://" in s:
         return s
-    return str(Path(s).expanduser().resolve())
+    if s == "~" or s.startswith("~/"):
+        # as the listener expands it (ListenerSettings.localStore): not ~user
+        s = os.path.expanduser(s)
+    # lexical, as the listener's (Hadoop's) paths are: resolve() followed links, and
+    # "link/../store" then named another folder than the one the listener wrote
+    return os.path.abspath(s)
 
 
 #: The secret of a URI's user information, ``scheme://KEY:SECRET@bucket/...``: how pyarrow takes
@@ -146,8 +178,10 @@ def _file_uri_path(uri: str) -> str:
 
 
 def cache_dir() -> Path:
+    """``$SPARKPREDICT_CACHE``, else ``~/.cache/sparkpredict``; absolute: the listener jar's
+    path in it goes into ``spark.jars`` and the executors' class path, read from other folders."""
     env = os.environ.get(CACHE_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "sparkpredict"
+    return Path(env).expanduser().absolute() if env else Path.home() / ".cache" / "sparkpredict"
 
 
 def folder_problem(path: str | os.PathLike[str]) -> str | None:

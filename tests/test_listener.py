@@ -191,6 +191,23 @@ def test_a_bad_declared_input_size_costs_only_the_declaration(spark_app, tmp_pat
     assert run.input_bytes_source == "measured"
 
 
+def test_bad_tuning_settings_cost_only_themselves(spark_app, tmp_path):
+    """A mistyped tuning knob (a Spark duration where a number of ms was read, a word for a
+    flag) threw from the listener's constructor: a stack trace, and nothing recorded. Now each
+    falls back to its default; the ...Ms keys take Spark durations."""
+    store = tmp_path / "store"
+    conf = {"spark.sparkpredict.flushIntervalMs": "5s", "spark.sparkpredict.stopTimeoutMs": "soon",
+            "spark.sparkpredict.tasks": "yes", "spark.sparkpredict.flushEveryTasks": "-1",
+            "spark.sparkpredict.hostSampleIntervalMs": "1s"}
+    with spark_app(store, job="bad-knobs", conf=conf) as spark:
+        assert spark.sparkContext.parallelize(range(100), 2).count() == 100
+    st = store_mod.open(store)
+    run = st.runs().iloc[0]
+    assert (run.status, run.num_jobs) == ("succeeded", 1)
+    assert len(st.read("tasks")) == 2  # tasks=yes: the default, true, not "no task rows"
+    assert len(st.read("host_samples")) > 0  # 1s read as 1000 ms, not as no sampling
+
+
 def test_measured_input_bytes_from_stages_without_parents(spark_app, tmp_path):
     data = tmp_path / "data.txt"
     data.write_text("x\n" * 50_000)
@@ -237,6 +254,20 @@ def test_default_store_follows_the_python_rule(spark_app, tmp_path):
         assert listener.defaultStore("rel/./store", home, cwd) == "file:/work/here/rel/store"
         for uri in ("hdfs://nn:8020/sp/store", "s3a://bucket/store", "file:///tmp/store"):
             assert listener.defaultStore(uri, home, cwd) == uri
+            assert listener.localStore(uri, home, cwd) == uri
+        # An explicit spark.sparkpredict.store without a scheme: the folder Python reads, by the
+        # same rule (it was a Hadoop path of fs.defaultFS, "~/st" the folder "~" under the
+        # driver's working folder, and Python followed links where Hadoop does not).
+        real = tmp_path / "real" / "sub"
+        real.mkdir(parents=True)
+        (tmp_path / "link").symlink_to(real)
+        home, cwd = str(tmp_path / "home"), str(tmp_path)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("HOME", home)
+            mp.chdir(cwd)
+            for value in ("~", "~/st", "rel/st", "link/../st", f"{tmp_path}/a/./b/../c", "~user/st"):
+                assert listener.localStore(value, home, cwd) == "file:" + resolve_store(value), value
+        assert resolve_store(f"{tmp_path}/link/../st") == f"{tmp_path}/st"  # lexical, as Hadoop's Path
 
 
 def test_listener_error_says_when_the_listener_is_not_attached(spark_app, tmp_path):

@@ -30,6 +30,7 @@ from ..config import (
     cache_dir,
     cache_error,
     check_job_name,
+    embedded_store,
     folder_problem,
     make_cache_dir,
     resolve_store,
@@ -497,7 +498,8 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     theirs.update(options)
     _refuse_connect(theirs)
     if store is None:  # a cluster's spark-defaults.conf names the store its runs go to
-        store = theirs.get(KEY_STORE, "").strip() or None
+        # none: the listener's own default (theirs already holds what the files say)
+        store = theirs.get(KEY_STORE, "").strip() or embedded_store()
     # the driver is this process: a store it cannot write is said now, not in the driver's log
     check_store(resolve_store(store))
     if input_bytes is not None:
@@ -606,8 +608,8 @@ def _stop_at_exit() -> None:
         sc = pyspark.SparkContext._active_spark_context if pyspark is not None else None
         if sc is not None:
             sc.stop()  # returns once the listener stored the run (or its stopTimeoutMs passed)
-    except Exception:  # a JVM already gone: it stopped the context itself  # noqa: BLE001
-        pass
+    except Exception as exc:  # a JVM already gone: it stopped the context itself  # noqa: BLE001
+        log.debug("stopping the context at exit: %s", exc)
 
 
 def _tell_listener_raised(kind: Any, value: Any) -> bool:

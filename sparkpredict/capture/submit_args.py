@@ -16,6 +16,7 @@ from ..config import (
     KEY_STORE,
     LOCAL_CLUSTER_MASTER,
     LOCAL_MASTER,
+    embedded_store,
     empty_local_master,
     resolve_store,
 )
@@ -146,6 +147,17 @@ def _spark_conf(opts: list[str]) -> dict[str, str]:
     return conf
 
 
+def cluster_store_setting() -> tuple[str, str] | None:
+    """(``spark.sparkpredict.store``, the file) as an application with no setting of its own
+    gets it from ``spark-defaults.conf`` ($SPARK_CONF_DIR, else the Spark home's conf/), else
+    None: the store that readers given no ``--store`` read (:func:`sparkpredict.config.default_store`)."""
+    for path in _properties_files([]):
+        value = read_properties(path).get(KEY_STORE)
+        if value is not None:  # the listener reads an empty value as none
+            return (value, path) if value else None
+    return None
+
+
 def dynamic_allocation_enabled(spark_submit_args: list[str]) -> bool:
     """Whether the run will have dynamic allocation on (the user's arguments or properties files)."""
     opts, _ = _split(spark_submit_args)
@@ -177,7 +189,9 @@ def submit_store(spark_submit_args: list[str], store: str | None = None) -> str:
     if not theirs:  # the listener reads an empty value as none
         found = _file_setting(opts, KEY_STORE)
         theirs = found[0] if found else None
-    return resolve_store(theirs)
+    # none in the files spark-submit reads: the listener's own default (not the cluster's
+    # spark-defaults.conf that default_store reads, which a --properties-file leaves unread)
+    return resolve_store(theirs or embedded_store())
 
 
 def given_settings(spark_submit_args: list[str]) -> dict[str, tuple[str, str]]:

@@ -936,12 +936,16 @@ def _remove_if_unused(st: Store, *, remove_folder: bool) -> None:
 def _not_a_store(store: Store) -> StoreError:
     """Why ``store`` (without its marker) cannot be read: recording a run fixes only a path
     that is missing or empty; a file or a folder of other files is the wrong path."""
-    from ..config import STORE_ENV
+    from ..config import default_store_source
 
     base = store.root.rstrip("/")
     given = "give the store's folder (--store; store= from Python)"
-    if os.environ.get(STORE_ENV) and resolve_store(None) == store.path:
-        given = f"set ${STORE_ENV} (it names this path) to the store's folder, or give one with --store"
+    default, where = default_store_source()
+    named = False  # the path is the default that $SPARKPREDICT_STORE or a spark-defaults.conf gave
+    with contextlib.suppress(StoreError):
+        named = where != "the default store" and resolve_store(default) == store.path
+    if named:
+        given = f"set {where} (it names this path) to the store's folder, or give one with --store"
     tables: list[str] = []
     try:
         info = store.fs.get_file_info(base)
@@ -966,8 +970,7 @@ def _not_a_store(store: Store) -> StoreError:
                           f"{given}; a new store needs an empty or new folder")
     return StoreError(f"no sparkpredict store at {store.path!r}",
                       "record a run first (sparkpredict demo, submit or ingest), or "
-                      + (given if given.startswith("set $") else
-                         "give an existing store's path (--store; store= from Python)"))
+                      + (given if named else "give an existing store's path (--store; store= from Python)"))
 
 
 __all__ = ["Store", "new_batch_id", "open", "opened_to_write"]

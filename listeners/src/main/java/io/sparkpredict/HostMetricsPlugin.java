@@ -216,7 +216,7 @@ public class HostMetricsPlugin implements SparkPlugin {
     }
 
     private static long interval(SparkConf conf) {
-        return Math.max(0L, conf.getLong(INTERVAL_KEY, 1000L));
+        return ListenerSettings.millis(conf, INTERVAL_KEY, 1000L);
     }
 
     /** A daemon thread running {@code body} every {@code everyMs}; failures are counted, not thrown. */

@@ -54,12 +54,15 @@ final class ListenerSettings {
         this.declaredInputBytes = declaredInputBytes;
     }
 
-    /** The settings of {@code conf}; throws on a value Spark cannot parse (the caller stops recording). */
+    /**
+     * The settings of {@code conf}. A value that is not what its key takes is logged, naming the
+     * fix, and its default used: a mistyped tuning knob must not cost the run's recording.
+     */
     static ListenerSettings read(SparkConf conf) {
         boolean plugin = java.util.Arrays.asList(conf.get("spark.plugins", "").trim().split("\\s*,\\s*"))
             .contains(HostMetricsPlugin.class.getName());
         String key = conf.get(P + "job", null);
-        boolean tasks = conf.getBoolean(P + "tasks", true);
+        boolean tasks = flag(conf, P + "tasks", true);
         Long declared = null;
         String size = conf.get(P + "inputBytes", "");
         if (!size.trim().isEmpty()) {
@@ -70,11 +73,51 @@ final class ListenerSettings {
                     + "number of bytes); the run's measured input is recorded instead", P, size);
             }
         }
-        int every = conf.getInt(P + "flushEveryStages", 0);
-        int everyTasks = Math.max(1, conf.getInt(P + "flushEveryTasks", DEFAULT_FLUSH_EVERY_TASKS));
-        long interval = Math.max(0L, conf.getLong(P + "flushIntervalMs", 5_000L));
-        long stopTimeout = Math.max(0L, conf.getLong(P + "stopTimeoutMs", 60_000L));
+        int every = count(conf, P + "flushEveryStages", 0);
+        int everyTasks = Math.max(1, count(conf, P + "flushEveryTasks", DEFAULT_FLUSH_EVERY_TASKS));
+        long interval = Math.max(0L, millis(conf, P + "flushIntervalMs", 5_000L));
+        long stopTimeout = Math.max(0L, millis(conf, P + "stopTimeoutMs", 60_000L));
         return new ListenerSettings(key, tasks, every, everyTasks, interval, stopTimeout, plugin, declared);
+    }
+
+    private static boolean flag(SparkConf conf, String key, boolean dflt) {
+        String v = conf.get(key, "").trim();
+        if (v.isEmpty()) return dflt;
+        if (v.equalsIgnoreCase("true") || v.equalsIgnoreCase("false")) return Boolean.parseBoolean(v);
+        badValue(key, v, "true or false", String.valueOf(dflt));
+        return dflt;
+    }
+
+    private static int count(SparkConf conf, String key, int dflt) {
+        String v = conf.get(key, "").trim();
+        if (v.isEmpty()) return dflt;
+        try {
+            int n = Integer.parseInt(v);
+            if (n >= 0) return n;
+        } catch (NumberFormatException e) {
+            // said below
+        }
+        badValue(key, v, "a whole number, 0 or more", String.valueOf(dflt));
+        return dflt;
+    }
+
+    /** Milliseconds: a number (of ms) or a Spark duration (500ms, 5s, 2min), as Spark reads its own *Ms keys. */
+    static long millis(SparkConf conf, String key, long dflt) {
+        String v = conf.get(key, "").trim();
+        if (v.isEmpty()) return dflt;
+        try {
+            long ms = org.apache.spark.network.util.JavaUtils.timeStringAsMs(v);
+            if (ms >= 0) return ms;
+        } catch (RuntimeException e) {
+            // said below
+        }
+        badValue(key, v, "milliseconds, or a duration such as 500ms, 5s or 2min", dflt + "ms");
+        return dflt;
+    }
+
+    private static void badValue(String key, String value, String takes, String dflt) {
+        LOG.error("sparkpredict: {}={} is not {}; {} is used instead (fix the setting, or leave it out)",
+            key, value, takes, dflt);
     }
 
     private static final Pattern SIZE = Pattern.compile(
@@ -113,22 +156,31 @@ final class ListenerSettings {
         return bytes >= 1 && bytes < 0x1p63 ? Long.valueOf((long) bytes) : null;
     }
 
-    /** spark.sparkpredict.store: any Hadoop path; when not set, {@link #defaultStore()}. */
+    /**
+     * spark.sparkpredict.store: a URI as it is (hdfs://, s3a://, file:...); a path without a
+     * scheme is a local folder, as Python reads it ({@link #localStore}), never one of
+     * fs.defaultFS (HDFS), which Python would not look in; when not set, {@link #defaultStore()}.
+     */
     static String store(SparkConf conf) {
-        String store = conf.get(P + "store", null);
-        if (store == null || store.isEmpty()) {
-            store = defaultStore();
-        }
-        return store;
+        String store = conf.get(P + "store", "").trim();  // a properties file's value is trimmed too
+        if (store.isEmpty()) return defaultStore();
+        return localStore(store, home(), System.getProperty("user.dir"));
+    }
+
+    /** $HOME when set, else the JVM's user.home: Python's expanduser and Path.home() read $HOME
+     * first, and user.home comes from the password database (another folder under sudo -E, or a
+     * HOME set for a run). */
+    private static String home() {
+        String env = System.getenv("HOME");
+        return env != null && !env.isEmpty() ? env : System.getProperty("user.home");
     }
 
     /**
-     * The embedded default store, by Python's rule (sparkpredict.config.default_store and
+     * The embedded default store, by Python's rule (sparkpredict.config.embedded_store and
      * resolve_store): $SPARKPREDICT_STORE when set and not empty, else ~/.sparkpredict/store.
      */
     static String defaultStore() {
-        return defaultStore(System.getenv("SPARKPREDICT_STORE"), System.getProperty("user.home"),
-            System.getProperty("user.dir"));
+        return defaultStore(System.getenv("SPARKPREDICT_STORE"), home(), System.getProperty("user.dir"));
     }
 
     /**
@@ -138,7 +190,15 @@ final class ListenerSettings {
      * it: Python reads the store from that local folder.
      */
     static String defaultStore(String env, String home, String cwd) {
-        String s = env != null && !env.isEmpty() ? env : home + "/.sparkpredict/store";
+        return localStore(env != null && !env.trim().isEmpty() ? env : home + "/.sparkpredict/store", home, cwd);
+    }
+
+    /**
+     * A store setting as Python's resolve_store reads it: a URI as it is; a local path with a
+     * leading ~ or ~/ expanded (not ~user), made absolute against {@code cwd} and normalised
+     * lexically (symbolic links are not followed, by either side), as a file: URI.
+     */
+    static String localStore(String s, String home, String cwd) {
         if (s.contains("://") || s.regionMatches(true, 0, "file:", 0, 5)) return s;
         if (s.equals("~")) s = home;
         else if (s.startsWith("~/")) s = home + s.substring(1);

@@ -136,6 +136,11 @@ public class SparkPredictListener extends SparkListener {
         return ListenerSettings.defaultStore(env, home, cwd);
     }
 
+    /** A store setting as the listener reads it, for the given home and working folder (tests). */
+    public static String localStore(String value, String home, String cwd) {
+        return ListenerSettings.localStore(value, home, cwd);
+    }
+
     private final ListenerSettings settings;
     private volatile Flusher flusher;
     private volatile boolean disabled;

@@ -1,0 +1,84 @@
+"""Which store a command reads when none is given, and how a store setting becomes a folder:
+the same folder the listener of the same setting records into (ListenerSettings.localStore,
+compared with the JVM's in test_listener.py)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sparkpredict.capture.submit_args import submit_store
+from sparkpredict.config import cache_dir, default_store, embedded_store, resolve_store
+from sparkpredict.errors import StoreError
+
+
+@pytest.fixture
+def cluster_conf(tmp_path, monkeypatch):
+    """A $SPARK_CONF_DIR whose spark-defaults.conf names the cluster's store, as
+    conf/spark-defaults.conf.sparkpredict sets it up; $SPARKPREDICT_STORE names another."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(f"spark.sparkpredict.store   file://{tmp_path}/cluster-store  \n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf))
+    monkeypatch.setenv("SPARKPREDICT_STORE", str(tmp_path / "env-store"))
+    return conf / "spark-defaults.conf"
+
+
+def _cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "sparkpredict", *args], capture_output=True, text=True,
+                          timeout=120, check=False, env=env)
+
+
+def test_readers_default_to_the_clusters_store_as_the_listener_does(cluster_conf, tmp_path):
+    """Without it, `submit` and `attach` recorded into the spark-defaults store while `suggest`
+    and `store summary` read $SPARKPREDICT_STORE (or ~/.sparkpredict/store), and said "no store"."""
+    assert resolve_store(None) == str(tmp_path / "cluster-store")
+    assert default_store() == f"file://{tmp_path}/cluster-store"
+    assert embedded_store() == str(tmp_path / "env-store")  # the listener's own, with no setting at all
+    # what spark-submit reads: the same file, so the same store; a --properties-file without
+    # --load-spark-defaults leaves spark-defaults.conf unread, and the listener's own default holds
+    assert submit_store(["--master", "local[1]", "app.py"]) == str(tmp_path / "cluster-store")
+    props = tmp_path / "other.conf"
+    props.write_text("spark.master local[1]\n")
+    assert submit_store(["--properties-file", str(props), "app.py"]) == str(tmp_path / "env-store")
+    r = _cli("store", "summary")
+    assert r.returncode == 2
+    assert f"no sparkpredict store at '{tmp_path}/cluster-store'" in r.stderr
+    assert f"set spark.sparkpredict.store in {cluster_conf} (it names this path)" in r.stderr
+    # an empty value is none, as the listener reads it
+    cluster_conf.write_text("spark.sparkpredict.store =\n")
+    assert resolve_store(None) == str(tmp_path / "env-store")
+
+
+def test_a_store_with_blanks_around_it_is_refused(monkeypatch, tmp_path):
+    """Spark trims a properties file's value, so the listener wrote /x while Python read '/x '
+    (and ' /x', a folder named ' ' under the current one)."""
+    for value in (f"{tmp_path}/s ", f" {tmp_path}/s", f"{tmp_path}/s\n"):
+        with pytest.raises(StoreError, match="begins or ends with blanks") as e:
+            resolve_store(value)
+        assert repr(f"{tmp_path}/s") in e.value.fix
+    r = _cli("store", "summary", "--store", f" {tmp_path}/s", "--json")
+    assert r.returncode == 2 and json.loads(r.stdout)["error"].endswith("begins or ends with blanks")
+    assert not (tmp_path / "s").exists()
+
+
+def test_store_paths_are_read_lexically_with_only_the_users_home_expanded(monkeypatch, tmp_path):
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real" / "sub")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    # Hadoop's Path, the listener's, reads "..": link/../st is tmp/st there, not tmp/real/st
+    assert resolve_store("link/../st") == str(tmp_path / "st")
+    assert resolve_store("~/st") == str(tmp_path / "home" / "st")
+    assert resolve_store("~") == str(tmp_path / "home")
+    assert resolve_store("~root/st") == str(tmp_path / "~root" / "st")  # as the listener reads it
+
+
+def test_a_relative_cache_folder_is_made_absolute(monkeypatch, tmp_path):
+    """The jar's path in it goes into spark.jars and the executors' class path, which other
+    working folders read."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SPARKPREDICT_CACHE", "rel-cache")
+    assert cache_dir() == tmp_path / "rel-cache"
