@@ -31,14 +31,17 @@ def _remember(key: tuple, value: Any) -> None:
     _CACHE[key] = value
 
 
-def prepare_advice(store: Any, run_ids: list[str], fitted: Mapping[str, Any] | None = None) -> list[str]:
+def prepare_advice(store: Any, run_ids: list[str], fitted: Mapping[str, Any] | None = None,
+                   fitted_version: tuple | None = None) -> list[str]:
     """Fit (or load) the advice model of the jobs of ``run_ids`` (or application ids) on the store
     as it is now, so that the next ``sparkpredict suggest`` of those jobs, in any process, reads
     it from the cache instead of refitting (the refit's scikit-learn import alone takes about a
     second).
 
-    ``fitted`` (job -> whole-job model fitted on the store's runs as they are now, e.g. by the
-    demo) is kept as that job's fit instead of fitting again.
+    ``fitted`` (job -> whole-job model fitted on the store's runs, e.g. by the demo) is kept as
+    that job's fit instead of fitting again when ``fitted_version``, the store's ``version()``
+    read before those runs were, is still the store's: a run committed in between would
+    otherwise be missing from a fit kept as that of the store with it.
 
     Returns the jobs prepared. Never raises: a job that cannot be advised yet (one failed run,
     say) is left for the next suggest to explain.
@@ -61,8 +64,9 @@ def prepare_advice(store: Any, run_ids: list[str], fitted: Mapping[str, Any] | N
     done = []
     for job in jobs:
         try:
-            if fitted is not None and job in fitted:
-                version = st.version() + (_registry_snapshot(st),)
+            if fitted is not None and job in fitted and fitted_version is not None \
+                    and fitted_version == st.version():
+                version = fitted_version + (_registry_snapshot(st),)
                 _save_fitted(_disk_key(st.path, version, job), fitted[job])
             HistorySource.resolve(job, store=st)
             done.append(job)
@@ -105,8 +109,13 @@ def registry_model(job: str, st: Any, raw: pd.DataFrame, n_runs: int) -> tuple[A
         state = R.model_state(row)
         fp = R.runs_fingerprint(raw)
         if state[0] != fp:
-            why = (f"the registry's model of {job} predates its latest runs (it was trained on "
-                   f"{int(row.n_runs)} runs, {n_runs} now): this advice is from a model fitted on the current runs")
+            then = int(row.n_runs)
+            # as many usable runs as then: a failed run came, or a run was edited
+            changed = (f"it was trained on {then} runs, {n_runs} now" if then != n_runs else
+                       f"the job's runs changed since: a run edited, or one that did not succeed added; "
+                       f"{n_runs} usable then and now")
+            why = (f"the registry's model of {job} predates its latest runs ({changed}): this advice is "
+                   "from a model fitted on the current runs")
             failed = failures.get((job, R.KIND_RUNTIME))
             if failed is not None and failed.get("trained_on") == fp:
                 # a retrain tried these very runs and could not fit them: another retrain would
@@ -156,10 +165,15 @@ def _disk_key(store_path: str, version: tuple, job: str) -> str:
     from . import fitcache
 
     here = Path(__file__).resolve()
-    # advice_source.py too: it reads the runs that are fitted, and held this code before the split
-    code = [here, here.parent / "advice_source.py", here.parent / "features" / "runs.py",
-            *sorted((here.parent / "models").glob("*.py"))]
-    return fitcache.make_key(store_path, version, job, fitcache.code_stamp(*code))
+    pkg = here.parent
+    # advice_source.py too: it reads the runs that are fitted, and held this code before the
+    # split; units (the executor counts kept), config (local masters, parameter keys) and the
+    # store's reader and schema (which row of a run counts) shape the fitted runs as well
+    code = [here, pkg / "advice_source.py", pkg / "features" / "runs.py", pkg / "units.py", pkg / "config.py",
+            pkg / "store" / "io.py", pkg / "store" / "schema.py", *sorted((pkg / "models").glob("*.py"))]
+    # scikit-learn fits the larger tables' boosting (small_gbm falls back to it), scipy the equations
+    libs = fitcache.library_versions("numpy", "scipy", "scikit-learn")
+    return fitcache.make_key(store_path, version, job, fitcache.code_stamp(*code), libs)
 
 
 def _load_fitted(key: str) -> Any:

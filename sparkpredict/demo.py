@@ -119,7 +119,9 @@ def run_demo(store: str | os.PathLike | None = None, workdir: str | os.PathLike 
     try:
         from .features.runs import runs_table
         from .models.persist import fit_all, save_models
+        from .store import io as store_io
 
+        version = store_io.open(store_path).version()  # before the runs: what the fit saw at least
         runs = runs_table(store_path)
         runs = runs[runs["job"] == plan.job]
         models = fit_all(runs)
@@ -129,7 +131,7 @@ def run_demo(store: str | os.PathLike | None = None, workdir: str | os.PathLike 
 
         # the fit `sparkpredict suggest --store` would make: kept, so the command printed under
         # "next:" answers from it
-        prepare_advice(store_path, list(runs["run_id"]), fitted=models)
+        prepare_advice(store_path, list(runs["run_id"]), fitted=models, fitted_version=version)
         try:
             res.models_dir = wd / "models"
             save_models(models, res.models_dir)

@@ -209,7 +209,7 @@ def cached_monitor(st: Store | str | Path) -> DegradationModel:
     key = fitcache.make_key(store.path, store.version(), stamp, sklearn.__version__,
                             np.__version__)
     if key not in _CACHE:
-        model = fitcache.read("monitor", key, "pkl", pickle.load)
+        model = fitcache.read("monitor", key, "pkl", pickle.load, own_only=True)
         if not isinstance(model, DegradationModel):
             model = fit_monitor(store)
             fitcache.write("monitor", key, "pkl",

@@ -132,8 +132,15 @@ def fingerprint(run_ids: Iterable[str], updated_ms: Iterable[Any]) -> str:
 def runs_fingerprint(raw: pd.DataFrame) -> str:
     """:func:`fingerprint` of one job's ``runs`` rows as :meth:`Store.runs` gives them (the latest
     row per run): what a retrain records as ``trained_on``, and what retrain and advice compare it
-    with to tell whether the job's runs changed since."""
+    with to tell whether the job's runs changed since.
+
+    A run still ``running`` is left out: no model learns from it yet, and its row changes with
+    every flush, so each run in flight made the registry's model look stale (advice then
+    refitted, and warned that the model predated runs it had in fact seen all of). Its final
+    row, once it ends, changes the fingerprint."""
     rows = raw[raw["run_id"].notna()]
+    if "status" in rows:
+        rows = rows[rows["status"] != "running"]
     return fingerprint(rows["run_id"], rows["updated_ms"])
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from . import workloads as W
 from .config import LOCAL_CLUSTER_MASTER, LOCAL_MASTER, empty_local_master
 from .errors import InputError, WorkloadError
-from .units import parse_bytes, parse_counts
+from .units import parse_counts, parse_user_bytes
 
 DEFAULT_MASTER = "local-cluster[{executors},{cores},{memory_mb}]"
 #: Executor cores (or task threads) per logical CPU (``os.cpu_count()``) that a local sweep may
@@ -87,7 +87,7 @@ def parse_list(text: str | Sequence, kind: str) -> list:
         raise InputError(f"the list of {what} {text if isinstance(text, str) else list(text)!r} has an empty item",
                          f"write one value between each two commas, e.g. {','.join(t for t in items if t)}")
     if kind == "sizes":
-        return [parse_bytes(t) for t in items]
+        return [parse_user_bytes(t) for t in items]
     return parse_counts(",".join(items), wide_fix=False)
 
 

@@ -462,3 +462,98 @@ def test_the_explain_command_in_the_warning_quotes_a_job_name_for_the_shell(tmp_
     a = suggest_executors("Spark shell", "30GB", store=make_store(tmp_path / "s", (runs, stages)))
     (said,) = [w for w in a.warnings if "cross-validated error" in w]
     assert "`sparkpredict explain --job 'Spark shell'` explains each" in said
+
+
+def test_a_run_in_flight_keeps_the_registry_model_current(tmp_path, monkeypatch):
+    """A running run's row changes with every flush and no model learns from it: it made the
+    registry's model look stale for the whole run (refit, and "trained on 16 runs, 16 now")."""
+    from sparkpredict.retrain import plan, retrain_local
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    path = make_store(tmp_path / "s", history())
+    retrain_local(path, kind="amdahl")
+    runs, stages = history(sizes=(80,), seed=1)
+    flying = runs.iloc[:1].assign(run_id="app-etl-flying", app_id="app-etl-flying", status="running")
+    store_mod.open(path).append({"runs": flying, "stages": stages.iloc[:1].assign(run_id="app-etl-flying")})
+    a = suggest_executors("etl", "30GB", store=path)
+    assert a.model_name == "amdahl" and not any("registry" in w for w in a.warnings)
+    assert plan(path, kind="amdahl")[0] == []
+    # it ends: now it is a run the model has not seen
+    ended = flying.assign(status="failed", updated_ms=flying["updated_ms"] + 5000)
+    store_mod.open(path).append({"runs": ended})
+    assert plan(path, kind="amdahl")[0] == ["etl"]
+    (note,) = [w for w in suggest_executors("etl", "30GB", store=path).warnings if "registry" in w]
+    # as many usable runs as then: the note says what changed instead of "16 runs, 16 now"
+    assert "a run edited, or one that did not succeed added" in note and "runs, 16 now" not in note
+
+
+def test_the_cache_needs_no_home_and_keeps_only_entries_in_use(tmp_path, monkeypatch):
+    """With no home folder to find (HOME unset, no password entry), suggest failed with a
+    RuntimeError traceback; entries of every store version were kept for ever."""
+    import os
+    import time
+    from pathlib import Path
+
+    import sparkpredict.advice_cache as cache
+    from sparkpredict import fitcache
+
+    path = make_store(tmp_path / "store", history(sizes=(10, 20, 40)))
+    monkeypatch.delenv("SPARKPREDICT_CACHE", raising=False)
+
+    def no_home():
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    cache._CACHE.clear()
+    assert suggest_executors("etl", "30GB", deadline_s=600, store=path).executors > 0
+    monkeypatch.undo()
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "cache" / "advice"
+    folder.mkdir(parents=True)
+    stale, used = folder / "stale.json", folder / "used.json"
+    for f in (stale, used):
+        f.write_text("{}")
+        os.utime(f, (time.time() - 40 * 86400,) * 2)
+    assert fitcache.read("advice", "used", "json", lambda f: f.read()) == b"{}"  # a read keeps it
+    monkeypatch.setattr(fitcache, "_PRUNED", set())
+    cache._CACHE.clear()
+    suggest_executors("etl", "30GB", deadline_s=600, store=path)  # writes an entry: prunes first
+    names = {p.name for p in folder.iterdir()}
+    assert "stale.json" not in names and "used.json" in names and len(names) == 2
+
+
+def test_the_fit_is_keyed_by_the_code_that_shapes_the_runs_and_the_libraries(monkeypatch):
+    import sparkpredict.advice_cache as cache
+    from sparkpredict import fitcache
+
+    key = cache._disk_key("/s", (), "etl")
+    assert key == cache._disk_key("/s", (), "etl")
+    stamps = dict(fitcache._STAMPS)
+    for name in ("units.py", "io.py", "schema.py", "config.py"):
+        (f,) = [p for p in stamps if p.name == name and p.parent.name in ("sparkpredict", "store")]
+        monkeypatch.setitem(fitcache._STAMPS, f, "edited")
+        assert cache._disk_key("/s", (), "etl") != key, name
+        monkeypatch.setitem(fitcache._STAMPS, f, stamps[f])
+    monkeypatch.setitem(fitcache._VERSIONS, "scikit-learn", "0.0")
+    assert cache._disk_key("/s", (), "etl") != key
+
+
+def test_prepare_advice_keeps_a_fit_only_of_the_store_it_was_fitted_on(tmp_path, monkeypatch):
+    """The demo fits, then asks to keep that fit: a run committed in between was missing from a
+    fit kept as the store's with it, for every later process."""
+    import sparkpredict.advice_cache as cache
+    from sparkpredict.features.runs import runs_table
+    from sparkpredict.models.persist import fit_job
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    path = make_store(tmp_path / "s", history(sizes=(10, 20, 40)))
+    version = store_mod.open(path).version()
+    fitted = fit_job(runs_table(store_mod.open(path)).query("job == 'etl'"), kind="amdahl")
+    runs, _ = history(sizes=(80,), seed=1)
+    store_mod.open(path).append({"runs": runs.iloc[:1].assign(run_id="app-etl-late", app_id="app-etl-late")})
+    cache._CACHE.clear()
+    assert cache.prepare_advice(path, ["app-etl-late"], fitted={"etl": fitted}, fitted_version=version) == ["etl"]
+    cache._CACHE.clear()
+    a = suggest_executors("etl", "30GB", store=path)
+    assert a.n_runs == len(history(sizes=(10, 20, 40))[0]) + 1 and a.model_name != "amdahl"

@@ -305,7 +305,10 @@ def test_cli_dry_run_writes_nothing_then_compacts(tmp_path):
     assert len(st.visible_marks()) == 2
     out = _cli("--store", str(tmp_path / "st"), "--keep", "0")
     assert "nothing to merge in its 2 batches\n" in out.stdout and "removed 20 files" in out.stdout, out.stdout
-    for args, said in ((["--keep", "-3"], "--keep"), (["--target-size", "lots"], "--target-size")):
+    for args, said in ((["--keep", "-3"], "--keep"), (["--target-size", "lots"], "--target-size"),
+                       # sizes as every other size a user types: "cannot read" hid what was wrong
+                       (["--target-size=-5MB"], "--target-size: size '-5MB' must be positive"),
+                       (["--target-size", "1.5"], "--target-size: size '1.5' is a fraction of a byte")):
         out = _cli("--store", str(tmp_path / "st"), *args)
         assert out.returncode == 2 or out.returncode == 1
         assert f"error: {said}" in out.stderr and "fix: give" in out.stderr and "Traceback" not in out.stderr

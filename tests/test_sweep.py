@@ -32,6 +32,11 @@ def test_parse_lists():
         S.parse_list("0,1", "ints")
     with pytest.raises(InputError, match="as a size"):
         S.parse_list("64 furlongs", "sizes")
+    # read as every size a user types: 1.5 was swept as 2 bytes, -5MB "cannot be read"
+    with pytest.raises(InputError, match="fraction of a byte"):
+        S.parse_list("64MB,1.5", "sizes")
+    with pytest.raises(InputError, match="must be positive"):
+        S.parse_list("-5MB", "sizes")
     # a reversed range is no range: it planned 0 runs, exited 0 and created the store
     with pytest.raises(InputError, match="empty range") as e:
         S.parse_list("1,3-2", "ints")

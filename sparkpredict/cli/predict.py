@@ -183,7 +183,7 @@ def _read_cell(col: str, v: Any) -> tuple[float | int, str]:
     number = _number(v)
     if col == "executor_memory_mb":
         if not (math.isfinite(number) and number > 0):
-            return math.nan, f"{shown} is not a number of MB above zero"
+            return math.nan, f"{shown} is not a number of MiB above zero"
     elif not (math.isfinite(number) and number >= 1 and number.is_integer()):
         return math.nan, f"{shown} is not a whole number of at least 1"
     from ..units import MAX_EXECUTORS

@@ -345,11 +345,11 @@ def _compact(args: argparse.Namespace) -> int:
     from .. import store as store_mod
     from ..errors import InputError
     from ..store.compact import compact
-    from ..units import parse_bytes
+    from ..units import parse_user_bytes
 
     keep_s = _age(args.keep, "--keep", "removing the replaced batches' files now")
     try:
-        target = parse_bytes(args.target_size)
+        target = parse_user_bytes(args.target_size)
     except InputError as exc:
         raise InputError(f"--target-size: {exc.message}", "give a size such as 64MB or 1GiB") from exc
     st = store_mod.open(args.store)
