@@ -82,3 +82,27 @@ def test_a_relative_cache_folder_is_made_absolute(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SPARKPREDICT_CACHE", "rel-cache")
     assert cache_dir() == tmp_path / "rel-cache"
+
+
+def test_a_listener_setting_it_could_not_read_is_refused_before_the_run(tmp_path):
+    """The listener logs such a value and uses its default (test_listener.py); submit and attach
+    say so before anything runs, naming where to fix it."""
+    from pyspark.sql import SparkSession
+
+    from sparkpredict.capture.listener import attach
+    from sparkpredict.capture.submit import build_command
+    from sparkpredict.errors import InputError
+
+    store = str(tmp_path / "s")
+    ok = build_command(["--conf", "spark.sparkpredict.flushIntervalMs=5s", "--conf",
+                        "spark.sparkpredict.tasks=FALSE", "app.py"], store=store)
+    assert "spark.sparkpredict.flushIntervalMs=5s" in ok
+    for key, value in (("flushIntervalMs", "soon"), ("flushIntervalMs", "5 s"), ("tasks", "yes"),
+                       ("flushEveryTasks", "-1"), ("stopTimeoutMs", "-5")):
+        with pytest.raises(InputError, match=f"spark.sparkpredict.{key}={value} is not") as e:
+            build_command(["--conf", f"spark.sparkpredict.{key}={value}", "app.py"], store=store)
+        assert "your --conf or properties file" in e.value.fix
+    with pytest.raises(InputError, match="spark.sparkpredict.tasks=yes is not true or false") as e:
+        attach(SparkSession.builder.config("spark.sparkpredict.tasks", "yes"), store=store)
+    assert "the builder's .config()" in e.value.fix
+    assert not (tmp_path / "s").exists()

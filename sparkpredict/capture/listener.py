@@ -252,6 +252,45 @@ def check_store(store: str) -> None:
                          else "choose a writable folder, or fix its permissions")
 
 
+#: The listener's tuning settings: (what each takes, its default), as ListenerSettings reads them.
+_KNOBS = {
+    "tasks": ("true or false", "true"),
+    "flushEveryStages": ("a whole number, 0 or more", "0"),
+    "flushEveryTasks": ("a whole number, 0 or more", "50000"),
+    "flushIntervalMs": ("milliseconds, or a duration such as 500ms, 5s or 2min", "5000"),
+    "stopTimeoutMs": ("milliseconds, or a duration such as 500ms, 5s or 2min", "60000"),
+    "hostSampleIntervalMs": ("milliseconds, or a duration such as 500ms, 5s or 2min", "1000"),
+}
+# Spark's own duration strings (JavaUtils.timeStringAsMs): a bare number is milliseconds
+_DURATION = re.compile(r"[0-9]+(us|ms|s|m|min|h|d)?", re.IGNORECASE)
+
+
+def check_listener_settings(conf: dict[str, str], where: str) -> None:
+    """Refuse a listener tuning setting of ``conf`` that the listener could not read (it would
+    log the error in the driver's log and use the default): said before the run instead.
+    ``where``: how the user gave the settings, for the fix.
+
+    Raises
+    ------
+    InputError
+        ``spark.sparkpredict.flushIntervalMs=soon``, ``tasks=yes``, ``flushEveryTasks=-1``, ...
+    """
+    for name, (takes, default) in _KNOBS.items():
+        value = conf.get(f"spark.sparkpredict.{name}")
+        v = "" if value is None else value.strip()
+        if not v:
+            continue
+        if name == "tasks":
+            ok = v.lower() in ("true", "false")
+        elif name.endswith("Ms"):
+            ok = _DURATION.fullmatch(v) is not None
+        else:
+            ok = v.isdigit()
+        if not ok:
+            raise InputError(f"spark.sparkpredict.{name}={value} is not {takes}",
+                             f"fix it in {where}, or leave it out (default {default})")
+
+
 def listener_conf(store: str | None = None, job: str | None = None, tasks: bool = True,
                   input_bytes: int | str | None = None, jar: str | None = None) -> dict[str, str]:
     """Spark settings that load and configure the listener (builds the jar if needed).
@@ -497,6 +536,7 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     options = {k: str(v) for k, v in (options if isinstance(options, dict) else {}).items()}
     theirs.update(options)
     _refuse_connect(theirs)
+    check_listener_settings(theirs, "the builder's .config() or spark-defaults.conf")
     if store is None:  # a cluster's spark-defaults.conf names the store its runs go to
         # none: the listener's own default (theirs already holds what the files say)
         store = theirs.get(KEY_STORE, "").strip() or embedded_store()

@@ -20,7 +20,13 @@ from typing import Any
 
 from ..config import KEY_INPUT_BYTES, KEY_JOB, KEY_STORE, KEY_TASKS
 from ..errors import InputError, ListenerError, StoreError, Terminated
-from .listener import EXECUTOR_CLASSPATH, listener_conf, merged_classpath, merged_list
+from .listener import (
+    EXECUTOR_CLASSPATH,
+    check_listener_settings,
+    listener_conf,
+    merged_classpath,
+    merged_list,
+)
 from .submit_args import (
     _opt_value,
     _spark_conf,
@@ -128,6 +134,7 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
     check_master(opts)
     cli = _user_conf(opts)
     user = _spark_conf(opts)
+    check_listener_settings(user, "your --conf or properties file")
     ours = listener_conf(store=submit_store(opts, store), job=job)
     jar = ours.pop("spark.jars")
     ours.update(extra_conf or {})
