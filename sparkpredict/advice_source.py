@@ -107,6 +107,17 @@ class HistorySource:
             where = getattr(store, "path", store)
             src.notes.append(f"the store given ({where}) holds no succeeded run of {job}: the advice comes "
                              "from the model folder alone, without the history's memory and spill checks")
+        else:
+            seen = getattr(model, "n_runs_", None)
+            seen = None if seen is None else int(seen) + int(getattr(model, "dropped_runs_", 0) or 0)
+            if seen is not None and len(runs) > seen:
+                flag = arg_name("models")
+                flag += "" if flag.startswith("--") else "="
+                # the registry's model says when it is behind the store; a folder's must too
+                src.notes.append(f"the model given was fitted on {plural(seen, 'run')} of {job}, and the store "
+                                 f"given holds {len(runs)} succeeded: the advice is from the model as it "
+                                 f"is; fit it again on the store's runs (`sparkpredict runs`, then "
+                                 f"`sparkpredict fit`), or leave out {flag} to advise from the store")
         return src
 
     @staticmethod

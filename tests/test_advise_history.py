@@ -557,3 +557,23 @@ def test_prepare_advice_keeps_a_fit_only_of_the_store_it_was_fitted_on(tmp_path,
     cache._CACHE.clear()
     a = suggest_executors("etl", "30GB", store=path)
     assert a.n_runs == len(history(sizes=(10, 20, 40))[0]) + 1 and a.model_name != "amdahl"
+
+
+def test_a_model_folder_behind_the_store_given_with_it_says_so(tmp_path):
+    """--models DIR --store S: the folder's model answers (as documented), and, as the
+    registry's model does, says when the store holds runs it was not fitted on."""
+    from sparkpredict.features.runs import runs_table
+    from sparkpredict.models.persist import fit_job, save_models
+
+    path = make_store(tmp_path / "s", history(sizes=(10, 20, 40)))
+    save_models({"etl": fit_job(runs_table(store_mod.open(path)).query("job == 'etl'"), kind="amdahl")},
+                tmp_path / "models")
+    current = suggest_executors("etl", "30GB", models=tmp_path / "models", store=path)
+    assert current.model_name == "amdahl" and not any("fitted on" in w for w in current.warnings)
+    runs, _ = history(sizes=(80,), seed=1)
+    store_mod.open(path).append({"runs": runs.iloc[:2].assign(run_id=["late-1", "late-2"], app_id=["l1", "l2"])})
+    behind = suggest_executors("etl", "30GB", models=tmp_path / "models", store=path)
+    (note,) = [w for w in behind.warnings if "the model given was fitted on" in w]
+    n = len(history(sizes=(10, 20, 40))[0])
+    assert f"fitted on {n} runs of etl, and the store given holds {n + 2} succeeded" in note
+    assert behind.model_name == "amdahl" and "models=" in note
