@@ -262,15 +262,22 @@ def evaluate(runs: pd.DataFrame, models: Any = None, splits: tuple[str, ...] | s
         # the rows fit keeps (JobRuntimeModel.fit drops the others too): a few runs without a
         # positive size had failed every fold, and the job with it ("nothing to evaluate")
         ok = np.ones(len(jr), bool)
+        lacking = []
         for col in ("runtime_s", "input_bytes", "executors"):
             v = pd.to_numeric(jr[col], errors="coerce").to_numpy(float)
-            ok &= np.isfinite(v) & (v > 0)
+            good = np.isfinite(v) & (v > 0)
+            if not good.all():
+                lacking.append(f"{int((~good).sum())} without a positive {col}")
+            ok &= good
         if not ok.all():
             log.warning("job %s: left out %s without a positive runtime_s, input_bytes and executors",
                         job, plural(int((~ok).sum()), "run"))
         jr = jr[ok].sort_values(["input_bytes", "executors", "runtime_s"], kind="mergesort").reset_index(drop=True)
         if len(jr) < min_runs:
-            skipped[job] = f"{plural(len(jr), 'run')} (< {min_runs})"
+            # why so few: "0 runs (< 12)" of a job with 30 runs hid that none had a size
+            left = f" of {plural(len(ok), 'run')} ({', '.join(lacking)})" if lacking else ""
+            skipped[job] = f"{len(jr)} usable{left} (< {min_runs})" if lacking else \
+                f"{plural(len(jr), 'run')} (< {min_runs})"
             continue
         counts = np.unique(jr["executors"].to_numpy(float))
         if len(counts) < 2 and only_runtime_models:

@@ -316,3 +316,78 @@ def test_predict_warns_on_stderr_when_rows_lie_beyond_the_fitted_runs(tmp_path, 
     q.write_text("job,input_bytes,executors\netl,12GiB,4\netl,16.04GiB,8\n")
     assert main(["predict", str(models), str(q), "--out", str(tmp_path / "p.csv")]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_a_spreadsheets_runs_file_is_read_and_its_mistakes_are_named(tmp_path, capsys, caplog):
+    """Tab- or semicolon-separated, blanks after the commas, a job name with a blank: read (it
+    was "lacks column(s) input_bytes" of a header that held it). Rows pasted twice: dropped, as
+    their copies in both a fold's training and test rows flattered every CV error. One run id on
+    rows that differ, and a cell that is no number: refused, naming them."""
+    from sparkpredict.features.runs import read_runs_file
+
+    csv, _ = _fitted(tmp_path, capsys)
+    runs = pd.read_csv(csv)
+    expect = read_runs_file(str(csv))
+    for name, text in (("tabs.tsv", runs.to_csv(index=False, sep="\t")),
+                       ("semi.csv", runs.to_csv(index=False, sep=";")),
+                       ("blanks.csv", runs.assign(job="etl ").to_csv(index=False).replace(",", ", "))):
+        (tmp_path / name).write_text(text)
+        got = read_runs_file(str(tmp_path / name))
+        pd.testing.assert_frame_equal(got[list(expect.columns)], expect, check_dtype=False)
+    assert "'etl ' of" in caplog.text and "read without the blanks" in caplog.text
+
+    pd.concat([runs, runs]).to_csv(tmp_path / "twice.csv", index=False)
+    assert len(read_runs_file(str(tmp_path / "twice.csv"))) == len(runs)
+    assert f"{len(runs)} row(s) of {tmp_path / 'twice.csv'} repeat an earlier row whole" in caplog.text
+    pd.concat([runs, runs.iloc[:1].assign(runtime_s=1.0)]).to_csv(tmp_path / "clash.csv", index=False)
+    assert main(["fit", str(tmp_path / "clash.csv"), "--out", str(tmp_path / "m2")]) == 2
+    assert f"holds run id(s) {runs.run_id[0]} on rows that differ" in capsys.readouterr().err
+
+    joined = (tmp_path / "runs.csv").read_text() * 2  # two exports joined, headers and all
+    (tmp_path / "joined.csv").write_text(joined)
+    assert main(["fit", str(tmp_path / "joined.csv"), "--out", str(tmp_path / "m2")]) == 2
+    err = capsys.readouterr().err
+    assert f"row {len(runs) + 1}: input_bytes 'input_bytes'" in err and "a second header line" in err
+    assert not (tmp_path / "m2").exists()
+
+
+def test_fit_names_extra_features_and_predict_a_feature_the_query_lacks(tmp_path, capsys):
+    """Every other numeric column of a runs table is a feature: one derived from the runtime
+    made the model look better than it is, and predict filled it in without a word."""
+    csv, _ = _fitted(tmp_path, capsys)
+    runs = pd.read_csv(csv)
+    runs.assign(runtime_min=runs["runtime_s"] / 60).to_csv(tmp_path / "extra.csv", index=False)
+    assert main(["fit", str(tmp_path / "extra.csv"), "--out", str(tmp_path / "m2")]) == 0
+    assert "etl: features beyond the size, executors, cores and memory: runtime_min" in capsys.readouterr().out
+    pd.DataFrame({"job": ["etl"], "input_bytes": ["10GB"], "executors": [4]}).to_csv(tmp_path / "q.csv", index=False)
+    assert main(["predict", str(tmp_path / "m2"), str(tmp_path / "q.csv"), "--out", str(tmp_path / "p.csv")]) == 0
+    assert "the query lacks column(s) runtime_min, which the model(s) take" in capsys.readouterr().err
+    assert main(["predict", str(tmp_path / "models"), str(tmp_path / "q.csv"), "--out", str(tmp_path / "p.csv")]) == 0
+    assert "lacks" not in capsys.readouterr().err
+
+
+def test_evaluate_says_why_a_job_has_too_few_runs(tmp_path, capsys):
+    """Runs without a size (an event log that declared none): "0 runs (< 12)" of a job with
+    27 hid the reason, which fit gives."""
+    csv, _ = _fitted(tmp_path, capsys)
+    runs = pd.read_csv(csv)
+    runs.assign(input_bytes=0).to_csv(tmp_path / "unsized.csv", index=False)
+    assert main(["evaluate", str(tmp_path / "unsized.csv")]) == 2
+    err = capsys.readouterr().err
+    assert f"etl: 0 usable of {len(runs)} runs ({len(runs)} without a positive input_bytes) (< 12)" in err
+
+
+def test_evaluate_takes_the_cv3_seed(tmp_path, capsys):
+    csv, _ = _fitted(tmp_path, capsys)
+    args = ["evaluate", str(csv), "--split", "cv3", "--models", "amdahl", "--json"]
+    assert main([*args, "--random-state", "-1"]) == 2
+    assert "--random-state -1 is outside" in capsys.readouterr().err
+    runs = {}
+    for seed in ("0", "0", "7"):
+        assert main([*args, "--random-state", seed]) == 0
+        runs.setdefault(seed, []).append(json.loads(capsys.readouterr().out))
+    for got in (*runs["0"], *runs["7"]):
+        for row in got["rows"]:
+            row.pop("fit_s")  # a time, not a figure
+    first, again = runs["0"]
+    assert first == again  # the same seed: the same figures

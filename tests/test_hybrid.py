@@ -713,7 +713,7 @@ def test_runs_without_an_input_size_say_so_in_fit_and_retrain_alike(tmp_path, ca
                          "input_bytes": 0, "executors_requested": [1, 1, 2], "executor_cores": 4,
                          "executor_memory_mb": 1024})
     ((_, _, status, _, error),) = fit_group_safe(rows)
-    message = "only 0 usable runs (of 3); a runtime model needs at least 4; 3 have no positive input_bytes"
+    message = "only 0 usable runs (of 3); a runtime model needs at least 4, and choosing one automatically at least 6; 3 have no positive input_bytes"
     fix = ("declare each run's input size: --conf spark.sparkpredict.inputBytes=SIZE, or `sparkpredict "
            "submit --input-size SIZE` (a run that declares none has the bytes its stages read from "
            "storage, 0 for data made in memory); for runs already recorded (e.g. ingested event "
@@ -728,7 +728,7 @@ def test_runs_without_an_input_size_say_so_in_fit_and_retrain_alike(tmp_path, ca
     # sizes given but too few runs: the fix is to record more, as before
     with pytest.raises(DegenerateDataError) as e:
         JobRuntimeModel().fit(table.assign(input_bytes=2**20))
-    assert e.value.message == "only 3 usable runs (of 3); a runtime model needs at least 4"
+    assert e.value.message == "only 3 usable runs (of 3); a runtime model needs at least 4, and choosing one automatically at least 6"
     assert e.value.fix == "record more runs of the job (positive input_bytes, executors and runtime_s)"
 
 

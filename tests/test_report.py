@@ -129,7 +129,7 @@ def test_missing_pieces_degrade_to_notes(tmp_path):
     notes = " | ".join(sec.notes)
     assert "no fitted whole-job model" in notes and "stage breakdown unavailable" in notes and "advice" in notes
     # the job's own reason, where it belongs, not a guess
-    assert "no fitted whole-job model for this job (only 2 usable runs (of 2); a runtime model needs at least 4)" in notes
+    assert "no fitted whole-job model for this job (only 2 usable runs (of 2); a runtime model needs at least 4, and choosing one automatically at least 6)" in notes
     page = res.path.read_text()
     assert len(_images(page)) == 1 and "no fitted whole-job model" in page
     assert "runtime models unavailable" not in page   # said once, in the job's section

@@ -59,7 +59,7 @@ def test_only_a_shortage_of_runs_is_a_skip():
 # ---- the report, from a result --------------------------------------------------------------
 def _ingested_store_result(**kw) -> RT.RetrainResult:
     """What a retrain of a store of ingested event logs found (the reviewer's case, shortened)."""
-    only = "only 0 usable runs (of 1); a runtime model needs at least 4; 1 has no positive input_bytes"
+    only = "only 0 usable runs (of 1); a runtime model needs at least 4, and choosing one automatically at least 6; 1 has no positive input_bytes"
     fix = "declare each run's input size"
     failed = {"Databricks Shell": f"no succeeded run (1 incomplete) (fix: {FIX_FINISH})",
               "gen-lz4": f"{only} (fix: {fix})", "gen-zstd": f"{only} (fix: {fix})"}
@@ -79,7 +79,7 @@ def test_the_report_says_what_was_committed_and_what_was_skipped():
         "  skipped: Databricks Shell: no succeeded run (1 incomplete)",
         f"    fix: {FIX_FINISH}",
         # one reason, one line: ingested logs without an input size are many
-        ("  skipped: gen-lz4, gen-zstd, each: only 0 usable runs (of 1); a runtime model needs at least 4; "
+        ("  skipped: gen-lz4, gen-zstd, each: only 0 usable runs (of 1); a runtime model needs at least 4, and choosing one automatically at least 6; "
          "1 has no positive input_bytes"),
         "    fix: declare each run's input size",
         "registry: part-1.parquet",
@@ -107,7 +107,7 @@ def test_models_not_tried_again_are_still_skipped_or_still_failing():
         "changed: Databricks Shell, gen-lz4), 1 still failing (its runs have not changed: x)")
     lines = report_lines(res)
     assert "  failed: x: the fit diverged (not tried again until its runs change, or with --force)" in lines
-    assert "  skipped: gen-zstd: only 0 usable runs (of 1); a runtime model needs at least 4; 1 has no positive " \
+    assert "  skipped: gen-zstd: only 0 usable runs (of 1); a runtime model needs at least 4, and choosing one automatically at least 6; 1 has no positive " \
            "input_bytes" in lines  # not grouped with gen-lz4, which was not tried again
     assert res.exit_code == 1
 
@@ -230,7 +230,7 @@ def test_both_paths_summarise_a_store_the_same(mixed_store):
     loc = RT.retrain_local(local_path, stage_models=False)
     assert loc.refit == ["sort", "wordcount"]
     assert list(loc.skipped) == ["tiny"]
-    assert loc.skipped["tiny"].startswith("only 2 usable runs (of 2); a runtime model needs at least 4 (fix: ")
+    assert loc.skipped["tiny"].startswith("only 2 usable runs (of 2); a runtime model needs at least 4, and choosing one automatically at least 6 (fix: ")
     assert loc.errors == {"sqljoin": "ValueError: Input contains NaN"} and loc.exit_code == 1
     assert summary(loc).endswith("; 0 unchanged, 1 whole-job model skipped (not enough usable runs), 1 whole-job model failed")
     sp = _spark_path_result(spark_path)

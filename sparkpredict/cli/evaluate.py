@@ -21,7 +21,7 @@ def register(subparsers: Any) -> None:
                     "runs, at two or more executor counts.")
     p.add_argument("runs", metavar="RUNS", nargs="?",
                    help="runs table (CSV/Parquet); default: the runs of the store")
-    p.add_argument("--store", help="history store (default: $SPARKPREDICT_STORE or ~/.sparkpredict/store); runs come from it "
+    p.add_argument("--store", help="history store (default: spark.sparkpredict.store of spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store); runs come from it "
                                    "when RUNS is not given; --stage-models with RUNS needs it given")
     p.add_argument("--stage-models", action="store_true",
                    help="also score the stage-level forests and the task replay (they read the "
@@ -34,6 +34,9 @@ def register(subparsers: Any) -> None:
                                     "combined, or auto, is the combined model; stage-forest and "
                                     "replay are the stage-level models, read from the store)")
     p.add_argument("--split", action="append", help="only this split (repeatable)")
+    p.add_argument("--random-state", type=int, default=0,
+                   help="seed of the cv3 split's random folds, 0..2**32-1 (default 0); the models' own "
+                        "seeds are fixed: the same seed gives the same figures")
     p.set_defaults(func=run)
 
 
@@ -75,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if args.runs is not None:
         runs = read_runs_file(args.runs)
     else:
-        store = resolve_store(args.store)  # given, else $SPARKPREDICT_STORE, else the embedded one
+        store = resolve_store(args.store)  # given, else the default (config.default_store)
         runs = runs_table(store)
         if runs.empty:
             raise no_runs_error(store)
@@ -99,7 +102,12 @@ def run(args: argparse.Namespace) -> int:
                      "replay": lambda: ReplayRuntimeModel(store=path)}
         # --stage-models adds both; without it, the ones --models names
         models.update({k: f for k, f in factories.items() if args.stage_models or k in staged})
-    ev = evaluate(runs, models=models, include_study=kinds is None, splits=splits)
+    from .fit import SEED_MAX
+
+    if not 0 <= args.random_state <= SEED_MAX:
+        raise InputError(f"--random-state {args.random_state} is outside 0..{SEED_MAX}",
+                         "give a seed in that range, e.g. --random-state 0")
+    ev = evaluate(runs, models=models, include_study=kinds is None, splits=splits, random_state=args.random_state)
     skipped = {**ev.skipped, **ev.unscored()}
     if not ev.rows["error"].isna().any():  # no model scored anywhere: nothing to show
         why = "; ".join(f"{k}: {v}" for k, v in list(skipped.items())[:10]) or "no runs"

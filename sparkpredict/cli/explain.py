@@ -18,7 +18,7 @@ def register(subparsers: Any) -> None:
                    help="instead of one run: the job's runs furthest above its runtime model's "
                         "prediction, each explained in one line")
     p.add_argument("--top", type=int, metavar="N", help="with --job: how many runs (default 5)")
-    p.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE or ~/.sparkpredict/store)")
+    p.add_argument("--store", metavar="S", help="history store (default: spark.sparkpredict.store of spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     p.add_argument("--training-store", metavar="T",
                    help="store of labelled clean/interfered runs to train the estimator on "
                         "(default: the store itself when it holds labelled runs, else the "

@@ -68,6 +68,16 @@ def run(args: argparse.Namespace) -> int:
         fix = f"; fix: {fixes[job]}" if job in fixes else ""
         print(f"{job:<{width}}  not fitted: {why}" + ("; its earlier model is kept" if job in kept else "") + fix)
     print(cv_mape_note(args.kind))
+    from ..features.runs import BASE_FEATURES
+
+    extra = {j: [c for c in (getattr(m, "feature_names_", None) or []) if c not in BASE_FEATURES]
+             for j, m in models.items()}
+    for job, cols in extra.items():
+        if cols:
+            # every numeric column of the runs file beyond these is taken as known before a run:
+            # one derived from the runtime would make the model look better than it is
+            print(f"{job}: features beyond the size, executors, cores and memory: {', '.join(cols)} "
+                  "(every other numeric column of the runs table; drop one known only after a run)")
     if uncrossed:
         from ..models.selection import CV_MIN_RUNS
 

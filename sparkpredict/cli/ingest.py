@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "spark.eventLog.dir folders; plain, zstd, lz4, snappy or lzf) into the history "
                     "store. Logs already ingested and unchanged are skipped.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="event-log file or folder")
-    p.add_argument("--store", help="history store (default: $SPARKPREDICT_STORE or ~/.sparkpredict/store)")
+    p.add_argument("--store", help="history store (default: spark.sparkpredict.store of spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     p.add_argument("--job", metavar="NAME",
                    help="job name of every run this call stores, instead of each log's "
                         "spark.sparkpredict.job or app name (runs already stored keep theirs)")

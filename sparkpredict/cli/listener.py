@@ -13,7 +13,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--force", action="store_true", help="rebuild even when a cached jar exists")
     b.set_defaults(func=_build)
     c = sub.add_parser("conf", help="print the Spark settings that attach the listener (spark-defaults format)")
-    c.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
+    c.add_argument("--store", help="history store path or URI (default: spark.sparkpredict.store of spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     c.add_argument("--job", help="job key (default: the application name)")
     c.add_argument("--jar", metavar="URI",
                    help="where every driver reads the listener jar, e.g. hdfs:///apps/sparkpredict/"

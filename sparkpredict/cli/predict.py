@@ -236,8 +236,8 @@ def _number(v: Any) -> float:
 
 
 def _is_empty(v: Any) -> bool:
-    """An empty cell: NaN in a CSV, null in Parquet, blanks."""
-    if v is None:
+    """An empty cell: NaN in a CSV, null in Parquet (pandas' NA of a nullable column), blanks."""
+    if v is None or type(v).__name__ in ("NAType", "NaTType"):
         return True
     if isinstance(v, str):
         return not v.strip()
@@ -390,6 +390,12 @@ def run(args: argparse.Namespace) -> int:
     # a column no model takes (a misspelt job parameter) would be ignored without a word
     taken = {c for m in models.values() for c in (getattr(m, "feature_names_", None) or [])}
     unused = [c for c in query.columns if c != "job" and c not in taken and c not in _QUERY_NUMBERS]
+    # and a feature the query lacks is the model's training median: said, as the unused are
+    from ..features.runs import BASE_FEATURES
+
+    lacking = sorted({c for j, m in models.items() if j in set(query["job"].astype(str))
+                      for c in (getattr(m, "feature_names_", None) or [])
+                      if c not in BASE_FEATURES and c not in query.columns})
     out = predict_table(models, query, args.confidence)
     write_table(out, args.out)
     print(f"wrote {plural(len(out), 'prediction')} to {args.out}")
@@ -401,6 +407,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: query column(s) {', '.join(unused)} are no feature of the models of these jobs, "
               f"which take {', '.join(sorted(taken))}: ignored (check the spelling of a job parameter)",
               file=sys.stderr)
+    if lacking:
+        print(f"warning: the query lacks column(s) {', '.join(lacking)}, which the model(s) take as features: "
+              "each model's median over its training runs was used (add the column to the query; a column of "
+              "the runs file known only after a run is no feature: drop it there and fit again)", file=sys.stderr)
     warning = extrapolation_warning(models, out, rows)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)

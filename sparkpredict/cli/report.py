@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "store: runtime against executors per input size with the fitted curves and "
                     "intervals, predicted against actual, the stage breakdown of the latest run, "
                     "and the current advice.")
-    p.add_argument("--store", default=None, help="history store (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
+    p.add_argument("--store", default=None, help="history store (default: spark.sparkpredict.store of spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     p.add_argument("--job", action="append", default=None, help="only this job (repeatable)")
     p.add_argument("--confidence", type=confidence_arg, default=0.9, help="interval confidence (default 0.9)")
     p.add_argument("--out", default="report.html",

@@ -29,8 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "(see docs/retrain.md). Spark logs its errors only, unless -v (or a log4j "
                     "configuration of your own).",
         epilog=EXIT_STATUS)
-    p.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE or "
-                                   "~/.sparkpredict/store)")
+    p.add_argument("--store", help="history store path or URI (default: spark.sparkpredict.store of "
+                                   "spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--spark", action="store_true", help="fit inside Spark (repartition(job).mapInPandas)")
     where.add_argument("--local", action="store_true", help="fit in this process, no JVM")

@@ -11,7 +11,7 @@ def register(subparsers: Any) -> None:
         description="Write one row per succeeded run: run_id, job, input_bytes, executors, "
                     "executor_cores, executor_memory_mb, runtime_s (+ post-run columns for "
                     "inspection). The file is the input of `fit` and `evaluate`.")
-    p.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE or ~/.sparkpredict/store)")
+    p.add_argument("--store", metavar="S", help="history store (default: spark.sparkpredict.store of spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     p.add_argument("--out", required=True, metavar="FILE", help="runs.csv or runs.parquet (.pq)")
     p.add_argument("--job", action="append", help="only this job (repeatable)")
     p.set_defaults(func=run)

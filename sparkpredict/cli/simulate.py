@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--host-cores", type=int, metavar="H",
                    help="physical cores all executors share (local-cluster on one machine): "
                         "tasks beyond them (each taking spark.task.cpus of them) only time-share the CPUs")
-    p.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE or ~/.sparkpredict/store)")
+    p.add_argument("--store", metavar="S", help="history store (default: spark.sparkpredict.store of spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     p.add_argument("--json", action="store_true",
                    help="print the report as JSON: run_id, job, actual_executors, actual_cores, "
                         "executors_mean (alive on average: below actual_executors under dynamic "

@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "job}] (every run excluded from training, oldest first)}, numbers in base units "
                        "(bytes, ms, epoch ms), null where nothing was recorded; an error is {error, "
                        "fix} on stdout.")
-    s.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
+    s.add_argument("--store", help="history store path or URI (default: spark.sparkpredict.store of spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     s.add_argument("--last", type=int, default=10, help="list this many latest runs (default 10)")
     s.add_argument("--json", action="store_true", help="print the summary as JSON (described above)")
     s.set_defaults(func=_summary)
@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "running, stays. What --older-than 0 would also take is counted on stderr: "
                        "files of a retrain marked running (a killed one's mark lasts a day) and files "
                        "younger than --older-than.")
-    c.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
+    c.add_argument("--store", help="history store path or URI (default: spark.sparkpredict.store of spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     c.add_argument("--older-than", default="10m", metavar="AGE",
                    help="only files last modified this long ago, so a writer mid-commit is left "
                    "alone (default 10m); 0: every uncommitted file, whatever its age (only when "
@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "see the replaced rows twice until their files are removed. With --json: {store, dry_run, "
         "batches_before, batches_after, merged, written, merged_bytes, going, doubled, removed_files} (going, doubled: batches left alone for runs still going or stored twice); "
         "an error is {error, fix} on stdout.")
-    k.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
+    k.add_argument("--store", help="history store path or URI (default: spark.sparkpredict.store of spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     k.add_argument("--target-size", default="64MB", metavar="SIZE",
                    help="size of a compacted batch, all its files together (default 64MB)")
     k.add_argument("--keep", default="10m", metavar="AGE",
@@ -101,7 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="edit runs whose last row still says running, their driver gone for good "
                         "(killed with SIGKILL, lost with its machine): refused otherwise, since a "
                         "running writer's next row would supersede the edit")
-    e.add_argument("--store", help="history store path or URI (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
+    e.add_argument("--store", help="history store path or URI (default: spark.sparkpredict.store of spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     e.add_argument("--json", action="store_true", help="print the edits as JSON (described above)")
     e.set_defaults(func=_edit)
     from . import refuse_without_action

@@ -38,7 +38,7 @@ def register(subparsers: Any) -> None:
                    help="executor memory, e.g. 4g or 4096 (MiB); default: as last recorded")
     p.add_argument("--confidence", type=confidence_arg, default=0.9, help="interval coverage: 0.9 or 90%% (default 0.9)")
     add_param_option(p)
-    p.add_argument("--store", metavar="S", help="history store (default: $SPARKPREDICT_STORE or ~/.sparkpredict/store); with "
+    p.add_argument("--store", metavar="S", help="history store (default: spark.sparkpredict.store of spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store); with "
                    "--models, it supplies only the runs behind the warnings (memory, few runs)")
     p.add_argument("--models", metavar="DIR", help="models written by `sparkpredict fit`")
     p.add_argument("--json", action="store_true", help="print the advice as JSON")

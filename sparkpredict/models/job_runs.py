@@ -65,7 +65,12 @@ def too_few_usable_runs(input_bytes: np.ndarray, executors: np.ndarray, runtime_
     usable = int(np.logical_and.reduce(list(good.values())).sum())
     lacking = [(c, int((~g).sum())) for c, g in good.items() if not g.all()]
     why = "".join(f"; {k} {'has' if k == 1 else 'have'} no positive {c}" for c, k in lacking)
-    message = f"only {plural(usable, 'usable run')} (of {n}); a runtime model needs at least {MIN_RUNS}{why}"
+    # the automatic choice among the models needs more (selection.CV_MIN_RUNS): said here too,
+    # so that a user who records MIN_RUNS is not told next that 6 are needed
+    from .selection import CV_MIN_RUNS
+
+    message = (f"only {plural(usable, 'usable run')} (of {n}); a runtime model needs at least {MIN_RUNS}, "
+               f"and choosing one automatically at least {CV_MIN_RUNS}{why}")
     if good["input_bytes"].all():
         return DegenerateDataError(message, "record more runs of the job (positive input_bytes, "
                                             "executors and runtime_s)")

@@ -74,7 +74,8 @@ def fit_all(runs: pd.DataFrame, random_state: int = 0, kind: str = "auto",
                 fixes[job] = exc.fix
             log.warning("job %r not fitted: %s", job, exc.message)
     if not out:
-        detail = "; ".join(f"{j}: {r}" for j, r in list(reasons.items())[:5])
+        detail = "; ".join(f"{j}: {r}" for j, r in list(reasons.items())[:5]) + (
+            f"; and {len(reasons) - 5} more" if len(reasons) > 5 else "")
         # the jobs' own fix when they share one (e.g. declare the input size), as retrain says it
         fix = next(iter(all_fixes)) if len(all_fixes) == 1 else None
         raise DegenerateDataError(f"no job could be fitted ({detail})",
