@@ -119,7 +119,13 @@ def resolve_store(store: str | os.PathLike[str] | None) -> str:
         # 5 became the folder "5" under the current one, b"/x" the folder "b'/x'"
         raise StoreError(f"the store must be a path or URI, got {type(store).__name__} {store!r}",
                          "give the store's folder as a str or pathlib.Path (--store DIR; store= from Python)")
-    s = str(store) if store is not None else default_store()
+    if store is None:
+        s, where = default_store_source()
+        try:
+            return resolve_store(s)
+        except StoreError as exc:  # a setting of spark-defaults.conf: say which file to fix
+            raise StoreError(f"{exc.message} ({where})", exc.fix) from None
+    s = str(store)
     if not s.strip():
         raise StoreError("the store path is empty", "give the store's folder (--store DIR; store= from Python), "
                          f"or leave it out for the default (${STORE_ENV} or ~/.sparkpredict/store)")
@@ -132,6 +138,15 @@ def resolve_store(store: str | os.PathLike[str] | None) -> str:
         s = _file_uri_path(s)
     elif "://" in s:
         return s
+    elif _SCHEME.match(s):
+        # hdfs:/p is a Hadoop path of that file system, which the listener writes; Python's file
+        # systems take it only with its slashes (as a local path it was a folder "hdfs:")
+        scheme, _, rest = s.partition(":")
+        raise StoreError(f"the store {s!r} names the file system {scheme}: without '//'",
+                         f"write {scheme}:///{rest.lstrip('/')} (with the namenode or bucket between "
+                         f"the slashes where it needs one: {scheme}://NAME/{rest.lstrip('/')})")
+    if s.startswith("//") and not s.startswith("///"):
+        s = "/" + s.lstrip("/")  # POSIX's "//p" is implementation-defined; Hadoop's Path reads /p
     if s == "~" or s.startswith("~/"):
         # as the listener expands it (ListenerSettings.localStore): not ~user
         s = os.path.expanduser(s)
@@ -139,6 +154,9 @@ def resolve_store(store: str | os.PathLike[str] | None) -> str:
     # "link/../store" then named another folder than the one the listener wrote
     return os.path.abspath(s)
 
+
+#: A URI's scheme, ``hdfs:`` or ``s3a:`` (two characters or more: not a drive letter).
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
 
 #: The secret of a URI's user information, ``scheme://KEY:SECRET@bucket/...``: how pyarrow takes
 #: S3 credentials in a URI (its query takes no keys). The user or key before the colon stays.

@@ -102,9 +102,10 @@ def run_demo(store: str | os.PathLike | None = None, workdir: str | os.PathLike 
         When the sweep itself cannot run (no JDK, unwritable store, ...). Later steps record
         their failure in ``messages`` instead.
     """
-    from .config import resolve_store
+    from .config import embedded_store, resolve_store
 
-    store_path = resolve_store(store)
+    # the embedded store, not a cluster's spark-defaults.conf one: toy runs stay out of it
+    store_path = resolve_store(store if store is not None else embedded_store())
     wd = Path(workdir).expanduser().resolve() if workdir else default_workdir()
     _check_workdir(wd, store_path)
     wd.mkdir(parents=True, exist_ok=True)

@@ -303,12 +303,14 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
     arrived since its last compaction (:func:`~.store.compact.auto_compact`, a local store).
     """
     from .capture.listener import listener_conf
-    from .config import cache_error, folder_problem, resolve_store
+    from .config import cache_error, embedded_store, folder_problem, resolve_store
     from .store import io as store_io
     from .store.compact import auto_compact
 
     t0 = time.monotonic()
-    store_path = resolve_store(store)
+    # the embedded store, not a cluster's spark-defaults.conf one: a benchmark's synthetic runs
+    # stay out of the runs of the cluster's jobs unless --store names it
+    store_path = resolve_store(store if store is not None else embedded_store())
     # Every refusal before the store is opened, which creates it: a refused sweep leaves nothing behind.
     cache = Path(cache_dir).expanduser().absolute() if cache_dir else W.default_cache()
     problem = folder_problem(cache)

@@ -23,6 +23,10 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 # Keep the user's real default store out of the tests.
 os.environ.setdefault("SPARKPREDICT_STORE", str(Path(__file__).parent / ".default-store-unused"))
+# ... and a cluster's spark-defaults.conf, whose spark.sparkpredict.store outranks it (and whose
+# other settings would change what the tests' sessions run with): an empty one of their own
+os.environ["SPARK_CONF_DIR"] = tempfile.mkdtemp(prefix="sparkpredict-test-conf-")
+atexit.register(shutil.rmtree, os.environ["SPARK_CONF_DIR"], ignore_errors=True)
 # ... and its cache: fits and the listener jar of this session only, so that no earlier run's
 # cached fit can answer for a store (a pytest tmp path is reused after three sessions).
 if "SPARKPREDICT_CACHE" not in os.environ:

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from sparkpredict import store as store_mod
+from sparkpredict.errors import StoreError
 from sparkpredict.store import schema as S
 
 pytestmark = pytest.mark.spark
@@ -265,9 +266,15 @@ def test_default_store_follows_the_python_rule(spark_app, tmp_path):
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("HOME", home)
             mp.chdir(cwd)
-            for value in ("~", "~/st", "rel/st", "link/../st", f"{tmp_path}/a/./b/../c", "~user/st"):
+            for value in ("~", "~/st", "rel/st", "link/../st", f"{tmp_path}/a/./b/../c", "~user/st", "//nn/x"):
                 assert listener.localStore(value, home, cwd) == "file:" + resolve_store(value), value
         assert resolve_store(f"{tmp_path}/link/../st") == f"{tmp_path}/st"  # lexical, as Hadoop's Path
+        # a scheme without its slashes is a Hadoop path to the listener (as before), and Python
+        # says how to write it, where it was the local folder "hdfs:"
+        assert listener.localStore("hdfs:/sp/store", home, cwd) == "hdfs:/sp/store"
+        with pytest.raises(StoreError, match="without '//'") as e:
+            resolve_store("hdfs:/sp/store")
+        assert "hdfs:///sp/store" in e.value.fix
 
 
 def test_listener_error_says_when_the_listener_is_not_attached(spark_app, tmp_path):

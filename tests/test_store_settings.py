@@ -106,3 +106,15 @@ def test_a_listener_setting_it_could_not_read_is_refused_before_the_run(tmp_path
         attach(SparkSession.builder.config("spark.sparkpredict.tasks", "yes"), store=store)
     assert "the builder's .config()" in e.value.fix
     assert not (tmp_path / "s").exists()
+
+
+def test_a_bad_cluster_store_names_its_file_and_a_link_is_one_store(cluster_conf, tmp_path):
+    cluster_conf.write_text("spark.sparkpredict.store file://nn/store\n")
+    with pytest.raises(StoreError, match="names the host 'nn'") as e:
+        resolve_store(None)
+    assert f"(spark.sparkpredict.store in {cluster_conf})" in e.value.message
+    # --store and --conf naming one folder through a link: one store, not "different stores"
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    got = submit_store(["--conf", f"spark.sparkpredict.store={tmp_path}/link/s", "app.py"], store=f"{tmp_path}/real/s")
+    assert got == f"{tmp_path}/real/s"

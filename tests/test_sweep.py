@@ -290,7 +290,7 @@ import sys
 from sparkpredict import sweep_session
 from sparkpredict.capture.listener import listener_conf
 conf = listener_conf(store=sys.argv[1], job="quiet")
-conf["spark.sparkpredict.hostSampleIntervalMs"] = "often"   # host sampling warns and turns itself off
+conf["spark.sparkpredict.hostSampleIntervalMs"] = "often"   # warned of, and its default used
 conf["spark.ui.enabled"] = "false"
 spark = sweep_session._start_session("local[1]", "quiet", conf)
 print(spark.sparkContext.parallelize(range(10), 2).sum())
@@ -301,7 +301,8 @@ spark.stop()
 @pytest.mark.spark
 def test_quiet_spark_logs_still_show_the_listeners_warnings_and_errors(listener_jar, tmp_path):
     """The sweep's quiet log4j configuration drops Spark's WARNs, not sparkpredict's own: a bad
-    host-sample interval (a WARN) and a store that cannot be written (an ERROR) both reach stderr."""
+    host-sample interval (a WARN: its default is used) and a store that cannot be written (an
+    ERROR) both reach stderr."""
     blocker = tmp_path / "blocked"
     blocker.write_text("a file where the store's parent folder should be")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
@@ -310,7 +311,8 @@ def test_quiet_spark_logs_still_show_the_listeners_warnings_and_errors(listener_
                        capture_output=True, text=True, env=env, timeout=300, check=False)
     assert r.returncode == 0 and r.stdout.split() == ["45"], r.stderr[-3000:]
     ours = [line for line in r.stderr.splitlines() if "sparkpredict:" in line or "sparkpredict listener" in line]
-    assert any(" WARN " in line and "host sampling on the driver is off" in line for line in ours), r.stderr[-3000:]
+    assert any(" WARN " in line and "hostSampleIntervalMs=often is not milliseconds" in line
+               for line in ours), r.stderr[-3000:]
     assert any(" ERROR " in line and "cannot write to store" in line for line in ours), r.stderr[-3000:]
     spark_warns = [line for line in r.stderr.splitlines() if " WARN " in line and "sparkpredict" not in line]
     assert not spark_warns, spark_warns

@@ -603,7 +603,7 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
         builder = builder.config(k, v)
     if compact:
         _compact_before_run(resolve_store(store))
-    _report_uncaught_exceptions()
+    _record_at_exit()
     return builder
 
 
@@ -611,43 +611,54 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
 RAISED_CHARS = 500
 
 
-def _report_uncaught_exceptions() -> None:
-    """Chain ``sys.excepthook`` (once per process) so that an exception the driver's code leaves
-    uncaught tells the listener, whose application then ends as failed (KeyboardInterrupt:
-    killed) with the exception's text. A Python driver's end otherwise reads exit code 0 to the
-    JVM: a script that raised after its last job, its output half written, was recorded as a
-    succeeded run of a shorter runtime, and trained the models as one. An interactive
-    interpreter calls the hook for every statement that raises and goes on, so there it tells
-    nothing (notebooks do not call it at all).
+def _record_at_exit() -> None:
+    """At the exit of this Python process (registered once per process): tell the listener of
+    an exception the driver's code left uncaught, then stop a context still running.
 
-    And stop a context still running when Python exits, as pyspark's own shell does: the JVM
-    would stop it on its way down, but after Python exited, so that ``python job.py &&
-    sparkpredict suggest ...`` could ask before the run was in the store."""
+    A Python driver's end otherwise reads exit code 0 to the JVM: the context stops from
+    Spark's shutdown hook as the JVM follows Python out. A script that raised after its last
+    job, its output half written, was recorded as a succeeded run of a shorter runtime, and
+    trained the models as one; the run is now failed (KeyboardInterrupt: killed) with the
+    exception's text. The exception is the one Python itself reports as uncaught
+    (``sys.last_exc``/``sys.last_value``, set only for the top level), not what a handler
+    passed to ``sys.excepthook`` (a thread's error forwarded by a logging setup, which the
+    script survived). An interactive interpreter sets it for every statement that raises and
+    goes on, so there nothing is told.
+
+    The stop, as pyspark's own shell does at exit: the JVM would stop the context on its way
+    down, after Python exited, so ``python job.py && sparkpredict suggest ...`` could ask before
+    the run was in the store. atexit runs the handlers registered after this one first, and
+    those registered before it (before ``attach``) after it, when the session has stopped.
+
+    Only in this process: a child of ``os.fork()`` inherits the handler and the parent's py4j
+    connection, and stopped the parent's context as it exited."""
     import atexit
-    import sys
 
-    if getattr(sys.excepthook, "_sparkpredict", False):
+    global _EXIT_PID
+    if _EXIT_PID is not None:
         return
+    _EXIT_PID = os.getpid()
     atexit.register(_stop_at_exit)
-    previous = sys.excepthook
 
-    def hook(kind: Any, value: Any, tb: Any) -> None:
-        if not hasattr(sys, "ps1") and not sys.flags.interactive:
-            _tell_listener_raised(kind, value)
-        previous(kind, value, tb)
 
-    hook._sparkpredict = True  # type: ignore[attr-defined]
-    sys.excepthook = hook
+#: The process that registered :func:`_stop_at_exit`; None until ``attach`` did.
+_EXIT_PID: int | None = None
 
 
 def _stop_at_exit() -> None:
     import sys
 
+    if os.getpid() != _EXIT_PID:
+        return  # a forked child: the context is its parent's
     pyspark = sys.modules.get("pyspark")
     try:
         sc = pyspark.SparkContext._active_spark_context if pyspark is not None else None
-        if sc is not None:
-            sc.stop()  # returns once the listener stored the run (or its stopTimeoutMs passed)
+        if sc is None:
+            return
+        raised = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+        if raised is not None and not hasattr(sys, "ps1") and not sys.flags.interactive:
+            _tell_listener_raised(type(raised), raised)
+        sc.stop()  # returns once the listener stored the run (or its stopTimeoutMs passed)
     except Exception as exc:  # a JVM already gone: it stopped the context itself  # noqa: BLE001
         log.debug("stopping the context at exit: %s", exc)
 

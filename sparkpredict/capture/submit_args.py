@@ -182,7 +182,9 @@ def submit_store(spark_submit_args: list[str], store: str | None = None) -> str:
     theirs = _user_conf(opts).get(KEY_STORE)
     if store is not None:
         resolved = resolve_store(store)
-        if theirs and resolve_store(theirs) != resolved:
+        other = resolve_store(theirs) if theirs else resolved
+        # two spellings of one folder (a link on the way): the same store, written through either
+        if other != resolved and ("://" in other or os.path.realpath(other) != os.path.realpath(resolved)):
             raise InputError(f"--store {store} and --conf {KEY_STORE}={theirs} name different stores",
                              f"give the store once: drop --conf {KEY_STORE}, or --store")
         return resolved

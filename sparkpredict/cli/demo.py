@@ -12,7 +12,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run a small word-count sweep on local Spark (each run recorded by the listener), "
                     "fit its runtime model, print advice for an input 4x larger, and write the HTML "
                     "report. Runs already recorded are reused, so a second demo is quick.")
-    p.add_argument("--store", default=None, help="history store (default: spark.sparkpredict.store of spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
+    p.add_argument("--store", default=None, help="history store (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store; not a cluster store of spark-defaults.conf)")
     p.add_argument("--workdir", default=None,
                    help="report, models, generated data and Spark scratch (default ~/.sparkpredict/demo)")
     p.set_defaults(func=_run)

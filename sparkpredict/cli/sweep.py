@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--executor-memory", default="1024MiB", help="per executor (default 1024MiB)")
     p.add_argument("--seed", type=int, default=0,
                    help="data generator seed (default 0); runs of another seed are not taken as done")
-    p.add_argument("--store", default=None, help="history store (default: spark.sparkpredict.store of spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
+    p.add_argument("--store", default=None, help="history store (default: $SPARKPREDICT_STORE, else ~/.sparkpredict/store; not a cluster store of spark-defaults.conf)")
     p.add_argument("--cache", default=None,
                    help="generated-data cache (default $SPARKPREDICT_CACHE/data, else ~/.cache/sparkpredict/data)")
     p.add_argument("--workdir", default=None, metavar="DIR",

@@ -116,10 +116,11 @@ final class ListenerSettings {
     }
 
     private static void badValue(String key, String value, String takes, String dflt) {
-        LOG.error("sparkpredict: {}={} is not {}; {} is used instead (fix the setting, or leave it out)",
+        LOG.warn("sparkpredict: {}={} is not {}; {} is used instead (fix the setting, or leave it out)",
             key, value, takes, dflt);
     }
 
+    private static final Pattern SCHEME = Pattern.compile("[A-Za-z][A-Za-z0-9+.-]+:");
     private static final Pattern SIZE = Pattern.compile(
         "\\s*([0-9]*\\.?[0-9]+(?:e[+-]?[0-9]+)?)\\s*([a-z]*)\\s*", Pattern.CASE_INSENSITIVE);
     private static final Map<String, Long> UNITS = new HashMap<>();
@@ -199,7 +200,9 @@ final class ListenerSettings {
      * lexically (symbolic links are not followed, by either side), as a file: URI.
      */
     static String localStore(String s, String home, String cwd) {
-        if (s.contains("://") || s.regionMatches(true, 0, "file:", 0, 5)) return s;
+        // hdfs:/p too (a scheme of two characters or more): a Hadoop path, as before; Python
+        // refuses it, naming hdfs:///p
+        if (s.contains("://") || s.regionMatches(true, 0, "file:", 0, 5) || SCHEME.matcher(s).lookingAt()) return s;
         if (s.equals("~")) s = home;
         else if (s.startsWith("~/")) s = home + s.substring(1);
         java.nio.file.Path p = java.nio.file.Paths.get(s);
