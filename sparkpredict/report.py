@@ -80,7 +80,7 @@ class JobSection:
     #: runs with), as the page says it
     slow_runs_absent: str | None = None
     #: where the whole-job model came from, as ``suggest`` says it: "from the registry, version 2
-    #: (retrain ..., incremental path)", "fitted on the store's runs", "from the models given"
+    #: (retrain ..., local path)", "fitted on the store's runs", "from the models given"
     model_source: str | None = None
     #: the model the advice used: the plots' model, or, for a job too small for one, the replay of
     #: its recorded tasks that ``suggest`` answers with
