@@ -98,8 +98,10 @@ def registry_model(job: str, st: Any, raw: pd.DataFrame, n_runs: int) -> tuple[A
     the job was simply never retrained). ``n_runs``: the job's usable runs, for that message.
     """
     from . import registry as R
+    from .config import store_for_display
 
-    retrain = f"run `sparkpredict retrain --store {st.path}` to bring the registry up to date"
+    # shown, not run: a URI's secret key stays out of what is printed and shared
+    retrain = f"run `sparkpredict retrain --store {store_for_display(st.path)}` to bring the registry up to date"
     try:
         reg, failures = R.read_registry_state(st)
         mine = reg[(reg["job"] == job) & (reg["model_kind"] == R.KIND_RUNTIME)]

@@ -169,6 +169,16 @@ def store_for_display(store: str) -> str:
     return _SECRET_IN_URI.sub(r"\1***@", store)
 
 
+#: The same secret anywhere in a text (a note naming `retrain --store s3://KEY:SECRET@...`).
+_SECRET_IN_TEXT = re.compile(r"([a-zA-Z][\w+.-]*://[^/@:?#\s]*:)[^/@?#\s]*@")
+
+
+def mask_uri_secrets(text: str) -> str:
+    """``text`` with every URI's secret replaced by ``***`` (:func:`store_for_display` for a
+    store alone): what a shared page says must not carry a key that a message quoted."""
+    return _SECRET_IN_TEXT.sub(r"\1***@", text)
+
+
 def uri_has_credentials(store: str) -> bool:
     return _SECRET_IN_URI.match(store) is not None
 

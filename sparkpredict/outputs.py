@@ -1,7 +1,9 @@
 """Files a user names with ``--out``: checked before the work starts, written whole or not at all."""
 from __future__ import annotations
 
+import contextlib
 import os
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -93,12 +95,15 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Path], object], examp
         p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create the folder of output {str(p)!r}: {exc.strerror}", _FIX) from exc
-    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    # a short name: ".{name}.tmp-{pid}" ran past the file system's 255 bytes for a legal
+    # name of about 245, after the whole output was made
+    tmp = p.with_name(f".sparkpredict-{os.getpid()}-{uuid.uuid4().hex[:12]}.tmp")
     try:
         write(tmp)
         os.replace(tmp, p)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
         raise InputError(f"cannot write {str(p)!r}: {exc.strerror or exc}",
                          "check the free space and permissions of its folder") from exc
     except BaseException:

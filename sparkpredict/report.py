@@ -120,14 +120,23 @@ class ReportResult:
         return [s.job for s in self.sections]
 
 
+def _escape(text: Any, quote: bool = True) -> str:
+    """HTML-escaped, with every URI's secret masked: a note or warning can quote the store's
+    URI (`sparkpredict retrain --store s3://KEY:SECRET@...`), and the page is shared."""
+    from .config import mask_uri_secrets
+
+    return html.escape(mask_uri_secrets(str(text)), quote)
+
+
 def _attempt(section: JobSection, what: str, fn: Callable[..., Any], *args: Any) -> Any:
     """Run one piece, ``fn(*args)``; a failure becomes a note on the page (Sparklens-style
     isolation)."""
     try:
         return fn(*args)
     except Exception as exc:  # one failing piece must not sink the report
-        msg = getattr(exc, "message", None) or str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        section.notes.append(f"{what} unavailable: {msg}")
+        msg = getattr(exc, "message", None) or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        fix = getattr(exc, "fix", None)  # as the CLI prints it under the error
+        section.notes.append(f"{what} unavailable: {msg}" + (f" (fix: {fix})" if fix else ""))
         log.info("report: %s for %s failed", what, section.job, exc_info=True)
         return None
 
@@ -139,7 +148,7 @@ def _advice(job: str, input_bytes: float, store_path: str, models: dict | None,
 
     adv = suggest_executors(job, int(input_bytes), store=store_path, models=models, confidence=confidence)
     cols, rows = candidate_table(adv)
-    e = html.escape
+    e = _escape
     head = "".join(f"<th>{e(c)}</th>" for c in cols)
     body = "".join(("<tr class='chosen'>" if r[0] else "<tr>") + "".join(f"<td>{e(v)}</td>" for v in r) + "</tr>"
                    for r in rows)
@@ -472,7 +481,7 @@ def render_html(sections: list[JobSection], store_path: str, warnings: list[str]
     # a single run's replay has no CV: its error is a self-check
     from .advice import self_checked
 
-    e = html.escape
+    e = _escape
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     anchors = _anchors([s.job for s in sections])
 

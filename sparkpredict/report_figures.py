@@ -45,8 +45,14 @@ def _plain_text(fn: _F) -> _F:
 
 
 def _png(fig) -> str:
+    import warnings
+
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    with warnings.catch_warnings():
+        # a run id or stage name in a script the font lacks (CJK) is drawn as boxes; matplotlib
+        # said so once per glyph, with its source line, among the command's output
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font")
+        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     import matplotlib.pyplot as plt
 
     plt.close(fig)

@@ -21,7 +21,11 @@ def main(jar: str, jobs: list) -> None:
         for log, store, properties in jobs:
             conf = jvm.org.apache.spark.SparkConf(False)
             for k, v in properties.items():
-                if not k.startswith("spark.sparkpredict.") and k != "spark.extraListeners":
+                # what the run declared (its job, input size, parameters) as the ingest reads it;
+                # not where its listener wrote, nor that listener's tuning
+                declared = k in ("spark.sparkpredict.job", "spark.sparkpredict.inputBytes") or \
+                    k.startswith("spark.sparkpredict.param.")
+                if (declared or not k.startswith("spark.sparkpredict.")) and k != "spark.extraListeners":
                     conf.set(k, v)
             conf.set("spark.sparkpredict.store", store)
             bus = jvm.org.apache.spark.scheduler.ReplayListenerBus()

@@ -590,3 +590,14 @@ def test_a_partition_read_again_counts_once_in_the_runs_input_listener_and_inges
     assert done.returncode == 0, done.stderr[-3000:]
     listened = store.open(tmp_path / "listened").runs().iloc[0]
     assert listened.input_bytes == 8000 and listened.num_stages == run["num_stages"]
+
+
+def test_a_map_stage_rerun_under_a_new_stage_id_counts_its_input_once(shared):
+    """Adaptive execution runs each map stage as a job of its own: after an executor's loss took
+    its output, a later job re-runs it under a new stage id (2, attempt 1; first run: stage 1).
+    Counted by stage id, the run's input was 82,920 bytes for 41,460 read; the listener counts
+    it the same way (the replay test above feeds it this log)."""
+    tables, _ = shared("aqe_executors_killed_spark4.zstd")
+    stages = tables["stages"].to_pandas().set_index(["stage_id", "stage_attempt_id"])
+    assert stages.loc[(1, 0), "input_bytes"] == stages.loc[(2, 1), "input_bytes"] == 41_460
+    assert tables["runs"]["input_bytes"][0].as_py() == 41_460

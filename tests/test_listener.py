@@ -209,6 +209,16 @@ def test_bad_tuning_settings_cost_only_themselves(spark_app, tmp_path):
     assert len(st.read("host_samples")) > 0  # 1s read as 1000 ms, not as no sampling
 
 
+def test_flush_every_tasks_0_is_the_default_not_a_batch_per_task(spark_app, tmp_path):
+    """0 was read as 1: a batch per task, and rows held capped at 4, so a stress review's
+    3,000 tasks kept 316 task rows."""
+    store = tmp_path / "store"
+    with spark_app(store, job="every-0", conf={"spark.sparkpredict.flushEveryTasks": "0"}) as spark:
+        assert spark.sparkContext.parallelize(range(600), 600).count() == 600
+    st = store_mod.open(store)
+    assert len(st.read("tasks")) == 600 and len(st.committed_batches()) <= 3
+
+
 def test_measured_input_bytes_from_stages_without_parents(spark_app, tmp_path):
     data = tmp_path / "data.txt"
     data.write_text("x\n" * 50_000)

@@ -130,6 +130,19 @@ def test_credentials_in_the_uri_are_warned_of_and_kept_out_of_the_report(s3, tmp
     html = out.read_text()
     assert secret not in html and "s3://testing:***@hist/reported?" in html
     assert "holds credentials" in caplog.text and secret not in caplog.text
+    # a registry behind the runs: the advice's note names `retrain --store URI`, which the page
+    # showed with the secret
+    assert main(["retrain", "--store", remote, "--job", "sort", "--no-stage-models"]) == 0
+    first = store.open(remote).runs().query("job == 'sort'")["run_id"].iloc[0]
+    assert main(["store", "edit", first, "--exclude", "--store", remote]) == 0
+    capsys.readouterr()
+    assert main(["report", "--store", remote, "--job", "sort", "--out", str(out)]) == 0
+    html = out.read_text()
+    assert "predates its latest runs" in html and "retrain --store s3://testing:***@hist" in html
+    assert secret not in html
+    assert main(["suggest", "--store", remote, "--job", "sort", "--input-size", "64MB"]) == 0
+    said = capsys.readouterr()
+    assert "retrain --store s3://testing:***@hist" in said.out + said.err and secret not in said.out + said.err
 
 
 def test_an_unreachable_or_missing_remote_store_is_one_error_naming_the_fix(s3, capsys):

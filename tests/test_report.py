@@ -128,6 +128,8 @@ def test_missing_pieces_degrade_to_notes(tmp_path):
     assert list(sec.figures) == ["runtime_vs_executors"]
     notes = " | ".join(sec.notes)
     assert "no fitted whole-job model" in notes and "stage breakdown unavailable" in notes and "advice" in notes
+    # each unavailable piece with the fix the CLI prints under its error
+    assert all("(fix: " in n for n in sec.notes if " unavailable: " in n), notes
     # the job's own reason, where it belongs, not a guess
     assert "no fitted whole-job model for this job (only 2 usable runs (of 2); a runtime model needs at least 4, and choosing one automatically at least 6)" in notes
     page = res.path.read_text()
@@ -269,3 +271,18 @@ def test_report_and_suggest_answer_from_the_same_model(tmp_path):
     (note,) = [n for n in sec["sort"].notes if "registry" in n]
     assert "predates its latest runs" in note and html.escape(note) in page
     assert any(note == w for w in suggest_executors("sort", "64MB", store=path).warnings)
+
+
+def test_an_output_name_too_long_for_the_file_system_is_refused_first(tmp_path, capsys):
+    """A legal name of about 245 bytes failed after the whole report was built, naming a
+    temporary file the user never gave (its name added 10 bytes)."""
+    from sparkpredict.cli import main
+
+    for name in ("a" * 245 + ".html", "b" * 251 + ".html"):
+        rc = main(["report", "--store", str(HISTORY), "--job", "sort", "--out", str(tmp_path / name)])
+        err = capsys.readouterr().err
+        if len(name) <= 255:
+            assert rc == 0 and (tmp_path / name).is_file(), err
+        else:
+            assert rc == 2 and "File name too long" in err and ".tmp" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a" * 245 + ".html"]

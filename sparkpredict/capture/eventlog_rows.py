@@ -14,6 +14,7 @@ fields (see :func:`_decode_task_end`).
 """
 from __future__ import annotations
 
+import collections
 import json
 import re
 from typing import Any
@@ -32,6 +33,8 @@ _ACCUM = b',"Accumulables":['
 _TASK_METRICS = b',"Task Metrics":'
 _PEAK_ACCUM = re.compile(rb'"Name":"internal\.metrics\.peakExecutionMemory","Update":(\d+)')
 _CHUNK_ROWS = 4096  # tasks per Arrow chunk: bounds the Python objects alive at once
+#: Map stages' own RDDs whose counted partitions are kept (the listener's StageTracker.MAP_RDDS_KEPT).
+MAP_RDDS_KEPT = 10_000
 _MAX_LINE_WARNINGS = 10
 
 _TASK_COLS = ["stage_id", "stage_attempt_id", "task_id", "task_index", "attempt", "executor_id",
@@ -185,6 +188,11 @@ class RunBuilder:
         # job, the partitions whose input the run has counted; and that count
         self._reads: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self._input_counted: dict[int, set[int]] = {}
+        # per map stage's own RDD, kept across jobs, the most recent MAP_RDDS_KEPT (the
+        # listener's StageTracker.mapInputCounted): adaptive execution re-runs a map stage whose
+        # output an executor's loss took under a new stage id, in a later job
+        self._map_input_counted: collections.OrderedDict[int, set[int]] = collections.OrderedDict()
+        self._map_stages: set[tuple[int, int]] = set()
         self._job_stages: dict[int, list[int]] = {}
         self.input_read = 0
         self._handlers = {
@@ -402,8 +410,15 @@ class RunBuilder:
             # or killed task's partial read, a speculative copy and a partition re-run after its
             # executor was lost read the same data again; a failed attempt's successful tasks
             # count too, as Spark keeps their output. Remembered while a running job has the stage.
-            running = any(key[0] in stages for stages in self._job_stages.values())
-            done = self._input_counted.setdefault(key[0], set()) if running else set()
+            own_rdd = rdd_info[0].get("RDD ID") if rdd_info else None
+            if key in self._map_stages and isinstance(own_rdd, int):
+                done = self._map_input_counted.setdefault(own_rdd, set())
+                self._map_input_counted.move_to_end(own_rdd)
+                while len(self._map_input_counted) > MAP_RDDS_KEPT:
+                    self._map_input_counted.popitem(last=False)
+            else:
+                running = any(key[0] in stages for stages in self._job_stages.values())
+                done = self._input_counted.setdefault(key[0], set()) if running else set()
             for part, n in reads:
                 if part not in done:
                     done.add(part)
@@ -438,6 +453,8 @@ class RunBuilder:
         got = info.get("Getting Result Time") or 0
         status = _task_status(info)
         metrics = _metrics(ev.get("Task Metrics"), line)
+        if ev.get("Task Type") == "ShuffleMapTask":  # as the listener tells a map stage (Agg.mapStage)
+            self._map_stages.add((stage, attempt))
         # Like the listener, a stage sums only tasks that ended before it completed.
         counted = (stage, attempt) not in self.stages
         read = metrics[_INPUT]

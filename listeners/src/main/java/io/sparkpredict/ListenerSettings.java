@@ -74,7 +74,10 @@ final class ListenerSettings {
             }
         }
         int every = count(conf, P + "flushEveryStages", 0);
-        int everyTasks = Math.max(1, count(conf, P + "flushEveryTasks", DEFAULT_FLUSH_EVERY_TASKS));
+        // 0 is the default, not a flush after every task: the rows held are capped at
+        // HELD_CHUNKS x this, and at 1 (as 0 used to read) a batch per task dropped most rows
+        int everyTasks = count(conf, P + "flushEveryTasks", DEFAULT_FLUSH_EVERY_TASKS);
+        if (everyTasks == 0) everyTasks = DEFAULT_FLUSH_EVERY_TASKS;
         long interval = Math.max(0L, millis(conf, P + "flushIntervalMs", 5_000L));
         long stopTimeout = Math.max(0L, millis(conf, P + "stopTimeoutMs", 60_000L));
         return new ListenerSettings(key, tasks, every, everyTasks, interval, stopTimeout, plugin, declared);

@@ -350,6 +350,9 @@ public class SparkPredictListener extends SparkListener {
         run.taskEnded(ok, m);
         if (agg != null) {
             agg.add(metrics, duration, ok);
+            // a map stage, told by its tasks as the event-log ingest tells it (a replayed
+            // StageInfo has no shuffleDepId)
+            agg.mapStage |= "ShuffleMapTask".equals(e.taskType());
             // the partition, not the task's place in its attempt: a retried attempt numbers
             // only the partitions it re-runs (Spark >= 3.3 tells it)
             if (ok && m != null) agg.read(info.partitionId() >= 0 ? info.partitionId() : info.index(),

@@ -37,6 +37,8 @@ final class StageTracker {
         int[] readIndex = new int[0];
         long[] readBytes = new long[0];
         int nRead;
+        /** Its tasks are ShuffleMapTasks: its input is counted by its own RDD (mapInputCounted). */
+        boolean mapStage;
 
         /** A successful task end's input (the run's input counts each partition once). */
         void read(int index, long bytes) {
@@ -77,6 +79,21 @@ final class StageTracker {
      * stage's jobs, as stageToJob.
      */
     private final Map<Integer, BitSet> inputCounted = new HashMap<>();
+    /**
+     * Per map stage's own RDD, the partitions whose input the run has counted, kept beyond the
+     * stage's jobs: a map stage whose output an executor's loss took is re-run by a later job
+     * under a new stage id when adaptive execution (Spark's default) planned it as a job of its
+     * own, over the same RDD. Counted by stage id, a killed executor doubled the run's input.
+     * The most recently used {@link #MAP_RDDS_KEPT} only: a driver that runs for weeks must not
+     * keep one for every map stage it ran, and a re-run follows its loss within the query.
+     */
+    static final int MAP_RDDS_KEPT = 10_000;
+    private final Map<Integer, BitSet> mapInputCounted = new java.util.LinkedHashMap<Integer, BitSet>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Integer, BitSet> eldest) {
+            return size() > MAP_RDDS_KEPT;
+        }
+    };
     private final Map<Integer, Integer> stageToJob = new HashMap<>();
     /** Stage attempts completed, failed ones included (the run row's num_stages). */
     int numStages;
@@ -188,16 +205,24 @@ final class StageTracker {
         // read, a speculative copy and a partition re-run after its executor was lost read the
         // same data again. A failed attempt's successful tasks count too: Spark keeps their
         // output, and no later attempt reads those partitions.
-        if (!readsCache) measuredInput += countOnce(s.stageId(), agg) + (failed ? 0L : diskCacheHitBytes(s));
+        // A map stage's partitions by its own RDD, kept across jobs (mapInputCounted); a result
+        // stage's by its stage id while its jobs run (a later action over the same RDD reads the
+        // source again). As the event-log ingest keys them (eventlog_rows, map stages).
+        Integer mapRdd = agg.mapStage && !infos.isEmpty() ? infos.get(0).id() : null;
+        if (!readsCache) measuredInput += countOnce(s.stageId(), mapRdd, agg) + (failed ? 0L : diskCacheHitBytes(s));
         if (!failed) materialisedRdds.addAll(persisted);
         return r.values;
     }
 
-    /** The input of the attempt's partitions not counted yet for its stage id, which it marks counted. */
-    private long countOnce(int stageId, Agg agg) {
+    /**
+     * The input of the attempt's partitions not counted yet for its stage id (a map stage: its
+     * own RDD, {@code mapRdd}), which it marks counted.
+     */
+    private long countOnce(int stageId, Integer mapRdd, Agg agg) {
         if (agg.nRead == 0) return 0L;
         // remembered while a running job has the stage (jobEnded forgets it), as stageToJob
-        BitSet done = stageToJob.containsKey(stageId) ? inputCounted.computeIfAbsent(stageId, k -> new BitSet())
+        BitSet done = mapRdd != null ? mapInputCounted.computeIfAbsent(mapRdd, k -> new BitSet())
+            : stageToJob.containsKey(stageId) ? inputCounted.computeIfAbsent(stageId, k -> new BitSet())
             : new BitSet();
         long total = 0;
         for (int i = 0; i < agg.nRead; i++) {
