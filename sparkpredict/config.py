@@ -160,23 +160,20 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
 
 #: The secret of a URI's user information, ``scheme://KEY:SECRET@bucket/...``: how pyarrow takes
 #: S3 credentials in a URI (its query takes no keys). The user or key before the colon stays.
-_SECRET_IN_URI = re.compile(r"^([a-zA-Z][\w+.-]*://[^/@:?#]*:)[^/@?#]*@")
+#: Found anywhere in a text: a note can quote the store (`retrain --store s3://KEY:SECRET@...`).
+_SECRET_IN_URI = re.compile(r"([a-zA-Z][\w+.-]*://[^/@:?#\s]*:)[^/@?#\s]*@")
 
 
 def store_for_display(store: str) -> str:
     """``store`` with its URI's secret replaced by ``***``: a report is shared, and a store URI
     such as ``s3://KEY:SECRET@bucket/history`` would carry the secret key into it."""
-    return _SECRET_IN_URI.sub(r"\1***@", store)
-
-
-#: The same secret anywhere in a text (a note naming `retrain --store s3://KEY:SECRET@...`).
-_SECRET_IN_TEXT = re.compile(r"([a-zA-Z][\w+.-]*://[^/@:?#\s]*:)[^/@?#\s]*@")
+    return mask_uri_secrets(store)
 
 
 def mask_uri_secrets(text: str) -> str:
-    """``text`` with every URI's secret replaced by ``***`` (:func:`store_for_display` for a
-    store alone): what a shared page says must not carry a key that a message quoted."""
-    return _SECRET_IN_TEXT.sub(r"\1***@", text)
+    """``text`` with every URI's secret replaced by ``***``: what a shared page says must not
+    carry a key that a message quoted."""
+    return _SECRET_IN_URI.sub(r"\1***@", text)
 
 
 def uri_has_credentials(store: str) -> bool:

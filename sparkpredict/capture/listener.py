@@ -657,21 +657,18 @@ def _stop_at_exit() -> None:
             return
         raised = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
         if raised is not None and not hasattr(sys, "ps1") and not sys.flags.interactive:
-            _tell_listener_raised(type(raised), raised)
+            _tell_listener_raised(sc, raised)
         sc.stop()  # returns once the listener stored the run (or its stopTimeoutMs passed)
     except Exception as exc:  # a JVM already gone: it stopped the context itself  # noqa: BLE001
         log.debug("stopping the context at exit: %s", exc)
 
 
-def _tell_listener_raised(kind: Any, value: Any) -> bool:
-    """Tell the running application's listener that the driver raised ``value``; whether it
-    could. Never raises: the driver's own traceback comes next."""
-    import sys
-
-    pyspark = sys.modules.get("pyspark")
+def _tell_listener_raised(sc: Any, value: BaseException) -> bool:
+    """Tell the listener of the application of ``sc`` that the driver raised ``value``; whether
+    it could. Never raises: the context's stop comes next."""
+    kind = type(value)
     try:
-        sc = pyspark.SparkContext._active_spark_context if pyspark is not None else None
-        if sc is None or sc._jvm is None:
+        if sc._jvm is None:
             return False
         status = "killed" if issubclass(kind, KeyboardInterrupt) else "failed"
         text = f"{kind.__name__}: {value}" if str(value) else kind.__name__
