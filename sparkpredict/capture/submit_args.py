@@ -130,11 +130,11 @@ def _properties_files(opts: list[str]) -> list[str]:
 
 
 def _file_setting(opts: list[str], key: str) -> tuple[str, str] | None:
-    """(value, file name) of ``key`` in the properties files spark-submit reads, else None."""
+    """(value, file path) of ``key`` in the properties files spark-submit reads, else None."""
     for path in _properties_files(opts):
         value = read_properties(path).get(key)
         if value is not None:
-            return value, os.path.basename(path)
+            return value, path
     return None
 
 
@@ -151,11 +151,8 @@ def cluster_store_setting() -> tuple[str, str] | None:
     """(``spark.sparkpredict.store``, the file) as an application with no setting of its own
     gets it from ``spark-defaults.conf`` ($SPARK_CONF_DIR, else the Spark home's conf/), else
     None: the store that readers given no ``--store`` read (:func:`sparkpredict.config.default_store`)."""
-    for path in _properties_files([]):
-        value = read_properties(path).get(KEY_STORE)
-        if value is not None:  # the listener reads an empty value as none
-            return (value, path) if value else None
-    return None
+    found = _file_setting([], KEY_STORE)
+    return found if found and found[0] else None  # the listener reads an empty value as none
 
 
 def dynamic_allocation_enabled(spark_submit_args: list[str]) -> bool:
@@ -231,7 +228,7 @@ def effective_master(spark_submit_args: list[str]) -> tuple[str, str]:
         return master.strip(), "--conf spark.master"
     found = _file_setting(opts, "spark.master")
     if found and found[0]:
-        return found[0].strip(), found[1]
+        return found[0].strip(), os.path.basename(found[1])
     master = os.environ.get("MASTER")
     if master:
         return master.strip(), "$MASTER"
