@@ -299,7 +299,7 @@ def build_sections(store_path: str, jobs: list[str] | None = None, models: dict 
     runs_raw = st.runs()
     runs = runs_table(runs_raw)
     if runs.empty:
-        raise no_runs_error(store_path)
+        raise no_runs_error(store_path, runs_raw)
     all_jobs = sorted(runs["job"].unique())
     if jobs:
         unknown = [j for j in jobs if j not in all_jobs]

@@ -237,6 +237,26 @@ def test_failed_runs_only(tmp_path):
     assert "no succeeded runs" in e.value.message
 
 
+def test_a_store_of_failed_runs_only_says_what_its_runs_are_in_every_command(tmp_path, capsys):
+    """`report`, `runs` and `evaluate` on a store none of whose runs succeeded named only "record
+    some first", as for an empty store: the runs are there, failed, and the fix is to mend them."""
+    from sparkpredict.cli import main
+
+    path = make_store(tmp_path / "s", history(status="failed", sizes=(10,), execs=(1, 2)))
+    for argv in (["report", "--store", path, "--out", str(tmp_path / "r.html")],
+                 ["runs", "--store", path, "--out", str(tmp_path / "r.csv")],
+                 ["evaluate", "--store", path]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert f"error: store {path} holds no succeeded runs: 4 runs failed" in err, (argv, err)
+        assert "fix: fix what made its runs fail" in err, (argv, err)
+    assert not (tmp_path / "r.html").exists() and not (tmp_path / "r.csv").exists()
+    # an empty store keeps the advice to record runs
+    store_mod.open(tmp_path / "empty", create=True)
+    assert main(["runs", "--store", str(tmp_path / "empty"), "--out", str(tmp_path / "r.csv")]) == 2
+    assert "fix: record some first" in capsys.readouterr().err
+
+
 def test_missing_store_is_a_store_error(tmp_path):
     with pytest.raises(StoreError) as e:
         suggest_executors("etl", "1GB", store=tmp_path / "nothing-here")

@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         summary,
     )
     from ..features.runs import no_runs_error, read_runs_file, runs_table
+    from ..store import io as store_io
 
     # A runs file may come from any store: the stage models must be told which one. Without
     # RUNS, the store is resolved as `runs`, `report` and `suggest` resolve it.
@@ -79,9 +80,10 @@ def run(args: argparse.Namespace) -> int:
         runs = read_runs_file(args.runs)
     else:
         store = resolve_store(args.store)  # given, else the default (config.default_store)
-        runs = runs_table(store)
+        raw = store_io.open(store).runs()
+        runs = runs_table(raw)
         if runs.empty:
-            raise no_runs_error(store)
+            raise no_runs_error(store, raw)
     splits = tuple(args.split) if args.split else SPLITS
     bad = [s for s in splits if s not in SPLITS]
     if bad:

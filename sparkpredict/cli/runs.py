@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
                              "check the job name (spark.sparkpredict.job or `ingest --job`, default the app name)")
         df = df[df["job"].isin(args.job)]
     if df.empty:  # an empty table would only fail later, in `fit`, with a misleading message
-        raise no_runs_error(store)
+        raise no_runs_error(store, raw)
     # integer columns stay integers in the file (Parquet: the store's types, nulls for missing
     # values); CSV, untyped, also writes other whole-valued columns without ".0"
     write_table(with_integer_columns(df, whole_valued=table_format(args.out) == "csv"), args.out)

@@ -121,8 +121,16 @@ def runs_table(source: Any) -> pd.DataFrame:
     return out.sort_values(sort_cols, kind="mergesort").reset_index(drop=True)
 
 
-def no_runs_error(store: str) -> StoreError:
-    """The error of a store that holds no succeeded run, for every command that needs some."""
+def no_runs_error(store: str, raw_runs: pd.DataFrame | None = None) -> StoreError:
+    """The error of a store that holds no succeeded run, for every command that needs some.
+
+    ``raw_runs``, the store's ``runs`` rows (latest per run), when it holds some: the error
+    says what they are (failed, excluded, ...) and the fix for them, not only "record some"."""
+    if raw_runs is not None and len(raw_runs) and not (raw_runs["status"] == "succeeded").any():
+        from ..fitting import no_succeeded_run
+
+        what, fix = no_succeeded_run(raw_runs)
+        return StoreError(f"store {store} holds no succeeded runs: {what}", fix)
     return StoreError(f"store {store} holds no succeeded runs",
                       "record some first (`sparkpredict sweep`, `sparkpredict demo` or `sparkpredict "
                       "submit`), or backfill from event logs with `sparkpredict ingest`")
