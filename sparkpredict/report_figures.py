@@ -218,6 +218,14 @@ def _executors_words(executors: float | None, fallback: float) -> str:
     return f"{format_executors(x)} executor{'' if x == 1 else 's'}"
 
 
+def _finite_or_none(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
 @_plain_text
 def fig_stages(stages: pd.DataFrame, run: pd.Series, executors: float | None = None) -> str:
     """The latest run's stages as bars on its timeline; ``executors``: its count as the runs
@@ -236,7 +244,9 @@ def fig_stages(stages: pd.DataFrame, run: pd.Series, executors: float | None = N
                       if r.get(c) == r.get(c))
         color = "tab:orange" if shuffle > 0 else "tab:blue"
         ax.barh(i, dur, left=start, color=color, alpha=0.85)
-        label = f"{r['stage_id']}: {short_stage_name(r['name'])} ({plural(int(r['num_tasks']), 'task')})"
+        n = _finite_or_none(r["num_tasks"])  # a row written through the store API may lack it
+        count = f" ({plural(int(n), 'task')})" if n is not None else ""
+        label = f"{r['stage_id']}: {short_stage_name(r['name'])}{count}"
         ax.text(start + dur, i, " " + label, va="center", fontsize=7)
     ax.set_yticks([])
     ax.invert_yaxis()

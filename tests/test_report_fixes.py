@@ -228,6 +228,25 @@ def test_stage_names_with_dollars_are_drawn_as_written_not_as_math():
     assert matplotlib.rcParams["text.parse_math"] is True  # the caller's setting is left alone
 
 
+def test_a_stage_without_its_task_count_is_drawn_without_it():
+    """A stage row appended through the store API without num_tasks (NaN) failed the whole
+    timeline with a bare "cannot convert float NaN to integer"."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from sparkpredict.report_figures import fig_stages
+
+    run = pd.Series({"start_ms": 0, "wall_ms": 2000, "run_id": "app-1", "input_bytes": 10,
+                     "executors_requested": 1})
+    st = pd.DataFrame([{"stage_id": 0, "name": "count at job.py:3", "num_tasks": float("nan"),
+                        "submission_ms": 1000, "duration_ms": 500},
+                       {"stage_id": 1, "name": "save at job.py:4", "num_tasks": 4,
+                        "submission_ms": 1500, "duration_ms": 300}])
+    assert len(fig_stages(st, run)) > 1000
+
+
 def test_the_report_api_reads_one_job_name_and_refuses_a_bad_advice_factor(tmp_path):
     """build_report(jobs="sort") answered "no succeeded runs of job(s) s, o, r, t", and an
     advice_factor of 0 or NaN gave every job the false note that its runs recorded no size."""
