@@ -128,8 +128,11 @@ def registry_model(job: str, st: Any, raw: pd.DataFrame, n_runs: int) -> tuple[A
                 return None, f"{why}; the last retrain could not fit them: {reason}", None
             return None, f"{why}; {retrain}", None
         if not R.is_current(state, state[0], str(row.fit_kind), R.runtime_model_format()):
-            return None, (f"the registry's model of {job} is of another format than this sparkpredict "
-                          f"writes: this advice is from a model fitted on the job's runs; {retrain}"), None
+            other = ("of another format than this sparkpredict writes" if not R.is_current(
+                state[:-1] + (True,), state[0], str(row.fit_kind), R.runtime_model_format())
+                else f"fitted by another sparkpredict ({row.sparkpredict_version}; this is {R.fitted_by()})")
+            return None, (f"the registry's model of {job} is {other}: this advice is from a model "
+                          f"fitted on the job's runs; {retrain}"), None
         doc = R.read_artifact(st, row.artifact, row.job)
         which = f"from the registry, version {int(row.version)} (retrain {row.retrain_id}, {row.fit_path} path)"
         return R._runtime_model_from_dict(doc["model"]), None, which
@@ -167,12 +170,10 @@ def _disk_key(store_path: str, version: tuple, job: str) -> str:
     from . import fitcache
 
     here = Path(__file__).resolve()
-    pkg = here.parent
     # advice_source.py too: it reads the runs that are fitted, and held this code before the
     # split; units (the executor counts kept), config (local masters, parameter keys) and the
     # store's reader and schema (which row of a run counts) shape the fitted runs as well
-    code = [here, pkg / "advice_source.py", pkg / "features" / "runs.py", pkg / "units.py", pkg / "config.py",
-            pkg / "store" / "io.py", pkg / "store" / "schema.py", *sorted((pkg / "models").glob("*.py"))]
+    code = [here, here.parent / "advice_source.py", *fitcache.fit_code_files()]
     # scikit-learn fits the larger tables' boosting (small_gbm falls back to it), scipy the equations
     libs = fitcache.library_versions("numpy", "scipy", "scikit-learn")
     return fitcache.make_key(store_path, version, job, fitcache.code_stamp(*code), libs)

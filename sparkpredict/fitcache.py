@@ -45,6 +45,20 @@ def code_stamp(*files: Path) -> list[str]:
     return out
 
 
+def fit_code_files() -> list[Path]:
+    """The package's files whose code shapes a fitted model: the runs it is fitted on (the store's
+    reader and schema, features, units, config) and the fit itself (models, fitting)."""
+    pkg = Path(__file__).resolve().parent
+    return [pkg / "fitting.py", pkg / "units.py", pkg / "config.py", pkg / "store" / "io.py",
+            pkg / "store" / "schema.py", *sorted((pkg / "features").glob("*.py")),
+            *sorted((pkg / "models").glob("*.py"))]
+
+
+def fit_code_hash() -> str:
+    """A short hash of :func:`fit_code_files`' contents (read once per process)."""
+    return make_key(code_stamp(*fit_code_files()))[:12]
+
+
 _VERSIONS: dict[str, str] = {}
 
 

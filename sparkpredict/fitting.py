@@ -174,6 +174,10 @@ def fit_stage_group(raw_runs: pd.DataFrame, stages: pd.DataFrame | None, tasks: 
     stages = stages[stages["run_id"].isin(valid["run_id"])]
     if stages.empty:
         return None
+    if not (valid["input_bytes"].astype(float) > 0).any():
+        # a stage model answers for an input size, and none of these runs read one (a shell's
+        # in-memory data): its self-check, and every load of the store's stage models, failed
+        return None
     tasks = _conform_rows("tasks", tasks)
     try:
         model = StageRuntimeModel(tables={"runs": raw, "stages": stages, "tasks": tasks},

@@ -190,7 +190,7 @@ def make_artifact(job: str, kind: str, model_dict: dict, *, signature: str = "",
         "format": ARTIFACT_FORMAT,
         "artifact_version": ARTIFACT_VERSION,
         "store_schema_version": S.SCHEMA_VERSION,
-        "sparkpredict_version": __version__,
+        "sparkpredict_version": fitted_by(),
         "job": job,
         "kind": kind,
         "signature": signature,
@@ -352,19 +352,35 @@ def _rows(reg: pd.DataFrame) -> Iterable[Any]:
     return reg.itertuples(index=False)
 
 
+def fitted_by() -> str:
+    """This sparkpredict as the registry records the fitter of a model: its version and, as a
+    PEP 440 local label, a hash of the code that shapes a fit (``0.2.0+fit.3f2a9c1b7e40``).
+
+    The formats' version numbers say how an artifact is laid out, not what its numbers mean:
+    a change of what a forest learns (ms per task instead of a rate) kept the stage format, and
+    an older model then loaded and predicted 2.4x too low, while ``retrain`` called it current.
+    A model fitted by other code is refit by the next retrain, and not trusted by the advice."""
+    from .fitcache import fit_code_hash
+
+    return f"{__version__}+fit.{fit_code_hash()}"
+
+
 def model_state(row: Any) -> tuple:
     """What decides whether a registry row's model is current: (trained_on, artifact_version,
-    model_format_version, store_schema_version, fit_kind), from a row or a record dict."""
+    model_format_version, store_schema_version, fit_kind, fitted by this code), from a row or a
+    record dict. The last is judged here, where the registry is read: Spark's workers, which
+    judge the states they are shipped, may hold the code zipped."""
     get = row.get if isinstance(row, dict) else lambda k: getattr(row, k)
     return (get("trained_on"), _int(get("artifact_version")), _int(get("model_format_version")),
-            _int(get("store_schema_version")), get("fit_kind"))
+            _int(get("store_schema_version")), get("fit_kind"), get("sparkpredict_version") == fitted_by())
 
 
 def is_current(state: tuple | None, fp: str, kind: str, model_format: int) -> bool:
     """A model of ``state`` (:func:`model_state`) was fitted on the runs of fingerprint ``fp``,
-    by this artifact, model and store format, as model kind ``kind``. Retrain refits what is not
-    current; advice does not trust it (see docs/retrain.md, incremental refits)."""
-    return state == (fp, ARTIFACT_VERSION, model_format, S.SCHEMA_VERSION, kind)
+    by this artifact, model and store format and this code (:func:`fitted_by`), as model kind
+    ``kind``. Retrain refits what is not current; advice does not trust it (see docs/retrain.md,
+    incremental refits)."""
+    return state == (fp, ARTIFACT_VERSION, model_format, S.SCHEMA_VERSION, kind, True)
 
 
 def _int(v: Any) -> int | None:
@@ -508,6 +524,7 @@ __all__ = [
     "failed_fits",
     "failed_kind",
     "fingerprint",
+    "fitted_by",
     "is_current",
     "load_artifacts",
     "load_models",

@@ -215,6 +215,8 @@ def _commit(st: store_io.Store, prev: pd.DataFrame, results: Iterable[Outcome],
             if not marked:  # from the first artifact on, `store clean` must leave them alone
                 RC.mark_running(st, result.retrain_id)
                 marked = True
+            # this process's code, not the worker's: a worker given the package zipped reads no file to hash
+            doc["sparkpredict_version"] = R.fitted_by()
             R.write_artifact(st, rel, doc)
             (result.refit if model_kind == R.KIND_RUNTIME else result.stage_refit).append(job)
             updates.append({

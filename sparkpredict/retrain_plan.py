@@ -15,7 +15,6 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
 from . import registry as R
 from .fitting import Outcome
 from .store import schema as S
@@ -64,7 +63,7 @@ def _skipped_error(error_type: str | None) -> bool:
 #: The state of a registry row whose artifact is gone: never current, so its model is refit. Kept,
 #: not dropped: a stage model is judged only where the job has a stage row, and one whose file
 #: was deleted had read "unchanged" on every retrain while the advice could not load it.
-MISSING: tuple = (None, None, None, None, None)
+MISSING: tuple = (None, None, None, None, None, None)
 
 
 def _prev_state(prev: pd.DataFrame, failures: Failures | None = None,
@@ -79,7 +78,7 @@ def _prev_state(prev: pd.DataFrame, failures: Failures | None = None,
            for r in rows}
     for (job, kind), rec in (failures or {}).items():
         # another sparkpredict may fit what this one could not (and the reverse): it tries again
-        if rec.get("sparkpredict_version") == __version__:
+        if rec.get("sparkpredict_version") == R.fitted_by():
             out[(job, R.failed_kind(kind))] = R.model_state(rec)
     return out
 
@@ -103,13 +102,15 @@ def refit_reason(state: tuple | None, fp: str, kind: str, model_format: int) -> 
     job after a ``--kind amdahl`` one, with no word of why, read as lost incremental state."""
     if state is None:
         return "no model yet"
-    trained_on, artifact_version, model_version, schema_version, fit_kind = state
+    trained_on, artifact_version, model_version, schema_version, fit_kind, this_code = state
     if trained_on != fp:
         return "its runs changed"
     if fit_kind != kind:
         return f"its model was fitted with --kind {fit_kind}, this retrain asks --kind {kind}"
     if (artifact_version, model_version, schema_version) != (R.ARTIFACT_VERSION, model_format, S.SCHEMA_VERSION):
         return "its model was written by another sparkpredict (another format)"
+    if not this_code:
+        return "its model was fitted by another sparkpredict (other model code)"
     return "--force"
 
 
@@ -241,7 +242,7 @@ def _failure_row(job: str, kind: str, fp: tuple[str, int], fit_kind: str, error:
         "trained_on": fp[0], "trained_on_rows": int(fp[1]), "artifact": None,
         "artifact_version": R.ARTIFACT_VERSION,
         "model_format_version": R.runtime_model_format() if kind == R.KIND_RUNTIME else STAGE_FORMAT_VERSION,
-        "store_schema_version": S.SCHEMA_VERSION, "sparkpredict_version": __version__,
+        "store_schema_version": S.SCHEMA_VERSION, "sparkpredict_version": R.fitted_by(),
         "retrain_id": retrain_id, "fit_path": fit_path, "registry_version": R.REGISTRY_VERSION,
         "error": error, "error_type": error_type,
     }

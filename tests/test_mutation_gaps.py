@@ -134,7 +134,7 @@ def test_G4_450_mib_int():
 
 def test_P2_runs_changed_reason():
     fmt = R.runtime_model_format()
-    state = ("fpA", R.ARTIFACT_VERSION, fmt, S.SCHEMA_VERSION, "auto")
+    state = ("fpA", R.ARTIFACT_VERSION, fmt, S.SCHEMA_VERSION, "auto", True)
     assert RP.refit_reason(state, "fpB", "auto", fmt) == "its runs changed"
 
 HISTORY = Path(__file__).parent / "data" / "history"

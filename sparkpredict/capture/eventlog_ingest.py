@@ -257,12 +257,31 @@ _MAX_LABEL = 60
 _UNFINISHED = ("incomplete", "running")
 
 
+#: The first sparkpredict whose ingest measures a run as this one does. A copy that an older
+#: ingest stored (input bytes before the map stages' reads were counted once across jobs and
+#: Databricks' disk-cache hits added, another status for a log whose executors all failed) is
+#: read again from its log, and replaces the stored copy where ingest may replace it.
+MEASURED_SINCE = (0, 2, 0)
+
+
 @dataclass
 class _StoredRun:
     status: str | None
     num_tasks: int
     source: str | None
     job: str | None = None
+    #: the sparkpredict that wrote it (``sparkpredict_version``)
+    writer: str | None = None
+
+    def measured_before(self) -> bool:
+        """Ingest stored it under older rules (:data:`MEASURED_SINCE`)."""
+        if self.source != "eventlog":
+            return False  # the listener's copy: no log to read it again from
+        try:
+            release = tuple(int(x) for x in str(self.writer).split("+")[0].split(".")[:3])
+        except ValueError:
+            return True  # no version recorded: older than every rule here
+        return release < MEASURED_SINCE
 
 
 @dataclass
@@ -280,12 +299,12 @@ class _Known:
     def of(cls, st: Store) -> _Known:
         t = cast(pa.Table, st.read("runs", form="arrow", columns=[
             "run_id", "status", "num_tasks", "source", "source_path", "source_fingerprint", "job",
-            "start_ms"])).to_pydict()
+            "start_ms", "sparkpredict_version"])).to_pydict()
         known = cls(runs={}, by_file={}, by_name={})
-        for rid, status, n, source, path, fp, job, start in zip(
+        for rid, status, n, source, path, fp, job, start, writer in zip(
                 t["run_id"], t["status"], t["num_tasks"], t["source"], t["source_path"],
-                t["source_fingerprint"], t["job"], t["start_ms"]):
-            known.add(rid, _StoredRun(status, n or 0, source, job), path, fp)
+                t["source_fingerprint"], t["job"], t["start_ms"], t["sparkpredict_version"]):
+            known.add(rid, _StoredRun(status, n or 0, source, job, writer), path, fp)
             app, _, attempt = rid.partition("/")
             if start is not None and "@" not in app:
                 now = S.run_id(app, attempt or None, start)
@@ -450,9 +469,16 @@ def _skipped(path: str, outcome: Literal["unchanged", "exists"], run_id: str, kn
 
 
 def _awaits_log(stored: _StoredRun) -> bool:
-    """A run stored cut short from a log, which a fuller log of it is to complete (a run the
-    listener is recording completes itself)."""
-    return stored.status in _UNFINISHED and stored.source == "eventlog"
+    """A run stored from a log that its log is to complete or measure again: stored cut short
+    (a run the listener is recording completes itself), or by an older ingest."""
+    return (stored.status in _UNFINISHED and stored.source == "eventlog") or stored.measured_before()
+
+
+def _older_copy(stored: _StoredRun, why: str) -> str:
+    return (f"its stored copy was measured by sparkpredict {stored.writer or '(unknown version)'}, whose "
+            f"ingest counted its input bytes differently, and cannot be replaced ({why}): to measure "
+            "it anew, ingest this log into a fresh store (--store NEW_FOLDER), or correct the stored "
+            "size with `sparkpredict store edit RUN_ID --input-size SIZE`")
 
 
 def _damaged(path: str, parsed: ParsedLog, run_id: str, kept: str = "") -> FileOutcome:
@@ -482,7 +508,7 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
         named = named if named in known.runs else None
     try:
         rid = known.by_file.get((stored_path(src.path), fingerprint(src))) if src.error is None else None
-        if rid is not None:
+        if rid is not None and not known.runs[rid].measured_before():
             return _skipped(src.path, "unchanged", rid, known, job, st)
         # Skipped without reading, unless the stored run never ended: this log may hold more.
         if named is not None and not _awaits_log(known.runs[named]):
@@ -511,11 +537,13 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
         return _damaged(src.path, parsed, sid, _kept_copy(known, sid))
     if stored is not None:
         more = _holds_more(parsed, stored)
-        old_batch, why = _replaceable(st, sid, stored) if more else (None, "")
+        older = stored.measured_before() and parsed.damage is None
+        old_batch, why = _replaceable(st, sid, stored) if more or older else (None, "")
         if old_batch is None:  # the log's own warnings are about rows that are not stored
+            said = ([_cannot_replace(parsed, stored, why)] if more else
+                    [f"run {sid}: {_older_copy(stored, why)}"] if older else [])
             return FileOutcome(src.path, "exists", run_id=sid, status=stored.status,
-                               warnings=([_cannot_replace(parsed, stored, why)] if more else [])
-                               + _other_job(sid, stored, job, st))
+                               warnings=said + _other_job(sid, stored, job, st))
     if parsed.damage is not None:
         # Stored, the run's totals would lack the lost events and could pass for a whole run.
         return _damaged(src.path, parsed, parsed.run_id)
@@ -541,6 +569,8 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
     warnings = list(parsed.warnings)
     if old_batch is not None and stored is not None:
         replaced = f"{stored.status}, {plural(stored.num_tasks, 'task')}"
+        if stored.measured_before():
+            replaced += f", measured by sparkpredict {stored.writer or '(unknown version)'}"
         # after the fuller copy is committed: a stop in between leaves two copies, which the
         # next ingest reduces to this one (_one_copy_each), never none
         try:
