@@ -158,6 +158,7 @@ class RunBuilder:
         self.num_jobs = 0
         self.first_job_ms: int | None = None  # the first job's submission (an idle start is warned of)
         self.last_job_failed = False
+        self._streaming_jobs: set[int] = set()
         self.error_message: str | None = None
         # jobs started and not ended; those left at the application's end were cut short by it
         self._running_jobs: set[int] = set()
@@ -311,7 +312,8 @@ class RunBuilder:
         self.end_ms = _ms(ev["Timestamp"])
         code = ev.get("ExitCode")  # Spark >= 4.0
         self.exit_code = int(code) if code is not None else None
-        self.jobs_running_at_end = sorted(self._running_jobs)
+        # a streaming query's micro-batch cut short by the end is how such an application stops
+        self.jobs_running_at_end = sorted(self._running_jobs - self._streaming_jobs)
         self._ts(self.end_ms)
 
     def _environment(self, ev: dict) -> None:
@@ -350,6 +352,9 @@ class RunBuilder:
         self.num_jobs += 1
         job = _typed(ev["Job ID"], int)
         self._running_jobs.add(job)
+        props = ev.get("Properties")
+        if isinstance(props, dict) and props.get("sql.streaming.queryId") is not None:
+            self._streaming_jobs.add(job)
         stage_ids = [_typed(sid, int) for sid in ev.get("Stage IDs") or []]
         for sid in stage_ids:
             self.stage_jobs.setdefault(sid, job)
@@ -369,7 +374,15 @@ class RunBuilder:
             if not any(sid in other for other in self._job_stages.values()):
                 self._input_counted.pop(sid, None)
         self.last_job_failed = result.get("Result") == "JobFailed"
-        if self.last_job_failed:  # as the listener: the latest failure's message is kept
+        streaming = job in self._streaming_jobs
+        self._streaming_jobs.discard(job)
+        exc = result.get("Exception")
+        msg = exc.get("Message") if isinstance(exc, dict) else None
+        if self.last_job_failed and streaming and isinstance(msg, str) and f"Job {job} cancelled" in msg:
+            # a stopped streaming query (RunRecord.jobEnded): its last micro-batch cut short on purpose
+            self.last_job_failed = False
+            self.error_message = None
+        elif self.last_job_failed:  # as the listener: the latest failure's message is kept
             exc = result.get("Exception")
             msg = exc.get("Message") if isinstance(exc, dict) else None
             self.error_message = str(msg) if msg is not None else f"job {ev.get('Job ID')} failed"
@@ -394,7 +407,10 @@ class RunBuilder:
             "failure_reason": None if failure is None else str(failure),
         }
         if key in self.stages:
-            self.warnings.append(f"stage {key[0]} attempt {key[1]} completed twice; the last is kept")
+            # Spark posts a failed barrier stage attempt's completion again for each task of it
+            # ending later: the first is kept, as the listener keeps it (StageTracker.completed)
+            self._ts(done)
+            return
         self.stages[key] = row
         rdd_info = [r for r in si.get("RDD Info") or [] if isinstance(r, dict)]
         infos = [r for r in rdd_info if isinstance(r.get("RDD ID"), int) and _persisted(r.get("Storage Level"))]

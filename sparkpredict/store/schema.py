@@ -124,7 +124,7 @@ _RUNS: list[tuple[str, pa.DataType, str]] = [
     ("executors_mean", _D, "time-weighted mean executors alive over the run's wall time"),
     ("executor_cores", _I, "cores per executor (spark.executor.cores or as registered)"),
     ("executor_memory_mb", _L, "spark.executor.memory in MiB (the default resource profile's)"),
-    ("task_slots", _I, "executors_max * executor_cores / spark.task.cpus"),
+    ("task_slots", _I, "executors_max * floor(executor_cores / spark.task.cpus)"),
     ("input_bytes", _L, ("declared (spark.sparkpredict.inputBytes) or read by the succeeded stages, "
                          "each partition once, cached reads left out, Databricks disk-cache hits "
                          "added (docs/capture.md)")),

@@ -135,14 +135,31 @@ final class RunRecord {
         }
     }
 
-    void jobStarted(int jobId) {
+    void jobStarted(int jobId, java.util.Properties props) {
         numJobs++;
         runningJobs.add(jobId);
+        if (props != null && props.getProperty(STREAMING_QUERY_ID) != null) streamingJobs.add(jobId);
+    }
+
+    /** Local property Structured Streaming sets on each micro-batch's jobs. */
+    static final String STREAMING_QUERY_ID = "sql.streaming.queryId";
+    /** Running jobs of a streaming query's micro-batches. */
+    private final java.util.Set<Integer> streamingJobs = new java.util.HashSet<>();
+
+    /** query.stop() cancels the micro-batch running then: "[SPARK_JOB_CANCELLED] Job 26 cancelled Query ... was stopped". */
+    static boolean cancelled(int jobId, String message) {
+        return message != null && message.contains("Job " + jobId + " cancelled");
     }
 
     void jobEnded(SparkListenerJobEnd e) {
         runningJobs.remove(e.jobId());
-        if (e.jobResult() instanceof JobFailed) {
+        boolean streaming = streamingJobs.remove(e.jobId());
+        if (e.jobResult() instanceof JobFailed && streaming
+                && cancelled(e.jobId(), String.valueOf(((JobFailed) e.jobResult()).exception().getMessage()))) {
+            // a stopped streaming query: its last micro-batch was cut short on purpose
+            lastJobFailed = false;
+            errorMessage = null;
+        } else if (e.jobResult() instanceof JobFailed) {
             lastJobFailed = true;
             Exception ex = ((JobFailed) e.jobResult()).exception();
             errorMessage = ex == null ? "job " + e.jobId() + " failed" : String.valueOf(ex.getMessage());
@@ -185,7 +202,10 @@ final class RunRecord {
     String applicationEnded(SparkListenerApplicationEnd e, String signal, String[] raised) {
         endMs = e.time();
         int exit = e.exitCode().isDefined() ? (Integer) e.exitCode().get() : 0;
-        String running = runningJobs.isEmpty() ? null : stillRunning(runningJobs);
+        // a streaming query's micro-batch cut short by the end is how such an application stops
+        TreeSet<Integer> cut = new TreeSet<>(runningJobs);
+        cut.removeAll(streamingJobs);
+        String running = cut.isEmpty() ? null : stillRunning(cut);
         String status;
         if (signal != null) {
             status = "killed";
@@ -305,7 +325,7 @@ final class RunRecord {
         r.set("executor_cores", cores);
         r.set("executor_memory_mb", executorMemoryMb());
         int taskCpus = Math.max(1, conf.getInt("spark.task.cpus", 1));
-        r.set("task_slots", cores != null ? max * cores / taskCpus : null);
+        r.set("task_slots", cores != null ? max * (cores / taskCpus) : null);  // Spark: floor(cores / task.cpus) per executor
         if (settings.declaredInputBytes != null) {
             r.set("input_bytes", settings.declaredInputBytes);
             r.set("input_bytes_source", "declared");

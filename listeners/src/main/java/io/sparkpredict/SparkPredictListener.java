@@ -265,7 +265,7 @@ public class SparkPredictListener extends SparkListener {
     @Override
     public void onJobStart(SparkListenerJobStart e) {
         locked("onJobStart", () -> {
-            run.jobStarted(e.jobId());
+            run.jobStarted(e.jobId(), e.properties());
             stages.jobStarted(e);
         });
     }
@@ -292,7 +292,9 @@ public class SparkPredictListener extends SparkListener {
     @Override
     public void onStageCompleted(SparkListenerStageCompleted e) {
         locked("onStageCompleted", () -> {
-            pendingStages.add(stages.completed(e.stageInfo()));
+            Object[] row = stages.completed(e.stageInfo());
+            if (row == null) return;  // a repeated completion of a stage attempt (barrier stages)
+            pendingStages.add(row);
             if (settings.flushEveryStages > 0 && ++stagesSinceFlush >= settings.flushEveryStages) {
                 snapshot(false);
             }

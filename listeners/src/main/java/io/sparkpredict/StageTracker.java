@@ -145,10 +145,23 @@ final class StageTracker {
         return stageAggs.get(key(stageId, attempt));
     }
 
-    /** The stages row of a completed stage attempt; its sums are dropped. */
+    /**
+     * Stage attempts completed lately: Spark posts a failed barrier stage attempt's completion
+     * again for each of its tasks that ends after it (and once more when it aborts the job).
+     */
+    private final Set<Long> completedAttempts = java.util.Collections.newSetFromMap(
+        new java.util.LinkedHashMap<Long, Boolean>(16, 0.75f, false) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+                return size() > MAP_RDDS_KEPT;
+            }
+        });
+
+    /** The stages row of a completed stage attempt, its sums dropped; null when that attempt was completed already. */
     Object[] completed(StageInfo s) throws IOException {
         long key = key(s.stageId(), s.attemptNumber());
         Agg agg = stageAggs.remove(key);
+        if (!completedAttempts.add(key) && agg == null) return null;
         if (agg == null) agg = new Agg();
         numStages++;
         Row r = new Row(Tables.STAGES);
