@@ -77,7 +77,10 @@ def _visible_batches(spark: Any, st: store_io.Store, used: set[str] | None = Non
     committed, and not replaced by a compaction. Their ids are added to ``used``."""
     from pyspark.sql import types as T
 
-    ids = sorted(st.visible_marks())
+    visible = st.visible_marks()
+    # as Store.read: of a run ingest stored twice (stopped between its two steps), the latest
+    # copy; both, the stage models were fitted on its stages and tasks twice
+    ids = sorted(set(visible) - st._stale_ingest_copies(visible))
     if used is not None:
         used.update(ids)
     return spark.createDataFrame([(b,) for b in ids], T.StructType([T.StructField("_batch", T.StringType())]))

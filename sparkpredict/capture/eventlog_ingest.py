@@ -24,6 +24,7 @@ its job, and the skip says so when the names differ.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
@@ -40,9 +41,12 @@ from ..store.io import INGEST_LABEL
 from ..units import plural
 from .eventlog import ParsedLog, _parse_source, _system_pool, peek_run_id
 from .eventlog_files import (
+    ROLLING_PREFIX,
     LogSource,
     find_logs,
     fingerprint,
+    rolling_log,
+    single_log,
     stored_path,
     unique_logs,
     unreadable,
@@ -230,6 +234,7 @@ def _ingest_into(st: Store, sources: list[LogSource], repeated: list[str], on_er
             log.info("store %s: removed ingested copies of runs the listener recorded", st.path)
         known = _Known.of(st)
         for src in sources:
+            src = _as_it_is_now(src)
             with _system_pool():
                 outcome = _ingest_one(src, st, known, job)
             report.files.append(outcome)
@@ -496,6 +501,24 @@ def _kept_copy(known: _Known, run_id: str | None) -> str:
     return f"; the store keeps its copy of run {run_id} ({stored.status}, {plural(stored.num_tasks, 'task')})"
 
 
+def _as_it_is_now(src: LogSource) -> LogSource:
+    """``src`` as its files are when its turn comes: the logs were found before the writer lock
+    was taken, and before the logs ahead of it were read. Meanwhile Spark renames a log it
+    finished (``X.inprogress`` to ``X``: read failed "No such file", exit 1, for a cron ingest of
+    a live history folder), and adds files to a rolling folder (one caught in the moment before
+    its ``events_1`` existed failed as "without events_* files")."""
+    if src.error is not None and src.files:
+        return src  # refused for what it is (one file of a rolling log), not for a race
+    if src.files and src.rolling_folder is None and not os.path.exists(src.path):
+        done = src.path.removesuffix(".inprogress")
+        if src.path.endswith(".inprogress") and os.path.isfile(done):
+            return single_log(done)
+        return src
+    if os.path.basename(src.path).startswith(ROLLING_PREFIX) and os.path.isdir(src.path):
+        return rolling_log(src.path)
+    return src
+
+
 def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None) -> FileOutcome:
     from ..store.io import new_batch_id
 
@@ -557,10 +580,15 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
         run = run.set_column(run.schema.get_field_index("job"), "job", pa.array([keep], pa.string()))
     tables["runs"] = run
     batch = st.append(tables, batch_id=new_batch_id(INGEST_LABEL + parsed.run_id))
-    if parsed.status in _UNFINISHED and stored is None and _listener_batches(st, parsed.run_id):
+    if parsed.status in _UNFINISHED and _listener_batches(st, parsed.run_id):
         # The listener wrote its first rows of the run while this log was read: its copy is the
-        # run's (it removes ours too, unless it looked before this append).
+        # run's (it removes ours too, unless it looked before this append). So too while this
+        # log was to replace an earlier cut copy: that one goes as well (the listener may have
+        # removed it already), or readers saw the listener's rows beside it.
         st.drop_batch(batch)
+        if old_batch is not None:
+            with contextlib.suppress(SparkPredictError):
+                st.drop_batch(old_batch)
         now = st.read("runs", form="arrow", columns=["status"], run_ids=[parsed.run_id])
         return FileOutcome(src.path, "exists", run_id=parsed.run_id,
                            status=now["status"][0].as_py() if now.num_rows else None,
