@@ -1,6 +1,7 @@
 """A review of the slowdown monitor (stop 35) found these; each test failed before its fix."""
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -65,8 +66,11 @@ def test_numpy_numbers_are_numbers_to_the_monitors_api():
 def test_a_cause_named_against_a_measured_time_that_did_not_slow_is_said(capsys):
     assert main(["explain", "app-20261130003244-0000", "--store", str(CONTENDED)]) == 0
     out = capsys.readouterr().out
-    assert "degradation: measured -0.5%, estimated from metrics +28.4%" in out and "main cause: disk" in out
-    assert ("warning: its measured time is -0.5% against the clean runs: the +28.4% its metrics suggest did "
+    # the estimate is a forest's (28.4 % with scikit-learn 1.9, 28.6 % with 1.7 on Python 3.10):
+    # the same figure in both sentences, and far from the measured one
+    m = re.search(r"degradation: measured -0\.5%, estimated from metrics \+(\d+\.\d)%", out)
+    assert m and 20 < float(m.group(1)) < 40 and "main cause: disk" in out, out
+    assert (f"warning: its measured time is -0.5% against the clean runs: the +{m.group(1)}% its metrics suggest did "
             "not show in its time, so disk is what its metrics resemble, not a slowdown measured") in out
 
 
