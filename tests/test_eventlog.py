@@ -47,11 +47,16 @@ def reference(name: str) -> dict:
             continue
         ev = json.loads(line)
         kind = ev["Event"].replace("SparkListener", "")
-        if kind in out:
-            out[kind] += 1
         if kind == "StageCompleted":
             si = ev["Stage Info"]
             key = (si["Stage ID"], si["Stage Attempt ID"])
+            if key in out["stages"]:
+                # a failed barrier stage attempt's completion, posted again for each of its
+                # tasks that ended after it: its first is the attempt's row
+                continue
+        if kind in out:
+            out[kind] += 1
+        if kind == "StageCompleted":
             out["stages"][key] = si["Number of Tasks"]
             out["stage_sums"][key] = sums.pop(key, (0, 0, 0))
             out["stage_acc"][key] = {a["Name"]: int(a["Value"]) for a in si.get("Accumulables", [])

@@ -111,3 +111,41 @@ def test_a_log_spark_finished_or_grew_while_ingest_waited_for_the_lock_is_read_a
     assert sorted(os.path.basename(f.path) for f in report.files) == [
         "eventlog_v2_local-1600000000100", "local-1600000000099"]
     assert len(st.runs()) == 1 and len(st.read("tasks")) == 4
+
+
+def test_a_read_beside_an_ingest_that_keeps_replacing_copies_finishes_reading_each_file_once(tmp_path, monkeypatch):
+    """A read started over from every file each time a batch went while it read, 4 times at
+    most: a 3,040-batch store beside an ingest replacing a copy every few seconds read 'kept
+    changing' in 3 of 14 reads, and never finished at 3 replacements a second. A batch's files
+    never change, so what was read of a batch still visible is kept."""
+    import pandas as pd
+
+    from sparkpredict.store import io as sio
+
+    st = store.open(tmp_path / "st", create=True)
+
+    def rows(i: int, at: int) -> dict:
+        return {"runs": pd.DataFrame([{"run_id": f"r{i}", "job": "j", "status": "succeeded",
+                                       "start_ms": 1, "updated_ms": at}]),
+                "tasks": pd.DataFrame([{"run_id": f"r{i}", "stage_id": 0, "task_id": t} for t in range(3)])}
+
+    batches = [st.append(rows(i, 1)) for i in range(20)]
+    real = sio.Store._read_file
+    reads: list[str] = []
+    churn = {"left": 6, "victim": batches[5], "at": 2}
+
+    def read_file(self, path, table, columns, run_ids):
+        reads.append(path)
+        victim = churn["victim"]
+        if churn["left"] and victim in path:
+            # another writer stores that run again and drops the copy being read
+            churn["left"] -= 1
+            churn["victim"] = self.append(rows(5, churn["at"]))
+            churn["at"] += 1
+            self.drop_batch(victim)
+        return real(self, path, table, columns, run_ids)
+
+    monkeypatch.setattr(sio.Store, "_read_file", read_file)
+    tasks = st.read("tasks")
+    assert churn["left"] == 0 and len(tasks) == 20 * 3 and sorted(set(tasks.run_id)) == sorted(f"r{i}" for i in range(20))
+    assert len(reads) == 20 + 6  # each file once, and each new copy's once

@@ -607,7 +607,8 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
             # its commit mark left in place: the next ingest keeps this copy, drops that one
             warnings.append(f"could not remove the replaced copy of run {parsed.run_id}: {exc.message}; {exc.fix}")
     known.add(parsed.run_id, _StoredRun(parsed.status, run["num_tasks"][0].as_py() or 0, "eventlog",
-                                        run["job"][0].as_py()), stored_path(src.path), parsed.fingerprint)
+                                        run["job"][0].as_py(), run["sparkpredict_version"][0].as_py()),
+              stored_path(src.path), parsed.fingerprint)
     return FileOutcome(src.path, "ingested", run_id=parsed.run_id, status=parsed.status,
                        stages=tables["stages"].num_rows, tasks=tables["tasks"].num_rows,
                        warnings=warnings, replaced=replaced)

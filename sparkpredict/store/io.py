@@ -74,7 +74,7 @@ _COMPACTED = re.compile(r"-compacted-(\d{6})-[0-9a-f]{8}$")
 SUPERSEDES_KEY = b"sparkpredict.supersedes"
 #: Reads retried from a new listing when a batch went while being read (a compaction's leftovers
 #: removed, an ingest's replaced copy dropped) before the store is called busy.
-_READ_TRIES = 4
+_READ_TRIES = 10
 #: Visible batches past which a read warns that one file per batch is slow.
 MANY_BATCHES = 1000
 
@@ -419,6 +419,11 @@ class Store:
         # runs the fields that choose a run's latest row
         keep = None if columns is None else list(dict.fromkeys(
             ["run_id", *columns, *(["updated_ms", "start_ms"] if table == S.COMMIT_TABLE else [])]))
+        # A batch's files never change once committed: what was read of a batch still visible
+        # at the next listing is kept, and only the batches new to it are read. Each try read
+        # every file again, and a large store (3,040 batches, 9 s a read) beside an ingest that
+        # replaced a copy every few seconds never finished a read ("kept changing").
+        read: dict[str, pa.Table] = {}
         for _ in range(_READ_TRIES):
             # Marks before parts: a batch committed by then has had its parts written, and a
             # replaced one keeps its files a while after the compaction that replaced it.
@@ -435,11 +440,15 @@ class Store:
                     continue
             stale = self._stale_ingest_copies(visible)
             batches = [b for b in sorted(files) if b in visible and b not in stale]
+            todo = [(b, files[b]) for b in batches if b not in read]
+            got = self._read_each(table, todo, keep, run_ids)
+            read.update({b: t for (b, _), t in zip(todo, got) if t is not None})
             try:
-                parts = self._read_parts(table, [(b, files[b]) for b in batches], keep, run_ids)
-                break
+                self._check_missing([item for item, t in zip(todo, got) if t is None])
             except _Changed:
                 continue
+            parts = [read[b] for b in batches if b in read]
+            break
         else:
             raise StoreError(f"store {self.path!r} kept changing while it was read: batches went "
                              "before their files could be read",
@@ -507,6 +516,25 @@ class Store:
                     run_ids: list[str] | None) -> list[pa.Table]:
         """The rows of each (batch, file), in order. A file gone since it was listed is
         :class:`_Changed` when its batch went too (read again from a new listing), else an error."""
+        parts = self._read_each(table, files, columns, run_ids)
+        self._check_missing([item for item, t in zip(files, parts) if t is None])
+        return [t for t in parts if t is not None]
+
+    def _check_missing(self, missing: list[tuple[str, str]]) -> None:
+        """Files listed and gone when read: :class:`_Changed` when a batch of theirs went too,
+        else an error (a committed batch lost a file)."""
+        if missing:
+            now = self.visible_marks()
+            for batch, _path in missing:
+                if batch not in now:
+                    raise _Changed(batch)
+            raise StoreError(f"file {missing[0][1]!r} of a committed batch is missing from the store",
+                             "restore it from a backup, or remove the batch's runs file (its "
+                             "commit mark) to drop the batch")
+
+    def _read_each(self, table: str, files: list[tuple[str, str]], columns: list[str] | None,
+                   run_ids: list[str] | None) -> list[pa.Table | None]:
+        """The rows of each (batch, file), in order; None for a file gone since it was listed."""
         want = set(S.TABLES[table].names)
         wanted = None if run_ids is None else sorted(set(run_ids))
 
@@ -533,17 +561,7 @@ class Store:
                 raise StoreError(f"file {path!r} of the store's {table} has a column of a type "
                                  f"sparkpredict does not write: {exc}", _damaged_fix(batch)) from exc
 
-        parts = _overlapped(one, files)
-        missing = [files[i] for i, t in enumerate(parts) if t is None]
-        if missing:
-            now = self.visible_marks()
-            for batch, path in missing:
-                if batch not in now:
-                    raise _Changed(batch)
-            raise StoreError(f"file {missing[0][1]!r} of a committed batch is missing from the store",
-                             "restore it from a backup, or remove the batch's runs file (its "
-                             "commit mark) to drop the batch")
-        return [t for t in parts if t is not None]
+        return _overlapped(one, files)
 
     def _read_file(self, path: str, table: str, columns: list[str] | None,
                    run_ids: list[str] | None) -> pa.Table:
