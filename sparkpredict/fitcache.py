@@ -54,9 +54,19 @@ def fit_code_files() -> list[Path]:
             *sorted((pkg / "models").glob("*.py"))]
 
 
+_FIT_CODE_HASH: list[str] = []
+
+
 def fit_code_hash() -> str:
-    """A short hash of :func:`fit_code_files`' contents (read once per process)."""
-    return make_key(code_stamp(*fit_code_files()))[:12]
+    """A short hash of :func:`fit_code_files`' contents (read once per process), or ``unknown``
+    where they cannot be read (a zipped package: ``--py-files``), which hashes no code."""
+    if not _FIT_CODE_HASH:
+        files = fit_code_files()
+        stamps = code_stamp(*files)
+        models = [f for f in files if f.parent.name == "models"]
+        readable = bool(models) and not any(x.endswith(":unreadable") for x in stamps)
+        _FIT_CODE_HASH.append(make_key(stamps)[:12] if readable else "unknown")
+    return _FIT_CODE_HASH[0]
 
 
 _VERSIONS: dict[str, str] = {}

@@ -372,7 +372,19 @@ def model_state(row: Any) -> tuple:
     judge the states they are shipped, may hold the code zipped."""
     get = row.get if isinstance(row, dict) else lambda k: getattr(row, k)
     return (get("trained_on"), _int(get("artifact_version")), _int(get("model_format_version")),
-            _int(get("store_schema_version")), get("fit_kind"), get("sparkpredict_version") == fitted_by())
+            _int(get("store_schema_version")), get("fit_kind"), fitted_here(get("sparkpredict_version")))
+
+
+def fitted_here(version: Any) -> bool:
+    """A model recorded as fitted by ``version`` was fitted by this code. Where one side's code
+    could not be hashed (``+fit.unknown``: a zipped package), the same release counts: a zipped
+    driver and an installed CLI would otherwise each refit what the other fitted, forever."""
+    mine = fitted_by()
+    if version == mine:
+        return True
+    release = f"{__version__}+fit."
+    return (isinstance(version, str) and version.startswith(release)
+            and "unknown" in (version[len(release):], mine[len(release):]))
 
 
 def is_current(state: tuple | None, fp: str, kind: str, model_format: int) -> bool:
@@ -473,13 +485,22 @@ def load_stage_models(store: Any = None, jobs: Iterable[str] | str | None = None
     from ``store`` again (they are what a replay needs). A model whose runs are no longer all in
     the store is refused (:class:`DegenerateDataError`, "refit it").
     """
-    from .models.stages import StageRuntimeModel
+    from .models.stages import STAGE_FORMAT_VERSION, StageRuntimeModel
 
     st = _open(store)
     reg = read_registry(st)
     reg = reg[reg.model_kind == KIND_STAGE]
     if jobs is not None:
         reg = reg[reg.job.isin(_names(jobs))]
+    else:
+        # every job's: one of another format (an older sparkpredict's, which no retrain replaces
+        # where this one fits none) is left out with a word, not an error for all of them
+        other = reg[reg.model_format_version != STAGE_FORMAT_VERSION]
+        if len(other):
+            log.warning("stage models of another format left out (%s): an older sparkpredict fitted them; "
+                        "`sparkpredict retrain --store %s` refits those it can", ", ".join(sorted(map(str, other.job))),
+                        st.path)
+            reg = reg[reg.model_format_version == STAGE_FORMAT_VERSION]
     out: dict[str, StageRuntimeModel] = {}
     for row in _rows(reg):
         doc = read_artifact(st, row.artifact, row.job)

@@ -196,6 +196,14 @@ def _commit(st: store_io.Store, prev: pd.DataFrame, results: Iterable[Outcome],
                 continue
             if status == "skipped":
                 result.stage_skipped.append(job)
+                fp = (fingerprints or {}).get(job)
+                if fp is not None and (job, R.KIND_STAGE, "") in versions:
+                    # an earlier sparkpredict fitted one (a shell's runs that read nothing): the
+                    # record keeps it from reading "its stage model is behind" at every retrain
+                    failed_rows.append(_failure_row(
+                        job, model_kind, fp, kind, "its runs give a stage model nothing to learn (no "
+                        "stage rows with task times, or no input size)", now_ms, result.retrain_id,
+                        result.fit_path, failures, "DegenerateDataError"))
                 continue
             if status != "fit" or doc_json is None:
                 error_type, why = _fit_error(err)

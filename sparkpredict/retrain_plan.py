@@ -78,7 +78,7 @@ def _prev_state(prev: pd.DataFrame, failures: Failures | None = None,
            for r in rows}
     for (job, kind), rec in (failures or {}).items():
         # another sparkpredict may fit what this one could not (and the reverse): it tries again
-        if rec.get("sparkpredict_version") == R.fitted_by():
+        if R.fitted_here(rec.get("sparkpredict_version")):
             out[(job, R.failed_kind(kind))] = R.model_state(rec)
     return out
 

@@ -149,3 +149,42 @@ def test_a_read_beside_an_ingest_that_keeps_replacing_copies_finishes_reading_ea
     tasks = st.read("tasks")
     assert churn["left"] == 0 and len(tasks) == 20 * 3 and sorted(set(tasks.run_id)) == sorted(f"r{i}" for i in range(20))
     assert len(reads) == 20 + 6  # each file once, and each new copy's once
+
+
+def test_a_kept_batch_whose_copy_an_ingest_replaced_meanwhile_is_not_read_twice(tmp_path, monkeypatch):
+    """A read keeps what it read of batches still visible; an ingest that dropped the old copy
+    of a run after the listing, before the stale copies were told apart, left the old copy's
+    kept rows beside the new copy's: 8 task rows of a 4-task run (a diff review)."""
+    import pandas as pd
+
+    path = tmp_path / "st"
+    ingest_event_logs(PLAIN, path, compact=False)
+    st = store.open(path)
+    (old,) = list(st.visible_marks())
+    other = st.append({"runs": pd.DataFrame([{"run_id": "other", "job": "j", "status": "succeeded",
+                                              "start_ms": 1, "updated_ms": 1}]),
+                       "tasks": pd.DataFrame([{"run_id": "other", "stage_id": 0, "task_id": 0}])})
+    new = sio.new_batch_id("ingest-" + old.split("-ingest-", 1)[1].rsplit("-", 1)[0])
+    real_read, real_stale = sio.Store._read_file, sio.Store._stale_ingest_copies
+    state = {"tries": 0}
+
+    def read_file(self, p, table, columns, run_ids):
+        if old in p and "moved" not in state:
+            state["moved"] = True
+            self.drop_batch(other)  # another writer: the read tries again
+            for t in ("stages", "tasks", "executors", "runs"):  # ingest commits a fuller copy
+                for f in (path / t).glob(f"part-{old}.parquet"):
+                    shutil.copy(f, f.with_name(f"part-{new}.parquet"))
+        return real_read(self, p, table, columns, run_ids)
+
+    def stale(self, visible, **kw):
+        state["tries"] += 1
+        if state["tries"] == 2:
+            self.drop_batch(old)  # ingest's second step, after this try's listing
+        return real_stale(self, visible, **kw)
+
+    monkeypatch.setattr(sio.Store, "_read_file", read_file)
+    monkeypatch.setattr(sio.Store, "_stale_ingest_copies", stale)
+    assert len(st.read("tasks")) == 4
+    monkeypatch.undo()
+    assert len(st.read("tasks")) == 4

@@ -139,3 +139,76 @@ def test_a_log_ingested_by_an_older_sparkpredict_is_measured_again(tmp_path):
     said = " ".join(f.warnings)
     assert "measured by sparkpredict 0.1.0" in said and "store compact" in said
     assert "--input-size" in said and "fresh store" in said
+
+
+def test_an_older_copy_is_never_replaced_by_less_and_a_declared_size_ends_the_re_reading(tmp_path):
+    """From a diff review: a cut copy of a log replaced the whole run an older ingest stored, and
+    the fix the skip names (store edit --input-size) left the warning, and the re-reading, for ever."""
+    from sparkpredict.capture.eventlog_ingest import _StoredRun, ingest_event_logs
+    from sparkpredict.store.edit import edit_runs
+
+    q72 = HERE / "data" / "eventlogs" / "nds_q72_dataproc_2_2.zstd"
+    path = tmp_path / "store"
+    whole = ingest_event_logs([q72], path).files[0]
+    _as_if_ingested_by(path, "0.1.0", 123)
+    cut = tmp_path / "cut" / "q72.zstd"
+    cut.parent.mkdir()
+    cut.write_bytes(q72.read_bytes()[:600_000])
+    f = ingest_event_logs([cut], path).files[0]
+    assert f.outcome == "exists" and f.warnings == []
+    runs = store.open(path).runs()
+    assert (runs.status.iloc[0], int(runs.num_tasks.iloc[0])) == ("succeeded", whole.tasks)
+
+    # a copy that cannot be replaced (edited): the warning names the fix, and the fix ends it
+    edit_runs(str(path), [whole.run_id], job="renamed")
+    f = ingest_event_logs([q72], path).files[0]
+    assert f.outcome == "exists" and "--input-size" in f.warnings[0]
+    edit_runs(str(path), [whole.run_id], input_bytes=5_000)
+    f = ingest_event_logs([q72], path).files[0]
+    assert (f.outcome, f.warnings) == ("unchanged", [])
+
+    # versions: only a known older release is older
+    older = [_StoredRun("succeeded", 1, "eventlog", writer=w).measured_before()
+             for w in (None, "0.1.0", "0.1", "0.2.0", "0.2", "0.2.0+fit.abc", "1.0.0rc1", "dev")]
+    assert older == [True, True, True, False, False, False, False, False]
+
+
+def test_a_stage_model_of_an_older_format_that_no_retrain_replaces_leaves_the_others_loading(tmp_path, caplog):
+    """From a diff review: a job an older sparkpredict fitted a stage model for, which this one
+    skips (its runs read nothing), kept that row: every retrain said "its stage model is behind",
+    and load_stage_models() of the store failed with it."""
+    from sparkpredict import registry_commit as RC
+    from sparkpredict.capture.eventlog_ingest import ingest_event_logs
+
+    path = tmp_path / "store"
+    shutil.copytree(HISTORY, path)
+    ingest_event_logs([HERE / "data" / "eventlogs" / "eventlog_4nodes_8cores_dynamic_alloc.zstd"], path)
+    RT.retrain_local(str(path))
+    # the row an older sparkpredict left: a stage model of format 1 for the shell's job
+    reg = R.read_registry(path)
+    row = reg[(reg.job == "sort") & (reg.model_kind == R.KIND_STAGE)].iloc[0].to_dict()
+    RC.commit_update(store.open(path), [{**row, "job": "Spark shell", "model_format_version": 1}],
+                     R.new_retrain_id())
+    assert "Spark shell" in RT.plan(str(path))[0]
+    with caplog.at_level("WARNING"):
+        assert set(R.load_stage_models(path)) == {"sort", "sqljoin", "wordcount"}
+    assert "stage models of another format left out (Spark shell)" in caplog.text
+    res = RT.retrain_local(str(path))
+    assert "Spark shell" in res.stage_skipped
+    assert RT.plan(str(path))[0] == []  # not "behind" at every retrain
+
+
+def test_code_that_cannot_be_hashed_judges_models_by_release_alone(monkeypatch):
+    """A zipped package (--py-files) reads no file to hash: it hashed nothing but names, another
+    hash than the installed CLI's of the same code, and each refit what the other fitted."""
+    from sparkpredict import __version__, fitcache
+
+    monkeypatch.setattr(fitcache, "_FIT_CODE_HASH", [])
+    monkeypatch.setattr(fitcache, "fit_code_files", lambda: [Path("/nowhere/pkg.zip/sparkpredict/fitting.py")])
+    monkeypatch.setattr(fitcache, "_STAMPS", {})
+    assert R.fitted_by() == f"{__version__}+fit.unknown"
+    assert R.fitted_here(f"{__version__}+fit.3f2a9c1b7e40")
+    assert not R.fitted_here("0.1.0") and not R.fitted_here("0.1.0+fit.3f2a9c1b7e40")
+    monkeypatch.setattr(fitcache, "_FIT_CODE_HASH", ["3f2a9c1b7e40"])
+    assert R.fitted_here(f"{__version__}+fit.unknown") and R.fitted_here(f"{__version__}+fit.3f2a9c1b7e40")
+    assert not R.fitted_here(f"{__version__}+fit.000000000000") and not R.fitted_here(None)

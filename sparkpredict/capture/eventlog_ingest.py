@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shlex
 import time
 from collections.abc import Iterable
@@ -277,16 +278,20 @@ class _StoredRun:
     job: str | None = None
     #: the sparkpredict that wrote it (``sparkpredict_version``)
     writer: str | None = None
+    #: its input size was declared (``store edit --input-size``, ``spark.sparkpredict.inputBytes``)
+    declared: bool = False
 
     def measured_before(self) -> bool:
-        """Ingest stored it under older rules (:data:`MEASURED_SINCE`)."""
-        if self.source != "eventlog":
+        """Ingest stored it under older rules (:data:`MEASURED_SINCE`), and no one has declared
+        its size since (the fix the skip of a copy that cannot be replaced names)."""
+        if self.source != "eventlog" or self.declared:
             return False  # the listener's copy: no log to read it again from
-        try:
-            release = tuple(int(x) for x in str(self.writer).split("+")[0].split(".")[:3])
-        except ValueError:
+        if self.writer is None:
             return True  # no version recorded: older than every rule here
-        return release < MEASURED_SINCE
+        m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", self.writer)
+        if m is None:
+            return False  # a version this one cannot read: not known to be older
+        return tuple(int(x or 0) for x in m.groups()) < MEASURED_SINCE
 
 
 @dataclass
@@ -304,12 +309,13 @@ class _Known:
     def of(cls, st: Store) -> _Known:
         t = cast(pa.Table, st.read("runs", form="arrow", columns=[
             "run_id", "status", "num_tasks", "source", "source_path", "source_fingerprint", "job",
-            "start_ms", "sparkpredict_version"])).to_pydict()
+            "start_ms", "sparkpredict_version", "input_bytes_source"])).to_pydict()
         known = cls(runs={}, by_file={}, by_name={})
-        for rid, status, n, source, path, fp, job, start, writer in zip(
+        for rid, status, n, source, path, fp, job, start, writer, size in zip(
                 t["run_id"], t["status"], t["num_tasks"], t["source"], t["source_path"],
-                t["source_fingerprint"], t["job"], t["start_ms"], t["sparkpredict_version"]):
-            known.add(rid, _StoredRun(status, n or 0, source, job, writer), path, fp)
+                t["source_fingerprint"], t["job"], t["start_ms"], t["sparkpredict_version"],
+                t["input_bytes_source"]):
+            known.add(rid, _StoredRun(status, n or 0, source, job, writer, size == "declared"), path, fp)
             app, _, attempt = rid.partition("/")
             if start is not None and "@" not in app:
                 now = S.run_id(app, attempt or None, start)
@@ -422,6 +428,13 @@ def _holds_more(parsed: ParsedLog, stored: _StoredRun) -> bool:
     n = parsed.tables["runs"]["num_tasks"][0].as_py() or 0
     ends = stored.status in _UNFINISHED and parsed.status not in _UNFINISHED
     return parsed.damage is None and (ends or n > stored.num_tasks)
+
+
+def _holds_less(parsed: ParsedLog, stored: _StoredRun) -> bool:
+    """``parsed`` holds less of its run than the stored copy: the copy ended and the log did not
+    (a cut copy of it), or the log has fewer tasks."""
+    n = parsed.tables["runs"]["num_tasks"][0].as_py() or 0
+    return (parsed.status in _UNFINISHED and stored.status not in _UNFINISHED) or n < stored.num_tasks
 
 
 def _replaceable(st: Store, run_id: str, stored: _StoredRun) -> tuple[str | None, str]:
@@ -560,7 +573,8 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
         return _damaged(src.path, parsed, sid, _kept_copy(known, sid))
     if stored is not None:
         more = _holds_more(parsed, stored)
-        older = stored.measured_before() and parsed.damage is None
+        # measured anew, never from a log that holds less of the run than the stored copy
+        older = stored.measured_before() and parsed.damage is None and not _holds_less(parsed, stored)
         old_batch, why = _replaceable(st, sid, stored) if more or older else (None, "")
         if old_batch is None:  # the log's own warnings are about rows that are not stored
             said = ([_cannot_replace(parsed, stored, why)] if more else

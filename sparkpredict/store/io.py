@@ -438,7 +438,10 @@ class Store:
                 # committed meanwhile is no matter: it is read next time.
                 if set(visible) - set(self.visible_marks()):
                     continue
-            stale = self._stale_ingest_copies(visible)
+            try:
+                stale = self._stale_ingest_copies(visible, gone_is_change=True)
+            except _Changed:
+                continue
             batches = [b for b in sorted(files) if b in visible and b not in stale]
             todo = [(b, files[b]) for b in batches if b not in read]
             got = self._read_each(table, todo, keep, run_ids)
@@ -470,13 +473,17 @@ class Store:
             return result
         return result.to_pandas()
 
-    def _stale_ingest_copies(self, visible: dict[str, str]) -> set[str]:
+    def _stale_ingest_copies(self, visible: dict[str, str], gone_is_change: bool = False) -> set[str]:
         """Batches of runs that a later ingest batch stored again, fuller (a log re-ingested
         once its application ended): ingest commits the new copy, then drops the old, and one
         that stops in between leaves both until the next ingest keeps the latest. Readers take
         the latest already, so that no stage or task is counted twice meanwhile. Only labels
         with two batches or more cost a read (of their runs files' run ids): one ingest batch
-        holds one run, but a label is cut to 60 characters, which two run ids may share."""
+        holds one run, but a label is cut to 60 characters, which two run ids may share.
+
+        ``gone_is_change``: a copy whose runs file went since ``visible`` was listed (an ingest
+        dropped it) is :class:`_Changed`, not a batch of no run: a read that kept that copy's
+        rows from an earlier listing counted the run twice."""
         by_label: dict[str, list[str]] = {}
         for b in visible:
             label = batch_label(b)
@@ -487,8 +494,15 @@ class Store:
             if len(batches) < 2:
                 continue
             # ids are time-ordered: all but each run's latest copy
-            for mine in self.copies_by_run([(b, visible[b]) for b in sorted(batches)]).values():
+            copies = self.copies_by_run([(b, visible[b]) for b in sorted(batches)])
+            for mine in copies.values():
                 stale.update(mine[:-1])
+            unread = set(batches) - {b for mine in copies.values() for b in mine}
+            if gone_is_change and unread:
+                now = self.visible_marks()
+                for b in sorted(unread):
+                    if b not in now:
+                        raise _Changed(b)
         return stale
 
     def run_of_batch(self, runs_file: str) -> str | None:

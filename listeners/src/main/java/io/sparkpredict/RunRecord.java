@@ -154,8 +154,9 @@ final class RunRecord {
     void jobEnded(SparkListenerJobEnd e) {
         runningJobs.remove(e.jobId());
         boolean streaming = streamingJobs.remove(e.jobId());
-        if (e.jobResult() instanceof JobFailed && streaming
-                && cancelled(e.jobId(), String.valueOf(((JobFailed) e.jobResult()).exception().getMessage()))) {
+        Exception failure = e.jobResult() instanceof JobFailed ? ((JobFailed) e.jobResult()).exception() : null;
+        if (e.jobResult() instanceof JobFailed && streaming && failure != null
+                && cancelled(e.jobId(), failure.getMessage())) {
             // a stopped streaming query: its last micro-batch was cut short on purpose
             lastJobFailed = false;
             errorMessage = null;
