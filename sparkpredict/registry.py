@@ -495,12 +495,12 @@ def load_stage_models(store: Any = None, jobs: Iterable[str] | str | None = None
     else:
         # every job's: one of another format (an older sparkpredict's, which no retrain replaces
         # where this one fits none) is left out with a word, not an error for all of them
-        other = reg[reg.model_format_version != STAGE_FORMAT_VERSION]
+        other = reg[reg.model_format_version.notna() & (reg.model_format_version != STAGE_FORMAT_VERSION)]
         if len(other):
             log.warning("stage models of another format left out (%s): an older sparkpredict fitted them; "
                         "`sparkpredict retrain --store %s` refits those it can", ", ".join(sorted(map(str, other.job))),
                         st.path)
-            reg = reg[reg.model_format_version == STAGE_FORMAT_VERSION]
+            reg = reg.drop(index=other.index)
     out: dict[str, StageRuntimeModel] = {}
     for row in _rows(reg):
         doc = read_artifact(st, row.artifact, row.job)
