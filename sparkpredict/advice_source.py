@@ -102,6 +102,9 @@ class HistorySource:
         runs, spill, dyn, raw = cls._history(job, store, need_job=False)
         src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw),
                   _master_kinds(raw))
+        mixed = _measure_mix_note(job, raw)
+        if mixed:
+            src.notes.append(mixed)
         if runs is None or runs.empty:
             # the store was given for its runs' warnings (memory, spill): say none could come
             where = getattr(store, "path", store)
@@ -190,6 +193,9 @@ class HistorySource:
                   _master_kinds(raw))
         if note:
             src.notes.append(note)
+        mixed = _measure_mix_note(job, raw)
+        if mixed:
+            src.notes.append(mixed)
         _remember(key, src)
         return src
 
@@ -484,6 +490,42 @@ def _size_mix(raw: pd.DataFrame | None) -> tuple[int, int]:
         return 0, 0
     src = raw.loc[raw["status"] == "succeeded", "input_bytes_source"]
     return int((src == "declared").sum()), int((src == "measured").sum())
+
+
+#: Older runs measured this much below the newer ones are warned of (_measure_mix_note)
+_MEASURE_GAP = 10.0
+
+
+def _measure_mix_note(job: str, raw: pd.DataFrame | None) -> str | None:
+    """The warning for a job whose measured runs span :data:`~.store.schema.INPUT_MEASURED_SINCE`
+    with the older ones' inputs far below the newer ones': on Spark 4 a Parquet job's older
+    runs were measured by the footers its vectored reads left in the task metric."""
+    import pandas as pd
+
+    cols = {"status", "input_bytes_source", "sparkpredict_version", "input_bytes", "run_id"}
+    if raw is None or raw.empty or not cols <= set(raw.columns):
+        return None
+    from .store.schema import INPUT_MEASURED_SINCE, measured_before
+    from .units import format_bytes
+
+    ok = raw[(raw["status"] == "succeeded") & (raw["input_bytes_source"] == "measured")]
+    old = ok["sparkpredict_version"].map(measured_before).astype(bool)
+    if ok.empty or not old.any() or old.all():
+        return None
+    size = pd.to_numeric(ok["input_bytes"], errors="coerce")
+    before, since = float(size[old].median()), float(size[~old].median())
+    if not since > 0 or not before * _MEASURE_GAP <= since:  # NaN: no warning
+        return None
+    ids = list(ok.loc[old, "run_id"].astype(str))
+    shown = " ".join(ids[:3]) + (f" (and {len(ids) - 3} more)" if len(ids) > 3 else "")
+    release = ".".join(map(str, INPUT_MEASURED_SINCE))
+    return (f"{plural(len(ids), 'run')} of {job} had {'its' if len(ids) == 1 else 'their'} input measured by "
+            f"sparkpredict before {release} (median {format_bytes(before)}), far below the "
+            f"{int((~old).sum())} measured since (median {format_bytes(since)}): since {release} a SQL "
+            "file scan counts the size of its files, where Spark 4's vectored Parquet reads had left "
+            f"the count at about their footers. If {job} reads Parquet, correct the older runs "
+            "(`sparkpredict store edit RUN_ID... --input-size SIZE`, or ingest their event logs "
+            f"again) or leave them out (`sparkpredict store edit RUN_ID... --exclude`): {shown}")
 
 
 def _all_local(raw: pd.DataFrame | None) -> bool:

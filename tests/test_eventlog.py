@@ -40,13 +40,23 @@ def reference(name: str) -> dict:
         data = path.read_bytes()
     out = {"StageCompleted": 0, "TaskEnd": 0, "ExecutorAdded": 0, "ExecutorRemoved": 0,
            "run_time": 0, "shuffle_write": 0, "input": 0, "stages": {}, "stage_sums": {},
-           "Resubmitted": 0, "stage_acc": {}}
+           "Resubmitted": 0, "stage_acc": {}, "scan_files": {}}
     sums: dict = {}  # as the listener: a stage sums the tasks that ended before it completed
+    files_size: dict = {}  # the scans' "size of files read" metric ids -> their plan node
     for line in data.splitlines():
         if not line.strip():
             continue
         ev = json.loads(line)
         kind = ev["Event"].replace("SparkListener", "")
+        if "sparkPlanInfo" in ev:
+            todo = [ev["sparkPlanInfo"]]
+            while todo:
+                node = todo.pop()
+                todo += node["children"]
+                files_size |= {m["accumulatorId"]: node["simpleString"] for m in node["metrics"]
+                               if m["name"] == "size of files read"}
+        if kind.endswith("DriverAccumUpdates"):
+            out["scan_files"] |= {i: (files_size[i], v) for i, v in ev["accumUpdates"] if i in files_size}
         if kind == "StageCompleted":
             si = ev["Stage Info"]
             key = (si["Stage ID"], si["Stage Attempt ID"])
@@ -161,25 +171,25 @@ def test_log_without_application_end_is_incomplete(shared):
     assert run["spark_version"] == "3.4.1"
 
 
-def test_input_counts_scans_that_wait_on_other_stages_and_disk_cache_hits(shared):
+def test_input_counts_scans_that_wait_on_other_stages_by_their_files_size(shared):
     # Databricks runs its big scans as stages whose parents compute the pruning filters: their
-    # task metrics read 53 GB, its stages without parents 2.8 MB. No RDD in it is persisted, so
-    # every succeeded stage's input is a source read.
+    # task metrics read 53 GB, its stages without parents 2.8 MB. No RDD in it is persisted.
     tables, _ = shared("nds_q88_photon_db_13_3.zstd")
     run, st = tables["runs"].to_pylist()[0], tables["stages"].to_pandas()
     ok = st[st.status == "succeeded"]
     assert ok.input_bytes.sum() == 52_997_115_316
     assert ok.loc[ok.parent_stage_ids_json == "[]", "input_bytes"].sum() < 3e6
-    # Those metrics count only the disk cache's misses: q88 scans store_sales (26.5 GB of row
-    # groups) 8 times, stage 54 with 14 MB of misses. The run's input adds the cache's hits, so
-    # that it is the same whether the cache was warm or cold: hits + misses = the row groups read.
-    acc = {sid: a for (sid, _), a in reference("nds_q88_photon_db_13_3.zstd")["stage_acc"].items()}
-    scans = {sid: a for sid, a in acc.items() if a.get("size of row groups before filtering", 0) > 1e9}
-    assert len(scans) == 8 and ok.set_index("stage_id").loc[54, "input_bytes"] < 15e6
-    hits = sum(a.get("cache hits size", 0) for a in acc.values())
-    assert hits > 150e9 and run["input_bytes"] == 52_997_115_316 + hits
-    row_groups = sum(a["size of row groups before filtering"] for a in scans.values())
-    assert run["input_bytes"] == pytest.approx(row_groups, rel=0.01)
+    # Those metrics count only the disk cache's misses (159 GB more were its hits), and only the
+    # 4 columns read of store_sales' 23: how much of the same query's input they count depends
+    # on the cache and on the reader. Each scan's files, as its "size of files read" tells the
+    # driver, do not: q88 scans store_sales, 1,824 files of 439 GB, 8 times, and 10 small tables.
+    ref = reference("nds_q88_photon_db_13_3.zstd")
+    hits = sum(a.get("cache hits size", 0) for a in ref["stage_acc"].values())
+    assert hits > 150e9
+    scans = ref["scan_files"]
+    store_sales = [v for node, v in scans.values() if "store_sales" in node]
+    assert store_sales == [439_273_155_043] * 8 and len(scans) == 18
+    assert run["input_bytes"] == sum(v for _, v in scans.values()) == 8 * 439_273_155_043 + 9_355_224
 
 
 #: run columns the listener takes from its own JVM or the ingest from the file, not the events
@@ -222,9 +232,9 @@ def test_the_real_listener_fed_each_cluster_log_records_what_the_ingest_records(
             continue
         for col in sorted(set(got["runs"].columns) - NOT_FROM_EVENTS):
             assert str(lrun[col]) == str(erun[col]), (name, col, lrun[col], erun[col])
-    # Databricks' scans served 159 GB from its disk cache: input in both, not only the misses
+    # the SQL scans' files in both (3.5 TB), not the footers or the disk cache's misses
     q88 = ingested["nds_q88_photon_db_13_3.zstd"]["runs"]["input_bytes"][0].as_py()
-    assert q88 > 200e9
+    assert q88 > 3e12
 
 
 def test_failed_tasks_counted_and_spark_2_fields(tmp_path, shared):
@@ -600,9 +610,13 @@ def test_a_partition_read_again_counts_once_in_the_runs_input_listener_and_inges
 def test_a_map_stage_rerun_under_a_new_stage_id_counts_its_input_once(shared):
     """Adaptive execution runs each map stage as a job of its own: after an executor's loss took
     its output, a later job re-runs it under a new stage id (2, attempt 1; first run: stage 1).
-    Counted by stage id, the run's input was 82,920 bytes for 41,460 read; the listener counts
-    it the same way (the replay test above feeds it this log)."""
+    Counted by stage id, the run's input was twice its scan's; the listener counts it the same
+    way (the replay test above feeds it this log)."""
     tables, _ = shared("aqe_executors_killed_spark4.zstd")
     stages = tables["stages"].to_pandas().set_index(["stage_id", "stage_attempt_id"])
+    # Parquet's vectored reads: the tasks' input metric counts about the footers of 8 files
     assert stages.loc[(1, 0), "input_bytes"] == stages.loc[(2, 1), "input_bytes"] == 41_460
-    assert tables["runs"]["input_bytes"][0].as_py() == 41_460
+    # the scan's files hold 17.5 MB (its "size of files read"), counted once for both stages
+    [(node, files)] = reference("aqe_executors_killed_spark4.zstd")["scan_files"].values()
+    assert node.startswith("FileScan parquet") and files == 17_535_944
+    assert tables["runs"]["input_bytes"][0].as_py() == files

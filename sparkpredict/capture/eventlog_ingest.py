@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import shlex
 import time
 from collections.abc import Iterable
@@ -264,10 +263,11 @@ _UNFINISHED = ("incomplete", "running")
 
 
 #: The first sparkpredict whose ingest measures a run as this one does. A copy that an older
-#: ingest stored (input bytes before the map stages' reads were counted once across jobs and
-#: Databricks' disk-cache hits added, another status for a log whose executors all failed) is
-#: read again from its log, and replaces the stored copy where ingest may replace it.
-MEASURED_SINCE = (0, 2, 0)
+#: ingest stored (input bytes before SQL scans counted their files, before the map stages'
+#: reads were counted once across jobs and Databricks' disk-cache hits added, another status
+#: for a log whose executors all failed) is read again from its log, and replaces the stored
+#: copy where ingest may replace it.
+MEASURED_SINCE = S.INPUT_MEASURED_SINCE
 
 
 @dataclass
@@ -286,12 +286,7 @@ class _StoredRun:
         its size since (the fix the skip of a copy that cannot be replaced names)."""
         if self.source != "eventlog" or self.declared:
             return False  # the listener's copy: no log to read it again from
-        if self.writer is None:
-            return True  # no version recorded: older than every rule here
-        m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", self.writer)
-        if m is None:
-            return False  # a version this one cannot read: not known to be older
-        return tuple(int(x or 0) for x in m.groups()) < MEASURED_SINCE
+        return S.measured_before(self.writer)
 
 
 @dataclass

@@ -25,6 +25,12 @@ import pyarrow.compute as pc
 
 from ..store import schema as S
 from .eventlog_run import listener_json, run_tables
+from .eventlog_scans import (
+    SQL_ADAPTIVE_UPDATE,
+    SQL_DRIVER_UPDATES,
+    SQL_EXECUTION_START,
+    ScanInput,
+)
 
 _PREFIX = b'{"Event":"'
 _TASK_PREFIX = b'{"Event":"SparkListenerTask'
@@ -196,6 +202,10 @@ class RunBuilder:
         self._map_stages: set[tuple[int, int]] = set()
         self._job_stages: dict[int, list[int]] = {}
         self.input_read = 0
+        # SQL file scans count the size of their files (eventlog_scans); per running stage
+        # attempt, the partitions its successful tasks ran
+        self.scans = ScanInput()
+        self._ran: dict[tuple[int, int], set[int]] = {}
         self._handlers = {
             b"SparkListenerLogStart": self._log_start,
             # Databricks writes no LogStart: its own first line names the Spark version
@@ -209,6 +219,9 @@ class RunBuilder:
             b"SparkListenerJobStart": self._job_start,
             b"SparkListenerJobEnd": self._job_end,
             b"SparkListenerStageCompleted": self._stage_completed,
+            SQL_EXECUTION_START: self.scans.plan,
+            SQL_ADAPTIVE_UPDATE: self.scans.plan,
+            SQL_DRIVER_UPDATES: self.scans.driver_updates,
         }
 
     # ---- the hot loop -------------------------------------------------------------------
@@ -417,16 +430,24 @@ class RunBuilder:
         persisted = {r["RDD ID"] for r in infos}
         if persisted & self._materialised:
             self.reads_cache.add(key)
-        hits = disk_cache_hit_bytes(si.get("Accumulables"))
+        reads = self._reads.pop(key, [])
+        # The stage's own RDD comes first, then its narrow ancestors.
+        own = rdd_info[0].get("Number of Partitions") if rdd_info else None
+        own_rdd = rdd_info[0].get("RDD ID") if rdd_info else None
+        # A stage that ran SQL file scans counts their files' size, not its tasks' input metric
+        # (which Parquet's vectored reads leave at the footers) nor Databricks' cache hits. A
+        # scan that ran is a source read even in a stage over a cached RDD (a union of both).
+        scanned = self.scans.stage_completed(
+            si.get("Accumulables"), own_rdd if isinstance(own_rdd, int) else None,
+            own if isinstance(own, int) else None, self._ran.pop(key, set()))
+        hits = 0 if scanned else disk_cache_hit_bytes(si.get("Accumulables"))
         if hits:
             self.disk_cache_hits[key] = hits
-        reads = self._reads.pop(key, [])
-        if key not in self.reads_cache:
+        if key not in self.reads_cache and not scanned:
             # each partition once, by its first successful task (StageTracker.completed): a failed
             # or killed task's partial read, a speculative copy and a partition re-run after its
             # executor was lost read the same data again; a failed attempt's successful tasks
             # count too, as Spark keeps their output. Remembered while a running job has the stage.
-            own_rdd = rdd_info[0].get("RDD ID") if rdd_info else None
             if key in self._map_stages and isinstance(own_rdd, int):
                 done = self._map_input_counted.setdefault(own_rdd, set())
                 self._map_input_counted.move_to_end(own_rdd)
@@ -439,10 +460,9 @@ class RunBuilder:
                 if part not in done:
                     done.add(part)
                     self.input_read += n
-        # The stage's own RDD comes first, then its narrow ancestors: a stage that ran all of its
-        # own partitions computed them whole (a coalesce(1) too). `df.cache(); df.show()` runs one
-        # partition, and the count after it reads the others from the source.
-        own = rdd_info[0].get("Number of Partitions") if rdd_info else None
+        # A stage that ran all of its own partitions computed them whole (a coalesce(1) too).
+        # `df.cache(); df.show()` runs one partition, and the count after it reads the others
+        # from the source.
         tasks = row["num_tasks"]
         whole = not rdd_info or (isinstance(tasks, int) and isinstance(own, int) and tasks >= own)
         if row["status"] == "succeeded" and whole:
@@ -474,13 +494,15 @@ class RunBuilder:
         # Like the listener, a stage sums only tasks that ended before it completed.
         counted = (stage, attempt) not in self.stages
         read = metrics[_INPUT]
-        if counted and status == "SUCCESS" and isinstance(read, int) and read > 0:
+        if counted and status == "SUCCESS":
             # the partition, not the task's place in its attempt: a retried attempt numbers only
             # the partitions it re-runs (logs of Spark >= 3.3 tell it)
             part = info.get("Partition ID")
             part = part if isinstance(part, int) and part >= 0 else info.get("Index")
             if isinstance(part, int):
-                self._reads.setdefault((stage, attempt), []).append((part, read))
+                self._ran.setdefault((stage, attempt), set()).add(part)
+                if isinstance(read, int) and read > 0:
+                    self._reads.setdefault((stage, attempt), []).append((part, read))
         self._rows.append((
             stage, attempt, info["Task ID"], info.get("Index"),
             info.get("Attempt"), info.get("Executor ID"), info.get("Host"), launch, finish,

@@ -70,7 +70,7 @@ def run_tables(b: RunBuilder, tasks: pa.Table, stages: pa.Table, run_id: str,
     if input_bytes is None:
         # what the succeeded stages read from data sources, not from cached blocks, each
         # partition once (RunBuilder._stage_completed)
-        measured = b.input_read + sum(
+        measured = b.input_read + b.scans.counted + sum(
             hits for key, hits in b.disk_cache_hits.items()
             if key not in b.reads_cache and b.stages.get(key, {}).get("status") == "succeeded")
     status, error = run_status(b) if complete else ("incomplete", b.error_message)

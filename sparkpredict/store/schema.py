@@ -49,6 +49,24 @@ def numbered_per_master(name: str) -> bool:
     return _PER_MASTER_APP_ID.match(name) is not None
 
 
+#: The first sparkpredict that measures ``input_bytes`` as this one does: 0.3.0 counts a SQL
+#: file scan by the size of its files (on Spark 4, Parquet's vectored reads leave the tasks'
+#: input metric at the footers); 0.2.0 counted a map stage's reads once across jobs and added
+#: Databricks' disk-cache hits. Runs measured before it are read again from their logs by
+#: ingest; the listener's have no log, and the advice warns of a job that mixes both.
+INPUT_MEASURED_SINCE = (0, 3, 0)
+
+
+def measured_before(version: str | None) -> bool:
+    """A run row's ``sparkpredict_version`` measured its input under older rules
+    (:data:`INPUT_MEASURED_SINCE`); None is older than every rule, and a version that cannot
+    be read is not known to be older."""
+    if version is None:
+        return True
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", str(version))
+    return m is not None and tuple(int(x or 0) for x in m.groups()) < INPUT_MEASURED_SINCE
+
+
 def run_id(app_id: str, attempt: str | None, start_ms: int | None) -> str:
     """A run's key in the store: ``app_id``, then ``/attempt`` when the cluster manager retries.
 

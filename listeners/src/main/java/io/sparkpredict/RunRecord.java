@@ -331,7 +331,7 @@ final class RunRecord {
             r.set("input_bytes", settings.declaredInputBytes);
             r.set("input_bytes_source", "declared");
         } else {
-            r.set("input_bytes", stages.measuredInput);
+            r.set("input_bytes", stages.measuredInput());
             r.set("input_bytes_source", "measured");
         }
         r.set("shuffle_read_bytes", shuffleRead);

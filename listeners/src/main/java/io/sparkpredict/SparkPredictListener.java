@@ -10,6 +10,7 @@ import org.apache.spark.executor.TaskMetrics;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 import org.apache.spark.scheduler.SparkListenerApplicationStart;
+import org.apache.spark.scheduler.SparkListenerEvent;
 import org.apache.spark.scheduler.SparkListenerExecutorAdded;
 import org.apache.spark.scheduler.SparkListenerExecutorMetricsUpdate;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
@@ -301,6 +302,46 @@ public class SparkPredictListener extends SparkListener {
         });
     }
 
+    /**
+     * The SQL events that tell a file scan's input (ScanInput). A failure here only turns the
+     * scan rule off (the tasks' input metric counts from then on), never the recording.
+     */
+    @Override
+    public void onOtherEvent(SparkListenerEvent e) {
+        if (disabled) return;
+        try {
+            if (e instanceof org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart) {
+                locked("onOtherEvent", () -> scanEvent(() -> stages.scans.plan(
+                    ((org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart) e).sparkPlanInfo())));
+            } else if (e instanceof org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate) {
+                locked("onOtherEvent", () -> scanEvent(() -> stages.scans.plan(
+                    ((org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate) e).sparkPlanInfo())));
+            } else if (e instanceof org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates) {
+                locked("onOtherEvent", () -> scanEvent(() -> stages.scans.driverUpdates(
+                    ((org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates) e).accumUpdates())));
+            }
+        } catch (Throwable t) {  // no Spark SQL classes (a core-only Spark): no scans to count
+            scansOff(t);
+        }
+    }
+
+    /** Run a ScanInput update; one that fails turns the scan rule off. */
+    private void scanEvent(Runnable update) {
+        if (stages.scans.off) return;
+        try {
+            update.run();
+        } catch (Throwable t) {
+            scansOff(t);
+        }
+    }
+
+    private void scansOff(Throwable t) {
+        if (stages.scans.off) return;
+        stages.scans.off = true;
+        LOG.warn("sparkpredict: cannot read a SQL scan's size of files ({}); from now on this run's input "
+            + "is its tasks' input metric, which Parquet's vectored reads leave at the footers", t.toString());
+    }
+
     @Override
     public void onJobEnd(SparkListenerJobEnd e) {
         locked("onJobEnd", () -> {
@@ -357,8 +398,8 @@ public class SparkPredictListener extends SparkListener {
             agg.mapStage |= "ShuffleMapTask".equals(e.taskType());
             // the partition, not the task's place in its attempt: a retried attempt numbers
             // only the partitions it re-runs (Spark >= 3.3 tells it)
-            if (ok && m != null) agg.read(info.partitionId() >= 0 ? info.partitionId() : info.index(),
-                m.inputMetrics().bytesRead());
+            if (ok) agg.read(info.partitionId() >= 0 ? info.partitionId() : info.index(),
+                m != null ? m.inputMetrics().bytesRead() : 0L);
         }
         if (!settings.recordTasks || flusher == null) return;
         // The store keeps failing (or is slower than the tasks): rows held in memory are capped.

@@ -39,9 +39,12 @@ final class StageTracker {
         int nRead;
         /** Its tasks are ShuffleMapTasks: its input is counted by its own RDD (mapInputCounted). */
         boolean mapStage;
+        /** The partitions its successful tasks ran (a SQL file scan counts its share of them). */
+        final BitSet ran = new BitSet();
 
         /** A successful task end's input (the run's input counts each partition once). */
         void read(int index, long bytes) {
+            if (index >= 0) ran.set(index);
             if (bytes <= 0) return;
             if (nRead == readIndex.length) {
                 int size = Math.max(16, nRead * 2);
@@ -97,8 +100,15 @@ final class StageTracker {
     private final Map<Integer, Integer> stageToJob = new HashMap<>();
     /** Stage attempts completed, failed ones included (the run row's num_stages). */
     int numStages;
+    /** What the run's stages without SQL file scans read from data sources. */
+    private long taskInput;
+    /** The run's SQL file scans, counted by the size of their files. */
+    final ScanInput scans = new ScanInput();
+
     /** What the run's stages read from data sources (the run row's measured input_bytes). */
-    long measuredInput;
+    long measuredInput() {
+        return taskInput + scans.counted;
+    }
 
     private static long key(int stage, int attempt) { return ((long) stage << 32) | (attempt & 0xffffffffL); }
 
@@ -221,8 +231,13 @@ final class StageTracker {
         // A map stage's partitions by its own RDD, kept across jobs (mapInputCounted); a result
         // stage's by its stage id while its jobs run (a later action over the same RDD reads the
         // source again). As the event-log ingest keys them (eventlog_rows, map stages).
+        // A stage that ran SQL file scans counts their files' size instead of its tasks' input
+        // metric (which Parquet's vectored reads leave at the footers) and Databricks' cache
+        // hits. A scan that ran is a source read even in a stage over a cached RDD (a union).
+        boolean scanned = scans.stageCompleted(s, infos.isEmpty() ? null : infos.get(0).id(),
+            infos.isEmpty() ? 0 : infos.get(0).numPartitions(), agg.ran);
         Integer mapRdd = agg.mapStage && !infos.isEmpty() ? infos.get(0).id() : null;
-        if (!readsCache) measuredInput += countOnce(s.stageId(), mapRdd, agg) + (failed ? 0L : diskCacheHitBytes(s));
+        if (!readsCache && !scanned) taskInput += countOnce(s.stageId(), mapRdd, agg) + (failed ? 0L : diskCacheHitBytes(s));
         if (!failed) materialisedRdds.addAll(persisted);
         return r.values;
     }

@@ -1,0 +1,156 @@
+package io.sparkpredict;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+
+import org.apache.spark.scheduler.AccumulableInfo;
+import org.apache.spark.scheduler.StageInfo;
+import org.apache.spark.sql.execution.SparkPlanInfo;
+import org.apache.spark.sql.execution.metric.SQLMetricInfo;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * The input of a run's SQL file scans, measured by the size of the files they read.
+ *
+ * <p>Spark's task input metric is not a file scan's input on Spark 4: Parquet there reads
+ * "vectored" (on by default), fetching column chunks off the task's thread, and the metric
+ * counts about the footers (a 17.5 MB scan counted as 41,460 bytes). Every SQL file scan tells the
+ * driver the size of the files it selected ("size of files read", posted as a
+ * SparkListenerDriverAccumUpdates): that is the scan's input here, whatever the reader fetched.
+ * A stage whose accumulables hold a non-zero value of a scan's task-side metrics (the plan lists
+ * each node's metric ids) ran that scan; a scan counts once, in the share of its partitions that
+ * successful tasks ran. The event-log ingest applies the same rule (eventlog_scans.py).
+ *
+ * <p>Not thread-safe: the listener calls it holding its own lock.
+ */
+final class ScanInput {
+    static final String FILES_SIZE = "size of files read";
+    /** Scans whose metric ids are kept, the most recently planned (eventlog_scans.SCANS_KEPT). */
+    static final int SCANS_KEPT = 10_000;
+
+    private static final class Scan {
+        final long[] taskIds;
+        Long filesBytes;
+        /** Per RDD a stage ran the scan in: its partitions, and those run successfully. */
+        final Map<Integer, Integer> partitions = new HashMap<>();
+        final Map<Integer, BitSet> ran = new HashMap<>();
+        long counted;
+
+        Scan(long[] taskIds) { this.taskIds = taskIds; }
+    }
+
+    /** Task-side metric id to its scan's FILES_SIZE id. */
+    private final Map<Long, Long> scanOf = new HashMap<>();
+    private final LinkedHashMap<Long, Scan> scans = new LinkedHashMap<Long, Scan>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, Scan> eldest) {
+            if (size() <= SCANS_KEPT) return false;
+            for (long i : eldest.getValue().taskIds) {
+                if (eldest.getKey().equals(scanOf.get(i))) scanOf.remove(i);
+            }
+            return true;
+        }
+    };
+    /** Bytes counted for the run's scans (part of its measured input). */
+    long counted;
+    /** A SQL event could not be read: no stage counts scans from then on. */
+    boolean off;
+
+    /** Register the scans of a SQL execution's plan (its start or an adaptive update). */
+    void plan(SparkPlanInfo root) {
+        Deque<SparkPlanInfo> todo = new ArrayDeque<>();
+        if (root != null) todo.push(root);
+        while (!todo.isEmpty()) {
+            SparkPlanInfo node = todo.pop();
+            for (SparkPlanInfo child : CollectionConverters.asJava(node.children())) {
+                if (child != null) todo.push(child);
+            }
+            Long sizeId = null;
+            List<Long> taskIds = new ArrayList<>();
+            for (SQLMetricInfo m : CollectionConverters.asJava(node.metrics())) {
+                if (sizeId == null && FILES_SIZE.equals(m.name())) sizeId = m.accumulatorId();
+                else taskIds.add(m.accumulatorId());
+            }
+            if (sizeId != null) register(sizeId, taskIds);
+        }
+    }
+
+    private void register(long sizeId, List<Long> taskIds) {
+        Scan scan = scans.remove(sizeId);
+        if (scan == null) {
+            long[] ids = new long[taskIds.size()];
+            for (int i = 0; i < ids.length; i++) ids[i] = taskIds.get(i);
+            scan = new Scan(ids);
+            for (long i : ids) scanOf.put(i, sizeId);
+        }
+        scans.put(sizeId, scan);  // re-inserted: the most recently planned
+    }
+
+    /** Take the files' size of the scans among a driver's accumulator updates. */
+    void driverUpdates(scala.collection.Seq<scala.Tuple2<Object, Object>> updates) {
+        for (scala.Tuple2<Object, Object> u : CollectionConverters.asJava(updates)) {
+            Long id = whole(u._1());
+            Scan scan = id == null ? null : scans.get(id);
+            Long value = whole(u._2());
+            if (scan != null && value != null) scan.filesBytes = Math.max(0L, value);
+        }
+    }
+
+    /**
+     * Count the known scans the stage ran, with the partitions its successful tasks ran
+     * ({@code ran}); false when it ran none (its task metric is then its input).
+     */
+    boolean stageCompleted(StageInfo s, Integer rddId, int partitions, BitSet ran) {
+        if (off || scanOf.isEmpty()) return false;
+        TreeSet<Long> here = new TreeSet<>();
+        for (AccumulableInfo a : CollectionConverters.asJava(s.accumulables()).values()) {
+            Long sizeId = scanOf.get(a.id());
+            if (sizeId == null || !a.value().isDefined()) continue;
+            Long v = whole(a.value().get());
+            if (v == null || v == 0L) continue;
+            Scan scan = scans.get(sizeId);
+            if (scan != null && scan.filesBytes != null) here.add(sizeId);
+        }
+        int key = rddId != null ? rddId : -1;
+        for (long sizeId : here) {
+            Scan scan = scans.get(sizeId);
+            scan.partitions.putIfAbsent(key, partitions);
+            scan.ran.computeIfAbsent(key, k -> new BitSet()).or(ran);
+            long now = 0;
+            for (Map.Entry<Integer, BitSet> e : scan.ran.entrySet()) {
+                now = Math.max(now, countedBytes(scan.filesBytes, e.getValue().cardinality(), scan.partitions.get(e.getKey())));
+            }
+            if (now > scan.counted) {
+                counted += now - scan.counted;
+                scan.counted = now;
+            }
+        }
+        return !here.isEmpty();
+    }
+
+    /** The share of {@code filesBytes} that {@code ran} of {@code partitions} partitions read. */
+    static long countedBytes(long filesBytes, int ran, int partitions) {
+        if (partitions <= 0 || ran >= partitions) return filesBytes;
+        return (long) ((double) filesBytes * ran / partitions);
+    }
+
+    /** An accumulator value as Spark gives it (a Long live, a String replayed from a log), or null. */
+    private static Long whole(Object v) {
+        if (v instanceof Long || v instanceof Integer) return ((Number) v).longValue();
+        if (v instanceof String) {
+            try {
+                return Long.parseLong(((String) v).trim());
+            } catch (NumberFormatException e) {
+                return null;
+            }
+        }
+        return null;
+    }
+}

@@ -1,0 +1,156 @@
+"""The input of a run's SQL file scans, measured by the size of the files they read.
+
+Spark's task input metric is not a file scan's input on Spark 4: Parquet there reads
+"vectored" (``parquet.hadoop.vectored.io.enabled``, on by default), fetching the column chunks
+off the task's thread, and the metric counts about the footers (a 17.5 MB scan counted as
+41,460 bytes, ``tests/data/eventlogs/aqe_executors_killed_spark4.zstd``). Where the reads are
+counted, they count the columns read, so the same job's input would change with a Parquet
+setting, a Spark version or a warm Databricks disk cache.
+
+Every SQL file scan (``FileSourceScanExec`` and its Photon and GPU forms) tells the driver the
+size of the files it selected, its ``size of files read`` metric, which Spark posts as a
+``SparkListenerDriverAccumUpdates``. That is the scan's input here: the size of its files, as
+``du`` tells it, whatever the reader fetched of them.
+
+How a scan is tied to the stages that ran it: the plan (``SparkListenerSQLExecutionStart`` and
+``SparkListenerSQLAdaptiveExecutionUpdate``) lists each node's metrics by accumulator id; a
+stage whose accumulables hold a non-zero value of a scan's task-side metrics ran that scan
+(a stage over a cached copy lists them at zero). A scan counts once, in the share of its
+partitions that successful tasks ran: ``df.show()`` runs one of them. Stages that ran no
+known scan keep the task metric (:class:`.eventlog_rows.RunBuilder`).
+
+The listener applies the same rule (``ScanInput.java``); a test replays every log of
+``tests/data/eventlogs`` through it and compares the rows.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+#: The driver-side metric of a SQL file scan that holds the size of the files it selected
+FILES_SIZE = "size of files read"
+#: Scans whose metric ids are kept, the most recently planned (ScanInput.SCANS_KEPT): a
+#: driver that runs for weeks (a file stream's micro-batches) plans a scan per batch
+SCANS_KEPT = 10_000
+
+SQL_EXECUTION_START = b"org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart"
+SQL_ADAPTIVE_UPDATE = b"org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate"
+SQL_DRIVER_UPDATES = b"org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates"
+
+
+class _Scan:
+    __slots__ = ("counted", "files_bytes", "parts", "task_ids")
+
+    def __init__(self, task_ids: tuple[int, ...]) -> None:
+        self.task_ids = task_ids
+        self.files_bytes: int | None = None
+        # per RDD a stage ran the scan in: (its partitions, the partitions run successfully)
+        self.parts: dict[int, tuple[int, set[int]]] = {}
+        self.counted = 0
+
+
+def counted_bytes(files_bytes: int, ran: int, partitions: int) -> int:
+    """The share of ``files_bytes`` that ``ran`` of ``partitions`` partitions read (as the
+    listener computes it: one double product, truncated)."""
+    if partitions <= 0 or ran >= partitions:
+        return files_bytes
+    return int(float(files_bytes) * ran / partitions)
+
+
+def _whole(v: Any) -> int | None:
+    """An accumulator value as the log writes it (a string for SQL metrics), or None."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str):
+        try:
+            return int(v.strip())
+        except ValueError:
+            return None
+    return None
+
+
+class ScanInput:
+    """The run's SQL file scans: their metric ids, their files' size and what was counted."""
+
+    def __init__(self) -> None:
+        self._scans: collections.OrderedDict[int, _Scan] = collections.OrderedDict()
+        self._scan_of: dict[int, int] = {}  # task-side metric id -> its scan's FILES_SIZE id
+        #: bytes counted for the run's scans (part of its measured input)
+        self.counted = 0
+
+    def plan(self, ev: dict) -> None:
+        """Register the scans of a SQL execution's plan (start or adaptive update)."""
+        todo = [ev.get("sparkPlanInfo")]
+        while todo:
+            node = todo.pop()
+            if not isinstance(node, dict):
+                continue
+            children = node.get("children")
+            if isinstance(children, list):
+                todo.extend(children)
+            metrics = node.get("metrics")
+            if not isinstance(metrics, list):
+                continue
+            size_id, task_ids = None, []
+            for m in metrics:
+                i = m.get("accumulatorId") if isinstance(m, dict) else None
+                if not isinstance(i, int) or isinstance(i, bool):
+                    continue
+                if size_id is None and m.get("name") == FILES_SIZE:
+                    size_id = i
+                else:
+                    task_ids.append(i)
+            if size_id is not None:
+                self._register(size_id, tuple(task_ids))
+
+    def _register(self, size_id: int, task_ids: tuple[int, ...]) -> None:
+        scan = self._scans.get(size_id)
+        if scan is None:
+            scan = self._scans[size_id] = _Scan(task_ids)
+            for i in task_ids:
+                self._scan_of[i] = size_id
+            while len(self._scans) > SCANS_KEPT:
+                old_id, old = self._scans.popitem(last=False)
+                for i in old.task_ids:
+                    if self._scan_of.get(i) == old_id:
+                        del self._scan_of[i]
+        else:
+            self._scans.move_to_end(size_id)
+
+    def driver_updates(self, ev: dict) -> None:
+        """Take the files' size of the scans among a SparkListenerDriverAccumUpdates."""
+        for pair in ev.get("accumUpdates") or ():
+            if not isinstance(pair, list) or len(pair) != 2:
+                continue
+            scan = self._scans.get(pair[0]) if isinstance(pair[0], int) else None
+            value = _whole(pair[1])
+            if scan is not None and value is not None:
+                scan.files_bytes = max(0, value)  # the latest value, as Spark's SQL UI keeps it
+
+    def stage_completed(self, accumulables: Any, rdd_id: int | None, partitions: int | None,
+                        ran: set[int]) -> bool:
+        """Count the known scans this stage ran, with the partitions its successful tasks ran;
+        False when it ran none (its task metric is then its input)."""
+        if not self._scan_of or not isinstance(accumulables, list):
+            return False
+        here = set()
+        for a in accumulables:
+            if not isinstance(a, dict):
+                continue
+            size_id = self._scan_of.get(a.get("ID"))  # type: ignore[arg-type]
+            if size_id is not None and _whole(a.get("Value")):
+                scan = self._scans.get(size_id)
+                if scan is not None and scan.files_bytes is not None:
+                    here.add(size_id)
+        key = rdd_id if rdd_id is not None else -1
+        for size_id in sorted(here):
+            scan = self._scans[size_id]
+            files = scan.files_bytes or 0  # known: `here` holds only scans of known size
+            scan.parts.setdefault(key, (partitions or 0, set()))[1].update(ran)
+            now = max(counted_bytes(files, len(done), n) for n, done in scan.parts.values())
+            if now > scan.counted:
+                self.counted += now - scan.counted
+                scan.counted = now
+        return bool(here)
