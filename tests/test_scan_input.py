@@ -131,3 +131,25 @@ def test_a_history_measured_before_and_since_the_files_rule_is_warned_of(tmp_pat
     # corrected (their sizes declared): no warning
     st.append({"runs": older.assign(updated_ms=older.updated_ms + 2 * 10**6)})
     assert not [w for w in suggest_executors("sqljoin", "32MB", store=path).warnings if "before 0.3.0" in w]
+
+
+@pytest.mark.spark
+def test_one_plan_run_twice_reads_twice_and_a_cached_one_once(spark_app, parquet, tmp_path):
+    """From a review: `df.collect()` twice runs one physical plan (the same scan metrics) twice,
+    and read the files twice for one count; over a cached DataFrame the executions share one
+    read, the partitions a `show()` ran counted with those the next action ran."""
+    path, size = parquet
+    store = tmp_path / "store"
+    with spark_app(store, job="twice", conf=ONE_FILE_A_PARTITION) as spark:
+        df = spark.read.parquet(str(path)).select("id")
+        for _ in range(3):
+            assert len(df.collect()) == 300_000
+    run, _ = _run(store)
+    assert run.input_bytes == 3 * size
+    store2 = tmp_path / "store2"
+    with spark_app(store2, job="cached-show", conf=ONE_FILE_A_PARTITION) as spark:
+        df = spark.read.parquet(str(path)).cache()
+        df.show(1)
+        assert df.count() == 300_000 and len(df.collect()) == 300_000
+    run, _ = _run(store2)
+    assert run.input_bytes == size

@@ -206,6 +206,8 @@ class RunBuilder:
         # attempt, the partitions its successful tasks ran
         self.scans = ScanInput()
         self._ran: dict[tuple[int, int], set[int]] = {}
+        # the SQL execution of each stage of a running job (the first running job's that has it)
+        self._stage_execution: dict[int, str] = {}
         self._handlers = {
             b"SparkListenerLogStart": self._log_start,
             # Databricks writes no LogStart: its own first line names the Spark version
@@ -369,8 +371,11 @@ class RunBuilder:
         if isinstance(props, dict) and props.get("sql.streaming.queryId") is not None:
             self._streaming_jobs.add(job)
         stage_ids = [_typed(sid, int) for sid in ev.get("Stage IDs") or []]
+        execution = props.get("spark.sql.execution.id") if isinstance(props, dict) else None
         for sid in stage_ids:
             self.stage_jobs.setdefault(sid, job)
+            if execution is not None:
+                self._stage_execution.setdefault(sid, str(execution))
         self._job_stages[job] = stage_ids
         submitted = ev.get("Submission Time")
         if isinstance(submitted, int) and (self.first_job_ms is None or submitted < self.first_job_ms):
@@ -386,6 +391,7 @@ class RunBuilder:
         for sid in self._job_stages.pop(job, []) if isinstance(job, int) else []:
             if not any(sid in other for other in self._job_stages.values()):
                 self._input_counted.pop(sid, None)
+                self._stage_execution.pop(sid, None)
         self.last_job_failed = result.get("Result") == "JobFailed"
         streaming = job in self._streaming_jobs
         self._streaming_jobs.discard(job)
@@ -438,8 +444,10 @@ class RunBuilder:
         # (which Parquet's vectored reads leave at the footers) nor Databricks' cache hits. A
         # scan that ran is a source read even in a stage over a cached RDD (a union of both).
         scanned = self.scans.stage_completed(
-            si.get("Accumulables"), own_rdd if isinstance(own_rdd, int) else None,
-            own if isinstance(own, int) else None, self._ran.pop(key, set()))
+            si.get("Accumulables"), rdd_id=own_rdd if isinstance(own_rdd, int) else None,
+            partitions=own if isinstance(own, int) else None, ran=self._ran.pop(key, set()),
+            execution=self._stage_execution.get(key[0]),
+            persisted=bool(persisted))
         hits = 0 if scanned else disk_cache_hit_bytes(si.get("Accumulables"))
         if hits:
             self.disk_cache_hits[key] = hits

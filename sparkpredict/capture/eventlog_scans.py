@@ -15,9 +15,10 @@ size of the files it selected, its ``size of files read`` metric, which Spark po
 How a scan is tied to the stages that ran it: the plan (``SparkListenerSQLExecutionStart`` and
 ``SparkListenerSQLAdaptiveExecutionUpdate``) lists each node's metrics by accumulator id; a
 stage whose accumulables hold a non-zero value of a scan's task-side metrics ran that scan
-(a stage over a cached copy lists them at zero). A scan counts once, in the share of its
-partitions that successful tasks ran: ``df.show()`` runs one of them. Stages that ran no
-known scan keep the task metric (:class:`.eventlog_rows.RunBuilder`).
+(Spark lists no metric a stage left at zero). A scan counts once per SQL execution that runs
+it (one plan collected twice reads its files twice), stages over a persisted RDD sharing one
+count, in the share of its partitions that successful tasks ran: ``df.show()`` runs one of
+them. Stages that ran no known scan keep the task metric (:class:`.eventlog_rows.RunBuilder`).
 
 The listener applies the same rule (``ScanInput.java``); a test replays every log of
 ``tests/data/eventlogs`` through it and compares the rows.
@@ -31,7 +32,7 @@ from typing import Any
 FILES_SIZE = "size of files read"
 #: Scans whose metric ids are kept, the most recently planned (ScanInput.SCANS_KEPT): a
 #: driver that runs for weeks (a file stream's micro-batches) plans a scan per batch
-SCANS_KEPT = 10_000
+SCANS_KEPT = 1_000
 
 SQL_EXECUTION_START = b"org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart"
 SQL_ADAPTIVE_UPDATE = b"org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate"
@@ -39,14 +40,16 @@ SQL_DRIVER_UPDATES = b"org.apache.spark.sql.execution.ui.SparkListenerDriverAccu
 
 
 class _Scan:
-    __slots__ = ("counted", "files_bytes", "parts", "task_ids")
+    __slots__ = ("counted", "files_bytes", "reads", "task_ids")
 
     def __init__(self, task_ids: tuple[int, ...]) -> None:
         self.task_ids = task_ids
         self.files_bytes: int | None = None
-        # per RDD a stage ran the scan in: (its partitions, the partitions run successfully)
-        self.parts: dict[int, tuple[int, set[int]]] = {}
-        self.counted = 0
+        # Per read of the scan (a SQL execution; None for stages over a persisted RDD, whose
+        # reads of it one count shares) and per RDD a stage ran it in: [its partitions, a flag
+        # per partition a successful task ran, None once all of them ran].
+        self.reads: dict[str | None, dict[int, list[Any]]] = {}
+        self.counted: dict[str | None, int] = {}  # bytes counted per read
 
 
 def counted_bytes(files_bytes: int, ran: int, partitions: int) -> int:
@@ -129,28 +132,50 @@ class ScanInput:
             if scan is not None and value is not None:
                 scan.files_bytes = max(0, value)  # the latest value, as Spark's SQL UI keeps it
 
-    def stage_completed(self, accumulables: Any, rdd_id: int | None, partitions: int | None,
-                        ran: set[int]) -> bool:
+    def stage_completed(self, accumulables: Any, *, rdd_id: int | None, partitions: int | None,
+                        ran: set[int], execution: str | None, persisted: bool) -> bool:
         """Count the known scans this stage ran, with the partitions its successful tasks ran;
-        False when it ran none (its task metric is then its input)."""
+        False when it ran none (its task metric is then its input).
+
+        ``execution``: the stage's SQL execution id; ``persisted``: its RDDs include a
+        persisted one."""
         if not self._scan_of or not isinstance(accumulables, list):
             return False
-        here = set()
+        here: set[int] = set()
         for a in accumulables:
             if not isinstance(a, dict):
                 continue
             size_id = self._scan_of.get(a.get("ID"))  # type: ignore[arg-type]
-            if size_id is not None and _whole(a.get("Value")):
-                scan = self._scans.get(size_id)
-                if scan is not None and scan.files_bytes is not None:
-                    here.add(size_id)
-        key = rdd_id if rdd_id is not None else -1
+            scan = self._scans.get(size_id) if size_id is not None else None
+            # Spark lists no metric a stage left at zero: a stage over a cached copy of the
+            # scan's output lists none of its metrics (nor, alas, a scan that output no row)
+            if size_id is not None and scan is not None and scan.files_bytes is not None \
+                    and _whole(a.get("Value")):
+                here.add(size_id)
+        # The same plan run again (`df.collect()` twice) reads its files again: each SQL
+        # execution is a read of its own. Over a persisted RDD the executions share one: the
+        # count after `df.cache(); df.show()` reads the partitions the show did not.
+        read = None if persisted else execution
+        rdd = rdd_id if rdd_id is not None else -1
         for size_id in sorted(here):
             scan = self._scans[size_id]
+            by_rdd = scan.reads.setdefault(read, {})
+            state = by_rdd.get(rdd)
+            if state is None:
+                n = partitions or 0
+                state = by_rdd[rdd] = [n, bytearray(n) if n > 0 else None]
+            n, seen = state
+            if seen is not None:
+                for part in ran:
+                    if 0 <= part < n:
+                        seen[part] = 1
+                if seen.count(1) >= n:
+                    state[1] = None  # all ran: nothing left to tell apart
             files = scan.files_bytes or 0  # known: `here` holds only scans of known size
-            scan.parts.setdefault(key, (partitions or 0, set()))[1].update(ran)
-            now = max(counted_bytes(files, len(done), n) for n, done in scan.parts.values())
-            if now > scan.counted:
-                self.counted += now - scan.counted
-                scan.counted = now
+            now = max(files if flags is None else counted_bytes(files, flags.count(1), total)
+                      for total, flags in by_rdd.values())
+            before = scan.counted.get(read, 0)
+            if now > before:
+                self.counted += now - before
+                scan.counted[read] = now
         return bool(here)

@@ -25,23 +25,27 @@ import scala.jdk.javaapi.CollectionConverters;
  * driver the size of the files it selected ("size of files read", posted as a
  * SparkListenerDriverAccumUpdates): that is the scan's input here, whatever the reader fetched.
  * A stage whose accumulables hold a non-zero value of a scan's task-side metrics (the plan lists
- * each node's metric ids) ran that scan; a scan counts once, in the share of its partitions that
- * successful tasks ran. The event-log ingest applies the same rule (eventlog_scans.py).
+ * each node's metric ids) ran that scan; a scan counts once per SQL execution that runs it (stages
+ * over a persisted RDD sharing one count), in the share of its partitions that successful tasks
+ * ran. The event-log ingest applies the same rule (eventlog_scans.py).
  *
  * <p>Not thread-safe: the listener calls it holding its own lock.
  */
 final class ScanInput {
     static final String FILES_SIZE = "size of files read";
     /** Scans whose metric ids are kept, the most recently planned (eventlog_scans.SCANS_KEPT). */
-    static final int SCANS_KEPT = 10_000;
+    static final int SCANS_KEPT = 1_000;
 
     private static final class Scan {
         final long[] taskIds;
         Long filesBytes;
-        /** Per RDD a stage ran the scan in: its partitions, and those run successfully. */
-        final Map<Integer, Integer> partitions = new HashMap<>();
-        final Map<Integer, BitSet> ran = new HashMap<>();
-        long counted;
+        /**
+         * Per read of the scan (a SQL execution; null for stages over a persisted RDD, whose
+         * reads of it one count shares) and per RDD a stage ran it in: its partitions and those
+         * a successful task ran (null once all of them ran).
+         */
+        final Map<String, Map<Integer, Object[]>> reads = new HashMap<>();
+        final Map<String, Long> counted = new HashMap<>();
 
         Scan(long[] taskIds) { this.taskIds = taskIds; }
     }
@@ -106,30 +110,49 @@ final class ScanInput {
     /**
      * Count the known scans the stage ran, with the partitions its successful tasks ran
      * ({@code ran}); false when it ran none (its task metric is then its input).
+     * {@code execution}: the stage's SQL execution id; {@code persisted}: its RDDs include a
+     * persisted one.
      */
-    boolean stageCompleted(StageInfo s, Integer rddId, int partitions, BitSet ran) {
+    boolean stageCompleted(StageInfo s, Integer rddId, int partitions, BitSet ran, String execution,
+                           boolean persisted) {
         if (off || scanOf.isEmpty()) return false;
         TreeSet<Long> here = new TreeSet<>();
         for (AccumulableInfo a : CollectionConverters.asJava(s.accumulables()).values()) {
             Long sizeId = scanOf.get(a.id());
-            if (sizeId == null || !a.value().isDefined()) continue;
-            Long v = whole(a.value().get());
-            if (v == null || v == 0L) continue;
-            Scan scan = scans.get(sizeId);
-            if (scan != null && scan.filesBytes != null) here.add(sizeId);
+            Scan scan = sizeId == null ? null : scans.get(sizeId);
+            if (scan == null || scan.filesBytes == null) continue;
+            // Spark lists no metric a stage left at zero: a stage over a cached copy of the
+            // scan's output lists none of its metrics (nor, alas, a scan that output no row)
+            Long v = a.value().isDefined() ? whole(a.value().get()) : null;
+            if (v != null && v != 0L) here.add(sizeId);
         }
-        int key = rddId != null ? rddId : -1;
+        // The same plan run again (`df.collect()` twice) reads its files again: each SQL
+        // execution is a read of its own. Over a persisted RDD the executions share one.
+        String read = persisted ? null : execution;
+        int rdd = rddId != null ? rddId : -1;
         for (long sizeId : here) {
             Scan scan = scans.get(sizeId);
-            scan.partitions.putIfAbsent(key, partitions);
-            scan.ran.computeIfAbsent(key, k -> new BitSet()).or(ran);
-            long now = 0;
-            for (Map.Entry<Integer, BitSet> e : scan.ran.entrySet()) {
-                now = Math.max(now, countedBytes(scan.filesBytes, e.getValue().cardinality(), scan.partitions.get(e.getKey())));
+            Map<Integer, Object[]> byRdd = scan.reads.computeIfAbsent(read, k -> new HashMap<>());
+            Object[] state = byRdd.get(rdd);
+            if (state == null) {
+                state = new Object[] {partitions, partitions > 0 ? new BitSet(partitions) : null};
+                byRdd.put(rdd, state);
             }
-            if (now > scan.counted) {
-                counted += now - scan.counted;
-                scan.counted = now;
+            int n = (Integer) state[0];
+            BitSet seen = (BitSet) state[1];
+            if (seen != null) {
+                seen.or(ran.get(0, n));
+                if (seen.cardinality() >= n) state[1] = null;  // all ran: nothing left to tell apart
+            }
+            long files = scan.filesBytes;
+            long now = 0;
+            for (Object[] st : byRdd.values()) {
+                now = Math.max(now, st[1] == null ? files : countedBytes(files, ((BitSet) st[1]).cardinality(), (Integer) st[0]));
+            }
+            long before = scan.counted.getOrDefault(read, 0L);
+            if (now > before) {
+                counted += now - before;
+                scan.counted.put(read, now);
             }
         }
         return !here.isEmpty();

@@ -98,6 +98,8 @@ final class StageTracker {
         }
     };
     private final Map<Integer, Integer> stageToJob = new HashMap<>();
+    /** The SQL execution of each stage of a running job (the first running job's that has it). */
+    private final Map<Integer, String> stageExecution = new HashMap<>();
     /** Stage attempts completed, failed ones included (the run row's num_stages). */
     int numStages;
     /** What the run's stages without SQL file scans read from data sources. */
@@ -120,9 +122,11 @@ final class StageTracker {
     void jobStarted(SparkListenerJobStart e) {
         List<Object> ids = new ArrayList<>(CollectionConverters.asJava(e.stageIds()));
         int[] stages = new int[ids.size()];
+        String execution = e.properties() != null ? e.properties().getProperty("spark.sql.execution.id") : null;
         for (int i = 0; i < stages.length; i++) {
             stages[i] = (Integer) ids.get(i);
             stageToJob.putIfAbsent(stages[i], e.jobId());
+            if (execution != null) stageExecution.putIfAbsent(stages[i], execution);
         }
         runningJobStages.put(e.jobId(), stages);
     }
@@ -142,6 +146,7 @@ final class StageTracker {
             if (!shared) {
                 stageToJob.remove(s);
                 inputCounted.remove(s);
+                stageExecution.remove(s);
             }
         }
     }
@@ -185,6 +190,7 @@ final class StageTracker {
         List<String> rdds = new ArrayList<>();
         List<Integer> persisted = new ArrayList<>();
         boolean readsCache = false;
+        boolean anyPersisted = false;
         List<RDDInfo> infos = CollectionConverters.asJava(s.rddInfos());
         // The stage's own RDD comes first, then its narrow ancestors: a stage that ran all of its
         // own partitions computed them whole (a coalesce(1) too). `df.cache(); df.show()` runs
@@ -193,6 +199,7 @@ final class StageTracker {
         for (RDDInfo ri : infos) {
             rdds.add(ri.name());
             if (ri.storageLevel().isValid()) {
+                anyPersisted = true;
                 if (whole) persisted.add(ri.id());
                 readsCache |= materialisedRdds.contains(ri.id());
             }
@@ -235,7 +242,8 @@ final class StageTracker {
         // metric (which Parquet's vectored reads leave at the footers) and Databricks' cache
         // hits. A scan that ran is a source read even in a stage over a cached RDD (a union).
         boolean scanned = scans.stageCompleted(s, infos.isEmpty() ? null : infos.get(0).id(),
-            infos.isEmpty() ? 0 : infos.get(0).numPartitions(), agg.ran);
+            infos.isEmpty() ? 0 : infos.get(0).numPartitions(), agg.ran, stageExecution.get(s.stageId()),
+            anyPersisted);
         Integer mapRdd = agg.mapStage && !infos.isEmpty() ? infos.get(0).id() : null;
         if (!readsCache && !scanned) taskInput += countOnce(s.stageId(), mapRdd, agg) + (failed ? 0L : diskCacheHitBytes(s));
         if (!failed) materialisedRdds.addAll(persisted);
