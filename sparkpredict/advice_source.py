@@ -524,8 +524,9 @@ def _measure_mix_note(job: str, raw: pd.DataFrame | None) -> str | None:
             f"{int((~old).sum())} measured since (median {format_bytes(since)}): since {release} a SQL "
             "file scan counts the size of its files, where Spark 4's vectored Parquet reads had left "
             f"the count at about their footers. If {job} reads Parquet, correct the older runs "
-            "(`sparkpredict store edit RUN_ID... --input-size SIZE`, or ingest their event logs "
-            f"again) or leave them out (`sparkpredict store edit RUN_ID... --exclude`): {shown}")
+            "(`sparkpredict store edit RUN_ID... --input-size SIZE`; runs from event logs: ingest "
+            "the logs again, into a fresh store if `store compact` merged their copies) or leave "
+            f"them out (`sparkpredict store edit RUN_ID... --exclude`): {shown}")
 
 
 def _all_local(raw: pd.DataFrame | None) -> bool:

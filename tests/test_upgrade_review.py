@@ -212,3 +212,40 @@ def test_code_that_cannot_be_hashed_judges_models_by_release_alone(monkeypatch):
     monkeypatch.setattr(fitcache, "_FIT_CODE_HASH", ["3f2a9c1b7e40"])
     assert R.fitted_here(f"{__version__}+fit.unknown") and R.fitted_here(f"{__version__}+fit.3f2a9c1b7e40")
     assert not R.fitted_here(f"{__version__}+fit.000000000000") and not R.fitted_here(None)
+
+
+def test_a_replaced_log_opens_no_other_ingested_run(tmp_path, monkeypatch):
+    """An upgrade re-reads every log ingested before it. Whether a stored copy may be replaced
+    read the runs file of every batch (2.5 s a log on a store of 3,040 ingested logs); an
+    ingest batch holds the one run its label names, so only the run's own batches, edits and
+    compacted batches can say it was edited. An edit is still found."""
+    from sparkpredict.capture.eventlog_ingest import (
+        _replaceable,
+        _StoredRun,
+        ingest_event_logs,
+    )
+    from sparkpredict.store.edit import edit_runs
+    from sparkpredict.store.io import Store
+
+    logs = [HERE / "data" / "eventlogs" / n for n in
+            ("aqe_executors_killed_spark4.zstd", "task_cpus_not_dividing_cores_spark4.zstd",
+             "barrier_stage_retried_spark4.zstd")]
+    path = tmp_path / "store"
+    ids = [f.run_id for f in ingest_event_logs(logs, path).files]
+    st = store.open(path)
+    opened: list[str] = []
+    real = Store._read_file
+
+    def spy(self, file, *args, **kwargs):
+        opened.append(file)
+        return real(self, file, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "_read_file", spy)
+    stored = _StoredRun("succeeded", 1, "eventlog", writer="0.2.0")
+    batch, why = _replaceable(st, ids[0], stored)
+    assert batch is not None and why == ""
+    assert len(opened) == 1 and batch in opened[0], opened
+    monkeypatch.undo()
+    edit_runs(str(path), [ids[0]], job="renamed")
+    assert _replaceable(store.open(path), ids[0], stored) == (
+        None, "it was edited with `sparkpredict store edit`, whose edits keep it")

@@ -398,11 +398,13 @@ class Store:
 
     # ---- reading ------------------------------------------------------------------------
     def read(self, table: str, form: Form = "pandas", columns: list[str] | None = None,
-             run_ids: list[str] | None = None, all_rows: bool = False) -> pd.DataFrame | pa.Table:
+             run_ids: list[str] | None = None, all_rows: bool = False,
+             batches: Callable[[str], bool] | None = None) -> pd.DataFrame | pa.Table:
         """All committed rows of ``table`` (``runs``, ``stages``, ``tasks``, ``executors``); of
         ``runs``, each run's latest row, or with ``all_rows`` every row it ever had (in batch
         order), which is what an edit looks back through (:mod:`.edit`). A single run id or
-        column may be given as a string."""
+        column may be given as a string. ``batches``: read only the batches whose id it accepts
+        (a caller that knows which batches can hold its runs opens no other file)."""
         # one name, not its letters: run_ids="app-1" read as 'a', 'p', ... found nothing
         run_ids = [run_ids] if isinstance(run_ids, str) else run_ids
         columns = [columns] if isinstance(columns, str) else columns
@@ -442,15 +444,16 @@ class Store:
                 stale = self._stale_ingest_copies(visible, gone_is_change=True)
             except _Changed:
                 continue
-            batches = [b for b in sorted(files) if b in visible and b not in stale]
-            todo = [(b, files[b]) for b in batches if b not in read]
+            chosen = [b for b in sorted(files) if b in visible and b not in stale
+                      and (batches is None or batches(b))]
+            todo = [(b, files[b]) for b in chosen if b not in read]
             got = self._read_each(table, todo, keep, run_ids)
             read.update({b: t for (b, _), t in zip(todo, got) if t is not None})
             try:
                 self._check_missing([item for item, t in zip(todo, got) if t is None])
             except _Changed:
                 continue
-            parts = [read[b] for b in batches if b in read]
+            parts = [read[b] for b in chosen if b in read]
             break
         else:
             raise StoreError(f"store {self.path!r} kept changing while it was read: batches went "
