@@ -41,6 +41,28 @@ def _run(store: Path):
 ONE_FILE_A_PARTITION = {"spark.sql.files.maxPartitionBytes": "2m", "spark.sql.files.openCostInBytes": "1m"}
 
 
+def _logged(tmp_path: Path, name: str) -> tuple[Path, dict[str, str]]:
+    """A store for the application ``name`` and its conf: one partition per file, and an event
+    log of it in a folder of its own."""
+    logs = tmp_path / f"{name}-logs"
+    logs.mkdir()
+    return tmp_path / name, {**ONE_FILE_A_PARTITION, "spark.eventLog.enabled": "true",
+                             "spark.eventLog.dir": str(logs), "spark.eventLog.rolling.enabled": "false"}
+
+
+def _input(store: Path) -> int:
+    """The listener's measured input of the store's one run, which the ingest of the same
+    application's event log must measure too (the paths of the rule that the real logs of
+    tests/data/eventlogs do not take: shares, persisted RDDs, one plan run again)."""
+    run, _ = _run(store)
+    assert run.input_bytes_source == "measured"
+    [log] = [p for p in store.with_name(store.name + "-logs").iterdir() if p.is_file()]
+    other = store.with_name(store.name + "-ingested")
+    assert ingest_event_logs([log], other).files[0].outcome == "ingested"
+    assert int(store_mod.open(other).runs()["input_bytes"].iloc[0]) == run.input_bytes
+    return int(run.input_bytes)
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("vectored", ["true", "false"])
 def test_a_parquet_scan_counts_its_files_whichever_way_parquet_reads(spark_app, parquet, tmp_path, vectored):
@@ -70,34 +92,31 @@ def test_a_parquet_scan_counts_its_files_whichever_way_parquet_reads(spark_app, 
 def test_a_scan_read_in_part_counts_its_share_of_partitions(spark_app, parquet, tmp_path):
     """`limit(1).collect()` runs one partition of four: a quarter of the files, not all."""
     path, size = parquet
-    store = tmp_path / "store"
-    with spark_app(store, job="limit", conf=ONE_FILE_A_PARTITION) as spark:
+    store, conf = _logged(tmp_path, "limit")
+    with spark_app(store, job="limit", conf=conf) as spark:
         df = spark.read.parquet(str(path))
         assert df.rdd.getNumPartitions() == FILES
         assert len(df.limit(1).collect()) == 1
-    run, _ = _run(store)
-    assert run.input_bytes == int(size / FILES)
+    assert _input(store) == int(size / FILES)
 
 
 @pytest.mark.spark
 def test_a_cached_scan_counts_once_and_a_fresh_read_again(spark_app, parquet, tmp_path):
-    """Actions over a cached DataFrame read the cache (their stages list the scan's metrics at
-    zero); a new DataFrame over the same files reads them again, as a job does."""
+    """Actions over a cached DataFrame read the cache and run no scan; a new DataFrame over the
+    same files reads them again, as a job does."""
     path, size = parquet
-    store = tmp_path / "store"
-    with spark_app(store, job="cached", conf=ONE_FILE_A_PARTITION) as spark:
+    store, conf = _logged(tmp_path, "cached")
+    with spark_app(store, job="cached", conf=conf) as spark:
         df = spark.read.parquet(str(path)).cache()
         assert df.count() == 300_000
         assert df.selectExpr("sum(id)").collect()[0][0] == 300_000 * 299_999 // 2
         assert df.filter("id % 2 = 0").count() == 150_000
-    run, _ = _run(store)
-    assert run.input_bytes == size
-    store2 = tmp_path / "store2"
-    with spark_app(store2, job="twice", conf=ONE_FILE_A_PARTITION) as spark:
+    assert _input(store) == size
+    store2, conf = _logged(tmp_path, "fresh-twice")
+    with spark_app(store2, job="twice", conf=conf) as spark:
         for _ in range(2):
             assert spark.read.parquet(str(path)).count() == 300_000
-    run, _ = _run(store2)
-    assert run.input_bytes == 2 * size
+    assert _input(store2) == 2 * size
 
 
 def test_a_history_measured_before_and_since_the_files_rule_is_warned_of(tmp_path, monkeypatch):
@@ -128,8 +147,9 @@ def test_a_history_measured_before_and_since_the_files_rule_is_warned_of(tmp_pat
         "far below the 12 measured since (median 12.0 MB)"), warned
     assert warned[0].endswith(f"--exclude`): {ids[0]} {ids[1]} {ids[2]} (and 9 more)")
     assert not [w for w in suggest_executors("sort", "32MB", store=path).warnings if "before 0.3.0" in w]
-    # corrected (their sizes declared): no warning
-    st.append({"runs": older.assign(updated_ms=older.updated_ms + 2 * 10**6)})
+    # declared (even at the footers' sizes): no warning, the user said what they are
+    st.append({"runs": older.assign(updated_ms=older.updated_ms + 2 * 10**6, input_bytes=older.input_bytes // 1000,
+                                    sparkpredict_version="0.2.0")})
     assert not [w for w in suggest_executors("sqljoin", "32MB", store=path).warnings if "before 0.3.0" in w]
 
 
@@ -139,17 +159,35 @@ def test_one_plan_run_twice_reads_twice_and_a_cached_one_once(spark_app, parquet
     and read the files twice for one count; over a cached DataFrame the executions share one
     read, the partitions a `show()` ran counted with those the next action ran."""
     path, size = parquet
-    store = tmp_path / "store"
-    with spark_app(store, job="twice", conf=ONE_FILE_A_PARTITION) as spark:
+    store, conf = _logged(tmp_path, "plan-thrice")
+    with spark_app(store, job="twice", conf=conf) as spark:
         df = spark.read.parquet(str(path)).select("id")
         for _ in range(3):
             assert len(df.collect()) == 300_000
-    run, _ = _run(store)
-    assert run.input_bytes == 3 * size
-    store2 = tmp_path / "store2"
-    with spark_app(store2, job="cached-show", conf=ONE_FILE_A_PARTITION) as spark:
+    assert _input(store) == 3 * size
+    store2, conf = _logged(tmp_path, "cached-show")
+    with spark_app(store2, job="cached-show", conf=conf) as spark:
         df = spark.read.parquet(str(path)).cache()
         df.show(1)
         assert df.count() == 300_000 and len(df.collect()) == 300_000
-    run, _ = _run(store2)
-    assert run.input_bytes == size
+    assert _input(store2) == size
+
+
+def test_a_scans_reads_end_with_their_sql_execution():
+    """From a diff review: each execution of one plan kept its read of the scan for the whole
+    run (100,000 collects of one DataFrame held 244 MB in the ingest). Its count stays."""
+    from sparkpredict.capture.eventlog_scans import ScanInput
+
+    scans = ScanInput()
+    plan = {"sparkPlanInfo": {"nodeName": "Scan parquet", "children": [], "metrics": [
+        {"name": "number of output rows", "accumulatorId": 11}, {"name": "size of files read", "accumulatorId": 12}]}}
+    scans.plan(plan)
+    scans.driver_updates({"accumUpdates": [[12, 1000]]})
+    for execution in range(1000):
+        ran = scans.stage_completed([{"ID": 11, "Value": "5"}], rdd_id=7, partitions=4, ran={execution % 4},
+                                    execution=str(execution), persisted=False)
+        assert ran
+        scans.execution_ended({"executionId": execution})
+    assert scans.counted == 1000 * 250  # a quarter of the files each time
+    [scan] = scans._scans.values()
+    assert scan.reads == {} and scan.counted == {} and scans._by_execution == {}

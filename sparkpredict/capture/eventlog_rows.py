@@ -28,6 +28,7 @@ from .eventlog_run import listener_json, run_tables
 from .eventlog_scans import (
     SQL_ADAPTIVE_UPDATE,
     SQL_DRIVER_UPDATES,
+    SQL_EXECUTION_END,
     SQL_EXECUTION_START,
     ScanInput,
 )
@@ -224,6 +225,7 @@ class RunBuilder:
             SQL_EXECUTION_START: self.scans.plan,
             SQL_ADAPTIVE_UPDATE: self.scans.plan,
             SQL_DRIVER_UPDATES: self.scans.driver_updates,
+            SQL_EXECUTION_END: self.scans.execution_ended,
         }
 
     # ---- the hot loop -------------------------------------------------------------------

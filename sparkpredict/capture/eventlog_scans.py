@@ -37,6 +37,7 @@ SCANS_KEPT = 1_000
 SQL_EXECUTION_START = b"org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart"
 SQL_ADAPTIVE_UPDATE = b"org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate"
 SQL_DRIVER_UPDATES = b"org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates"
+SQL_EXECUTION_END = b"org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd"
 
 
 class _Scan:
@@ -80,6 +81,9 @@ class ScanInput:
     def __init__(self) -> None:
         self._scans: collections.OrderedDict[int, _Scan] = collections.OrderedDict()
         self._scan_of: dict[int, int] = {}  # task-side metric id -> its scan's FILES_SIZE id
+        # per running SQL execution, the scans it read: their reads of it end with it (one
+        # DataFrame collected every minute for weeks must not keep a read per collect)
+        self._by_execution: dict[str, set[int]] = {}
         #: bytes counted for the run's scans (part of its measured input)
         self.counted = 0
 
@@ -122,6 +126,15 @@ class ScanInput:
         else:
             self._scans.move_to_end(size_id)
 
+    def execution_ended(self, ev: dict) -> None:
+        """Forget the reads of a SQL execution that ended (SparkListenerSQLExecutionEnd)."""
+        execution = ev.get("executionId")
+        for size_id in self._by_execution.pop(str(execution), ()) if execution is not None else ():
+            scan = self._scans.get(size_id)
+            if scan is not None:
+                scan.reads.pop(str(execution), None)
+                scan.counted.pop(str(execution), None)
+
     def driver_updates(self, ev: dict) -> None:
         """Take the files' size of the scans among a SparkListenerDriverAccumUpdates."""
         for pair in ev.get("accumUpdates") or ():
@@ -157,6 +170,8 @@ class ScanInput:
         # count after `df.cache(); df.show()` reads the partitions the show did not.
         read = None if persisted else execution
         rdd = rdd_id if rdd_id is not None else -1
+        if read is not None and here:
+            self._by_execution.setdefault(read, set()).update(here)
         for size_id in sorted(here):
             scan = self._scans[size_id]
             by_rdd = scan.reads.setdefault(read, {})

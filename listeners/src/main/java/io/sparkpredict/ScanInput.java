@@ -62,10 +62,25 @@ final class ScanInput {
             return true;
         }
     };
+    /**
+     * Per running SQL execution, the scans it read: their reads of it end with it (one
+     * DataFrame collected every minute for weeks must not keep a read per collect).
+     */
+    private final Map<String, java.util.Set<Long>> byExecution = new HashMap<>();
     /** Bytes counted for the run's scans (part of its measured input). */
     long counted;
     /** A SQL event could not be read: no stage counts scans from then on. */
     boolean off;
+
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ScanInput.class);
+
+    /** Turn the scan rule off for the rest of the run, said once in the driver's log. */
+    void turnOff(Throwable t) {
+        if (off) return;
+        off = true;
+        LOG.warn("sparkpredict: cannot read a SQL scan's size of files ({}); from now on this run's input "
+            + "is its tasks' input metric, which Parquet's vectored reads leave at the footers", t.toString());
+    }
 
     /** Register the scans of a SQL execution's plan (its start or an adaptive update). */
     void plan(SparkPlanInfo root) {
@@ -95,6 +110,19 @@ final class ScanInput {
             for (long i : ids) scanOf.put(i, sizeId);
         }
         scans.put(sizeId, scan);  // re-inserted: the most recently planned
+    }
+
+    /** Forget the reads of a SQL execution that ended. */
+    void executionEnded(long executionId) {
+        String execution = String.valueOf(executionId);
+        java.util.Set<Long> ids = byExecution.remove(execution);
+        if (ids == null) return;
+        for (long sizeId : ids) {
+            Scan scan = scans.get(sizeId);
+            if (scan == null) continue;
+            scan.reads.remove(execution);
+            scan.counted.remove(execution);
+        }
     }
 
     /** Take the files' size of the scans among a driver's accumulator updates. */
@@ -130,6 +158,7 @@ final class ScanInput {
         // execution is a read of its own. Over a persisted RDD the executions share one.
         String read = persisted ? null : execution;
         int rdd = rddId != null ? rddId : -1;
+        if (read != null && !here.isEmpty()) byExecution.computeIfAbsent(read, k -> new java.util.HashSet<>()).addAll(here);
         for (long sizeId : here) {
             Scan scan = scans.get(sizeId);
             Map<Integer, Object[]> byRdd = scan.reads.computeIfAbsent(read, k -> new HashMap<>());

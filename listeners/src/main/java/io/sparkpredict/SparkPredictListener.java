@@ -308,7 +308,7 @@ public class SparkPredictListener extends SparkListener {
      */
     @Override
     public void onOtherEvent(SparkListenerEvent e) {
-        if (disabled) return;
+        if (disabled || stages.scans.off) return;
         try {
             if (e instanceof org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart) {
                 locked("onOtherEvent", () -> scanEvent(() -> stages.scans.plan(
@@ -319,6 +319,9 @@ public class SparkPredictListener extends SparkListener {
             } else if (e instanceof org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates) {
                 locked("onOtherEvent", () -> scanEvent(() -> stages.scans.driverUpdates(
                     ((org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates) e).accumUpdates())));
+            } else if (e instanceof org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd) {
+                locked("onOtherEvent", () -> scanEvent(() -> stages.scans.executionEnded(
+                    ((org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd) e).executionId())));
             }
         } catch (Throwable t) {  // no Spark SQL classes (a core-only Spark): no scans to count
             scansOff(t);
@@ -336,10 +339,7 @@ public class SparkPredictListener extends SparkListener {
     }
 
     private void scansOff(Throwable t) {
-        if (stages.scans.off) return;
-        stages.scans.off = true;
-        LOG.warn("sparkpredict: cannot read a SQL scan's size of files ({}); from now on this run's input "
-            + "is its tasks' input metric, which Parquet's vectored reads leave at the footers", t.toString());
+        stages.scans.turnOff(t);
     }
 
     @Override

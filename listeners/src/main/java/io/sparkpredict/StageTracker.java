@@ -241,9 +241,15 @@ final class StageTracker {
         // A stage that ran SQL file scans counts their files' size instead of its tasks' input
         // metric (which Parquet's vectored reads leave at the footers) and Databricks' cache
         // hits. A scan that ran is a source read even in a stage over a cached RDD (a union).
-        boolean scanned = scans.stageCompleted(s, infos.isEmpty() ? null : infos.get(0).id(),
-            infos.isEmpty() ? 0 : infos.get(0).numPartitions(), agg.ran, stageExecution.get(s.stageId()),
-            anyPersisted);
+        boolean scanned;
+        try {
+            scanned = scans.stageCompleted(s, infos.isEmpty() ? null : infos.get(0).id(),
+                infos.isEmpty() ? 0 : infos.get(0).numPartitions(), agg.ran, stageExecution.get(s.stageId()),
+                anyPersisted);
+        } catch (RuntimeException ex) {  // the scan rule off, never the recording
+            scans.turnOff(ex);
+            scanned = false;
+        }
         Integer mapRdd = agg.mapStage && !infos.isEmpty() ? infos.get(0).id() : null;
         if (!readsCache && !scanned) taskInput += countOnce(s.stageId(), mapRdd, agg) + (failed ? 0L : diskCacheHitBytes(s));
         if (!failed) materialisedRdds.addAll(persisted);
