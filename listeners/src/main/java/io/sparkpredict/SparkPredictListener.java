@@ -324,7 +324,7 @@ public class SparkPredictListener extends SparkListener {
                     ((org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd) e).executionId())));
             }
         } catch (Throwable t) {  // no Spark SQL classes (a core-only Spark): no scans to count
-            scansOff(t);
+            stages.scans.turnOff(t);
         }
     }
 
@@ -334,12 +334,8 @@ public class SparkPredictListener extends SparkListener {
         try {
             update.run();
         } catch (Throwable t) {
-            scansOff(t);
+            stages.scans.turnOff(t);
         }
-    }
-
-    private void scansOff(Throwable t) {
-        stages.scans.turnOff(t);
     }
 
     @Override
