@@ -47,6 +47,17 @@ _DRIVER = textwrap.dedent("""
         assert spark.range(5).count() == 5
     if how == "repl":
         raise ValueError("a mistake typed at the prompt")
+    if how == "finally":
+        try:
+            raise ValueError("half the output written")
+        finally:
+            spark.stop()
+    if how == "with":
+        with spark:
+            sys.exit(3)
+    if how == "exit0":
+        with spark:
+            sys.exit(0)
 """)
 
 
@@ -73,6 +84,17 @@ def test_an_uncaught_exception_fails_the_run(listener_jar, tmp_path):
     assert run.error_message.endswith("...") and len(run.error_message) < 540
     rc, run = _run(tmp_path, "interrupt", "interrupt")
     assert rc != 0 and (run.status, run.error_message) == ("killed", "the driver raised KeyboardInterrupt")
+
+
+def test_an_exception_on_its_way_out_as_the_script_stops_the_session_fails_the_run(listener_jar, tmp_path):
+    # the session ended before the exception reached the top, where the exit handler looks
+    rc, run = _run(tmp_path, "finally", "finally")
+    assert rc == 1 and (run.status, run.error_message) == ("failed", "the driver raised ValueError: half the output written")
+    rc, run = _run(tmp_path, "with", "with")
+    assert rc == 3 and (run.status, run.error_message) == ("failed", "the driver exited with status 3")
+    # sys.exit(0) on its way out ends the work well
+    rc, run = _run(tmp_path, "exit0", "exit0")
+    assert rc == 0 and (run.status, run.error_message) == ("succeeded", None)
 
 
 def test_what_the_script_survives_or_a_repl_goes_on_from_is_no_failure(listener_jar, tmp_path):

@@ -604,6 +604,7 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     if compact:
         _compact_before_run(resolve_store(store))
     _record_at_exit()
+    _record_raised_at_stop(SparkContext)
     return builder
 
 
@@ -663,6 +664,48 @@ def _stop_at_exit() -> None:
         log.debug("stopping the context at exit: %s", exc)
 
 
+def _record_raised_at_stop(context_class: Any) -> None:
+    """Make ``SparkContext.stop`` tell the listener of an exception on its way out (once per
+    process).
+
+    A script that stops its session itself as an exception leaves (``try: ... finally:
+    spark.stop()``, ``with SparkSession...``, an ``except`` that stops and re-raises or calls
+    ``sys.exit(1)``) ended its application before the exception reached the top, where the
+    exit handler looks: the run was recorded ``succeeded``, of a shorter runtime, and trained
+    the models as a whole run. The exception is still in flight when ``stop`` runs
+    (``sys.exc_info()`` holds it in a ``finally``, an ``__exit__`` and an ``except``), so
+    :func:`_in_flight` reads it there. SparkSession.stop and its ``__exit__`` end in this
+    function too."""
+    import functools
+
+    original = context_class.stop
+    if getattr(original, "_sparkpredict_raised", False):
+        return
+
+    @functools.wraps(original)
+    def stop(self: Any, *args: Any, **kwargs: Any) -> Any:
+        value = _in_flight()
+        if value is not None and getattr(self, "_jsc", None) is not None:
+            _tell_listener_raised(self, value)
+        return original(self, *args, **kwargs)
+
+    stop._sparkpredict_raised = True  # type: ignore[attr-defined]
+    context_class.stop = stop
+
+
+def _in_flight() -> BaseException | None:
+    """The exception being raised or handled where this is called that ends the driver's
+    work: not ``sys.exit(0)``/``sys.exit()``, which end it well, nor a generator's close."""
+    import sys
+
+    value = sys.exc_info()[1]
+    if value is None or isinstance(value, GeneratorExit):
+        return None
+    if isinstance(value, SystemExit) and value.code in (None, 0):
+        return None
+    return value
+
+
 def _tell_listener_raised(sc: Any, value: BaseException) -> bool:
     """Tell the listener of the application of ``sc`` that the driver raised ``value``; whether
     it could. Never raises: the context's stop comes next."""
@@ -671,10 +714,14 @@ def _tell_listener_raised(sc: Any, value: BaseException) -> bool:
         if sc._jvm is None:
             return False
         status = "killed" if issubclass(kind, KeyboardInterrupt) else "failed"
-        text = f"{kind.__name__}: {value}" if str(value) else kind.__name__
+        if isinstance(value, SystemExit):
+            code = value.code
+            text = f"the driver exited with status {code}" if isinstance(code, int) else f"the driver exited: {code}"
+        else:
+            text = "the driver raised " + (f"{kind.__name__}: {value}" if str(value) else kind.__name__)
         if len(text) > RAISED_CHARS:
             text = text[:RAISED_CHARS - 3] + "..."
-        sc._jvm.io.sparkpredict.SparkPredictListener.driverRaised(status, f"the driver raised {text}")
+        sc._jvm.io.sparkpredict.SparkPredictListener.driverRaised(status, text)
         return True
     except Exception:  # no listener class, a gateway gone: nothing to tell  # noqa: BLE001
         return False
