@@ -202,6 +202,33 @@ def test_a_limit_between_the_prediction_and_the_errors_middle_has_the_chance_bel
     np.testing.assert_allclose(chance_within(clipped, pred, 10 * np.exp(0.3)), 0.5, atol=1e-3)
 
 
+def test_a_later_limit_is_never_less_likely_met_where_the_bounds_are_wide_at_the_middle():
+    """The same known distribution, with a lower bound that reaches 10 % below the prediction
+    even at confidence 0 (a floor that shifts the clipped bound, as the size and count floors
+    do). A limit just below the prediction read 50 % from the clipped bounds, one just above it
+    15.9 % from the lower half: 41.1 s predicted said 49 % for a 40 s deadline and 39 % for 45 s."""
+    from scipy.stats import norm
+
+    from sparkpredict.models.intervals import chance_within
+
+    mu, sd = 0.5, 0.2
+
+    def middle(c):
+        return mu + sd * norm.ppf((1 - c) / 2), mu + sd * norm.ppf((1 + c) / 2)
+
+    def floored(c):
+        lo, hi = middle(c)
+        return np.minimum(lo, 0.0) - 0.1, np.maximum(hi, 0.0)
+
+    pred = np.array([10.0])
+    limits = 10 * np.exp(np.linspace(-0.3, 1.2, 61))
+    chances = np.array([chance_within(floored, pred, t, middle)[0] for t in limits])
+    assert np.all(np.diff(chances) >= -1e-9), chances
+    # just below the prediction: the distribution's own share, P(log ratio <= -0.05) = Phi(-2.75)
+    np.testing.assert_allclose(chance_within(floored, pred, 10 * np.exp(-0.05), middle), norm.cdf(-2.75), atol=2e-3)
+    np.testing.assert_allclose(chance_within(floored, pred, 10 * np.exp(0.3), middle), norm.cdf(-1.0), atol=2e-3)
+
+
 def test_far_beyond_the_runs_a_count_predicted_in_time_can_be_more_likely_late(real_history):
     """sqljoin (runs of 2-32 MB) asked about 10 GB, whose extrapolation folds ran above the
     model: a deadline 30 % above the prediction had read 50 % for every count."""
