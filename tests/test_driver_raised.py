@@ -58,10 +58,26 @@ _DRIVER = textwrap.dedent("""
     if how == "exit0":
         with spark:
             sys.exit(0)
+    if how == "retry":
+        # the retry starts inside the except of the attempt that failed: its own stop sees that
+        # exception in flight, which is not its failure
+        def attempt(n):
+            s = sparkpredict.attach(builder, job=f"attempt{n}", store=sys.argv[1]).getOrCreate()
+            try:
+                s.range(10).count()
+                if n == 1:
+                    raise ConnectionError("the source was not ready")
+            finally:
+                s.stop()
+        spark.stop()
+        try:
+            attempt(1)
+        except ConnectionError:
+            attempt(2)
 """)
 
 
-def _run(tmp_path, name, how, *flags):
+def _run(tmp_path, name, how, *flags, runs=1):
     """The process's exit code and its run, as they are when Python has exited: attach() stops
     the context at exit, so the run is in the store already (the JVM would otherwise record it
     on its own way down, seconds later)."""
@@ -71,9 +87,9 @@ def _run(tmp_path, name, how, *flags):
     store = tmp_path / name
     proc = subprocess.run([sys.executable, *flags, str(script), str(store), how], env=env, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=300, check=False)
-    runs = store_mod.open(store).runs() if (store / "runs").is_dir() else []
-    assert len(runs) == 1, proc.stderr[-3000:]
-    return proc.returncode, runs.iloc[0]
+    table = store_mod.open(store).runs() if (store / "runs").is_dir() else []
+    assert len(table) == runs, proc.stderr[-3000:]
+    return proc.returncode, table.iloc[0] if runs == 1 else table.set_index("job")
 
 
 def test_an_uncaught_exception_fails_the_run(listener_jar, tmp_path):
@@ -95,6 +111,41 @@ def test_an_exception_on_its_way_out_as_the_script_stops_the_session_fails_the_r
     # sys.exit(0) on its way out ends the work well
     rc, run = _run(tmp_path, "exit0", "exit0")
     assert rc == 0 and (run.status, run.error_message) == ("succeeded", None)
+    rc, runs = _run(tmp_path, "retry", "retry", runs=3)
+    assert rc == 0 and runs.loc["attempt1", "status"] == "failed"
+    assert runs.loc["attempt1", "error_message"] == "the driver raised ConnectionError: the source was not ready"
+    assert (runs.loc["attempt2", "status"], runs.loc["attempt2", "error_message"]) == ("succeeded", None)
+
+
+def test_the_stop_runs_whatever_is_in_flight_and_exit_statuses_read_as_python_exits():
+    """No JVM: a stand-in class whose stop() records that it ran, wrapped as attach() wraps
+    SparkContext. An exit code that cannot be compared (an array) must not keep the stop from
+    running, and sys.exit(True) is status 1, as the process exits."""
+    import numpy as np
+
+    from sparkpredict.capture import listener
+
+    class Context:
+        def __init__(self):
+            self._jsc = object()
+            self._jvm = None  # nothing to tell: _tell_listener_raised returns False
+            self.stopped = 0
+
+        def stop(self):
+            self.stopped += 1
+            return "stopped"
+
+    listener._record_raised_at_stop(Context)
+    listener._record_raised_at_stop(Context)  # once per process: no second wrapper
+    assert Context.stop.__wrapped__.__name__ == "stop" and not hasattr(Context.stop.__wrapped__, "__wrapped__")
+    c = Context()
+    with pytest.raises(SystemExit):
+        try:
+            sys.exit(np.array([1, 2]))
+        finally:
+            assert c.stop() == "stopped"
+    assert c.stopped == 1
+    assert [listener._exit_status(v) for v in (None, 0, True, False, np.int64(3), "a message")] == [0, 0, 1, 0, 3, None]
 
 
 def test_what_the_script_survives_or_a_repl_goes_on_from_is_no_failure(listener_jar, tmp_path):

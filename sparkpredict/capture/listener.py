@@ -675,22 +675,51 @@ def _record_raised_at_stop(context_class: Any) -> None:
     the models as a whole run. The exception is still in flight when ``stop`` runs
     (``sys.exc_info()`` holds it in a ``finally``, an ``__exit__`` and an ``except``), so
     :func:`_in_flight` reads it there. SparkSession.stop and its ``__exit__`` end in this
-    function too."""
+    function too.
+
+    An exception already in flight as the context started is not its application's failure (a
+    retry started inside the ``except`` of the attempt that failed), so ``__init__`` keeps it
+    to compare. Never raises into the caller, and the stop always runs."""
     import functools
+    import sys
 
     original = context_class.stop
     if getattr(original, "_sparkpredict_raised", False):
         return
+    original_init = context_class.__init__
+
+    @functools.wraps(original_init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        self._sparkpredict_before = sys.exc_info()[1]
+        original_init(self, *args, **kwargs)
 
     @functools.wraps(original)
     def stop(self: Any, *args: Any, **kwargs: Any) -> Any:
-        value = _in_flight()
-        if value is not None and getattr(self, "_jsc", None) is not None:
-            _tell_listener_raised(self, value)
+        try:
+            value = _in_flight()
+            if (value is not None and value is not getattr(self, "_sparkpredict_before", None)
+                    and getattr(self, "_jsc", None) is not None):
+                _tell_listener_raised(self, value)
+        except Exception as exc:  # never in the way of the stop  # noqa: BLE001
+            log.debug("telling the listener of an exception at stop: %s", exc)
         return original(self, *args, **kwargs)
 
     stop._sparkpredict_raised = True  # type: ignore[attr-defined]
     context_class.stop = stop
+    context_class.__init__ = __init__
+
+
+def _exit_status(code: object) -> int | None:
+    """The process exit status of ``sys.exit(code)`` where it is a number (``True`` is 1, a
+    numpy integer its value), else None (a message: Python prints it and exits 1)."""
+    import operator
+
+    if code is None:
+        return 0
+    try:
+        return operator.index(code)  # type: ignore[arg-type]
+    except TypeError:
+        return None
 
 
 def _in_flight() -> BaseException | None:
@@ -701,7 +730,7 @@ def _in_flight() -> BaseException | None:
     value = sys.exc_info()[1]
     if value is None or isinstance(value, GeneratorExit):
         return None
-    if isinstance(value, SystemExit) and value.code in (None, 0):
+    if isinstance(value, SystemExit) and _exit_status(value.code) == 0:
         return None
     return value
 
@@ -713,10 +742,12 @@ def _tell_listener_raised(sc: Any, value: BaseException) -> bool:
     try:
         if sc._jvm is None:
             return False
-        status = "killed" if issubclass(kind, KeyboardInterrupt) else "failed"
+        # a cancelled asyncio task (the driver's own shutdown of the work) is stopped, not broken
+        cancelled = kind.__name__ == "CancelledError" and kind.__module__.startswith(("asyncio", "concurrent"))
+        status = "killed" if issubclass(kind, KeyboardInterrupt) or cancelled else "failed"
         if isinstance(value, SystemExit):
-            code = value.code
-            text = f"the driver exited with status {code}" if isinstance(code, int) else f"the driver exited: {code}"
+            code = _exit_status(value.code)
+            text = f"the driver exited with status {code}" if code is not None else f"the driver exited: {value.code}"
         else:
             text = "the driver raised " + (f"{kind.__name__}: {value}" if str(value) else kind.__name__)
         if len(text) > RAISED_CHARS:

@@ -81,9 +81,11 @@ public class SparkPredictListener extends SparkListener {
     private static volatile SparkPredictListener current;
 
     /**
-     * The Python driver's code raised {@code why} and nothing caught it (sparkpredict.attach's
-     * sys.excepthook calls this through py4j): the application that ends next is recorded as
-     * {@code status}, "failed" or "killed" (KeyboardInterrupt), not succeeded. Its own end says
+     * The Python driver's code raised {@code why}: nothing caught it (sparkpredict.attach's exit
+     * handler calls this through py4j), or it was in flight as the script stopped its context
+     * (attach's wrapper of SparkContext.stop, in a finally or a with block). The application
+     * that ends next is recorded as {@code status}, "failed" or "killed" (KeyboardInterrupt, a
+     * cancelled asyncio task), not succeeded. Its own end says
      * exit code 0 when Python launched the JVM, as when the context stops from Spark's shutdown
      * hook: without this, a script that wrote half its output and raised trained the models
      * as a complete run. Never throws into the caller.
