@@ -178,6 +178,11 @@ def test_beyond_the_memory_the_runs_used_without_any_spill_is_called_untested(tm
     assert f"beyond the {limit:.2g} that ran without heavy spill" in w
     assert "none of its runs spilled heavily, so whether this one does is untested" in w
     assert ">= 10 executors (or more executor memory) stay within what ran" in w
+    # beyond what ran (0.0122) but far below what could fill a heap: 1 GB on one 64 GiB
+    # executor holds 0.0146 bytes of input per byte, and no spill is warned of
+    small = suggest_executors("etl", "1GB", store=path, models={"etl": fast_model(h)}, executor_counts=[1])
+    assert small.candidates[0].input_per_memory > limit * 1.1
+    assert not [x for x in small.warnings if "executor memory" in x], small.warnings
 
 
 def test_dynamic_allocation_history_gets_bounds(tmp_path):
