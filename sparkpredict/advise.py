@@ -362,6 +362,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     if budget_v is not None and not budget_ok[i]:
         unit = format_amount if money is not None else (lambda v: f"{format_amount(v)} executor-h")
         scale = price if price is not None else 1.0
+        # the budget's unit once: executor-hours, or money in whatever currency the price is in
+        budget_text = unit(budget_v) if money is None else f"{format_amount(budget_v)} (in the price's currency)"
         # spend: what the budget was judged by (the upper bound, or the prediction without one)
         how = (f"up to {unit(spend[i])} by the {format_level(level)} interval's upper bound"
                if np.isfinite(up).any() else unit(spend[i]))
@@ -371,17 +373,17 @@ def suggest_executors(job: str, input_bytes: float | str, *,
                      else "most likely to make the deadline" if likeliest
                      else "fastest by its upper bound")
             warnings.append(f"the count given, the one {which}, costs {how}, over "
-                            f"the budget {format_number(budget_v)} (predicted {unit(cost[i] * scale)}): "
+                            f"the budget {budget_text} (predicted {unit(cost[i] * scale)}): "
                             "with no count meeting the deadline, the budget did not steer the choice")
         elif objective == "time":
             also = " and meets the deadline" if meets is not None and met else ""
-            warnings.append(f"no candidate fits the budget {format_number(budget_v)}{also} at "
+            warnings.append(f"no candidate fits the budget {budget_text}{also} at "
                             f"{format_level(level)} confidence; the {'count meeting the deadline' if also else 'count'} "
                             f"likeliest to fit it is given: it costs {how} (predicted "
                             f"{unit(cost[i] * scale)})")
         else:
             # a budget only steers "time"; given with another objective it must not pass unremarked
-            warnings.append(f"the advised count costs {how}, over the budget {format_number(budget_v)}; "
+            warnings.append(f"the advised count costs {how}, over the budget {budget_text}; "
                             f"the budget limits the choice only for objective 'time' (this advice: {objective!r})")
     if deadline is not None and meets is not None and not met and not np.isfinite(up).any():
         warnings.append(_no_bound_warning(job, src.n_runs, deadline, level))

@@ -137,7 +137,8 @@ def test_time_is_fastest_within_budget():
     # with a price the budget is money: 2 per executor-hour -> 1.5 money = 0.75 h: none fits,
     # and the count likeliest to fit it (the lowest upper bound of cost) is given
     a = advise(objective="time", max_executors=30, budget=1.5, price_per_executor_hour=2.0)
-    assert a.executors == 1 and any("budget" in w for w in a.warnings)
+    assert a.executors == 1 and any("no candidate fits the budget 1.50 (in the price's currency)" in w
+                                    for w in a.warnings), a.warnings
     assert advise(objective="time", max_executors=30, budget=1.9, price_per_executor_hour=2.0).executors == 3  # 0.95 h: E <= 3.6
     assert a.cost_money == pytest.approx(2.0 * a.cost_executor_hours)
 
@@ -169,7 +170,7 @@ def test_time_with_deadline_and_budget():
     # cost, 6 x 1.1 x 530 s = 0.97 h), warned
     a = advise(objective="time", deadline_s=600, budget=0.95, max_executors=20)
     assert a.executors == 6 and a.meets_deadline is True
-    said = ("no candidate fits the budget 0.95 and meets the deadline at 90% confidence; the count meeting "
+    said = ("no candidate fits the budget 0.95 executor-h and meets the deadline at 90% confidence; the count meeting "
             "the deadline likeliest to fit it is given: it costs up to 0.97 executor-h by the 90% interval's "
             "upper bound (predicted 0.88 executor-h)")
     assert [w for w in a.warnings if "budget" in w] == [said]

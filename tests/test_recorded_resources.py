@@ -47,7 +47,7 @@ def test_time_budget_warning_when_no_count_meets_the_deadline():
     assert a.executors == 20 and a.meets_deadline is False
     said = [w for w in a.warnings if "budget" in w]
     assert said == [("the count given, the one fastest by its upper bound, costs up to 1.10 executor-h by "
-                    "the 90% interval's upper bound, over the budget 0.95 (predicted 1.00 executor-h): with no "
+                    "the 90% interval's upper bound, over the budget 0.95 executor-h (predicted 1.00 executor-h): with no "
                     "count meeting the deadline, the budget did not steer the choice")]
 
 
