@@ -363,7 +363,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         unit = format_amount if money is not None else (lambda v: f"{format_amount(v)} executor-h")
         scale = price if price is not None else 1.0
         # the budget's unit once: executor-hours, or money in whatever currency the price is in
-        budget_text = unit(budget_v) if money is None else f"{format_amount(budget_v)} (in the price's currency)"
+        budget_text = format_number(budget_v) + (" executor-h" if money is None else " (in the price's currency)")
         # spend: what the budget was judged by (the upper bound, or the prediction without one)
         how = (f"up to {unit(spend[i])} by the {format_level(level)} interval's upper bound"
                if np.isfinite(up).any() else unit(spend[i]))

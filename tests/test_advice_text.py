@@ -115,7 +115,7 @@ def test_the_memory_warning_of_a_far_executor_memory_is_in_memory_units(real_his
 def test_budget_and_parameters_in_the_text_have_no_exponent_padding():
     a = advise(objective="cost", max_executors=8, budget=1e-7)
     over = [w for w in a.warnings if "over the budget" in w]
-    assert len(over) == 1 and "over the budget 1.0e-7 executor-h;" in over[0] and "e-07" not in over[0], over
+    assert len(over) == 1 and "over the budget 1e-7 executor-h;" in over[0] and "e-07" not in over[0], over
     text = format_advice(dataclasses.replace(a, params={"observations": 1e9, "iterations": 25.0}))
     assert "job parameters: observations=1e9, iterations=25" in text and "e+" not in text
 

@@ -137,7 +137,7 @@ def test_time_is_fastest_within_budget():
     # with a price the budget is money: 2 per executor-hour -> 1.5 money = 0.75 h: none fits,
     # and the count likeliest to fit it (the lowest upper bound of cost) is given
     a = advise(objective="time", max_executors=30, budget=1.5, price_per_executor_hour=2.0)
-    assert a.executors == 1 and any("no candidate fits the budget 1.50 (in the price's currency)" in w
+    assert a.executors == 1 and any("no candidate fits the budget 1.5 (in the price's currency)" in w
                                     for w in a.warnings), a.warnings
     assert advise(objective="time", max_executors=30, budget=1.9, price_per_executor_hour=2.0).executors == 3  # 0.95 h: E <= 3.6
     assert a.cost_money == pytest.approx(2.0 * a.cost_executor_hours)
