@@ -55,6 +55,10 @@ def parse_bytes(text: str | float) -> int:
         written = False
     else:
         m = _SIZE_RE.match(str(text))
+        negative = _SIZE_RE.match(str(text).strip()[1:]) if str(text).strip().startswith("-") else None
+        if negative and negative.group(2).lower() in _BYTE_UNITS:
+            # a size with a unit, below zero: "-5MB" is readable, only not a size
+            raise InputError(f"size {text!r} must be positive", "give a size above zero, e.g. 64MB")
         if not m or m.group(2).lower() not in _BYTE_UNITS:
             raise InputError(f"cannot read {text!r} as a size",
                              "write a number with a unit, e.g. 300GB, 512MiB or 1.5TiB")

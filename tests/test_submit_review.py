@@ -65,6 +65,21 @@ def test_a_spark_submit_killed_by_a_signal_exits_as_a_shell_says_it(listener_jar
     assert rc == 137
 
 
+def test_an_application_that_fails_before_its_session_is_said_to_have_failed(listener_jar, tmp_path, monkeypatch,
+                                                                              capfd):
+    """A job script's usage error: the listener's causes (no SparkSession started, a replaced
+    spark.extraListeners) were printed under it, though the script only exited 2."""
+    script = tmp_path / "usage.py"
+    script.write_text("import sys\nprint('error: size -5MB must be positive', file=sys.stderr)\nsys.exit(2)\n")
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    rc = main(["submit", "--store", str(tmp_path / "s"), "--", "--master", "local[1]",
+               "--conf", "spark.ui.enabled=false", str(script)])
+    err = capfd.readouterr().err
+    assert rc == 2
+    assert "no run was recorded" in err and "the application exited with status 2, its error above" in err, err
+    assert "extraListeners" not in err
+
+
 def test_an_empty_executor_instances_conf_does_not_drop_the_count(tmp_path, capsys, listener_jar):
     assert main(["submit", "--store", str(tmp_path / "s"), "--executors", "3", "--dry-run", "--",
                  "--master", "local[1]", "--conf", "spark.executor.instances=", "wc.py"]) == 0

@@ -306,7 +306,7 @@ def test_plan_sweep_refuses_what_is_not_a_whole_number(kwargs, message, fix):
     (["--bogus"], "unrecognized arguments: --bogus", "fix: see `jobs/wordcount.py --help`"),
     (["--sizee", "2MB"], "unrecognized arguments: --sizee", "fix: did you mean --size?"),
     # argparse took -5MB for an option ("expected one argument"); the size's check says what is wrong
-    (["--size", "-5MB"], "error: cannot read '-5MB' as a size", "fix: write a number with a unit"),
+    (["--size", "-5MB"], "error: size '-5MB' must be positive", "fix: give a size above zero"),
 ])
 def test_a_job_scripts_usage_error_ends_with_a_fix_line(args, message, fix):
     r = subprocess.run([sys.executable, str(JOBS / "wordcount.py"), *args], capture_output=True, text=True,
