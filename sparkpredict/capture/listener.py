@@ -219,6 +219,16 @@ def check_store(store: str) -> None:
     from ..store.schema import MARKER_FILE, TABLES, holds_other_files
 
     p = Path(store)
+    if not (p / MARKER_FILE).is_file():
+        from ..store.io import enclosing_local_store
+
+        # first: a store's own table folder (store/runs) holds its Parquet files, which are
+        # no other files of the user's
+        outer = enclosing_local_store(store)
+        if outer is not None:  # the listener would make a store there, as Store.init refuses to
+            raise StoreError(f"store path {store!r} is inside the store {outer!r}",
+                             "give a folder outside every store: a store inside another mixes its "
+                             "files into that one's tables, and that one's `store clean` removes them")
     if p.is_dir():
         if (p / MARKER_FILE).is_file():
             from ..store import io as store_io
@@ -234,14 +244,6 @@ def check_store(store: str) -> None:
             if foreign:
                 raise StoreError(f"folder {store!r} is not a sparkpredict store: {holds_other_files(foreign)}",
                                  "point --store / spark.sparkpredict.store at an empty or new folder")
-    if not (p / MARKER_FILE).is_file():
-        from ..store.io import enclosing_local_store
-
-        outer = enclosing_local_store(store)
-        if outer is not None:  # the listener would make a store there, as Store.init refuses to
-            raise StoreError(f"store path {store!r} is inside the store {outer!r}",
-                             "give a folder outside every store: a store inside another mixes its "
-                             "files into that one's tables, and that one's `store clean` removes them")
     problem = folder_problem(p)
     if problem == "it is a file":
         raise StoreError(f"store path {store!r} is a file", "give a folder path for the store")

@@ -656,7 +656,13 @@ class Store:
                              "makes the marker again")
         if found == pafs.FileType.File:  # a store already: nothing to make
             return
-        # a store to make (or whose marker went)
+        # a store to make (or whose marker went); inside a store first: a store's own table
+        # folder (store/runs) holds its Parquet files, no other files of the user's
+        outer = enclosing_store(self)
+        if outer is not None:
+            raise StoreError(f"store path {self.path!r} is inside the store {outer!r}",
+                             "give a folder outside every store: a store inside another mixes its "
+                             "files into that one's tables, and that one's `store clean` removes them")
         if info.type == pafs.FileType.Directory:
             entries = self.fs.get_file_info(pafs.FileSelector(base))
             # Hidden names are other writers' temp files (the listener's marker is written
@@ -668,11 +674,6 @@ class Store:
                 raise StoreError(
                     f"folder {self.path!r} is not a sparkpredict store: {S.holds_other_files(sorted(foreign))}",
                     "point --store / spark.sparkpredict.store at an empty or new folder")
-        outer = enclosing_store(self)
-        if outer is not None:
-            raise StoreError(f"store path {self.path!r} is inside the store {outer!r}",
-                             "give a folder outside every store: a store inside another mixes its "
-                             "files into that one's tables, and that one's `store clean` removes them")
         try:
             self.fs.create_dir(base, recursive=True)
             if not self.exists():
