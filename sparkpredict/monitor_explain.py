@@ -97,6 +97,7 @@ class Explanation:
     shares: dict[str, float]
     main_cause: str | None
     main_share: float
+    #: per QoS threshold (0.05, 0.10, 0.20): True when the run violated it, slower by more
     qos: dict[float, bool]
     threshold: float
     violated: bool
