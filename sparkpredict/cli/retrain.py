@@ -85,8 +85,8 @@ def _run(args: argparse.Namespace) -> int:
         else:
             # the crossover only chose the path when neither --spark nor --local forced it
             crossover = "" if use_spark is not None else (
-                f" (Spark from {RT.crossover_jobs(args.kind)} jobs, or "
-                f"{RT.crossover_stage_jobs(args.kind)} with stage models)")
+                f" (the Spark path is taken from {RT.crossover_jobs(args.kind)} jobs to refit, or "
+                f"{RT.crossover_stage_jobs(args.kind)} with stage models: where its start-up pays back, docs/retrain.md)")
             print(f"{len(stale)} of {out['jobs']} job(s) would be refit on the {path} path, "
                   f"{len(out['stage_jobs'])} of them with stage models{crossover}"
                   + ("; nothing to refit: Spark would not start" if path == "spark" and not stale else ""))
