@@ -127,20 +127,34 @@ def main() -> int:
     paired = {m: statistics.median([(a / b - 1) * 100 for a, b in zip(times[m], times["none"])])
               for m in ("eventlog", "listener")}
     over = {m: (med[m] / med["none"] - 1) * 100 for m in ("eventlog", "listener")}
-    ok_el = paired["listener"] <= max(paired["eventlog"], 0.0) + 1e-9 or over["listener"] <= over["eventlog"]
+    # the two estimates of one comparison: when they disagree, neither decides it
+    el_by = {"paired": paired["listener"] <= max(paired["eventlog"], 0.0) + 1e-9,
+             "medians": over["listener"] <= over["eventlog"] + 1e-9}
+    ok_el = el_by["paired"] and el_by["medians"]
     busy_med, write_med = statistics.median(busy), statistics.median(written)
     # When the event log (which surely costs something) comes out below the reference by more
     # than the effect we look for, the machine's noise is larger than the goal: say so.
     noisy = paired["eventlog"] < -2.0 or over["eventlog"] < -2.0
 
-    def verdict(ok: bool) -> str:
-        return ("inconclusive: noise > effect on this shared machine" if noisy
-                else ("met" if ok else "not met"))
+    def verdict(ok: bool, split: bool = False) -> str:
+        if noisy:
+            return "inconclusive: noise > effect on this shared machine"
+        if split:
+            return "inconclusive: the paired and the medians' figures disagree"
+        return "met" if ok else "not met"
     # The end-to-end ratio cannot resolve 2 % on a shared machine; the listener's own time (its
     # callbacks on Spark's listener-bus thread, and its writer thread) bounds what it can add.
     plugin_med = statistics.median(plugin)
     own = busy_med + write_med + plugin_med
     ok_2 = paired["listener"] <= 2.0 or own <= 2.0
+    if own <= 2.0 < paired["listener"]:
+        why_2 = (f" = {own:.2f} %, within 2 %: met by the listener's own time, not by the end-to-end figure,"
+                 " which here cannot resolve 2 %)")
+    elif own > 2.0:
+        why_2 = (f" = {own:.2f} %, above 2 %: the verdict rests on the end-to-end figure alone, the bound"
+                 " does not exclude more)")
+    else:
+        why_2 = f" = {own:.2f} %, within 2 % too)"
     lines = [
         "## Listener overhead",
         "",
@@ -173,12 +187,12 @@ def main() -> int:
         f" every second), as a share of one core over the job+stop wall time: median **{plugin_med:.3f} %**"
         f" ({', '.join(f'{b:.3f}' for b in plugin)} %)."),
         "",
-        (f"- goal overhead ≤ event log's: **{verdict(ok_el)}** (listener {paired['listener']:+.1f} %"
-        f" vs event log {paired['eventlog']:+.1f} %, paired medians)"),
+        (f"- goal overhead ≤ event log's: **{verdict(ok_el, el_by['paired'] != el_by['medians'])}** (listener"
+        f" {paired['listener']:+.1f} % vs event log {paired['eventlog']:+.1f} %, paired medians; by the medians"
+        f" {over['listener']:+.1f} % vs {over['eventlog']:+.1f} %)"),
         (f"- goal overhead ≤ 2 % of wall time: **{verdict(ok_2)}** (end-to-end {paired['listener']:+.1f} %;"
         f" own callback time {busy_med:.2f} % + writer {write_med:.2f} % + host plugin {plugin_med:.3f} %"
-        f" = {own:.2f} %" + (", above 2 %: the verdict rests on the end-to-end figure alone, the bound"
-                             " does not exclude more)" if own > 2.0 else ", within 2 % too)")),
+        + why_2),
     ]
     body = "\n".join(lines)
     print(body)
