@@ -42,8 +42,9 @@ _SAME_RATIO = 1 + EXTRAPOLATION_NOTED
 #: A run "spilled heavily" when it spilled to disk at least this fraction of its input.
 _HEAVY_SPILL_FRACTION = 0.1
 #: Input per byte of memory below which no spill warning is given, however little the runs
-#: held: the whole input held at once, at 10x its size deserialized, fills a fifth of the heap,
-#: within the 60 % Spark gives execution and storage. Without it, 4 MB asked of a history of
+#: held, unless runs at that ratio or below spilled heavily: the whole input held at once, at
+#: 10x its size deserialized, fills a fifth of the heap, within the 60 % Spark gives execution
+#: and storage. Without it, 4 MB asked of a history of
 #: 2 MB runs warned that the 1 GiB driver "holds 0.0037 bytes of input per byte, beyond the
 #: 0.0019 that ran".
 _NO_SPILL_BELOW = 0.02
@@ -407,8 +408,10 @@ class HistorySource:
             return [(f"every recorded run of {self.job} spilled heavily to disk; give executors "
                      "more memory (spark.executor.memory)")]
         limit = float(ok.max())
-        if ratio <= limit * _SAME_RATIO or ratio < _NO_SPILL_BELOW:
+        if ratio <= limit * _SAME_RATIO:
             return []
+        if ratio < _NO_SPILL_BELOW and (heavy.empty or ratio < float(heavy.min())):
+            return []  # unless runs at this ratio or below spilled heavily (a skewed join does)
 
         def r2(x: float) -> str:  # small ratios keep two significant digits, not "0.01"
             return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"

@@ -96,8 +96,8 @@ def _float_or_inf(value: float) -> float:
 
 def parse_user_bytes(text: str | float) -> int:
     """:func:`parse_bytes` of a size a user typed, refusing a fraction of a byte (``1.5``, which
-    was stored as 2 bytes: a unit forgotten, most likely), and saying of ``-5MB`` that it is
-    negative, where the parser cannot read it. Not :func:`declared_size`, which reads a setting
+    was stored as 2 bytes: a unit forgotten, most likely), and saying of whatever starts with a
+    minus that it is negative (the parser says so of a readable size, ``-5MB``, only). Not :func:`declared_size`, which reads a setting
     as the listener does, string for string."""
     not_negative("size", text, "64MB")
     m = _SIZE_RE.match(text) if isinstance(text, str) else None
@@ -110,8 +110,8 @@ def parse_user_bytes(text: str | float) -> int:
 
 
 def not_negative(what: str, text: object, example: str) -> None:
-    """Refuse a negative size or duration as such: ``-5MB`` is no size to the parser, whose
-    "cannot read" would hide what is wrong with it."""
+    """Refuse a negative size or duration as such, whatever follows the minus: the parsers'
+    "cannot read" (of ``-5 megs``, or of ``-5m`` to the size parser) would hide what is wrong."""
     if isinstance(text, str) and text.strip().startswith("-") or (
             isinstance(text, numbers.Real) and not is_bool(text) and text < 0):
         raise InputError(f"{what} {shown(text)} must be positive", f"give a {what} above zero, e.g. {example}")

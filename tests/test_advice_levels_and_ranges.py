@@ -229,6 +229,22 @@ def test_a_later_limit_is_never_less_likely_met_where_the_bounds_are_wide_at_the
     np.testing.assert_allclose(chance_within(floored, pred, 10 * np.exp(0.3), middle), norm.cdf(-1.0), atol=2e-3)
 
 
+def test_far_beyond_the_runs_the_chance_never_falls_as_the_limit_rises(real_history):
+    """sqljoin asked about 1 GB on 3 executors, far beyond its 2-32 MB runs: the errors' middle
+    lies above the prediction, so a limit just below it had read 50 % from the clipped lower
+    bound and one just above it under 50 % from the lower half."""
+    from sparkpredict.advice_source import HistorySource
+
+    m = HistorySource.resolve("sqljoin", store=real_history).model
+    row = {"input_bytes": np.array([1.0 * GB]), "executors": np.array([3.0])}
+    p = float(m.predict(row)[0])
+    limits = p * np.linspace(0.5, 2.5, 81)
+    chances = np.array([m.chance_within(row, t)[0] for t in limits])
+    assert np.all(np.diff(chances) >= -1e-9), chances
+    below, above = float(m.chance_within(row, 0.99 * p)[0]), float(m.chance_within(row, 1.01 * p)[0])
+    assert below <= above < 0.5
+
+
 def test_far_beyond_the_runs_a_count_predicted_in_time_can_be_more_likely_late(real_history):
     """sqljoin (runs of 2-32 MB) asked about 10 GB, whose extrapolation folds ran above the
     model: a deadline 30 % above the prediction had read 50 % for every count."""

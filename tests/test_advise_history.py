@@ -183,6 +183,12 @@ def test_beyond_the_memory_the_runs_used_without_any_spill_is_called_untested(tm
     small = suggest_executors("etl", "1GB", store=path, models={"etl": fast_model(h)}, executor_counts=[1])
     assert small.candidates[0].input_per_memory > limit * 1.1
     assert not [x for x in small.warnings if "executor memory" in x], small.warnings
+    # unless runs at that ratio or below spilled heavily (a skewed join does): then the runs say so
+    h = history(mem_mb=64 * 1024, sizes=(0.1, 0.2, 0.4, 0.8), spill_above=0.003)
+    path = make_store(tmp_path / "spilled", h)
+    small = suggest_executors("etl", "1GB", store=path, models={"etl": fast_model(h)}, executor_counts=[1])
+    (w,) = [x for x in small.warnings if "executor memory" in x]
+    assert "spilled heavily" in w and ">= 5 executors" in w, w
 
 
 def test_dynamic_allocation_history_gets_bounds(tmp_path):

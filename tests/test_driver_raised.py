@@ -145,7 +145,8 @@ def test_the_stop_runs_whatever_is_in_flight_and_exit_statuses_read_as_python_ex
         finally:
             assert c.stop() == "stopped"
     assert c.stopped == 1
-    assert [listener._exit_status(v) for v in (None, 0, True, False, np.int64(3), "a message")] == [0, 0, 1, 0, 3, None]
+    assert [listener._exit_status(v) for v in (None, 0, True, False, np.int64(3), 256, -1, "a message")] == \
+        [0, 0, 1, 0, 3, 0, 255, None]
 
 
 def test_what_the_script_survives_or_a_repl_goes_on_from_is_no_failure(listener_jar, tmp_path):

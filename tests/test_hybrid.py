@@ -277,7 +277,9 @@ def test_interval_coverage_on_fresh_runs(model):
 def test_chance_within_reads_the_interval(model):
     # in range, 67 % beyond the largest size and far outside: chance >= (1 + c)/2 exactly when the upper
     # bound at confidence c is within the limit, and chance <= (1 - c)/2 exactly when the
-    # lower bound is not below it
+    # lower bound is not below it (these rows' errors have their middle at or below the
+    # prediction; where it lies above, a limit below the prediction reads the lower half, and
+    # the second rule gives way to a chance that never falls as the limit rises)
     # (the last two rows are far beyond and far below the sizes, where the size floor binds)
     q = {"input_bytes": np.array([16, 16, 40, 40, 400, 1]) * GIB, "executors": np.array([4, 8, 6, 12, 6, 6])}
     p = model.predict(q)

@@ -64,6 +64,10 @@ def test_a_store_inside_another_is_refused(hist, tmp_path):
             from sparkpredict.capture.listener import check_store
 
             check_store(str(inner))  # attach and submit, before Spark starts
+    # reading it says the same, naming the store to give
+    with pytest.raises(StoreError, match=f"is inside the store '{hist}'") as e:
+        store.open(hist / "runs").runs()
+    assert str(hist) in e.value.fix
     assert _tree(hist) == before
     assert ingest_event_logs([LOG], store=str(tmp_path / "beside")).files_ingested == 1  # a sibling is fine
 

@@ -704,6 +704,8 @@ def _record_raised_at_stop(context_class: Any) -> None:
                 _tell_listener_raised(self, value)
         except Exception as exc:  # never in the way of the stop  # noqa: BLE001
             log.debug("telling the listener of an exception at stop: %s", exc)
+        # the exception kept from the start holds its frames: not beyond the application
+        self._sparkpredict_before = None
         return original(self, *args, **kwargs)
 
     stop._sparkpredict_raised = True  # type: ignore[attr-defined]
@@ -719,7 +721,8 @@ def _exit_status(code: object) -> int | None:
     if code is None:
         return 0
     try:
-        return operator.index(code)  # type: ignore[arg-type]
+        # the status the process exits with: POSIX keeps the low 8 bits (sys.exit(256) is 0)
+        return operator.index(code) & 0xFF  # type: ignore[arg-type]
     except TypeError:
         return None
 

@@ -348,12 +348,16 @@ def _run(args: argparse.Namespace) -> int:
 
         # now, while the user reads the job's output, rather than at the next suggest
         prepare_advice(result.store, result.run_ids)
+    elif result.returncode > 128:
+        print(f"sparkpredict: no run was recorded in {result.store}: spark-submit was killed by signal "
+              f"{result.returncode - 128} (exit status {result.returncode}), before the listener stored "
+              "a run", file=sys.stderr)
     elif result.returncode != 0:
-        # an application that failed before its session (a usage error, an import): its own
-        # message above says why, and the listener's causes below would mislead
+        # most often an application that failed before its session (a usage error, an import):
+        # its own message above says why, which the listener's causes alone would hide
         print(f"sparkpredict: no run was recorded in {result.store}: the application exited with status "
-              f"{result.returncode}, its error above, most likely before it started a SparkSession",
-              file=sys.stderr)
+              f"{result.returncode}, its error above, most likely before it started a SparkSession (or "
+              "its own code replaced spark.extraListeners)", file=sys.stderr)
     else:
         # the likely causes, none of which the listener can report from an application it is not in
         print(f"sparkpredict: no run was recorded in {result.store}: the application started no "

@@ -436,7 +436,10 @@ class JobRuntimeModel(RuntimeEstimator):
         (1 + c)/2`` exactly when ``predict_interval(X, c)["upper_s"] <= t``, for ``c`` up to
         :meth:`max_confidence`. A limit above the prediction that even an interval of no width
         reaches past (errors running above the prediction, far beyond the runs) is read from the
-        unclipped lower bounds instead, at most 50 % (:func:`.intervals.chance_within`). It saturates at
+        unclipped lower bounds instead, at most 50 % (:func:`.intervals.chance_within`), and so is
+        a limit below the prediction where the errors' middle lies above it, so that a later limit
+        is never less likely met; there the lower-bound counterpart (``chance <= (1 - c)/2``
+        exactly when the lower bound is not below the limit) gives way. It saturates at
         the residuals' resolution: within ``[1/(n + 1), n/(n + 1)]`` for ``n`` out-of-fold
         errors (:meth:`max_confidence`), since ``n`` errors cannot tell 99 % from 92 % (12 runs
         had stated ">99%").

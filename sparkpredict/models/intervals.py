@@ -338,7 +338,9 @@ def chance_within(bounds: Bounds, pred: np.ndarray, limit: float, middle: Bounds
     drift's median is well above 0) even an interval of no width reaches past a limit a little
     above the prediction, and ``bounds`` alone say 50 % for every such limit (a 62x larger
     input: every count 50 %, 54 s and 11.6 s predicted against 60 s). There the chance is read
-    from the unclipped lower bounds, the distribution's lower half, and is at most 50 %."""
+    from the unclipped lower bounds, the distribution's lower half, and is at most 50 %; so is
+    a limit below the prediction where that half lies above it, or a later limit could read a
+    lower chance (the clipped lower bounds say about 50 % just below the prediction)."""
     # a non-positive prediction (an equation's extrapolation gone wrong) counts as met
     target = np.log(limit / np.where(pred > 0, pred, np.nan))
     target = np.where(pred > 0, target, np.inf)
@@ -363,7 +365,7 @@ def chance_within(bounds: Bounds, pred: np.ndarray, limit: float, middle: Bounds
     # Below the prediction too, where the errors' middle lies above it: the clipped lower
     # bounds read about 50 % just below the prediction, and the lower half under 50 % just
     # above it, so a later deadline was less likely met (41.1 s predicted: 49 % for 40 s, 39 %
-    # for 45 s). The lower half is the distribution the plateau reads, for both.
+    # for 45 s, as the CLI printed them). The lower half is the distribution the plateau reads, for both.
     above_middle = ~above & (middle(np.zeros(len(pred)))[0] > 0)
     half = plateau | above_middle
     if not half.any():
