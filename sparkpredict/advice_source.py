@@ -44,9 +44,8 @@ _HEAVY_SPILL_FRACTION = 0.1
 #: Input per byte of memory below which no spill warning is given, however little the runs
 #: held, unless runs at that ratio or below spilled heavily: the whole input held at once, at
 #: 10x its size deserialized, fills a fifth of the heap, within the 60 % Spark gives execution
-#: and storage. Without it, 4 MB asked of a history of
-#: 2 MB runs warned that the 1 GiB driver "holds 0.0037 bytes of input per byte, beyond the
-#: 0.0019 that ran".
+#: and storage. Without it, 4 MB asked of a history of 2 MB runs warned that the 1 GiB driver
+#: "holds 0.0037 bytes of input per byte, beyond the 0.0019 that ran".
 _NO_SPILL_BELOW = 0.02
 
 _MODELS_FIX = "pass the dict that sparkpredict.models.persist.load_models or fit_all returns, or a model folder"

@@ -97,8 +97,8 @@ def _float_or_inf(value: float) -> float:
 def parse_user_bytes(text: str | float) -> int:
     """:func:`parse_bytes` of a size a user typed, refusing a fraction of a byte (``1.5``, which
     was stored as 2 bytes: a unit forgotten, most likely), and saying of whatever starts with a
-    minus that it is negative (the parser says so of a readable size, ``-5MB``, only). Not :func:`declared_size`, which reads a setting
-    as the listener does, string for string."""
+    minus that it is negative (the parser says so of a readable size, ``-5MB``, only). Not
+    :func:`declared_size`, which reads a setting as the listener does, string for string."""
     not_negative("size", text, "64MB")
     m = _SIZE_RE.match(text) if isinstance(text, str) else None
     if m and m.group(2).lower() in ("", "b"):

@@ -220,15 +220,13 @@ def check_store(store: str) -> None:
 
     p = Path(store)
     if not (p / MARKER_FILE).is_file():
-        from ..store.io import enclosing_local_store
+        from ..store.io import enclosing_local_store, inside_store_error
 
         # first: a store's own table folder (store/runs) holds its Parquet files, which are
         # no other files of the user's
         outer = enclosing_local_store(store)
         if outer is not None:  # the listener would make a store there, as Store.init refuses to
-            raise StoreError(f"store path {store!r} is inside the store {outer!r}",
-                             "give a folder outside every store: a store inside another mixes its "
-                             "files into that one's tables, and that one's `store clean` removes them")
+            raise inside_store_error(store, outer)
     if p.is_dir():
         if (p / MARKER_FILE).is_file():
             from ..store import io as store_io

@@ -136,6 +136,14 @@ def enclosing_store(st: Any) -> str | None:
     return enclosing_local_store(st.root)
 
 
+def inside_store_error(path: str, outer: str) -> StoreError:
+    """The refusal of a store path inside the store ``outer`` (:func:`enclosing_store`), for
+    every writer: Store.init, and the listener's check before Spark starts."""
+    return StoreError(f"store path {path!r} is inside the store {outer!r}",
+                      "give a folder outside every store: a store inside another mixes its "
+                      "files into that one's tables, and that one's `store clean` removes them")
+
+
 def enclosing_local_store(path: str) -> str | None:
     """:func:`enclosing_store` of a local path: the store its parent folder is or lies below."""
     from pathlib import Path
@@ -660,9 +668,7 @@ class Store:
         # folder (store/runs) holds its Parquet files, no other files of the user's
         outer = enclosing_store(self)
         if outer is not None:
-            raise StoreError(f"store path {self.path!r} is inside the store {outer!r}",
-                             "give a folder outside every store: a store inside another mixes its "
-                             "files into that one's tables, and that one's `store clean` removes them")
+            raise inside_store_error(self.path, outer)
         if info.type == pafs.FileType.Directory:
             entries = self.fs.get_file_info(pafs.FileSelector(base))
             # Hidden names are other writers' temp files (the listener's marker is written
