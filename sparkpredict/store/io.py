@@ -1007,11 +1007,11 @@ def _not_a_store(store: Store) -> StoreError:
                           f"but not its marker {S.MARKER_FILE}",
                           f"if sparkpredict wrote these tables, restore {S.MARKER_FILE} as {marker}; "
                           f"else {given}")
-    outer = enclosing_store(store)
-    if outer is not None:  # a store's own table folder (store/runs) holds its Parquet files
-        return StoreError(f"store path {store.path!r} is inside the store {outer!r}",
-                          f"give that store's folder, {outer!r}")
     if foreign:
+        outer = enclosing_store(store)
+        if outer is not None:  # a store's own table folder (store/runs) holds its Parquet files
+            return StoreError(f"store path {store.path!r} is inside the store {outer!r}",
+                              f"give that store's folder, {outer!r}")
         return StoreError(f"folder {store.path!r} is not a sparkpredict store: {S.holds_other_files(foreign)}",
                           f"{given}; a new store needs an empty or new folder")
     return StoreError(f"no sparkpredict store at {store.path!r}",
