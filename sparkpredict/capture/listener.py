@@ -219,7 +219,8 @@ def check_store(store: str) -> None:
     from ..store.schema import MARKER_FILE, TABLES, holds_other_files
 
     p = Path(store)
-    if not (p / MARKER_FILE).is_file():
+    marked = (p / MARKER_FILE).is_file()
+    if not marked:
         from ..store.io import enclosing_local_store, inside_store_error
 
         # first: a store's own table folder (store/runs) holds its Parquet files, which are
@@ -228,7 +229,7 @@ def check_store(store: str) -> None:
         if outer is not None:  # the listener would make a store there, as Store.init refuses to
             raise inside_store_error(store, outer)
     if p.is_dir():
-        if (p / MARKER_FILE).is_file():
+        if marked:
             from ..store import io as store_io
 
             store_io.open(store)  # a damaged marker, a newer schema: refused as reading would
