@@ -566,4 +566,16 @@ def _unknown_job(job: str, known: list, where: str, empty: bool = False,
     names = ", ".join(repr(k) if str(k) != str(k).strip() else str(k) for k in known[:10]) \
         + (" ..." if len(known) > 10 else "")
     return UnknownJobError(f"no job {job!r} in {where}",
-                           f"use one of: {names}" if known else "record runs of the job first")
+                           f"use one of: {names}{_closest(job, known)}" if known else "record runs of the job first")
+
+
+def _closest(job: str, known: list) -> str:
+    """" (did you mean 'x'?)" for a known name within a typo or a case of ``job``, else "": a
+    store of many jobs lists ten of them, and the one meant may not be among those."""
+    import difflib
+
+    names = [str(k) for k in known]
+    folded = {n.casefold(): n for n in names}
+    close = ([folded[job.casefold()]] if job.casefold() in folded
+             else difflib.get_close_matches(job, names, n=1, cutoff=0.6))
+    return f" (did you mean {close[0]!r}?)" if close else ""

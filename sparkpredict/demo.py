@@ -108,7 +108,15 @@ def run_demo(store: str | os.PathLike | None = None, workdir: str | os.PathLike 
     store_path = resolve_store(store if store is not None else embedded_store())
     wd = Path(workdir).expanduser().resolve() if workdir else default_workdir()
     _check_workdir(wd, store_path)
-    wd.mkdir(parents=True, exist_ok=True)
+    try:
+        wd.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from .errors import InputError
+
+        # a read-only home, say: the generic "check that the path exists" named no option
+        raise InputError(f"cannot create the demo's work folder {str(wd)!r}: {exc.strerror or exc}",
+                         "give --workdir a folder you can write to (default: ~/.sparkpredict/demo), "
+                         "and --store one for the runs (default: ~/.sparkpredict/store)") from None
     res = DemoResult(store=store_path, workdir=wd)
 
     plan = plan_sweep(workload, sizes, executors, repeats=repeats, master=master)

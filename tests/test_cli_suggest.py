@@ -109,7 +109,11 @@ def test_no_runs_and_unknown_job_in_a_store(tmp_path, capsys):
     before = snapshot(tmp_path)
     assert main(["suggest", "--job", "nightly", "--input-size", "1GB", "--store", path]) == 2
     err = capsys.readouterr().err
-    assert "no job 'nightly'" in err and "use one of: etl" in err
+    assert "no job 'nightly'" in err and "use one of: etl" in err and "did you mean" not in err
+    # a typo or another case of a known name is pointed at
+    for typed in ("elt", "ETL"):
+        assert main(["suggest", "--job", typed, "--input-size", "1GB", "--store", path]) == 2
+        assert "use one of: etl (did you mean 'etl'?)" in capsys.readouterr().err
     assert snapshot(tmp_path) == before
 
 

@@ -686,16 +686,18 @@ class Store:
                 self._put_marker(marker, json.dumps(
                     {"format": S.STORE_FORMAT, "schema_version": S.SCHEMA_VERSION}).encode())
         except OSError as exc:
-            raise StoreError(f"cannot write to store {self.path!r}: {exc}", self._write_fix(exc)) from exc
+            raise StoreError(f"cannot write to store {self.path!r}: {exc}", self._write_fix(exc, making=True)) from exc
 
-    def _write_fix(self, exc: OSError | None = None) -> str:
+    def _write_fix(self, exc: OSError | None = None, making: bool = False) -> str:
+        """``making``: the store's folder was being made, so a missing path is a parent that
+        cannot be (``/proc/st``), not a batch's files removed while written."""
         import errno
 
         code = getattr(exc, "errno", None)
         if code in (errno.ENOSPC, errno.EDQUOT):
             return ("free space on the store's disk (or raise the quota), then run the command again: "
                     "nothing of this batch was committed, and the store's earlier runs are intact")
-        if code == errno.ENOENT and isinstance(self.fs, pafs.LocalFileSystem):
+        if code == errno.ENOENT and isinstance(self.fs, pafs.LocalFileSystem) and not making:
             return ("run the command again: the batch's files went while they were written (a "
                     "`store clean --older-than 0` beside a writer?); nothing of it was committed")
         if isinstance(self.fs, pafs.LocalFileSystem):
