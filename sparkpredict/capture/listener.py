@@ -784,8 +784,9 @@ def listener_error(spark: Any) -> str | None:
     store that failed and then recovered: the first error says why rows are missing; the last
     may be the count of task rows dropped meanwhile, known only as the run ends). The listener hears of a job's end on Spark's asynchronous listener bus
     and writes its rows on a thread of its own, merging writes closer together than
-    ``spark.sparkpredict.flushIntervalMs`` (5 s), so an error from writing a job's rows can
-    arrive a few seconds after the action returns.
+    ``spark.sparkpredict.flushIntervalMs`` (5 s), or than a tenth of the application's age
+    where longer (up to 10 minutes), so an error from writing a job's rows can arrive a few
+    seconds after the action returns, minutes in an application running for hours.
 
     An application the listener is not attached to records nothing: that is said too (a
     message starting "the sparkpredict listener is not attached"), never None. Once the

@@ -36,6 +36,17 @@ import org.slf4j.LoggerFactory;
 final class Flusher implements Runnable {
     private static final Logger LOG = LoggerFactory.getLogger(Flusher.class);
     private static final long MAX_BACKOFF_MS = 60_000;
+    /**
+     * Writes are at least a tenth of the application's age apart, up to this: a Structured
+     * Streaming query or a driver of many short jobs wrote one batch (about three files) per
+     * interval for as long as it ran, 17,000 a day at the default 5 s, each listed by every read
+     * of the store until the run ended and could be compacted. Stretched, a day is about 200
+     * batches, and the rows in the store lag a running application by at most a tenth of its
+     * age (task rows beyond flushEveryTasks, which hold the driver's memory, and the last batch
+     * are written at once).
+     */
+    static final long MAX_STRETCH_MS = 600_000;
+    static final long STRETCH_DIVISOR = 10;
     /** Tries at writing the last batch, the n-th after LAST_RETRY_MS << (n - 2): 1 s, 2 s, 4 s. */
     static final int LAST_ATTEMPTS = 4;
     static final long LAST_RETRY_MS = 1_000;
@@ -101,6 +112,8 @@ final class Flusher implements Runnable {
     private final Thread thread;
     /** Task rows queued or kept after a failed write: the listener stops adding beyond its cap. */
     private final AtomicLong heldTaskRows = new AtomicLong();
+    /** When the application's recording began (the interval stretches with its age). */
+    private final long createdMs = System.currentTimeMillis();
 
     private final Object lock = new Object();
     // guarded by lock
@@ -245,6 +258,15 @@ final class Flusher implements Runnable {
         }
     }
 
+    /**
+     * The wait after a write: the interval, or a tenth of the application's age where longer
+     * (see {@link #MAX_STRETCH_MS}). An interval of 0 asks for every batch as it comes, and gets it.
+     */
+    long interval(long nowMs) {
+        if (intervalMs == 0) return 0;
+        return Math.max(intervalMs, Math.min(MAX_STRETCH_MS, (nowMs - createdMs) / STRETCH_DIVISOR));
+    }
+
     /** {@link #write}, the batch counted by {@link #heldRows} meanwhile. */
     private boolean writeHeld(Batch b, int attempt) {
         writing = b;
@@ -273,7 +295,8 @@ final class Flusher implements Runnable {
                 dropIngestedCopies(runId);
             }
             synchronized (lock) {
-                nextAttemptMs = System.currentTimeMillis() + intervalMs;
+                long now = System.currentTimeMillis();
+                nextAttemptMs = now + interval(now);
             }
             return true;
         } catch (StoreWriter.ForeignStoreException e) {

@@ -33,7 +33,8 @@ import org.slf4j.LoggerFactory;
  * {@code .tasks} (record task rows, default true), {@code .inputBytes} (declared input size),
  * {@code .flushEveryStages} (also flush after N completed stages, default 0 = only at job ends),
  * {@code .flushEveryTasks} (also flush once this many task rows wait, default 50,000),
- * {@code .flushIntervalMs} (flushes closer together than this are merged, default 5000),
+ * {@code .flushIntervalMs} (flushes closer together than this, or than a tenth of the
+ * application's age up to 10 minutes, are merged; default 5000),
  * {@code .stopTimeoutMs} (how long the application's end waits for the last write, default 60000).
  *
  * <p>Never throws into Spark: every callback catches Throwable, logs once, and disables the
