@@ -266,3 +266,24 @@ def test_simulating_a_damaged_log_says_so(tmp_path, capsys):
     assert cli_main(["simulate", str(cut), "--executors", "8", "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["status"] == "incomplete" and any("ends early" in w for w in rep["warnings"])
+
+
+def test_a_stage_submitted_beside_another_waits_for_slots_not_for_the_driver():
+    """Two scans submitted together (a join's): the second found slots free at its submission,
+    then waited for the first's tasks. That wait was replayed as driver time, so more executors
+    never shortened it (the replay 4.4 s at 10 slots against a true 4.2 s, and the floor above
+    the truth)."""
+    # 2 slots; scan 0: 6 x 200 ms, scan 1: 4 x 50 ms, both submitted at 0 (scan 0 first, FIFO);
+    # scan 1's tasks launch at 600 ms, once scan 0's 3 waves are done
+    stages = [{"stage_id": 0, "submission_ms": 0, "completion_ms": 600},
+              {"stage_id": 1, "submission_ms": 0, "completion_ms": 700}]
+    tk = waves_recording(6, 200, 2) + [dict(t, stage_id=1) for t in waves_recording(4, 50, 2, t0=600)]
+    tl = Timeline.from_tables(*tables(stages, tk, end=700, executors=1, cores=2))
+    assert replay(tl, 1, 2).predicted_runtime_s == pytest.approx(0.7)  # the recording itself
+    # 5 slots: FIFO gives scan 0 all 5, then its 6th task and scan 1's 4 share the next wave:
+    # 400 ms in all (the old reading waited 600 ms for scan 1 as driver time: 650 ms)
+    fast = replay(tl, 5, 1)
+    assert fast.predicted_runtime_s == pytest.approx(0.4)
+    assert fast.lower_bound_s <= 0.4 + 1e-9
+    # 10 slots: every task at once; the run is its longest task
+    assert replay(tl, 10, 1).predicted_runtime_s == pytest.approx(0.2)

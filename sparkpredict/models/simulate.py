@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..units import format_number, plural
 from .timeline import Timeline, load_timeline
 
 log = logging.getLogger(__name__)
@@ -285,16 +286,24 @@ class SimulationReport:
         return d
 
 
+def check_cores_fit_a_task(cores: float, task_cpus: float, whose: str, option: str = "--executor-cores") -> None:
+    """Refuse executors of fewer cores than one task of ``whose`` takes (``spark.task.cpus``):
+    Spark never schedules a task there, and the models read them as one slot each."""
+    if 1 <= cores < task_cpus:
+        raise InputError(f"{plural(int(cores), 'core')} per executor cannot run a task of {whose}: each "
+                         f"takes spark.task.cpus={format_number(task_cpus)} cores",
+                         f"give {option} {format_number(task_cpus)} or more "
+                         f"(a multiple of {format_number(task_cpus)} wastes none)")
+
+
 def simulate_timeline(tl: Timeline, executors: Sequence[int], cores: int | None = None,
                       *, task_cpus: int | None = None, host_cores: int | None = None) -> SimulationReport:
     """Self-check at the recorded executor count, then replay each count in ``executors``.
 
     ``task_cpus`` defaults to the run's ``spark.task.cpus`` (``tl.task_cpus``)."""
     task_cpus = tl.task_cpus if task_cpus is None else int(task_cpus)
-    if cores is not None and 1 <= int(cores) < task_cpus:
-        raise InputError(f"{cores} cores per executor cannot run a task of run {tl.run_id}: each "
-                         f"takes spark.task.cpus={task_cpus} cores",
-                         f"give --cores {task_cpus} or more (a multiple of {task_cpus} wastes none)")
+    if cores is not None:
+        check_cores_fit_a_task(cores, task_cpus, f"run {tl.run_id}", "--cores")
     actual = replay(tl, tl.executors, tl.cores, task_cpus=task_cpus, host_cores=host_cores)
     rec_s = tl.recorded_wall_ms / 1000
     preds = [replay(tl, int(e), cores, task_cpus=task_cpus, host_cores=host_cores) for e in executors]
