@@ -341,7 +341,9 @@ def suggest_executors(job: str, input_bytes: float | str, *,
                         f"as only counts {checked.within()} were asked for")
     shown = None  # the interval's level, where the model supports less than the one asked for
     if no_interval:
-        if deadline is None:  # with one, _no_bound_warning below says it
+        # with a deadline _no_bound_warning below says it; of a single run, the summary and
+        # the too-few-runs warning do ("no 90% interval from 1 run")
+        if deadline is None and src.n_runs != 1:
             warnings.append(_no_interval_warning(job, src.model.interval_errors(), confidence))
     elif most is not None and confidence > (top := most()):
         shown = top
