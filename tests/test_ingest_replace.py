@@ -2,6 +2,7 @@
 twice keeps its latest copy, and a cut copy that was edited is not replaced."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -196,3 +197,40 @@ def test_a_reader_skips_a_batch_dropped_after_it_listed_it(tmp_path, monkeypatch
     monkeypatch.setattr(store_io.Store, "visible_marks", lambda self, marks=None: dict(listed))
     with pytest.raises(StoreError, match="of a committed batch is missing from the store"):
         s.read("tasks")
+
+
+def _two_copies(tmp_path: Path, name: str) -> str:
+    """A store holding two ingested copies of one run, as the review made it: a cut copy of
+    ``PLAIN`` ingested into it, and the files of a store that ingested the whole log copied in
+    (as an ingest stopped between storing the fuller copy and removing the cut one leaves it)."""
+    cut = tmp_path / f"{name}-logs" / PLAIN.name
+    cut.parent.mkdir()
+    lines = PLAIN.read_text().splitlines(keepends=True)
+    cut.write_text("".join(lines[:len(lines) // 2]))
+    st, whole = tmp_path / name, tmp_path / f"{name}-whole"
+    assert ingest_event_logs(cut, st, compact=False).files_ingested == 1
+    assert ingest_event_logs(PLAIN, whole, compact=False).files_ingested == 1
+    for table in ("stages", "tasks", "executors", "runs"):  # the runs file (the commit) last
+        for f in (whole / table).glob("part-*.parquet"):
+            shutil.copy(f, st / table / f.name)
+    return str(st)
+
+
+def test_the_repair_of_a_run_stored_twice_is_printed_and_in_the_json(tmp_path, capsys):
+    """The repair was only logged, at a level the CLI holds back: the docs' "and says so" was
+    never seen, and --json had no trace of it."""
+    SPARKLENS = LOGS / "sparklens_local-1532512550423.json"
+    st = _two_copies(tmp_path, "z4")
+    rid = store.open(st).runs().run_id.iloc[0]
+    assert main(["ingest", str(SPARKLENS), "--store", st, "--no-compact"]) == 0
+    out = capsys.readouterr().out
+    assert (f"repaired  {st}: run {rid} was stored by ingest 2 times" in out
+            and "kept the latest copy and removed the other" in out), out
+    assert list(store.open(st).runs().status) == ["succeeded", "succeeded"]
+    assert main(["ingest", str(SPARKLENS), "--store", st, "--no-compact"]) == 0
+    assert "repaired" not in capsys.readouterr().out  # once mended, nothing more to say
+
+    st = _two_copies(tmp_path, "z5")
+    assert main(["ingest", str(SPARKLENS), "--store", st, "--json", "--no-compact"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["repairs"]) == 1 and doc["repairs"][0].startswith(f"run {rid} was stored by ingest 2 times")

@@ -93,6 +93,9 @@ class IngestReport:
     store_exists: bool = True
     #: the store's small batches merged after the ingest (:func:`~sparkpredict.store.compact.auto_compact`), else None
     compaction: Any = None
+    #: what the ingest mended in the store before reading any log, one line per run: a run that
+    #: earlier ingests left stored twice, or an ingested copy of a run the listener recorded
+    repairs: list[str] = field(default_factory=list)
 
     def _count(self, outcome: str) -> int:
         return sum(f.outcome == outcome for f in self.files)
@@ -136,7 +139,8 @@ class IngestReport:
         counts = {k: getattr(self, k) for k in ("files_seen", "files_ingested", "files_unchanged",
                                                  "files_existing", "files_failed", "runs_added")}
         return {"store": self.store, **counts, "files": [asdict(f) for f in self.files],
-                "duplicates_ignored": self.duplicates, "store_exists": self.store_exists}
+                "duplicates_ignored": self.duplicates, "store_exists": self.store_exists,
+                "repairs": self.repairs}
 
 
 def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
@@ -229,9 +233,9 @@ def _ingest_into(st: Store, sources: list[LogSource], repeated: list[str], on_er
     # each appended it: its stage and task rows were stored twice. The lock makes the second
     # wait, then read what the first stored.
     with st.writer_lock("ingest"):
-        _one_copy_each(st)
-        if _drop_listened(st):
-            log.info("store %s: removed ingested copies of runs the listener recorded", st.path)
+        # in the report, not only the log: the CLI holds this logger's warnings back, and the
+        # docs promise the user hears of each repair
+        report.repairs = _one_copy_each(st) + _drop_listened(st)
         known = _Known.of(st)
         for src in sources:
             src = _as_it_is_now(src)
@@ -369,10 +373,11 @@ def _listener_labels(ingest_label: str, labels: Iterable[str]) -> list[str]:
     return [label for label in labels if label.startswith(plain) and not label.startswith(INGEST_LABEL)]
 
 
-def _one_copy_each(st: Store) -> None:
+def _one_copy_each(st: Store) -> list[str]:
     """Keep one ingested copy of each run: the latest, when earlier ingests left more (two ran
     at once before they took the lock, or one stopped between storing a fuller copy of a run and
-    dropping the copy it replaced)."""
+    dropping the copy it replaced). Returns one line per run mended, for the report."""
+    said: list[str] = []
     for batches in _ingest_batches(st).values():
         if len(batches) < 2:
             continue
@@ -381,8 +386,13 @@ def _one_copy_each(st: Store) -> None:
                 continue
             for b in mine[:-1]:
                 st.drop_batch(b)
+            others = "the other" if len(mine) == 2 else f"the {len(mine) - 1} others"
+            said.append(f"run {rid} was stored by ingest {len(mine)} times (an ingest stopped between "
+                        f"storing a fuller copy and removing the older one, or ingests ran at once): "
+                        f"kept the latest copy and removed {others}")
             log.warning("store %s: run %s was stored by ingest %d times; kept the latest copy",
                         st.path, rid, len(mine))
+    return said
 
 
 def _listener_batches(st: Store, run_id: str) -> list[str]:
@@ -392,13 +402,14 @@ def _listener_batches(st: Store, run_id: str) -> list[str]:
             for b, path in by_label[label] if st.run_of_batch(path) == run_id]
 
 
-def _drop_listened(st: Store) -> int:
+def _drop_listened(st: Store) -> list[str]:
     """Drop ingest's copies of runs the listener recorded too: a log ingested while its run was
     going, before the listener's first write. The listener removes such a copy itself once it
     writes; this heals a store where it could not (an older listener, a failed removal). Reads
-    only the runs files of batches whose labels match. Returns the number of batches dropped."""
+    only the runs files of batches whose labels match. Returns one line per run mended, for the
+    report."""
     by_label = _batches(st)
-    dropped = 0
+    said: list[str] = []
     for label, ingested in by_label.items():
         if not label.startswith(INGEST_LABEL):
             continue
@@ -411,10 +422,11 @@ def _drop_listened(st: Store) -> int:
                 continue
             for b in mine:
                 st.drop_batch(b)
-                dropped += 1
+            said.append(f"run {rid} was stored both by the listener and from its event log (ingested "
+                        "while the run was going): kept the listener's rows and removed the ingested copy")
             log.warning("store %s: run %s was stored both by the listener and from its event log "
                         "(ingested while the run was going); kept the listener's rows", st.path, rid)
-    return dropped
+    return said
 
 
 def _holds_more(parsed: ParsedLog, stored: _StoredRun) -> bool:

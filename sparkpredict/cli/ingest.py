@@ -47,6 +47,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.to_dict() | compaction_doc(report.compaction), indent=2))
     else:
+        for line in report.repairs:
+            print(f"repaired  {report.store}: {line}")
         for f in report.files:
             if f.outcome == "ingested":
                 again = f", replacing its stored copy ({f.replaced})" if f.replaced else ""
