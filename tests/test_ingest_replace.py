@@ -234,3 +234,20 @@ def test_the_repair_of_a_run_stored_twice_is_printed_and_in_the_json(tmp_path, c
     assert main(["ingest", str(SPARKLENS), "--store", st, "--json", "--no-compact"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert len(doc["repairs"]) == 1 and doc["repairs"][0].startswith(f"run {rid} was stored by ingest 2 times")
+
+
+def test_a_log_in_a_folder_ingest_cannot_enter_is_unreadable_not_missing(tmp_path, capsys):
+    """os.path.exists is False for a file in a folder without search permission: the log read
+    "no such file or folder", whose fix (give an existing path) could not help."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    log = locked / PLAIN.name
+    shutil.copy(PLAIN, log)
+    os.chmod(locked, 0o600)  # listable by its owner, not enterable
+    try:
+        code, out, err = _as_user(["ingest", str(log), "--store", str(tmp_path / "st")], capsys, log)
+        assert code == 1, err
+        assert f"FAILED    {log}: cannot read: Permission denied" in out, out
+        assert "fix: check the path and its permissions" in out and "no such file" not in out + err
+    finally:
+        os.chmod(locked, 0o755)

@@ -141,9 +141,18 @@ def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
     out: list[LogSource] = []
     for raw in paths:
         path = os.path.abspath(os.path.expanduser(_local_path(raw)))
-        if not os.path.exists(path):
+        try:
+            os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
             raise IngestError(f"no such file or folder: {raw}",
-                              "give event-log files or folders (spark.eventLog.dir)")
+                              "give event-log files or folders (spark.eventLog.dir)") from None
+        except OSError as refused_stat:
+            # os.path.exists is False in a folder this user cannot enter too: the path is there,
+            # and what stops it is the permissions, reported as an unreadable file's are
+            source = single_log(path)
+            source.error = source.error or unreadable(path, refused_stat)
+            out.append(source)
+            continue
         if os.path.isfile(path):
             out.append(single_log(path))
         elif os.path.basename(path).startswith(ROLLING_PREFIX):
