@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from sparkpredict import store
 from sparkpredict.cli import main
 
 LOGS = Path(__file__).parent / "data" / "eventlogs"
@@ -191,3 +192,50 @@ def test_job_names_the_runs_one_ingest_stores_and_a_stored_run_keeps_its_own(tmp
     assert main(["ingest", str(sparklens), "--store", st, "--job", "  "]) == 2
     err = capsys.readouterr().err
     assert "error: job name '  ' is blank" in err and "fix:" in err
+
+
+def _interrupt_the_second_log(monkeypatch):
+    """Ctrl-C while the second log is read, as a user stops a long ingest."""
+    from sparkpredict.capture import eventlog_ingest as EI
+
+    real, calls = EI._parse_source, []
+
+    def parse(src):
+        calls.append(src.path)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(src)
+
+    monkeypatch.setattr(EI, "_parse_source", parse)
+
+
+def test_ctrl_c_says_how_many_logs_were_stored_and_a_rerun_continues(tmp_path, capsys, monkeypatch):
+    """It printed only "interrupted" though logs were stored, and nothing at all with --json."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name in ("rp_nosql_eventlog.json", "sparklens_local-1532512550423.json"):
+        shutil.copy(LOGS / name, logs)
+    st = str(tmp_path / "st")
+    _interrupt_the_second_log(monkeypatch)
+    assert main(["ingest", str(logs), "--store", st]) == 130
+    out, err = capsys.readouterr()
+    assert "ingested  " in out and "rp_nosql_eventlog.json" in out  # the log stored before it
+    assert err.startswith("interrupted after 1 log: 1 ingested"), err
+    assert "rerun the same command to continue" in err
+    assert len(store.open(st).runs()) == 1  # the first log whole, nothing of the second
+
+    monkeypatch.undo()
+    assert main(["ingest", str(logs), "--store", st]) == 0
+    assert "2 logs: 1 ingested, 1 unchanged" in capsys.readouterr().out
+
+
+def test_ctrl_c_with_json_prints_the_report_so_far(tmp_path, capsys, monkeypatch):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name in ("rp_nosql_eventlog.json", "sparklens_local-1532512550423.json"):
+        shutil.copy(LOGS / name, logs)
+    _interrupt_the_second_log(monkeypatch)
+    assert main(["ingest", str(logs), "--store", str(tmp_path / "st"), "--json"]) == 130
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["error"] == "interrupted" and "rerun the same command" in doc["fix"]
+    assert (doc["files_seen"], doc["files_ingested"], doc["store_exists"]) == (1, 1, True)

@@ -29,7 +29,7 @@ import logging
 import os
 import shlex
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -191,6 +191,10 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
         ``job`` is blank or not a string.
     StoreError
         The store cannot be opened or written.
+    KeyboardInterrupt
+        Ctrl-C (or :class:`~sparkpredict.errors.Terminated`): the logs dealt with before it are
+        stored, each whole, and :func:`partial_report` of the exception says which; a rerun
+        skips them as ``unchanged``.
     """
     from ..store import io as store_io
 
@@ -213,8 +217,14 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
         report = _ingest_into(store, sources, repeated, on_error, job)
         st = store
     else:
-        with store_io.opened_to_write(store) as st:
-            report = _ingest_into(st, sources, repeated, on_error, job)
+        try:
+            with store_io.opened_to_write(store) as st:
+                report = _ingest_into(st, sources, repeated, on_error, job)
+        except KeyboardInterrupt as exc:
+            partial = partial_report(exc)
+            if partial is not None:  # a store that got nothing is removed on the way out
+                partial.store_exists = st.exists()
+            raise
         report.store_exists = st.exists()
     if compact and st.exists():
         from ..store.compact import auto_compact
@@ -222,8 +232,29 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
         # after the writer lock is let go: the compaction takes it again. Also when this ingest
         # stored nothing: one killed before its compaction left it due, and its rerun finds
         # every log stored (a listing when nothing is due)
-        report.compaction = auto_compact(st)
+        with _reported_if_interrupted(report):
+            report.compaction = auto_compact(st)
     return report
+
+
+def partial_report(exc: BaseException) -> IngestReport | None:
+    """What an :func:`ingest_event_logs` stopped by ``exc`` (a :class:`KeyboardInterrupt`: Ctrl-C,
+    or :class:`~sparkpredict.errors.Terminated`) had done: the logs it dealt with, each stored
+    whole or not at all (the one being read then is in neither); None when it stopped before the
+    first."""
+    report = getattr(exc, "ingest_report", None)
+    return report if isinstance(report, IngestReport) else None
+
+
+@contextlib.contextmanager
+def _reported_if_interrupted(report: IngestReport) -> Iterator[None]:
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        # the exception stays what it was (a Terminated keeps its signal); its caller can still
+        # say how many logs were stored before it (partial_report)
+        exc.ingest_report = report  # type: ignore[attr-defined]
+        raise
 
 
 def _ingest_into(st: Store, sources: list[LogSource], repeated: list[str], on_error: str,
@@ -232,7 +263,7 @@ def _ingest_into(st: Store, sources: list[LogSource], repeated: list[str], on_er
     # Two ingests of one folder at once (overlapping cron runs) each found a log missing and
     # each appended it: its stage and task rows were stored twice. The lock makes the second
     # wait, then read what the first stored.
-    with st.writer_lock("ingest"):
+    with _reported_if_interrupted(report), st.writer_lock("ingest"):
         # in the report, not only the log: the CLI holds this logger's warnings back, and the
         # docs promise the user hears of each repair
         report.repairs = _one_copy_each(st) + _drop_listened(st)
@@ -648,4 +679,5 @@ __all__ = [
     "FileOutcome",
     "IngestReport",
     "ingest_event_logs",
+    "partial_report",
 ]

@@ -9,13 +9,19 @@ Exit status: 0 when every log was ingested or already in the store, 1 when some 
 be read (the others were still ingested), 2 for a user mistake (missing path, bad store).
 With ``--json`` stdout is JSON in every case: the report (a log that failed is listed in
 ``files`` with its ``error`` and ``fix``), or ``{"error": ..., "fix": ...}`` for a user mistake, whose
-``error:``/``fix:`` lines still go to stderr.
+``error:``/``fix:`` lines still go to stderr. Stopped by Ctrl-C (exit 130), an ingest keeps the
+logs it stored before the one it was reading, and says how many (``--json``: the report so far,
+with ``"error": "interrupted"`` and the ``fix``); a rerun continues, skipping them.
 """
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from .store_cmd import add_no_compact
+
+if TYPE_CHECKING:
+    from ..capture.eventlog_ingest import IngestReport
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,38 +44,78 @@ def _run(args: argparse.Namespace) -> int:
     import json
 
     from ..capture.eventlog_ingest import ingest_event_logs
-    from ..units import plural
     from . import printed_here
     from .store_cmd import compact_lines, compaction_doc
 
-    with printed_here("sparkpredict.capture.eventlog", args.verbose):  # each failure: below
-        report = ingest_event_logs(args.paths, store=args.store, job=args.job, compact=args.compact)
+    try:
+        with printed_here("sparkpredict.capture.eventlog", args.verbose):  # each failure: below
+            report = ingest_event_logs(args.paths, store=args.store, job=args.job, compact=args.compact)
+    except KeyboardInterrupt as exc:
+        return _interrupted(args, exc)
     if args.json:
         print(json.dumps(report.to_dict() | compaction_doc(report.compaction), indent=2))
     else:
-        for line in report.repairs:
-            print(f"repaired  {report.store}: {line}")
-        for f in report.files:
-            if f.outcome == "ingested":
-                again = f", replacing its stored copy ({f.replaced})" if f.replaced else ""
-                print(f"ingested  {f.path}: run {f.run_id} ({f.status}, {plural(f.stages or 0, 'stage')}, "
-                      f"{plural(f.tasks or 0, 'task')}){again}")
-            elif f.outcome == "exists":
-                print(f"skipped   {f.path}: run {f.run_id} already in the store ({f.status})")
-            elif f.outcome == "unchanged" and f.warnings:  # else quiet: the summary counts it
-                print(f"skipped   {f.path}: unchanged since ingested as run {f.run_id} ({f.status})")
-            elif f.outcome == "failed":
-                err = f.error or "failed"
-                print(f"FAILED    {err if err.startswith(str(f.path)) else f'{f.path}: {err}'}")
-                if f.fix:
-                    print(f"  fix: {f.fix}")
-            for w in f.warnings:
-                print(f"  warning: {w}")
-        dups = f" ({plural(len(report.duplicates), 'duplicate path')} ignored)" if report.duplicates else ""
-        print(f"{plural(report.files_seen, 'log')}: {report.files_ingested} ingested, {report.files_unchanged} "
-              f"unchanged, {report.files_existing} already in the store, {report.files_failed} failed "
-              f"-> {report.store if report.store_exists else f'nothing stored, no store made at {report.store}'}"
-              f"{dups}")
+        _print_logs(report)
+        print(_summary(report))
         for line in compact_lines(report.compaction) if report.compaction else []:
             print(line)
     return 1 if report.files_failed else 0
+
+
+def _print_logs(report: IngestReport) -> None:
+    from ..units import plural
+
+    for line in report.repairs:
+        print(f"repaired  {report.store}: {line}")
+    for f in report.files:
+        if f.outcome == "ingested":
+            again = f", replacing its stored copy ({f.replaced})" if f.replaced else ""
+            print(f"ingested  {f.path}: run {f.run_id} ({f.status}, {plural(f.stages or 0, 'stage')}, "
+                  f"{plural(f.tasks or 0, 'task')}){again}")
+        elif f.outcome == "exists":
+            print(f"skipped   {f.path}: run {f.run_id} already in the store ({f.status})")
+        elif f.outcome == "unchanged" and f.warnings:  # else quiet: the summary counts it
+            print(f"skipped   {f.path}: unchanged since ingested as run {f.run_id} ({f.status})")
+        elif f.outcome == "failed":
+            err = f.error or "failed"
+            print(f"FAILED    {err if err.startswith(str(f.path)) else f'{f.path}: {err}'}")
+            if f.fix:
+                print(f"  fix: {f.fix}")
+        for w in f.warnings:
+            print(f"  warning: {w}")
+
+
+def _summary(report: IngestReport) -> str:
+    from ..units import plural
+
+    dups = f" ({plural(len(report.duplicates), 'duplicate path')} ignored)" if report.duplicates else ""
+    return (f"{plural(report.files_seen, 'log')}: {report.files_ingested} ingested, {report.files_unchanged} "
+            f"unchanged, {report.files_existing} already in the store, {report.files_failed} failed "
+            f"-> {report.store if report.store_exists else f'nothing stored, no store made at {report.store}'}"
+            f"{dups}")
+
+
+def _interrupted(args: argparse.Namespace, exc: KeyboardInterrupt) -> int:
+    """Ctrl-C (or SIGTERM: Terminated) during an ingest: the logs dealt with before it are
+    stored, each whole, and the user is told so, as JSON too where asked for: a long ingest
+    stopped after hundreds of logs said only "interrupted", and --json printed nothing."""
+    import json
+    import sys
+
+    from ..capture.eventlog_ingest import partial_report
+
+    signum = getattr(exc, "signum", None)
+    what = "interrupted" if signum is None else f"terminated (signal {signum})"
+    report = partial_report(exc)
+    if report is None or not report.files:
+        said, fix = f"{what} before the first log was read: nothing was stored", "rerun the same command"
+    else:
+        said = (f"{what} after {_summary(report)}; the log being read then was not stored (each "
+                "log is stored whole or not at all)")
+        fix = "rerun the same command to continue: the logs already stored are skipped as unchanged"
+    if args.json:
+        print(json.dumps({"error": what, "fix": fix} | (report.to_dict() if report is not None else {}), indent=2))
+    elif report is not None:
+        _print_logs(report)
+    print(f"{said}\n{fix}", file=sys.stderr)
+    return 130 if signum is None else 128 + signum
