@@ -239,3 +239,34 @@ def test_ctrl_c_with_json_prints_the_report_so_far(tmp_path, capsys, monkeypatch
     doc = json.loads(capsys.readouterr().out)
     assert doc["error"] == "interrupted" and "rerun the same command" in doc["fix"]
     assert (doc["files_seen"], doc["files_ingested"], doc["store_exists"]) == (1, 1, True)
+
+
+def test_an_inprogress_log_of_an_application_just_started_is_skipped_not_failed(tmp_path, capsys):
+    """A live history folder always holds one at some moment: it counted as FAILED, exit 1, for
+    every cron ingest that met it. A log with the same bytes but finished still fails."""
+    data = (LOGS / "sparklens_local-1532512550423.json").read_bytes()
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "local-1532512550423.inprogress").write_bytes(data[:data.index(b"\n") + 1])  # LogStart only
+    # compressed data that decodes to no line yet: 20 kB of a zstd log, its first block not whole
+    (logs / "application_1751493828576_0001.zstd.inprogress").write_bytes(
+        (LOGS / "nds_q72_dataproc_2_2.zstd").read_bytes()[:20_000])
+    st = str(tmp_path / "st")
+    assert main(["ingest", str(logs), "--store", st, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["files_pending"], doc["files_failed"], doc["store_exists"]) == (2, 0, False)
+    by_name = {Path(f["path"]).name: f for f in doc["files"]}
+    assert by_name["local-1532512550423.inprogress"]["warnings"] == [
+        ("the log ends after 1 line, before its SparkListenerApplicationStart event: it was cut off "
+         "while being written, or copied in part")]
+    # the file has 20,000 bytes: "the log is empty" would not be true
+    (zstd,) = by_name["application_1751493828576_0001.zstd.inprogress"]["warnings"]
+    assert zstd.startswith("the zstd stream ends before its first line decodes") and "empty" not in zstd
+    # the application wrote on: the next ingest stores it
+    (logs / "local-1532512550423.inprogress").write_bytes(data)
+    assert main(["ingest", str(logs), "--store", st]) == 0
+    assert "1 ingested, 0 unchanged, 0 already in the store, 0 failed, 1 not written yet" in capsys.readouterr().out
+    done = tmp_path / "done" / "local-1532512550423"
+    done.parent.mkdir()
+    done.write_bytes(data[:data.index(b"\n") + 1])
+    assert main(["ingest", str(done), "--store", st]) == 1

@@ -41,6 +41,11 @@ from .eventlog_files import (
 from .eventlog_rows import RunBuilder
 
 
+class NotWrittenYet(IngestError):
+    """A log still being written (``.inprogress``) that holds no application start yet: its
+    application has only just started, and a later ingest reads it."""
+
+
 @dataclass
 class ParsedLog:
     """What one event log yields: conformed tables (``runs`` holds one row) and warnings.
@@ -130,6 +135,7 @@ def _parse_source(source: LogSource) -> ParsedLog:
     stream_cut = False  # the last file's compressed stream ends early
     began = False  # the log's first line is Spark's LogStart, whole or cut: its beginning is here
     not_json_in: str | None = None  # the file of the log's first line that is not JSON
+    raw_bytes = 0  # the files' sizes: compressed bytes that decode to nothing are not "empty"
     cut_after_not_json = False  # a cut last line follows it: it was not the log's last line
     for f in source.files:
         name = os.path.basename(f)
@@ -138,6 +144,7 @@ def _parse_source(source: LogSource) -> ParsedLog:
         cut: list[bytes] = []
         try:
             with open(f, "rb") as fh:
+                raw_bytes += os.fstat(fh.fileno()).st_size
                 builder.feed(iter_lines(_counted(iter_decompressed(fh, codec), nbytes), cut=cut))
         except TruncatedStream as exc:
             cut_short = cut_short or f == source.files[-1]
@@ -205,15 +212,22 @@ def _parse_source(source: LogSource) -> ParsedLog:
                               "ingest an intact copy of this log") from None
         if began or builder.spark_version is not None or (cut_short and builder.events) \
                 or (stream_cut and not builder.lines) or unwritten:
-            what = ("the log is empty: its application has started (.inprogress) and Spark has "
-                    "not written its first event yet" if unwritten else
-                    f"the log ends after {plural(builder.lines, 'line')}, before its "
+            last_codec = codec_of(os.path.basename(source.files[-1]).removesuffix(".compact"))
+            what = (f"the log ends after {plural(builder.lines, 'line')}, before its "
                     "SparkListenerApplicationStart event: it was cut off while being written, or "
                     "copied in part" if builder.lines else
-                    f"the {codec_of(os.path.basename(source.files[-1]))} stream ends before its "
-                    "first line decodes: it was cut off while being written, or copied in part")
-            raise IngestError(f"{source.path}: {what}",
-                              "ingest it once Spark has written more of it, or a complete copy") from None
+                    f"the {last_codec} stream ends before its first line decodes: it was cut off "
+                    "while being written, or copied in part" if stream_cut else
+                    "the log is empty: its application has started (.inprogress) and Spark has "
+                    "not written its first event yet" if not raw_bytes else
+                    f"its {plural(raw_bytes, 'byte')} of {last_codec or 'plain'} data decode to no "
+                    "event: its application has started (.inprogress) and Spark has not written "
+                    "its first event yet")
+            # A log still being written that has no start yet is an application that has just
+            # started, not a failure: a cron ingest of a live history folder met one every time
+            kind = NotWrittenYet if source.in_progress else IngestError
+            raise kind(f"{source.path}: {what}",
+                       "ingest it once Spark has written more of it, or a complete copy") from None
         raise IngestError(f"{source.path}: {exc}", "ingest Spark event logs only "
                           "(files written by spark.eventLog.enabled=true)") from None
     run = tables["runs"]
@@ -287,6 +301,7 @@ def parse_event_log(path: str | os.PathLike[str]) -> ParsedLog:
 
 
 __all__ = [
+    "NotWrittenYet",
     "ParsedLog",
     "find_logs",
     "parse_event_log",

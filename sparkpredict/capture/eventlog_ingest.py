@@ -39,7 +39,7 @@ from ..errors import IngestError, InputError, SparkPredictError
 from ..store import schema as S
 from ..store.io import INGEST_LABEL
 from ..units import plural
-from .eventlog import ParsedLog, _parse_source, _system_pool, peek_run_id
+from .eventlog import NotWrittenYet, ParsedLog, _parse_source, _system_pool, peek_run_id
 from .eventlog_files import (
     ROLLING_PREFIX,
     LogSource,
@@ -63,12 +63,14 @@ log = logging.getLogger("sparkpredict.capture.eventlog")
 @dataclass
 class FileOutcome:
     """One log's outcome. ``run_id`` and ``status`` are the stored run's when the log was
-    skipped (``unchanged``, ``exists``); a log that ``failed`` has no status (nothing of it was
+    skipped (``unchanged``, ``exists``); ``pending``: a log still being written (``.inprogress``)
+    whose application has only just started (no start event yet; its warning says what it
+    holds), skipped for a later ingest; a log that ``failed`` has no status (nothing of it was
     stored), and its run id where it could be read; ``stages`` and ``tasks`` count the rows it
     added, and are None when it added none (nothing was stored, or the log was not read)."""
 
     path: str
-    outcome: Literal["ingested", "unchanged", "exists", "failed"]
+    outcome: Literal["ingested", "unchanged", "exists", "pending", "failed"]
     run_id: str | None = None
     status: str | None = None
     stages: int | None = None
@@ -119,6 +121,11 @@ class IngestReport:
         return self._count("exists")
 
     @property
+    def files_pending(self) -> int:
+        """Skipped as not written yet: in-progress logs of applications that have just started."""
+        return self._count("pending")
+
+    @property
     def files_failed(self) -> int:
         return self._count("failed")
 
@@ -137,7 +144,8 @@ class IngestReport:
 
     def to_dict(self) -> dict:
         counts = {k: getattr(self, k) for k in ("files_seen", "files_ingested", "files_unchanged",
-                                                 "files_existing", "files_failed", "runs_added")}
+                                                 "files_existing", "files_pending", "files_failed",
+                                                 "runs_added")}
         return {"store": self.store, **counts, "files": [asdict(f) for f in self.files],
                 "duplicates_ignored": self.duplicates, "store_exists": self.store_exists,
                 "repairs": self.repairs}
@@ -597,6 +605,11 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
         if named is not None and not _awaits_log(known.runs[named]):
             return _skipped(src.path, "exists", named, known, job, st)
         parsed = _parse_source(src)
+    except NotWrittenYet as exc:
+        if named is not None and not _awaits_log(known.runs[named]):
+            return _skipped(src.path, "exists", named, known, job, st)
+        return FileOutcome(src.path, "pending", run_id=named,
+                           warnings=[exc.message.removeprefix(f"{src.path}: ")])
     except (IngestError, OSError) as exc:
         # its run is stored whole already: a log of it that cannot be read is no news; stored
         # cut short, this log was to complete it, and the user must hear that it cannot

@@ -5,7 +5,8 @@ whose run is already stored is skipped and its run keeps its job (the skip warns
 When 256 small batches arrived in a local store since its last compaction, the ingest then
 merges them (``store compact``'s defaults; ``--no-compact``: not).
 
-Exit status: 0 when every log was ingested or already in the store, 1 when some log could not
+Exit status: 0 when every log was ingested, already in the store, or not written yet (an
+``.inprogress`` log of an application that has just started: skipped), 1 when some log could not
 be read (the others were still ingested), 2 for a user mistake (missing path, bad store).
 With ``--json`` stdout is JSON in every case: the report (a log that failed is listed in
 ``files`` with its ``error`` and ``fix``), or ``{"error": ..., "fix": ...}`` for a user mistake, whose
@@ -76,6 +77,9 @@ def _print_logs(report: IngestReport) -> None:
             print(f"skipped   {f.path}: run {f.run_id} already in the store ({f.status})")
         elif f.outcome == "unchanged" and f.warnings:  # else quiet: the summary counts it
             print(f"skipped   {f.path}: unchanged since ingested as run {f.run_id} ({f.status})")
+        elif f.outcome == "pending":
+            print(f"skipped   {f.path}: not written yet (its application has just started); a later "
+                  "ingest reads it")
         elif f.outcome == "failed":
             err = f.error or "failed"
             print(f"FAILED    {err if err.startswith(str(f.path)) else f'{f.path}: {err}'}")
@@ -90,8 +94,8 @@ def _summary(report: IngestReport) -> str:
 
     dups = f" ({plural(len(report.duplicates), 'duplicate path')} ignored)" if report.duplicates else ""
     return (f"{plural(report.files_seen, 'log')}: {report.files_ingested} ingested, {report.files_unchanged} "
-            f"unchanged, {report.files_existing} already in the store, {report.files_failed} failed "
-            f"-> {report.store if report.store_exists else f'nothing stored, no store made at {report.store}'}"
+            f"unchanged, {report.files_existing} already in the store, {report.files_failed} failed"
+            f"{f', {report.files_pending} not written yet' if report.files_pending else ''} -> {report.store if report.store_exists else f'nothing stored, no store made at {report.store}'}"
             f"{dups}")
 
 
