@@ -270,3 +270,14 @@ def test_an_inprogress_log_of_an_application_just_started_is_skipped_not_failed(
     done.parent.mkdir()
     done.write_bytes(data[:data.index(b"\n") + 1])
     assert main(["ingest", str(done), "--store", st]) == 1
+
+
+@pytest.mark.parametrize("under", ["afile/sub", "afile/sub/deeper"])
+def test_a_store_path_under_a_file_names_the_file(tmp_path, capsys, under):
+    """It said "Not a directory" and "choose a writable folder, or fix its permissions", as if
+    the folder's permissions were at fault."""
+    (tmp_path / "afile").write_text("x")
+    rc = main(["ingest", str(LOGS / "rp_nosql_eventlog.json"), "--store", str(tmp_path / under)])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"error: cannot write to store '{tmp_path / under}': {tmp_path / 'afile'} is a file\n" in err
+    assert "fix: give a store path under a folder, not under a file" in err and "permissions" not in err

@@ -686,7 +686,32 @@ class Store:
                 self._put_marker(marker, json.dumps(
                     {"format": S.STORE_FORMAT, "schema_version": S.SCHEMA_VERSION}).encode())
         except OSError as exc:
+            above = self._file_above(exc)
+            if above is not None:  # "choose a writable folder" did not say what was wrong with it
+                # worded as the listener's check_store words it
+                raise StoreError(f"cannot write to store {self.path!r}: {above} is a file",
+                                 "give a store path under a folder, not under a file") from exc
             raise StoreError(f"cannot write to store {self.path!r}: {exc}", self._write_fix(exc, making=True)) from exc
+
+    def _file_above(self, exc: OSError) -> str | None:
+        """The file in the way of making the store's folder (``--store afile/sub``), else None."""
+        import errno
+
+        if getattr(exc, "errno", None) != errno.ENOTDIR:
+            return None
+        parent = self.root.rstrip("/")
+        while True:
+            parent, _, _ = parent.rpartition("/")
+            if not parent:
+                return None
+            try:
+                kind = self.fs.get_file_info(parent).type
+            except OSError:
+                return None
+            if kind == pafs.FileType.File:
+                return parent
+            if kind != pafs.FileType.NotFound:
+                return None
 
     def _write_fix(self, exc: OSError | None = None, making: bool = False) -> str:
         """``making``: the store's folder was being made, so a missing path is a parent that
