@@ -237,3 +237,29 @@ def test_a_zstd_log_cut_before_its_first_block_decodes_is_called_cut_not_foreign
     other.write_text("a file that is not an event log\n")
     r = ingest_event_logs([other], tmp_path / "st")
     assert r.files_failed == 1 and "not a Spark event log" in r.errors[str(other)]
+
+
+def test_an_empty_file_a_compressed_log_without_its_suffix_and_a_lost_start_line_say_what_they_are(tmp_path):
+    """Each read "no SparkListenerApplicationStart event: not a Spark event log, or its beginning
+    is missing"; the log without only its start line said it "was cut off", though it ends."""
+    empty = tmp_path / "app-empty"
+    empty.write_bytes(b"")
+    with pytest.raises(IngestError, match=r"the file is empty \(0 bytes\), not an event log"):
+        parse_event_log(empty)
+    bare = tmp_path / "application_1751493828576_0001"
+    bare.write_bytes(Q72.read_bytes())
+    with pytest.raises(IngestError, match="it looks zstd-compressed, but its name has no .zstd suffix") as e:
+        parse_event_log(bare)
+    assert "name it with a .zstd suffix (application_1751493828576_0001.zstd)" in e.value.fix
+    headless = tmp_path / "local-1532512550423"
+    headless.write_bytes(b"".join(line for line in SMALL.read_bytes().splitlines(keepends=True)
+                                  if b'"SparkListenerApplicationStart"' not in line))
+    with pytest.raises(IngestError, match="its SparkListenerApplicationStart event is missing "
+                                          r"\(the log has 29 lines, through its SparkListenerApplicationEnd\)") as e:
+        parse_event_log(headless)
+    assert "cut off" not in e.value.message
+    # named as Spark names it, the same bytes are ingested
+    renamed = tmp_path / "ok" / "application_1751493828576_0001.zstd"
+    renamed.parent.mkdir()
+    bare.rename(renamed)
+    assert ingest_event_logs(renamed, tmp_path / "st").files_ingested == 1

@@ -238,12 +238,12 @@ def test_an_empty_inprogress_log_is_called_unwritten_not_foreign(tmp_path, capsy
     assert "FAILED" not in out and "not a Spark event log" not in out
     assert "1 log: 0 ingested, 0 unchanged, 0 already in the store, 0 failed, 1 not written yet" in out
     assert not (tmp_path / "st").exists()
-    # a finished log with nothing in it is no Spark log at all
+    # a finished log with nothing in it is no Spark log at all, and said to be empty
     empty = tmp_path / "done" / "local-1700000000001"
     empty.parent.mkdir()
     empty.write_bytes(b"")
-    main(["ingest", str(empty), "--store", str(tmp_path / "st")])
-    assert "not a Spark event log" in capsys.readouterr().out
+    assert main(["ingest", str(empty), "--store", str(tmp_path / "st")]) == 1
+    assert "the file is empty (0 bytes), not an event log" in capsys.readouterr().out
 
 
 def test_a_store_made_by_another_writer_while_a_reader_opens_it_is_opened(tmp_path, monkeypatch):

@@ -210,6 +210,12 @@ def _parse_source(source: LogSource) -> ParsedLog:
             raise IngestError(f"{source.path}: its SparkListenerApplicationStart event is unusable "
                               f"({builder.bad_app_start}): the run has no id to be stored under",
                               "ingest an intact copy of this log") from None
+        if builder.end_ms is not None:
+            # the application's end is there, so the log was not cut: its start line is lost
+            raise IngestError(f"{source.path}: its SparkListenerApplicationStart event is missing (the "
+                              f"log has {plural(builder.lines, 'line')}, through its "
+                              "SparkListenerApplicationEnd): the run has no id to be stored under",
+                              "ingest an intact copy of this log") from None
         if began or builder.spark_version is not None or (cut_short and builder.events) \
                 or (stream_cut and not builder.lines) or unwritten:
             last_codec = codec_of(os.path.basename(source.files[-1]).removesuffix(".compact"))
@@ -228,6 +234,12 @@ def _parse_source(source: LogSource) -> ParsedLog:
             kind = NotWrittenYet if source.in_progress else IngestError
             raise kind(f"{source.path}: {what}",
                        "ingest it once Spark has written more of it, or a complete copy") from None
+        if not raw_bytes:
+            raise IngestError(f"{source.path}: the file is empty (0 bytes), not an event log",
+                              "ingest Spark event logs only (files written by spark.eventLog.enabled=true)") from None
+        packed = _compressed_as(source.files[0])
+        if packed is not None:
+            raise IngestError(f"{source.path}: {packed[0]}", packed[1]) from None
         raise IngestError(f"{source.path}: {exc}", "ingest Spark event logs only "
                           "(files written by spark.eventLog.enabled=true)") from None
     run = tables["runs"]
@@ -244,6 +256,36 @@ def _parse_source(source: LogSource) -> ParsedLog:
 
 
 _LOG_START = b'{"Event":"SparkListenerLogStart"'
+
+#: the first bytes of each codec's data -> its suffix: a compressed log that lost its suffix
+#: was read as plain text, and said to be no event log at all
+_MAGIC = {b"\x28\xb5\x2f\xfd": "zstd", b"LZ4Block": "lz4", b"\x82SNAPPY\x00": "snappy",
+          b"ZV\x00": "lzf", b"ZV\x01": "lzf", b"\x1f\x8b": "gz"}
+_LZ4_FRAME = b"\x04\x22\x4d\x18"
+
+
+def _compressed_as(path: str) -> tuple[str, str] | None:
+    """(what, fix) for a file read as plain (no codec suffix) whose bytes begin as a compressed
+    stream does; None when they do not (or when a suffix names a codec)."""
+    name = os.path.basename(path)
+    if codec_of(name.removesuffix(".compact")) is not None:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError:
+        return None
+    if head.startswith(_LZ4_FRAME):
+        what = ("its bytes are an lz4 frame (the lz4 tool's format), which Spark does not write and "
+                "ingest does not read")
+        return what, "decompress it (lz4 -d) and ingest the plain file"
+    codec = next((c for magic, c in _MAGIC.items() if head.startswith(magic)), None)
+    if codec is None:
+        return None
+    base = name.removesuffix(".inprogress")
+    renamed = base + "." + codec + name[len(base):]
+    what = f"it looks {codec}-compressed, but its name has no .{codec} suffix, so it was read as plain text"
+    return what, f"name it with a .{codec} suffix ({renamed}), as Spark does, and ingest it again"
 
 
 def _feed_cut_line(builder: RunBuilder, name: str, line: bytes) -> bool:
