@@ -251,3 +251,17 @@ def test_a_log_in_a_folder_ingest_cannot_enter_is_unreadable_not_missing(tmp_pat
         assert "fix: check the path and its permissions" in out and "no such file" not in out + err
     finally:
         os.chmod(locked, 0o755)
+
+
+def test_a_rolling_folder_given_that_cannot_be_listed_is_exit_2_as_any_folder_given(tmp_path, capsys):
+    """A plain folder given that could not be listed exited 2 (documented), a rolling one 1."""
+    rolling = tmp_path / "eventlog_v2_local-1532512550423"
+    rolling.mkdir()
+    shutil.copy(PLAIN, rolling / "events_1_local-1532512550423")
+    os.chmod(rolling, 0)
+    try:
+        code, out, err = _as_user(["ingest", str(rolling), "--store", str(tmp_path / "st")], capsys, rolling)
+    finally:
+        os.chmod(rolling, 0o755)
+    assert code == 2 and f"error: {rolling}: cannot read: Permission denied" in err, (out, err)
+    assert not (tmp_path / "st").exists()

@@ -156,7 +156,12 @@ def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
         if os.path.isfile(path):
             out.append(single_log(path))
         elif os.path.basename(path).startswith(ROLLING_PREFIX):
-            out.append(rolling_log(path))
+            source = rolling_log(path)
+            if source.error is not None and not source.files:
+                # it could not be listed: a path given that cannot be listed is the user's to
+                # fix (exit 2), a rolling folder as any other folder
+                raise source.error
+            out.append(source)
         else:
             refused: list[OSError] = []
             walked: set[str] = set()  # followed links may lead back up: each folder once
