@@ -121,5 +121,5 @@ def _interrupted(args: argparse.Namespace, exc: KeyboardInterrupt) -> int:
         print(json.dumps({"error": what, "fix": fix} | (report.to_dict() if report is not None else {}), indent=2))
     elif report is not None:
         _print_logs(report)
-    print(f"{said}\n{fix}", file=sys.stderr)
+    print(f"{said}\nfix: {fix}", file=sys.stderr)
     return 130 if signum is None else 128 + signum
