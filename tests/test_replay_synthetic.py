@@ -100,3 +100,31 @@ def test_a_stage_model_of_one_run_has_no_interval_and_widens_beyond_the_sizes():
         # beyond the sizes the interval is wider, relative to its prediction, than inside them
         assert np.all(iv["upper_s"] / iv["predicted_runtime_s"]
                       > inside["upper_s"] / inside["predicted_runtime_s"])
+
+
+def test_a_map_stage_resubmitted_for_lost_partitions_keeps_its_full_attempt():
+    """After a fetch failure Spark resubmits the map stage for the lost partitions only; its
+    last attempt (3 of 64 tasks) had stood for the stage, and a 16 GiB run read -64 %."""
+    from sparkpredict.models.stages import StageRuntimeModel
+
+    tb = wordcount_history([1 * GIB, 2 * GIB, 4 * GIB, 8 * GIB], [2, 4, 8])
+    stages, tasks = tb["stages"], tb["tasks"]
+    rid = "run010"  # 8 GiB on 4 executors
+    full = stages[(stages.run_id == rid) & (stages.stage_id == 0)].iloc[0]
+    retry = full.copy()
+    retry[["stage_attempt_id", "num_tasks", "num_task_rows"]] = [1, 3, 3]
+    retry["input_bytes"] = int(full.input_bytes * 3 / full.num_tasks)
+    retry["submission_ms"], retry["completion_ms"] = full.completion_ms + 100, full.completion_ms + 1480
+    retried = dict(tb, stages=pd.concat([stages, retry.to_frame().T], ignore_index=True).infer_objects(),
+                   tasks=pd.concat([tasks, pd.DataFrame(
+                       [{"run_id": rid, "stage_id": 0, "stage_attempt_id": 1, "task_id": 90_000 + i,
+                         "task_index": i, "attempt": 0, "executor_id": "0", "launch_ms": full.completion_ms + 100,
+                         "finish_ms": full.completion_ms + 1480, "duration_ms": 1380} for i in range(3)])],
+                       ignore_index=True))
+    for c in ("stage_attempt_id", "num_tasks", "num_task_rows", "input_bytes", "submission_ms", "completion_ms"):
+        retried["stages"][c] = pd.to_numeric(retried["stages"][c])
+    model = StageRuntimeModel(tables=retried).fit(tb["runs"])
+    plan = model.stage_plan("wc", 8 * GIB, 4)
+    assert plan.set_index("stage_id").loc[0, "num_tasks"] == 64  # the full attempt, not the retry's 3
+    q = pd.DataFrame({"job": "wc", "input_bytes": float(16 * GIB), "executors": [4]})
+    assert model.predict(q)[0] == pytest.approx(wordcount_truth_s(16 * GIB, 4, 4), rel=0.05)

@@ -23,7 +23,6 @@ The model follows the whole-job contract (``fit(runs_df)``, ``predict(X)``,
 from __future__ import annotations
 
 import logging
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -46,6 +45,7 @@ from .replay import (
     head_ranges,
     head_shift_s,
     head_trends,
+    nearest_run,
     size_doublings_outside,
 )
 from .stage_data import (
@@ -362,12 +362,8 @@ class StageRuntimeModel(RuntimeEstimator):
         if runs.empty:
             raise UnknownJobError(f"no training runs of job {job!r} for the stage model",
                                   f"fit on runs of that job; known: {sorted(self.runs_['job'].dropna().unique())[:5]}")
-        ib = runs["input_bytes"].astype(float).to_numpy()
-        ds = np.abs(np.log(np.maximum(ib, 1)) - math.log(max(input_bytes, 1))) if np.isfinite(input_bytes) \
-            else np.zeros(len(runs))
-        ex = ReplayRuntimeModel._executors(runs).fillna(1).to_numpy()
-        de = np.abs(ex - executors)
-        return str(runs.index[np.lexsort((de, np.round(ds, 6)))[0]])
+        return nearest_run(runs, ReplayRuntimeModel._executors(runs).fillna(1).to_numpy(float),
+                           input_bytes, executors)
 
     def stage_plan(self, job, input_bytes: float, executors: int, executor_cores: int | None = None,
                    executor_memory_mb: float | None = None, _ref: str | None = None,
