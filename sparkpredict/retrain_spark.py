@@ -59,9 +59,17 @@ class NoSparkFileSystem(StoreError):
             f"spark.hadoop.fs.{scheme}.impl=org.apache.hadoop.fs.s3a.S3AFileSystem for s3:// (EMR has one)")
 
 
+#: The characters Hadoop's path globbing reads as a pattern (``FileSystem.globStatus``), which
+#: Spark applies to every path it is given to read.
+_GLOB_CHARS = frozenset("\\[]{}*?")
+
+
 def spark_path(st: store_io.Store) -> str:
-    """The store's path as Spark's Hadoop layer reads it (local folders as file://)."""
-    return st.path if "://" in st.path else "file://" + st.path
+    """The store's path as Spark's Hadoop layer reads it (local folders as file://), its glob
+    characters escaped: a store at ``/data/br[1]`` is read there, never a pattern that finds no
+    folder (Spark's PATH_NOT_FOUND) or another store's (``br1``)."""
+    path = st.path if "://" in st.path else "file://" + st.path
+    return "".join("\\" + c if c in _GLOB_CHARS else c for c in path)
 
 
 def _spark_schema(table: str):
@@ -202,6 +210,8 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
         for k, v in saved.items():
             if v is not None:
                 spark.conf.set(k, v)
+            else:  # setting Spark's default by value would still leave the session changed
+                spark.conf.unset(k)
         if own:
             spark.stop()
     result.seconds = time.perf_counter() - t0
@@ -224,15 +234,43 @@ def _fit_rows(spark: Any, st: store_io.Store, udf: Any, jobs: list[str] | None, 
         latest = latest.where(F.col("job").isin(sorted(set(jobs))))
     detail = _detail_rows(spark, st, latest, used) if stage_models else None
     if detail is not None:
-        return (latest.groupBy("job").cogroup(detail.groupBy("job"))
-                .applyInPandas(_cogroup_udf(udf), _UDF_SCHEMA).collect())
-    if method == "apply":
-        return latest.groupBy("job").applyInPandas(udf, _UDF_SCHEMA).collect()
-    # Same function per job, but one Python call per partition instead of per job:
-    # hash-partition by job, sort, and cut the Arrow batches at job boundaries.
-    n = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    return (latest.repartition(n, "job").sortWithinPartitions("job")
-            .mapInPandas(_per_partition(udf), _UDF_SCHEMA).collect())
+        fitted = (latest.groupBy("job").cogroup(detail.groupBy("job"))
+                  .applyInPandas(_cogroup_udf(udf), _UDF_SCHEMA))
+    elif method == "apply":
+        fitted = latest.groupBy("job").applyInPandas(udf, _UDF_SCHEMA)
+    else:
+        # Same function per job, but one Python call per partition instead of per job:
+        # hash-partition by job, sort, and cut the Arrow batches at job boundaries.
+        n = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        fitted = (latest.repartition(n, "job").sortWithinPartitions("job")
+                  .mapInPandas(_per_partition(udf), _UDF_SCHEMA))
+    try:
+        return fitted.collect()
+    except Exception as exc:  # pyspark's PythonException, py4j's Py4JJavaError: not imported here
+        worker = _worker_failure(exc)
+        if worker is None:
+            raise
+        raise InputError(
+            f"the executors' Python could not run sparkpredict's fit: {worker}",
+            "set spark.pyspark.python (or PYSPARK_PYTHON) to a Python that has sparkpredict and its "
+            "dependencies (pyarrow, pandas, scikit-learn), on every executor, or retrain with --local; "
+            "the registry was not changed") from None
+
+
+def _worker_failure(exc: Exception) -> str | None:
+    """The last line of the Python exception an executor's Python worker raised (``ModuleNotFoundError:
+    No module named 'pyarrow'``), or how the worker died; None for a failure of another kind.
+
+    Each job's fit catches its own errors (:func:`~sparkpredict.fitting.fit_group_safe`), so
+    what reaches the driver from a worker is its Python failing to run the fit at all (a Python
+    without pyarrow or sparkpredict, another Python version), which every job meets alike."""
+    text = str(exc)
+    if type(exc).__name__ == "PythonException" or "An exception was thrown from the Python worker" in text:
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        return lines[-1] if lines else type(exc).__name__
+    if "Python worker exited unexpectedly" in text:
+        return "its Python worker exited unexpectedly (crashed)"
+    return None
 
 
 def _commit_rows(st: store_io.Store, prev: pd.DataFrame, failures: Failures, rows: list, result: RetrainResult,

@@ -1,0 +1,81 @@
+"""Retraining review 5: what the Spark path leaves behind and refuses, one job's fault, a registry
+that cannot be written.
+
+The Spark path left a caller's session with ``spark.sql.shuffle.partitions`` 8 and AQE off where
+neither was set; a store at ``br[1]`` failed with PATH_NOT_FOUND (a glob); a job whose runs held
+``properties_json = "null"`` aborted the whole retrain on both paths (AttributeError), and any
+error other than sparkpredict's and ValueError did the same; executors whose Python lacked
+pyarrow printed a Py4J trace; an ``_models`` that is a file was found only after every fit.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparkpredict import registry as R
+from sparkpredict import retrain as RT
+from sparkpredict import store
+from sparkpredict.errors import InputError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from retrain_scaling import make_history, write_history
+
+HISTORY = Path(__file__).parent / "data" / "history"
+SESSION_KEYS = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")
+
+
+def _history_copy(dest: Path, null_props_job: str | None = None) -> Path:
+    """tests/data/history written again through Store.append, the runs of ``null_props_job``
+    with ``properties_json`` "null" (JSON, but no object)."""
+    src = store.open(HISTORY)
+    tables = {t: src.read(t) for t in ("runs", "stages", "tasks", "executors")}
+    if null_props_job is not None:
+        runs = tables["runs"]
+        tables["runs"] = runs.assign(properties_json=runs["properties_json"].where(runs["job"] != null_props_job, "null"))
+    store.open(dest, create=True).append(tables)
+    return dest
+
+
+# ---- the Spark path -------------------------------------------------------------------------
+@pytest.mark.spark
+def test_spark_reads_a_store_at_a_path_with_glob_characters_and_restores_the_session(spark_app, tmp_path):
+    # "s[1]" as a glob is "s1": a store there must not be read instead
+    write_history(tmp_path / "s[1]", make_history(2, runs_per_job=8, seed=1, prefix="mine"), batches=2)
+    write_history(tmp_path / "s1", make_history(3, runs_per_job=8, seed=2, prefix="other"), batches=1)
+    with spark_app(tmp_path / "listener-store", job="retrain-test") as spark:
+        for k in SESSION_KEYS:  # a session that set neither (the fixture sets both)
+            spark.conf.unset(k)
+        before = {k: spark.conf.get(k, None) for k in SESSION_KEYS}
+        res = RT.retrain_spark(tmp_path / "s[1]", spark=spark, kind="amdahl", stage_models=False)
+        after = {k: spark.conf.get(k, None) for k in SESSION_KEYS}
+    assert res.refit == ["mine-00000", "mine-00001"] and res.exit_code == 0
+    assert before == after == {k: None for k in SESSION_KEYS}
+
+
+def _python_without_pyarrow() -> str | None:
+    exe = "/usr/bin/python3"
+    if not os.path.exists(exe):
+        return None
+    found = subprocess.run([exe, "-c", "import pyarrow"], check=False, capture_output=True).returncode == 0
+    return None if found else exe
+
+
+@pytest.mark.spark
+def test_executors_whose_python_lacks_sparkpredict_are_one_error_and_leave_the_registry(spark_app, tmp_path,
+                                                                                        monkeypatch):
+    exe = _python_without_pyarrow()
+    if exe is None:
+        pytest.skip("no Python without pyarrow on this machine")
+    path = tmp_path / "store"
+    write_history(path, make_history(2, runs_per_job=8, seed=1), batches=1)
+    monkeypatch.setenv("PYSPARK_PYTHON", exe)  # a SparkContext takes its workers' Python from it
+    with spark_app(tmp_path / "listener-store", job="retrain-test") as spark, pytest.raises(InputError) as err:
+        RT.retrain_spark(path, spark=spark, kind="amdahl", stage_models=False)
+    assert err.value.message == ("the executors' Python could not run sparkpredict's fit: "
+                                 "ModuleNotFoundError: No module named 'pyarrow'")
+    assert "spark.pyspark.python" in err.value.fix and "--local" in err.value.fix
+    assert R.current_snapshot(path) is None and not (path / "_models" / "artifacts").exists()
