@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from . import registry as R
-from .errors import InputError, SparkPredictError
+from .errors import InputError
 from .store import schema as S
 
 if TYPE_CHECKING:
@@ -202,22 +202,29 @@ def fit_group_safe(raw_runs: pd.DataFrame, stages: pd.DataFrame | None = None,
                    tasks: pd.DataFrame | None = None, *, stage_models: bool = False,
                    runtime_model: bool = True, **kw: Any) -> list[Outcome]:
     """The job's whole-job model (``runtime_model``) and its stage model (``stage_models``); a
-    job or model that cannot be fitted does not stop the others."""
+    job or model that cannot be fitted, whatever it raised, is a "failed" outcome: it does not
+    stop the others, nor the other jobs' commit."""
     job = str(raw_runs["job"].iloc[0]) if len(raw_runs) else ""
     out: list[Outcome] = []
     if runtime_model:
         try:
             out.append((job, R.KIND_RUNTIME, "fit", json.dumps(fit_group(raw_runs, **kw), sort_keys=True), None))
-        except (SparkPredictError, ValueError) as exc:
-            out.append((job, R.KIND_RUNTIME, "failed", None, f"{type(exc).__name__}: {exc}"))
+        except Exception as exc:  # noqa: BLE001  # one job's odd rows must not stop every other job's commit
+            out.append((job, R.KIND_RUNTIME, "failed", None, _worded(exc)))
     if stage_models:
         try:
             doc = fit_stage_group(raw_runs, stages, tasks, random_state=kw.get("random_state", 0))
             out.append((job, R.KIND_STAGE, "skipped", None, None) if doc is None
                        else (job, R.KIND_STAGE, "fit", json.dumps(doc, sort_keys=True), None))
-        except (SparkPredictError, ValueError) as exc:
-            out.append((job, R.KIND_STAGE, "failed", None, f"{type(exc).__name__}: {exc}"))
+        except Exception as exc:  # noqa: BLE001  # as above
+            out.append((job, R.KIND_STAGE, "failed", None, _worded(exc)))
     return out
+
+
+def _worded(exc: Exception) -> str:
+    """A fit's error as the retrain records it, ``"ClassName: message"``: a foreign error's class
+    (AttributeError) says it is a fault, and where to look, as its message alone does not."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def _float_or_none(v: Any) -> float | None:

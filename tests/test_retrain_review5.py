@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from sparkpredict import fitting, store
 from sparkpredict import registry as R
 from sparkpredict import retrain as RT
-from sparkpredict import store
 from sparkpredict.errors import InputError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -40,6 +40,30 @@ def _history_copy(dest: Path, null_props_job: str | None = None) -> Path:
     return dest
 
 
+# ---- 3: one job's fault fails that job only --------------------------------------------------
+def test_runs_whose_properties_are_json_null_are_fitted_as_runs_without_properties(tmp_path):
+    path = _history_copy(tmp_path / "store", null_props_job="sort")
+    res = RT.retrain_local(path)
+    assert res.errors == {} and res.exit_code == 0
+    assert res.refit == res.stage_refit == ["sort", "sqljoin", "wordcount"]
+
+
+def test_any_error_of_one_jobs_fit_fails_that_job_and_the_others_commit(tmp_path, monkeypatch):
+    path = _history_copy(tmp_path / "store")
+    real = fitting.fit_group
+
+    def faulty(raw, **kw):
+        if raw["job"].iloc[0] == "sort":
+            raise AttributeError("'NoneType' object has no attribute 'get'")
+        return real(raw, **kw)
+
+    monkeypatch.setattr(fitting, "fit_group", faulty)
+    res = RT.retrain_local(path, stage_models=False)
+    assert res.exit_code == 1 and res.refit == ["sqljoin", "wordcount"]
+    assert res.errors == {"sort": "AttributeError: 'NoneType' object has no attribute 'get'"}
+    assert set(R.read_registry(path)["job"]) == {"sqljoin", "wordcount"}
+
+
 # ---- the Spark path -------------------------------------------------------------------------
 @pytest.mark.spark
 def test_spark_reads_a_store_at_a_path_with_glob_characters_and_restores_the_session(spark_app, tmp_path):
@@ -54,6 +78,14 @@ def test_spark_reads_a_store_at_a_path_with_glob_characters_and_restores_the_ses
         after = {k: spark.conf.get(k, None) for k in SESSION_KEYS}
     assert res.refit == ["mine-00000", "mine-00001"] and res.exit_code == 0
     assert before == after == {k: None for k in SESSION_KEYS}
+
+
+@pytest.mark.spark
+def test_spark_fits_a_job_whose_properties_are_json_null_with_the_others(spark_app, tmp_path):
+    path = _history_copy(tmp_path / "store", null_props_job="sort")
+    with spark_app(tmp_path / "listener-store", job="retrain-test") as spark:
+        res = RT.retrain_spark(path, spark=spark)
+    assert res.errors == {} and res.refit == res.stage_refit == ["sort", "sqljoin", "wordcount"]
 
 
 def _python_without_pyarrow() -> str | None:

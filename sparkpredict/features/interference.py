@@ -7,7 +7,6 @@ to the groups. See :mod:`sparkpredict.models.degradation` for the estimator buil
 """
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -252,11 +251,10 @@ def interference_labels(runs: pd.DataFrame) -> pd.Series:
     """``run_id -> 'none' | '<kind>:<intensity>' | None`` from the runs' recorded properties."""
     import pandas as pd
 
+    from .runs import _parse_properties
+
     def one(props: Any) -> str | None:
-        try:
-            return json.loads(props).get(LABEL_KEY) if isinstance(props, str) else None
-        except ValueError:
-            return None
+        return (_parse_properties(props) or {}).get(LABEL_KEY)
     return pd.Series([one(p) for p in runs["properties_json"]], index=runs["run_id"].values)
 
 

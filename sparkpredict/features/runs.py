@@ -330,7 +330,6 @@ PARAM_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 def _declared_params(props: pd.Series) -> dict[str, pd.Series]:
     """name -> float values (NaN where a run did not declare it) of ``spark.sparkpredict.param.*``."""
-    import json
     import re
 
     import pandas as pd
@@ -341,9 +340,8 @@ def _declared_params(props: pd.Series) -> dict[str, pd.Series]:
     has = text.str.contains(PARAM_PREFIX, regex=False)
     found: dict[str, dict[Any, Any]] = {}
     for idx, raw in text[has].items():
-        try:
-            d = json.loads(raw)
-        except ValueError:
+        d = _parse_properties(raw)
+        if d is None:  # not JSON, or not an object (a list naming a parameter)
             continue
         for k, v in d.items():
             if k.startswith(PARAM_PREFIX):

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .runs import local_run_executors
+from .runs import _parse_properties, local_run_executors
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -77,17 +77,22 @@ def _num(value, default: float) -> float:
         return default
 
 
+def run_properties(run: pd.Series | dict) -> Mapping[str, Any]:
+    """The run's ``properties_json`` as a mapping; empty where it is missing, not JSON, or JSON
+    of another shape (``null``, a list): a store written by another tool may hold any of them,
+    and one such run failed its job's fit, and with it the whole retrain."""
+    return _parse_properties(run.get("properties_json")) or {}
+
+
 def run_task_cpus(run, executors: float, cores: float) -> int:
     """``spark.task.cpus`` of the run: from its properties, else the one that makes
     ``executors x floor(cores / task_cpus)`` its recorded ``task_slots``; 1 when unknown."""
-    props = run.get("properties_json")
-    if isinstance(props, str) and props:
-        try:
-            value = json.loads(props).get("spark.task.cpus")
-            if value is not None and int(str(value).strip()) >= 1:
-                return int(str(value).strip())
-        except (ValueError, TypeError, AttributeError):
-            pass  # not JSON, or not a number: fall back to the slots
+    value = run_properties(run).get("spark.task.cpus")
+    try:
+        if value is not None and int(str(value).strip()) >= 1:
+            return int(str(value).strip())
+    except ValueError:
+        pass  # not a number: fall back to the slots
     slots, execs, cores = (int(_num(v, 0)) for v in (run.get("task_slots"), executors, cores))
     if slots > 0 and execs > 0 and cores > 0 and slots % execs == 0:
         fits = [t for t in range(1, cores + 1) if cores // t == slots // execs]
@@ -107,11 +112,7 @@ def query_slots(executors: float, cores: float, task_cpus: float) -> float:
 
 def config_features(run: pd.Series | dict) -> dict[str, float]:
     """The configuration features of one runs-table row (``properties_json`` plus run columns)."""
-    raw = run.get("properties_json")
-    try:
-        props = json.loads(raw) if isinstance(raw, str) and raw else {}
-    except ValueError:
-        props = {}
+    props = run_properties(run)
     execs = _num(run.get("executors_max"), _num(run.get("executors"), _num(props.get("spark.executor.instances"), 1)))
     cores = _num(run.get("executor_cores"), _num(props.get("spark.executor.cores"), 1))
     mem = _num(run.get("executor_memory_mb"),
