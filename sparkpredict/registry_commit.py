@@ -335,6 +335,39 @@ def _renumber(st: store_io.Store, row: dict, version: int) -> str:
 
 
 # ---- running retrains and leftovers -------------------------------------------------------------
+#: The folders of ``STORE/_models`` a retrain writes: what each one holds, for the error that
+#: finds a file in its place.
+_REGISTRY_FOLDERS = (("registry", "its snapshots"), ("artifacts", "its models' files"),
+                     ("running", "the marks of running retrains"))
+
+
+def check_writable(store: Any) -> None:
+    """Refuse, before any fit (and in ``retrain --dry-run``), a registry a retrain could not
+    commit: ``STORE/_models``, or a folder of it, that is a file, or (on a local store) a folder
+    this user cannot write. A retrain found it only at its commit, after all its fitting, and
+    then said "Not a directory" of the store. Writes nothing."""
+    st = _open(store)
+    base = _base(st)
+    info = st.fs.get_file_info(base)
+    if info.type == pafs.FileType.File:
+        raise StoreError(f"{base} is a file, not the folder of the store's model registry",
+                         f"remove it (rm {base}): the next retrain makes the registry again")
+    for name, holds in _REGISTRY_FOLDERS:
+        path = f"{base}/{name}"
+        if info.type == pafs.FileType.Directory and st.fs.get_file_info(path).type == pafs.FileType.File:
+            raise StoreError(f"the model registry of store {st.path!r} is broken: {path} is a file, not the "
+                             f"folder of {holds}",
+                             f"remove it (rm {path}): the next retrain makes it again"
+                             + (", and refits every job" if name == "registry" else ""))
+    if not isinstance(st.fs, pafs.LocalFileSystem):
+        return  # a remote store's permissions are its service's; its commit says what it refused
+    # the folder the retrain would write into first: the deepest of _models/registry that is there
+    folder = next(p for p in (f"{base}/registry", base, st.root) if os.path.isdir(p) or p == st.root)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StoreError(f"cannot write to the model registry of store {st.path!r}: {folder} is not writable "
+                         "by this user", "fix its permissions (chmod u+w), or retrain as the store's owner")
+
+
 def _marker(st: store_io.Store, retrain_id: str) -> str:
     return f"{_base(st)}/running/{retrain_id}"
 
@@ -435,4 +468,4 @@ def remove_orphans(store: Any, min_age_s: float = 600.0, found: list[str] | None
     return removed
 
 
-__all__ = ["commit_registry", "commit_update", "mark_running", "orphans", "remove_orphans", "unmark_running"]
+__all__ = ["check_writable", "commit_registry", "commit_update", "mark_running", "orphans", "remove_orphans", "unmark_running"]

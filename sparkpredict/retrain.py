@@ -271,6 +271,7 @@ def retrain_local(store: Any = None, *, force: bool = False, random_state: int =
     check_kind(kind)
     t0 = time.perf_counter()
     st = store_io.open(store)
+    RC.check_writable(st)  # before the fits, not after them all
     result = RetrainResult(retrain_id=R.new_retrain_id(), fit_path="local", n_jobs=0)
     raw = st.runs()
     jobs = check_jobs(jobs, raw["job"], f"store {st.path!r}")
@@ -376,6 +377,7 @@ def plan_path(store: Any = None, *, force: bool = False, kind: str = "auto",
     whole-job model is refit). ``jobs``: only these jobs, as :func:`retrain` limits them."""
     check_kind(kind)
     st = store_io.open(store)
+    RC.check_writable(st)  # a --dry-run says what the retrain would refuse
     runs = st.runs()  # read once for both questions
     jobs = check_jobs(jobs, runs["job"], f"store {st.path!r}")
     prev, failures = R.read_registry_state(st)
@@ -406,6 +408,7 @@ def result_if_current(store: Any = None, *, force: bool = False, kind: str = "au
     t0 = time.perf_counter()
     check_kind(kind)
     st = R._open(store)  # the Spark path passes the Store it opened
+    RC.check_writable(st)  # jobs/retrain.py asks this first: before its session starts
     runs = st.runs()
     # here too: jobs/retrain.py asks this first, of a remote store as well, and a job without
     # runs would otherwise be "0 of 0 jobs, nothing to refit", exit 0

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from . import registry as R
+from . import registry_commit as RC
 from .errors import InputError, StoreError
 from .retrain import (
     RetrainResult,
@@ -170,6 +171,7 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
         check_master(master)
     t0 = time.perf_counter()
     st = store_io.open(store)
+    RC.check_writable(st)  # before the Spark job, not at the commit after it
     if jobs is not None:  # refused before a session starts
         jobs = check_jobs(jobs, st.read("runs", columns=["job"])["job"], f"store {st.path!r}")
     own = spark is None

@@ -19,7 +19,8 @@ import pytest
 from sparkpredict import fitting, store
 from sparkpredict import registry as R
 from sparkpredict import retrain as RT
-from sparkpredict.errors import InputError
+from sparkpredict import retrain_spark as RS
+from sparkpredict.errors import InputError, StoreError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from retrain_scaling import make_history, write_history
@@ -62,6 +63,30 @@ def test_any_error_of_one_jobs_fit_fails_that_job_and_the_others_commit(tmp_path
     assert res.exit_code == 1 and res.refit == ["sqljoin", "wordcount"]
     assert res.errors == {"sort": "AttributeError: 'NoneType' object has no attribute 'get'"}
     assert set(R.read_registry(path)["job"]) == {"sqljoin", "wordcount"}
+
+
+# ---- 5: a registry that cannot be written is refused before any fit --------------------------
+@pytest.mark.parametrize("broken, said", [
+    ("_models", "_models is a file, not the folder of the store's model registry"),
+    ("_models/registry", "model registry of store"),
+])
+def test_a_registry_folder_that_is_a_file_is_refused_before_any_fit(tmp_path, monkeypatch, broken, said):
+    path = _history_copy(tmp_path / "store")
+    (path / broken).parent.mkdir(parents=True, exist_ok=True)
+    (path / broken).write_text("x")
+
+    def no_fit(*a, **k):
+        raise AssertionError("fitted before the registry was checked")
+
+    monkeypatch.setattr(RT, "fit_group_safe", no_fit)
+    monkeypatch.setattr(RS, "_start_session", no_fit)
+    for attempt in (lambda: RT.plan_path(path), lambda: RT.retrain_local(path),
+                    lambda: RT.retrain_spark(path, master="local[2]")):
+        with pytest.raises(StoreError) as err:
+            attempt()
+        assert said in err.value.message and f"rm {path / broken}" in err.value.fix
+    if broken.endswith("registry"):
+        assert "is broken" in err.value.message and "refits every job" in err.value.fix
 
 
 # ---- the Spark path -------------------------------------------------------------------------
