@@ -89,6 +89,22 @@ def test_a_registry_folder_that_is_a_file_is_refused_before_any_fit(tmp_path, mo
         assert "is broken" in err.value.message and "refits every job" in err.value.fix
 
 
+# ---- 6: --models given a history store ----------------------------------------------------------
+def test_models_given_a_store_or_its_registry_folder_says_to_give_it_as_store(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    path = _history_copy(tmp_path / "store")
+    RT.retrain_local(path, kind="amdahl", stage_models=False)
+    for given in (path, path / "_models"):
+        assert main(["suggest", "--job", "sort", "--input-size", "16MB", "--models", str(given)]) == 2
+        err = capsys.readouterr().err
+        assert "is a history store" in err or "is the model registry of a history store" in err
+        assert f"fix: give the store as --store {path}:" in err and "fit them first" not in err
+    # the fix works: the store's registry answers
+    assert main(["suggest", "--job", "sort", "--input-size", "16MB", "--store", str(path)]) == 0
+    assert "from the registry" in capsys.readouterr().out
+
+
 # ---- the Spark path -------------------------------------------------------------------------
 @pytest.mark.spark
 def test_spark_reads_a_store_at_a_path_with_glob_characters_and_restores_the_session(spark_app, tmp_path):

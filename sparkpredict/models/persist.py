@@ -186,10 +186,32 @@ def _earlier_index(d: str) -> tuple[dict[str, str], dict[str, str], set[str]]:
     return {str(j): n for j, n in jobs.items()}, reasons, listed
 
 
+def _store_of(folder: str) -> str | None:
+    """The history store ``folder`` is (its marker file there), or whose ``_models`` registry
+    folder it is; None for any other folder."""
+    from ..registry import MODELS_DIR
+    from ..store.schema import MARKER_FILE
+
+    folder = os.path.normpath(folder)
+    if os.path.isfile(os.path.join(folder, MARKER_FILE)):
+        return folder
+    parent = os.path.dirname(folder)
+    if os.path.basename(folder) == MODELS_DIR and os.path.isfile(os.path.join(parent, MARKER_FILE)):
+        return parent
+    return None
+
+
 def read_index(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The index of a model directory (checked for format and version)."""
     path = os.path.join(str(model_dir), INDEX)
     if not os.path.exists(path):
+        store = _store_of(str(model_dir))
+        if store is not None:
+            # suggest --models STORE said "fit them first" of a store whose registry held them
+            raise InputError(f"{str(model_dir)!r} is {'the model registry of ' if store != str(model_dir) else ''}"
+                             "a history store, not a folder of `sparkpredict fit` models",
+                             f"give the store as --store {store}: suggest, report and submit then use its "
+                             "registry (the models `sparkpredict retrain` committed)")
         raise InputError(f"no sparkpredict models in {str(model_dir)!r}",
                          "fit them first: `sparkpredict fit RUNS --out MODEL_DIR`")
     refit = "refit: `sparkpredict fit RUNS --out DIR`"
