@@ -3,9 +3,9 @@
     spark-submit --master yarn --conf spark.pyspark.python=/path/to/python-with-sparkpredict \\
         jobs/retrain.py --store hdfs:///sparkpredict/store [--force] [--compact | --no-compact]
 
-The store is read through Spark's Hadoop layer (any path Spark can read); the executors need
-sparkpredict installed in their Python. The registry is written by the driver through pyarrow's
-file systems (local, hdfs://, s3://, gs://). When no job needs a refit (every model current, or
+The store's rows are read through Spark's Hadoop layer; the executors need sparkpredict
+installed in their Python. The driver opens the store, and writes the registry, through pyarrow's
+file systems (local, hdfs://, s3://, gs://): an hdfs:// store needs Hadoop's libhdfs there. When no job needs a refit (every model current, or
 failing on the very runs its fit failed on), no session is started ("spark_started": false).
 It prints the report ``sparkpredict retrain`` prints on stderr, then the result as one JSON line
 on stdout (``sparkpredict retrain --json``'s keys), last: spark-submit merges its Python driver's

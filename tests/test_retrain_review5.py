@@ -105,6 +105,27 @@ def test_models_given_a_store_or_its_registry_folder_says_to_give_it_as_store(tm
     assert "from the registry" in capsys.readouterr().out
 
 
+# ---- 7: an hdfs:// store pyarrow cannot reach ---------------------------------------------------
+def _job_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("retrain_job", Path(__file__).resolve().parents[1] / "jobs" / "retrain.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_an_hdfs_store_without_libhdfs_is_not_sent_to_the_spark_path_which_needs_it_too(capsys):
+    uri = "hdfs://namenode.invalid:8020/store"
+    with pytest.raises(StoreError) as err:
+        store.open(uri)
+    assert "libhdfs" in err.value.fix and "reads the store through Spark instead" not in err.value.fix
+    assert "`retrain --spark` and jobs/retrain.py too" in err.value.fix
+    # as the fix says: the Spark job's driver stops on the same error
+    assert _job_script().main(["--store", uri]) == 2
+    assert "libhdfs" in capsys.readouterr().err
+
+
 # ---- the Spark path -------------------------------------------------------------------------
 @pytest.mark.spark
 def test_spark_reads_a_store_at_a_path_with_glob_characters_and_restores_the_session(spark_app, tmp_path):

@@ -139,7 +139,8 @@ def compact_if_due(store: str | None, jobs: list[str] | None = None) -> Any:
     as sparkpredict's writers do after their work, so that a store only listeners write stays
     quick to read under a nightly retrain too. None when not due, and when there is no store
     (the retrain then says what is wrong), or when the store cannot be opened here (an
-    ``hdfs://`` store on a driver without libhdfs: the retrain reads it through Spark)."""
+    ``hdfs://`` store on a driver without libhdfs: the retrain, which opens it the same way,
+    then says what is missing)."""
     from ..store import io as store_io
     from ..store.compact import auto_compact
 

@@ -54,7 +54,8 @@ def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
             # the URI was fine: pyarrow reaches HDFS through libhdfs, which needs a JVM and Hadoop
             fix = ("on this machine, pyarrow reaches HDFS through Hadoop's libhdfs: set JAVA_HOME, "
                    "HADOOP_HOME and CLASSPATH=$(hadoop classpath --glob), or run the command where "
-                   "Hadoop is installed (`retrain --spark` reads the store through Spark instead)")
+                   "Hadoop is installed (`retrain --spark` and jobs/retrain.py too: their driver opens the "
+                   "store, and writes its registry, through pyarrow)")
         raise StoreError(f"cannot reach store {shown!r}: {why}", fix) from exc
 
 
