@@ -322,10 +322,32 @@ def crossover_jobs(kind: str = "auto") -> int:
 
 def check_master(master: str) -> None:
     """Refuse a master URL Spark would refuse only after its JVM started (``local[x]``): the
-    check ``sparkpredict submit`` makes."""
+    check ``sparkpredict submit`` makes; and ``yarn`` where spark-submit would find no Hadoop
+    configuration (HADOOP_CONF_DIR, YARN_CONF_DIR)."""
     from .capture.submit_args import check_master as check_submit_master
 
     check_submit_master(["--master", master])
+    if master == "yarn" and not _hadoop_conf_known():
+        # spark-submit refuses it only from inside the JVM start: 20 lines of Java trace, then
+        # JAVA_GATEWAY_EXITED, which named neither variable
+        raise InputError("--master yarn needs the cluster's Hadoop configuration: neither HADOOP_CONF_DIR "
+                         "nor YARN_CONF_DIR is set",
+                         "export HADOOP_CONF_DIR (or YARN_CONF_DIR) as the folder of the cluster's "
+                         "core-site.xml and yarn-site.xml (often /etc/hadoop/conf), or retrain with --local")
+
+
+def _hadoop_conf_known() -> bool:
+    """HADOOP_CONF_DIR or YARN_CONF_DIR set here, or in the spark-env.sh that spark-submit sources
+    (``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``): where Spark on YARN finds the cluster."""
+    if os.environ.get("HADOOP_CONF_DIR") or os.environ.get("YARN_CONF_DIR"):
+        return True
+    conf = os.environ.get("SPARK_CONF_DIR") or os.path.join(os.environ.get("SPARK_HOME", ""), "conf")
+    try:
+        with open(os.path.join(conf, "spark-env.sh"), encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return False
+    return "HADOOP_CONF_DIR" in text or "YARN_CONF_DIR" in text
 
 
 def spark_available() -> bool:

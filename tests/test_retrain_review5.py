@@ -126,6 +126,25 @@ def test_an_hdfs_store_without_libhdfs_is_not_sent_to_the_spark_path_which_needs
     assert "libhdfs" in capsys.readouterr().err
 
 
+# ---- 8: --master yarn without the cluster's configuration -------------------------------------
+def test_master_yarn_without_hadoop_conf_dir_is_refused_before_spark_starts(tmp_path, monkeypatch, capsys):
+    from sparkpredict.cli import main
+
+    for var in ("HADOOP_CONF_DIR", "YARN_CONF_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "conf"))  # no spark-env.sh setting them
+    monkeypatch.setattr(RS, "_start_session", lambda *a, **k: pytest.fail("Spark was started"))
+    path = _history_copy(tmp_path / "store")
+    assert main(["retrain", "--store", str(path), "--master", "yarn"]) == 2
+    err = capsys.readouterr().err
+    assert "neither HADOOP_CONF_DIR nor YARN_CONF_DIR is set" in err and "fix: export HADOOP_CONF_DIR" in err
+    assert R.current_snapshot(path) is None
+    # a spark-env.sh that sets it (spark-submit sources it) is enough
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "spark-env.sh").write_text("export HADOOP_CONF_DIR=/etc/hadoop/conf\n")
+    RT.check_master("yarn")
+
+
 # ---- the Spark path -------------------------------------------------------------------------
 @pytest.mark.spark
 def test_spark_reads_a_store_at_a_path_with_glob_characters_and_restores_the_session(spark_app, tmp_path):
