@@ -49,6 +49,25 @@ def main(argv: list[str] | None = None) -> int:
 
     from sparkpredict.errors import InputError, SparkPredictError, print_error
 
+    json_out = None  # --json-out once it is known to take the file: an error's JSON goes there too
+
+    def fail(exc: SparkPredictError) -> int:
+        """The error as `sparkpredict retrain --json` gives it: error: and fix: lines on stderr,
+        and {"error", "fix"} as stdout's last line (and in --json-out's file), so a scheduler that
+        reads the JSON finds one whatever happened."""
+        code = print_error(exc)
+        sys.stderr.flush()
+        doc = json.dumps({"error": exc.message, "fix": exc.fix})
+        if json_out:
+            from sparkpredict.outputs import write_text
+
+            try:
+                write_text(json_out, doc + "\n", "retrain.json")
+            except SparkPredictError:
+                pass  # the error itself is on stderr and stdout
+        print(doc, flush=True)
+        return code
+
     try:  # the arguments' mistakes before a session starts
         if args.partitions is not None and args.partitions < 1:
             raise InputError(f"--partitions {args.partitions} must be at least 1",
@@ -57,12 +76,13 @@ def main(argv: list[str] | None = None) -> int:
             from sparkpredict.outputs import output_file
 
             output_file(args.json_out, "retrain.json")
+            json_out = args.json_out
         if "://" not in args.store:
             from sparkpredict.store import io as store_io
 
             store_io.open(args.store)  # raises, naming the fix, when it is no store
     except SparkPredictError as exc:
-        return print_error(exc)
+        return fail(exc)
 
     from sparkpredict.cli.retrain import compact_first, compact_if_due
     from sparkpredict.retrain import result_if_current, retrain_spark
@@ -71,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         compaction = (compact_first(args.store, args.job) if args.compact
                       else compact_if_due(args.store, args.job) if args.auto_compact else None)
     except SparkPredictError as exc:
-        return print_error(exc)
+        return fail(exc)
     for line in compact_lines(compaction) if compaction is not None else []:
         print(line, file=sys.stderr)
     try:
@@ -88,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 spark.stop()
     except SparkPredictError as exc:
-        return print_error(exc)
+        return fail(exc)
     for line in report_lines(res):  # the driver's log: what `sparkpredict retrain` says
         print(line, file=sys.stderr)
     sys.stderr.flush()

@@ -98,6 +98,7 @@ class RetrainResult:
     stage_skipped: list[str] = field(default_factory=list)  # refit jobs without stage rows
     snapshot: str | None = None
     seconds: float = 0.0
+    #: the master of the Spark session that ran the fits; None where none was started
     master: str | None = None
     #: the keys of ``failed`` not tried again: their fit failed before on the very runs they have now
     still_failing: list[str] = field(default_factory=list)

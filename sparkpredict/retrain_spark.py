@@ -176,8 +176,8 @@ def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = 
         jobs = check_jobs(jobs, st.read("runs", columns=["job"])["job"], f"store {st.path!r}")
     own = spark is None
     if own:
-        current = result_if_current(st, force=force, kind=kind, stage_models=stage_models, jobs=jobs,
-                                    master=master or "local[*]")
+        # no master: none was used (jobs/retrain.py, whose master is spark-submit's, says the same)
+        current = result_if_current(st, force=force, kind=kind, stage_models=stage_models, jobs=jobs)
         if current is not None:
             return current
         spark = _start_session(master or "local[*]", quiet=not spark_logs)

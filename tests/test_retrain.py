@@ -267,10 +267,11 @@ def test_nothing_stale_starts_no_spark_and_a_started_one_logs_errors_only(curren
     line = capsys.readouterr().out.splitlines()[0]
     # it said "on the spark (local[2]) path" though no Spark was started
     assert line.startswith("refit 0 of 3 job(s) in ") and line.endswith(
-        "s: nothing to refit, answered from the store without starting Spark (local[2]); 3 unchanged, 0 failed")
+        "s: nothing to refit, answered from the store without starting Spark; 3 unchanged, 0 failed")
     assert main([*argv, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert (out["path"], out["master"], out["refit"], out["unchanged"]) == ("spark", "local[2]", [], 3)
+    # no master: none was used (jobs/retrain.py says the same)
+    assert (out["path"], out["master"], out["refit"], out["unchanged"]) == ("spark", None, [], 3)
     assert out["spark_started"] is False and out["still_failing"] == []
     assert out["snapshot"] == R.current_snapshot(path)
     job = _job_script()  # spark-submit jobs/retrain.py: not even a session
@@ -362,7 +363,7 @@ def test_a_job_whose_fit_failed_starts_no_spark_until_its_runs_change(current_st
     for _ in range(2):
         assert main(argv) == 0
         lines = capsys.readouterr().out.splitlines()
-        assert "answered from the store without starting Spark (local[2]); 3 unchanged, 0 failed, " \
+        assert "answered from the store without starting Spark; 3 unchanged, 0 failed, " \
                "1 still skipped (its runs have not changed: failjob)" in lines[0]
         assert lines[1].startswith("  skipped: failjob: no succeeded run (1 failed) (not tried again until its "
                                    "runs change, or with --force)"), lines[1]

@@ -9,6 +9,7 @@ pyarrow printed a Py4J trace; an ``_models`` that is a file was found only after
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -143,6 +144,25 @@ def test_master_yarn_without_hadoop_conf_dir_is_refused_before_spark_starts(tmp_
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "spark-env.sh").write_text("export HADOOP_CONF_DIR=/etc/hadoop/conf\n")
     RT.check_master("yarn")
+
+
+# ---- 9: jobs/retrain.py's errors as JSON -------------------------------------------------------
+def test_the_spark_job_gives_an_error_as_the_cli_json_does_on_stdout_and_in_its_file(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    missing, out = tmp_path / "nonexistent", tmp_path / "result.json"
+    assert main(["retrain", "--store", str(missing), "--json"]) == 2
+    cli = json.loads(capsys.readouterr().out)
+    assert _job_script().main(["--store", str(missing), "--json-out", str(out)]) == 2
+    stdout, err = capsys.readouterr()
+    job = json.loads(stdout.strip().splitlines()[-1])
+    assert job == cli == json.loads(out.read_text()) and set(job) == {"error", "fix"}
+    assert f"error: {job['error']}" in err  # a person reads it on stderr as before
+    # a job without runs, found after the store was opened
+    path = _history_copy(tmp_path / "store")
+    assert _job_script().main(["--store", str(path), "--job", "nosuch", "--json-out", str(out)]) == 2
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["error"].startswith("no runs of job 'nosuch'")
+    assert json.loads(out.read_text())["error"].startswith("no runs of job 'nosuch'")
 
 
 # ---- the Spark path -------------------------------------------------------------------------
