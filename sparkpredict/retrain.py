@@ -464,9 +464,20 @@ def jobs_with_stages(store: Any, jobs: Iterable[str]) -> list[str]:
 
 
 def _staged(st: Any, runs: pd.DataFrame, jobs: Iterable[str]) -> list[str]:
-    with_stages = set(st.read("stages", columns=["run_id"])["run_id"])
+    """The ``jobs`` whose stage model a retrain would fit, as :func:`~sparkpredict.fitting.fit_stage_group`
+    judges: stage rows of a run the fit uses (finished, with a wall time: ``runs_table``), and an
+    input size among those runs. A job whose only runs with stages failed was counted, and the
+    count chooses the path."""
+    from .features.runs import runs_table
+
     want = set(jobs)
-    return sorted({j for j, r in zip(runs["job"], runs["run_id"]) if j in want and r in with_stages})
+    mine = runs[runs["job"].isin(want) & runs["run_id"].notna()]
+    if mine.empty:
+        return []
+    valid = runs_table(mine)
+    with_stages = set(st.read("stages", columns=["run_id"])["run_id"])
+    sized = set(valid.loc[valid["input_bytes"].astype(float) > 0, "job"].astype(str))
+    return sorted({str(j) for j, r in zip(valid["job"], valid["run_id"]) if r in with_stages and str(j) in sized})
 
 
 def retrain(store: Any = None, *, use_spark: bool | None = None, master: str | None = None,

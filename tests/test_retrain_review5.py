@@ -165,6 +165,25 @@ def test_the_spark_job_gives_an_error_as_the_cli_json_does_on_stdout_and_in_its_
     assert json.loads(out.read_text())["error"].startswith("no runs of job 'nosuch'")
 
 
+# ---- 10: --dry-run counts the stage models the retrain fits -------------------------------------
+def test_the_dry_run_counts_only_stage_models_the_retrain_fits(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    path = _history_copy(tmp_path / "store")
+    st = store.open(path)
+    run = st.runs().query("job == 'sort'").head(1)
+    stages = st.read("stages").query("run_id == @run.run_id.iloc[0]")
+    st.append({"runs": run.assign(run_id="app-failjob", app_id="app-failjob", job="failjob", status="failed"),
+               "stages": stages.assign(run_id="app-failjob")})
+    plan = RT.plan_path(path)
+    assert plan["to_refit"] == ["failjob", "sort", "sqljoin", "wordcount"]
+    assert plan["stage_jobs"] == ["sort", "sqljoin", "wordcount"]  # failjob's only run failed
+    assert main(["retrain", "--store", str(path), "--dry-run"]) == 0
+    assert "4 of 4 job(s) would be refit on the local path, 3 of them with stage models" in capsys.readouterr().out
+    res = RT.retrain_local(path)
+    assert res.stage_refit == plan["stage_jobs"] and res.stage_skipped == ["failjob"]
+
+
 # ---- the Spark path -------------------------------------------------------------------------
 @pytest.mark.spark
 def test_spark_reads_a_store_at_a_path_with_glob_characters_and_restores_the_session(spark_app, tmp_path):
