@@ -720,10 +720,11 @@ def test_store_clean_removes_registry_leftovers_and_nothing_a_snapshot_reference
 
     assert main(["store", "clean", "--store", str(path), "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "would remove 5 uncommitted file(s)" in out
+    # registry files, not a batch's: the artifacts of the failed retrain and the .tmp leftovers
+    assert "would remove 0 uncommitted file(s), and 5 file(s) of the model registry no kept snapshot needs" in out
     assert {Path(line.strip()) for line in out.splitlines()[1:]} == lost
     assert main(["store", "clean", "--store", str(path)]) == 0
-    assert "removed 5" in capsys.readouterr().out
+    assert "removed 0 uncommitted file(s), and 5 file(s) of the model registry" in capsys.readouterr().out
     left = {f for f in models.rglob("*") if f.is_file()}
     assert left == (kept - lost) | {busy, models / "running" / running_id}
     assert first <= left  # the older snapshot can still be rolled back to
@@ -772,7 +773,7 @@ def test_store_clean_says_what_it_keeps_of_a_retrain_marked_running(tmp_path, ca
     assert cap.err.splitlines()[0].startswith(f"kept 3 file(s) of retrain {rid}, marked running since ")
     assert main(["store", "clean", "--store", str(path), "--older-than", "0"]) == 0
     cap = capsys.readouterr()
-    assert "removed 4 uncommitted file(s)" in cap.out and cap.err == ""
+    assert "removed 1 uncommitted file(s), and 3 file(s) of the model registry" in cap.out and cap.err == ""
     assert not marker.exists()
 
 

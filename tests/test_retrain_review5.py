@@ -184,6 +184,25 @@ def test_the_dry_run_counts_only_stage_models_the_retrain_fits(tmp_path, capsys)
     assert res.stage_refit == plan["stage_jobs"] and res.stage_skipped == ["failjob"]
 
 
+# ---- 11: wording -------------------------------------------------------------------------------
+def test_a_given_kind_is_not_told_what_choosing_one_automatically_needs(tmp_path):
+    path = tmp_path / "store"
+    write_history(path, make_history(1, runs_per_job=2, seed=1), batches=1)
+    auto, gbm = RT.retrain_local(path, stage_models=False), RT.retrain_local(path, kind="gbm", stage_models=False)
+    assert "choosing one automatically at least 6" in auto.skipped["job-00000"]
+    assert gbm.skipped["job-00000"].startswith("only 2 usable runs (of 2); a runtime model needs at least 4 (fix: ")
+
+
+def test_the_dry_run_counts_a_crossover_of_one_job_in_the_singular(tmp_path, monkeypatch, capsys):
+    from sparkpredict.cli import main
+
+    monkeypatch.setenv(RT.CROSSOVER_ENV, "1")
+    monkeypatch.setattr(RT, "spark_available", lambda: False)
+    path = _history_copy(tmp_path / "store")
+    assert main(["retrain", "--store", str(path), "--dry-run", "--no-stage-models"]) == 0
+    assert "(the Spark path is taken from 1 job to refit, or 1 with stage models" in capsys.readouterr().out
+
+
 # ---- the Spark path -------------------------------------------------------------------------
 @pytest.mark.spark
 def test_spark_reads_a_store_at_a_path_with_glob_characters_and_restores_the_session(spark_app, tmp_path):

@@ -56,6 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from .. import retrain as RT
     from ..errors import InputError
+    from ..units import plural
     from . import printed_here
 
     if args.local and args.master:
@@ -85,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
         else:
             # the crossover only chose the path when neither --spark nor --local forced it
             crossover = "" if use_spark is not None else (
-                f" (the Spark path is taken from {RT.crossover_jobs(args.kind)} jobs to refit, or "
+                f" (the Spark path is taken from {plural(RT.crossover_jobs(args.kind), 'job')} to refit, or "
                 f"{RT.crossover_stage_jobs(args.kind)} with stage models: where its start-up pays back, docs/retrain.md)")
             print(f"{len(stale)} of {out['jobs']} job(s) would be refit on the {path} path, "
                   f"{len(out['stage_jobs'])} of them with stage models{crossover}"

@@ -320,7 +320,8 @@ def _clean(args: argparse.Namespace) -> int:
     with contextlib.nullcontext() if args.dry_run else st.writer_lock("store clean"):
         replaced = set(st.replaced_files(age_s))  # told apart from a crashed writer's files
         if args.dry_run:
-            paths = st.orphans(age_s) + registry_commit.orphans(st, age_s)
+            found = registry_commit.orphans(st, age_s)
+            paths = st.orphans(age_s) + found
             kept = _kept(st, paths, age_s, args.older_than)
         else:
             # the registry's first: a snapshot it cannot read stops the clean before anything is removed
@@ -330,8 +331,13 @@ def _clean(args: argparse.Namespace) -> int:
             paths = st.remove_orphans(age_s, store_found) + registry_commit.remove_orphans(st, age_s, found)
     verb = "would remove" if args.dry_run else "removed"
     n_replaced = sum(p in replaced for p in paths)
+    # the registry's are no batch's: artifacts of snapshots pruned since were committed once
+    registry = set(found)
+    n_registry = sum(p in registry for p in paths)
     also = f", and {n_replaced} file(s) of batches a `store compact` replaced" if n_replaced else ""
-    print(f"store {st.path}: {verb} {len(paths) - n_replaced} uncommitted file(s){also}")
+    also += (f", and {n_registry} file(s) of the model registry no kept snapshot needs (artifacts of "
+             "retrains that failed or whose snapshots were pruned, interrupted writes)" if n_registry else "")
+    print(f"store {st.path}: {verb} {len(paths) - n_replaced - n_registry} uncommitted file(s){also}")
     for p in paths:
         print(f"  {p}")
     for line in kept:  # on stderr: stdout stays the list of what was removed

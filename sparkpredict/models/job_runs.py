@@ -51,7 +51,8 @@ def design_matrix(F: Mapping[str, np.ndarray], extras: list[str]) -> np.ndarray:
     return np.column_stack(cols)
 
 
-def too_few_usable_runs(input_bytes: np.ndarray, executors: np.ndarray, runtime_s: np.ndarray) -> DegenerateDataError:
+def too_few_usable_runs(input_bytes: np.ndarray, executors: np.ndarray, runtime_s: np.ndarray,
+                        automatic: bool = True) -> DegenerateDataError:
     """The error of a job with fewer than :data:`MIN_RUNS` usable runs (positive, finite size,
     executors and runtime), naming what the others lack: ``fit`` and ``retrain`` say the same.
 
@@ -69,8 +70,9 @@ def too_few_usable_runs(input_bytes: np.ndarray, executors: np.ndarray, runtime_
     # so that a user who records MIN_RUNS is not told next that 6 are needed
     from .selection import CV_MIN_RUNS
 
-    message = (f"only {plural(usable, 'usable run')} (of {n}); a runtime model needs at least {MIN_RUNS}, "
-               f"and choosing one automatically at least {CV_MIN_RUNS}{why}")
+    # ``automatic``: the model is to be chosen (kind auto); a kind given (--kind gbm) chooses none
+    message = (f"only {plural(usable, 'usable run')} (of {n}); a runtime model needs at least {MIN_RUNS}"
+               + (f", and choosing one automatically at least {CV_MIN_RUNS}" if automatic else "") + why)
     if good["input_bytes"].all():
         return DegenerateDataError(message, "record more runs of the job (positive input_bytes, "
                                             "executors and runtime_s)")
