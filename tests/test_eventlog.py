@@ -232,6 +232,9 @@ def test_the_real_listener_fed_each_cluster_log_records_what_the_ingest_records(
             continue
         for col in sorted(set(got["runs"].columns) - NOT_FROM_EVENTS):
             assert str(lrun[col]) == str(erun[col]), (name, col, lrun[col], erun[col])
+    # executors of two resource profiles, 4 + 2 + 2 cores, the 2-core ones at 2 cpus a task: 6
+    # tasks at once, not 3 x 4 (both paths, as the loop above compares every run column)
+    assert ingested["rp_nosql_eventlog.json"]["runs"]["task_slots"][0].as_py() == 6
     # the SQL scans' files in both (3.5 TB), not the footers or the disk cache's misses
     q88 = ingested["nds_q88_photon_db_13_3.zstd"]["runs"]["input_bytes"][0].as_py()
     assert q88 > 3e12

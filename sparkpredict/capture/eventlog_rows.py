@@ -161,6 +161,8 @@ class RunBuilder:
         self.executors: list[list[Any]] = []
         # executor memory (MiB) each non-default resource profile asks for, by profile id
         self.profile_memory_mb: dict[int, int] = {}
+        # spark.task.cpus each resource profile asks for, by profile id (the default's too)
+        self.profile_task_cpus: dict[int, int] = {}
         self.stage_jobs: dict[int, int] = {}
         self.num_jobs = 0
         self.first_job_ms: int | None = None  # the first job's submission (an idle start is warned of)
@@ -354,6 +356,11 @@ class RunBuilder:
         memory = _typed(((ev.get("Executor Resource Requests") or {}).get("memory") or {}).get("Amount"), int)
         if pid and memory is not None and memory > 0:
             self.profile_memory_mb[pid] = memory
+        # each profile's spark.task.cpus: a run of several profiles has executors whose slots
+        # differ (lenient: a writer's odd amount leaves the run's setting to serve)
+        cpus = ((ev.get("Task Resource Requests") or {}).get("cpus") or {}).get("Amount")
+        if isinstance(pid, int) and isinstance(cpus, (int, float)) and not isinstance(cpus, bool) and cpus >= 1:
+            self.profile_task_cpus[pid] = int(cpus)
 
     def _executor_removed(self, ev: dict) -> None:
         if self.end_ms is not None:  # after the application's end: not this run's (as the listener)

@@ -3,9 +3,11 @@ package io.sparkpredict;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
@@ -16,6 +18,7 @@ import org.apache.spark.SparkConf;
 import org.apache.spark.executor.TaskMetrics;
 import org.apache.spark.resource.ExecutorResourceRequest;
 import org.apache.spark.resource.ResourceProfile;
+import org.apache.spark.resource.TaskResourceRequest;
 import org.apache.spark.scheduler.JobFailed;
 import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 import org.apache.spark.scheduler.SparkListenerApplicationStart;
@@ -49,6 +52,8 @@ final class RunRecord {
     private final Map<String, Exec> executors = new LinkedHashMap<>();
     /** Executor memory (MiB) that each non-default resource profile asks for, by profile id. */
     private final Map<Integer, Long> profileMemoryMb = new HashMap<>();
+    /** spark.task.cpus of each resource profile, by id: executors of several profiles differ in slots. */
+    private final Map<Integer, Integer> profileTaskCpus = new HashMap<>();
 
     private String appId;
     private String attemptId;
@@ -125,6 +130,8 @@ final class RunRecord {
         if (p.id() != ResourceProfile.DEFAULT_RESOURCE_PROFILE_ID() && memory != null && memory.amount() > 0) {
             profileMemoryMb.put(p.id(), memory.amount());
         }
+        TaskResourceRequest cpus = p.taskResourcesJMap().get(ResourceProfile.CPUS());
+        if (cpus != null && cpus.amount() >= 1) profileTaskCpus.put(p.id(), (int) cpus.amount());
     }
 
     void executorRemoved(SparkListenerExecutorRemoved e) {
@@ -282,6 +289,33 @@ final class RunRecord {
         return out;
     }
 
+    /**
+     * Tasks the run could run at once: {@code max x (cores / task.cpus)}, or, with executors of
+     * several resource profiles, the most at once of each live executor's own cores over its
+     * profile's task cpus (executors of 4 + 2 + 2 cores, the small two at 2 cpus a task, read
+     * 12 slots where they had 6).
+     */
+    private int taskSlots(int max, int cores, int taskCpus, long end) {
+        Set<Integer> profiles = new HashSet<>();
+        for (Exec x : executors.values()) profiles.add(x.resourceProfileId);
+        if (profiles.size() < 2) return max * (cores / taskCpus);
+        List<long[]> events = new ArrayList<>();
+        for (Exec x : executors.values()) {
+            int perTask = x.resourceProfileId == ResourceProfile.DEFAULT_RESOURCE_PROFILE_ID()
+                ? taskCpus : profileTaskCpus.getOrDefault(x.resourceProfileId, taskCpus);
+            long n = (x.cores > 0 ? x.cores : cores) / Math.max(perTask, 1);
+            events.add(new long[] {Math.max(x.added, startMs), n});
+            events.add(new long[] {Math.min(x.removed != null ? x.removed : end, end), -n});
+        }
+        events.sort((p, q) -> p[0] != q[0] ? Long.compare(p[0], q[0]) : Long.compare(p[1], q[1]));
+        long running = 0, peak = 0;
+        for (long[] ev : events) {
+            running += ev[1];
+            peak = Math.max(peak, running);
+        }
+        return (int) peak;
+    }
+
     /** The run row as of {@code now}; {@code last}: the final one, with its end time. */
     Object[] runRow(ListenerSettings settings, String status, long now, boolean last) {
         Row r = new Row(Tables.RUNS);
@@ -326,7 +360,8 @@ final class RunRecord {
         r.set("executor_cores", cores);
         r.set("executor_memory_mb", executorMemoryMb());
         int taskCpus = Math.max(1, conf.getInt("spark.task.cpus", 1));
-        r.set("task_slots", cores != null ? max * (cores / taskCpus) : null);  // Spark: floor(cores / task.cpus) per executor
+        // Spark: floor(cores / task.cpus) per executor
+        r.set("task_slots", cores != null ? taskSlots(max, cores, taskCpus, end) : null);
         if (settings.declaredInputBytes != null) {
             r.set("input_bytes", settings.declaredInputBytes);
             r.set("input_bytes_source", "declared");
