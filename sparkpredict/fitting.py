@@ -209,6 +209,8 @@ def fit_group_safe(raw_runs: pd.DataFrame, stages: pd.DataFrame | None = None,
     if runtime_model:
         try:
             out.append((job, R.KIND_RUNTIME, "fit", json.dumps(fit_group(raw_runs, **kw), sort_keys=True), None))
+        except _NOT_THE_JOBS:
+            raise
         except Exception as exc:  # noqa: BLE001  # one job's odd rows must not stop every other job's commit
             out.append((job, R.KIND_RUNTIME, "failed", None, _worded(exc)))
     if stage_models:
@@ -216,9 +218,17 @@ def fit_group_safe(raw_runs: pd.DataFrame, stages: pd.DataFrame | None = None,
             doc = fit_stage_group(raw_runs, stages, tasks, random_state=kw.get("random_state", 0))
             out.append((job, R.KIND_STAGE, "skipped", None, None) if doc is None
                        else (job, R.KIND_STAGE, "fit", json.dumps(doc, sort_keys=True), None))
+        except _NOT_THE_JOBS:
+            raise
         except Exception as exc:  # noqa: BLE001  # as above
             out.append((job, R.KIND_STAGE, "failed", None, _worded(exc)))
     return out
+
+
+#: Faults of the machine, not of the job's runs: recorded as the job's failure they would keep
+#: it from being refit (a failed fit is tried again only when its runs change) after a night
+#: the disk filled or memory ran out.
+_NOT_THE_JOBS = (MemoryError, OSError)
 
 
 def _worded(exc: Exception) -> str:

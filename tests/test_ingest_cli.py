@@ -257,8 +257,9 @@ def test_an_inprogress_log_of_an_application_just_started_is_skipped_not_failed(
     assert (doc["files_pending"], doc["files_failed"], doc["store_exists"]) == (2, 0, False)
     by_name = {Path(f["path"]).name: f for f in doc["files"]}
     assert by_name["local-1532512550423.inprogress"]["warnings"] == [
-        ("the log ends after 1 line, before its SparkListenerApplicationStart event: it was cut off "
-         "while being written, or copied in part")]
+        # being written, not cut off
+        ("the log ends after 1 line, before its SparkListenerApplicationStart event: Spark has not "
+         "written it yet (.inprogress)")]
     # the file has 20,000 bytes: "the log is empty" would not be true
     (zstd,) = by_name["application_1751493828576_0001.zstd.inprogress"]["warnings"]
     assert zstd.startswith("the zstd stream ends before its first line decodes") and "empty" not in zstd

@@ -128,3 +128,17 @@ def test_a_map_stage_resubmitted_for_lost_partitions_keeps_its_full_attempt():
     assert plan.set_index("stage_id").loc[0, "num_tasks"] == 64  # the full attempt, not the retry's 3
     q = pd.DataFrame({"job": "wc", "input_bytes": float(16 * GIB), "executors": [4]})
     assert model.predict(q)[0] == pytest.approx(wordcount_truth_s(16 * GIB, 4, 4), rel=0.05)
+
+
+def test_repeats_tied_as_the_reference_give_the_median_one_not_the_first_stored():
+    """The first stored of a size's repeats had stood for them all (sqljoin's 47 s repeat at
+    32 MB on 1 executor, not its 18 s one: 85 s predicted at 64 MB)."""
+    from sparkpredict.models.replay import nearest_run
+
+    runs = pd.DataFrame({"input_bytes": [1e9, 1e9, 1e9, 2e9], "wall_ms": [47_000, 18_000, 30_000, 5_000]},
+                        index=["slow", "fast", "mid", "other"])
+    execs = np.array([1.0, 1.0, 1.0, 1.0])
+    assert nearest_run(runs, execs, 1e9, 1) == "mid"  # the median of three
+    assert nearest_run(runs.drop(index="mid"), execs[[0, 1, 3]], 1e9, 1) == "fast"  # the lower of two
+    assert nearest_run(runs, execs, 2e9, 1) == "other"  # no tie: the nearest size
+    assert nearest_run(runs, np.array([1.0, 2.0, 1.0, 1.0]), 1e9, 2) == "fast"  # the nearest count first

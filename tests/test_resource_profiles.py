@@ -32,6 +32,12 @@ def test_shared_log_with_two_profiles_gives_each_executor_its_profiles_memory(tm
     assert _executor_shapes(s) == {"1": (4, 20480), "3": (2, 6144), "4": (2, 6144)}
     run = s.runs().iloc[0]
     assert (run.executor_cores, run.executor_memory_mb) == (4, 20480)  # the default profile's
+    # 4 + 2 + 2 cores, profile 1 at 2 cpus a task: 4 + 1 + 1 tasks at once, not 3 x 4
+    assert run.task_slots == 6
+    # and read back, spark.task.cpus stays the default's 1 (6 slots on 3 x 4 cores had made it 2)
+    from sparkpredict.features.stages import run_task_cpus
+
+    assert run_task_cpus(s.runs().iloc[0].to_dict(), 3, 4) == 1
 
 
 def _added_profiles(log: Path) -> dict[str, int]:
@@ -84,3 +90,5 @@ def test_listener_and_event_log_record_a_stage_level_profiles_executors_alike(sp
     for s in (listener, ingested):
         run = s.runs().iloc[0]
         assert (run.status, run.executor_memory_mb) == ("succeeded", 512)
+    # the slots of executors of two profiles, counted alike by both paths
+    assert listener.runs().iloc[0].task_slots == ingested.runs().iloc[0].task_slots >= 1

@@ -96,10 +96,12 @@ def test_models_given_a_store_or_its_registry_folder_says_to_give_it_as_store(tm
 
     path = _history_copy(tmp_path / "store")
     RT.retrain_local(path, kind="amdahl", stage_models=False)
-    for given in (path, path / "_models"):
-        assert main(["suggest", "--job", "sort", "--input-size", "16MB", "--models", str(given)]) == 2
+    for given, registry in ((str(path), False), (str(path) + "/", False), (str(path / "_models"), True)):
+        assert main(["suggest", "--job", "sort", "--input-size", "16MB", "--models", given]) == 2
         err = capsys.readouterr().err
-        assert "is a history store" in err or "is the model registry of a history store" in err
+        # a trailing slash (a shell's completion) is the store itself, not its registry
+        assert ("is the model registry of a history store" in err) == registry, err
+        assert "a history store, not a folder of" in err
         assert f"fix: give the store as --store {path}:" in err and "fit them first" not in err
     # the fix works: the store's registry answers
     assert main(["suggest", "--job", "sort", "--input-size", "16MB", "--store", str(path)]) == 0

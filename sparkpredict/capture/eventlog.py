@@ -219,11 +219,12 @@ def _parse_source(source: LogSource) -> ParsedLog:
         if began or builder.spark_version is not None or (cut_short and builder.events) \
                 or (stream_cut and not builder.lines) or unwritten:
             last_codec = codec_of(os.path.basename(source.files[-1]).removesuffix(".compact"))
+            # a log still being written is not cut off: Spark has not written its start yet
+            cut_why = ("Spark has not written it yet (.inprogress)" if source.in_progress
+                       else "it was cut off while being written, or copied in part")
             what = (f"the log ends after {plural(builder.lines, 'line')}, before its "
-                    "SparkListenerApplicationStart event: it was cut off while being written, or "
-                    "copied in part" if builder.lines else
-                    f"the {last_codec} stream ends before its first line decodes: it was cut off "
-                    "while being written, or copied in part" if stream_cut else
+                    f"SparkListenerApplicationStart event: {cut_why}" if builder.lines else
+                    f"the {last_codec} stream ends before its first line decodes: {cut_why}" if stream_cut else
                     "the log is empty: its application has started (.inprogress) and Spark has "
                     "not written its first event yet" if not raw_bytes else
                     f"its {plural(raw_bytes, 'byte')} of {last_codec or 'plain'} data decode to no "
@@ -235,7 +236,8 @@ def _parse_source(source: LogSource) -> ParsedLog:
             raise kind(f"{source.path}: {what}",
                        "ingest it once Spark has written more of it, or a complete copy") from None
         if not raw_bytes:
-            raise IngestError(f"{source.path}: the file is empty (0 bytes), not an event log",
+            what = "the file is empty (0 bytes)" if len(source.files) == 1 else "its files are empty (0 bytes)"
+            raise IngestError(f"{source.path}: {what}, not an event log",
                               "ingest Spark event logs only (files written by spark.eventLog.enabled=true)") from None
         packed = _compressed_as(source.files[0])
         if packed is not None:
@@ -284,8 +286,10 @@ def _compressed_as(path: str) -> tuple[str, str] | None:
         return None
     base = name.removesuffix(".inprogress")
     renamed = base + "." + codec + name[len(base):]
-    what = f"it looks {codec}-compressed, but its name has no .{codec} suffix, so it was read as plain text"
-    return what, f"name it with a .{codec} suffix ({renamed}), as Spark does, and ingest it again"
+    name_of = {"gz": "gzip"}.get(codec, codec)
+    what = f"it looks {name_of}-compressed, but its name has no .{codec} suffix, so it was read as plain text"
+    as_spark = "" if codec == "gz" else ", as Spark does"  # Spark writes no gzip logs: a user gzipped it
+    return what, f"name it with a .{codec} suffix ({renamed}){as_spark}, and ingest it again"
 
 
 def _feed_cut_line(builder: RunBuilder, name: str, line: bytes) -> bool:

@@ -146,6 +146,9 @@ def find_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogSource]:
         except (FileNotFoundError, NotADirectoryError):
             raise IngestError(f"no such file or folder: {raw}",
                               "give event-log files or folders (spark.eventLog.dir)") from None
+        except ValueError:  # a NUL byte in the path: no file can have that name
+            raise IngestError(f"no such file or folder: {raw!r} (a path cannot hold a NUL byte)",
+                              "give event-log files or folders (spark.eventLog.dir)") from None
         except OSError as refused_stat:
             # os.path.exists is False in a folder this user cannot enter too: the path is there,
             # and what stops it is the permissions, reported as an unreadable file's are

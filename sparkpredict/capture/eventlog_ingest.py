@@ -240,8 +240,12 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
         # after the writer lock is let go: the compaction takes it again. Also when this ingest
         # stored nothing: one killed before its compaction left it due, and its rerun finds
         # every log stored (a listing when nothing is due)
-        with _reported_if_interrupted(report):
-            report.compaction = auto_compact(st)
+        try:
+            with _reported_if_interrupted(report):
+                report.compaction = auto_compact(st)
+        except KeyboardInterrupt as exc:
+            exc.ingest_compacting = True  # type: ignore[attr-defined]  # every log was stored by then
+            raise
     return report
 
 

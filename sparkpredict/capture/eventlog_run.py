@@ -168,11 +168,10 @@ def _int(v: Any) -> int | None:
 def _task_slots(executors: list[list[Any]], profile_task_cpus: dict[int, int], start: int, end: int,
                 emax: int, cores: int | None, task_cpus: int) -> int | None:
     """Tasks the run could run at once: ``executors_max x (cores // spark.task.cpus)``, or, for
-    a run whose executors belong to several resource profiles, the most at once of each live
-    executor's own ``cores // its profile's task cpus`` (a log of 4 + 2 + 2 cores, its two
-    small executors at 2 cpus a task, read 12 slots where it had 6)."""
-    profiles = {e[6] for e in executors if e[6] is not None}
-    if len(profiles) < 2:
+    a run with executors of a resource profile of its own (stage-level scheduling), the most at
+    once of each live executor's ``cores // its profile's task cpus`` (a log of 4 + 2 + 2 cores,
+    its two small executors at 2 cpus a task, read 12 slots where it had 6). Times in ms."""
+    if not any(e[6] for e in executors):  # the default profile's alone (or a log before profiles)
         return emax * (cores // task_cpus) if cores else None
     events = []
     for e in executors:

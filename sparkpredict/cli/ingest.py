@@ -111,8 +111,13 @@ def _interrupted(args: argparse.Namespace, exc: KeyboardInterrupt) -> int:
     signum = getattr(exc, "signum", None)
     what = "interrupted" if signum is None else f"terminated (signal {signum})"
     report = partial_report(exc)
-    if report is None or not report.files:
-        said, fix = f"{what} before the first log was read: nothing was stored", "rerun the same command"
+    if getattr(exc, "ingest_compacting", False) and report is not None:
+        said = (f"{what} while merging the store's small batches, after {_summary(report)}: every log "
+                "was stored")
+        fix = "run `sparkpredict store compact` (or the next ingest) to merge them"
+    elif report is None or not report.files:
+        repaired = f" (its {len(report.repairs)} repair(s) of the store were made)" if report and report.repairs else ""
+        said, fix = f"{what} before the first log was read: no log was stored{repaired}", "rerun the same command"
     else:
         said = (f"{what} after {_summary(report)}; the log being read then was not stored (each "
                 "log is stored whole or not at all)")

@@ -85,14 +85,22 @@ def run_properties(run: pd.Series | dict) -> Mapping[str, Any]:
 
 
 def run_task_cpus(run, executors: float, cores: float) -> int:
-    """``spark.task.cpus`` of the run: from its properties, else the one that makes
-    ``executors x floor(cores / task_cpus)`` its recorded ``task_slots``; 1 when unknown."""
-    value = run_properties(run).get("spark.task.cpus")
+    """``spark.task.cpus`` of the run: from its properties (Spark's default 1 where they lack
+    it), else, for a run without properties, the one that makes ``executors x floor(cores /
+    task_cpus)`` its recorded ``task_slots``; 1 when unknown.
+
+    Not from the slots when the properties are there: a run of several resource profiles
+    counts each executor's slots by its own profile (rp_nosql_eventlog: 6 slots on 3 executors
+    of 4 cores, at 1 cpu a task by default), and read back they made 2 cpus a task."""
+    props = run_properties(run)
+    value = props.get("spark.task.cpus")
     try:
         if value is not None and int(str(value).strip()) >= 1:
             return int(str(value).strip())
     except ValueError:
         pass  # not a number: fall back to the slots
+    if value is None and any(str(k).startswith("spark.") for k in props):
+        return 1
     slots, execs, cores = (int(_num(v, 0)) for v in (run.get("task_slots"), executors, cores))
     if slots > 0 and execs > 0 and cores > 0 and slots % execs == 0:
         fits = [t for t in range(1, cores + 1) if cores // t == slots // execs]
@@ -194,16 +202,24 @@ def final_attempts(stages: pd.DataFrame) -> pd.DataFrame:
     Not simply the last: after a fetch failure Spark resubmits the map stage to recompute only
     the lost partitions, and that attempt's 3 of 64 tasks had stood for the whole stage (a plan
     of 16 tasks and 384 MiB where the stage ran 64 and 8 GiB, a 16 GiB run predicted at -64 %).
-    Its tasks stay in the run's timeline, which replays every attempt."""
+    Its tasks stay in the run's timeline, which replays every attempt. A stage whose failed
+    attempt was rerun in part (the reduce stage after a fetch failure: its succeeded attempt ran
+    only the partitions left) still stands as that part: its full count is not known here."""
     st = stages.copy()
     st["stage_attempt_id"] = st["stage_attempt_id"].fillna(0).astype(int)
-    ok = (st["status"].fillna("succeeded").astype(str).str.lower().isin(["succeeded", "complete", "completed"])
-          if "status" in st else True)
+    ok = _succeeded(st)
     tasks = _numeric(st["num_tasks"]) if "num_tasks" in st else 0
     return (st.assign(_ok=ok, _tasks=tasks)
               .sort_values(["run_id", "stage_id", "_ok", "_tasks", "stage_attempt_id"], kind="stable")
               .drop_duplicates(["run_id", "stage_id"], keep="last")
               .drop(columns=["_ok", "_tasks"]))
+
+
+def _succeeded(st: pd.DataFrame) -> Any:
+    """Per stage row, whether it succeeded (a row without a status did: older stores)."""
+    if "status" not in st:
+        return True
+    return st["status"].fillna("succeeded").astype(str).str.lower().isin(["succeeded", "complete", "completed"])
 
 
 def _numeric(col: pd.Series) -> pd.Series:
@@ -270,8 +286,7 @@ def stage_table(runs: pd.DataFrame, stages: pd.DataFrame, tasks: pd.DataFrame | 
 
     stages = stages.reindex(columns=list(dict.fromkeys([*stages.columns, *TABLES["stages"].names])))
     st = final_attempts(stages[stages["run_id"].isin(runs["run_id"])])
-    st = st[st["status"].fillna("succeeded").str.lower().isin(["succeeded", "complete", "completed"])] \
-        if "status" in st else st
+    st = st[_succeeded(st)] if "status" in st else st
     st = st.copy()
     st["signature"] = stage_signatures(st)
     n_rows = st["num_task_rows"].astype(float).where(st["num_task_rows"].notna(), st["num_tasks"].astype(float))

@@ -22,8 +22,8 @@ from .columns import column
 def without_interval(model: Any) -> bool:
     """A model with no out-of-fold error (one kind fitted on too few runs to leave any out):
     ``max_confidence()`` 0, no interval at any level. suggest, predict, fit and the report say
-    so instead of showing a "0% interval"; a model without ``max_confidence`` (the replay) is
-    not one."""
+    so instead of showing a "0% interval" (the replay of one run, and the stage model below 3
+    runs, are such models); a model without ``max_confidence`` is not one."""
     most = getattr(model, "max_confidence", None)
     return most is not None and most() <= 0
 

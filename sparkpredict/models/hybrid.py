@@ -267,7 +267,7 @@ class JobRuntimeModel(RuntimeEstimator):
             log.warning("dropped %d of %d runs with NaN, zero or negative size/executors/runtime, or more "
                         "executors than any cluster has", self.dropped_runs_, n)
         if ok.sum() < MIN_RUNS:
-            raise too_few_usable_runs(F["input_bytes"], F["executors"], y, automatic=self.kind == "auto")
+            raise too_few_usable_runs(F["input_bytes"], F["executors"], y, automatic=self.kind in ("auto", "hybrid"))
         F = {c: v[ok] for c, v in F.items()}
         y = y[ok]
         # A runs table of several jobs holds the union of their parameters; one job's rows

@@ -70,7 +70,8 @@ def too_few_usable_runs(input_bytes: np.ndarray, executors: np.ndarray, runtime_
     # so that a user who records MIN_RUNS is not told next that 6 are needed
     from .selection import CV_MIN_RUNS
 
-    # ``automatic``: the model is to be chosen (kind auto); a kind given (--kind gbm) chooses none
+    # ``automatic``: the model is to be chosen (kind auto or hybrid, cross-validated); a single kind
+    # given (--kind gbm) chooses none
     message = (f"only {plural(usable, 'usable run')} (of {n}); a runtime model needs at least {MIN_RUNS}"
                + (f", and choosing one automatically at least {CV_MIN_RUNS}" if automatic else "") + why)
     if good["input_bytes"].all():

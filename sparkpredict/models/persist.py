@@ -208,7 +208,9 @@ def read_index(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
         store = _store_of(str(model_dir))
         if store is not None:
             # suggest --models STORE said "fit them first" of a store whose registry held them
-            raise InputError(f"{str(model_dir)!r} is {'the model registry of ' if store != str(model_dir) else ''}"
+            # normalised as _store_of reads it: `st1/` (a shell's completion) is the store itself
+            registry = store != os.path.normpath(str(model_dir))
+            raise InputError(f"{str(model_dir)!r} is {'the model registry of ' if registry else ''}"
                              "a history store, not a folder of `sparkpredict fit` models",
                              f"give the store as --store {store}: suggest, report and submit then use its "
                              "registry (the models `sparkpredict retrain` committed)")

@@ -286,7 +286,8 @@ class SimulationReport:
         return d
 
 
-def check_cores_fit_a_task(cores: float, task_cpus: float, whose: str, option: str = "--executor-cores") -> None:
+def check_cores_fit_a_task(cores: float, task_cpus: float, whose: str,
+                           option: str = "executor_cores (--executor-cores)") -> None:
     """Refuse executors of fewer cores than one task of ``whose`` takes (``spark.task.cpus``):
     Spark never schedules a task there, and the models read them as one slot each."""
     if 1 <= cores < task_cpus:

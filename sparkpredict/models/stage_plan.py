@@ -36,7 +36,7 @@ def plan_stages(base: pd.DataFrame, history: dict, ref: str, input_bytes: float,
     cores = float(executor_cores or r0["executor_cores"])
     # the reference run's spark.task.cpus holds for the new run: its slots as training read them
     per_task = float(r0["task_cpus"]) if "task_cpus" in r0 and np.isfinite(r0["task_cpus"]) else 1.0
-    sim.check_cores_fit_a_task(cores, per_task, f"run {ref}")
+    sim.check_cores_fit_a_task(cores, per_task, f"job {base.iloc[0].get('job')!r} (its run {ref})")
     conf = {"executors": float(executors), "executor_cores": cores,
             "task_slots": F.query_slots(executors, cores, per_task),
             "executor_memory_mb": float(executor_memory_mb or r0["executor_memory_mb"])}

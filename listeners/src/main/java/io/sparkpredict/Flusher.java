@@ -42,8 +42,8 @@ final class Flusher implements Runnable {
      * interval for as long as it ran, 17,000 a day at the default 5 s, each listed by every read
      * of the store until the run ended and could be compacted. Stretched, a day is about 200
      * batches, and the rows in the store lag a running application by at most a tenth of its
-     * age (task rows beyond flushEveryTasks, which hold the driver's memory, and the last batch
-     * are written at once).
+     * age (task rows or host samples beyond flushEveryTasks, which hold the driver's memory,
+     * and the last batch are written at once).
      */
     static final long MAX_STRETCH_MS = 600_000;
     static final long STRETCH_DIVISOR = 10;
@@ -215,8 +215,11 @@ final class Flusher implements Runnable {
                         if (pending != null) {
                             long now = System.currentTimeMillis();
                             // Many task rows are written without waiting for the interval (they
-                            // are what holds the driver's memory), unless the store is failing.
-                            boolean urgent = lastQueued || (carry == null && pending.taskRows >= chunkTaskRows);
+                            // are what holds the driver's memory), unless the store is failing;
+                            // so are host samples at their cap, beyond which absorb drops the
+                            // oldest (behind a stretched interval, minutes of them).
+                            boolean urgent = lastQueued || (carry == null && (pending.taskRows >= chunkTaskRows
+                                || pending.rows(Tables.HOST_SAMPLES) >= maxHostRows));
                             if (urgent || now >= nextAttemptMs) break;
                             lock.wait(nextAttemptMs - now);
                         } else {
@@ -262,7 +265,7 @@ final class Flusher implements Runnable {
      * The wait after a write: the interval, or a tenth of the application's age where longer
      * (see {@link #MAX_STRETCH_MS}). An interval of 0 asks for every batch as it comes, and gets it.
      */
-    long interval(long nowMs) {
+    long interval(long nowMs) {  // ms
         if (intervalMs == 0) return 0;
         return Math.max(intervalMs, Math.min(MAX_STRETCH_MS, (nowMs - createdMs) / STRETCH_DIVISOR));
     }

@@ -3,11 +3,9 @@ package io.sparkpredict;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.regex.Matcher;
@@ -291,14 +289,14 @@ final class RunRecord {
 
     /**
      * Tasks the run could run at once: {@code max x (cores / task.cpus)}, or, with executors of
-     * several resource profiles, the most at once of each live executor's own cores over its
-     * profile's task cpus (executors of 4 + 2 + 2 cores, the small two at 2 cpus a task, read
-     * 12 slots where they had 6).
+     * a resource profile other than the default, the most at once of each live executor's own
+     * cores over its profile's task cpus (executors of 4 + 2 + 2 cores, the small two at 2 cpus
+     * a task, read 12 slots where they had 6). Times in ms.
      */
     private int taskSlots(int max, int cores, int taskCpus, long end) {
-        Set<Integer> profiles = new HashSet<>();
-        for (Exec x : executors.values()) profiles.add(x.resourceProfileId);
-        if (profiles.size() < 2) return max * (cores / taskCpus);
+        boolean ownProfile = false;  // an executor of a profile other than the default
+        for (Exec x : executors.values()) ownProfile |= x.resourceProfileId != ResourceProfile.DEFAULT_RESOURCE_PROFILE_ID();
+        if (!ownProfile) return max * (cores / taskCpus);
         List<long[]> events = new ArrayList<>();
         for (Exec x : executors.values()) {
             int perTask = x.resourceProfileId == ResourceProfile.DEFAULT_RESOURCE_PROFILE_ID()
