@@ -357,8 +357,9 @@ def test_a_cut_log_through_the_cli_gets_one_warning_for_its_cut_line(tmp_path, c
     early = tmp_path / "early" / "local-1532512550423.inprogress"
     early.parent.mkdir()
     early.write_bytes(data[:20_000])  # inside line 4, the environment
+    # (a log still being written: Spark has not written its start yet; NotWrittenYet, pending)
     with pytest.raises(IngestError, match="ends after 4 lines, before its SparkListenerApplicationStart "
-                                          "event: it was cut off") as e:
+                                          r"event: Spark has not written it yet \(.inprogress\)") as e:
         parse_event_log(early)
     assert "complete copy" in e.value.fix
 
@@ -373,12 +374,14 @@ def test_a_log_that_begins_as_spark_logs_do_but_ends_before_its_application_star
             "after line 1": len(lines[0]) + 1,
             "inside line 1": 40}  # '{"Event":"SparkListenerLogStart","Spark' and no more
     for what, at in ends.items():
-        log = tmp_path / what.replace(" ", "-") / "local-1532512550423.inprogress"
-        log.parent.mkdir()
-        log.write_bytes(data[:at])
-        with pytest.raises(IngestError, match="before its SparkListenerApplicationStart event: it was "
-                                              "cut off while being written, or copied in part"):
-            parse_event_log(log)
+        folder = tmp_path / what.replace(" ", "-")
+        folder.mkdir()
+        # a finished log cut so was cut; one still being written has not got there yet
+        for name, said in (("local-1532512550423", "it was cut off while being written, or copied in part"),
+                           ("local-1532512550423.inprogress", r"Spark has not written it yet \(.inprogress\)")):
+            (folder / name).write_bytes(data[:at])
+            with pytest.raises(IngestError, match="before its SparkListenerApplicationStart event: " + said):
+                parse_event_log(folder / name)
     headless = tmp_path / "headless"
     headless.write_bytes(b"\n".join(lines[1:4]) + b"\n")  # no LogStart, no ApplicationStart
     with pytest.raises(IngestError, match="not a Spark event log, or its beginning is missing"):
