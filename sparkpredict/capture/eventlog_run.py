@@ -180,12 +180,17 @@ def _task_slots(executors: list[list[Any]], profile_task_cpus: dict[int, int], s
         n = own // max(per_task, 1)
         events.append((max(e[3], start), n))
         events.append((min(e[4] if e[4] is not None else end, end), -n))
-    events.sort()  # at one instant removals (negative) come before additions
+    return _peak(events) or None
+
+
+def _peak(events: list[tuple[int, int]]) -> int:
+    """The highest running sum of ``(time_ms, change)`` events; at one instant the decreases
+    come first (an executor removed as another is added is never counted twice)."""
     running = peak = 0
-    for _, d in events:
+    for _, d in sorted(events):
         running += d
         peak = max(peak, running)
-    return peak or None
+    return peak
 
 
 def _executor_timeline(executors: list[list[Any]], start: int, end: int) -> tuple[int, float]:
@@ -199,9 +204,5 @@ def _executor_timeline(executors: list[list[Any]], start: int, end: int) -> tupl
         events.append((e[3], 1))
         if e[4] is not None:
             events.append((e[4], -1))
-    events.sort()  # at one instant removals (-1) come before additions
-    alive = peak = 0
-    for _, d in events:
-        alive += d
-        peak = max(peak, alive)
+    peak = _peak(events)
     return peak, (alive_ms / (end - start) if end > start else float(peak))

@@ -111,6 +111,12 @@ def check_confidence(value: Any) -> float:
     return c
 
 
+def supported_level(n_errors: int) -> float:
+    """The highest confidence ``n_errors`` out-of-sample errors support, as split-conformal reads
+    them: above ``(n - 1) / (n + 1)`` the bound is unbounded (none without errors)."""
+    return (n_errors - 1) / (n_errors + 1) if n_errors else 0.0
+
+
 def meant_level(value: Any) -> str | None:
     """The level a user most likely meant where the one given is a percentage written as a
     fraction or the other way round: ``95`` -> ``"0.95"`` (50 to 100, the levels intervals are

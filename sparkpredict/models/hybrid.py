@@ -41,6 +41,7 @@ from .columns import (
     floats,
     json_float,
     n_rows,
+    supported_level,
     with_runtime,
 )
 from .estimator import (
@@ -384,8 +385,7 @@ class JobRuntimeModel(RuntimeEstimator):
         split-conformal bound at a confidence above ``(n - 1) / (n + 1)`` is unbounded; the
         interval stops at the widest error instead, so asking for more gets no wider (24
         runs: 92 %)."""
-        n = self.interval_errors()
-        return (n - 1) / (n + 1) if n else 0.0
+        return supported_level(self.interval_errors())
 
     def interval_errors(self) -> int:
         """How many out-of-fold errors the narrower-sampled interval stands on."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InputError, UnknownJobError
-from .columns import REQUIRED, check_confidence
+from .columns import REQUIRED, check_confidence, supported_level
 from .estimator import RuntimeEstimator, positive_query_column
 from .simulate import Timeline, check_cores_fit_a_task, replay, simulate_timeline
 from .stage_data import load_tables, optional_float, query_frame
@@ -317,8 +317,7 @@ class ReplayRuntimeModel(RuntimeEstimator):
         """The highest confidence its intervals honour, as for the whole-job models: ``n``
         errors support at most ``(n - 1) / (n + 1)`` (2 runs: 33 %). Without it, 2 runs' "90 %
         interval" certified deadlines, and such intervals covered 68-76 % of the job's other runs."""
-        n = self.interval_errors()
-        return (n - 1) / (n + 1) if n else 0.0
+        return supported_level(self.interval_errors())
 
     def predict_interval(self, X, confidence: float = 0.9) -> dict:
         """Point prediction and an interval from leave-one-run-out relative errors.

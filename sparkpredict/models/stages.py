@@ -36,7 +36,7 @@ from ..errors import (
 )
 from ..features import stages as F
 from . import simulate as sim
-from .columns import check_confidence, json_float
+from .columns import check_confidence, json_float, supported_level
 from .estimator import RuntimeEstimator, checked_seed, kept_on_failure
 from .replay import (
     WIDEN_PER_SIZE_DOUBLING,
@@ -157,7 +157,7 @@ class StageRuntimeModel(RuntimeEstimator):
         stages = sorted_rows(stages, ["run_id", "stage_id", "stage_attempt_id"])
         tasks = None if tasks is None else sorted_rows(tasks, ["run_id", "stage_id", "stage_attempt_id",
                                                            "task_id", "attempt"])
-        for cache in ("_base_cache", "_hist_cache"):
+        for cache in ("_base_cache", "_hist_cache", "_most_bpt_cache"):
             self.__dict__.pop(cache, None)
         table = F.stage_table(runs, stages, tasks)
         table = table[np.isfinite(table["task_ms"]) & (table["task_ms"] > 0)].reset_index(drop=True)
@@ -321,8 +321,9 @@ class StageRuntimeModel(RuntimeEstimator):
         ones = np.ones(len(rows))
         if self.target != "rate" or self.mode != "auto":
             return rows, ones  # the shared forest learns a rate, or the user asked for ms
-        most = self.stage_table_.groupby("signature")["bytes_in_per_task"].max()
-        hi = rows["signature"].map(most).to_numpy(float)
+        if "_most_bpt_cache" not in self.__dict__:  # once per fit, not per query
+            self._most_bpt_cache = self.stage_table_.groupby("signature")["bytes_in_per_task"].max()
+        hi = rows["signature"].map(self._most_bpt_cache).to_numpy(float)
         bpt = rows["bytes_in_per_task"].to_numpy(float)
         with np.errstate(invalid="ignore", divide="ignore"):
             beyond = np.isfinite(hi) & (bpt > hi)
@@ -446,8 +447,7 @@ class StageRuntimeModel(RuntimeEstimator):
     def max_confidence(self) -> float:
         """The highest confidence its intervals honour, as for the other models: ``n`` errors
         support at most ``(n - 1) / (n + 1)``; none, no interval (see :meth:`predict_interval`)."""
-        n = self.interval_errors()
-        return (n - 1) / (n + 1) if n else 0.0
+        return supported_level(self.interval_errors())
 
     def predict_interval(self, X: pd.DataFrame, confidence: float = 0.9) -> dict:
         """Point prediction and an interval from the spread of the trees, widened to the

@@ -305,13 +305,21 @@ final class RunRecord {
             events.add(new long[] {Math.max(x.added, startMs), n});
             events.add(new long[] {Math.min(x.removed != null ? x.removed : end, end), -n});
         }
+        return (int) peak(events);
+    }
+
+    /**
+     * The highest running sum of {@code {time_ms, change}} events; at one instant the decreases
+     * come first (an executor removed as another is added is never counted twice).
+     */
+    private static long peak(List<long[]> events) {
         events.sort((p, q) -> p[0] != q[0] ? Long.compare(p[0], q[0]) : Long.compare(p[1], q[1]));
         long running = 0, peak = 0;
         for (long[] ev : events) {
             running += ev[1];
             peak = Math.max(peak, running);
         }
-        return (int) peak;
+        return peak;
     }
 
     /** The run row as of {@code now}; {@code last}: the final one, with its end time. */
@@ -333,7 +341,6 @@ final class RunRecord {
         r.set("wall_ms", end - startMs);
         r.set("executors_requested", executorsRequested(master));
         // executor timeline over [start, end]
-        int max = 0;
         double aliveMs = 0;
         List<long[]> events = new ArrayList<>();
         int maxCores = 0;
@@ -345,12 +352,7 @@ final class RunRecord {
             if (x.removed != null) events.add(new long[] {x.removed, -1});
             maxCores = Math.max(maxCores, x.cores);
         }
-        events.sort((p, q) -> p[0] != q[0] ? Long.compare(p[0], q[0]) : Long.compare(p[1], q[1]));
-        int alive = 0;
-        for (long[] ev : events) {
-            alive += (int) ev[1];
-            max = Math.max(max, alive);
-        }
+        int max = (int) peak(events);
         r.set("executors_max", max);
         r.set("executors_mean", end > startMs ? aliveMs / (end - startMs) : (double) max);
         Integer cores = conf.contains("spark.executor.cores") && !isLocal(master)
