@@ -240,12 +240,8 @@ def ingest_event_logs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike
         # after the writer lock is let go: the compaction takes it again. Also when this ingest
         # stored nothing: one killed before its compaction left it due, and its rerun finds
         # every log stored (a listing when nothing is due)
-        try:
-            with _reported_if_interrupted(report):
-                report.compaction = auto_compact(st)
-        except KeyboardInterrupt as exc:
-            exc.ingest_compacting = True  # type: ignore[attr-defined]  # every log was stored by then
-            raise
+        with _reported_if_interrupted(report, compacting=True):
+            report.compaction = auto_compact(st)
     return report
 
 
@@ -259,13 +255,15 @@ def partial_report(exc: BaseException) -> IngestReport | None:
 
 
 @contextlib.contextmanager
-def _reported_if_interrupted(report: IngestReport) -> Iterator[None]:
+def _reported_if_interrupted(report: IngestReport, compacting: bool = False) -> Iterator[None]:
+    """``compacting``: the store's compaction after every log was stored, as the CLI says."""
     try:
         yield
     except KeyboardInterrupt as exc:
         # the exception stays what it was (a Terminated keeps its signal); its caller can still
         # say how many logs were stored before it (partial_report)
         exc.ingest_report = report  # type: ignore[attr-defined]
+        exc.ingest_compacting = compacting  # type: ignore[attr-defined]
         raise
 
 

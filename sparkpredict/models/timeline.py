@@ -276,12 +276,9 @@ def _free_slot_ms(launch: np.ndarray, finish: np.ndarray, slots: int, a: np.ndar
                   b: np.ndarray) -> np.ndarray:
     """Per interval [a, b), how long fewer than ``slots`` recorded tasks were running (ms)."""
     ok = np.isfinite(launch) & np.isfinite(finish)
-    times = np.concatenate([launch[ok], finish[ok]])
-    steps = np.concatenate([np.ones(ok.sum()), -np.ones(ok.sum())])
-    if not len(times):
+    t, running = _running(launch[ok], finish[ok])
+    if not len(t):
         return b - a
-    order = np.lexsort((steps, times))  # finishes before launches at the same ms
-    t, running = times[order], np.cumsum(steps[order])
     # the running count from each event to the next (events at one ms: their last count)
     last = np.r_[t[1:] != t[:-1], True]
     t, running = t[last], running[last]
@@ -291,19 +288,26 @@ def _free_slot_ms(launch: np.ndarray, finish: np.ndarray, slots: int, a: np.ndar
 
     def free_before(x: np.ndarray) -> np.ndarray:
         i = np.searchsorted(t, x, side="right") - 1
-        inside = np.where(i >= 0, free_until[np.maximum(i, 0)]
-                          + np.where(running[np.maximum(i, 0)] < slots, x - t[np.maximum(i, 0)], 0.0), 0.0)
+        j = np.maximum(i, 0)
+        inside = free_until[j] + np.where(running[j] < slots, x - t[j], 0.0)
         return np.where(i >= 0, inside, x - t[0])  # before the first event: free, counted negative from t[0]
 
     return np.clip(free_before(b) - free_before(a), 0.0, b - a)
 
 
+def _running(launch: np.ndarray, finish: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every task launch and finish in time order (finishes before launches at the same ms),
+    and how many tasks were running after each."""
+    times = np.concatenate([launch, finish])
+    steps = np.concatenate([np.ones(len(launch)), -np.ones(len(finish))])
+    order = np.lexsort((steps, times))
+    return times[order], np.cumsum(steps[order])
+
+
 def _max_concurrency(tk: pd.DataFrame) -> int:
     """Most tasks running at once in the recording (a slot count when the run row lacks one)."""
-    ev = np.concatenate([np.stack([tk["_launch"].to_numpy(), np.ones(len(tk))], 1),
-                         np.stack([tk["_finish"].to_numpy(), -np.ones(len(tk))], 1)])
-    ev = ev[np.lexsort((ev[:, 1], ev[:, 0]))]  # finishes before launches at the same ms
-    return int(np.cumsum(ev[:, 1]).max()) if len(ev) else 1
+    _, running = _running(tk["_launch"].to_numpy(float), tk["_finish"].to_numpy(float))
+    return int(running.max()) if len(running) else 1
 
 
 def load_timeline(store, run_id: str) -> Timeline:
