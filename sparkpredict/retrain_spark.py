@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -246,6 +247,12 @@ def _fit_rows(spark: Any, st: store_io.Store, udf: Any, jobs: list[str] | None, 
         n = int(spark.conf.get("spark.sql.shuffle.partitions"))
         fitted = (latest.repartition(n, "job").sortWithinPartitions("job")
                   .mapInPandas(_per_partition(udf), _UDF_SCHEMA))
+    return _collected(fitted)
+
+
+def _collected(fitted: Any) -> list:
+    """``fitted``'s rows; executors whose Python cannot run the fit at all are one error naming
+    the Python to set. Any other failure is raised as it came, the worker's traceback with it."""
     try:
         return fitted.collect()
     except Exception as exc:  # pyspark's PythonException, py4j's Py4JJavaError: not imported here
@@ -260,19 +267,53 @@ def _fit_rows(spark: Any, st: store_io.Store, udf: Any, jobs: list[str] | None, 
 
 
 def _worker_failure(exc: Exception) -> str | None:
-    """The last line of the Python exception an executor's Python worker raised (``ModuleNotFoundError:
-    No module named 'pyarrow'``), or how the worker died; None for a failure of another kind.
+    """How an executor's Python failed to run the fit at all: the exception its worker raised
+    starting or importing (``ModuleNotFoundError: No module named 'pyarrow'``, PySpark's Python
+    version mismatch), a Python that could not be started, or a worker that crashed; None for
+    any other failure.
 
     Each job's fit catches its own errors (:func:`~sparkpredict.fitting.fit_group_safe`), so
-    what reaches the driver from a worker is its Python failing to run the fit at all (a Python
-    without pyarrow or sparkpredict, another Python version), which every job meets alike."""
+    what else reaches the driver from a worker is no fault of its Python: the fit's MemoryError
+    or OSError (which it lets through, as the local path does), or a bug of ours outside it.
+    Blaming spark.pyspark.python for those sent the user to change a Python that was fine."""
     text = str(exc)
-    if type(exc).__name__ == "PythonException" or "An exception was thrown from the Python worker" in text:
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        return lines[-1] if lines else type(exc).__name__
+    if type(exc).__name__ == "PythonException" or _PY_TRACEBACK in text:
+        raised = _raised(text)
+        kind = raised.split(":", 1)[0].rsplit(".", 1)[-1]
+        if kind in ("ModuleNotFoundError", "ImportError") or _VERSION_MISMATCH in raised:
+            return raised
+        return None
+    started = _NOT_STARTED.search(text)
+    if started is not None:
+        return started.group(0)
     if "Python worker exited unexpectedly" in text:
         return "its Python worker exited unexpectedly (crashed)"
     return None
+
+
+_PY_TRACEBACK = "Traceback (most recent call last):"
+#: PySpark's worker checks its Python against the driver's before it imports anything (its
+#: PYTHON_VERSION_MISMATCH; the same words since Spark 2)
+_VERSION_MISMATCH = "Python in worker has different version"
+#: the executor's JVM could not start the Python it was given (a path that is no Python there)
+_NOT_STARTED = re.compile(r'Cannot run program "[^"\n]*"[^\n]*')
+
+
+def _raised(text: str) -> str:
+    """The first line of the exception a Python traceback in ``text`` ends on (the last
+    traceback: the one raised while handling the others); ``text``'s last line when it holds
+    no traceback. Not the text's last line: a message of several lines (PySpark's version
+    mismatch) ends on its advice, and a Java trace may follow the Python one."""
+    lines = text.splitlines()
+    # Spark 3's RDD path puts it after the Java exception's name on one line
+    start = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].rstrip().endswith(_PY_TRACEBACK)), None)
+    if start is not None:
+        # the frames and their source lines are indented; the exception's line is not
+        for line in lines[start + 1:]:
+            if line.strip() and not line[:1].isspace():
+                return line.strip()
+    rest = [ln.strip() for ln in lines if ln.strip()]
+    return rest[-1] if rest else ""
 
 
 def _commit_rows(st: store_io.Store, prev: pd.DataFrame, failures: Failures, rows: list, result: RetrainResult,

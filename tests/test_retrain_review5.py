@@ -252,3 +252,80 @@ def test_executors_whose_python_lacks_sparkpredict_are_one_error_and_leave_the_r
                                  "ModuleNotFoundError: No module named 'pyarrow'")
     assert "spark.pyspark.python" in err.value.fix and "--local" in err.value.fix
     assert R.current_snapshot(path) is None and not (path / "_models" / "artifacts").exists()
+
+
+# ---- the executors' Python: what is its fault and what is not ---------------------------------
+# Texts as Spark 4.3 gave them (the version mismatch as PySpark's worker raises it: no second
+# Python version here to start a worker on).
+_WORKER = "An exception was thrown from the Python worker:\nTraceback (most recent call last):\n"
+_IN_UDF = '  File "/opt/sparkpredict/retrain_spark.py", line 371, in fit_partition\n    yield per_job(carry)\n'
+_JAVA_TASK = ("An error occurred while calling o210.collectToPython.\n: org.apache.spark.SparkException: Job "
+              "aborted due to stage failure: Task 0 in stage 0.0 failed 1 times, most recent failure: Lost task "
+              "0.0 in stage 0.0 (TID 0) (192.0.2.2 executor driver): ")
+_JAVA_FRAMES = ("\n\tat org.apache.spark.api.python.BasePythonRunner.compute(PythonRunner.scala:637)\n"
+                "\tat org.apache.spark.rdd.RDD.iterator(RDD.scala:338)\n")
+
+
+def _raised_on_worker(text: str, name: str = "PythonException") -> Exception:
+    """An exception of pyspark's (or py4j's) class name, as the driver meets it, without a JVM."""
+    return type(name, (Exception,), {})(text)
+
+
+class _Fitted:
+    def __init__(self, exc: Exception):
+        self.exc = exc
+
+    def collect(self):
+        raise self.exc
+
+
+@pytest.mark.parametrize("exc, said", [
+    (_raised_on_worker(_WORKER + '  File "/usr/lib/pyspark.zip/pyspark/worker.py", line 2696, in read_udfs\n'
+                       "    import pyarrow as pa\nModuleNotFoundError: No module named 'pyarrow'"),
+     "ModuleNotFoundError: No module named 'pyarrow'"),
+    (_raised_on_worker(_WORKER + '  File "/usr/lib/pyspark.zip/pyspark/worker_util.py", line 93, in '
+                       "check_python_version\n    raise PySparkRuntimeError(\n"
+                       "pyspark.errors.exceptions.base.PySparkRuntimeError: [PYTHON_VERSION_MISMATCH] Python in "
+                       "worker has different version: 3.10 than that in driver: 3.11, PySpark cannot run with "
+                       "different minor versions.\nPlease check environment variables PYSPARK_PYTHON and "
+                       "PYSPARK_DRIVER_PYTHON are correctly set."),
+     ("pyspark.errors.exceptions.base.PySparkRuntimeError: [PYTHON_VERSION_MISMATCH] Python in worker has "
+      "different version: 3.10 than that in driver: 3.11, PySpark cannot run with different minor versions.")),
+    (_raised_on_worker(_WORKER + _IN_UDF + "ImportError: cannot import name 'fit_group_safe' from "
+                       "'sparkpredict.fitting'"),
+     "ImportError: cannot import name 'fit_group_safe' from 'sparkpredict.fitting'"),
+    # Spark 3's RDD path: the worker's traceback inside the Java exception, Java frames after it
+    (_raised_on_worker(_JAVA_TASK + "org.apache.spark.api.python.PythonException: Traceback (most recent call "
+                       "last):\n" + _IN_UDF + "ModuleNotFoundError: No module named 'sparkpredict'\n" + _JAVA_FRAMES,
+                       "Py4JJavaError"),
+     "ModuleNotFoundError: No module named 'sparkpredict'"),
+    (_raised_on_worker(_JAVA_TASK + 'java.io.IOException: Cannot run program "/opt/python3.11/bin/python3": '
+                       "error=2, No such file or directory" + _JAVA_FRAMES, "Py4JJavaError"),
+     'Cannot run program "/opt/python3.11/bin/python3": error=2, No such file or directory'),
+    (_raised_on_worker(_JAVA_TASK + "org.apache.spark.SparkException: Python worker exited unexpectedly "
+                       "(crashed). Consider setting 'spark.python.worker.faulthandler.enabled'" + _JAVA_FRAMES,
+                       "Py4JJavaError"),
+     "its Python worker exited unexpectedly (crashed)"),
+], ids=["no-pyarrow", "version-mismatch", "import-error", "spark3-rdd-trace", "no-such-python", "crashed"])
+def test_executors_whose_python_cannot_start_or_import_are_one_error_naming_what_it_raised(exc, said):
+    assert RS._worker_failure(exc) == said
+    with pytest.raises(InputError) as err:
+        RS._collected(_Fitted(exc))
+    assert err.value.message == f"the executors' Python could not run sparkpredict's fit: {said}"
+    assert "spark.pyspark.python" in err.value.fix
+
+
+@pytest.mark.parametrize("exc, last", [
+    # a fit's MemoryError, which fit_group_safe lets through (the machine's fault, not the job's)
+    (_raised_on_worker(_WORKER + _IN_UDF + "MemoryError"), "MemoryError"),
+    # a bug of ours outside fit_group_safe
+    (_raised_on_worker(_WORKER + _IN_UDF + "KeyError: 'trained_on'"), "KeyError: 'trained_on'"),
+    # a Java failure of the job that names no Python at all
+    (_raised_on_worker(_JAVA_TASK + "java.lang.OutOfMemoryError: Java heap space" + _JAVA_FRAMES, "Py4JJavaError"),
+     "java.lang.OutOfMemoryError: Java heap space"),
+], ids=["memory-error", "our-bug", "java"])
+def test_another_failure_on_the_executors_is_raised_as_it_came_not_blamed_on_their_python(exc, last):
+    assert RS._worker_failure(exc) is None
+    with pytest.raises(type(exc)) as err:
+        RS._collected(_Fitted(exc))
+    assert err.value is exc and last in str(err.value) and "spark.pyspark.python" not in str(err.value)
