@@ -339,10 +339,17 @@ def check_master(master: str) -> None:
 
 def _hadoop_conf_known() -> bool:
     """HADOOP_CONF_DIR or YARN_CONF_DIR set here, or in the spark-env.sh that spark-submit sources
-    (``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``): where Spark on YARN finds the cluster."""
+    (``$SPARK_CONF_DIR``, else its Spark home's ``conf/``, a pip pyspark's folder without
+    ``$SPARK_HOME``): where Spark on YARN finds the cluster."""
+    from .capture.submit_args import spark_conf_dir
+
     if os.environ.get("HADOOP_CONF_DIR") or os.environ.get("YARN_CONF_DIR"):
         return True
-    conf = os.environ.get("SPARK_CONF_DIR") or os.path.join(os.environ.get("SPARK_HOME", ""), "conf")
+    # never the working folder's conf/, which spark-submit does not read: one there that set
+    # HADOOP_CONF_DIR let yarn through to the JVM's trace
+    conf = spark_conf_dir()
+    if conf is None:
+        return False
     try:
         with open(os.path.join(conf, "spark-env.sh"), encoding="utf-8", errors="replace") as f:
             text = f.read()

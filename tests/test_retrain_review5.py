@@ -148,6 +148,44 @@ def test_master_yarn_without_hadoop_conf_dir_is_refused_before_spark_starts(tmp_
     RT.check_master("yarn")
 
 
+
+def test_master_yarn_reads_the_spark_env_sh_spark_submit_sources_not_the_working_folders(tmp_path, monkeypatch):
+    from sparkpredict.capture import submit_args
+
+    for var in ("HADOOP_CONF_DIR", "YARN_CONF_DIR", "SPARK_CONF_DIR", "SPARK_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    sets_it = "export HADOOP_CONF_DIR=/etc/hadoop/conf\n"
+
+    def spark_home(path: Path, env_sh: str | None) -> Path:
+        (path / "bin").mkdir(parents=True)
+        (path / "bin" / "spark-submit").write_text("")
+        (path / "conf").mkdir()
+        if env_sh is not None:
+            (path / "conf" / "spark-env.sh").write_text(env_sh)
+        return path
+
+    # a pip pyspark's spark-submit runs from the package's folder: a conf/ of the working
+    # folder is not read, the package's is
+    pip = spark_home(tmp_path / "site-packages" / "pyspark", None)
+    monkeypatch.setattr(submit_args, "pyspark_home", lambda: pip)
+    (tmp_path / "cwd" / "conf").mkdir(parents=True)
+    (tmp_path / "cwd" / "conf" / "spark-env.sh").write_text(sets_it)
+    monkeypatch.chdir(tmp_path / "cwd")
+    with pytest.raises(InputError, match="neither HADOOP_CONF_DIR nor YARN_CONF_DIR is set"):
+        RT.check_master("yarn")
+    (pip / "conf" / "spark-env.sh").write_text(sets_it)
+    RT.check_master("yarn")
+    # $SPARK_HOME's conf/ is read instead of the package's
+    monkeypatch.setenv("SPARK_HOME", str(spark_home(tmp_path / "spark-4.1", "")))
+    with pytest.raises(InputError, match="neither HADOOP_CONF_DIR"):
+        RT.check_master("yarn")
+    # and $SPARK_CONF_DIR instead of both
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "cluster-conf"))
+    (tmp_path / "cluster-conf").mkdir()
+    (tmp_path / "cluster-conf" / "spark-env.sh").write_text("export YARN_CONF_DIR=/etc/hadoop/conf\n")
+    RT.check_master("yarn")
+
+
 # ---- 9: jobs/retrain.py's errors as JSON -------------------------------------------------------
 def test_the_spark_job_gives_an_error_as_the_cli_json_does_on_stdout_and_in_its_file(tmp_path, capsys):
     from sparkpredict.cli import main

@@ -119,14 +119,24 @@ def _properties_files(opts: list[str]) -> list[str]:
     if main is not None:
         files.append(main)
     if main is None or "--load-spark-defaults" in opts:
-        conf_dir = os.environ.get("SPARK_CONF_DIR")
-        if not conf_dir:
-            try:
-                conf_dir = str(spark_submit_path().parent.parent / "conf")
-            except ListenerError:
-                return files
+        conf_dir = spark_conf_dir()
+        if conf_dir is None:
+            return files
         files.append(os.path.join(conf_dir, "spark-defaults.conf"))
     return files
+
+
+def spark_conf_dir() -> str | None:
+    """The folder spark-submit reads ``spark-env.sh`` and ``spark-defaults.conf`` from:
+    ``$SPARK_CONF_DIR``, else the ``conf/`` of the Spark home it runs from (``$SPARK_HOME``, else
+    the installed pyspark's folder: :func:`spark_submit_path`); None without a spark-submit."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if conf_dir:  # an empty one is unset to spark-submit's shell script too
+        return conf_dir
+    try:
+        return str(spark_submit_path().parent.parent / "conf")
+    except ListenerError:
+        return None
 
 
 def _file_setting(opts: list[str], key: str) -> tuple[str, str] | None:
