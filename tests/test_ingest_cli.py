@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -272,6 +274,65 @@ def test_an_inprogress_log_of_an_application_just_started_is_skipped_not_failed(
     done.write_bytes(data[:data.index(b"\n") + 1])
     assert main(["ingest", str(done), "--store", st]) == 1
 
+
+
+def _unwritten_for(path: Path, seconds: float) -> None:
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def test_an_inprogress_log_unwritten_for_hours_before_its_start_is_a_dead_application_not_pending(tmp_path,
+                                                                                                   capsys):
+    """A driver that dies before it writes its application start leaves an .inprogress log for
+    good: every ingest skipped it as "not written yet" (exit 0), and said so forever."""
+    data = (LOGS / "sparklens_local-1532512550423.json").read_bytes()
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "local-1532512550423.inprogress"
+    log.write_bytes(data[:data.index(b"\n") + 1])  # LogStart only
+    st = str(tmp_path / "st")
+    _unwritten_for(log, 3 * 3600 + 12 * 60)
+    assert main(["ingest", str(logs), "--store", st, "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["files_pending"], doc["files_failed"], doc["store_exists"]) == (0, 1, False)
+    (f,) = doc["files"]
+    assert f["outcome"] == "failed" and f["warnings"] == []
+    assert f["error"] == (f"{log}: the log ends after 1 line, before its SparkListenerApplicationStart event; "
+                          "still .inprogress, it has not been written for 3h12m: its application seems to "
+                          "have died before it started")
+    assert f["fix"] == (f"delete the log (rm {log}), or ingest it later if its application is in fact "
+                        "still starting")
+    assert main(["ingest", str(logs), "--store", st]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED    " in out and "not written yet" not in out
+    assert "1 log: 0 ingested, 0 unchanged, 0 already in the store, 1 failed -> nothing stored" in out
+    # written within the hour: an application still starting, skipped as before
+    _unwritten_for(log, 59 * 60)
+    assert main(["ingest", str(logs), "--store", st]) == 0
+    assert "0 failed, 1 not written yet" in capsys.readouterr().out
+
+
+def test_a_rolling_inprogress_log_is_as_old_as_its_newest_file(tmp_path, capsys):
+    folder = tmp_path / "logs" / "eventlog_v2_local-1700000000000"
+    folder.mkdir(parents=True)
+    status = folder / "appstatus_local-1700000000000.inprogress"
+    status.write_bytes(b"")
+    first = folder / "events_1_local-1700000000000.zstd"
+    first.write_bytes(b"")
+    for f in (status, first, folder):
+        _unwritten_for(f, 2 * 3600)
+    st = str(tmp_path / "st")
+    assert main(["ingest", str(folder), "--store", st, "--json"]) == 1
+    (f,) = json.loads(capsys.readouterr().out)["files"]
+    assert f["outcome"] == "failed"
+    assert f["error"] == (f"{folder}: the log is empty; still .inprogress, it has not been written for "
+                          "2h00m: its application seems to have died before it started")
+    assert f"(rm -r {folder})" in f["fix"]
+    # an events file written a minute ago: its application is still starting
+    _unwritten_for(first, 60)
+    assert main(["ingest", str(folder), "--store", st, "--json"]) == 0
+    (f,) = json.loads(capsys.readouterr().out)["files"]
+    assert f["outcome"] == "pending" and f["error"] is None
 
 @pytest.mark.parametrize("under", ["afile/sub", "afile/sub/deeper"])
 def test_a_store_path_under_a_file_names_the_file(tmp_path, capsys, under):

@@ -14,13 +14,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from ..errors import IngestError
-from ..units import plural
+from ..units import format_duration, plural
 from .codecs import (
     CorruptStream,
     TruncatedStream,
@@ -43,7 +45,31 @@ from .eventlog_rows import RunBuilder
 
 class NotWrittenYet(IngestError):
     """A log still being written (``.inprogress``) that holds no application start yet: its
-    application has only just started, and a later ingest reads it."""
+    application has only just started, and a later ingest reads it. One unwritten for
+    :data:`DIED_BEFORE_START_S` is a failure instead: its application died before it started."""
+
+
+#: How long an in-progress log without its application start may go unwritten before it is
+#: taken for a driver that died before the start, not one still starting. Spark names the log
+#: after the application id, which it gets once the cluster has accepted the application, and
+#: writes the start (flushed at once) seconds later: an hour is far past any start, so a live
+#: application is not called dead, and a dead one is named within the hour rather than never.
+DIED_BEFORE_START_S = 3600.0
+
+
+def _unwritten_for(source: LogSource) -> float | None:
+    """Seconds since the newest of ``source``'s files was last modified; None when one of them
+    cannot be looked at (gone meanwhile: Spark renames a log it finishes)."""
+    try:
+        newest = max(os.stat(f).st_mtime for f in source.files)
+    except (OSError, ValueError):
+        return None
+    return time.time() - newest
+
+
+def _removal(source: LogSource) -> str:
+    """The shell command that deletes ``source``: a rolling log is its whole folder."""
+    return f"rm -r {shlex.quote(source.path)}" if os.path.isdir(source.path) else f"rm {shlex.quote(source.path)}"
 
 
 @dataclass
@@ -219,21 +245,28 @@ def _parse_source(source: LogSource) -> ParsedLog:
         if began or builder.spark_version is not None or (cut_short and builder.events) \
                 or (stream_cut and not builder.lines) or unwritten:
             last_codec = codec_of(os.path.basename(source.files[-1]).removesuffix(".compact"))
+            held = (f"the log ends after {plural(builder.lines, 'line')}, before its "
+                    "SparkListenerApplicationStart event" if builder.lines else
+                    f"the {last_codec} stream ends before its first line decodes" if stream_cut else
+                    "the log is empty" if not raw_bytes else
+                    f"its {plural(raw_bytes, 'byte')} of {last_codec or 'plain'} data decode to no event")
+            idle = _unwritten_for(source) if source.in_progress else None
+            if idle is not None and idle >= DIED_BEFORE_START_S:
+                # A driver that died before its start leaves such a log for good: read as "not
+                # written yet", every ingest skipped it and none ever said it would not come
+                raise IngestError(f"{source.path}: {held}; still .inprogress, it has not been written "
+                                  f"for {format_duration(idle)}: its application seems to have died "
+                                  "before it started",
+                                  f"delete the log ({_removal(source)}), or ingest it later if its "
+                                  "application is in fact still starting") from None
             # a log still being written is not cut off: Spark has not written its start yet
-            cut_why = ("Spark has not written it yet (.inprogress)" if source.in_progress
-                       else "it was cut off while being written, or copied in part")
-            what = (f"the log ends after {plural(builder.lines, 'line')}, before its "
-                    f"SparkListenerApplicationStart event: {cut_why}" if builder.lines else
-                    f"the {last_codec} stream ends before its first line decodes: {cut_why}" if stream_cut else
-                    "the log is empty: its application has started (.inprogress) and Spark has "
-                    "not written its first event yet" if not raw_bytes else
-                    f"its {plural(raw_bytes, 'byte')} of {last_codec or 'plain'} data decode to no "
-                    "event: its application has started (.inprogress) and Spark has not written "
-                    "its first event yet")
+            why = ("it was cut off while being written, or copied in part" if not source.in_progress else
+                   "Spark has not written it yet (.inprogress)" if builder.lines or stream_cut else
+                   "its application has started (.inprogress) and Spark has not written its first event yet")
             # A log still being written that has no start yet is an application that has just
             # started, not a failure: a cron ingest of a live history folder met one every time
             kind = NotWrittenYet if source.in_progress else IngestError
-            raise kind(f"{source.path}: {what}",
+            raise kind(f"{source.path}: {held}: {why}",
                        "ingest it once Spark has written more of it, or a complete copy") from None
         if not raw_bytes:
             what = "the file is empty (0 bytes)" if len(source.files) == 1 else "its files are empty (0 bytes)"

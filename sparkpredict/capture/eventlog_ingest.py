@@ -65,9 +65,11 @@ class FileOutcome:
     """One log's outcome. ``run_id`` and ``status`` are the stored run's when the log was
     skipped (``unchanged``, ``exists``); ``pending``: a log still being written (``.inprogress``)
     whose application has only just started (no start event yet; its warning says what it
-    holds), skipped for a later ingest; a log that ``failed`` has no status (nothing of it was
-    stored), and its run id where it could be read; ``stages`` and ``tasks`` count the rows it
-    added, and are None when it added none (nothing was stored, or the log was not read)."""
+    holds), skipped for a later ingest; unwritten for :data:`~.eventlog.DIED_BEFORE_START_S`,
+    such a log ``failed`` instead (its application died before it started); a log that
+    ``failed`` has no status (nothing of it was stored), and its run id where it could be read;
+    ``stages`` and ``tasks`` count the rows it added, and are None when it added none (nothing
+    was stored, or the log was not read)."""
 
     path: str
     outcome: Literal["ingested", "unchanged", "exists", "pending", "failed"]

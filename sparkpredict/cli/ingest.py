@@ -7,7 +7,9 @@ merges them (``store compact``'s defaults; ``--no-compact``: not).
 
 Exit status: 0 when every log was ingested, already in the store, or not written yet (an
 ``.inprogress`` log of an application that has just started: skipped), 1 when some log could not
-be read (the others were still ingested), 2 for a user mistake (missing path, bad store).
+be read (the others were still ingested), an ``.inprogress`` log without its start unwritten for
+an hour among them (its application died before it started), 2 for a user mistake (missing
+path, bad store).
 With ``--json`` stdout is JSON in every case: the report (a log that failed is listed in
 ``files`` with its ``error`` and ``fix``), or ``{"error": ..., "fix": ...}`` for a user mistake, whose
 ``error:``/``fix:`` lines still go to stderr. Stopped by Ctrl-C (exit 130), an ingest keeps the
