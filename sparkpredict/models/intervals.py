@@ -268,6 +268,21 @@ def _drift_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], seen_size
                 groups.append((rows, model.extrap_z_.get(k, np.zeros(0))))
     from .selection import drift_distance
 
+    # A row beyond both the sizes and the counts: its upper bound also takes the other
+    # column's folds' drift at that column's own distance, where wider. Read from the
+    # farthest column's folds alone, the bound fell where the other column overtook it (C3O
+    # sort at 24 nodes, twice its largest count: 1929 s at 1.9x its largest size, 1237 s at
+    # 2.0x), so a larger input met a deadline a smaller one missed. The lower bound keeps the
+    # farthest column's drift (beyond the sizes the size floor bounds it).
+    others = []
+    for col in ("input_bytes", "executors"):
+        lo_c, hi_c = model.training_range_[col]
+        for side, beyond in (("+", F[col] > hi_c), ("-", F[col] < lo_c)):
+            rows = out & beyond & (by_exec != (col == "executors"))
+            if rows.any():
+                others.append((rows, model.extrap_z_.get(col + side, np.zeros(0)),
+                               drift_distance(ext[col], "relative"), drift_distance(ext[col], model.drift_law_)))
+
     # The lower bound keeps the relative law: on C3O trained on a corner of the grid, runs
     # beyond d = 1 fell below a log-law lower bound (models over-predicting 3x larger inputs
     # 3-6x) but never above either law's upper bound (benchmarks/far_extrapolation.py).
@@ -280,6 +295,15 @@ def _drift_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], seen_size
         for rows, z in groups:
             gb = conformal_bounds(z, c, contain) if len(z) >= 10 else pb
             z_lo[rows], z_hi[rows] = np.minimum(gb[0], pb[0])[rows], np.maximum(gb[1], pb[1])[rows]
+        # the other column's drift term (the upper bound's), -inf where it has none
+        o_hi = np.full(len(d), -np.inf)
+        for rows, z, od_lo, od_hi in others:
+            gb = conformal_bounds(z, c, contain) if len(z) >= 10 else pb
+            g = np.broadcast_to(np.maximum(gb[1], pb[1]), d.shape)
+            if contain:
+                g = np.maximum(g, 0.0)
+            term = np.where(g > 0, od_hi, od_lo) * g if OUTSIDE == "add" else od_hi * g
+            o_hi[rows] = np.maximum(o_hi[rows], term[rows])
         if OUTSIDE == "add":
             # beyond the range: the in-range error at unseen sizes plus the drift that grows
             # with the distance (each one-sided, so the interval never narrows outside)
@@ -287,10 +311,11 @@ def _drift_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], seen_size
                 z_lo, z_hi = np.minimum(z_lo, 0.0), np.maximum(z_hi, 0.0)
             # a drift above the prediction grows by the upper bound's law, one below it by the
             # lower's, whichever bound it falls in (unclipped, a quantile of either sign)
+            hi = hi_q + np.maximum(np.where(z_hi > 0, dd_hi, dd_lo) * z_hi, o_hi)
             return (np.where(out, lo_q + np.where(z_lo < 0, dd_lo, dd_hi) * z_lo, lo_q),
-                    np.where(out, hi_q + np.where(z_hi > 0, dd_hi, dd_lo) * z_hi, hi_q))
+                    np.where(out, hi, hi_q))
         return (np.where(out, np.minimum(lo_q, dd_lo * z_lo), lo_q),
-                np.where(out, np.maximum(hi_q, dd_hi * z_hi), hi_q))
+                np.where(out, np.maximum(np.maximum(hi_q, dd_hi * z_hi), o_hi), hi_q))
     return at
 
 
