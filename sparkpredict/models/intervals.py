@@ -396,4 +396,9 @@ def chance_within(bounds: Bounds, pred: np.ndarray, limit: float, middle: Bounds
     if not half.any():
         return chance
     lower_half = (1 - smallest_reaching(middle, np.zeros(len(pred), bool))) / 2
+    # A limit at or above the errors' middle is an even chance there, not the bisection's
+    # 49.997 %: below a floor the same at every confidence (fewer cores or memory than every
+    # run had, fewer executors than any), a deadline 4x the prediction read "misses: ... more
+    # likely over it than not", with the errors' middle at the prediction.
+    lower_half = np.where(middle(np.zeros(len(pred)))[0] <= target, 0.5, lower_half)
     return np.where(half, np.minimum(chance, lower_half), chance)
