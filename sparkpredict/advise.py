@@ -356,6 +356,7 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     flat = getattr(src.model, "flat_beyond_sizes", None)
     if flat is not None and bool(flat(X)[i]):
         warnings.append(flat_size_warning(src.ranges["input_bytes"], size))
+    warnings.extend(_flat_param_warnings(model, X, i, known, used, extr, src.ranges, t[i]))
     assumed = [p for p in known if p not in given_params]
     if assumed:
         warnings.append("job parameter(s) not given, taken from the history: "
@@ -437,6 +438,31 @@ def suggest_executors(job: str, input_bytes: float | str, *,
         chance_meets_deadline=None if chance is None else float(chance[i]),
         training_range=dict(src.ranges), interval_confidence=None if shown is None else float(shown),
         input_size_used=not src.sizes_unknown())
+
+
+def _flat_param_warnings(model: Any, X: Mapping[str, Any], i: int, known: Sequence[str],
+                         used: Mapping[str, float], extr: Mapping[str, float],
+                         ranges: Mapping[str, tuple[float, float]], predicted: float) -> list[str]:
+    """For a job parameter beyond the runs' values whose prediction is the one at the runs'
+    edge: the equations take only size and executors, and a parameter enters through the
+    correction's trees, flat beyond the values they were grown on. 80 iterations asked of runs
+    of 10 and 20 was predicted as 20, its lower bound below 20's, with only "extrapolates" said."""
+    import numpy as np
+
+    out = []
+    for p in known:
+        if not extr.get(p, 0.0) >= EXTRAPOLATION_NOTED or p not in ranges or predicted <= 0:
+            continue
+        lo, hi = ranges[p]
+        edge = min(max(used[p], lo), hi)
+        row = {k: np.asarray(v)[i:i + 1] for k, v in X.items()}
+        row[p] = np.array([edge])
+        if abs(float(np.asarray(model.predict(row), dtype=float)[0]) - predicted) <= 0.01 * predicted:
+            out.append(f"job parameter {beyond_history(p, used[p], lo, hi)}, yet is predicted as at "
+                       f"{format_number(edge)}: the model learns a parameter's effect only within the "
+                       f"runs' values, so take the prediction as for {p}={format_number(edge)}, and "
+                       "record a run nearer this value")
+    return out
 
 
 def _no_interval_warning(job: str, errors: int, confidence: float) -> str:

@@ -77,3 +77,28 @@ def test_a_deadline_far_above_the_prediction_inside_a_scaling_floor_is_an_even_c
     # a limit below the prediction stays under an even chance, one above the floor over it
     assert float(m.chance_within({"input_bytes": [4.0 * GB], "executors": [16.0], "executor_cores": [1],
                                   "executor_memory_mb": [1024]}, 20.0)[0]) < 0.5
+
+
+def test_a_job_parameter_beyond_the_runs_predicted_as_at_their_edge_is_warned_of():
+    # The equations take size and executors; a job parameter enters through the correction's
+    # trees, flat beyond the values they were grown on: 80 iterations asked of runs of 10 and
+    # 20 was predicted exactly as 20 (runtime ~ iterations here), with only "extrapolates".
+    rng = np.random.default_rng(4)
+    rows, its = [], []
+    for S in [1, 2, 4]:
+        for E in [2, 4, 8]:
+            for it in [10, 20]:
+                rows.append((S * GB, E, (10 + it * S * 5 / E) * rng.uniform(.95, 1.05)))
+                its.append(it)
+    df = _runs(rows)
+    df["iterations"] = its
+    m = JobRuntimeModel().fit(df)
+
+    def advice(it):
+        return suggest_executors("j", 4 * GB, params={"iterations": it}, executor_counts=[4],
+                                 models={"j": m})
+    far, edge, inside = advice(80), advice(20), advice(15)
+    assert far.predicted_runtime_s == edge.predicted_runtime_s
+    said = [w for w in far.warnings if w.startswith("job parameter iterations 80 is 4.00x")]
+    assert len(said) == 1 and "predicted as at 20" in said[0], far.warnings
+    assert not any(w.startswith("job parameter") for w in edge.warnings + inside.warnings)
