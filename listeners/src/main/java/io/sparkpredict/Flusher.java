@@ -309,6 +309,7 @@ final class Flusher implements Runnable {
             permanent(StoreWriter.noFileSystemMessage(writer.store(), e));
             return false;
         } catch (IOException | RuntimeException e) {
+            writer.forgetFileSystem();  // closed under it: the next try asks Hadoop for a live one
             boolean lost = b.last && attempt >= LAST_ATTEMPTS;
             String what = !b.last ? "; rows are kept and retried at the next flush"
                 : lost ? "; the run's last rows are lost (" + LAST_ATTEMPTS + " tries)"

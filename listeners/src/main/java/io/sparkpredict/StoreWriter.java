@@ -67,6 +67,23 @@ final class StoreWriter {
     }
 
     /**
+     * After a failed write: the next one asks Hadoop for the store's FileSystem again. Hadoop
+     * hands every user of a scheme one cached instance, which anyone may close: the
+     * application's own code ({@code FileSystem.get(conf).close()}, a common slip) or Hadoop's
+     * shutdown hook while the last batch waits. A closed one fails every call ("Filesystem
+     * closed") and leaves Hadoop's cache, so the one kept here failed every later write of the
+     * application, its rows piling up for retries that could never succeed. An instance of a
+     * scheme whose cache is off (the local store's) is this writer's own: kept, nobody else
+     * closes it, and a new one per failure would never be closed.
+     */
+    void forgetFileSystem() {
+        String scheme = root.toUri().getScheme();
+        if (scheme == null) scheme = FileSystem.getDefaultUri(conf).getScheme();
+        if (scheme != null && conf.getBoolean("fs." + scheme + ".impl.disable.cache", false)) return;
+        fs = null;
+    }
+
+    /**
      * Fail now when Hadoop has no FileSystem for the store's scheme (s3a:// without hadoop-aws,
      * a typo): no write could ever succeed, so the listener must not hold rows for one. Loads
      * the implementation's class only; connects to nothing.
