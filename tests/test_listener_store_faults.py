@@ -314,3 +314,28 @@ def test_a_store_removed_while_the_run_goes_is_made_again(spark_app, tmp_path):
     # the second job's rows and the run's end are recorded (the first job's went with the folder,
     # unless its write was still under way then: a write that fails is retried)
     assert run.run_id == app and run.status == "succeeded" and 3 in set(tasks.groupby("stage_id").size())
+
+
+def test_a_failing_store_holds_a_bounded_number_of_stage_rows(spark_app, tmp_path):
+    """Only task rows were capped behind a store that cannot be written: a streaming driver
+    whose store stayed unwritable (expired credentials, an outage) held every stage row it
+    ran, about a kilobyte each, for as long as it ran."""
+    blocker = tmp_path / "blocked"
+    blocker.write_text("a file where the store's parent folder should be")
+    store = blocker / "store"
+    jobs, cap = 15, 4
+    with spark_app(store, job="stages-capped", conf={"spark.sparkpredict.flushEveryTasks": str(cap)}) as spark:
+        sc = spark.sparkContext
+        for _ in range(jobs):  # two stages a job
+            sc.parallelize(range(4), 1).map(lambda x: (x, x)).reduceByKey(lambda a, b: a + b, 1).count()
+        time.sleep(1.0)  # the listener hears of the last job's end
+        held = spark._jvm.io.sparkpredict.SparkPredictListener.heldRows("stages")
+        blocker.unlink()
+    err = listener_error(spark) or ""
+    assert held <= 2 * cap, held  # was 2 x jobs: every stage row since the store failed
+    st = store_mod.open(store)
+    run = st.runs().iloc[0]
+    assert run.status == "succeeded" and run.num_stages == 2 * jobs
+    assert cap <= len(st.stages()) <= 2 * cap
+    dropped = 2 * jobs - len(st.stages())
+    assert f"{dropped} stage rows of this application were dropped" in err, err

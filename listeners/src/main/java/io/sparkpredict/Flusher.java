@@ -84,8 +84,10 @@ final class Flusher implements Runnable {
         /**
          * Take a newer batch's rows after this one's; its run row replaces this one's. Host rows
          * beyond {@code maxHostRows} (a store that keeps failing or hangs): the newest are kept.
+         * Stage rows beyond {@code maxStageRows}: the newer are dropped, as task rows beyond
+         * their cap are; returns how many.
          */
-        void absorb(Batch newer, int maxHostRows) {
+        int absorb(Batch newer, int maxHostRows, int maxStageRows) {
             for (Map.Entry<Tables.Table, List<Object[]>> e : newer.rows.entrySet()) {
                 if (e.getKey() == Tables.RUNS) rows.put(Tables.RUNS, e.getValue());
                 else rows.computeIfAbsent(e.getKey(), k -> new ArrayList<>()).addAll(e.getValue());
@@ -96,6 +98,11 @@ final class Flusher implements Runnable {
             if (hosts != null && hosts.size() > maxHostRows) {
                 hosts.subList(0, hosts.size() - maxHostRows).clear();
             }
+            List<Object[]> stages = rows.get(Tables.STAGES);
+            if (stages == null || stages.size() <= maxStageRows) return 0;
+            int dropped = stages.size() - maxStageRows;
+            stages.subList(maxStageRows, stages.size()).clear();
+            return dropped;
         }
 
         int rows(Tables.Table t) {
@@ -108,6 +115,15 @@ final class Flusher implements Runnable {
     private final long intervalMs;
     private final int chunkTaskRows;
     private final int maxHostRows;
+    /**
+     * Stage rows held at most behind a store that fails or hangs. Only task rows were capped:
+     * a streaming driver whose store stayed unwritable (expired credentials, a folder it may
+     * not write, an outage) held every stage row it ran, about a kilobyte each, until the heap
+     * ran out.
+     */
+    private final int maxStageRows;
+    /** Stage rows dropped at that cap (only this writer's thread and submit, under lock, add). */
+    private final AtomicLong droppedStageRows = new AtomicLong();
     private final Owner owner;
     private final Thread thread;
     /** Task rows queued or kept after a failed write: the listener stops adding beyond its cap. */
@@ -134,11 +150,12 @@ final class Flusher implements Runnable {
     private boolean errorLogged;
     private boolean ingestChecked;
 
-    Flusher(StoreWriter writer, long intervalMs, int chunkTaskRows, int maxHostRows, Owner owner) {
+    Flusher(StoreWriter writer, long intervalMs, int chunkTaskRows, int maxHostRows, int maxStageRows, Owner owner) {
         this.writer = writer;
         this.intervalMs = Math.max(0, intervalMs);
         this.chunkTaskRows = Math.max(1, chunkTaskRows);
         this.maxHostRows = maxHostRows;
+        this.maxStageRows = Math.max(1, maxStageRows);
         this.owner = owner;
         thread = new Thread(this, "sparkpredict-writer");
         // A daemon: a JVM whose application never ended must not wait for it (the shutdown
@@ -163,7 +180,7 @@ final class Flusher implements Runnable {
         synchronized (lock) {
             if (stopped || lastQueued) return;
             if (pending == null) pending = b;
-            else pending.absorb(b, maxHostRows);
+            else droppedStages(pending.absorb(b, maxHostRows, maxStageRows));
             heldTaskRows.addAndGet(b.taskRows);
             lastQueued |= b.last;
             if (!started) {
@@ -231,7 +248,7 @@ final class Flusher implements Runnable {
                 }
                 Batch merged = carry;
                 if (merged == null) merged = taken;
-                else merged.absorb(taken, maxHostRows);
+                else droppedStages(merged.absorb(taken, maxHostRows, maxStageRows));
                 carry = null;
                 if (!writeHeld(merged, 1)) return;
                 // The last batch has no next flush to retry with: a store that fails for a
@@ -249,6 +266,14 @@ final class Flusher implements Runnable {
                     if (!writeHeld(merged, attempt)) return;
                 }
                 if (merged.last) {
+                    long dropped = droppedStageRows.get();
+                    if (dropped > 0) {
+                        // the warning went out with the first; only now is the count known
+                        String msg = "sparkpredict: " + dropped + " stage rows of this application were dropped "
+                            + "while the store could not keep up; its run row still counts every stage";
+                        LOG.warn(msg);
+                        owner.writeFailed(msg);
+                    }
                     synchronized (lock) {
                         done = true;
                         lock.notifyAll();
@@ -259,6 +284,15 @@ final class Flusher implements Runnable {
         } catch (Throwable t) {
             permanent("sparkpredict listener's writer failed and stopped recording this application: " + t);
         }
+    }
+
+    /** Count stage rows {@link Batch#absorb} dropped; the first drop is said at once. */
+    private void droppedStages(int n) {
+        if (n <= 0 || droppedStageRows.getAndAdd(n) > 0) return;
+        String msg = "sparkpredict: " + maxStageRows + " stage rows wait for the store (not writable, or slower "
+            + "than the stages); further stage rows are dropped until it takes them (the run row is kept)";
+        LOG.warn(msg);
+        owner.writeFailed(msg);
     }
 
     /**

@@ -40,7 +40,8 @@ import org.slf4j.LoggerFactory;
  * <p>Never throws into Spark: every callback catches Throwable, logs once, and disables the
  * listener. Callbacks only build rows; {@link Flusher} writes them on a thread of its own, so a
  * slow or hung store never stalls Spark's listener bus. A store that cannot be written keeps
- * the rows and retries them with the next flush, holding at most 4 x flushEveryTasks task rows.
+ * the rows and retries them with the next flush, holding at most 4 x flushEveryTasks task rows
+ * and about 2 x flushEveryTasks stage rows.
  *
  * <p>This class is the part Spark and the JVM talk to: callbacks, flushes, failure and exit.
  * What it records lives in {@link RunRecord} (the run and its executors) and
@@ -196,6 +197,7 @@ public class SparkPredictListener extends SparkListener {
                 }
                 if (writer != null) {
                     flusher = new Flusher(writer, read.flushIntervalMs, read.flushEveryTasks, read.flushEveryTasks,
+                        read.flushEveryTasks,
                         new Flusher.Owner() {
                             @Override
                             public void writeFailed(String message) { setError(message); }
