@@ -325,3 +325,36 @@ def test_a_long_running_driver_keeps_no_state_for_stages_that_ended(spark_app, t
         assert listener.trackedStages() == 0
     stages = store_mod.open(store).stages()
     assert len(stages) == 40 and sorted(stages["job_id"].unique()) == list(range(20))
+
+
+def test_unpersisted_rdds_are_forgotten_and_one_persisted_again_reads_its_source(spark_app, tmp_path):
+    """Every persisted RDD a stage computed was remembered until the application ended: a
+    streaming driver that persists each micro-batch grew by one per batch, and an RDD persisted
+    again after unpersist() was taken to read its cache, its second read of the source lost."""
+    import time
+
+    data = tmp_path / "data.txt"
+    data.write_text("a line of text\n" * 5000)
+    store = tmp_path / "store"
+    with spark_app(store, job="unpersisted") as spark:
+        sc = spark.sparkContext
+        for _ in range(5):
+            cached = sc.parallelize(range(10), 2).persist()
+            cached.count()
+            cached.unpersist(blocking=True)
+        rdd = sc.textFile(str(data), 1).persist()
+        rdd.count()
+        rdd.unpersist(blocking=True)
+        rdd.persist()
+        rdd.count()  # its blocks were dropped: it reads the file again
+        rdd.unpersist(blocking=True)
+        sc.parallelize(range(2), 1).count()  # the listener has heard the unpersist once it hears this job
+        listener = spark._jvm.io.sparkpredict.SparkPredictListener
+        deadline = time.monotonic() + 20
+        while listener.trackedRdds() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert listener.trackedRdds() == 0
+    st = store_mod.open(store)
+    run, tasks = st.runs().iloc[0], st.tasks()
+    assert tasks["input_bytes"].sum() > 0
+    assert run.input_bytes == tasks["input_bytes"].sum()  # both reads of the file

@@ -224,6 +224,7 @@ class RunBuilder:
             b"SparkListenerJobStart": self._job_start,
             b"SparkListenerJobEnd": self._job_end,
             b"SparkListenerStageCompleted": self._stage_completed,
+            b"SparkListenerUnpersistRDD": self._unpersist_rdd,
             SQL_EXECUTION_START: self.scans.plan,
             SQL_ADAPTIVE_UPDATE: self.scans.plan,
             SQL_DRIVER_UPDATES: self.scans.driver_updates,
@@ -485,6 +486,11 @@ class RunBuilder:
         if row["status"] == "succeeded" and whole:
             self._materialised |= persisted
         self._ts(done)
+
+    def _unpersist_rdd(self, ev: dict) -> None:
+        # its cached blocks are gone: a stage over it persisted again reads its source again
+        # (StageTracker.unpersisted)
+        self._materialised.discard(ev.get("RDD ID"))
 
     def _task_end(self, ev: dict, line: bytes) -> None:
         if self.end_ms is not None:  # after the application's end (see _stage_completed)

@@ -20,6 +20,7 @@ import org.apache.spark.scheduler.SparkListenerResourceProfileAdded;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.scheduler.SparkListenerUnpersistRDD;
 import org.apache.spark.scheduler.TaskInfo;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -107,6 +108,15 @@ public class SparkPredictListener extends SparkListener {
         if (l == null) return 0;
         synchronized (l) {
             return l.stages.tracked();
+        }
+    }
+
+    /** Persisted RDDs the JVM's latest listener remembers as computed: those not unpersisted yet. */
+    public static int trackedRdds() {
+        SparkPredictListener l = current;
+        if (l == null) return 0;
+        synchronized (l) {
+            return l.stages.materialised();
         }
     }
 
@@ -293,6 +303,11 @@ public class SparkPredictListener extends SparkListener {
     @Override
     public void onStageSubmitted(SparkListenerStageSubmitted e) {
         locked("onStageSubmitted", () -> stages.submitted(e.stageInfo()));
+    }
+
+    @Override
+    public void onUnpersistRDD(SparkListenerUnpersistRDD e) {
+        locked("onUnpersistRDD", () -> stages.unpersisted(e.rddId()));
     }
 
     @Override

@@ -74,7 +74,13 @@ final class StageTracker {
     private final Map<Long, Agg> stageAggs = new HashMap<>();
     /** Running jobs' stage ids, to drop their stageToJob entries when they end. */
     private final Map<Integer, int[]> runningJobStages = new HashMap<>();
-    /** Persisted RDDs a succeeded stage has computed: later stages over them read the cache. */
+    /**
+     * Persisted RDDs a succeeded stage has computed: later stages over them read the cache.
+     * Forgotten when unpersisted (by the application, or by Spark's cleaner once the RDD is
+     * garbage): a streaming query that persists each micro-batch's data kept one per batch for
+     * as long as it ran, and an RDD persisted again after its blocks were dropped reads its
+     * source again.
+     */
     private final Set<Integer> materialisedRdds = new HashSet<>();
     /**
      * Per stage id, the partitions whose input the run has counted: a later attempt (after a
@@ -149,6 +155,16 @@ final class StageTracker {
                 stageExecution.remove(s);
             }
         }
+    }
+
+    /** The RDD's cached blocks were dropped (SparkListenerUnpersistRDD). */
+    void unpersisted(int rddId) {
+        materialisedRdds.remove(rddId);
+    }
+
+    /** Persisted RDDs remembered as computed (a diagnostic). */
+    int materialised() {
+        return materialisedRdds.size();
     }
 
     void submitted(StageInfo s) {
