@@ -16,6 +16,8 @@ import org.slf4j.LoggerFactory;
  * <p>Immutable: read by Spark's listener thread and the shutdown hook without a lock.
  */
 final class ListenerSettings {
+    /** The longest interval or wait a setting takes, in ms: a year. */
+    static final long MAX_MS = 365L * 24 * 3600 * 1000;
     // Logged under the listener's name, which log4j settings that quiet or raise it name.
     private static final Logger LOG = LoggerFactory.getLogger(SparkPredictListener.class);
     static final String P = "spark.sparkpredict.";
@@ -78,8 +80,11 @@ final class ListenerSettings {
         // HELD_CHUNKS x this, and at 1 (as 0 used to read) a batch per task dropped most rows
         int everyTasks = count(conf, P + "flushEveryTasks", DEFAULT_FLUSH_EVERY_TASKS);
         if (everyTasks == 0) everyTasks = DEFAULT_FLUSH_EVERY_TASKS;
-        long interval = Math.max(0L, millis(conf, P + "flushIntervalMs", 5_000L));
-        long stopTimeout = Math.max(0L, millis(conf, P + "stopTimeoutMs", 60_000L));
+        // At most a year: the writer shifts the interval left for its back-off after failed
+        // writes, which wrapped negative for a flushIntervalMs past 2^53 (a failing store was
+        // retried in a busy loop); the stop timeout gets the same bound
+        long interval = Math.min(MAX_MS, Math.max(0L, millis(conf, P + "flushIntervalMs", 5_000L)));
+        long stopTimeout = Math.min(MAX_MS, Math.max(0L, millis(conf, P + "stopTimeoutMs", 60_000L)));
         return new ListenerSettings(key, tasks, every, everyTasks, interval, stopTimeout, plugin, declared);
     }
 

@@ -581,14 +581,24 @@ public class SparkPredictListener extends SparkListener {
             // System.exit after the driver's code failed, is not recorded as killed. A slow
             // stop on a loaded machine takes well over 10 s.
             long start = System.currentTimeMillis();
-            synchronized (this) {
-                while (!finished && !disabled) {
-                    long waited = System.currentTimeMillis() - start;
-                    // A listener whose SparkContext failed to start hears nothing, and no context
-                    // is active for it: no need to wait.
-                    if (waited > 45_000 || ((waited > 2_000 || !started) && !contextActive())) break;
+            while (true) {
+                boolean begun;
+                synchronized (this) {
+                    if (finished || disabled) break;
+                    begun = started;
+                }
+                long waited = System.currentTimeMillis() - start;
+                // A listener whose SparkContext failed to start hears nothing, and no context is
+                // active for it: no need to wait. Asked without this listener's lock: getActive
+                // takes Spark's context lock, which a context failing inside getOrCreate holds
+                // while its stop waits for the listener bus, whose thread may wait for this lock.
+                if (waited > 45_000 || ((waited > 2_000 || !begun) && !contextActive())) break;
+                synchronized (this) {
+                    if (finished || disabled) break;
                     wait(200);
                 }
+            }
+            synchronized (this) {
                 if (!finished && !disabled) {
                     // Its SparkContext never started: no run to record, no last batch to wait for.
                     if (!started) return;
