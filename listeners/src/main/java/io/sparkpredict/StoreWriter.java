@@ -228,9 +228,7 @@ final class StoreWriter {
                 writeParquet(t, r, tmp);
             }
             for (Map.Entry<Path, Path> e : renames.entrySet()) {
-                if (!f.rename(e.getKey(), e.getValue())) {
-                    throw new IOException("rename " + e.getKey() + " -> " + e.getValue() + " failed");
-                }
+                renamed(f, e.getKey(), e.getValue());
             }
         } catch (Throwable e) {  // an Error too (a codec's native library, memory): no file is left behind
             for (Path tmp : renames.keySet()) {
@@ -238,6 +236,34 @@ final class StoreWriter {
             }
             throw e;
         }
+    }
+
+    /**
+     * Rename {@code tmp} to {@code dest}, or throw. A rename that failed, or said it did, after it
+     * landed (an object store's copy-then-delete, a connection lost before the answer) counts as
+     * done when {@code dest} is there and {@code tmp} gone: batch ids are new, so nothing else
+     * put it there. Retried as a failure, the runs file's rename committed the batch twice, under
+     * two ids, and the run's stage and task rows read back twice.
+     */
+    private static void renamed(FileSystem f, Path tmp, Path dest) throws IOException {
+        IOException failed = null;
+        try {
+            if (f.rename(tmp, dest)) return;
+        } catch (IOException e) {
+            failed = e;
+        }
+        boolean landed;
+        try {
+            landed = f.exists(dest) && !f.exists(tmp);
+        } catch (IOException | RuntimeException e) {
+            landed = false;
+        }
+        if (landed) {
+            LOG.warn("sparkpredict: the store reported the rename {} -> {} failed, but it was done; kept", tmp, dest);
+            return;
+        }
+        if (failed != null) throw failed;
+        throw new IOException("rename " + tmp + " -> " + dest + " failed");
     }
 
     private void writeParquet(Tables.Table t, List<Object[]> rows, Path path) throws IOException {
