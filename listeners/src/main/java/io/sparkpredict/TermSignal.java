@@ -43,7 +43,15 @@ final class TermSignal {
                 received = name;
                 sun.misc.SignalHandler p = prev[0];
                 if (p == sun.misc.SignalHandler.SIG_DFL) System.exit(128 + s.getNumber());
-                else if (p != null && p != sun.misc.SignalHandler.SIG_IGN) p.handle(s);
+                else if (p != null && p != sun.misc.SignalHandler.SIG_IGN) {
+                    try {
+                        p.handle(s);
+                    } catch (UnsupportedOperationException native_) {
+                        // a JNI library's handler, which Java cannot call: end as the signal's
+                        // default action does, rather than let the signal end nothing
+                        System.exit(128 + s.getNumber());
+                    }
+                }
                 if (!sticky && name.equals(received)) received = null;
             });
             if (before == sun.misc.SignalHandler.SIG_IGN && name.equals("HUP")) {
