@@ -42,12 +42,99 @@ final class RunRecord {
         long added;
         Long removed;
         boolean written;
+        /** Its start is in {@link #executorsAlive} and {@link #slotsAlive}. */
+        boolean counted;
+    }
+
+    /**
+     * The highest running sum of {@code {time_ms, change}} events, as {@link #peak} over all of
+     * them, holding only the events of the last {@link #SLACK_MS}: older ones are summed into
+     * the running sum and the peak so far. An application that runs for weeks under dynamic
+     * allocation adds and removes tens of thousands of executors; sorting them all at every
+     * job end grew without bound on Spark's listener thread.
+     */
+    static final class Timeline {
+        /**
+         * Spark posts an executor's added and removed events in the order of their times
+         * (CoarseGrainedSchedulerBackend's one endpoint thread); a minute's margin keeps the
+         * fold exact when a thread posts an event stamped a little before one it follows.
+         */
+        static final long SLACK_MS = 60_000;
+        private List<long[]> recent = new ArrayList<>();
+        private long running, peak;
+        private long newest = Long.MIN_VALUE;
+        /** Events before it are folded into running and peak. */
+        private long folded = Long.MIN_VALUE;
+
+        void add(long time, long change) {
+            if (time < folded) {
+                // Later than the slack allows (never seen): counted at the fold's end, not in
+                // its place, which can only misplace it within the peak.
+                running += change;
+                peak = Math.max(peak, running);
+            } else {
+                recent.add(new long[] {time, change});
+            }
+            newest = Math.max(newest, time);
+        }
+
+        /** Fold the events older than the newest one by more than the slack. */
+        void fold() {
+            if (newest == Long.MIN_VALUE || newest - SLACK_MS <= folded) return;
+            long cut = newest - SLACK_MS;
+            sort(recent);
+            List<long[]> keep = new ArrayList<>();
+            for (long[] ev : recent) {
+                if (ev[0] < cut) {
+                    running += ev[1];
+                    peak = Math.max(peak, running);
+                } else {
+                    keep.add(ev);
+                }
+            }
+            recent = keep;
+            folded = cut;
+        }
+
+        /** The peak of the events added and {@code more}, whose times are not before the fold. */
+        long peak(List<long[]> more) {
+            List<long[]> events = new ArrayList<>(recent);
+            events.addAll(more);
+            sort(events);
+            long r = running, p = peak;
+            for (long[] ev : events) {
+                r += ev[1];
+                p = Math.max(p, r);
+            }
+            return p;
+        }
+
+        int held() { return recent.size(); }
     }
 
     private final SparkConf conf;
     private final BuildStamp stamp;
     private final StageTracker stages;
+    /**
+     * Executors alive, or removed and their row not handed to the writer yet; the others are
+     * only in the running figures below, which the run row reads as it read them all.
+     */
     private final Map<String, Exec> executors = new LinkedHashMap<>();
+    /** Executors at once: +1 at each start, -1 at each removal (executors_max). */
+    private final Timeline executorsAlive = new Timeline();
+    /**
+     * Task slots at once, as {@link #taskSlots} counts them, from each executor's start within
+     * the run; holds the removals of the executors forgotten, not those of the live ones,
+     * which end at the row's end.
+     */
+    private final Timeline slotsAlive = new Timeline();
+    /** Milliseconds alive within the run, summed over the executors forgotten. */
+    private long forgottenAliveMs;
+    private int maxCores;
+    /** An executor of a resource profile other than the default was ever added. */
+    private boolean ownProfile;
+    /** Spark posted the application's start: startMs, which bounds each executor's time, is final. */
+    private boolean startHeard;
     /** Executor memory (MiB) that each non-default resource profile asks for, by profile id. */
     private final Map<Integer, Long> profileMemoryMb = new HashMap<>();
     /** spark.task.cpus of each resource profile, by id: executors of several profiles differ in slots. */
@@ -109,6 +196,7 @@ final class RunRecord {
         if (e.appId().isDefined()) appId = e.appId().get();
         attemptId = e.appAttemptId().isDefined() ? e.appAttemptId().get() : null;
         startMs = e.time();
+        startHeard = true;
     }
 
     void executorAdded(SparkListenerExecutorAdded e) {
@@ -119,6 +207,8 @@ final class RunRecord {
         x.resourceProfileId = e.executorInfo().resourceProfileId();
         x.added = e.time();
         executors.put(x.id, x);
+        maxCores = Math.max(maxCores, x.cores);
+        ownProfile |= x.resourceProfileId != ResourceProfile.DEFAULT_RESOURCE_PROFILE_ID();
     }
 
     void resourceProfileAdded(SparkListenerResourceProfileAdded e) {
@@ -284,7 +374,51 @@ final class RunRecord {
             out.add(r.values);
             x.written = true;
         }
+        forgetWritten();
         return out;
+    }
+
+    /** Executors kept in memory: alive, or removed and not handed over yet; and timeline events held. */
+    int trackedExecutors() {
+        return executors.size() + executorsAlive.held() + slotsAlive.held();
+    }
+
+    /** Task slots of one executor: its cores over its profile's task cpus (Spark's floor). */
+    private long slots(Exec x, int cores, int taskCpus) {
+        int perTask = x.resourceProfileId == ResourceProfile.DEFAULT_RESOURCE_PROFILE_ID()
+            ? taskCpus : profileTaskCpus.getOrDefault(x.resourceProfileId, taskCpus);
+        return (x.cores > 0 ? x.cores : cores) / Math.max(perTask, 1);
+    }
+
+    /**
+     * Move the executors' starts into the timelines, and forget the executors removed whose
+     * row has been handed to the writer, keeping what the run row reads of them. Their
+     * removals are taken to precede the row's end, as Spark posts them before the
+     * application's end and each snapshot's clock reads after it heard them.
+     */
+    private void forgetWritten() {
+        if (!startHeard) return;  // until then startMs, which bounds every executor's time, may move
+        int taskCpus = Math.max(1, conf.getInt("spark.task.cpus", 1));
+        java.util.Iterator<Exec> it = executors.values().iterator();
+        while (it.hasNext()) {
+            Exec x = it.next();
+            // an executor of no cores takes the run's, which later executors may change
+            if (x.cores <= 0) continue;
+            long n = slots(x, 0, taskCpus);
+            if (!x.counted) {
+                executorsAlive.add(x.added, 1);
+                slotsAlive.add(Math.max(x.added, startMs), n);
+                x.counted = true;
+            }
+            if (x.removed == null || !x.written) continue;
+            executorsAlive.add(x.removed, -1);
+            slotsAlive.add(x.removed, -n);
+            long a = Math.max(x.added, startMs);
+            if (x.removed > a) forgottenAliveMs += x.removed - a;
+            it.remove();
+        }
+        executorsAlive.fold();
+        slotsAlive.fold();
     }
 
     /**
@@ -294,32 +428,22 @@ final class RunRecord {
      * a task, read 12 slots where they had 6). Times in ms.
      */
     private int taskSlots(int max, int cores, int taskCpus, long end) {
-        boolean ownProfile = false;  // an executor of a profile other than the default
-        for (Exec x : executors.values()) ownProfile |= x.resourceProfileId != ResourceProfile.DEFAULT_RESOURCE_PROFILE_ID();
         if (!ownProfile) return max * (cores / taskCpus);
         List<long[]> events = new ArrayList<>();
         for (Exec x : executors.values()) {
-            int perTask = x.resourceProfileId == ResourceProfile.DEFAULT_RESOURCE_PROFILE_ID()
-                ? taskCpus : profileTaskCpus.getOrDefault(x.resourceProfileId, taskCpus);
-            long n = (x.cores > 0 ? x.cores : cores) / Math.max(perTask, 1);
-            events.add(new long[] {Math.max(x.added, startMs), n});
+            long n = slots(x, cores, taskCpus);
+            if (!x.counted) events.add(new long[] {Math.max(x.added, startMs), n});
             events.add(new long[] {Math.min(x.removed != null ? x.removed : end, end), -n});
         }
-        return (int) peak(events);
+        return (int) slotsAlive.peak(events);
     }
 
     /**
-     * The highest running sum of {@code {time_ms, change}} events; at one instant the decreases
-     * come first (an executor removed as another is added is never counted twice).
+     * Timeline order: by time, and at one instant the decreases first (an executor removed as
+     * another is added is never counted twice).
      */
-    private static long peak(List<long[]> events) {
+    private static void sort(List<long[]> events) {
         events.sort((p, q) -> p[0] != q[0] ? Long.compare(p[0], q[0]) : Long.compare(p[1], q[1]));
-        long running = 0, peak = 0;
-        for (long[] ev : events) {
-            running += ev[1];
-            peak = Math.max(peak, running);
-        }
-        return peak;
     }
 
     /** The run row as of {@code now}; {@code last}: the final one, with its end time. */
@@ -341,18 +465,16 @@ final class RunRecord {
         r.set("wall_ms", end - startMs);
         r.set("executors_requested", executorsRequested(master));
         // executor timeline over [start, end]
-        double aliveMs = 0;
+        double aliveMs = forgottenAliveMs;
         List<long[]> events = new ArrayList<>();
-        int maxCores = 0;
         for (Exec x : executors.values()) {
             long a = Math.max(x.added, startMs);
             long b = Math.min(x.removed != null ? x.removed : end, end);
             if (b > a) aliveMs += b - a;
-            events.add(new long[] {x.added, 1});
+            if (!x.counted) events.add(new long[] {x.added, 1});
             if (x.removed != null) events.add(new long[] {x.removed, -1});
-            maxCores = Math.max(maxCores, x.cores);
         }
-        int max = (int) peak(events);
+        int max = (int) executorsAlive.peak(events);
         r.set("executors_max", max);
         r.set("executors_mean", end > startMs ? aliveMs / (end - startMs) : (double) max);
         Integer cores = conf.contains("spark.executor.cores") && !isLocal(master)

@@ -111,6 +111,19 @@ public class SparkPredictListener extends SparkListener {
         }
     }
 
+    /**
+     * Per-executor entries the JVM's latest listener holds: executors alive or not handed to
+     * the writer yet, and the executor events of about the last minute. Bounded by what runs
+     * now, however many executors the application added and removed before.
+     */
+    public static int trackedExecutors() {
+        SparkPredictListener l = current;
+        if (l == null) return 0;
+        synchronized (l) {
+            return l.run.trackedExecutors();
+        }
+    }
+
     /** Persisted RDDs the JVM's latest listener remembers as computed: those not unpersisted yet. */
     public static int trackedRdds() {
         SparkPredictListener l = current;
@@ -473,7 +486,7 @@ public class SparkPredictListener extends SparkListener {
 
     /**
      * Hand everything new since the last snapshot, with an updated run row, to the writer.
-     * O(executors) plus the move of the pending lists: cheap enough for Spark's listener
+     * O(executors alive) plus the move of the pending lists: cheap enough for Spark's listener
      * thread, which never waits for the store here.
      */
     private void snapshot(boolean last) {
