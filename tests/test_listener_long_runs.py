@@ -103,3 +103,86 @@ def test_removed_executors_are_forgotten_and_the_run_row_still_counts_them(spark
     assert got == want
     assert want["executors_max"] >= 4 and want["task_slots"] > want["executor_cores"]  # figures with something to get wrong
 
+
+
+def _seq(jvm, *items):
+    """A Scala immutable Seq of ``items`` (boxed as py4j boxes them)."""
+    lst = jvm.java.util.ArrayList()
+    for i in items:
+        lst.add(i)
+    return jvm.scala.jdk.javaapi.CollectionConverters.asScala(lst).toList()
+
+
+def _stage(jvm, stage_id: int):
+    empty = _seq(jvm)
+    return jvm.org.apache.spark.scheduler.StageInfo(stage_id, 0, f"stage {stage_id}", 4, empty, empty, "", None,
+                                                    empty, jvm.scala.Option.empty(), 0, False, 0)
+
+
+def test_a_stage_whose_completion_spark_dropped_is_forgotten_at_its_jobs_end(spark_app, tmp_path):
+    """Spark drops events from a full listener queue: a stage whose completion was dropped
+    kept its task sums (a duration per task) for as long as the driver ran. Its job's end,
+    which Spark posts after the stage's completion, now drops them; a stage another running
+    job shares stays until that job ends."""
+    with spark_app(tmp_path / "store", job="dropped-stage-end") as spark:
+        jvm = spark._jvm
+        sched = jvm.org.apache.spark.scheduler
+        listener = _listener(spark)
+        tracked = jvm.io.sparkpredict.SparkPredictListener.trackedStages
+        succeeded = _scala_object(jvm, "org.apache.spark.scheduler.JobSucceeded")
+        assert spark.range(10).count() == 10
+        now = jvm.System.currentTimeMillis()
+        before = tracked()
+        props = jvm.java.util.Properties()
+        listener.onJobStart(sched.SparkListenerJobStart(9000, now, _seq(jvm, _stage(jvm, 9000), _stage(jvm, 9001)), props))
+        listener.onJobStart(sched.SparkListenerJobStart(9001, now, _seq(jvm, _stage(jvm, 9001)), props))
+        for s in (9000, 9001):
+            listener.onStageSubmitted(sched.SparkListenerStageSubmitted(_stage(jvm, s), props))
+        # no stage completes: both completions were dropped
+        listener.onJobEnd(sched.SparkListenerJobEnd(9000, now + 1, succeeded))
+        assert tracked() - before == 2  # stage 9001 (its sums and its job), job 9001 still runs
+        listener.onJobEnd(sched.SparkListenerJobEnd(9001, now + 2, succeeded))
+        assert tracked() == before
+
+
+def _drop(spark, n: int) -> None:
+    """Count ``n`` events as dropped from the shared queue, in the counter where Spark counts them."""
+    bus = spark.sparkContext._jsc.sc().listenerBus()
+    bus.metrics().metricRegistry().counter("queue.shared.numDroppedEvents").inc(n)
+
+
+def test_a_job_not_heard_to_end_after_spark_dropped_events_leaves_the_run_incomplete(spark_app, tmp_path):
+    """A job whose end Spark dropped from the full listener queue was taken to be cut short by
+    the application's end: a run that succeeded was recorded killed ("1 job was still running
+    at the application's end"). With events dropped the run is incomplete, and says so."""
+    store = tmp_path / "store"
+    with spark_app(store, job="dropped-job-end") as spark:
+        jvm = spark._jvm
+        listener = _listener(spark)
+        assert spark.range(10).count() == 10
+        props = jvm.java.util.Properties()
+        listener.onJobStart(jvm.org.apache.spark.scheduler.SparkListenerJobStart(
+            9100, jvm.System.currentTimeMillis(), _seq(jvm), props))  # its end: dropped
+        _drop(spark, 7)
+    run = store_mod.open(store).runs().sort_values("updated_ms").iloc[-1]
+    assert run.status == "incomplete", run.error_message
+    assert run.error_message == (
+        "Spark dropped 7 events of the listener's queue (shared, full: see "
+        "spark.scheduler.listenerbus.eventqueue.capacity), so this run's figures may be incomplete; "
+        "1 job was never heard to end (job 9100)")
+
+
+def test_dropped_events_are_told_beside_a_status_known_otherwise(spark_app, tmp_path):
+    """The last job failed: the run failed, whatever was dropped, and its message says both."""
+    store = tmp_path / "store"
+    with spark_app(store, job="dropped-and-failed") as spark:
+        with pytest.raises(Exception, match="ZeroDivisionError"):
+            spark.sparkContext.parallelize([1], 1).map(lambda x: 1 // (x - 1)).collect()
+        _drop(spark, 1)
+    run = store_mod.open(store).runs().sort_values("updated_ms").iloc[-1]
+    assert run.status == "failed"
+    assert "ZeroDivisionError" in run.error_message
+    assert run.error_message.endswith("; Spark dropped 1 event of the listener's queue (shared, full: see "
+                                      "spark.scheduler.listenerbus.eventqueue.capacity), so this run's "
+                                      "figures may be incomplete")
+

@@ -294,14 +294,23 @@ final class RunRecord {
      * killed (Ctrl-C under spark-submit, a context stopped mid-job), never succeeded. The
      * event-log ingest decides the same way (eventlog_run.run_status). {@code raised}: the Python
      * driver's uncaught exception, {status, message}, or null: an event log does not hold it.
+     *
+     * <p>{@code dropped}: events Spark's bus dropped from this listener's queue {@code queue}
+     * (full: a listener too slow, or a burst of events). Then a job not heard to end may have
+     * ended, its end among them, and the run's figures may lack what they carried (task ends,
+     * stage completions): with no signal, exception or exit code to tell how it ended, the run is
+     * {@code incomplete}, the store's status for a run recorded in part, which training leaves
+     * out and the slowdown monitor's baselines keep, neither killed nor succeeded; failed when
+     * the last job heard of failed. Every status then says, in its message, how many were dropped.
      */
-    String applicationEnded(SparkListenerApplicationEnd e, String signal, String[] raised) {
+    String applicationEnded(SparkListenerApplicationEnd e, String signal, String[] raised, long dropped, String queue) {
         endMs = e.time();
         int exit = e.exitCode().isDefined() ? (Integer) e.exitCode().get() : 0;
         // a streaming query's micro-batch cut short by the end is how such an application stops
         TreeSet<Integer> cut = new TreeSet<>(runningJobs);
         cut.removeAll(streamingJobs);
-        String running = cut.isEmpty() ? null : stillRunning(cut);
+        String note = dropped > 0 ? droppedNote(dropped, queue) + (cut.isEmpty() ? "" : "; " + notHeardToEnd(cut)) : null;
+        String running = note != null ? note : cut.isEmpty() ? null : stillRunning(cut);
         String status;
         if (signal != null) {
             status = "killed";
@@ -316,6 +325,9 @@ final class RunRecord {
             status = "failed";
             if (running != null) errorMessage = "application exit code " + exit + "; " + running;
             else if (errorMessage == null) errorMessage = "application exit code " + exit;
+        } else if (note != null) {
+            status = lastJobFailed ? "failed" : "incomplete";
+            errorMessage = lastJobFailed && errorMessage != null ? errorMessage + "; " + note : note;
         } else if (running != null) {
             status = "killed";
             errorMessage = running;
@@ -328,13 +340,34 @@ final class RunRecord {
         return status;
     }
 
+    /** "Spark dropped 7 events of this listener's queue (shared) ...": why a run's figures may fall short. */
+    static String droppedNote(long dropped, String queue) {
+        return "Spark dropped " + dropped + (dropped == 1 ? " event" : " events") + " of the listener's queue ("
+            + (queue != null ? queue : "shared") + ", full: see spark.scheduler.listenerbus.eventqueue.capacity)"
+            + ", so this run's figures may be incomplete";
+    }
+
     /** Shown for at most this many jobs still running at the end; the rest are counted. */
     private static final int JOBS_LISTED = 10;
 
     /** "2 jobs were still running at the application's end (jobs 3, 4)", as Python's eventlog_run writes it. */
     static String stillRunning(java.util.Collection<Integer> jobs) {
+        return jobsWere(jobs) + " still running at the application's end (" + jobIds(jobs) + "): the run was interrupted";
+    }
+
+    /** "2 jobs were never heard to end (jobs 3, 4)": with events dropped, not known to be cut short. */
+    static String notHeardToEnd(java.util.Collection<Integer> jobs) {
+        return jobsWere(jobs) + " never heard to end (" + jobIds(jobs) + ")";
+    }
+
+    private static String jobsWere(java.util.Collection<Integer> jobs) {
+        return jobs.size() == 1 ? "1 job was" : jobs.size() + " jobs were";
+    }
+
+    /** "job 3", "jobs 3, 4", "jobs 1, ..., 10 and 2 more". */
+    private static String jobIds(java.util.Collection<Integer> jobs) {
         int n = jobs.size();
-        StringBuilder ids = new StringBuilder();
+        StringBuilder ids = new StringBuilder(n == 1 ? "job " : "jobs ");
         int i = 0;
         for (Integer id : jobs) {
             if (i == JOBS_LISTED) break;
@@ -342,14 +375,28 @@ final class RunRecord {
             ids.append(id);
         }
         if (n > JOBS_LISTED) ids.append(" and ").append(n - JOBS_LISTED).append(" more");
-        return (n == 1 ? "1 job was" : n + " jobs were") + " still running at the application's end ("
-            + (n == 1 ? "job " : "jobs ") + ids + "): the run was interrupted";
+        return ids.toString();
     }
 
-    /** The driver's JVM exits with no application end: the run is killed. */
-    void exitedWithoutEnd(String[] raised) {
-        if (raised != null) errorMessage = raised[1];
-        else if (errorMessage == null) errorMessage = "driver JVM exited without an application end";
+    /**
+     * The driver's JVM exits with no application end: the run's status. Killed, or what the
+     * Python driver raised; but with events dropped from the listener's queue (see
+     * {@link #applicationEnded}) and no signal, the end Spark posted as it stopped may be one of
+     * them: incomplete.
+     */
+    String exitedWithoutEnd(String[] raised, String signal, long dropped, String queue) {
+        String note = dropped > 0 ? droppedNote(dropped, queue) : null;
+        if (raised != null) {
+            errorMessage = note != null ? raised[1] + "; " + note : raised[1];
+            return raised[0];
+        }
+        if (note != null && signal == null) {
+            errorMessage = "driver JVM exited with no application end heard; " + note;
+            return "incomplete";
+        }
+        if (errorMessage == null) errorMessage = "driver JVM exited without an application end";
+        if (note != null) errorMessage += "; " + note;
+        return "killed";
     }
 
     // ---- rows ------------------------------------------------------------------------------

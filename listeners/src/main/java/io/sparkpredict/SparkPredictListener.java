@@ -179,6 +179,10 @@ public class SparkPredictListener extends SparkListener {
     private Thread shutdownHook;
 
     private final StageTracker stages = new StageTracker();
+    /** The listener bus queue that calls this listener ("shared" for spark.extraListeners), once heard from. */
+    private volatile String queue;
+    /** Spark's count of the events its bus dropped from that queue, once found. */
+    private volatile com.codahale.metrics.Counter droppedCounter;
     private final RunRecord run;
     private long lastUpdatedMs;
     private int stagesSinceFlush;
@@ -251,6 +255,7 @@ public class SparkPredictListener extends SparkListener {
     private void locked(String where, Work work) {
         if (disabled) return;
         long t0 = System.nanoTime();
+        if (queue == null) queue = queueOf(Thread.currentThread());
         try {
             synchronized (this) {
                 work.run();
@@ -374,6 +379,7 @@ public class SparkPredictListener extends SparkListener {
     @Override
     public void onJobEnd(SparkListenerJobEnd e) {
         locked("onJobEnd", () -> {
+            droppedEvents();  // found on Spark's listener thread, while its SparkEnv is this application's
             run.jobEnded(e);
             stages.jobEnded(e.jobId());
             snapshot(false);
@@ -387,7 +393,8 @@ public class SparkPredictListener extends SparkListener {
         try {
             synchronized (this) {
                 if (finished) return;  // the shutdown hook recorded the run as killed
-                String status = run.applicationEnded(e, TermSignal.received(), driverRaised);
+                if (queue == null) queue = queueOf(Thread.currentThread());
+                String status = run.applicationEnded(e, TermSignal.received(), driverRaised, droppedEvents(), queue);
                 if (settings.hostPlugin) HostMetricsPlugin.sampleDriverNow();
                 finish(status);
             }
@@ -456,6 +463,42 @@ public class SparkPredictListener extends SparkListener {
     }
 
     // ---- flushing -------------------------------------------------------------------------
+
+    /** Spark's listener bus runs each queue's listeners on a thread of this name and the queue's. */
+    private static final String QUEUE_THREAD = "spark-listener-group-";
+
+    private static String queueOf(Thread t) {
+        String name = t.getName();
+        return name.startsWith(QUEUE_THREAD) ? name.substring(QUEUE_THREAD.length()) : null;
+    }
+
+    /**
+     * Events Spark's listener bus dropped from this listener's queue since the application
+     * started, which it does when the queue is full (spark.scheduler.listenerbus.eventqueue.capacity):
+     * the queue's numDroppedEvents counter in the bus's metrics, kept in SparkEnv's metrics system
+     * (read there, not through SparkContext, whose getActive takes the context lock: see
+     * {@link #onShutdown}). 0 when it cannot tell: a Spark without that metric.
+     */
+    private long droppedEvents() {
+        try {
+            com.codahale.metrics.Counter c = droppedCounter;
+            if (c == null) {
+                org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();
+                if (env == null) return 0L;
+                String name = "queue." + (queue != null ? queue : "shared") + ".numDroppedEvents";
+                for (org.apache.spark.metrics.source.Source src : scala.jdk.javaapi.CollectionConverters.asJava(
+                        env.metricsSystem().getSourcesByName("LiveListenerBus"))) {
+                    c = src.metricRegistry().getCounters().get(name);
+                    if (c != null) break;
+                }
+                if (c == null) return 0L;
+                droppedCounter = c;
+            }
+            return Math.max(0L, c.getCount());
+        } catch (Throwable t) {
+            return 0L;  // not knowing of drops records the run as it always did
+        }
+    }
 
     /** Hand over the last batch (the caller then waits for it, outside the lock). */
     private void finish(String status) {
@@ -615,9 +658,7 @@ public class SparkPredictListener extends SparkListener {
                 if (!finished && !disabled) {
                     // Its SparkContext never started: no run to record, no last batch to wait for.
                     if (!started) return;
-                    String[] raised = driverRaised;
-                    run.exitedWithoutEnd(raised);
-                    finish(raised != null ? raised[0] : "killed");
+                    finish(run.exitedWithoutEnd(driverRaised, TermSignal.received(), droppedEvents(), queue));
                 }
             }
             // Whoever handed over the last batch (this hook, or the application end on Spark's

@@ -139,22 +139,27 @@ final class StageTracker {
 
     /**
      * Forget the job's stages once no running job has them (a stage keeps the first job that
-     * had it, as the event-log reader assigns it).
+     * had it, as the event-log reader assigns it), and the sums of every stage attempt that no
+     * running job has: Spark posts a stage's completion before its job's end, so such sums
+     * stayed only when Spark dropped the completion from a full listener queue (with a
+     * duration per task, for as long as the driver ran).
      */
     void jobEnded(int jobId) {
         int[] stages = runningJobStages.remove(jobId);
-        if (stages == null) return;
-        for (int s : stages) {
-            boolean shared = false;
-            for (int[] other : runningJobStages.values()) {
-                for (int t : other) shared |= t == s;
-            }
-            if (!shared) {
-                stageToJob.remove(s);
-                inputCounted.remove(s);
-                stageExecution.remove(s);
+        Set<Integer> running = new HashSet<>();
+        for (int[] other : runningJobStages.values()) {
+            for (int t : other) running.add(t);
+        }
+        if (stages != null) {
+            for (int s : stages) {
+                if (!running.contains(s)) {
+                    stageToJob.remove(s);
+                    inputCounted.remove(s);
+                    stageExecution.remove(s);
+                }
             }
         }
+        stageAggs.keySet().removeIf(k -> !running.contains((int) (k >> 32)));
     }
 
     /** The RDD's cached blocks were dropped (SparkListenerUnpersistRDD). */
