@@ -186,3 +186,36 @@ def test_dropped_events_are_told_beside_a_status_known_otherwise(spark_app, tmp_
                                       "spark.scheduler.listenerbus.eventqueue.capacity), so this run's "
                                       "figures may be incomplete")
 
+
+
+def test_a_stage_completed_after_its_sql_execution_ended_keeps_no_read(spark_app, tmp_path):
+    """A stage that completes after its SQL execution ended (adaptive execution cancels the
+    stages left once a limit is reached) made a read of the execution's scans that nothing
+    removed: one per such query for as long as the driver ran. It counts as before, and goes."""
+    store, data = tmp_path / "store", tmp_path / "data"
+    with spark_app(store, job="late-stage") as spark:
+        jvm = spark._jvm
+        sched = jvm.org.apache.spark.scheduler
+        listener = _listener(spark)
+        spark.range(1000).write.parquet(str(data))
+        df = spark.read.parquet(str(data))
+        assert len(df.collect()) == 1000  # one read of the files
+        leaves = jvm.scala.jdk.javaapi.CollectionConverters.asJava(df._jdf.queryExecution().executedPlan().collectLeaves())
+        [scan] = [leaf for leaf in leaves if leaf.metrics().contains("numOutputRows")]
+        rows_id = scan.metrics().get("numOutputRows").get().id()
+        now, none = jvm.System.currentTimeMillis(), jvm.scala.Option.empty()
+        execution = 990_001
+        listener.onOtherEvent(jvm.org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd(execution, now, none, none))
+        props = jvm.java.util.Properties()
+        props.setProperty("spark.sql.execution.id", str(execution))
+        listener.onJobStart(sched.SparkListenerJobStart(9300, now, _seq(jvm, _stage(jvm, 9300)), props))
+        stage = _stage(jvm, 9300)
+        listener.onStageSubmitted(sched.SparkListenerStageSubmitted(stage, props))
+        stage.accumulables().put(rows_id, sched.AccumulableInfo(
+            rows_id, jvm.scala.Some("number of output rows"), none, jvm.scala.Some(5), False, False, none))
+        listener.onStageCompleted(sched.SparkListenerStageCompleted(stage))  # after its execution's end
+        listener.onJobEnd(sched.SparkListenerJobEnd(9300, now, _scala_object(jvm, "org.apache.spark.scheduler.JobSucceeded")))
+        assert jvm.io.sparkpredict.SparkPredictListener.trackedExecutions() == 0  # was 1, one per such stage
+    run = store_mod.open(store).runs().sort_values("updated_ms").iloc[-1]
+    files = sum(f.stat().st_size for f in data.glob("part-*.parquet"))
+    assert run.input_bytes == 2 * files  # the late stage read them all again, as it counted before

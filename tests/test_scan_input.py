@@ -191,3 +191,22 @@ def test_a_scans_reads_end_with_their_sql_execution():
     assert scans.counted == 1000 * 250  # a quarter of the files each time
     [scan] = scans._scans.values()
     assert scan.reads == {} and scan.counted == {} and scans._by_execution == {}
+
+
+def test_a_stage_completed_after_its_sql_execution_ended_keeps_no_read():
+    """From a static review: a stage completing after its SQL execution's end (adaptive
+    execution cancels the stages left once a limit is reached) made a read of it that nothing
+    removed. It counts as before, and its read goes."""
+    from sparkpredict.capture.eventlog_scans import ScanInput
+
+    scans = ScanInput()
+    scans.plan({"sparkPlanInfo": {"nodeName": "Scan parquet", "children": [], "metrics": [
+        {"name": "number of output rows", "accumulatorId": 11}, {"name": "size of files read", "accumulatorId": 12}]}})
+    scans.driver_updates({"accumUpdates": [[12, 1000]]})
+    for execution in range(100):
+        scans.execution_ended({"executionId": execution})
+        assert scans.stage_completed([{"ID": 11, "Value": "5"}], rdd_id=7, partitions=4, ran={0},
+                                     execution=str(execution), persisted=False)
+    assert scans.counted == 100 * 250
+    [scan] = scans._scans.values()
+    assert scan.reads == {} and scan.counted == {} and scans._by_execution == {}

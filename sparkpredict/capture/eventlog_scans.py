@@ -33,6 +33,8 @@ FILES_SIZE = "size of files read"
 #: Scans whose metric ids are kept, the most recently planned (ScanInput.SCANS_KEPT): a
 #: driver that runs for weeks (a file stream's micro-batches) plans a scan per batch
 SCANS_KEPT = 1_000
+#: SQL executions remembered as ended, the latest (ScanInput.java keeps as many).
+ENDED_KEPT = 10_000
 
 SQL_EXECUTION_START = b"org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart"
 SQL_ADAPTIVE_UPDATE = b"org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate"
@@ -84,6 +86,9 @@ class ScanInput:
         # per running SQL execution, the scans it read: their reads of it end with it (one
         # DataFrame collected every minute for weeks must not keep a read per collect)
         self._by_execution: dict[str, set[int]] = {}
+        # SQL executions ended lately: a stage can complete after its execution ended (adaptive
+        # execution cancels the stages left once a limit is reached), and its read must not stay
+        self._ended: collections.OrderedDict[str, None] = collections.OrderedDict()
         #: bytes counted for the run's scans (part of its measured input)
         self.counted = 0
 
@@ -129,11 +134,19 @@ class ScanInput:
     def execution_ended(self, ev: dict) -> None:
         """Forget the reads of a SQL execution that ended (SparkListenerSQLExecutionEnd)."""
         execution = ev.get("executionId")
-        for size_id in self._by_execution.pop(str(execution), ()) if execution is not None else ():
+        if execution is None:
+            return
+        self._ended[str(execution)] = None
+        while len(self._ended) > ENDED_KEPT:
+            self._ended.popitem(last=False)
+        self._forget(str(execution))
+
+    def _forget(self, execution: str) -> None:
+        for size_id in self._by_execution.pop(execution, ()):
             scan = self._scans.get(size_id)
             if scan is not None:
-                scan.reads.pop(str(execution), None)
-                scan.counted.pop(str(execution), None)
+                scan.reads.pop(execution, None)
+                scan.counted.pop(execution, None)
 
     def driver_updates(self, ev: dict) -> None:
         """Take the files' size of the scans among a SparkListenerDriverAccumUpdates."""
@@ -193,4 +206,7 @@ class ScanInput:
             if now > before:
                 self.counted += now - before
                 scan.counted[read] = now
+        # counted as it was; what it read is then forgotten, as its execution's end forgot the rest
+        if read is not None and read in self._ended:
+            self._forget(read)
         return bool(here)

@@ -67,6 +67,17 @@ final class ScanInput {
      * DataFrame collected every minute for weeks must not keep a read per collect).
      */
     private final Map<String, java.util.Set<Long>> byExecution = new HashMap<>();
+    /**
+     * SQL executions ended lately: a stage can complete after its execution ended (adaptive
+     * execution cancels the stages left once a limit is reached), and its read must not stay.
+     */
+    private final java.util.Set<String> ended = java.util.Collections.newSetFromMap(
+        new LinkedHashMap<String, Boolean>(16, 0.75f, false) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
+                return size() > StageTracker.MAP_RDDS_KEPT;
+            }
+        });
     /** Bytes counted for the run's scans (part of its measured input). */
     long counted;
     /** A SQL event could not be read: no stage counts scans from then on. */
@@ -115,6 +126,16 @@ final class ScanInput {
     /** Forget the reads of a SQL execution that ended. */
     void executionEnded(long executionId) {
         String execution = String.valueOf(executionId);
+        ended.add(execution);
+        forget(execution);
+    }
+
+    /** SQL executions whose reads are held (a diagnostic). */
+    int executions() {
+        return byExecution.size();
+    }
+
+    private void forget(String execution) {
         java.util.Set<Long> ids = byExecution.remove(execution);
         if (ids == null) return;
         for (long sizeId : ids) {
@@ -184,6 +205,8 @@ final class ScanInput {
                 scan.counted.put(read, now);
             }
         }
+        // counted as it was; what it read is then forgotten, as its execution's end forgot the rest
+        if (read != null && ended.contains(read)) forget(read);
         return !here.isEmpty();
     }
 

@@ -111,6 +111,15 @@ public class SparkPredictListener extends SparkListener {
         }
     }
 
+    /** SQL executions whose reads of file scans the JVM's latest listener holds: those running. */
+    public static int trackedExecutions() {
+        SparkPredictListener l = current;
+        if (l == null) return 0;
+        synchronized (l) {
+            return l.stages.scans.executions();
+        }
+    }
+
     /**
      * Per-executor entries the JVM's latest listener holds: executors alive or not handed to
      * the writer yet, and the executor events of about the last minute. Bounded by what runs
