@@ -302,8 +302,10 @@ def _drift_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], seen_size
             g = np.broadcast_to(np.maximum(gb[1], pb[1]), d.shape)
             if contain:
                 g = np.maximum(g, 0.0)
-            term = np.where(g > 0, od_hi, od_lo) * g if OUTSIDE == "add" else od_hi * g
-            o_hi[rows] = np.maximum(o_hi[rows], term[rows])
+            with np.errstate(invalid="ignore"):  # no errors measured (g NaN), an infinite distance at 0
+                term = np.where(g > 0, od_hi, od_lo) * g if OUTSIDE == "add" else od_hi * g
+            # what cannot be read adds nothing: the farthest column's bound stands alone
+            o_hi[rows] = np.maximum(o_hi[rows], np.where(np.isnan(term), -np.inf, term)[rows])
         if OUTSIDE == "add":
             # beyond the range: the in-range error at unseen sizes plus the drift that grows
             # with the distance (each one-sided, so the interval never narrows outside)
