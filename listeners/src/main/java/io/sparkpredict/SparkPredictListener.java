@@ -104,20 +104,12 @@ public class SparkPredictListener extends SparkListener {
      * of running jobs. Bounded by what runs now, however many stages the driver ran before.
      */
     public static int trackedStages() {
-        SparkPredictListener l = current;
-        if (l == null) return 0;
-        synchronized (l) {
-            return l.stages.tracked();
-        }
+        return ofCurrent(l -> l.stages.tracked());
     }
 
     /** SQL executions whose reads of file scans the JVM's latest listener holds: those running. */
     public static int trackedExecutions() {
-        SparkPredictListener l = current;
-        if (l == null) return 0;
-        synchronized (l) {
-            return l.stages.scans.executions();
-        }
+        return ofCurrent(l -> l.stages.scans.executions());
     }
 
     /**
@@ -126,19 +118,20 @@ public class SparkPredictListener extends SparkListener {
      * now, however many executors the application added and removed before.
      */
     public static int trackedExecutors() {
-        SparkPredictListener l = current;
-        if (l == null) return 0;
-        synchronized (l) {
-            return l.run.trackedExecutors();
-        }
+        return ofCurrent(l -> l.run.trackedExecutors());
     }
 
     /** Persisted RDDs the JVM's latest listener remembers as computed: those not unpersisted yet. */
     public static int trackedRdds() {
+        return ofCurrent(l -> l.stages.materialised());
+    }
+
+    /** {@code count} of the JVM's latest listener, read under its lock; 0 without one. */
+    private static int ofCurrent(java.util.function.ToIntFunction<SparkPredictListener> count) {
         SparkPredictListener l = current;
         if (l == null) return 0;
         synchronized (l) {
-            return l.stages.materialised();
+            return count.applyAsInt(l);
         }
     }
 
