@@ -149,6 +149,8 @@ final class RunRecord {
     /** Jobs started and not ended: at the application's end, jobs it cut short. */
     private final TreeSet<Integer> runningJobs = new TreeSet<>();
     private String errorMessage;
+    /** A succeeded run's message is the note of the events Spark dropped (its figures may fall short). */
+    private boolean succeededWithNote;
     private int numJobs;
     private long numTasks;
     private long numFailedTasks;
@@ -298,10 +300,11 @@ final class RunRecord {
      * <p>{@code dropped}: events Spark's bus dropped from this listener's queue {@code queue}
      * (full: a listener too slow, or a burst of events). Then a job not heard to end may have
      * ended, its end among them, and the run's figures may lack what they carried (task ends,
-     * stage completions): with no signal, exception or exit code to tell how it ended, the run is
-     * {@code incomplete}, the store's status for a run recorded in part, which training leaves
-     * out and the slowdown monitor's baselines keep, neither killed nor succeeded; failed when
-     * the last job heard of failed. Every status then says, in its message, how many were dropped.
+     * stage completions): with no signal, exception or exit code to tell how it ended, a run with
+     * such a job is {@code incomplete}, the store's status for a run recorded in part, which
+     * training leaves out and the slowdown monitor's baselines keep, neither killed nor
+     * succeeded; failed when the last job heard of failed; succeeded when every job was heard to
+     * end. Every status then says, in its message, how many were dropped.
      */
     String applicationEnded(SparkListenerApplicationEnd e, String signal, String[] raised, long dropped, String queue) {
         endMs = e.time();
@@ -326,8 +329,12 @@ final class RunRecord {
             if (running != null) errorMessage = "application exit code " + exit + "; " + running;
             else if (errorMessage == null) errorMessage = "application exit code " + exit;
         } else if (note != null) {
-            status = lastJobFailed ? "failed" : "incomplete";
+            // Every job heard to end ran to its end: succeeded, its wall time true and only the
+            // figures of dropped task ends short, which the note says. Marked incomplete, a busy
+            // driver, where Spark drops events every run, had no run left to learn from.
+            status = lastJobFailed ? "failed" : cut.isEmpty() ? "succeeded" : "incomplete";
             errorMessage = lastJobFailed && errorMessage != null ? errorMessage + "; " + note : note;
+            succeededWithNote = true;
         } else if (running != null) {
             status = "killed";
             errorMessage = running;
@@ -503,7 +510,7 @@ final class RunRecord {
         r.set("app_name", appName);
         r.set("job", jobKey != null && !jobKey.isEmpty() ? jobKey : appName);
         r.set("status", status);
-        r.set("error_message", "succeeded".equals(status) ? null : errorMessage);
+        r.set("error_message", "succeeded".equals(status) && !succeededWithNote ? null : errorMessage);
         r.set("spark_version", stamp.sparkVersion);
         r.set("master", master);
         r.set("start_ms", startMs);
