@@ -35,6 +35,8 @@ final class ScanInput {
     static final String FILES_SIZE = "size of files read";
     /** Scans whose metric ids are kept, the most recently planned (eventlog_scans.SCANS_KEPT). */
     static final int SCANS_KEPT = 1_000;
+    /** SQL executions remembered as ended, the latest (eventlog_scans.ENDED_KEPT keeps as many). */
+    static final int ENDED_KEPT = 10_000;
 
     private static final class Scan {
         final long[] taskIds;
@@ -75,7 +77,7 @@ final class ScanInput {
         new LinkedHashMap<String, Boolean>(16, 0.75f, false) {
             @Override
             protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
-                return size() > StageTracker.MAP_RDDS_KEPT;
+                return size() > ENDED_KEPT;
             }
         });
     /** Bytes counted for the run's scans (part of its measured input). */
