@@ -334,7 +334,7 @@ final class RunRecord {
             // driver, where Spark drops events every run, had no run left to learn from.
             status = lastJobFailed ? "failed" : cut.isEmpty() ? "succeeded" : "incomplete";
             errorMessage = lastJobFailed && errorMessage != null ? errorMessage + "; " + note : note;
-            succeededWithNote = true;
+            succeededWithNote = "succeeded".equals(status);
         } else if (running != null) {
             status = "killed";
             errorMessage = running;
