@@ -28,6 +28,7 @@ import json
 import logging
 import math
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -337,10 +338,28 @@ def check_master(master: str) -> None:
                          "core-site.xml and yarn-site.xml (often /etc/hadoop/conf), or retrain with --local")
 
 
+# a line of spark-env.sh that sets one of them: ``[export ]NAME=value`` at the line's start or
+# after a shell separator (``[ -d x ] && export NAME=x``, ``then NAME=x``); what follows `=` is
+# read up to the next blank or separator
+_HADOOP_CONF_SET = re.compile(r"(?:^|[\s;&|(])(?:export\s+)?(?:HADOOP_CONF_DIR|YARN_CONF_DIR)=([^\s;&|)]*)")
+
+
+def _sets_hadoop_conf(line: str) -> bool:
+    """Whether one line of spark-env.sh sets HADOOP_CONF_DIR or YARN_CONF_DIR to something: a
+    comment (a `#` at the start or after a blank onward, as Spark's spark-env.sh.template ships
+    ``# - HADOOP_CONF_DIR, to point Spark towards Hadoop configuration files``) and an empty
+    assignment (``HADOOP_CONF_DIR=``, ``=""``) do not count. A shell form beyond this
+    (``: ${HADOOP_CONF_DIR:=...}``) is not recognised: export the variable instead."""
+    code = re.split(r"(?:^|\s)#", line, maxsplit=1)[0]
+    return any(m.group(1).strip("\"'") for m in _HADOOP_CONF_SET.finditer(code))
+
+
 def _hadoop_conf_known() -> bool:
     """HADOOP_CONF_DIR or YARN_CONF_DIR set here, or in the spark-env.sh that spark-submit sources
     (``$SPARK_CONF_DIR``, else its Spark home's ``conf/``, a pip pyspark's folder without
-    ``$SPARK_HOME``): where Spark on YARN finds the cluster."""
+    ``$SPARK_HOME``): where Spark on YARN finds the cluster. spark-env.sh counts only where a line
+    sets one (:func:`_sets_hadoop_conf`; spark-submit sources it with ``set -a``, so an
+    assignment without ``export`` is exported too), not where its text merely names one."""
     from .capture.submit_args import spark_conf_dir
 
     if os.environ.get("HADOOP_CONF_DIR") or os.environ.get("YARN_CONF_DIR"):
@@ -352,10 +371,10 @@ def _hadoop_conf_known() -> bool:
         return False
     try:
         with open(os.path.join(conf, "spark-env.sh"), encoding="utf-8", errors="replace") as f:
-            text = f.read()
+            lines = f.read().splitlines()
     except OSError:
         return False
-    return "HADOOP_CONF_DIR" in text or "YARN_CONF_DIR" in text
+    return any(_sets_hadoop_conf(line) for line in lines)
 
 
 def spark_available() -> bool:

@@ -186,6 +186,41 @@ def test_master_yarn_reads_the_spark_env_sh_spark_submit_sources_not_the_working
     RT.check_master("yarn")
 
 
+def test_master_yarn_counts_only_a_spark_env_sh_line_that_sets_the_variable(tmp_path, monkeypatch):
+    # Spark's spark-env.sh.template names both in comments: its text alone let yarn through to
+    # the JVM's 20-line trace
+    for var in ("HADOOP_CONF_DIR", "YARN_CONF_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    env_sh = tmp_path / "spark-env.sh"
+    not_set = [
+        ("# Options read in any cluster manager using HDFS\n"
+         "# - HADOOP_CONF_DIR, to point Spark towards Hadoop configuration files\n"
+         "# - YARN_CONF_DIR, to point Spark towards YARN configuration files when you use YARN\n"),
+        "# export HADOOP_CONF_DIR=/etc/hadoop/conf\n",
+        "  #YARN_CONF_DIR=/etc/hadoop/conf\n",
+        "export SPARK_LOCAL_IP=127.0.0.1  # HADOOP_CONF_DIR=/etc/hadoop/conf is for the cluster\n",
+        "export HADOOP_CONF_DIR=\n",
+        'HADOOP_CONF_DIR=""\nexport YARN_CONF_DIR=\'\'\n',
+        "echo $HADOOP_CONF_DIR\nMY_HADOOP_CONF_DIR=/etc/hadoop/conf\n",
+    ]
+    for text in not_set:
+        env_sh.write_text(text)
+        with pytest.raises(InputError, match="neither HADOOP_CONF_DIR nor YARN_CONF_DIR is set"):
+            RT.check_master("yarn")
+    sets_it = [
+        "export HADOOP_CONF_DIR=/etc/hadoop/conf\n",
+        "# export HADOOP_CONF_DIR=/opt/old\nYARN_CONF_DIR=/etc/hadoop/conf\n",  # set -a exports it
+        '  export   HADOOP_CONF_DIR="/etc/hadoop/conf"   # the cluster\n',
+        "[ -d /etc/hadoop/conf ] && export HADOOP_CONF_DIR=/etc/hadoop/conf\n",
+        "if true; then\n    HADOOP_CONF_DIR=${HADOOP_CONF_DIR:-/etc/hadoop/conf}\nfi\n",
+    ]
+    for text in sets_it:
+        env_sh.write_text(text)
+        assert RT._hadoop_conf_known(), text
+        RT.check_master("yarn")
+
+
 # ---- 9: jobs/retrain.py's errors as JSON -------------------------------------------------------
 def test_the_spark_job_gives_an_error_as_the_cli_json_does_on_stdout_and_in_its_file(tmp_path, capsys):
     from sparkpredict.cli import main
