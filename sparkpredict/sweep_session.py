@@ -219,13 +219,19 @@ def _wait_for_executors(spark, n: int, timeout_s: float, check: Callable[[], Non
 
 
 def _user_log_config(conf: dict[str, str]) -> bool:
-    """Has the user chosen a log4j configuration for Spark (which a sweep must not replace)?"""
+    """Has the user chosen a log4j configuration for Spark (which a sweep must not replace)?
+
+    The one in a ``log4j2.properties`` is read from the conf folder spark-submit puts first on the
+    driver's classpath: :func:`~sparkpredict.capture.submit_args.spark_conf_dir`
+    (``$SPARK_CONF_DIR``, else the Spark home's ``conf/``, a pip pyspark's folder without
+    ``$SPARK_HOME``). Only that one folder: with ``$SPARK_CONF_DIR`` set, a file in
+    ``$SPARK_HOME/conf`` is not read, and Spark would log at its own defaults."""
+    from .capture.submit_args import spark_conf_dir
+
     if os.environ.get(_LOG4J_ENV) or "log4j" in conf.get("spark.driver.extraJavaOptions", ""):
         return True
-    conf_dirs = [os.environ.get("SPARK_CONF_DIR")]
-    if os.environ.get("SPARK_HOME"):
-        conf_dirs.append(str(Path(os.environ["SPARK_HOME"]) / "conf"))
-    return any(d and (Path(d) / "log4j2.properties").is_file() for d in conf_dirs)
+    conf_dir = spark_conf_dir()
+    return conf_dir is not None and (Path(conf_dir) / "log4j2.properties").is_file()
 
 
 @contextlib.contextmanager

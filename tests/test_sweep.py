@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -285,8 +286,51 @@ def test_a_users_own_log4j_configuration_is_kept(tmp_path, monkeypatch):
     assert SS.QUIET_SPARK_LOG.is_file()   # shipped with the package (setup.cfg package_data)
 
 
+def test_a_log4j_configuration_is_looked_for_where_spark_submit_reads_it(tmp_path, monkeypatch):
+    # spark-submit puts one conf folder on the driver's classpath: $SPARK_CONF_DIR, else the Spark
+    # home's conf/, which for a pip pyspark is the package's own folder
+    from sparkpredict.capture import submit_args
+
+    for var in ("LOG4J_CONFIGURATION_FILE", "SPARK_CONF_DIR", "SPARK_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(SS, "_jvm_started", lambda: False)
+
+    def spark_home(path: Path, log4j: bool) -> Path:
+        (path / "bin").mkdir(parents=True)
+        (path / "bin" / "spark-submit").write_text("")
+        (path / "conf").mkdir()
+        if log4j:
+            (path / "conf" / "log4j2.properties").write_text("rootLogger.level = info\n")
+        return path
+
+    def quieted() -> str | None:
+        with SS.quiet_spark_log({}):
+            return os.environ.get("LOG4J_CONFIGURATION_FILE")
+
+    pip = spark_home(tmp_path / "site-packages" / "pyspark", log4j=False)
+    monkeypatch.setattr(submit_args, "pyspark_home", lambda: pip)
+    assert not SS._user_log_config({}) and quieted() == str(SS.QUIET_SPARK_LOG)
+    # the pip pyspark's conf/ is the user's too: kept
+    (pip / "conf" / "log4j2.properties").write_text("rootLogger.level = info\n")
+    assert SS._user_log_config({}) and quieted() is None
+    # $SPARK_HOME's conf/ instead of the package's
+    monkeypatch.setenv("SPARK_HOME", str(spark_home(tmp_path / "spark-4.1", log4j=False)))
+    assert not SS._user_log_config({}) and quieted() == str(SS.QUIET_SPARK_LOG)
+    monkeypatch.setenv("SPARK_HOME", str(spark_home(tmp_path / "spark-4.1-own", log4j=True)))
+    assert SS._user_log_config({})
+    # and $SPARK_CONF_DIR instead of both: the Spark home's file is not read there, so Spark
+    # would log at its own defaults, and the quiet configuration is used
+    (tmp_path / "cluster-conf").mkdir()
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "cluster-conf"))
+    assert not SS._user_log_config({}) and quieted() == str(SS.QUIET_SPARK_LOG)
+    (tmp_path / "cluster-conf" / "log4j2.properties").write_text("rootLogger.level = info\n")
+    assert SS._user_log_config({}) and quieted() is None
+    assert "LOG4J_CONFIGURATION_FILE" not in os.environ  # set for the JVM's start alone
+
+
 _QUIET_LISTENER_APP = """
 import sys
+from pathlib import Path
 from sparkpredict import sweep_session
 from sparkpredict.capture.listener import listener_conf
 conf = listener_conf(store=sys.argv[1], job="quiet")
@@ -322,6 +366,7 @@ def test_quiet_spark_logs_still_show_the_listeners_warnings_and_errors(listener_
 #: run ("run"), over the executor counts argv[4]; it prints RUNNING once that job started.
 SIGNALLED_SWEEP = """
 import sys
+from pathlib import Path
 from sparkpredict import workloads
 from sparkpredict.cli import main
 
