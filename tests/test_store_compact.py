@@ -382,6 +382,60 @@ def test_runs_going_or_stored_twice_are_left_for_their_writers(tmp_path):
     assert compacted.startswith(last_ok + "-compacted-000001-")
 
 
+def test_a_run_the_listener_ended_incomplete_is_merged_an_ingested_incomplete_log_is_not(tmp_path):
+    """The listener writes ``incomplete`` only as a run's final status (Spark dropped events of
+    its queue and a job was never heard to end): such runs' batches were left alone for good,
+    and a busy driver's store kept one small file per flush. An ingested ``incomplete`` log,
+    which a fuller one replaces, and a run still ``running`` stay."""
+    from sparkpredict.capture import eventlog_ingest as E
+
+    src = store.open(HISTORY)
+    r0, t0 = src.read("runs").iloc[[0]], src.read("tasks").head(4)
+    assert r0["source"].iloc[0] == "listener"
+    st = store.open(tmp_path / "st", create=True)
+
+    def put(rid, label, status, updated_ms, **runs):
+        st.append({"runs": r0.assign(run_id=rid, app_id=rid, status=status, updated_ms=updated_ms, **runs),
+                   "tasks": t0.assign(run_id=rid)}, batch_id=store_io.new_batch_id(label))
+
+    def listened(rid, final, flushes=2, **last):  # as the listener flushes: running rows, then its last
+        for i in range(1, flushes):
+            put(rid, rid, "running", i, end_ms=None)
+        put(rid, rid, final, flushes, **last)
+
+    dropped = "Spark dropped 7 events of the listener's queue (shared, full: ...); 1 job was never heard to end (job 3)"
+    listened("app-lost", "incomplete", flushes=3, error_message=dropped)
+    listened("app-ok", "succeeded")
+    put("app-cut", "ingest-app-cut", "incomplete", 1, source="eventlog", end_ms=None)
+    listened("app-lost2", "incomplete", error_message="driver JVM exited with no application end heard; " + dropped)
+    put("app-live", "app-live", "running", 1, end_ms=None)
+    put("app-live", "app-live", "running", 2, end_ms=None)
+    before, history_rows = _all(st), _keyed(st.read("runs", all_rows=True))
+    batches = sorted(st.visible_marks())
+    cut = next(b for b in batches if "ingest-app-cut" in b)
+
+    r = C.compact(st, keep_s=0)
+    # app-lost's 3 batches and app-ok's 2 before the ingested log; app-lost2's 2 after it
+    assert (r.batches_before, r.merged, r.written, r.going) == (10, 7, 2, 3)
+    visible = sorted(st.visible_marks())
+    assert [store_io.is_compacted(b) for b in visible] == [True, False, True, False, False]
+    assert visible[1] == cut and visible[3:] == batches[-2:]  # left as they were
+    for t in TABLES:
+        pd.testing.assert_frame_equal(_keyed(st.read(t)), before[t])
+    pd.testing.assert_frame_equal(_keyed(st.read("runs", all_rows=True)), history_rows)
+    latest = st.runs().set_index("run_id")
+    assert latest.loc[["app-lost", "app-lost2", "app-cut", "app-live"], "status"].tolist() == \
+        ["incomplete", "incomplete", "incomplete", "running"]
+    # what makes the merge safe: no ingest replaces the listener's copy of a run, so nothing
+    # looks for its batches by their labels; the ingested cut copy is still one batch of its own
+    known = E._Known.of(st)
+    assert E._replaceable(st, "app-lost", known.runs["app-lost"]) == (None, "the listener recorded it")
+    assert E._replaceable(st, "app-cut", known.runs["app-cut"]) == (cut, "")
+    # a row of no known source stays going, as every incomplete run did
+    assert C._going("incomplete", None) and C._going("incomplete", "eventlog") and C._going("running", "listener")
+    assert not C._going("incomplete", "listener") and not C._going("succeeded", "eventlog")
+
+
 def test_retrain_compact_merges_first_and_says_so(tmp_path, capsys, monkeypatch):
     """`retrain --compact` and `jobs/retrain.py --compact`: the nightly retrain keeps the store
     quick to read; its JSON carries `store compact --json`'s document under `compaction`."""

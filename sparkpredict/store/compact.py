@@ -16,11 +16,13 @@ removes them after that. Readers older than this module, and plain ``spark.read.
 see the replaced rows twice until then.
 
 Left alone: batches holding a run whose latest row says it is still going (``running``, or an
-``incomplete`` log that a fuller one may replace), since their writers may still add or drop
-batches of that run; batches of a run stored twice, which the next ingest reduces to one copy
-(:func:`_doubled`); and batches already at least half of ``target_bytes``. A batch left alone
-also ends a group: a compacted batch sorts right after the last batch it replaced, and a group
-spanning another batch would move that batch's rows ahead of some of the group's.
+``incomplete`` log that a fuller one may replace: :func:`_going`), since their writers may still
+add or drop batches of that run (a run the listener recorded ``incomplete``, as it does when
+Spark dropped events of its queue and a job was never heard to end, has ended: merged);
+batches of a run stored twice, which the next ingest reduces to one copy (:func:`_doubled`);
+and batches already at least half of ``target_bytes``. A batch left alone also ends a group: a
+compacted batch sorts right after the last batch it replaced, and a group spanning another
+batch would move that batch's rows ahead of some of the group's.
 
 >>> from sparkpredict.store.compact import compact
 >>> compact("/tmp/history")                 # doctest: +SKIP
@@ -37,7 +39,8 @@ from ..units import is_bool
 
 log = logging.getLogger(__name__)
 
-#: A run whose writers may still add or drop its batches.
+#: A run whose writers may still add or drop its batches: its latest row's status is one of these
+#: (an ``incomplete`` one only where ingest wrote it, see :func:`_going`).
 GOING = ("running", "incomplete")
 #: Default size of a compacted batch (all its tables' files together).
 TARGET_BYTES = 64 * 2**20
@@ -279,15 +282,33 @@ def _runs_by_batch(st: Any, visible: dict[str, str]) -> tuple[dict[str, set[str]
     from . import io as store_io
     from . import schema as S
 
-    cols = ["run_id", "status", "updated_ms", "start_ms"]
+    cols = ["run_id", "status", "updated_ms", "start_ms", "source"]
     ids = sorted(visible)
     tables = st._read_parts("runs", [(b, visible[b]) for b in ids], cols, None)
     runs_of = {b: set(t["run_id"].to_pylist()) for b, t in zip(ids, tables)}
     if not tables:
         return runs_of, set()
     latest = store_io._latest_run_rows(S.conform("runs", pa.concat_tables(tables, promote_options="permissive")))
-    going = {r for r, s in zip(latest["run_id"].to_pylist(), latest["status"].to_pylist()) if s in GOING}
+    going = {r for r, s, src in zip(latest["run_id"].to_pylist(), latest["status"].to_pylist(),
+                                    latest["source"].to_pylist()) if _going(s, src)}
     return runs_of, going
+
+
+def _going(status: str | None, source: str | None) -> bool:
+    """Whether a run whose latest row says ``status``, written by ``source``, may still change.
+
+    ``running``: its listener may add rows yet (a driver gone without its last row cannot be
+    told from one still running).
+    ``incomplete`` means two things. Ingested (``source`` ``eventlog``), a log cut at its end,
+    which a fuller log of the run replaces, dropping that copy's one batch (found by its label,
+    which a compaction would merge away). Written by the listener, the run's final status: it
+    writes ``running`` until the application's end (or the driver's exit), and its last row,
+    the only one with another status, then says ``incomplete`` where Spark dropped events of its
+    queue and a job was never heard to end; no ingest replaces the listener's copy of a run
+    (``eventlog_ingest._replaceable``). A row of no known source stays going."""
+    if status == "incomplete":
+        return source != "listener"
+    return status in GOING
 
 
 def _doubled(runs_of: dict[str, set[str]]) -> set[str]:
