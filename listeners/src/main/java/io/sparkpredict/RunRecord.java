@@ -149,8 +149,12 @@ final class RunRecord {
     /** Jobs started and not ended: at the application's end, jobs it cut short. */
     private final TreeSet<Integer> runningJobs = new TreeSet<>();
     private String errorMessage;
-    /** A succeeded run's message is the note of the events Spark dropped (its figures may fall short). */
+    /** A succeeded run's message is the note of the events missed (its figures may fall short). */
     private boolean succeededWithNote;
+    /** Events the listener's own callbacks failed on, which it then lost (see SparkPredictListener#lost). */
+    private int lostEvents;
+    /** The first of them: "onTaskEnd, a java.lang.NullPointerException". */
+    private String firstLost;
     private int numJobs;
     private long numTasks;
     private long numFailedTasks;
@@ -269,6 +273,24 @@ final class RunRecord {
     }
 
     /**
+     * A callback of the listener failed on an event ({@code where}, what it threw): the event
+     * is lost, as one Spark drops is. Returns how many the run has lost.
+     */
+    int eventLost(String where, Throwable t) {
+        if (lostEvents++ == 0) firstLost = where + ", a " + t.getClass().getName();
+        return lostEvents;
+    }
+
+    /**
+     * The listener stops recording the run before its end ({@code why}): the run is recorded
+     * up to now, incomplete. Returns that status.
+     */
+    String stoppedRecording(String why) {
+        errorMessage = why;
+        return "incomplete";
+    }
+
+    /**
      * A shuffle map task whose output was lost with its executor: Spark posts a second end for
      * the attempt that already ended (same TaskInfo, still SUCCESS, no metrics). The attempt
      * has its row; like Spark's UI (AppStatusListener) the stage and the run count this end as
@@ -304,7 +326,8 @@ final class RunRecord {
      * such a job is {@code incomplete}, the store's status for a run recorded in part, which
      * training leaves out and the slowdown monitor's baselines keep, neither killed nor
      * succeeded; failed when the last job heard of failed; succeeded when every job was heard to
-     * end. Every status then says, in its message, how many were dropped.
+     * end. Every status then says, in its message, how many were dropped. Events the listener
+     * itself failed on ({@link #eventLost}) count the same way, told apart in the message.
      */
     String applicationEnded(SparkListenerApplicationEnd e, String signal, String[] raised, long dropped, String queue) {
         endMs = e.time();
@@ -312,7 +335,8 @@ final class RunRecord {
         // a streaming query's micro-batch cut short by the end is how such an application stops
         TreeSet<Integer> cut = new TreeSet<>(runningJobs);
         cut.removeAll(streamingJobs);
-        String note = dropped > 0 ? droppedNote(dropped, queue) + (cut.isEmpty() ? "" : "; " + notHeardToEnd(cut)) : null;
+        String note = missedNote(dropped, queue);
+        if (note != null && !cut.isEmpty()) note += "; " + notHeardToEnd(cut);
         String running = note != null ? note : cut.isEmpty() ? null : stillRunning(cut);
         String status;
         if (signal != null) {
@@ -347,11 +371,37 @@ final class RunRecord {
         return status;
     }
 
+    /**
+     * Why the run's figures may fall short, or null: the events Spark dropped from the
+     * listener's queue ({@link #droppedNote}), those the listener itself failed on, or both.
+     */
+    private String missedNote(long dropped, String queue) {
+        if (lostEvents == 0) return dropped > 0 ? droppedNote(dropped, queue) : null;
+        String lost = lostNote(lostEvents, firstLost);
+        return (dropped > 0 ? sparkDropped(dropped, queue) + ", and " : "") + lost + MAY_FALL_SHORT;
+    }
+
+    private static final String MAY_FALL_SHORT = ", so this run's figures may be incomplete";
+
+    /**
+     * "the sparkpredict listener itself failed on 2 events (the first in onTaskEnd, a
+     * java.lang.NullPointerException: see the driver's log) and recorded them in part or not at
+     * all": its own errors, which no setting of Spark's would have avoided.
+     */
+    static String lostNote(int lost, String first) {
+        return "the sparkpredict listener itself failed on " + lost + (lost == 1 ? " event" : " events")
+            + " (" + (lost == 1 ? "in " : "the first in ") + first + ": see the driver's log) and recorded "
+            + (lost == 1 ? "it" : "them") + " in part or not at all";
+    }
+
     /** "Spark dropped 7 events of this listener's queue (shared) ...": why a run's figures may fall short. */
     static String droppedNote(long dropped, String queue) {
+        return sparkDropped(dropped, queue) + MAY_FALL_SHORT;
+    }
+
+    private static String sparkDropped(long dropped, String queue) {
         return "Spark dropped " + dropped + (dropped == 1 ? " event" : " events") + " of the listener's queue ("
-            + (queue != null ? queue : "shared") + ", full: see spark.scheduler.listenerbus.eventqueue.capacity)"
-            + ", so this run's figures may be incomplete";
+            + (queue != null ? queue : "shared") + ", full: see spark.scheduler.listenerbus.eventqueue.capacity)";
     }
 
     /** Shown for at most this many jobs still running at the end; the rest are counted. */
@@ -389,15 +439,17 @@ final class RunRecord {
      * The driver's JVM exits with no application end: the run's status. Killed, or what the
      * Python driver raised; but with events dropped from the listener's queue (see
      * {@link #applicationEnded}) and no signal, the end Spark posted as it stopped may be one of
-     * them: incomplete.
+     * them: incomplete. Events the listener failed on are told in the message, and change no
+     * status: the application's end is never one of them.
      */
     String exitedWithoutEnd(String[] raised, String signal, long dropped, String queue) {
-        String note = dropped > 0 ? droppedNote(dropped, queue) : null;
+        String note = missedNote(dropped, queue);
         if (raised != null) {
             errorMessage = note != null ? raised[1] + "; " + note : raised[1];
             return raised[0];
         }
-        if (note != null && signal == null) {
+        // an event the listener failed on is never the application's end (a failure there turns it off)
+        if (dropped > 0 && signal == null) {
             errorMessage = "driver JVM exited with no application end heard; " + note;
             return "incomplete";
         }

@@ -38,9 +38,12 @@ import org.slf4j.LoggerFactory;
  * application's age up to 10 minutes, are merged; default 5000),
  * {@code .stopTimeoutMs} (how long the application's end waits for the last write, default 60000).
  *
- * <p>Never throws into Spark: every callback catches Throwable, logs once, and disables the
- * listener. Callbacks only build rows; {@link Flusher} writes them on a thread of its own, so a
- * slow or hung store never stalls Spark's listener bus. A store that cannot be written keeps
+ * <p>Never throws into Spark: every callback catches Throwable. One that fails on an event loses
+ * that event, as if Spark had dropped it, and recording goes on ({@link #lost}); a failure where
+ * carrying on is unsafe or pointless (the JVM's own errors, the application's start or end, the
+ * writer, more than {@link #MAX_LOST_EVENTS} lost events) turns the listener off for the
+ * application ({@link #fail}). Callbacks only build rows; {@link Flusher} writes them on a
+ * thread of its own, so a slow or hung store never stalls Spark's listener bus. A store that cannot be written keeps
  * the rows and retries them with the next flush, holding at most 4 x flushEveryTasks task rows
  * and about 2 x flushEveryTasks stage rows.
  *
@@ -53,6 +56,15 @@ public class SparkPredictListener extends SparkListener {
     private static final Logger LOG = LoggerFactory.getLogger(SparkPredictListener.class);
     /** Task rows held at most (waiting or kept after failed writes), in multiples of flushEveryTasks. */
     private static final int HELD_CHUNKS = 4;
+    /**
+     * Events the callbacks may fail on in one application before the listener turns itself off.
+     * A failure met now and then (an event shape not foreseen, another library's malformed
+     * event) costs the run that event only; one that recurs at every event (code that cannot
+     * run here) would otherwise log, count and lose events for as long as the driver lives,
+     * and a run with hundreds of its events lost has figures too far off to learn from. 100
+     * leaves room for a burst of one bad event kind, which the run's note counts.
+     */
+    public static final int MAX_LOST_EVENTS = 100;
 
     // guarded by ERRORS: the listener thread and the writer thread both report errors
     private static final Object ERRORS = new Object();
@@ -177,6 +189,8 @@ public class SparkPredictListener extends SparkListener {
     /** Spark posted the application's start: its SparkContext came up, there is a run to record. */
     private volatile boolean started;
     private boolean finished;
+    /** More than {@link #MAX_LOST_EVENTS} were lost: the listener handed over a last batch and stopped. */
+    private volatile boolean stoppedAfterLosses;
     private long droppedTaskRows;
     private Thread shutdownHook;
 
@@ -250,11 +264,16 @@ public class SparkPredictListener extends SparkListener {
     // ---- callbacks: each guarded, none may throw into Spark -------------------------------
 
     /**
-     * One callback's work, under the listener's lock. A failure turns the listener off
-     * ({@link #fail}) and never reaches Spark's listener bus; the time spent counts in
+     * One callback's work, under the listener's lock. A failure never reaches Spark's listener
+     * bus: the event is lost and recording goes on ({@link #lost}); the time spent counts in
      * {@link #busyNanos}. onApplicationEnd keeps its own form: part of it runs outside the lock.
      */
     private void locked(String where, Work work) {
+        guarded(where, false, work);
+    }
+
+    /** {@link #locked}; {@code essential}: a failure turns the listener off ({@link #fail}) instead. */
+    private void guarded(String where, boolean essential, Work work) {
         if (disabled) return;
         long t0 = System.nanoTime();
         if (queue == null) queue = queueOf(Thread.currentThread());
@@ -263,7 +282,9 @@ public class SparkPredictListener extends SparkListener {
                 work.run();
             }
         } catch (Throwable t) {
-            fail(where, t);
+            // the JVM's own errors (out of memory, a stack overflow): nothing it does now is safe
+            if (essential || t instanceof VirtualMachineError) fail(where, t);
+            else lost(where, t);
         } finally {
             BUSY_NS.addAndGet(System.nanoTime() - t0);
         }
@@ -277,7 +298,8 @@ public class SparkPredictListener extends SparkListener {
 
     @Override
     public void onApplicationStart(SparkListenerApplicationStart e) {
-        locked("onApplicationStart", () -> {
+        // essential: without it the run's identity (id, attempt, start time) is not known
+        guarded("onApplicationStart", true, () -> {
             run.applicationStarted(e);
             started = true;
         });
@@ -301,8 +323,8 @@ public class SparkPredictListener extends SparkListener {
     @Override
     public void onJobStart(SparkListenerJobStart e) {
         locked("onJobStart", () -> {
+            stages.jobStarted(e);  // first: the part that reads the event, and may throw on it
             run.jobStarted(e.jobId(), e.properties());
-            stages.jobStarted(e);
         });
     }
 
@@ -390,10 +412,11 @@ public class SparkPredictListener extends SparkListener {
 
     @Override
     public void onApplicationEnd(SparkListenerApplicationEnd e) {
-        if (disabled) return;
+        // stopped after too many lost events: only its last batch to wait for
+        if (disabled && !stoppedAfterLosses) return;
         long t0 = System.nanoTime();
         try {
-            synchronized (this) {
+            if (!stoppedAfterLosses) synchronized (this) {
                 if (finished) return;  // the shutdown hook recorded the run as killed
                 if (queue == null) queue = queueOf(Thread.currentThread());
                 String status = run.applicationEnded(e, TermSignal.received(), driverRaised, droppedEvents(), queue);
@@ -425,21 +448,27 @@ public class SparkPredictListener extends SparkListener {
             if (agg != null) agg.failed++;
             return;
         }
+        // Everything read from the event before anything is counted: an event this fails on
+        // (a callback that throws loses its event, see lost) is then counted nowhere, and the
+        // run's, the stage's and the task rows' sums stay those of the same tasks.
         Object[] metrics = TaskRows.metricValues(m);
         long duration = info.finishTime() > 0 ? info.finishTime() - info.launchTime() : 0L;
         boolean ok = info.successful();
+        int partition = info.partitionId() >= 0 ? info.partitionId() : info.index();
+        long bytesRead = m != null ? m.inputMetrics().bytesRead() : 0L;
+        boolean mapTask = "ShuffleMapTask".equals(e.taskType());
+        Object[] row = settings.recordTasks && flusher != null ? TaskRows.row(e, metrics, duration) : null;
         run.taskEnded(ok, m);
         if (agg != null) {
             agg.add(metrics, duration, ok);
             // a map stage, told by its tasks as the event-log ingest tells it (a replayed
             // StageInfo has no shuffleDepId)
-            agg.mapStage |= "ShuffleMapTask".equals(e.taskType());
+            agg.mapStage |= mapTask;
             // the partition, not the task's place in its attempt: a retried attempt numbers
             // only the partitions it re-runs (Spark >= 3.3 tells it)
-            if (ok) agg.read(info.partitionId() >= 0 ? info.partitionId() : info.index(),
-                m != null ? m.inputMetrics().bytesRead() : 0L);
+            if (ok) agg.read(partition, bytesRead);
         }
-        if (!settings.recordTasks || flusher == null) return;
+        if (row == null) return;
         // The store keeps failing (or is slower than the tasks): rows held in memory are capped.
         long held = pendingTasks.size() + flusher.heldTaskRows();
         if (held >= (long) HELD_CHUNKS * settings.flushEveryTasks) {
@@ -451,7 +480,7 @@ public class SparkPredictListener extends SparkListener {
             }
             return;
         }
-        pendingTasks.add(TaskRows.row(e, metrics, duration));
+        pendingTasks.add(row);
         if (pendingTasks.size() >= settings.flushEveryTasks) snapshot(false);
     }
 
@@ -579,6 +608,76 @@ public class SparkPredictListener extends SparkListener {
 
     // ---- failure handling and hooks ------------------------------------------------------
 
+    /**
+     * An ordinary callback failed on an event ({@code where}, what it threw): the event is lost,
+     * as those Spark drops from a full queue are, and recording goes on. One unexpected event
+     * (a shape this code did not foresee, another library's malformed event on the bus) turned
+     * the listener off for the rest of the application: a driver that runs for weeks stopped
+     * recording at it. The run counts the events lost and its note says so
+     * ({@link RunRecord#eventLost}). The first is logged with its stack trace; later ones at
+     * 2, 4, 8, ... events, without. A callback that threw may have done part of its work:
+     * task ends count nothing until all of the event is read (see {@link #taskEnd}), job
+     * starts note nothing until their stages are read, stage completions count nothing until
+     * their row is built, and the pending rows are kept (not cleared, as a stop clears them),
+     * so the stage sums, the run's totals and the task rows still agree. What is left (a
+     * snapshot that threw after taking the executor rows or host samples it hands over, a
+     * ScanInput update half done, which turns the scan rule off) the run's note covers: it
+     * says the events were recorded in part or not at all. More than {@link #MAX_LOST_EVENTS}:
+     * the listener stops ({@link #stopAfterLosses}).
+     */
+    private void lost(String where, Throwable t) {
+        if (t instanceof InterruptedException) Thread.currentThread().interrupt();
+        int n;
+        synchronized (this) {
+            n = run.eventLost(where, t);
+        }
+        if (n > MAX_LOST_EVENTS) {
+            stopAfterLosses(where, t, n);
+            return;
+        }
+        String msg = "sparkpredict listener failed in " + where + " and lost that event (" + n
+            + (n == 1 ? " event" : " events") + " lost in this application; recording goes on): " + t;
+        setError(msg);
+        if (n == 1) LOG.error(msg, t);
+        else if (Integer.bitCount(n) == 1) LOG.error(msg + " (the stack trace is logged for the first only)");
+    }
+
+    /**
+     * More than {@link #MAX_LOST_EVENTS} lost: hand over a last batch (the rows recorded so
+     * far and the run, incomplete, saying why) and stop recording; the writer still writes it,
+     * and the application's end or the JVM's exit waits for it. When even that fails, or there
+     * is no run to end, the listener turns off as {@link #fail} does.
+     */
+    private void stopAfterLosses(String where, Throwable t, int n) {
+        String msg = "sparkpredict listener stopped recording this application after failing on " + n
+            + " events, more than the " + MAX_LOST_EVENTS + " it goes on after (the last in " + where + ": " + t + ")";
+        boolean handed = false;
+        synchronized (this) {
+            if (disabled) return;
+            if (finished) {
+                handed = true;  // its last batch is handed over already: the writer goes on with it
+            } else if (started && flusher != null) {
+                try {
+                    finish(run.stoppedRecording(msg));
+                    handed = true;
+                } catch (Throwable ignored) {
+                    // said by fail below, which drops what could not be handed over
+                }
+            }
+            if (handed) {
+                stoppedAfterLosses = true;
+                disabled = true;
+            }
+        }
+        if (!handed) {
+            fail(msg, null);
+            return;
+        }
+        setError(msg);
+        LOG.error(msg, t);
+        if (current == this) HostMetricsPlugin.listenerStopped();
+    }
+
     private void fail(String where, Throwable t) {
         boolean first = !disabled;
         disabled = true;
@@ -663,9 +762,10 @@ public class SparkPredictListener extends SparkListener {
                     finish(run.exitedWithoutEnd(driverRaised, TermSignal.received(), droppedEvents(), queue));
                 }
             }
-            // Whoever handed over the last batch (this hook, or the application end on Spark's
-            // listener thread), the JVM must not halt before the writer stored it.
-            if (!disabled) awaitLastWrite();
+            // Whoever handed over the last batch (this hook, the application end on Spark's
+            // listener thread, or the stop after too many lost events), the JVM must not halt
+            // before the writer stored it.
+            if (!disabled || stoppedAfterLosses) awaitLastWrite();
         } catch (Throwable t) {
             fail("shutdown hook", t);
         }

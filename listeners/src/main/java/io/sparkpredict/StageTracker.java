@@ -125,12 +125,13 @@ final class StageTracker {
         return stageAggs.size() + stageToJob.size() + inputCounted.size();
     }
 
+    /** Note a job's stages; all of the event is read before anything is noted (an event it throws on notes nothing). */
     void jobStarted(SparkListenerJobStart e) {
         List<Object> ids = new ArrayList<>(CollectionConverters.asJava(e.stageIds()));
         int[] stages = new int[ids.size()];
+        for (int i = 0; i < stages.length; i++) stages[i] = (Integer) ids.get(i);
         String execution = e.properties() != null ? e.properties().getProperty("spark.sql.execution.id") : null;
         for (int i = 0; i < stages.length; i++) {
-            stages[i] = (Integer) ids.get(i);
             stageToJob.putIfAbsent(stages[i], e.jobId());
             if (execution != null) stageExecution.putIfAbsent(stages[i], execution);
         }
@@ -193,13 +194,17 @@ final class StageTracker {
             }
         });
 
-    /** The stages row of a completed stage attempt, its sums dropped; null when that attempt was completed already. */
+    /**
+     * The stages row of a completed stage attempt, its sums dropped; null when that attempt was
+     * completed already. The row is built from the event before anything is counted: an event
+     * it throws on (which the listener loses) leaves the stage uncounted, its sums kept until
+     * its jobs end, and the run's num_stages the number of its stage rows.
+     */
     Object[] completed(StageInfo s) throws IOException {
         long key = key(s.stageId(), s.attemptNumber());
-        Agg agg = stageAggs.remove(key);
-        if (!completedAttempts.add(key) && agg == null) return null;
-        if (agg == null) agg = new Agg();
-        numStages++;
+        Agg held = stageAggs.get(key);
+        if (held == null && completedAttempts.contains(key)) return null;
+        Agg agg = held != null ? held : new Agg();
         Row r = new Row(Tables.STAGES);
         r.set("job_id", stageToJob.get(s.stageId()));
         r.set("stage_id", s.stageId());
@@ -248,6 +253,11 @@ final class StageTracker {
             r.set("task_duration_p90_ms", quantile(d, 0.9));
             r.set("task_duration_max_ms", (double) d[d.length - 1]);
         }
+        long cacheHits = failed ? 0L : diskCacheHitBytes(s);
+        // the row is built: from here on the attempt is completed
+        stageAggs.remove(key);
+        completedAttempts.add(key);
+        numStages++;
         // The run's input is what its stages read from data sources. Spark also counts a read of
         // a cached block as input, so a stage over an already computed persisted RDD is left
         // out (an iterative job would otherwise count its input once per pass). Stages with
@@ -272,7 +282,7 @@ final class StageTracker {
             scanned = false;
         }
         Integer mapRdd = agg.mapStage && !infos.isEmpty() ? infos.get(0).id() : null;
-        if (!readsCache && !scanned) taskInput += countOnce(s.stageId(), mapRdd, agg) + (failed ? 0L : diskCacheHitBytes(s));
+        if (!readsCache && !scanned) taskInput += countOnce(s.stageId(), mapRdd, agg) + cacheHits;
         if (!failed) materialisedRdds.addAll(persisted);
         return r.values;
     }
