@@ -127,7 +127,8 @@ def no_succeeded_run(raw_runs: pd.DataFrame) -> tuple[str, str]:
         part = f"{plural(n, 'run') if not parts else n} {one if n == 1 else many}"
         if st == "incomplete":  # not a failure: the record stops before the application did
             part += (f" ({'its' if n == 1 else 'their'} event log ended before the application did, "
-                     "as an in-progress or cut-off log does, or Spark dropped events its listener needed)")
+                     f"as an in-progress or cut-off log does, or {'its' if n == 1 else 'their'} listener missed "
+                     "events: Spark dropped them, or the listener failed on them)")
         parts.append(part)
     fixes = []
     if ids.get("excluded"):
@@ -139,8 +140,8 @@ def no_succeeded_run(raw_runs: pd.DataFrame) -> tuple[str, str]:
         logs = (f"log of run {cut[0]}" if len(cut) == 1 else f"logs of runs {', '.join(cut)}" if len(cut) <= 3
                 else "logs of the incomplete runs")
         fixes.append(f"ingest the complete event {logs} (sparkpredict ingest LOG: it replaces a cut copy "
-                     "that ingest stored; a run whose listener heard Spark drop events has no complete "
-                     "record: its error message says so)")
+                     "that ingest stored; a run whose listener missed events has no complete record: its "
+                     "error message says so)")
     if ids.get("running"):
         fixes.append("let the running one end (its last record then says how it ended); a run whose "
                      "driver is gone for good stays running: `sparkpredict store edit RUN_ID --exclude "

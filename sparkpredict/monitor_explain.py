@@ -276,7 +276,7 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     df, baselines = _stages_and_baselines(st, [job], run_ids=[run_id])  # type: ignore[arg-type]
     ended = {"failed": "failed", "killed": "was killed", "running": "is still running",
              "incomplete": "was recorded only in part (its event log ended before the application did, or "
-                           "Spark dropped events its listener needed)",
+                           "its listener missed events: Spark dropped them, or the listener failed on them)",
              }.get(status)
     if df[df["run_id"] == run_id].empty and st.read("tasks", columns=["run_id"],  # type: ignore[union-attr]
                                                     run_ids=[run_id]).empty \

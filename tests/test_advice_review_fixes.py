@@ -199,12 +199,13 @@ def test_suggest_says_an_incomplete_run_is_incomplete_not_failed(logs_store):
         suggest_executors("Databricks Shell", "50GB", store=logs_store)
     assert e.value.message.endswith("has no succeeded runs in store "
                                     f"{str(logs_store)!r}: 1 run is incomplete (its event log ended before "
-                                    "the application did, as an in-progress or cut-off log does, or Spark "
-                                    "dropped events its listener needed)")
+                                    "the application did, as an in-progress or cut-off log does, or its "
+                                    "listener missed events: Spark dropped them, or the listener failed "
+                                    "on them)")
     assert "fail" not in e.value.fix
     assert e.value.fix.startswith(f"ingest the complete event log of run {CUT_RUN} (sparkpredict ingest LOG: it "
-                                  "replaces a cut copy that ingest stored; a run whose listener heard Spark drop "
-                                  "events has no complete record: its error message says so)")
+                                  "replaces a cut copy that ingest stored; a run whose listener missed events has "
+                                  "no complete record: its error message says so)")
     assert e.value.fix.endswith("or record a run of the job that succeeds")
 
 

@@ -131,7 +131,7 @@ _RUNS: list[tuple[str, pa.DataType, str]] = [
     ("app_name", _S, "spark.app.name"),
     ("job", _S, "job key: spark.sparkpredict.job, default the app name"),
     ("status", _S, "one of RUN_STATUSES"),
-    ("error_message", _S, "why the run failed, when it did (of a succeeded run: the events Spark dropped from the listener's queue, if any)"),
+    ("error_message", _S, "why the run failed, when it did (of a succeeded run: the events its listener missed, if any: dropped by Spark from the listener's queue, or failed on by the listener itself)"),
     ("spark_version", _S, "Spark version of the driver"),
     ("master", _S, "spark.master"),
     ("start_ms", _L, "application start, epoch ms"),
