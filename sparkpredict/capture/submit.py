@@ -32,6 +32,7 @@ from .submit_args import (
     _spark_conf,
     _split,
     _user_conf,
+    check_deploy_mode,
     check_master,
     local_executor_limit,
     local_master_for,
@@ -132,6 +133,7 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
         raise ListenerError("no application given to spark-submit",
                             "put the job after --, e.g. sparkpredict submit -- job.py ARGS")
     check_master(opts)
+    check_deploy_mode(opts)
     cli = _user_conf(opts)
     user = _spark_conf(opts)
     check_listener_settings(user, "your --conf or properties file")

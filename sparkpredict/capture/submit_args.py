@@ -216,13 +216,52 @@ def given_settings(spark_submit_args: list[str]) -> dict[str, tuple[str, str]]:
     return given
 
 
+def deploy_mode(spark_submit_args: list[str]) -> tuple[str, str]:
+    """(the deploy mode spark-submit will use, where it comes from), in spark-submit's order:
+    ``--deploy-mode``, ``--conf spark.submit.deployMode``, the properties files
+    (:func:`_properties_files`; the source is the file's name), ``$DEPLOY_MODE``, else ``client``."""
+    opts, _ = _split(list(spark_submit_args))
+    mode = _opt_value(opts, "--deploy-mode")
+    if mode:
+        return mode.strip(), "--deploy-mode"
+    mode = _user_conf(opts).get("spark.submit.deployMode")
+    if mode:
+        return mode.strip(), "--conf spark.submit.deployMode"
+    found = _file_setting(opts, "spark.submit.deployMode")
+    if found and found[0]:
+        return found[0].strip(), os.path.basename(found[1])
+    mode = os.environ.get("DEPLOY_MODE")
+    if mode:
+        return mode.strip(), "$DEPLOY_MODE"
+    return "client", "spark-submit's default"
+
+
 def driver_is_local(spark_submit_args: list[str]) -> bool:
     """Whether the run's driver, the listener's process, runs on this machine: not with
-    ``--deploy-mode cluster`` (or ``spark.submit.deployMode=cluster``), where a local store
-    path names a folder on a cluster node."""
-    opts, _ = _split(list(spark_submit_args))
-    mode = _opt_value(opts, "--deploy-mode") or _spark_conf(opts).get("spark.submit.deployMode") or "client"
-    return mode.strip().lower() != "cluster"
+    ``--deploy-mode cluster`` (or ``spark.submit.deployMode=cluster``, ``$DEPLOY_MODE``:
+    :func:`deploy_mode`), where a local store path names a folder on a cluster node."""
+    return deploy_mode(spark_submit_args)[0].lower() != "cluster"
+
+
+def check_deploy_mode(spark_submit_args: list[str]) -> None:
+    """Raise InputError for the cluster deploy mode on a local or local-cluster master, which
+    spark-submit refuses only after its JVM started ("Cluster deploy mode is not compatible with
+    master \"local\""): the refusal then read as an application that failed before its
+    session, after ``--executors auto`` had fitted its advice for nothing."""
+    if driver_is_local(spark_submit_args) or not runs_on_this_machine(spark_submit_args):
+        return
+    master, source = effective_master(spark_submit_args)
+    mode, mode_source = deploy_mode(spark_submit_args)
+    given, drop = {"--deploy-mode": (f"--deploy-mode {mode}", f"drop --deploy-mode {mode}"),
+                   "--conf spark.submit.deployMode": (f"--conf spark.submit.deployMode={mode}",
+                                                      "drop --conf spark.submit.deployMode"),
+                   "$DEPLOY_MODE": (f"$DEPLOY_MODE={mode}", "unset DEPLOY_MODE")}.get(
+        mode_source, (f"spark.submit.deployMode={mode} ({mode_source})",
+                      f"give --deploy-mode client (or drop spark.submit.deployMode from {mode_source})"))
+    raise InputError(f"{given} is not compatible with the master {master!r} ({source}): a local "
+                     "master runs its driver here, in the client deploy mode",
+                     f"{drop} to run it here, or submit to a cluster's master (yarn, "
+                     "spark://HOST:PORT, k8s://https://HOST:PORT)")
 
 
 def effective_master(spark_submit_args: list[str]) -> tuple[str, str]:
@@ -364,7 +403,9 @@ def check_master(spark_submit_args: list[str]) -> None:
 __all__ = [
     "DEFAULT_MASTER",
     "MasterChange",
+    "check_deploy_mode",
     "check_master",
+    "deploy_mode",
     "driver_is_local",
     "dynamic_allocation_enabled",
     "effective_master",

@@ -277,6 +277,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..capture.submit import submit
     from ..capture.submit_args import (
         check_application,
+        check_deploy_mode,
         check_master,
         driver_is_local,
         submit_store,
@@ -297,6 +298,7 @@ def _run(args: argparse.Namespace) -> int:
         raise InputError("nothing to submit", "write: sparkpredict submit [options] -- job.py [args]")
     check_advice_options(args)
     check_master(spark_args)   # before the advice: a bad master should not wait for a fit
+    check_deploy_mode(spark_args)
     # the advice reads the store the listener will write (a cluster's spark-defaults.conf may
     # name it); a --store that contradicts --conf spark.sparkpredict.store fails here, before a fit
     history = submit_store(spark_args, args.store)
