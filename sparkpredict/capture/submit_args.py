@@ -35,6 +35,9 @@ _VALUE_OPTS = {
 }
 
 
+#: Primary resources that name no file: spark-submit's own (SparkSubmit.isShell, isInternal).
+SPARK_RESOURCES = frozenset({"spark-shell", "pyspark-shell", "sparkr-shell", "connect-shell", "spark-internal"})
+
 #: The master spark-submit runs on when none is set anywhere.
 DEFAULT_MASTER = "local[*]"
 
@@ -369,13 +372,15 @@ def check_application(spark_submit_args: list[str]) -> None:
     """Raise InputError for an application file that is not there, on a driver that runs here:
     spark-submit found out only after its JVM started, and the error read as a run that
     recorded nothing. A URI (``hdfs://``, ``local:``) or a cluster-mode driver's path is not
-    looked at: it is read elsewhere."""
+    looked at: it is read elsewhere. Nor are spark-submit's own resources (``spark-internal``,
+    ``pyspark-shell``); any other name is a file, a jar whatever it ends with (``build/app``, not
+    there, was "Failed to load class" after the JVM's start, exit 101)."""
     _, app = _split(spark_submit_args)
     if not app or not driver_is_local(spark_submit_args):
         return
     resource = app[0]
-    if ":" in resource.split("/", 1)[0] or not resource.endswith((".py", ".jar", ".R", ".r")):
-        return  # a URI, or spark-submit's own resources (pyspark-shell, spark-internal)
+    if ":" in resource.split("/", 1)[0] or resource in SPARK_RESOURCES:
+        return
     if not Path(resource).expanduser().is_file():
         raise InputError(f"the application {resource!r} is not a file here",
                          "give the path of your script or jar after -- (relative to the current "
