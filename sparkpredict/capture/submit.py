@@ -59,6 +59,9 @@ class SubmitResult:
     command: list[str] = field(default_factory=list)
     #: the store's small batches merged after the run (:func:`~sparkpredict.store.compact.auto_compact`), else None
     compaction: Any = None
+    #: each recorded run's final (status, error_message), after submit's correction of the
+    #: status by spark-submit's exit code
+    outcomes: dict[str, tuple[str, str | None]] = field(default_factory=dict)
 
 
 #: Comma-separated settings where ours are added to the user's, not dropped for them.
@@ -245,7 +248,8 @@ def submit(spark_submit_args: list[str], *, store: str | None = None, job: str |
     finally:
         if proc.poll() is None:
             _signal_group(proc, signal.SIGKILL)
-    run_ids = _record_outcome(resolved, submit_id, rc)
+    outcomes: dict[str, tuple[str, str | None]] = {}
+    run_ids = _record_outcome(resolved, submit_id, rc, outcomes)
     if rc < 0:  # killed by a signal (Popen's -N): the shell's code, 128 + N (kill -9: 137, not 247)
         rc = 128 - rc
     compaction = None
@@ -253,7 +257,8 @@ def submit(spark_submit_args: list[str], *, store: str | None = None, job: str |
         from ..store.compact import auto_compact
 
         compaction = auto_compact(resolved)
-    return SubmitResult(returncode=rc, store=resolved, run_ids=run_ids, command=cmd, compaction=compaction)
+    return SubmitResult(returncode=rc, store=resolved, run_ids=run_ids, command=cmd, compaction=compaction,
+                        outcomes=outcomes)
 
 
 def _signal_group(proc: subprocess.Popen, signum: int) -> None:
@@ -291,8 +296,10 @@ def _python() -> str:
     return sys.executable
 
 
-def _record_outcome(store_path: str, submit_id: str, rc: int) -> list[str]:
-    """Find this submit's runs; mark them failed when spark-submit failed but they say otherwise."""
+def _record_outcome(store_path: str, submit_id: str, rc: int,
+                    outcomes: dict[str, tuple[str, str | None]] | None = None) -> list[str]:
+    """Find this submit's runs; mark them failed when spark-submit failed but they say otherwise.
+    ``outcomes``, when given, is filled with each run's final (status, error_message)."""
     from .. import store as store_mod
 
     try:
@@ -307,6 +314,7 @@ def _record_outcome(store_path: str, submit_id: str, rc: int) -> list[str]:
         return []
     mine = runs[runs["properties_json"].fillna("").str.contains(submit_id, regex=False)]
     run_ids = list(mine["run_id"])
+    final = mine.set_index("run_id")[["status", "error_message"]].copy()
     if rc != 0:
         # A run still open failed with the script; a succeeded one only if it was the script's
         # last application (its code raised after the last job): one that ended before another
@@ -332,7 +340,11 @@ def _record_outcome(store_path: str, submit_id: str, rc: int) -> list[str]:
                 fixed.loc[fixed["end_ms"].isna(), "end_ms"] = now
             fixed["wall_ms"] = fixed["end_ms"] - fixed["start_ms"]
             st.append({"runs": fixed})
+            final.update(fixed.set_index("run_id")[["status", "error_message"]])
             log.info("marked %s %s (%s)", ", ".join(fixed["run_id"]), fixed["status"].iloc[0], why)
+    if outcomes is not None:
+        for rid, status, message in final.itertuples():
+            outcomes[rid] = (str(status), message if isinstance(message, str) else None)
     return run_ids
 
 

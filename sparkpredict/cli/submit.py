@@ -342,6 +342,13 @@ def _run(args: argparse.Namespace) -> int:
                     compact=args.compact)
     if result.run_ids:
         print(f"sparkpredict: recorded {', '.join(result.run_ids)} in {result.store}", file=sys.stderr)
+        for run_id, (status, message) in result.outcomes.items():
+            # the exit code alone did not say whether the run counts: a JVM application's
+            # System.exit(3) after its jobs was heard by the listener as succeeded
+            if status != "succeeded":
+                why = (message or "").strip().splitlines()[0][:200] if (message or "").strip() else ""
+                print(f"sparkpredict: {run_id} is recorded {status}" + (f" ({why})" if why else "")
+                      + ": the advice learns from succeeded runs only", file=sys.stderr)
         if result.compaction is not None:
             from .store_cmd import compact_lines
 
