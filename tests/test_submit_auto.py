@@ -131,7 +131,7 @@ def test_auto_advises_from_the_store_the_listener_will_write(tmp_path, capsys, m
     err = capsys.readouterr().err
     assert rc == 2 and "no job 'nightly'" in err and "use one of: etl" in err, err
     # a first submit is not a mistake to correct with another job's name: it says how to start
-    assert "fix: submit its first runs with --executors N" in err and "if 'nightly' is mistyped, use one of: etl" in err
+    assert "fix: submit its first run with --executors N: the next submit advises from it" in err and "if 'nightly' is mistyped, use one of: etl" in err
     rc = main(["submit", "--store", str(tmp_path / "other"), "--executors", "auto", "--job", "etl",
                "--input-size", "1GB", "--", *conf])
     assert rc == 2 and "name different stores" in capsys.readouterr().err
@@ -219,7 +219,7 @@ def test_auto_for_a_job_whose_runs_all_failed_says_so(tmp_path, capsys):
                "--input-size", "1GB", "--", "--master", "local[1]", "x.py"])
     err = capsys.readouterr().err
     assert rc == 2 and "job 'etl' has no succeeded runs" in err and "1 run failed" in err, err
-    assert "no finished run of it to advise from" in err and "submit its first runs" not in err, err
+    assert "no finished run of it to advise from" in err and "submit its first run" not in err, err
     assert "; or submit with --executors N" in err
 
 

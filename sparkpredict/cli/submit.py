@@ -134,8 +134,9 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
             raise InputError(f"{exc.message}: --executors auto has no finished run of it to advise from",
                              f"{exc.fix}; or submit with --executors N") from None
         raise InputError(f"{exc.message}: --executors auto has no runs of it to advise from",
-                         f"submit its first runs with --executors N (runs at two or more counts "
-                         f"let the next submit advise){typo}") from None
+                         f"submit its first run with --executors N: the next submit advises from it (from one "
+                         f"run roughly, by replaying its tasks; from runs at two or more counts by a "
+                         f"fitted model){typo}") from None
     known = set(src.param_names())
     if runs_on_this_machine(spark_args):
         # what this machine can run (a sweep's limit): 12 executors on 2 cores were advised,
