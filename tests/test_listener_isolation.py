@@ -8,12 +8,10 @@ as another library's would, and real jobs run after them.
 """
 from __future__ import annotations
 
-import time
-
 import pytest
+from test_listener import _listener_error_once_it_says
 
 from sparkpredict import store as store_mod
-from sparkpredict.capture.listener import listener_error
 
 pytestmark = pytest.mark.spark
 
@@ -43,16 +41,6 @@ def _task_end_without_task_info(spark):
     return jvm.org.apache.spark.scheduler.SparkListenerTaskEnd(0, 0, "ResultTask", success, None, None, None)
 
 
-def _error_once_it_says(spark, needle: str, timeout_s: float = 30.0) -> str | None:
-    """listener_error once it contains ``needle``: the bus hands events over asynchronously."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        err = listener_error(spark)
-        if (err is not None and needle in err) or time.monotonic() > deadline:
-            return err
-        time.sleep(0.05)
-
-
 def _latest_run(store):
     return store_mod.open(store).runs().sort_values("updated_ms").iloc[-1]
 
@@ -78,7 +66,7 @@ def test_a_malformed_event_is_lost_alone_and_the_jobs_after_it_are_recorded(spar
         sc = spark.sparkContext
         assert sc.parallelize(range(4), 2).count() == 4
         _post(spark, _task_end_without_task_info(spark))
-        err = _error_once_it_says(spark, "onTaskEnd")
+        err = _listener_error_once_it_says(spark, "onTaskEnd")
         # the jobs after it: a shuffle (4 map tasks, 3 reduce tasks) and a count (3 tasks)
         pairs = sc.parallelize(range(100), 4).map(lambda x: (x % 3, x)).reduceByKey(lambda a, b: a + b, 3)
         assert sorted(pairs.collect()) == [(0, 1683), (1, 1617), (2, 1650)]
@@ -111,7 +99,7 @@ def test_a_job_not_heard_to_end_beside_a_lost_event_leaves_the_run_incomplete(sp
         _post(spark, sched.SparkListenerJobStart(9100, jvm.System.currentTimeMillis(), _seq(jvm),
                                                  jvm.java.util.Properties()))  # no end follows
         _post(spark, sched.SparkListenerStageCompleted(None))  # a completion without its StageInfo
-        assert _error_once_it_says(spark, "onStageCompleted") is not None
+        assert _listener_error_once_it_says(spark, "onStageCompleted") is not None
         assert sc.parallelize(range(6), 3).count() == 6
         spark.sparkContext._jsc.sc().listenerBus().metrics().metricRegistry().counter(
             "queue.shared.numDroppedEvents").inc(3)  # counted where Spark counts its drops
@@ -138,9 +126,9 @@ def test_the_listener_stops_after_more_lost_events_than_its_bound(spark_app, tmp
         for _ in range(bound):
             _post(spark, _task_end_without_task_info(spark))
         assert sc.parallelize(range(6), 3).count() == 6  # recorded: the bound is not passed yet
-        assert _error_once_it_says(spark, f"{bound} events lost") is not None
+        assert _listener_error_once_it_says(spark, f"{bound} events lost") is not None
         _post(spark, _task_end_without_task_info(spark))
-        err = _error_once_it_says(spark, "stopped recording")
+        err = _listener_error_once_it_says(spark, "stopped recording")
         assert sc.parallelize(range(8), 4).count() == 8  # not recorded
     stop = (f"sparkpredict listener stopped recording this application after failing on {bound + 1} events, "
             f"more than the {bound} it goes on after (the last in onTaskEnd: java.lang.NullPointerException")

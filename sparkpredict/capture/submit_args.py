@@ -223,20 +223,7 @@ def deploy_mode(spark_submit_args: list[str]) -> tuple[str, str]:
     """(the deploy mode spark-submit will use, where it comes from), in spark-submit's order:
     ``--deploy-mode``, ``--conf spark.submit.deployMode``, the properties files
     (:func:`_properties_files`; the source is the file's name), ``$DEPLOY_MODE``, else ``client``."""
-    opts, _ = _split(list(spark_submit_args))
-    mode = _opt_value(opts, "--deploy-mode")
-    if mode:
-        return mode.strip(), "--deploy-mode"
-    mode = _user_conf(opts).get("spark.submit.deployMode")
-    if mode:
-        return mode.strip(), "--conf spark.submit.deployMode"
-    found = _file_setting(opts, "spark.submit.deployMode")
-    if found and found[0]:
-        return found[0].strip(), os.path.basename(found[1])
-    mode = os.environ.get("DEPLOY_MODE")
-    if mode:
-        return mode.strip(), "$DEPLOY_MODE"
-    return "client", "spark-submit's default"
+    return _submit_setting(spark_submit_args, "--deploy-mode", "spark.submit.deployMode", "DEPLOY_MODE", "client")
 
 
 def driver_is_local(spark_submit_args: list[str]) -> bool:
@@ -271,20 +258,27 @@ def effective_master(spark_submit_args: list[str]) -> tuple[str, str]:
     """(the master spark-submit will run on, where it comes from), in spark-submit's order:
     ``--master``, ``--conf spark.master``, the properties files (:func:`_properties_files`; the
     source is the file's name), $MASTER, else ``local[*]``."""
+    return _submit_setting(spark_submit_args, "--master", "spark.master", "MASTER", DEFAULT_MASTER)
+
+
+def _submit_setting(spark_submit_args: list[str], option: str, key: str, env: str,
+                    default: str) -> tuple[str, str]:
+    """(a setting's value, where it comes from) in the order spark-submit reads it: its
+    ``option``, ``--conf key``, the properties files, ``$env``, else ``default``."""
     opts, _ = _split(list(spark_submit_args))
-    master = _opt_value(opts, "--master")
-    if master:
-        return master.strip(), "--master"
-    master = _user_conf(opts).get("spark.master")
-    if master:
-        return master.strip(), "--conf spark.master"
-    found = _file_setting(opts, "spark.master")
+    value = _opt_value(opts, option)
+    if value:
+        return value.strip(), option
+    value = _user_conf(opts).get(key)
+    if value:
+        return value.strip(), f"--conf {key}"
+    found = _file_setting(opts, key)
     if found and found[0]:
         return found[0].strip(), os.path.basename(found[1])
-    master = os.environ.get("MASTER")
-    if master:
-        return master.strip(), "$MASTER"
-    return DEFAULT_MASTER, "spark-submit's default"
+    value = os.environ.get(env)
+    if value:
+        return value.strip(), f"${env}"
+    return default, "spark-submit's default"
 
 
 def _cores_given(opts: list[str], conf: dict[str, str] | None = None) -> str | None:
