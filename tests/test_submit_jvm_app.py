@@ -164,24 +164,28 @@ def test_a_jvm_apps_run_is_recorded_with_its_input_measured(jvm_app, tmp_path):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("how, code", [("exit3", 3), ("throw", 1)])
-def test_a_jvm_app_failing_after_its_jobs_is_recorded_failed(jvm_app, tmp_path, how, code):
-    """System.exit(3), or an exception out of main, after the jobs: the listener hears the
-    application end as succeeded; submit passes the exit code through, records the run failed
-    and says so (before, only "recorded RUN" was printed, the run's status left to be looked up)."""
+@pytest.mark.parametrize("how, code, why", [
+    ("exit3", 3, "spark-submit exited with code 3"),
+    ("throw", 1, "the driver raised java.lang.IllegalStateException: the driver failed after its jobs")])
+def test_a_jvm_app_failing_after_its_jobs_is_recorded_failed(jvm_app, tmp_path, how, code, why):
+    """System.exit(3), or an exception out of main, after the jobs: submit passes the exit code
+    through, and the run is recorded failed, which submit says (before, only "recorded RUN" was
+    printed, the run's status left to be looked up). The exception out of main the listener
+    records itself, with its text (before, it heard the application end as succeeded, and only
+    submit's correction by the exit code made it failed: without submit, under a cluster's
+    listener settings, the run stayed succeeded); System.exit(3) only submit can tell."""
     store = tmp_path / "store"
     rc, out, _ = _submit(store, "--", *_spark_args(jvm_app, how))  # no --job: the app's name
     assert rc == code, out[-4000:]
     assert f"distinct words {len(WORDS)}" in out
-    if how == "throw":
-        assert "java.lang.IllegalStateException: the driver failed after its jobs" in out
+    if how == "throw":  # the JVM's own report of it, unchanged by the listener's handler
+        assert 'Exception in thread "main" java.lang.IllegalStateException: the driver failed after its jobs' in out
     st = store_mod.open(store)
     runs = st.runs()
     assert len(runs) == 1
     run = next(runs.itertuples())
-    assert (run.job, run.status, run.error_message) == ("jvm-wordcount", "failed", f"spark-submit exited with code {code}")
-    assert f"{run.run_id} is recorded failed (spark-submit exited with code {code}): the advice learns " \
-           "from succeeded runs only" in out
+    assert (run.job, run.status, run.error_message) == ("jvm-wordcount", "failed", why)
+    assert f"{run.run_id} is recorded failed ({why}): the advice learns from succeeded runs only" in out
     assert run.end_ms is not None and run.wall_ms == run.end_ms - run.start_ms > 0
     _check_rows(st, run)
     # sc.textFile's input counts its tasks' input metric: Hadoop's reads, past each split's end too

@@ -98,7 +98,8 @@ public class SparkPredictListener extends SparkListener {
     /**
      * The Python driver's code raised {@code why}: nothing caught it (sparkpredict.attach's exit
      * handler calls this through py4j), or it was in flight as the script stopped its context
-     * (attach's wrapper of SparkContext.stop, in a finally or a with block). The application
+     * (attach's wrapper of SparkContext.stop, in a finally or a with block); or a JVM
+     * application's {@code main} threw ({@link MainThreadRaised}). The application
      * that ends next is recorded as {@code status}, "failed" or "killed" (KeyboardInterrupt, a
      * cancelled asyncio task), not succeeded. Its own end says
      * exit code 0 when Python launched the JVM, as when the context stops from Spark's shutdown
@@ -203,7 +204,7 @@ public class SparkPredictListener extends SparkListener {
     private long lastUpdatedMs;
     private int stagesSinceFlush;
     private String statusFinal;
-    /** {status, message} of the Python driver's uncaught exception ({@link #driverRaised}), or null. */
+    /** {status, message} of the driver's uncaught exception ({@link #driverRaised}), or null. */
     private volatile String[] driverRaised;
     // rows not yet handed to the flusher; each snapshot takes the lists and starts new ones
     private List<Object[]> pendingStages = new ArrayList<>();
@@ -718,6 +719,7 @@ public class SparkPredictListener extends SparkListener {
         shutdownHook = new Thread(this::onShutdown, "sparkpredict-shutdown");
         Runtime.getRuntime().addShutdownHook(shutdownHook);
         TermSignal.install();
+        MainThreadRaised.install();
     }
 
     private void removeShutdownHook() {
