@@ -2,9 +2,10 @@
 
 A review submitted a small Java word count: its runs are recorded as a script's are (the task
 rows sum to their stages' task counts; a Dataset file scan's input is the file's size, measured);
-a ``System.exit(3)`` or an exception out of ``main`` after the jobs, which the listener hears as a
-succeeded application, is recorded failed with spark-submit's exit code passed through, and said
-so; one that fails before its SparkContext records nothing. Found: ``--deploy-mode cluster`` on a
+an exception out of ``main`` after the jobs is recorded failed by the listener, with its text; a
+``System.exit(3)``, which the listener hears as a succeeded application, is recorded failed by
+submit, with spark-submit's exit code passed through, and said so; one that fails before its
+SparkContext records nothing. Found: ``--deploy-mode cluster`` on a
 local master (``--deploy-mode``, ``spark.submit.deployMode`` or ``$DEPLOY_MODE``) and a missing jar
 whose name does not end in ``.jar`` reached spark-submit, which refused them only after its JVM
 started, reading as an application that failed before its session.

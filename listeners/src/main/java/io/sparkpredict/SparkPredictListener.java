@@ -420,7 +420,7 @@ public class SparkPredictListener extends SparkListener {
             if (!stoppedAfterLosses) synchronized (this) {
                 if (finished) return;  // the shutdown hook recorded the run as killed
                 if (queue == null) queue = queueOf(Thread.currentThread());
-                String status = run.applicationEnded(e, TermSignal.received(), driverRaised, droppedEvents(), queue);
+                String status = run.applicationEnded(e, TermSignal.received(), raised(), droppedEvents(), queue);
                 if (settings.hostPlugin) HostMetricsPlugin.sampleDriverNow();
                 finish(status);
             }
@@ -434,6 +434,17 @@ public class SparkPredictListener extends SparkListener {
         } finally {
             BUSY_NS.addAndGet(System.nanoTime() - t0);
         }
+    }
+
+    /**
+     * {status, message} of the driver's failure as the application ends, or null: what the
+     * driver told ({@link #driverRaised}), else spark-submit exiting for its Python or R
+     * application's non-zero status ({@link SubmitExit}).
+     */
+    private String[] raised() {
+        String[] told = driverRaised;
+        if (told != null) return told;
+        return SubmitExit.failedApplication() ? new String[] {"failed", SubmitExit.MESSAGE} : null;
     }
 
     // ---- recording ------------------------------------------------------------------------
@@ -761,7 +772,7 @@ public class SparkPredictListener extends SparkListener {
                 if (!finished && !disabled) {
                     // Its SparkContext never started: no run to record, no last batch to wait for.
                     if (!started) return;
-                    finish(run.exitedWithoutEnd(driverRaised, TermSignal.received(), droppedEvents(), queue));
+                    finish(run.exitedWithoutEnd(raised(), TermSignal.received(), droppedEvents(), queue));
                 }
             }
             // Whoever handed over the last batch (this hook, the application end on Spark's
