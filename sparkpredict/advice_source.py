@@ -175,7 +175,8 @@ class HistorySource:
                              run_ids=list(runs["run_id"]))
             if not stages.empty:
                 spill = stages.groupby("run_id")["disk_spilled_bytes"].sum()
-        dyn = bool(dynamic_allocation(mine["properties_json"]).any()) if len(mine) else False
+        # as the runs table reads it: not a local master's run, which Spark gives none
+        dyn = bool(dynamic_allocation(mine["properties_json"], mine.get("master")).any()) if len(mine) else False
         return runs, spill, dyn, mine
 
     @classmethod

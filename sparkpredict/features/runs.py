@@ -163,7 +163,7 @@ def executors_and_cores(raw: pd.DataFrame, *, dynamic_mean: bool = True) -> tupl
     # allocation, whatever the setting says: its one executor is the driver.
     if dynamic_mean and "properties_json" in raw and "executors_mean" in raw:
         mean = pd.to_numeric(raw["executors_mean"], errors="coerce").to_numpy(dtype="float64")
-        dyn = dynamic_allocation(raw["properties_json"]).to_numpy() & np.isfinite(mean) & (mean > 0) & ~fix
+        dyn = dynamic_allocation(raw["properties_json"], raw.get("master")).to_numpy() & np.isfinite(mean) & (mean > 0) & ~fix
         execs[dyn] = mean[dyn]
     return pd.Series(execs, raw.index), pd.Series(cores, raw.index)
 
@@ -312,9 +312,37 @@ def _setting(props: Mapping[str, Any], key: str) -> float:
     return v if math.isfinite(v) else math.nan
 
 
-def dynamic_allocation(props: pd.Series) -> pd.Series:
-    """Per run (its ``properties_json``), whether it ran with spark.dynamicAllocation.enabled."""
-    return props.fillna("").astype(str).str.contains('"spark.dynamicAllocation.enabled": ?"true"', regex=True)
+#: The setting that turns dynamic allocation on.
+DYNAMIC_ALLOCATION_KEY = "spark.dynamicAllocation.enabled"
+
+
+def dynamic_allocation_on(value: Any) -> bool:
+    """Whether a value of spark.dynamicAllocation.enabled turns it on, as Spark reads it: ``true``
+    in any case, blanks around it trimmed (``SparkConf().set(key, True)`` writes ``True``)."""
+    return isinstance(value, str) and value.strip().lower() == "true"
+
+
+def dynamic_allocation(props: pd.Series, masters: pd.Series | None = None) -> pd.Series:
+    """Per run (its ``properties_json``), whether it ran with spark.dynamicAllocation.enabled
+    (:func:`dynamic_allocation_on`). With ``masters`` (the runs' ``master``), a run on a local
+    master is not: Spark has no dynamic allocation there, whatever the setting says (a cluster
+    node's spark-defaults.conf enables it for every application, local ones too)."""
+    import pandas as pd
+
+    from ..config import LOCAL_MASTER
+
+    def on(text: Any) -> bool:
+        if not isinstance(text, str) or DYNAMIC_ALLOCATION_KEY not in text:
+            return False
+        d = _parse_properties(text)
+        return d is not None and dynamic_allocation_on(d.get(DYNAMIC_ALLOCATION_KEY))
+
+    out = pd.Series([on(v) for v in props], index=props.index, dtype=bool)
+    if masters is not None:
+        local = pd.Series([isinstance(m, str) and LOCAL_MASTER.fullmatch(m.strip()) is not None
+                           for m in masters], index=props.index, dtype=bool)
+        out &= ~local
+    return out
 
 
 def _or_nan(df: pd.DataFrame, col: str) -> pd.Series:

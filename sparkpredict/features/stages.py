@@ -30,7 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .runs import _parse_properties, local_run_executors
+from .runs import (
+    DYNAMIC_ALLOCATION_KEY,
+    _parse_properties,
+    dynamic_allocation_on,
+    local_run_executors,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -133,9 +138,10 @@ def config_features(run: pd.Series | dict) -> dict[str, float]:
     if local is not None:
         execs, cores = local
     mean = _num(run.get("executors_mean"), math.nan)
-    if _flag(props.get("spark.dynamicAllocation.enabled"), 0.0) and mean > 0:
+    if dynamic_allocation_on(props.get(DYNAMIC_ALLOCATION_KEY)) and mean > 0 and local is None:
         # the most executors ever held may have lasted seconds: the run's tasks saw the mean
-        # (the whole-job runs table reads such a run the same way)
+        # (the whole-job runs table reads such a run the same way); a local master has no
+        # dynamic allocation, and its mean is the driver's one executor, not its threads
         execs, slots = mean, query_slots(mean, cores, tcpus)
     return {
         "executors": execs, "executor_cores": cores, "executor_memory_mb": mem, "task_slots": slots,
