@@ -225,9 +225,22 @@ class ReplayRuntimeModel(RuntimeEstimator):
 
     @staticmethod
     def _executors(runs: pd.DataFrame) -> pd.Series:
+        """Each run's executor count: requested, else the most seen; a run under dynamic
+        allocation its time-weighted mean, as the runs table reads it (the count the whole-job
+        model and the advice know it by, :func:`~sparkpredict.features.runs.executors_and_cores`),
+        not the initial spark.executor.instances (nor, without one, the most it ever held)."""
+        import pandas as pd
+
+        from ..features.runs import dynamic_allocation
+
         e = runs["executors_requested"].astype(float) if "executors_requested" in runs else None
         m = runs["executors_max"].astype(float)
-        return m if e is None else e.fillna(m)
+        out = m if e is None else e.fillna(m)
+        if "properties_json" in runs and "executors_mean" in runs:
+            mean = pd.to_numeric(runs["executors_mean"], errors="coerce").astype(float)
+            dyn = dynamic_allocation(runs["properties_json"], runs.get("master")) & (mean > 0)
+            out = out.where(~dyn, mean)
+        return out
 
     def _timeline(self, run_id: str) -> Timeline:
         if run_id not in self._timelines:
@@ -382,7 +395,8 @@ class ReplayRuntimeModel(RuntimeEstimator):
                 continue
             real = float(r["wall_ms"]) / 1000
             try:
-                pred = self._predict_one(r.get("job"), float(r["input_bytes"]), float(ex[run_id]),
+                # on whole executors, as a query is asked (checked_query): a mean of 1.8 is 2, not 1
+                pred = self._predict_one(r.get("job"), float(r["input_bytes"]), float(max(round(ex[run_id]), 1)),
                                          float(r["executor_cores"]), exclude=run_id)
             except Exception as exc:  # an error estimate must never break a fit  # noqa: BLE001
                 log.debug("leave-one-out for %s skipped: %s", run_id, exc)
