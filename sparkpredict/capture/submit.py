@@ -28,12 +28,14 @@ from .listener import (
     merged_list,
 )
 from .submit_args import (
+    KEY_DYNAMIC_MAX,
     _opt_value,
     _spark_conf,
     _split,
     _user_conf,
     check_deploy_mode,
     check_master,
+    dynamic_allocation_master,
     local_executor_limit,
     local_master_for,
     runs_local,
@@ -185,7 +187,29 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
             # Not on local-cluster[N,C,M], whose workers have C cores: more per executor would
             # leave its executors unlaunched
             new_opts += ["--conf", f"spark.executor.cores={cores}"]
+    bound = _whole((extra_conf or {}).get(KEY_DYNAMIC_MAX))
+    if executors is None and bound is not None and not (cli.get(KEY_DYNAMIC_MAX) or "").strip():
+        # dynamic allocation's upper bound (submit --executors auto) on a local-cluster master,
+        # whose workers cap the executors: local-cluster[1,1,1024] had run 1 under maxExecutors=3
+        local = dynamic_allocation_master(opts, bound)
+        if local is not None:
+            most = local_executor_limit(opts)
+            if bound > most:
+                raise InputError(f"{KEY_DYNAMIC_MAX}={bound} would run {local.new} on this "
+                                 f"{os.cpu_count() or 1}-core machine, whose executors would share its cores",
+                                 f"use at most {most} executors with a local-cluster master, or submit to a "
+                                 "cluster (--master)")
+            new_opts = _set_master(new_opts, local.new)
     return [str(spark_submit_path()), *new_opts, *app]
+
+
+def _whole(value: Any) -> int | None:
+    """A whole number of 1 or more given as text or a number, else None."""
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        return None
+    return n if n >= 1 else None
 
 
 def submit(spark_submit_args: list[str], *, store: str | None = None, job: str | None = None,

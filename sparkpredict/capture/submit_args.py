@@ -328,6 +328,22 @@ def local_master_for(spark_submit_args: list[str], executors: int) -> MasterChan
     return None if new == master else MasterChange(master, source, new)
 
 
+#: Dynamic allocation's upper bound, which ``submit --executors auto`` sets under it.
+KEY_DYNAMIC_MAX = "spark.dynamicAllocation.maxExecutors"
+
+
+def dynamic_allocation_master(spark_submit_args: list[str], max_executors: int) -> MasterChange | None:
+    """The ``local-cluster`` master on which dynamic allocation can reach ``max_executors``,
+    where the run's master is a local-cluster of another worker count and dynamic allocation is
+    on; else None. Its N workers of C cores each start one executor of those cores, so
+    dynamic allocation had at most N executors whatever maxExecutors said: submit gives it as
+    many workers as the bound, as :func:`local_master_for` does for a fixed count."""
+    opts, _ = _split(list(spark_submit_args))
+    if not dynamic_allocation_enabled(opts) or not LOCAL_CLUSTER_MASTER.fullmatch(effective_master(opts)[0]):
+        return None
+    return local_master_for(opts, max_executors)
+
+
 def local_executor_limit(spark_submit_args: list[str]) -> int:
     """The most executors a local or local-cluster master may run here, of the cores each gets
     (local-cluster[N,C,M]'s C, else --executor-cores or spark.executor.cores, else 1): a sweep's

@@ -330,6 +330,15 @@ def _run(args: argparse.Namespace) -> int:
                   f"on a local master, {plural(executors, 'executor')} "
                   f"{'runs' if executors == 1 else 'run'} as its task threads (or local-cluster "
                   "executors), as a sweep records them", file=sys.stderr, flush=True)
+    elif "spark.dynamicAllocation.maxExecutors" in extra:
+        from ..capture.submit_args import dynamic_allocation_master
+
+        bound = int(extra["spark.dynamicAllocation.maxExecutors"])
+        local = dynamic_allocation_master(spark_args, bound)
+        if local is not None:
+            print(f"sparkpredict: master {local.master} ({local.source}) runs as {local.new}: a "
+                  f"local-cluster's workers cap dynamic allocation's executors, and maxExecutors={bound} "
+                  f"needs {bound} of them", file=sys.stderr, flush=True)
     if args.dry_run:  # what a nightly run would be given, for a look before it is scheduled
         import shlex
 
