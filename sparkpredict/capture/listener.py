@@ -491,7 +491,8 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
 
     Without ``store``, the store is the ``spark.sparkpredict.store`` that the builder or
     ``spark-defaults.conf`` sets (a cluster set up with ``conf/spark-defaults.conf.sparkpredict``),
-    else the default one.
+    else the default one. In a script that spark-submit runs (``sparkpredict submit``), the store,
+    job and input size left out are those spark-submit was given.
 
     The listener's jar, listener and plugin are added to the ``spark.jars``,
     ``spark.extraListeners`` and ``spark.plugins`` the application would have had without it:
@@ -538,9 +539,14 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     theirs.update(options)
     _refuse_connect(theirs)
     check_listener_settings(theirs, "the builder's .config() or spark-defaults.conf")
+    # Under spark-submit (`sparkpredict submit --store S --job J --input-size SIZE`, or a
+    # cluster's listener settings) its JVM started first, with what it was given as system
+    # properties: those are what an argument left out defaults to, after the builder's own.
+    submitted = _submitted_settings(options)
     if store is None:  # a cluster's spark-defaults.conf names the store its runs go to
         # none: the listener's own default (theirs already holds what the files say)
-        store = theirs.get(KEY_STORE, "").strip() or embedded_store()
+        store = (options.get(KEY_STORE, "").strip() or submitted.get(KEY_STORE)
+                 or theirs.get(KEY_STORE, "").strip() or embedded_store())
     # the driver is this process: a store it cannot write is said now, not in the driver's log
     check_store(resolve_store(store))
     if input_bytes is not None:
@@ -593,9 +599,12 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
                         "(stop the running session first)")
         # The first session's settings became the JVM's system properties, which every later
         # SparkConf of the process reads: unless set again here, this session would be recorded
-        # under that session's job and declared input size. Empty reads as not given.
-        conf.setdefault(KEY_JOB, "")
-        conf.setdefault(KEY_INPUT_BYTES, "")
+        # under that session's job and declared input size. Empty reads as not given. Under
+        # spark-submit those properties are spark-submit's, what the run was submitted with
+        # (`sparkpredict submit --job J --input-size SIZE`): they stay, unless given here.
+        for key in (KEY_JOB, KEY_INPUT_BYTES):
+            if key not in options:
+                conf.setdefault(key, submitted.get(key, ""))
     conf[EXECUTOR_CLASSPATH] = merged_classpath(theirs.get(EXECUTOR_CLASSPATH), conf["spark.jars"])
     for k in MERGED_KEYS:
         conf[k] = merged_list(theirs.get(k), conf[k])
@@ -607,6 +616,31 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     _record_at_exit()
     _record_raised_at_stop(SparkContext)
     return builder
+
+
+def _submitted_settings(options: dict[str, str]) -> dict[str, str]:
+    """The store, job and declared input size that the spark-submit running this script was
+    given (its JVM's system properties), when it runs one: ``PYSPARK_GATEWAY_PORT`` is set only
+    in a Python that a JVM started. ``{}`` otherwise, or where the builder sets them itself.
+
+    Before, ``attach()`` in a script that ``sparkpredict submit --store S --job J --input-size
+    SIZE`` ran set the default store, the app name and no size over them: the run went to
+    another store, under another job, its size measured, and submit said no run was recorded."""
+    from pyspark import SparkContext
+
+    keys = [k for k in (KEY_STORE, KEY_JOB, KEY_INPUT_BYTES) if k not in options]
+    if not os.environ.get("PYSPARK_GATEWAY_PORT") or not keys:
+        return {}
+    SparkContext._ensure_initialized()
+    jvm = getattr(SparkContext, "_jvm", None)
+    if jvm is None:
+        return {}
+    out = {}
+    for k in keys:
+        v = jvm.java.lang.System.getProperty(k)
+        if v is not None and str(v).strip():
+            out[k] = str(v).strip()
+    return out
 
 
 #: The longest exception text the run's error_message keeps.
