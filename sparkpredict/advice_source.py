@@ -554,8 +554,8 @@ def _unknown_job(job: str, known: list, where: str, empty: bool = False,
 
     if empty:
         return UnknownJobError(f"{where} has no runs yet",
-                               "record runs first (sparkpredict submit, demo or ingest), "
-                               f"or pass {give('models', 'DIR')}")
+                               "record runs first (sparkpredict.attach() in the job's driver, sparkpredict "
+                               f"submit, demo or ingest), or pass {give('models', 'DIR')}")
     if no_success is not None:
         from .fitting import no_succeeded_run
 
@@ -566,8 +566,18 @@ def _unknown_job(job: str, known: list, where: str, empty: bool = False,
     # a name with spaces around it (recorded from a --conf) is quoted: it looked like the one asked for
     names = ", ".join(repr(k) if str(k) != str(k).strip() else str(k) for k in known[:10]) \
         + (" ..." if len(known) > 10 else "")
-    return UnknownJobError(f"no job {job!r} in {where}",
-                           f"use one of: {names}{_closest(job, known)}" if known else "record runs of the job first")
+    if not known:
+        return UnknownJobError(f"no job {job!r} in {where}", "record runs of the job first")
+    close = _closest(job, known)
+    listed = f"use one of: {names}{close}"
+    # a job that ran without the listener (no attach(), plain spark-submit) is not in the store,
+    # and its name is no typo of another: say why it is missing, not only what is there
+    unrecorded = "" if close or not where.startswith("store") else (
+        f"; if {job!r} ran, it was not recorded: attach the listener to it "
+        f"(sparkpredict.attach(builder, job={job!r}) in its driver, or sparkpredict submit --job {job})")
+    err = UnknownJobError(f"no job {job!r} in {where}", listed + unrecorded)
+    err.listed = listed  # type: ignore[attr-defined]  # submit's fix names its own first step
+    return err
 
 
 def _closest(job: str, known: list) -> str:

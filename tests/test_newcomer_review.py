@@ -46,3 +46,45 @@ def test_attach_under_submit_keeps_the_store_job_and_size_submit_was_given(liste
     assert list(runs["input_bytes"]) == [5_000_000]
     assert list(runs["input_bytes_source"]) == ["declared"]
     assert not (home / ".sparkpredict" / "store").exists()
+
+
+def _store_with_a_run_of(path, job):
+    """A store holding one succeeded run of ``job`` (its runs row: enough to be listed)."""
+    import pandas as pd
+
+    st = store_mod.open(path, create=True)
+    row = {"run_id": "local-1", "app_id": "local-1", "job": job, "status": "succeeded", "start_ms": 1,
+           "end_ms": 2001, "wall_ms": 2000, "input_bytes": 5_000_000}
+    st.append({"runs": pd.DataFrame([row])})
+    return str(path)
+
+
+def test_asking_before_any_run_names_attach(tmp_path, capsys):
+    """A newcomer who ran the job without attach() and asks: the fix named demo, submit and
+    ingest, not attach(), the way README's "Using it" records a Python job."""
+    from sparkpredict.cli import main
+
+    rc = main(["suggest", "--job", "nightly-sales", "--input-size", "2GB", "--store", str(tmp_path / "none")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "error: no sparkpredict store at" in err, err
+    assert "fix: record a run first (sparkpredict.attach() in the job's driver, sparkpredict submit, demo or ingest)" \
+        in err, err
+    assert "Traceback" not in err
+
+
+def test_a_job_never_recorded_is_told_apart_from_a_typo(tmp_path, capsys):
+    """A store holding other jobs, asked of a job that ran without the listener: the fix only
+    listed the other jobs, as if the name were mistyped."""
+    from sparkpredict.cli import main
+
+    path = _store_with_a_run_of(tmp_path / "s", "orders-etl")
+    rc = main(["suggest", "--job", "nightly-sales", "--input-size", "2GB", "--store", str(path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "error: no job 'nightly-sales' in store" in err, err
+    assert ("fix: use one of: orders-etl; if 'nightly-sales' ran, it was not recorded: attach the listener to it "
+            "(sparkpredict.attach(builder, job='nightly-sales') in its driver, or sparkpredict submit "
+            "--job nightly-sales)") in err, err
+    # a typo is still a typo, without the note
+    rc = main(["suggest", "--job", "orders-etI", "--input-size", "2GB", "--store", str(path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "fix: use one of: orders-etl (did you mean 'orders-etl'?)\n" in err, err

@@ -129,7 +129,8 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     except UnknownJobError as exc:
         # a job's first submit: there is nothing to advise from yet, and the store's other jobs
         # are no answer unless the name was mistyped
-        typo = f"; if {args.job!r} is mistyped, {exc.fix}" if exc.fix and exc.fix.startswith("use one of") else ""
+        listed = getattr(exc, "listed", exc.fix)
+        typo = f"; if {args.job!r} is mistyped, {listed}" if listed and listed.startswith("use one of") else ""
         if getattr(exc, "no_success", False):  # its runs are there: what is wrong with them
             raise InputError(f"{exc.message}: --executors auto has no finished run of it to advise from",
                              f"{exc.fix}; or submit with --executors N") from None

@@ -1043,7 +1043,8 @@ def _not_a_store(store: Store) -> StoreError:
         return StoreError(f"folder {store.path!r} is not a sparkpredict store: {S.holds_other_files(foreign)}",
                           f"{given}; a new store needs an empty or new folder")
     return StoreError(f"no sparkpredict store at {store.path!r}",
-                      "record a run first (sparkpredict demo, submit or ingest), or "
+                      "record a run first (sparkpredict.attach() in the job's driver, sparkpredict "
+                      "submit, demo or ingest), or "
                       + (given if named else "give an existing store's path (--store; store= from Python)"))
 
 
