@@ -88,3 +88,15 @@ def test_a_job_never_recorded_is_told_apart_from_a_typo(tmp_path, capsys):
     rc = main(["suggest", "--job", "orders-etI", "--input-size", "2GB", "--store", str(path)])
     err = capsys.readouterr().err
     assert rc == 2 and "fix: use one of: orders-etl (did you mean 'orders-etl'?)\n" in err, err
+
+
+def test_submit_help_says_which_store_it_records_into(capsys):
+    """`submit --help` said the default store was "the embedded local store", while submit records
+    into $SPARKPREDICT_STORE (or a spark.sparkpredict.store it is given) like every command."""
+    from sparkpredict.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["submit", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "embedded local store" not in out
+    assert "else $SPARKPREDICT_STORE, else ~/.sparkpredict/store" in out, out

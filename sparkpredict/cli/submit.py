@@ -17,7 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the real spark-submit with the sparkpredict listener; everything after -- "
                     "goes to spark-submit unchanged (your own --conf values win; one that contradicts "
                     "--store, --job, --input-size, --param or --executors is an error).")
-    p.add_argument("--store", help="history store path or URI (default: the embedded local store)")
+    p.add_argument("--store", help="history store path or URI (default: spark.sparkpredict.store of your --conf "
+                   "or properties files, then spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
     p.add_argument("--job", help="job key grouping runs of this job (default: the application name)")
     p.add_argument("--executors", help="N, or 'auto' to take sparkpredict's advice (needs --job, --input-size)")
     p.add_argument("--input-size", help="declared input size of this run, e.g. 120g")
