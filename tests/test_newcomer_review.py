@@ -100,3 +100,37 @@ def test_submit_help_says_which_store_it_records_into(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "embedded local store" not in out
     assert "else $SPARKPREDICT_STORE, else ~/.sparkpredict/store" in out, out
+
+
+@pytest.mark.parametrize("words, stray", [(["--input-size", "2", "GB"], "GB"),
+                                          (["--input-size", "2GB", "--deadline", "1h", "30m"], "30m"),
+                                          (["--input-size", "2GB", "--deadline", "5", "min"], "min")])
+def test_a_size_or_duration_typed_with_a_space_is_named(words, stray, capsys):
+    """`--input-size 2 GB` unquoted: suggest said only "unrecognized arguments: GB" and "see
+    --help", and submit took GB for the application ("the application 'GB' is not a file here";
+    `--deadline 1h 30m` ran the advice for 1h first)."""
+    from sparkpredict.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["suggest", "--job", "nightly-sales", *words])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and f"error: unrecognized arguments: {stray}" in err, err
+    assert "fix: a size or duration is one word: write it without the space (2GB, 1h30m), or quote it " \
+           "('2 GB', '1h 30m')" in err, err
+
+    rc = main(["submit", "--job", "nightly-sales", "--executors", "auto", *words, "--dry-run", "--", "job.py"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert f"error: {stray!r} follows submit's options, before -- and spark-submit's arguments: a size or " \
+           "duration typed with a space" in err, err
+    assert "fix: write it as one word without the space (2GB, 1h30m), or quote it ('2 GB', '1h 30m')" in err
+    assert "is not a file here" not in err and "advice:" not in err and "Traceback" not in err
+
+
+def test_other_stray_words_keep_the_plain_fix(capsys):
+    from sparkpredict.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["suggest", "--job", "j", "--input-size", "2GB", "extra.py"])
+    err = capsys.readouterr().err
+    assert "fix: see `sparkpredict suggest --help`" in err and "one word" not in err, err

@@ -92,6 +92,10 @@ def _usage_fix(parser: argparse.ArgumentParser, message: str) -> str:
         return f"give {', '.join(named)}; {see}"
     unknown = re.match(r"unrecognized arguments: (\S+)", message)
     choice = re.match(r"argument \S+: invalid choice: '([^']*)' \(choose from (.+)\)", message)
+    if unknown and _unit_word(unknown.group(1)):
+        # `--input-size 2 GB`, `--deadline 1h 30m`: the shell split the value at its space
+        return (f"a size or duration is one word: write it without the space (2GB, 1h30m), or quote it "
+                f"('2 GB', '1h 30m'); {see}")
     if unknown and unknown.group(1).startswith("--"):
         word, known = unknown.group(1).split("=")[0], [o for a in parser._actions for o in a.option_strings]
     elif choice:
@@ -104,6 +108,18 @@ def _usage_fix(parser: argparse.ArgumentParser, message: str) -> str:
     bare = {k.lstrip("-"): k for k in known}
     close = difflib.get_close_matches(word.lstrip("-"), list(bare), n=1, cutoff=0.7)
     return f"did you mean {bare[close[0]]}? {see}" if close else see
+
+
+def _unit_word(word: str) -> bool:
+    """A word that is the unit of a size or duration (``GB``, ``min``), or the rest of a
+    chained duration (``30m``), as left over when a value was typed with a space in it."""
+    import re
+
+    from ..units import _BYTE_UNITS, _DUR_PART, _DUR_S
+
+    w = word.strip().lower()
+    return bool(w) and (w in _BYTE_UNITS or w in _DUR_S or _DUR_PART.fullmatch(w) is not None
+                        or re.fullmatch(r"[0-9]*\.?[0-9]+\s*(?:[kmgtp]i?b?)", w) is not None)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,7 +5,7 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from . import confidence_arg
+from . import _unit_word, confidence_arg
 from .store_cmd import add_no_compact
 from .suggest import add_param_option, parse_params
 
@@ -275,6 +275,8 @@ def advice_lines(advice: Any) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import os
+
     from ..advice_args import check_params, cli_flags
     from ..capture.listener import check_store
     from ..capture.submit import submit
@@ -295,6 +297,12 @@ def _run(args: argparse.Namespace) -> int:
     )
 
     spark_args = list(args.spark_args)
+    if spark_args and spark_args[0] != "--" and _unit_word(spark_args[0]) and not os.path.exists(spark_args[0]):
+        # `--input-size 2 GB -- job.py`: the shell split the value, and its unit was taken for
+        # the application ("the application 'GB' is not a file here")
+        raise InputError(f"{spark_args[0]!r} follows submit's options, before -- and spark-submit's arguments: "
+                         "a size or duration typed with a space",
+                         "write it as one word without the space (2GB, 1h30m), or quote it ('2 GB', '1h 30m')")
     if spark_args and spark_args[0] == "--":
         spark_args = spark_args[1:]
     if not spark_args:
