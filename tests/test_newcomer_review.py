@@ -134,3 +134,37 @@ def test_other_stray_words_keep_the_plain_fix(capsys):
         main(["suggest", "--job", "j", "--input-size", "2GB", "extra.py"])
     err = capsys.readouterr().err
     assert "fix: see `sparkpredict suggest --help`" in err and "one word" not in err, err
+
+
+def test_a_store_given_by_its_parent_folder_is_named(tmp_path, capsys):
+    """`--store ~/.sparkpredict` for `~/.sparkpredict/store`: readers said only that the folder
+    "holds other files (store)", and submit and attach() told to point --store "at an empty or new
+    folder", a fresh store beside the history."""
+    from sparkpredict.capture.listener import check_store
+    from sparkpredict.cli import main
+    from sparkpredict.errors import StoreError
+
+    inner = _store_with_a_run_of(tmp_path / "sp" / "store", "nightly-sales")
+    parent = str(tmp_path / "sp")
+    rc = main(["suggest", "--job", "nightly-sales", "--input-size", "2GB", "--store", parent])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"error: folder '{parent}' is not a sparkpredict store: it holds other files (store)" in err
+    assert f"; it holds the store '{inner}': give that one\n" in err, err
+
+    rc = main(["submit", "--store", parent, "--job", "nightly-sales", "--executors", "1", "--dry-run", "--",
+               "--master", "local[1]", "job.py"])
+    err = capsys.readouterr().err
+    assert rc == 2 and ("fix: give the store's folder (--store, spark.sparkpredict.store; store= from Python), or an "
+                        f"empty or new folder for a new store; it holds the store '{inner}': give that one") in err, err
+    with pytest.raises(StoreError) as e:
+        check_store(parent)
+    assert e.value.fix.endswith(f"it holds the store '{inner}': give that one")
+    with pytest.raises(StoreError) as e:  # the Python writers (ingest, edit) refuse it alike
+        store_mod.open(parent, create=True)
+    assert e.value.fix.startswith("give the store's folder") and inner in e.value.fix, e.value.fix
+    # a folder of other files alone keeps the plain fix
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "etl.py").write_text("")
+    with pytest.raises(StoreError) as e:
+        check_store(str(tmp_path / "proj"))
+    assert "it holds the store" not in e.value.fix and "empty or new folder" in e.value.fix

@@ -241,8 +241,13 @@ def check_store(store: str) -> None:
                 raise StoreError(f"cannot read the store folder {store!r}: {exc.strerror or exc}",
                                  "choose a readable folder, or fix its permissions") from None
             if foreign:
+                from ..store.io import local_store_below
+
+                below = local_store_below(store)
                 raise StoreError(f"folder {store!r} is not a sparkpredict store: {holds_other_files(foreign)}",
-                                 "point --store / spark.sparkpredict.store at an empty or new folder")
+                                 "give the store's folder (--store, spark.sparkpredict.store; store= from Python), "
+                                 "or an empty or new folder for a new store"
+                                 + ("" if below is None else f"; it holds the store {below!r}: give that one"))
     problem = folder_problem(p)
     if problem == "it is a file":
         raise StoreError(f"store path {store!r} is a file", "give a folder path for the store")

@@ -145,6 +145,30 @@ def inside_store_error(path: str, outer: str) -> StoreError:
                       "files into that one's tables, and that one's `store clean` removes them")
 
 
+def local_store_below(path: str) -> str | None:
+    """The store among the direct subfolders of the local folder ``path`` (the first by name),
+    or None: ``--store ~/.sparkpredict`` given for ``~/.sparkpredict/store``, a project folder
+    for the store kept in it. Remote paths are not looked at, as :func:`enclosing_store`."""
+    from pathlib import Path
+
+    try:
+        for child in sorted(Path(path).iterdir()):
+            if child.is_dir() and (child / S.MARKER_FILE).is_file():
+                return str(child)
+    except OSError:
+        return None
+    return None
+
+
+def store_below_hint(st: Any) -> str:
+    """"; the store in it is X: give that" for :func:`local_store_below` of a local store's
+    path, else ""."""
+    if not isinstance(st.fs, pafs.LocalFileSystem):
+        return ""
+    below = local_store_below(st.root)
+    return "" if below is None else f"; it holds the store {below!r}: give that one"
+
+
 def enclosing_local_store(path: str) -> str | None:
     """:func:`enclosing_store` of a local path: the store its parent folder is or lies below."""
     from pathlib import Path
@@ -680,7 +704,8 @@ class Store:
             if foreign:
                 raise StoreError(
                     f"folder {self.path!r} is not a sparkpredict store: {S.holds_other_files(sorted(foreign))}",
-                    "point --store / spark.sparkpredict.store at an empty or new folder")
+                    "give the store's folder (--store; store= from Python), or an empty or new folder for a "
+                    f"new store{store_below_hint(self)}")
         try:
             self.fs.create_dir(base, recursive=True)
             if not self.exists():
@@ -1041,7 +1066,7 @@ def _not_a_store(store: Store) -> StoreError:
             return StoreError(f"store path {store.path!r} is inside the store {outer!r}",
                               f"give that store's folder, {outer!r}")
         return StoreError(f"folder {store.path!r} is not a sparkpredict store: {S.holds_other_files(foreign)}",
-                          f"{given}; a new store needs an empty or new folder")
+                          f"{given}; a new store needs an empty or new folder{store_below_hint(store)}")
     return StoreError(f"no sparkpredict store at {store.path!r}",
                       "record a run first (sparkpredict.attach() in the job's driver, sparkpredict "
                       "submit, demo or ingest), or "
