@@ -631,11 +631,11 @@ def _submitted_settings(options: dict[str, str]) -> dict[str, str]:
     Before, ``attach()`` in a script that ``sparkpredict submit --store S --job J --input-size
     SIZE`` ran set the default store, the app name and no size over them: the run went to
     another store, under another job, its size measured, and submit said no run was recorded."""
-    from pyspark import SparkContext
-
     keys = [k for k in (KEY_STORE, KEY_JOB, KEY_INPUT_BYTES) if k not in options]
     if not os.environ.get("PYSPARK_GATEWAY_PORT") or not keys:
         return {}
+    from pyspark import SparkContext
+
     SparkContext._ensure_initialized()
     jvm = getattr(SparkContext, "_jvm", None)
     if jvm is None:

@@ -281,6 +281,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..capture.listener import check_store
     from ..capture.submit import submit
     from ..capture.submit_args import (
+        KEY_DYNAMIC_MAX,
         check_application,
         check_deploy_mode,
         check_master,
@@ -340,10 +341,10 @@ def _run(args: argparse.Namespace) -> int:
                   f"on a local master, {plural(executors, 'executor')} "
                   f"{'runs' if executors == 1 else 'run'} as its task threads (or local-cluster "
                   "executors), as a sweep records them", file=sys.stderr, flush=True)
-    elif "spark.dynamicAllocation.maxExecutors" in extra:
+    elif KEY_DYNAMIC_MAX in extra:
         from ..capture.submit_args import dynamic_allocation_master
 
-        bound = int(extra["spark.dynamicAllocation.maxExecutors"])
+        bound = int(extra[KEY_DYNAMIC_MAX])
         local = dynamic_allocation_master(spark_args, bound)
         if local is not None:
             print(f"sparkpredict: master {local.master} ({local.source}) runs as {local.new}: a "
