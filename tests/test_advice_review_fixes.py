@@ -145,6 +145,9 @@ def cluster_history(tmp_path_factory):
     tables = {t: src.read(t, all_rows=True) if t == "runs" else src.read(t)
               for t in ("runs", "stages", "executors")}
     tables["runs"]["master"] = "spark://cluster:7077"
+    # a standalone run records the executors it held (its count, standalone_masters), where
+    # local[N] held one, the driver
+    tables["runs"]["executors_max"] = tables["runs"]["executors_requested"]
     dst.append(tables)
     return dst.path
 

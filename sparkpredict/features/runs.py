@@ -144,15 +144,20 @@ def executors_and_cores(raw: pd.DataFrame, *, dynamic_mean: bool = True) -> tupl
     from its threads (:func:`local_thread_executors`), whatever was recorded as requested.
     ``dynamic_mean`` (default): a run under dynamic allocation counts the executors it held on
     average; False keeps the count asked for (for comparing setups rather than fitting time).
-    ``local-cluster[N,C,M]`` starts N real executors and is read like any cluster."""
+    A run on Spark's standalone manager (``spark://``, ``local-cluster[N,C,M]``) counts the
+    executors it held, ``executors_max`` (:func:`standalone_masters`)."""
     import numpy as np
     import pandas as pd
 
+    held = pd.to_numeric(_or_nan(raw, "executors_max"), errors="coerce")
     execs = pd.to_numeric(_or_nan(raw, "executors_requested"), errors="coerce").fillna(
-        pd.to_numeric(_or_nan(raw, "executors_max"), errors="coerce")).to_numpy(dtype="float64").copy()
+        held).to_numpy(dtype="float64").copy()
     cores = pd.to_numeric(_or_nan(raw, "executor_cores"), errors="coerce").to_numpy(dtype="float64").copy()
     fix = np.zeros(len(raw), dtype=bool)
     if "master" in raw:
+        most = held.to_numpy(dtype="float64")
+        ran = standalone_masters(raw["master"]).to_numpy() & np.isfinite(most) & (most > 0)
+        execs[ran] = most[ran]
         threads = _local_threads(raw["master"], _or_nan(raw, "task_slots"))
         instances, per_executor = _local_settings(raw)
         fix, e, c = local_thread_executors(np.isfinite(threads), threads, instances, per_executor)
@@ -310,6 +315,22 @@ def _setting(props: Mapping[str, Any], key: str) -> float:
     except (KeyError, ValueError):
         return math.nan
     return v if math.isfinite(v) else math.nan
+
+
+def standalone_masters(masters: pd.Series) -> pd.Series:
+    """Per run (its ``master``), whether it ran on Spark's standalone manager: ``spark://HOST``
+    or ``local-cluster[N,C,M]``. That manager starts executors by its workers' free cores, not by
+    spark.executor.instances (which it reads only as dynamic allocation's first count): a run
+    that set 1 on local-cluster[3,1,1024] held 3, so the count it ran on is the one it held."""
+    import pandas as pd
+
+    from ..config import LOCAL_CLUSTER_MASTER
+
+    def on(m: Any) -> bool:
+        m = m.strip() if isinstance(m, str) else ""
+        return m.startswith("spark://") or LOCAL_CLUSTER_MASTER.fullmatch(m) is not None
+
+    return pd.Series([on(m) for m in masters], index=masters.index, dtype=bool)
 
 
 #: The setting that turns dynamic allocation on.

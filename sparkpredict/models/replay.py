@@ -225,17 +225,20 @@ class ReplayRuntimeModel(RuntimeEstimator):
 
     @staticmethod
     def _executors(runs: pd.DataFrame) -> pd.Series:
-        """Each run's executor count: requested, else the most seen; a run under dynamic
+        """Each run's executor count: requested, else the most seen; on Spark's standalone manager
+        the most seen (:func:`~sparkpredict.features.runs.standalone_masters`); a run under dynamic
         allocation its time-weighted mean, as the runs table reads it (the count the whole-job
         model and the advice know it by, :func:`~sparkpredict.features.runs.executors_and_cores`),
         not the initial spark.executor.instances (nor, without one, the most it ever held)."""
         import pandas as pd
 
-        from ..features.runs import dynamic_allocation
+        from ..features.runs import dynamic_allocation, standalone_masters
 
         e = runs["executors_requested"].astype(float) if "executors_requested" in runs else None
         m = runs["executors_max"].astype(float)
         out = m if e is None else e.fillna(m)
+        if "master" in runs:  # the standalone manager starts what its workers' cores allow: as held
+            out = out.where(~(standalone_masters(runs["master"]) & (m > 0)), m)
         if "properties_json" in runs and "executors_mean" in runs:
             mean = pd.to_numeric(runs["executors_mean"], errors="coerce").astype(float)
             dyn = dynamic_allocation(runs["properties_json"], runs.get("master")) & (mean > 0)
