@@ -138,6 +138,18 @@ def test_auto_advises_from_the_store_the_listener_will_write(tmp_path, capsys, m
     assert not (tmp_path / "default-store").exists() and not (tmp_path / "other").exists()
 
 
+def test_auto_leads_with_the_known_job_a_name_is_a_typo_of(tmp_path, capsys):
+    """`--job etll` led with "submit its first run", the known job it was a typo of last."""
+    path = make_store(tmp_path / "store", history(sizes=(10, 20), execs=(1, 2), repeats=1))
+    before = len(store_mod.open(path).runs())
+    rc = main(["submit", "--store", str(path), "--executors", "auto", "--job", "etll", "--input-size", "1GB",
+               "--", "--master", "local[1]", "x.py"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "fix: use one of: etl (did you mean 'etl'?); if 'etll' is a new job, submit its first " \
+        "run with --executors N" in err, err
+    assert len(store_mod.open(path).runs()) == before  # nothing ran
+
+
 def test_auto_shows_what_suggest_warns_of_before_the_run(tmp_path):
     """submit printed the advice's summary alone: a wide interval or a model missing its runs,
     which suggest warns of, went unsaid before the run that would show it."""

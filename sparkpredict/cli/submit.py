@@ -135,10 +135,14 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
         if getattr(exc, "no_success", False):  # its runs are there: what is wrong with them
             raise InputError(f"{exc.message}: --executors auto has no finished run of it to advise from",
                              f"{exc.fix}; or submit with --executors N") from None
+        first = ("submit its first run with --executors N: the next submit advises from it (from one "
+                 "run roughly, by replaying its tasks; from runs at two or more counts by a fitted model)")
+        if "did you mean" in (listed or ""):
+            # a name within a typo of a known job is more likely that job than a new one
+            raise InputError(f"{exc.message}: --executors auto has no runs of it to advise from",
+                             f"{listed}; if {args.job!r} is a new job, {first}") from None
         raise InputError(f"{exc.message}: --executors auto has no runs of it to advise from",
-                         f"submit its first run with --executors N: the next submit advises from it (from one "
-                         f"run roughly, by replaying its tasks; from runs at two or more counts by a "
-                         f"fitted model){typo}") from None
+                         f"{first}{typo}") from None
     known = set(src.param_names())
     if runs_on_this_machine(spark_args):
         # what this machine can run (a sweep's limit): 12 executors on 2 cores were advised,
