@@ -267,8 +267,13 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
         if not latest:
             raise UnknownJobError(f"no run {run_id!r} in store {st.path!r}: it has no runs yet",  # type: ignore[union-attr]
                                   _RECORD_FIRST)
+        import difflib
+
+        # a run id mistyped by a character or two (as `store edit` answers it)
+        close = difflib.get_close_matches(str(run_id), [str(r) for r in runs["run_id"]], n=3, cutoff=0.8)
         raise UnknownJobError(f"no run {run_id!r} in store {st.path!r}",  # type: ignore[union-attr]
-                              f"give one of its runs, e.g. {', '.join(latest)}; `sparkpredict store summary "
+                              (f"did you mean {', '.join(close)}? " if close else "")
+                              + f"give one of its runs, e.g. {', '.join(latest)}; `sparkpredict store summary "
                               f"--store {st.path}` lists the latest runs")  # type: ignore[union-attr]
     job = str(row["job"].iloc[0])
     status = row["status"].iloc[0]

@@ -281,6 +281,9 @@ def test_explain_cli_prints_and_exits(tmp_path, capsys):
     # the fix names runs that are there, and a command that lists them (`runs` needs --out)
     assert "no run 'zzz'" in err and "fix: give one of its runs, e.g. " in err, err
     assert f"`sparkpredict store summary --store {tmp_path / 's'}` lists the latest runs" in err
+    # a run id a character off is named, as `store edit` names it
+    assert main(["explain", "cpu22", "--store", str(tmp_path / "s")]) == 2
+    assert "fix: did you mean cpu2? give one of its runs, e.g. " in capsys.readouterr().err
     assert main(["explain", "cpu2", "--store", str(tmp_path / "s"), "--threshold", "-1"]) == 2
     # a threshold between whole percents is shown as given: "QoS at 10%: VIOLATED ... 10%:ok"
     # had read as both at 0.095
