@@ -241,13 +241,11 @@ def check_store(store: str) -> None:
                 raise StoreError(f"cannot read the store folder {store!r}: {exc.strerror or exc}",
                                  "choose a readable folder, or fix its permissions") from None
             if foreign:
-                from ..store.io import local_store_below
+                from ..store.io import store_below_hint
 
-                below = local_store_below(store)
                 raise StoreError(f"folder {store!r} is not a sparkpredict store: {holds_other_files(foreign)}",
                                  "give the store's folder (--store, spark.sparkpredict.store; store= from Python), "
-                                 "or an empty or new folder for a new store"
-                                 + ("" if below is None else f"; it holds the store {below!r}: give that one"))
+                                 "or an empty or new folder for a new store" + store_below_hint(store))
     problem = folder_problem(p)
     if problem == "it is a file":
         raise StoreError(f"store path {store!r} is a file", "give a folder path for the store")

@@ -160,13 +160,16 @@ def local_store_below(path: str) -> str | None:
     return None
 
 
-def store_below_hint(st: Any) -> str:
-    """"; the store in it is X: give that" for :func:`local_store_below` of a local store's
-    path, else ""."""
-    if not isinstance(st.fs, pafs.LocalFileSystem):
-        return ""
-    below = local_store_below(st.root)
+def store_below_hint(path: str) -> str:
+    """"; it holds the store X: give that one" for :func:`local_store_below` of the local folder
+    ``path``, else ""."""
+    below = local_store_below(path)
     return "" if below is None else f"; it holds the store {below!r}: give that one"
+
+
+def _store_below_hint(st: Any) -> str:
+    """:func:`store_below_hint` of a local store's folder; "" for a remote one."""
+    return store_below_hint(st.root) if isinstance(st.fs, pafs.LocalFileSystem) else ""
 
 
 def enclosing_local_store(path: str) -> str | None:
@@ -705,7 +708,7 @@ class Store:
                 raise StoreError(
                     f"folder {self.path!r} is not a sparkpredict store: {S.holds_other_files(sorted(foreign))}",
                     "give the store's folder (--store; store= from Python), or an empty or new folder for a "
-                    f"new store{store_below_hint(self)}")
+                    f"new store{_store_below_hint(self)}")
         try:
             self.fs.create_dir(base, recursive=True)
             if not self.exists():
@@ -1066,7 +1069,7 @@ def _not_a_store(store: Store) -> StoreError:
             return StoreError(f"store path {store.path!r} is inside the store {outer!r}",
                               f"give that store's folder, {outer!r}")
         return StoreError(f"folder {store.path!r} is not a sparkpredict store: {S.holds_other_files(foreign)}",
-                          f"{given}; a new store needs an empty or new folder{store_below_hint(store)}")
+                          f"{given}; a new store needs an empty or new folder{_store_below_hint(store)}")
     return StoreError(f"no sparkpredict store at {store.path!r}",
                       "record a run first (sparkpredict.attach() in the job's driver, sparkpredict "
                       "submit, demo or ingest), or "
