@@ -451,6 +451,18 @@ def _committer(path, row, sync, mode="commit", wait=0.0):
                              str(wait)], stderr=subprocess.PIPE, text=True)
 
 
+def _reap(*procs) -> None:
+    """Kill what still runs and close each stderr pipe: an unclosed pipe is reported as a
+    ResourceWarning wherever the garbage collector finds it, in some later test."""
+    for p in procs:
+        if p is None:
+            continue
+        if p.poll() is None:
+            p.kill()
+            p.wait(30)
+        p.stderr.close()
+
+
 def _wait_for(f, proc, timeout=60):
     deadline = time.time() + timeout
     while not f.exists():
@@ -470,9 +482,7 @@ def test_concurrent_commits_from_processes_keep_every_row(hist, tmp_path):
         for p in procs:
             assert p.wait(120) == 0, p.stderr.read()
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
+        _reap(*procs)
     assert {r["job"] for r in rows} <= set(R.read_registry(st).job)
 
 
@@ -494,9 +504,7 @@ def test_a_commit_killed_right_after_its_rename_loses_no_rows_of_one_made_meanwh
         a.wait(30)
         assert b.wait(60) == 0, b.stderr.read()
     finally:
-        for p in (a, b):
-            if p is not None and p.poll() is None:
-                p.kill()
+        _reap(a, b)
     assert {"a-job", "b-job"} <= set(R.read_registry(st).job)
 
 
@@ -528,8 +536,7 @@ def test_a_stuck_commit_times_out_the_next_with_a_fix_and_its_lock_dies_with_it(
         a.send_signal(signal.SIGKILL)
         a.wait(30)
     finally:
-        if a.poll() is None:
-            a.kill()
+        _reap(a)
     b_row = _row(st, "b-job", R.new_retrain_id())  # the clean removed the first one's artifact
     t0 = time.monotonic()
     snap = RC.commit_update(st, [b_row], b_row["retrain_id"], lock_timeout_s=30)

@@ -149,6 +149,7 @@ def test_cli_output_into_a_closed_pipe_ends_quietly(tmp_path):
     assert p.stdout.readline().startswith(b"store ")
     p.stdout.close()
     err = p.stderr.read().decode()
+    p.stderr.close()
     assert p.wait(timeout=60) == 141, err
     assert "Traceback" not in err and "BrokenPipe" not in err
 
