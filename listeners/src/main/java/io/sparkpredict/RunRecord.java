@@ -13,17 +13,16 @@ import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.spark.SparkConf;
-import org.apache.spark.executor.TaskMetrics;
 import org.apache.spark.resource.ExecutorResourceRequest;
 import org.apache.spark.resource.ResourceProfile;
 import org.apache.spark.resource.TaskResourceRequest;
 import org.apache.spark.scheduler.JobFailed;
+import org.apache.spark.scheduler.JobResult;
 import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 import org.apache.spark.scheduler.SparkListenerApplicationStart;
 import org.apache.spark.scheduler.SparkListenerExecutorAdded;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerResourceProfileAdded;
-import org.apache.spark.scheduler.SparkListenerJobEnd;
 
 /**
  * The run being recorded: the application's identity and outcome, its totals over jobs and
@@ -252,19 +251,24 @@ final class RunRecord {
         return message != null && message.contains("Job " + jobId + " cancelled");
     }
 
-    void jobEnded(SparkListenerJobEnd e) {
-        runningJobs.remove(e.jobId());
-        boolean streaming = streamingJobs.remove(e.jobId());
-        Exception failure = e.jobResult() instanceof JobFailed ? ((JobFailed) e.jobResult()).exception() : null;
-        if (e.jobResult() instanceof JobFailed && streaming && failure != null
-                && cancelled(e.jobId(), failure.getMessage())) {
+    /**
+     * Job {@code jobId} ended with {@code result}, read from the event by the caller. All of it
+     * (the failure's message too) is read before the job is counted ended: one that threw after
+     * took the job off the running ones, and a run whose job end was lost read as succeeded.
+     */
+    void jobEnded(int jobId, JobResult result) {
+        boolean failed = result instanceof JobFailed;
+        Exception failure = failed ? ((JobFailed) result).exception() : null;
+        String message = failure == null ? null : failure.getMessage();
+        runningJobs.remove(jobId);
+        boolean streaming = streamingJobs.remove(jobId);
+        if (failed && streaming && failure != null && cancelled(jobId, message)) {
             // a stopped streaming query: its last micro-batch was cut short on purpose
             lastJobFailed = false;
             errorMessage = null;
-        } else if (e.jobResult() instanceof JobFailed) {
+        } else if (failed) {
             lastJobFailed = true;
-            Exception ex = ((JobFailed) e.jobResult()).exception();
-            errorMessage = ex == null ? "job " + e.jobId() + " failed" : String.valueOf(ex.getMessage());
+            errorMessage = failure == null ? "job " + jobId + " failed" : String.valueOf(message);
         } else {
             lastJobFailed = false;
             // a failure later jobs recovered from is not why a run that ends killed ended
@@ -300,14 +304,17 @@ final class RunRecord {
         numFailedTasks++;
     }
 
-    void taskEnded(boolean ok, TaskMetrics m) {
+    /**
+     * A task end, its metrics as {@link TaskRows#metricValues} read them: the event is not read
+     * again, since a getter that threw here, after the task was counted, left the run counting
+     * a task that neither its stage nor the task rows have.
+     */
+    void taskEnded(boolean ok, Object[] metrics) {
         numTasks++;
         if (!ok) numFailedTasks++;
-        if (m != null) {
-            shuffleRead += m.shuffleReadMetrics().totalBytesRead();
-            shuffleWrite += m.shuffleWriteMetrics().bytesWritten();
-            runTime += m.executorRunTime();
-        }
+        shuffleRead += TaskRows.longAt(metrics, TaskRows.SHUFFLE_READ);
+        shuffleWrite += TaskRows.longAt(metrics, TaskRows.SHUFFLE_WRITE);
+        runTime += TaskRows.longAt(metrics, TaskRows.RUN_TIME);
     }
 
     /**

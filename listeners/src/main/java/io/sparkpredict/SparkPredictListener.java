@@ -42,7 +42,7 @@ import org.slf4j.LoggerFactory;
  * that event, as if Spark had dropped it, and recording goes on ({@link #lost}); a failure where
  * carrying on is unsafe or pointless (the JVM's own errors, the application's start or end, the
  * writer, more than {@link #MAX_LOST_EVENTS} lost events) turns the listener off for the
- * application ({@link #fail}). Callbacks only build rows; {@link Flusher} writes them on a
+ * application ({@link #fail}; in a callback, after a last batch: {@link #stopWithLastBatch}). Callbacks only build rows; {@link Flusher} writes them on a
  * thread of its own, so a slow or hung store never stalls Spark's listener bus. A store that cannot be written keeps
  * the rows and retries them with the next flush, holding at most 4 x flushEveryTasks task rows
  * and about 2 x flushEveryTasks stage rows.
@@ -190,8 +190,8 @@ public class SparkPredictListener extends SparkListener {
     /** Spark posted the application's start: its SparkContext came up, there is a run to record. */
     private volatile boolean started;
     private boolean finished;
-    /** More than {@link #MAX_LOST_EVENTS} were lost: the listener handed over a last batch and stopped. */
-    private volatile boolean stoppedAfterLosses;
+    /** The listener handed over a last batch and stopped ({@link #stopWithLastBatch}). */
+    private volatile boolean stoppedWithLastBatch;
     private long droppedTaskRows;
     private Thread shutdownHook;
 
@@ -283,9 +283,16 @@ public class SparkPredictListener extends SparkListener {
                 work.run();
             }
         } catch (Throwable t) {
-            // the JVM's own errors (out of memory, a stack overflow): nothing it does now is safe
-            if (essential || t instanceof VirtualMachineError) fail(where, t);
-            else lost(where, t);
+            if (essential) {
+                fail(where, t);
+            } else if (t instanceof VirtualMachineError) {
+                // the JVM's own errors (out of memory, a stack overflow): nothing it records now
+                // is safe to count; the run ends there, saying why, not left `running`
+                stopWithLastBatch("sparkpredict listener failed in " + where
+                    + " and stopped recording this application: " + t, t);
+            } else {
+                lost(where, t);
+            }
         } finally {
             BUSY_NS.addAndGet(System.nanoTime() - t0);
         }
@@ -405,19 +412,21 @@ public class SparkPredictListener extends SparkListener {
     public void onJobEnd(SparkListenerJobEnd e) {
         locked("onJobEnd", () -> {
             droppedEvents();  // found on Spark's listener thread, while its SparkEnv is this application's
-            run.jobEnded(e);
-            stages.jobEnded(e.jobId());
+            int jobId = e.jobId();
+            org.apache.spark.scheduler.JobResult result = e.jobResult();  // all read before anything is counted
+            run.jobEnded(jobId, result);
+            stages.jobEnded(jobId);
             snapshot(false);
         });
     }
 
     @Override
     public void onApplicationEnd(SparkListenerApplicationEnd e) {
-        // stopped after too many lost events: only its last batch to wait for
-        if (disabled && !stoppedAfterLosses) return;
+        // stopped with a last batch (too many lost events, the JVM's own error): only it to wait for
+        if (disabled && !stoppedWithLastBatch) return;
         long t0 = System.nanoTime();
         try {
-            if (!stoppedAfterLosses) synchronized (this) {
+            if (!stoppedWithLastBatch) synchronized (this) {
                 if (finished) return;  // the shutdown hook recorded the run as killed
                 if (queue == null) queue = queueOf(Thread.currentThread());
                 String status = run.applicationEnded(e, TermSignal.received(), raised(), droppedEvents(), queue);
@@ -467,10 +476,10 @@ public class SparkPredictListener extends SparkListener {
         long duration = info.finishTime() > 0 ? info.finishTime() - info.launchTime() : 0L;
         boolean ok = info.successful();
         int partition = info.partitionId() >= 0 ? info.partitionId() : info.index();
-        long bytesRead = m != null ? m.inputMetrics().bytesRead() : 0L;
+        long bytesRead = TaskRows.longAt(metrics, TaskRows.INPUT_BYTES);
         boolean mapTask = "ShuffleMapTask".equals(e.taskType());
         Object[] row = settings.recordTasks && flusher != null ? TaskRows.row(e, metrics, duration) : null;
-        run.taskEnded(ok, m);
+        run.taskEnded(ok, metrics);
         if (agg != null) {
             agg.add(metrics, duration, ok);
             // a map stage, told by its tasks as the event-log ingest tells it (a replayed
@@ -635,7 +644,7 @@ public class SparkPredictListener extends SparkListener {
      * snapshot that threw after taking the executor rows or host samples it hands over, a
      * ScanInput update half done, which turns the scan rule off) the run's note covers: it
      * says the events were recorded in part or not at all. More than {@link #MAX_LOST_EVENTS}:
-     * the listener stops ({@link #stopAfterLosses}).
+     * the listener stops ({@link #stopWithLastBatch}).
      */
     private void lost(String where, Throwable t) {
         if (t instanceof InterruptedException) Thread.currentThread().interrupt();
@@ -644,7 +653,9 @@ public class SparkPredictListener extends SparkListener {
             n = run.eventLost(where, t);
         }
         if (n > MAX_LOST_EVENTS) {
-            stopAfterLosses(where, t, n);
+            stopWithLastBatch("sparkpredict listener stopped recording this application after failing on " + n
+                + " events, more than the " + MAX_LOST_EVENTS + " it goes on after (the last in " + where + ": "
+                + t + ")", t);
             return;
         }
         String msg = "sparkpredict listener failed in " + where + " and lost that event (" + n
@@ -655,14 +666,13 @@ public class SparkPredictListener extends SparkListener {
     }
 
     /**
-     * More than {@link #MAX_LOST_EVENTS} lost: hand over a last batch (the rows recorded so
-     * far and the run, incomplete, saying why) and stop recording; the writer still writes it,
-     * and the application's end or the JVM's exit waits for it. When even that fails, or there
-     * is no run to end, the listener turns off as {@link #fail} does.
+     * More than {@link #MAX_LOST_EVENTS} lost, or the JVM's own error in a callback: hand over a
+     * last batch (the rows recorded so far and the run, incomplete, saying {@code msg}) and stop
+     * recording; the writer still writes it, and the application's end or the JVM's exit waits
+     * for it. When even that fails, or there is no run to end, the listener turns off as
+     * {@link #fail} does (the run then keeps its last written row).
      */
-    private void stopAfterLosses(String where, Throwable t, int n) {
-        String msg = "sparkpredict listener stopped recording this application after failing on " + n
-            + " events, more than the " + MAX_LOST_EVENTS + " it goes on after (the last in " + where + ": " + t + ")";
+    private void stopWithLastBatch(String msg, Throwable t) {
         boolean handed = false;
         synchronized (this) {
             if (disabled) return;
@@ -677,7 +687,7 @@ public class SparkPredictListener extends SparkListener {
                 }
             }
             if (handed) {
-                stoppedAfterLosses = true;
+                stoppedWithLastBatch = true;
                 disabled = true;
             }
         }
@@ -778,7 +788,7 @@ public class SparkPredictListener extends SparkListener {
             // Whoever handed over the last batch (this hook, the application end on Spark's
             // listener thread, or the stop after too many lost events), the JVM must not halt
             // before the writer stored it.
-            if (!disabled || stoppedAfterLosses) awaitLastWrite();
+            if (!disabled || stoppedWithLastBatch) awaitLastWrite();
         } catch (Throwable t) {
             fail("shutdown hook", t);
         }

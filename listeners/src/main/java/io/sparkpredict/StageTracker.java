@@ -201,14 +201,18 @@ final class StageTracker {
      * its jobs end, and the run's num_stages the number of its stage rows.
      */
     Object[] completed(StageInfo s) throws IOException {
-        long key = key(s.stageId(), s.attemptNumber());
+        // read once: a getter read again after the attempt is counted completed, and throwing
+        // there, left it counted with no row, and its next completion taken for a repeat
+        int stageId = s.stageId();
+        int attempt = s.attemptNumber();
+        long key = key(stageId, attempt);
         Agg held = stageAggs.get(key);
         if (held == null && completedAttempts.contains(key)) return null;
         Agg agg = held != null ? held : new Agg();
         Row r = new Row(Tables.STAGES);
-        r.set("job_id", stageToJob.get(s.stageId()));
-        r.set("stage_id", s.stageId());
-        r.set("stage_attempt_id", s.attemptNumber());
+        r.set("job_id", stageToJob.get(stageId));
+        r.set("stage_id", stageId);
+        r.set("stage_attempt_id", attempt);
         r.set("name", s.name());
         r.set("num_tasks", s.numTasks());
         List<Object> parents = new ArrayList<>(CollectionConverters.asJava(s.parentIds()));
@@ -275,14 +279,14 @@ final class StageTracker {
         boolean scanned;
         try {
             scanned = scans.stageCompleted(s, infos.isEmpty() ? null : infos.get(0).id(),
-                infos.isEmpty() ? 0 : infos.get(0).numPartitions(), agg.ran, stageExecution.get(s.stageId()),
+                infos.isEmpty() ? 0 : infos.get(0).numPartitions(), agg.ran, stageExecution.get(stageId),
                 anyPersisted);
         } catch (RuntimeException ex) {  // the scan rule off, never the recording
             scans.turnOff(ex);
             scanned = false;
         }
         Integer mapRdd = agg.mapStage && !infos.isEmpty() ? infos.get(0).id() : null;
-        if (!readsCache && !scanned) taskInput += countOnce(s.stageId(), mapRdd, agg) + cacheHits;
+        if (!readsCache && !scanned) taskInput += countOnce(stageId, mapRdd, agg) + cacheHits;
         if (!failed) materialisedRdds.addAll(persisted);
         return r.values;
     }

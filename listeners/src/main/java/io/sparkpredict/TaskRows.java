@@ -8,6 +8,23 @@ import org.apache.spark.scheduler.TaskInfo;
 final class TaskRows {
     private TaskRows() {}
 
+    /** Where {@link #metricValues} puts the metrics the run's totals and input read again. */
+    static final int RUN_TIME = metricAt("executor_run_time_ms"), INPUT_BYTES = metricAt("input_bytes"),
+        SHUFFLE_READ = metricAt("shuffle_read_bytes"), SHUFFLE_WRITE = metricAt("shuffle_write_bytes");
+
+    private static int metricAt(String name) {
+        for (int i = 0; i < Tables.N_METRICS; i++) {
+            if (Tables.METRICS[i][0].equals(name)) return i;
+        }
+        throw new IllegalArgumentException("no task metric " + name);
+    }
+
+    /** The long metric at {@code i} of {@link #metricValues}; 0 without metrics. */
+    static long longAt(Object[] values, int i) {
+        Object v = values[i];
+        return v instanceof Long ? (Long) v : 0L;
+    }
+
     /** Metric values in schema order (Long or Double, ns converted to ms); nulls without metrics. */
     static Object[] metricValues(TaskMetrics m) {
         Object[] v = new Object[Tables.N_METRICS];
