@@ -77,10 +77,17 @@ def test_a_single_runs_replay_has_no_finite_upper_bound(logs_store):
 def test_two_or_more_runs_keep_their_leave_one_out_interval(logs_store):
     m = _replay(logs_store, ["gen"])
     assert m.n_runs_ == 4 and len(m._abs_rel) == 4
-    iv = m.predict_interval({"executors": np.array([1.0])}, 0.9)
+    # the four ran on local[2] with no count set: 2 one-core executors, as the runs table reads
+    # them (the replay had read 1, the driver-executor, so it widened the count they ran on)
+    iv = m.predict_interval({"executors": np.array([2.0, 1.0])}, 0.9)
     q = float(np.quantile(m._abs_rel, 0.9))  # at a recorded count and size: no widening
     p = iv["predicted_runtime_s"][0]
     assert iv["upper_s"][0] == pytest.approx(p * (1 + q)) and iv["lower_s"][0] == pytest.approx(p * (1 - min(q, 0.95)))
+    # one doubling below it: widened by one step
+    from sparkpredict.models.replay import WIDEN_PER_EXECUTOR_DOUBLING
+
+    p1 = iv["predicted_runtime_s"][1]
+    assert iv["upper_s"][1] == pytest.approx(p1 * (1 + q + WIDEN_PER_EXECUTOR_DOUBLING))
 
 
 def test_in_a_model_of_several_jobs_only_the_single_run_job_is_unbounded(logs_store):

@@ -83,7 +83,7 @@ def test_one_local_2_run_reads_as_2_one_core_executors_on_every_path(tmp_path, c
     for r in rows:
         assert local_run_executors(r["master"], r["executors_requested"], r["task_slots"],
                                    r["properties_json"]) == (2.0, 1.0)
-        # their callers that pass no properties yet: 1 requested is the listener's default
+        # a row without properties: 1 requested is the listener's default
         assert local_run_executors(r["master"], r["executors_requested"], r["task_slots"]) == (2.0, 1.0)
     # store summary lists the same executors as the runs table
     from sparkpredict.cli import main
@@ -211,3 +211,83 @@ def test_committed_history_and_event_logs_read_as_the_convention(tmp_path):
     assert list(raw["master"]) == ["local[2]"] and list(raw["executors_requested"]) == [1]
     t = runs_table(raw)
     assert (t["executors"].iloc[0], t["executor_cores"].iloc[0]) == (2.0, 1.0)
+
+
+def _local_run(run_id: str, threads: int, t0: int, props: dict | None = None):
+    """(run, stages, tasks) of a word count on local[threads] as the listener records it: one
+    driver-executor of ``threads`` cores, 1 requested (no spark.executor.instances)."""
+    from synthetic_runs import MB, make_run, wordcount_stages
+
+    run, stages, tasks = make_run(run_id, "wc", wordcount_stages(256 * MB, threads, 1), threads, 1,
+                                  256 * MB, t0=t0)
+    master = f"local[{threads}]"
+    run.update(master=master, executors_requested=1, executors_max=1, executors_mean=1.0,
+               executor_cores=threads, task_slots=threads,
+               properties_json=json.dumps({**(props or {}), "spark.master": master}))
+    for t in tasks:
+        t["executor_id"] = "driver"
+    return run, stages, tasks
+
+
+def test_the_replay_counts_local_runs_as_the_runs_table_does():
+    """local[1] and local[2] runs without spark.executor.instances are 1 and 2 one-core executors
+    in the runs table. The replay had read both as 1 (requested, else the driver-executor held),
+    so at 1 executor it replayed the faster local[2] run on one thread (the lower middle of two
+    tied repeats), fitted no driver-time line (one count), and its leave-one-out asked each run
+    at 1 executor of its recorded 2 cores."""
+    from synthetic_runs import T0, tables
+
+    from sparkpredict.models.replay import ReplayRuntimeModel
+
+    tb = tables([_local_run("l1", 1, T0), _local_run("l2", 2, T0 + 10**7)])
+    table = runs_table(tb["runs"]).set_index("run_id")
+    model = ReplayRuntimeModel(tables=tb).fit(tb["runs"])
+    assert dict(model._executors(model.runs_)) == dict(table["executors"]) == {"l1": 1.0, "l2": 2.0}
+    assert model.training_range_["executors"] == (1.0, 2.0)
+    for e, ref in ((1, "l1"), (2, "l2")):
+        assert model._reference("wc", 256 * 2**20, e) == ref
+    # at a recorded run's own count and size the replay gives that run back
+    q = pd.DataFrame({"job": ["wc", "wc"], "input_bytes": [256 * 2**20] * 2, "executors": [1, 2]})
+    walls = tb["runs"].set_index("run_id")["wall_ms"] / 1000
+    assert model.predict(q) == pytest.approx([walls["l1"], walls["l2"]], rel=0.02)
+
+
+def test_a_local_run_with_its_cores_set_reads_alike_in_every_model():
+    """local[4] with spark.executor.cores=2 and no count is 2 executors of 2 cores in the runs
+    table; the replay timeline and the stage features had read it from the recorded count alone
+    (1 requested says nothing), as 4 of 1."""
+    from synthetic_runs import T0, tables
+
+    from sparkpredict.features.stages import config_features
+    from sparkpredict.models.timeline import Timeline
+
+    tb = tables([_local_run("l4", 4, T0, {"spark.executor.cores": "2"})])
+    table = runs_table(tb["runs"])
+    assert (table["executors"][0], table["executor_cores"][0]) == (2.0, 2.0)
+    run = tb["runs"].iloc[0]
+    f = config_features(run)
+    assert (f["executors"], f["executor_cores"]) == (2.0, 2.0)
+    tl = Timeline.from_tables(tb["runs"], tb["stages"], tb["tasks"], "l4")
+    assert (tl.executors, tl.cores) == (2, 2)
+
+
+def test_recorded_local_1_and_2_runs_are_replayed_at_their_own_counts(spark_app, tmp_path):
+    """Real runs on local[1] and local[2], no executor count set (a session started by hand):
+    the listener stores both as 1 executor (requested 1, one driver-executor held). The runs
+    table reads 1 and 2; the replay picks its reference run and its span in the same counts."""
+    from sparkpredict.models.replay import ReplayRuntimeModel
+
+    store = tmp_path / "store"
+    for master in ("local[1]", "local[2]"):
+        with spark_app(store, job="loc", master=master) as spark:
+            spark.range(0, 2_000_000, numPartitions=4).selectExpr("sum(hash(id)) as s").collect()
+    raw = store_io.open(store).runs()
+    assert sorted(raw["executors_requested"]) == [1, 1] and sorted(raw["executors_max"]) == [1, 1]
+    table = runs_table(store)
+    by_master = dict(zip(raw["master"], raw["run_id"]))
+    assert dict(zip(table["run_id"], table["executors"])) == {by_master["local[1]"]: 1.0, by_master["local[2]"]: 2.0}
+    model = ReplayRuntimeModel(store=str(store)).fit(table)
+    assert model.training_range_["executors"] == (1.0, 2.0)
+    size = float(table["input_bytes"].iloc[0])
+    for e, master in ((1, "local[1]"), (2, "local[2]")):
+        assert model._reference("loc", size, e) == by_master[master]

@@ -49,7 +49,8 @@ def test_the_runs_table_counts_a_standalone_run_at_the_executors_it_held():
 def test_the_replay_and_the_stage_features_count_them_alike():
     runs = _runs()
     replay = ReplayRuntimeModel._executors(runs)
-    assert list(replay[:5]) == [3.0, 4.0, 2.0, 1.25, 4.0]
+    # ... and local[2] at its threads: the replay reads every run as the runs table does
+    assert list(replay) == list(executors_and_cores(runs)[0]) == [3.0, 4.0, 2.0, 1.25, 4.0, 2.0]
     # the stage model reads the executors held: on the standalone manager all three agree
     for i in (0, 1):
         assert config_features(runs.iloc[i])["executors"] == replay[i] == executors_and_cores(runs)[0][i]

@@ -145,7 +145,11 @@ def executors_and_cores(raw: pd.DataFrame, *, dynamic_mean: bool = True) -> tupl
     ``dynamic_mean`` (default): a run under dynamic allocation counts the executors it held on
     average; False keeps the count asked for (for comparing setups rather than fitting time).
     A run on Spark's standalone manager (``spark://``, ``local-cluster[N,C,M]``) counts the
-    executors it held, ``executors_max`` (:func:`standalone_masters`)."""
+    executors it held, ``executors_max`` (:func:`standalone_masters`).
+
+    The one reading of a run's executors: the whole-job models, the advice, ``store summary``
+    and the replay and stage models (their reference run, driver-time line and interval
+    distance, ``ReplayRuntimeModel._executors``) all take it from here."""
     import numpy as np
     import pandas as pd
 
@@ -193,7 +197,7 @@ def local_thread_executors(local, task_slots, instances, executor_cores):
     count there (3 on ``local[1]``) changes nothing. ``instances``, ``executor_cores``: the
     run's settings, NaN where unset. Arrays in, arrays out; the runs table reads local runs this
     way, and the stage-level features and the replay timelines through
-    :func:`local_run_executors`.
+    :func:`local_run_executors`, given the run's properties as the runs table reads them.
     """
     import numpy as np
 

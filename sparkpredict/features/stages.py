@@ -133,8 +133,10 @@ def config_features(run: pd.Series | dict) -> dict[str, float]:
     tcpus = run_task_cpus(run, execs, cores)
     slots = _num(run.get("task_slots"), query_slots(execs, cores, tcpus))
     # local[N] records one executor of N threads; a sweep's "E executors" there were E threads,
-    # and queries ask for E executors of the recorded cores (as the runs table reads it)
-    local = local_run_executors(run.get("master"), _num(run.get("executors_requested"), execs), slots)
+    # and queries ask for E executors of the recorded cores (as the runs table reads it, from the
+    # run's own settings: without them local[4] with spark.executor.cores=2 read as 4 x 1)
+    local = local_run_executors(run.get("master"), _num(run.get("executors_requested"), execs), slots,
+                                run.get("properties_json"))
     if local is not None:
         execs, cores = local
     mean = _num(run.get("executors_mean"), math.nan)

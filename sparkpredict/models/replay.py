@@ -225,25 +225,16 @@ class ReplayRuntimeModel(RuntimeEstimator):
 
     @staticmethod
     def _executors(runs: pd.DataFrame) -> pd.Series:
-        """Each run's executor count: requested, else the most seen; on Spark's standalone manager
-        the most seen (:func:`~sparkpredict.features.runs.standalone_masters`); a run under dynamic
-        allocation its time-weighted mean, as the runs table reads it (the count the whole-job
-        model and the advice know it by, :func:`~sparkpredict.features.runs.executors_and_cores`),
-        not the initial spark.executor.instances (nor, without one, the most it ever held)."""
-        import pandas as pd
+        """Each run's executor count as the runs table reads it
+        (:func:`~sparkpredict.features.runs.executors_and_cores`, the one reading of it): the count
+        the whole-job models and the advice know the run by, so the reference run, the driver-time
+        line and the interval's distance are measured in the counts a query is asked in. A run on
+        ``local[N]`` without spark.executor.instances is N one-core executors there; read here as
+        requested-else-held it had been 1 (the driver-executor), and a query at 1 executor replayed
+        a ``local[2]`` run on one thread."""
+        from ..features.runs import executors_and_cores
 
-        from ..features.runs import dynamic_allocation, standalone_masters
-
-        e = runs["executors_requested"].astype(float) if "executors_requested" in runs else None
-        m = runs["executors_max"].astype(float)
-        out = m if e is None else e.fillna(m)
-        if "master" in runs:  # the standalone manager starts what its workers' cores allow: as held
-            out = out.where(~(standalone_masters(runs["master"]) & (m > 0)), m)
-        if "properties_json" in runs and "executors_mean" in runs:
-            mean = pd.to_numeric(runs["executors_mean"], errors="coerce").astype(float)
-            dyn = dynamic_allocation(runs["properties_json"], runs.get("master")) & (mean > 0)
-            out = out.where(~dyn, mean)
-        return out
+        return executors_and_cores(runs)[0]
 
     def _timeline(self, run_id: str) -> Timeline:
         if run_id not in self._timelines:
@@ -383,6 +374,8 @@ class ReplayRuntimeModel(RuntimeEstimator):
         (as the whole-job model keeps its out-of-fold ones): in sample, a run of several of one
         size and count is predicted by the replay of one of them, itself or another, so its ratio
         said nothing either way, and the report and ``explain --job`` read it differently."""
+        from ..features.runs import executors_and_cores
+
         errs = []
         ratios: list[tuple[str, float]] = []
         runs = self.runs_
@@ -390,7 +383,9 @@ class ReplayRuntimeModel(RuntimeEstimator):
         if len(runs) == 1:
             e = np.array([abs(v) for v in self.self_errors_.values()])
             return float(e.mean()), e
-        ex = self._executors(runs)
+        # each run at its own executors and cores, read as a query would ask for it: a local[2]
+        # run is 2 executors of 1 core, not of the 2 cores its one driver-executor recorded
+        ex, cores = executors_and_cores(runs)
         for run_id in list(runs.index)[-40:]:  # the latest: what explain --job and the report rank
             r = runs.loc[run_id]
             others = runs.drop(index=run_id)
@@ -400,7 +395,7 @@ class ReplayRuntimeModel(RuntimeEstimator):
             try:
                 # on whole executors, as a query is asked (checked_query): a mean of 1.8 is 2, not 1
                 pred = self._predict_one(r.get("job"), float(r["input_bytes"]), float(max(round(ex[run_id]), 1)),
-                                         float(r["executor_cores"]), exclude=run_id)
+                                         float(cores[run_id]), exclude=run_id)
             except Exception as exc:  # an error estimate must never break a fit  # noqa: BLE001
                 log.debug("leave-one-out for %s skipped: %s", run_id, exc)
                 continue

@@ -242,9 +242,10 @@ def _build(run, st: pd.DataFrame, tk: pd.DataFrame, executors_df) -> Timeline:
         cores = max(1, slots // max(execs, 1)) * task_cpus if slots else \
             max(1, _max_concurrency(tk) // max(execs, 1)) * task_cpus
     # one driver-executor of N threads: a sweep's E executors there were E threads, and a replay
-    # at E' executors means E' of them (as the runs table and the stage model read it)
+    # at E' executors means E' of them (as the runs table and the stage model read it, from the
+    # run's own settings where it has them)
     local = local_run_executors(run.get("master"), _ms(run.get("executors_requested"), execs),
-                                _ms(run.get("task_slots"), execs * cores))
+                                _ms(run.get("task_slots"), execs * cores), run.get("properties_json"))
     if local is not None:
         # read from task_slots: its "cores" are already slots
         execs, cores, task_cpus = int(local[0]), int(local[1]), 1
