@@ -274,3 +274,53 @@ def test_submit_auto_sets_the_bounds_and_gives_a_local_cluster_the_workers_they_
     cmd = build_command(["--master", "local-cluster[1,1,1024]", "job.py"], store=str(tmp_path / "s"),
                         extra_conf={"spark.dynamicAllocation.maxExecutors": "3"})
     assert cmd[cmd.index("--master") + 1] == "local-cluster[1,1,1024]"
+
+
+def test_submit_auto_keeps_dynamic_allocations_first_count_within_the_advised_bounds(tmp_path, capsys,
+                                                                                    monkeypatch):
+    """Spark starts dynamic allocation at the largest of minExecutors, initialExecutors and
+    spark.executor.instances (Utils.getDynamicAllocationInitialExecutors); YARN and Kubernetes
+    refuse one above maxExecutors ("initial executor number 50 must between min executor number
+    6 and max executor number 7"). Submit had passed --num-executors 50 beside the advised
+    maxExecutors without a word."""
+    import shlex
+
+    from sparkpredict.cli import main
+
+    path = make_store(tmp_path / "store", history())
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "conf"))
+    (tmp_path / "conf").mkdir()
+
+    def dry_run(*spark_args: str) -> tuple[int, list[str], str]:
+        rc = main(["submit", "--store", path, "--job", "etl", "--executors", "auto", "--input-size", "30GB",
+                   "--deadline", "10m", "--dry-run", "--", "--master", "yarn",
+                   "--conf", "spark.dynamicAllocation.enabled=true", *spark_args, "job.py"])
+        out = capsys.readouterr()
+        return rc, shlex.split(out.out.strip()), out.err
+
+    rc, cmd, _ = dry_run()
+    lo, hi = (int(_confs(cmd)[f"spark.dynamicAllocation.{k}Executors"]) for k in ("min", "max"))
+    # the user's own count above the bound outranks submit's --conf: refused, naming it
+    for given, option in ((["--num-executors", str(hi + 1)], "--num-executors"),
+                          (["--conf", f"spark.dynamicAllocation.initialExecutors={hi + 5}"],
+                           "--conf spark.dynamicAllocation.initialExecutors"),
+                          (["--conf", f"spark.executor.instances={hi + 1}"], "--conf spark.executor.instances")):
+        rc, cmd, err = dry_run(*given)
+        assert rc == 2 and not cmd, err
+        assert f"{' '.join(given)} starts dynamic allocation at " in err
+        assert f"above the advised spark.dynamicAllocation.maxExecutors={hi}" in err
+        assert f"drop {option} (dynamic allocation then starts at minExecutors={lo}) or give at most {hi}" in err
+    # within the bounds (or below, which Spark ignores): left as given, nothing added
+    for n in (hi, 1):
+        rc, cmd, err = dry_run("--num-executors", str(n))
+        assert rc == 0 and "dynamic allocation at" not in err
+        assert cmd[cmd.index("--num-executors") + 1] == str(n) and "spark.executor.instances" not in _confs(cmd)
+    # a cluster's spark-defaults.conf: submit's --conf outranks it, so the run gets the bound
+    defaults = tmp_path / "conf" / "spark-defaults.conf"
+    defaults.write_text(f"spark.executor.instances {hi + 30}\nspark.dynamicAllocation.initialExecutors {hi}\n")
+    rc, cmd, err = dry_run()
+    assert rc == 0 and _confs(cmd)["spark.executor.instances"] == str(hi)
+    assert "spark.dynamicAllocation.initialExecutors" not in _confs(cmd)  # at the bound: left alone
+    assert (f"spark.executor.instances={hi + 30} in {defaults} starts dynamic allocation at {hi + 30} executors, "
+            f"above the advised spark.dynamicAllocation.maxExecutors={hi}, which YARN and Kubernetes refuse: "
+            f"this run sets spark.executor.instances={hi}") in err

@@ -332,6 +332,35 @@ def local_master_for(spark_submit_args: list[str], executors: int) -> MasterChan
 KEY_DYNAMIC_MAX = "spark.dynamicAllocation.maxExecutors"
 
 
+#: The counts beside minExecutors that dynamic allocation starts from: Spark starts it at the
+#: largest of the three (``Utils.getDynamicAllocationInitialExecutors``).
+DYNAMIC_START_KEYS = ("spark.dynamicAllocation.initialExecutors", "spark.executor.instances")
+
+
+def dynamic_allocation_starts(spark_submit_args: list[str]) -> list[tuple[str, int, str, bool]]:
+    """``(key, count, where, own)`` of each of :data:`DYNAMIC_START_KEYS` the run will have: from
+    the user's own arguments (``own``; ``where`` as written, ``--num-executors 50``), else from the
+    properties files (``where``: ``key=value in FILE``). An empty or unreadable value is left out
+    (empty is unset; Spark refuses a count that is no number by itself)."""
+    opts, _ = _split(list(spark_submit_args))
+    given = given_settings(spark_submit_args)
+    out = []
+    for key in DYNAMIC_START_KEYS:
+        if key in given:  # the user's own, even empty, outranks the files
+            value, where, own = given[key][0], given[key][1], True
+        else:
+            found = _file_setting(opts, key)
+            if found is None:
+                continue
+            value, where, own = found[0], f"{key}={found[0].strip()} in {found[1]}", False
+        try:
+            n = int(value.strip())
+        except ValueError:
+            continue
+        out.append((key, n, where, own))
+    return out
+
+
 def dynamic_allocation_master(spark_submit_args: list[str], max_executors: int) -> MasterChange | None:
     """The ``local-cluster`` master on which dynamic allocation can reach ``max_executors``,
     where the run's master is a local-cluster of another worker count and dynamic allocation is

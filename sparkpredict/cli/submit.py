@@ -163,8 +163,40 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     if dynamic_allocation_enabled(spark_args) and not runs_local(spark_args):
         lo, hi = advice.dynamic_allocation
         return None, {"spark.dynamicAllocation.minExecutors": str(int(lo)),
-                      "spark.dynamicAllocation.maxExecutors": str(int(hi))}
+                      "spark.dynamicAllocation.maxExecutors": str(int(hi)),
+                      **dynamic_start_within(spark_args, int(lo), int(hi))}
     return int(advice.executors), {}
+
+
+def dynamic_start_within(spark_args: list[str], lo: int, hi: int) -> dict[str, str]:
+    """Settings that keep dynamic allocation's first count within the advised bounds.
+
+    Spark starts dynamic allocation at the largest of minExecutors, initialExecutors and
+    spark.executor.instances; above maxExecutors, YARN and Kubernetes refuse to start the
+    application ("initial executor number 50 must between min executor number 6 and max executor
+    number 7") and the standalone manager asks for them all. A count of the user's own arguments
+    outranks submit's --conf, so it is refused, naming it; a properties file's (a cluster's
+    spark-defaults.conf) is set to the bound for this run, and said so. One below minExecutors
+    Spark ignores itself."""
+    from ..capture.submit_args import dynamic_allocation_starts
+    from ..errors import InputError
+
+    out = {}
+    for key, n, where, own in dynamic_allocation_starts(spark_args):
+        if n <= hi:
+            continue
+        above = (f"{where} starts dynamic allocation at {n} executors, above the advised "
+                 f"spark.dynamicAllocation.maxExecutors={hi}")
+        if own:
+            option = "--num-executors" if where.startswith("--num-executors") else f"--conf {key}"
+            raise InputError(f"{above}: YARN and Kubernetes refuse to start such an application, and "
+                             f"the standalone manager asks for all {n}",
+                             f"drop {option} (dynamic allocation then starts at minExecutors={lo}) or give "
+                             f"at most {hi}; or drop --executors auto to run with your own settings")
+        out[key] = str(hi)
+        print(f"sparkpredict: {above}, which YARN and Kubernetes refuse: this run sets {key}={hi}",
+              file=sys.stderr, flush=True)
+    return out
 
 
 def check_advice_options(args: argparse.Namespace) -> None:
