@@ -256,6 +256,59 @@ def check_store(store: str) -> None:
                          else "choose a writable folder, or fix its permissions")
 
 
+def jvm_path_encoding(env: Any = None) -> str | None:
+    """The charset a JVM started with the environment ``env`` (default this process's) names
+    files in: its ``sun.jnu.encoding``, which follows the locale (LC_ALL, else LC_CTYPE, else
+    LANG); None where the locale names no charset that can be told from its name."""
+    import codecs
+    import sys
+
+    if sys.platform == "darwin":  # the JDK names files in UTF-8 there whatever the locale
+        return "utf-8"
+    e = os.environ if env is None else env
+    name = next((e[k] for k in ("LC_ALL", "LC_CTYPE", "LANG") if e.get(k)), "")
+    if name in ("", "C", "POSIX"):
+        return "ascii"
+    if "." not in name:
+        return None
+    try:
+        return codecs.lookup(name.split(".", 1)[1].split("@", 1)[0]).name
+    except LookupError:
+        return None
+
+
+def check_store_nameable(store: str, jvm_encoding: str | None) -> None:
+    """Refuse a local store whose path the JVM, naming files in ``jvm_encoding``, would write
+    as another folder than this Python reads.
+
+    Under LC_ALL=C (a cron job's or a container's locale) the JVM names files in ASCII while
+    Python (in its UTF-8 mode) names them in UTF-8: the listener recorded the runs of a store
+    ``/data/ünï`` into a folder ``/data/?n?``, and every reader found no store.
+
+    Raises
+    ------
+    StoreError
+        The path holds characters that the JVM's charset would write otherwise.
+    """
+    import sys
+
+    if "://" in store or jvm_encoding is None:
+        return
+    fs = sys.getfilesystemencoding()
+    try:
+        same = store.encode(jvm_encoding) == os.fsencode(store)
+    except UnicodeError:
+        same = False
+    except LookupError:  # a charset Python does not know: nothing to tell
+        return
+    if not same:
+        raise StoreError(
+            f"the store path {store!r} holds characters that the Spark JVM, naming files in "
+            f"{jvm_encoding} under this locale, would write as another folder than Python "
+            f"({fs}) reads",
+            "run under a UTF-8 locale (export LC_ALL=C.UTF-8), or give a store path of ASCII letters")
+
+
 #: The listener's tuning settings: (what each takes, its default), as ListenerSettings reads them.
 _KNOBS = {
     "tasks": ("true or false", "true"),
@@ -552,6 +605,7 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
                  or theirs.get(KEY_STORE, "").strip() or embedded_store())
     # the driver is this process: a store it cannot write is said now, not in the driver's log
     check_store(resolve_store(store))
+    check_store_nameable(resolve_store(store), _started_jvm_encoding() or jvm_path_encoding())
     if input_bytes is not None:
         _input_bytes(input_bytes)  # the arguments first, as listener_conf checks them, then the builder
     # attach(None) was an AttributeError at the end; the class SparkSession.Builder has a config
@@ -619,6 +673,19 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
     _record_at_exit()
     _record_raised_at_stop(SparkContext)
     return builder
+
+
+def _started_jvm_encoding() -> str | None:
+    """The running Spark JVM's file-name charset (it names the store's files), if one runs."""
+    from pyspark import SparkContext
+
+    jvm = getattr(SparkContext, "_jvm", None)
+    if jvm is None:
+        return None
+    try:
+        return str(jvm.java.lang.System.getProperty("sun.jnu.encoding"))
+    except Exception:  # noqa: BLE001 - a gateway gone: the environment's locale then
+        return None
 
 
 def _submitted_settings(options: dict[str, str]) -> dict[str, str]:

@@ -1,0 +1,130 @@
+"""Awkward job names and store paths, end to end: names with spaces, slashes, quotes, markup,
+``..``, Cyrillic and 300 characters; stores under folders with spaces and non-ASCII letters,
+relative, as file: URIs. Every name the product takes round-trips exactly; a path it cannot
+take is refused up front, before anything is written."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparkpredict import registry as R
+from sparkpredict import store as store_mod
+from sparkpredict.cli import main
+from sparkpredict.errors import StoreError
+
+sys.path.insert(0, str(Path(__file__).parent))
+from synthetic_runs import wordcount_history
+
+GB = 2**30
+REPO = Path(__file__).resolve().parents[1]
+NAMES = ["nightly etl (EU)", "ночной-etl", "sales/daily", "sales_daily", 'a"b', "<script>alert(1)</script>",
+         "..", "x" * 300]
+
+
+def _history(store: Path, names: list[str]) -> None:
+    st = store_mod.open(store, create=True)
+    tb = wordcount_history([1 * GB, 2 * GB, 4 * GB], [1, 2, 4])
+    for i, name in enumerate(names):
+        runs, stages, tasks = (tb[t].copy() for t in ("runs", "stages", "tasks"))
+        for df in (runs, stages, tasks):
+            df["run_id"] = df["run_id"] + f"-{i}"
+        runs["app_id"] = runs["app_id"] + f"-{i}"
+        runs["job"] = name
+        st.append({"runs": runs, "stages": stages, "tasks": tasks})
+
+
+def test_awkward_names_round_trip_through_advice_retrain_and_report(tmp_path, capsys):
+    import sparkpredict
+
+    store = tmp_path / "my stores" / "ünï"
+    _history(store, NAMES)
+    assert sorted(store_mod.open(store).runs()["job"].unique()) == sorted(NAMES)
+    assert main(["retrain", "--store", str(store), "--no-compact"]) == 0
+    reg = R.read_registry(store)
+    assert sorted(reg["job"].unique()) == sorted(NAMES)
+    models = (store / "_models").resolve()
+    arts = [(models / a).resolve() for a in reg["artifact"]]
+    for a in arts:  # no name escapes the registry, nor makes a file name past 255 bytes
+        assert a.is_file() and models in a.parents, a
+        assert all(len(part.encode()) <= 255 for part in a.relative_to(models).parts), a
+    # "sales/daily" and "sales_daily" slug alike: their files must still differ
+    assert len({a.parent for a in arts}) == len(NAMES)
+    for name in NAMES:
+        advice = sparkpredict.suggest_executors(name, "3GB", store=store)
+        assert advice.job == name and "registry" in (advice.model_source or ""), name
+    out = tmp_path / "report ü.html"
+    assert main(["report", "--store", str(store), "--out", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    capsys.readouterr()
+
+
+def test_a_non_ascii_store_under_the_c_locale_is_refused_before_spark(tmp_path, env_of_spark_defaults):
+    """Under LC_ALL=C the JVM names files in ASCII, Python in UTF-8: the listener recorded the
+    runs of a store ".../ünï" into a folder ".../?n?", and every reader found no store."""
+    from sparkpredict.capture.listener import jvm_path_encoding
+
+    assert jvm_path_encoding({"LC_ALL": "C", "LANG": "C.UTF-8"}) in ("ascii", "utf-8")  # utf-8: macOS
+    assert jvm_path_encoding({"LC_ALL": "", "LANG": "en_US.UTF-8"}) == "utf-8"
+    store = tmp_path / "my stores" / "ünï"
+    env = {**env_of_spark_defaults, "LC_ALL": "C", "PYTHONPATH": str(REPO)}
+    script = tmp_path / "job.py"
+    script.write_text("print('ran')\n")
+    submit = subprocess.run([sys.executable, "-m", "sparkpredict", "submit", "--store", str(store), "--job",
+                             "ночной-etl", "--", "--master", "local[1]", str(script)],
+                            env=env, capture_output=True, text=True, timeout=120, check=False)
+    code = ("import sparkpredict, sys\n"
+            "from pyspark.sql import SparkSession\n"
+            "from sparkpredict.errors import StoreError\n"
+            "try:\n"
+            f"    sparkpredict.attach(SparkSession.builder, job='x', store={str(store)!r})\n"
+            "except StoreError as e:\n"
+            "    print(e.message); sys.exit(2)\n")
+    attach = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                            timeout=120, check=False)
+    if sys.platform == "darwin":
+        return
+    assert submit.returncode == 2 and "ran" not in submit.stdout, submit.stdout + submit.stderr
+    assert "LC_ALL=C.UTF-8" in submit.stderr and "Traceback" not in submit.stderr
+    assert attach.returncode == 2 and "ascii" in attach.stdout, attach.stdout + attach.stderr
+    assert not (tmp_path / "my stores").exists()
+
+
+def test_attach_records_an_awkward_name_into_an_awkward_relative_folder(spark_app, tmp_path, monkeypatch,
+                                                                       capsys):
+    """A real session: attach() with a name of quotes, markup, Cyrillic and 300 characters,
+    and a relative store under folders with spaces and non-ASCII letters (made absolute where
+    Python reads it); then the name is moved with store edit, and read back exactly."""
+    from pyspark.sql import SparkSession
+
+    import sparkpredict
+
+    with spark_app(tmp_path / "warm-up", job="warm-up"):
+        pass  # a JVM with the listener's jar: attach() may start the next application in it
+    monkeypatch.chdir(tmp_path)
+    job = 'ночной etl (EU) "q" <b>/../' + "x" * 300
+    rel = os.path.join("my stores", "ünï %41")
+    builder = (SparkSession.builder.master("local[2]").appName("my app (with spaces)")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2"))
+    spark = sparkpredict.attach(builder, job=job, store=rel, compact=False).getOrCreate()
+    try:
+        assert spark.sparkContext.parallelize(range(100), 2).map(lambda x: (x % 3, 1)).reduceByKey(
+            lambda a, b: a + b).count() == 3
+    finally:
+        spark.stop()
+    store = tmp_path / "my stores" / "ünï %41"
+    runs = store_mod.open(store).runs()
+    assert list(runs["job"]) == [job] and list(runs["app_name"]) == ["my app (with spaces)"]
+    assert sorted(os.listdir(tmp_path)) == ["my stores", "warm-up"]  # nothing beside it, escaped
+    run_id = runs["run_id"].iloc[0]
+    other = "ночной-etl/2"
+    assert main(["store", "edit", run_id, "--store", rel, "--job", other]) == 0
+    assert list(store_mod.open(store).runs()["job"]) == [other]
+    capsys.readouterr()
+    assert main(["store", "summary", "--store", str(store), "--json"]) == 0
+    assert other in json.dumps(json.loads(capsys.readouterr().out), ensure_ascii=False)
