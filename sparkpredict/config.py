@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from pathlib import Path
 
 from .errors import InputError, StoreError
@@ -183,8 +184,8 @@ def uri_has_credentials(store: str) -> bool:
 def _file_uri_path(uri: str) -> str:
     """The local path of ``file:/p``, ``file:///p`` or ``file://localhost/p``.
 
-    Percent escapes stay as they are: Hadoop's ``Path`` (the listener's) reads ``file:///a%20b``
-    as the folder ``/a%20b``, and Python must read the folder the listener wrote.
+    Percent escapes are refused unless that folder exists: Hadoop's ``Path`` (the listener's)
+    reads ``file:///a%20b`` as the folder ``/a%20b``, where the user meant ``/a b``.
     """
     rest = uri[5:]
     if rest.startswith("//"):
@@ -199,7 +200,18 @@ def _file_uri_path(uri: str) -> str:
         raise StoreError(f"the store {uri!r} is a file: URI without an absolute path",
                          "write file:///absolute/path, or give the plain path")
     # "file:////p": extra slashes would make POSIX's implementation-defined "//p"
-    return "/" + rest.lstrip("/")
+    path = "/" + rest.lstrip("/")
+    from urllib.parse import unquote
+
+    if unquote(path) != path and not os.path.exists(path):
+        # file:///my%20runs (Path.as_uri(), a copied URI) meant the folder "my runs", and
+        # Spark's spark.eventLog.dir reads it so; the listener and this read "my%20runs": the
+        # runs went into a folder of that name beside the one meant. Said, not guessed (a store
+        # made there by an earlier version keeps opening).
+        raise StoreError(f"the store {uri!r} holds percent escapes, which the listener (Hadoop's Path) "
+                         f"keeps as they are: it would be the folder {path!r}, not {unquote(path)!r}",
+                         f"give the plain path (--store {shlex.quote(unquote(path))}; store= from Python)")
+    return path
 
 
 def cache_dir() -> Path:

@@ -15,6 +15,7 @@ import pytest
 from sparkpredict import registry as R
 from sparkpredict import store as store_mod
 from sparkpredict.cli import main
+from sparkpredict.config import resolve_store
 from sparkpredict.errors import StoreError
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -62,6 +63,26 @@ def test_awkward_names_round_trip_through_advice_retrain_and_report(tmp_path, ca
     page = out.read_text(encoding="utf-8")
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     capsys.readouterr()
+
+
+def test_a_percent_escaped_file_uri_is_refused_not_a_folder_beside_the_meant_one(tmp_path, capsys):
+    """file:///my%20runs (Path.as_uri()) meant "my runs"; the listener (Hadoop's Path) and
+    Python made a folder "my%20runs" beside it, and a store given as the plain path was empty."""
+    meant = tmp_path / "my runs" / "ünï"
+    uri = (tmp_path / "my runs").as_uri() + "/ünï"  # file:///.../my%20runs/ünï
+    with pytest.raises(StoreError, match="percent escapes") as info:
+        resolve_store(uri)
+    assert str(meant) in info.value.fix
+    log = REPO / "tests" / "data" / "eventlogs" / "spark4" / "local-1795969295677.zstd"
+    assert main(["ingest", str(log), "--store", uri]) == 2
+    err = capsys.readouterr().err
+    assert "percent escapes" in err and "fix:" in err and "Traceback" not in err
+    assert not (tmp_path / "my%20runs").exists() and not meant.exists()
+    # the plain path, with its space, works; a folder really named with the escape still opens
+    assert main(["ingest", str(log), "--store", str(meant), "--job", "nightly etl (EU)"]) == 0
+    assert list(store_mod.open(meant).runs()["job"]) == ["nightly etl (EU)"]
+    (tmp_path / "a%20b").mkdir()
+    assert resolve_store((tmp_path / "a%20b").as_uri().replace("%2520", "%20")) == str(tmp_path / "a%20b")
 
 
 def test_a_non_ascii_store_under_the_c_locale_is_refused_before_spark(tmp_path, env_of_spark_defaults):
