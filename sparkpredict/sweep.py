@@ -302,7 +302,7 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
     With ``compact`` (default), after each run the store's small batches are merged once 256
     arrived since its last compaction (:func:`~.store.compact.auto_compact`, a local store).
     """
-    from .capture.listener import listener_conf
+    from .capture.listener import check_store_nameable, jvm_path_encoding, listener_conf
     from .config import cache_error, embedded_store, folder_problem, resolve_store
     from .store import io as store_io
     from .store.compact import auto_compact
@@ -312,6 +312,7 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
     # stay out of the runs of the cluster's jobs unless --store names it
     store_path = resolve_store(store if store is not None else embedded_store())
     # Every refusal before the store is opened, which creates it: a refused sweep leaves nothing behind.
+    check_store_nameable(store_path, jvm_path_encoding())
     cache = Path(cache_dir).expanduser().absolute() if cache_dir else W.default_cache()
     problem = folder_problem(cache)
     if problem:

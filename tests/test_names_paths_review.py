@@ -149,3 +149,24 @@ def test_attach_records_an_awkward_name_into_an_awkward_relative_folder(spark_ap
     capsys.readouterr()
     assert main(["store", "summary", "--store", str(store), "--json"]) == 0
     assert other in json.dumps(json.loads(capsys.readouterr().out), ensure_ascii=False)
+
+
+def test_a_non_ascii_store_under_the_c_locale_is_refused_by_sweep_and_the_submit_api(tmp_path, monkeypatch,
+                                                                                    capsys):
+    """The sweep and the Python submit() start a JVM that names the store's files too: refused
+    as the CLI's submit and attach() refuse it, before anything is made or run."""
+    from sparkpredict.capture.submit import submit
+
+    if sys.platform == "darwin":
+        pytest.skip("the JDK names files in UTF-8 on macOS whatever the locale")
+    monkeypatch.setenv("LC_ALL", "C")
+    store = tmp_path / "my stores" / "ünï"
+    script = tmp_path / "job.py"
+    script.write_text("print('ran')\n")
+    with pytest.raises(StoreError, match="LC_ALL=C.UTF-8"):
+        submit(["--master", "local[1]", str(script)], store=str(store), job="x")
+    assert main(["sweep", "--workload", "sort", "--sizes", "1MB", "--executors", "1",
+                 "--store", str(store), "--cache", str(tmp_path / "cache")]) == 2
+    err = capsys.readouterr().err
+    assert "ascii" in err and "LC_ALL=C.UTF-8" in err and "Traceback" not in err
+    assert not (tmp_path / "my stores").exists() and not (tmp_path / "cache").exists()

@@ -23,6 +23,8 @@ from ..errors import InputError, ListenerError, StoreError, Terminated
 from .listener import (
     EXECUTOR_CLASSPATH,
     check_listener_settings,
+    check_store_nameable,
+    jvm_path_encoding,
     listener_conf,
     merged_classpath,
     merged_list,
@@ -35,6 +37,7 @@ from .submit_args import (
     _user_conf,
     check_deploy_mode,
     check_master,
+    driver_is_local,
     dynamic_allocation_master,
     local_executor_limit,
     local_master_for,
@@ -248,6 +251,9 @@ def submit(spark_submit_args: list[str], *, store: str | None = None, job: str |
         ``store`` and the arguments' ``--conf spark.sparkpredict.store`` name different stores.
     """
     resolved = submit_store(spark_submit_args, store)
+    if driver_is_local(spark_submit_args):
+        # the driver's JVM names the store's files in its locale's charset (check_store_nameable)
+        check_store_nameable(resolved, jvm_path_encoding())
     submit_id = uuid.uuid4().hex
     cmd = build_command(spark_submit_args, store=store, job=job, executors=executors,
                         extra_conf=extra_conf, submit_id=submit_id)
