@@ -1,0 +1,87 @@
+"""A Spark SQL job under adaptive query execution (Spark 4's default), recorded live and asked
+about a larger size: what its stage rows and the stage-level models make of it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sparkpredict import store as store_mod
+from sparkpredict.features import stages as F
+from sparkpredict.features.runs import runs_table
+from sparkpredict.models.replay import ReplayRuntimeModel
+from sparkpredict.models.stages import StageRuntimeModel
+
+JOB = "aqe-sql"
+ROWS = (40_000, 80_000)
+FILES = 4
+AQE = {"spark.sql.adaptive.enabled": "true", "spark.sql.shuffle.partitions": "8"}
+
+
+@pytest.fixture(scope="module")
+def recorded(spark_app, tmp_path_factory) -> tuple[Path, dict[int, int]]:
+    """One store holding a Parquet aggregation recorded at two sizes, and each size's bytes of
+    Parquet files."""
+    root = tmp_path_factory.mktemp("aqe")
+    store, sizes = root / "store", {}
+    with spark_app(root / "writer-store", job="writer") as spark:
+        for n in ROWS:
+            out = root / f"data-{n}"
+            (spark.range(n).selectExpr("id", "id % 97 AS k", "sha2(cast(id AS string), 256) AS pad")
+             .repartition(FILES).write.parquet(str(out)))
+            sizes[n] = sum(f.stat().st_size for f in out.glob("part-*.parquet"))
+    for n in ROWS:
+        with spark_app(store, job=JOB, conf=AQE) as spark:
+            df = spark.read.parquet(str(root / f"data-{n}"))
+            df.groupBy("k").agg({"pad": "max"}).collect()
+    return store, sizes
+
+
+def _scan_rows(store: Path):
+    st = store_mod.open(store)
+    runs = st.runs()
+    table = F.stage_table(runs, st.stages(), st.read("tasks"))
+    return runs, table[table["is_input_stage"] == 1]
+
+
+def test_a_parquet_scan_stage_reads_its_files_not_their_footers(recorded):
+    # Spark 4 reads Parquet vectored: the tasks' input metric counts about the footers (a few
+    # kB here), while the run's input is the files' size. A scan stage had read as the footers,
+    # the same few kB at either size, so its task count and per-task time never grew with the data.
+    store, sizes = recorded
+    runs, scans = _scan_rows(store)
+    assert len(scans) == 2
+    by_size = scans.merge(runs[["run_id", "input_bytes"]].rename(columns={"input_bytes": "run_in"}), on="run_id")
+    for (_, row), n in zip(by_size.sort_values("run_in").iterrows(), ROWS):
+        assert row["run_in"] == pytest.approx(sizes[n], rel=0.01)
+        assert row["bytes_in"] == pytest.approx(sizes[n], rel=0.01)
+
+
+def test_a_scan_stage_takes_longer_per_task_when_its_files_grow(recorded):
+    # Spark splits these few MB by the parallelism (2 tasks at either size), so a scan task
+    # reads 4x the bytes at 4x the input. With the footers as its bytes, its predicted
+    # per-task time had stayed the recorded one (175 ms, 203 ms at 4x; 560 ms now), in the
+    # stage forests and in the replay.
+    store, _ = recorded
+    runs = runs_table(store)
+    big = runs.sort_values("input_bytes").iloc[-1]
+    stage = StageRuntimeModel(store=store).fit(runs)
+
+    def scan_task_ms(factor: float) -> float:
+        plan = stage.stage_plan(JOB, factor * float(big["input_bytes"]), int(big["executors"]))
+        scan = plan["is_input_stage"].to_numpy() == 1
+        assert scan.sum() == 1
+        return float(stage._task_ms_trees(plan).mean(axis=0)[scan][0])
+
+    assert scan_task_ms(4) > 2 * scan_task_ms(1)
+
+    replay = ReplayRuntimeModel(store=store).fit(runs)
+    tl = replay._timeline(big["run_id"])
+    sized = replay._sized(big["run_id"], 4 * float(big["input_bytes"]), float(tl.executors), float(tl.cores))
+    _, scans = _scan_rows(store)
+    i = list(tl.stage_ids).index(int(scans[scans["run_id"] == big["run_id"]]["stage_id"].iloc[0]))
+
+    def scan_ms(t) -> float:
+        return float(t.task_duration_ms[t.task_offsets[i]:t.task_offsets[i + 1]].sum())
+
+    assert scan_ms(sized) > 2 * scan_ms(tl)
