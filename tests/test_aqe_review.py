@@ -85,3 +85,52 @@ def test_a_scan_stage_takes_longer_per_task_when_its_files_grow(recorded):
         return float(t.task_duration_ms[t.task_offsets[i]:t.task_offsets[i + 1]].sum())
 
     assert scan_ms(sized) > 2 * scan_ms(tl)
+
+
+#: The same query twice: a sort-merge join, and one that adaptive execution turns into a
+#: broadcast join once the dimension's shuffle has run (a stage more, its parents skipped).
+SORT_MERGE = {"spark.sql.autoBroadcastJoinThreshold": "-1"}
+BROADCAST_AT_RUN_TIME = {"spark.sql.autoBroadcastJoinThreshold": "1k",
+                         "spark.sql.adaptive.autoBroadcastJoinThreshold": "10m"}
+
+
+@pytest.fixture(scope="module")
+def joins(spark_app, tmp_path_factory) -> Path:
+    """A store with one run of a fact-dimension join, aggregation and window per join kind."""
+    root = tmp_path_factory.mktemp("aqe-joins")
+    with spark_app(root / "writer-store", job="writer") as spark:
+        spark.range(20_000).selectExpr("id", "id % 500 AS cust", "id * 0.5 AS amount") \
+            .repartition(2).write.parquet(str(root / "fact"))
+        spark.range(500).selectExpr("id AS cust", "cast(id % 7 AS string) AS region") \
+            .write.parquet(str(root / "dim"))
+    for i, conf in enumerate((SORT_MERGE, BROADCAST_AT_RUN_TIME)):
+        with spark_app(root / "store", job="aqe-join", conf={**AQE, **conf}) as spark:
+            fact, dim = spark.read.parquet(str(root / "fact")), spark.read.parquet(str(root / "dim"))
+            daily = fact.join(dim, "cust").groupBy("region", "cust").agg({"amount": "sum"})
+            ranked = daily.selectExpr("*", "rank() OVER (PARTITION BY region ORDER BY cust) AS r")
+            ranked.write.parquet(str(root / f"out-{i}"))
+    return root / "store"
+
+
+def test_stages_after_a_join_keep_their_signatures_when_adaptive_execution_changes_the_join(joins):
+    # Spark 4 names every stage of an adaptive query after a thread pool's frame (CompletableFuture),
+    # and its reduce stages' parents are skipped stages: all read as depth 0, told apart by their
+    # ordinal alone. The broadcast join's extra stage shifted every ordinal after it: the
+    # aggregation of one run had the signature of the other's join, the sort-merge join that of
+    # the broadcast's collect, and each signature's history mixed the two.
+    st = store_mod.open(joins)
+    runs = st.runs().sort_values("start_ms")
+    assert len(runs) == 2
+    table = F.stage_table(runs, st.stages(), st.read("tasks"))
+    per_run = [table[table["run_id"] == rid].sort_values("submission_ms") for rid in runs["run_id"]]
+    assert all(t["signature"].is_unique for t in per_run)
+    assert len(per_run[1]) == len(per_run[0]) + 1  # the broadcast: a stage more
+    # the aggregation (with its window) is the last stage of both, below the join
+    final = [t["signature"].iloc[-1] for t in per_run]
+    assert final[0] == final[1] and final[0].endswith("|d2|k0")
+    # a signature both runs hold names a stage of one role in both: a map stage (it writes a
+    # shuffle) in both, or a stage that ends the query in both
+    role = [dict(zip(t["signature"], t["shuffle_write_bytes"] > 0)) for t in per_run]
+    common = set(role[0]) & set(role[1])
+    assert len(common) >= 5  # the schema listings, both scans and the aggregation
+    assert {s: role[0][s] for s in common} == {s: role[1][s] for s in common}

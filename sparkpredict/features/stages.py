@@ -9,6 +9,9 @@ a stage is identified by what does not: its **call site** (the stage name, e.g.
 stage DAG (longest chain of recorded parents), and its **ordinal** among the stages with the
 same call site and depth (in submission order). ``"count at job.py:12|d1|k0"`` is the first
 depth-1 stage of that call site in every run of the job.
+A skipped parent stands for the stage that wrote the shuffle it names (adaptive execution skips
+one per reduce stage), and a call site of a thread pool's frame (every stage of an adaptive
+query on Spark 4) gets the kinds of RDD the stage ran.
 
 Task counts at another size
 ---------------------------
@@ -26,6 +29,7 @@ import json
 import math
 import re
 from collections.abc import Hashable, Iterable, Mapping
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -237,6 +241,77 @@ def _numeric(col: pd.Series) -> pd.Series:
     return pd.to_numeric(col, errors="coerce").fillna(0)
 
 
+#: Call sites of a thread pool's frame, not of the application's code: Spark 4 submits each
+#: stage of an adaptive query from such a thread (``$anonfun$withThreadLocalCaptured$1 at
+#: CompletableFuture.java:1768``), so every stage of a DataFrame job shares one.
+_POOL_THREAD = re.compile(r" at (CompletableFuture|ThreadPoolExecutor|ForkJoin\w*|FutureTask|Thread)\.java")
+
+
+def _rdd_shape(raw) -> str:
+    """The kinds of RDD a stage ran, as a sorted multiset (``FileScanRDD,MapPartitionsRDD*3``):
+    each name's first word, since an RDD named after its plan (``AdaptiveSparkPlan
+    isFinalPlan=false +- HashAggregate(keys=[word#137] ...``) carries run-specific ids."""
+    try:
+        names = json.loads(raw) if isinstance(raw, str) and raw else []
+    except ValueError:
+        names = []
+    counts: dict[str, int] = {}
+    for n in names if isinstance(names, list) else []:
+        m = re.match(r"[\w$.]+", str(n).strip())
+        kind = m.group(0) if m else "?"
+        counts[kind] = counts.get(kind, 0) + 1
+    return ",".join(n if c == 1 else f"{n}*{c}" for n, c in sorted(counts.items()))
+
+
+def _computed_parents(g: pd.DataFrame, ids: list[int]) -> dict[int, list[int]]:
+    """Per stage of one run, its parents that have a row; a parent without one (a skipped stage,
+    whose shuffle an earlier stage had written) stands for the earlier stages that wrote what
+    the child read: exactly its shuffle bytes, one stage per skipped parent.
+
+    Adaptive execution runs each shuffle's map stage as a job of its own, and the job after it
+    names a new, skipped stage for the same shuffle as the reduce stage's parent. Every stage of
+    an adaptive query had read as depth 0, told apart by its ordinal alone, which shifted
+    whenever the plan did (a broadcast join at one size, a sort-merge join at the next)."""
+    import pandas as pd
+
+    pos = {s: i for i, s in enumerate(ids)}
+    raw = g["parent_stage_ids_json"] if "parent_stage_ids_json" in g else pd.Series([None] * len(g))
+
+    def col(c: str) -> list[float]:
+        return (pd.to_numeric(g[c], errors="coerce").fillna(0).tolist() if c in g else [0.0] * len(g))
+
+    write, read = col("shuffle_write_bytes"), col("shuffle_read_bytes")
+    sub = pd.to_numeric(g["submission_ms"], errors="coerce").fillna(np.inf).tolist()
+    comp = (pd.to_numeric(g["completion_ms"], errors="coerce").fillna(np.inf).tolist()
+            if "completion_ms" in g else [np.inf] * len(g))
+    # stages that wrote shuffle output, latest completed first; and by the bytes they wrote
+    writers = sorted((j for j in range(len(ids)) if write[j] > 0), key=lambda j: -comp[j])
+    by_bytes: dict[float, list[int]] = {}
+    for j in writers:
+        by_bytes.setdefault(write[j], []).append(j)
+    out: dict[int, list[int]] = {}
+    for i, (s, r) in enumerate(zip(ids, raw)):
+        listed = [p for p in _parents(r) if p != s]
+        ps = [p for p in listed if p in pos]
+        missing = len(listed) - len(ps)
+        if missing in (1, 2) and read[i] > 0:
+            want = read[i] - sum(write[pos[p]] for p in ps)
+
+            def before(j: int, i: int = i, ps: list[int] = ps) -> bool:
+                return j != i and ids[j] not in ps and comp[j] <= sub[i]
+
+            found: list[int] = []
+            if missing == 1:
+                found = next(([ids[j]] for j in by_bytes.get(want, []) if before(j)), [])
+            else:  # a join's two sides, among the latest writers (a pair search is quadratic)
+                recent = list(islice((j for j in writers if before(j)), 64))
+                found = next(([ids[a], ids[b]] for x, a in enumerate(recent) for b in recent[x + 1:]
+                              if write[a] + write[b] == want), [])
+            ps += found
+        out[s] = ps
+    return out
+
+
 def stage_signatures(stages: pd.DataFrame) -> pd.Series:
     """Signature of each row of a stages table (one row per stage: see :func:`final_attempts`).
 
@@ -260,9 +335,7 @@ def stage_signatures(stages: pd.DataFrame) -> pd.Series:
                      _bytes=-(num("input_bytes") + num("shuffle_read_bytes")), _n=-num("num_tasks"))
         g = g.sort_values(["_epoch", "_bytes", "_n", "stage_id"], kind="stable")
         ids = [int(s) for s in g["stage_id"]]
-        present = set(ids)
-        parents = {s: [p for p in _parents(r) if p in present and p != s]
-                   for s, r in zip(ids, g.get("parent_stage_ids_json", pd.Series([None] * len(g))))}
+        parents = _computed_parents(g, ids)
         depth: dict[int, int] = {}
 
         def d(s: int, seen: frozenset = frozenset(), depth: dict[int, int] = depth,
@@ -273,8 +346,12 @@ def stage_signatures(stages: pd.DataFrame) -> pd.Series:
             return depth[s]
 
         seen_count: dict[tuple[str, int], int] = {}
-        for idx, s, name in zip(g.index, ids, g["name"]):
-            key = (call_site(name), d(s))
+        shapes = g["rdd_names_json"] if "rdd_names_json" in g else pd.Series([None] * len(g), index=g.index)
+        for idx, s, name, rdds in zip(g.index, ids, g["name"], shapes):
+            site = call_site(name)
+            if _POOL_THREAD.search(site):
+                site = f"{site} [{_rdd_shape(rdds)}]"
+            key = (site, d(s))
             k = seen_count.get(key, 0)
             seen_count[key] = k + 1
             out[idx] = f"{key[0]}|d{key[1]}|k{k}"
