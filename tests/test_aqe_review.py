@@ -134,3 +134,37 @@ def test_stages_after_a_join_keep_their_signatures_when_adaptive_execution_chang
     common = set(role[0]) & set(role[1])
     assert len(common) >= 5  # the schema listings, both scans and the aggregation
     assert {s: role[0][s] for s in common} == {s: role[1][s] for s in common}
+
+
+@pytest.fixture(scope="module")
+def coalesced(spark_app, tmp_path_factory) -> Path:
+    """A store with an aggregation whose shuffle adaptive execution coalesced, at three sizes."""
+    root = tmp_path_factory.mktemp("aqe-coalesced")
+    sizes = (8_000, 48_000, 192_000)
+    with spark_app(root / "writer-store", job="writer") as spark:
+        for n in sizes:
+            spark.range(n).selectExpr("id", "sha2(cast(id AS string), 256) AS pad") \
+                .repartition(2).write.parquet(str(root / f"data-{n}"))
+    # the largest again on 8 task threads: spark.default.parallelism 8
+    for n, master in [*((n, "local[2]") for n in sizes), (sizes[-1], "local[8]")]:
+        with spark_app(root / "store", job="aqe-agg", conf=AQE, master=master) as spark:
+            (spark.read.parquet(str(root / f"data-{n}")).groupBy("id").agg({"pad": "max"})
+             .write.format("noop").mode("overwrite").save())
+    return root / "store"
+
+
+def test_a_coalesced_reduce_stage_keeps_one_task_per_core_at_a_larger_size(coalesced):
+    # Adaptive execution coalesces a shuffle into partitions of max(1 MiB, min(64 MiB, bytes /
+    # spark.default.parallelism)): one task per core up to 64 MiB per core. The counts it
+    # recorded (1 task at 0.5 MB, 2 at 3.2 MB) had been read as a split learnt from them, and
+    # the reduce of 13 MB predicted at 8 tasks (the shuffle's partitions) where Spark ran 2.
+    st = store_mod.open(coalesced)
+    runs = runs_table(coalesced).sort_values("start_ms")
+    table = F.stage_table(st.runs(), st.stages(), st.read("tasks"))
+    reduce = table[table["shuffle_read_bytes"] > 0].set_index("run_id").loc[list(runs["run_id"])]
+    # what Spark ran, coalesced from 8 partitions: one task per core, one for the smallest
+    assert list(reduce["num_tasks"]) == [1, 2, 2, 8]
+    model = StageRuntimeModel(store=coalesced).fit(runs.iloc[:2])
+    for (_, run), tasks in zip(runs.iloc[2:].iterrows(), reduce["num_tasks"].iloc[2:]):
+        plan = model.stage_plan("aqe-agg", float(run["input_bytes"]), int(run["executors"]))
+        assert list(plan[plan["shuffle_read_bytes"] > 0]["num_tasks"]) == [tasks]

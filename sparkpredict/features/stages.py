@@ -20,8 +20,8 @@ Task counts at another size
   ``spark.sql.files.maxPartitionBytes``; the floor is the smallest recorded count (what
   ``spark.default.parallelism`` gives small inputs).
 * Shuffle stages have ``spark.sql.shuffle.partitions`` (or ``spark.default.parallelism``)
-  tasks whatever the size, unless AQE coalesced them, in which case they scale with the
-  shuffle bytes, capped by the partitions.
+  tasks whatever the size, unless AQE coalesced them: then Spark's coalescing rule
+  (:func:`coalesced_tasks`), one task per core up to 64 MiB per core, capped by the partitions.
 """
 from __future__ import annotations
 
@@ -161,10 +161,43 @@ def config_features(run: pd.Series | dict) -> dict[str, float]:
         # Not a model input: whether spark.default.parallelism was set (else it follows the cores).
         "parallelism_explicit": 0.0 if props.get("spark.default.parallelism") is None else 1.0,
         "aqe": _flag(props.get("spark.sql.adaptive.enabled"), CONFIG_DEFAULTS["aqe"]),
+        # Not model inputs: how adaptive execution coalesces shuffle partitions (coalesced_tasks).
+        **coalesce_settings(props),
         "kryo": 1.0 if "kryo" in str(props.get("spark.serializer", "")).lower() else 0.0,
         "memory_fraction": _num(props.get("spark.memory.fraction"), CONFIG_DEFAULTS["memory_fraction"]),
         "shuffle_compress": _flag(props.get("spark.shuffle.compress"), CONFIG_DEFAULTS["shuffle_compress"]),
     }
+
+
+def coalesce_settings(props: Mapping[str, Any]) -> dict[str, float]:
+    """How adaptive execution coalesces a run's shuffle partitions (Spark's defaults where the
+    properties lack a key): whether it does, the advisory and the smallest partition size, and
+    the fewest partitions it aims at (NaN: ``spark.default.parallelism``, as with
+    ``parallelismFirst``, the default; 1 without it)."""
+    advisory = props.get("spark.sql.adaptive.advisoryPartitionSizeInBytes",
+                         props.get("spark.sql.adaptive.shuffle.targetPostShuffleInputSize"))
+    first = _flag(props.get("spark.sql.adaptive.coalescePartitions.parallelismFirst"), 1.0)
+    fewest = _num(props.get("spark.sql.adaptive.coalescePartitions.minPartitionNum"), math.nan)
+    return {"aqe_coalesce": _flag(props.get("spark.sql.adaptive.coalescePartitions.enabled"), 1.0),
+            "aqe_advisory_bytes": spark_bytes(advisory, 64 * _MB),
+            "aqe_min_partition_bytes": spark_bytes(
+                props.get("spark.sql.adaptive.coalescePartitions.minPartitionSize"), _MB),
+            "aqe_min_partitions": fewest if first else 1.0}
+
+
+def coalesced_tasks(shuffle_bytes: float, partitions: float, parallelism: float,
+                    advisory_bytes: float = 64 * _MB, min_partition_bytes: float = _MB,
+                    min_partitions: float = math.nan) -> int:
+    """Tasks of a shuffle stage whose partitions adaptive execution coalesced, by Spark's rule
+    (``ShufflePartitionsUtil``): partitions of about ``max(minPartitionSize, min(advisory,
+    bytes / fewest))`` bytes, ``fewest`` being ``spark.default.parallelism`` by default, at most
+    the shuffle's partitions. So a small shuffle runs in one task per core whatever its bytes,
+    and grows past that only beyond 64 MiB per core."""
+    fewest = parallelism if not np.isfinite(min_partitions) else min_partitions
+    b = max(float(shuffle_bytes), 0.0)
+    target = max(float(min_partition_bytes), min(float(advisory_bytes), math.ceil(b / max(float(fewest), 1.0))))
+    # a last partition under a fifth of the target joins the one before it (SMALL_PARTITION_FACTOR)
+    return int(max(1, min(float(partitions), math.ceil(b / max(target, 1.0) - 0.2))))
 
 
 _CALLSITE_AT = re.compile(r"^(.*? at [^:\s]+?(?::\d+)?)(?:\s|$)")
@@ -554,6 +587,17 @@ def predict_num_tasks(history: pd.DataFrame, ref: pd.Series | Mapping[Hashable, 
         rules.append((("default_parallelism",), lambda b, c: int(c["default_parallelism"])))
     elif ref["bytes_in"] > 0:  # a shuffle stage
         rules.append((("shuffle_partitions",), lambda b, c: int(c["shuffle_partitions"])))
+        if ref["aqe"] and _num(ref.get("aqe_coalesce"), 1.0):
+            def spark_coalesced(b: float, c: Mapping[Hashable, Any]) -> int:
+                def setting(k: str, default: float) -> float:
+                    return _num(c.get(k, ref.get(k)), default)
+
+                return coalesced_tasks(b, c["shuffle_partitions"], c["default_parallelism"],
+                                       setting("aqe_advisory_bytes", 64 * _MB),
+                                       setting("aqe_min_partition_bytes", _MB),
+                                       setting("aqe_min_partitions", math.nan))
+
+            rules.append((("shuffle_partitions", "default_parallelism"), spark_coalesced))
         rules.append((("default_parallelism",), lambda b, c: int(c["default_parallelism"])))
         if ref["aqe"] and h["num_tasks"].nunique() > 1:
             # AQE coalesced the partitions to ~advisory size: the count follows the bytes.
@@ -579,6 +623,8 @@ __all__ = [
     "CONFIG_FEATURES",
     "DATA_FEATURES",
     "call_site",
+    "coalesce_settings",
+    "coalesced_tasks",
     "config_features",
     "count_rule",
     "file_split_tasks",
