@@ -3,13 +3,39 @@
 #   ./dev.sh demo   set everything up, then run `sparkpredict demo`
 #   ./dev.sh test   set everything up, then run the test suite
 #   ./dev.sh setup  set up only
+#   PYTHON=python3.12 ./dev.sh ...   with that Python (default python3); a .venv of another
+#                                    Python is remade
 # Set-up is idempotent: a virtual environment in .venv with the package installed editable,
 # and the listener jar built against that environment's pyspark.
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
 
+# "3.11.7 /usr": the version, and the installation a venv of it points back to
+WHICH='import sys; print("%d.%d.%d" % sys.version_info[:3], sys.base_prefix)'
+
 setup() {
+  local want_py have_py
+  if [ ! -x .venv/bin/python ] || [ -n "${PYTHON:-}" ]; then
+    want_py=$("$PY" -c "$WHICH") || {
+      echo "error: $PY does not run (PYTHON names the Python 3.10+ to set up .venv with)" >&2
+      echo "fix: PYTHON=/path/to/python3.11 ./dev.sh ${cmd}" >&2; exit 2; }
+    case "$want_py" in
+      3.[0-9].*|[0-2].*)
+        # pip would refuse only after .venv was made with it, and that .venv stayed the next try's
+        echo "error: sparkpredict needs Python 3.10+, and $PY is ${want_py%% *}" >&2
+        echo "fix: PYTHON=/path/to/python3.11 ./dev.sh ${cmd} (any Python 3.10+)" >&2; exit 2 ;;
+    esac
+  fi
+  if [ -x .venv/bin/python ] && [ -n "${PYTHON:-}" ]; then
+    # PYTHON names the venv's Python: one of another Python (an earlier try's) was kept before,
+    # and PYTHON silently changed nothing
+    have_py=$(.venv/bin/python -c "$WHICH" 2>/dev/null || echo "unknown")
+    if [ "$have_py" != "$want_py" ]; then
+      echo "remaking .venv with Python ${want_py%% *} ($PY); it had ${have_py%% *}" >&2
+      rm -rf .venv
+    fi
+  fi
   if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
   fi
