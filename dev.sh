@@ -44,7 +44,11 @@ setup() {
   want=$(cat setup.cfg setup.py pyproject.toml | sha1sum | cut -d' ' -f1)
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e '.[test]'
+    # setuptools' note on every editable install, that a folder named like the package may
+    # shadow it, is about a folder other than the package's own: none here. pip shows it even
+    # with -q, a 10-line block as a newcomer's first output.
+    PYTHONWARNINGS="${PYTHONWARNINGS:+$PYTHONWARNINGS,}ignore:Editable installation" \
+      .venv/bin/python -m pip install -q -e '.[test]'
     echo "$want" > "$stamp"
   fi
   export PYSPARK_PYTHON="$PWD/.venv/bin/python"
