@@ -136,7 +136,7 @@ def resolve_store(store: str | os.PathLike[str] | None) -> str:
         raise StoreError(f"the store path {s!r} begins or ends with blanks",
                          f"give it without them: {s.strip()!r}")
     if s[:5].lower() == "file:":
-        s = _file_uri_path(s)
+        s = _store_file_uri_path(s)
     elif "://" in s:
         return s
     elif _SCHEME.match(s):
@@ -182,11 +182,9 @@ def uri_has_credentials(store: str) -> bool:
 
 
 def _file_uri_path(uri: str) -> str:
-    """The local path of ``file:/p``, ``file:///p`` or ``file://localhost/p``.
-
-    Percent escapes are refused unless that folder exists: Hadoop's ``Path`` (the listener's)
-    reads ``file:///a%20b`` as the folder ``/a%20b``, where the user meant ``/a b``.
-    """
+    """The local path of ``file:/p``, ``file:///p`` or ``file://localhost/p``, percent escapes
+    as they are (a store refuses them, :func:`_store_file_uri_path`; the event-log ingest reads
+    them as Spark does)."""
     rest = uri[5:]
     if rest.startswith("//"):
         host, _, path = rest[2:].partition("/")
@@ -200,9 +198,16 @@ def _file_uri_path(uri: str) -> str:
         raise StoreError(f"the store {uri!r} is a file: URI without an absolute path",
                          "write file:///absolute/path, or give the plain path")
     # "file:////p": extra slashes would make POSIX's implementation-defined "//p"
-    path = "/" + rest.lstrip("/")
+    return "/" + rest.lstrip("/")
+
+
+def _store_file_uri_path(uri: str) -> str:
+    """A store's ``file:`` URI as its local path (:func:`_file_uri_path`); percent escapes are
+    refused unless that folder exists: Hadoop's ``Path`` (the listener's) reads
+    ``file:///a%20b`` as the folder ``/a%20b``, where the user meant ``/a b``."""
     from urllib.parse import unquote
 
+    path = _file_uri_path(uri)
     if unquote(path) != path and not os.path.exists(path):
         # file:///my%20runs (Path.as_uri(), a copied URI) meant the folder "my runs", and
         # Spark's spark.eventLog.dir reads it so; the listener and this read "my%20runs": the
