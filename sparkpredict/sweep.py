@@ -302,7 +302,12 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
     With ``compact`` (default), after each run the store's small batches are merged once 256
     arrived since its last compaction (:func:`~.store.compact.auto_compact`, a local store).
     """
-    from .capture.listener import check_store_nameable, jvm_path_encoding, listener_conf
+    from .capture.listener import (
+        check_jar_nameable,
+        check_store_nameable,
+        jvm_path_encoding,
+        listener_conf,
+    )
     from .config import cache_error, embedded_store, folder_problem, resolve_store
     from .store import io as store_io
     from .store.compact import auto_compact
@@ -313,6 +318,7 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
     store_path = resolve_store(store if store is not None else embedded_store())
     # Every refusal before the store is opened, which creates it: a refused sweep leaves nothing behind.
     check_store_nameable(store_path, jvm_path_encoding())
+    check_jar_nameable(jvm_path_encoding())
     cache = Path(cache_dir).expanduser().absolute() if cache_dir else W.default_cache()
     problem = folder_problem(cache)
     if problem:

@@ -170,3 +170,44 @@ def test_a_non_ascii_store_under_the_c_locale_is_refused_by_sweep_and_the_submit
     err = capsys.readouterr().err
     assert "ascii" in err and "LC_ALL=C.UTF-8" in err and "Traceback" not in err
     assert not (tmp_path / "my stores").exists() and not (tmp_path / "cache").exists()
+
+
+def test_a_non_ascii_jar_cache_under_the_c_locale_is_refused_before_spark(tmp_path, monkeypatch, capsys,
+                                                                          env_of_spark_defaults):
+    """Under LC_ALL=C with a home (the jar cache's default) or $SPARKPREDICT_CACHE of non-ASCII
+    letters, Spark looked for the listener jar at ".../hname2-?/..." and skipped it: attach()'s
+    session failed to start with a Py4J traceback (ClassNotFoundException HostMetricsPlugin)."""
+    from sparkpredict.capture.listener import check_jar_nameable
+    from sparkpredict.capture.submit import submit
+    from sparkpredict.errors import ListenerError
+
+    if sys.platform == "darwin":
+        pytest.skip("the JDK names files in UTF-8 on macOS whatever the locale")
+    cache = tmp_path / "cache ü"
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(cache))
+    check_jar_nameable("utf-8")
+    with pytest.raises(ListenerError, match="SPARKPREDICT_CACHE to a folder of ASCII letters"):
+        check_jar_nameable("ascii")
+    store = tmp_path / "store"  # ASCII: only the jar's folder is wrong
+    script = tmp_path / "job.py"
+    script.write_text("print('ran')\n")
+    code = ("import sparkpredict, sys\n"
+            "from pyspark.sql import SparkSession\n"
+            "from sparkpredict.errors import ListenerError\n"
+            "try:\n"
+            f"    sparkpredict.attach(SparkSession.builder, job='x', store={str(store)!r})\n"
+            "except ListenerError as e:\n"
+            "    print(e.message, e.fix); sys.exit(2)\n")
+    env = {**env_of_spark_defaults, "LC_ALL": "C", "PYTHONPATH": str(REPO), "SPARKPREDICT_CACHE": str(cache)}
+    attach = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert attach.returncode == 2 and "LC_ALL=C.UTF-8" in attach.stdout, attach.stdout + attach.stderr
+    monkeypatch.setenv("LC_ALL", "C")
+    with pytest.raises(ListenerError, match="LC_ALL=C.UTF-8"):
+        submit(["--master", "local[1]", str(script)], store=str(store), job="x")
+    assert main(["submit", "--store", str(store), "--job", "x", "--", "--master", "local[1]", str(script)]) == 2
+    assert main(["sweep", "--workload", "sort", "--sizes", "1MB", "--executors", "1",
+                 "--store", str(store), "--cache", str(tmp_path / "data")]) == 2
+    out = capsys.readouterr()
+    assert out.err.count("SPARKPREDICT_CACHE to a folder of ASCII") == 2 and "Traceback" not in out.err and "ran" not in out.out
+    assert not cache.exists() and not store.exists() and not (tmp_path / "data").exists()

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 
 from .. import __version__
 from ..config import (
+    CACHE_ENV,
     HOST_PLUGIN_CLASS,
     KEY_INPUT_BYTES,
     KEY_JOB,
@@ -290,23 +292,48 @@ def check_store_nameable(store: str, jvm_encoding: str | None) -> None:
     StoreError
         The path holds characters that the JVM's charset would write otherwise.
     """
-    import sys
+    if "://" in store or _jvm_names_alike(store, jvm_encoding):
+        return
+    raise StoreError(
+        f"the store path {store!r} holds characters that the Spark JVM, naming files in "
+        f"{jvm_encoding} under this locale, would write as another folder than Python "
+        f"({sys.getfilesystemencoding()}) reads",
+        "run under a UTF-8 locale (export LC_ALL=C.UTF-8), or give a store path of ASCII letters")
 
-    if "://" in store or jvm_encoding is None:
+
+def check_jar_nameable(jvm_encoding: str | None) -> None:
+    """Refuse a listener jar cache (:func:`sparkpredict.config.cache_dir`, under ``$HOME`` by
+    default) whose path the JVM, naming files in ``jvm_encoding``, cannot open: under LC_ALL=C
+    with a home ``/home/jürgen`` Spark looked for ``/home/j?rgen/.../listener.jar``, skipped it
+    and failed to start with ClassNotFoundException for the listener's plugin, a Py4J traceback.
+
+    Raises
+    ------
+    ListenerError
+        The cache's path holds characters that the JVM's charset would read otherwise.
+    """
+    cache = str(cache_dir())
+    if _jvm_names_alike(cache, jvm_encoding):
         return
-    fs = sys.getfilesystemencoding()
+    raise ListenerError(
+        f"the listener jar's folder {cache!r} holds characters that the Spark JVM, naming files in "
+        f"{jvm_encoding} under this locale, cannot open: Spark would start without the listener's "
+        "jar and fail",
+        f"run under a UTF-8 locale (export LC_ALL=C.UTF-8), or set ${CACHE_ENV} to a folder of ASCII letters "
+        f"(e.g. export {CACHE_ENV}=/tmp/sparkpredict-cache)")
+
+
+def _jvm_names_alike(path: str, jvm_encoding: str | None) -> bool:
+    """Whether a JVM naming files in ``jvm_encoding`` names ``path`` as this Python does
+    (True where that cannot be told: no charset, or one Python does not know)."""
+    if jvm_encoding is None:
+        return True
     try:
-        same = store.encode(jvm_encoding) == os.fsencode(store)
+        return path.encode(jvm_encoding) == os.fsencode(path)
     except UnicodeError:
-        same = False
-    except LookupError:  # a charset Python does not know: nothing to tell
-        return
-    if not same:
-        raise StoreError(
-            f"the store path {store!r} holds characters that the Spark JVM, naming files in "
-            f"{jvm_encoding} under this locale, would write as another folder than Python "
-            f"({fs}) reads",
-            "run under a UTF-8 locale (export LC_ALL=C.UTF-8), or give a store path of ASCII letters")
+        return False
+    except LookupError:
+        return True
 
 
 #: The listener's tuning settings: (what each takes, its default), as ListenerSettings reads them.
@@ -605,7 +632,9 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
                  or theirs.get(KEY_STORE, "").strip() or embedded_store())
     # the driver is this process: a store it cannot write is said now, not in the driver's log
     check_store(resolve_store(store))
-    check_store_nameable(resolve_store(store), _started_jvm_encoding() or jvm_path_encoding())
+    encoding = _started_jvm_encoding() or jvm_path_encoding()
+    check_store_nameable(resolve_store(store), encoding)
+    check_jar_nameable(encoding)  # before listener_conf builds the jar there
     if input_bytes is not None:
         _input_bytes(input_bytes)  # the arguments first, as listener_conf checks them, then the builder
     # attach(None) was an AttributeError at the end; the class SparkSession.Builder has a config

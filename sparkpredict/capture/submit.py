@@ -22,6 +22,7 @@ from ..config import KEY_INPUT_BYTES, KEY_JOB, KEY_STORE, KEY_TASKS
 from ..errors import InputError, ListenerError, StoreError, Terminated
 from .listener import (
     EXECUTOR_CLASSPATH,
+    check_jar_nameable,
     check_listener_settings,
     check_store_nameable,
     jvm_path_encoding,
@@ -254,6 +255,8 @@ def submit(spark_submit_args: list[str], *, store: str | None = None, job: str |
     if driver_is_local(spark_submit_args):
         # the driver's JVM names the store's files in its locale's charset (check_store_nameable)
         check_store_nameable(resolved, jvm_path_encoding())
+    # spark-submit's own JVM reads the listener jar here, whatever the deploy mode
+    check_jar_nameable(jvm_path_encoding())
     submit_id = uuid.uuid4().hex
     cmd = build_command(spark_submit_args, store=store, job=job, executors=executors,
                         extra_conf=extra_conf, submit_id=submit_id)
