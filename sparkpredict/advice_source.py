@@ -550,6 +550,7 @@ def _all_local(raw: pd.DataFrame | None) -> bool:
 def _unknown_job(job: str, known: list, where: str, empty: bool = False,
                  no_success: pd.DataFrame | None = None) -> Exception:
     """``no_success``: the job's store rows, none of them succeeded (what they are is said)."""
+    from .config import shown_job
     from .errors import UnknownJobError
 
     if empty:
@@ -563,9 +564,9 @@ def _unknown_job(job: str, known: list, where: str, empty: bool = False,
         err = UnknownJobError(f"job {job!r} has no succeeded runs in {where}: {what}", fix)
         err.no_success = True  # type: ignore[attr-defined]  # submit's fix differs for it
         return err
-    # a name with spaces around it (recorded from a --conf) is quoted: it looked like the one asked for
-    names = ", ".join(repr(k) if str(k) != str(k).strip() else str(k) for k in known[:10]) \
-        + (" ..." if len(known) > 10 else "")
+    # a name with spaces around it (recorded from a --conf or an app name) is quoted: it looked
+    # like the one asked for; one with a newline split the hint across lines
+    names = ", ".join(shown_job(k) for k in known[:10]) + (" ..." if len(known) > 10 else "")
     if not known:
         return UnknownJobError(f"no job {job!r} in {where}", "record runs of the job first")
     close = _closest(job, known)

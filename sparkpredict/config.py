@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Collection
 from pathlib import Path
 
 from .errors import InputError, StoreError
@@ -60,12 +61,18 @@ def empty_local_master(master: str) -> tuple[str, str] | None:
     return None
 
 
-def check_job_name(job: object, fix: str) -> None:
+def check_job_name(job: object, fix: str, known: Collection[str] = ()) -> None:
     """Refuse a job name given blank or not as text (None: not given). The listener and submit
     read an empty ``spark.sparkpredict.job`` as unset, the app name, and runs tables refuse a
-    blank job: a blank one given is a mistake to say, not a name to drop quietly."""
+    blank job: a blank one given is a mistake to say, not a name to drop quietly.
+
+    A name with blanks at its ends or control characters is refused too, unless it is one of
+    ``known`` (the jobs a store's runs already have): the listener records an application's name
+    as its job unchanged (``appName("nightly etl ")``), and runs moved to that job join them."""
     if job is not None and (not isinstance(job, str) or not job.strip()):
         raise InputError(f"job name {job!r} is " + ("blank" if isinstance(job, str) else "not text"), fix)
+    if isinstance(job, str) and not plain_job_name(job) and job in known:
+        return
     if isinstance(job, str) and any(ord(c) < 32 or ord(c) == 127 for c in job):
         # a newline split the name across lines of every table and report, and of a
         # spark-defaults.conf (`listener conf`), where the second half became a setting of its own
@@ -75,6 +82,22 @@ def check_job_name(job: object, fix: str) -> None:
         # recorded as typed, it was found by no one typing it: "no job 'padded'; use one of:   padded  "
         raise InputError(f"job name {job!r} begins or ends with spaces",
                          f"give it without them: {job.strip()!r}")
+
+
+def plain_job_name(name: str) -> bool:
+    """Whether ``name`` reads the same printed bare: no blanks at its ends, no control characters."""
+    return name == name.strip() and not any(ord(c) < 32 or ord(c) == 127 for c in name)
+
+
+def shown_job(name: object, most: int | None = None) -> str:
+    """A job name as a line of text shows it: quoted (``repr``) unless :func:`plain_job_name`,
+    since printed bare a trailing space looked like the name without it and a newline split
+    the line; past ``most`` characters (a table's column) cut with "…" (``--json`` keeps names
+    whole)."""
+    text = str(name)
+    if isinstance(name, str) and not plain_job_name(name):
+        text = repr(name)
+    return text if most is None or len(text) <= most else text[:most - 1] + "…"
 
 
 def default_store() -> str:

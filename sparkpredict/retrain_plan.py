@@ -205,6 +205,7 @@ def check_jobs(jobs: Iterable[str] | str | None, known: Iterable[Any], where: st
     read or fitted: a retrain limited to it would refit nothing and say all was well."""
     import difflib
 
+    from .config import shown_job
     from .errors import UnknownJobError
 
     if jobs is None:
@@ -217,9 +218,9 @@ def check_jobs(jobs: Iterable[str] | str | None, known: Iterable[Any], where: st
     if not asked:
         raise UnknownJobError("no job given to refit", "give a job name, or leave the jobs out to refit every job")
     close = difflib.get_close_matches(str(bad[0]), names, n=1, cutoff=0.7)
-    listed = ", ".join(names[:10]) + (" ..." if len(names) > 10 else "")
+    listed = ", ".join(map(shown_job, names[:10])) + (" ..." if len(names) > 10 else "")
     raise UnknownJobError(f"no runs of job {bad[0]!r} in {where}",
-                          (f"did you mean {close[0]}? " if close else "")
+                          (f"did you mean {shown_job(close[0])}? " if close else "")
                           + (f"jobs with runs: {listed}" if names else "record runs of the job first"))
 
 

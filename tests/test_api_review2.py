@@ -60,7 +60,7 @@ def test_a_job_name_with_spaces_around_it_is_refused_and_a_recorded_one_is_quote
     runs = sparkpredict.store.open(path).runs()
     ids = list(runs[runs.job == "sort"].run_id)
     with monkeypatch.context() as m:
-        m.setattr(edit, "check_job_name", lambda job, fix: None)  # as the listener writes it, unchecked
+        m.setattr(edit, "check_job_name", lambda job, fix, known=(): None)  # as the listener writes it, unchecked
         edit.edit_runs(path, ids, job="  padded  ")
     with pytest.raises(UnknownJobError) as e:
         sparkpredict.suggest_executors("padded", "16MB", store=str(path))

@@ -211,3 +211,45 @@ def test_a_non_ascii_jar_cache_under_the_c_locale_is_refused_before_spark(tmp_pa
     out = capsys.readouterr()
     assert out.err.count("SPARKPREDICT_CACHE to a folder of ASCII") == 2 and "Traceback" not in out.err and "ran" not in out.out
     assert not cache.exists() and not store.exists() and not (tmp_path / "data").exists()
+
+
+def test_a_job_named_from_an_app_name_with_blanks_is_given_back_and_shown_quoted(tmp_path, capsys):
+    """The listener records an app name as the job unchanged (appName("nightly etl ")): store
+    edit refused to move another run to that job, and the hints and the summary printed a
+    name with a newline across lines and one ending in a space as the name without it."""
+    store = tmp_path / "s"
+    _history(store, ["nightly etl ", "new\nline", "other"])
+    runs = store_mod.open(store).runs()
+    moved = runs[runs.job == "other"].run_id.iloc[0]
+    capsys.readouterr()
+    assert main(["store", "edit", moved, "--store", str(store), "--job", "nightly etl "]) == 0
+    assert "job other -> 'nightly etl '" in capsys.readouterr().out
+    assert main(["store", "edit", moved, "--store", str(store), "--job", "new\nline"]) == 0
+    assert store_mod.open(store).runs().set_index("run_id").loc[moved, "job"] == "new\nline"
+    # a new name is still held to the rule: it is typed, not recorded
+    assert main(["store", "edit", moved, "--store", str(store), "--job", "fresh "]) == 2
+    assert "begins or ends with spaces" in capsys.readouterr().err
+    assert main(["suggest", "--job", "nightly etl", "--input-size", "3GB", "--store", str(store)]) == 2
+    err = capsys.readouterr().err
+    assert "(did you mean 'nightly etl '?)" in err and "'new\\nline'" in err and "new\nline" not in err, err
+    assert main(["retrain", "--store", str(store), "--job", "new line", "--no-compact"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'new\\nline'?" in err and "new\nline" not in err, err
+    assert main(["store", "summary", "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "'nightly etl ' " in out and "'new\\nline' " in out and "new\nline" not in out, out
+    assert main(["store", "summary", "--store", str(store), "--json"]) == 0
+    assert {j["job"] for j in json.loads(capsys.readouterr().out)["jobs"]} == {"nightly etl ", "new\nline", "other"}
+
+
+def test_store_summary_cuts_a_300_character_job_name_and_json_keeps_it(tmp_path, capsys):
+    store = tmp_path / "s"
+    long = "x" * 300
+    _history(store, [long, "short"])
+    capsys.readouterr()
+    assert main(["store", "summary", "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) < 150 and "x" * 59 + "… " in out and long not in out, out
+    assert main(["store", "summary", "--store", str(store), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert long in {j["job"] for j in summary["jobs"]} and long in {r["job"] for r in summary["latest"]}

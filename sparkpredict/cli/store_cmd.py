@@ -9,6 +9,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+#: The most characters of a job name in the summary's tables: a 300-character name widened
+#: every row to 300 (``--json`` keeps names whole).
+JOB_COLUMN = 60
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("store", help="show what the history store holds, tidy it, correct runs",
@@ -139,6 +143,7 @@ def store_summary(store: str | None = None):
 def _summary(args: argparse.Namespace) -> int:
     import datetime as dt
 
+    from ..config import shown_job
     from ..errors import InputError
     from ..features.runs import executors_and_cores
     from ..units import format_duration, format_executors, plural
@@ -163,28 +168,31 @@ def _summary(args: argparse.Namespace) -> int:
             return "-"
         return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
 
-    jw = max(3, *(len(str(j)) for j in per_job["job"]))
+    # names quoted where blanks or control characters would hide in the table, long ones cut
+    jobs = per_job["job"].map(lambda j: shown_job(j, JOB_COLUMN))
+    jw = max(3, *map(len, jobs))
     median_head = "median wall (succeeded)"
     print(f"\n{'job':<{jw}} {'runs':>5} {'ok':>5} {median_head:>{len(median_head)}}  last start (UTC)")
-    for r in per_job.itertuples():
+    for job, r in zip(jobs, per_job.itertuples()):
         wall = format_duration(r.median_wall_ms / 1000) if r.median_wall_ms == r.median_wall_ms else "-"
-        print(f"{r.job!s:<{jw}} {r.runs:>5} {r.succeeded:>5} {wall:>{len(median_head)}}  {when(r.last_start_ms)}")
+        print(f"{job:<{jw}} {r.runs:>5} {r.succeeded:>5} {wall:>{len(median_head)}}  {when(r.last_start_ms)}")
     _print_excluded(runs, args.last)
     print(f"\nlatest {plural(len(latest), 'run')}:")
     # columns as wide as their longest value: YARN ids and app names overflow fixed widths
     rw = max(6, *(len(str(x)) for x in latest["run_id"]))
-    jw = max(3, *(len(str(x)) for x in latest["job"]))
+    jobs = latest["job"].map(lambda j: shown_job(j, JOB_COLUMN))
+    jw = max(3, *map(len, jobs))
     size_of = _bytes_column(latest["input_bytes"])
     # input and executors as the models read them (a local[N] run has one executor with N
     # slots, but a sweep asked it for N executors; dynamic allocation: the mean held)
     print(f"{'run_id':<{rw}} {'job':<{jw}} {'status':<10} {'input':>10} {'executors':>9} {'wall':>9} "
           f"{'tasks':>7}")
-    for r in latest.itertuples():
+    for job, r in zip(jobs, latest.itertuples()):
         wall = format_duration(r.wall_ms / 1000) if r.wall_ms == r.wall_ms else "-"
         ex = format_executors(r.executors)
         size = size_of(r.input_bytes) if r.input_bytes == r.input_bytes and r.input_bytes > 0 else "-"
         nt = "-" if r.num_tasks != r.num_tasks else int(r.num_tasks)
-        print(f"{r.run_id!s:<{rw}} {r.job!s:<{jw}} {r.status:<10} {size:>10} {ex:>9} {wall:>9} {nt:>7}")
+        print(f"{r.run_id!s:<{rw}} {job:<{jw}} {r.status:<10} {size:>10} {ex:>9} {wall:>9} {nt:>7}")
     masters = latest["master"].astype(str) if "master" in latest else None
     if masters is not None and masters.str.fullmatch(r"local(\[.*\])?").any():
         # the store keeps local[N] as 1 executor of N cores: say why the column reads N
@@ -196,6 +204,7 @@ def _summary(args: argparse.Namespace) -> int:
 def _print_excluded(runs: Any, last: int) -> None:
     """The runs left out of training, wherever they fall in time: the latest runs' listing
     would show only the recent ones, and the per-job counts none by name."""
+    from ..config import shown_job
     from ..store.edit import EXCLUDED
     from ..units import plural
 
@@ -206,7 +215,7 @@ def _print_excluded(runs: Any, last: int) -> None:
           "--include` takes one back)")
     rw = max(6, *(len(str(x)) for x in out["run_id"]))
     for r in out.tail(last).itertuples():
-        print(f"  {r.run_id!s:<{rw}} {r.job}")
+        print(f"  {r.run_id!s:<{rw}} {shown_job(r.job, JOB_COLUMN)}")
     if len(out) > last:
         print(f"  ... and {len(out) - last} earlier (--last lists more)")
 
@@ -248,8 +257,11 @@ def _edit(args: argparse.Namespace) -> int:
 
 def _told(field: str, old: Any, new: Any) -> str:
     """One change, as ``status succeeded -> excluded`` or ``input 0 B -> 3 GB (declared)``."""
+    from ..config import shown_job
     from ..units import format_bytes
 
+    if field == "job":  # "job other -> nightly etl " hid the space the name ends in
+        return f"job {shown_job(old)} -> {shown_job(new)}"
     if field == "input_bytes":
         def size(n: Any) -> str:
             return "none" if n is None or n <= 0 else format_bytes(n)

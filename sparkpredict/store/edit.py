@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..config import check_job_name
+from ..config import check_job_name, plain_job_name
 from ..errors import InputError
 from ..units import is_bool, plural
 
@@ -34,6 +34,7 @@ EXCLUDED = "excluded"
 EDITED_FIELDS = ("status", "job", "input_bytes", "input_bytes_source")
 #: A run whose writer may still add rows, which would supersede the edit.
 _UNFINISHED = ("running",)
+_JOB_FIX = "give the job to move the runs to, e.g. --job nightly-etl"
 
 
 def edit_runs(store: Store | str | Any, run_ids: Iterable[str] | str, *, job: str | None = None,
@@ -83,6 +84,11 @@ def edit_runs(store: Store | str | Any, run_ids: Iterable[str] | str, *, job: st
     # read and append under the writer lock: two edits of one run at once each copied its
     # latest row, and the later undid the other (both said "1 run edited")
     with st.writer_lock("edit"):  # type: ignore[union-attr]
+        if isinstance(job, str) and not plain_job_name(job):
+            # a job the listener recorded from an app name ("nightly etl "): its runs are
+            # given more as they are, under the name the store holds
+            known = set(st.read("runs", columns=["job"])["job"].dropna())  # type: ignore[union-attr]
+            check_job_name(job, _JOB_FIX, known=known)
         return _edit(st, ids, job, size, excluded, ended)
 
 
@@ -194,7 +200,8 @@ def _check_args(job: str | None, input_bytes: float | str | None, excluded: bool
     if not is_bool(ended):  # ended="no" is a true string: it marked the runs ended
         raise InputError(f"ended={ended!r} is neither True nor False",
                          "pass ended=True to mark running runs as ended (with excluded=True)")
-    check_job_name(job, "give the job to move the runs to, e.g. --job nightly-etl")
+    if not isinstance(job, str) or not job.strip() or plain_job_name(job):  # else with the store's jobs
+        check_job_name(job, _JOB_FIX)
     return None if input_bytes is None else parse_input_size(input_bytes)
 
 
