@@ -356,6 +356,11 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     flat = getattr(src.model, "flat_beyond_sizes", None)
     if flat is not None and bool(flat(X)[i]):
         warnings.append(flat_size_warning(src.ranges["input_bytes"], size))
+    # a stage-level model's plan follows a recorded run: what it cannot foresee at this size
+    # (a join adaptive execution will likely plan otherwise)
+    plan_notes = getattr(src.model, "plan_warnings", None)
+    if plan_notes is not None:
+        warnings.extend(plan_notes(X)[i])
     warnings.extend(_flat_param_warnings(model, X, i, known, used, extr, src.ranges, t[i]))
     assumed = [p for p in known if p not in given_params]
     if assumed:

@@ -38,6 +38,7 @@ from ..features import stages as F
 from . import simulate as sim
 from .columns import check_confidence, json_float, supported_level
 from .estimator import RuntimeEstimator, checked_seed, kept_on_failure
+from .join_switch import join_history, nearest_of, plan_at
 from .replay import (
     WIDEN_PER_SIZE_DOUBLING,
     ReplayRuntimeModel,
@@ -184,6 +185,7 @@ class StageRuntimeModel(RuntimeEstimator):
         self.head_slope_ms_ = head_trends(self.runs_, heads, self._exec) if self.driver_trend else {}
         measured = self.runs_.loc[list(heads)]  # the span of the runs the line was fitted on
         self.head_range_ = head_ranges(measured, self._exec)
+        self.join_history_ = join_history(self.runs_, table)
         return table
 
     # ---- persistence --------------------------------------------------------------------
@@ -363,8 +365,24 @@ class StageRuntimeModel(RuntimeEstimator):
         if runs.empty:
             raise UnknownJobError(f"no training runs of job {job!r} for the stage model",
                                   f"fit on runs of that job; known: {sorted(self.runs_['job'].dropna().unique())[:5]}")
-        return nearest_run(runs, ReplayRuntimeModel._executors(runs).fillna(1).to_numpy(float),
-                           input_bytes, executors)
+        execs = ReplayRuntimeModel._executors(runs).fillna(1).to_numpy(float)
+        near = nearest_run(runs, execs, input_bytes, executors)
+        # adaptive execution switches a join's plan with the size of its smaller side: the runs
+        # of the plan Spark would run at this size, where the history holds both
+        plan_runs, _ = plan_at(self.join_history_, near, input_bytes)
+        return nearest_of(plan_runs, runs, execs, input_bytes, executors) if plan_runs else near
+
+    def plan_warnings(self, X: pd.DataFrame) -> list[list[str]]:
+        """Per query row, what its stage plan cannot foresee: a join that adaptive execution
+        will likely plan otherwise at the row's size than every recorded run did."""
+        self._check()
+        X = checked_query(X)
+        out = []
+        for q in X.to_dict("records"):
+            ib = float(q.get("input_bytes", np.nan))
+            ref = self._reference(q.get("job"), ib, float(q["executors"]))
+            out.append([w] if (w := plan_at(self.join_history_, ref, ib)[1]) else [])
+        return out
 
     def stage_plan(self, job, input_bytes: float, executors: int, executor_cores: int | None = None,
                    executor_memory_mb: float | None = None, _ref: str | None = None,
