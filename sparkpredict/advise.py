@@ -359,8 +359,8 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     # a stage-level model's plan follows a recorded run: what it cannot foresee at this size
     # (a join adaptive execution will likely plan otherwise)
     plan_notes = getattr(src.model, "plan_warnings", None)
-    if plan_notes is not None:
-        warnings.extend(plan_notes(X)[i])
+    if plan_notes is not None:  # the chosen row's alone: each row looks up its reference run
+        warnings.extend(plan_notes({k: np.asarray(v)[i:i + 1] for k, v in X.items()})[0])
     warnings.extend(_flat_param_warnings(model, X, i, known, used, extr, src.ranges, t[i]))
     assumed = [p for p in known if p not in given_params]
     if assumed:

@@ -100,3 +100,18 @@ def test_a_history_of_one_join_warns_where_spark_will_change_it(growing):
     far, near = model.plan_warnings(q)
     assert len(far) == 1 and "keep the sort-merge join" in far[0] and ids[2] in far[0]
     assert near == []
+
+
+def test_the_advice_carries_the_join_warning_of_its_stage_model(growing):
+    # What the user reads: suggest_executors with that stage model at the size where Spark
+    # will likely keep the sort-merge join says so among its warnings, and not at 1.2x.
+    from sparkpredict import suggest_executors
+
+    store, ids = growing
+    plan, model, truth = _asked_at(store, ids, (0.5, 2), 12)
+    far = suggest_executors(JOB, float(truth["input_bytes"]), models={JOB: model}, store=store, max_executors=3)
+    assert far.model_name.startswith("stage-forest")
+    assert any("keep the sort-merge join" in w for w in far.warnings), far.warnings
+    near = suggest_executors(JOB, 1.2 * float(plan["run_input_bytes"].iloc[0]), models={JOB: model},
+                             store=store, max_executors=3)
+    assert not any("sort-merge" in w for w in near.warnings), near.warnings
