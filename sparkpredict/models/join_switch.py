@@ -129,8 +129,10 @@ def plan_at(history: pd.DataFrame, nearest: str, input_bytes: float) -> tuple[li
         return list(same[same["plan"] == plan].index), None
     if t < 0:
         return None, None
-    size = f"about {_mib(est)} of shuffle"
-    where = f"the broadcast threshold {_mib(t)} (spark.sql.adaptive.autoBroadcastJoinThreshold)"
+    from ..units import format_bytes
+
+    size = f"about {format_bytes(est)} of shuffle"
+    where = f"the broadcast threshold {format_bytes(t)} (spark.sql.adaptive.autoBroadcastJoinThreshold)"
     if len(bc) and est > t and est > float(bc.max()):
         return None, (f"at this size the join's smaller side writes {size}, over {where}: Spark will "
                       f"likely keep the sort-merge join, while every recorded run of {ref['job']} broadcast "
@@ -140,10 +142,6 @@ def plan_at(history: pd.DataFrame, nearest: str, input_bytes: float) -> tuple[li
                       f"likely broadcast it, while every recorded run of {ref['job']} kept the sort-merge "
                       f"join; the stage plan follows run {nearest}'s sort-merge join and does not foresee it")
     return None, None
-
-
-def _mib(v: float) -> str:
-    return f"{v / 2**20:.2f} MiB" if v < 2**30 else f"{v / 2**30:.1f} GiB"
 
 
 def nearest_of(candidates: list[str], runs: pd.DataFrame, executors: np.ndarray,
