@@ -115,3 +115,30 @@ def test_the_advice_carries_the_join_warning_of_its_stage_model(growing):
     near = suggest_executors(JOB, 1.2 * float(plan["run_input_bytes"].iloc[0]), models={JOB: model},
                              store=store, max_executors=3)
     assert not any("sort-merge" in w for w in near.warnings), near.warnings
+
+
+@pytest.mark.parametrize(("train", "asked", "want"), [((0.5, 2, 12), 4, 12), ((0.5, 4, 12), 2, 0.5)])
+def test_the_replay_replays_a_run_of_the_join_spark_will_run(growing, train, asked, want):
+    # The replay copies a recorded run's stages as the stage model does, and took the run
+    # nearest in size whatever its join: the 2k broadcast run for 4k, the 4k sort-merge for 2k.
+    from sparkpredict.models.replay import ReplayRuntimeModel
+
+    store, ids = growing
+    runs = runs_table(store).set_index("run_id", drop=False)
+    model = ReplayRuntimeModel(store=store).fit(runs.loc[[ids[k] for k in train]])
+    truth = runs.loc[ids[asked]]
+    assert model._reference(JOB, float(truth["input_bytes"]), float(truth["executors"])) == ids[want]
+    q = pd.DataFrame({"job": [JOB], "input_bytes": [truth["input_bytes"]], "executors": [truth["executors"]]})
+    assert model.plan_warnings(q) == [[]]
+
+
+def test_the_replay_warns_where_spark_will_change_the_only_recorded_join(growing):
+    from sparkpredict.models.replay import ReplayRuntimeModel
+
+    store, ids = growing
+    runs = runs_table(store).set_index("run_id", drop=False)
+    model = ReplayRuntimeModel(store=store).fit(runs.loc[[ids[0.5], ids[2]]])
+    truth = runs.loc[ids[12]]
+    q = pd.DataFrame({"job": [JOB], "input_bytes": [truth["input_bytes"]], "executors": [truth["executors"]]})
+    (far,) = model.plan_warnings(q)
+    assert len(far) == 1 and "keep the sort-merge join" in far[0] and ids[2] in far[0]

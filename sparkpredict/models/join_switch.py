@@ -146,8 +146,26 @@ def plan_at(history: pd.DataFrame, nearest: str, input_bytes: float) -> tuple[li
 
 def nearest_of(candidates: list[str], runs: pd.DataFrame, executors: np.ndarray,
                input_bytes: float, query_executors: float) -> str:
-    """:func:`~.replay.nearest_run` among ``candidates`` (ids in ``runs``' index)."""
+    """:func:`~.replay.nearest_run` among ``candidates`` (ids in ``runs``' index); among all of
+    ``runs`` where none is there (a leave-one-out that left out the plan's only run)."""
     from .replay import nearest_run
 
     keep = runs.index.isin(candidates)
+    if not keep.any():
+        return nearest_run(runs, executors, input_bytes, query_executors)
     return nearest_run(runs[keep], executors[keep], input_bytes, query_executors)
+
+
+def query_plan_warnings(model, X) -> list[list[str]]:
+    """Per query row of ``X``, what ``model``'s recorded plan cannot foresee: a join adaptive
+    execution will likely plan otherwise at the row's size than every recorded run did. For the
+    models that copy a recorded run's stages (the stage forests, the replay), each having
+    ``join_history_`` and ``_reference(job, input_bytes, executors)``."""
+    from .replay import checked_query
+
+    out = []
+    for q in checked_query(X).to_dict("records"):
+        ib = float(q.get("input_bytes", np.nan))
+        ref = model._reference(q.get("job"), ib, float(q["executors"]))
+        out.append([w] if (w := plan_at(model.join_history_, ref, ib)[1]) else [])
+    return out

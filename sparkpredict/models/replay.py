@@ -193,6 +193,7 @@ class ReplayRuntimeModel(RuntimeEstimator):
         """Remember the runs of ``runs_df`` (by ``run_id``) that can be replayed."""
         from ..errors import DegenerateDataError
         from ..features import stages as F
+        from .join_switch import join_history
 
         if runs_df is None or "run_id" not in runs_df or len(runs_df) == 0:
             raise DegenerateDataError("the replay model needs runs with a run_id column",
@@ -206,6 +207,7 @@ class ReplayRuntimeModel(RuntimeEstimator):
             .set_index("run_id", drop=False)
         self._stages, self._tasks = stages, tasks
         self.stage_table_ = F.stage_table(self.runs_, stages, tasks)
+        self.join_history_ = join_history(self.runs_, self.stage_table_)
         self._timelines: dict[str, Timeline] = {}
         self.n_runs_ = len(self.runs_)
         ex = self._executors(self.runs_)
@@ -253,7 +255,24 @@ class ReplayRuntimeModel(RuntimeEstimator):
         if runs.empty:
             raise UnknownJobError(f"no replayable runs of job {job!r}",
                                   "fit on runs of that job recorded with task rows")
-        return nearest_run(runs, self._executors(runs).to_numpy(float), input_bytes, executors)
+        from .join_switch import nearest_of, plan_at
+
+        execs = self._executors(runs).to_numpy(float)
+        near = nearest_run(runs, execs, input_bytes, executors)
+        # the runs of the join plan adaptive execution would run at this size, where the
+        # history holds both (as the stage model picks its reference run)
+        plan_runs, _ = plan_at(self.join_history_, near, input_bytes)
+        return nearest_of(plan_runs, runs, execs, input_bytes, executors) if plan_runs else near
+
+    def plan_warnings(self, X) -> list[list[str]]:
+        """Per query row, a join that adaptive execution will likely plan otherwise at the
+        row's size than every recorded run did, which the replayed run's stages do not foresee."""
+        from .join_switch import query_plan_warnings
+
+        if not hasattr(self, "runs_"):
+            from ..errors import NotFittedError
+            raise NotFittedError("the replay model is not fitted", "call fit(runs_df) first")
+        return query_plan_warnings(self, X)
 
     def _sized(self, run_id: str, input_bytes: float, executors: float, cores: float) -> Timeline:
         from ..features import stages as F

@@ -38,7 +38,7 @@ from ..features import stages as F
 from . import simulate as sim
 from .columns import check_confidence, json_float, supported_level
 from .estimator import RuntimeEstimator, checked_seed, kept_on_failure
-from .join_switch import join_history, nearest_of, plan_at
+from .join_switch import join_history, nearest_of, plan_at, query_plan_warnings
 from .replay import (
     WIDEN_PER_SIZE_DOUBLING,
     ReplayRuntimeModel,
@@ -376,13 +376,7 @@ class StageRuntimeModel(RuntimeEstimator):
         """Per query row, what its stage plan cannot foresee: a join that adaptive execution
         will likely plan otherwise at the row's size than every recorded run did."""
         self._check()
-        X = checked_query(X)
-        out = []
-        for q in X.to_dict("records"):
-            ib = float(q.get("input_bytes", np.nan))
-            ref = self._reference(q.get("job"), ib, float(q["executors"]))
-            out.append([w] if (w := plan_at(self.join_history_, ref, ib)[1]) else [])
-        return out
+        return query_plan_warnings(self, X)
 
     def stage_plan(self, job, input_bytes: float, executors: int, executor_cores: int | None = None,
                    executor_memory_mb: float | None = None, _ref: str | None = None,
