@@ -280,18 +280,26 @@ def _numeric(col: pd.Series) -> pd.Series:
 _POOL_THREAD = re.compile(r" at (CompletableFuture|ThreadPoolExecutor|ForkJoin\w*|FutureTask|Thread)\.java")
 
 
-def _rdd_shape(raw) -> str:
-    """The kinds of RDD a stage ran, as a sorted multiset (``FileScanRDD,MapPartitionsRDD*3``):
-    each name's first word, since an RDD named after its plan (``AdaptiveSparkPlan
-    isFinalPlan=false +- HashAggregate(keys=[word#137] ...``) carries run-specific ids."""
+def rdd_kinds(raw) -> list[str]:
+    """The kinds of RDD a stage ran (its ``rdd_names_json``): each name's first word, since an
+    RDD named after its plan (``AdaptiveSparkPlan isFinalPlan=false +- HashAggregate(keys=[word#137]
+    ...``) carries run-specific ids."""
     try:
         names = json.loads(raw) if isinstance(raw, str) and raw else []
     except ValueError:
         names = []
-    counts: dict[str, int] = {}
+    out = []
     for n in names if isinstance(names, list) else []:
         m = re.match(r"[\w$.]+", str(n).strip())
-        kind = m.group(0) if m else "?"
+        out.append(m.group(0) if m else "?")
+    return out
+
+
+def _rdd_shape(raw) -> str:
+    """The kinds of RDD a stage ran (:func:`rdd_kinds`), as a sorted multiset
+    (``FileScanRDD,MapPartitionsRDD*3``)."""
+    counts: dict[str, int] = {}
+    for kind in rdd_kinds(raw):
         counts[kind] = counts.get(kind, 0) + 1
     return ",".join(n if c == 1 else f"{n}*{c}" for n, c in sorted(counts.items()))
 
@@ -631,6 +639,7 @@ __all__ = [
     "final_attempts",
     "power_rule",
     "predict_num_tasks",
+    "rdd_kinds",
     "run_config",
     "scan_input_bytes",
     "spark_bytes",

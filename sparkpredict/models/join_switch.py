@@ -19,7 +19,6 @@ the plan is kept and a warning says Spark will likely change the join.
 """
 from __future__ import annotations
 
-import json
 import math
 from typing import TYPE_CHECKING
 
@@ -47,14 +46,6 @@ def broadcast_threshold(run) -> float:
     return _DEFAULT_THRESHOLD
 
 
-def _kinds(raw) -> list[str]:
-    try:
-        names = json.loads(raw) if isinstance(raw, str) and raw else []
-    except ValueError:
-        names = []
-    return [str(n).split(" ")[0] for n in names] if isinstance(names, list) else []
-
-
 def run_join(rows: pd.DataFrame) -> tuple[str, float] | None:
     """``(plan, build-side shuffle bytes)`` of one run's stage rows (a stage table's), where the
     run holds exactly one join of two shuffles: a sort-merge join (a stage that zips the shuffles
@@ -67,7 +58,7 @@ def run_join(rows: pd.DataFrame) -> tuple[str, float] | None:
     read = dict(zip(ids, g["shuffle_read_bytes"].fillna(0).astype(float)))
     sub = dict(zip(ids, g["submission_ms"].astype(float)))
     comp = dict(zip(ids, g["completion_ms"].astype(float)))
-    kinds = {s: _kinds(r) for s, r in zip(ids, g["rdd_names_json"])}
+    kinds = {s: F.rdd_kinds(r) for s, r in zip(ids, g["rdd_names_json"])}
     found: list[tuple[str, float]] = []
     for s in ids:
         maps = [p for p in parents[s] if write.get(p, 0) > 0]
