@@ -317,8 +317,9 @@ def run_sweep(plan: SweepPlan, store: str | os.PathLike | None = None,
     # stay out of the runs of the cluster's jobs unless --store names it
     store_path = resolve_store(store if store is not None else embedded_store())
     # Every refusal before the store is opened, which creates it: a refused sweep leaves nothing behind.
-    check_store_nameable(store_path, jvm_path_encoding())
-    check_jar_nameable(jvm_path_encoding())
+    encoding = jvm_path_encoding()  # the sweep's driver JVM runs here: it writes the store, reads the jar
+    check_store_nameable(store_path, encoding)
+    check_jar_nameable(encoding)
     cache = Path(cache_dir).expanduser().absolute() if cache_dir else W.default_cache()
     problem = folder_problem(cache)
     if problem:

@@ -263,7 +263,6 @@ def jvm_path_encoding(env: Any = None) -> str | None:
     files in: its ``sun.jnu.encoding``, which follows the locale (LC_ALL, else LC_CTYPE, else
     LANG); None where the locale names no charset that can be told from its name."""
     import codecs
-    import sys
 
     if sys.platform == "darwin":  # the JDK names files in UTF-8 there whatever the locale
         return "utf-8"
@@ -631,9 +630,10 @@ def attach(builder: Any, store: str | None = None, job: str | None = None, tasks
         store = (options.get(KEY_STORE, "").strip() or submitted.get(KEY_STORE)
                  or theirs.get(KEY_STORE, "").strip() or embedded_store())
     # the driver is this process: a store it cannot write is said now, not in the driver's log
-    check_store(resolve_store(store))
+    resolved = resolve_store(store)
+    check_store(resolved)
     encoding = _started_jvm_encoding() or jvm_path_encoding()
-    check_store_nameable(resolve_store(store), encoding)
+    check_store_nameable(resolved, encoding)
     check_jar_nameable(encoding)  # before listener_conf builds the jar there
     if input_bytes is not None:
         _input_bytes(input_bytes)  # the arguments first, as listener_conf checks them, then the builder

@@ -216,6 +216,17 @@ def _whole(value: Any) -> int | None:
     return n if n >= 1 else None
 
 
+def check_jvm_names(spark_submit_args: list[str], store: str) -> None:
+    """Refuse a store or listener jar path the JVMs spark-submit starts would name otherwise
+    than this Python, under their locale (:func:`~.listener.check_store_nameable`): the
+    driver's, where it runs here, writes the store; spark-submit's own reads the jar, whatever
+    the deploy mode."""
+    encoding = jvm_path_encoding()
+    if driver_is_local(spark_submit_args):
+        check_store_nameable(store, encoding)
+    check_jar_nameable(encoding)
+
+
 def submit(spark_submit_args: list[str], *, store: str | None = None, job: str | None = None,
            executors: int | None = None, extra_conf: dict[str, str] | None = None,
            compact: bool = True) -> SubmitResult:
@@ -252,11 +263,7 @@ def submit(spark_submit_args: list[str], *, store: str | None = None, job: str |
         ``store`` and the arguments' ``--conf spark.sparkpredict.store`` name different stores.
     """
     resolved = submit_store(spark_submit_args, store)
-    if driver_is_local(spark_submit_args):
-        # the driver's JVM names the store's files in its locale's charset (check_store_nameable)
-        check_store_nameable(resolved, jvm_path_encoding())
-    # spark-submit's own JVM reads the listener jar here, whatever the deploy mode
-    check_jar_nameable(jvm_path_encoding())
+    check_jvm_names(spark_submit_args, resolved)
     submit_id = uuid.uuid4().hex
     cmd = build_command(spark_submit_args, store=store, job=job, executors=executors,
                         extra_conf=extra_conf, submit_id=submit_id)

@@ -314,13 +314,8 @@ def _run(args: argparse.Namespace) -> int:
     import os
 
     from ..advice_args import check_params, cli_flags
-    from ..capture.listener import (
-        check_jar_nameable,
-        check_store,
-        check_store_nameable,
-        jvm_path_encoding,
-    )
-    from ..capture.submit import submit
+    from ..capture.listener import check_store
+    from ..capture.submit import check_jvm_names, submit
     from ..capture.submit_args import (
         KEY_DYNAMIC_MAX,
         check_application,
@@ -369,8 +364,7 @@ def _run(args: argparse.Namespace) -> int:
         # before the advice and Spark: a store the listener cannot write would be found out only
         # as the driver's logged errors, after a run that recorded nothing
         check_store(history)
-        check_store_nameable(history, jvm_path_encoding())
-    check_jar_nameable(jvm_path_encoding())  # spark-submit's JVM reads the jar, whatever the deploy mode
+    check_jvm_names(spark_args, history)
     executors, extra = executor_settings(args, spark_args, input_bytes, params, history)
     extra.update({PARAM_PREFIX + name: value for name, value in params.items()})
     if input_bytes is not None:
