@@ -71,9 +71,9 @@ def check_job_name(job: object, fix: str, known: Collection[str] = ()) -> None:
     as its job unchanged (``appName("nightly etl ")``), and runs moved to that job join them."""
     if job is not None and (not isinstance(job, str) or not job.strip()):
         raise InputError(f"job name {job!r} is " + ("blank" if isinstance(job, str) else "not text"), fix)
-    if isinstance(job, str) and not plain_job_name(job) and job in known:
+    if isinstance(job, str) and job in known:
         return
-    if isinstance(job, str) and any(ord(c) < 32 or ord(c) == 127 for c in job):
+    if isinstance(job, str) and _has_control_character(job):
         # a newline split the name across lines of every table and report, and of a
         # spark-defaults.conf (`listener conf`), where the second half became a setting of its own
         raise InputError(f"job name {job!r} holds a control character (a newline, a tab)",
@@ -86,7 +86,11 @@ def check_job_name(job: object, fix: str, known: Collection[str] = ()) -> None:
 
 def plain_job_name(name: str) -> bool:
     """Whether ``name`` reads the same printed bare: no blanks at its ends, no control characters."""
-    return name == name.strip() and not any(ord(c) < 32 or ord(c) == 127 for c in name)
+    return name == name.strip() and not _has_control_character(name)
+
+
+def _has_control_character(name: str) -> bool:
+    return any(ord(c) < 32 or ord(c) == 127 for c in name)
 
 
 def shown_job(name: object, most: int | None = None) -> str:
