@@ -565,8 +565,10 @@ def _unknown_job(job: str, known: list, where: str, empty: bool = False,
         err.no_success = True  # type: ignore[attr-defined]  # submit's fix differs for it
         return err
     # a name with spaces around it (recorded from a --conf or an app name) is quoted: it looked
-    # like the one asked for; one with a newline split the hint across lines
-    names = ", ".join(shown_job(k) for k in known[:10]) + (" ..." if len(known) > 10 else "")
+    # like the one asked for; one with a newline split the hint across lines. Ten names of 300
+    # characters made a hint of 3,000: each is cut as `store summary` cuts it (the "did you
+    # mean" below keeps its name whole, to be copied)
+    names = ", ".join(shown_job(k, 60) for k in known[:10]) + (" ..." if len(known) > 10 else "")
     if not known:
         return UnknownJobError(f"no job {job!r} in {where}", "record runs of the job first")
     close = _closest(job, known)

@@ -253,3 +253,42 @@ def test_store_summary_cuts_a_300_character_job_name_and_json_keeps_it(tmp_path,
     assert main(["store", "summary", "--store", str(store), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert long in {j["job"] for j in summary["jobs"]} and long in {r["job"] for r in summary["latest"]}
+
+
+def test_an_unknown_jobs_hint_cuts_long_names_and_its_did_you_mean_keeps_the_name(tmp_path, capsys):
+    import sparkpredict
+    from sparkpredict.errors import UnknownJobError
+
+    store = tmp_path / "s"
+    longs = [c * 300 for c in "abc"]
+    _history(store, [*longs, "nightly"])
+    with pytest.raises(UnknownJobError) as e:
+        sparkpredict.suggest_executors("weekly", "3GB", store=store)
+    assert len(e.value.fix) < 400 and "a" * 59 + "…" in e.value.fix and longs[0] not in e.value.fix, e.value.fix
+    with pytest.raises(UnknownJobError) as e:  # the name meant, whole: the user copies it
+        sparkpredict.suggest_executors("a" * 299, "3GB", store=store)
+    assert f"did you mean {longs[0]!r}?" in e.value.fix
+    capsys.readouterr()
+    assert main(["suggest", "--job", "weekly", "--input-size", "3GB", "--store", str(store)]) != 0
+    err = capsys.readouterr()
+    assert max(map(len, (err.out + err.err).splitlines())) < 450, err
+
+
+def test_submit_and_predict_list_a_stores_jobs_cut_and_quoted(tmp_path, capsys):
+    store = tmp_path / "s"
+    _history(store, ["a" * 300, "nightly "])
+    capsys.readouterr()
+    assert main(["submit", "--executors", "auto", "--input-size", "3GB", "--store", str(store), "--", "x.py"]) != 0
+    fix = capsys.readouterr().err
+    assert "a" * 59 + "…, 'nightly ')" in fix and "a" * 61 not in fix, fix
+    runs, models = tmp_path / "runs.csv", tmp_path / "models"
+    assert main(["runs", "--store", str(store), "--out", str(runs)]) == 0
+    assert main(["fit", str(runs), "--out", str(models)]) == 0
+    query = tmp_path / "q.csv"
+    query.write_text("job,input_bytes,executors\nweekly,3GB,2\n")
+    capsys.readouterr()
+    assert main(["predict", str(models), str(query), "--out", str(tmp_path / "p.csv")]) != 0
+    err = capsys.readouterr().err
+    # (a runs CSV's names are read without their blanks, with a warning: "nightly" here)
+    assert "known jobs: " + "a" * 59 + "…, nightly)" in err and "a" * 61 not in err, err
+    assert not (tmp_path / "p.csv").exists()

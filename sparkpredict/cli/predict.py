@@ -84,8 +84,11 @@ class RowProblems:
             message = "\n  ".join([head, *self.lines()])
         fixes = []
         if self.unknown_jobs:
+            from ..config import shown_job
+
             names = sorted(known_jobs)
-            known = ", ".join(names[:20]) + (f" … ({len(names)} in all)" if len(names) > 20 else "")
+            shown = [shown_job(n, 60) for n in names[:20]]  # as `store summary` shows them
+            known = ", ".join(shown) + (f" … ({len(names)} in all)" if len(names) > 20 else "")
             fix = (f"fit {', '.join(map(repr, self.unknown_jobs))} first (`sparkpredict fit RUNS "
                    f"--out DIR`) or check the job name (known jobs: {known or '(none)'})")
             for j in self.unknown_jobs:

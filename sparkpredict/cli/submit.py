@@ -57,7 +57,9 @@ def _job_example(store: str | None) -> str:
         jobs = []
     if not jobs:
         return "--job NAME (the name its runs are recorded under, e.g. --job nightly-etl)"
-    shown = ", ".join(jobs[:5]) + (f", ... ({len(jobs) - 5} more)" if len(jobs) > 5 else "")
+    from ..config import shown_job
+
+    shown = ", ".join(shown_job(j, 60) for j in jobs[:5]) + (f", ... ({len(jobs) - 5} more)" if len(jobs) > 5 else "")
     return f"--job NAME, the job whose runs the advice reads (in the store: {shown})"
 
 
