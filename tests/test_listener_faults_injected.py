@@ -230,6 +230,50 @@ def test_a_jvm_error_in_a_callback_stops_the_recording_at_once(spark_app, faults
     _assert_recorded_whole(st, run, [0], 2)
 
 
+@pytest.mark.parametrize("kind", ["linkage", "oom"])
+def test_the_scan_rule_failing_on_a_completed_stage_never_half_counts_it(spark_app, faults_jar, tmp_path, kind):
+    """The SQL scan rule reads a completed stage's accumulables after its row is built. A
+    NoClassDefFoundError there (a Spark SQL class missing or changed in another Spark) turns
+    the rule off, and the stage is recorded; it escaped the rule's guard (RuntimeException
+    only) after the stage was counted: the event was lost, and num_stages counted a stage with
+    no row. The JVM's own error there stops the recording, the stage not counted either."""
+    import pandas as pd
+
+    store = tmp_path / "store"
+    data = tmp_path / "data.parquet"
+    pd.DataFrame({"x": range(1000)}).to_parquet(data)
+    with spark_app(store, job=f"scan-rule-{kind}") as spark:
+        sc = spark.sparkContext
+        F = _faults(spark, faults_jar)
+        assert spark.read.parquet(str(data)).count() == 1000  # a file scan: the rule has scans to match
+        stage = F.stage(9002, 2, False, None)
+        _post(spark, F.jobStart(9002, [stage]))
+        _post(spark, F.stageSubmitted(stage))
+        _post(spark, F.taskEnd(9002, 900300, 0, 7, 11, None, None))
+        _post(spark, F.taskEnd(9002, 900301, 1, 9, 13, None, None))
+        fault = F.faultIn("accumulables", kind, 0, "io.sparkpredict.ScanInput")
+        _post(spark, F.stageCompleted(F.stage(9002, 2, True, fault)))
+        _post(spark, F.jobEnd(9002, None))
+        _bus_drained(spark)
+        assert fault.fired() == 1
+        assert sc.parallelize(range(6), 3).count() == 6
+        _bus_drained(spark)
+    st = store_mod.open(store)
+    run = _latest_run(store)
+    stages = st.stages()
+    assert len(stages) == run.num_stages, (len(stages), run.num_stages)
+    injected = stages[stages["stage_id"] == 9002]
+    if kind == "linkage":
+        assert (run.status, run.error_message) == ("succeeded", None)
+        assert stages["num_task_rows"].sum() == len(st.tasks()) == run.num_tasks
+        assert len(injected) == 1 and injected.iloc[0]["num_task_rows"] == 2
+        assert injected.iloc[0]["executor_run_time_ms"] == 16 and injected.iloc[0]["job_id"] == 9002
+    else:  # the task rows handed over before it stay; their stage is not counted
+        assert run.status == "incomplete" and "OutOfMemoryError: injected fault in accumulables" in (
+            run.error_message), run.error_message
+        assert injected.empty
+
+
 HUGE = str(2**63 - 1)  # JavaUtils reads it as ms; past 2^53 a double would round it
 
 

@@ -29,7 +29,7 @@ import scala.jdk.javaapi.CollectionConverters;
 /**
  * Spark listener events whose parts fail when the sparkpredict listener reads them, for
  * tests/test_listener_faults_injected.py: a getter named by a {@link Fault} throws once the
- * listener has read it {@code after} times. Only reads from the listener's own code fail, so
+ * listener (or one of its classes) has read it {@code after} times. Only reads from the listener's own code fail, so
  * Spark's listeners (its UI's AppStatusListener) see an ordinary event: an OutOfMemoryError
  * thrown at one of them would stop the SparkContext.
  */
@@ -41,13 +41,16 @@ public final class Faults {
         private final String getter;
         private final String kind;
         private final int after;
+        /** Only reads with a class whose name starts with this on the stack fail (and count). */
+        private final String reader;
         private final AtomicInteger reads = new AtomicInteger();
         private final AtomicInteger fired = new AtomicInteger();
 
-        Fault(String getter, String kind, int after) {
+        Fault(String getter, String kind, int after, String reader) {
             this.getter = getter;
             this.kind = kind;
             this.after = after;
+            this.reader = reader;
         }
 
         /** How many times it threw. */
@@ -57,7 +60,7 @@ public final class Faults {
         public int reads() { return reads.get(); }
 
         void check(String name) {
-            if (!name.equals(getter) || !readByListener()) return;
+            if (!name.equals(getter) || !readBy(reader)) return;
             if (reads.getAndIncrement() < after) return;
             fired.incrementAndGet();
             String msg = "injected fault in " + name;
@@ -65,21 +68,30 @@ public final class Faults {
                 case "runtime": throw new IllegalStateException(msg);
                 case "oom": throw new OutOfMemoryError(msg);
                 case "stackoverflow": throw new StackOverflowError(msg);
+                case "linkage": throw new NoClassDefFoundError(msg);
                 default: throw new IllegalArgumentException("no fault kind " + kind);
             }
         }
     }
 
-    /** A fault of {@code getter} ("none" for none): {@code kind} runtime, oom or stackoverflow. */
+    /**
+     * A fault of {@code getter} ("none" for none): {@code kind} runtime, oom, stackoverflow or
+     * linkage (a NoClassDefFoundError, as a Spark class missing in another Spark throws).
+     */
     public static Fault fault(String getter, String kind, int after) {
-        return new Fault(getter, kind, after);
+        return new Fault(getter, kind, after, "io.sparkpredict.");
     }
 
-    private static final Fault NONE = new Fault("none", "runtime", 0);
+    /** {@link #fault} failing only in reads by the listener's class {@code reader} (e.g. "io.sparkpredict.ScanInput"). */
+    public static Fault faultIn(String getter, String kind, int after, String reader) {
+        return new Fault(getter, kind, after, reader);
+    }
 
-    private static boolean readByListener() {
+    private static final Fault NONE = fault("none", "runtime", 0);
+
+    private static boolean readBy(String reader) {
         for (StackTraceElement f : Thread.currentThread().getStackTrace()) {
-            if (f.getClassName().startsWith("io.sparkpredict.")) return true;
+            if (f.getClassName().startsWith(reader)) return true;
         }
         return false;
     }

@@ -95,6 +95,26 @@ final class ScanInput {
             + "is its tasks' input metric, which Parquet's vectored reads leave at the footers", t.toString());
     }
 
+    /**
+     * Run a step of the scan rule: its result, or false once the rule is off. A step that fails
+     * turns the rule off (said once) and returns false, never the recording off: what it throws
+     * is the rule's own trouble, a RuntimeException on an event not foreseen or a LinkageError
+     * (NoClassDefFoundError, NoSuchMethodError) from a Spark SQL class missing or changed in
+     * another Spark; a step reads its event before it counts anything. The JVM's own errors
+     * (VirtualMachineError) go on to the listener's callback guard, which stops the recording.
+     */
+    boolean guard(java.util.function.BooleanSupplier step) {
+        if (off) return false;
+        try {
+            return step.getAsBoolean();
+        } catch (VirtualMachineError e) {
+            throw e;
+        } catch (Throwable t) {
+            turnOff(t);
+            return false;
+        }
+    }
+
     /** Register the scans of a SQL execution's plan (its start or an adaptive update). */
     void plan(SparkPlanInfo root) {
         Deque<SparkPlanInfo> todo = new ArrayDeque<>();
@@ -162,7 +182,7 @@ final class ScanInput {
      * Count the known scans the stage ran, with the partitions its successful tasks ran
      * ({@code ran}); false when it ran none (its task metric is then its input).
      * {@code execution}: the stage's SQL execution id; {@code persisted}: its RDDs include a
-     * persisted one.
+     * persisted one. Reads all of the event before counting (run it under {@link #guard}).
      */
     boolean stageCompleted(StageInfo s, Integer rddId, int partitions, BitSet ran, String execution,
                            boolean persisted) {

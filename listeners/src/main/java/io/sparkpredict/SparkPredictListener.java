@@ -374,7 +374,8 @@ public class SparkPredictListener extends SparkListener {
 
     /**
      * The SQL events that tell a file scan's input (ScanInput). A failure here only turns the
-     * scan rule off (the tasks' input metric counts from then on), never the recording.
+     * scan rule off (the tasks' input metric counts from then on), never the recording; but for
+     * the JVM's own errors in an update, which stop it as in any callback.
      */
     @Override
     public void onOtherEvent(SparkListenerEvent e) {
@@ -398,14 +399,12 @@ public class SparkPredictListener extends SparkListener {
         }
     }
 
-    /** Run a ScanInput update; one that fails turns the scan rule off. */
+    /** Run a ScanInput update; one that fails turns the scan rule off ({@link ScanInput#guard}). */
     private void scanEvent(Runnable update) {
-        if (stages.scans.off) return;
-        try {
+        stages.scans.guard(() -> {
             update.run();
-        } catch (Throwable t) {
-            stages.scans.turnOff(t);
-        }
+            return true;
+        });
     }
 
     @Override

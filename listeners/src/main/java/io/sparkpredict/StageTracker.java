@@ -196,9 +196,11 @@ final class StageTracker {
 
     /**
      * The stages row of a completed stage attempt, its sums dropped; null when that attempt was
-     * completed already. The row is built from the event before anything is counted: an event
-     * it throws on (which the listener loses) leaves the stage uncounted, its sums kept until
-     * its jobs end, and the run's num_stages the number of its stage rows.
+     * completed already. The row is built from the event, and the scan rule run, before the
+     * stage is counted: an event it throws on (which the listener loses) leaves the stage
+     * uncounted, its sums kept until its jobs end, and the run's num_stages the number of its
+     * stage rows. Nothing after the counting reads the event or can throw but the JVM's own
+     * errors, which stop the recording.
      */
     Object[] completed(StageInfo s) throws IOException {
         // read once: a getter read again after the attempt is counted completed, and throwing
@@ -225,7 +227,9 @@ final class StageTracker {
         // The stage's own RDD comes first, then its narrow ancestors: a stage that ran all of its
         // own partitions computed them whole (a coalesce(1) too). `df.cache(); df.show()` runs
         // one partition, and the count after it reads the others from the source.
-        boolean whole = infos.isEmpty() || s.numTasks() >= infos.get(0).numPartitions();
+        Integer ownRdd = infos.isEmpty() ? null : infos.get(0).id();
+        int ownPartitions = infos.isEmpty() ? 0 : infos.get(0).numPartitions();
+        boolean whole = infos.isEmpty() || s.numTasks() >= ownPartitions;
         for (RDDInfo ri : infos) {
             rdds.add(ri.name());
             if (ri.storageLevel().isValid()) {
@@ -258,6 +262,15 @@ final class StageTracker {
             r.set("task_duration_max_ms", (double) d[d.length - 1]);
         }
         long cacheHits = failed ? 0L : diskCacheHitBytes(s);
+        // A stage that ran SQL file scans counts their files' size instead of its tasks' input
+        // metric (which Parquet's vectored reads leave at the footers) and Databricks' cache
+        // hits. A scan that ran is a source read even in a stage over a cached RDD (a union).
+        // A failure there turns the scan rule off, never the recording; before the counting, so
+        // that the JVM's own error there (which stops the recording) leaves the stage uncounted.
+        String execution = stageExecution.get(stageId);
+        boolean persistedRdd = anyPersisted;
+        boolean scanned = scans.guard(() -> scans.stageCompleted(s, ownRdd, ownPartitions, agg.ran, execution,
+            persistedRdd));
         // the row is built: from here on the attempt is completed
         stageAggs.remove(key);
         completedAttempts.add(key);
@@ -273,19 +286,7 @@ final class StageTracker {
         // A map stage's partitions by its own RDD, kept across jobs (mapInputCounted); a result
         // stage's by its stage id while its jobs run (a later action over the same RDD reads the
         // source again). As the event-log ingest keys them (eventlog_rows, map stages).
-        // A stage that ran SQL file scans counts their files' size instead of its tasks' input
-        // metric (which Parquet's vectored reads leave at the footers) and Databricks' cache
-        // hits. A scan that ran is a source read even in a stage over a cached RDD (a union).
-        boolean scanned;
-        try {
-            scanned = scans.stageCompleted(s, infos.isEmpty() ? null : infos.get(0).id(),
-                infos.isEmpty() ? 0 : infos.get(0).numPartitions(), agg.ran, stageExecution.get(stageId),
-                anyPersisted);
-        } catch (RuntimeException ex) {  // the scan rule off, never the recording
-            scans.turnOff(ex);
-            scanned = false;
-        }
-        Integer mapRdd = agg.mapStage && !infos.isEmpty() ? infos.get(0).id() : null;
+        Integer mapRdd = agg.mapStage ? ownRdd : null;
         if (!readsCache && !scanned) taskInput += countOnce(stageId, mapRdd, agg) + cacheHits;
         if (!failed) materialisedRdds.addAll(persisted);
         return r.values;
