@@ -287,6 +287,30 @@ def test_default_store_follows_the_python_rule(spark_app, tmp_path):
         assert "hdfs:///sp/store" in e.value.fix
 
 
+def test_a_local_store_the_jvm_cannot_name_is_found_before_anything_is_written(spark_app, tmp_path):
+    """The rule the listener refuses a store by under a locale that cannot name it (LC_ALL=C:
+    sun.jnu.encoding ASCII); tests/test_listener_locale.py runs it under that locale. Only a
+    local folder's name counts, as Hadoop's local file system takes it: a file: URI's percent
+    escapes are kept (ASCII), the home and working folder are part of a plain path."""
+    with spark_app(tmp_path / "store", job="unnameable") as spark:
+        refused = spark._jvm.io.sparkpredict.SparkPredictListener.unnameableStore
+        home, cwd, ascii_ = "/home/u", "/work/here", "ANSI_X3.4-1968"  # the C locale's name for ASCII
+        for store, h, c in [("/data/ünï", home, cwd), ("file:///data/ünï", home, cwd), ("FILE:/data/ünï", home, cwd),
+                            ("~/st", "/home/jürgen", cwd), ("rel/st", home, "/work/dü"),
+                            ("/data/\ufffd\ufffd", home, cwd)]:  # a name the JVM's locale could not read
+            msg = refused(store, h, c, ascii_)
+            assert msg is not None and "cannot write the folder's name" in msg, store
+            assert msg.startswith(f"sparkpredict: cannot record into store {store}: this JVM names files in US-ASCII")
+            assert "export LC_ALL=C.UTF-8" in msg and "spark.sparkpredict.store to a path of ASCII" in msg
+        # '?' is what an ASCII locale makes of what it cannot read (a --conf on spark-submit's command line)
+        assert "'?' in the folder's name" in refused("/data/??n??", home, cwd, ascii_)
+        for store in ("hdfs://nn:8020/ünï", "s3a://bucket/ünï", "file:///data/%C3%BC", "/data/store", "~/st"):
+            assert refused(store, home, cwd, ascii_) is None, store
+        for store, charset in [("/data/ünï", "UTF-8"), ("/data/a?b", "UTF-8"), ("/data/ünï", "ISO-8859-1"),
+                               ("/data/ünï", "no-such-charset"), ("/data/ünï", None)]:
+            assert refused(store, home, cwd, charset) is None, (store, charset)
+
+
 def test_listener_error_says_when_the_listener_is_not_attached(spark_app, tmp_path):
     """A session of this JVM (which has the jar) started without the listener records nothing;
     listener_error said None ("all went well"), or an earlier application's error."""

@@ -171,9 +171,97 @@ final class ListenerSettings {
      * fs.defaultFS (HDFS), which Python would not look in; when not set, {@link #defaultStore()}.
      */
     static String store(SparkConf conf) {
+        return localStore(storeSetting(conf), home(), System.getProperty("user.dir"));
+    }
+
+    /** The store as set ({@code spark.sparkpredict.store}, else the default's), before {@link #localStore}. */
+    private static String storeSetting(SparkConf conf) {
         String store = conf.get(P + "store", "").trim();  // a properties file's value is trimmed too
-        if (store.isEmpty()) return defaultStore();
-        return localStore(store, home(), System.getProperty("user.dir"));
+        return store.isEmpty() ? defaultSetting(System.getenv("SPARKPREDICT_STORE"), home()) : store;
+    }
+
+    private static String defaultSetting(String env, String home) {
+        return env != null && !env.trim().isEmpty() ? env : home + "/.sparkpredict/store";
+    }
+
+    /**
+     * Why this JVM cannot record into the store of {@code conf} ({@link #unnameableStore(String,
+     * String, String, String)}, for this JVM's file-name charset), or null when it can.
+     */
+    static String unnameableStore(SparkConf conf) {
+        return unnameableStore(storeSetting(conf), home(), System.getProperty("user.dir"),
+            System.getProperty("sun.jnu.encoding"));
+    }
+
+    /**
+     * Why a JVM naming files in {@code fileNames} (its sun.jnu.encoding) cannot record into the
+     * local store {@code store} (a setting as {@link #localStore} reads it, for {@code home} and
+     * {@code cwd}), naming the fix; null when it can, when the store is not local (hdfs://,
+     * s3a://, ...) or the charset is not known.
+     *
+     * <p>sun.jnu.encoding follows the locale (LC_ALL, else LC_CTYPE, else LANG) and no -D option
+     * changes it (file.encoding=UTF-8 does not). Under LC_ALL=C it is ASCII: Hadoop's local file
+     * system wrote a store file:///data/ünï into a folder /data/?n?, where no Python reader
+     * (naming files in UTF-8) looks, and a plain path failed in Paths.get with a message naming
+     * no fix. The same locale turns what it cannot read into '?' before the listener sees it: a
+     * {@code --conf} on spark-submit's command line arrives as /data/??n??, so under ASCII a '?'
+     * in a local store's path is refused too. Python's attach() and submit refuse such a store
+     * before Spark starts (check_store_nameable); this is the listener set up by hand.
+     */
+    static String unnameableStore(String store, String home, String cwd, String fileNames) {
+        java.nio.charset.Charset names;
+        try {
+            names = java.nio.charset.Charset.forName(fileNames);
+        } catch (RuntimeException e) {  // null, or a charset this JDK does not know: cannot tell
+            return null;
+        }
+        String path = localPath(store, home, cwd);
+        if (path == null) return null;
+        String why;
+        if (!names.newEncoder().canEncode(path)) {
+            why = "which cannot write the folder's name: Hadoop would record into a folder named with '?' "
+                + "for those characters, not the one Python reads";
+        } else if (names.equals(java.nio.charset.StandardCharsets.US_ASCII) && path.indexOf('?') >= 0) {
+            why = "and '?' in the folder's name is what that charset makes of characters it could not read "
+                + "(a --conf on spark-submit's command line): the runs would go to another folder than the one "
+                + "meant";
+        } else {
+            return null;
+        }
+        return "sparkpredict: cannot record into store " + store + ": this JVM names files in " + names.name()
+            + " (its locale's charset: LC_ALL, else LC_CTYPE, else LANG), " + why + "; nothing is recorded for "
+            + "this application. Fix: run Spark under a UTF-8 locale (export LC_ALL=C.UTF-8), or set "
+            + P + "store to a path of ASCII characters";
+    }
+
+    /**
+     * The local folder's path a store setting names (a file: URI's path as Hadoop's local file
+     * system takes it, percent escapes kept; a plain path as {@link #localStore} resolves it,
+     * not normalised), or null for a store of another file system.
+     */
+    private static String localPath(String s, String home, String cwd) {
+        if (s.regionMatches(true, 0, "file:", 0, 5)) {
+            try {
+                return new org.apache.hadoop.fs.Path(s).toUri().getPath();
+            } catch (IllegalArgumentException e) {
+                return s;  // the writer says what is wrong with it
+            }
+        }
+        if (isUri(s)) return null;
+        s = expandHome(s, home);
+        return s.startsWith("/") ? s : cwd + "/" + s;
+    }
+
+    private static boolean isUri(String s) {
+        // hdfs:/p too (a scheme of two characters or more): a Hadoop path, as before; Python
+        // refuses it, naming hdfs:///p
+        return s.contains("://") || s.regionMatches(true, 0, "file:", 0, 5) || SCHEME.matcher(s).lookingAt();
+    }
+
+    /** A leading ~ or ~/ as the home folder (not ~user), as Python's resolve_store reads it. */
+    private static String expandHome(String s, String home) {
+        if (s.equals("~")) return home;
+        return s.startsWith("~/") ? home + s.substring(1) : s;
     }
 
     /** $HOME when set, else the JVM's user.home: Python's expanduser and Path.home() read $HOME
@@ -199,7 +287,7 @@ final class ListenerSettings {
      * it: Python reads the store from that local folder.
      */
     static String defaultStore(String env, String home, String cwd) {
-        return localStore(env != null && !env.trim().isEmpty() ? env : home + "/.sparkpredict/store", home, cwd);
+        return localStore(defaultSetting(env, home), home, cwd);
     }
 
     /**
@@ -208,11 +296,8 @@ final class ListenerSettings {
      * lexically (symbolic links are not followed, by either side), as a file: URI.
      */
     static String localStore(String s, String home, String cwd) {
-        // hdfs:/p too (a scheme of two characters or more): a Hadoop path, as before; Python
-        // refuses it, naming hdfs:///p
-        if (s.contains("://") || s.regionMatches(true, 0, "file:", 0, 5) || SCHEME.matcher(s).lookingAt()) return s;
-        if (s.equals("~")) s = home;
-        else if (s.startsWith("~/")) s = home + s.substring(1);
+        if (isUri(s)) return s;
+        s = expandHome(s, home);
         java.nio.file.Path p = java.nio.file.Paths.get(s);
         if (!p.isAbsolute()) p = java.nio.file.Paths.get(cwd).resolve(p);
         return "file:" + p.normalize();

@@ -184,6 +184,11 @@ public class SparkPredictListener extends SparkListener {
         return ListenerSettings.localStore(value, home, cwd);
     }
 
+    /** {@link ListenerSettings#unnameableStore(String, String, String, String)} (tests). */
+    public static String unnameableStore(String value, String home, String cwd, String fileNames) {
+        return ListenerSettings.unnameableStore(value, home, cwd, fileNames);
+    }
+
     private final ListenerSettings settings;
     private volatile Flusher flusher;
     private volatile boolean disabled;
@@ -224,10 +229,13 @@ public class SparkPredictListener extends SparkListener {
             if (previous != null && !previous.started) previous.removeShutdownHook();
             read = ListenerSettings.read(conf);
             run.readConf();
+            String unnameable;
             if (!stamp.fitsRuntime()) {
                 fail("sparkpredict listener jar was built for Spark " + stamp.builtForSpark + " but runs on Spark "
                     + stamp.sparkVersion + "; nothing is recorded. Fix: rebuild it against this Spark "
                     + "(sparkpredict listener build --force, in the Python environment of this Spark)", null);
+            } else if ((unnameable = ListenerSettings.unnameableStore(conf)) != null) {
+                fail(unnameable, null);  // a local store this JVM's locale cannot name (LC_ALL=C)
             } else {
                 String store = ListenerSettings.store(conf);
                 // Never touch SparkContext here: the listener is built inside its constructor.
