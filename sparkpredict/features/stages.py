@@ -149,9 +149,15 @@ def config_features(run: pd.Series | dict) -> dict[str, float]:
         # (the whole-job runs table reads such a run the same way); a local master has no
         # dynamic allocation, and its mean is the driver's one executor, not its threads
         execs, slots = mean, query_slots(mean, cores, tcpus)
+    aqe = _flag(props.get("spark.sql.adaptive.enabled"), CONFIG_DEFAULTS["aqe"])
+    coalesce = coalesce_settings(props)
+    partitions = _num(props.get("spark.sql.shuffle.partitions"), CONFIG_DEFAULTS["shuffle_partitions"])
+    if aqe and coalesce["aqe_coalesce"]:
+        # a shuffle adaptive execution may coalesce starts from these partitions (SQLConf.numShufflePartitions)
+        partitions = _num(props.get("spark.sql.adaptive.coalescePartitions.initialPartitionNum"), partitions)
     return {
         "executors": execs, "executor_cores": cores, "executor_memory_mb": mem, "task_slots": slots,
-        "shuffle_partitions": _num(props.get("spark.sql.shuffle.partitions"), CONFIG_DEFAULTS["shuffle_partitions"]),
+        "shuffle_partitions": partitions,
         "max_partition_bytes": spark_bytes(props.get("spark.sql.files.maxPartitionBytes"),
                                            CONFIG_DEFAULTS["max_partition_bytes"]),
         # Spark's default is the executors' total cores, not their task slots (spark.task.cpus)
@@ -160,9 +166,9 @@ def config_features(run: pd.Series | dict) -> dict[str, float]:
         "task_cpus": float(tcpus),
         # Not a model input: whether spark.default.parallelism was set (else it follows the cores).
         "parallelism_explicit": 0.0 if props.get("spark.default.parallelism") is None else 1.0,
-        "aqe": _flag(props.get("spark.sql.adaptive.enabled"), CONFIG_DEFAULTS["aqe"]),
+        "aqe": aqe,
         # Not model inputs: how adaptive execution coalesces shuffle partitions (coalesced_tasks).
-        **coalesce_settings(props),
+        **coalesce,
         "kryo": 1.0 if "kryo" in str(props.get("spark.serializer", "")).lower() else 0.0,
         "memory_fraction": _num(props.get("spark.memory.fraction"), CONFIG_DEFAULTS["memory_fraction"]),
         "shuffle_compress": _flag(props.get("spark.shuffle.compress"), CONFIG_DEFAULTS["shuffle_compress"]),
@@ -172,8 +178,10 @@ def config_features(run: pd.Series | dict) -> dict[str, float]:
 def coalesce_settings(props: Mapping[str, Any]) -> dict[str, float]:
     """How adaptive execution coalesces a run's shuffle partitions (Spark's defaults where the
     properties lack a key): whether it does, the advisory and the smallest partition size, and
-    the fewest partitions it aims at (NaN: ``spark.default.parallelism``, as with
-    ``parallelismFirst``, the default; 1 without it)."""
+    the fewest partitions it aims at: ``minPartitionNum`` where set, else NaN
+    (``spark.default.parallelism``) with ``parallelismFirst``, the default, and 1 without it
+    (``CoalesceShufflePartitions``: a set ``minPartitionNum`` holds whatever ``parallelismFirst``
+    says)."""
     advisory = props.get("spark.sql.adaptive.advisoryPartitionSizeInBytes",
                          props.get("spark.sql.adaptive.shuffle.targetPostShuffleInputSize"))
     first = _flag(props.get("spark.sql.adaptive.coalescePartitions.parallelismFirst"), 1.0)
@@ -182,22 +190,39 @@ def coalesce_settings(props: Mapping[str, Any]) -> dict[str, float]:
             "aqe_advisory_bytes": spark_bytes(advisory, 64 * _MB),
             "aqe_min_partition_bytes": spark_bytes(
                 props.get("spark.sql.adaptive.coalescePartitions.minPartitionSize"), _MB),
-            "aqe_min_partitions": fewest if first else 1.0}
+            "aqe_min_partitions": fewest if math.isfinite(fewest) or first else 1.0}
+
+
+#: The mean factor by which a map task's recorded block sizes overstate them: ``MapStatus``
+#: stores each size as a power of 1.1 rounded up, and adaptive execution coalesces by those
+#: sizes (exact averages past ``spark.shuffle.minNumPartitionsToHighlyCompress``, 2000).
+_MAP_STATUS_ROUNDING = 0.1 / math.log(1.1)
 
 
 def coalesced_tasks(shuffle_bytes: float, partitions: float, parallelism: float,
                     advisory_bytes: float = 64 * _MB, min_partition_bytes: float = _MB,
                     min_partitions: float = math.nan) -> int:
     """Tasks of a shuffle stage whose partitions adaptive execution coalesced, by Spark's rule
-    (``ShufflePartitionsUtil``): partitions of about ``max(minPartitionSize, min(advisory,
-    bytes / fewest))`` bytes, ``fewest`` being ``spark.default.parallelism`` by default, at most
-    the shuffle's partitions. So a small shuffle runs in one task per core whatever its bytes,
-    and grows past that only beyond 64 MiB per core."""
+    (``ShufflePartitionsUtil.coalescePartitions``) on partitions of equal size: a target of
+    ``max(minPartitionSize, min(advisory, bytes / fewest))``, ``fewest`` being
+    ``spark.default.parallelism`` by default; neighbours packed while they fit it, a group under
+    ``minPartitionSize`` packed on, and a last one under it joined to the one before. So a small
+    shuffle runs in one task per core whatever its bytes, and grows past that only beyond 64 MiB
+    per core; at most the shuffle's partitions."""
+    n_parts = max(int(partitions), 1)
     fewest = parallelism if not np.isfinite(min_partitions) else min_partitions
-    b = max(float(shuffle_bytes), 0.0)
-    target = max(float(min_partition_bytes), min(float(advisory_bytes), math.ceil(b / max(float(fewest), 1.0))))
-    # a last partition under a fifth of the target joins the one before it (SMALL_PARTITION_FACTOR)
-    return int(max(1, min(float(partitions), math.ceil(b / max(target, 1.0) - 0.2))))
+    total = max(float(shuffle_bytes), 0.0) * (_MAP_STATUS_ROUNDING if n_parts <= 2000 else 1.0)
+    if total <= 0:
+        return 1
+    target = max(float(min_partition_bytes),
+                 min(float(advisory_bytes), max(math.ceil(total / max(float(fewest), 1.0)), 16)))
+    size = total / n_parts
+    # each group packs the partitions that fit the target, and more while under the minimum
+    per = max(1, math.floor(target / size + 1e-9), math.ceil(float(min_partition_bytes) / size - 1e-9))
+    groups, left = divmod(n_parts, per)
+    if left and (groups == 0 or left * size >= float(min_partition_bytes)):
+        groups += 1
+    return max(1, min(groups, n_parts))
 
 
 _CALLSITE_AT = re.compile(r"^(.*? at [^:\s]+?(?::\d+)?)(?:\s|$)")
