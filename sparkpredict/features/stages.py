@@ -220,9 +220,9 @@ def coalesced_tasks(shuffle_bytes: float, partitions: float, parallelism: float,
     # each group packs the partitions that fit the target, and more while under the minimum
     per = max(1, math.floor(target / size + 1e-9), math.ceil(float(min_partition_bytes) / size - 1e-9))
     groups, left = divmod(n_parts, per)
-    if left and (groups == 0 or left * size >= float(min_partition_bytes)):
+    if left and left * size >= float(min_partition_bytes):
         groups += 1
-    return max(1, min(groups, n_parts))
+    return max(1, min(groups, n_parts))  # all under the minimum: one
 
 
 _CALLSITE_AT = re.compile(r"^(.*? at [^:\s]+?(?::\d+)?)(?:\s|$)")
