@@ -383,3 +383,51 @@ def test_a_jvm_charset_python_does_not_know_is_not_refused():
     assert _jvm_names_alike("/data/\u00fcn\u00ef", "x-no-such-charset")
     check_store_nameable("/data/\u00fcn\u00ef", "x-no-such-charset")  # no StoreError
     assert not _jvm_names_alike("/data/\u00fcn\u00ef", "ascii")
+
+
+def test_a_cluster_drivers_store_is_not_named_by_this_machines_locale(monkeypatch, tmp_path):
+    # --deploy-mode cluster: the driver (which writes the store) runs on a cluster node under
+    # its own locale; only the jar, which spark-submit here reads, must be nameable here
+    import sys
+
+    from sparkpredict.capture.submit import check_jvm_names
+    from sparkpredict.errors import StoreError
+
+    if sys.platform == "darwin":
+        pytest.skip("the JDK names files in UTF-8 on macOS whatever the locale")
+    monkeypatch.setenv("LC_ALL", "C")
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    check_jvm_names(["--master", "yarn", "--deploy-mode", "cluster", "job.py"], "/data/\u00fcn\u00ef")
+    with pytest.raises(StoreError, match="LC_ALL=C.UTF-8"):
+        check_jvm_names(["--master", "yarn", "job.py"], "/data/\u00fcn\u00ef")
+
+
+def test_a_job_name_is_cut_past_the_column_not_at_it():
+    from sparkpredict.config import shown_job
+
+    assert shown_job("a" * 60, 60) == "a" * 60
+    assert shown_job("a" * 61, 60) == "a" * 59 + "\u2026"
+    assert shown_job("etl ", 60) == "'etl '" and shown_job(7) == "7"
+
+
+def test_delete_is_a_control_character_of_a_job_name():
+    from sparkpredict.config import check_job_name, plain_job_name
+    from sparkpredict.errors import InputError
+
+    assert not plain_job_name("a\x7fb") and plain_job_name("a b")
+    with pytest.raises(InputError, match="control character"):
+        check_job_name("a\x7fb", "fix")
+    check_job_name("a\x7fb", "fix", known={"a\x7fb"})  # the store's own: taken
+
+
+def test_a_dynamic_start_count_that_is_no_number_is_left_out(monkeypatch):
+    from sparkpredict.capture.submit_args import dynamic_allocation_starts
+
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    assert dynamic_allocation_starts(["--conf", "spark.executor.instances=many", "--conf",
+                                      "spark.dynamicAllocation.initialExecutors=5", "job.py"]) == \
+        [("spark.dynamicAllocation.initialExecutors", 5, "--conf spark.dynamicAllocation.initialExecutors=5", True)]
+    assert dynamic_allocation_starts(["--num-executors", "50", "job.py"]) == \
+        [("spark.executor.instances", 50, "--num-executors 50", True)]
+    assert dynamic_allocation_starts(["--conf", "spark.executor.instances=", "job.py"]) == []
