@@ -294,7 +294,7 @@ def test_run_join_names_the_plan_and_its_build_side():
     assert run_join(pd.DataFrame(_broadcast_run())) == (BROADCAST, 200)
     # a zipped stage with one map parent found is no join of two shuffles
     one_side = _sort_merge_run()
-    one_side[2] = dict(one_side[2], shuffle_read_bytes=1100)
+    one_side[2] = dict(one_side[2], parent_stage_ids_json="[0, 3]", shuffle_read_bytes=1100)
     assert run_join(pd.DataFrame(one_side)) is None
     # a stage reading part of a listed parent's shuffle is no broadcast of it
     partial = _broadcast_run()
