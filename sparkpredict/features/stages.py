@@ -15,16 +15,16 @@ query on Spark 4) gets the kinds of RDD the stage ran.
 
 Task counts at another size
 ---------------------------
-* Input stages read files in splits: ``tasks = max(floor, ceil(bytes / split))``. The split is
-  learnt from recorded runs whose task count grew with the input, else it is
-  ``spark.sql.files.maxPartitionBytes``; the floor is the smallest recorded count (what
-  ``spark.default.parallelism`` gives small inputs).
+* Input stages pack files into partitions as Spark does (:func:`file_scan_tasks`; a Hadoop
+  read, :func:`hadoop_split_tasks`), over the files of equal size that give the recorded count
+  (the store records no file count), the input growing by more files or by larger ones.
 * Shuffle stages have ``spark.sql.shuffle.partitions`` (or ``spark.default.parallelism``)
   tasks whatever the size, unless AQE coalesced them: then Spark's coalescing rule
   (:func:`coalesced_tasks`), one task per core up to 64 MiB per core, capped by the partitions.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -169,6 +169,8 @@ def config_features(run: pd.Series | dict) -> dict[str, float]:
         "aqe": aqe,
         # Not model inputs: how adaptive execution coalesces shuffle partitions (coalesced_tasks).
         **coalesce,
+        # Not model inputs: how a SQL file scan packs its files into partitions (file_scan_tasks).
+        **file_scan_settings(props),
         "kryo": 1.0 if "kryo" in str(props.get("spark.serializer", "")).lower() else 0.0,
         "memory_fraction": _num(props.get("spark.memory.fraction"), CONFIG_DEFAULTS["memory_fraction"]),
         "shuffle_compress": _flag(props.get("spark.shuffle.compress"), CONFIG_DEFAULTS["shuffle_compress"]),
@@ -191,6 +193,20 @@ def coalesce_settings(props: Mapping[str, Any]) -> dict[str, float]:
             "aqe_min_partition_bytes": spark_bytes(
                 props.get("spark.sql.adaptive.coalescePartitions.minPartitionSize"), _MB),
             "aqe_min_partitions": fewest if math.isfinite(fewest) or first else 1.0}
+
+
+def file_scan_settings(props: Mapping[str, Any]) -> dict[str, float]:
+    """How a run's SQL file scans pack files into partitions (``FilePartition``; Spark's defaults
+    where the properties lack a key): the open cost each file (and each split of one) counts as,
+    the fewest partitions the split size aims at (``spark.sql.files.minPartitionNum``, else
+    ``spark.sql.leafNodeDefaultParallelism``; NaN: ``spark.default.parallelism``) and the most
+    partitions (``spark.sql.files.maxPartitionNum``; NaN: no limit)."""
+    fewest = _num(props.get("spark.sql.files.minPartitionNum"),
+                  _num(props.get("spark.sql.leafNodeDefaultParallelism"), math.nan))
+    most = _num(props.get("spark.sql.files.maxPartitionNum"), math.nan)
+    return {"files_open_cost_bytes": spark_bytes(props.get("spark.sql.files.openCostInBytes"), _OPEN_COST),
+            "files_min_partitions": fewest if fewest > 0 else math.nan,
+            "files_max_partitions": most if most > 0 else math.nan}
 
 
 #: The mean factor by which a map task's recorded block sizes overstate them: ``MapStatus``
@@ -580,10 +596,161 @@ def power_rule(bytes_seen: Iterable[float], tasks_seen: Iterable[int]):
 
 
 def file_split_tasks(bytes_in: float, parallelism: float, max_partition_bytes: float) -> int:
-    """Spark SQL's file splits: ``ceil(bytes / min(maxPartitionBytes, max(openCost, bytes / parallelism)))``."""
+    """The file splits of one large file: ``ceil(bytes / min(maxPartitionBytes, max(openCost,
+    bytes / parallelism)))``. Spark's whole rule, many files and each one's open cost, is
+    :func:`file_scan_tasks`."""
     b = max(float(bytes_in), 1.0)
     split = min(float(max_partition_bytes), max(_OPEN_COST, b / max(float(parallelism), 1.0)))
     return max(1, math.ceil(b / split - 1e-9))
+
+
+def _next_fit(big: np.ndarray, big_bytes: np.ndarray, small: np.ndarray, small_bytes: np.ndarray,
+              split: np.ndarray, open_cost: float) -> np.ndarray:
+    """Partitions of ``FilePartition.getFilePartitions``' next fit: ``big`` chunks of
+    ``big_bytes`` then ``small`` of ``small_bytes`` (sorted largest first, as Spark sorts them),
+    a partition closed when the next chunk would take it past ``split``, each chunk counting its
+    bytes plus ``open_cost``."""
+    def per(size):  # chunks a partition takes: the k-th goes in while (k - 1) x (size + cost) + size fits
+        return np.maximum(np.floor((split - size) / (size + open_cost)) + 1, 1)
+
+    k1 = per(big_bytes)
+    n1 = np.ceil(big / k1)
+    last = np.where(big > 0, (big - (n1 - 1) * k1) * (big_bytes + open_cost), split + 1)
+    # small chunks that still fit in the last partition of the big ones
+    room = np.where(last + small_bytes <= split,
+                    np.floor((split - last - small_bytes) / (small_bytes + open_cost)) + 1, 0)
+    room = np.minimum(room, small)
+    return n1 + np.ceil((small - room) / per(small_bytes))
+
+
+def file_scan_tasks(files, bytes_in: float, parallelism: float, max_partition_bytes: float,
+                    open_cost: float = _OPEN_COST, max_partitions: float = math.nan):
+    """Partitions of a Spark SQL scan of ``files`` files of equal size, ``bytes_in`` in all
+    (``FilePartition.maxSplitBytes`` and ``getFilePartitions``): each file counts
+    ``open_cost`` beside its bytes, the split is ``min(maxPartitionBytes, max(openCost,
+    total / parallelism))`` (``parallelism``: ``spark.sql.files.minPartitionNum``, else the
+    leaf parallelism, ``spark.default.parallelism``), each file is cut into splits, and the
+    splits, largest first, are packed while they fit the split size, each with its open cost.
+    More partitions than ``max_partitions`` (``spark.sql.files.maxPartitionNum``) are packed
+    again at the total over it. ``files`` may be an array: one count per element.
+
+    300 CSV files of 200 KiB on 2 cores run 10 tasks (``ceil(bytes / split)`` says 2), and 5
+    of 30 MiB run 3 (it says 2): the open cost of a file is 4 MiB by default."""
+    f = np.maximum(np.asarray(files, dtype=float), 1.0)
+    b = max(float(bytes_in), 1.0)
+    oc = max(float(open_cost), 0.0)
+    size = b / f
+    total = b + f * oc
+    split = np.minimum(float(max_partition_bytes), np.maximum(oc, np.floor(total / max(float(parallelism), 1.0))))
+    split = np.maximum(split, 1.0)
+    m = np.ceil(size / split - 1e-9)
+    rest = size - (m - 1) * split
+    n = _next_fit(f * (m - 1), split, f, rest, split, oc)
+    if max_partitions > 0:
+        chunks_total = b + (f * m) * oc
+        again = np.maximum(np.ceil(chunks_total / max_partitions), 1.0)
+        n = np.where(n > max_partitions, _next_fit(f * (m - 1), split, f, rest, again, oc), n)
+    return n.astype(int) if n.ndim else int(n)
+
+
+#: Block sizes a Hadoop file system may give its files: HDFS's 128 MiB, the local file
+#: system's and S3A's 32 MiB (``fs.local.block.size``, ``fs.s3a.block.size``), others.
+_BLOCK_SIZES = (32 * _MB, 128 * _MB, 64 * _MB, 256 * _MB)
+
+
+def hadoop_split_tasks(files, bytes_in: float, min_partitions: float, block_bytes: float = 32 * _MB):
+    """Splits of Hadoop's ``FileInputFormat.getSplits`` (``sc.textFile``, ``sc.hadoopFile``)
+    over ``files`` files of equal size: the goal ``total / minPartitions`` (Spark passes
+    ``sc.defaultMinPartitions``, ``min(spark.default.parallelism, 2)``), a split of
+    ``min(goal, blockSize)``, cut from each file while what is left is over 1.1 splits."""
+    f = np.maximum(np.asarray(files, dtype=float), 1.0)
+    b = max(float(bytes_in), 1.0)
+    split = max(min(b / max(float(min_partitions), 1.0), float(block_bytes)), 1.0)
+    per_file = 1 + np.maximum(np.ceil(b / f / split - 1.1), 0)
+    n = f * per_file
+    return n.astype(int) if n.ndim else int(n)
+
+
+@functools.lru_cache(maxsize=4096)
+def _files_for(kind: str, tasks: int, bytes_in: float, *settings: float) -> float:
+    """The fewest files of equal size for which a scan of ``bytes_in`` runs the recorded
+    ``tasks`` (else the count nearest it, on a log scale), by :func:`file_scan_tasks`
+    (``kind`` "sql", ``settings`` its arguments after the bytes) or :func:`hadoop_split_tasks`
+    ("hadoop"): the store does not record a scan's files."""
+    f = np.arange(1, int(min(2e6, 256 * max(tasks, 1) + 64)) + 1, dtype=float)
+    count = file_scan_tasks if kind == "sql" else hadoop_split_tasks
+    n = np.asarray(count(f, bytes_in, *settings), dtype=float)
+    hit = np.flatnonzero(n == tasks)
+    if len(hit):
+        return float(f[hit[0]])
+    miss = np.abs(np.log(np.maximum(n, 1)) - math.log(max(tasks, 1)))
+    return float(f[int(np.argmin(miss))])
+
+
+#: An RDD name that is a path (``/data/in``, ``s3a://b/k``, ``data/*.csv``, ``in.txt``), not a
+#: class's (``MapPartitionsRDD``) or a plan's
+_PATH = re.compile(r"(/|[A-Za-z][\w+.-]*:/|[^\s/]*/|[^\s/]+\.\w+$)")
+
+
+def hadoop_scan(rdd_names_json) -> bool:
+    """Whether a stage read its input through a Hadoop input format (``sc.textFile``,
+    ``sc.hadoopFile``), not a SQL file scan (``FileScanRDD``): Spark names the ``HadoopRDD``
+    and the RDD ``textFile`` maps it to after the path they read."""
+    try:
+        names = json.loads(rdd_names_json) if isinstance(rdd_names_json, str) and rdd_names_json else []
+    except ValueError:
+        return False
+    names = [str(n) for n in names] if isinstance(names, list) else []
+    kinds = rdd_kinds(rdd_names_json)
+    if any(k in ("FileScanRDD", "WholeTextFileRDD", "BinaryFileRDD") for k in kinds):
+        return False
+    return any(k in ("HadoopRDD", "NewHadoopRDD") for k in kinds) or any(
+        _PATH.match(n.strip()) for n in names)
+
+
+def _scan_rules(ref: pd.Series | Mapping[Hashable, Any]) -> list:
+    """Candidate task-count rules of an input stage: Spark's file splits with the files the
+    recorded count implies (:func:`_files_for`), the input growing by more files of the same
+    size, or by larger files of the same number. ``(reads, rule(bytes, conf) -> tasks)``."""
+    b0, n0 = float(ref["bytes_in"]), int(ref["num_tasks"])
+    if not (b0 > 0 and n0 > 0):
+        return []
+    out: list = []
+    if hadoop_scan(ref.get("rdd_names_json")):
+        def mp(c: Any) -> float:
+            return min(_num(c.get("default_parallelism"), 2.0), 2.0)  # sc.defaultMinPartitions
+
+        fits = []
+        for block in _BLOCK_SIZES:
+            files = _files_for("hadoop", n0, b0, mp(ref), block)
+            if hadoop_split_tasks(files, b0, mp(ref), block) == n0:
+                fits.append((files, block))
+        if not fits:
+            return []
+        files, block = min(fits, key=lambda fb: fb[0])  # stable: the first block size of the fewest files
+        out.append((("default_parallelism",), lambda b, c: hadoop_split_tasks(
+            max(1.0, round(files * b / b0)), b, mp(c), block)))
+        out.append((("default_parallelism",), lambda b, c: hadoop_split_tasks(files, b, mp(c), block)))
+        return out[::-1] if files == 1 else out
+
+    def settings(c: Any) -> tuple[float, float, float, float]:
+        def get(k: str, default: float) -> float:
+            return _num(c.get(k, ref.get(k)), default)
+
+        return (get("files_min_partitions", _num(c.get("default_parallelism"), 1.0)),
+                _num(c.get("max_partition_bytes"), CONFIG_DEFAULTS["max_partition_bytes"]),
+                get("files_open_cost_bytes", _OPEN_COST), max(get("files_max_partitions", 0.0), 0.0))
+
+    def scan(files: float, b: float, c: Mapping[Hashable, Any]) -> int:
+        return int(file_scan_tasks(files, b, *settings(c)))
+
+    files = _files_for("sql", n0, b0, *settings(ref))
+    reads = ("default_parallelism", "max_partition_bytes")
+    out.append((reads, lambda b, c: scan(max(1.0, round(files * b / b0)), b, c)))
+    out.append((reads, lambda b, c: scan(files, b, c)))
+    # one run cannot tell the two apart (a tie goes to the first): many files grow by more
+    # files, a single file stays one
+    return out[::-1] if files == 1 else out
 
 
 def predict_num_tasks(history: pd.DataFrame, ref: pd.Series | Mapping[Hashable, Any],
@@ -612,6 +779,7 @@ def predict_num_tasks(history: pd.DataFrame, ref: pd.Series | Mapping[Hashable, 
 
     rules: list = []  # (reads, rule(bytes, conf) -> tasks)
     if ref["is_input_stage"]:
+        rules.extend(_scan_rules(ref))
         calib = [n / file_split_tasks(b, par, mpb) for b, n, par, mpb in zip(
             h["bytes_in"], h["num_tasks"], h["default_parallelism"], h["max_partition_bytes"]) if b > 0]
         c0 = float(np.median(calib)) if calib else 1.0
@@ -660,8 +828,12 @@ __all__ = [
     "coalesced_tasks",
     "config_features",
     "count_rule",
+    "file_scan_settings",
+    "file_scan_tasks",
     "file_split_tasks",
     "final_attempts",
+    "hadoop_scan",
+    "hadoop_split_tasks",
     "power_rule",
     "predict_num_tasks",
     "rdd_kinds",

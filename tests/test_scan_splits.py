@@ -1,0 +1,109 @@
+"""Task counts of input stages follow Spark's file packing, not ``ceil(bytes / split)``.
+
+Every count here is what Spark 4.3 ran on ``local[2]`` (``df.rdd.getNumPartitions()`` of a
+CSV, text or Parquet read, ``sc.textFile(...).getNumPartitions()``) for files written to
+the sizes given. A SQL scan counts each file's open cost (4 MiB) beside its bytes and packs
+small files together up to the split, so 300 files of 200 KiB run 10 tasks where
+``ceil(bytes / split)`` said 2; ``sc.textFile`` cuts each file in splits of at most 32 MiB
+(the local file system's block), so 300 MiB in one file ran 10 tasks, not 3.
+"""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from sparkpredict.features import stages as F
+
+MiB = 2**20
+KiB = 2**10
+LINE = 42  # bytes of the CSV line the files repeat
+
+
+def _csv(n_bytes: int) -> int:
+    """Bytes of a file of whole lines of at most ``n_bytes`` (as the measured files were written)."""
+    return n_bytes // LINE * LINE
+
+
+# (files, bytes of each, settings) -> tasks Spark 4.3 ran on local[2]
+SQL_MEASURED = [
+    (1, _csv(300 * MiB), {}, 3),
+    (1, _csv(40 * MiB), {}, 2),
+    (150, _csv(200 * KiB), {}, 5),
+    (300, _csv(200 * KiB), {}, 10),
+    (600, _csv(200 * KiB), {}, 20),
+    (5, _csv(30 * MiB), {}, 3),
+    (5, _csv(60 * MiB), {}, 3),
+    (5, _csv(30 * MiB), {"max_partition_bytes": 16 * MiB}, 10),
+    (300, _csv(200 * KiB), {"open_cost": 1 * MiB}, 3),
+    (300, _csv(200 * KiB), {"parallelism": 8}, 10),          # spark.sql.files.minPartitionNum=8
+    (300, _csv(200 * KiB), {"max_partitions": 4}, 4),        # spark.sql.files.maxPartitionNum=4
+    (40, 147571920 // 40, {}, 3),                            # Parquet, 40 files of 3.5 MiB
+    (40, 147571920 // 40, {"max_partition_bytes": 8 * MiB}, 40),
+]
+
+
+@pytest.mark.parametrize(("files", "size", "conf", "tasks"), SQL_MEASURED)
+def test_sql_scan_tasks_are_sparks(files, size, conf, tasks):
+    args = {"parallelism": 2, "max_partition_bytes": 128 * MiB, **conf}
+    assert F.file_scan_tasks(files, files * size, **args) == tasks
+
+
+def _scan_row(files: int, size: int, tasks: int, names=("MapPartitionsRDD", "FileScanRDD"), props=None):
+    return {"is_input_stage": 1.0, "bytes_in": float(files * size), "num_tasks": float(tasks),
+            "default_parallelism": 2.0, "parallelism_explicit": 0.0, "max_partition_bytes": 128.0 * MiB,
+            "shuffle_partitions": 200.0, "aqe": 1.0, "rdd_names_json": json.dumps(list(names)),
+            **F.file_scan_settings(props or {})}
+
+
+def _predict(row: dict, new_bytes: float, conf=None) -> int:
+    h = pd.DataFrame([row])
+    return F.predict_num_tasks(h, h.iloc[0], float(new_bytes), conf)
+
+
+def test_a_scan_of_small_files_grows_by_its_files():
+    # recorded: 300 files of 200 KiB in 10 tasks; Spark ran 600 of them in 20 (the old rule: 10,
+    # calibrated by 10 / 2 from its 2 at either size) and 150 in 5
+    row = _scan_row(300, _csv(200 * KiB), 10)
+    assert abs(_predict(row, 600 * _csv(200 * KiB)) - 20) <= 1
+    assert _predict(row, 150 * _csv(200 * KiB)) == 5
+
+
+def test_a_run_s_file_settings_are_read():
+    props = {"spark.sql.files.openCostInBytes": "1m", "spark.sql.files.minPartitionNum": "8",
+             "spark.sql.files.maxPartitionNum": "4"}
+    assert F.file_scan_settings(props) == {"files_open_cost_bytes": MiB, "files_min_partitions": 8.0,
+                                           "files_max_partitions": 4.0}
+    # minPartitionNum=8 splits 58.6 MiB in 7.3 MiB (plus open costs), 300 files ran 10 tasks;
+    # maxPartitionNum=4 packed them in 4
+    row = _scan_row(300, _csv(200 * KiB), 4, props=props)
+    assert _predict(row, 600 * _csv(200 * KiB)) == 4
+
+
+def test_a_few_large_files_split_with_their_open_cost():
+    # 5 files of 30 MiB ran 3 tasks (two files to a 85 MiB split); 5 of 60 MiB ran 3 too (the
+    # old rule, calibrated by 3 / 2, said 4)
+    row = _scan_row(5, _csv(30 * MiB), 3)
+    assert _predict(row, 5 * _csv(60 * MiB)) == 3
+
+
+# sc.textFile on local[2]: one file of MiB -> splits Spark ran
+HADOOP_MEASURED = [(40, 2), (100, 4), (200, 7), (300, 10)]
+
+
+@pytest.mark.parametrize(("mib", "tasks"), HADOOP_MEASURED)
+def test_text_file_splits_are_hadoops(mib, tasks):
+    assert F.hadoop_split_tasks(1, _csv(mib * MiB), 2) == tasks
+    assert F.hadoop_split_tasks(300, 300 * _csv(200 * KiB), 2) == 300   # one split a file at least
+
+
+def test_a_text_file_stage_follows_hadoop_splits():
+    # the stage of sc.textFile names its RDDs after the path; recorded 100 MiB in 4 tasks,
+    # Spark ran 200 MiB in 7 and 300 MiB in 10 (the old rule: 4 and 6)
+    row = _scan_row(1, _csv(100 * MiB), 4, names=("PythonRDD", "/data/in.txt", "/data/in.txt"))
+    assert F.hadoop_scan(row["rdd_names_json"])
+    assert F.hadoop_scan(json.dumps(["in.txt", "in.txt"])) and F.hadoop_scan(json.dumps(["s3a://b/k"]))
+    assert not F.hadoop_scan(json.dumps(["MapPartitionsRDD", "FileScanRDD"]))
+    assert not F.hadoop_scan(json.dumps(["PythonRDD", "ParallelCollectionRDD"]))
+    assert [_predict(row, _csv(m * MiB)) for m in (40, 200, 300)] == [2, 7, 10]
