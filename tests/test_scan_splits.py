@@ -10,6 +10,7 @@ small files together up to the split, so 300 files of 200 KiB run 10 tasks where
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -66,8 +67,9 @@ def test_a_scan_of_small_files_grows_by_its_files():
     # recorded: 300 files of 200 KiB in 10 tasks; Spark ran 600 of them in 20 (the old rule: 10,
     # calibrated by 10 / 2 from its 2 at either size) and 150 in 5
     row = _scan_row(300, _csv(200 * KiB), 10)
-    assert abs(_predict(row, 600 * _csv(200 * KiB)) - 20) <= 1
+    assert _predict(row, 600 * _csv(200 * KiB)) == 20
     assert _predict(row, 150 * _csv(200 * KiB)) == 5
+    assert _predict(_scan_row(150, _csv(200 * KiB), 5), 300 * _csv(200 * KiB)) == 10
 
 
 def test_a_run_s_file_settings_are_read():
@@ -107,3 +109,42 @@ def test_a_text_file_stage_follows_hadoop_splits():
     assert not F.hadoop_scan(json.dumps(["MapPartitionsRDD", "FileScanRDD"]))
     assert not F.hadoop_scan(json.dumps(["PythonRDD", "ParallelCollectionRDD"]))
     assert [_predict(row, _csv(m * MiB)) for m in (40, 200, 300)] == [2, 7, 10]
+
+
+def _files(folder: Path, count: int, size: int) -> Path:
+    folder.mkdir(parents=True)
+    line = b"abcdefghij,0123456789,klmnopqrstuvwxyz,42\n"
+    for i in range(count):
+        (folder / f"part-{i:05d}.csv").write_bytes(line * (size // len(line)))
+    return folder
+
+
+def test_recorded_scans_predict_sparks_count_at_another_size(spark_app, tmp_path):
+    """Real runs through the listener: a CSV scan of 150 small files and a textFile of one
+    70 MiB file, each predicted at the size of a second run (300 files; one of 150 MiB)."""
+    from sparkpredict import store as store_mod
+    from sparkpredict.features.runs import runs_table
+    from sparkpredict.models.stages import StageRuntimeModel
+
+    store = tmp_path / "store"
+    inputs = {"few": _files(tmp_path / "few", 150, 200 * KiB), "many": _files(tmp_path / "many", 300, 200 * KiB),
+              "small": _files(tmp_path / "small", 1, 70 * MiB), "large": _files(tmp_path / "large", 1, 150 * MiB)}
+    for job, names in (("csv", ("few", "many")), ("text", ("small", "large"))):
+        for name in names:
+            with spark_app(store, job=job) as spark:
+                if job == "csv":
+                    spark.read.schema("a string, b string, c string, d string").csv(str(inputs[name])).count()
+                else:
+                    spark.sparkContext.textFile(str(inputs[name])).count()
+    runs = runs_table(store).sort_values("input_bytes")
+    stages = store_mod.open(store).stages()
+    for job in ("csv", "text"):
+        first, second = runs[runs.job == job].run_id
+        scan = stages[(stages.input_bytes > 0) & stages.name.str.startswith("count")]
+        assert scan[scan.run_id == first].num_tasks.tolist() == ([5] if job == "csv" else [3])
+        recorded = scan[scan.run_id == second].num_tasks.tolist()
+        assert recorded == ([10] if job == "csv" else [5])   # what Spark ran at the second size
+        model = StageRuntimeModel(store=str(store)).fit(runs[runs.run_id == first])
+        size = float(runs.loc[runs.run_id == second, "input_bytes"].iloc[0])
+        plan = model.stage_plan(job, size, 1)
+        assert plan[(plan.is_input_stage == 1) & plan.name.str.startswith("count")].num_tasks.tolist() == recorded
