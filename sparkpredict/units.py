@@ -248,6 +248,66 @@ def parse_duration(text: str | float) -> float:
     return seconds
 
 
+#: A point in time as ``store edit --before/--after`` reads it: an ISO date, or a date and time
+#: (``T`` or a blank between them) to the minute, second or a fraction of one, with an offset
+#: (``Z``, ``+02:00``) or none, which is UTC, as ``store summary`` lists start times.
+_TIME_RE = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)"
+                      r"\s*(Z|[+-]\d{2}:?\d{2})?)?\s*$", re.IGNORECASE | re.ASCII)
+_TIME_FIX = "write an ISO date or date and time, e.g. 2026-12-01 or 2026-12-01T03:00:00Z (UTC unless an offset is given)"
+
+
+def parse_time(text: str | datetime.datetime | datetime.date) -> int:
+    """Epoch milliseconds of a time given as an ISO date (``2026-12-01``: its midnight) or date
+    and time (``2026-12-01T03:00``, ``2026-12-01 03:00:00.5``), UTC unless an offset is given
+    (``Z``, ``+02:00``), as ``store summary`` lists start times and a run's ``start_ms`` counts
+    them. A ``datetime`` without a time zone is UTC too, a ``date`` its midnight.
+
+    A bare number is refused rather than read as epoch seconds or milliseconds (one is 1000x the
+    other), and so is a date without its day or with a month 13."""
+    if isinstance(text, datetime.datetime):
+        when = text
+    elif isinstance(text, datetime.date):
+        when = datetime.datetime(text.year, text.month, text.day)
+    elif isinstance(text, str):
+        m = _TIME_RE.match(text)
+        if not m:
+            raise InputError(f"cannot read {shown(text)} as a time", _TIME_FIX)
+        day, clock, zone = m.groups()
+        # by hand, not fromisoformat: Python 3.10's reads a fraction of 3 or 6 digits only
+        y, mo, d = (int(v) for v in day.split("-"))
+        hms, _, frac = (clock or "").partition(".")
+        h, mi, sec = ([int(v) for v in hms.split(":")] + [0, 0, 0])[:3] if hms else (0, 0, 0)
+        try:
+            when = datetime.datetime(y, mo, d, h, mi, sec, int(frac.ljust(6, "0")) if frac else 0)
+        except ValueError:
+            raise InputError(f"{shown(text)} is no time (a month, day, hour or minute out of range)",
+                             _TIME_FIX) from None
+        if zone:
+            z = zone.upper().replace(":", "")
+            if z == "Z":
+                when = when.replace(tzinfo=datetime.timezone.utc)
+            else:
+                hours, minutes = int(z[1:3]), int(z[3:5])
+                if hours > 23 or minutes > 59:
+                    raise InputError(f"{shown(text)} has no such offset ({zone})", _TIME_FIX)
+                sign = -1 if z[0] == "-" else 1
+                when = when.replace(tzinfo=datetime.timezone(sign * datetime.timedelta(hours=hours, minutes=minutes)))
+    else:
+        raise InputError(f"cannot read {shown(text)} as a time", _TIME_FIX)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return int(round(when.timestamp() * 1000))
+
+
+def format_time(ms: float, ms_precision: bool = False) -> str:
+    """Epoch milliseconds as ISO UTC that :func:`parse_time` reads back: ``2026-12-01T03:00:00Z``
+    (``...03:00:00.250Z`` with ``ms_precision``)."""
+    when = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+    if ms_precision:
+        return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(ms) % 1000:03d}Z"
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def format_bytes(n: float) -> str:
     """A size as every command writes it: decimal units (``30 GB``, ``16.0 MB``), as sizes are
     typed (``--input-size 300GB``) and as ``store summary`` lists them, except a round number of
