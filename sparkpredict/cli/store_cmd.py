@@ -94,9 +94,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "run that was not edited), so the edited row stays. Prints one line per run, old -> new; with --json: {store, "
         "runs: [{run_id, before: {field: value}, after: {field: value}}]}, the fields "
         "among status, job, input_bytes, input_bytes_source that changed; an error is {error, "
-        "fix} on stdout. Every run named must change, or nothing is written.")
-    e.add_argument("run_ids", nargs="+", metavar="RUN_ID", help="run to edit (as `store summary` lists them)")
-    e.add_argument("--job", metavar="NAME", help="move the runs to this job")
+        "fix} on stdout. Every run named must change, or nothing is written. Instead of run ids, "
+        "--job J with --before TIME and/or --after TIME takes the runs of job J that started before "
+        "TIME / at or after it (TIME an ISO date or date and time, UTC unless an offset is given: "
+        "2026-12-01, 2026-12-01T03:00:00Z), for --exclude (its succeeded runs) or --include (its "
+        "excluded ones): a job that changed (a new release, other machines) leaves out its runs "
+        "before the change, as the advice's warning names it.")
+    e.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="run to edit (as `store summary` lists them)")
+    e.add_argument("--job", metavar="NAME",
+                   help="move the runs to this job; with --before/--after, the job whose runs to take")
+    e.add_argument("--before", metavar="TIME",
+                   help="with --job J and --exclude/--include: J's runs that started before TIME (an ISO "
+                        "date or date and time, UTC unless an offset is given, e.g. 2026-12-01T03:00:00Z)")
+    e.add_argument("--after", metavar="TIME",
+                   help="with --job J and --exclude/--include: J's runs that started at TIME or later")
     e.add_argument("--input-size", metavar="SIZE", help="the runs' input size, e.g. 300GB, 1.5TiB")
     e.add_argument("--exclude", action="store_true", help="leave the runs out of training")
     e.add_argument("--include", action="store_true",
@@ -232,6 +243,11 @@ def _edit(args: argparse.Namespace) -> int:
         raise InputError("--exclude and --include together: a run is either left out of training or not",
                          "give one of them")
     excluded = True if args.exclude else False if args.include else None
+    if args.before is not None or args.after is not None:
+        return _edit_by_time(args, excluded)
+    if not args.run_ids:
+        raise InputError("no run to edit", "give one or more run ids (`sparkpredict store summary` lists the "
+                                           "latest runs), or --job NAME with --before/--after TIME")
     size = None
     if args.input_size is not None:
         try:
@@ -251,6 +267,45 @@ def _edit(args: argparse.Namespace) -> int:
     for rid, ch in edits:
         print(f"{rid}: " + "; ".join(_told(f, a, b) for f, (a, b) in ch.items()
                                      if f != "input_bytes_source" or "input_bytes" not in ch))
+    print(f"store {st.path}: {plural(len(edits), 'run')} edited")
+    return 0
+
+
+def _edit_by_time(args: argparse.Namespace, excluded: bool | None) -> int:
+    """``store edit --job J --before/--after TIME --exclude|--include``: the job's runs by their
+    start, in one batch, printed as an edit by id prints them."""
+    import json
+
+    from .. import store as store_mod
+    from ..errors import InputError
+    from ..units import plural
+
+    which = "--before" if args.before is not None else "--after"
+    if args.run_ids:
+        raise InputError(f"run ids and {which} together: the runs are given by id or selected by time",
+                         f"give the run ids, or --job NAME with {which} TIME, not both")
+    if args.job is None:
+        raise InputError(f"{which} without --job: a time selects the runs of one job",
+                         f"add --job NAME (the job whose runs to take), e.g. --job nightly-etl {which} {args.before or args.after}")
+    if excluded is None:
+        raise InputError(f"{which} selects runs to exclude or include, and neither was asked for",
+                         "add --exclude (leave the runs out of training) or --include (take excluded ones back)")
+    if args.input_size is not None or args.ended:
+        flag = "--input-size" if args.input_size is not None else "--ended"
+        raise InputError(f"{flag} with {which}: runs selected by time are only excluded or included",
+                         f"give the runs by id for {flag} (`sparkpredict store summary` lists them)")
+    st = store_mod.open(args.store)
+    new = store_mod.edit_runs_by_time(st, args.job, before=args.before, after=args.after, excluded=excluded)
+    # selected by status: succeeded ones excluded, excluded ones given back the status they had
+    was = "succeeded" if excluded else "excluded"
+    edits = [(r["run_id"], {"status": (was, r["status"])}) for r in new.to_dict("records")]
+    if args.json:
+        print(json.dumps({"store": st.path, "runs": [
+            {"run_id": rid, "before": {f: a for f, (a, _) in ch.items()},
+             "after": {f: b for f, (_, b) in ch.items()}} for rid, ch in edits]}, indent=2))
+        return 0
+    for rid, ch in edits:
+        print(f"{rid}: " + "; ".join(_told(f, a, b) for f, (a, b) in ch.items()))
     print(f"store {st.path}: {plural(len(edits), 'run')} edited")
     return 0
 

@@ -92,6 +92,134 @@ def edit_runs(store: Store | str | Any, run_ids: Iterable[str] | str, *, job: st
         return _edit(st, ids, job, size, excluded, ended)
 
 
+def edit_runs_by_time(store: Store | str | Any, job: str, *, before: Any = None, after: Any = None,
+                      excluded: bool = True) -> pd.DataFrame:
+    """Exclude (or include) the runs of ``job`` that started before ``before`` and/or at or
+    after ``after``, all of them in one atomic batch, as :func:`edit_runs` edits runs by id.
+
+    For a job that changed (a new release, other machines, a Spark upgrade): its runs before the
+    change are left out of training with ``before=`` the change's time, as the advice's warning
+    names it (``docs/advice.md``); ``after=`` leaves out the runs from a time on instead (a
+    passing slowdown). ``before`` and ``after`` together take the runs between them.
+
+    Parameters
+    ----------
+    store : Store or str
+        The history store (a :class:`~sparkpredict.store.io.Store`, or its path or URI).
+    job : str
+        The job whose runs to take, as the store records it.
+    before, after : str, datetime or date
+        An ISO date (``"2026-12-01"``: its midnight) or date and time (``"2026-12-01T03:00"``),
+        UTC unless an offset is given (``"...Z"``, ``"...+02:00"``); a run is taken when its
+        ``start_ms`` is before ``before`` / not before ``after``. At least one; neither may lie
+        in the future.
+    excluded : bool
+        True (default): exclude the job's succeeded runs in that time. False: take back its
+        excluded runs in that time, with the status each had. Runs of other statuses (failed,
+        running) are left as they are.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows written, one per run, in the store's ``runs`` schema.
+
+    Raises
+    ------
+    InputError
+        No job or time given, a time that is unreadable or in the future, ``after`` not before
+        ``before``, a job the store does not hold, or no run to change in that time. Nothing is
+        written then.
+    StoreError
+        No store at ``store``, or it cannot be written.
+    """
+    from . import io as store_io
+
+    if not isinstance(job, str) or not job.strip():
+        raise InputError(f"job {job!r} is no job name" if job is not None else "no job given: a time "
+                         "selects the runs of one job", "give the job whose runs to take, e.g. --job nightly-etl")
+    window = _check_window(before, after)
+    if not isinstance(excluded, bool):
+        raise InputError(f"excluded={excluded!r} is neither True nor False",
+                         "pass excluded=True to exclude runs, excluded=False to include them again")
+    st = store if hasattr(store, "append") else store_io.open(store)
+    with st.writer_lock("edit"):  # type: ignore[union-attr]
+        ids = _runs_in_window(st, job, window, EXCLUDED if excluded is False else "succeeded")
+        return _edit(st, ids, None, None, excluded, False)
+
+
+def _check_window(before: Any, after: Any) -> tuple[int | None, int | None, str]:
+    """(before ms, after ms, the window as said in messages), the times refused where they
+    cannot be meant: unreadable, in the future, or an empty window."""
+    from ..units import format_time, parse_time
+
+    if before is None and after is None:
+        raise InputError("no time given to select runs by",
+                         "give --before TIME (the runs that started before it) and/or --after TIME")
+    now = int(time.time() * 1000)
+    out: dict[str, int | None] = {"before": None, "after": None}
+    for name, value in (("before", before), ("after", after)):
+        if value is None:
+            continue
+        try:
+            ms = parse_time(value)
+        except InputError as exc:
+            raise InputError(f"--{name}: {exc.message}", exc.fix) from exc
+        if ms > now:
+            # a year mistyped (2062): --before would take every run of the job, --after none
+            raise InputError(f"--{name} {format_time(ms)} is in the future (now {format_time(now)})",
+                             "give a time at or before now, in UTC unless an offset is given "
+                             "(e.g. 2026-12-01T03:00:00+02:00)")
+        out[name] = ms
+    b, a = out["before"], out["after"]
+    if b is not None and a is not None and a >= b:
+        raise InputError(f"--after {format_time(a)} is not before --before {format_time(b)}: no run "
+                         "started in between", "give --after an earlier time than --before")
+    said = " and ".join(f"{'before' if n == 'before' else 'at or after'} {format_time(v)}"
+                        for n, v in (("after", a), ("before", b)) if v is not None)
+    return b, a, said
+
+
+def _runs_in_window(st: Any, job: str, window: tuple[int | None, int | None, str], status: str) -> list[str]:
+    """The ids of ``job``'s runs of ``status`` whose start lies in ``window``, oldest first; an
+    error naming what the job has when there is none."""
+    import difflib
+
+    import pandas as pd
+
+    from ..config import shown_job
+    from ..units import format_time
+
+    before, after, said = window
+    runs = st.read("runs", columns=["run_id", "job", "status", "start_ms"])
+    mine = runs[runs["job"] == job]
+    if mine.empty:
+        jobs = sorted(str(j) for j in runs["job"].dropna().unique())
+        close = difflib.get_close_matches(job, jobs, n=1, cutoff=0.6)
+        hint = (f"did you mean {close[0]!r}? " if close else "") + (
+            "`sparkpredict store summary` lists its jobs" if jobs else "record runs first")
+        raise InputError(f"no job {shown_job(job)} in store {st.path!r}; nothing was written", hint)
+    start = pd.to_numeric(mine["start_ms"], errors="coerce")
+    inside = start.notna()
+    if before is not None:
+        inside &= start < before
+    if after is not None:
+        inside &= start >= after
+    # assigned before the filter: a Series assigned to an empty frame gave it the Series' rows
+    taken = mine.assign(_ms=start)[inside & (mine["status"] == status)].sort_values("_ms", kind="stable")
+    if taken.empty:
+        what = "succeeded" if status == "succeeded" else "excluded"
+        span = (f"its {plural(len(mine), 'run')} started from {format_time(start.min())} to "
+                f"{format_time(start.max())}" if start.notna().any() else
+                f"its {plural(len(mine), 'run')} recorded no start")
+        others = int((inside & (mine["status"] != status)).sum())
+        also = f"; {others} other run{'s' if others != 1 else ''} in that time {'are' if others != 1 else 'is'} " \
+               f"not {what}" if others else ""
+        raise InputError(f"no {what} run of {shown_job(job)} started {said} ({span}{also}); nothing was written",
+                         "check the time (UTC unless an offset is given); `sparkpredict store summary` "
+                         "lists the latest runs with their starts")
+    return [str(r) for r in taken["run_id"]]
+
+
 def _edit(st: Any, ids: list[str], job: str | None, size: int | None, excluded: bool | None,
           ended: bool) -> pd.DataFrame:
     import pandas as pd
@@ -265,4 +393,4 @@ def _asked(job: str | None, size: int | None, excluded: bool | None) -> list[str
     return said
 
 
-__all__ = ["EDITED_FIELDS", "EXCLUDED", "changes", "edit_runs", "parse_input_size"]
+__all__ = ["EDITED_FIELDS", "EXCLUDED", "changes", "edit_runs", "edit_runs_by_time", "parse_input_size"]

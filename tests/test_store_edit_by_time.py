@@ -1,0 +1,135 @@
+"""`sparkpredict store edit --exclude|--include --job J --before/--after TIME`: a job's runs
+selected by their start time instead of by id, in one atomic batch, and the refusals of times
+that cannot be meant. Each test edits a copy of the committed store tests/data/history."""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from sparkpredict import store as store_mod
+from sparkpredict.errors import InputError
+from sparkpredict.units import format_time, parse_time
+
+DAY = 86_400_000
+HISTORY = Path(__file__).parent / "data" / "history"
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def hist(tmp_path):
+    path = tmp_path / "history"
+    shutil.copytree(HISTORY, path)
+    return path
+
+
+def _files(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
+
+
+def _starts(path, job):
+    r = store_mod.open(path).runs()
+    return r[r["job"] == job].sort_values("start_ms")
+
+
+def test_edit_by_time_excludes_exactly_the_jobs_runs_before_it_in_one_batch(hist):
+    wc = _starts(hist, "wordcount")
+    cut = int(wc["start_ms"].iloc[10])  # the 11th run's start: 10 runs started before it
+    files = _files(hist)
+    new = store_mod.edit_runs_by_time(hist, "wordcount", before=format_time(cut, ms_precision=True))
+    assert list(new["run_id"]) == list(wc["run_id"].iloc[:10])
+    assert (new["status"] == "excluded").all()
+    added = [f for f in _files(hist) if f not in files]
+    assert len(added) == 1 and added[0].startswith("runs/"), added  # one batch, runs rows only
+    after = store_mod.open(hist).runs().set_index("run_id")["status"]
+    assert set(after[after == "excluded"].index) == set(wc["run_id"].iloc[:10])  # no other job's run
+    # --after takes the rest; both together the runs between them
+    back = store_mod.edit_runs_by_time(hist, "wordcount", before=format_time(cut, ms_precision=True),
+                                       after=format_time(int(wc["start_ms"].iloc[4]), ms_precision=True),
+                                       excluded=False)
+    assert list(back["run_id"]) == list(wc["run_id"].iloc[4:10]) and (back["status"] == "succeeded").all()
+    late = store_mod.edit_runs_by_time(hist, "wordcount", after=format_time(cut, ms_precision=True))
+    assert list(late["run_id"]) == list(wc["run_id"].iloc[10:])
+
+
+def test_a_time_reads_as_utc_unless_an_offset_is_given():
+    assert parse_time("2026-12-01") == parse_time("2026-12-01T00:00:00Z") == 1_796_083_200_000
+    assert parse_time("2026-12-01T05:00+02:00") == parse_time("2026-12-01 03:00") == 1_796_094_000_000
+    assert parse_time("2026-12-01T03:00:00.5") == 1_796_094_000_500
+    assert parse_time(format_time(1_796_094_000_123, ms_precision=True)) == 1_796_094_000_123
+    for bad, said in [("1796094000000", "cannot read"), ("2026-13-01", "out of range"), ("tomorrow", "cannot read"),
+                      ("2026-12-01T03:00+25:00", "no such offset")]:
+        with pytest.raises(InputError, match=said) as e:
+            parse_time(bad)
+        assert "UTC unless an offset is given" in e.value.fix
+
+
+@pytest.mark.parametrize("args, said, fix", [
+    (["--exclude", "--job", "wordcount", "--before", "2020-01-01"],
+     ("error: no succeeded run of wordcount started before 2020-01-01T00:00:00Z (its 24 runs started from "
+     "2026-11-29T18:08:25Z to 2026-11-29T18:10:10Z)"), "fix: check the time"),
+    (["--exclude", "--job", "wordcount", "--before", "2999-01-01"],
+     "error: --before 2999-01-01T00:00:00Z is in the future", "fix: give a time at or before now"),
+    (["--exclude", "--before", "2026-11-29T18:09:00Z"],
+     "error: --before without --job: a time selects the runs of one job", "fix: add --job NAME"),
+    (["local-1795975705584", "--exclude", "--job", "wordcount", "--before", "2026-11-29T18:09:00Z"],
+     "error: run ids and --before together", "fix: give the run ids, or --job NAME with --before TIME, not both"),
+    (["--job", "wordcount", "--before", "2026-11-29T18:09:00Z"],
+     "error: --before selects runs to exclude or include, and neither was asked for", "fix: add --exclude"),
+    (["--exclude", "--job", "wordcount", "--before", "2026-11-29T18:09:00Z", "--input-size", "5MB"],
+     "error: --input-size with --before", "fix: give the runs by id for --input-size"),
+    (["--exclude", "--job", "wordcount", "--before", "last week"],
+     "error: --before: cannot read 'last week' as a time", "fix: write an ISO date or date and time"),
+    (["--exclude", "--job", "wordcount", "--after", "2026-11-29T18:10:00Z", "--before", "2026-11-29T18:09:00Z"],
+     "error: --after 2026-11-29T18:10:00Z is not before --before 2026-11-29T18:09:00Z",
+     "fix: give --after an earlier time"),
+    (["--exclude", "--job", "wordcnt", "--before", "2026-11-29T18:09:00Z"],
+     "error: no job wordcnt in store", "fix: did you mean 'wordcount'?"),
+    (["--include", "--job", "wordcount", "--before", "2026-11-29T18:09:00Z"],
+     "error: no excluded run of wordcount started before 2026-11-29T18:09:00Z", "fix: check the time"),
+    (["--exclude"], "error: no run to edit", "fix: give one or more run ids"),
+])
+def test_edit_by_time_refuses_clear_mistakes_and_writes_nothing(hist, capsys, args, said, fix):
+    from sparkpredict.cli import main
+
+    files = _files(hist)
+    assert main(["store", "edit", *args, "--store", str(hist)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(said), err
+    assert err[1].startswith(fix), err
+    assert _files(hist) == files
+    assert main(["store", "edit", *args, "--store", str(hist), "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"] == err[0][len("error: "):]
+
+
+def test_edit_by_time_prints_and_writes_json_as_an_edit_by_id(hist, capsys):
+    from sparkpredict.cli import main
+
+    wc = _starts(hist, "wordcount")
+    cut = format_time(int(wc["start_ms"].iloc[2]), ms_precision=True)
+    s = str(hist)
+    assert main(["store", "edit", "--exclude", "--job", "wordcount", "--before", cut, "--store", s, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"store": s, "runs": [
+        {"run_id": rid, "before": {"status": "succeeded"}, "after": {"status": "excluded"}}
+        for rid in wc["run_id"].iloc[:2]]}
+    assert main(["store", "edit", "--include", "--job", "wordcount", "--before", cut, "--store", s]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        *(f"{rid}: status excluded -> succeeded" for rid in wc["run_id"].iloc[:2]), f"store {s}: 2 runs edited"]
+
+
+def test_the_python_api_names_its_arguments(hist):
+    with pytest.raises(InputError, match="no time given") as e:
+        store_mod.edit_runs_by_time(hist, "wordcount")
+    assert "--before TIME" in e.value.fix
+    with pytest.raises(InputError, match="no job given"):
+        store_mod.edit_runs_by_time(hist, None, before="2026-11-29")  # type: ignore[arg-type]
+    future = format_time(time.time() * 1000 + DAY)
+    with pytest.raises(InputError, match="is in the future"):
+        store_mod.edit_runs_by_time(hist, "wordcount", after=future)
