@@ -72,6 +72,8 @@ class HistorySource:
         self.notes: list[str] = []
         #: where the model came from, as the advice says it (Advice.model_source)
         self.source = source
+        #: the store the runs were read from, for the commands the warnings name
+        self.store_path: str | None = None
         self.model_name = str(getattr(model, "name_", type(model).__name__))
         cv = getattr(model, "cv_mape_", None)
         self.cv_mape = None if cv is None or not math.isfinite(float(cv)) else float(cv)
@@ -108,6 +110,7 @@ class HistorySource:
         runs, spill, dyn, raw = cls._history(job, store, need_job=False)
         src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw),
                   _master_kinds(raw))
+        src.store_path = str(getattr(store, "path", store))
         mixed = _measure_mix_note(job, raw)
         if mixed:
             src.notes.append(mixed)
@@ -198,6 +201,7 @@ class HistorySource:
             source = fitted_source(bool(note))
         src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw),
                   _master_kinds(raw))
+        src.store_path = st.path
         if note:
             src.notes.append(note)
         mixed = _measure_mix_note(job, raw)
@@ -322,6 +326,9 @@ class HistorySource:
     def warnings(self, size: int, execs: int, mem: int | None, ratio: float | None,
                  cores: int | None = None) -> list[str]:
         w = list(self.notes)
+        shift = self._shift_warning()
+        if shift:
+            w.append(shift)
         w.extend(self._unvaried_warnings(cores, mem))
         runs = self.runs
         n = self.n_runs
@@ -362,6 +369,39 @@ class HistorySource:
                      "job or on none; `sparkpredict store edit RUN_ID... --input-size SIZE` corrects runs "
                      "recorded already")
         return w
+
+    def _shift_warning(self) -> str | None:
+        """For a job whose newest runs all lie beyond the interval of a model of its earlier
+        runs, on one side (``JobRuntimeModel.recent_shift_``): the job changed, and a model of
+        both regimes is right for neither. Names the command that leaves the older runs out."""
+        import shlex
+
+        from .config import store_for_display
+        from .units import format_percent, format_time
+
+        shift = getattr(self.model, "recent_shift_", None)
+        if not shift:
+            return None
+        k, ratio, since = int(shift["runs"]), float(shift["ratio"]), int(shift["since_ms"])
+        # a time before which every earlier run started and none of the newest: to the second
+        # where that tells them apart, else to the millisecond
+        ms_needed = since // 1000 * 1000 <= int(shift["previous_ms"])
+        when = format_time(since, ms_precision=ms_needed)
+        store = "" if self.store_path is None else f" --store {shlex.quote(store_for_display(self.store_path))}"
+        command = f"sparkpredict store edit --exclude --job {shlex.quote(self.job)} --before {when}{store}"
+        # "faster" from the ratio as printed, so that a reader's 1 / 0.64 is the 1.56 shown
+        how = "slower" if ratio > 1 else f"{1 / max(round(ratio, 2), 0.01):.2f}x faster"
+        left = int(shift.get("runs_since", k))
+        rough = (f"; that leaves its {plural(left, 'run')} since, and the advice is rough until ~{_MIN_RUNS} "
+                 "exist" if left < _MIN_RUNS else "")
+        day = when[:16].replace("T", " ")
+        return (f"the newest {plural(k, 'run')} of {self.job} (since {day} UTC) took a median {ratio:.2f}x "
+                f"the time a model of its {shift['earlier_runs']} earlier runs predicts ({how}), each beyond its "
+                f"{format_percent(float(shift['level']))} interval: the job changed (a new release, other "
+                "machines, a Spark upgrade?), and a model fitted on both kinds of run is right for "
+                f"neither. If the change stays, leave the older runs out: `{command}`{rough}. If it "
+                f"has passed (a busy cluster those days), leave these runs out instead: the same "
+                "command with --after in place of --before")
 
     def _unvaried_warnings(self, cores: int | None, mem: int | None) -> list[str]:
         """For a resource every run had at one value and the question another: the model

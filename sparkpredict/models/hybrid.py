@@ -146,11 +146,21 @@ class JobRuntimeModel(RuntimeEstimator):
         The equations that cross-validated about as well as the best (combined model only,
         :data:`.selection.NEAR_EQUAL`). Asked for more or fewer executors than any run had,
         the interval spans their speed-ups too: the runs could not tell them apart.
+    recent_shift_ : dict or None
+        The job's newest runs that all lie beyond the interval of a model of its earlier runs,
+        on one side (a new release, other machines: :func:`.regime.newest_shift`), as
+        ``{"runs", "earlier_runs", "since_ms", "previous_ms", "runs_since", "ratio", "level",
+        "run_ids"}``;
+        None when they agree, or the runs have no ``start_ms`` to order them by.
     below_counts_ : str
         :data:`BELOW_COUNTS` (combined model only; ``"none"`` otherwise and in models saved
         before): asked for k times fewer executors than any run had, the upper bound is at
         least k times the fewest recorded count's.
     """
+
+    #: False for the model of a job's earlier runs that :func:`.regime.newest_shift` fits: no
+    #: look at that model's own newest runs (not a parameter: it never leaves the fit)
+    _check_shift = True
 
     def __init__(self, *, kind: str = "auto", random_state: int | None = 0) -> None:
         self.kind = kind
@@ -227,6 +237,16 @@ class JobRuntimeModel(RuntimeEstimator):
         self.slow_runs_ = slow_runs(runs, rows, result.cv.oof_rows)
         self.executor_alternates_ = list(result.alternates)
         self.below_counts_ = BELOW_COUNTS if self.kind in ("auto", "hybrid") else "none"
+        self.recent_shift_ = None
+        if self._check_shift:
+            from .regime import newest_shift
+
+            def fit_part(kind: str, part: Any) -> JobRuntimeModel:
+                m = JobRuntimeModel(kind=kind, random_state=seed)
+                m._check_shift = False
+                return m.fit(part)
+
+            self.recent_shift_ = newest_shift(fit_part, runs, rows, F, y, self.kind, self.candidates_)
         return self
 
     def _training_columns(self, runs: Any) -> tuple[dict[str, np.ndarray], np.ndarray, list[str], np.ndarray]:
@@ -494,6 +514,7 @@ class JobRuntimeModel(RuntimeEstimator):
                 "slow_runs": [[r, x] for r, x in self.slow_runs_],
                 "executor_alternates": [e.to_dict() for e in getattr(self, "executor_alternates_", [])],
                 "below_counts": getattr(self, "below_counts_", "none"),
+                "recent_shift": _shift_doc(getattr(self, "recent_shift_", None)),
                 "component": component_to_dict(self.component_)}
 
     @classmethod
@@ -540,6 +561,8 @@ class JobRuntimeModel(RuntimeEstimator):
         m.executor_alternates_ = [A.FittedEquation.from_dict(e) for e in d.get("executor_alternates", [])]
         # saved before the rule existed: no perfect-scaling floor below the counts, as then
         m.below_counts_ = str(d.get("below_counts", "none"))
+        # saved before the check existed: no change of regime known
+        m.recent_shift_ = _shift_doc(d.get("recent_shift"))
         m.component_ = component_from_dict(d["component"])
         return m
 
@@ -547,6 +570,16 @@ class JobRuntimeModel(RuntimeEstimator):
         if hasattr(self, "name_"):
             return f"JobRuntimeModel(name_={self.name_!r}, n_runs_={self.n_runs_}, cv_mape_={self.cv_mape_:.3f})"
         return f"JobRuntimeModel(kind={self.kind!r}, random_state={self.random_state})"
+
+
+def _shift_doc(shift: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """:attr:`JobRuntimeModel.recent_shift_` as JSON keeps it (and back): plain numbers."""
+    if not shift:
+        return None
+    return {"runs": int(shift["runs"]), "earlier_runs": int(shift["earlier_runs"]),
+            "since_ms": int(shift["since_ms"]), "previous_ms": int(shift["previous_ms"]),
+            "runs_since": int(shift["runs_since"]), "ratio": float(shift["ratio"]), "level": float(shift["level"]),
+            "run_ids": [str(r) for r in shift.get("run_ids", [])]}
 
 
 def capped_beyond_sizes(curve: Callable[[dict[str, np.ndarray]], np.ndarray], F: dict[str, np.ndarray],
