@@ -232,12 +232,9 @@ def _print_excluded(runs: Any, last: int) -> None:
 
 
 def _edit(args: argparse.Namespace) -> int:
-    import json
-
     from .. import store as store_mod
     from ..errors import InputError
     from ..store.edit import changes, parse_input_size
-    from ..units import plural
 
     if args.exclude and args.include:
         raise InputError("--exclude and --include together: a run is either left out of training or not",
@@ -259,26 +256,33 @@ def _edit(args: argparse.Namespace) -> int:
     before = st.read("runs", run_ids=ids).set_index("run_id", drop=False)
     new = store_mod.edit_runs(st, ids, job=args.job, input_bytes=size, excluded=excluded, ended=args.ended)
     edits = [(r["run_id"], changes(before.loc[r["run_id"]], r)) for r in new.to_dict("records")]
-    if args.json:
-        print(json.dumps({"store": st.path, "runs": [
+    return _print_edits(st.path, edits, args.json)
+
+
+def _print_edits(store: str, edits: list, as_json: bool) -> int:
+    """An edit's runs, ``[(run_id, {field: (before, after)})]``, one line each (a size given
+    says its source with it, so the source's own change is not told apart), or as JSON."""
+    import json
+
+    from ..units import plural
+
+    if as_json:
+        print(json.dumps({"store": store, "runs": [
             {"run_id": rid, "before": {f: a for f, (a, _) in ch.items()},
              "after": {f: b for f, (_, b) in ch.items()}} for rid, ch in edits]}, indent=2))
         return 0
     for rid, ch in edits:
         print(f"{rid}: " + "; ".join(_told(f, a, b) for f, (a, b) in ch.items()
                                      if f != "input_bytes_source" or "input_bytes" not in ch))
-    print(f"store {st.path}: {plural(len(edits), 'run')} edited")
+    print(f"store {store}: {plural(len(edits), 'run')} edited")
     return 0
 
 
 def _edit_by_time(args: argparse.Namespace, excluded: bool | None) -> int:
     """``store edit --job J --before/--after TIME --exclude|--include``: the job's runs by their
     start, in one batch, printed as an edit by id prints them."""
-    import json
-
     from .. import store as store_mod
     from ..errors import InputError
-    from ..units import plural
 
     which = "--before" if args.before is not None else "--after"
     if args.run_ids:
@@ -299,15 +303,7 @@ def _edit_by_time(args: argparse.Namespace, excluded: bool | None) -> int:
     # selected by status: succeeded ones excluded, excluded ones given back the status they had
     was = "succeeded" if excluded else "excluded"
     edits = [(r["run_id"], {"status": (was, r["status"])}) for r in new.to_dict("records")]
-    if args.json:
-        print(json.dumps({"store": st.path, "runs": [
-            {"run_id": rid, "before": {f: a for f, (a, _) in ch.items()},
-             "after": {f: b for f, (_, b) in ch.items()}} for rid, ch in edits]}, indent=2))
-        return 0
-    for rid, ch in edits:
-        print(f"{rid}: " + "; ".join(_told(f, a, b) for f, (a, b) in ch.items()))
-    print(f"store {st.path}: {plural(len(edits), 'run')} edited")
-    return 0
+    return _print_edits(st.path, edits, args.json)
 
 
 def _told(field: str, old: Any, new: Any) -> str:
