@@ -74,6 +74,9 @@ class HistorySource:
         self.source = source
         #: the store the runs were read from, for the commands the warnings name
         self.store_path: str | None = None
+        #: the model was given (a folder, a mapping), not fitted on the store nor the registry's:
+        #: an edit of the store's runs reaches the advice only once it is fitted again
+        self.given_model = False
         self.model_name = str(getattr(model, "name_", type(model).__name__))
         cv = getattr(model, "cv_mape_", None)
         self.cv_mape = None if cv is None or not math.isfinite(float(cv)) else float(cv)
@@ -106,11 +109,14 @@ class HistorySource:
             model = cls._from_dir(job, os.fspath(models))
         source = "from the models given" if isinstance(models, Mapping) else f"from the model folder {os.fspath(models)}"
         if store is None:
-            return cls(job, model, source=source)
+            src = cls(job, model, source=source)
+            src.given_model = True
+            return src
         runs, spill, dyn, raw = cls._history(job, store, need_job=False)
         src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw),
                   _master_kinds(raw))
         src.store_path = str(getattr(store, "path", store))
+        src.given_model = True
         mixed = _measure_mix_note(job, raw)
         if mixed:
             src.notes.append(mixed)
@@ -394,6 +400,11 @@ class HistorySource:
         left = int(shift.get("runs_since", k))
         rough = (f"; that leaves its {plural(left, 'run')} since, and the advice is rough until ~{_MIN_RUNS} "
                  "exist" if left < _MIN_RUNS else "")
+        if self.given_model:
+            # the model given keeps its finding and its runs: the edit alone changes no advice
+            where = "" if store else " (with --store naming the store its runs came from)"
+            rough += (f"{where}, then fit the model again on the store's runs (`sparkpredict runs`, then "
+                      "`sparkpredict fit`): the model given was fitted on both kinds of run")
         day = when[:16].replace("T", " ")
         return (f"the newest {plural(k, 'run')} of {self.job} (since {day} UTC) took a median {ratio:.2f}x "
                 f"the time a model of its {shift['earlier_runs']} earlier runs predicts ({how}), each beyond its "

@@ -164,3 +164,21 @@ def test_newest_runs_beyond_the_earlier_runs_executor_counts_are_no_evidence():
     table["start_ms"] = T0 + np.arange(len(table)) * DAY
     slow = table.assign(runtime_s=np.where(table["executors"] == 16, 0.6, 1.0) * table["runtime_s"])
     assert fit_job(slow).recent_shift_ is None
+
+
+def test_advice_from_a_model_given_says_the_edit_needs_a_refit_to_reach_it(tmp_path):
+    # the model given keeps the finding and the runs it was fitted on: the store edit the
+    # warning names alone would leave the advice (and the warning) as they were
+    from sparkpredict.features.runs import runs_table
+    from sparkpredict.models.persist import fit_job
+
+    runs = history(k=4, factor=1.6, seed=1)
+    path = make_store(tmp_path / "s", runs)
+    models = {"etl": fit_job(runs_table(runs))}
+    with_store = changed(suggest_executors("etl", "40GB", models=models, store=path))[0]
+    assert f"--store {path}`" in with_store
+    assert "then fit the model again on the store's runs (`sparkpredict runs`, then `sparkpredict fit`)" in with_store
+    alone = changed(suggest_executors("etl", "40GB", models=models))[0]
+    assert "(with --store naming the store its runs came from), then fit the model again" in alone
+    # a model fitted on the store's runs follows the edit by itself: no refit asked
+    assert "fit the model again" not in changed(suggest_executors("etl", "40GB", store=path))[0]
