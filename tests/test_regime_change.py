@@ -182,3 +182,21 @@ def test_advice_from_a_model_given_says_the_edit_needs_a_refit_to_reach_it(tmp_p
     assert "(with --store naming the store its runs came from), then fit the model again" in alone
     # a model fitted on the store's runs follows the edit by itself: no refit asked
     assert "fit the model again" not in changed(suggest_executors("etl", "40GB", store=path))[0]
+
+
+@pytest.mark.parametrize("seed", [1, 3, 5, 6])
+def test_newest_runs_that_started_with_an_earlier_one_are_not_told_apart_from_it(seed):
+    # the changed runs recorded the start of the run before them: in order they are the fit's
+    # (sizes, runtimes), not time's, and `--before` their start would keep that earlier run
+    from sparkpredict.features.runs import runs_table
+    from sparkpredict.models.persist import fit_job
+
+    table = runs_table(history(k=6, factor=1.6, seed=seed))
+    tied = table.copy()
+    tied.loc[tied["start_ms"] >= T0 + 29 * DAY, "start_ms"] = T0 + 29 * DAY
+    shift = fit_job(tied).recent_shift_
+    assert shift is None or shift["since_ms"] > shift["previous_ms"], shift
+    # runs that share a start among themselves only (pairs) are still ordered against the earlier ones
+    pairs = table.assign(start_ms=T0 + (np.arange(len(table)) // 2) * DAY)
+    shift = fit_job(pairs).recent_shift_
+    assert shift["runs"] == 6 and shift["since_ms"] == T0 + 15 * DAY > shift["previous_ms"]

@@ -95,10 +95,16 @@ def newest_shift(fit: Callable[[str, Any], Any], runs: Any, rows: np.ndarray, F:
         counted, side, ratio = _streak(fit(kind, part), X, yn, LEVEL, side)
     except ModelError:
         return None
+    # a run that started at the same time as the one before it in order cannot be told apart
+    # from it (`--before` its start keeps both): its place in the order is the fit's, not time's
+    while counted:
+        oldest = newest[counted[0]]
+        at = int(np.flatnonzero(order == oldest)[0])
+        if start[order[at - 1]] < start[oldest]:
+            break
+        counted = counted[1:]
     if len(counted) < MIN_RUNS:
         return None
-    oldest = newest[counted[0]]
-    at = int(np.flatnonzero(order == oldest)[0])
     ids = np.asarray(runs["run_id"]).astype(str)[rows] if "run_id" in cols else None
     return {"runs": len(counted), "earlier_runs": len(earlier), "since_ms": int(start[oldest]),
             "previous_ms": int(start[order[at - 1]]), "runs_since": n - at,
