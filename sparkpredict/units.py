@@ -253,6 +253,7 @@ def parse_duration(text: str | float) -> float:
 #: (``Z``, ``+02:00``) or none, which is UTC, as ``store summary`` lists start times.
 _TIME_RE = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)"
                       r"\s*(Z|[+-]\d{2}:?\d{2})?)?\s*$", re.IGNORECASE | re.ASCII)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _TIME_FIX = "write an ISO date or date and time, e.g. 2026-12-01 or 2026-12-01T03:00:00Z (UTC unless an offset is given)"
 
 
@@ -296,7 +297,10 @@ def parse_time(text: str | datetime.datetime | datetime.date) -> int:
         raise InputError(f"cannot read {shown(text)} as a time", _TIME_FIX)
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
-    return int(round(when.timestamp() * 1000))
+    # in whole microseconds, then up to the millisecond: a start (whole ms) is before a time
+    # exactly when it is before the time's next ms (.0004 rounded down had left out a run at .000)
+    us = (when - _EPOCH) // datetime.timedelta(microseconds=1)
+    return -(-us // 1000)
 
 
 def format_time(ms: float, ms_precision: bool = False) -> str:

@@ -133,3 +133,16 @@ def test_the_python_api_names_its_arguments(hist):
     future = format_time(time.time() * 1000 + DAY)
     with pytest.raises(InputError, match="is in the future"):
         store_mod.edit_runs_by_time(hist, "wordcount", after=future)
+
+
+def test_a_time_between_two_milliseconds_takes_the_runs_that_started_before_it(hist):
+    # starts are whole ms: a run at .000 started before .0004, and one at .001 not; rounded to
+    # the nearest ms (.0004 -> .000) the first had been left out
+    wc = _starts(hist, "wordcount")
+    cut = int(wc["start_ms"].iloc[3])
+    just_after = format_time(cut, ms_precision=True)[:-1] + "4Z"  # .xyz4: 0.4 ms after the 4th start
+    new = store_mod.edit_runs_by_time(hist, "wordcount", before=just_after)
+    assert list(new["run_id"]) == list(wc["run_id"].iloc[:4])
+    assert parse_time("2026-12-01T03:00:00.0004Z") == parse_time("2026-12-01T03:00:00.001Z")
+    assert parse_time("2026-12-01T03:00:00.0005") == 1_796_094_000_001
+    assert parse_time("2026-12-01T02:59:59.9996+00:00") == 1_796_094_000_000
