@@ -181,3 +181,141 @@ def test_documents_cite_files_that_exist(doc):
             if not (REPO / ref).exists() and not (REPO / ref.rstrip("/")).exists():
                 missing.append(f"{i}: {ref}")
     assert not missing, f"{path.name} names files the repository lacks:\n" + "\n".join(missing)
+
+
+# Figures the documents quote from benchmarks/RESULTS.md. A benchmark rerun rewrites its section;
+# a document that quoted the run before goes on stating numbers no run measured any more (the
+# chance calibration's 50-70 % and 30-50 % rows, suggest --store's cold-process times did).
+RESULTS = REPO / "benchmarks" / "RESULTS.md"
+NUM = r"([\d,]*\d(?:\.\d+)?)"
+
+
+def _section(name: str) -> str:
+    m = re.search(rf"<!-- BEGIN {name} -->\n(.*?)<!-- END {name} -->", RESULTS.read_text(), re.DOTALL)
+    assert m, f"benchmarks/RESULTS.md has no section {name}"
+    return m.group(1)
+
+
+def _find(text: str, pattern: str, where: str) -> list[str]:
+    m = re.search(pattern.replace("NUM", NUM), text, re.DOTALL)
+    assert m, f"{where}: nothing matches {pattern!r} (reworded? update this test with it)"
+    return [g.replace(",", "") for g in m.groups()]
+
+
+def _rounds_to(measured: str, quoted: str, scale: int = 1) -> bool:
+    """``measured`` (times ``scale``: 0.047 of a fraction is 4.7 points) rounds half up to
+    ``quoted`` at the quoted number's precision."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    return (Decimal(measured) * scale).quantize(Decimal(quoted), rounding=ROUND_HALF_UP) == Decimal(quoted)
+
+
+def _doc(name: str) -> str:
+    return " ".join((REPO / name).read_text().split())  # line breaks fall anywhere in a sentence
+
+
+def _help(*words: str) -> str:
+    parser = build_parser()
+    for w in words:
+        parser = _subcommands(parser)[w]
+    return " ".join((parser.description or "").split())
+
+
+def _quoted_figures():
+    """(where, quoted, measured, scale) for each figure a document takes from RESULTS.md."""
+    aq, ss, fs = _section("advice_quality"), _section("suggest_speed"), _section("fit_speed")
+    lo, sr, c3o = _section("listener_overhead"), _section("store_reads"), _section("c3o_models")
+    sm, mq = _section("stage_models"), _section("monitor_quality")
+    readme, advice = _doc("README.md"), _doc("docs/advice.md")
+    out = []
+
+    def pair(where, quoted, measured, scale=1):
+        assert len(quoted) == len(measured), (where, quoted, measured)
+        out.extend((where, q, m, scale) for q, m in zip(quoted, measured))
+
+    met = _find(aq, r"\| 0\.9 \| 147 \| NUM% \| NUM% \| NUM \|", "advice_quality")
+    at_choice = _find(aq, r"nearest the deadline: MAPE NUM%", "advice_quality")
+    pair("README advice", _find(readme, r"in \*\*NUM %\*\* of cases \(each advised count's mean over its 5 runs; "
+                                        r"NUM % of the single runs\), at a mean cost \*\*NUM x\*\*".replace(" x", "x"), "README"), met)
+    pair("README models' error where the choice is made",
+         _find(readme, r"the models' error there is NUM %", "README"), at_choice)
+    pair("advice.md deadline rule", _find(advice, r"the advice met the deadline in NUM % of 147 held-out cases, "
+                                                  r"at a mean cost NUMx", "advice.md"), [met[0], met[2]])
+    pair("advice.md models' error where the choice is made",
+         _find(advice, r"the models', at a size they have not seen, is NUM %", "advice.md"), at_choice)
+
+    buckets = ["95%-100%", "90%-95%", "70%-90%", "50%-70%", "30%-50%", "10%-30%", "0%-10%"]
+    rows = {b: _find(aq, rf"\| {re.escape(b)} \| NUM \| NUM% \| NUM% \|", "advice_quality") for b in buckets}
+    brier = _find(aq, r"Brier score NUM ", "advice_quality")
+    pair("advice.md chance calibration",
+         _find(advice, r"stated chance was 95 % or more, NUM % met the deadline; 90-95 %: NUM %; 70-90 %: NUM %; "
+                       r"50-70 %: NUM %; 30-50 %: NUM %; 10-30 %: NUM %; below 10 %: NUM % \(NUM runs, Brier score NUM,",
+               "advice.md"),
+         [rows[b][2] for b in buckets] + [str(sum(int(rows[b][0]) for b in buckets)), brier[0]])
+
+    fb = _section("advice_fallback")
+    tol = {t: _find(fb, rf"\| {re.escape(t)} \| NUM% \| NUM \|", "advice_fallback") for t in ("0.00 (shipped)", "0.03", "0.06")}
+    priced = _find(fb, r"\| 300 \| NUM% \| NUM \|", "advice_fallback")
+    pair("advice.md fallback what-if",
+         _find(advice, r"cut the cost ratio from NUM to NUM but the deadlines met from NUM % to NUM % \(within 6 %: NUM and "
+                       r"NUM %\).*?never met 90 % of the deadlines: NUM % at best, at a cost ratio of NUM\.", "advice.md"),
+         [tol["0.00 (shipped)"][1], tol["0.03"][1], tol["0.00 (shipped)"][0], tol["0.03"][0], tol["0.06"][1], tol["0.06"][0]]
+         + priced)
+
+    first = _find(ss, r"first call \(fits, caches the fit\) \| NUM s", "suggest_speed")
+    later = _find(ss, r"later calls \(load the cached fit\) \| NUM s", "suggest_speed")
+    pair("advice.md cached advice", _find(advice, r"loads it \(NUM s for the CLI against NUM s with the fit", "advice.md"),
+         later + first)
+    pair("retrain.md advice behind the runs",
+         _find(_doc("docs/retrain.md"), r"the first call fits \(NUM s\) and later ones load that fit \(NUM s", "retrain.md"),
+         first + later)
+    pair("models.md kernel_ridge", _find(_doc("docs/models.md"), r"with one it takes NUM s, median in `fit_speed`", "models.md"),
+         _find(fs, r"\| kernel_ridge \| NUM \|", "fit_speed"))
+
+    shares = _find(lo, r"its own callbacks.*?median \*\*NUM %\*\*.*?writer thread.*?median \*\*NUM %\*\*.*?"
+                       r"host plugin.*?median \*\*NUM %\*\*", "listener_overhead")
+    total = _find(lo, r"= NUM %, within 2 %", "listener_overhead")
+    pair("README capture", _find(readme, r"listener-bus thread \(NUM % of the wall time, median of 5 rounds\), its writer "
+                                         r"thread \(NUM %\) and the host plugin \(NUM %\), adds up to NUM %", "README"),
+         shares + total)
+    pair("capture.md listener cost", _find(_doc("docs/capture.md"), r"writer and plugin take NUM % of the wall time", "capture.md"),
+         total)
+
+    suggest = _find(sr, r"`suggest --store`, first call \(fits\) \| NUM \| NUM \|", "store_reads")
+    compacted = [_find(sr, rf"`Store\.read` {t} \| NUM \| NUM \|", "store_reads")[1] for t in ("runs", "stages", "tasks")]
+    pair("README store compact", _find(readme, r"a store of 3,000 runs took NUM s, and NUM s once compacted", "README"), suggest)
+    pair("capture.md compacting", _find(_doc("docs/capture.md"), r"and `suggest --store` NUM s; compacted, NUM to NUM s per "
+                                                                 r"table and NUM s", "capture.md"),
+         [suggest[0], min(compacted, key=float), max(compacted, key=float), suggest[1]])
+    pair("store compact --help", _find(_help("store", "compact"), r"in NUM to NUM s compacted", "store compact --help"),
+         [min(compacted, key=float), max(compacted, key=float)])
+
+    combined = _find(c3o, r"\| combined \| NUM % \| [-\d.]+ \| NUM % \| [-\d.]+ \| NUM % \| [-\d.]+ \| NUM % \|", "c3o_models")
+    plate = _find(c3o, r"\| plate2d \| NUM % \| [-\d.]+ \| NUM % \| [-\d.]+ \| NUM % \| [-\d.]+ \| NUM % \|", "c3o_models")
+    pair("README runtime models",
+         _find(readme, r"the combined model has NUM % error inside the runs.*?NUM % extrapolating to input sizes outside "
+                       r"the runs.*?the 2D-plate equation alone: NUM %\), NUM % to larger inputs only \(trained on the "
+                       r"smallest 60 % of sizes; 2D-plate NUM %\) and NUM % to executor counts outside the runs "
+                       r"\(2D-plate alone: NUM %", "README"),
+         [combined[0], combined[1], plate[1], combined[3], plate[3], combined[2], plate[2]])
+
+    pair("README scheduler replay",
+         _find(readme, r"NUM % error at the executor count it used \(NUM % on seven real event logs.*?At other counts NUM % "
+                       r"on this 2-core machine \(NUM % told.*?with a slot per core, NUM %", "README"),
+         _find(sm, r"Self-check at the executor count actually used \(72 runs\): mean \|error\| NUM %", "stage_models")
+         + _find(sm, r"Event logs at their actual executor count: mean \|error\| NUM %", "stage_models")
+         + _find(sm, r"mean \|error\| NUM % over 288 pairs, default replay; with the host_cores=2 correction: NUM %", "stage_models")
+         + _find(sm, r"Replay: self-check mean \|error\| [\d.]+ %, other executor counts mean \|error\| NUM %", "stage_models"))
+    out.extend(("README slowdown monitor", q, m, 100) for q, m in zip(
+        _find(readme, r"slowdown error NUM points, cause named right in NUM %", "README"),
+        _find(mq, r"on held-out workloads: \*\*met\*\* \(history NUM;", "monitor_quality")
+        + _find(mq, r"top-1 cause accuracy >= 0\.8: \*\*met\*\* \(NUM over", "monitor_quality")))
+    return out
+
+
+def test_figures_the_documents_quote_are_the_latest_in_results():
+    figures = _quoted_figures()
+    assert len(figures) >= 40, f"found {len(figures)} figures: the extraction is broken"
+    wrong = [f"{where}: says {quoted}, RESULTS.md has {measured}" + (f" (x{scale})" if scale != 1 else "")
+             for where, quoted, measured, scale in figures if not _rounds_to(measured, quoted, scale)]
+    assert not wrong, "\n".join(wrong)
