@@ -319,3 +319,17 @@ def test_figures_the_documents_quote_are_the_latest_in_results():
     wrong = [f"{where}: says {quoted}, RESULTS.md has {measured}" + (f" (x{scale})" if scale != 1 else "")
              for where, quoted, measured, scale in figures if not _rounds_to(measured, quoted, scale)]
     assert not wrong, "\n".join(wrong)
+
+
+def test_ingest_help_and_readme_name_every_codec_the_reader_reads():
+    """`ingest --help` and README's command table listed plain, zstd, lz4, snappy and lzf; a
+    gzipped log, which docs/ingest.md's table and the reader take, went unnamed."""
+    from sparkpredict.capture.eventlog import _MAGIC
+
+    codecs = {{"gz": "gzip"}.get(c, c) for c in _MAGIC.values()}
+    assert {"zstd", "lz4", "snappy", "lzf", "gzip"} <= codecs
+    readme = next(line for line in (REPO / "README.md").read_text().splitlines() if "`sparkpredict ingest PATH...`" in line)
+    for where, text in (("ingest --help", _help("ingest")), ("README's ingest row", readme),
+                        ("docs/ingest.md", (REPO / "docs" / "ingest.md").read_text())):
+        missing = sorted(c for c in codecs if not re.search(rf"\b{c}", text))
+        assert not missing, f"{where} does not name {missing}"

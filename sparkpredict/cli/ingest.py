@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "ingest", help="record past runs from Spark event logs",
         description="Read Spark event logs (files, rolling eventlog_v2_* folders or whole "
-                    "spark.eventLog.dir folders; plain, zstd, lz4, snappy or lzf) into the history "
+                    "spark.eventLog.dir folders; plain, zstd, lz4, snappy, lzf, or gzipped after Spark wrote them) into the history "
                     "store. Logs already ingested and unchanged are skipped.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="event-log file or folder")
     p.add_argument("--store", help="history store (default: spark.sparkpredict.store of spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
