@@ -333,3 +333,14 @@ def test_ingest_help_and_readme_name_every_codec_the_reader_reads():
                         ("docs/ingest.md", (REPO / "docs" / "ingest.md").read_text())):
         missing = sorted(c for c in codecs if not re.search(rf"\b{c}", text))
         assert not missing, f"{where} does not name {missing}"
+
+
+def test_suggest_help_states_the_default_ceiling_of_the_candidates():
+    """docs/advice.md gives max_executors' default as twice the history's largest count, at
+    least 8 and twice min_executors, at most 1000; `suggest --help` left the cap out."""
+    from sparkpredict import advise
+
+    parser = _subcommands(build_parser())["suggest"]
+    text = next(a.help for a in parser._actions if "--max-executors" in a.option_strings)
+    assert f"at most {advise._MAX_DEFAULT_CAP}" in text
+    assert f"at most {advise._MAX_DEFAULT_CAP}" in _doc("docs/advice.md")

@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
                         "else executor-hours), held at --confidence by the interval's upper bound")
     p.add_argument("--min-executors", type=int, default=1, metavar="N")
     p.add_argument("--max-executors", type=int, metavar="N",
-                   help="default: twice the largest count in the history (at least 8 and twice --min-executors)")
+                   help="default: twice the largest count in the history (at least 8 and twice --min-executors, at most 1000)")
     p.add_argument("--executor-counts", metavar="N,N,...",
                    help="explicit candidate counts instead of the range, e.g. 2,4,8 or 2-6,8 (the "
                         "cluster sizes you can get)")
