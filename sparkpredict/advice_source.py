@@ -147,6 +147,15 @@ class HistorySource:
                              "fit one with `sparkpredict fit RUNS --out DIR`, or advise from the history: "
                              f"leave out {models}{'' if models.startswith('--') else '='} and pass "
                              f"{give('store', 'PATH')}")
+        from .models.persist import store_given_as_models
+
+        given = store_given_as_models(path)
+        if given is not None:
+            # named as the caller gave it: --store S from the CLI, store='S' from Python
+            store, message = given
+            raise InputError(message, f"give the store as {give('store', store if arg_name('store').startswith('--') else repr(store))}: "
+                             "suggest, report and submit then use its registry (the models "
+                             "`sparkpredict retrain` committed)")
         # every file's stamp, not the index's alone: a model file rewritten in place (by hand, or
         # copied over) leaves the index as it was, and the old model would go on advising
         with os.scandir(path) as entries:

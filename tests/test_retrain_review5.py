@@ -108,6 +108,43 @@ def test_models_given_a_store_or_its_registry_folder_says_to_give_it_as_store(tm
     assert "from the registry" in capsys.readouterr().out
 
 
+def test_a_store_given_for_models_is_named_as_the_caller_can_give_it(tmp_path, capsys):
+    """The fix named `--store S` wherever the store came in: from Python (README and
+    docs/advice.md: an error names the argument the caller wrote, ``store=``), and from
+    `sparkpredict predict`, which has no --store (it refused the fix's own advice)."""
+    import sparkpredict
+    from sparkpredict.cli import main
+    from sparkpredict.registry import load_models as registry_models
+
+    path = _history_copy(tmp_path / "store")
+    RT.retrain_local(path, kind="amdahl", stage_models=False)
+    for given in (str(path), str(path / "_models")):
+        with pytest.raises(InputError) as err:
+            sparkpredict.suggest_executors("sort", "16MB", models=given)
+        assert "a history store, not a folder of" in err.value.message
+        assert f"store={str(path)!r}" in err.value.fix and "--store" not in err.value.fix, err.value.fix
+        # the fix works
+        assert sparkpredict.suggest_executors("sort", "16MB", store=str(path)).model_source.startswith("from the registry")
+
+    query = tmp_path / "q.csv"
+    query.write_text("job,input_bytes,executors\nsort,16000000,2\n")
+    assert main(["predict", str(path), str(query), "--out", str(tmp_path / "p.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "a history store, not a folder of `sparkpredict fit` models" in err
+    fix = next(line for line in err.splitlines() if line.startswith("fix: "))
+    assert "--store" not in fix.split("`")[0], fix  # what predict itself takes: no --store
+    assert f"sparkpredict runs --store {path} --out runs.csv" in fix and "sparkpredict fit runs.csv --out DIR" in fix
+    assert not (tmp_path / "p.csv").exists()
+
+    # the models layer, called from Python, names the registry's loader
+    from sparkpredict.models.persist import load_models
+
+    with pytest.raises(InputError) as err:
+        load_models(str(path))
+    assert f"sparkpredict.registry.load_models({str(path)!r})" in err.value.fix and "--store" not in err.value.fix
+    assert set(registry_models(str(path))) == {"sort", "sqljoin", "wordcount"}
+
+
 # ---- 7: an hdfs:// store pyarrow cannot reach ---------------------------------------------------
 def _job_script():
     import importlib.util

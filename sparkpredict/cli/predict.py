@@ -354,7 +354,7 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..features.runs import read_csv_keeping_jobs
     from ..models.estimator import without_interval
-    from ..models.persist import load_models, read_index
+    from ..models.persist import load_models, read_index, store_given_as_models
     from ..outputs import output_table, write_table
     from ..units import plural
 
@@ -374,6 +374,14 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"cannot read query {path!r}: {exc}", "give a CSV or Parquet file") from exc
     if "job" not in query.columns:
         raise InputError(f"query {path!r} lacks column job", "give job, input_bytes and executors for every row")
+    given = store_given_as_models(args.model_dir)
+    if given is not None:
+        # predict has no --store: it said "give the store as --store S", a flag it refuses
+        store, message = given
+        raise InputError(message, "predict reads the models `sparkpredict fit` writes: fit them on the "
+                         f"store's runs (`sparkpredict runs --store {store} --out runs.csv`, then "
+                         "`sparkpredict fit runs.csv --out DIR`), or ask its registry's models with "
+                         f"`sparkpredict suggest --store {store}`")
     index = read_index(args.model_dir)
     not_fitted = index.get("skipped")
     not_fitted = not_fitted if isinstance(not_fitted, dict) else {}

@@ -201,19 +201,34 @@ def _store_of(folder: str) -> str | None:
     return None
 
 
+def store_given_as_models(model_dir: str | os.PathLike[str]) -> tuple[str, str] | None:
+    """(the history store, the error's message) when ``model_dir``, holding no model index, is a
+    store or its ``_models`` registry folder: a folder given where `sparkpredict fit`'s models
+    belong. None otherwise. Each caller words the fix for how it was called (a flag of its own
+    command, an argument from Python)."""
+    if os.path.exists(os.path.join(str(model_dir), INDEX)):
+        return None
+    store = _store_of(str(model_dir))
+    if store is None:
+        return None
+    # normalised as _store_of reads it: `st1/` (a shell's completion) is the store itself
+    registry = store != os.path.normpath(str(model_dir))
+    return store, (f"{str(model_dir)!r} is {'the model registry of ' if registry else ''}"
+                   "a history store, not a folder of `sparkpredict fit` models")
+
+
 def read_index(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The index of a model directory (checked for format and version)."""
     path = os.path.join(str(model_dir), INDEX)
     if not os.path.exists(path):
-        store = _store_of(str(model_dir))
-        if store is not None:
-            # suggest --models STORE said "fit them first" of a store whose registry held them
-            # normalised as _store_of reads it: `st1/` (a shell's completion) is the store itself
-            registry = store != os.path.normpath(str(model_dir))
-            raise InputError(f"{str(model_dir)!r} is {'the model registry of ' if registry else ''}"
-                             "a history store, not a folder of `sparkpredict fit` models",
-                             f"give the store as --store {store}: suggest, report and submit then use its "
-                             "registry (the models `sparkpredict retrain` committed)")
+        given = store_given_as_models(model_dir)
+        if given is not None:
+            # load_models(STORE) said "fit them first" of a store whose registry held them; the
+            # advice and `predict` catch this case first and name their own way to the registry
+            store, message = given
+            raise InputError(message, f"load the store's registry models with "
+                             f"sparkpredict.registry.load_models({store!r}) (the models `sparkpredict "
+                             "retrain` committed), or give the store to the advice as store=")
         raise InputError(f"no sparkpredict models in {str(model_dir)!r}",
                          "fit them first: `sparkpredict fit RUNS --out MODEL_DIR`")
     refit = "refit: `sparkpredict fit RUNS --out DIR`"
