@@ -310,6 +310,45 @@ def _quoted_figures():
         _find(readme, r"slowdown error NUM points, cause named right in NUM %", "README"),
         _find(mq, r"on held-out workloads: \*\*met\*\* \(history NUM;", "monitor_quality")
         + _find(mq, r"top-1 cause accuracy >= 0\.8: \*\*met\*\* \(NUM over", "monitor_quality")))
+    rs = _section("retrain_scaling")
+    auto = _find(rs, r"`auto`: local\[2\] / local loop = \*\*NUMx\*\*.*?= \*\*NUM jobs\*\* with a new JVM \(NUM s start-up",
+                 "retrain_scaling")
+    equation = _find(rs, r"`amdahl`: local\[2\] / local loop = \*\*NUMx\*\*.*?= \*\*NUM jobs\*\* with a new JVM",
+                     "retrain_scaling")
+    pair("retrain.md crossovers",
+         _find(_doc("docs/retrain.md"), r"Spark `local\[2\]` fits NUMx faster, and its start-up \(a new JVM and Python "
+                                        r"workers importing scikit-learn, NUM s\) pays back after NUM jobs.*?Spark `local\[2\]` "
+                                        r"fits NUMx faster on the AMD EPYC, so the same start-up takes NUM jobs", "retrain.md"),
+         [auto[0], auto[2], auto[1], *equation])
+
+    monitor = _doc("docs/monitor.md")
+    per_workload = _find(mq, r"per held-out workload: sort NUM \(24\.0 runs\), sqljoin NUM \(24\.0 runs\), wordcount NUM ",
+                         "monitor_quality")
+    table = {row: _find(mq, rf"\| {re.escape(row)} \| 72 \| NUM \| [\d.]+ \| NUM \| NUM \|", "monitor_quality")
+             for row in ("history", "history, full boosting", "zero", "raw", "dae", "history, no host evidence",
+                         "history, memory counted as cpu", "history, without memory held")}
+    pair("monitor.md degradation and cause",
+         _find(monitor, r"Degradation MAE\*\* on held-out workloads: NUM \(sort NUM, sqljoin NUM, wordcount NUM; the null "
+                        r"estimate D = 0 scores NUM\)\. Clean runs measured against each other differ by a mean \|D\| of NUM"
+                        r".*?with weight 1 it raises the held-out MAE to NUM.*?Top-1 cause accuracy\*\*: NUM over the 47 runs"
+                        r".*?the same runs score NUM:.*?scores NUM: memory 0 of 11.*?it scores NUM: cpu"
+                        r".*?\*\*Autoencoder\*\*: no gain \(MAE NUM with the DAE against NUM without any clean reference, and "
+                        r"NUM with the clean history\)", "monitor.md"),
+         [table["history"][0], *per_workload, table["zero"][0], table["zero"][1], table["history, full boosting"][0],
+          table["history"][2], table["history, no host evidence"][2], table["history, memory counted as cpu"][2],
+          table["history, without memory held"][2], table["dae"][0], table["raw"][0], table["history"][0]])
+    own, cont = _section("monitor_quality_own_cores"), _section("monitor_quality_contended")
+    pair("monitor.md own cores",
+         _find(monitor, r"top-1 accuracy NUM over the 11 slowed runs, degradation MAE NUM \(null NUM\)", "monitor.md"),
+         _find(own, r"\| history \| 32 \| NUM \| [\d.]+ \| [\d.]+ \| NUM \| 11 \|", "monitor_quality_own_cores")[::-1]
+         + _find(own, r"\| zero \| 32 \| NUM \|", "monitor_quality_own_cores"))
+    pair("monitor.md emulated devices",
+         _find(monitor, r"Top-1 accuracy over slowed runs is NUM \(separability check NUM, a gauge, not a strict bound\)\. "
+                        r"Degradation MAE is NUM, against a noise floor of NUM", "monitor.md"),
+         _find(cont, r"\| history \| 72 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| NUM \|", "contended")
+         + _find(cont, r"names the bubble of NUM of interfered runs", "contended")
+         + _find(cont, r"\| history \| 72 \| NUM \|", "contended")
+         + _find(cont, r"mean \|D\| NUM \(max", "contended"))
     return out
 
 
