@@ -97,14 +97,22 @@ def test_a_listener_setting_it_could_not_read_is_refused_before_the_run(tmp_path
     ok = build_command(["--conf", "spark.sparkpredict.flushIntervalMs=5s", "--conf",
                         "spark.sparkpredict.tasks=FALSE", "app.py"], store=store)
     assert "spark.sparkpredict.flushIntervalMs=5s" in ok
+    ok = build_command(["--conf", "spark.sparkpredict.inputBytes=120g", "app.py"], store=store)
+    assert "spark.sparkpredict.inputBytes=120g" in ok
+    # a declared size the listener cannot read: it logged it and recorded the measured input
+    # (capture.md: a value a key does not take is refused by submit and attach)
     for key, value in (("flushIntervalMs", "soon"), ("flushIntervalMs", "5 s"), ("tasks", "yes"),
-                       ("flushEveryTasks", "-1"), ("stopTimeoutMs", "-5")):
+                       ("flushEveryTasks", "-1"), ("stopTimeoutMs", "-5"), ("inputBytes", "lots"),
+                       ("inputBytes", "0"), ("inputBytes", "-5MB")):
         with pytest.raises(InputError, match=f"spark.sparkpredict.{key}={value} is not") as e:
             build_command(["--conf", f"spark.sparkpredict.{key}={value}", "app.py"], store=store)
         assert "your --conf or properties file" in e.value.fix
     with pytest.raises(InputError, match="spark.sparkpredict.tasks=yes is not true or false") as e:
         attach(SparkSession.builder.config("spark.sparkpredict.tasks", "yes"), store=store)
     assert "the builder's .config()" in e.value.fix
+    with pytest.raises(InputError, match="spark.sparkpredict.inputBytes=lots is not a size above zero") as e:
+        attach(SparkSession.builder.config("spark.sparkpredict.inputBytes", "lots"), store=store)
+    assert "the builder's .config()" in e.value.fix and "300GB" in e.value.fix
     assert not (tmp_path / "s").exists()
 
 

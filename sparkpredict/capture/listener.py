@@ -38,7 +38,7 @@ from ..config import (
     resolve_store,
 )
 from ..errors import InputError, ListenerError, StoreError
-from ..units import is_bool
+from ..units import declared_size, is_bool
 
 log = logging.getLogger(__name__)
 
@@ -356,7 +356,8 @@ def check_listener_settings(conf: dict[str, str], where: str) -> None:
     Raises
     ------
     InputError
-        ``spark.sparkpredict.flushIntervalMs=soon``, ``tasks=yes``, ``flushEveryTasks=-1``, ...
+        ``spark.sparkpredict.flushIntervalMs=soon``, ``tasks=yes``, ``flushEveryTasks=-1``,
+        ``inputBytes=lots``, ...
     """
     for name, (takes, default) in _KNOBS.items():
         value = conf.get(f"spark.sparkpredict.{name}")
@@ -372,6 +373,13 @@ def check_listener_settings(conf: dict[str, str], where: str) -> None:
         if not ok:
             raise InputError(f"spark.sparkpredict.{name}={value} is not {takes}",
                              f"fix it in {where}, or leave it out (default {default})")
+    # the declared size too: the listener logged `inputBytes=lots` (or 0) and recorded the
+    # measured input, so the run the advice learns from was not of the size its submitter gave
+    value = conf.get(KEY_INPUT_BYTES)
+    if value is not None and value.strip() and declared_size(value.strip()) is None:
+        raise InputError(f"{KEY_INPUT_BYTES}={value} is not a size above zero",
+                         f"fix it in {where}: a size such as 300GB, 1.5TiB or 120g (120 GiB), or bytes; or "
+                         "leave it out (default: the input the run measures)")
 
 
 def listener_conf(store: str | None = None, job: str | None = None, tasks: bool = True,
