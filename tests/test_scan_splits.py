@@ -148,3 +148,31 @@ def test_recorded_scans_predict_sparks_count_at_another_size(spark_app, tmp_path
         size = float(runs.loc[runs.run_id == second, "input_bytes"].iloc[0])
         plan = model.stage_plan(job, size, 1)
         assert plan[(plan.is_input_stage == 1) & plan.name.str.startswith("count")].num_tasks.tolist() == recorded
+
+
+def test_a_name_set_like_a_file_is_no_hadoop_scan(spark_app, tmp_path):
+    """``rdd.setName`` may give any RDD a name that looks like a file: a cached RDD named so,
+    read again (its cached blocks count as input), is no Hadoop read; ``sc.textFile`` and
+    ``sc.hadoopFile`` of a path stay ones. Names as a real run through the listener records them."""
+    from sparkpredict import store as store_mod
+
+    store = tmp_path / "store"
+    text = _files(tmp_path / "text", 1, 1 * MiB) / "part-00000.csv"
+    with spark_app(store, job="named") as spark:
+        sc = spark.sparkContext
+        for name in ("users.v2", "train/test split", "data.csv cleaned"):
+            rdd = sc.parallelize(range(20_000), 2).map(lambda x: (x % 7, x)).setName(name).cache()
+            rdd.count()
+            rdd.count()
+        sc.textFile(str(text)).count()
+        sc.hadoopFile(str(text), "org.apache.hadoop.mapred.TextInputFormat",
+                      "org.apache.hadoop.io.LongWritable", "org.apache.hadoop.io.Text").count()
+    stages = store_mod.open(store).stages()
+    named = stages[stages.rdd_names_json.str.contains("users.v2|train/test split|data.csv cleaned")]
+    assert len(named) == 6 and (named.input_bytes > 0).sum() == 3   # each second count read the cache
+    assert not any(F.hadoop_scan(r) for r in named.rdd_names_json)
+    read = stages[stages.rdd_names_json.str.contains(str(text), regex=False)]
+    assert len(read) == 3 and all(F.hadoop_scan(r) for r in read.rdd_names_json)  # with hadoopFile's take
+    # a textFile of a relative path names two RDDs after it; a name set by hand, one
+    assert F.hadoop_scan(json.dumps(["PythonRDD", "in.txt", "in.txt"]))
+    assert not F.hadoop_scan(json.dumps(["PythonRDD", "users.v2", "ParallelCollectionRDD"]))

@@ -24,6 +24,7 @@ Task counts at another size
 """
 from __future__ import annotations
 
+import collections
 import functools
 import json
 import math
@@ -694,23 +695,37 @@ def _files_for(kind: str, tasks: int, bytes_in: float, *settings: float) -> floa
 
 #: An RDD name that is a path (``/data/in``, ``s3a://b/k``, ``data/*.csv``, ``in.txt``), not a
 #: class's (``MapPartitionsRDD``) or a plan's
+#: A name Spark gives an input read through Hadoop: the path (or comma-separated paths) given
+#: to ``sc.textFile``/``hadoopFile``/``newAPIHadoopFile``/``sequenceFile``
 _PATH = re.compile(r"(/|[A-Za-z][\w+.-]*:/|[^\s/]*/|[^\s/]+\.\w+$)")
+#: ... of which an absolute path or a URI (``/data/x``, ``s3a://b/k``, ``C:/x``): what few
+#: names given with ``rdd.setName`` look like
+_ABSOLUTE = re.compile(r"(/|[A-Za-z][\w+.-]*:/)")
 
 
 def hadoop_scan(rdd_names_json) -> bool:
     """Whether a stage read its input through a Hadoop input format (``sc.textFile``,
     ``sc.hadoopFile``), not a SQL file scan (``FileScanRDD``): Spark names the ``HadoopRDD``
-    and the RDD ``textFile`` maps it to after the path they read."""
+    and the RDD ``textFile`` maps it to after the path they read.
+
+    A name is all the store keeps of an RDD, and ``rdd.setName`` gives any RDD a name that may
+    look like a file (``users.v2``, ``train/test split``). So a relative path counts only
+    where two RDDs of the stage carry it, as ``textFile``'s pair does (one name set twice is
+    rare); an absolute path or URI counts alone (``hadoopFile`` names one RDD, and a name set
+    by hand seldom starts with ``/`` or a scheme). ``sequenceFile`` of a relative path is thus
+    missed: its file splits then follow the SQL scan's rule."""
     try:
         names = json.loads(rdd_names_json) if isinstance(rdd_names_json, str) and rdd_names_json else []
     except ValueError:
         return False
-    names = [str(n) for n in names] if isinstance(names, list) else []
+    names = [str(n).strip() for n in names] if isinstance(names, list) else []
     kinds = rdd_kinds(rdd_names_json)
     if any(k in ("FileScanRDD", "WholeTextFileRDD", "BinaryFileRDD") for k in kinds):
         return False
-    return any(k in ("HadoopRDD", "NewHadoopRDD") for k in kinds) or any(
-        _PATH.match(n.strip()) for n in names)
+    if any(k in ("HadoopRDD", "NewHadoopRDD") for k in kinds):
+        return True
+    counts = collections.Counter(names)
+    return any(_ABSOLUTE.match(n) or (counts[n] > 1 and _PATH.match(n)) for n in names)
 
 
 def _scan_rules(ref: pd.Series | Mapping[Hashable, Any]) -> list:
