@@ -146,3 +146,38 @@ def test_a_time_between_two_milliseconds_takes_the_runs_that_started_before_it(h
     assert parse_time("2026-12-01T03:00:00.0004Z") == parse_time("2026-12-01T03:00:00.001Z")
     assert parse_time("2026-12-01T03:00:00.0005") == 1_796_094_000_001
     assert parse_time("2026-12-01T02:59:59.9996+00:00") == 1_796_094_000_000
+
+
+def test_starts_ahead_of_this_clock_can_be_edited_as_the_warning_says(tmp_path, capsys):
+    """A driver whose clock runs ahead of the machine running the CLI records starts in this
+    machine's future: the job-changed warning's own command (its --before is the changed runs'
+    start) must run, and a time past both now and the job's newest start is still refused."""
+    from sparkpredict import suggest_executors
+    from sparkpredict.cli import main
+    from tests.test_regime_change import history, make_store
+
+    runs = history(k=6, factor=1.6, seed=3)
+    minute = 60_000
+    # one run a minute, the 31st (the first changed one) 5 minutes ahead of this clock
+    runs["start_ms"] = int(time.time() * 1000) + 5 * minute + (runs.index - 30) * minute
+    runs["updated_ms"] = runs["start_ms"]
+    path = make_store(tmp_path / "s", runs)
+    warned = [w for w in suggest_executors("etl", "40GB", deadline_s="10m", store=path).warnings
+              if "the job changed" in w]
+    command = warned[0].split("`")[1]
+    assert main(command.split()[1:]) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.splitlines()[-1] == f"store {path}: 30 runs edited"
+    status = store_mod.open(path).runs().set_index("run_id")["status"]
+    assert set(status[status == "excluded"].index) == set(runs["run_id"][:30])
+    # a minute past the newest start is in the future; --after that start takes the newest run
+    newest = int(runs["start_ms"].max())
+    files = _files(Path(path))
+    late = format_time(newest + minute, ms_precision=True)
+    assert main(["store", "edit", "--exclude", "--job", "etl", "--after", late, "--store", path]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"error: --after {format_time(newest + minute)} is in the future (now "), err
+    assert err[0].endswith(f"; the job's newest run started at {format_time(newest)})"), err
+    assert err[1].startswith("fix: give a time at or before now"), err
+    assert _files(Path(path)) == files
+    last = store_mod.edit_runs_by_time(path, "etl", after=format_time(newest, ms_precision=True))
+    assert list(last["run_id"]) == [runs["run_id"].iloc[-1]]

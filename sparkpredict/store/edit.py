@@ -112,7 +112,7 @@ def edit_runs_by_time(store: Store | str | Any, job: str, *, before: Any = None,
         An ISO date (``"2026-12-01"``: its midnight) or date and time (``"2026-12-01T03:00"``),
         UTC unless an offset is given (``"...Z"``, ``"...+02:00"``); a run is taken when its
         ``start_ms`` is before ``before`` / not before ``after``. At least one; neither may lie
-        in the future.
+        in the future, past the job's newest start too (a start ahead of this machine's clock).
     excluded : bool
         True (default): exclude the job's succeeded runs in that time. False: take back its
         excluded runs in that time, with the status each had. Runs of other statuses (failed,
@@ -126,9 +126,9 @@ def edit_runs_by_time(store: Store | str | Any, job: str, *, before: Any = None,
     Raises
     ------
     InputError
-        No job or time given, a time that is unreadable or in the future, ``after`` not before
-        ``before``, a job the store does not hold, or no run to change in that time. Nothing is
-        written then.
+        No job or time given, a time that is unreadable or later than both now and the job's
+        newest start, ``after`` not before ``before``, a job the store does not hold, or no run
+        to change in that time. Nothing is written then.
     StoreError
         No store at ``store``, or it cannot be written.
     """
@@ -149,27 +149,20 @@ def edit_runs_by_time(store: Store | str | Any, job: str, *, before: Any = None,
 
 def _check_window(before: Any, after: Any) -> tuple[int | None, int | None, str]:
     """(before ms, after ms, the window as said in messages), the times refused where they
-    cannot be meant: unreadable, in the future, or an empty window."""
+    cannot be meant: unreadable, or an empty window (one in the future: :func:`_runs_in_window`)."""
     from ..units import format_time, parse_time
 
     if before is None and after is None:
         raise InputError("no time given to select runs by",
                          "give --before TIME (the runs that started before it) and/or --after TIME")
-    now = int(time.time() * 1000)
     out: dict[str, int | None] = {"before": None, "after": None}
     for name, value in (("before", before), ("after", after)):
         if value is None:
             continue
         try:
-            ms = parse_time(value)
+            out[name] = parse_time(value)
         except InputError as exc:
             raise InputError(f"--{name}: {exc.message}", exc.fix) from exc
-        if ms > now:
-            # a year mistyped (2062): --before would take every run of the job, --after none
-            raise InputError(f"--{name} {format_time(ms)} is in the future (now {format_time(now)})",
-                             "give a time at or before now, in UTC unless an offset is given "
-                             "(e.g. 2026-12-01T03:00:00+02:00)")
-        out[name] = ms
     b, a = out["before"], out["after"]
     if b is not None and a is not None and a >= b:
         raise InputError(f"--after {format_time(a)} is not before --before {format_time(b)}: no run "
@@ -199,6 +192,7 @@ def _runs_in_window(st: Any, job: str, window: tuple[int | None, int | None, str
             "`sparkpredict store summary` lists its jobs" if jobs else "record runs first")
         raise InputError(f"no job {shown_job(job)} in store {st.path!r}; nothing was written", hint)
     start = pd.to_numeric(mine["start_ms"], errors="coerce")
+    _check_not_future(before, after, int(start.max()) if start.notna().any() else None)
     inside = start.notna()
     if before is not None:
         inside &= start < before
@@ -218,6 +212,26 @@ def _runs_in_window(st: Any, job: str, window: tuple[int | None, int | None, str
                          "check the time (UTC unless an offset is given); `sparkpredict store summary` "
                          "lists the latest runs with their starts")
     return [str(r) for r in taken["run_id"]]
+
+
+def _check_not_future(before: int | None, after: int | None, newest_ms: int | None) -> None:
+    """Refuse a time later than both now and the job's newest start: a year mistyped (2062)
+    would make --before take every run of the job, --after none. A start ahead of this clock
+    (the driver's host runs ahead of this machine) is no mistake, and the job-changed
+    warning's --before names such a start."""
+    from ..units import format_time
+
+    now = int(time.time() * 1000)
+    limit = max(now, newest_ms if newest_ms is not None else now)
+    for name, ms in (("before", before), ("after", after)):
+        if ms is not None and ms > limit:
+            fine = ms // 1000 == limit // 1000  # to the ms where seconds would say the same time
+            ahead = (f"; the job's newest run started at {format_time(newest_ms, ms_precision=fine)}"
+                     if newest_ms is not None and newest_ms > now else "")
+            raise InputError(f"--{name} {format_time(ms, ms_precision=fine)} is in the future "
+                             f"(now {format_time(now)}{ahead})",
+                             "give a time at or before now, in UTC unless an offset is given "
+                             "(e.g. 2026-12-01T03:00:00+02:00)")
 
 
 def _edit(st: Any, ids: list[str], job: str | None, size: int | None, excluded: bool | None,
