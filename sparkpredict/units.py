@@ -249,11 +249,15 @@ def parse_duration(text: str | float) -> float:
 
 
 #: A point in time as ``store edit --before/--after`` reads it: an ISO date, or a date and time
-#: (``T`` or a blank between them) to the minute, second or a fraction of one, with an offset
-#: (``Z``, ``+02:00``) or none, which is UTC, as ``store summary`` lists start times.
-_TIME_RE = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)"
+#: (``T`` or a blank between them) to the minute, second or a fraction of one (of any digits:
+#: some tools write nanoseconds), with an offset (``Z``, ``+02:00``) or none, which is UTC, as
+#: ``store summary`` lists start times.
+_TIME_RE = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)"
                       r"\s*(Z|[+-]\d{2}:?\d{2})?)?\s*$", re.IGNORECASE | re.ASCII)
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+#: The epoch ms of the first and last millisecond a date can name (years 1 to 9999, UTC)
+_FIRST_MS = (datetime.datetime(1, 1, 1, tzinfo=datetime.timezone.utc) - _EPOCH) // datetime.timedelta(milliseconds=1)
+_LAST_MS = (datetime.datetime.max.replace(tzinfo=datetime.timezone.utc) - _EPOCH) // datetime.timedelta(milliseconds=1)
 _TIME_FIX = "write an ISO date or date and time, e.g. 2026-12-01 or 2026-12-01T03:00:00Z (UTC unless an offset is given)"
 
 
@@ -265,6 +269,7 @@ def parse_time(text: str | datetime.datetime | datetime.date) -> int:
 
     A bare number is refused rather than read as epoch seconds or milliseconds (one is 1000x the
     other), and so is a date without its day or with a month 13."""
+    frac = ""
     if isinstance(text, datetime.datetime):
         when = text
     elif isinstance(text, datetime.date):
@@ -279,7 +284,7 @@ def parse_time(text: str | datetime.datetime | datetime.date) -> int:
         hms, _, frac = (clock or "").partition(".")
         h, mi, sec = ([int(v) for v in hms.split(":")] + [0, 0, 0])[:3] if hms else (0, 0, 0)
         try:
-            when = datetime.datetime(y, mo, d, h, mi, sec, int(frac.ljust(6, "0")) if frac else 0)
+            when = datetime.datetime(y, mo, d, h, mi, sec)
         except ValueError:
             raise InputError(f"{shown(text)} is no time (a month, day, hour or minute out of range)",
                              _TIME_FIX) from None
@@ -297,19 +302,33 @@ def parse_time(text: str | datetime.datetime | datetime.date) -> int:
         raise InputError(f"cannot read {shown(text)} as a time", _TIME_FIX)
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
-    # in whole microseconds, then up to the millisecond: a start (whole ms) is before a time
+    # exactly, in integers, then up to the millisecond: a start (whole ms) is before a time
     # exactly when it is before the time's next ms (.0004 rounded down had left out a run at .000)
     us = (when - _EPOCH) // datetime.timedelta(microseconds=1)
-    return -(-us // 1000)
+    if frac:  # a string's fraction, of however many digits
+        us = us * 10 ** len(frac) + int(frac) * 10 ** 6
+        ms = -(-us // 10 ** (len(frac) + 3))
+    else:
+        ms = -(-us // 1000)
+    if not _FIRST_MS <= ms <= _LAST_MS:
+        # a date's years end at 9999: an offset or a fraction past them is no time a run started
+        raise InputError(f"{shown(text)} lies outside the years 1 to 9999 in UTC",
+                         "give a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z")
+    return ms
 
 
 def format_time(ms: float, ms_precision: bool = False) -> str:
     """Epoch milliseconds as ISO UTC that :func:`parse_time` reads back: ``2026-12-01T03:00:00Z``
     (``...03:00:00.250Z`` with ``ms_precision``)."""
-    when = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
-    if ms_precision:
-        return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(ms) % 1000:03d}Z"
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if not (isinstance(ms, numbers.Real) and math.isfinite(ms) and _FIRST_MS <= ms < _LAST_MS + 1):
+        return f"{ms} epoch ms (no date)"  # a store's garbage, said rather than raised
+    # floored to a whole ms first, in integers: seconds and ms of one instant (the float
+    # timestamp had rounded 1999.9999 ms up to second 2, and printed it 00:00:02.999)
+    whole = math.floor(ms)
+    when = _EPOCH + datetime.timedelta(milliseconds=whole)
+    # the year by hand: strftime's %Y writes year 1 as "1", which parse_time cannot read
+    out = f"{when.year:04d}-" + when.strftime("%m-%dT%H:%M:%S")
+    return out + (f".{whole % 1000:03d}Z" if ms_precision else "Z")
 
 
 def format_bytes(n: float) -> str:

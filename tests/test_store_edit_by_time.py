@@ -181,3 +181,40 @@ def test_starts_ahead_of_this_clock_can_be_edited_as_the_warning_says(tmp_path, 
     assert _files(Path(path)) == files
     last = store_mod.edit_runs_by_time(path, "etl", after=format_time(newest, ms_precision=True))
     assert list(last["run_id"]) == [runs["run_id"].iloc[-1]]
+
+
+@pytest.mark.parametrize("ms", [-62_135_596_800_000, -1, 0, 1_796_094_000_123, 253_402_300_799_999])
+def test_a_time_at_the_edges_of_the_calendar_reads_back_as_written(ms):
+    # year 1 had been written "1-01-01T00:00:00Z" (strftime's %Y), which parse_time refused
+    assert parse_time(format_time(ms, ms_precision=True)) == ms
+    assert parse_time(format_time(ms)) == ms // 1000 * 1000
+    assert format_time(ms)[:4] in ("0001", "1969", "1970", "2026", "9999")
+
+
+def test_a_time_s_fraction_offset_and_date_read_exactly():
+    # nanoseconds, as some tools write them, round up to the next ms only when past it
+    assert parse_time("2026-12-01T03:00:00.123000000Z") == 1_796_094_000_123
+    assert parse_time("2026-12-01T03:00:00.123000001Z") == parse_time("2026-12-01T03:00:00.1234567") == 1_796_094_000_124
+    assert parse_time("1969-12-31T23:59:59.999") == -1 and parse_time("0001-01-01") == -62_135_596_800_000
+    assert parse_time("2026-12-01T08:30+05:30") == parse_time("2026-12-01T03:00Z") == parse_time("2026-12-01T03:00")
+    # a float ms is floored to its ms before the second is taken (the float timestamp had
+    # rounded 1999.9999 ms up to second 2 and printed 00:00:02.999)
+    assert format_time(1999.9999, ms_precision=True) == "1970-01-01T00:00:01.999Z"
+    assert format_time(-0.5, ms_precision=True) == "1969-12-31T23:59:59.999Z"
+    assert format_time(float("nan")) == "nan epoch ms (no date)"   # a store's garbage, no traceback
+    for bad, said in [("2026-12-01Z", "cannot read"), ("2026-12-01+05:30", "cannot read"),
+                      ("0001-01-01T00:00+05:30", "outside the years 1 to 9999"),
+                      ("9999-12-31T23:59:59-05:30", "outside the years 1 to 9999"),
+                      ("9999-12-31T23:59:59.9999", "outside the years 1 to 9999")]:
+        with pytest.raises(InputError, match=said):
+            parse_time(bad)
+
+
+@pytest.mark.parametrize("args", [["--before", "9999-12-31T23:59:59-05:30"], ["--after", "0001-01-01T00:00+05:30"]])
+def test_a_time_past_the_calendar_is_an_error_not_a_traceback(hist, capsys, args):
+    from sparkpredict.cli import main
+
+    assert main(["store", "edit", "--exclude", "--job", "wordcount", *args, "--store", str(hist)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"error: --{args[0][2:]}: '{args[1]}' lies outside the years 1 to 9999 in UTC",
+                   "fix: give a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z"], err
