@@ -1,9 +1,9 @@
 """Events whose parts fail when the listener reads them, well into a callback.
 
 test_listener_isolation.py posts events that fail at the first read (a null TaskInfo). Here the
-failure comes later: a TaskInfo, TaskMetrics, StageInfo, job end or ExecutorInfo whose getter
-throws on the n-th read by the listener (tests/data/faults, compiled once per module and put on
-the driver's classpath with ADD JAR). Such a callback must count nothing of its event, so the
+failure comes later: a TaskInfo, TaskMetrics, StageInfo, job end, ExecutorInfo or SQL event (a
+plan, the driver's metric updates) whose getter throws on the n-th read by the listener
+(tests/data/faults, compiled once per module and put on the driver's classpath with ADD JAR). Such a callback must count nothing of its event, so the
 stored stages, tasks and run totals stay those of the same tasks; the JVM's own errors
 (OutOfMemoryError, StackOverflowError) stop the recording at once, the run ending incomplete
 and saying why, and never reach Spark. Also: flushIntervalMs and stopTimeoutMs far past a year
@@ -272,6 +272,68 @@ def test_the_scan_rule_failing_on_a_completed_stage_never_half_counts_it(spark_a
         assert run.status == "incomplete" and "OutOfMemoryError: injected fault in accumulables" in (
             run.error_message), run.error_message
         assert injected.empty
+
+
+@pytest.mark.parametrize("event,getter,kind", [("start", "children", "linkage"), ("updates", "accumUpdates", "linkage"),
+                                                ("start", "metrics", "oom")])
+def test_the_scan_rule_failing_on_a_sql_event_turns_it_off_and_only_that(spark_app, faults_jar, tmp_path, event,
+                                                                          getter, kind):
+    """The SQL events the scan rule reads (an execution's plan, the driver's metric updates):
+    a LinkageError there (a Spark SQL class missing or changed in another Spark) turns the rule
+    off and nothing else: the scans after it count their tasks' input metric, no event is
+    lost, the run succeeds. The JVM's own error there stops the recording with a last batch,
+    the run incomplete saying why. Spark never hears of either: the jobs after it run, and a
+    listener beside it hears them."""
+    import pandas as pd
+
+    store = tmp_path / "store"
+    data = tmp_path / "data.parquet"
+    pd.DataFrame({"x": range(20_000), "y": [f"row {i}" for i in range(20_000)]}).to_parquet(data)
+    with spark_app(store, job=f"scan-sql-{event}-{kind}") as spark:
+        sc = spark.sparkContext
+        F = _faults(spark, faults_jar)
+        beside = F.JobEnds()
+        sc._jsc.sc().addSparkListener(beside)
+        def scan() -> None:  # reads a column: the files' size and the task metric differ
+            assert spark.read.parquet(str(data)).selectExpr("sum(length(y))").collect()[0][0] == 168_890
+
+        scan()  # the rule on: counted by its file's size
+        _bus_drained(spark)
+        fault = F.fault(getter, kind, 0)
+        if event == "start":
+            _post(spark, F.sqlExecutionStart(990, fault))
+        else:
+            _post(spark, F.sqlExecutionStart(990, None))
+            _post(spark, F.driverAccumUpdates(990, fault))
+        _post(spark, F.sqlExecutionEnd(990))
+        _bus_drained(spark)
+        assert fault.fired() == 1
+        scan()
+        pairs = sc.parallelize(range(100), 4).map(lambda x: (x % 3, x)).reduceByKey(lambda a, b: a + b, 3)
+        assert sorted(pairs.collect()) == [(0, 1683), (1, 1617), (2, 1650)]
+        _bus_drained(spark)
+        assert not sc._jsc.sc().isStopped()
+        jobs = beside.count()
+    assert jobs >= 3  # the queue's thread lives on: the jobs after the fault too
+    st = store_mod.open(store)
+    run = _latest_run(store)
+    stages = st.stages()
+    scans = stages[stages["rdd_names_json"].str.contains("FileScanRDD")].sort_values("submission_ms")
+    if kind == "linkage":
+        assert (run.status, run.error_message) == ("succeeded", None)
+        assert len(stages) == run.num_stages and run.num_jobs == stages["job_id"].nunique()
+        assert len(scans) == 2 and stages["name"].str.startswith("reduceByKey").any()  # all recorded
+        # the run's input: the first scan by its file's size (the rule on), the second by its
+        # tasks' input metric (Parquet's vectored reads count about the footer)
+        metric = int(scans.iloc[1]["input_bytes"])
+        assert 0 < metric < data.stat().st_size // 10
+        assert run.input_bytes == data.stat().st_size + metric
+    else:
+        stop = ("sparkpredict listener failed in onOtherEvent and stopped recording this application: "
+                f"java.lang.OutOfMemoryError: injected fault in {getter}")
+        assert (run.status, run.error_message) == ("incomplete", stop)
+        # nothing after the error; the first scan's rows, written before, stay
+        assert len(scans) == 1 and not stages["name"].str.startswith("reduceByKey").any()
 
 
 HUGE = str(2**63 - 1)  # JavaUtils reads it as ms; past 2^53 a double would round it

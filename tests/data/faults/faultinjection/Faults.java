@@ -257,6 +257,66 @@ public final class Faults {
             new FaultyExecutorInfo("injected-host", cores, f == null ? NONE : f));
     }
 
+    // ---- SQL events (the scan rule, ScanInput) --------------------------------------------------
+
+    static final class FaultyPlanInfo extends org.apache.spark.sql.execution.SparkPlanInfo {
+        private final Fault f;
+
+        @SuppressWarnings("unchecked")
+        FaultyPlanInfo(Fault f) {
+            super("Scan parquet", "Scan parquet injected", seq(new ArrayList<org.apache.spark.sql.execution.SparkPlanInfo>()),
+                (scala.collection.immutable.Map<String, String>) (Object) scala.collection.immutable.Map$.MODULE$.empty(),
+                seq(new ArrayList<>(List.of(
+                    new org.apache.spark.sql.execution.metric.SQLMetricInfo("size of files read", 990001L, "size"),
+                    new org.apache.spark.sql.execution.metric.SQLMetricInfo("number of output rows", 990002L, "sum")))));
+            this.f = f;
+        }
+
+        @Override public Seq<org.apache.spark.sql.execution.SparkPlanInfo> children() {
+            f.check("children");
+            return super.children();
+        }
+        @Override public Seq<org.apache.spark.sql.execution.metric.SQLMetricInfo> metrics() {
+            f.check("metrics");
+            return super.metrics();
+        }
+    }
+
+    /** A SQL execution's start whose plan (one file scan) fails by {@code f} when read. */
+    public static org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart sqlExecutionStart(long id, Fault f) {
+        return new org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart(id, Option.empty(),
+            "injected", "injected", "injected", new FaultyPlanInfo(f == null ? NONE : f), System.currentTimeMillis(),
+            org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart.apply$default$8(),
+            org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart.apply$default$9(),
+            org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart.apply$default$10(),
+            org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart.apply$default$11());
+    }
+
+    public static org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd sqlExecutionEnd(long id) {
+        return new org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd(id, System.currentTimeMillis(),
+            Option.empty(), Option.empty());
+    }
+
+    static final class FaultyAccumUpdates extends org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates {
+        private final Fault f;
+
+        @SuppressWarnings("unchecked")
+        FaultyAccumUpdates(long id, Fault f) {
+            super(id, seq(new ArrayList<scala.Tuple2<Object, Object>>(List.of(new scala.Tuple2<Object, Object>(990001L, 4096L)))));
+            this.f = f;
+        }
+
+        @Override public Seq<scala.Tuple2<Object, Object>> accumUpdates() {
+            f.check("accumUpdates");
+            return super.accumUpdates();
+        }
+    }
+
+    /** The driver's metric updates of SQL execution {@code id} (the injected scan's size of files), failing by {@code f}. */
+    public static org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates driverAccumUpdates(long id, Fault f) {
+        return new FaultyAccumUpdates(id, f == null ? NONE : f);
+    }
+
     // ---- a listener beside sparkpredict's, on the same queue -----------------------------------
 
     /**
