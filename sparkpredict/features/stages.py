@@ -694,9 +694,8 @@ def _files_for(kind: str, tasks: int, bytes_in: float, *settings: float) -> floa
 
 
 #: An RDD name that is a path (``/data/in``, ``s3a://b/k``, ``data/*.csv``, ``in.txt``), not a
-#: class's (``MapPartitionsRDD``) or a plan's
-#: A name Spark gives an input read through Hadoop: the path (or comma-separated paths) given
-#: to ``sc.textFile``/``hadoopFile``/``newAPIHadoopFile``/``sequenceFile``
+#: class's (``MapPartitionsRDD``) or a plan's: Spark names an input read through Hadoop after the
+#: path (or comma-separated paths) given to ``sc.textFile``/``hadoopFile``/``sequenceFile``
 _PATH = re.compile(r"(/|[A-Za-z][\w+.-]*:/|[^\s/]*/|[^\s/]+\.\w+$)")
 #: ... of which an absolute path or a URI (``/data/x``, ``s3a://b/k``, ``C:/x``): what few
 #: names given with ``rdd.setName`` look like
