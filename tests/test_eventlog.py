@@ -215,10 +215,11 @@ def test_the_real_listener_fed_each_cluster_log_records_what_the_ingest_records(
     results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert [(r["replayed"], r["error"]) for r in results] == [(True, None)] * len(SHARED), results
     for name in SHARED:
-        got = {t: store.open(tmp_path / name).read(t, form="arrow").to_pandas() for t in ("runs", "stages", "tasks", "executors")}
-        want = {t: ingested[name][t].to_pandas() for t in got}
+        got = {t: store.open(tmp_path / name).read(t, form="arrow").to_pandas()
+               for t in ("runs", "stages", "tasks", "executors", "stage_scans")}
+        want = {t: ingested[name].get(t, S.empty_table(t)).to_pandas() for t in got}
         key = {"stages": ["stage_id", "stage_attempt_id"], "tasks": ["task_id", "attempt"],
-               "executors": ["executor_id", "added_ms"]}
+               "executors": ["executor_id", "added_ms"], "stage_scans": ["stage_id", "stage_attempt_id"]}
         for t, by in key.items():
             a, b = (x[t].sort_values(by).reset_index(drop=True) for x in (got, want))
             if t == "tasks":  # a task end without metrics: Spark's reader gives zeros, the ingest nulls
@@ -238,6 +239,12 @@ def test_the_real_listener_fed_each_cluster_log_records_what_the_ingest_records(
     # the SQL scans' files in both (3.5 TB), not the footers or the disk cache's misses
     q88 = ingested["nds_q88_photon_db_13_3.zstd"]["runs"]["input_bytes"][0].as_py()
     assert q88 > 3e12
+    # the files the scans selected, in both: 8 Parquet files read by the map stage and by its
+    # re-run (Spark 4's "number of files read"); Photon's "files read" for q88
+    aqe = ingested["aqe_executors_killed_spark4.zstd"]["stage_scans"].to_pylist()
+    assert [(r["stage_id"], r["stage_attempt_id"], r["scan_files"]) for r in aqe] == [(1, 0, 8), (2, 1, 8)]
+    q88_files = ingested["nds_q88_photon_db_13_3.zstd"]["stage_scans"]["scan_files"].to_pylist()
+    assert len(q88_files) == 18 and None not in q88_files and max(q88_files) > 1
 
 
 def test_failed_tasks_counted_and_spark_2_fields(tmp_path, shared):

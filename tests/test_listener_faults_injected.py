@@ -268,6 +268,10 @@ def test_the_scan_rule_failing_on_a_completed_stage_never_half_counts_it(spark_a
         assert stages["num_task_rows"].sum() == len(st.tasks()) == run.num_tasks
         assert len(injected) == 1 and injected.iloc[0]["num_task_rows"] == 2
         assert injected.iloc[0]["executor_run_time_ms"] == 16 and injected.iloc[0]["job_id"] == 9002
+        # the Parquet scan's stage, before the fault, recorded its one file; the stage the rule
+        # failed on, none
+        assert st.read("stage_scans")[["stage_id", "scan_files"]].values.tolist() == [
+            [int(stages.loc[stages["input_bytes"] > 0, "stage_id"].min()), 1]]
     else:  # the task rows handed over before it stay; their stage is not counted
         assert run.status == "incomplete" and "OutOfMemoryError: injected fault in accumulables" in (
             run.error_message), run.error_message

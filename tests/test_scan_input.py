@@ -210,3 +210,34 @@ def test_a_stage_completed_after_its_sql_execution_ended_keeps_no_read():
     assert scans.counted == 100 * 250
     [scan] = scans._scans.values()
     assert scan.reads == {} and scan.counted == {} and scans._by_execution == {}
+
+
+def test_a_stage_records_the_files_its_scans_selected():
+    """The files count (the driver's "number of files read", Photon's "files read") is the
+    scans' selection, summed over the scans a stage ran, whatever share of their partitions
+    ran; None where a scan it ran did not tell, and for a stage that ran none."""
+    from sparkpredict.capture.eventlog_scans import ScanInput
+
+    def node(rows: int, size: int, files: int | None, name: str = "number of files read") -> dict:
+        metrics = [{"name": "number of output rows", "accumulatorId": rows},
+                   {"name": "size of files read", "accumulatorId": size}]
+        if files is not None:
+            metrics.append({"name": name, "accumulatorId": files})
+        return {"nodeName": "Scan", "children": [], "metrics": metrics}
+
+    scans = ScanInput()
+    scans.plan({"sparkPlanInfo": {"nodeName": "Union", "metrics": [], "children": [
+        node(11, 12, 13), node(21, 22, 23, "files read"), node(31, 32, None)]}})
+    scans.driver_updates({"accumUpdates": [[12, 1000], [13, 300], [22, 500], [23, 3], [32, 70]]})
+
+    def stage(*ids: int, ran=frozenset({0})) -> int | None:
+        ok = scans.stage_completed([{"ID": i, "Value": "5"} for i in ids], rdd_id=ids[0] if ids else None,
+                                   partitions=4, ran=set(ran), execution="1", persisted=False)
+        assert ok == bool(ids)
+        return scans.stage_files
+
+    assert stage(11) == 300          # one of 4 partitions ran: still all 300 files
+    assert stage(11, 21) == 303      # a union of two scans in one stage
+    assert stage(21) == 3            # Photon's name
+    assert stage(11, 31) is None     # a scan that did not tell its files
+    assert stage() is None           # no known scan

@@ -46,9 +46,14 @@ def test_java_source_declares_the_schema_modules_columns():
 @pytest.mark.spark
 def test_listener_files_match_schema(spark_app, tmp_path):
     store = tmp_path / "store"
+    data = tmp_path / "csv"
+    data.mkdir()
+    for i in range(3):  # a SQL file scan, for the stage_scans table
+        (data / f"part-{i}.csv").write_text("a,1\nb,2\n")
     with spark_app(store, job="contract") as spark:
         rdd = spark.sparkContext.parallelize(range(50), 3).map(lambda x: (x % 4, x))
         assert rdd.reduceByKey(lambda a, b: a + b).count() == 4
+        assert spark.read.schema("a string, b int").csv(str(data)).count() == 6
     marker = json.loads((store / S.MARKER_FILE).read_text())
     assert marker == {"format": S.STORE_FORMAT, "schema_version": S.SCHEMA_VERSION}
     for name, schema in S.TABLES.items():
@@ -62,6 +67,10 @@ def test_listener_files_match_schema(spark_app, tmp_path):
     leftovers = [p for p in store.rglob("*") if p.is_file() and not p.name.startswith("part-")
                  and p.name != S.MARKER_FILE]
     assert leftovers == []
+    from sparkpredict import store as store_mod
+
+    scans = store_mod.open(store).read("stage_scans")
+    assert scans["scan_files"].tolist() == [3]  # the one stage of the scan read the 3 files
 
 
 def test_golden_store_written_by_listener_v0_1_still_reads():
@@ -77,3 +86,9 @@ def test_golden_store_written_by_listener_v0_1_still_reads():
     assert len(stages) == 2 and len(tasks) == runs.iloc[0].num_tasks == 8
     assert stages["shuffle_write_bytes"].sum() == tasks["shuffle_write_bytes"].sum() > 0
     assert list(st.executors()["executor_id"]) == ["driver"]
+    # written before stage_scans: that table reads empty, and the stage models read no count
+    from sparkpredict.models.stage_data import load_tables
+
+    assert st.read("stage_scans").empty
+    _, with_files, _ = load_tables(st, None, list(runs["run_id"]))
+    assert len(with_files) == 2 and with_files["scan_files"].isna().all()

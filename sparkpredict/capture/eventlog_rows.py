@@ -209,6 +209,8 @@ class RunBuilder:
         # attempt, the partitions its successful tasks ran
         self.scans = ScanInput()
         self._ran: dict[tuple[int, int], set[int]] = {}
+        # per stage attempt that ran a known scan, the files its scans selected (None: not told)
+        self.scan_files: dict[tuple[int, int], int | None] = {}
         # the SQL execution of each stage of a running job (the first running job's that has it)
         self._stage_execution: dict[int, str] = {}
         self._handlers = {
@@ -458,6 +460,8 @@ class RunBuilder:
             partitions=own if isinstance(own, int) else None, ran=self._ran.pop(key, set()),
             execution=self._stage_execution.get(key[0]),
             persisted=bool(persisted))
+        if scanned:
+            self.scan_files[key] = self.scans.stage_files
         hits = 0 if scanned else disk_cache_hit_bytes(si.get("Accumulables"))
         if hits:
             self.disk_cache_hits[key] = hits
@@ -609,8 +613,13 @@ class RunBuilder:
         tasks = tasks.append_column("run_id", pa.array([run_id] * tasks.num_rows, pa.string()))
         stages = self._stage_table(run_id)
         execs, run = run_tables(self, tasks, stages, run_id, in_progress)
-        return {"runs": S.conform("runs", run), "executors": S.conform("executors", execs),
-                "stages": S.conform("stages", stages), "tasks": S.conform("tasks", tasks)}
+        out = {"runs": S.conform("runs", run), "executors": S.conform("executors", execs),
+               "stages": S.conform("stages", stages), "tasks": S.conform("tasks", tasks)}
+        if self.scan_files:  # in completion order, as the listener writes them
+            out["stage_scans"] = pa.Table.from_pylist(
+                [{"run_id": run_id, "stage_id": s, "stage_attempt_id": a, "scan_files": n}
+                 for (s, a), n in self.scan_files.items()], schema=S.TABLES["stage_scans"])
+        return out
 
     def _stage_table(self, run_id: str) -> pa.Table:
         sums = self._sums

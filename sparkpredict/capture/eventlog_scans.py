@@ -20,6 +20,10 @@ it (one plan collected twice reads its files twice), stages over a persisted RDD
 count, in the share of its partitions that successful tasks ran: ``df.show()`` runs one of
 them. Stages that ran no known scan keep the task metric (:class:`.eventlog_rows.RunBuilder`).
 
+A scan also tells the driver how many files it selected (``number of files read``; Photon's
+``files read``): a stage that ran known scans records their sum (:attr:`ScanInput.stage_files`),
+the files its tasks were packed from, whatever share of them ran.
+
 The listener applies the same rule (``ScanInput.java``); a test replays every log of
 ``tests/data/eventlogs`` through it and compares the rows.
 """
@@ -30,6 +34,9 @@ from typing import Any
 
 #: The driver-side metric of a SQL file scan that holds the size of the files it selected
 FILES_SIZE = "size of files read"
+#: ... and the number of files it selected: Spark's (and its GPU form's), Photon's
+FILES_NUM = "number of files read"
+FILES_NUM_PHOTON = "files read"
 #: Scans whose metric ids are kept, the most recently planned (ScanInput.SCANS_KEPT): a
 #: driver that runs for weeks (a file stream's micro-batches) plans a scan per batch
 SCANS_KEPT = 1_000
@@ -43,11 +50,13 @@ SQL_EXECUTION_END = b"org.apache.spark.sql.execution.ui.SparkListenerSQLExecutio
 
 
 class _Scan:
-    __slots__ = ("counted", "files_bytes", "reads", "task_ids")
+    __slots__ = ("counted", "files_bytes", "num_files", "num_id", "reads", "task_ids")
 
-    def __init__(self, task_ids: tuple[int, ...]) -> None:
+    def __init__(self, task_ids: tuple[int, ...], num_id: int | None) -> None:
         self.task_ids = task_ids
+        self.num_id = num_id  # its FILES_NUM metric's id
         self.files_bytes: int | None = None
+        self.num_files: int | None = None
         # Per read of the scan (a SQL execution; None for stages over a persisted RDD, whose
         # reads of it one count shares) and per RDD a stage ran it in: [its partitions, a flag
         # per partition a successful task ran, None once all of them ran].
@@ -83,6 +92,7 @@ class ScanInput:
     def __init__(self) -> None:
         self._scans: collections.OrderedDict[int, _Scan] = collections.OrderedDict()
         self._scan_of: dict[int, int] = {}  # task-side metric id -> its scan's FILES_SIZE id
+        self._num_of: dict[int, int] = {}  # FILES_NUM metric id -> its scan's FILES_SIZE id
         # per running SQL execution, the scans it read: their reads of it end with it (one
         # DataFrame collected every minute for weeks must not keep a read per collect)
         self._by_execution: dict[str, set[int]] = {}
@@ -91,6 +101,9 @@ class ScanInput:
         self._ended: collections.OrderedDict[str, None] = collections.OrderedDict()
         #: bytes counted for the run's scans (part of its measured input)
         self.counted = 0
+        #: files the scans of the stage last passed to :meth:`stage_completed` selected, summed;
+        #: None where one of them did not tell (or the stage ran none)
+        self.stage_files: int | None = None
 
     def plan(self, ev: dict) -> None:
         """Register the scans of a SQL execution's plan (start or adaptive update)."""
@@ -106,6 +119,7 @@ class ScanInput:
             if not isinstance(metrics, list):
                 continue
             size_id, task_ids = None, []
+            num_id = photon_num_id = None
             for m in metrics:
                 i = m.get("accumulatorId") if isinstance(m, dict) else None
                 if not isinstance(i, int) or isinstance(i, bool):
@@ -113,21 +127,29 @@ class ScanInput:
                 if size_id is None and m.get("name") == FILES_SIZE:
                     size_id = i
                 else:
+                    if num_id is None and m.get("name") == FILES_NUM:
+                        num_id = i
+                    if photon_num_id is None and m.get("name") == FILES_NUM_PHOTON:
+                        photon_num_id = i
                     task_ids.append(i)
             if size_id is not None:
-                self._register(size_id, tuple(task_ids))
+                self._register(size_id, num_id if num_id is not None else photon_num_id, tuple(task_ids))
 
-    def _register(self, size_id: int, task_ids: tuple[int, ...]) -> None:
+    def _register(self, size_id: int, num_id: int | None, task_ids: tuple[int, ...]) -> None:
         scan = self._scans.get(size_id)
         if scan is None:
-            scan = self._scans[size_id] = _Scan(task_ids)
+            scan = self._scans[size_id] = _Scan(task_ids, num_id)
             for i in task_ids:
                 self._scan_of[i] = size_id
+            if num_id is not None:
+                self._num_of[num_id] = size_id
             while len(self._scans) > SCANS_KEPT:
                 old_id, old = self._scans.popitem(last=False)
                 for i in old.task_ids:
                     if self._scan_of.get(i) == old_id:
                         del self._scan_of[i]
+                if old.num_id is not None and self._num_of.get(old.num_id) == old_id:
+                    del self._num_of[old.num_id]
         else:
             self._scans.move_to_end(size_id)
 
@@ -149,14 +171,20 @@ class ScanInput:
                 scan.counted.pop(execution, None)
 
     def driver_updates(self, ev: dict) -> None:
-        """Take the files' size of the scans among a SparkListenerDriverAccumUpdates."""
+        """Take the files' size and number of the scans among a SparkListenerDriverAccumUpdates."""
         for pair in ev.get("accumUpdates") or ():
-            if not isinstance(pair, list) or len(pair) != 2:
+            if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], int):
                 continue
-            scan = self._scans.get(pair[0]) if isinstance(pair[0], int) else None
             value = _whole(pair[1])
-            if scan is not None and value is not None:
+            if value is None:
+                continue
+            scan = self._scans.get(pair[0])
+            if scan is not None:
                 scan.files_bytes = max(0, value)  # the latest value, as Spark's SQL UI keeps it
+            size_id = self._num_of.get(pair[0])
+            counted = self._scans.get(size_id) if size_id is not None else None
+            if counted is not None:
+                counted.num_files = max(0, value)
 
     def stage_completed(self, accumulables: Any, *, rdd_id: int | None, partitions: int | None,
                         ran: set[int], execution: str | None, persisted: bool) -> bool:
@@ -165,6 +193,7 @@ class ScanInput:
 
         ``execution``: the stage's SQL execution id; ``persisted``: its RDDs include a
         persisted one."""
+        self.stage_files = None
         if not self._scan_of or not isinstance(accumulables, list):
             return False
         here: set[int] = set()
@@ -206,6 +235,13 @@ class ScanInput:
             if now > before:
                 self.counted += now - before
                 scan.counted[read] = now
+        # The files its scans selected, whatever share of their partitions ran: FilePartition
+        # packed the stage's tasks from all of them.
+        selected: int | None = 0 if here else None
+        for size_id in here:
+            told = self._scans[size_id].num_files
+            selected = None if selected is None or told is None else selected + told
+        self.stage_files = selected
         # counted as it was; what it read is then forgotten, as its execution's end forgot the rest
         if read is not None and read in self._ended:
             self._forget(read)

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 #: Bumped whenever a column of a table is added, removed, renamed or changes type or unit. A new
 #: table is additive and keeps the version: stores written before it simply have no rows there
-#: (``host_samples`` came this way), and older readers never open its folder.
+#: (``host_samples`` and ``stage_scans`` came this way), and older readers never open its folder.
 SCHEMA_VERSION = 1
 STORE_FORMAT = "sparkpredict-store"
 MARKER_FILE = "_sparkpredict_store.json"
@@ -250,6 +250,19 @@ _HOST_SAMPLES: list[tuple[str, pa.DataType, str]] = [
 ]
 
 
+#: Per stage attempt that ran a known SQL file scan (``stages`` has no such column: a new column
+#: of a table bumps SCHEMA_VERSION, a new table does not). A stage without a row ran none, or
+#: ran only scans whose size the driver never told (RDD API reads: ``sc.textFile``).
+_STAGE_SCANS: list[tuple[str, pa.DataType, str]] = [
+    ("run_id", _S, ""),
+    ("stage_id", _I, ""),
+    ("stage_attempt_id", _I, ""),
+    ("scan_files", _L, ("files the stage's SQL file scans selected (their driver metric 'number of "
+                        "files read', Photon's 'files read'), summed over its scans; null where "
+                        "one of them did not tell")),
+]
+
+
 def _schema(cols: list[tuple[str, pa.DataType, str]]) -> pa.Schema:
     return pa.schema([pa.field(n, t, nullable=True, metadata={"doc": d}) for n, t, d in cols])
 
@@ -261,6 +274,7 @@ TABLES: dict[str, pa.Schema] = {
     "stages": _schema(_STAGES),
     "tasks": _schema(_TASKS),
     "host_samples": _schema(_HOST_SAMPLES),
+    "stage_scans": _schema(_STAGE_SCANS),
 }
 #: The commit-mark table is written last in every batch.
 COMMIT_TABLE = "runs"

@@ -98,6 +98,9 @@ final class Flusher implements Runnable {
             if (hosts != null && hosts.size() > maxHostRows) {
                 hosts.subList(0, hosts.size() - maxHostRows).clear();
             }
+            // a stage's scan row at most: held to the same cap
+            List<Object[]> scans = rows.get(Tables.STAGE_SCANS);
+            if (scans != null && scans.size() > maxStageRows) scans.subList(maxStageRows, scans.size()).clear();
             List<Object[]> stages = rows.get(Tables.STAGES);
             if (stages == null || stages.size() <= maxStageRows) return 0;
             int dropped = stages.size() - maxStageRows;

@@ -29,10 +29,17 @@ import scala.jdk.javaapi.CollectionConverters;
  * over a persisted RDD sharing one count), in the share of its partitions that successful tasks
  * ran. The event-log ingest applies the same rule (eventlog_scans.py).
  *
+ * <p>A scan also tells the driver how many files it selected ("number of files read"; Photon's
+ * "files read"): a stage that ran known scans records the sum over them
+ * ({@link #stageFiles}), the files its tasks were packed from, whatever share of them ran.
+ *
  * <p>Not thread-safe: the listener calls it holding its own lock.
  */
 final class ScanInput {
     static final String FILES_SIZE = "size of files read";
+    /** A scan's driver metric of the files it selected: Spark's (and its GPU form's), Photon's. */
+    static final String FILES_NUM = "number of files read";
+    static final String FILES_NUM_PHOTON = "files read";
     /** Scans whose metric ids are kept, the most recently planned (eventlog_scans.SCANS_KEPT). */
     static final int SCANS_KEPT = 1_000;
     /** SQL executions remembered as ended, the latest (eventlog_scans.ENDED_KEPT keeps as many). */
@@ -41,6 +48,10 @@ final class ScanInput {
     private static final class Scan {
         final long[] taskIds;
         Long filesBytes;
+        /** Files the scan selected; null until the driver tells it (or where it never does). */
+        Long numFiles;
+        /** The FILES_NUM metric's id, or null. */
+        final Long numId;
         /**
          * Per read of the scan (a SQL execution; null for stages over a persisted RDD, whose
          * reads of it one count shares) and per RDD a stage ran it in: its partitions and those
@@ -49,11 +60,16 @@ final class ScanInput {
         final Map<String, Map<Integer, Object[]>> reads = new HashMap<>();
         final Map<String, Long> counted = new HashMap<>();
 
-        Scan(long[] taskIds) { this.taskIds = taskIds; }
+        Scan(long[] taskIds, Long numId) {
+            this.taskIds = taskIds;
+            this.numId = numId;
+        }
     }
 
     /** Task-side metric id to its scan's FILES_SIZE id. */
     private final Map<Long, Long> scanOf = new HashMap<>();
+    /** FILES_NUM metric id to its scan's FILES_SIZE id. */
+    private final Map<Long, Long> numOf = new HashMap<>();
     private final LinkedHashMap<Long, Scan> scans = new LinkedHashMap<Long, Scan>() {
         @Override
         protected boolean removeEldestEntry(Map.Entry<Long, Scan> eldest) {
@@ -61,6 +77,8 @@ final class ScanInput {
             for (long i : eldest.getValue().taskIds) {
                 if (eldest.getKey().equals(scanOf.get(i))) scanOf.remove(i);
             }
+            Long n = eldest.getValue().numId;
+            if (n != null && eldest.getKey().equals(numOf.get(n))) numOf.remove(n);
             return true;
         }
     };
@@ -84,6 +102,11 @@ final class ScanInput {
     long counted;
     /** A SQL event could not be read: no stage counts scans from then on. */
     boolean off;
+    /**
+     * Files the scans of the stage last passed to {@link #stageCompleted} selected, summed;
+     * null where one of them did not tell (or the stage ran none).
+     */
+    Long stageFiles;
 
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(ScanInput.class);
 
@@ -125,22 +148,29 @@ final class ScanInput {
                 if (child != null) todo.push(child);
             }
             Long sizeId = null;
+            Long numId = null;
+            Long photonNumId = null;
             List<Long> taskIds = new ArrayList<>();
             for (SQLMetricInfo m : CollectionConverters.asJava(node.metrics())) {
                 if (sizeId == null && FILES_SIZE.equals(m.name())) sizeId = m.accumulatorId();
-                else taskIds.add(m.accumulatorId());
+                else {
+                    if (numId == null && FILES_NUM.equals(m.name())) numId = m.accumulatorId();
+                    if (photonNumId == null && FILES_NUM_PHOTON.equals(m.name())) photonNumId = m.accumulatorId();
+                    taskIds.add(m.accumulatorId());
+                }
             }
-            if (sizeId != null) register(sizeId, taskIds);
+            if (sizeId != null) register(sizeId, numId != null ? numId : photonNumId, taskIds);
         }
     }
 
-    private void register(long sizeId, List<Long> taskIds) {
+    private void register(long sizeId, Long numId, List<Long> taskIds) {
         Scan scan = scans.remove(sizeId);
         if (scan == null) {
             long[] ids = new long[taskIds.size()];
             for (int i = 0; i < ids.length; i++) ids[i] = taskIds.get(i);
-            scan = new Scan(ids);
+            scan = new Scan(ids, numId);
             for (long i : ids) scanOf.put(i, sizeId);
+            if (numId != null) numOf.put(numId, sizeId);
         }
         scans.put(sizeId, scan);  // re-inserted: the most recently planned
     }
@@ -168,13 +198,17 @@ final class ScanInput {
         }
     }
 
-    /** Take the files' size of the scans among a driver's accumulator updates. */
+    /** Take the files' size and number of the scans among a driver's accumulator updates. */
     void driverUpdates(scala.collection.Seq<scala.Tuple2<Object, Object>> updates) {
         for (scala.Tuple2<Object, Object> u : CollectionConverters.asJava(updates)) {
             Long id = whole(u._1());
-            Scan scan = id == null ? null : scans.get(id);
             Long value = whole(u._2());
-            if (scan != null && value != null) scan.filesBytes = Math.max(0L, value);
+            if (id == null || value == null) continue;
+            Scan scan = scans.get(id);
+            if (scan != null) scan.filesBytes = Math.max(0L, value);
+            Long sizeId = numOf.get(id);
+            Scan counted = sizeId == null ? null : scans.get(sizeId);
+            if (counted != null) counted.numFiles = Math.max(0L, value);
         }
     }
 
@@ -186,6 +220,7 @@ final class ScanInput {
      */
     boolean stageCompleted(StageInfo s, Integer rddId, int partitions, BitSet ran, String execution,
                            boolean persisted) {
+        stageFiles = null;
         if (off || scanOf.isEmpty()) return false;
         TreeSet<Long> here = new TreeSet<>();
         for (AccumulableInfo a : CollectionConverters.asJava(s.accumulables()).values()) {
@@ -227,6 +262,14 @@ final class ScanInput {
                 scan.counted.put(read, now);
             }
         }
+        // The files its scans selected, whatever share of their partitions ran: FilePartition
+        // packed the stage's tasks from all of them.
+        Long files = here.isEmpty() ? null : 0L;
+        for (long sizeId : here) {
+            Long n = scans.get(sizeId).numFiles;
+            files = files == null || n == null ? null : files + n;
+        }
+        stageFiles = files;
         // counted as it was; what it read is then forgotten, as its execution's end forgot the rest
         if (read != null && ended.contains(read)) forget(read);
         return !here.isEmpty();

@@ -214,6 +214,7 @@ public class SparkPredictListener extends SparkListener {
     // rows not yet handed to the flusher; each snapshot takes the lists and starts new ones
     private List<Object[]> pendingStages = new ArrayList<>();
     private List<Object[]> pendingTasks = new ArrayList<>();
+    private List<Object[]> pendingScans = new ArrayList<>();
 
     public SparkPredictListener(SparkConf conf) {
         // one listener per application: an error of an earlier application in this JVM is not this one's
@@ -374,6 +375,7 @@ public class SparkPredictListener extends SparkListener {
             Object[] row = stages.completed(e.stageInfo());
             if (row == null) return;  // a repeated completion of a stage attempt (barrier stages)
             pendingStages.add(row);
+            if (stages.scanRow != null) pendingScans.add(stages.scanRow);
             if (settings.flushEveryStages > 0 && ++stagesSinceFlush >= settings.flushEveryStages) {
                 snapshot(false);
             }
@@ -602,6 +604,7 @@ public class SparkPredictListener extends SparkListener {
         batch.put(Tables.STAGES, pendingStages);
         batch.put(Tables.TASKS, pendingTasks);
         batch.put(Tables.HOST_SAMPLES, hostRows(run.startMs()));
+        batch.put(Tables.STAGE_SCANS, pendingScans);
         List<Object[]> runs = new ArrayList<>();
         runs.add(run.runRow(settings, last ? statusFinal : "running", now, last));
         batch.put(Tables.RUNS, runs);
@@ -610,6 +613,7 @@ public class SparkPredictListener extends SparkListener {
         }
         pendingStages = new ArrayList<>();
         pendingTasks = new ArrayList<>();
+        pendingScans = new ArrayList<>();
         flusher.submit(new Flusher.Batch(batch, last));
     }
 
@@ -726,6 +730,7 @@ public class SparkPredictListener extends SparkListener {
         synchronized (this) {
             pendingStages = new ArrayList<>();
             pendingTasks = new ArrayList<>();
+            pendingScans = new ArrayList<>();
             notifyAll();
         }
         removeShutdownHook();

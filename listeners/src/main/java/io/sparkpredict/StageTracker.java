@@ -112,6 +112,11 @@ final class StageTracker {
     private long taskInput;
     /** The run's SQL file scans, counted by the size of their files. */
     final ScanInput scans = new ScanInput();
+    /**
+     * The stage_scans row of the attempt {@link #completed} last returned a row of: set when it
+     * ran a known SQL file scan, else null.
+     */
+    Object[] scanRow;
 
     /** What the run's stages read from data sources (the run row's measured input_bytes). */
     long measuredInput() {
@@ -205,6 +210,7 @@ final class StageTracker {
     Object[] completed(StageInfo s) throws IOException {
         // read once: a getter read again after the attempt is counted completed, and throwing
         // there, left it counted with no row, and its next completion taken for a repeat
+        scanRow = null;
         int stageId = s.stageId();
         int attempt = s.attemptNumber();
         long key = key(stageId, attempt);
@@ -271,6 +277,14 @@ final class StageTracker {
         boolean persistedRdd = anyPersisted;
         boolean scanned = scans.guard(() -> scans.stageCompleted(s, ownRdd, ownPartitions, agg.ran, execution,
             persistedRdd));
+        Object[] builtScanRow = null;
+        if (scanned) {
+            Row sr = new Row(Tables.STAGE_SCANS);
+            sr.set("stage_id", stageId);
+            sr.set("stage_attempt_id", attempt);
+            sr.set("scan_files", scans.stageFiles);
+            builtScanRow = sr.values;
+        }
         // the row is built: from here on the attempt is completed
         stageAggs.remove(key);
         completedAttempts.add(key);
@@ -289,6 +303,7 @@ final class StageTracker {
         Integer mapRdd = agg.mapStage ? ownRdd : null;
         if (!readsCache && !scanned) taskInput += countOnce(stageId, mapRdd, agg) + cacheHits;
         if (!failed) materialisedRdds.addAll(persisted);
+        scanRow = builtScanRow;
         return r.values;
     }
 

@@ -123,8 +123,12 @@ final class Tables {
         {"net_tx_bytes", L}, {"mem_available_bytes", L}, {"major_page_faults", L},
     });
 
+    static final Table STAGE_SCANS = new Table("stage_scans", new Object[][] {
+        {"run_id", S}, {"stage_id", I}, {"stage_attempt_id", I}, {"scan_files", L},
+    });
+
     /** Written in this order; runs last (the batch's commit mark). */
-    static final List<Table> ALL = Arrays.asList(EXECUTORS, STAGES, TASKS, HOST_SAMPLES, RUNS);
+    static final List<Table> ALL = Arrays.asList(EXECUTORS, STAGES, TASKS, HOST_SAMPLES, STAGE_SCANS, RUNS);
 
     static final Map<String, Table> BY_NAME = new LinkedHashMap<>();
     static {
