@@ -176,3 +176,63 @@ def test_a_name_set_like_a_file_is_no_hadoop_scan(spark_app, tmp_path):
     # a textFile of a relative path names two RDDs after it; a name set by hand, one
     assert F.hadoop_scan(json.dumps(["PythonRDD", "in.txt", "in.txt"]))
     assert not F.hadoop_scan(json.dumps(["PythonRDD", "users.v2", "ParallelCollectionRDD"]))
+
+
+def test_recorded_files_tell_many_small_files_from_a_few_larger_ones(spark_app, tmp_path):
+    """300 CSV files of 10 KiB and 3 of 1 MiB hold about the same 3 MiB, and their scans ran
+    10 and 2 tasks. The listener records each scan's files (300, 3: Spark's "number of files
+    read"), and the model packs those at a new size: 600 files ran 19 tasks and 6 files 2,
+    where the files inferred from the task count alone (304.5 and 33 of equal size) said 20
+    and 3."""
+    from sparkpredict import store as store_mod
+    from sparkpredict.features.runs import runs_table
+    from sparkpredict.models.stages import StageRuntimeModel
+
+    store = tmp_path / "store"
+    sizes = {"many": (300, 10 * KiB), "few": (3, 1 * MiB)}
+    for job, (count, size) in sizes.items():
+        for times in (1, 2):
+            data = _files(tmp_path / f"{job}{times}", count * times, size)
+            with spark_app(store, job=job) as spark:
+                spark.read.schema("a string, b string, c string, d string").csv(str(data)).count()
+    runs = runs_table(store).sort_values("input_bytes")
+    st = store_mod.open(store)
+    stages, scans = st.stages(), st.read("stage_scans")
+    without = {"runs": st.runs(), "stages": stages, "tasks": st.tasks()}  # as a store from before stage_scans
+    got = {}
+    for job, (count, _) in sizes.items():
+        first, second = runs[runs.job == job].run_id
+        # exactly the files each scan selected, one row for the scan's one stage
+        assert sorted(scans[scans.run_id.isin([first, second])].scan_files) == [count, 2 * count]
+        scan = stages[(stages.input_bytes > 0) & stages.name.str.startswith("count")]
+        ran = [int(scan[scan.run_id == r].num_tasks.iloc[0]) for r in (first, second)]
+        size = float(runs.loc[runs.run_id == second, "input_bytes"].iloc[0])
+
+        def planned(model, job=job, size=size) -> int:
+            plan = model.stage_plan(job, size, 2)  # local[2]: as recorded, 2 cores
+            return int(plan[(plan.is_input_stage == 1) & plan.name.str.startswith("count")].num_tasks.iloc[0])
+
+        fit = runs[runs.run_id == first]
+        got[job] = (ran, planned(StageRuntimeModel(store=str(store)).fit(fit)),
+                    planned(StageRuntimeModel(tables=without).fit(fit)))
+    # (what Spark ran at the first and second size, predicted from the first run, the inference's)
+    assert got == {"many": ([10, 19], 19, 20), "few": ([2, 2], 2, 3)}
+
+
+def test_recorded_runs_decide_how_the_files_grow():
+    """Two runs of the same 3 files, of 1 MiB and 4 MiB: the files grew larger, not more. At
+    40 MiB each Spark packs 3 tasks (file_scan_tasks, checked against Spark above); one run's
+    3 files, taken to grow by more files, say 5; files inferred from the counts, 2."""
+    rows = [dict(_scan_row(3, _csv(m * MiB), F.file_scan_tasks(3, 3 * _csv(m * MiB), 2, 128 * MiB)),
+                 scan_files=3.0) for m in (1, 4)]
+    assert [r["num_tasks"] for r in rows] == [2, 2]
+    new = 3 * _csv(40 * MiB)
+    assert F.file_scan_tasks(3, new, 2, 128 * MiB) == 3
+
+    def predict(rs) -> int:
+        h = pd.DataFrame(rs)
+        return F.predict_num_tasks(h, h.iloc[0], float(new))
+
+    assert predict(rows) == 3
+    assert predict(rows[:1]) == 5
+    assert predict([{**r, "scan_files": float("nan")} for r in rows]) == 2

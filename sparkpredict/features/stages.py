@@ -16,8 +16,10 @@ query on Spark 4) gets the kinds of RDD the stage ran.
 Task counts at another size
 ---------------------------
 * Input stages pack files into partitions as Spark does (:func:`file_scan_tasks`; a Hadoop
-  read, :func:`hadoop_split_tasks`), over the files of equal size that give the recorded count
-  (the store records no file count), the input growing by more files or by larger ones.
+  read, :func:`hadoop_split_tasks`), over the files the stage's SQL file scans selected
+  (``scan_files``, the ``stage_scans`` table) or, where none was recorded, the files of equal
+  size that give the recorded count; the input growing by more files or by larger ones, as
+  the runs' recorded file counts grew with their input.
 * Shuffle stages have ``spark.sql.shuffle.partitions`` (or ``spark.default.parallelism``)
   tasks whatever the size, unless AQE coalesced them: then Spark's coalescing rule
   (:func:`coalesced_tasks`), one task per core up to 64 MiB per core, capped by the partitions.
@@ -485,6 +487,9 @@ def stage_table(runs: pd.DataFrame, stages: pd.DataFrame, tasks: pd.DataFrame | 
         return st[c].fillna(0).astype(float) if c in st else pd.Series(0.0, index=st.index)
 
     st["num_tasks"] = st["num_tasks"].astype(float)
+    # the files the stage's SQL file scans selected (models.stage_data.with_scan_files)
+    st["scan_files"] = pd.to_numeric(st["scan_files"], errors="coerce").astype(float) \
+        if "scan_files" in st else np.nan
     st["is_input_stage"] = ((f0("input_bytes") > 0) & (f0("input_bytes") >= f0("shuffle_read_bytes"))).astype(float)
     st["bytes_in"] = scan_input_bytes(st, runs, f0("input_bytes"), f0("input_records")) + f0("shuffle_read_bytes")
     st["bytes_out"] = f0("output_bytes") + f0("shuffle_write_bytes")
@@ -727,10 +732,37 @@ def hadoop_scan(rdd_names_json) -> bool:
     return any(_ABSOLUTE.match(n) or (counts[n] > 1 and _PATH.match(n)) for n in names)
 
 
-def _scan_rules(ref: pd.Series | Mapping[Hashable, Any]) -> list:
-    """Candidate task-count rules of an input stage: Spark's file splits with the files the
-    recorded count implies (:func:`_files_for`), the input growing by more files of the same
-    size, or by larger files of the same number. ``(reads, rule(bytes, conf) -> tasks)``."""
+def _recorded_files(v: Any) -> float:
+    """A ``scan_files`` value as a count, NaN where none was recorded (or it is 0: a scan
+    Spark pruned to no file runs one empty task, which says nothing of its files)."""
+    f = _num(v, math.nan)
+    return f if f > 0 else math.nan
+
+
+def _files_growth(history: pd.DataFrame | None, ref: pd.Series | Mapping[Hashable, Any]) -> float | None:
+    """How the recorded runs' files grew with their input: ``k`` of ``files ~ bytes ** k`` (0
+    to 1) by least squares over the runs' recorded (bytes, files) with ``ref``'s, or None
+    where they do not hold two sizes."""
+    pairs = {(float(ref["bytes_in"]), _recorded_files(ref.get("scan_files")))}
+    if history is not None and "scan_files" in history:
+        pairs |= set(zip(history["bytes_in"].astype(float), map(_recorded_files, history["scan_files"])))
+    pts = np.array([p for p in pairs if p[0] > 0 and np.isfinite(p[1])], dtype=float).reshape(-1, 2)
+    if len(pts) < 2 or np.ptp(np.log(pts[:, 0])) < 1e-9:
+        return None
+    slope = np.polyfit(np.log(pts[:, 0]), np.log(pts[:, 1]), 1)[0]
+    return float(np.clip(slope, 0.0, 1.0))
+
+
+def _scan_rules(ref: pd.Series | Mapping[Hashable, Any], history: pd.DataFrame | None = None) -> list:
+    """Candidate task-count rules of an input stage: Spark's file splits over the files its SQL
+    file scans selected (``scan_files``) or, where none was recorded, the files the recorded
+    task count implies (:func:`_files_for`); the input growing by more files of the same size,
+    or by larger files of the same number. ``(reads, rule(bytes, conf) -> tasks)``.
+
+    With a recorded count the recorded runs decide how the files grow: where they hold it at
+    two sizes or more, by the power of the input their files followed (:func:`_files_growth`),
+    first; the inferred files' rules follow the recorded ones, for scans whose files differ
+    in size so much that packing equal ones does not give the recorded tasks."""
     b0, n0 = float(ref["bytes_in"]), int(ref["num_tasks"])
     if not (b0 > 0 and n0 > 0):
         return []
@@ -763,13 +795,23 @@ def _scan_rules(ref: pd.Series | Mapping[Hashable, Any]) -> list:
     def scan(files: float, b: float, c: Mapping[Hashable, Any]) -> int:
         return int(file_scan_tasks(files, b, *settings(c)))
 
-    files = _files_for("sql", n0, b0, *settings(ref))
     reads = ("default_parallelism", "max_partition_bytes")
-    out.append((reads, lambda b, c: scan(max(1.0, round(files * b / b0)), b, c)))
-    out.append((reads, lambda b, c: scan(files, b, c)))
-    # one run cannot tell the two apart (a tie goes to the first): many files grow by more
-    # files, a single file stays one
-    return out[::-1] if files == 1 else out
+
+    def grown(files: float) -> list:
+        rules = [(reads, lambda b, c: scan(max(1.0, round(files * b / b0)), b, c)),
+                 (reads, lambda b, c: scan(files, b, c))]
+        # one run cannot tell the two apart (a tie goes to the first): many files grow by more
+        # files, a single file stays one
+        return rules[::-1] if files == 1 else rules
+
+    inferred = grown(_files_for("sql", n0, b0, *settings(ref)))
+    recorded = _recorded_files(ref.get("scan_files"))
+    if not np.isfinite(recorded):
+        return inferred
+    k = _files_growth(history, ref)
+    if k is not None:
+        out.append((reads, lambda b, c: scan(max(1.0, round(recorded * (b / b0) ** k)), b, c)))
+    return out + grown(recorded) + inferred
 
 
 def predict_num_tasks(history: pd.DataFrame, ref: pd.Series | Mapping[Hashable, Any],
@@ -798,7 +840,7 @@ def predict_num_tasks(history: pd.DataFrame, ref: pd.Series | Mapping[Hashable, 
 
     rules: list = []  # (reads, rule(bytes, conf) -> tasks)
     if ref["is_input_stage"]:
-        rules.extend(_scan_rules(ref))
+        rules.extend(_scan_rules(ref, h))
         calib = [n / file_split_tasks(b, par, mpb) for b, n, par, mpb in zip(
             h["bytes_in"], h["num_tasks"], h["default_parallelism"], h["max_partition_bytes"]) if b > 0]
         c0 = float(np.median(calib)) if calib else 1.0

@@ -13,17 +13,38 @@ if TYPE_CHECKING:
 
 
 def load_tables(store, tables, run_ids: list[str]):
-    """(runs, stages, tasks) for ``run_ids`` from explicit tables or a store."""
+    """(runs, stages, tasks) for ``run_ids`` from explicit tables or a store; the stages carry
+    ``scan_files`` from the ``stage_scans`` table (NaN where it has no row: no known SQL file
+    scan, or a store or tables from before it)."""
     if tables is not None:
-        runs, stages, tasks = (as_pandas(tables[k]) if tables.get(k) is not None else None
-                               for k in ("runs", "stages", "tasks"))
+        runs, stages, tasks, scans = (as_pandas(tables[k]) if tables.get(k) is not None else None
+                                      for k in ("runs", "stages", "tasks", "stage_scans"))
     else:
         from ..store import io as store_io
 
         st = store if hasattr(store, "read") else store_io.open(store)
-        runs, stages, tasks = (st.read(t, run_ids=run_ids) for t in ("runs", "stages", "tasks"))
+        runs, stages, tasks, scans = (st.read(t, run_ids=run_ids)
+                                      for t in ("runs", "stages", "tasks", "stage_scans"))
     keep = lambda df: None if df is None else df[df["run_id"].isin(run_ids)]
-    return keep(runs), keep(stages), keep(tasks)
+    return keep(runs), with_scan_files(keep(stages), scans), keep(tasks)
+
+
+def with_scan_files(stages: pd.DataFrame | None, scans: pd.DataFrame | None) -> pd.DataFrame | None:
+    """``stages`` with the ``scan_files`` of its stage attempts' ``stage_scans`` rows (the
+    latest row of an attempt a run wrote twice), NaN where there is none."""
+    import pandas as pd
+
+    if stages is None:
+        return None
+    stages = stages.drop(columns=["scan_files"], errors="ignore")
+    key = ["run_id", "stage_id", "stage_attempt_id"]
+    if scans is None or scans.empty or not set(key) <= set(scans.columns) or "scan_files" not in scans:
+        return stages.assign(scan_files=float("nan"))
+    files = scans[[*key, "scan_files"]].drop_duplicates(key, keep="last")
+    files = files.assign(scan_files=pd.to_numeric(files["scan_files"], errors="coerce").astype(float))
+    out = stages.merge(files, on=key, how="left")
+    out.index = stages.index
+    return out
 
 
 def sorted_rows(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
