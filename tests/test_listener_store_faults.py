@@ -324,12 +324,19 @@ def test_a_failing_store_holds_a_bounded_number_of_stage_rows(spark_app, tmp_pat
     blocker.write_text("a file where the store's parent folder should be")
     store = blocker / "store"
     jobs, cap = 15, 4
+    data = tmp_path / "csv"
+    data.mkdir()
+    (data / "part-0.csv").write_text("a,1\n")
     with spark_app(store, job="stages-capped", conf={"spark.sparkpredict.flushEveryTasks": str(cap)}) as spark:
         sc = spark.sparkContext
-        for _ in range(jobs):  # two stages a job
-            sc.parallelize(range(4), 1).map(lambda x: (x, x)).reduceByKey(lambda a, b: a + b, 1).count()
+        for i in range(jobs):  # two stages a job; every third scans a file (a stage_scans row)
+            if i % 3 == 2:
+                spark.read.schema("a string, b int").csv(str(data)).count()
+            else:
+                sc.parallelize(range(4), 1).map(lambda x: (x, x)).reduceByKey(lambda a, b: a + b, 1).count()
         time.sleep(1.0)  # the listener hears of the last job's end
         held = spark._jvm.io.sparkpredict.SparkPredictListener.heldRows("stages")
+        held_scans = spark._jvm.io.sparkpredict.SparkPredictListener.heldRows("stage_scans")
         blocker.unlink()
     err = listener_error(spark) or ""
     assert held <= 2 * cap, held  # was 2 x jobs: every stage row since the store failed
@@ -339,3 +346,10 @@ def test_a_failing_store_holds_a_bounded_number_of_stage_rows(spark_app, tmp_pat
     assert cap <= len(st.stages()) <= 2 * cap
     dropped = 2 * jobs - len(st.stages())
     assert f"{dropped} stage rows of this application were dropped" in err, err
+    # the scan rows of the stages kept, and no other: a dropped stage's went with it
+    key = ["stage_id", "stage_attempt_id"]
+    kept = st.stages()
+    scans = st.read("stage_scans")
+    assert held_scans <= held
+    assert set(map(tuple, scans[key].values.tolist())) <= set(map(tuple, kept[key].values.tolist()))
+    assert set(scans["scan_files"]) <= {1}

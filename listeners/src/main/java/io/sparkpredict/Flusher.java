@@ -2,6 +2,7 @@ package io.sparkpredict;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
@@ -98,13 +99,19 @@ final class Flusher implements Runnable {
             if (hosts != null && hosts.size() > maxHostRows) {
                 hosts.subList(0, hosts.size() - maxHostRows).clear();
             }
-            // a stage's scan row at most: held to the same cap
-            List<Object[]> scans = rows.get(Tables.STAGE_SCANS);
-            if (scans != null && scans.size() > maxStageRows) scans.subList(maxStageRows, scans.size()).clear();
             List<Object[]> stages = rows.get(Tables.STAGES);
             if (stages == null || stages.size() <= maxStageRows) return 0;
             int dropped = stages.size() - maxStageRows;
             stages.subList(maxStageRows, stages.size()).clear();
+            // the dropped stages' scan rows go with them (a stage has one at most)
+            List<Object[]> scans = rows.get(Tables.STAGE_SCANS);
+            if (scans != null && !scans.isEmpty()) {
+                int sid = Tables.STAGES.col("stage_id"), sat = Tables.STAGES.col("stage_attempt_id");
+                java.util.Set<List<Object>> kept = new java.util.HashSet<>();
+                for (Object[] r : stages) kept.add(Arrays.asList(r[sid], r[sat]));
+                int id = Tables.STAGE_SCANS.col("stage_id"), at = Tables.STAGE_SCANS.col("stage_attempt_id");
+                scans.removeIf(r -> !kept.contains(Arrays.asList(r[id], r[at])));
+            }
             return dropped;
         }
 
