@@ -241,3 +241,55 @@ def test_a_stage_records_the_files_its_scans_selected():
     assert stage(21) == 3            # Photon's name
     assert stage(11, 31) is None     # a scan that did not tell its files
     assert stage() is None           # no known scan
+
+
+def _csv_files(folder: Path, count: int, size: int) -> None:
+    folder.mkdir(parents=True)
+    for i in range(count):
+        (folder / f"part-{i:05d}.csv").write_bytes(b"aaaaaaaaaa,bbbbbbbbbb,cccccccccc,dddddddd\n" * (size // 42))
+
+
+@pytest.mark.spark
+def test_live_scans_files_are_what_spark_selected_and_the_ingest_records_the_same(spark_app, tmp_path):
+    """The replayed cluster logs (test_eventlog) hold none of these: dynamic partition pruning
+    (Spark posts the static and the pruned count; the pruned one is what it packs), static
+    partition pruning, a union of two scans, one plan collected twice, `show`/`limit` (one
+    partition of the union: only the scan it ran tells its files), a cached read, Parquet, under
+    adaptive execution. Live on Spark 4.3, each stage attempt's files as Spark selected them,
+    and the event log of the same application ingested to the same rows."""
+    schema = "a string, b string, c string, d string"
+    facts = tmp_path / "facts"
+    for p in range(4):  # 3, 6, 9 and 12 files of 100 KiB
+        _csv_files(facts / f"p={p}", 3 * (p + 1), 100 * 1024)
+    dim = tmp_path / "dim"
+    dim.mkdir()
+    (dim / "d.csv").write_text("1,x\n3,y\n")
+    _csv_files(tmp_path / "ua", 3, 2**20)
+    _csv_files(tmp_path / "ub", 5, 2**20)
+    store, conf = _logged(tmp_path, "scans")
+    conf = {k: v for k, v in conf.items() if k not in ONE_FILE_A_PARTITION}
+    conf["spark.sql.adaptive.enabled"] = "true"
+    with spark_app(store, job="scans", conf=conf) as spark:
+        f = spark.read.schema(schema).csv(str(facts))
+        d = spark.read.schema("k int, v string").csv(str(dim)).filter("v = 'y'")
+        assert f.join(d, f.p == d.k).count() == 12 * 2438             # p=3 alone: DPP
+        assert f.filter("p = 1").count() == 6 * 2438                   # static pruning
+        u = spark.read.schema(schema).csv(str(tmp_path / "ua")).union(spark.read.schema(schema).csv(str(tmp_path / "ub")))
+        assert u.count() == u.count() == 8 * 24966
+        assert len(u.limit(5).collect()) == 5
+        f.write.parquet(str(tmp_path / "pq"))
+        assert spark.read.parquet(str(tmp_path / "pq")).filter("p = 2").count() == 9 * 2438
+    runs = store_mod.open(store).runs()
+    mine = store_mod.open(store).read("stage_scans")
+    files = sorted(int(n) for n in mine.scan_files)
+    # dim 1; DPP 12 (of 30 listed); p=1 6; the union 8, twice; limit: 3 (its one partition
+    # was the first scan's); the write read all 30; Parquet: the files written (2 tasks)
+    assert files == [1, 2, 3, 6, 8, 8, 12, 30], files
+    [log] = [p for p in store.with_name(store.name + "-logs").iterdir() if p.is_file()]
+    other = tmp_path / "ingested"
+    assert ingest_event_logs([log], other).files[0].outcome == "ingested"
+    theirs = store_mod.open(other).read("stage_scans")
+    key = ["stage_id", "stage_attempt_id"]
+    assert (mine.sort_values(key)[[*key, "scan_files"]].values.tolist()
+            == theirs.sort_values(key)[[*key, "scan_files"]].values.tolist())
+    assert runs.run_id.iloc[0] == theirs.run_id.iloc[0] == mine.run_id.iloc[0]
