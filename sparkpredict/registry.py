@@ -354,7 +354,7 @@ def _rows(reg: pd.DataFrame) -> Iterable[Any]:
 
 def fitted_by() -> str:
     """This sparkpredict as the registry records the fitter of a model: its version and, as a
-    PEP 440 local label, a hash of the code that shapes a fit (``0.3.0+fit.3f2a9c1b7e40``).
+    PEP 440 local label, a hash of the code that shapes a fit (``0.4.0+fit.3f2a9c1b7e40``).
 
     The formats' version numbers say how an artifact is laid out, not what its numbers mean:
     a change of what a forest learns (ms per task instead of a rate) kept the stage format, and
