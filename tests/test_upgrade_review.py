@@ -249,3 +249,91 @@ def test_a_replaced_log_opens_no_other_ingested_run(tmp_path, monkeypatch):
     edit_runs(str(path), [ids[0]], job="renamed")
     assert _replaceable(store.open(path), ids[0], stored) == (
         None, "it was edited with `sparkpredict store edit`, whose edits keep it")
+
+
+def _as_if_ingested_before_scans(path: Path, version: str = "0.3.0") -> None:
+    """Rewrite the store as an ingest before stage_scans wrote it: its runs rows name that
+    release, and no batch has a stage_scans file."""
+    for f in (path / "runs").glob("part-*.parquet"):
+        table = pq.read_table(f)
+        i = table.schema.get_field_index("sparkpredict_version")
+        table = table.set_column(i, table.schema.field(i), [[version] * table.num_rows])
+        pq.write_table(table.replace_schema_metadata(table.schema.metadata), f)
+    for f in (path / "stage_scans").glob("part-*.parquet"):
+        f.unlink()
+
+
+def _sums(path: Path) -> dict:
+    st = store.open(path)
+    stages, tasks, runs = st.read("stages"), st.read("tasks"), st.runs()
+    return {"runs": len(runs), "stages": len(stages), "tasks": len(tasks),
+            "stage_tasks": int(stages["num_tasks"].sum()), "run_tasks": int(runs["num_tasks"].sum()),
+            "input_bytes": int(runs["input_bytes"].sum())}
+
+
+def test_a_log_ingested_before_stage_scans_is_read_again_for_its_files(tmp_path, capsys, monkeypatch):
+    """stage_scans came in 0.4.0, and a log a 0.3.0 ingest stored was 'unchanged' for ever: an
+    upgraded store never got the files its history's scans read, unless deleted. The next ingest
+    reads such a log again and replaces its copy, one copy of every row; the report says so."""
+    from sparkpredict.capture.eventlog_ingest import _StoredRun, ingest_event_logs
+    from sparkpredict.store import schema as S
+
+    log = HERE / "data" / "eventlogs" / "aqe_executors_killed_spark4.zstd"
+    path = tmp_path / "store"
+    ingest_event_logs([log], path)
+    scans = store.open(path).read("stage_scans")
+    assert list(scans["scan_files"]) == [8, 8]  # the SQL file scan, in both its stages
+    want = _sums(path)
+    _as_if_ingested_before_scans(path)
+    assert store.open(path).read("stage_scans").empty
+
+    assert main(["ingest", str(log), "--store", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "replacing its stored copy (succeeded, 36 tasks, stored by sparkpredict 0.3.0 without its " \
+           "scans' files)" in out, out
+    assert ("1 log: 1 ingested (1 replacing stored copy: 1 stored before sparkpredict 0.4.0 recorded "
+            "its scans' files), 0 unchanged") in out, out
+    assert store.open(path).read("stage_scans").sort_values("stage_id").reset_index(drop=True).equals(
+        scans.sort_values("stage_id").reset_index(drop=True))
+    assert _sums(path) == want  # one copy of every row
+    assert store.open(path).runs()["sparkpredict_version"].iloc[0] == __import__("sparkpredict").__version__
+    again = ingest_event_logs([log], path)
+    assert (again.files[0].outcome, again.runs_replaced) == ("unchanged", 0)
+    # a copy of the log elsewhere (found by its app id, not its path) replaces it as well
+    _as_if_ingested_before_scans(path)
+    moved = tmp_path / "elsewhere" / log.name
+    moved.parent.mkdir()
+    shutil.copy(log, moved)
+    f = ingest_event_logs([moved], path).files[0]
+    assert (f.outcome, f.replaced_why) == ("ingested", "scans") and _sums(path) == want
+    assert len(store.open(path).read("stage_scans")) == 2
+
+    # merged by a compaction with another run, the copy cannot be replaced: skipped unread and
+    # quietly (its one fix is a fresh store, and a scheduled ingest would warn of it every run)
+    ingest_event_logs([HERE / "data" / "eventlogs" / "nds_q72_dataproc_2_2.zstd"], path, compact=False)
+    _as_if_ingested_before_scans(path)
+    from sparkpredict.store.compact import compact
+
+    compact(str(path), keep_s=0)
+    from sparkpredict.capture import eventlog_ingest
+
+    parsed: list = []
+    asked: list = []
+    real, replaceable = eventlog_ingest._parse_source, eventlog_ingest._replaceable
+    monkeypatch.setattr(eventlog_ingest, "_parse_source", lambda src: parsed.append(src) or real(src))
+    monkeypatch.setattr(eventlog_ingest, "_replaceable", lambda *a: asked.append(a) or replaceable(*a))
+    report = ingest_event_logs([moved], path)  # found by its path: neither read nor looked for
+    assert [(f.outcome, f.warnings) for f in report.files] == [("unchanged", [])]
+    assert (parsed, asked) == ([], [])
+    # a log whose name does not say its run is read to learn it (as any log so named)
+    report = ingest_event_logs([log], path)
+    assert [(f.outcome, f.warnings) for f in report.files] == [("exists", [])]
+    assert store.open(path).read("stage_scans").empty
+
+    # only ingest's copies are read again; the advice's warning of mixed input rules keeps 0.3.0
+    assert S.SCANS_RECORDED_SINCE == (0, 4, 0) and S.INPUT_MEASURED_SINCE == (0, 3, 0)
+    since = [_StoredRun("succeeded", 1, "eventlog", writer=w).scans_before()
+             for w in (None, "0.2.0", "0.3.0", "0.3.9", "0.4.0", "0.4.0+fit.abc", "dev")]
+    assert since == [True, True, True, True, False, False, False]
+    assert not _StoredRun("succeeded", 1, "listener", writer="0.3.0").scans_before()
+    assert not S.measured_before("0.3.0") and S.scans_before("0.3.0")

@@ -12,7 +12,9 @@ again, and a log whose application is already in the store (from the listener or
 ingest under another name) adds nothing: appending would duplicate its stage and task rows.
 One exception: a log that holds more of a run that ingest itself stored cut short (a log still
 being written, ``.inprogress``, or a partial copy; the run never ended, or has fewer tasks)
-replaces that copy, unless the run was edited since; otherwise the skip says so. The listener's
+replaces that copy, unless the run was edited since; otherwise the skip says so. So does the log
+of a run an older ingest stored (input measured under older rules, or no ``stage_scans``
+rows: :data:`~.schema.SCANS_RECORDED_SINCE`), as the report's summary counts. The listener's
 record of a run is the run's: a log ingested while its run was going, before the listener first
 wrote, leaves a copy that the listener removes at its first write (and any ingest after, should
 the listener not have). A log that lost
@@ -83,6 +85,10 @@ class FileOutcome:
     #: the stored copy of the run this log replaced ("incomplete, 8,354 tasks"): ingest keeps one
     #: copy of a run, and a fuller log of a run it stored cut short (still being written) replaces it
     replaced: str | None = None
+    #: why it was replaced (:data:`REPLACED_BECAUSE`): ``"fuller"`` (stored cut short),
+    #: ``"measured"`` (input measured under older rules), ``"scans"`` (stored before ingest
+    #: recorded its scans' files); None when it replaced nothing
+    replaced_why: Literal["fuller", "measured", "scans"] | None = None
 
 
 @dataclass
@@ -137,6 +143,11 @@ class IngestReport:
         return sum(f.outcome == "ingested" and not f.replaced for f in self.files)
 
     @property
+    def runs_replaced(self) -> int:
+        """Stored copies of runs that ingested logs replaced (``FileOutcome.replaced``)."""
+        return sum(f.outcome == "ingested" and bool(f.replaced) for f in self.files)
+
+    @property
     def warnings(self) -> dict[str, list[str]]:
         return {f.path: f.warnings for f in self.files if f.warnings}
 
@@ -147,7 +158,7 @@ class IngestReport:
     def to_dict(self) -> dict:
         counts = {k: getattr(self, k) for k in ("files_seen", "files_ingested", "files_unchanged",
                                                  "files_existing", "files_pending", "files_failed",
-                                                 "runs_added")}
+                                                 "runs_added", "runs_replaced")}
         return {"store": self.store, **counts, "files": [asdict(f) for f in self.files],
                 "duplicates_ignored": self.duplicates, "store_exists": self.store_exists,
                 "repairs": self.repairs}
@@ -316,6 +327,15 @@ _UNFINISHED = ("incomplete", "running")
 #: copy where ingest may replace it.
 MEASURED_SINCE = S.INPUT_MEASURED_SINCE
 
+#: Why an ingested log replaced a stored copy of its run (``FileOutcome.replaced_why``), as the
+#: report says it.
+REPLACED_BECAUSE = {
+    "fuller": "stored cut short",
+    "measured": "input measured before sparkpredict " + ".".join(map(str, S.INPUT_MEASURED_SINCE)),
+    "scans": "stored before sparkpredict " + ".".join(map(str, S.SCANS_RECORDED_SINCE))
+             + " recorded its scans' files",
+}
+
 
 @dataclass
 class _StoredRun:
@@ -327,6 +347,8 @@ class _StoredRun:
     writer: str | None = None
     #: its input size was declared (``store edit --input-size``, ``spark.sparkpredict.inputBytes``)
     declared: bool = False
+    #: :func:`_replaceable` of it, once asked
+    replaceable: tuple[str | None, str] | None = field(default=None, repr=False, compare=False)
 
     def measured_before(self) -> bool:
         """Ingest stored it under older rules (:data:`MEASURED_SINCE`), and no one has declared
@@ -334,6 +356,12 @@ class _StoredRun:
         if self.source != "eventlog" or self.declared:
             return False  # the listener's copy: no log to read it again from
         return S.measured_before(self.writer)
+
+    def scans_before(self) -> bool:
+        """Ingest stored it before it recorded ``stage_scans`` (:data:`~.schema.SCANS_RECORDED_SINCE`):
+        its stages keep no file counts. A declared size does not end this: the log read again
+        keeps a size declared in it, and an edited copy is not replaced (:func:`_replaceable`)."""
+        return self.source == "eventlog" and S.scans_before(self.writer)
 
 
 @dataclass
@@ -346,6 +374,18 @@ class _Known:
     #: a run id as this sparkpredict writes it -> the id a store written before keeps for the same
     #: application (``app-<second>-0000``, before schema.run_id added the driver's start)
     legacy: dict[str, str] = field(default_factory=dict)
+    #: the labels of the store's ingest batches as the ingest began (:meth:`has_own_batch`)
+    _labels: set[str] | None = None
+
+    def has_own_batch(self, st: Store, run_id: str) -> bool:
+        """Whether a batch ingest wrote under ``run_id``'s label was in the store as this ingest
+        began: none, and its stored copy cannot be replaced (a compaction merged it). One
+        listing for the whole ingest: asking :func:`_replaceable` of every copy stored before
+        ``stage_scans`` listed the store once a log, at every scheduled ingest of a compacted
+        history, for copies that stay as they are."""
+        if self._labels is None:
+            self._labels = set(_ingest_batches(st))
+        return _label(run_id) in self._labels
 
     @classmethod
     def of(cls, st: Store) -> _Known:
@@ -514,6 +554,25 @@ def _replaceable(st: Store, run_id: str, stored: _StoredRun) -> tuple[str | None
     return mine[0], ""
 
 
+def _replaceable_once(st: Store, run_id: str, stored: _StoredRun) -> tuple[str | None, str]:
+    """:func:`_replaceable`, asked once a run: a copy stored before ``stage_scans`` is asked
+    before its log is read, and again after."""
+    if stored.replaceable is None:
+        stored.replaceable = _replaceable(st, run_id, stored)
+    return stored.replaceable
+
+
+def _rescans(st: Store, known: _Known, run_id: str) -> bool:
+    """Read the log of stored ``run_id`` again for its scans' files: ingest stored it before it
+    recorded them, and the copy may be replaced. One that may not (a compaction merged it, an
+    edit) is skipped unread, quietly: it has no fix but a fresh store, and a scheduled ingest of
+    a compacted history would parse and warn of every log at every run."""
+    stored = known.runs[run_id]
+    if not stored.scans_before() or stored.measured_before():
+        return False  # measured_before: read again whatever its copy, its skip warns
+    return known.has_own_batch(st, run_id) and _replaceable_once(st, run_id, stored)[0] is not None
+
+
 def _listener_recording(run_id: str) -> str:
     return (f"run {run_id} is being recorded into this store by the sparkpredict listener, which "
             "keeps the whole run: this log's copy was not kept")
@@ -545,10 +604,12 @@ def _skipped(path: str, outcome: Literal["unchanged", "exists"], run_id: str, kn
                        warnings=_other_job(run_id, stored, job, st))
 
 
-def _awaits_log(stored: _StoredRun) -> bool:
-    """A run stored from a log that its log is to complete or measure again: stored cut short
-    (a run the listener is recording completes itself), or by an older ingest."""
-    return (stored.status in _UNFINISHED and stored.source == "eventlog") or stored.measured_before()
+def _awaits_log(st: Store, known: _Known, run_id: str) -> bool:
+    """A stored run that its log is to complete or measure again: stored cut short (a run the
+    listener is recording completes itself), or by an older ingest."""
+    stored = known.runs[run_id]
+    return ((stored.status in _UNFINISHED and stored.source == "eventlog") or stored.measured_before()
+            or _rescans(st, known, run_id))
 
 
 def _older_copy(stored: _StoredRun, why: str) -> str:
@@ -603,21 +664,21 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
         named = named if named in known.runs else None
     try:
         rid = known.by_file.get((stored_path(src.path), fingerprint(src))) if src.error is None else None
-        if rid is not None and not known.runs[rid].measured_before():
+        if rid is not None and not known.runs[rid].measured_before() and not _rescans(st, known, rid):
             return _skipped(src.path, "unchanged", rid, known, job, st)
         # Skipped without reading, unless the stored run never ended: this log may hold more.
-        if named is not None and not _awaits_log(known.runs[named]):
+        if named is not None and not _awaits_log(st, known, named):
             return _skipped(src.path, "exists", named, known, job, st)
         parsed = _parse_source(src)
     except NotWrittenYet as exc:
-        if named is not None and not _awaits_log(known.runs[named]):
+        if named is not None and not _awaits_log(st, known, named):
             return _skipped(src.path, "exists", named, known, job, st)
         return FileOutcome(src.path, "pending", run_id=named,
                            warnings=[exc.message.removeprefix(f"{src.path}: ")])
     except (IngestError, OSError) as exc:
         # its run is stored whole already: a log of it that cannot be read is no news; stored
         # cut short, this log was to complete it, and the user must hear that it cannot
-        if named is not None and not _awaits_log(known.runs[named]):
+        if named is not None and not _awaits_log(st, known, named):
             return _skipped(src.path, "exists", named, known, job, st)
         err = exc if isinstance(exc, IngestError) else unreadable(src.path, exc)
         return FileOutcome(src.path, "failed", run_id=named, error=err.message,
@@ -631,7 +692,7 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
     sid = known.stored_id(parsed.run_id)
     stored = known.runs.get(sid)
     old_batch = None
-    if parsed.damage is not None and stored is not None and _awaits_log(stored):
+    if parsed.damage is not None and stored is not None and _awaits_log(st, known, sid):
         # a damaged log holds no more than what it lost: it read "already in the store", and the
         # run stayed cut short with no word of the damage
         return _damaged(src.path, parsed, sid, _kept_copy(known, sid))
@@ -639,7 +700,10 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
         more = _holds_more(parsed, stored)
         # measured anew, never from a log that holds less of the run than the stored copy
         older = stored.measured_before() and parsed.damage is None and not _holds_less(parsed, stored)
-        old_batch, why = _replaceable(st, sid, stored) if more or older else (None, "")
+        # its scans' files recorded anew, on the same terms; a copy that cannot be replaced is
+        # skipped quietly (_rescans)
+        rescan = stored.scans_before() and parsed.damage is None and not _holds_less(parsed, stored)
+        old_batch, why = _replaceable_once(st, sid, stored) if more or older or rescan else (None, "")
         if old_batch is None:  # the log's own warnings are about rows that are not stored
             said = ([_cannot_replace(parsed, stored, why)] if more else
                     [f"run {sid}: {_older_copy(stored, why)}"] if older else [])
@@ -672,11 +736,17 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
                            status=now["status"][0].as_py() if now.num_rows else None,
                            warnings=[_listener_recording(parsed.run_id)])
     replaced = None
+    why_replaced: Literal["fuller", "measured", "scans"] | None = None
     warnings = list(parsed.warnings)
     if old_batch is not None and stored is not None:
         replaced = f"{stored.status}, {plural(stored.num_tasks, 'task')}"
+        writer = stored.writer or "(unknown version)"
         if stored.measured_before():
-            replaced += f", measured by sparkpredict {stored.writer or '(unknown version)'}"
+            replaced += f", measured by sparkpredict {writer}"
+        elif stored.scans_before():
+            replaced += f", stored by sparkpredict {writer} without its scans' files"
+        why_replaced = ("fuller" if _holds_more(parsed, stored) else "measured" if stored.measured_before()
+                        else "scans")
         # after the fuller copy is committed: a stop in between leaves two copies, which the
         # next ingest reduces to this one (_one_copy_each), never none
         try:
@@ -689,7 +759,7 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
               stored_path(src.path), parsed.fingerprint)
     return FileOutcome(src.path, "ingested", run_id=parsed.run_id, status=parsed.status,
                        stages=tables["stages"].num_rows, tasks=tables["tasks"].num_rows,
-                       warnings=warnings, replaced=replaced)
+                       warnings=warnings, replaced=replaced, replaced_why=why_replaced)
 
 
 __all__ = [

@@ -95,10 +95,28 @@ def _summary(report: IngestReport) -> str:
     from ..units import plural
 
     dups = f" ({plural(len(report.duplicates), 'duplicate path')} ignored)" if report.duplicates else ""
-    return (f"{plural(report.files_seen, 'log')}: {report.files_ingested} ingested, {report.files_unchanged} "
+    return (f"{plural(report.files_seen, 'log')}: {report.files_ingested} ingested{_replacements(report)}, {report.files_unchanged} "
             f"unchanged, {report.files_existing} already in the store, {report.files_failed} failed"
             f"{f', {report.files_pending} not written yet' if report.files_pending else ''} -> {report.store if report.store_exists else f'nothing stored, no store made at {report.store}'}"
             f"{dups}")
+
+
+def _replacements(report: IngestReport) -> str:
+    """`` (2 replacing stored copies: 2 stored before sparkpredict 0.4.0 recorded its scans'
+    files)``: an upgrade re-reads the logs older releases ingested, and the user hears how many
+    of the runs it counts as ingested were in the store already, and why they were read again."""
+    from ..capture.eventlog_ingest import REPLACED_BECAUSE
+
+    if not report.runs_replaced:
+        return ""
+    whys: dict[str, int] = {}
+    for f in report.files:
+        if f.outcome == "ingested" and f.replaced:
+            why = REPLACED_BECAUSE.get(f.replaced_why or "", "another copy")
+            whys[why] = whys.get(why, 0) + 1
+    copies = "stored copy" if report.runs_replaced == 1 else "stored copies"
+    return (f" ({report.runs_replaced} replacing {copies}: "
+            + ", ".join(f"{n} {why}" for why, n in whys.items()) + ")")
 
 
 def _interrupted(args: argparse.Namespace, exc: KeyboardInterrupt) -> int:

@@ -58,14 +58,31 @@ def numbered_per_master(name: str) -> bool:
 INPUT_MEASURED_SINCE = (0, 3, 0)
 
 
+#: The first sparkpredict that records ``stage_scans`` (the files each stage's SQL file scans
+#: selected). Ingest reads a log stored before it again, so that an upgraded store gains its
+#: runs' file counts; only ingest uses it: the input of such runs was measured as now
+#: (:data:`INPUT_MEASURED_SINCE`), and the advice has nothing to warn of.
+SCANS_RECORDED_SINCE = (0, 4, 0)
+
+
+def _released_before(version: str | None, since: tuple[int, int, int]) -> bool:
+    if version is None:
+        return True
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", str(version))
+    return m is not None and tuple(int(x or 0) for x in m.groups()) < since
+
+
 def measured_before(version: str | None) -> bool:
     """A run row's ``sparkpredict_version`` measured its input under older rules
     (:data:`INPUT_MEASURED_SINCE`); None is older than every rule, and a version that cannot
     be read is not known to be older."""
-    if version is None:
-        return True
-    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", str(version))
-    return m is not None and tuple(int(x or 0) for x in m.groups()) < INPUT_MEASURED_SINCE
+    return _released_before(version, INPUT_MEASURED_SINCE)
+
+
+def scans_before(version: str | None) -> bool:
+    """A run row's ``sparkpredict_version`` recorded no ``stage_scans`` rows
+    (:data:`SCANS_RECORDED_SINCE`), read as :func:`measured_before` reads it."""
+    return _released_before(version, SCANS_RECORDED_SINCE)
 
 
 def run_id(app_id: str, attempt: str | None, start_ms: int | None) -> str:
