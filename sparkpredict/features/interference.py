@@ -284,7 +284,9 @@ def with_baseline(feats: pd.DataFrame, clean_run_ids: list[str]) -> pd.DataFrame
         b = base.reindex(rows["signature"].values)
         b.columns = [f"base_{c}" if c != "expected_ms" else c for c in b.columns]
         parts.append(pd.concat([rows.reset_index(drop=True), b.reset_index(drop=True)], axis=1))
-    out = pd.concat(parts, ignore_index=True)
+    # one part is returned as it came, in as many blocks as columns were added to the
+    # features; the copy consolidates them (pandas warned "highly fragmented" at this insert)
+    out = pd.concat(parts, ignore_index=True).copy()
     out["degradation"] = out["duration_ms"] / out["expected_ms"] - 1.0
     return out
 
