@@ -248,15 +248,21 @@ def _compact(st: Any, target_bytes: int, keep_s: float, dry_run: bool) -> Compac
     doubled_runs = _doubled(runs_of)
     going = {b for b, ids in runs_of.items() if ids & going_runs}
     doubled = {b for b, ids in runs_of.items() if ids & doubled_runs} - going
-    groups = _groups(sorted(visible), going | doubled, size, target_bytes)
+    # rows an older compaction's batches hold in the files of those they replaced (Store.held):
+    # such a batch is merged again, alone or large, so that this version's batch holds them
+    held = {t: st.held(t, marks, listings[t], visible).files for t in S.TABLES if t != S.COMMIT_TABLE}
+    refold = {b for files in held.values() for b in files}
+    groups = _groups(sorted(visible), going | doubled, size, target_bytes, refold)
     replaced_by = st.replaced_by(marks)
     written = 0
     for group in groups:
         if not dry_run:
-            tables = _read_group(st, group, listings)
+            tables = _read_group(st, group, listings, held)
             # what the group's compacted members replaced and still lies around stays replaced:
-            # else removing a member would show those batches again
-            replaces = group + sorted(old for old, by in replaced_by.items() if by in group)
+            # else removing a member would show those batches again; so do the batches whose
+            # files held rows of a member, which the new batch holds now
+            elsewhere = {s for t in held.values() for b in group for s in t.get(b, [])}
+            replaces = group + sorted({old for old, by in replaced_by.items() if by in group} | elsewhere)
             st.append(tables, batch_id=store_io.compacted_id(group[-1]), replaces=replaces,
                       row_group_rows=ROW_GROUP_ROWS)
         written += 1
@@ -329,20 +335,22 @@ def _doubled(runs_of: dict[str, set[str]]) -> set[str]:
             if len(bs) > 1 and any(str(labels[b]).startswith("ingest-") for b in bs)}
 
 
-def _groups(batches: list[str], going: set[str], size: dict[str, int], target: int) -> list[list[str]]:
-    """Runs of consecutive batches to merge, each under ``target`` bytes and of 2 or more."""
+def _groups(batches: list[str], going: set[str], size: dict[str, int], target: int,
+            refold: set[str] | frozenset[str] = frozenset()) -> list[list[str]]:
+    """Runs of consecutive batches to merge, each under ``target`` bytes and of 2 or more; a
+    batch of ``refold`` is merged whatever its size, alone too."""
     groups: list[list[str]] = []
     cur: list[str] = []
     total = 0
 
     def close() -> None:
         nonlocal cur, total
-        if len(cur) > 1:
+        if len(cur) > 1 or refold.intersection(cur):
             groups.append(cur)
         cur, total = [], 0
 
     for b in batches:
-        if b in going or size[b] * 2 >= target:
+        if b in going or (size[b] * 2 >= target and b not in refold):
             close()
             continue
         if cur and total + size[b] > target:
@@ -353,8 +361,11 @@ def _groups(batches: list[str], going: set[str], size: dict[str, int], target: i
     return groups
 
 
-def _read_group(st: Any, group: list[str], listings: dict[str, dict]) -> dict[str, Any]:
-    """Every table's rows of ``group``, in batch order; all but runs sorted by run, stably."""
+def _read_group(st: Any, group: list[str], listings: dict[str, dict],
+                held: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
+    """Every table's rows of ``group``, in batch order; all but runs sorted by run, stably. A
+    member an older compaction wrote without a table brings that table's rows from the files
+    that hold them (``held``: :meth:`.io.Store.held`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -362,7 +373,8 @@ def _read_group(st: Any, group: list[str], listings: dict[str, dict]) -> dict[st
 
     out = {}
     for table in S.TABLES:
-        have = [(b, listings[table][b].path) for b in group if b in listings[table]]
+        mine = held.get(table, {})
+        have = [(s, listings[table][s].path) for b in group for s in mine.get(b, [b]) if s in listings[table]]
         parts = st._read_parts(table, have, None, None) if have else []
         t = S.conform(table, pa.concat_tables(parts, promote_options="permissive")) if parts \
             else S.empty_table(table)

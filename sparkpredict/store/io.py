@@ -32,8 +32,9 @@ R = TypeVar("R")
 
 _warned_credentials: set[str] = set()
 _warned_many: set[str] = set()
-#: (store, runs file, size, mtime) -> the batches that compacted runs file replaced
-_supersedes_cache: dict[tuple, list[str]] = {}
+#: (store, file, size, mtime) -> what a compacted batch's file says in its footer: the batches
+#: it replaced, and the tables its writer knew (None: not said), or None where it says nothing
+_supersedes_cache: dict[tuple, tuple[list[str], list[str] | None] | None] = {}
 
 
 def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
@@ -73,6 +74,13 @@ _COMPACTED = re.compile(r"-compacted-(\d{6})-[0-9a-f]{8}$")
 #: Key, in the Parquet footer of a compacted batch's runs file, of the JSON list of the batches
 #: it replaced (its commit mark says, in the same rename, which batches no reader should read).
 SUPERSEDES_KEY = b"sparkpredict.supersedes"
+#: Key, in the footers of a compacted batch's files, of the JSON list of the tables its writer
+#: knew: a table it names, and holds no file of, had no rows in the batches it replaced. A
+#: compacted batch that does not name a table was written by an older sparkpredict, which copied
+#: only the tables it knew: those rows are read from the files of the batches it replaced, which
+#: its `store clean` leaves (:meth:`Store.held`). The batches replaced are written in every
+#: file's footer too, so that they are known once the runs file is gone.
+TABLES_KEY = b"sparkpredict.tables"
 #: Reads retried from a new listing when a batch went while being read (a compaction's leftovers
 #: removed, an ingest's replaced copy dropped) before the store is called busy.
 _READ_TRIES = 10
@@ -112,6 +120,27 @@ def _overlapped(fn: Callable[[T], R], items: list[T]) -> list[R]:
 
     with ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
         return list(pool.map(fn, items))
+
+
+@dataclass
+class Held:
+    """Rows of one table that visible compacted batches of an older sparkpredict hold in the
+    files of the batches they replaced (:meth:`Store.held`)."""
+
+    #: visible batch -> the batches, in order, whose files of the table hold its rows
+    files: dict[str, list[str]]
+    #: replaced batches whose runs files lead to some of those (an older compaction's batch
+    #: that another older compaction merged): `store clean` keeps them
+    links: set[str]
+
+
+def _json_names(raw: bytes | None) -> list[str] | None:
+    """A footer value that is a JSON list of strings, else None."""
+    try:
+        names = json.loads(raw) if raw is not None else None
+    except ValueError:
+        return None
+    return names if isinstance(names, list) and all(isinstance(n, str) for n in names) else None
 
 
 class LockBusy(Exception):
@@ -221,27 +250,39 @@ class Store:
     def supersedes(self, runs_file: str, info: pafs.FileInfo | None = None) -> list[str]:
         """The batches a compacted batch's runs file replaced (read from its footer; with the
         file's ``info``, once per process, as sparkpredict never rewrites such a file)."""
-        key = None if info is None else (self.path, runs_file, info.size, info.mtime_ns)
+        found = self._footer(runs_file, info)
+        assert found is not None  # required: a footer that says nothing raised
+        return found[0]
+
+    def _footer(self, path: str, info: pafs.FileInfo | None = None, *,
+                required: bool = True) -> tuple[list[str], list[str] | None] | None:
+        """(the batches replaced, the tables known or None) from the footer of a compacted batch's
+        file (:data:`SUPERSEDES_KEY`, :data:`TABLES_KEY`). ``required`` (a runs file): a footer
+        that cannot be read or does not say is an error; else it is None (a file of another table,
+        written before the footers named the batches, or damaged: reading it says so)."""
+        key = None if info is None else (self.path, path, info.size, info.mtime_ns)
         if key is not None and key in _supersedes_cache:
             return _supersedes_cache[key]
-        fix = _damaged_fix(_batch_of(runs_file.rsplit("/", 1)[-1]) or runs_file)
+        fix = _damaged_fix(_batch_of(path.rsplit("/", 1)[-1]) or path)
         try:
-            with self.fs.open_input_file(runs_file) as f:
+            with self.fs.open_input_file(path) as f:
                 meta = pq.ParquetFile(f).metadata.metadata or {}
         except (FileNotFoundError, PermissionError):
             raise
         except (OSError, ValueError, pa.ArrowException) as exc:
-            raise StoreError(f"unreadable compacted batch {runs_file!r} in store: {exc}", fix) from exc
-        raw = meta.get(SUPERSEDES_KEY)
-        try:
-            ids = json.loads(raw) if raw is not None else None
-        except ValueError:
-            ids = None
-        if not isinstance(ids, list) or not all(isinstance(b, str) for b in ids):
-            raise StoreError(f"compacted batch {runs_file!r} does not say which batches it replaced", fix)
+            if not required:
+                return None
+            raise StoreError(f"unreadable compacted batch {path!r} in store: {exc}", fix) from exc
+        ids, tables = _json_names(meta.get(SUPERSEDES_KEY)), _json_names(meta.get(TABLES_KEY))
+        if ids is None:
+            if required:
+                raise StoreError(f"compacted batch {path!r} does not say which batches it replaced", fix)
+            found = None
+        else:
+            found = (ids, tables)
         if key is not None:
-            _supersedes_cache[key] = ids
-        return ids
+            _supersedes_cache[key] = found
+        return found
 
     def _replaces(self, marks: dict[str, pafs.FileInfo]) -> dict[str, list[str]]:
         """compacted batch -> the batches it replaced, of the compacted batches in ``marks``
@@ -288,6 +329,103 @@ class Store:
                 owners[old] = b
         return visible
 
+    def held(self, table: str, marks: dict[str, pafs.FileInfo] | None = None,
+             listing: dict[str, pafs.FileInfo] | None = None,
+             visible: dict[str, str] | None = None) -> Held:
+        """The rows of ``table`` that visible compacted batches hold in other batches' files: an
+        older sparkpredict's ``store compact`` merges only the tables it knows, and the batch it
+        writes names the batches it replaced, whose files of a newer table (``stage_scans``) hold
+        those rows still (its ``store clean`` leaves them, runs files gone). Followed through
+        older compactions of such batches while their runs files last. Of a replaced batch found
+        whose own compacted file (this version's) holds others found, that one is read alone.
+        A compacted batch that names ``table`` among those it knew (:data:`TABLES_KEY`), or has
+        a file of it, holds its rows itself: nothing is read elsewhere for it."""
+        marks = self._listing(S.COMMIT_TABLE) if marks is None else marks
+        if table == S.COMMIT_TABLE:
+            return Held({}, set())
+        listing = self._listing(table) if listing is None else listing
+        visible = self.visible_marks(marks) if visible is None else visible
+        out = Held({}, set())
+        for v in sorted(visible):
+            if v in listing or v not in marks or not is_compacted(v):
+                continue
+            found, links = self._held_by(table, v, marks, listing)
+            if found:
+                out.files[v] = found
+                out.links.update(links)
+        return out
+
+    def _knows(self, table: str, batch: str, marks: dict[str, pafs.FileInfo]) -> tuple[list[str], bool] | None:
+        """(the batches a compacted batch replaced, whether its writer knew ``table``), from its
+        runs file; None once that file is gone."""
+        try:
+            found = self._footer(marks[batch].path, marks[batch])
+        except FileNotFoundError:
+            return None
+        assert found is not None
+        return found[0], found[1] is not None and table in found[1]
+
+    def _held_by(self, table: str, v: str, marks: dict[str, pafs.FileInfo],
+                 listing: dict[str, pafs.FileInfo]) -> tuple[list[str], set[str]]:
+        """(the batches whose ``table`` files hold rows of ``v``, the replaced compacted batches
+        whose runs files led to some of them): see :meth:`held`."""
+        first = self._knows(table, v, marks)
+        if first is None or first[1]:
+            return [], set()
+        found: set[str] = set()
+        links: set[str] = set()
+        seen = {v}
+        todo = list(first[0])
+        while todo:
+            b = todo.pop()
+            if b in seen:
+                continue
+            seen.add(b)
+            if b in listing:
+                found.add(b)
+            elif b in marks and is_compacted(b):  # an older compaction's, merged again
+                more = self._knows(table, b, marks)
+                if more is not None and not more[1]:
+                    links.add(b)
+                    todo.extend(more[0])
+        # a compacted batch found holds the rows of those it replaced: theirs, found too, are
+        # copies (an older compaction lists what its members replaced and was still there)
+        covered: set[str] = set()
+        for b in found:
+            if is_compacted(b):
+                covered.update(x for x in self._replaced_of(b, marks, listing) if x != b)
+        return sorted(found - covered), links
+
+    def _replaced_of(self, batch: str, marks: dict[str, pafs.FileInfo],
+                     listing: dict[str, pafs.FileInfo]) -> list[str]:
+        """The batches a compacted batch replaced, from its runs file or, once that is gone, its
+        file in ``listing`` ([] when neither says)."""
+        for info in (marks.get(batch), listing.get(batch)):
+            if info is None:
+                continue
+            try:
+                found = self._footer(info.path, info, required=False)
+            except (FileNotFoundError, PermissionError):
+                continue
+            if found is not None:
+                return found[0]
+        return []
+
+    def _held_parts(self, marks: dict[str, pafs.FileInfo],
+                    listings: dict[str, dict[str, pafs.FileInfo]]) -> tuple[set[tuple[str, str]], set[str]]:
+        """((table, batch) of every file :meth:`held` reads, the runs files' batches that link
+        them): what ``store clean`` keeps."""
+        parts: set[tuple[str, str]] = set()
+        links: set[str] = set()
+        if not any(is_compacted(b) for b in marks):
+            return parts, links
+        visible = self.visible_marks(marks)
+        for table, listing in listings.items():
+            h = self.held(table, marks, listing, visible)
+            parts.update((table, b) for bs in h.files.values() for b in bs)
+            links |= h.links
+        return parts, links
+
     def version(self) -> tuple[tuple[str, int, int], ...]:
         """What caches of derived results key on: each batch a reader reads with its runs file's
         size and modification time. Batches are never rewritten by sparkpredict, but a store
@@ -300,22 +438,29 @@ class Store:
     def replaced_files(self, min_age_s: float = 600.0) -> list[str]:
         """The files of batches a compaction replaced over ``min_age_s`` ago (they stay that
         long for readers that listed the store before it): runs files first, so that removing
-        them in this order and stopping short only ever leaves files no one reads."""
+        them in this order and stopping short only ever leaves files no one reads. Files that
+        hold rows an older compaction left there (:meth:`held`), and the runs files that lead to
+        them, are kept."""
         marks = self._listing(S.COMMIT_TABLE)
         cutoff_ns = (time.time() - min_age_s) * 1e9
         replaced = {old for old, by in self.replaced_by(marks).items()
                     if marks[by].mtime_ns is not None and marks[by].mtime_ns <= cutoff_ns}
         if not replaced:  # the usual answer, after every sparkpredict writer: spare four listings
             return []
-        parts = [info.path for t in S.TABLES if t != S.COMMIT_TABLE
-                 for b, info in self._listing(t).items() if b in replaced]
-        return sorted(marks[b].path for b in replaced) + sorted(parts)
+        listings = {t: self._listing(t) for t in S.TABLES if t != S.COMMIT_TABLE}
+        # what an older compaction left its rows of a newer table in is read still: kept
+        held, links = self._held_parts(marks, listings)
+        parts = [info.path for t, listing in listings.items()
+                 for b, info in listing.items() if b in replaced and (t, b) not in held]
+        return sorted(marks[b].path for b in replaced if b not in links) + sorted(parts)
 
     def orphans(self, min_age_s: float = 600.0) -> list[str]:
         """Files no reader should see, last modified over ``min_age_s`` ago: part files of
         batches that never got their runs file (a writer died between its renames), leftover
         ``.tmp`` files, and :meth:`replaced_files` (those first). sparkpredict's readers skip
-        them already; a plain ``spark.read.parquet("STORE/tasks")`` does not."""
+        them already; a plain ``spark.read.parquet("STORE/tasks")`` does not. A part whose rows
+        a visible batch holds there (:meth:`held`) is none, nor one a compaction replaced under
+        ``min_age_s`` ago."""
         cutoff_ns = (time.time() - min_age_s) * 1e9
         # Parts listed before the commit marks: a batch a writer commits in between has its
         # parts listed and its mark found, where the other order called its parts uncommitted.
@@ -325,6 +470,15 @@ class Store:
         listed += [info for info in self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True))
                    if info.base_name.startswith(f".{S.MARKER_FILE}.") and info.base_name.endswith(".tmp")]
         committed = self.committed_batches()
+        marks = self._listing(S.COMMIT_TABLE)
+        listings = {t: self._listing(t) for t in S.TABLES if t != S.COMMIT_TABLE}
+        # files a visible batch of an older compaction holds rows in (Store.held), runs file gone
+        held, _ = self._held_parts(marks, listings)
+        held_paths = {listings[t][b].path for t, b in held}
+        # files a compaction took rows from (Store.held's) stay as long as replaced batches do,
+        # for readers that listed the store before it
+        recent = {old for b, ids in self._replaces(marks).items()
+                  if marks[b].mtime_ns is None or marks[b].mtime_ns > cutoff_ns for old in ids}
         out = []
         for info in listed:
             if info.type != pafs.FileType.File or info.mtime_ns is None or info.mtime_ns > cutoff_ns:
@@ -332,7 +486,8 @@ class Store:
             name = info.base_name
             batch = _batch_of(name)
             leftover = name.endswith(".tmp") and name.startswith((".part-", f".{S.MARKER_FILE}."))
-            if leftover or (batch is not None and batch not in committed):
+            if leftover or (batch is not None and batch not in committed and batch not in recent
+                            and info.path not in held_paths):
                 out.append(info.path)
         return self.replaced_files(min_age_s) + sorted(out)
 
@@ -465,11 +620,19 @@ class Store:
         for _ in range(_READ_TRIES):
             # Marks before parts: a batch committed by then has had its parts written, and a
             # replaced one keeps its files a while after the compaction that replaced it.
-            visible = self.visible_marks()
+            marks = self._listing(S.COMMIT_TABLE)
+            visible = self.visible_marks(marks)
+            held: dict[str, list[str]] = {}
             if table == S.COMMIT_TABLE:
                 files = visible
             else:
                 files = self._files(table)
+                if any(b not in files and is_compacted(b) for b in visible):
+                    # a compacted batch without this table's file: it had no rows, or an older
+                    # compaction left them in the files of the batches it replaced
+                    listing = self._listing(table)
+                    files = {b: info.path for b, info in listing.items()}
+                    held = self.held(table, marks, listing, visible).files
                 # A batch that went between the two listings (replaced by a compaction whose
                 # leftovers were removed at once, dropped by an ingest) may have no parts
                 # listed, which reads as a batch without rows of this table: list again. One
@@ -480,16 +643,18 @@ class Store:
                 stale = self._stale_ingest_copies(visible, gone_is_change=True)
             except _Changed:
                 continue
-            chosen = [b for b in sorted(files) if b in visible and b not in stale
+            chosen = [b for b in sorted(set(files) | set(held)) if b in visible and b not in stale
                       and (batches is None or batches(b))]
-            todo = [(b, files[b]) for b in chosen if b not in read]
+            # a batch an older compaction wrote without this table: the files that hold its rows
+            owner = {s: b for b in chosen for s in held.get(b, [b])}
+            todo = [(s, files[s]) for s in owner if s not in read]
             got = self._read_each(table, todo, keep, run_ids)
             read.update({b: t for (b, _), t in zip(todo, got) if t is not None})
             try:
-                self._check_missing([item for item, t in zip(todo, got) if t is None])
+                self._check_missing([(owner[s], path) for (s, path), t in zip(todo, got) if t is None])
             except _Changed:
                 continue
-            parts = [read[b] for b in chosen if b in read]
+            parts = [read[s] for s in owner if s in read]
             break
         else:
             raise StoreError(f"store {self.path!r} kept changing while it was read: batches went "
@@ -851,9 +1016,12 @@ class Store:
                 t = pa.Table.from_pandas(t, preserve_index=False)
             conformed[name] = S.conform(name, t)
         if replaces is not None:
-            runs = conformed[S.COMMIT_TABLE]
-            conformed[S.COMMIT_TABLE] = runs.replace_schema_metadata(
-                {**(runs.schema.metadata or {}), SUPERSEDES_KEY: json.dumps(replaces).encode()})
+            # in every file: the runs file commits the batch, and the others say what they
+            # replaced once it is gone (an older `store clean` removes it, and not a newer
+            # table's file); the tables known say that one without a file had no rows
+            said = {SUPERSEDES_KEY: json.dumps(replaces).encode(), TABLES_KEY: json.dumps(list(S.TABLES)).encode()}
+            for name, t in conformed.items():
+                conformed[name] = t.replace_schema_metadata({**(t.schema.metadata or {}), **said})
         order = [n for n in conformed if n != S.COMMIT_TABLE] + [S.COMMIT_TABLE]
         written: list[str] = []
         try:
@@ -1076,4 +1244,4 @@ def _not_a_store(store: Store) -> StoreError:
                       + (given if named else "give an existing store's path (--store; store= from Python)"))
 
 
-__all__ = ["Store", "new_batch_id", "open", "opened_to_write"]
+__all__ = ["Held", "Store", "new_batch_id", "open", "opened_to_write"]

@@ -33,8 +33,9 @@ import pyarrow as pa
 
 #: Bumped whenever a column of a table is added, removed, renamed or changes type or unit. A new
 #: table is additive and keeps the version: stores written before it simply have no rows there
-#: (``host_samples`` and ``stage_scans`` came this way), and older readers never open its folder
-#: (an older ``store compact``, though, merges batches without it: their rows there are lost).
+#: (``host_samples`` and ``stage_scans`` came this way), and older readers never open its folder.
+#: An older ``store compact`` merges batches without it, and leaves their files of it: readers
+#: read those rows there (:meth:`.io.Store.held`), until a compaction of this version copies them.
 SCHEMA_VERSION = 1
 STORE_FORMAT = "sparkpredict-store"
 MARKER_FILE = "_sparkpredict_store.json"

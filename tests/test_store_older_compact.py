@@ -1,0 +1,242 @@
+"""A store that an older sparkpredict compacts: its `store compact` merges only the tables it
+knows, into a batch whose runs file says which batches it replaced, and its `store clean` then
+removes those batches' files of its tables only. The rows of a newer table (``stage_scans``)
+stay in the replaced batches' files: this version reads them there, its `store clean` keeps
+them, and its `store compact` folds them into its own batch (real Parquet files; the older
+code's writes emulated, and once run for real from its commit)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sparkpredict import store
+from sparkpredict.store import compact as C
+from sparkpredict.store import io as store_io
+
+HISTORY = Path(__file__).parent / "data" / "history"
+REPO = Path(__file__).resolve().parent.parent
+#: the tables of the sparkpredict before stage_scans (commit 0d620b6)
+OLD_TABLES = ("runs", "executors", "stages", "tasks", "host_samples")
+NEW = "stage_scans"
+
+
+def _keyed(df: pd.DataFrame) -> pd.DataFrame:
+    return df.sort_values(list(df.columns), kind="stable", na_position="first").reset_index(drop=True)
+
+
+def _rows(st) -> dict[str, pd.DataFrame]:
+    st = store.open(st.path)
+    return {t: _keyed(st.read(t)) for t in ("runs", "stages", NEW)}
+
+
+def _same(got: dict[str, pd.DataFrame], want: dict[str, pd.DataFrame]) -> None:
+    for t, rows in want.items():
+        pd.testing.assert_frame_equal(got[t], rows, obj=t)
+
+
+def _batches(tmp_path: Path, n: int):
+    """A store of ``n`` one-run batches as this version's ingest writes them: runs, stages and
+    two stage_scans rows each."""
+    src = store.open(HISTORY)
+    runs, stages = src.read("runs"), src.read("stages")
+    st = store.open(tmp_path / "st", create=True)
+    for i in range(n):
+        r = runs.iloc[[i % len(runs)]].copy()
+        old, rid = r.run_id.iloc[0], f"app-{i:04d}"
+        r["run_id"] = r["app_id"] = rid
+        scans = pd.DataFrame({"run_id": [rid, rid], "stage_id": [0, 1], "stage_attempt_id": [0, 0],
+                              "scan_files": [i, 100 + i]})
+        st.append({"runs": r, "stages": stages[stages.run_id == old].assign(run_id=rid), NEW: scans})
+    return st
+
+
+def _files(st, table: str) -> dict[str, str]:
+    return st._files(table)
+
+
+def _old_compact(st, group: list[str], also: list[str] = ()) -> str:
+    """What an older `store compact` writes for ``group``: its tables' rows in one batch, runs
+    file last, whose footer names ``group`` and ``also`` (what its members replaced and is still
+    there); no stage_scans file, and no tables key."""
+    cid = store_io.compacted_id(group[-1])
+    for table in OLD_TABLES[1:] + OLD_TABLES[:1]:  # runs last: the commit mark
+        have = [(b, p) for b, p in sorted(_files(st, table).items()) if b in group]
+        if not have:
+            continue
+        t = pa.concat_tables(st._read_parts(table, have, None, None))
+        if table == "runs":
+            t = t.replace_schema_metadata({store_io.SUPERSEDES_KEY: json.dumps(group + list(also)).encode()})
+        d = Path(st.root) / table
+        pq.write_table(t, d / f".part-{cid}.parquet.tmp")
+        os.rename(d / f".part-{cid}.parquet.tmp", d / f"part-{cid}.parquet")
+    return cid
+
+
+def _old_clean(st, replaced: list[str]) -> None:
+    """What an older `store clean` removes of replaced batches: its tables' files, runs first."""
+    for table in OLD_TABLES:
+        for b, p in _files(st, table).items():
+            if b in replaced:
+                os.remove(p)
+
+
+def test_rows_an_older_compaction_left_behind_are_read_kept_and_folded(tmp_path):
+    st = _batches(tmp_path, 6)
+    want = _rows(st)
+    assert len(want[NEW]) == 12
+    batches = sorted(st.committed_batches())
+
+    cid = _old_compact(st, batches)
+    assert sorted(st.visible_marks()) == [cid]
+    _same(_rows(st), want)
+
+    _old_clean(st, batches)
+    assert st.committed_batches() == {cid} and len(_files(st, NEW)) == 6
+    _same(_rows(st), want)
+    # this version's clean keeps the files that hold rows read
+    assert st.orphans(0) == [] and st.replaced_files(0) == []
+    assert st.remove_orphans(0) == [] and len(_files(st, NEW)) == 6
+    # its compaction folds them into a batch of its own, alone as the older batch is
+    r = C.compact(st, keep_s=0)
+    assert (r.merged, r.written) == (1, 1)
+    (mine,) = st.visible_marks()
+    assert mine != cid and mine in _files(st, NEW)
+    _same(_rows(st), want)
+    # then the older files are replaced as any: gone at the next clean
+    assert sorted(Path(p).name for p in st.remove_orphans(0)) == sorted(f"part-{b}.parquet" for b in batches)
+    assert list(_files(st, NEW)) == [mine]
+    _same(_rows(st), want)
+    assert C.compact(st, keep_s=0).merged == 0  # nothing left to fold
+
+
+def test_a_replaced_file_stays_for_readers_until_its_compaction_is_old(tmp_path):
+    """The files a compaction folded are orphans now, yet a reader that listed the store before
+    it reads them: they stay as long as the replaced batches' own files (--older-than)."""
+    st = _batches(tmp_path, 3)
+    want = _rows(st)
+    batches = sorted(st.committed_batches())
+    _old_compact(st, batches)
+    _old_clean(st, batches)
+    hour_ago = time.time() - 3600
+    for p in _files(st, NEW).values():  # written long before, as such files are
+        os.utime(p, (hour_ago, hour_ago))
+    C.compact(st, keep_s=0)
+    assert st.orphans(600) == []
+    assert len(st.orphans(0)) == 3
+    _same(_rows(st), want)
+
+
+def test_an_older_compaction_of_this_versions_compacted_batch_counts_no_row_twice(tmp_path):
+    """This version compacts a, b into c1 (stage_scans file and all); an older one merges c1 and
+    d, naming a and b too (still there); its clean removes the runs files of all four. a's and
+    b's stage_scans rows are c1's: read once, from c1's file, whose footer says it replaced them."""
+    st = _batches(tmp_path, 3)
+    a, b, d = sorted(st.committed_batches())
+    group = [a, b]
+    tables = {t: st.read(t, form="arrow", all_rows=True, batches=lambda x: x in group)
+              for t in ("runs", "stages", NEW)}
+    c1 = st.append(tables, batch_id=store_io.compacted_id(b), replaces=group)
+    want = _rows(st)
+
+    c2 = _old_compact(st, [c1, d], also=[a, b])
+    assert sorted(st.visible_marks()) == [c2]
+    _same(_rows(st), want)
+    _old_clean(st, [c1, d, a, b])
+    assert st.committed_batches() == {c2} and sorted(_files(st, NEW)) == sorted([a, b, c1, d])
+    _same(_rows(st), want)
+    # a and b are copies of c1's rows: this clean may take them, never c1's or d's
+    assert sorted(Path(p).name for p in st.remove_orphans(0)) == [f"part-{a}.parquet", f"part-{b}.parquet"]
+    _same(_rows(st), want)
+    C.compact(st, keep_s=0)
+    st.remove_orphans(0)
+    assert len(_files(st, NEW)) == 1
+    _same(_rows(st), want)
+
+
+def test_two_older_compactions_in_a_row_are_followed_while_the_first_runs_file_lasts(tmp_path):
+    """An older compaction merges a, b into c1; once their runs files went, another merges c1
+    and d into c2: c2 names c1 and d only. a's and b's rows are found through c1's runs file,
+    which this version's clean keeps while it leads to them."""
+    st = _batches(tmp_path, 3)
+    want = _rows(st)
+    a, b, d = sorted(st.committed_batches())
+    c1 = _old_compact(st, [a, b])
+    _old_clean(st, [a, b])
+    c2 = _old_compact(st, [c1, d])
+    assert sorted(st.visible_marks()) == [c2]
+    _same(_rows(st), want)
+    _old_clean(st, [d])  # an older clean removes d's; c1's runs file is all that links a and b
+    replaced = st.replaced_files(0)
+    assert replaced and not any(f"part-{c1}.parquet" in p and "/runs/" in p for p in replaced)
+    st.remove_orphans(0)
+    _same(_rows(st), want)
+    C.compact(st, keep_s=0)
+    st.remove_orphans(0)
+    assert len(_files(st, NEW)) == 1 and len(st.committed_batches()) == 1
+    _same(_rows(st), want)
+
+
+def test_this_versions_compacted_batch_without_the_table_reads_nothing_elsewhere(tmp_path, monkeypatch):
+    """Batches none of which had stage_scans rows: this version's compacted batch names the
+    table among those it knew, so no replaced batch's file is looked for."""
+    st = _batches(tmp_path, 4)
+    for p in _files(st, NEW).values():
+        os.remove(p)
+    C.compact(st)
+    (cid,) = st.visible_marks()
+    assert cid not in _files(st, NEW)
+    assert st.held(NEW).files == {}
+    assert store.open(st.path).read(NEW).empty
+
+
+def test_the_older_commits_own_compact_and_clean(tmp_path):
+    """The sparkpredict of commit 0d620b6, the last before stage_scans, compacts and cleans a
+    store this version wrote: not one stage_scans row is lost, before or after this version's
+    compact and clean."""
+    old = tmp_path / "old"
+    old.mkdir()
+    try:
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", "0d620b6", "sparkpredict"],
+                                 capture_output=True, check=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        pytest.skip("the repository's history (commit 0d620b6) is not here")
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+    st = _batches(tmp_path, 5)
+    want = _rows(st)
+
+    def cli(code: Path, *args: str) -> None:
+        env = dict(os.environ, PYTHONPATH=str(code))
+        subprocess.run([sys.executable, "-m", "sparkpredict", "store", *args, "--store", st.path],
+                       env=env, cwd=code, check=True, capture_output=True, timeout=120)
+
+    cli(old, "compact", "--keep", "0")
+    (cid,) = st.visible_marks()
+    assert cid not in _files(st, NEW)  # the older code wrote no stage_scans file
+    _same(_rows(st), want)
+    cli(old, "clean", "--older-than", "0")
+    _same(_rows(st), want)
+    cli(REPO, "clean", "--older-than", "0")
+    _same(_rows(st), want)
+    cli(REPO, "compact", "--keep", "0")
+    cli(REPO, "clean", "--older-than", "0")
+    assert len(_files(st, NEW)) == 1
+    _same(_rows(st), want)
+
+
+def test_a_store_without_compacted_batches_looks_for_nothing_elsewhere(tmp_path, monkeypatch):
+    """A read of a store of small batches only (the usual one) never asks held()."""
+    st = _batches(tmp_path, 5)
+    calls = []
+    real = store_io.Store.held
+    monkeypatch.setattr(store_io.Store, "held", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    assert len(store.open(st.path).read(NEW)) == 10
+    assert calls == []
