@@ -362,7 +362,8 @@ def parse_event_log(path: str | os.PathLike[str]) -> ParsedLog:
     -------
     ParsedLog
         ``tables`` maps ``runs``, ``executors``, ``stages`` and ``tasks`` to Arrow tables in the
-        store schema; ``warnings`` lists what was skipped and why.
+        store schema, and ``stage_scans`` where a stage ran a known SQL file scan (the files it
+        selected); ``warnings`` lists what was skipped and why.
     """
     p = os.path.abspath(os.fspath(path))
     if os.path.isdir(p):

@@ -78,7 +78,9 @@ class StageRuntimeModel(RuntimeEstimator):
     store : str or Store, optional
         History store holding the stages (and tasks) of the runs passed to :meth:`fit`.
     tables : dict, optional
-        ``{"runs", "stages", "tasks"}`` DataFrames instead of a store (tests, event logs).
+        ``{"runs", "stages", "tasks"}`` DataFrames instead of a store (tests, event logs), and
+        optionally ``"stage_scans"`` (the files each scan stage read; without it the files are
+        inferred from the task counts).
     mode : {"auto", "per_signature", "shared"}
         ``auto``: a forest per signature with enough rows, the shared forest for the rest.
     target : {"rate", "time"}
