@@ -186,11 +186,12 @@ def test_a_reader_skips_a_batch_dropped_after_it_listed_it(tmp_path, monkeypatch
         calls.append(1)
         return dict(listed) if len(calls) == 1 else real(self, marks)
 
-    files = s._files("tasks")  # what the reader listed, before the drop
-    real_files = store_io.Store._files
+    files = s._listing("tasks")  # what the reader listed, before the drop
+    real_listing = store_io.Store._listing
     s.drop_batch(batch)  # as another process's ingest would, between the listing and the read
     monkeypatch.setattr(store_io.Store, "visible_marks", visible)
-    monkeypatch.setattr(store_io.Store, "_files", lambda self, t: files if t == "tasks" else real_files(self, t))
+    monkeypatch.setattr(store_io.Store, "_listing",
+                        lambda self, t: files if t == "tasks" else real_listing(self, t))
     # listed committed, then gone: read again from a new listing, which has no such batch
     assert s.read("tasks").empty and len(calls) == 4
     # a file missing from a batch still committed is damage, named as such

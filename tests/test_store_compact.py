@@ -334,16 +334,16 @@ def test_a_read_whose_listings_straddle_a_compaction_reads_every_row(tmp_path, m
     the task files: the replaced batches' task files are gone, and must not read as no rows."""
     st = _copies(tmp_path, 6)
     want = _keyed(st.read("tasks"))
-    real_files = store_io.Store._files
+    real_listing = store_io.Store._listing
     fired = []
 
-    def files(self, table):
+    def listing(self, table):
         if table == "tasks" and not fired:
             fired.append(1)
             C.compact(store.open(self.path), keep_s=0)
-        return real_files(self, table)
+        return real_listing(self, table)
 
-    monkeypatch.setattr(store_io.Store, "_files", files)
+    monkeypatch.setattr(store_io.Store, "_listing", listing)
     got = _keyed(store.open(st.path).read("tasks"))
     assert fired and len(st.committed_batches()) == 1
     pd.testing.assert_frame_equal(got, want)
@@ -478,3 +478,23 @@ def test_retrain_compact_merges_first_and_says_so(tmp_path, capsys, monkeypatch)
     said = capsys.readouterr()
     assert "merged 3 batches" in said.err
     assert json.loads(said.out.strip().splitlines()[-1])["compaction"]["batches_after"] == 1
+
+
+def test_a_read_of_a_table_a_compacted_batch_has_no_file_of_lists_that_table_once(tmp_path, monkeypatch):
+    """A compacted store whose batches wrote no ``host_samples``: the read finds the compacted
+    batch without the table's file and asks who holds its rows. It listed the table's folder
+    twice for that (once for the paths, once for the file infos), one more round trip on a
+    remote store each read."""
+    st = _copies(tmp_path, 4)
+    C.compact(st, keep_s=0)
+    real_listing = store_io.Store._listing
+    listed: list[str] = []
+
+    def listing(self, table):
+        listed.append(table)
+        return real_listing(self, table)
+
+    monkeypatch.setattr(store_io.Store, "_listing", listing)
+    assert store.open(st.path).read("host_samples").empty
+    assert listed.count("host_samples") == 1, listed
+    assert len(store.open(st.path).read("tasks")) == len(_copies(tmp_path / "again", 4).read("tasks"))
