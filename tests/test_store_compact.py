@@ -498,3 +498,17 @@ def test_a_read_of_a_table_a_compacted_batch_has_no_file_of_lists_that_table_onc
     assert store.open(st.path).read("host_samples").empty
     assert listed.count("host_samples") == 1, listed
     assert len(store.open(st.path).read("tasks")) == len(_copies(tmp_path / "again", 4).read("tasks"))
+
+
+def test_an_arrow_read_of_a_table_with_no_rows_imports_no_pandas(tmp_path):
+    """``form='arrow'`` is how a caller that needs no pandas reads; a table no batch wrote
+    (``host_samples`` of a store of ingested runs) came back through pyarrow's
+    ``Schema.empty_table``, which imports pandas: a second's import for no rows."""
+    st = _copies(tmp_path, 2)
+    code = ("import sys\nfrom sparkpredict import store\nst = store.open(sys.argv[1])\n"
+            "t = st.read('host_samples', form='arrow')\n"
+            "print(t.num_rows, t.schema.names == store.schema.TABLES['host_samples'].names, "
+            "'pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(st.path)], capture_output=True, text=True,
+                         check=True, env=dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1])))
+    assert out.stdout.split() == ["0", "True", "False"], out.stderr
