@@ -337,3 +337,34 @@ def test_a_log_ingested_before_stage_scans_is_read_again_for_its_files(tmp_path,
     assert since == [True, True, True, True, False, False, False]
     assert not _StoredRun("succeeded", 1, "listener", writer="0.3.0").scans_before()
     assert not S.measured_before("0.3.0") and S.scans_before("0.3.0")
+
+
+@pytest.mark.parametrize("version", ["0.3.0", "0.2.0"])  # read again for its scans' files; its input
+def test_a_log_read_again_after_an_upgrade_keeps_its_runs_job_whatever_the_job_given(tmp_path, capsys, version):
+    """From a review of the upgrade to 0.4.0: a scheduled `ingest /history --job beta` over logs an
+    older release stored under --job alpha skipped them, each run keeping alpha with a warning;
+    the first such ingest after the upgrade read them again and moved every one to beta, saying
+    nothing. A run already in the store keeps its job when its log is read again."""
+    logs = [HERE / "data" / "eventlogs" / n for n in ("aqe_executors_killed_spark4.zstd", "nds_q72_dataproc_2_2.zstd")]
+    path = tmp_path / "store"
+    assert main(["ingest", *map(str, logs), "--store", str(path), "--job", "alpha"]) == 0
+    want = _sums(path)
+    _as_if_ingested_before_scans(path, version)
+    capsys.readouterr()
+
+    assert main(["ingest", *map(str, logs), "--store", str(path), "--job", "beta", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["runs_replaced"] == 2
+    runs = store.open(path).runs()
+    assert sorted(runs["job"]) == ["alpha", "alpha"]
+    for f in report["files"]:
+        assert f["replaced_why"] == ("scans" if version == "0.3.0" else "measured")
+        assert any("keeps its stored job 'alpha', not --job 'beta'" in w
+                   and f"sparkpredict store edit {f['run_id']} --job beta" in w for w in f["warnings"]), f
+    assert _sums(path) == want  # one copy of every row
+    assert len(store.open(path).read("stage_scans")) == 2 + 13  # both runs' scans, once
+
+    # the job they were asked for, given again: silent, and they stay
+    assert main(["ingest", *map(str, logs), "--store", str(path), "--job", "alpha"]) == 0
+    assert "warning" not in capsys.readouterr().out
+    assert sorted(store.open(path).runs()["job"]) == ["alpha", "alpha"]

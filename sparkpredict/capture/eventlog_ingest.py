@@ -586,15 +586,18 @@ def _cannot_replace(parsed: ParsedLog, stored: _StoredRun, why: str) -> str:
             "store (--store NEW_FOLDER)")
 
 
-def _other_job(run_id: str, stored: _StoredRun, job: str | None, st: Store) -> list[str]:
+def _other_job(run_id: str, stored: _StoredRun, job: str | None, st: Store,
+               read_again: bool = False) -> list[str]:
     """The warning of a skipped log whose stored run has another job than the one asked for
-    (``[]`` when none was asked for, or it is the same)."""
+    (``[]`` when none was asked for, or it is the same); ``read_again``: of a log read again to
+    replace its run's whole copy (stored under older rules), which keeps its job too."""
     if job is None or stored.job == job:
         return []
     # the store keeps its rows: the stored run is moved, the log not read again
-    return [(f"run {run_id} keeps its stored job {stored.job!r}, not --job {job!r}: a log already in "
-             f"the store is not read again. To move the stored run: sparkpredict store edit {run_id} "
-             f"--job {shlex.quote(job)}")]
+    why = ("a run already in the store keeps its job when its log is read again"
+           if read_again else "a log already in the store is not read again")
+    return [(f"run {run_id} keeps its stored job {stored.job!r}, not --job {job!r}: {why}. To move "
+             f"the stored run: sparkpredict store edit {run_id} --job {shlex.quote(job)}")]
 
 
 def _skipped(path: str, outcome: Literal["unchanged", "exists"], run_id: str, known: _Known,
@@ -716,8 +719,15 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
     run = tables["runs"]
     run = run.set_column(run.schema.get_field_index("updated_ms"), "updated_ms",
                          pa.array([int(time.time() * 1000)], pa.int64()))
-    # a copy it replaces keeps the job it was stored under, as a skipped log's run does
-    keep = job if job is not None else (stored.job if old_batch is not None and stored is not None else None)
+    # a copy it replaces keeps the job it was stored under, as a skipped log's run does; a
+    # --job names the run's copy cut short (it stored part of the run), never a whole run read
+    # again for rules it was stored under (an upgrade's re-read moved every run of a scheduled
+    # `ingest /history --job X` to X)
+    again = False
+    keep = job
+    if old_batch is not None and stored is not None:
+        again = not _holds_more(parsed, stored)
+        keep = stored.job if again or job is None else job
     if keep is not None:
         run = run.set_column(run.schema.get_field_index("job"), "job", pa.array([keep], pa.string()))
     tables["runs"] = run
@@ -738,6 +748,8 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
     replaced = None
     why_replaced: Literal["fuller", "measured", "scans"] | None = None
     warnings = list(parsed.warnings)
+    if again and stored is not None:
+        warnings += _other_job(sid, stored, job, st, read_again=True)
     if old_batch is not None and stored is not None:
         replaced = f"{stored.status}, {plural(stored.num_tasks, 'task')}"
         writer = stored.writer or "(unknown version)"
