@@ -443,15 +443,20 @@ class Store:
         them, are kept."""
         marks = self._listing(S.COMMIT_TABLE)
         cutoff_ns = (time.time() - min_age_s) * 1e9
-        replaced = {old for old, by in self.replaced_by(marks).items()
-                    if marks[by].mtime_ns is not None and marks[by].mtime_ns <= cutoff_ns}
+        replaces = self._replaces(marks)
+        old_enough = {b for b in replaces if marks[b].mtime_ns is not None and marks[b].mtime_ns <= cutoff_ns}
+        replaced = {old for old, by in self.replaced_by(marks, replaces).items() if by in old_enough}
         if not replaced:  # the usual answer, after every sparkpredict writer: spare four listings
             return []
+        # batches without a runs file that a compaction named: an older compaction's leftovers
+        # (its `store clean` removed the rest), whose rows this version's compaction folded in;
+        # found with the replaced compacted batch that held them, whose runs file lasts as long
+        folded = {old for b in old_enough for old in replaces[b] if old not in marks}
         listings = {t: self._listing(t) for t in S.TABLES if t != S.COMMIT_TABLE}
         # what an older compaction left its rows of a newer table in is read still: kept
         held, links = self._held_parts(marks, listings)
         parts = [info.path for t, listing in listings.items()
-                 for b, info in listing.items() if b in replaced and (t, b) not in held]
+                 for b, info in listing.items() if (b in replaced or b in folded) and (t, b) not in held]
         return sorted(marks[b].path for b in replaced if b not in links) + sorted(parts)
 
     def orphans(self, min_age_s: float = 600.0) -> list[str]:
