@@ -290,3 +290,40 @@ def test_this_versions_compaction_takes_the_older_files_it_folded_as_it_takes_re
         assert plain(st) == len(want[NEW]), keep
         _same(_rows(st), want)
         assert st.orphans(0) == []
+
+
+def test_a_damaged_file_an_older_compaction_left_names_the_fix_that_works(tmp_path, capsys):
+    """From a review of the upgrade: a damaged stage_scans file that an older compaction left
+    (its batch's runs file gone) got the fix of a batch of its own: move the batch's files, its
+    runs file included, and ingest its logs again. It has no runs file, and its runs are in the
+    compacted batch, so ingest skips their logs: the fix names moving the file alone, and what
+    that leaves."""
+    from sparkpredict.cli import main
+
+    st = _batches(tmp_path, 4)
+    want = _rows(st)
+    batches = sorted(st.committed_batches())
+    _old_compact(st, batches)
+    _old_clean(st, batches)
+    damaged = Path(_files(st, NEW)[batches[1]])
+    damaged.write_bytes(damaged.read_bytes()[:100])
+    capsys.readouterr()
+
+    assert main(["store", "compact", "--store", st.path]) == 2
+    err = capsys.readouterr().err
+    assert f"fix: move this file (stage_scans/{damaged.name}) out of the store folder" in err, err
+    assert "ingest those runs' event logs again" not in err and "Traceback" not in err
+    assert len(list((Path(st.root) / "runs").glob("*.parquet"))) == 1  # nothing written
+
+    damaged.rename(tmp_path / damaged.name)  # the fix, followed
+    assert main(["store", "compact", "--store", st.path, "--keep", "0"]) == 0
+    got = _rows(st)
+    _same({t: got[t] for t in ("runs", "stages")}, {t: want[t] for t in ("runs", "stages")})
+    lost = want[NEW][want[NEW].scan_files.isin([1, 101])]  # the damaged batch's rows (app-0001)
+    assert len(got[NEW]) == len(want[NEW]) - len(lost) == 6
+    # a damaged file of a batch of its own keeps its fix: the batch goes whole, its logs again
+    st2 = _batches(tmp_path / "two", 2)
+    own = Path(_files(st2, NEW)[min(st2.committed_batches())])
+    own.write_bytes(own.read_bytes()[:100])
+    assert main(["store", "compact", "--store", st2.path]) == 2
+    assert "ingest those runs' event logs again" in capsys.readouterr().err

@@ -774,7 +774,8 @@ class Store:
             except StoreError:
                 raise
             except Exception as exc:
-                raise StoreError(f"unreadable Parquet file {path!r} in store: {exc}", _damaged_fix(batch)) from exc
+                raise StoreError(f"unreadable Parquet file {path!r} in store: {exc}",
+                                 self._damaged_fix_of(table, batch)) from exc
             t = t.select([c for c in t.column_names if c in want])
             try:
                 # a file written by another tool (run_id as a number, task_id as text) failed
@@ -782,9 +783,22 @@ class Store:
                 return _typed_as(S.TABLES[table], t)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
                 raise StoreError(f"file {path!r} of the store's {table} has a column of a type "
-                                 f"sparkpredict does not write: {exc}", _damaged_fix(batch)) from exc
+                                 f"sparkpredict does not write: {exc}", self._damaged_fix_of(table, batch)) from exc
 
         return _overlapped(one, files)
+
+    def _damaged_fix_of(self, table: str, batch: str) -> str:
+        """:func:`_damaged_fix`, or, for a file read without its batch's runs file (rows an older
+        compaction left there, :meth:`held`), what moving it leaves: its batch cannot be dropped
+        whole and ingested again, as its other rows are a compacted batch's now."""
+        if table == S.COMMIT_TABLE or is_compacted(batch):
+            return _damaged_fix(batch)
+        try:
+            gone = self.fs.get_file_info(f"{self._dir(S.COMMIT_TABLE)}/part-{batch}.parquet").type \
+                == pafs.FileType.NotFound
+        except OSError:
+            gone = False
+        return _held_fix(batch, table) if gone else _damaged_fix(batch)
 
     def _read_file(self, path: str, table: str, columns: list[str] | None,
                    run_ids: list[str] | None) -> pa.Table:
@@ -1076,6 +1090,17 @@ def _damaged_fix(batch: str) -> str:
             "folder, its runs file included, and ingest those runs' event logs again: moving this "
             "file alone leaves its runs without these rows for good, as ingest skips a log whose run "
             "is stored; other runs are unaffected")
+
+
+def _held_fix(batch: str, table: str) -> str:
+    """The fix for a damaged file of ``table`` whose rows an older sparkpredict's compaction left
+    in ``batch``'s file (its runs file gone): no batch to drop and ingest again."""
+    return (f"move this file ({table}/part-{batch}.parquet) out of the store folder: it holds rows "
+            "an older sparkpredict's `store compact` left outside the batch that replaced its batch, "
+            f"whose other rows are whole. Its runs then keep no {table} rows"
+            + (" (the stage models infer their scans' files from the task counts)" if table == "stage_scans" else "")
+            + ", which only a backup of the file, or their event logs ingested into a fresh store "
+            "(--store NEW_FOLDER), brings back; other runs are unaffected")
 
 
 #: (schema id, column names) -> the schema those columns have when sparkpredict wrote them
