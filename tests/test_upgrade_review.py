@@ -368,3 +368,39 @@ def test_a_log_read_again_after_an_upgrade_keeps_its_runs_job_whatever_the_job_g
     assert main(["ingest", *map(str, logs), "--store", str(path), "--job", "alpha"]) == 0
     assert "warning" not in capsys.readouterr().out
     assert sorted(store.open(path).runs()["job"]) == ["alpha", "alpha"]
+
+
+def test_a_damaged_log_of_a_run_stored_whole_before_stage_scans_is_skipped_as_before(tmp_path, capsys):
+    """From a review of the upgrade to 0.4.0: a log of a run stored whole by 0.3.0 that had been
+    damaged since (a line garbled, or undecodable) was skipped as already in the store, exit 0;
+    0.4.0 read it again for its scans' files and failed it, exit 1, at every scheduled ingest
+    for ever, as its copy stays unreplaced. The run is stored whole: such a log is skipped as
+    before. A log of a run whose input was measured under older rules still fails: its copy
+    needs it."""
+    plain = HERE / "data" / "eventlogs" / "spark4" / "local-1795969313432"
+    path = tmp_path / "store"
+    assert main(["ingest", str(plain), "--store", str(path)]) == 0
+    want = _sums(path)
+    garbled, undecodable = tmp_path / "garbled" / plain.name, tmp_path / "undecodable" / f"{plain.name}.zstd"
+    for f in (garbled, undecodable):
+        f.parent.mkdir()
+    lines = plain.read_text().splitlines(keepends=True)
+    garbled.write_text("".join(lines[:20] + ["{not json\n"] + lines[20:]))
+    undecodable.write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 64)
+
+    for version, rc in (("0.3.0", 0), ("0.2.0", 1)):
+        _as_if_ingested_before_scans(path, version)
+        capsys.readouterr()
+        assert main(["ingest", str(garbled), str(undecodable), "--store", str(path), "--json"]) == rc, version
+        report = json.loads(capsys.readouterr().out)
+        outcomes = [(f["outcome"], f["warnings"]) for f in report["files"]]
+        if rc == 0:
+            assert outcomes == [("exists", []), ("exists", [])], outcomes
+        else:
+            assert [o for o, _ in outcomes] == ["failed", "failed"], outcomes
+        assert _sums(path) == want
+    # an intact copy still replaces it, its scans' files read
+    _as_if_ingested_before_scans(path, "0.3.0")
+    assert main(["ingest", str(plain), "--store", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["files"][0]["replaced_why"] == "scans"
+    assert _sums(path) == want

@@ -610,9 +610,16 @@ def _skipped(path: str, outcome: Literal["unchanged", "exists"], run_id: str, kn
 def _awaits_log(st: Store, known: _Known, run_id: str) -> bool:
     """A stored run that its log is to complete or measure again: stored cut short (a run the
     listener is recording completes itself), or by an older ingest."""
-    stored = known.runs[run_id]
-    return ((stored.status in _UNFINISHED and stored.source == "eventlog") or stored.measured_before()
-            or _rescans(st, known, run_id))
+    return _must_read(known.runs[run_id]) or _rescans(st, known, run_id)
+
+
+def _must_read(stored: _StoredRun) -> bool:
+    """A stored run whose log the user must hear of when it cannot be read: stored cut short, or
+    its input measured under older rules. One read again for its scans' files alone
+    (:func:`_rescans`) is stored whole, as it was before 0.4.0 read it: a log of it that is
+    damaged or unreadable is skipped as ``exists``, as then (a scheduled ingest had failed at
+    every run after the upgrade for a log it had skipped before)."""
+    return (stored.status in _UNFINISHED and stored.source == "eventlog") or stored.measured_before()
 
 
 def _older_copy(stored: _StoredRun, why: str) -> str:
@@ -674,14 +681,14 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
             return _skipped(src.path, "exists", named, known, job, st)
         parsed = _parse_source(src)
     except NotWrittenYet as exc:
-        if named is not None and not _awaits_log(st, known, named):
+        if named is not None and not _must_read(known.runs[named]):
             return _skipped(src.path, "exists", named, known, job, st)
         return FileOutcome(src.path, "pending", run_id=named,
                            warnings=[exc.message.removeprefix(f"{src.path}: ")])
     except (IngestError, OSError) as exc:
         # its run is stored whole already: a log of it that cannot be read is no news; stored
         # cut short, this log was to complete it, and the user must hear that it cannot
-        if named is not None and not _awaits_log(st, known, named):
+        if named is not None and not _must_read(known.runs[named]):
             return _skipped(src.path, "exists", named, known, job, st)
         err = exc if isinstance(exc, IngestError) else unreadable(src.path, exc)
         return FileOutcome(src.path, "failed", run_id=named, error=err.message,
@@ -695,7 +702,7 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
     sid = known.stored_id(parsed.run_id)
     stored = known.runs.get(sid)
     old_batch = None
-    if parsed.damage is not None and stored is not None and _awaits_log(st, known, sid):
+    if parsed.damage is not None and stored is not None and _must_read(stored):
         # a damaged log holds no more than what it lost: it read "already in the store", and the
         # run stayed cut short with no word of the damage
         return _damaged(src.path, parsed, sid, _kept_copy(known, sid))
