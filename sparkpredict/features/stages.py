@@ -244,6 +244,58 @@ def coalesced_tasks(shuffle_bytes: float, partitions: float, parallelism: float,
     return max(1, min(groups, n_parts))  # all under the minimum: one
 
 
+def _spark_packing(runs: list[tuple[int, float]], target: float, min_bytes: float) -> int:
+    """Groups ``ShufflePartitionsUtil.coalescePartitions`` makes of shuffle partitions given in
+    order as runs of ``(count, bytes each)``, followed step by step: a group takes the next
+    partition while it fits ``target``; one under ``min_bytes`` takes it all the same, or joins
+    the group before when that one is smaller than the partition; a last group under
+    ``min_bytes`` joins the one before. A run of equal partitions is taken as many at a time
+    as fit, so the steps are about the groups, not the partitions."""
+    groups, size, before, started = 0, 0.0, 0.0, False
+    for count, each in runs:
+        left = int(count)
+        while left > 0:
+            if started and size + each > target:
+                if size >= min_bytes:  # a new group starts at this partition
+                    groups += size > 0
+                    before, size = size, each
+                elif 0 < before < each:  # too small: joins the group before
+                    before, size = before + size, each
+                else:  # too small: packs on
+                    size += each
+                left -= 1
+                continue
+            fit = left if each <= 0 else int(max(1.0, math.floor((target - size) / each + 1e-9)))
+            take = min(left, fit) if started else 1
+            size, left, started = size + take * each, left - take, True
+    if not (size < min_bytes and before > 0):
+        groups += size > 0 or groups == 0
+    return max(groups, 1)
+
+
+def skewed_coalesced_tasks(shuffle_bytes: float, partitions: float, parallelism: float, hot_share: float,
+                           advisory_bytes: float = 64 * _MB, min_partition_bytes: float = _MB,
+                           min_partitions: float = math.nan) -> int:
+    """Tasks of a coalesced shuffle stage (:func:`coalesced_tasks`) whose partitions are not of
+    equal size: one, in the middle, also holds ``hot_share`` of the bytes (the hot keys of a
+    skewed join or aggregation), the others share the rest equally; Spark's packing followed
+    step by step (:func:`_spark_packing`). The hot partition is a group of its own once it
+    passes the target, and the small ones around it pack on into it or into their neighbours,
+    so a skewed shuffle runs fewer tasks than equal partitions of its bytes would. With
+    ``hot_share`` 0 it is :func:`coalesced_tasks`."""
+    n_parts = max(int(partitions), 1)
+    fewest = parallelism if not np.isfinite(min_partitions) else min_partitions
+    total = max(float(shuffle_bytes), 0.0) * (_MAP_STATUS_ROUNDING if n_parts <= 2000 else 1.0)
+    if total <= 0:
+        return 1
+    target = max(float(min_partition_bytes),
+                 min(float(advisory_bytes), max(math.ceil(total / max(float(fewest), 1.0)), 16)))
+    h = min(max(float(hot_share), 0.0), 1.0)
+    each, mid = total * (1.0 - h) / n_parts, (n_parts - 1) // 2
+    runs = [(mid, each), (1, each + total * h), (n_parts - 1 - mid, each)]
+    return min(_spark_packing(runs, target, float(min_partition_bytes)), n_parts)
+
+
 _CALLSITE_AT = re.compile(r"^(.*? at [^:\s]+?(?::\d+)?)(?:\s|$)")
 
 
@@ -814,6 +866,53 @@ def _scan_rules(ref: pd.Series | Mapping[Hashable, Any], history: pd.DataFrame |
     return out + grown(recorded) + inferred
 
 
+_COALESCE_READS = ("shuffle_partitions", "default_parallelism", "aqe_advisory_bytes", "aqe_min_partition_bytes",
+                   "aqe_min_partitions")
+
+
+def _skewed(b: float, c: Mapping[Hashable, Any], ref: Any, hot: float) -> int:
+    def setting(k: str, default: float) -> float:
+        return _num(c.get(k, ref.get(k)), default)
+
+    return skewed_coalesced_tasks(b, c["shuffle_partitions"], c["default_parallelism"], hot,
+                                  setting("aqe_advisory_bytes", 64 * _MB), setting("aqe_min_partition_bytes", _MB),
+                                  setting("aqe_min_partitions", math.nan))
+
+
+#: The hot shares a skewed shuffle's rule tries: 1 % to 95 % of the bytes.
+_HOT_SHARES = tuple(round(0.01 * i, 2) for i in range(1, 96))
+
+
+@functools.lru_cache(maxsize=4096)
+def _fit_hot_share(runs: tuple[tuple[Any, ...], ...]) -> float:
+    def fits(share: float) -> bool:
+        return all(_skewed(b, dict(zip(_COALESCE_READS, conf)), {}, share) == n for b, n, *conf in runs)
+
+    if any(None in run[2:4] for run in runs) or fits(0.0):  # partitions unknown, or no skew
+        return 0.0
+    shares = [x for x in _HOT_SHARES if fits(x)]
+    return shares[len(shares) // 2] if shares else 0.0
+
+
+def _hot_share(history: pd.DataFrame, ref: Any) -> float:
+    """The share of a coalesced shuffle's bytes in one hot partition with which
+    :func:`skewed_coalesced_tasks` gives every recorded task count, the middle of the shares
+    that do; 0 where equal partitions (:func:`coalesced_tasks`) give them, or no share does.
+
+    Spark packs unequal partitions into fewer tasks than equal ones of the same bytes: the hot
+    one is a task of its own and the small ones pack on around it. A share of the bytes carries
+    that to other sizes (the hot keys' share stays with the data), where a ratio of counts would
+    not (3 of 3 tasks at 3.5 MiB, 8 of 13 at 14). Only a share that fits every recorded count
+    is taken: runs whose skew the one hot partition does not describe (hot keys that spread
+    over more partitions as a sweep raises them) keep the rules they had."""
+    h = history[history["bytes_in"] > 0]
+    cols = [h[k].to_numpy(float) if k in h else np.full(len(h), _num(ref.get(k), math.nan)) for k in _COALESCE_READS]
+    # None for an unset one: NaN would keep equal runs apart (and the cache from hitting)
+    runs = set(zip(h["bytes_in"].to_numpy(float).tolist(), h["num_tasks"].to_numpy(int).tolist(),
+                   *([None if math.isnan(v) else v for v in c.tolist()] for c in cols)))
+    return _fit_hot_share(tuple(sorted(runs))) if runs else 0.0
+
+
 def predict_num_tasks(history: pd.DataFrame, ref: pd.Series | Mapping[Hashable, Any],
                       new_bytes_in: float, new_conf: dict[str, float] | None = None) -> int:
     """Task count of stage ``ref`` (a :func:`stage_table` row) when it reads ``new_bytes_in``.
@@ -860,6 +959,12 @@ def predict_num_tasks(history: pd.DataFrame, ref: pd.Series | Mapping[Hashable, 
                                        setting("aqe_min_partitions", math.nan))
 
             rules.append((("shuffle_partitions", "default_parallelism"), spark_coalesced))
+            hot = _hot_share(h, ref)
+            if hot > 0:  # a skewed shuffle: one partition holds the hot keys' share of the bytes
+                def skewed(b: float, c: Mapping[Hashable, Any]) -> int:
+                    return _skewed(b, c, ref, hot)
+
+                rules.append((("shuffle_partitions", "default_parallelism"), skewed))
         rules.append((("default_parallelism",), lambda b, c: int(c["default_parallelism"])))
         if ref["aqe"] and h["num_tasks"].nunique() > 1:
             # AQE coalesced the partitions to ~advisory size: the count follows the bytes.
@@ -900,6 +1005,7 @@ __all__ = [
     "rdd_kinds",
     "run_config",
     "scan_input_bytes",
+    "skewed_coalesced_tasks",
     "spark_bytes",
     "stage_signatures",
     "stage_table",
