@@ -920,7 +920,9 @@ def predict_num_tasks(history: pd.DataFrame, ref: pd.Series | Mapping[Hashable, 
     ``history`` holds the same signature's rows from other runs (may be just ``ref``);
     ``new_conf`` the configuration features of the new run (default: ``ref``'s). Candidate
     rules, in order of preference: Spark's file splits (input stages) or the shuffle partitions
-    (shuffle stages), ``spark.default.parallelism``, AQE coalescing, a power law in the bytes,
+    (shuffle stages), AQE coalescing (of equal partitions, then of a skewed shuffle's where a
+    hot share gives every recorded count: :func:`skewed_coalesced_tasks`),
+    ``spark.default.parallelism``, a split learnt from the counts, a power law in the bytes,
     and the recorded count. The rule that reproduces the recorded counts best wins (ties go to
     the earlier one); rules that read a setting the recorded runs changed with their size are
     left out unless the query gives that setting.
