@@ -116,3 +116,22 @@ def test_a_hot_partition_packs_fewer_tasks_and_alone_past_the_target():
     assert got == [10, 8, 7, 5, 1]
     # all of it in one partition: that one task and the empty ones packed around it
     assert F.skewed_coalesced_tasks(13.6 * MiB, 40, 1, 1.0, MiB, MiB) == 1
+
+
+def test_a_sweep_whose_skew_no_one_share_gives_keeps_the_rules_it_had():
+    # tests/data/history's sqljoin raised its partitions with the size (4, 8, 16, 31), which
+    # spread its hot customers over more of them: its join ran 1, 2, 3 and 8 tasks, which no
+    # one share gives, so the rule is not offered; the three smaller sizes a share does give,
+    # and from them the largest is 7 tasks (Spark ran 8; before, 6)
+    st = store_mod.open(Path(__file__).parent / "data" / "history")
+    runs = st.runs()
+    runs = runs[runs["job"] == "sqljoin"]
+    t = F.stage_table(runs, st.read("stages", run_ids=list(runs["run_id"])))
+    join = t[t["signature"].str.endswith("|d1|k0")].sort_values("bytes_in")
+    assert sorted({int(n) for n in join["num_tasks"]}) == [1, 2, 3, 8]
+    assert F._hot_share(join, join.iloc[0]) == 0.0
+    largest = join["bytes_in"].max()
+    smaller, top = join[join["bytes_in"] < largest], join[join["bytes_in"] == largest].iloc[0]
+    assert F._hot_share(smaller, smaller.iloc[-1]) > 0
+    conf = {"shuffle_partitions": top["shuffle_partitions"], "default_parallelism": top["default_parallelism"]}
+    assert F.predict_num_tasks(smaller, smaller.iloc[-1], largest, conf) == 7
