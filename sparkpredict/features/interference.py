@@ -98,12 +98,21 @@ def stage_features(stages: pd.DataFrame, tasks: pd.DataFrame,
     :data:`HOST_FEATURES` (NaN without ``host_samples``).
 
     Identity columns: ``run_id, stage_id, name, signature, num_tasks, duration_ms,
-    submission_ms``. Only each stage's last successful attempt and its finished tasks count.
+    submission_ms``. A stage is its succeeded attempt that ran the most tasks, with its finished
+    tasks, as the stage models read it (:func:`.stages.final_attempts`): the last attempt of a
+    map stage whose lost outputs were recomputed ran only those, on the executor that replaced
+    the lost one, and its cold start read as a slowdown of the whole stage. A failed attempt's
+    succeeded tasks join the attempt that finished its stage in part
+    (:func:`.stages.fold_partial_reruns`).
     """
     import pandas as pd
 
-    st = stages[stages["status"].fillna("succeeded") == "succeeded"]
-    st = st.sort_values("stage_attempt_id").drop_duplicates(KEY, keep="last")
+    from .stages import final_attempts, fold_partial_reruns
+
+    st = final_attempts(stages)
+    st = st[st["status"].fillna("succeeded") == "succeeded"]
+    st, folded = fold_partial_reruns(st, stages, tasks)
+    tasks = tasks if folded is None else folded
     st = st[["run_id", "stage_id", "stage_attempt_id", "name", "num_tasks", "duration_ms",
              "submission_ms", "completion_ms"]].copy()
     st["signature"] = stage_signatures(st)

@@ -356,6 +356,75 @@ def final_attempts(stages: pd.DataFrame) -> pd.DataFrame:
               .drop(columns=["_ok", "_tasks"]))
 
 
+def fold_partial_reruns(st: pd.DataFrame, stages: pd.DataFrame,
+                        tasks: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """``st`` (one succeeded attempt per stage, :func:`final_attempts`) with each stage that a
+    later attempt finished in part made whole again, and ``tasks`` with the rows it took in.
+
+    After a fetch failure (an executor lost under spot or preemptible capacity) Spark reruns the
+    failed reduce stage for the partitions its failed attempt had not finished: a real
+    ``local-cluster`` run whose executor was killed mid-reduce finished 5 of 8 partitions in
+    attempt 0 and 3 in attempt 1. That attempt alone stood for the stage: 3 tasks and 3/8 of
+    its shuffle read taught the task-count rule, and a reference run planned the stage at 3/8
+    of its bytes. Here the stage counts the tasks of its largest attempt and adds, to the
+    succeeded attempt's sums, the succeeded tasks of the failed attempts before it (their
+    stage rows' sums where the run has no task rows: those hold the failed tasks' metrics too);
+    its duration is the sum of those attempts'. A stage rerun whole, or a map stage rerun for
+    lost outputs after it had succeeded, is not folded: its succeeded attempt ran every task."""
+    import pandas as pd
+
+    from ..store.schema import METRIC_NAMES
+
+    if st.empty or "status" not in stages or "num_tasks" not in stages:
+        return st, tasks
+    key, at = ["run_id", "stage_id"], ["run_id", "stage_id", "stage_attempt_id"]
+    timing = ["num_task_rows", "duration_ms", "submission_ms", "completion_ms"]
+    stages = stages.reindex(columns=list(dict.fromkeys([*stages.columns, *timing])))
+    att = stages.assign(stage_attempt_id=stages["stage_attempt_id"].fillna(0).astype(int),
+                        _n=_numeric(stages["num_tasks"]))
+    att = att.merge(st[[*key, "stage_attempt_id", "num_tasks"]].rename(
+        columns={"stage_attempt_id": "_chosen", "num_tasks": "_chosen_n"}), on=key)
+    att = att[~_succeeded(att) & (att["stage_attempt_id"] < att["_chosen"])]
+    full = att.groupby(key)["_n"].max()
+    chosen_n = _numeric(att.groupby(key)["_chosen_n"].first())
+    full = full[full > chosen_n]
+    att = att[pd.MultiIndex.from_frame(att[key]).isin(full.index)]
+    if att.empty:
+        return st, tasks
+    metrics = [c for c in METRIC_NAMES if c in st]
+    add = pd.DataFrame({**{c: att[c] for c in at}, "_chosen": att["_chosen"],
+                        "_rows": _numeric(att["num_task_rows"]),
+                        "_dur": pd.to_numeric(att["duration_ms"], errors="coerce").fillna(
+                            _numeric(att["completion_ms"]) - _numeric(att["submission_ms"])),
+                        **{c: _numeric(att[c]).astype(float) for c in metrics}}).set_index(at)
+    if tasks is not None and len(tasks):
+        tk = tasks.assign(stage_attempt_id=tasks["stage_attempt_id"].fillna(0).astype(int))
+        into = pd.Series(pd.MultiIndex.from_frame(tk[at]).map(add["_chosen"].to_dict().get), index=tk.index)
+        into = pd.to_numeric(into, errors="coerce")
+        ok = into.notna()
+        if "status" in tk:
+            ok &= tk["status"].astype(str) == "SUCCESS"
+        recorded = add.index.isin(pd.MultiIndex.from_frame(tk.loc[into.notna(), at]))
+        g = tk[ok].groupby(at)
+        sums = g[metrics].sum().astype(float).assign(_rows=g.size().astype(float)).reindex(add.index).fillna(0.0)
+        add.loc[recorded, [*metrics, "_rows"]] = sums.loc[recorded, [*metrics, "_rows"]]
+        # the folded attempts' succeeded tasks count as the stage's own in its mean task time
+        tasks = tk.assign(stage_attempt_id=into.where(ok, tk["stage_attempt_id"]).astype(int))
+    folded = add.groupby(level=key)[[*metrics, "_rows", "_dur"]].sum()
+    st = st.reindex(columns=list(dict.fromkeys([*st.columns, *timing])))
+    hit = pd.MultiIndex.from_frame(st[key]).isin(folded.index)
+    f = folded.reindex(pd.MultiIndex.from_frame(st.loc[hit, key]))
+    st = st.astype({c: float for c in [*metrics, "num_task_rows", "duration_ms", "num_tasks"]})
+    for c in metrics:
+        st.loc[hit, c] = st.loc[hit, c].fillna(0).to_numpy() + f[c].to_numpy()
+    st.loc[hit, "num_task_rows"] = st.loc[hit, "num_task_rows"].fillna(0).to_numpy() + f["_rows"].to_numpy()
+    own_ms = st.loc[hit, "duration_ms"].fillna(_numeric(st.loc[hit, "completion_ms"])
+                                                - _numeric(st.loc[hit, "submission_ms"]))
+    st.loc[hit, "duration_ms"] = own_ms.to_numpy() + f["_dur"].to_numpy()
+    st.loc[hit, "num_tasks"] = full.reindex(f.index).to_numpy()
+    return st, tasks
+
+
 def _succeeded(st: pd.DataFrame) -> Any:
     """Per stage row, whether it succeeded (a row without a status did: older stores)."""
     if "status" not in st:
@@ -507,9 +576,10 @@ def stage_table(runs: pd.DataFrame, stages: pd.DataFrame, tasks: pd.DataFrame | 
     from ..store.schema import TABLES
 
     stages = stages.reindex(columns=list(dict.fromkeys([*stages.columns, *TABLES["stages"].names])))
-    st = final_attempts(stages[stages["run_id"].isin(runs["run_id"])])
+    own = stages[stages["run_id"].isin(runs["run_id"])]
+    st = final_attempts(own)
     st = st[_succeeded(st)] if "status" in st else st
-    st = st.copy()
+    st, tasks = fold_partial_reruns(st.copy(), own, tasks)
     st["signature"] = stage_signatures(st)
     n_rows = st["num_task_rows"].astype(float).where(st["num_task_rows"].notna(), st["num_tasks"].astype(float))
     n_rows = n_rows.where(n_rows > 0, st["num_tasks"].astype(float)).clip(lower=1)
@@ -1000,6 +1070,7 @@ __all__ = [
     "file_scan_tasks",
     "file_split_tasks",
     "final_attempts",
+    "fold_partial_reruns",
     "hadoop_scan",
     "hadoop_split_tasks",
     "power_rule",

@@ -222,7 +222,8 @@ _TASKS: list[tuple[str, pa.DataType, str]] = [
     ("stage_id", _I, ""),
     ("stage_attempt_id", _I, ""),
     ("task_id", _L, "unique within the application"),
-    ("task_index", _I, "partition index within the stage"),
+    ("task_index", _I, ("the task's index in its stage attempt (Spark's TaskInfo.index): the partition "
+                        "in a first attempt; an attempt rerun for some partitions numbers them from 0")),
     ("attempt", _I, "task attempt number"),
     ("executor_id", _S, ""),
     ("host", _S, ""),
