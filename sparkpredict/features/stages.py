@@ -567,7 +567,7 @@ def stage_signatures(stages: pd.DataFrame) -> pd.Series:
 def stage_table(runs: pd.DataFrame, stages: pd.DataFrame, tasks: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (run, stage) with signature, data and configuration features and targets.
 
-    Targets: ``task_ms`` (mean duration of the stage's finished tasks, from task rows, else, or
+    Targets: ``task_ms`` (mean duration of the stage's succeeded tasks, from task rows, else, or
     where task rows are missing, from the stage's summed run, deserialize and serialization times) and ``stage_ms`` (recorded
     submission to completion). Run columns ``input_bytes`` and ``job`` come along.
     """
@@ -592,8 +592,13 @@ def stage_table(runs: pd.DataFrame, stages: pd.DataFrame, tasks: pd.DataFrame | 
         tk = tk.assign(stage_attempt_id=tk["stage_attempt_id"].fillna(0).astype(int))
         dur = tk["duration_ms"].astype(float).where(tk["duration_ms"].notna(),
                                                     tk["finish_ms"].astype(float) - tk["launch_ms"].astype(float))
-        g = tk.assign(_d=dur).groupby(["run_id", "stage_id", "stage_attempt_id"])["_d"]
-        m = pd.DataFrame({"_mean_task_ms": g.mean(), "_task_rows": g.size()})
+        at = ["run_id", "stage_id", "stage_attempt_id"]
+        # a failed try (retried) or a killed copy (speculation) is no partition's time: a local
+        # run whose partition 2 failed once after 2 s read 840 ms a task, its 8 successes 656
+        done = (tk["status"].isna() | (tk["status"].astype(str) == "SUCCESS")) if "status" in tk \
+            else pd.Series(True, index=tk.index)
+        m = pd.DataFrame({"_mean_task_ms": tk.assign(_d=dur)[done].groupby(at)["_d"].mean(),
+                          "_task_rows": tk.groupby(at).size()})
         st = st.merge(m, left_on=["run_id", "stage_id", "stage_attempt_id"], right_index=True, how="left")
         # Fewer rows than the stage summed means rows were lost (a listener whose store failed
         # drops task rows beyond its cap): their mean would describe some of the tasks only,
