@@ -128,6 +128,9 @@ class Explanation:
     baseline_setup: str = ""
     #: the run's wall time (application start to end), of which ``actual_ms`` is the stages' part
     wall_ms: float | None = None
+    #: what Spark ran again after losing executors in the run ("lost 1 executor, 2 stages ran
+    #: again"; :func:`_recovered`), "" when nothing: its time is in the run's, and no interference
+    recovery: str = ""
 
     def summary(self) -> str:
         """One line, as :meth:`Advice.summary <sparkpredict.advice.Advice.summary>` gives: for a
@@ -144,8 +147,11 @@ class Explanation:
         else:
             cause = f"its metrics name no cause ({self.no_cause()})"
         verdict = "VIOLATED" if self.violated else "met"
+        # the run's own recovery, beside a cause its rerun tasks' metrics may only resemble
+        recovery = f"; Spark {self.recovery}: a recovery, no interference" if self.recovery else ""
         return (f"run {self.run_id} (job {self.job}): {measured}, estimated from metrics "
-                f"{pct(self.estimated_degradation)}; {cause}; QoS at {format_percent(self.threshold)} {verdict}")
+                f"{pct(self.estimated_degradation)}; {cause}{recovery}; QoS at "
+                f"{format_percent(self.threshold)} {verdict}")
 
     def compared_with(self, clean: str = "its clean runs") -> str:
         """The runs the run is measured against, in words: ``clean`` for labelled clean runs."""
@@ -358,6 +364,8 @@ def _recovered(e: Explanation, st: Any) -> None:
                     for r in lost.itertuples())
     what = (f"{plural(len(rerun), 'stage')} ran again in a later attempt ({', '.join(map(str, rerun))})"
             if rerun else "tasks failed on it and ran again")
+    e.recovery = ", ".join(([f"lost {plural(len(lost), 'executor')}"] if not lost.empty else [])
+                           + ([f"{plural(len(rerun), 'stage')} ran again"] if rerun else ["tasks ran again"]))
     e.warnings.append(
         ("Spark lost " + (f"{plural(len(lost), 'executor')} in this run ({who}) and recovered: "
                           if not lost.empty else "work in this run and recovered: ")) + what

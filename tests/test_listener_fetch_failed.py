@@ -160,5 +160,9 @@ def test_the_monitor_reads_each_stage_whole_and_names_the_lost_executor(recorded
     lost = [w for w in e.warnings if w.startswith("Spark lost 1 executor in this run")]
     assert len(lost) == 1, e.warnings
     assert "Command exited with code 137" in lost[0] and "2 stages ran again in a later attempt (0, 1)" in lost[0]
-    assert not [w for w in explain_run(clean_id, listener).warnings if "Spark lost" in w]
+    assert e.recovery == "lost 1 executor, 2 stages ran again"
+    assert "; Spark lost 1 executor, 2 stages ran again: a recovery, no interference; QoS at 10%" in e.summary()
+    clean = explain_run(clean_id, listener)
+    assert not [w for w in clean.warnings if "Spark lost" in w] and clean.recovery == ""
+    assert "recovery" not in clean.summary()
     assert np.isfinite(e.actual_ms)
