@@ -579,6 +579,7 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
         try:
             e = _explain(run_id, job, model, df, baselines, threshold, 3, runs, st.path)  # type: ignore[union-attr]
             _outside_stages(e, st, runs, baselines[run_id].run_ids)  # as explain_run says it
+            _recovered(e, st)
             out.append(SlowRun(run_id, shown, e, out_of_fold=oof, model_runs=src.n_runs))
         except SparkPredictError as exc:
             out.append(SlowRun(run_id, shown, None, exc.message, out_of_fold=oof, model_runs=src.n_runs,

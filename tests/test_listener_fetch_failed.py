@@ -19,7 +19,7 @@ from sparkpredict import store
 from sparkpredict.capture.eventlog_ingest import ingest_event_logs
 from sparkpredict.features.interference import stage_features
 from sparkpredict.features.stages import stage_table
-from sparkpredict.monitor import explain_run
+from sparkpredict.monitor import explain_run, slowest_runs
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
@@ -62,7 +62,9 @@ def recorded(spark_app, tmp_path_factory):
             marker.touch()  # the clean run kills nothing
         else:
             marker.unlink()
+        # a declared size: the runtime models, and explain --job's listing, need one
         conf = {"spark.executor.memory": "512m", "spark.task.maxFailures": "4",
+                "spark.sparkpredict.inputBytes": "8000000",
                 **({"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(logs)} if kill else {})}
         with spark_app(tmp / "listener-store", job="fetchfail", master="local-cluster[2,1,1024]",
                        conf=conf) as spark:
@@ -165,4 +167,8 @@ def test_the_monitor_reads_each_stage_whole_and_names_the_lost_executor(recorded
     clean = explain_run(clean_id, listener)
     assert not [w for w in clean.warnings if "Spark lost" in w] and clean.recovery == ""
     assert "recovery" not in clean.summary()
+    # the listing of `explain --job` prints the summary only
+    listed = {r.run_id: r.explanation for r in slowest_runs("fetchfail", listener, top=2)}
+    assert listed[run_id].recovery == "lost 1 executor, 2 stages ran again"
+    assert listed[clean_id].recovery == ""
     assert np.isfinite(e.actual_ms)
