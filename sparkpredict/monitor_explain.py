@@ -355,7 +355,9 @@ def _recovered(e: Explanation, st: Any) -> None:
     ex = st.read("executors", columns=["executor_id", "removed_ms", "removed_reason"], run_ids=[e.run_id])
     ex = ex[ex["removed_ms"].notna()].drop_duplicates("executor_id", keep="last")
     tasks = st.read("tasks", columns=["executor_id", "status"], run_ids=[e.run_id])
-    failed_on = set(tasks.loc[tasks["status"].astype(str) != "SUCCESS", "executor_id"].astype(str))
+    # failed, not killed: a speculative copy killed on an executor that dynamic allocation
+    # later let go idle is no loss
+    failed_on = set(tasks.loc[tasks["status"].astype(str) == "FAILED", "executor_id"].astype(str))
     lost = ex[ex["executor_id"].astype(str).isin(failed_on)]
     if not rerun and lost.empty:
         return

@@ -172,3 +172,40 @@ def test_the_monitor_reads_each_stage_whole_and_names_the_lost_executor(recorded
     assert listed[run_id].recovery == "lost 1 executor, 2 stages ran again"
     assert listed[clean_id].recovery == ""
     assert np.isfinite(e.actual_ms)
+
+
+def test_a_killed_copy_on_an_executor_let_go_idle_is_no_lost_executor(tmp_path):
+    """Speculation under dynamic allocation: the slower copy of a task is killed when the other
+    finishes, and its executor is removed later, idle. Nothing was lost or run again; a task
+    that failed on an executor removed later was (real Parquet rows of both runs)."""
+    import types
+
+    import pandas as pd
+
+    from sparkpredict.monitor_explain import _recovered
+
+    st = store.open(tmp_path / "st", create=True)
+
+    def write(run: str, copy_status: str) -> None:
+        st.append({
+            "runs": pd.DataFrame({"run_id": [run], "app_id": [run], "job": ["spec"], "status": ["succeeded"],
+                                  "start_ms": [0], "end_ms": [10_000], "updated_ms": [10_000]}),
+            "stages": pd.DataFrame({"run_id": [run], "stage_id": [0], "stage_attempt_id": [0], "num_tasks": [2],
+                                    "status": ["succeeded"]}),
+            "executors": pd.DataFrame({"run_id": run, "executor_id": ["1", "2"], "added_ms": [0, 0],
+                                       "removed_ms": [None, 9000],
+                                       "removed_reason": [None, "Executor killed by driver."]}),
+            "tasks": pd.DataFrame({"run_id": run, "stage_id": 0, "stage_attempt_id": 0, "task_id": [0, 1, 2],
+                                   "task_index": [0, 1, 1], "attempt": [0, 0, 1], "executor_id": ["1", "1", "2"],
+                                   "status": ["SUCCESS", "SUCCESS", copy_status],
+                                   "speculative": [False, False, True]})})
+
+    write("app-killed", "KILLED")
+    write("app-failed", "FAILED")
+    killed = types.SimpleNamespace(run_id="app-killed", warnings=[], recovery="")
+    _recovered(killed, st)
+    assert killed.recovery == "" and killed.warnings == []
+    failed = types.SimpleNamespace(run_id="app-failed", warnings=[], recovery="")
+    _recovered(failed, st)
+    assert failed.recovery == "lost 1 executor, tasks ran again", failed.warnings
+    assert "executor 2: Executor killed by driver." in failed.warnings[0]
