@@ -77,6 +77,9 @@ class HistorySource:
         #: the model was given (a folder, a mapping), not fitted on the store nor the registry's:
         #: an edit of the store's runs reaches the advice only once it is fitted again
         self.given_model = False
+        #: (run id, ran a stage again) of the training runs that retried failed tasks
+        #: (:func:`_recovered_runs`), oldest first
+        self.recovered: list[tuple[str, bool]] = []
         self.model_name = str(getattr(model, "name_", type(model).__name__))
         cv = getattr(model, "cv_mape_", None)
         self.cv_mape = None if cv is None or not math.isfinite(float(cv)) else float(cv)
@@ -112,7 +115,7 @@ class HistorySource:
             src = cls(job, model, source=source)
             src.given_model = True
             return src
-        runs, spill, dyn, raw = cls._history(job, store, need_job=False)
+        runs, spill, dyn, raw, _ = cls._history(job, store, need_job=False)
         src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw),
                   _master_kinds(raw))
         src.store_path = str(getattr(store, "path", store))
@@ -173,7 +176,7 @@ class HistorySource:
     @staticmethod
     def _history(job: str, store: Any, need_job: bool = True):
         """(runs of the job, disk spill per run_id, dynamic allocation seen, the job's raw runs
-        rows) from a store."""
+        rows, the run ids among ``runs`` that ran a stage again in a later attempt) from a store."""
         from .features.runs import dynamic_allocation, runs_table
         from .store import io as store_io
 
@@ -187,15 +190,19 @@ class HistorySource:
         runs = runs_table(mine) if not mine.empty else None
         if need_job and (runs is None or runs.empty):
             raise _unknown_job(job, [], f"store {st.path!r}", no_success=mine)
-        spill = None
+        spill, rerun = None, frozenset[str]()
         if runs is not None and not runs.empty:
-            stages = st.read("stages", columns=["run_id", "disk_spilled_bytes"],
+            # the attempt column rides along the spill read (one more column of the same files):
+            # a stage in attempt 1 or later is Spark's recovery from a lost executor's outputs
+            stages = st.read("stages", columns=["run_id", "stage_attempt_id", "disk_spilled_bytes"],
                              run_ids=list(runs["run_id"]))
             if not stages.empty:
                 spill = stages.groupby("run_id")["disk_spilled_bytes"].sum()
+                again = stages["stage_attempt_id"].fillna(0) > 0
+                rerun = frozenset(stages.loc[again, "run_id"].astype(str))
         # as the runs table reads it: not a local master's run, which Spark gives none
         dyn = bool(dynamic_allocation(mine["properties_json"], mine.get("master")).any()) if len(mine) else False
-        return runs, spill, dyn, mine
+        return runs, spill, dyn, mine, rerun
 
     @classmethod
     def _from_store(cls, job: str, store: Any, params: Any = ()) -> HistorySource:
@@ -208,7 +215,7 @@ class HistorySource:
         key = ("store", st.path, hash(version), job)  # new runs or a retrain: refit / reload
         if key in _CACHE:
             return _CACHE[key]
-        runs, spill, dyn, raw = cls._history(job, st)
+        runs, spill, dyn, raw, rerun = cls._history(job, st)
         check_param_names(job, params, [c for c in feature_columns(runs) if c not in BASE_FEATURES])
         model, note, source = registry_model(job, st, raw, len(runs))
         if model is None:
@@ -217,6 +224,9 @@ class HistorySource:
         src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw),
                   _master_kinds(raw))
         src.store_path = st.path
+        # a model of the store's runs (fitted now, or the registry's current one) was fitted on
+        # these; a model given was fitted on runs this store need not hold, so none are named
+        src.recovered = _recovered_runs(raw, runs, rerun, getattr(model, "n_runs_", None))
         if note:
             src.notes.append(note)
         mixed = _measure_mix_note(job, raw)
@@ -344,6 +354,9 @@ class HistorySource:
         shift = self._shift_warning()
         if shift:
             w.append(shift)
+        recovered = self._recovery_warning()
+        if recovered:
+            w.append(recovered)
         w.extend(self._unvaried_warnings(cores, mem))
         runs = self.runs
         n = self.n_runs
@@ -422,6 +435,34 @@ class HistorySource:
                 f"neither. If the change stays, leave the older runs out: `{command}`{rough}. If it "
                 f"has passed (a busy cluster those days), leave these runs out instead: the same "
                 "command with --after in place of --before")
+
+    def _recovery_warning(self) -> str | None:
+        """For training runs that retried failed tasks (an executor lost, tasks failed): their
+        runtimes include the recovery, which the model then predicts a share of for every run.
+        Whether they belong in the history is the user's call (on spot capacity they are what
+        happens); the warning names the command that leaves them out."""
+        import shlex
+
+        from .config import store_for_display
+
+        if not self.recovered:
+            return None
+        k, n = len(self.recovered), self.n_runs if self.n_runs is not None else len(self.recovered)
+        again = sum(1 for _, r in self.recovered if r)
+        ids = [rid for rid, _ in self.recovered[:_RECOVERED_NAMED]]
+        store = "" if self.store_path is None else f" --store {shlex.quote(store_for_display(self.store_path))}"
+        command = f"sparkpredict store edit {' '.join(map(shlex.quote, ids))} --exclude{store}"
+        more = (f" (the first {len(ids)} of {k}; the advice names the others once these are out)"
+                if k > len(ids) else "")
+        lost = "spot or preemptible capacity taken back, a JVM killed"
+        how = (f" and ran stages again, as Spark does after losing an executor ({lost})" if again == k
+               else f", {again} of them running stages again as Spark does after losing an executor ({lost})"
+               if again else f" (an executor lost: {lost}; or tasks that failed)")
+        which = (f"{k} of the {plural(n, 'run')}" if k < n else "the one run" if k == 1 else f"all {k} runs")
+        return (f"{which} the model of {self.job} was fitted on retried failed "
+                f"tasks{how}. Their runtimes include the recovery, and the model predicts a share of it "
+                "for every run: right where this cluster loses executors as often, too slow where it "
+                f"does not. If it does not, leave them out: `{command}`{more}")
 
     def _unvaried_warnings(self, cores: int | None, mem: int | None) -> list[str]:
         """For a resource every run had at one value and the question another: the model
@@ -522,6 +563,52 @@ class HistorySource:
         while not within(need):
             need += 1
         return [msg + f"; >= {need} executors (or more executor memory) stay within what ran"]
+
+
+#: At most this many recovered runs are named in the command of the warning that names them.
+_RECOVERED_NAMED = 10
+
+
+def _recovered_runs(raw: pd.DataFrame | None, runs: pd.DataFrame | None, rerun: frozenset[str],
+                    n_fitted: Any = None) -> list[tuple[str, bool]]:
+    """(run id, ran a stage again) of the job's training runs that retried failed tasks: a stage
+    ran again in a later attempt (``rerun``: a lost executor's shuffle outputs made again), or
+    task attempts failed (the runs row's ``num_failed_tasks``), oldest first.
+
+    From the runs rows and the stage attempts the spill check reads: the tasks table, which
+    alone tells a failed try from a killed one, is read per run and too slow on a big store.
+    ``num_failed_tasks`` counts killed tries too, so a run with speculation on
+    (``spark.speculation``), whose losing copies are killed, counts by its stage attempts alone.
+    ``n_fitted``: the runs the model was fitted on; fewer than ``runs`` (rows without a
+    positive size, count or runtime were dropped) leaves out those rows."""
+    if raw is None or runs is None or runs.empty or "num_failed_tasks" not in raw:
+        return []
+    import json
+
+    import pandas as pd
+
+    ok = raw[raw["status"] == "succeeded"]
+    failed = pd.to_numeric(ok["num_failed_tasks"], errors="coerce").fillna(0) > 0
+    ids = set(ok.loc[failed, "run_id"].astype(str)) | set(rerun)
+    if not ids:
+        return []
+
+    def speculated(props: Any) -> bool:
+        try:
+            value = json.loads(props).get("spark.speculation", "false")
+        except (TypeError, ValueError, AttributeError):
+            return False
+        return str(value).strip().lower() == "true"
+
+    props = dict(zip(ok["run_id"].astype(str), ok.get("properties_json", pd.Series(None, index=ok.index))))
+    ids = {rid for rid in ids if rid in rerun or not speculated(props.get(rid))}
+    train = runs
+    if n_fitted is not None and int(n_fitted) < len(runs):
+        from .units import MAX_EXECUTORS
+
+        train = runs[(runs["input_bytes"] > 0) & (runs["executors"] > 0) & (runs["runtime_s"] > 0)
+                     & (runs["executors"] <= MAX_EXECUTORS)]  # NaN: False, as the fit drops it
+    return [(rid, rid in rerun) for rid in train["run_id"].astype(str) if rid in ids]
 
 
 def check_param_names(job: str, given: Any, known: list[str]) -> None:

@@ -209,3 +209,19 @@ def test_a_killed_copy_on_an_executor_let_go_idle_is_no_lost_executor(tmp_path):
     _recovered(failed, st)
     assert failed.recovery == "lost 1 executor, tasks ran again", failed.warnings
     assert "executor 2: Executor killed by driver." in failed.warnings[0]
+
+
+def test_the_advice_names_the_run_that_lost_an_executor(recorded):
+    """Both stores fit the job's advice on the run that lost an executor, whose wall time holds
+    the recovery: the advice says so and names it, the clean run not (the listener's store holds
+    both, the ingested one the lost run alone)."""
+    from sparkpredict import suggest_executors
+
+    listener, ingested, clean_id, run_id = recorded
+    for st, which in ((listener, "1 of the 2 runs"), (ingested, "the one run")):
+        warned = [w for w in suggest_executors("fetchfail", "8MB", store=st.path).warnings
+                  if "retried failed tasks" in w]
+        assert len(warned) == 1, warned
+        assert warned[0].startswith(f"{which} the model of fetchfail was fitted on retried failed tasks and "
+                                    "ran stages again, as Spark does after losing an executor"), warned[0]
+        assert f"sparkpredict store edit {run_id} --exclude --store" in warned[0] and clean_id not in warned[0]
