@@ -369,7 +369,10 @@ def fold_partial_reruns(st: pd.DataFrame, stages: pd.DataFrame,
     of its bytes. Here the stage counts the tasks of its largest attempt and adds, to the
     succeeded attempt's sums, the succeeded tasks of the failed attempts before it (their
     stage rows' sums where the run has no task rows: those hold the failed tasks' metrics too);
-    its duration is the sum of those attempts'. A stage rerun whole, or a map stage rerun for
+    its duration is the sum of those attempts'. Those succeeded tasks fill at most the
+    partitions the succeeded attempt did not run: a map stage's outputs on a lost executor are
+    run again by the later attempt, and the tasks on executors that outlived the failure are
+    taken first (:func:`_within_room`). A stage rerun whole, or a map stage rerun for
     lost outputs after it had succeeded, is not folded: its succeeded attempt ran every task."""
     import pandas as pd
 
@@ -392,6 +395,12 @@ def fold_partial_reruns(st: pd.DataFrame, stages: pd.DataFrame,
     if att.empty:
         return st, tasks
     metrics = [c for c in METRIC_NAMES if c in st]
+    # The partitions the succeeded attempt did not run: the failed attempts' succeeded tasks
+    # fill at most these. A map stage's outputs on an executor lost with it are recomputed by
+    # the later attempt too, and the store keeps no partition to tell them by: a real
+    # local-cluster run's map stage read 10 tasks and 5584 bytes where it ran 8 and 4464.
+    # A stage row's sums (no task rows) cannot leave them out: they hold those tasks too.
+    room = (full - chosen_n).rename("_room")
     add = pd.DataFrame({**{c: att[c] for c in at}, "_chosen": att["_chosen"],
                         "_rows": _numeric(att["num_task_rows"]),
                         "_dur": pd.to_numeric(att["duration_ms"], errors="coerce").fillna(
@@ -404,6 +413,7 @@ def fold_partial_reruns(st: pd.DataFrame, stages: pd.DataFrame,
         ok = into.notna()
         if "status" in tk:
             ok &= tk["status"].astype(str) == "SUCCESS"
+        ok &= _within_room(tk, ok, st, room)
         recorded = add.index.isin(pd.MultiIndex.from_frame(tk.loc[into.notna(), at]))
         g = tk[ok].groupby(at)
         sums = g[metrics].sum().astype(float).assign(_rows=g.size().astype(float)).reindex(add.index).fillna(0.0)
@@ -423,6 +433,32 @@ def fold_partial_reruns(st: pd.DataFrame, stages: pd.DataFrame,
     st.loc[hit, "duration_ms"] = own_ms.to_numpy() + f["_dur"].to_numpy()
     st.loc[hit, "num_tasks"] = full.reindex(f.index).to_numpy()
     return st, tasks
+
+
+def _within_room(tk: pd.DataFrame, ok: pd.Series, st: pd.DataFrame, room: pd.Series) -> pd.Series:
+    """Of the failed attempts' succeeded tasks ``tk[ok]``, those that fill a stage's ``room``
+    (the partitions its succeeded attempt did not run), the rest False. First the tasks whose
+    executor still launched a task once the succeeded attempt was submitted: a lost
+    executor's map outputs are the ones run again. Then by finish time."""
+    import pandas as pd
+
+    key = ["run_id", "stage_id"]
+    if not ok.any():
+        return pd.Series(True, index=tk.index)
+    tk = tk.reindex(columns=list(dict.fromkeys([*tk.columns, "executor_id", "launch_ms", "finish_ms"])))
+    cand = tk[ok]
+    start = st.reindex(columns=[*key, "submission_ms"]).set_index(key)["submission_ms"]
+    at_start = _numeric(pd.Series(pd.MultiIndex.from_frame(cand[key]).map(start.to_dict().get),
+                                  index=cand.index))
+    execs = tk[["run_id", "executor_id", "launch_ms"]].assign(launch_ms=_numeric(tk["launch_ms"]))
+    last = execs.groupby(["run_id", "executor_id"])["launch_ms"].max()
+    alive = pd.Series(pd.MultiIndex.from_frame(cand[["run_id", "executor_id"]]).map(last.to_dict().get),
+                      index=cand.index).astype(float) >= at_start
+    order = cand.assign(_lost=~alive, _fin=_numeric(cand["finish_ms"])).sort_values(["_lost", "_fin"])
+    rank = order.groupby(key).cumcount()
+    limit = pd.Series(pd.MultiIndex.from_frame(order[key]).map(room.to_dict().get), index=order.index)
+    keep = rank < pd.to_numeric(limit, errors="coerce").fillna(float("inf"))
+    return keep.reindex(tk.index, fill_value=True)
 
 
 def _succeeded(st: pd.DataFrame) -> Any:
