@@ -98,8 +98,8 @@ def stage_features(stages: pd.DataFrame, tasks: pd.DataFrame,
     :data:`HOST_FEATURES` (NaN without ``host_samples``).
 
     Identity columns: ``run_id, stage_id, name, signature, num_tasks, duration_ms,
-    submission_ms``. A stage is its succeeded attempt that ran the most tasks, with its finished
-    tasks, as the stage models read it (:func:`.stages.final_attempts`): the last attempt of a
+    submission_ms``. A stage is its succeeded attempt that ran the most tasks, with its succeeded
+    tasks (a failed or killed try is no partition's work), as the stage models read it (:func:`.stages.final_attempts`): the last attempt of a
     map stage whose lost outputs were recomputed ran only those, on the executor that replaced
     the lost one, and its cold start read as a slowdown of the whole stage. A failed attempt's
     succeeded tasks join the attempt that finished its stage in part
@@ -118,6 +118,14 @@ def stage_features(stages: pd.DataFrame, tasks: pd.DataFrame,
     st["signature"] = stage_signatures(st)
     tk = tasks.merge(st[KEY + ["stage_attempt_id"]], on=KEY + ["stage_attempt_id"])
     tk = tk[tk["duration_ms"].notna() & tk["finish_ms"].notna()]
+    # the hosts a stage ran on include those where only its failed tries ran
+    tried = tk
+    # a failed try that Spark retried, or a speculative copy killed when the other finished, is
+    # no partition's work, as in the stage models' per-task time: a real local[2,4] run whose
+    # partition 2 failed once after 2 s read 819 ms of run time a task, 803 of it waiting for
+    # a core (cpu), where its 8 successes ran 638 and waited 620
+    if "status" in tk:
+        tk = tk[tk["status"].isna() | (tk["status"].astype(str) == "SUCCESS")]
     metrics = [c for c in tk.columns if c.endswith(("_ms", "_bytes")) and c not in ("launch_ms", "finish_ms")]
     tk = _task_ratios(tk.fillna({c: 0 for c in metrics}))  # event logs may lack some metrics
     g = tk.groupby(KEY)
@@ -153,7 +161,7 @@ def stage_features(stages: pd.DataFrame, tasks: pd.DataFrame,
     f = f.join(_windowed(tk))
     out = st.merge(f.reset_index(), on=KEY, how="inner")
     out[FEATURES + ["run_ms"]] = out[FEATURES + ["run_ms"]].astype(float).fillna(0.0)
-    hf = host_features(out, tk, host_samples) if host_samples is not None else None
+    hf = host_features(out, tried, host_samples) if host_samples is not None else None
     if hf is None or hf.empty:
         out = out.assign(**{c: np.nan for c in HOST_FEATURES})
     else:
