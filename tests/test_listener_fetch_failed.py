@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from executor_kill import kill_executor_once
 
 from sparkpredict import store
 from sparkpredict.capture.eventlog_ingest import ingest_event_logs
@@ -22,31 +23,6 @@ from sparkpredict.features.stages import stage_table
 from sparkpredict.monitor import explain_run, slowest_runs
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
-
-
-def _reduce_kills_its_executor(marker: str):
-    """A partition function of the reduce stage: partition 5 SIGKILLs its executor JVM, once."""
-
-    def run(index, rows):
-        import os
-        import signal
-        import time
-
-        rows = list(rows)
-        time.sleep(0.5)  # the first partitions finish on both executors before the kill
-        if index == 5 and not os.path.exists(marker):
-            open(marker, "w").close()
-            pid = os.getpid()
-            while pid > 1:  # Python worker -> pyspark daemon -> the executor's JVM
-                with open(f"/proc/{pid}/status") as f:
-                    pid = int(next(ln for ln in f if ln.startswith("PPid:")).split()[1])
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if b"CoarseGrainedExecutorBackend" in f.read():
-                        os.kill(pid, signal.SIGKILL)
-                        os._exit(1)
-        return rows
-
-    return run
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +46,7 @@ def recorded(spark_app, tmp_path_factory):
                        conf=conf) as spark:
             counts = spark.sparkContext.parallelize(range(8000), 8).map(lambda r: (r % 8, 1)) \
                 .reduceByKey(lambda a, b: a + b, 8) \
-                .mapPartitionsWithIndex(_reduce_kills_its_executor(str(marker))).collect()
+                .mapPartitionsWithIndex(kill_executor_once(str(marker), index=5)).collect()
             assert dict(counts) == {k: 1000 for k in range(8)}
             sc = spark.sparkContext
             ids.append(f"{sc.applicationId}@{sc.startTime}")

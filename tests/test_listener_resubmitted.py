@@ -12,35 +12,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from executor_kill import kill_executor_once
 
 from sparkpredict import store
 from sparkpredict.capture.eventlog_ingest import ingest_event_logs
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
-
-
-def _kill_my_executor_once(marker: str):
-    """A partition function: the last partition SIGKILLs its executor JVM (once per test)."""
-
-    def run(index, rows):
-        import os
-        import signal
-        import time
-
-        time.sleep(0.4)  # the other partitions finish first, on both executors
-        if index == 7 and not os.path.exists(marker):
-            open(marker, "w").close()
-            pid = os.getpid()
-            while pid > 1:  # Python worker -> pyspark daemon -> the executor's JVM
-                with open(f"/proc/{pid}/status") as f:
-                    pid = int(next(ln for ln in f if ln.startswith("PPid:")).split()[1])
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if b"CoarseGrainedExecutorBackend" in f.read():
-                        os.kill(pid, signal.SIGKILL)
-                        os._exit(1)  # this task dies with its executor
-        return [(r % 10, 1) for r in rows]
-
-    return run
 
 
 def test_resubmitted_map_tasks_are_recorded_once_by_listener_and_ingest(spark_app, tmp_path):
@@ -51,7 +28,8 @@ def test_resubmitted_map_tasks_are_recorded_once_by_listener_and_ingest(spark_ap
     with spark_app(tmp_path / "listener-store", job="resubmit", master="local-cluster[2,1,1024]",
                    conf=conf) as spark:
         counts = spark.sparkContext.parallelize(range(8000), 8) \
-            .mapPartitionsWithIndex(_kill_my_executor_once(str(tmp_path / "killed"))) \
+            .mapPartitionsWithIndex(kill_executor_once(str(tmp_path / "killed"), index=7, pause_s=0.4)) \
+            .map(lambda r: (r % 10, 1)) \
             .reduceByKey(lambda a, b: a + b).collect()
         assert dict(counts) == {k: 800 for k in range(10)}
         app_id, start_ms = spark.sparkContext.applicationId, spark.sparkContext.startTime

@@ -11,6 +11,7 @@ rows and 5584 bytes of shuffle where it ran 8 partitions over the 4464 bytes its
 from __future__ import annotations
 
 import pytest
+from executor_kill import kill_executor_once
 
 from sparkpredict import store
 from sparkpredict.features.interference import stage_features
@@ -19,38 +20,13 @@ from sparkpredict.features.stages import stage_table
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
 
-def _kills_its_executor(marker: str):
-    """A partition function of the middle stage: partition 5 SIGKILLs its executor JVM, once."""
-
-    def run(index, rows):
-        import os
-        import signal
-        import time
-
-        rows = list(rows)
-        time.sleep(0.5)  # partitions finish on both executors before the kill
-        if index == 5 and not os.path.exists(marker):
-            open(marker, "w").close()
-            pid = os.getpid()
-            while pid > 1:  # Python worker -> pyspark daemon -> the executor's JVM
-                with open(f"/proc/{pid}/status") as f:
-                    pid = int(next(ln for ln in f if ln.startswith("PPid:")).split()[1])
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if b"CoarseGrainedExecutorBackend" in f.read():
-                        os.kill(pid, signal.SIGKILL)
-                        os._exit(1)
-        return rows
-
-    return run
-
-
 def test_a_lost_executor_s_map_outputs_run_again_count_once(spark_app, tmp_path):
     conf = {"spark.executor.memory": "512m", "spark.task.maxFailures": "4",
             "spark.sparkpredict.inputBytes": "8000000"}
     with spark_app(tmp_path / "store", job="maprerun", master="local-cluster[2,1,1024]", conf=conf) as spark:
         out = spark.sparkContext.parallelize(range(8000), 8).map(lambda r: (r % 8, 1)) \
             .reduceByKey(lambda a, b: a + b, 8) \
-            .mapPartitionsWithIndex(_kills_its_executor(str(tmp_path / "killed"))) \
+            .mapPartitionsWithIndex(kill_executor_once(str(tmp_path / "killed"), index=5)) \
             .map(lambda kv: (kv[0] % 4, kv[1])).reduceByKey(lambda a, b: a + b, 4).collect()
         assert dict(out) == {k: 2000 for k in range(4)}
     st = store.open(tmp_path / "store")
