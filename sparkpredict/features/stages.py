@@ -218,6 +218,19 @@ def file_scan_settings(props: Mapping[str, Any]) -> dict[str, float]:
 _MAP_STATUS_ROUNDING = 0.1 / math.log(1.1)
 
 
+def _coalescing(shuffle_bytes: float, partitions: float, parallelism: float, advisory_bytes: float,
+                min_partition_bytes: float, min_partitions: float) -> tuple[int, float, float]:
+    """(partitions, bytes as the map statuses report them, target bytes of a coalesced group)
+    of a shuffle adaptive execution coalesces: ``max(minPartitionSize, min(advisory, bytes /
+    fewest))``, ``fewest`` being ``spark.default.parallelism`` unless minPartitionNum is set."""
+    n_parts = max(int(partitions), 1)
+    fewest = parallelism if not np.isfinite(min_partitions) else min_partitions
+    total = max(float(shuffle_bytes), 0.0) * (_MAP_STATUS_ROUNDING if n_parts <= 2000 else 1.0)
+    target = max(float(min_partition_bytes),
+                 min(float(advisory_bytes), max(math.ceil(total / max(float(fewest), 1.0)), 16)))
+    return n_parts, total, target
+
+
 def coalesced_tasks(shuffle_bytes: float, partitions: float, parallelism: float,
                     advisory_bytes: float = 64 * _MB, min_partition_bytes: float = _MB,
                     min_partitions: float = math.nan) -> int:
@@ -228,13 +241,10 @@ def coalesced_tasks(shuffle_bytes: float, partitions: float, parallelism: float,
     ``minPartitionSize`` packed on, and a last one under it joined to the one before. So a small
     shuffle runs in one task per core whatever its bytes, and grows past that only beyond 64 MiB
     per core; at most the shuffle's partitions."""
-    n_parts = max(int(partitions), 1)
-    fewest = parallelism if not np.isfinite(min_partitions) else min_partitions
-    total = max(float(shuffle_bytes), 0.0) * (_MAP_STATUS_ROUNDING if n_parts <= 2000 else 1.0)
+    n_parts, total, target = _coalescing(shuffle_bytes, partitions, parallelism, advisory_bytes,
+                                         min_partition_bytes, min_partitions)
     if total <= 0:
         return 1
-    target = max(float(min_partition_bytes),
-                 min(float(advisory_bytes), max(math.ceil(total / max(float(fewest), 1.0)), 16)))
     size = total / n_parts
     # each group packs the partitions that fit the target, and more while under the minimum
     per = max(1, math.floor(target / size + 1e-9), math.ceil(float(min_partition_bytes) / size - 1e-9))
@@ -283,13 +293,10 @@ def skewed_coalesced_tasks(shuffle_bytes: float, partitions: float, parallelism:
     passes the target, and the small ones around it pack on into it or into their neighbours,
     so a skewed shuffle runs fewer tasks than equal partitions of its bytes would. With
     ``hot_share`` 0 it is :func:`coalesced_tasks`."""
-    n_parts = max(int(partitions), 1)
-    fewest = parallelism if not np.isfinite(min_partitions) else min_partitions
-    total = max(float(shuffle_bytes), 0.0) * (_MAP_STATUS_ROUNDING if n_parts <= 2000 else 1.0)
+    n_parts, total, target = _coalescing(shuffle_bytes, partitions, parallelism, advisory_bytes,
+                                         min_partition_bytes, min_partitions)
     if total <= 0:
         return 1
-    target = max(float(min_partition_bytes),
-                 min(float(advisory_bytes), max(math.ceil(total / max(float(fewest), 1.0)), 16)))
     h = min(max(float(hot_share), 0.0), 1.0)
     each, mid = total * (1.0 - h) / n_parts, (n_parts - 1) // 2
     runs = [(mid, each), (1, each + total * h), (n_parts - 1 - mid, each)]
