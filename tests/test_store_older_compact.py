@@ -200,10 +200,9 @@ def test_this_versions_compacted_batch_without_the_table_reads_nothing_elsewhere
     assert store.open(st.path).read(NEW).empty
 
 
-def test_the_older_commits_own_compact_and_clean(tmp_path):
-    """The sparkpredict of commit 0d620b6, the last before stage_scans, compacts and cleans a
-    store this version wrote: not one stage_scans row is lost, before or after this version's
-    compact and clean."""
+def _older_commit(tmp_path) -> Path:
+    """A folder holding the sparkpredict package of commit 0d620b6, the last before stage_scans
+    (skipped where the repository's history is not at hand)."""
     old = tmp_path / "old"
     old.mkdir()
     try:
@@ -212,6 +211,14 @@ def test_the_older_commits_own_compact_and_clean(tmp_path):
     except (OSError, subprocess.SubprocessError):
         pytest.skip("the repository's history (commit 0d620b6) is not here")
     subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+    return old
+
+
+def test_the_older_commits_own_compact_and_clean(tmp_path):
+    """The sparkpredict of commit 0d620b6, the last before stage_scans, compacts and cleans a
+    store this version wrote: not one stage_scans row is lost, before or after this version's
+    compact and clean."""
+    old = _older_commit(tmp_path)
     st = _batches(tmp_path, 5)
     want = _rows(st)
 
@@ -253,14 +260,7 @@ def test_this_versions_compaction_takes_the_older_files_it_folded_as_it_takes_re
     commit's CLI (0d620b6) and this one's."""
     import pyarrow.dataset as ds
 
-    old = tmp_path / "old"
-    old.mkdir()
-    try:
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", "0d620b6", "sparkpredict"],
-                                 capture_output=True, check=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
-        pytest.skip("the repository's history (commit 0d620b6) is not here")
-    subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+    old = _older_commit(tmp_path)
 
     def plain(st) -> int:  # what spark.read.parquet("STORE/stage_scans") counts
         return ds.dataset(Path(st.root) / NEW, format="parquet").count_rows()
