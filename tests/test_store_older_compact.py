@@ -108,6 +108,11 @@ def test_rows_an_older_compaction_left_behind_are_read_kept_and_folded(tmp_path)
     # its compaction folds them into a batch of its own, alone as the older batch is
     r = C.compact(st, keep_s=0)
     assert (r.merged, r.written) == (1, 1)
+    from sparkpredict.cli.store_cmd import compact_lines
+
+    said = compact_lines(r)[0]  # it read "merged 1 batch (...) into 1; a reader opens 1 batch, not 1"
+    assert "a reader opens 1 batch, as before: it rewrote what an older sparkpredict's `store compact` merged" in said
+    assert "not 1" not in said
     (mine,) = st.visible_marks()
     assert mine != cid and mine in _files(st, NEW)
     _same(_rows(st), want)

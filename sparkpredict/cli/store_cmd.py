@@ -464,9 +464,15 @@ def compact_lines(r: Any) -> list[str]:
     would = "would merge" if r.dry_run else "merged"
     where = f"store {store_for_display(r.store)}"
     if r.merged:
+        opens = f"a reader {'would open' if r.dry_run else 'opens'} {plural(r.batches_after, 'batch', 'batches')}"
+        # Only a batch an older sparkpredict's compaction wrote is merged alone: its rows of a
+        # newer table lay in the files of the batches it replaced. It read "opens 2 batches, not 2"
+        opens += (f", not {r.batches_before:,}" if r.batches_after != r.batches_before else
+                  ", as before: it rewrote what an older sparkpredict's `store compact` merged, whose "
+                  "rows of a table that version did not know (stage_scans) lay in the files of the "
+                  "batches it replaced")
         lines = [(f"{where}: {would} {plural(r.merged, 'batch', 'batches')} ({format_bytes(r.merged_bytes)}) "
-                 f"into {r.written}; a reader {'would open' if r.dry_run else 'opens'} "
-                 f"{plural(r.batches_after, 'batch', 'batches')}, not {r.batches_before:,}")]
+                  f"into {r.written}; {opens}")]
     else:
         why = "" if r.going or r.doubled else ": none is small and next to another small one"
         lines = [f"{where}: nothing to merge in its {plural(r.batches_before, 'batch', 'batches')}{why}"]
