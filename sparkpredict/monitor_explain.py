@@ -341,7 +341,16 @@ def _outside_stages(e: Explanation, st: Any, runs: pd.DataFrame, clean: Iterable
             "jobs) is not compared here, while a runtime model's prediction counts it")
 
 
-def _recovered(e: Explanation, st: Any) -> None:
+def _recovery_rows(st: Any, run_ids: list[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The stage attempts, executors and task statuses of ``run_ids`` that :func:`_recovered`
+    reads: once for all the runs ``explain --job`` lists, not three reads per run."""
+    return (st.read("stages", columns=["run_id", "stage_id", "stage_attempt_id"], run_ids=run_ids),
+            st.read("executors", columns=["run_id", "executor_id", "removed_ms", "removed_reason"], run_ids=run_ids),
+            st.read("tasks", columns=["run_id", "executor_id", "status"], run_ids=run_ids))
+
+
+def _recovered(e: Explanation, st: Any,
+               rows: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame] | None = None) -> None:
     """Warn when Spark reran work in the run, its executors lost (a spot or preemptible one taken
     back, a JVM killed): a stage run again in a later attempt, or tasks failed on an executor that
     was removed before the run ended. The recovery's time is in the run's stage times, and its
@@ -349,12 +358,10 @@ def _recovered(e: Explanation, st: Any) -> None:
     real ``local-cluster`` run whose executor was killed mid-reduce measured +47.9 % against its
     clean run (its reduce stage 15.4 s in two attempts, 4.9 s there), main cause cpu, and
     nothing said that it had lost an executor."""
-    stages = st.read("stages", columns=["stage_id", "stage_attempt_id"], run_ids=[e.run_id])
-    attempts = stages.drop_duplicates().groupby("stage_id").size()
+    stages, ex, tasks = (t[t["run_id"] == e.run_id] for t in rows or _recovery_rows(st, [e.run_id]))
+    attempts = stages[["stage_id", "stage_attempt_id"]].drop_duplicates().groupby("stage_id").size()
     rerun = sorted(int(s) for s in attempts[attempts > 1].index)
-    ex = st.read("executors", columns=["executor_id", "removed_ms", "removed_reason"], run_ids=[e.run_id])
     ex = ex[ex["removed_ms"].notna()].drop_duplicates("executor_id", keep="last")
-    tasks = st.read("tasks", columns=["executor_id", "status"], run_ids=[e.run_id])
     # failed, not killed: a speculative copy killed on an executor that dynamic allocation
     # later let go idle is no loss
     failed_on = set(tasks.loc[tasks["status"].astype(str) == "FAILED", "executor_id"].astype(str))
@@ -575,13 +582,14 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
     model = models or default_model(st)  # type: ignore[arg-type]
     df, baselines = _stages_and_baselines(st, [job], run_ids=[r for r, _ in found])  # type: ignore[arg-type]
     runs = st.runs()  # type: ignore[union-attr]
+    recovery = _recovery_rows(st, [r for r, _ in found])
     out = []
     for run_id, ratio in found:
         shown = None if no_ratio else ratio
         try:
             e = _explain(run_id, job, model, df, baselines, threshold, 3, runs, st.path)  # type: ignore[union-attr]
             _outside_stages(e, st, runs, baselines[run_id].run_ids)  # as explain_run says it
-            _recovered(e, st)
+            _recovered(e, st, recovery)
             out.append(SlowRun(run_id, shown, e, out_of_fold=oof, model_runs=src.n_runs))
         except SparkPredictError as exc:
             out.append(SlowRun(run_id, shown, None, exc.message, out_of_fold=oof, model_runs=src.n_runs,
