@@ -36,7 +36,10 @@ def reduces(spark_app, tmp_path_factory):
             customers = spark.range(2000, numPartitions=2).select(fn.col("id").alias("c"), fn.lit("x").alias("seg"))
             orders.join(customers, "c").groupBy("seg").agg(fn.max("pad"), fn.count("*")).collect()
     st = store_mod.open(store)
-    t = F.stage_table(st.runs(), st.stages(), st.read("tasks"))
+    tasks = st.read("tasks")
+    t = F.stage_table(st.runs(), st.stages(), tasks)
+    longest = tasks.groupby(["run_id", "stage_id"])["duration_ms"].max().rename("longest_task_ms")
+    t = t.merge(longest, left_on=["run_id", "stage_id"], right_index=True, how="left")
     join = t[(t["is_input_stage"] == 0) & (t["bytes_in"] > MiB)].sort_values("bytes_in")
     assert len(join) == len(ROWS) and join["signature"].nunique() == 1
     return join.reset_index(drop=True)
@@ -70,6 +73,17 @@ def test_a_skewed_reduce_is_predicted_at_the_sizes_it_was_not_recorded_at(reduce
     assert got[2] == 8 and all(abs(g - n) <= 1 for g, n in zip(got, real)), got
     # and from two runs the third (largest) exactly
     assert F.predict_num_tasks(reduces.iloc[:2], reduces.iloc[1], reduces["bytes_in"].iloc[2]) == real[2]
+
+
+def test_a_skewed_reduce_lasts_its_tasks_over_the_slots_not_its_hot_task(reduces):
+    # The stage model times a stage as waves x mean task time, skewed or not. The reduce of 8
+    # tasks on 2 slots, its hot task ~45 % of the bytes (~2x the mean time), lasted its tasks'
+    # time over the slots (two recordings: 603 and 645 ms for 602 and 614 ms), about twice its
+    # longest task: one slot runs the hot task while the other works through the small ones.
+    r = reduces.iloc[-1]
+    assert r["num_tasks"] == 8 and r["task_slots"] == 2
+    assert r["waves"] * r["task_ms"] == pytest.approx(r["stage_ms"], rel=0.2)
+    assert r["longest_task_ms"] < 0.75 * r["stage_ms"]
 
 
 def test_a_reduce_the_equal_rule_gives_keeps_it():
@@ -135,3 +149,34 @@ def test_a_sweep_whose_skew_no_one_share_gives_keeps_the_rules_it_had():
     assert F._hot_share(smaller, smaller.iloc[-1]) > 0
     conf = {"shuffle_partitions": top["shuffle_partitions"], "default_parallelism": top["default_parallelism"]}
     assert F.predict_num_tasks(smaller, smaller.iloc[-1], largest, conf) == 7
+
+
+def test_a_sweeps_skewed_join_lasts_waves_of_its_mean_task_not_its_hot_task():
+    # tests/data/history's sqljoin at its largest size (8 tasks on 1, 2 and 3 slots, the task
+    # of the most bytes 37 % of them): its recorded stage time is waves x mean task time within
+    # 6 % on average (11 % at most). That hot task beside waves of the others' mean reads it
+    # 16 % short on average (24 % at most; on 1 slot the 7 others run after it). So a hot-task
+    # term in the stage time, though it would lower the stage model's error on this stage in
+    # the size benchmark (37.5 % to 25.8 %), has no ground in the runs: there the per-task
+    # forest predicts too long a task, and the term would hide that (docs/stage-models.md).
+    import numpy as np
+
+    st = store_mod.open(Path(__file__).parent / "data" / "history")
+    runs = st.runs()
+    runs = runs[runs["job"] == "sqljoin"]
+    tasks = st.read("tasks", run_ids=list(runs["run_id"]))
+    t = F.stage_table(runs, st.read("stages", run_ids=list(runs["run_id"])), tasks)
+    join = t[t["signature"].str.endswith("|d1|k0") & (t["num_tasks"] == 8)]
+    assert len(join) == 6 and sorted(join["task_slots"].unique()) == [1, 2, 3]
+    waves_err, hot_err = [], []
+    for _, r in join.iterrows():
+        g = tasks[(tasks["run_id"] == r["run_id"]) & (tasks["stage_id"] == r["stage_id"])]
+        d, b = g["duration_ms"].to_numpy(float), g["shuffle_read_bytes"].to_numpy(float)
+        hot = int(np.argmax(b))
+        assert b[hot] / b.sum() == pytest.approx(0.37, abs=0.01)
+        others = np.delete(d, hot)
+        hot_rule = max(d[hot], np.ceil(len(others) / r["task_slots"]) * others.mean())
+        waves_err.append(abs(r["waves"] * r["task_ms"] - r["stage_ms"]) / r["stage_ms"])
+        hot_err.append(abs(hot_rule - r["stage_ms"]) / r["stage_ms"])
+    assert np.mean(waves_err) < 0.07 and max(waves_err) < 0.12
+    assert np.mean(hot_err) > 0.15 and np.mean(hot_err) > 2 * np.mean(waves_err)
