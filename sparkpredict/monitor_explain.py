@@ -315,19 +315,26 @@ def explain_run(run_id: str, store: Store | str | Path | None = None,
     return e
 
 
-def _outside_stages(e: Explanation, st: Any, runs: pd.DataFrame, clean: Iterable[str]) -> None:
+def _stage_windows(st: Any, run_ids: list[str]) -> pd.DataFrame:
+    """The stage windows of ``run_ids`` that :func:`_outside_stages` reads: once for all the runs
+    ``explain --job`` lists and their clean runs, not one read per run."""
+    return st.read("stages", columns=["run_id", "submission_ms", "completion_ms"], run_ids=run_ids)
+
+
+def _outside_stages(e: Explanation, st: Any, runs: pd.DataFrame, clean: Iterable[str],
+                    windows: pd.DataFrame | None = None) -> None:
     """Set ``e.wall_ms``, and warn when the run's time with no stage running (the driver's
     start-up, its own work between jobs) exceeds its clean runs' by more than
     :data:`OUTSIDE_STAGES_MIN_S` and :data:`OUTSIDE_STAGES_SHARE`: explain compares stages while a
     runtime model, and the advice's "runs furthest above the model", judge the wall time. A run
     sent here as 1.6x its model's was found "-7 %" from its stages alone, and nothing said where
-    the time went."""
+    the time went. ``windows``: :func:`_stage_windows` of (at least) the run and ``clean``."""
     walls = runs.set_index("run_id")["wall_ms"].astype(float) if "wall_ms" in runs else None
     if walls is None or e.run_id not in walls.index or not walls[e.run_id] > 0:
         return
     e.wall_ms = float(walls[e.run_id])
     ids = [r for r in {e.run_id, *clean} if r in walls.index and walls[r] > 0]
-    stages = st.read("stages", columns=["run_id", "submission_ms", "completion_ms"], run_ids=ids)
+    stages = _stage_windows(st, ids) if windows is None else windows[windows["run_id"].isin(ids)]
     outside = {r: walls[r] - _busy_ms(g) for r, g in stages.groupby("run_id")}
     others = [v for r, v in outside.items() if r != e.run_id]
     if e.run_id not in outside or not others:
@@ -583,12 +590,14 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
     df, baselines = _stages_and_baselines(st, [job], run_ids=[r for r, _ in found])  # type: ignore[arg-type]
     runs = st.runs()  # type: ignore[union-attr]
     recovery = _recovery_rows(st, [r for r, _ in found])
+    windows = _stage_windows(st, sorted({r for run_id, _ in found if run_id in baselines
+                                         for r in (run_id, *baselines[run_id].run_ids)}))
     out = []
     for run_id, ratio in found:
         shown = None if no_ratio else ratio
         try:
             e = _explain(run_id, job, model, df, baselines, threshold, 3, runs, st.path)  # type: ignore[union-attr]
-            _outside_stages(e, st, runs, baselines[run_id].run_ids)  # as explain_run says it
+            _outside_stages(e, st, runs, baselines[run_id].run_ids, windows)  # as explain_run says it
             _recovered(e, st, recovery)
             out.append(SlowRun(run_id, shown, e, out_of_fold=oof, model_runs=src.n_runs))
         except SparkPredictError as exc:

@@ -433,6 +433,34 @@ def test_slowest_runs_of_a_real_history_are_the_slowed_ones(capsys):
         m.slowest_runs("wordcount", hist, top=0)
 
 
+def test_explain_job_reads_the_stage_windows_once_for_all_the_runs_it_lists(monkeypatch):
+    """explain --job's check of the time outside the stages read the stages table once per run it
+    listed (up to 50): tests/data/history's 24 wordcount runs read it 26 times, 5 times for 3 runs.
+    Now the reads do not grow with the runs listed, and each run's explanation is explain_run's."""
+    from pathlib import Path
+
+    hist = Path(__file__).parent / "data" / "history"
+    m.slowest_runs("wordcount", hist, top=1)  # the runtime model fitted and cached before counting
+    tables: list[str] = []
+    read = io.Store.read
+
+    def counting(self, table, *args, **kwargs):
+        tables.append(table)
+        return read(self, table, *args, **kwargs)
+
+    monkeypatch.setattr(io.Store, "read", counting)
+    few = m.slowest_runs("wordcount", hist, top=3)
+    reads_few, tables[:] = tables.count("stages"), []
+    found = m.slowest_runs("wordcount", hist, top=50)
+    assert (len(few), len(found)) == (3, 24)
+    assert tables.count("stages") == reads_few == 3  # the features, the recovery check, the windows
+    monkeypatch.setattr(io.Store, "read", read)
+    assert [r.run_id for r in few] == [r.run_id for r in found[:3]]
+    for r in found:  # each run's windows read alone: the same wall time and warnings
+        assert r.error is None and r.explanation.wall_ms > 0
+        assert r.explanation == m.explain_run(r.run_id, hist)
+
+
 def test_a_run_far_shorter_than_the_training_runs_gets_no_cause_its_clean_runs_deny():
     """tests/data/history's sort runs last 1-3 s of stage time, under half the shortest run the
     bundled monitor learnt from: its estimate there can say +99 % for a run measured 4 % faster

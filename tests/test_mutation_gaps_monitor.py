@@ -213,6 +213,26 @@ def test_time_outside_the_stages_is_warned_about_beyond_five_seconds_more_than_t
     assert len(_outside(30_001, 20_000)) == 1
 
 
+def test_the_windows_read_once_for_many_runs_judge_a_run_as_its_own_read_does():
+    # explain --job reads the stage windows of every run it lists and their clean runs at once: a
+    # run is judged against its own clean runs only, not the other listed runs (r4's 60 s outside
+    # its stages would move the clean runs' median, 1 s, and hide the warning)
+    from sparkpredict.monitor_explain import Explanation, _outside_stages
+
+    busy = 10_000
+    walls = {"r0": busy + 7_000, **{f"r{i}": busy + 1_000 for i in (1, 2, 3)}, "r4": busy + 60_000,
+             "r5": busy + 60_000}
+    runs = pd.DataFrame({"run_id": list(walls), "wall_ms": list(walls.values())})
+    st = _Stages({r: [(1000, 1000 + busy)] for r in walls})
+    said = []
+    for windows in (None, st.read("stages", run_ids=list(walls))):
+        e = Explanation("r0", "etl", 1.0, 1.0, 0.0, 0.0, {}, {}, None, 0.0, {}, 0.1, False, 3, None, [])
+        _outside_stages(e, st, runs, ["r1", "r2", "r3"], windows)
+        said.append((e.wall_ms, e.warnings))
+    assert said[0] == said[1] and said[0][0] == 17_000.0
+    assert len(said[0][1]) == 1 and "its clean runs a median 1.0s" in said[0][1][0]
+
+
 def test_overlapping_stages_count_once_as_busy_time():
     from sparkpredict.monitor_explain import _busy_ms
 
