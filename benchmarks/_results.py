@@ -59,3 +59,13 @@ def write_section(name: str, body: str) -> None:
         f.seek(0)
         f.truncate()
         f.write(text)
+
+
+def publish(name: str, lines: list[str], write: bool = True) -> str:
+    """Print a benchmark's lines as its section's body and, unless ``write`` is False (its
+    ``--no-write``), put them in RESULTS.md (:func:`write_section`). Returns the body."""
+    body = "\n".join(lines)
+    print(body)
+    if write:
+        write_section(name, body)
+    return body

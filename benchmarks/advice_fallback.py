@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import advice_quality as aq
-from _results import write_section
+from _results import publish
 
 from sparkpredict import advise
 
@@ -137,10 +137,7 @@ def main() -> None:
                    f"deadlines faster than it saves cost, and no price of a miss meets 90 % of the "
                    f"deadlines (at most {best[1]:.1%}, at price {best[0]:g}, with a cost ratio of "
                    f"{best[2]:.3f} there). The shipped rule keeps the deadline goal.")]
-    body = "\n".join(lines)
-    print(body)
-    if not args.no_write:
-        write_section("advice_fallback", body)
+    publish("advice_fallback", lines, write=not args.no_write)
 
 
 if __name__ == "__main__":

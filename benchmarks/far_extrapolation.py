@@ -32,7 +32,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import advice_quality as aq
-from _results import write_section
+from _results import publish
 
 from sparkpredict.models import selection
 from sparkpredict.models.hybrid import JobRuntimeModel
@@ -231,10 +231,7 @@ def main() -> None:
               "Intervals that wide say the history cannot answer that question: record a run nearer the size."),
               "",
               f"Wall time {wall:.0f} s."]
-    text = "\n".join(lines)
-    print(text)
-    if not a.no_write:
-        write_section("far_extrapolation", text)
+    publish("far_extrapolation", lines, write=not a.no_write)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section
+from _results import publish
 
 from sparkpredict.features.runs import runs_table
 from sparkpredict.models import selection
@@ -172,10 +172,7 @@ def main() -> None:
               "", (f"The {len(far)} runs ({len(beyond)} beyond the history, {len(far) - len(beyond)} at its largest "
                    f"size for the machine comparison) took {far.runtime_s.sum():.0f} s of application time; this "
                    f"invocation's sweep {wall:.0f} s (runs already in the store are not run again).")]
-    text = "\n".join(lines)
-    print(text)
-    if not a.no_write:
-        write_section("far_local", text)
+    publish("far_local", lines, write=not a.no_write)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section
+from _results import publish
 
 from sparkpredict import store
 from sparkpredict.features.runs import runs_table
@@ -68,10 +68,7 @@ def main() -> None:
             name, own, other = moves(runs_table(raw[raw.job == job]))
         lines.append(f"| {job} | {name.replace('|', ' + ')} | {np.median(own):+.1%} ({min(own):+.1%} to {max(own):+.1%}) | "
                      f"{np.median(other):.1%} ({max(other):.1%}) |")
-    text = "\n".join(lines)
-    print(text)
-    if not args.no_write:
-        write_section("recovered_runs", text)
+    publish("recovered_runs", lines, write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section
+from _results import publish
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
@@ -251,10 +251,7 @@ def main() -> None:
         lines.append(f"- Goal: CLI <= {GOAL_CLI_S} s from a cold start, {label} store of {args.runs:,} runs: "
                      f"**{'met' if worst <= GOAL_CLI_S else 'not met'}** ({first:.2f} s first call, "
                      f"{cached:.2f} s cached).")
-    body = "\n".join(lines)
-    print(body)
-    if not args.no_write:
-        write_section("store_reads", body)
+    publish("store_reads", lines, write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import write_section
+from _results import publish
 from c3o_data import load_c3o
 
 VENV_BIN = Path(sys.executable).parent
@@ -167,10 +167,7 @@ def main() -> None:
                  f"cached fit (median {cached:.2f} s of {len(t_cached)}). Runs recorded by "
                  "`sparkpredict submit` or `sweep` have their job's model fitted as they end, so "
                  "even that first call loads it")
-    body = "\n".join(lines)
-    print(body)
-    if not args.no_write:
-        write_section("suggest_speed", body)
+    publish("suggest_speed", lines, write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -27,3 +27,21 @@ def test_advice_fallback_rules_take_what_the_shipped_choice_takes():
     args = ("cost", e, t, up, e * t / 3600, np.zeros(3, bool), np.ones(3, bool), 0, np.array([0.1, 0.3, 0.4]),
             np.array([False, False, False]))
     assert rules[0](*args) == advise._choose(*args) == (2, False)
+
+
+def test_publish_prints_the_lines_and_writes_the_section_write_section_wrote(tmp_path, monkeypatch, capsys):
+    """The benchmarks' table-and-write tail is _results.publish: the body it prints and the section
+    it writes are the joined lines, as each script wrote them itself; --no-write leaves RESULTS.md."""
+    import _results
+
+    lines = ["## bench: a title", "", "| a | b |", "|---|---|", "| 1 | 2 |"]
+    monkeypatch.setattr(_results, "RESULTS", tmp_path / "RESULTS.md")
+    assert _results.publish("bench", lines, write=False) == "\n".join(lines)
+    assert capsys.readouterr().out == "\n".join(lines) + "\n" and not (tmp_path / "RESULTS.md").exists()
+    _results.publish("bench", lines)
+    published = (tmp_path / "RESULTS.md").read_text()
+    monkeypatch.setattr(_results, "RESULTS", tmp_path / "by_hand.md")
+    _results.write_section("bench", "\n".join(lines))
+    by_hand = (tmp_path / "by_hand.md").read_text()
+    assert published.split(" · _run:_ ")[0] == by_hand.split(" · _run:_ ")[0]  # all but the minute
+    assert f"<!-- BEGIN bench -->\n{lines[0]}\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n_Command:_ " in published
