@@ -327,7 +327,9 @@ class HistorySource:
             present = set(r["run_id"].astype(str))
             kept = [(rid, x) for rid, x in self.model.slow_runs_ if rid in present]
             return [(rid, x) for rid, x in kept[:k] if x >= min_ratio]
-        r = r[(r["input_bytes"] > 0) & (r["executors"] > 0) & (r["runtime_s"] > 0)]  # NaN: False
+        from .models.job_runs import fitted_rows
+
+        r = r[fitted_rows(r)]  # the runs the fit kept, as the out-of-fold ratios are theirs
         if r.empty:
             return []
         ratio = r["runtime_s"].to_numpy(float) / np.asarray(self.model.predict(r), dtype=float)
@@ -604,10 +606,9 @@ def _recovered_runs(raw: pd.DataFrame | None, runs: pd.DataFrame | None, rerun: 
     ids = {rid for rid in ids if rid in rerun or not speculated(props.get(rid))}
     train = runs
     if n_fitted is not None and int(n_fitted) < len(runs):
-        from .units import MAX_EXECUTORS
+        from .models.job_runs import fitted_rows
 
-        train = runs[(runs["input_bytes"] > 0) & (runs["executors"] > 0) & (runs["runtime_s"] > 0)
-                     & (runs["executors"] <= MAX_EXECUTORS)]  # NaN: False, as the fit drops it
+        train = runs[fitted_rows(runs)]
     return [(rid, rid in rerun) for rid in train["run_id"].astype(str) if rid in ids]
 
 

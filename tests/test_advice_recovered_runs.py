@@ -122,3 +122,37 @@ def test_what_one_recovered_run_moves(tmp_path):
     st = _with_recovered_run(tmp_path)
     moved = suggest_executors("sort", "16MB", store=st.path, executor_counts="2")
     assert moved.predicted_runtime_s / clean.predicted_runtime_s - 1 == pytest.approx(0.028, abs=0.002)
+
+
+def test_the_runs_the_fit_keeps_are_the_runs_the_recovery_check_looks_at():
+    """One function (job_runs.fitted_rows) says which runs a whole-job fit keeps; the fit, the
+    recovery check and the in-sample "runs above the model" all take it. A row each rule drops."""
+    import numpy as np
+
+    from sparkpredict.advice_source import _recovered_runs
+    from sparkpredict.models.hybrid import JobRuntimeModel
+    from sparkpredict.models.job_runs import fitted_rows
+    from sparkpredict.units import MAX_EXECUTORS
+
+    nan, inf = float("nan"), float("inf")
+    rows = {  # run id: (input_bytes, executors, runtime_s)
+        "kept": (1e9, 2, 10.0), "kept-at-the-cap": (2e9, MAX_EXECUTORS, 12.0),
+        "size-nan": (nan, 2, 10.0), "size-0": (0, 2, 10.0), "size-inf": (inf, 2, 10.0),
+        "execs-nan": (1e9, nan, 10.0), "execs-negative": (1e9, -1, 10.0),
+        "execs-over-the-cap": (1e9, MAX_EXECUTORS + 1, 10.0),
+        "runtime-nan": (1e9, 2, nan), "runtime-negative": (1e9, 2, -3.0), "runtime-inf": (1e9, 2, inf),
+        "kept-3": (3e9, 4, 14.0), "kept-4": (4e9, 8, 15.0),
+    }
+    runs = pd.DataFrame([{"run_id": r, "input_bytes": s, "executors": e, "runtime_s": t}
+                         for r, (s, e, t) in rows.items()])
+    kept = ["kept", "kept-at-the-cap", "kept-3", "kept-4"]
+    assert runs.loc[fitted_rows(runs), "run_id"].tolist() == kept
+    # the fit keeps the same rows (in its own order) and counts the others as dropped
+    model = JobRuntimeModel()
+    *_, fit_rows = model._training_columns(runs)
+    assert sorted(runs["run_id"].iloc[fit_rows]) == sorted(kept) and model.dropped_runs_ == len(rows) - 4
+    # the recovery check names a recovered run only where the fit kept it
+    raw = runs.assign(status="succeeded", num_failed_tasks=1)
+    assert _recovered_runs(raw, runs, frozenset(), n_fitted=4) == [(r, False) for r in kept]
+    assert len(_recovered_runs(raw, runs, frozenset(), n_fitted=len(rows))) == len(rows)  # none dropped
+    assert np.array_equal(fitted_rows(runs.to_dict("list")), fitted_rows(runs))  # a mapping as a table

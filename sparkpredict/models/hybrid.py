@@ -53,6 +53,7 @@ from .estimator import (
 from .job_runs import (
     MIN_RUNS,
     OPTIONAL,
+    fitted_rows,
     latest_run_values,
     slow_runs,
     too_few_usable_runs,
@@ -277,12 +278,7 @@ class JobRuntimeModel(RuntimeEstimator):
         for c in OPTIONAL + tuple(extras):
             v = floats(runs[c], c, "runs") if c in cols else np.full(n, np.nan)
             F[c] = v
-        ok = np.isfinite(y) & (y > 0)
-        for c in REQUIRED:
-            ok &= np.isfinite(F[c]) & (F[c] > 0)
-        from ..units import MAX_EXECUTORS
-
-        ok &= ~(F["executors"] > MAX_EXECUTORS)  # 1e20 in a CSV: a typo, which the equations fitted
+        ok = fitted_rows({**F, "runtime_s": y})
         self.dropped_runs_ = int(n - ok.sum())
         if self.dropped_runs_ and ok.sum() >= MIN_RUNS:  # else the error below says it
             log.warning("dropped %d of %d runs with NaN, zero or negative size/executors/runtime, or more "

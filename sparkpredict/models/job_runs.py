@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DegenerateDataError
-from ..units import plural
+from ..units import MAX_EXECUTORS, plural
 from .columns import floats
 
 GIB = float(2**30)
@@ -38,6 +38,17 @@ def slow_runs(runs: Any, rows: np.ndarray, oof: np.ndarray | None) -> list[tuple
     ratio = np.exp(oof)
     order = [j for j in np.argsort(-np.nan_to_num(ratio, nan=-1.0), kind="stable") if np.isfinite(ratio[j])]
     return [(str(ids[j]), float(ratio[j])) for j in order[:SLOW_RUNS_KEPT]]
+
+
+def fitted_rows(runs: Any) -> np.ndarray:
+    """Which rows of ``runs`` (a table or mapping with ``input_bytes``, ``executors`` and
+    ``runtime_s``) a whole-job fit keeps: a finite, positive size, executor count and runtime,
+    and no more executors than :data:`~sparkpredict.units.MAX_EXECUTORS` (1e20 in a CSV is a
+    typo, which the equations fitted). The fit drops the others, and the advice's look at the
+    runs a model was fitted on must leave out the same ones."""
+    size, execs, runtime = (floats(runs[c], c, "runs") for c in ("input_bytes", "executors", "runtime_s"))
+    ok = np.isfinite(size) & (size > 0) & np.isfinite(execs) & (execs > 0) & np.isfinite(runtime) & (runtime > 0)
+    return ok & ~(execs > MAX_EXECUTORS)
 
 
 def design_matrix(F: Mapping[str, np.ndarray], extras: list[str]) -> np.ndarray:
