@@ -72,11 +72,13 @@ def test_fewer_executors_than_any_run_widen_too():
     q = _query(np.array([1.0, 4.0]))
     iv = m.predict_interval(q, 0.9)
     # the chosen model's interval alone: no alternates, no perfect-scaling floor below the counts
-    alone = JobRuntimeModel.from_dict(dict(m.to_dict(), executor_alternates=[], below_counts="none")
-                                      ).predict_interval(q, 0.9)
+    bare = dict(m.to_dict(), executor_alternates=[], below_counts="none")
+    alone = JobRuntimeModel.from_dict(bare).predict_interval(q, 0.9)
+    # and around its curve's prediction (no weak-scaling hedge below the counts)
+    curve = JobRuntimeModel.from_dict(dict(bare, below_counts_prediction="none")).predict_interval(q, 0.9)
     # gustafson chosen; the alternates' slower single executor (amdahl's, the truth's) lifts the top
-    assert iv["upper_s"][0] > 1.2 * alone["upper_s"][0] and iv["lower_s"][0] <= alone["lower_s"][0]
-    assert iv["upper_s"][1] == alone["upper_s"][1]  # 4 executors were recorded
+    assert iv["upper_s"][0] > 1.2 * curve["upper_s"][0] and iv["lower_s"][0] <= alone["lower_s"][0]
+    assert iv["upper_s"][1] == alone["upper_s"][1] == curve["upper_s"][1]  # 4 executors were recorded
     truth = amdahl(4, 1.0)
     assert iv["lower_s"][0] <= truth <= iv["upper_s"][0], (iv, truth)
 
