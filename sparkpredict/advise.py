@@ -75,6 +75,9 @@ _MAX_DEFAULT_CAP = 1000
 #: Runtimes within 2 % of the fastest count as equally fast (no model resolves less): the
 #: cheapest of them is "the fastest" -- no paying 50 % more for a predicted 1 % speed-up.
 SAME_SPEED = 0.02
+#: Runtimes and upper bounds within this fraction of each other are one figure when no count
+#: meets the deadline (float noise, not a model's finding): the fewest executors then decide.
+TIE = 1e-9
 #: An upper bound beyond this many times the prediction means the history cannot answer the
 #: question; the advice then says which run would narrow it.
 WIDE_INTERVAL = 10.0
@@ -126,6 +129,21 @@ def _fastest(mask, speed, cost, e) -> int:
     return int(idx[np.lexsort((e[idx], cost[idx]))[0]])
 
 
+def _first_of_ties(ranks, e) -> int:
+    """Index of the candidate lowest in each of ``ranks`` in turn, then with the fewest executors.
+    Values within TIE of the lowest tie: a model that predicts every count alike (an Amdahl fit
+    whose parallel part is 0) gives runtimes one unit in the last place apart, and exact keys
+    had that float noise advise 3 executors at 3x the cost of 1, every figure shown the same."""
+    import numpy as np
+
+    idx = np.arange(len(e))
+    for rank in ranks:
+        r = np.asarray(rank, dtype=float)[idx]
+        low = r.min()
+        idx = idx[r <= low + TIE * abs(low)] if np.isfinite(low) else idx[r == low]
+    return int(idx[np.argmin(np.asarray(e, dtype=float)[idx])])
+
+
 def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int,
             chance=None, in_time=None) -> tuple[int, bool | None]:
     """Index of the chosen candidate and whether the deadline is met (None without deadline);
@@ -148,8 +166,8 @@ def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int,
         # knows least about (its interval reaches furthest down), 24 executors predicted at
         # 8m51s over 12 at 3m57s against 3 minutes. Ties: the lowest upper bound, then (every
         # bound infinite: a single run's replay) the lowest predicted runtime, then fewer executors.
-        keys = (e, t, up, -np.round(chance, 4)) if _likeliest_rule(chance, in_time) else (e, t, up)
-        return int(np.lexsort(keys)[0]), False
+        ranks = (-np.round(chance, 4), up, t) if _likeliest_rule(chance, in_time) else (up, t)
+        return _first_of_ties(ranks, e), False
     pool = feasible & budget_ok
     if objective == "knee" and feasible[knee_i]:
         i = knee_i

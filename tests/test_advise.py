@@ -114,6 +114,37 @@ def test_unreachable_deadline_gives_the_count_most_likely_to_make_it():
     assert advise(flat, deadline_s=60, max_executors=20).executors == 20
 
 
+class FlatLawModel(ChanceLawModel):
+    """Executors change nothing (a fitted Amdahl law whose parallel part is 0), as a real fit
+    predicts it: 15.367326677178747 s at 1 and 2 executors, one unit in the last place less
+    (...745) from 3 on, every upper bound and chance alike."""
+
+    def predict(self, X):
+        e = np.asarray(X["executors"], float)
+        t = np.full(len(e), 15.367326677178747)
+        return np.where(e >= 3, np.nextafter(t, 0.0), t)
+
+    def predict_interval(self, X, confidence=0.9):
+        t = self.predict(X)
+        return {"predicted_runtime_s": t, "lower_s": t * 0.8, "upper_s": np.full(len(t), 47.822863815577435)}
+
+    def chance_within(self, X, limit_s):
+        return np.full(len(X["executors"]), 0.6000280456542969)
+
+
+def test_a_tie_in_every_figure_shown_gives_the_fewest_executors_not_the_last_bit_of_a_float():
+    # Seen live (a groupBy whose 2-executor run was slowed): no count met the 40 s deadline, all
+    # shared one chance, one upper bound and, as printed, one runtime, and 3 executors were
+    # advised at 3x the cost of 1, the runtime at 3 being one unit in the last place lower
+    a = advise(FlatLawModel(), deadline_s=40, max_executors=8)
+    assert a.meets_deadline is False
+    assert a.executors == 1
+    # the same ties with no chance to rank by: the fastest by the upper bound, then the fewest
+    flat = FlatLawModel()
+    flat.chance_within = lambda X, limit_s: np.full(len(X["executors"]), 0.001)
+    assert advise(flat, deadline_s=5, max_executors=8).executors == 1
+
+
 def test_chance_is_written_as_a_whole_percentage_never_0_or_100():
     from sparkpredict.advise import format_chance
 
