@@ -113,6 +113,16 @@ def test_a_missing_script_is_refused_before_spark_starts(tmp_path, capsys, monke
     msg, _ = _err(capsys)
     assert "the application 'missing.py' is not a file here" in msg
     assert not os.path.exists(tmp_path / "s")
+    # said alone: not below --executors auto's advice and warnings, nor below the local master
+    # the count would have given the run ("master local[1] ... runs as local[2]")
+    from test_advise_history import history, make_store
+
+    store = make_store(tmp_path / "hist", history())
+    for how in (["--executors", "auto", "--job", "etl", "--input-size", "30GB", "--deadline", "10m"],
+                ["--executors", "2"]):
+        assert main(["submit", "--store", store, *how, "--", "--master", "local[1]", "missing.py"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 2 and err[0] == "error: the application 'missing.py' is not a file here", err
     # a URI, and a cluster-mode driver's path, are read elsewhere: not refused here
     from sparkpredict.capture.submit_args import check_application
 

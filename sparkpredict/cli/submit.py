@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from . import _unit_word, confidence_arg
@@ -65,9 +66,11 @@ def _job_example(store: str | None) -> str:
 
 def executor_settings(args: argparse.Namespace, spark_args: list[str], input_bytes: int | None,
                       params: dict[str, str] | None = None,
-                      store: str | None = None) -> tuple[int | None, dict[str, str]]:
+                      store: str | None = None,
+                      before_shown: Callable[[], None] | None = None) -> tuple[int | None, dict[str, str]]:
     """(--num-executors, extra --conf) from --executors N|auto, advised from ``store`` (default
-    ``args.store``); prints the advice's summary on stderr."""
+    ``args.store``); prints the advice's summary on stderr, once ``before_shown`` (a check that
+    raises InputError) passed."""
     from ..errors import InputError, UnknownJobError
 
     params = params or {}
@@ -157,6 +160,8 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     with cli_flags():  # the advice's errors name this command's flags (--param), not arguments
         advice = suggest_executors(args.job, input_bytes, **{**asked, "deadline_s": deadline},
                                    params={k: v for k, v in params.items() if k in known}, store=history)
+    if before_shown is not None:
+        before_shown()
     # stderr, as submit's other lines: the job's stdout may be data piped elsewhere
     for line in advice_lines(advice) + [f"warning: {w}" for w in run_kind_warnings(src, spark_args)]:
         print(f"sparkpredict: {line}", file=sys.stderr, flush=True)
@@ -367,7 +372,14 @@ def _run(args: argparse.Namespace) -> int:
         # as the driver's logged errors, after a run that recorded nothing
         check_store(history)
     check_jvm_names(spark_args, history)
-    executors, extra = executor_settings(args, spark_args, input_bytes, params, history)
+    # A script that is not there is said alone, not below the advice's lines and the master the
+    # run would get (a typo after `--executors auto` printed seven lines above its error); after
+    # the checks of the options and the advice's own errors, which name what else is wrong.
+    # Not for --dry-run: the script may be made between it and the real run.
+    check = None if args.dry_run else (lambda: check_application(spark_args))
+    executors, extra = executor_settings(args, spark_args, input_bytes, params, history, before_shown=check)
+    if check is not None:
+        check()
     extra.update({PARAM_PREFIX + name: value for name, value in params.items()})
     if input_bytes is not None:
         extra[KEY_INPUT_BYTES] = str(input_bytes)
@@ -397,7 +409,6 @@ def _run(args: argparse.Namespace) -> int:
         print(shlex.join(build_command(spark_args, store=args.store, job=args.job, executors=executors,
                                        extra_conf=extra)))
         return 0
-    check_application(spark_args)  # not for --dry-run: the script may be made before the real run
     result = submit(spark_args, store=args.store, job=args.job, executors=executors, extra_conf=extra,
                     compact=args.compact)
     if result.run_ids:
