@@ -68,6 +68,9 @@ class HistorySource:
         #: every run of the job ran on a local master: its "executors" are task threads of the
         #: driver's one JVM, which they share (its memory is the runs' executor_memory_mb)
         self.local = local
+        #: the runs (ids) that ran on a local master, in a history where others did not: each
+        #: held its input in the driver's one heap, whatever its thread count
+        self.local_runs: frozenset[str] = frozenset()
         #: why the model is not the one the registry holds (it lags the runs), said with the warnings
         self.notes: list[str] = []
         #: where the model came from, as the advice says it (Advice.model_source)
@@ -119,6 +122,7 @@ class HistorySource:
         src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw),
                   _master_kinds(raw))
         src.store_path = str(getattr(store, "path", store))
+        src.local_runs = _local_run_ids(raw)
         src.given_model = True
         mixed = _measure_mix_note(job, raw)
         if mixed:
@@ -224,6 +228,7 @@ class HistorySource:
         src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw),
                   _master_kinds(raw))
         src.store_path = st.path
+        src.local_runs = _local_run_ids(raw)
         # a model of the store's runs (fitted now, or the registry's current one) was fitted on
         # these; a model given was fitted on runs this store need not hold, so none are named
         src.recovered = _recovered_runs(raw, runs, rerun, getattr(model, "n_runs_", None))
@@ -349,6 +354,18 @@ class HistorySource:
 
         e = np.asarray(executors, dtype=float)
         return np.ones_like(e) if self.local else e
+
+    def _run_heaps(self, r: pd.DataFrame):
+        """How many heaps each of the runs ``r`` held its input in: one for a run on a local
+        master (the driver's), else one per executor. A history of local[2] runs and cluster runs
+        counted each local run as two heaps, so "the input per byte that ran" was half what a
+        local run held, and the count said to stay within it up to twice too many."""
+        import numpy as np
+
+        e = np.asarray(r["executors"], dtype=float)
+        if self.local or not self.local_runs or "run_id" not in r:
+            return self.memory_holders(e)
+        return np.where(r["run_id"].astype(str).isin(self.local_runs).to_numpy(), 1.0, e)
 
     def warnings(self, size: int, execs: int, mem: int | None, ratio: float | None,
                  cores: int | None = None) -> list[str]:
@@ -496,7 +513,7 @@ class HistorySource:
     def _memory_warning(self, r: pd.DataFrame, size: int, execs: int, mem: int, ratio: float) -> list[str]:
         import math as m
 
-        per_mem = r["input_bytes"] / (self.memory_holders(r["executors"]) * r["executor_memory_mb"] * 2**20)
+        per_mem = r["input_bytes"] / (self._run_heaps(r) * r["executor_memory_mb"] * 2**20)
         if per_mem.dropna().empty:  # executor memory never recorded: nothing to compare with
             return []
         if self.spill is not None:
@@ -684,6 +701,16 @@ def _measure_mix_note(job: str, raw: pd.DataFrame | None) -> str | None:
             "(`sparkpredict store edit RUN_ID... --input-size SIZE`; runs from event logs: ingest "
             "the logs again, into a fresh store if `store compact` merged their copies) or leave "
             f"them out (`sparkpredict store edit RUN_ID... --exclude`): {shown}")
+
+
+def _local_run_ids(raw: pd.DataFrame | None) -> frozenset[str]:
+    """The ids of the runs that ran on a local master (``local``, ``local[N]``, ...)."""
+    if raw is None or raw.empty or "master" not in raw:
+        return frozenset()
+    from .config import LOCAL_MASTER
+
+    local = raw["master"].astype(str).str.strip().str.fullmatch(LOCAL_MASTER.pattern).fillna(False)
+    return frozenset(raw.loc[local.astype(bool), "run_id"].astype(str))
 
 
 def _all_local(raw: pd.DataFrame | None) -> bool:

@@ -608,3 +608,24 @@ def test_a_model_folder_behind_the_store_given_with_it_says_so(tmp_path):
     n = len(history(sizes=(10, 20, 40))[0])
     assert f"fitted on {n} runs of etl, and the store given holds {n + 2} succeeded" in note
     assert behind.model_name == "amdahl" and "models=" in note
+
+
+def test_a_local_run_beside_cluster_runs_held_its_input_in_one_heap(tmp_path):
+    """A job tried on local[8] and run on a cluster: the local run's 8 "executors" are threads of
+    the driver's one 4 GiB heap, which held its 160 GB, not 8 heaps. Counted as 8, what ran
+    was the cluster runs' 80 GB on one executor (18.63 bytes per byte), where the local run
+    held 37.25, and 4 executors were named for 300 GB where 2 hold it within what ran."""
+    runs, stages = history()
+    runs["master"] = "yarn"
+    local_runs, local_stages = history(sizes=(160,), execs=(1,), repeats=1)
+    local_runs["run_id"] = local_runs["app_id"] = "local-1700000000000"
+    local_stages["run_id"] = "local-1700000000000"
+    local_runs["master"], local_runs["executor_cores"], local_runs["task_slots"] = "local[8]", 8, 8
+    local_runs["properties_json"] = json.dumps({"spark.master": "local[8]"})
+    h = (pd.concat([runs, local_runs], ignore_index=True), pd.concat([stages, local_stages], ignore_index=True))
+    path = make_store(tmp_path / "s", h)
+    a = suggest_executors("etl", "300GB", store=path, models={"etl": fast_model(h)}, executor_counts=[1])
+    (w,) = [x for x in a.warnings if "executor memory" in x]
+    held = 160 * GB / (4096 * 2**20)
+    assert f"beyond the {held:.2f} that ran without heavy spill" in w, w
+    assert ">= 2 executors (or more executor memory) stay within what ran" in w, w
