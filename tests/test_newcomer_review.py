@@ -136,6 +136,25 @@ def test_other_stray_words_keep_the_plain_fix(capsys):
     assert "fix: see `sparkpredict suggest --help`" in err and "one word" not in err, err
 
 
+@pytest.mark.parametrize("words", [["--master", "yarn"], ["--num-executors", "2"], ["--executor-memory", "4g"],
+                                   ["--conf", "spark.x=1"], ["--supervise"]])
+def test_a_spark_submit_option_before_the_dashes_is_told_to_go_after_them(words, capsys):
+    """`submit --executors 2 --master yarn job.py`: the fix was only "see --help", and for
+    --num-executors "did you mean --executors?", an option already given."""
+    from sparkpredict.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["submit", "--executors", "2", *words, "job.py"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and err[-2] == f"sparkpredict submit: error: unrecognized arguments: {words[0]}", err
+    assert err[-1] == (f"fix: {words[0]} is spark-submit's option: give it after --, with the script, as in "
+                       f"`sparkpredict submit [options] -- {words[0]} ... job.py`; see `sparkpredict submit --help`")
+    # sparkpredict's own options misspelt keep their "did you mean"
+    with pytest.raises(SystemExit):
+        main(["submit", "--jobs", "x", "--", "job.py"])
+    assert "fix: did you mean --job? see `sparkpredict submit --help`" in capsys.readouterr().err
+
+
 def test_a_store_given_by_its_parent_folder_is_named(tmp_path, capsys):
     """`--store ~/.sparkpredict` for `~/.sparkpredict/store`: readers said only that the folder
     "holds other files (store)", and submit and attach() told to point --store "at an empty or new

@@ -35,6 +35,15 @@ _VALUE_OPTS = {
 }
 
 
+# spark-submit's options that take no value
+_FLAG_OPTS = {"--verbose", "-v", "--supervise", "--load-spark-defaults", "--version"}
+
+
+def spark_submit_option(word: str) -> bool:
+    """``word`` (before any ``=``) is one of spark-submit's options."""
+    return word.split("=", 1)[0] in _VALUE_OPTS | _FLAG_OPTS
+
+
 #: Primary resources that name no file: spark-submit's own (SparkSubmit.isShell, isInternal).
 SPARK_RESOURCES = frozenset({"spark-shell", "pyspark-shell", "sparkr-shell", "connect-shell", "spark-internal"})
 

@@ -96,6 +96,16 @@ def _usage_fix(parser: argparse.ArgumentParser, message: str) -> str:
         # `--input-size 2 GB`, `--deadline 1h 30m`: the shell split the value at its space
         return (f"a size or duration is one word: write it without the space (2GB, 1h30m), or quote it "
                 f"('2 GB', '1h 30m'); {see}")
+    if unknown and parser.prog.endswith(" submit"):
+        from ..capture.submit_args import spark_submit_option
+
+        word = unknown.group(1).split("=")[0]
+        if spark_submit_option(word):
+            # `submit --executors 2 --master yarn job.py`: spark-submit's option before the --
+            # that starts spark-submit's arguments; "did you mean --executors?" for
+            # --num-executors sent the user to an option they had already given
+            return (f"{word} is spark-submit's option: give it after --, with the script, as in "
+                    f"`sparkpredict submit [options] -- {word} ... job.py`; {see}")
     if unknown and unknown.group(1).startswith("--"):
         word, known = unknown.group(1).split("=")[0], [o for a in parser._actions for o in a.option_strings]
     elif choice:
