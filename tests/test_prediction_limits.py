@@ -68,6 +68,42 @@ def test_a_flat_model_says_its_far_predictions_are_lower_bounds(flat_model, tmp_
     assert "no size term to extrapolate" in err and "lower bound" in err
 
 
+def test_a_flat_model_does_not_certify_a_far_larger_input(flat_model):
+    # runs that were all start-up (2-8 MB, ~4 s) say nothing of how 100 GB costs: the upper
+    # bound grows at least in step with the input from the largest size's, so a deadline the
+    # start-up alone would meet is no longer certified (it was, with an interval of 4 s - ~5 s)
+    from sparkpredict.advise import suggest_executors
+
+    far = {"input_bytes": np.array([100_000.0, 32.0]) * MB, "executors": np.ones(2)}
+    edge = flat_model.predict_interval({"input_bytes": np.array([8.0]) * MB, "executors": np.ones(1)}, 0.9)
+    iv = flat_model.predict_interval(far, 0.9)
+    assert iv["upper_s"][0] >= 12_500 * edge["upper_s"][0] * (1 - 1e-9)  # 100 GB is 12,500x 8 MB
+    assert iv["upper_s"][1] >= 4 * edge["upper_s"][0] * (1 - 1e-9)
+    assert iv["lower_s"][0] <= iv["predicted_runtime_s"][0] < 1.1 * edge["predicted_runtime_s"][0]
+    a = suggest_executors("wc", "100GB", models={"wc": flat_model}, deadline_s="1h", max_executors=2)
+    assert a.meets_deadline is False and a.chance_meets_deadline <= 0.5, a.summary()
+    assert all(not c.meets_deadline for c in a.candidates)
+    # a question the sizes can answer keeps its interval: 8 MB and 9 MB (not 1.5x the largest)
+    near = {"input_bytes": np.array([8.0, 9.0]) * MB, "executors": np.ones(2)}
+    saved = JobRuntimeModel.from_dict({k: v for k, v in flat_model.to_dict().items() if k != "flat_sizes"})
+    assert saved.flat_sizes_ == "none" and flat_model.flat_sizes_ == "linear"
+    for k in ("predicted_runtime_s", "lower_s", "upper_s"):
+        np.testing.assert_array_equal(flat_model.predict_interval(near, 0.9)[k], saved.predict_interval(near, 0.9)[k])
+    # a model saved before the rule keeps the interval it had
+    assert saved.predict_interval(far, 0.9)["upper_s"][0] < 2 * edge["upper_s"][0]
+
+
+def test_a_model_with_a_size_term_keeps_its_interval_far_beyond_the_sizes():
+    runs = _flat_runs()
+    runs["runtime_s"] = runs["runtime_s"] + 2.0 * runs["input_bytes"] / (8 * MB) / runs["executors"]
+    m = JobRuntimeModel().fit(runs)
+    far = {"input_bytes": np.array([100_000.0, 64.0]) * MB, "executors": np.ones(2)}
+    assert not m.flat_beyond_sizes(far).any()
+    saved = JobRuntimeModel.from_dict({k: v for k, v in m.to_dict().items() if k != "flat_sizes"})
+    for k in ("predicted_runtime_s", "lower_s", "upper_s"):
+        np.testing.assert_array_equal(m.predict_interval(far, 0.9)[k], saved.predict_interval(far, 0.9)[k])
+
+
 def test_a_confidence_beyond_the_runs_is_said(flat_model, tmp_path, capsys):
     n = len(flat_model.residuals_)
     top = flat_model.max_confidence()

@@ -65,12 +65,55 @@ def log_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.nda
     ``pred`` being ``model.predict(X)``; see :meth:`JobRuntimeModel.predict_interval`.
     ``contain=False``: the quantiles before each part is clipped to hold the prediction
     (:func:`conformal_bounds`), for :func:`chance_within`."""
+    return _flat_beyond_sizes(model, F, pred, _resource_floors(model, F, pred, contain), contain)
+
+
+def _resource_floors(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.ndarray,
+                     contain: bool = True):
+    """:func:`log_bounds` before the floor beyond flat sizes."""
     return _below_counts(model, F, pred, _spread_bounds(model, F, pred, contain), contain)
+
+
+def _flat_beyond_sizes(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.ndarray,
+                       bounds: Bounds, contain: bool = True) -> Bounds:
+    """``bounds`` with, for a row that asks for k times the largest input any run had and is
+    predicted about as fast as it (``model.flat_beyond_sizes``: the runs' sizes barely changed
+    their runtime, so no size term was fitted), the upper bound at least the largest size's upper
+    bound times k: the work growing in step with the input, which runs that were all start-up
+    cannot rule out (``flat_sizes_ = "linear"``, :data:`.hybrid.FLAT_SIZES`). The largest size's
+    bound is the whole interval there (executor counts beyond the runs included), read around the
+    model's prediction at that size. The lower bound stays: the prediction is what the runs
+    show, a lower bound of what a larger input takes."""
+    if getattr(model, "flat_sizes_", "none") != "linear":
+        return bounds
+    rows = np.flatnonzero(model._flat_rows(dict(F)))
+    if not len(rows):
+        return bounds
+    top = model.training_range_["input_bytes"][1]
+    F_edge = {c: v[rows] for c, v in F.items()}
+    F_edge["input_bytes"] = np.full(len(rows), top)
+    edge_pred = model._below_counts_prediction(F_edge, model._capped(F_edge, model._curve(F_edge)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shift = np.log(edge_pred / pred[rows]) + np.log(F["input_bytes"][rows] / top)
+    keep = np.isfinite(shift)
+    rows, shift = rows[keep], shift[keep]
+    if not len(rows):
+        return bounds
+    F_edge = {c: v[keep] for c, v in F_edge.items()}
+    edge = _resource_floors(model, F_edge, edge_pred[keep], contain)
+    n = len(pred)
+
+    def at(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = bounds(c)
+        hi = np.array(np.broadcast_to(hi, (n,)), float)
+        hi[rows] = np.maximum(hi[rows], shift + edge(np.broadcast_to(c, (n,))[rows])[1])
+        return lo, hi
+    return at
 
 
 def _spread_bounds(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.ndarray,
                    contain: bool = True):
-    """:func:`log_bounds` before the floor below the counts: the resource bounds shifted by
+    """:func:`log_bounds` before the floors below the counts and beyond flat sizes: the resource bounds shifted by
     the near-equal equations' spread, a share ``c`` of it at confidence ``c``.
 
     Which of those equations holds beyond the counts is not known, and every curve between the
