@@ -6,7 +6,7 @@ Measured on the C3O job ``grep/m4.2xlarge/line_length=100,p_occurrence=0.5`` (15
   kernel ridge with its degree/alpha search, GBM with sklearn defaults, a 50-tree forest);
 * ``combined`` — ``JobRuntimeModel(kind="auto")``: every equation with its cross-validation
   (all folds of an equation in one batched NNLS), the hybrid's cross-validation, the final fit
-  and the interval residuals (3 folds leaving out input-size groups): what `sparkpredict
+  and the interval residuals (a fold per input size left out, up to 10): what `sparkpredict
   fit` and the retrain job do per job;
 * reference, in the same run and alternating with the above: one scikit-learn
   ``GradientBoostingRegressor()`` fit on the same rows (to show how contended the machine was).
@@ -89,7 +89,7 @@ def main() -> None:
     lines = ["| fit | median s | × reference GBM fit |", "|---|---|---|"]
     labels = {"all_once": "**all nine study models, once each**",
               "combined": "**combined model (`kind='auto'`: 6 equations + hybrid, 7-fold extrapolation-aware CV, "
-                          "final fit, 3 size-group calibration folds for the intervals)**", "reference_gbm": "reference: sklearn GBM on (S, E)"}
+                          "final fit, a calibration fold per input size for the intervals)**", "reference_gbm": "reference: sklearn GBM on (S, E)"}
     for k in names + ["all_once", "combined", "reference_gbm"]:
         lines.append(f"| {labels.get(k, k)} | {med[k]:.3f} | {med[k] / ref:.1f} |")
 

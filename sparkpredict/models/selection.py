@@ -20,7 +20,8 @@ interpolator at the largest count made the next count look like a knee).
 
 Speed: all folds of an equation are one batched NNLS (0/1 weights), shared with the hybrid
 that uses it as backbone. Interval calibration (:func:`.calibration.grouped_residuals`) refits
-the chosen structure on three more folds that leave out whole input-size groups.
+the chosen structure on more folds that leave out whole input sizes (one per size, up to
+:data:`.calibration.SIZE_GROUPS`).
 """
 from __future__ import annotations
 
