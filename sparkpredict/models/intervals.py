@@ -95,13 +95,23 @@ def _flat_beyond_sizes(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred
     edge_pred = model._below_counts_prediction(F_edge, model._capped(F_edge, model._curve(F_edge)))
     with np.errstate(divide="ignore", invalid="ignore"):
         shift = np.log(edge_pred / pred[rows]) + np.log(F["input_bytes"][rows] / top)
+    # the largest size's whole interval (beyond the counts too, with their floors)
+    return _upper_at_least(bounds, len(pred), rows, shift, F_edge, edge_pred,
+                           lambda G, p: _resource_floors(model, G, p, contain))
+
+
+def _upper_at_least(bounds: Bounds, n: int, rows: np.ndarray, shift: np.ndarray,
+                    F_edge: Mapping[str, np.ndarray], edge_pred: np.ndarray,
+                    edge_bounds: Callable[[dict[str, np.ndarray], np.ndarray], Bounds]) -> Bounds:
+    """``bounds`` (of ``n`` rows) with each of ``rows``' upper bound at least ``shift`` plus the
+    upper bound at its edge query (``F_edge``, predicted ``edge_pred``; ``edge_bounds`` builds
+    those bounds), at every confidence: the floors below the counts and beyond flat sizes. Rows
+    whose shift is not finite (a prediction of 0 or inf) keep their bound."""
     keep = np.isfinite(shift)
     rows, shift = rows[keep], shift[keep]
     if not len(rows):
         return bounds
-    F_edge = {c: v[keep] for c, v in F_edge.items()}
-    edge = _resource_floors(model, F_edge, edge_pred[keep], contain)
-    n = len(pred)
+    edge = edge_bounds({c: v[keep] for c, v in F_edge.items()}, edge_pred[keep])
 
     def at(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = bounds(c)
@@ -163,20 +173,9 @@ def _below_counts(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.
     edge_pred = model._capped(F_edge, model._curve(F_edge))
     with np.errstate(divide="ignore", invalid="ignore"):
         shift = np.log(edge_pred / pred[rows]) + np.log(e_lo / E[rows])
-    keep = np.isfinite(shift)
-    rows, shift = rows[keep], shift[keep]
-    if not len(rows):
-        return bounds
-    F_edge = {c: v[keep] for c, v in F_edge.items()}
     # the fewest count's own bounds (inside the counts: no spread, no floor of its own)
-    edge = _spread_bounds(model, F_edge, edge_pred[keep], contain)
-
-    def at(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        lo, hi = bounds(c)
-        hi = np.array(np.broadcast_to(hi, E.shape), float)
-        hi[rows] = np.maximum(hi[rows], shift + edge(np.broadcast_to(c, E.shape)[rows])[1])
-        return lo, hi
-    return at
+    return _upper_at_least(bounds, len(E), rows, shift, F_edge, edge_pred,
+                           lambda G, p: _spread_bounds(model, G, p, contain))
 
 
 def _alternates_spread(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred: np.ndarray
