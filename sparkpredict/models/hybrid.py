@@ -354,7 +354,11 @@ class JobRuntimeModel(RuntimeEstimator):
     def predict(self, X: Mapping[str, Any]) -> np.ndarray:
         """Runtime in seconds for each row of ``X`` (mapping column -> 1-D array, or a DataFrame)."""
         self._check()
-        F = self._query(X)
+        return self._predicted(self._query(X))
+
+    def _predicted(self, F: dict[str, np.ndarray]) -> np.ndarray:
+        """:meth:`predict` of query columns ``F``: the curve, capped beyond the sizes, hedged
+        below the counts."""
         return self._below_counts_prediction(F, self._capped(F, self._curve(F)))
 
     def _below_counts_prediction(self, F: dict[str, np.ndarray], pred: np.ndarray) -> np.ndarray:

@@ -92,7 +92,7 @@ def _flat_beyond_sizes(model: JobRuntimeModel, F: Mapping[str, np.ndarray], pred
     top = model.training_range_["input_bytes"][1]
     F_edge = {c: v[rows] for c, v in F.items()}
     F_edge["input_bytes"] = np.full(len(rows), top)
-    edge_pred = model._below_counts_prediction(F_edge, model._capped(F_edge, model._curve(F_edge)))
+    edge_pred = model._predicted(F_edge)
     with np.errstate(divide="ignore", invalid="ignore"):
         shift = np.log(edge_pred / pred[rows]) + np.log(F["input_bytes"][rows] / top)
     # the largest size's whole interval (beyond the counts too, with their floors)
