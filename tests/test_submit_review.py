@@ -128,3 +128,31 @@ def test_a_missing_script_is_refused_before_spark_starts(tmp_path, capsys, monke
 
     check_application(["--master", "yarn", "--deploy-mode", "cluster", "missing.py"])
     check_application(["--master", "local[1]", "hdfs:///apps/job.py"])
+
+
+def test_the_script_is_looked_for_once_whatever_executors_is(tmp_path, monkeypatch):
+    """--executors auto looked for the script before its advice and again after it."""
+    import sparkpredict.capture.submit as capture_submit
+    from sparkpredict.capture import submit_args
+
+    class Submitted(Exception):
+        pass
+
+    def no_spark(*a, **k):
+        raise Submitted
+
+    looked = []
+    check = submit_args.check_application
+    monkeypatch.setattr(submit_args, "check_application", lambda args: looked.append(1) or check(args))
+    monkeypatch.setattr(capture_submit, "submit", no_spark)
+    from test_advise_history import history, make_store
+
+    store = make_store(tmp_path / "hist", history())
+    script = tmp_path / "job.py"
+    script.write_text("print(1)\n")
+    for how in (["--executors", "auto", "--job", "etl", "--input-size", "30GB", "--deadline", "10m"],
+                ["--executors", "2"], []):
+        looked.clear()
+        with pytest.raises(Submitted):
+            main(["submit", "--store", store, *how, "--", "--master", "local[1]", str(script)])
+        assert len(looked) == 1, (how, looked)

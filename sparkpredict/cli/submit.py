@@ -70,11 +70,14 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
                       before_shown: Callable[[], None] | None = None) -> tuple[int | None, dict[str, str]]:
     """(--num-executors, extra --conf) from --executors N|auto, advised from ``store`` (default
     ``args.store``); prints the advice's summary on stderr, once ``before_shown`` (a check that
-    raises InputError) passed."""
+    raises InputError) passed. ``before_shown`` runs once whatever --executors is, after the
+    errors of its value and the advice's own: the caller's one check."""
     from ..errors import InputError, UnknownJobError
 
     params = params or {}
+    checked = before_shown or (lambda: None)
     if args.executors is None:
+        checked()
         return None, {}
     if args.executors != "auto":
         from ..advice_args import whole_number
@@ -93,6 +96,7 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
         from ..units import check_count_limit
 
         check_count_limit(n, "--executors")
+        checked()
         return n, {}
     if not args.job or input_bytes is None:
         examples = {"--job": _job_example(store or args.store), "--input-size": "--input-size 120g"}
@@ -160,8 +164,7 @@ def executor_settings(args: argparse.Namespace, spark_args: list[str], input_byt
     with cli_flags():  # the advice's errors name this command's flags (--param), not arguments
         advice = suggest_executors(args.job, input_bytes, **{**asked, "deadline_s": deadline},
                                    params={k: v for k, v in params.items() if k in known}, store=history)
-    if before_shown is not None:
-        before_shown()
+    checked()
     # stderr, as submit's other lines: the job's stdout may be data piped elsewhere
     for line in advice_lines(advice) + [f"warning: {w}" for w in run_kind_warnings(src, spark_args)]:
         print(f"sparkpredict: {line}", file=sys.stderr, flush=True)
@@ -378,8 +381,6 @@ def _run(args: argparse.Namespace) -> int:
     # Not for --dry-run: the script may be made between it and the real run.
     check = None if args.dry_run else (lambda: check_application(spark_args))
     executors, extra = executor_settings(args, spark_args, input_bytes, params, history, before_shown=check)
-    if check is not None:
-        check()
     extra.update({PARAM_PREFIX + name: value for name, value in params.items()})
     if input_bytes is not None:
         extra[KEY_INPUT_BYTES] = str(input_bytes)
