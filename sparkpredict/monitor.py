@@ -76,11 +76,13 @@ from .monitor_explain import (
     MATCHED_SHARE_WARN,
     QOS_THRESHOLDS,
     SHORTER_THAN_TRAINED,
+    UNRANKED,
     Explanation,
     SlowRun,
     StageImpact,
     explain_run,
     slowest_runs,
+    unranked_runs,
 )
 from .monitor_training import (
     _CACHE,  # noqa: F401  (the same dict: clearing it here clears the monitor's cache)
@@ -110,6 +112,7 @@ __all__ = [
     "STAGE_FEATURES",
     "STATS",
     "TASK_RATIOS",
+    "UNRANKED",
     "WINDOWS_S",
     "WINDOW_FEATURES",
     "DegradationModel",
@@ -131,5 +134,6 @@ __all__ = [
     "slowest_runs",
     "stage_features",
     "stage_signatures",
+    "unranked_runs",
     "with_baseline",
 ]

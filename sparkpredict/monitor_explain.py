@@ -36,11 +36,13 @@ __all__ = [
     "MATCHED_SHARE_WARN",
     "QOS_THRESHOLDS",
     "SHORTER_THAN_TRAINED",
+    "UNRANKED",
     "Explanation",
     "SlowRun",
     "StageImpact",
     "explain_run",
     "slowest_runs",
+    "unranked_runs",
 ]
 
 QOS_THRESHOLDS = (0.05, 0.10, 0.20)
@@ -608,4 +610,43 @@ def slowest_runs(job: str, store: Store | str | Path | None = None, *, top: int 
             d = None if r.explanation is None else r.explanation.degradation
             return -math.inf if d is None else d
         out = sorted(out, key=slowdown, reverse=True)[:top]
+    return out
+
+
+#: Why a run of a job is not among those :func:`slowest_runs` ranks (:func:`unranked_runs`'s keys,
+#: in the order said), each as ``explain --job`` words it after the count
+UNRANKED = {
+    "no_size": "without an input size, executor count or runtime (the runtime model is fitted without them)",
+    "no_ratio": "without an out-of-fold prediction (the model keeps one for its runs furthest above it)",
+    "excluded": "excluded from training (`sparkpredict store edit --exclude`)",
+    "not_succeeded": "that did not succeed (failed, killed or still running)",
+}
+
+
+def unranked_runs(job: str, store: Store | str | Path | None = None) -> dict[str, list[str]]:
+    """The runs of ``job`` in the store that :func:`slowest_runs` cannot set against the job's
+    runtime model, by why (the keys of :data:`UNRANKED`, each present, its run ids in the
+    store's order): ``slowest_runs`` leaves them out, so a listing as long as the job's runs
+    named fewer than the store holds, without a word. Each can still be explained against the
+    job's clean runs (:func:`explain_run`). Nothing for a job the store does not hold."""
+    from .advice_source import HistorySource
+    from .models.job_runs import fitted_rows
+    from .store import io
+
+    st = store if hasattr(store, "read") else io.open(store)
+    raw = st.runs()  # type: ignore[union-attr]
+    out: dict[str, list[str]] = {why: [] for why in UNRANKED}
+    mine = raw[raw["job"] == job] if not raw.empty else raw
+    if mine.empty:
+        return out
+    src = HistorySource.resolve(job, store=st)
+    ranked = {r for r, _ in src.runs_above_model(k=len(mine), min_ratio=0.0)}
+    runs = src.runs
+    fitted = set() if runs is None or runs.empty else set(runs.loc[fitted_rows(runs), "run_id"].astype(str))
+    for run_id, status in zip(mine["run_id"].astype(str), mine["status"].astype(str)):
+        if run_id in ranked:
+            continue
+        why = "excluded" if status == "excluded" else "not_succeeded" if status != "succeeded" \
+            else "no_ratio" if run_id in fitted else "no_size"
+        out[why].append(run_id)
     return out

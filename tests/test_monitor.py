@@ -688,6 +688,54 @@ def test_explain_job_header_says_in_sample_when_the_model_kept_no_out_of_fold_ra
     assert f"  {found[0].runtime_over_model:5.2f}x  run {found[0].run_id}" in out
 
 
+def test_explain_job_says_which_of_the_jobs_runs_it_could_not_rank(tmp_path, capsys, monkeypatch):
+    """`explain --job wordcount --top 50` listed 23 of the job's 27 runs and said nothing of the
+    others: two ingested from event logs that declared no size (the runtime model is fitted
+    without them), one excluded from training, one failed. Now one line counts them by why and
+    names them, and --json holds them."""
+    import shutil
+    from pathlib import Path
+
+    from sparkpredict.capture.eventlog_ingest import ingest_event_logs
+    from sparkpredict.cli import main
+    from sparkpredict.store.edit import edit_runs
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    data = Path(__file__).parent / "data"
+    path = tmp_path / "store"
+    shutil.copytree(data / "history", path)
+    logs = [data / "eventlogs" / "spark4" / n for n in ("local-1795969295677.zstd", "local-1795969305651.lz4")]
+    assert ingest_event_logs([str(p) for p in logs], store=path, job="wordcount").files_failed == 0
+    edit_runs(path, "local-1795975705584", excluded=True)
+    st = io.open(path)
+    one = st.runs().query("run_id == 'local-1795975713600'")
+    st.append({"runs": one.assign(run_id="failed-1", app_id="failed-1", status="failed",
+                                  start_ms=one.start_ms + 10**7, updated_ms=one.updated_ms + 10**7)})
+    found = m.slowest_runs("wordcount", path, top=50)
+    left = m.unranked_runs("wordcount", path)
+    assert len(found) == 23
+    assert left == {"no_size": ["local-1795969295677", "local-1795969305651"], "no_ratio": [],
+                    "excluded": ["local-1795975705584"], "not_succeeded": ["failed-1"]}, left
+    runs = st.runs()
+    assert {r.run_id for r in found} | {r for ids in left.values() for r in ids} == \
+        set(runs.loc[runs.job == "wordcount", "run_id"])  # every run of the job, listed or said
+    assert main(["explain", "--job", "wordcount", "--top", "50", "--store", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    said = [line for line in out if "cannot be set against its runtime model" in line]
+    assert said == [("4 runs of the job cannot be set against its runtime model, so are not ranked here: 2 without "
+                    "an input size, executor count or runtime (the runtime model is fitted without them); 1 "
+                    "excluded from training (`sparkpredict store edit --exclude`); 1 that did not succeed "
+                    "(failed, killed or still running); explain each against the job's clean runs alone "
+                    "(sparkpredict explain RUN_ID) (--json lists them under not_ranked)")], out
+    assert main(["explain", "--job", "wordcount", "--top", "2", "--store", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["job"] == "wordcount" and len(doc["runs"]) == 2 and doc["not_ranked"] == left
+    # a job whose runs are all ranked: no such line, and nothing under not_ranked
+    assert main(["explain", "--job", "sort", "--top", "2", "--store", str(path)]) == 0
+    assert "cannot be set against" not in capsys.readouterr().out
+    assert not any(m.unranked_runs("sort", path).values())
+
+
 def test_local_runs_of_other_thread_counts_are_other_setups():
     """local[N] reads as N one-core executors here as in the runs table: `explain` had compared a
     local[2] run with "runs of its setup: 1 executor of 1 core", local[1] runs among them."""

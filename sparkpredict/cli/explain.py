@@ -35,7 +35,10 @@ def register(subparsers: Any) -> None:
                         "estimate for a clean run, docs/monitor.md), shares (the positive contributions as parts of "
                         "their sum, whatever its size: read them with main_cause, null when no cause is "
                         "named), qos (threshold -> whether the slowdown exceeded it: true is a violation), "
-                        "violated (at --threshold), stages, warnings")
+                        "violated (at --threshold), stages, warnings. With --job: {job, runs: [{run_id, "
+                        "runtime_over_model, out_of_fold, error, explanation (the above, or null)}], "
+                        "not_ranked: {no_size, no_ratio, excluded, not_succeeded: the ids of the job's runs "
+                        "that cannot be set against its runtime model, by why}}")
     p.set_defaults(func=run)
 
 
@@ -189,11 +192,16 @@ def _slowest(args: argparse.Namespace, found: list[Any], store: Any) -> int:
                               # error that said the job's runs were other applications
                               found[0].fix or f"record another run of job {args.job!r} undisturbed, "
                               "to compare its runs with, then explain again")
+    from .. import monitor
+
+    unranked = monitor.unranked_runs(args.job, store)
     if args.json:
-        print(json.dumps([{"run_id": r.run_id, "runtime_over_model": r.runtime_over_model,
-                           "out_of_fold": r.out_of_fold, "error": r.error,
-                           "explanation": None if r.explanation is None else r.explanation.to_dict()}
-                          for r in found], indent=2, default=str))
+        print(json.dumps({"job": args.job,
+                          "runs": [{"run_id": r.run_id, "runtime_over_model": r.runtime_over_model,
+                                    "out_of_fold": r.out_of_fold, "error": r.error,
+                                    "explanation": None if r.explanation is None else r.explanation.to_dict()}
+                                   for r in found],
+                          "not_ranked": unranked}, indent=2, default=str))
         return 0
     from ..models.hybrid import MIN_RUNS
     from ..units import plural
@@ -220,9 +228,29 @@ def _slowest(args: argparse.Namespace, found: list[Any], store: Any) -> int:
             f"run {r.run_id}: not explained: {r.error}"
         print(f"  {r.runtime_over_model:5.2f}x  {said}" if r.runtime_over_model is not None
               else f"  {said}")
+    left = _not_ranked(unranked)
+    if left:
+        print(left)
     if any(r.explanation is not None for r in found):  # else the command would only fail too
         print("explain one run in full: sparkpredict explain RUN_ID")
     return 0
+
+
+def _not_ranked(unranked: dict[str, list[str]]) -> str | None:
+    """The line that says which of the job's runs the listing could not hold, and why: a
+    `--top 50` that listed 23 of a job's 26 runs said nothing of the other 3. Their ids where
+    they are few, else where they are listed."""
+    from ..monitor import UNRANKED
+    from ..units import plural
+
+    ids = [r for why in UNRANKED for r in unranked.get(why, [])]
+    if not ids:
+        return None
+    parts = [f"{len(unranked[why])} {words}" for why, words in UNRANKED.items() if unranked.get(why)]
+    which = ": " + " ".join(ids) if len(ids) <= 3 else " (--json lists them under not_ranked)"
+    return (f"{plural(len(ids), 'run')} of the job cannot be set against its runtime model, so "
+            f"{'is' if len(ids) == 1 else 'are'} not ranked here: {'; '.join(parts)}; explain "
+            f"{'it' if len(ids) == 1 else 'each'} against the job's clean runs alone (sparkpredict explain RUN_ID){which}")
 
 
 def _unranked(job: str, store: Any) -> Exception:
