@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from grid_models import GIB, fitted, grid_runs, saved_without
 
 from sparkpredict.models.hybrid import JobRuntimeModel
 
-GIB = 2**30
 SIZES = (1, 2, 4, 8)
 COUNTS = (4, 8, 16)
 
@@ -24,11 +24,7 @@ def truth(S, E):
 
 
 def _runs(seed: int) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    rows = [{"job": "j", "input_bytes": S * GIB, "executors": float(E),
-             "runtime_s": float(truth(S, E)) * rng.lognormal(0, 0.03)}
-            for S in SIZES for E in COUNTS for _ in range(3)]
-    return pd.DataFrame(rows)
+    return grid_runs(truth, SIZES, COUNTS, seed, noise=0.03)
 
 
 def _query(counts, size=4.0) -> dict[str, np.ndarray]:
@@ -37,14 +33,12 @@ def _query(counts, size=4.0) -> dict[str, np.ndarray]:
 
 def _before(m: JobRuntimeModel) -> JobRuntimeModel:
     """The same fitted model as a file saved before the rule (no "below_counts") loads."""
-    d = m.to_dict()
-    del d["below_counts"]
-    return JobRuntimeModel.from_dict(d)
+    return saved_without(m, "below_counts")
 
 
 @pytest.fixture(scope="module")
 def models() -> list[JobRuntimeModel]:
-    return [JobRuntimeModel().fit(_runs(seed)) for seed in range(3)]
+    return fitted(_runs)
 
 
 def test_the_truth_at_fewer_executors_than_any_run_lies_inside_the_interval(models):

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from grid_models import GIB, fitted, grid_runs, saved_without
 
 from sparkpredict.models.hybrid import JobRuntimeModel
 
-GIB = 2**30
 SIZES = (8, 12, 16, 20, 24)
 COUNTS = (4, 6, 8, 10)
 
@@ -25,11 +25,7 @@ def truth(S, E):
 
 
 def _runs(seed: int) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    rows = [{"job": "j", "input_bytes": S * GIB, "executors": float(E),
-             "runtime_s": float(truth(S, E)) * rng.lognormal(0, 0.02)}
-            for S in SIZES for E in COUNTS for _ in range(3)]
-    return pd.DataFrame(rows)
+    return grid_runs(truth, SIZES, COUNTS, seed, noise=0.02)
 
 
 def _q(sizes, counts) -> dict[str, np.ndarray]:
@@ -39,14 +35,12 @@ def _q(sizes, counts) -> dict[str, np.ndarray]:
 
 def _before(m: JobRuntimeModel) -> JobRuntimeModel:
     """The same fitted model as a file saved before the rule (no "below_counts_prediction")."""
-    d = m.to_dict()
-    del d["below_counts_prediction"]
-    return JobRuntimeModel.from_dict(d)
+    return saved_without(m, "below_counts_prediction")
 
 
 @pytest.fixture(scope="module")
 def models() -> list[JobRuntimeModel]:
-    return [JobRuntimeModel().fit(_runs(seed)) for seed in range(3)]
+    return fitted(_runs)
 
 
 def test_the_spill_at_fewer_executors_is_learnt_from_the_sizes_at_the_fewest_count(models):
