@@ -409,12 +409,19 @@ class HistorySource:
                      "another --job, or `sparkpredict store edit RUN_ID... --job NAME`)")
         declared, measured = self.size_mix
         if declared and measured:
+            # The mix is told by the labels alone: a declared run's row keeps no measured size to
+            # compare with. A size declared as its stages read it (what `submit --executors auto`,
+            # which must declare one, often is) mixes nothing, so the warning says so, and which
+            # way of declaring is open to a job submitted that way.
             w.append(f"the history of {self.job} mixes {plural(declared, 'run')} whose input size was declared "
-                     f"(--input-size, spark.sparkpredict.inputBytes) with {measured} whose size was measured "
-                     "(the bytes its stages read: a file read twice, as CSV schema inference reads it, counts "
-                     "twice), so one input may be recorded as two sizes. Declare the size on every run of the "
-                     "job or on none; `sparkpredict store edit RUN_ID... --input-size SIZE` corrects runs "
-                     "recorded already")
+                     "(--input-size, which `submit --executors auto` always declares, or "
+                     f"spark.sparkpredict.inputBytes) with {measured} whose size was measured (the bytes its "
+                     "stages read: a file read twice, as CSV schema inference reads it, counts twice). A declared "
+                     "run keeps no measured size to compare: where each declared size is what its stages read, "
+                     "the sizes agree and nothing is wrong; where not, one input is recorded as two sizes. "
+                     "Declare the size on every run of the job (the only way with `submit --executors auto`) "
+                     "or on none; `sparkpredict store edit RUN_ID... --input-size SIZE` declares or corrects "
+                     "runs recorded already")
         return w
 
     def _shift_warning(self) -> str | None:
