@@ -736,6 +736,29 @@ def test_explain_job_says_which_of_the_jobs_runs_it_could_not_rank(tmp_path, cap
     assert not any(m.unranked_runs("sort", path).values())
 
 
+def test_explain_job_says_the_runs_the_model_kept_no_out_of_fold_prediction_for(tmp_path, capsys, monkeypatch):
+    """The model keeps out-of-fold ratios for its runs furthest above it only (SLOW_RUNS_KEPT, 50):
+    a job with more runs than that listed fewer than a long --top asked for, without a word."""
+    from sparkpredict.cli import main
+    from sparkpredict.models import job_runs
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(job_runs, "SLOW_RUNS_KEPT", 5)
+    ids = ["local-1795975705584", "local-1795975713600", "local-1795975719237", "local-1795975725787",
+           "local-1795975774815", "local-1795975776518", "local-1795975778280", "local-1795975780572"]
+    st = _history_subset(tmp_path, ids)
+    found = m.slowest_runs("wordcount", st, top=8)
+    left = m.unranked_runs("wordcount", st)
+    assert len(found) == 5 and len(left["no_ratio"]) == 3 and not left["no_size"] + left["excluded"]
+    assert {r.run_id for r in found} | set(left["no_ratio"]) == set(ids)
+    assert main(["explain", "--job", "wordcount", "--top", "8", "--store", str(st.path)]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "cannot be set against" in line]
+    assert len(said) == 1 and said[0].startswith(
+        "3 runs of the job cannot be set against its runtime model, so are not ranked here: 3 without an "
+        "out-of-fold prediction"), said
+    assert said[0].endswith(": " + " ".join(left["no_ratio"]))
+
+
 def test_local_runs_of_other_thread_counts_are_other_setups():
     """local[N] reads as N one-core executors here as in the runs table: `explain` had compared a
     local[2] run with "runs of its setup: 1 executor of 1 core", local[1] runs among them."""
