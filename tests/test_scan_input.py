@@ -293,3 +293,67 @@ def test_live_scans_files_are_what_spark_selected_and_the_ingest_records_the_sam
     assert (mine.sort_values(key)[[*key, "scan_files"]].values.tolist()
             == theirs.sort_values(key)[[*key, "scan_files"]].values.tolist())
     assert runs.run_id.iloc[0] == theirs.run_id.iloc[0] == mine.run_id.iloc[0]
+
+
+def _json_files(folder: Path, count: int, size: int) -> None:
+    folder.mkdir(parents=True)
+    line = b'{"a":"aaaaaaaaaa","b":"bbbbbbbbbb","c":"cccccccccc","d":"dddddddd"}\n'
+    for i in range(count):
+        (folder / f"part-{i:05d}.json").write_bytes(line * (size // len(line)))
+
+
+@pytest.mark.spark
+def test_a_scan_that_kept_no_row_counts_with_the_scans_of_its_stage(spark_app, tmp_path):
+    """From a review: a union of CSV and JSON whose JSON side's pushed filter kept no row. That
+    scan lists no task-side metric, so its stage counted the CSV files only (5.5 of 15.2 MB in
+    the review) and its files were lost: the stage counted a scan, so its task metric did not
+    count either. The plan's scans between stage boundaries ran in one stage."""
+    schema = "a string, b string, c string, d string"
+    _csv_files(tmp_path / "c", 3, 2**20)
+    _json_files(tmp_path / "j", 4, 2**20)
+    size = sum(f.stat().st_size for d in ("c", "j") for f in (tmp_path / d).iterdir())
+    store, conf = _logged(tmp_path, "union-empty-side")
+    conf = {k: v for k, v in conf.items() if k not in ONE_FILE_A_PARTITION}
+    with spark_app(store, job="union", conf=conf) as spark:
+        c = spark.read.schema(schema).csv(str(tmp_path / "c")).filter("a = 'aaaaaaaaaa'")
+        j = spark.read.schema(schema).json(str(tmp_path / "j")).filter("a = 'none'")
+        assert c.union(j).count() == 3 * (2**20 // 42)
+        # a scan of its own stage that kept no row keeps its stage's task metric (about the files)
+        assert j.count() == 0
+    _, stages = _run(store)
+    # the union's stage: its readers fetched both scans' files
+    assert len([s for s in stages.itertuples() if s.input_bytes >= size]) == 1
+    json_size = size - sum(f.stat().st_size for f in (tmp_path / "c").iterdir())
+    recorded = _input(store)  # the ingest of the same application's log agrees
+    assert size + json_size <= recorded < size + json_size * 1.02, (recorded, size, json_size)
+    scans = store_mod.open(store).read("stage_scans")
+    assert sorted(int(n) for n in scans.scan_files) == [7]
+
+
+def test_the_scans_of_one_stage_fragment_count_together_and_not_across_an_exchange():
+    """A stage that lists one scan's metrics ran the scans of its plan fragment (a union), not
+    those beyond an exchange, a reused exchange, a subquery or a cached relation."""
+    from sparkpredict.capture.eventlog_scans import ScanInput
+
+    def scan(base: int) -> dict:
+        return {"nodeName": "Scan csv ", "children": [], "metrics": [
+            {"name": "number of output rows", "accumulatorId": base + 1},
+            {"name": "size of files read", "accumulatorId": base + 2}]}
+
+    def node(name: str, *children: dict) -> dict:
+        return {"nodeName": name, "children": list(children), "metrics": []}
+
+    plan = node("AdaptiveSparkPlan", node("Union", node("Filter", scan(10)), node("Project", scan(20)),
+                                          node("Exchange", scan(30)),
+                                          node("InMemoryTableScan", scan(40)),
+                                          node("ReusedExchange", scan(50)),
+                                          node("Filter", scan(60), node("SubqueryBroadcast", scan(70)))))
+    scans = ScanInput()
+    scans.plan({"sparkPlanInfo": plan})
+    scans.driver_updates({"accumUpdates": [[b + 2, b * 100] for b in (10, 20, 30, 40, 50, 60, 70)]})
+    assert scans.stage_completed([{"ID": 11, "Value": "5"}], rdd_id=1, partitions=2, ran={0, 1},
+                                 execution="1", persisted=False)
+    assert scans.counted == 1000 + 2000 + 6000  # 10, and the scans 20 and 60 beside it
+    assert scans.stage_completed([{"ID": 31, "Value": "5"}], rdd_id=2, partitions=2, ran={0, 1},
+                                 execution="1", persisted=False)
+    assert scans.counted == 9000 + 3000  # beyond the exchange: alone

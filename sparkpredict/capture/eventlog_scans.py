@@ -20,6 +20,14 @@ it (one plan collected twice reads its files twice), stages over a persisted RDD
 count, in the share of its partitions that successful tasks ran: ``df.show()`` runs one of
 them. Stages that ran no known scan keep the task metric (:class:`.eventlog_rows.RunBuilder`).
 
+A scan that outputs no row lists no task-side metric (a CSV or JSON scan whose pushed filter
+keeps no row, a row-based Parquet reader whose filter skips every row group). Such a scan in one
+stage with a scan that does list one (a ``union``, a bucketed join) ran in that stage too: the
+plan's nodes between stage boundaries (exchanges, query stages, subqueries, cached relations) run
+in one stage, so the scans of one such fragment count together where all the stage's partitions
+ran (a union of CSV and JSON whose
+JSON side kept no row counted 5.5 of 15.2 MB before).
+
 A scan also tells the driver how many files it selected (``number of files read``; Photon's
 ``files read``): a stage that ran known scans records their sum (:attr:`ScanInput.stage_files`),
 the files its tasks were packed from, whatever share of them ran.
@@ -42,6 +50,10 @@ FILES_NUM_PHOTON = "files read"
 SCANS_KEPT = 1_000
 #: SQL executions remembered as ended, the latest (ScanInput.java keeps as many).
 ENDED_KEPT = 10_000
+#: Plan nodes whose children run in stages of their own (or not at all, a cached relation's
+#: plan): a node whose name holds one of these ends a stage fragment. Generous on purpose: a
+#: fragment split too finely only leaves a scan that output no row to its stage's task metric.
+STAGE_BOUNDARIES = ("Exchange", "Stage", "Subquery", "Reused", "InMemory", "AdaptiveSparkPlan")
 
 SQL_EXECUTION_START = b"org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart"
 SQL_ADAPTIVE_UPDATE = b"org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate"
@@ -50,7 +62,7 @@ SQL_EXECUTION_END = b"org.apache.spark.sql.execution.ui.SparkListenerSQLExecutio
 
 
 class _Scan:
-    __slots__ = ("counted", "files_bytes", "num_files", "num_id", "reads", "task_ids")
+    __slots__ = ("counted", "files_bytes", "num_files", "num_id", "reads", "siblings", "task_ids")
 
     def __init__(self, task_ids: tuple[int, ...], num_id: int | None) -> None:
         self.task_ids = task_ids
@@ -62,6 +74,8 @@ class _Scan:
         # per partition a successful task ran, None once all of them ran].
         self.reads: dict[str | None, dict[int, list[Any]]] = {}
         self.counted: dict[str | None, int] = {}  # bytes counted per read
+        # the other scans of its stage fragment in the latest plan that showed it
+        self.siblings: frozenset[int] = frozenset()
 
 
 def counted_bytes(files_bytes: int, ran: int, partitions: int) -> int:
@@ -107,14 +121,21 @@ class ScanInput:
 
     def plan(self, ev: dict) -> None:
         """Register the scans of a SQL execution's plan (start or adaptive update)."""
-        todo = [ev.get("sparkPlanInfo")]
+        todo: list[tuple[Any, int]] = [(ev.get("sparkPlanInfo"), 0)]
+        fragments: dict[int, set[int]] = {}  # stage fragment -> its scans' FILES_SIZE ids
+        last_fragment = 0
         while todo:
-            node = todo.pop()
+            node, fragment = todo.pop()
             if not isinstance(node, dict):
                 continue
             children = node.get("children")
             if isinstance(children, list):
-                todo.extend(children)
+                name = node.get("nodeName")
+                boundary = isinstance(name, str) and any(b in name for b in STAGE_BOUNDARIES)
+                for child in children:
+                    if boundary:
+                        last_fragment += 1
+                    todo.append((child, last_fragment if boundary else fragment))
             metrics = node.get("metrics")
             if not isinstance(metrics, list):
                 continue
@@ -134,6 +155,15 @@ class ScanInput:
                     task_ids.append(i)
             if size_id is not None:
                 self._register(size_id, num_id if num_id is not None else photon_num_id, tuple(task_ids))
+                fragments.setdefault(fragment, set()).add(size_id)
+        siblings: dict[int, set[int]] = {}  # a scan shown in several fragments (reused) has all
+        for ids in fragments.values():
+            for size_id in ids:
+                siblings.setdefault(size_id, set()).update(ids - {size_id})
+        for size_id, others in siblings.items():
+            scan = self._scans.get(size_id)
+            if scan is not None:
+                scan.siblings = frozenset(others)
 
     def _register(self, size_id: int, num_id: int | None, task_ids: tuple[int, ...]) -> None:
         scan = self._scans.get(size_id)
@@ -207,6 +237,15 @@ class ScanInput:
             if size_id is not None and scan is not None and scan.files_bytes is not None \
                     and _whole(a.get("Value")):
                 here.add(size_id)
+        # A scan that output no row lists no metric, but ran where the scans of its stage
+        # fragment did, when all the stage's partitions ran (a limit over a union may run the
+        # partitions of one of its scans only)
+        whole = bool(partitions) and len({p for p in ran if 0 <= p < (partitions or 0)}) >= (partitions or 0)
+        for size_id in list(here) if whole else ():
+            for other in self._scans[size_id].siblings:
+                sibling = self._scans.get(other)
+                if sibling is not None and sibling.files_bytes is not None:
+                    here.add(other)
         # The same plan run again (`df.collect()` twice) reads its files again: each SQL
         # execution is a read of its own. Over a persisted RDD the executions share one: the
         # count after `df.cache(); df.show()` reads the partitions the show did not.

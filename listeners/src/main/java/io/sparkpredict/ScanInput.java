@@ -29,6 +29,12 @@ import scala.jdk.javaapi.CollectionConverters;
  * over a persisted RDD sharing one count), in the share of its partitions that successful tasks
  * ran. The event-log ingest applies the same rule (eventlog_scans.py).
  *
+ * <p>A scan that outputs no row lists no task-side metric (a CSV or JSON scan whose pushed filter
+ * keeps no row). Such a scan in one stage with a scan that does list one (a union, a bucketed
+ * join) ran in that stage too: the plan's nodes between stage boundaries
+ * ({@link #STAGE_BOUNDARIES}) run in one stage, so the scans of one such fragment count together
+ * where all the stage's partitions ran.
+ *
  * <p>A scan also tells the driver how many files it selected ("number of files read"; Photon's
  * "files read"): a stage that ran known scans records the sum over them
  * ({@link #stageFiles}), the files its tasks were packed from, whatever share of them ran.
@@ -44,6 +50,13 @@ final class ScanInput {
     static final int SCANS_KEPT = 1_000;
     /** SQL executions remembered as ended, the latest (eventlog_scans.ENDED_KEPT keeps as many). */
     static final int ENDED_KEPT = 10_000;
+    /**
+     * Plan nodes whose children run in stages of their own (or not at all, a cached relation's
+     * plan): a node whose name holds one of these ends a stage fragment (eventlog_scans.
+     * STAGE_BOUNDARIES). Generous on purpose: a fragment split too finely only leaves a scan that
+     * output no row to its stage's task metric.
+     */
+    static final String[] STAGE_BOUNDARIES = {"Exchange", "Stage", "Subquery", "Reused", "InMemory", "AdaptiveSparkPlan"};
 
     private static final class Scan {
         final long[] taskIds;
@@ -59,6 +72,8 @@ final class ScanInput {
          */
         final Map<String, Map<Integer, Object[]>> reads = new HashMap<>();
         final Map<String, Long> counted = new HashMap<>();
+        /** The other scans of its stage fragment in the latest plan that showed it. */
+        long[] siblings = new long[0];
 
         Scan(long[] taskIds, Long numId) {
             this.taskIds = taskIds;
@@ -141,11 +156,25 @@ final class ScanInput {
     /** Register the scans of a SQL execution's plan (its start or an adaptive update). */
     void plan(SparkPlanInfo root) {
         Deque<SparkPlanInfo> todo = new ArrayDeque<>();
-        if (root != null) todo.push(root);
+        Deque<Integer> fragmentOf = new ArrayDeque<>();
+        Map<Integer, java.util.Set<Long>> fragments = new HashMap<>();
+        int lastFragment = 0;
+        if (root != null) {
+            todo.push(root);
+            fragmentOf.push(0);
+        }
         while (!todo.isEmpty()) {
             SparkPlanInfo node = todo.pop();
+            int fragment = fragmentOf.pop();
+            boolean boundary = false;
+            String name = node.nodeName();
+            if (name != null) {
+                for (String b : STAGE_BOUNDARIES) boundary |= name.contains(b);
+            }
             for (SparkPlanInfo child : CollectionConverters.asJava(node.children())) {
-                if (child != null) todo.push(child);
+                if (child == null) continue;
+                todo.push(child);
+                fragmentOf.push(boundary ? ++lastFragment : fragment);
             }
             Long sizeId = null;
             Long numId = null;
@@ -159,7 +188,28 @@ final class ScanInput {
                     taskIds.add(m.accumulatorId());
                 }
             }
-            if (sizeId != null) register(sizeId, numId != null ? numId : photonNumId, taskIds);
+            if (sizeId != null) {
+                register(sizeId, numId != null ? numId : photonNumId, taskIds);
+                fragments.computeIfAbsent(fragment, k -> new TreeSet<>()).add(sizeId);
+            }
+        }
+        // a scan shown in several fragments (under a reused exchange too) has all their scans
+        Map<Long, java.util.Set<Long>> siblings = new HashMap<>();
+        for (java.util.Set<Long> ids : fragments.values()) {
+            for (long sizeId : ids) {
+                java.util.Set<Long> others = siblings.computeIfAbsent(sizeId, k -> new TreeSet<>());
+                for (long other : ids) {
+                    if (other != sizeId) others.add(other);
+                }
+            }
+        }
+        for (Map.Entry<Long, java.util.Set<Long>> e : siblings.entrySet()) {
+            Scan scan = scans.get(e.getKey());
+            if (scan == null) continue;
+            long[] ids = new long[e.getValue().size()];
+            int i = 0;
+            for (long other : e.getValue()) ids[i++] = other;
+            scan.siblings = ids;
         }
     }
 
@@ -231,6 +281,16 @@ final class ScanInput {
             // scan's output lists none of its metrics (nor, alas, a scan that output no row)
             Long v = a.value().isDefined() ? whole(a.value().get()) : null;
             if (v != null && v != 0L) here.add(sizeId);
+        }
+        // A scan that output no row lists no metric, but ran where the scans of its stage
+        // fragment did, when all the stage's partitions ran (a limit over a union may run the
+        // partitions of one of its scans only)
+        boolean whole = partitions > 0 && ran.get(0, partitions).cardinality() >= partitions;
+        for (long sizeId : whole ? new ArrayList<>(here) : new ArrayList<Long>()) {
+            for (long other : scans.get(sizeId).siblings) {
+                Scan sibling = scans.get(other);
+                if (sibling != null && sibling.filesBytes != null) here.add(other);
+            }
         }
         // The same plan run again (`df.collect()` twice) reads its files again: each SQL
         // execution is a read of its own. Over a persisted RDD the executions share one.
