@@ -357,3 +357,34 @@ def test_the_scans_of_one_stage_fragment_count_together_and_not_across_an_exchan
     assert scans.stage_completed([{"ID": 31, "Value": "5"}], rdd_id=2, partitions=2, ran={0, 1},
                                  execution="1", persisted=False)
     assert scans.counted == 9000 + 3000  # beyond the exchange: alone
+
+
+@pytest.mark.spark
+def test_a_readers_schema_probes_are_no_input(spark_app, tmp_path):
+    """From a review: `spark.read.option("header", True).csv(path)` runs a SQL execution that
+    reads the first line (its scan counted the share of partitions it ran: a one-file CSV twice
+    its size), and `inferSchema` one more that reads every file (three times). The job's input
+    is the files its actions read; the probes' stages still count no task metric."""
+    folder = tmp_path / "csv"
+    _csv_files(folder, 1, 2**20)
+    [file] = folder.iterdir()
+    file.write_bytes(b"a,b,c,d\n" + file.read_bytes())
+    size = file.stat().st_size
+    store, conf = _logged(tmp_path, "probes")
+    with spark_app(store, job="probes", conf=conf) as spark:
+        df = spark.read.option("header", True).option("inferSchema", True).csv(str(folder))
+        assert df.columns == ["a", "b", "c", "d"] and df.agg({"d": "max"}).collect()[0][0] == "dddddddd"
+    assert _input(store) == size
+    stages = store_mod.open(store).stages()
+    assert len(stages) == 4  # the header, the inference, the action's two
+    assert sorted(int(n) for n in store_mod.open(store).read("stage_scans").scan_files) == [1, 1, 1]
+
+
+def test_a_probe_is_told_by_the_readers_call_site():
+    from sparkpredict.capture.eventlog_scans import is_reader_probe
+
+    assert is_reader_probe("org.apache.spark.sql.classic.DataFrameReader.csv(DataFrameReader.scala:266)\nx")
+    assert is_reader_probe("org.apache.spark.sql.DataFrameReader.json(DataFrameReader.scala:384)")  # Spark 3
+    assert not is_reader_probe("org.apache.spark.sql.classic.Dataset.collectToPython(Dataset.scala:2139)\n"
+                               "org.apache.spark.sql.classic.DataFrameReader.csv(DataFrameReader.scala:266)")
+    assert not is_reader_probe(None) and not is_reader_probe("")

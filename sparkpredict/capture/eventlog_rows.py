@@ -227,7 +227,7 @@ class RunBuilder:
             b"SparkListenerJobEnd": self._job_end,
             b"SparkListenerStageCompleted": self._stage_completed,
             b"SparkListenerUnpersistRDD": self._unpersist_rdd,
-            SQL_EXECUTION_START: self.scans.plan,
+            SQL_EXECUTION_START: self.scans.execution_started,
             SQL_ADAPTIVE_UPDATE: self.scans.plan,
             SQL_DRIVER_UPDATES: self.scans.driver_updates,
             SQL_EXECUTION_END: self.scans.execution_ended,

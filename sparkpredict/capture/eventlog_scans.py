@@ -62,7 +62,7 @@ SQL_EXECUTION_END = b"org.apache.spark.sql.execution.ui.SparkListenerSQLExecutio
 
 
 class _Scan:
-    __slots__ = ("counted", "files_bytes", "num_files", "num_id", "reads", "siblings", "task_ids")
+    __slots__ = ("counted", "files_bytes", "num_files", "num_id", "probe", "reads", "siblings", "task_ids")
 
     def __init__(self, task_ids: tuple[int, ...], num_id: int | None) -> None:
         self.task_ids = task_ids
@@ -74,6 +74,8 @@ class _Scan:
         # per partition a successful task ran, None once all of them ran].
         self.reads: dict[str | None, dict[int, list[Any]]] = {}
         self.counted: dict[str | None, int] = {}  # bytes counted per read
+        # run by a DataFrameReader to read a schema: it ran, but read no input of the run's
+        self.probe = False
         # the other scans of its stage fragment in the latest plan that showed it
         self.siblings: frozenset[int] = frozenset()
 
@@ -100,6 +102,17 @@ def _whole(v: Any) -> int | None:
     return None
 
 
+def is_reader_probe(details: Any) -> bool:
+    """Whether a SQL execution's call site (its start event's ``details``) is a DataFrameReader's:
+    the first line is the Spark method the application called, a reader's when it ran the
+    execution to read a schema (``org.apache.spark.sql.classic.DataFrameReader.csv(...)``), a
+    Dataset's for an action (ScanInput.isReaderProbe)."""
+    if not isinstance(details, str):
+        return False
+    first = details.split("\n", 1)[0].strip()
+    return first.startswith(("org.apache.spark.sql.DataFrameReader.", "org.apache.spark.sql.classic.DataFrameReader."))
+
+
 class ScanInput:
     """The run's SQL file scans: their metric ids, their files' size and what was counted."""
 
@@ -119,7 +132,15 @@ class ScanInput:
         #: None where one of them did not tell (or the stage ran none)
         self.stage_files: int | None = None
 
-    def plan(self, ev: dict) -> None:
+    def execution_started(self, ev: dict) -> None:
+        """Register a SQL execution's scans (SparkListenerSQLExecutionStart), and note those of a
+        DataFrameReader's schema probe (a CSV header's first line, ``inferSchema``, JSON's
+        inference) by its call site (:func:`is_reader_probe`). A probe's scans are no input of
+        the run's, which reads the files again: a one-partition CSV read with a header counted
+        twice its size, with ``inferSchema`` three times."""
+        self.plan(ev, probe=is_reader_probe(ev.get("details")))
+
+    def plan(self, ev: dict, probe: bool = False) -> None:
         """Register the scans of a SQL execution's plan (start or adaptive update)."""
         todo: list[tuple[Any, int]] = [(ev.get("sparkPlanInfo"), 0)]
         fragments: dict[int, set[int]] = {}  # stage fragment -> its scans' FILES_SIZE ids
@@ -155,6 +176,8 @@ class ScanInput:
                     task_ids.append(i)
             if size_id is not None:
                 self._register(size_id, num_id if num_id is not None else photon_num_id, tuple(task_ids))
+                if probe:
+                    self._scans[size_id].probe = True
                 fragments.setdefault(fragment, set()).add(size_id)
         siblings: dict[int, set[int]] = {}  # a scan shown in several fragments (reused) has all
         for ids in fragments.values():
@@ -255,6 +278,8 @@ class ScanInput:
             self._by_execution.setdefault(read, set()).update(here)
         for size_id in sorted(here):
             scan = self._scans[size_id]
+            if scan.probe:
+                continue  # a reader's schema probe ran, but read no input of the run's
             by_rdd = scan.reads.setdefault(read, {})
             state = by_rdd.get(rdd)
             if state is None:
@@ -276,12 +301,16 @@ class ScanInput:
                 scan.counted[read] = now
         # The files its scans selected, whatever share of their partitions ran: FilePartition
         # packed the stage's tasks from all of them.
-        selected: int | None = 0 if here else None
-        for size_id in here:
-            told = self._scans[size_id].num_files
-            selected = None if selected is None or told is None else selected + told
-        self.stage_files = selected
+        self.stage_files = self._files_of(here)
         # counted as it was; what it read is then forgotten, as its execution's end forgot the rest
         if read is not None and read in self._ended:
             self._forget(read)
         return bool(here)
+
+    def _files_of(self, here: set[int]) -> int | None:
+        """The files the scans ``here`` selected, summed; None where one of them did not tell."""
+        selected: int | None = 0 if here else None
+        for size_id in here:
+            told = self._scans[size_id].num_files
+            selected = None if selected is None or told is None else selected + told
+        return selected

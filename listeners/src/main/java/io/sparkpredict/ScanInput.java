@@ -72,6 +72,8 @@ final class ScanInput {
          */
         final Map<String, Map<Integer, Object[]>> reads = new HashMap<>();
         final Map<String, Long> counted = new HashMap<>();
+        /** Run by a DataFrameReader to read a schema: it ran, but read no input of the run's. */
+        boolean probe;
         /** The other scans of its stage fragment in the latest plan that showed it. */
         long[] siblings = new long[0];
 
@@ -153,8 +155,31 @@ final class ScanInput {
         }
     }
 
+    /**
+     * A SQL execution started: register its plan's scans, and note those of a DataFrameReader's
+     * schema probe (a CSV header's first line, `inferSchema`, JSON's inference) by its call site,
+     * whose first line is the Spark method the application called
+     * (`org.apache.spark.sql.classic.DataFrameReader.csv(...)`; an action's is the Dataset's).
+     * A probe's scans are no input of the run's, which reads the files again: a one-partition CSV
+     * read with a header counted twice its size, with `inferSchema` three times.
+     */
+    void executionStarted(String details, SparkPlanInfo root) {
+        plan(root, isReaderProbe(details));
+    }
+
+    static boolean isReaderProbe(String details) {
+        if (details == null) return false;
+        String first = details.split("\n", 2)[0].trim();
+        return first.startsWith("org.apache.spark.sql.DataFrameReader.")
+            || first.startsWith("org.apache.spark.sql.classic.DataFrameReader.");
+    }
+
     /** Register the scans of a SQL execution's plan (its start or an adaptive update). */
     void plan(SparkPlanInfo root) {
+        plan(root, false);
+    }
+
+    private void plan(SparkPlanInfo root, boolean probe) {
         Deque<SparkPlanInfo> todo = new ArrayDeque<>();
         Deque<Integer> fragmentOf = new ArrayDeque<>();
         Map<Integer, java.util.Set<Long>> fragments = new HashMap<>();
@@ -190,6 +215,7 @@ final class ScanInput {
             }
             if (sizeId != null) {
                 register(sizeId, numId != null ? numId : photonNumId, taskIds);
+                if (probe) scans.get(sizeId).probe = true;
                 fragments.computeIfAbsent(fragment, k -> new TreeSet<>()).add(sizeId);
             }
         }
@@ -299,6 +325,7 @@ final class ScanInput {
         if (read != null && !here.isEmpty()) byExecution.computeIfAbsent(read, k -> new java.util.HashSet<>()).addAll(here);
         for (long sizeId : here) {
             Scan scan = scans.get(sizeId);
+            if (scan.probe) continue;  // a reader's schema probe ran, but read no input of the run's
             Map<Integer, Object[]> byRdd = scan.reads.computeIfAbsent(read, k -> new HashMap<>());
             Object[] state = byRdd.get(rdd);
             if (state == null) {
@@ -324,15 +351,20 @@ final class ScanInput {
         }
         // The files its scans selected, whatever share of their partitions ran: FilePartition
         // packed the stage's tasks from all of them.
+        stageFiles = filesOf(here);
+        // counted as it was; what it read is then forgotten, as its execution's end forgot the rest
+        if (read != null && ended.contains(read)) forget(read);
+        return !here.isEmpty();
+    }
+
+    /** The files the scans {@code here} selected, summed; null where one did not tell. */
+    private Long filesOf(java.util.Set<Long> here) {
         Long files = here.isEmpty() ? null : 0L;
         for (long sizeId : here) {
             Long n = scans.get(sizeId).numFiles;
             files = files == null || n == null ? null : files + n;
         }
-        stageFiles = files;
-        // counted as it was; what it read is then forgotten, as its execution's end forgot the rest
-        if (read != null && ended.contains(read)) forget(read);
-        return !here.isEmpty();
+        return files;
     }
 
     /** The share of {@code filesBytes} that {@code ran} of {@code partitions} partitions read. */
