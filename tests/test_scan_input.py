@@ -361,23 +361,28 @@ def test_the_scans_of_one_stage_fragment_count_together_and_not_across_an_exchan
 
 @pytest.mark.spark
 def test_a_readers_schema_probes_are_no_input(spark_app, tmp_path):
-    """From a review: `spark.read.option("header", True).csv(path)` runs a SQL execution that
-    reads the first line (its scan counted the share of partitions it ran: a one-file CSV twice
-    its size), and `inferSchema` one more that reads every file (three times). The job's input
-    is the files its actions read; the probes' stages still count no task metric."""
+    """From a review: `spark.read.option("header", True).csv(path)` runs a job that reads the
+    first line (its scan counted the share of partitions it ran: a one-file CSV twice its size),
+    `inferSchema` one more that reads every file (three times), and `spark.read.json(path)`
+    without a schema one that reads every file (by the task metric: twice). The job's input is
+    the files its actions read."""
     folder = tmp_path / "csv"
     _csv_files(folder, 1, 2**20)
     [file] = folder.iterdir()
     file.write_bytes(b"a,b,c,d\n" + file.read_bytes())
-    size = file.stat().st_size
+    _json_files(tmp_path / "json", 2, 2**19)
+    size = sum(f.stat().st_size for d in ("csv", "json") for f in (tmp_path / d).iterdir())
     store, conf = _logged(tmp_path, "probes")
     with spark_app(store, job="probes", conf=conf) as spark:
         df = spark.read.option("header", True).option("inferSchema", True).csv(str(folder))
         assert df.columns == ["a", "b", "c", "d"] and df.agg({"d": "max"}).collect()[0][0] == "dddddddd"
+        js = spark.read.json(str(tmp_path / "json"))
+        assert js.columns == ["a", "b", "c", "d"] and js.agg({"d": "max"}).collect()[0][0] == "dddddddd"
     assert _input(store) == size
     stages = store_mod.open(store).stages()
-    assert len(stages) == 4  # the header, the inference, the action's two
-    assert sorted(int(n) for n in store_mod.open(store).read("stage_scans").scan_files) == [1, 1, 1]
+    assert int(stages.input_bytes.sum()) > 2 * size  # what Spark's readers fetched, the probes' too
+    # the probes' stages that ran a scan keep its row (the header's, the inference's)
+    assert sorted(int(n) for n in store_mod.open(store).read("stage_scans").scan_files) == [1, 1, 1, 2]
 
 
 def test_a_probe_is_told_by_the_readers_call_site():

@@ -31,6 +31,7 @@ from .eventlog_scans import (
     SQL_EXECUTION_END,
     SQL_EXECUTION_START,
     ScanInput,
+    is_reader_probe,
 )
 
 _PREFIX = b'{"Event":"'
@@ -227,7 +228,7 @@ class RunBuilder:
             b"SparkListenerJobEnd": self._job_end,
             b"SparkListenerStageCompleted": self._stage_completed,
             b"SparkListenerUnpersistRDD": self._unpersist_rdd,
-            SQL_EXECUTION_START: self.scans.execution_started,
+            SQL_EXECUTION_START: self.scans.plan,
             SQL_ADAPTIVE_UPDATE: self.scans.plan,
             SQL_DRIVER_UPDATES: self.scans.driver_updates,
             SQL_EXECUTION_END: self.scans.execution_ended,
@@ -455,17 +456,20 @@ class RunBuilder:
         # A stage that ran SQL file scans counts their files' size, not its tasks' input metric
         # (which Parquet's vectored reads leave at the footers) nor Databricks' cache hits. A
         # scan that ran is a source read even in a stage over a cached RDD (a union of both).
+        # A DataFrameReader's job reads a schema (a CSV header, inferSchema): no input of the
+        # run's, whose actions read the files again
+        probe = is_reader_probe(si.get("Details"))
         scanned = self.scans.stage_completed(
             si.get("Accumulables"), rdd_id=own_rdd if isinstance(own_rdd, int) else None,
             partitions=own if isinstance(own, int) else None, ran=self._ran.pop(key, set()),
             execution=self._stage_execution.get(key[0]),
-            persisted=bool(persisted))
+            persisted=bool(persisted), probe=probe)
         if scanned:
             self.scan_files[key] = self.scans.stage_files
-        hits = 0 if scanned else disk_cache_hit_bytes(si.get("Accumulables"))
+        hits = 0 if scanned or probe else disk_cache_hit_bytes(si.get("Accumulables"))
         if hits:
             self.disk_cache_hits[key] = hits
-        if key not in self.reads_cache and not scanned:
+        if key not in self.reads_cache and not scanned and not probe:
             # each partition once, by its first successful task (StageTracker.completed): a failed
             # or killed task's partial read, a speculative copy and a partition re-run after its
             # executor was lost read the same data again; a failed attempt's successful tasks

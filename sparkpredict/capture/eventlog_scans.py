@@ -62,7 +62,7 @@ SQL_EXECUTION_END = b"org.apache.spark.sql.execution.ui.SparkListenerSQLExecutio
 
 
 class _Scan:
-    __slots__ = ("counted", "files_bytes", "num_files", "num_id", "probe", "reads", "siblings", "task_ids")
+    __slots__ = ("counted", "files_bytes", "num_files", "num_id", "reads", "siblings", "task_ids")
 
     def __init__(self, task_ids: tuple[int, ...], num_id: int | None) -> None:
         self.task_ids = task_ids
@@ -74,8 +74,6 @@ class _Scan:
         # per partition a successful task ran, None once all of them ran].
         self.reads: dict[str | None, dict[int, list[Any]]] = {}
         self.counted: dict[str | None, int] = {}  # bytes counted per read
-        # run by a DataFrameReader to read a schema: it ran, but read no input of the run's
-        self.probe = False
         # the other scans of its stage fragment in the latest plan that showed it
         self.siblings: frozenset[int] = frozenset()
 
@@ -103,10 +101,13 @@ def _whole(v: Any) -> int | None:
 
 
 def is_reader_probe(details: Any) -> bool:
-    """Whether a SQL execution's call site (its start event's ``details``) is a DataFrameReader's:
-    the first line is the Spark method the application called, a reader's when it ran the
-    execution to read a schema (``org.apache.spark.sql.classic.DataFrameReader.csv(...)``), a
-    Dataset's for an action (ScanInput.isReaderProbe)."""
+    """Whether a stage's call site (its ``Details``) is a DataFrameReader's: the first line is the
+    Spark method the application called, a reader's when it ran the job to read a schema (a CSV
+    header's first line, ``inferSchema``, JSON's inference, Parquet's ``mergeSchema``:
+    ``org.apache.spark.sql.classic.DataFrameReader.csv(...)``), a Dataset's or SQLExecution's for
+    an action. Such a stage reads no input of the run's, which reads the files again (a
+    one-partition CSV read with a header counted twice its size, with ``inferSchema`` three
+    times). As ScanInput.isReaderProbe tells it."""
     if not isinstance(details, str):
         return False
     first = details.split("\n", 1)[0].strip()
@@ -132,15 +133,7 @@ class ScanInput:
         #: None where one of them did not tell (or the stage ran none)
         self.stage_files: int | None = None
 
-    def execution_started(self, ev: dict) -> None:
-        """Register a SQL execution's scans (SparkListenerSQLExecutionStart), and note those of a
-        DataFrameReader's schema probe (a CSV header's first line, ``inferSchema``, JSON's
-        inference) by its call site (:func:`is_reader_probe`). A probe's scans are no input of
-        the run's, which reads the files again: a one-partition CSV read with a header counted
-        twice its size, with ``inferSchema`` three times."""
-        self.plan(ev, probe=is_reader_probe(ev.get("details")))
-
-    def plan(self, ev: dict, probe: bool = False) -> None:
+    def plan(self, ev: dict) -> None:
         """Register the scans of a SQL execution's plan (start or adaptive update)."""
         todo: list[tuple[Any, int]] = [(ev.get("sparkPlanInfo"), 0)]
         fragments: dict[int, set[int]] = {}  # stage fragment -> its scans' FILES_SIZE ids
@@ -176,8 +169,6 @@ class ScanInput:
                     task_ids.append(i)
             if size_id is not None:
                 self._register(size_id, num_id if num_id is not None else photon_num_id, tuple(task_ids))
-                if probe:
-                    self._scans[size_id].probe = True
                 fragments.setdefault(fragment, set()).add(size_id)
         siblings: dict[int, set[int]] = {}  # a scan shown in several fragments (reused) has all
         for ids in fragments.values():
@@ -240,12 +231,12 @@ class ScanInput:
                 counted.num_files = max(0, value)
 
     def stage_completed(self, accumulables: Any, *, rdd_id: int | None, partitions: int | None,
-                        ran: set[int], execution: str | None, persisted: bool) -> bool:
+                        ran: set[int], execution: str | None, persisted: bool, probe: bool = False) -> bool:
         """Count the known scans this stage ran, with the partitions its successful tasks ran;
         False when it ran none (its task metric is then its input).
 
         ``execution``: the stage's SQL execution id; ``persisted``: its RDDs include a
-        persisted one."""
+        persisted one; ``probe``: a DataFrameReader ran it (:func:`is_reader_probe`)."""
         self.stage_files = None
         if not self._scan_of or not isinstance(accumulables, list):
             return False
@@ -276,10 +267,9 @@ class ScanInput:
         rdd = rdd_id if rdd_id is not None else -1
         if read is not None and here:
             self._by_execution.setdefault(read, set()).update(here)
-        for size_id in sorted(here):
+        # a reader's schema probe: its scans ran, but read no input of the run's
+        for size_id in () if probe else sorted(here):
             scan = self._scans[size_id]
-            if scan.probe:
-                continue  # a reader's schema probe ran, but read no input of the run's
             by_rdd = scan.reads.setdefault(read, {})
             state = by_rdd.get(rdd)
             if state is None:

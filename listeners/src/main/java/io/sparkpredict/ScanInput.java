@@ -72,8 +72,6 @@ final class ScanInput {
          */
         final Map<String, Map<Integer, Object[]>> reads = new HashMap<>();
         final Map<String, Long> counted = new HashMap<>();
-        /** Run by a DataFrameReader to read a schema: it ran, but read no input of the run's. */
-        boolean probe;
         /** The other scans of its stage fragment in the latest plan that showed it. */
         long[] siblings = new long[0];
 
@@ -156,17 +154,14 @@ final class ScanInput {
     }
 
     /**
-     * A SQL execution started: register its plan's scans, and note those of a DataFrameReader's
-     * schema probe (a CSV header's first line, `inferSchema`, JSON's inference) by its call site,
-     * whose first line is the Spark method the application called
-     * (`org.apache.spark.sql.classic.DataFrameReader.csv(...)`; an action's is the Dataset's).
-     * A probe's scans are no input of the run's, which reads the files again: a one-partition CSV
-     * read with a header counted twice its size, with `inferSchema` three times.
+     * Whether a stage's call site (its details) is a DataFrameReader's: the first line is the
+     * Spark method the application called, a reader's when it ran the job to read a schema (a
+     * CSV header's first line, `inferSchema`, JSON's inference, Parquet's `mergeSchema`:
+     * `org.apache.spark.sql.classic.DataFrameReader.csv(...)`), a Dataset's or SQLExecution's
+     * for an action. Such a stage reads no input of the run's, which reads the files again (a
+     * one-partition CSV read with a header counted twice its size, with `inferSchema` three
+     * times). As eventlog_scans.is_reader_probe tells it.
      */
-    void executionStarted(String details, SparkPlanInfo root) {
-        plan(root, isReaderProbe(details));
-    }
-
     static boolean isReaderProbe(String details) {
         if (details == null) return false;
         String first = details.split("\n", 2)[0].trim();
@@ -176,10 +171,6 @@ final class ScanInput {
 
     /** Register the scans of a SQL execution's plan (its start or an adaptive update). */
     void plan(SparkPlanInfo root) {
-        plan(root, false);
-    }
-
-    private void plan(SparkPlanInfo root, boolean probe) {
         Deque<SparkPlanInfo> todo = new ArrayDeque<>();
         Deque<Integer> fragmentOf = new ArrayDeque<>();
         Map<Integer, java.util.Set<Long>> fragments = new HashMap<>();
@@ -215,7 +206,6 @@ final class ScanInput {
             }
             if (sizeId != null) {
                 register(sizeId, numId != null ? numId : photonNumId, taskIds);
-                if (probe) scans.get(sizeId).probe = true;
                 fragments.computeIfAbsent(fragment, k -> new TreeSet<>()).add(sizeId);
             }
         }
@@ -292,10 +282,11 @@ final class ScanInput {
      * Count the known scans the stage ran, with the partitions its successful tasks ran
      * ({@code ran}); false when it ran none (its task metric is then its input).
      * {@code execution}: the stage's SQL execution id; {@code persisted}: its RDDs include a
-     * persisted one. Reads all of the event before counting (run it under {@link #guard}).
+     * persisted one; {@code probe}: a DataFrameReader ran it ({@link #isReaderProbe}). Reads
+     * all of the event before counting (run it under {@link #guard}).
      */
     boolean stageCompleted(StageInfo s, Integer rddId, int partitions, BitSet ran, String execution,
-                           boolean persisted) {
+                           boolean persisted, boolean probe) {
         stageFiles = null;
         if (off || scanOf.isEmpty()) return false;
         TreeSet<Long> here = new TreeSet<>();
@@ -323,9 +314,9 @@ final class ScanInput {
         String read = persisted ? null : execution;
         int rdd = rddId != null ? rddId : -1;
         if (read != null && !here.isEmpty()) byExecution.computeIfAbsent(read, k -> new java.util.HashSet<>()).addAll(here);
-        for (long sizeId : here) {
+        // a reader's schema probe: its scans ran, but read no input of the run's
+        for (long sizeId : probe ? new TreeSet<Long>() : here) {
             Scan scan = scans.get(sizeId);
-            if (scan.probe) continue;  // a reader's schema probe ran, but read no input of the run's
             Map<Integer, Object[]> byRdd = scan.reads.computeIfAbsent(read, k -> new HashMap<>());
             Object[] state = byRdd.get(rdd);
             if (state == null) {

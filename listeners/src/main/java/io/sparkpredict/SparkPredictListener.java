@@ -392,10 +392,8 @@ public class SparkPredictListener extends SparkListener {
         if (disabled || stages.scans.off) return;
         try {
             if (e instanceof org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart) {
-                org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart start =
-                    (org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart) e;
-                locked("onOtherEvent", () -> scanEvent(() -> stages.scans.executionStarted(
-                    start.details(), start.sparkPlanInfo())));
+                locked("onOtherEvent", () -> scanEvent(() -> stages.scans.plan(
+                    ((org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart) e).sparkPlanInfo())));
             } else if (e instanceof org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate) {
                 locked("onOtherEvent", () -> scanEvent(() -> stages.scans.plan(
                     ((org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate) e).sparkPlanInfo())));

@@ -275,8 +275,11 @@ final class StageTracker {
         // that the JVM's own error there (which stops the recording) leaves the stage uncounted.
         String execution = stageExecution.get(stageId);
         boolean persistedRdd = anyPersisted;
+        // A DataFrameReader's job reads a schema (a CSV header, inferSchema): no input of the
+        // run's, whose actions read the files again
+        boolean probe = ScanInput.isReaderProbe(s.details());
         boolean scanned = scans.guard(() -> scans.stageCompleted(s, ownRdd, ownPartitions, agg.ran, execution,
-            persistedRdd));
+            persistedRdd, probe));
         Object[] builtScanRow = null;
         if (scanned) {
             Row sr = new Row(Tables.STAGE_SCANS);
@@ -301,7 +304,7 @@ final class StageTracker {
         // stage's by its stage id while its jobs run (a later action over the same RDD reads the
         // source again). As the event-log ingest keys them (eventlog_rows, map stages).
         Integer mapRdd = agg.mapStage ? ownRdd : null;
-        if (!readsCache && !scanned) taskInput += countOnce(stageId, mapRdd, agg) + cacheHits;
+        if (!readsCache && !scanned && !probe) taskInput += countOnce(stageId, mapRdd, agg) + cacheHits;
         if (!failed) materialisedRdds.addAll(persisted);
         scanRow = builtScanRow;
         return r.values;
