@@ -9,7 +9,7 @@ import importlib
 import importlib.util
 from typing import Any
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 # public name -> module that defines it. (evaluate() and retrain() stay in their modules:
 # a function named like its own submodule would be shadowed once the submodule is imported.)

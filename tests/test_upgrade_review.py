@@ -404,3 +404,43 @@ def test_a_damaged_log_of_a_run_stored_whole_before_stage_scans_is_skipped_as_be
     assert main(["ingest", str(plain), "--store", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["files"][0]["replaced_why"] == "scans"
     assert _sums(path) == want
+
+
+def test_a_log_ingested_when_schema_probes_counted_is_read_again_for_its_input(tmp_path, capsys):
+    """0.5.0 leaves a DataFrameReader's schema probes out of a run's input (a CSV's header line
+    and inferSchema pass counted 2.5 times the file). A log an older ingest stored kept the old
+    count for ever, mixed in one job's history with the new: the next ingest reads it again and
+    replaces its copy, as for the scans' files; a copy whose size was declared, or the
+    listener's, is not read again (nothing to mend, or no log)."""
+    from sparkpredict.capture.eventlog_ingest import _StoredRun, ingest_event_logs
+    from sparkpredict.store import schema as S
+
+    log = HERE / "data" / "eventlogs" / "csv_header_probes_spark4.zstd"
+    path = tmp_path / "store"
+    ingest_event_logs([log], path)
+    assert int(store.open(path).runs()["input_bytes"].iloc[0]) == 371_312  # the file, once
+    want = _sums(path)
+    _as_if_ingested_before_scans(path, "0.4.0")
+    for f in (path / "runs").glob("part-*.parquet"):  # as 0.4.0 measured it: the probes too
+        table = pq.read_table(f)
+        i = table.schema.get_field_index("input_bytes")
+        table = table.set_column(i, table.schema.field(i), [[928_280] * table.num_rows])
+        pq.write_table(table.replace_schema_metadata(table.schema.metadata), f)
+    capsys.readouterr()
+
+    assert main(["ingest", str(log), "--store", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert ("replacing its stored copy (succeeded, 5 tasks, stored by sparkpredict 0.4.0, which counted a "
+            "reader's schema probes as input)") in out, out
+    assert ("1 log: 1 ingested (1 replacing stored copy: 1 stored before sparkpredict 0.5.0 left a "
+            "reader's schema probes out of its input), 0 unchanged") in out, out
+    assert _sums(path) == want  # one copy of every row, the input the file's
+    again = ingest_event_logs([log], path)
+    assert (again.files[0].outcome, again.runs_replaced) == ("unchanged", 0)
+
+    assert S.PROBES_LEFT_OUT_SINCE == (0, 5, 0) and S.INPUT_MEASURED_SINCE == (0, 3, 0)
+    since = [_StoredRun("succeeded", 1, "eventlog", writer=w).probes_before()
+             for w in (None, "0.3.0", "0.4.0", "0.4.9+fit.abc", "0.5.0", "0.5.0+fit.abc", "dev")]
+    assert since == [True, True, True, True, False, False, False]
+    assert not _StoredRun("succeeded", 1, "listener", writer="0.4.0").read_again()
+    assert not _StoredRun("succeeded", 1, "eventlog", writer="0.4.0", declared=True).read_again()

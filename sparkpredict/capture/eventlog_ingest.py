@@ -87,8 +87,9 @@ class FileOutcome:
     replaced: str | None = None
     #: why it was replaced (:data:`REPLACED_BECAUSE`): ``"fuller"`` (stored cut short),
     #: ``"measured"`` (input measured under older rules), ``"scans"`` (stored before ingest
-    #: recorded its scans' files); None when it replaced nothing
-    replaced_why: Literal["fuller", "measured", "scans"] | None = None
+    #: recorded its scans' files), ``"probes"`` (stored when a reader's schema probes counted as
+    #: input); None when it replaced nothing
+    replaced_why: Literal["fuller", "measured", "scans", "probes"] | None = None
 
 
 @dataclass
@@ -334,6 +335,8 @@ REPLACED_BECAUSE = {
     "measured": "input measured before sparkpredict " + ".".join(map(str, S.INPUT_MEASURED_SINCE)),
     "scans": "stored before sparkpredict " + ".".join(map(str, S.SCANS_RECORDED_SINCE))
              + " recorded its scans' files",
+    "probes": "stored before sparkpredict " + ".".join(map(str, S.PROBES_LEFT_OUT_SINCE))
+              + " left a reader's schema probes out of its input",
 }
 
 
@@ -362,6 +365,17 @@ class _StoredRun:
         its stages keep no file counts. A declared size does not end this: the log read again
         keeps a size declared in it, and an edited copy is not replaced (:func:`_replaceable`)."""
         return self.source == "eventlog" and S.scans_before(self.writer)
+
+    def probes_before(self) -> bool:
+        """Ingest stored it when a reader's schema probes counted as input
+        (:data:`~.schema.PROBES_LEFT_OUT_SINCE`). A declared size ends this: the probes changed
+        only what was measured."""
+        return self.source == "eventlog" and not self.declared and S.probes_before(self.writer)
+
+    def read_again(self) -> bool:
+        """Ingest stored it under rules since changed that a read of its log again mends, where
+        its copy may be replaced, and quietly left where not (:func:`_rescans`)."""
+        return self.scans_before() or self.probes_before()
 
 
 @dataclass
@@ -563,12 +577,13 @@ def _replaceable_once(st: Store, run_id: str, stored: _StoredRun) -> tuple[str |
 
 
 def _rescans(st: Store, known: _Known, run_id: str) -> bool:
-    """Read the log of stored ``run_id`` again for its scans' files: ingest stored it before it
-    recorded them, and the copy may be replaced. One that may not (a compaction merged it, an
+    """Read the log of stored ``run_id`` again for its scans' files or its input without a
+    reader's schema probes: ingest stored it before it recorded them, or counted the probes, and
+    the copy may be replaced. One that may not (a compaction merged it, an
     edit) is skipped unread, quietly: it has no fix but a fresh store, and a scheduled ingest of
     a compacted history would parse and warn of every log at every run."""
     stored = known.runs[run_id]
-    if not stored.scans_before() or stored.measured_before():
+    if not stored.read_again() or stored.measured_before():
         return False  # measured_before: read again whatever its copy, its skip warns
     return known.has_own_batch(st, run_id) and _replaceable_once(st, run_id, stored)[0] is not None
 
@@ -712,7 +727,7 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
         older = stored.measured_before() and parsed.damage is None and not _holds_less(parsed, stored)
         # its scans' files recorded anew, on the same terms; a copy that cannot be replaced is
         # skipped quietly (_rescans)
-        rescan = stored.scans_before() and parsed.damage is None and not _holds_less(parsed, stored)
+        rescan = stored.read_again() and parsed.damage is None and not _holds_less(parsed, stored)
         old_batch, why = _replaceable_once(st, sid, stored) if more or older or rescan else (None, "")
         if old_batch is None:  # the log's own warnings are about rows that are not stored
             said = ([_cannot_replace(parsed, stored, why)] if more else
@@ -753,7 +768,7 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
                            status=now["status"][0].as_py() if now.num_rows else None,
                            warnings=[_listener_recording(parsed.run_id)])
     replaced = None
-    why_replaced: Literal["fuller", "measured", "scans"] | None = None
+    why_replaced: Literal["fuller", "measured", "scans", "probes"] | None = None
     warnings = list(parsed.warnings)
     if again and stored is not None:
         warnings += _other_job(sid, stored, job, st, read_again=True)
@@ -764,8 +779,10 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
             replaced += f", measured by sparkpredict {writer}"
         elif stored.scans_before():
             replaced += f", stored by sparkpredict {writer} without its scans' files"
+        elif stored.probes_before():
+            replaced += f", stored by sparkpredict {writer}, which counted a reader's schema probes as input"
         why_replaced = ("fuller" if _holds_more(parsed, stored) else "measured" if stored.measured_before()
-                        else "scans")
+                        else "scans" if stored.scans_before() else "probes")
         # after the fuller copy is committed: a stop in between leaves two copies, which the
         # next ingest reduces to this one (_one_copy_each), never none
         try:

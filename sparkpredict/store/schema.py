@@ -66,6 +66,14 @@ INPUT_MEASURED_SINCE = (0, 3, 0)
 SCANS_RECORDED_SINCE = (0, 4, 0)
 
 
+#: The first sparkpredict that leaves a DataFrameReader's schema probes out of a run's input (a
+#: CSV's header line, ``inferSchema``, JSON's inference: up to 3 times the files, 1.5 to 2.5 in a
+#: review). Ingest reads a log stored before it again, as for :data:`SCANS_RECORDED_SINCE`: most
+#: runs never ran a probe and keep their input, and the listener's runs have no log. Not
+#: :data:`INPUT_MEASURED_SINCE`, whose advice warning is of Parquet's footers (10x and more).
+PROBES_LEFT_OUT_SINCE = (0, 5, 0)
+
+
 def _released_before(version: str | None, since: tuple[int, int, int]) -> bool:
     if version is None:
         return True
@@ -84,6 +92,12 @@ def scans_before(version: str | None) -> bool:
     """A run row's ``sparkpredict_version`` recorded no ``stage_scans`` rows
     (:data:`SCANS_RECORDED_SINCE`), read as :func:`measured_before` reads it."""
     return _released_before(version, SCANS_RECORDED_SINCE)
+
+
+def probes_before(version: str | None) -> bool:
+    """A run row's ``sparkpredict_version`` counted a reader's schema probes as input
+    (:data:`PROBES_LEFT_OUT_SINCE`), read as :func:`measured_before` reads it."""
+    return _released_before(version, PROBES_LEFT_OUT_SINCE)
 
 
 def run_id(app_id: str, attempt: str | None, start_ms: int | None) -> str:
