@@ -753,6 +753,10 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
     if keep is not None:
         run = run.set_column(run.schema.get_field_index("job"), "job", pa.array([keep], pa.string()))
     tables["runs"] = run
+    if "run_inputs" in tables:  # written with this runs row: the same updated_ms
+        inputs = tables["run_inputs"]
+        tables["run_inputs"] = inputs.set_column(inputs.schema.get_field_index("updated_ms"), "updated_ms",
+                                                 run.column("updated_ms"))
     batch = st.append(tables, batch_id=new_batch_id(INGEST_LABEL + parsed.run_id))
     if parsed.status in _UNFINISHED and _listener_batches(st, parsed.run_id):
         # The listener wrote its first rows of the run while this log was read: its copy is the

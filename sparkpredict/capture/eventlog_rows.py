@@ -616,9 +616,12 @@ class RunBuilder:
         run_id = self.run_id()
         tasks = tasks.append_column("run_id", pa.array([run_id] * tasks.num_rows, pa.string()))
         stages = self._stage_table(run_id)
-        execs, run = run_tables(self, tasks, stages, run_id, in_progress)
+        execs, run, measured = run_tables(self, tasks, stages, run_id, in_progress)
         out = {"runs": S.conform("runs", run), "executors": S.conform("executors", execs),
-               "stages": S.conform("stages", stages), "tasks": S.conform("tasks", tasks)}
+               "stages": S.conform("stages", stages), "tasks": S.conform("tasks", tasks),
+               # updated_ms as the runs row's: set where the ingest stores them
+               "run_inputs": pa.Table.from_pylist([{"run_id": run_id, "measured_input_bytes": measured}],
+                                                  schema=S.TABLES["run_inputs"])}
         if self.scan_files:  # in completion order, as the listener writes them
             out["stage_scans"] = pa.Table.from_pylist(
                 [{"run_id": run_id, "stage_id": s, "stage_attempt_id": a, "scan_files": n}

@@ -29,10 +29,11 @@ IDLE_START_SHARE = 0.3
 
 
 def run_tables(b: RunBuilder, tasks: pa.Table, stages: pa.Table, run_id: str,
-               in_progress: bool) -> tuple[pa.Table, pa.Table]:
-    """The executors table and the run row of the application ``b`` consumed, computed as the
-    listener computes them (RunRecord.runRow); a declared input size that is not a
-    size adds a warning to ``b.warnings``."""
+               in_progress: bool) -> tuple[pa.Table, pa.Table, int]:
+    """The executors table, the run row of the application ``b`` consumed and the input its
+    stages read (declared size or not), computed as the listener computes them
+    (RunRecord.runRow, inputRow); a declared input size that is not a size adds a warning to
+    ``b.warnings``."""
     from .. import __version__
 
     p = b.props
@@ -67,12 +68,11 @@ def run_tables(b: RunBuilder, tasks: pa.Table, stages: pa.Table, run_id: str,
     input_bytes = declared_size(declared) if declared else None
     if declared and input_bytes is None:
         b.warnings.append(f"spark.sparkpredict.inputBytes={declared!r} is not a size; measured instead")
-    if input_bytes is None:
-        # what the succeeded stages read from data sources, not from cached blocks, each
-        # partition once (RunBuilder._stage_completed)
-        measured = b.input_read + b.scans.counted + sum(
-            hits for key, hits in b.disk_cache_hits.items()
-            if key not in b.reads_cache and b.stages.get(key, {}).get("status") == "succeeded")
+    # what the succeeded stages read from data sources, not from cached blocks, each partition
+    # once (RunBuilder._stage_completed); of a declared run too, for its run_inputs row
+    measured = b.input_read + b.scans.counted + sum(
+        hits for key, hits in b.disk_cache_hits.items()
+        if key not in b.reads_cache and b.stages.get(key, {}).get("status") == "succeeded")
     status, error = run_status(b) if complete else ("incomplete", b.error_message)
     idle_ms = (b.first_job_ms - start) if b.first_job_ms is not None else None
     if idle_ms is not None and idle_ms > max(IDLE_START_MS, IDLE_START_SHARE * (end - start)):
@@ -108,7 +108,7 @@ def run_tables(b: RunBuilder, tasks: pa.Table, stages: pa.Table, run_id: str,
         "source": "eventlog", "sparkpredict_version": __version__,
         "schema_version": S.SCHEMA_VERSION,
     }
-    return execs, pa.Table.from_pylist([run])
+    return execs, pa.Table.from_pylist([run]), measured
 
 
 def run_status(b: RunBuilder) -> tuple[str, str | None]:

@@ -64,7 +64,7 @@ def _run(args: argparse.Namespace) -> int:
         print("3. advice: none (see below)")
     print(f"4. report: {res.report_path or 'not written (see below)'}")
     print("5. where everything is:")
-    print(f"   history store  {res.store}   (runs/ stages/ tasks/ executors/ host_samples/ stage_scans/ Parquet)")
+    print(f"   history store  {res.store}   (runs/ stages/ tasks/ executors/ host_samples/ stage_scans/ run_inputs/ Parquet)")
     if res.models_dir:
         print(f"   fitted models  {res.models_dir}")
     print(f"   generated data {res.workdir / 'data'}")

@@ -596,7 +596,7 @@ class Store:
     def read(self, table: str, form: Form = "pandas", columns: list[str] | None = None,
              run_ids: list[str] | None = None, all_rows: bool = False,
              batches: Callable[[str], bool] | None = None) -> pd.DataFrame | pa.Table:
-        """All committed rows of ``table`` (``runs``, ``stages``, ``tasks``, ``executors``); of
+        """All committed rows of ``table`` (``runs``, ``stages``, ``tasks``, ``executors``, ...); of
         ``runs``, each run's latest row, or with ``all_rows`` every row it ever had (in batch
         order), which is what an edit looks back through (:mod:`.edit`). A single run id or
         column may be given as a string. ``batches``: read only the batches whose id it accepts
@@ -856,6 +856,19 @@ class Store:
 
     def executors(self, form: Form = "pandas"):
         return self.read("executors", form)
+
+    def measured_inputs(self, run_ids: list[str] | None = None) -> dict[str, int]:
+        """Run id -> the input its stages read (``run_inputs``, its latest row), declared size or
+        not. A run recorded before that table (an older store: every run) has no entry, nor one
+        whose stages' size is unknown."""
+        t = cast(pa.Table, self.read("run_inputs", form="arrow", run_ids=run_ids))
+        latest: dict[str, tuple[int, int]] = {}
+        for rid, size, at in zip(t["run_id"].to_pylist(), t["measured_input_bytes"].to_pylist(),
+                                 t["updated_ms"].to_pylist()):
+            at = -1 if at is None else at
+            if rid is not None and size is not None and (rid not in latest or at >= latest[rid][0]):
+                latest[rid] = (at, size)
+        return {rid: size for rid, (_, size) in latest.items()}
 
     # ---- writing ------------------------------------------------------------------------
     def init(self) -> None:

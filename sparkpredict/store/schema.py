@@ -33,7 +33,7 @@ import pyarrow as pa
 
 #: Bumped whenever a column of a table is added, removed, renamed or changes type or unit. A new
 #: table is additive and keeps the version: stores written before it simply have no rows there
-#: (``host_samples`` and ``stage_scans`` came this way), and older readers never open its folder.
+#: (``host_samples``, ``stage_scans`` and ``run_inputs`` came this way), and older readers never open its folder.
 #: An older ``store compact`` merges batches without it, and leaves their files of it: readers
 #: read those rows there (:meth:`.io.Store.held`), until a compaction of this version copies them.
 SCHEMA_VERSION = 1
@@ -297,6 +297,22 @@ _STAGE_SCANS: list[tuple[str, pa.DataType, str]] = [
 ]
 
 
+#: The input each run's stages read, measured as an undeclared run's ``runs.input_bytes`` is,
+#: whether or not its size was declared: a declared run's ``runs`` row keeps only the declared
+#: size, and a new ``runs`` column would bump SCHEMA_VERSION (the listener then refuses v1
+#: stores, and no migration exists), so a new table, as ``stage_scans`` came. Written in the
+#: batch of the run's final ``runs`` row (the listener) or its only one (ingest); a run without a
+#: row here (recorded before it, or whose listener never wrote its last batch) has no measured
+#: size besides a declared one. ``store edit --input-size`` changes ``runs`` alone: what the
+#: stages read stays as measured.
+_RUN_INPUTS: list[tuple[str, pa.DataType, str]] = [
+    ("run_id", _S, ""),
+    ("measured_input_bytes", _L, ("read by the succeeded stages, by the rule of an undeclared run's "
+                                  "runs.input_bytes (docs/capture.md), declared size or not")),
+    ("updated_ms", _L, "the updated_ms of the runs row written with it; the latest row of a run wins"),
+]
+
+
 def _schema(cols: list[tuple[str, pa.DataType, str]]) -> pa.Schema:
     return pa.schema([pa.field(n, t, nullable=True, metadata={"doc": d}) for n, t, d in cols])
 
@@ -309,6 +325,7 @@ TABLES: dict[str, pa.Schema] = {
     "tasks": _schema(_TASKS),
     "host_samples": _schema(_HOST_SAMPLES),
     "stage_scans": _schema(_STAGE_SCANS),
+    "run_inputs": _schema(_RUN_INPUTS),
 }
 #: The commit-mark table is written last in every batch.
 COMMIT_TABLE = "runs"

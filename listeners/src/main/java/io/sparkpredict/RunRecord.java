@@ -619,6 +619,17 @@ final class RunRecord {
         return r.values;
     }
 
+    /**
+     * The run_inputs row as of {@code now}: what the stages read, measured as an undeclared run's
+     * input_bytes is, whether or not a size was declared (the run row keeps the declared one alone).
+     */
+    Object[] inputRow(long now) {
+        Row r = new Row(Tables.RUN_INPUTS);
+        r.set("measured_input_bytes", stages.measuredInput());
+        r.set("updated_ms", now);
+        return r.values;
+    }
+
     private static boolean isLocal(String master) {
         return master != null && master.startsWith("local") && !master.startsWith("local-cluster");
     }

@@ -608,6 +608,11 @@ public class SparkPredictListener extends SparkListener {
         List<Object[]> runs = new ArrayList<>();
         runs.add(run.runRow(settings, last ? statusFinal : "running", now, last));
         batch.put(Tables.RUNS, runs);
+        // with the final run row only: a running run's measured input is a part of it, and one
+        // file a flush more would cost every later read of the store
+        List<Object[]> inputs = new ArrayList<>();
+        if (last) inputs.add(run.inputRow(now));
+        batch.put(Tables.RUN_INPUTS, inputs);
         for (List<Object[]> rows : batch.values()) {
             for (Object[] r : rows) r[0] = runId;
         }

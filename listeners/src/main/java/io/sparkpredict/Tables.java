@@ -127,8 +127,13 @@ final class Tables {
         {"run_id", S}, {"stage_id", I}, {"stage_attempt_id", I}, {"scan_files", L},
     });
 
+    /** The input a run's stages read, declared size or not: only in the batch of its final run row. */
+    static final Table RUN_INPUTS = new Table("run_inputs", new Object[][] {
+        {"run_id", S}, {"measured_input_bytes", L}, {"updated_ms", L},
+    });
+
     /** Written in this order; runs last (the batch's commit mark). */
-    static final List<Table> ALL = Arrays.asList(EXECUTORS, STAGES, TASKS, HOST_SAMPLES, STAGE_SCANS, RUNS);
+    static final List<Table> ALL = Arrays.asList(EXECUTORS, STAGES, TASKS, HOST_SAMPLES, STAGE_SCANS, RUN_INPUTS, RUNS);
 
     static final Map<String, Table> BY_NAME = new LinkedHashMap<>();
     static {
