@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .advice import EXTRAPOLATION_NOTED
@@ -48,7 +50,51 @@ _HEAVY_SPILL_FRACTION = 0.1
 #: "holds 0.0037 bytes of input per byte, beyond the 0.0019 that ran".
 _NO_SPILL_BELOW = 0.02
 
+#: A declared size within this share of what its stages read agrees with it: the same input, not
+#: two sizes of it. Wide enough for a size typed to two digits ("1.5GB" for 1.54 GB), for GB typed
+#: where GiB was meant (7.4 %) and for the bytes a read takes beyond its split; narrower than the
+#: runtime model's usual error, so that a difference within it moves no advice more than the
+#: model's own error does.
+SIZE_AGREES = 0.10
+#: A declared run whose size over what its stages read is this many times above or below the
+#: job's usual ratio (the low median over its runs, a measured run's being 1) is warned of as a
+#: mistake (a digit: 10x, a unit: 1000x), mixed history or not. Relative to the job, not to what
+#: the stages read: a job that reads its input several times measures that many times its files
+#: (a sweep's sort: 3x, its sample and its sort; a CSV schema inference: 2x), which every
+#: declared file size of it rightly differs from alike.
+SIZE_OFF = 3.0
+#: Runs to compare (declared with a measured size, or measured) before a ratio is the job's usual one
+_SIZE_RUNS = 3
+
 _MODELS_FIX = "pass the dict that sparkpredict.models.persist.load_models or fit_all returns, or a model folder"
+
+
+@dataclass(frozen=True)
+class SizeMix:
+    """How the succeeded runs of a job got their input sizes: declared or measured, and of the
+    declared ones, how the size compares with what their stages read (``run_inputs``)."""
+
+    #: runs whose size was declared
+    declared: int = 0
+    #: runs whose size was measured
+    measured: int = 0
+    #: declared runs whose stages' measured size is not known (recorded before ``run_inputs``,
+    #: or their stages read no bytes that Spark counts: generated data, a database)
+    unknown: int = 0
+    #: (run id, declared, measured) of the declared runs whose size is more than
+    #: :data:`SIZE_AGREES` away from what their stages read, oldest first
+    differ: tuple[tuple[str, int, int], ...] = ()
+    #: the job's usual declared (or measured) size over what the stages read: the low median of
+    #: its comparable runs' ratios; None with fewer than :data:`_SIZE_RUNS` of them
+    usual: float | None = None
+
+    def off(self) -> list[tuple[str, int, int]]:
+        """The differing runs whose ratio is :data:`SIZE_OFF` times the job's usual one or more,
+        either way."""
+        u = self.usual
+        if u is None or not u > 0:
+            return []
+        return [d for d in self.differ if max(d[1] / d[2], u) >= SIZE_OFF * min(d[1] / d[2], u)]
 
 
 class HistorySource:
@@ -57,11 +103,12 @@ class HistorySource:
     def __init__(self, job: str, model: Any, runs: pd.DataFrame | None = None,
                  spill: pd.Series | None = None, dyn_alloc: bool = False, local: bool = False,
                  sweep_mix: tuple[int, int] = (0, 0), source: str | None = None,
-                 size_mix: tuple[int, int] = (0, 0), masters: frozenset[str] = frozenset()) -> None:
+                 size_mix: SizeMix = SizeMix(), masters: frozenset[str] = frozenset()) -> None:
         self.job, self.model, self.runs, self.spill, self._dyn = job, model, runs, spill, dyn_alloc
         #: (succeeded runs a `sparkpredict sweep` recorded, the others) when both kinds are there
         self.sweep_mix = sweep_mix
-        #: (succeeded runs whose input size was declared, those whose size was measured)
+        #: how the succeeded runs' input sizes were recorded, and whether the declared ones agree
+        #: with what their stages read
         self.size_mix = size_mix
         #: the kinds of master the job's runs ran on (:func:`~sparkpredict.config.master_kind`)
         self.masters = masters
@@ -118,8 +165,8 @@ class HistorySource:
             src = cls(job, model, source=source)
             src.given_model = True
             return src
-        runs, spill, dyn, raw, _ = cls._history(job, store, need_job=False)
-        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw),
+        runs, spill, dyn, raw, _, read = cls._history(job, store, need_job=False)
+        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw, read),
                   _master_kinds(raw))
         src.store_path = str(getattr(store, "path", store))
         src.local_runs = _local_run_ids(raw)
@@ -180,7 +227,8 @@ class HistorySource:
     @staticmethod
     def _history(job: str, store: Any, need_job: bool = True):
         """(runs of the job, disk spill per run_id, dynamic allocation seen, the job's raw runs
-        rows, the run ids among ``runs`` that ran a stage again in a later attempt) from a store."""
+        rows, the run ids among ``runs`` that ran a stage again in a later attempt, what the
+        stages of its succeeded declared runs read) from a store."""
         from .features.runs import dynamic_allocation, runs_table
         from .store import io as store_io
 
@@ -206,7 +254,10 @@ class HistorySource:
                 rerun = frozenset(stages.loc[again, "run_id"].astype(str))
         # as the runs table reads it: not a local master's run, which Spark gives none
         dyn = bool(dynamic_allocation(mine["properties_json"], mine.get("master")).any()) if len(mine) else False
-        return runs, spill, dyn, mine, rerun
+        declared = mine.loc[(mine["status"] == "succeeded") & (mine["input_bytes_source"] == "declared"), "run_id"]
+        # a declared run's row keeps the declared size alone: what its stages read is in run_inputs
+        read = st.measured_inputs(run_ids=list(declared.astype(str))) if len(declared) else {}
+        return runs, spill, dyn, mine, rerun, read
 
     @classmethod
     def _from_store(cls, job: str, store: Any, params: Any = ()) -> HistorySource:
@@ -219,13 +270,13 @@ class HistorySource:
         key = ("store", st.path, hash(version), job)  # new runs or a retrain: refit / reload
         if key in _CACHE:
             return _CACHE[key]
-        runs, spill, dyn, raw, rerun = cls._history(job, st)
+        runs, spill, dyn, raw, rerun, read = cls._history(job, st)
         check_param_names(job, params, [c for c in feature_columns(runs) if c not in BASE_FEATURES])
         model, note, source = registry_model(job, st, raw, len(runs))
         if model is None:
             model = load_or_fit(job, st, version, runs)
             source = fitted_source(bool(note))
-        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw),
+        src = cls(job, model, runs, spill, dyn, _all_local(raw), _sweep_mix(raw), source, _size_mix(raw, read),
                   _master_kinds(raw))
         src.store_path = st.path
         src.local_runs = _local_run_ids(raw)
@@ -407,21 +458,74 @@ class HistorySource:
                      "first job (about 15 s more on a 2-core machine), so on small inputs their runtimes "
                      "are not one job's. Keep one kind under this job name (the other under "
                      "another --job, or `sparkpredict store edit RUN_ID... --job NAME`)")
-        declared, measured = self.size_mix
-        if declared and measured:
-            # The mix is told by the labels alone: a declared run's row keeps no measured size to
-            # compare with. A size declared as its stages read it (what `submit --executors auto`,
-            # which must declare one, often is) mixes nothing, so the warning says so, and which
-            # way of declaring is open to a job submitted that way.
-            w.append(f"the history of {self.job} mixes {plural(declared, 'run')} whose input size was declared "
+        w.extend(self._size_warnings())
+        return w
+
+    def _size_warnings(self) -> list[str]:
+        """A history that mixes declared with measured sizes where the two may differ, and
+        declared sizes far from what their stages read, naming the runs and the fix."""
+        from .units import format_bytes
+
+        mix, w = self.size_mix, []
+        off = mix.off()
+        near = [d for d in mix.differ if d not in off]
+
+        def listed(ds: list[tuple[str, int, int]]) -> str:
+            shown = "; ".join(f"{rid} declared {format_bytes(a)}, its stages read {format_bytes(b)}"
+                              for rid, a, b in ds[:3])
+            return shown + (f"; and {len(ds) - 3} more" if len(ds) > 3 else "")
+
+        if mix.measured and (mix.unknown or near):
+            # Declared runs whose size agrees with what their stages read mix nothing (what
+            # `submit --executors auto`, which must declare one, records for a job whose other
+            # runs were measured); nor do the far ones, which the warning below names. The rest
+            # may record one input as two sizes.
+            mixed = mix.unknown + len(near)
+            why = []
+            if near:
+                who = "it differs" if mixed == 1 else "one of them differs" if len(near) == 1 else \
+                    f"{len(near)} of them differ"
+                why.append(f"{who} "
+                           f"by more than {SIZE_AGREES:.0%} from what {'its' if len(near) == 1 else 'their'} "
+                           f"stages read ({listed(near)}): one input is recorded as two sizes")
+            if mix.unknown and near:
+                why.append(f"{plural(mix.unknown, 'other')} keep{'s' if mix.unknown == 1 else ''} no measured "
+                           "size to compare (recorded before sparkpredict kept one, or no bytes read that "
+                           "Spark counts)")
+            elif mix.unknown:
+                why.append("A declared run keeps no measured size to compare: where each declared size is what "
+                           "its stages read, the sizes agree and nothing is wrong; where not, one input is "
+                           "recorded as two sizes")
+            lead = "; ".join(why)
+            lead = lead[0].upper() + lead[1:]
+            w.append(f"the history of {self.job} mixes {plural(mixed, 'run')} whose input size was declared "
                      "(--input-size, which `submit --executors auto` always declares, or "
-                     f"spark.sparkpredict.inputBytes) with {measured} whose size was measured (the bytes its "
-                     "stages read: a file read twice, as CSV schema inference reads it, counts twice). A declared "
-                     "run keeps no measured size to compare: where each declared size is what its stages read, "
-                     "the sizes agree and nothing is wrong; where not, one input is recorded as two sizes. "
-                     "Declare the size on every run of the job (the only way with `submit --executors auto`) "
-                     "or on none; `sparkpredict store edit RUN_ID... --input-size SIZE` declares or corrects "
-                     "runs recorded already")
+                     f"spark.sparkpredict.inputBytes) with {mix.measured} whose size was measured (the bytes its "
+                     "stages read: a file read twice, as CSV schema inference reads it, counts twice). "
+                     f"{lead}. Declare the size on every run of the job (the only way with "
+                     "`submit --executors auto`) or on none; `sparkpredict store edit RUN_ID... --input-size "
+                     "SIZE` declares or corrects runs recorded already")
+        if off:
+            import shlex
+
+            from .config import store_for_display
+
+            store = "" if self.store_path is None else f" --store {shlex.quote(store_for_display(self.store_path))}"
+            usual = float(mix.usual or 1.0)
+            rid, _, read = off[0]
+            one = len(off) == 1
+            # the size the job's other runs would have recorded for what its stages read
+            fixed = round(read * usual)
+            same = abs(usual - 1) <= SIZE_AGREES
+            w.append(f"the input size declared for {plural(len(off), 'run')} of {self.job} is out of line with "
+                     f"what {'its' if one else 'their'} stages read ({listed(off)}), {SIZE_OFF:g}x or more "
+                     + ("away from it, where the job's runs recorded what their stages read" if same else
+                        f"away from the {usual:.2g}x of it that the job's runs recorded (their median)")
+                     + ": a mistyped size (a digit, GB for MB) that the model learns as the run's input. Correct "
+                     f"{'it' if one else 'each'} with `sparkpredict store edit RUN_ID --input-size SIZE` "
+                     f"(`sparkpredict store edit {shlex.quote(rid)} --input-size {fixed}{store}`"
+                     + (")" if same else f": {usual:.2g}x what its stages read)")
+                     + ", unless the size declared is meant")
         return w
 
     def _shift_warning(self) -> str | None:
@@ -665,12 +769,30 @@ def _master_kinds(raw: pd.DataFrame | None) -> frozenset[str]:
     return frozenset(k for k in map(master_kind, raw.loc[raw["status"] == "succeeded", "master"]) if k)
 
 
-def _size_mix(raw: pd.DataFrame | None) -> tuple[int, int]:
-    """(succeeded runs with a declared input size, succeeded runs with a measured one)."""
+def _size_mix(raw: pd.DataFrame | None, read: Mapping[str, int] | None = None) -> SizeMix:
+    """How the succeeded runs of ``raw`` got their input sizes; ``read``: run id -> what the
+    stages of a declared run read (:meth:`~.store.io.Store.measured_inputs`)."""
     if raw is None or raw.empty or "input_bytes_source" not in raw or "status" not in raw:
-        return 0, 0
-    src = raw.loc[raw["status"] == "succeeded", "input_bytes_source"]
-    return int((src == "declared").sum()), int((src == "measured").sum())
+        return SizeMix()
+    ok = raw[raw["status"] == "succeeded"]
+    src = ok["input_bytes_source"]
+    declared = ok[src == "declared"]
+    read = read or {}
+    unknown, differ = 0, []
+    # a measured run's size is what its stages read: ratio 1
+    ratios = [1.0] * int(((src == "measured") & (ok["input_bytes"] > 0)).sum())
+    for rid, size in zip(declared["run_id"].astype(str), declared["input_bytes"]):
+        got = read.get(rid)
+        # stages that read no counted bytes (generated data, a database) leave nothing to compare
+        if got is None or not got > 0 or size is None or not size > 0:
+            unknown += 1
+            continue
+        ratios.append(int(size) / got)
+        if abs(int(size) - got) > SIZE_AGREES * got:
+            differ.append((rid, int(size), int(got)))
+    # the low median: of two equal camps, the smaller ratio, so that one is always the usual
+    usual = statistics.median_low(ratios) if len(ratios) >= _SIZE_RUNS else None
+    return SizeMix(len(declared), int((src == "measured").sum()), unknown, tuple(differ), usual)
 
 
 #: Older runs measured this much below the newer ones are warned of (_measure_mix_note)
