@@ -191,6 +191,15 @@ def test_store_compact_keeps_the_run_inputs_rows(recorded, tmp_path, monkeypatch
     assert len(files) == 1 and "-compacted-" in files[0]  # the listener's file went with its batch
     assert st.measured_inputs() == before
     assert _size_warnings(path) == []
+    # store clean keeps them (an orphan is a part file without its batch's runs file), and
+    # removes one that lost its runs file as it removes any table's
+    from sparkpredict.cli import main
+
+    orphan = path / "run_inputs" / "part-0000000000001-py-000000000000.parquet"
+    shutil.copy(path / "run_inputs" / files[0], orphan)
+    assert main(["store", "clean", "--store", str(path), "--older-than", "0"]) == 0
+    assert sorted(p.name for p in (path / "run_inputs").glob("part-*.parquet")) == files
+    assert store_mod.open(path).measured_inputs() == before
 
 
 def test_an_old_store_without_the_table_reads_and_warns_as_before(tmp_path, monkeypatch):

@@ -71,6 +71,10 @@ def test_listener_files_match_schema(spark_app, tmp_path):
 
     scans = store_mod.open(store).read("stage_scans")
     assert scans["scan_files"].tolist() == [3]  # the one stage of the scan read the 3 files
+    # an undeclared run's measured input, as its run row records it
+    st = store_mod.open(store)
+    [run] = st.runs().itertuples()
+    assert run.input_bytes_source == "measured" and st.measured_inputs() == {run.run_id: run.input_bytes}
 
 
 def test_golden_store_written_by_listener_v0_1_still_reads():
