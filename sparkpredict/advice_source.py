@@ -60,7 +60,7 @@ SIZE_AGREES = 0.10
 #: job's usual ratio (the low median over its runs, a measured run's being 1) is warned of as a
 #: mistake (a digit: 10x, a unit: 1000x), mixed history or not. Relative to the job, not to what
 #: the stages read: a job that reads its input several times measures that many times its files
-#: (a sweep's sort: 3x, its sample and its sort; a CSV schema inference: 2x), which every
+#: (a sweep's sort: 3x, its sample and its sort; two actions over one file: 2x), which every
 #: declared file size of it rightly differs from alike.
 SIZE_OFF = 3.0
 #: Runs to compare (declared with a measured size, or measured) before a ratio is the job's usual one
@@ -501,7 +501,7 @@ class HistorySource:
             w.append(f"the history of {self.job} mixes {plural(mixed, 'run')} whose input size was declared "
                      "(--input-size, which `submit --executors auto` always declares, or "
                      f"spark.sparkpredict.inputBytes) with {mix.measured} whose size was measured (the bytes its "
-                     "stages read: a file read twice, as CSV schema inference reads it, counts twice). "
+                     "stages read: a file that two actions read counts twice). "
                      f"{lead}. Declare the size on every run of the job (the only way with "
                      "`submit --executors auto`) or on none; `sparkpredict store edit RUN_ID... --input-size "
                      "SIZE` declares or corrects runs recorded already")

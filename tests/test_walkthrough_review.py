@@ -54,8 +54,8 @@ def test_a_history_mixing_declared_and_measured_sizes_is_warned_of(tmp_path, mon
     warned = [w for w in suggest_executors("sort", "64MB", store=path).warnings if "input size was declared" in w]
     assert warned == [("the history of sort mixes 24 runs whose input size was declared (--input-size, which "
                       "`submit --executors auto` always declares, or spark.sparkpredict.inputBytes) with 1 whose "
-                      "size was measured (the bytes its stages read: a file read twice, as CSV schema inference "
-                      "reads it, counts twice). A declared run keeps no measured size to compare: where each "
+                      "size was measured (the bytes its stages read: a file that two actions read counts twice). "
+                      "A declared run keeps no measured size to compare: where each "
                       "declared size is what its stages read, the sizes agree and nothing is wrong; where not, one "
                       "input is recorded as two sizes. Declare the size on every run of the job (the only way with "
                       "`submit --executors auto`) or on none; `sparkpredict store edit RUN_ID... --input-size SIZE` "
