@@ -22,7 +22,8 @@ With a deadline, candidates whose upper bound misses it are set aside for every 
 when no candidate meets it, the advice says so (``meets_deadline=False``) and gives the count
 most likely to make it (ties: the lower upper bound, then fewer executors), or, when no count is
 even predicted within it nor likelier to make it than not, the fastest by the upper bound (the
-likeliest count would then be the one whose interval is widest). A model without any
+likeliest count would then be the one whose interval is widest), as for a model that states no
+chance. A model without any
 finite upper bound (the replay of a job with a single run) certifies no deadline: the objective
 then chooses among the counts predicted within it, and the advice says none is certified. Each
 candidate also carries the chance that one run meets the deadline (``chance_meets_deadline``),
@@ -414,7 +415,11 @@ def suggest_executors(job: str, input_bytes: float | str, *,
     if deadline is not None and meets is not None and not met and not np.isfinite(up).any():
         warnings.append(_no_bound_warning(job, src.n_runs, deadline, level))
     elif deadline is not None and meets is not None and not met:
+        # a model that states no chance (no chance_within) ranks no count as likeliest, though
+        # some may be predicted within the deadline: "none is even predicted within it" was false
         given = ("the count most likely to make it is given" if likeliest else
+                 "the model states no chance of making it, so the fastest by that upper bound is given"
+                 if chance is None and in_time is not None and bool(in_time.any()) else
                  "none is even predicted within it or likelier to make it than not, so the fastest by "
                  "that upper bound is given")
         no_count = (f"no executor count in {int(e[0])}..{int(e[-1])} meets the deadline "

@@ -1,6 +1,7 @@
 """The advice layer's rules at their boundaries (a mutation audit of advise.py, advice.py and
 advice_args.py, 2026-12-06, after the ties, fallback and budget changes): each test here failed
-on a one-operator change of the rule it pins, which every other test let pass.
+on a one-operator change of the rule it pins, which every other test let pass; one
+(``..._not_said_to_predict_no_count_within_the_deadline``) pins a wording defect the audit found.
 
 ``TableModel`` states each count's runtime, upper bound and chance outright, so each expected
 choice is read off the table rather than derived from a law.
@@ -91,6 +92,22 @@ def test_a_thinned_range_not_starting_at_one_still_has_about_256_counts():
     assert grid[0] == 10 and grid[-1] == 10_000 and 37 in grid
     # a ratio of (hi/lo)^(1/255) per step: 256 steps, less those that round to one count (235)
     assert 220 <= len(grid) <= 257
+
+
+def test_a_model_without_chances_is_not_said_to_predict_no_count_within_the_deadline():
+    # T = 3000/E + 30, upper 1.1 T: against 190 s no upper bound holds, yet 19 and 20 executors
+    # are predicted within it (187.9 s, 180 s). With no chance to rank by, the fastest by the
+    # upper bound is given; the warning said "none is even predicted within it", beside the
+    # summary's "may miss" of a count predicted at 3m00s.
+    a = advise(deadline_s=190, max_executors=20)
+    assert a.meets_deadline is False and a.executors == 20 and a.chance_meets_deadline is None
+    assert "may miss deadline 3m10s" in a.summary()
+    [w] = [w for w in a.warnings if "meets the deadline" in w]
+    assert "none is even predicted within it" not in w
+    assert "states no chance of making it, so the fastest by that upper bound is given" in w
+    # none predicted within it either: the old words hold
+    [w] = [w for w in advise(deadline_s=60, max_executors=20).warnings if "meets the deadline" in w]
+    assert "none is even predicted within it or likelier to make it than not" in w
 
 
 def test_a_model_that_records_no_executor_counts_is_asked_about_1_to_8():
