@@ -351,3 +351,15 @@ def test_far_beyond_the_sizes_a_drift_above_the_prediction_grows_by_the_upper_bo
     got = [float(m.chance_within(X, p * np.exp(t))[0]) for t in (0.4, 0.45)]
     np.testing.assert_allclose(got, [0.45, 0.65], atol=2e-4)
 
+
+
+def test_the_lower_order_statistic_is_not_lost_to_float_rounding():
+    # 39 errors at 90 %: the 2nd smallest and the 38th (40 x 0.05 = 2, 40 x 0.95 = 38), as
+    # symmetric as the errors; (1 - 0.9)/2 x 40 came out 1.9999999999999996 and took the 1st
+    from sparkpredict.models.intervals import conformal_bounds
+
+    r = np.arange(39.0) - 19
+    assert conformal_bounds(r, 0.9, contain=False) == (-18.0, 18.0)
+    assert conformal_bounds(R19, 0.8) == pytest.approx((-0.8, 0.8), abs=1e-12)  # 20 x 0.1: the 2nd
+    lo, hi = conformal_bounds(r, np.array([0.9, 0.8]), contain=False)
+    assert lo.tolist() == [-18.0, -16.0] and hi.tolist() == [18.0, 16.0]  # 80 %: the 4th and 36th
