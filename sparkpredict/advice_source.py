@@ -85,7 +85,9 @@ class SizeMix:
     #: :data:`SIZE_AGREES` away from what their stages read, oldest first
     differ: tuple[tuple[str, int, int], ...] = ()
     #: the job's usual declared (or measured) size over what the stages read: the low median of
-    #: its comparable runs' ratios; None with fewer than :data:`_SIZE_RUNS` of them
+    #: its comparable runs' ratios; None with fewer than :data:`_SIZE_RUNS` of them, or where
+    #: fewer than half of them are within :data:`SIZE_AGREES` of it (sizes that do not follow
+    #: what the stages read)
     usual: float | None = None
 
     def off(self) -> list[tuple[str, int, int]]:
@@ -792,6 +794,12 @@ def _size_mix(raw: pd.DataFrame | None, read: Mapping[str, int] | None = None) -
             differ.append((rid, int(size), int(got)))
     # the low median: of two equal camps, the smaller ratio, so that one is always the usual
     usual = statistics.median_low(ratios) if len(ratios) >= _SIZE_RUNS else None
+    # A job has a usual ratio only where at least half its runs hold it: one whose declared
+    # sizes do not follow what its stages read (a sweep over a database table that Spark counts
+    # nothing of, joined with a fixed file; Parquet's footers where the docs say to declare)
+    # spreads its ratios with its sizes, and its largest, rightly declared, are no typos.
+    if usual is not None and 2 * sum(abs(r - usual) <= SIZE_AGREES * usual for r in ratios) < len(ratios):
+        usual = None
     return SizeMix(len(declared), int((src == "measured").sum()), unknown, tuple(differ), usual)
 
 

@@ -263,3 +263,29 @@ def test_a_job_that_reads_its_input_three_times_is_out_of_line_only_by_a_typo(tm
             f"{format_bytes(3 * typo.input_bytes)}), 3x or more away from the 0.33x of it that the job's runs "
             "recorded (their median)") in far, far
     assert f"store edit {typo.run_id} --input-size {typo.input_bytes} --store " in far
+
+
+def test_declared_sizes_that_do_not_follow_what_the_stages_read_are_no_typos(tmp_path, monkeypatch):
+    """From a review: a sweep of sort over 4, 8, 16 and 32 MB declared, whose stages read the
+    same 10 MB every run (a database table Spark counts nothing of, joined with a fixed file; or
+    Parquet's footers, where docs/capture.md says to declare). Its ratios spread with the sizes
+    (0.4x to 3.2x), so the job has no usual ratio: the 6 runs declared 32 MB were named as
+    mistyped, 4x the 0.8x median, with `store edit ... --input-size 8000000` offered, which would
+    have written a wrong size over a right one."""
+    import pyarrow as pa
+
+    from sparkpredict import suggest_executors
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "store"
+    shutil.copytree(HISTORY, path)
+    st = store_mod.open(path)
+    runs = st.runs()
+    sort = runs[(runs.job == "sort") & (runs.status == "succeeded")]
+    assert sorted(set(sort.input_bytes)) == [4_000_000, 8_000_000, 16_000_000, 32_000_000]
+    sort = sort.assign(updated_ms=sort.updated_ms + 1)
+    st.append({"runs": sort, "run_inputs": pa.table({"run_id": sort.run_id.tolist(),
+                                                     "measured_input_bytes": [10_000_000] * len(sort),
+                                                     "updated_ms": sort.updated_ms.tolist()})})
+    warned = [w for w in suggest_executors("sort", "16MB", store=str(path)).warnings if MIXED in w or FAR in w]
+    assert warned == []
