@@ -393,3 +393,23 @@ def test_a_probe_is_told_by_the_readers_call_site():
     assert not is_reader_probe("org.apache.spark.sql.classic.Dataset.collectToPython(Dataset.scala:2139)\n"
                                "org.apache.spark.sql.classic.DataFrameReader.csv(DataFrameReader.scala:266)")
     assert not is_reader_probe(None) and not is_reader_probe("")
+
+
+@pytest.mark.spark
+def test_a_readers_probe_that_computes_a_cached_rdd_is_the_runs_read(spark_app, tmp_path):
+    """From a review: `spark.read.json(sc.textFile(path).cache())` infers the schema in a job
+    that the reader runs, which computes the cached RDD: that stage read the files (1,048,560
+    bytes), and the action read the cached blocks. Left out as a probe, the run recorded 0
+    bytes of input, in the listener and the ingest alike; before probes were left out, the
+    files once. Without the cache, the action reads the files again and the probe counts
+    nothing."""
+    _json_files(tmp_path / "json", 2, 2**19)
+    path = str(tmp_path / "json")
+    size = sum(f.stat().st_size for f in (tmp_path / "json").iterdir())
+    for name, cached in (("cached", True), ("plain", False)):
+        store, conf = _logged(tmp_path, name)
+        with spark_app(store, job=name, conf=conf) as spark:
+            rdd = spark.sparkContext.textFile(path)
+            df = spark.read.json(rdd.cache() if cached else rdd)
+            assert df.agg({"d": "max"}).collect()[0][0] == "dddddddd"
+        assert _input(store) == size, name

@@ -457,8 +457,9 @@ class RunBuilder:
         # (which Parquet's vectored reads leave at the footers) nor Databricks' cache hits. A
         # scan that ran is a source read even in a stage over a cached RDD (a union of both).
         # A DataFrameReader's job reads a schema (a CSV header, inferSchema): no input of the
-        # run's, whose actions read the files again
-        probe = is_reader_probe(si.get("Details"))
+        # run's, whose actions read the files again; unless it computed a persisted RDD
+        # (`spark.read.json(sc.textFile(p).cache())`), whose cached blocks they read instead
+        probe = is_reader_probe(si.get("Details")) and not persisted
         scanned = self.scans.stage_completed(
             si.get("Accumulables"), rdd_id=own_rdd if isinstance(own_rdd, int) else None,
             partitions=own if isinstance(own, int) else None, ran=self._ran.pop(key, set()),

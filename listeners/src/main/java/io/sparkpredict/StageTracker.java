@@ -276,8 +276,9 @@ final class StageTracker {
         String execution = stageExecution.get(stageId);
         boolean persistedRdd = anyPersisted;
         // A DataFrameReader's job reads a schema (a CSV header, inferSchema): no input of the
-        // run's, whose actions read the files again
-        boolean probe = ScanInput.isReaderProbe(s.details());
+        // run's, whose actions read the files again; unless it computed a persisted RDD
+        // (`spark.read.json(sc.textFile(p).cache())`), whose cached blocks they read instead
+        boolean probe = ScanInput.isReaderProbe(s.details()) && !anyPersisted;
         boolean scanned = scans.guard(() -> scans.stageCompleted(s, ownRdd, ownPartitions, agg.ran, execution,
             persistedRdd, probe));
         Object[] builtScanRow = null;
