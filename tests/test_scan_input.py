@@ -402,7 +402,8 @@ def test_a_readers_probe_that_computes_a_cached_rdd_is_the_runs_read(spark_app, 
     bytes), and the action read the cached blocks. Left out as a probe, the run recorded 0
     bytes of input, in the listener and the ingest alike; before probes were left out, the
     files once. Without the cache, the action reads the files again and the probe counts
-    nothing."""
+    nothing. A CSV header's probe over a cached RDD computes its first partition alone, which
+    the action then reads cached: half of two files was recorded."""
     _json_files(tmp_path / "json", 2, 2**19)
     path = str(tmp_path / "json")
     size = sum(f.stat().st_size for f in (tmp_path / "json").iterdir())
@@ -413,3 +414,14 @@ def test_a_readers_probe_that_computes_a_cached_rdd_is_the_runs_read(spark_app, 
             df = spark.read.json(rdd.cache() if cached else rdd)
             assert df.agg({"d": "max"}).collect()[0][0] == "dddddddd"
         assert _input(store) == size, name
+    folder = tmp_path / "csv"
+    _csv_files(folder, 2, 2**20)
+    for f in folder.iterdir():
+        f.write_bytes(b"a,b,c,d\n" + f.read_bytes())
+    size = sum(f.stat().st_size for f in folder.iterdir())
+    store, conf = _logged(tmp_path, "header")
+    with spark_app(store, job="header", conf=conf) as spark:
+        rdd = spark.sparkContext.textFile(str(folder)).cache()
+        assert spark.read.option("header", True).csv(rdd).agg({"d": "max"}).collect()[0][0] == "dddddddd"
+    # a text RDD's tasks read a little beyond their split (the line that crosses it)
+    assert size <= _input(store) < size * 1.01
