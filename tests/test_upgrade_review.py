@@ -430,8 +430,8 @@ def test_a_log_ingested_when_schema_probes_counted_is_read_again_for_its_input(t
 
     assert main(["ingest", str(log), "--store", str(path)]) == 0
     out = capsys.readouterr().out
-    assert ("replacing its stored copy (succeeded, 5 tasks, stored by sparkpredict 0.4.0, which counted a "
-            "reader's schema probes as input)") in out, out
+    assert ("replacing its stored copy (succeeded, 5 tasks, stored by sparkpredict 0.4.0, before a reader's "
+            "schema probes were left out of input)") in out, out
     assert ("1 log: 1 ingested (1 replacing stored copy: 1 stored before sparkpredict 0.5.0 left a "
             "reader's schema probes out of its input), 0 unchanged") in out, out
     assert _sums(path) == want  # one copy of every row, the input the file's

@@ -784,7 +784,8 @@ def _ingest_one(src: LogSource, st: Store, known: _Known, job: str | None = None
         elif stored.scans_before():
             replaced += f", stored by sparkpredict {writer} without its scans' files"
         elif stored.probes_before():
-            replaced += f", stored by sparkpredict {writer}, which counted a reader's schema probes as input"
+            # said of every such copy, most of which ran no probe: when, not that it counted one
+            replaced += f", stored by sparkpredict {writer}, before a reader's schema probes were left out of input"
         why_replaced = ("fuller" if _holds_more(parsed, stored) else "measured" if stored.measured_before()
                         else "scans" if stored.scans_before() else "probes")
         # after the fuller copy is committed: a stop in between leaves two copies, which the
