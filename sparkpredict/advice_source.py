@@ -523,7 +523,12 @@ class HistorySource:
                      f"what {'its' if one else 'their'} stages read ({listed(off)}), {SIZE_OFF:g}x or more "
                      + ("away from it, where the job's runs recorded what their stages read" if same else
                         f"away from the {usual:.2g}x of it that the job's runs recorded (their median)")
-                     + ": a mistyped size (a digit, GB for MB) that the model learns as the run's input. Correct "
+                     + ": a mistyped size (a digit, GB for MB)"
+                     # beside measured runs, a declared files' size of a job that reads them several
+                     # times is no typo, yet as far from the measured ones (a review)
+                     + (", or the files' size beside measured runs that count every read of them"
+                        if self.size_mix.measured else "")
+                     + ", which the model learns as the run's input. Correct "
                      f"{'it' if one else 'each'} with `sparkpredict store edit RUN_ID --input-size SIZE` "
                      f"(`sparkpredict store edit {shlex.quote(rid)} --input-size {fixed}{store}`"
                      + (")" if same else f": {usual:.2g}x what its stages read)")

@@ -148,6 +148,8 @@ def test_a_declared_size_ten_times_what_its_stages_read_is_named_with_its_fix(re
                           f"stages read ({rid} declared {format_bytes(10 * read)}, its stages read "
                           f"{format_bytes(read)}), 3x or more away from it, where the job's runs recorded "
                           "what their stages read: a mistyped size"), far
+    # beside measured runs, the other reading: the files' size of a job that reads them twice
+    assert "or the files' size beside measured runs that count every read of them" in far, far
     command = f"sparkpredict store edit {rid} --input-size {read} --store {store_for_display(str(path))}"
     assert f"`{command}`" in far
     # the command it names corrects the run, and the warning goes
@@ -263,6 +265,7 @@ def test_a_job_that_reads_its_input_three_times_is_out_of_line_only_by_a_typo(tm
             f"{format_bytes(3 * typo.input_bytes)}), 3x or more away from the 0.33x of it that the job's runs "
             "recorded (their median)") in far, far
     assert f"store edit {typo.run_id} --input-size {typo.input_bytes} --store " in far
+    assert "beside measured runs" not in far  # every run declared: a typo is the one reading
 
 
 def test_declared_sizes_that_do_not_follow_what_the_stages_read_are_no_typos(tmp_path, monkeypatch):
