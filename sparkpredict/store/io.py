@@ -861,14 +861,9 @@ class Store:
         """Run id -> the input its stages read (``run_inputs``, its latest row), declared size or
         not. A run recorded before that table (an older store: every run) has no entry, nor one
         whose stages' size is unknown."""
-        t = cast(pa.Table, self.read("run_inputs", form="arrow", run_ids=run_ids))
-        latest: dict[str, tuple[int, int]] = {}
-        for rid, size, at in zip(t["run_id"].to_pylist(), t["measured_input_bytes"].to_pylist(),
-                                 t["updated_ms"].to_pylist()):
-            at = -1 if at is None else at
-            if rid is not None and size is not None and (rid not in latest or at >= latest[rid][0]):
-                latest[rid] = (at, size)
-        return {rid: size for rid, (_, size) in latest.items()}
+        df = cast(pa.Table, self.read("run_inputs", form="arrow", run_ids=run_ids)).to_pandas()
+        df = _latest_rows(df[df["run_id"].notna() & df["measured_input_bytes"].notna()])
+        return {str(r): int(n) for r, n in zip(df["run_id"], df["measured_input_bytes"])}
 
     # ---- writing ------------------------------------------------------------------------
     def init(self) -> None:
@@ -1154,11 +1149,17 @@ def _two_compactions(path: str, first: str, second: str, a: set[str], b: set[str
                            "them 10 minutes); on a remote store, run `store compact` one at a time")
 
 
+def _latest_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Each ``run_id``'s row with the highest ``updated_ms`` (of equal ones, the last read; a
+    null one is older than every other): how a run's latest row wins in every table written
+    again as the run goes on (``runs``, ``run_inputs``)."""
+    df = df.sort_values(["run_id", "updated_ms"], kind="stable", na_position="first")
+    return df.drop_duplicates("run_id", keep="last")
+
+
 def _latest_run_rows(runs: pa.Table) -> pa.Table:
     """Keep the row with the highest ``updated_ms`` for each ``run_id``."""
-    df = runs.to_pandas()
-    df = df.sort_values(["run_id", "updated_ms"], kind="stable", na_position="first")
-    df = df.drop_duplicates("run_id", keep="last").sort_values("start_ms", kind="stable")
+    df = _latest_rows(runs.to_pandas()).sort_values("start_ms", kind="stable")
     return S.conform("runs", pa.Table.from_pandas(df, preserve_index=False))
 
 
