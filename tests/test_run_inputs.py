@@ -230,15 +230,11 @@ def test_an_old_store_without_the_table_reads_and_warns_as_before(tmp_path, monk
     assert not (path / "run_inputs").exists()
 
 
-
-def test_a_job_that_reads_its_input_three_times_is_out_of_line_only_by_a_typo(tmp_path, monkeypatch):
-    """A sweep's sort declares its files' size and its stages read them three times (its range
-    partitioner's sample, then the sort: 16,000,000 declared, 48,000,000 read, checked with
-    `sparkpredict sweep --workload sort`). Every run alike is no mistake; one declared 10x is,
-    and the size offered is at the job's ratio, not what its stages read."""
+def _sort_read_as(tmp_path, monkeypatch, read):
+    """The history's sort runs (all declared) in a store at ``tmp_path / "store"``, each given a
+    run_inputs row of ``read(declared sizes)`` beside its runs row, as the listener writes them
+    (the same updated_ms): (the store, the sort runs as written)."""
     import pyarrow as pa
-
-    from sparkpredict.units import format_bytes
 
     monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
     path = tmp_path / "store"
@@ -246,12 +242,24 @@ def test_a_job_that_reads_its_input_three_times_is_out_of_line_only_by_a_typo(tm
     st = store_mod.open(path)
     runs = st.runs()
     sort = runs[(runs.job == "sort") & (runs.status == "succeeded")]
-    assert set(sort.input_bytes_source) == {"declared"} and len(sort) == 24
-    # as the listener writes them: beside the runs rows, the same updated_ms
     sort = sort.assign(updated_ms=sort.updated_ms + 1)
     st.append({"runs": sort, "run_inputs": pa.table({"run_id": sort.run_id.tolist(),
-                                                     "measured_input_bytes": (3 * sort.input_bytes).tolist(),
+                                                     "measured_input_bytes": [int(n) for n in read(sort.input_bytes)],
                                                      "updated_ms": sort.updated_ms.tolist()})})
+    return st, sort
+
+
+def test_a_job_that_reads_its_input_three_times_is_out_of_line_only_by_a_typo(tmp_path, monkeypatch):
+    """A sweep's sort declares its files' size and its stages read them three times (its range
+    partitioner's sample, then the sort: 16,000,000 declared, 48,000,000 read, checked with
+    `sparkpredict sweep --workload sort`). Every run alike is no mistake; one declared 10x is,
+    and the size offered is at the job's ratio, not what its stages read."""
+
+    from sparkpredict.units import format_bytes
+
+    path = tmp_path / "store"
+    st, sort = _sort_read_as(tmp_path, monkeypatch, lambda declared: 3 * declared)
+    assert set(sort.input_bytes_source) == {"declared"} and len(sort) == 24
     from sparkpredict import suggest_executors
 
     def size_warnings():
@@ -275,20 +283,11 @@ def test_declared_sizes_that_do_not_follow_what_the_stages_read_are_no_typos(tmp
     (0.4x to 3.2x), so the job has no usual ratio: the 6 runs declared 32 MB were named as
     mistyped, 4x the 0.8x median, with `store edit ... --input-size 8000000` offered, which would
     have written a wrong size over a right one."""
-    import pyarrow as pa
 
     from sparkpredict import suggest_executors
 
-    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
     path = tmp_path / "store"
-    shutil.copytree(HISTORY, path)
-    st = store_mod.open(path)
-    runs = st.runs()
-    sort = runs[(runs.job == "sort") & (runs.status == "succeeded")]
+    _, sort = _sort_read_as(tmp_path, monkeypatch, lambda declared: [10_000_000] * len(declared))
     assert sorted(set(sort.input_bytes)) == [4_000_000, 8_000_000, 16_000_000, 32_000_000]
-    sort = sort.assign(updated_ms=sort.updated_ms + 1)
-    st.append({"runs": sort, "run_inputs": pa.table({"run_id": sort.run_id.tolist(),
-                                                     "measured_input_bytes": [10_000_000] * len(sort),
-                                                     "updated_ms": sort.updated_ms.tolist()})})
     warned = [w for w in suggest_executors("sort", "16MB", store=str(path)).warnings if MIXED in w or FAR in w]
     assert warned == []
