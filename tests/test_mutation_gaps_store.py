@@ -1,0 +1,142 @@
+"""Behaviour of the store's Python side (``store.io``, ``store.compact``, ``store.edit``) that a
+mutation audit of those modules found no test pinning: which row wins, what a batch holds, and
+the refusals a user's mistake meets. Each test builds a small real store on disk; none starts
+a JVM."""
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import pytest
+
+from sparkpredict import store
+from sparkpredict.errors import InputError
+from sparkpredict.units import format_time
+
+
+def _runs(*rows: dict) -> dict[str, pd.DataFrame]:
+    base = {"job": "j", "status": "succeeded", "start_ms": 1000, "updated_ms": 1}
+    return {"runs": pd.DataFrame([{**base, **r} for r in rows])}
+
+
+# ---- store.edit ---------------------------------------------------------------------------
+
+def test_an_edit_row_is_stamped_with_the_time_of_the_edit(tmp_path):
+    # later than every earlier row of the run, and no later than now: a stamp far in the future
+    # would win over the rows the run's writers (or a later edit's clock) record afterwards
+    st = store.open(tmp_path / "st", create=True)
+    st.append(_runs({"run_id": "a", "updated_ms": 5}))
+    before = int(time.time() * 1000)
+    new = store.edit_runs(st, ["a"], excluded=True)
+    after = int(time.time() * 1000)
+    assert before <= int(new["updated_ms"].iloc[0]) <= after
+
+
+@pytest.mark.parametrize("bad", ["   ", 5, None])
+def test_a_blank_or_non_text_run_id_is_refused_as_such(tmp_path, bad):
+    st = store.open(tmp_path / "st", create=True)
+    st.append(_runs({"run_id": "a"}))
+    with pytest.raises(InputError) as e:
+        store.edit_runs(st, ["a", bad], excluded=True)
+    assert f"run id {bad!r} is not a run id" in e.value.message
+    assert len(st.read("runs", all_rows=True)) == 1
+
+
+def test_including_a_run_excluded_from_its_first_row_is_refused(tmp_path):
+    # its only row says excluded: no status to restore, said as such, not an IndexError
+    st = store.open(tmp_path / "st", create=True)
+    st.append(_runs({"run_id": "a", "status": "excluded"}))
+    with pytest.raises(InputError) as e:
+        store.edit_runs(st, ["a"], excluded=False)
+    assert "excluded from its first row on" in e.value.message
+    assert len(st.read("runs", all_rows=True)) == 1
+
+
+def test_include_restores_the_latest_status_before_the_exclusion_by_time_not_batch_order(tmp_path):
+    st = store.open(tmp_path / "st", create=True)
+    st.append(_runs({"run_id": "a", "status": "failed", "updated_ms": 30}))
+    st.append(_runs({"run_id": "a", "status": "succeeded", "updated_ms": 20}))  # older, written later
+    st.append(_runs({"run_id": "a", "status": "excluded", "updated_ms": 40}))
+    new = store.edit_runs(st, ["a"], excluded=False)
+    assert list(new["status"]) == ["failed"]
+
+
+def test_a_time_just_past_a_start_ahead_of_the_clock_is_told_to_the_ms(tmp_path):
+    # the job's newest start lies ahead of this clock; --before 1 ms past it is in the future,
+    # and said to the millisecond (seconds would print the start's own time)
+    newest = (int(time.time()) + 3600) * 1000 + 499  # an hour ahead, mid-second
+    st = store.open(tmp_path / "st", create=True)
+    st.append(_runs({"run_id": "a", "start_ms": newest}))
+    with pytest.raises(InputError) as e:
+        store.edit_runs_by_time(st, "j", before=format_time(newest + 1, ms_precision=True))
+    assert ".500Z is in the future" in e.value.message, e.value.message
+    assert len(st.read("runs", all_rows=True)) == 1
+
+
+# ---- store.compact ------------------------------------------------------------------------
+
+def test_a_target_of_one_byte_is_a_size_and_merges_nothing(tmp_path):
+    # the smallest positive size is a size: every batch is at least half of it, so none merges
+    from sparkpredict.store import compact as C
+
+    st = store.open(tmp_path / "st", create=True)
+    st.append(_runs({"run_id": "a"}))
+    st.append(_runs({"run_id": "b"}))
+    r = C.compact(st, target_bytes=1)
+    assert (r.batches_before, r.merged, r.written) == (2, 0, 0)
+    assert len(st.committed_batches()) == 2
+
+
+@pytest.mark.parametrize("keep", [True, "10m", float("nan")])
+def test_a_keep_time_that_is_no_number_of_seconds_is_refused(tmp_path, keep):
+    # True is no time (it read as 1 s), text is refused as such (not a TypeError from >=)
+    from sparkpredict.store import compact as C
+
+    st = store.open(tmp_path / "st", create=True)
+    st.append(_runs({"run_id": "a"}))
+    st.append(_runs({"run_id": "b"}))
+    with pytest.raises(InputError, match="keep time"):
+        C.compact(st, keep_s=keep)
+    assert len(st.committed_batches()) == 2
+
+
+def test_pending_counts_only_the_batches_after_the_one_last_examined(tmp_path):
+    # auto_compact passes the newest batch its last look saw: that one is not counted again
+    from sparkpredict.store import compact as C
+
+    st = store.open(tmp_path / "st", create=True)
+    ids = [st.append(_runs({"run_id": r})) for r in "abc"]
+    assert C.pending(st) == 3
+    assert C.pending(st, after=ids[1]) == 1
+    assert C.pending(st, after=ids[2]) == 0
+
+
+# ---- store.io -----------------------------------------------------------------------------
+
+def test_a_batch_that_fails_midway_leaves_no_file_and_no_row(tmp_path, monkeypatch):
+    # its stages file written, its runs file (the commit mark) not: nothing of it stays, not
+    # even the temporary stages file, and the store's earlier rows read as before
+    import errno
+
+    from sparkpredict.errors import StoreError
+    from sparkpredict.store import io as store_io
+
+    root = tmp_path / "st"
+    st = store.open(root, create=True)
+    kept = {**_runs({"run_id": "kept"}), "stages": pd.DataFrame({"run_id": ["kept"], "stage_id": [0]})}
+    st.append(kept)
+    files = sorted(p.relative_to(root) for p in root.rglob("*"))
+    real = store_io.pq.write_table
+
+    def full_at_the_mark(table, where, *a, **k):
+        if "/runs/" in str(where):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(table, where, *a, **k)
+
+    monkeypatch.setattr(store_io.pq, "write_table", full_at_the_mark)
+    lost = {**_runs({"run_id": "lost"}), "stages": pd.DataFrame({"run_id": ["lost"], "stage_id": [0]})}
+    with pytest.raises(StoreError, match="cannot write to store"):
+        st.append(lost)
+    monkeypatch.undo()
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == files
+    assert list(st.read("stages")["run_id"]) == ["kept"] and list(st.runs()["run_id"]) == ["kept"]
