@@ -140,3 +140,76 @@ def test_a_batch_that_fails_midway_leaves_no_file_and_no_row(tmp_path, monkeypat
     monkeypatch.undo()
     assert sorted(p.relative_to(root) for p in root.rglob("*")) == files
     assert list(st.read("stages")["run_id"]) == ["kept"] and list(st.runs()["run_id"]) == ["kept"]
+
+
+def test_a_committed_batch_that_lost_a_file_is_named_not_retried_as_a_change(tmp_path, monkeypatch):
+    # its runs file (the commit mark) is there, its stages file is gone: that is damage to
+    # restore, named with its file, not "kept changing" after ten reads of a store at rest
+    from sparkpredict.errors import StoreError
+
+    root = tmp_path / "st"
+    st = store.open(root, create=True)
+    b = st.append({**_runs({"run_id": "a"}), "stages": pd.DataFrame({"run_id": ["a"], "stage_id": [0]})})
+    st.append({**_runs({"run_id": "z"}), "stages": pd.DataFrame({"run_id": ["z"], "stage_id": [0]})})
+    (root / "stages" / f"part-{b}.parquet").unlink()
+
+    real = store.io.Store._listing
+
+    def listed_before_the_loss(self, table):  # the file was there when the read listed the table
+        out = real(self, table)
+        if table == "stages":
+            import pyarrow.fs as pafs
+
+            out[b] = pafs.FileInfo(f"{root}/stages/part-{b}.parquet", pafs.FileType.File)
+        return out
+
+    monkeypatch.setattr(store.io.Store, "_listing", listed_before_the_loss)
+    with pytest.raises(StoreError) as e:
+        st.read("stages")
+    assert f"part-{b}.parquet" in e.value.message and "of a committed batch is missing" in e.value.message
+    assert "restore it from a backup" in e.value.fix
+
+
+def test_a_damaged_ingest_copy_is_named_as_damaged_not_as_a_store_that_kept_changing(tmp_path):
+    # two batches of one ingest label, one's runs file damaged: the read names that file
+    from sparkpredict.errors import StoreError
+    from sparkpredict.store import io as store_io
+
+    root = tmp_path / "st"
+    st = store.open(root, create=True)
+    st.append(_runs({"run_id": "r1", "updated_ms": 1}), batch_id=store_io.new_batch_id("ingest-r1"))
+    time.sleep(0.002)
+    bad = st.append(_runs({"run_id": "r1", "updated_ms": 2}), batch_id=store_io.new_batch_id("ingest-r1"))
+    (root / "runs" / f"part-{bad}.parquet").write_bytes(b"not parquet")
+    with pytest.raises(StoreError) as e:
+        st.read("runs")
+    assert "unreadable Parquet file" in e.value.message and f"part-{bad}.parquet" in e.value.message
+
+
+def test_dropping_a_batch_removes_its_file_of_every_table_and_no_other(tmp_path):
+    root = tmp_path / "st"
+    st = store.open(root, create=True)
+    two = {"stages": pd.DataFrame({"run_id": ["x"], "stage_id": [0]}),
+           "executors": pd.DataFrame({"run_id": ["x"], "executor_id": ["1"]})}
+    keep = st.append({**_runs({"run_id": "k"}), **{t: d.assign(run_id="k") for t, d in two.items()}})
+    gone = st.append({**_runs({"run_id": "x"}), **two})
+    files = sorted(str(p) for p in root.rglob(f"part-{gone}.parquet"))
+    removed = st.drop_batch(gone)
+    assert sorted(removed) == files
+    assert len(removed) == 3 and removed[0].endswith(f"runs/part-{gone}.parquet")  # the mark first
+    assert not list(root.rglob(f"*{gone}*")) and len(list(root.rglob(f"part-{keep}.parquet"))) == 3
+    assert st.orphans(min_age_s=0) == []
+    assert list(st.runs()["run_id"]) == ["k"]
+
+
+def test_a_compaction_of_a_compacted_batch_is_numbered_on_and_sorts_after_it(tmp_path):
+    from sparkpredict.store import io as store_io
+
+    first = store_io.compacted_id("1796000000000-py-0123456789ab")
+    assert first.startswith("1796000000000-py-0123456789ab-compacted-000001-")
+    ids = [first]
+    for _ in range(20):  # the random suffix never decides the order
+        ids.append(store_io.compacted_id(ids[-1]))
+    assert [i.split("-compacted-")[1][:6] for i in ids] == [f"{n:06d}" for n in range(1, 22)]
+    assert ids == sorted(ids) and all(i.startswith("1796000000000-py-0123456789ab-compacted-") for i in ids)
+    assert ids[-1] < "1796000000001"  # before every later batch
