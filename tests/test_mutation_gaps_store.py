@@ -111,6 +111,40 @@ def test_pending_counts_only_the_batches_after_the_one_last_examined(tmp_path):
     assert C.pending(st, after=ids[2]) == 0
 
 
+def test_groups_leave_batches_of_half_the_target_alone_and_fill_up_to_the_target():
+    from sparkpredict.store.compact import _groups
+
+    size = {"a": 3, "b": 3, "c": 3, "d": 2, "e": 3, "big": 4, "f": 1, "g": 1}
+    order = ["a", "b", "c", "d", "e", "big", "f", "g"]
+    # a group closes past the target, not at it (c+d+e is 8 bytes of 8); a batch of half the
+    # target or more is left alone and ends the group before it
+    assert _groups(order, set(), size, 8) == [["a", "b"], ["c", "d", "e"], ["f", "g"]]
+    # a batch to fold again (an older compaction's) is merged whatever its size, alone too
+    assert _groups(order, set(), size, 8, refold={"big"}) == [["a", "b"], ["c", "d", "e"], ["big", "f", "g"]]
+    assert _groups(["big"], set(), size, 8, refold={"big"}) == [["big"]]
+    assert _groups(["big"], set(), size, 8) == []
+
+
+def test_a_compacted_batch_sorts_its_rows_by_run_but_keeps_runs_rows_in_batch_order(tmp_path):
+    # stage rows sorted by run (a read of a few runs skips the others' row groups); runs rows
+    # as written, so that all_rows still lists each run's rows in the order they were written
+    from sparkpredict.store import compact as C
+
+    st = store.open(tmp_path / "st", create=True)
+    for rid, upd in (("b", 1), ("a", 1), ("b", 2)):
+        st.append({**_runs({"run_id": rid, "updated_ms": upd}),
+                   "stages": pd.DataFrame({"run_id": [rid], "stage_id": [upd]})})
+    r = C.compact(st, keep_s=0)
+    assert (r.merged, r.written) == (3, 1)
+    [batch] = st.committed_batches()
+    import pyarrow.parquet as pq
+
+    stages = pq.read_table(tmp_path / "st" / "stages" / f"part-{batch}.parquet").to_pydict()
+    assert stages["run_id"] == ["a", "b", "b"] and stages["stage_id"] == [1, 1, 2]
+    runs = pq.read_table(tmp_path / "st" / "runs" / f"part-{batch}.parquet").to_pydict()
+    assert list(zip(runs["run_id"], runs["updated_ms"])) == [("b", 1), ("a", 1), ("b", 2)]
+
+
 # ---- store.io -----------------------------------------------------------------------------
 
 def test_a_batch_that_fails_midway_leaves_no_file_and_no_row(tmp_path, monkeypatch):
