@@ -247,3 +247,46 @@ def test_a_compaction_of_a_compacted_batch_is_numbered_on_and_sorts_after_it(tmp
     assert [i.split("-compacted-")[1][:6] for i in ids] == [f"{n:06d}" for n in range(1, 22)]
     assert ids == sorted(ids) and all(i.startswith("1796000000000-py-0123456789ab-compacted-") for i in ids)
     assert ids[-1] < "1796000000001"  # before every later batch
+
+
+def test_a_row_without_an_update_time_never_wins_over_one_with_it(tmp_path):
+    # a null updated_ms is older than every other, in whichever batch it lies
+    st = store.open(tmp_path / "st", create=True)
+    st.append(_runs({"run_id": "a", "status": "failed", "updated_ms": 5}))
+    st.append(_runs({"run_id": "a", "status": "succeeded", "updated_ms": None}))
+    st.append(_runs({"run_id": "b", "status": "succeeded", "updated_ms": None}))
+    st.append(_runs({"run_id": "b", "status": "failed", "updated_ms": 5}))
+    runs = st.runs().set_index("run_id")
+    assert runs.loc["a", "status"] == runs.loc["b", "status"] == "failed"
+    assert len(st.read("runs", all_rows=True)) == 4
+
+
+def test_runs_read_in_order_of_their_start_not_of_their_batches(tmp_path):
+    st = store.open(tmp_path / "st", create=True)
+    st.append(_runs({"run_id": "late", "start_ms": 3000}))
+    st.append(_runs({"run_id": "early", "start_ms": 1000}))
+    st.append(_runs({"run_id": "mid", "start_ms": 2000}))
+    st.append(_runs({"run_id": "late", "start_ms": 3000, "updated_ms": 9}))
+    assert list(st.runs()["run_id"]) == ["early", "mid", "late"]
+
+
+def test_of_two_rows_of_one_update_time_the_later_batch_wins(tmp_path):
+    st = store.open(tmp_path / "st", create=True)
+    for status in ("failed", "succeeded", "excluded"):
+        st.append(_runs({"run_id": "a", "status": status, "updated_ms": 7}))
+    assert list(st.runs()["status"]) == ["excluded"]
+    assert list(st.read("runs", all_rows=True)["status"]) == ["failed", "succeeded", "excluded"]
+
+
+def test_a_marker_another_writer_made_meanwhile_is_kept_not_replaced(tmp_path):
+    # the writer lock is an flock on the marker: replacing it would let a second writer lock
+    # the new file while the first holds the old one
+    from sparkpredict.store import schema as S
+
+    root = tmp_path / "st"
+    st = store.open(root, create=True)
+    marker = root / S.MARKER_FILE
+    before = (marker.stat().st_ino, marker.read_bytes())
+    st._put_marker(str(marker), b'{"format": "theirs"}')
+    assert (marker.stat().st_ino, marker.read_bytes()) == before
+    assert sorted(p.name for p in root.iterdir()) == [S.MARKER_FILE]  # no temporary copy left
