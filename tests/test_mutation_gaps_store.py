@@ -290,3 +290,16 @@ def test_a_marker_another_writer_made_meanwhile_is_kept_not_replaced(tmp_path):
     st._put_marker(str(marker), b'{"format": "theirs"}')
     assert (marker.stat().st_ino, marker.read_bytes()) == before
     assert sorted(p.name for p in root.iterdir()) == [S.MARKER_FILE]  # no temporary copy left
+
+
+def test_a_compacted_file_of_many_row_groups_reads_whole_and_by_run(tmp_path, monkeypatch):
+    from sparkpredict.store import compact as C
+
+    monkeypatch.setattr(C, "ROW_GROUP_ROWS", 1)
+    st = store.open(tmp_path / "st", create=True)
+    for rid in "cab":
+        st.append({**_runs({"run_id": rid}), "stages": pd.DataFrame({"run_id": [rid] * 2, "stage_id": [0, 1]})})
+    assert C.compact(st, keep_s=0).written == 1
+    assert sorted(st.read("stages")["run_id"]) == ["a", "a", "b", "b", "c", "c"]
+    assert list(st.read("stages", run_ids=["b", "zz"])["run_id"]) == ["b", "b"]
+    assert list(st.read("stages", run_ids="c")["stage_id"]) == [0, 1]
