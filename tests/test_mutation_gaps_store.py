@@ -303,3 +303,16 @@ def test_a_compacted_file_of_many_row_groups_reads_whole_and_by_run(tmp_path, mo
     assert sorted(st.read("stages")["run_id"]) == ["a", "a", "b", "b", "c", "c"]
     assert list(st.read("stages", run_ids=["b", "zz"])["run_id"]) == ["b", "b"]
     assert list(st.read("stages", run_ids="c")["stage_id"]) == [0, 1]
+
+
+def test_a_new_store_in_a_folder_holding_only_another_writers_temporary_file_is_made(tmp_path):
+    # hidden names are other writers' temporary files (the listener writes its marker so):
+    # the folder is still empty for a new store
+    from sparkpredict.store import schema as S
+
+    root = tmp_path / "st"
+    root.mkdir()
+    (root / f".{S.MARKER_FILE}.0123abcd.tmp").write_text("{}")
+    st = store.open(root, create=True)
+    st.append(_runs({"run_id": "a"}))
+    assert list(store.open(root).runs()["run_id"]) == ["a"]
