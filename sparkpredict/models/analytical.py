@@ -176,8 +176,10 @@ def nnls_batch(A: Array, y: Array, w: Array | None = None) -> tuple[Array, Array
         Gs = G[:, sup][:, :, sup]
         bs = b[:, sup]
         # Unit-diagonal Gram: a tiny determinant means collinear columns (e.g. one input size);
-        # a smaller support then fits as well, so skipping is safe.
-        ok = np.linalg.det(Gs) > 1e-11 if len(sup) > 1 else np.ones(g, bool)
+        # a smaller support then fits as well, so skipping is safe. A column of zeros (weights
+        # that leave it none) has a zero diagonal: its one-column support is skipped too, where
+        # solving it raised LinAlgError for the whole batch.
+        ok = np.linalg.det(Gs) > 1e-11
         Gs_safe = np.where(ok[:, None, None], Gs, np.eye(len(sup)))
         xs = np.linalg.solve(Gs_safe, bs[:, :, None])[:, :, 0]
         sse = yy - 2 * np.einsum("gi,gi->g", xs, bs) + np.einsum("gi,gij,gj->g", xs, Gs, xs)
