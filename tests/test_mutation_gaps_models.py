@@ -322,12 +322,18 @@ def test_a_single_equation_takes_the_size_power_its_runs_were_made_with(power):
     assert sel.cv_mape == pytest.approx(0.0, abs=1e-6) and sel.scores == {"amdahl": round(sel.cv.score, 6)}
 
 
-def test_a_single_equation_keeps_power_one_on_a_tie():
-    # runtimes that do not depend on the size: S and S**2 cross-validate alike
+def test_every_equation_keeps_power_one_on_a_tie():
+    # runtimes that depend on neither the size nor the count: no size term enters any fit, and
+    # S and S**2 cross-validate exactly alike; S is kept, by a single kind and by auto
     S, E = _grid(SIZES, np.array([1.0, 2.0, 4.0]))
-    y = 30.0 + 60.0 / E
-    sel = SEL.select(_F(S, E), y, [], kind="gustafson")
-    assert sel.component.equation.power == 1
+    y = np.full(len(S), 30.0)
+    F = _F(S, E)
+    for kind in ("amdahl", "gustafson"):
+        r1, r2 = (SEL.cross_validate(kind, F, y, [], power=pw)[0].score for pw in (1, 2))
+        assert r1 == r2, kind
+        assert SEL.select(F, y, [], kind=kind).component.equation.power == 1, kind
+    sel = SEL.select(F, y, [])
+    assert sel.alternates and all(e.power == 1 for e in sel.alternates)
 
 
 def test_one_input_size_is_fitted_with_f_of_s_equal_to_s_whatever_power_is_asked():
@@ -514,3 +520,20 @@ def test_a_switch_between_two_fades_of_one_hybrid_shares_its_fit():
     assert inner.kind == outer.kind == "hybrid", sel.name
     assert inner.fade != outer.fade and outer.ml is inner.ml and outer.equation is inner.equation
     assert outer.box == inner.box
+
+
+@pytest.mark.parametrize("sizes", [(8, 12, 16, 20, 24), (8, 24)])
+def test_a_single_equation_takes_the_power_its_cross_validation_prefers_not_its_in_sample_fit(sizes):
+    # the memory cliff of test_hybrid's job bends its runtimes: plate2d fits S**2 better in
+    # sample, S in cross-validation; kind="plate2d" keeps S, as the combined model does (two
+    # sizes are enough to choose)
+    from test_hybrid import synthetic_job
+
+    from sparkpredict.models.hybrid import JobRuntimeModel
+
+    F, y, extras, _ = JobRuntimeModel()._training_columns(synthetic_job(sizes=sizes))
+    assert SEL.fit_component("plate2d", F, y, extras).equation.power == 2
+    sel = SEL.select(F, y, extras, kind="plate2d")
+    assert sel.component.equation.power == 1
+    assert sel.cv_mape == pytest.approx(SEL.cross_validate("plate2d", F, y, extras, power=1)[0].score)
+    assert sel.scores == {"plate2d": round(sel.cv_mape, 6)} and sel.alternates == []
