@@ -217,6 +217,17 @@ def test_a_model_given_that_saw_fewer_runs_than_the_store_holds_says_so(tmp_path
     assert lag.startswith(f"the model given was fitted on {n - 1} runs of sort, and the store given holds {n} "
                           "succeeded")
     assert notes(_Model(n_runs=n)) == []
+    older = _Model(n_runs=n - 1)
+    del older.dropped_runs_  # a model saved before it kept the runs it dropped: none dropped
+    assert notes(older) == [lag]
     # runs the fit dropped (no positive size, count or runtime) were seen all the same
     assert notes(_Model(n_runs=n - 1, dropped=1)) == []
     assert notes(_Model(n_runs=None)) == []
+
+
+def test_a_store_given_beside_models_without_the_jobs_runs_says_its_checks_are_off(tmp_path, monkeypatch):
+    path = _history_with_reads(tmp_path, monkeypatch, lambda n: n)
+    src = HistorySource.resolve("etl", store=str(path), models={"etl": _Model(n_runs=5)})
+    assert src.runs is None and src.size_mix == SizeMix()
+    assert src.notes == [(f"the store given ({path}) holds no succeeded run of etl: the advice comes from the "
+                          "model folder alone, without the history's memory and spill checks")]
