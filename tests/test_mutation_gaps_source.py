@@ -63,6 +63,22 @@ def test_only_succeeded_declared_runs_with_both_sizes_are_compared():
     assert mix.usual == 1.0
 
 
+def test_a_run_that_declared_what_its_stages_read_is_out_of_line_where_the_job_declares_a_third():
+    # docs/advice.md: a run is named when its declared size over what its stages read is 3x or
+    # more from the job's usual ratio. A sort job declares its files' 16 MB and reads them 3
+    # times; one run declared the 48 MB read, which the model would learn as 3x the input.
+    sizes = [("s1", 16_000_000), ("s2", 16_000_000), ("s3", 16_000_000), ("s4", 16_000_000),
+             ("s5", 16_000_000), ("typed", 48_000_000)]
+    raw = _raw(*[(rid, "declared", size) for rid, size in sizes])
+    mix = _size_mix(raw, {rid: 48_000_000 for rid, _ in sizes})
+    assert mix.usual == pytest.approx(1 / 3)
+    assert mix.differ == tuple((rid, 16_000_000, 48_000_000) for rid, _ in sizes[:5])
+    assert mix.off() == [("typed", 48_000_000, 48_000_000)]
+    [far] = _far(HistorySource("sort", _Model(), size_mix=mix))
+    assert "(typed declared 48 MB, its stages read 48 MB), 3x or more away from the 0.33x" in far, far
+    assert "`sparkpredict store edit typed --input-size 16000000`: 0.33x what its stages read" in far, far
+
+
 def test_no_rows_or_no_size_source_is_no_mix():
     assert _size_mix(None) == SizeMix()
     assert _size_mix(pd.DataFrame()) == SizeMix()
@@ -103,13 +119,13 @@ def test_a_usual_ratio_needs_half_the_runs_within_ten_percent_of_it():
 
 def test_off_is_three_times_the_usual_ratio_or_more_either_way():
     differ = (("high", 3000, 1000), ("not-high", 2999, 1000), ("low", 1000, 3000), ("not-low", 1000, 2999))
-    assert [d[0] for d in SizeMix(differ=differ, usual=1.0).off()] == ["high", "low"]
+    assert [d[0] for d in SizeMix(compared=differ, usual=1.0).off()] == ["high", "low"]
     # relative to the job's ratio, not to what the stages read
     job = (("at", 1500, 1000), ("within", 1400, 1000), ("read", 1000, 1000), ("below", 1000, 6000))
-    assert [d[0] for d in SizeMix(differ=job, usual=0.5).off()] == ["at", "below"]
+    assert [d[0] for d in SizeMix(compared=job, usual=0.5).off()] == ["at", "below"]
     # no usual ratio (or none that is positive): nothing is called out of line
-    assert SizeMix(differ=differ).off() == []
-    assert SizeMix(differ=differ, usual=0.0).off() == []
+    assert SizeMix(compared=differ).off() == []
+    assert SizeMix(compared=differ, usual=0.0).off() == []
 
 
 class _Model:
@@ -128,7 +144,7 @@ def _far(src: HistorySource) -> list[str]:
 
 def test_the_fix_command_offers_the_size_at_the_jobs_ratio_and_quotes_the_store():
     off = (("r1", 30_000, 1000), ("r2", 40_000, 2000), ("r3", 50_000, 3000), ("r4", 60_000, 4000))
-    src = HistorySource("sort", _Model(), size_mix=SizeMix(declared=20, differ=off, usual=0.4))
+    src = HistorySource("sort", _Model(), size_mix=SizeMix(declared=20, compared=off, usual=0.4))
     src.store_path = "/tmp/a store"
     [far] = _far(src)
     assert far.startswith("the input size declared for 4 runs of sort is out of line with what their stages "
@@ -143,7 +159,7 @@ def test_the_fix_command_offers_the_size_at_the_jobs_ratio_and_quotes_the_store(
 
 @pytest.mark.parametrize("usual, same", [(1.0, True), (0.9, True), (1.09, True), (0.89, False), (1.11, False)])
 def test_a_usual_ratio_within_ten_percent_of_one_is_what_the_stages_read(usual, same):
-    src = HistorySource("sort", _Model(), size_mix=SizeMix(declared=5, measured=3, differ=(("r", 7000, 1000),),
+    src = HistorySource("sort", _Model(), size_mix=SizeMix(declared=5, measured=3, compared=(("r", 7000, 1000),),
                                                            usual=usual))
     [far] = _far(src)
     assert far.startswith("the input size declared for 1 run of sort is out of line with what its stages "
@@ -159,7 +175,7 @@ def test_a_usual_ratio_within_ten_percent_of_one_is_what_the_stages_read(usual, 
 
 def test_the_mix_warning_counts_the_near_and_unknown_declared_runs_not_the_far_ones():
     differ = (("near", 1500, 1000), ("far", 9000, 1000))
-    mix = SizeMix(declared=6, measured=4, unknown=2, differ=differ, usual=1.0)
+    mix = SizeMix(declared=6, measured=4, unknown=2, compared=differ, usual=1.0)
     src = HistorySource("wc", _Model(), size_mix=mix)
     [mixed] = [w for w in src._size_warnings() if "whose input size was declared" in w]
     assert "mixes 3 runs whose input size was declared" in mixed and "with 4 whose size was measured" in mixed
@@ -167,11 +183,11 @@ def test_the_mix_warning_counts_the_near_and_unknown_declared_runs_not_the_far_o
     assert "2 others keep no measured size to compare" in mixed
     # every declared run agrees with what its stages read, or is named as far off: no mix
     assert [w for w in HistorySource("wc", _Model(), size_mix=SizeMix(
-        declared=6, measured=4, differ=(("far", 9000, 1000),), usual=1.0))._size_warnings()
+        declared=6, measured=4, compared=(("far", 9000, 1000),), usual=1.0))._size_warnings()
         if "whose input size was declared" in w] == []
     # nothing measured: nothing mixed, however many declared runs differ
     assert [w for w in HistorySource("wc", _Model(), size_mix=SizeMix(
-        declared=6, unknown=2, differ=(("near", 1500, 1000),), usual=1.0))._size_warnings()
+        declared=6, unknown=2, compared=(("near", 1500, 1000),), usual=1.0))._size_warnings()
         if "whose input size was declared" in w] == []
 
 
