@@ -490,10 +490,13 @@ def read_runs_file(path: str | os.PathLike[str]) -> pd.DataFrame:
         if (pd.api.types.is_extension_array_dtype(df[c]) and pd.api.types.is_numeric_dtype(df[c])
                 and not pd.api.types.is_bool_dtype(df[c])):
             df[c] = df[c].astype("float64")
+    df["job"] = df["job"].astype(str)
+    # copies dropped before run ids are made up: row-0 and row-1 had made a file pasted twice
+    # without run ids two different runs of each row
+    df = _without_copies(df, p)
     if "run_id" not in df:
         df.insert(0, "run_id", [f"row-{i}" for i in range(len(df))])
-    df["job"] = df["job"].astype(str)
-    return _without_copies(df, p)
+    return df
 
 
 def _without_copies(df: pd.DataFrame, path: str) -> pd.DataFrame:
@@ -504,6 +507,8 @@ def _without_copies(df: pd.DataFrame, path: str) -> pd.DataFrame:
     if copies.any():
         log.warning("%d row(s) of %s repeat an earlier row whole: dropped", int(copies.sum()), path)
         df = df[~copies].reset_index(drop=True)
+    if "run_id" not in df:
+        return df
     twice = df["run_id"][df["run_id"].notna() & df["run_id"].duplicated(keep=False)]
     if len(twice):
         ids = sorted(set(map(str, twice)))
