@@ -23,8 +23,8 @@ from sparkpredict.features.runs import (
     with_integer_columns,
 )
 from sparkpredict.units import (
-    format_bytes,
     format_amount,
+    format_bytes,
     format_bytes_in,
     format_duration,
     format_number,
