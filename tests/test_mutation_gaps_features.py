@@ -262,6 +262,7 @@ def test_a_runs_file_without_run_ids_numbers_its_rows_from_zero_and_drops_whole_
     path.write_text(HEADER + "j,100,2,1,1024,10\nj,100,2,1,1024,10\nj,200,4,1,1024,12\n")
     t = read_runs_file(path)
     assert list(t["run_id"]) == ["row-0", "row-1"] and list(t["input_bytes"]) == [100.0, 200.0]
+    assert list(t.columns)[:2] == ["run_id", "job"]  # as a runs table's columns start
     assert "1 row(s)" in caplog.text and "repeat an earlier row whole" in caplog.text
 
 
