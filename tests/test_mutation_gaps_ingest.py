@@ -343,6 +343,15 @@ def test_a_bad_line_followed_by_task_events_is_damage_in_the_middle():
     assert (b.first_not_json, b.not_json_before_end(), b.lines) == (5, None, 7)
 
 
+def test_a_line_cut_inside_its_event_name_is_a_bad_line():
+    # it was skipped as an event no row needs: a log cut there ingested without a warning, and
+    # such a line in the middle was no damage
+    b = RunBuilder()
+    b.feed([_line(app_start()), b'{"Event":"SparkListenerJobSta', _line(app_end(2_000))])
+    assert (b.bad_lines, b.skipped, b.not_json_before_end()) == (1, 0, 2)
+    assert b.warnings == ["line 2 is not valid JSON; skipped"]
+
+
 def test_the_first_ten_bad_lines_are_named_and_the_rest_counted():
     b = RunBuilder()
     b.feed([_line(app_start()), *[b"not json"] * 11, _line(app_end(2_000))])

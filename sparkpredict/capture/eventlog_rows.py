@@ -252,7 +252,10 @@ class RunBuilder:
                             self.skipped += 1  # TaskStart, TaskGettingResult
                         continue
                     if line.startswith(_PREFIX):
-                        handler = handlers.get(line[10:line.find(b'"', 10)])
+                        name_end = line.find(b'"', 10)
+                        if name_end < 0:  # cut inside its event's name: decoding it tells the damage
+                            json.loads(line)
+                        handler = handlers.get(line[10:name_end])
                         if handler is None:
                             self.skipped += 1  # events no row needs, and unknown events
                             continue
