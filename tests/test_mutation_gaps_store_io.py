@@ -156,7 +156,12 @@ def test_a_writer_that_waits_for_the_lock_says_so_once(tmp_path, caplog):
         with st.writer_lock("ingest"):
             t = threading.Thread(target=second)
             t.start()
-            time.sleep(0.5)
+            # until it says it waits (a loaded machine may start the thread late: a fixed sleep
+            # could release the lock first, and the second would then not wait at all)
+            deadline = time.monotonic() + 30
+            while not caplog.records and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.2)
             assert not done.is_set()  # it waits while the first holds the lock
         t.join(10)
     assert done.is_set()
