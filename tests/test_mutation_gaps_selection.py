@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from test_mutation_gaps_models import _F
 
+from sparkpredict.errors import DegenerateDataError
 from sparkpredict.models import selection as SEL
 from sparkpredict.models.analytical import FittedEquation
 
@@ -175,3 +176,63 @@ def test_a_hybrid_without_a_box_keeps_its_correction_unclipped_and_unfaded():
     # with a box that bounds the sizes only, the counts are not clipped either
     h.box, h.fade = {"input_bytes": BOX["input_bytes"]}, None
     np.testing.assert_allclose(SEL.predict_component(h, _at([2.0], [8.0]), []), [2.5 * np.exp(0.1)], rtol=1e-12)
+
+
+# ---- when no model can be chosen ------------------------------------------------------------
+
+def _runs(S, E):
+    S, E = np.asarray(S, float), np.asarray(E, float)
+    return _F(S, E), 10 + 20 * S / E
+
+
+@pytest.mark.parametrize("S, E, what, fix", [
+    ([1, 2, 4, 1, 2, 4], [2] * 6, ("no runtime equation can be fitted to these 6 runs (3 input sizes, "
+                                   "1 executor count)"), "record runs with at least two executor counts"),
+    ([1, 2, 4, 8, 1], [2, 2, 2, 2, 2], "no runtime equation can be fitted to these 5 runs", "record runs with at least two"),
+    ([1, 1, 2, 2, 4], [1, 2, 1, 2, 1], "these 5 runs (3 input sizes, 2 executor counts) are too few",
+     "record at least 1 more run of the job (6 in all), at two or more executor counts"),
+    ([1, 2, 4, 8], [1, 2, 1, 2], "these 4 runs (4 input sizes, 2 executor counts) are too few",
+     "record at least 2 more runs of the job (6 in all)"),
+])
+def test_select_names_what_runs_to_record_when_no_equation_scores(S, E, what, fix):
+    F, y = _runs(S, E)
+    with pytest.raises(DegenerateDataError) as e:
+        SEL.select(F, y, [])
+    assert str(e.value).startswith(what) and e.value.fix.startswith(fix)
+
+
+def test_six_runs_at_two_counts_are_not_too_few_when_no_equation_scores():
+    # the third reason: enough runs and counts, yet no equation fitted every fold
+    F, y = _runs([1, 1, 2, 2, 4, 4], [1, 2, 1, 2, 1, 2])
+    err = SEL._not_cross_validated(F, y)
+    assert str(err).startswith("no runtime equation could be fitted in every cross-validation fold of "
+                               "these 6 runs (3 input sizes, 2 executor counts)")
+    assert "--kind amdahl" in err.fix
+
+
+def test_the_second_try_is_made_only_when_a_fold_is_unfittable_and_a_random_third_remains():
+    # a random third trains on one count (see test_mutation_gaps_models): retried without it
+    S = np.array([1.0, 2.0, 4.0] * 3)
+    interp, _ = SEL.folds(_F(S, np.ones(9)))
+    assert SEL._unfittable_fold(_F(S, np.where(interp[0], 2.0, 1.0)), 0)
+    # every fold fittable: nothing to leave out
+    F, _ = _runs(np.repeat([1.0, 2.0, 4.0], 3), np.tile([1.0, 2.0, 4.0], 3))
+    assert sum(map(len, SEL.folds(F))) == 7 and not SEL._unfittable_fold(F, 0)
+    F, _ = _runs(np.repeat([1.0, 2.0, 4.0], 4), np.tile([1.0, 2.0], 6))  # 3 thirds, 2 size folds
+    assert [len(f) for f in SEL.folds(F, fittable_only=True)] == [3, 2] and not SEL._unfittable_fold(F, 0)
+    # 5 runs: no random thirds; leaving out the smallest size leaves 3 runs (unfittable), the
+    # largest 4 (fittable), but a choice on one extrapolation fold alone is not made
+    F, _ = _runs([1, 1, 2, 2, 4], [1, 2, 1, 2, 1])
+    kept = SEL.folds(F, fittable_only=True)
+    assert kept[0] == [] and len(kept[1]) == 1 and len(SEL.folds(F)[1]) == 2
+    assert not SEL._unfittable_fold(F, 0)
+
+
+def test_one_input_size_is_fitted_linear_in_size_and_flagged():
+    # one size: f(S) = S (docs/models.md), so twice the size doubles the size-bound part
+    E = np.array([1.0, 2.0, 4.0, 8.0, 1.0, 2.0, 4.0, 8.0])
+    y = 80 / E  # no serial part or constant: a = 20 per GiB, the one fit
+    c = SEL.fit_component("amdahl", _at(np.full(8, 4.0), E), y, [])
+    assert c.single_size and c.equation.power == 1 and c.kind == "equation"
+    p = SEL.predict_component(c, _at([4.0, 8.0], [2.0, 2.0]), [])
+    assert p[0] == pytest.approx(40.0, rel=1e-6) and p[1] == pytest.approx(80.0, rel=1e-6)
