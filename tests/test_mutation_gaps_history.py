@@ -3,7 +3,7 @@ no test pinning: where a run spilled heavily (10 % of its input, docs/advice.md)
 measured runs are far enough below the newer ones to be warned of (10x), how a sweep's runs and
 the masters are counted from the store's rows.
 
-No JVM: the runs are the store's rows as frames, or a copy of tests/data/history.
+No JVM: the runs are the store's rows as frames.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from sparkpredict.advice_source import (
     _local_run_ids,
     _master_kinds,
     _measure_mix_note,
+    _recovered_runs,
     _sweep_mix,
 )
 
@@ -90,6 +91,9 @@ def test_the_measure_note_counts_succeeded_measured_runs_and_names_three():
                                                 "before 0.3.0 (median 1 KB), far below the 1 measured "
                                                 "since (median 100 KB)"), note
     assert note.endswith(": o1 o2 o3 (and 1 more)")
+    # three are named with no "(and 0 more)"
+    three = _measure_mix_note("pq", _measured(*rows[:3], *rows[4:]))
+    assert three is not None and three.endswith("--exclude`): o1 o2 o3"), three
     # all older, or all newer: nothing spans the change
     assert _measure_mix_note("pq", _measured(*rows[:4])) is None
     assert _measure_mix_note("pq", _measured(("n1", "0.3.0", 100_000), ("n2", "0.3.0", 10))) is None
@@ -134,6 +138,8 @@ def test_beyond_any_cluster_the_memory_each_advised_executor_needs_holds_the_inp
     [w] = _memory(src, 4 * 2**50, 4, 1000)
     assert "no count up to 1,000,000 of 1000 MiB stays within what ran: 4 executors of >= 1019 TiB each " \
            "would" in w, w
+    # without spill data the limit is the largest ratio that ran, and no run is said to have spilled
+    assert "beyond the 1.00 that ran (no spill data recorded);" in w and "spilled heavily" not in w, w
 
 
 class _Fitted(_Model):
@@ -189,6 +195,7 @@ def test_on_a_local_master_the_driver_memory_is_named_in_whole_mib_under_ten_gib
     # a whole GiB, or 10 GiB and more, is said in GiB
     assert "of >= 2 GiB stays" in asked(int(204.8 * MiB))
     assert "of >= 10.7 GiB stays" in asked(1100 * MiB)  # 10999 MiB
+    assert "of >= 10.0 GiB stays" in asked(int(1024.2 * MiB))  # 10241 MiB: 10 GiB and more
 
 
 def test_local_runs_are_those_on_a_local_master_of_any_thread_count():
@@ -226,3 +233,31 @@ def test_counts_up_to_a_million_executors_are_named_and_beyond_it_the_memory_eac
     assert w.endswith("; >= 995025 executors (or more executor memory) stay within what ran"), w
     [w] = _memory(src, 15 * 10**8 * MiB, 4, 1000)  # 1,492,538 needed
     assert "; no count up to 1,000,000 of 1000 MiB stays within what ran" in w, w
+
+
+def test_no_recovered_runs_without_the_failed_task_counts_or_the_runs():
+    raw = pd.DataFrame({"run_id": ["a", "b"], "status": "succeeded", "num_failed_tasks": [2, 0],
+                        "properties_json": "{}"})
+    runs = pd.DataFrame({"run_id": ["a", "b"]})
+    assert _recovered_runs(raw, runs, frozenset()) == [("a", False)]
+    # a store from before the column, or no runs of the job: nothing to name
+    assert _recovered_runs(raw.drop(columns="num_failed_tasks"), runs, frozenset({"b"})) == []
+    assert _recovered_runs(raw, None, frozenset({"b"})) == []
+    assert _recovered_runs(raw, runs.iloc[:0], frozenset({"b"})) == []
+
+
+def test_a_history_whose_every_run_spilled_heavily_asks_for_more_memory():
+    runs = pd.DataFrame({"run_id": ["a", "b"], "input_bytes": [100 * MiB, 200 * MiB], "executors": [1.0, 2.0],
+                         "executor_memory_mb": [1000, 1000]})
+    src = HistorySource("wc", _Model(), runs, spill=pd.Series({"a": 10 * MiB, "b": 50 * MiB}))
+    assert [w for w in src.warnings(MiB, 1, 1000, 1 / 1000) if "spilled heavily" in w] == [
+        "every recorded run of wc spilled heavily to disk; give executors more memory (spark.executor.memory)"]
+
+
+def test_fewer_than_ten_runs_are_warned_of():
+    def few(n: int) -> list[str]:
+        return [w for w in HistorySource("wc", _Fitted(n)).warnings(1, 1, None, None) if "the advice is rough" in w]
+
+    assert few(9) == [("only 9 runs of wc in the history; the advice is rough until ~10 runs at several executor "
+                      "counts and input sizes exist")]
+    assert few(10) == []
