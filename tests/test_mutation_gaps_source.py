@@ -9,11 +9,9 @@ rows written beside them as the listener writes them; the rest are the store's r
 """
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pandas as pd
 import pytest
+from test_run_inputs import _sort_read_as
 
 from sparkpredict import store as store_mod
 from sparkpredict.advice_source import (
@@ -23,8 +21,6 @@ from sparkpredict.advice_source import (
     SizeMix,
     _size_mix,
 )
-
-HISTORY = Path(__file__).parent / "data" / "history"
 
 
 def _raw(*rows) -> pd.DataFrame:
@@ -191,25 +187,8 @@ def test_the_mix_warning_counts_the_near_and_unknown_declared_runs_not_the_far_o
         if "whose input size was declared" in w] == []
 
 
-def _history_with_reads(tmp_path, monkeypatch, read) -> Path:
-    """tests/data/history with a run_inputs row of ``read(declared size)`` for each sort run."""
-    import pyarrow as pa
-
-    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
-    path = tmp_path / "store"
-    shutil.copytree(HISTORY, path)
-    st = store_mod.open(path)
-    runs = st.runs()
-    sort = runs[(runs.job == "sort") & (runs.status == "succeeded")]
-    sort = sort.assign(updated_ms=sort.updated_ms + 1)
-    st.append({"runs": sort, "run_inputs": pa.table({"run_id": sort.run_id.tolist(),
-                                                     "measured_input_bytes": [int(read(n)) for n in sort.input_bytes],
-                                                     "updated_ms": sort.updated_ms.tolist()})})
-    return path
-
-
 def test_a_store_given_beside_models_reads_what_the_declared_runs_stages_read(tmp_path, monkeypatch):
-    path = _history_with_reads(tmp_path, monkeypatch, lambda n: 2 * n)
+    path = _sort_read_as(tmp_path, monkeypatch, lambda sizes: 2 * sizes)[0].path
     runs = store_mod.open(path).runs()
     n = int(((runs.job == "sort") & (runs.status == "succeeded")).sum())
     src = HistorySource.resolve("sort", store=str(path), models={"sort": _Model(n_runs=n)})
@@ -222,7 +201,7 @@ def test_a_store_given_beside_models_reads_what_the_declared_runs_stages_read(tm
 
 
 def test_a_model_given_that_saw_fewer_runs_than_the_store_holds_says_so(tmp_path, monkeypatch):
-    path = _history_with_reads(tmp_path, monkeypatch, lambda n: n)
+    path = _sort_read_as(tmp_path, monkeypatch, lambda sizes: sizes)[0].path
     n = 24
 
     def notes(model) -> list[str]:
@@ -242,7 +221,7 @@ def test_a_model_given_that_saw_fewer_runs_than_the_store_holds_says_so(tmp_path
 
 
 def test_a_store_given_beside_models_without_the_jobs_runs_says_its_checks_are_off(tmp_path, monkeypatch):
-    path = _history_with_reads(tmp_path, monkeypatch, lambda n: n)
+    path = _sort_read_as(tmp_path, monkeypatch, lambda sizes: sizes)[0].path
     src = HistorySource.resolve("etl", store=str(path), models={"etl": _Model(n_runs=5)})
     assert src.runs is None and src.size_mix == SizeMix()
     assert src.notes == [(f"the store given ({path}) holds no succeeded run of etl: the advice comes from the "
