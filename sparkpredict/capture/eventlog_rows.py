@@ -256,12 +256,11 @@ class RunBuilder:
                             self.skipped += 1
                         continue
                     if line.startswith(_PREFIX):
-                        name_end = line.find(b'"', 10)
-                        if name_end < 0:  # cut inside its event's name: decoding it tells the damage
-                            json.loads(line)
-                        handler = handlers.get(line[10:name_end])
+                        handler = handlers.get(line[10:line.find(b'"', 10)])
                         if handler is None:
-                            if not line.endswith(b"}"):  # cut: as above
+                            # cut, in its name too: as above (a name cut to a known one's is
+                            # decoded by its handler, which tells the damage as well)
+                            if not line.endswith(b"}"):
                                 json.loads(line)
                             self.skipped += 1  # events no row needs, and unknown events
                             continue
