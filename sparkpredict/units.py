@@ -238,7 +238,9 @@ def parse_duration(text: str | float) -> float:
                                  "e.g. 1h30m or 45m")
             seconds = sum(float(a) * _DUR_S[b] for a, b in parts)
             written = True
-    if seconds == math.inf and written:
+    if math.isinf(seconds) and written:  # digits too many for a float, not an infinity given
+        if seconds < 0:
+            raise InputError(f"duration {shown(text)} must be positive", "give a duration above zero, e.g. 45m")
         raise InputError(f"duration {shown(text)} is too large", "give a duration such as 45m, 1h30m or 2d")
     if not math.isfinite(seconds):
         raise InputError(f"duration {shown(text)} is not a finite number",

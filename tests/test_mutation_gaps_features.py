@@ -88,6 +88,10 @@ def test_nan_and_infinity_given_from_python_are_not_finite_sizes_or_durations():
         parse_bytes("1e400")
     with pytest.raises(InputError, match="too large"):
         parse_duration("1e400")
+    # and one below zero is that: negative, as -5 is (was "not a finite number")
+    for v in (-10**400, "-1e400"):
+        with pytest.raises(InputError, match="must be positive"):
+            parse_duration(v)
     with pytest.raises(InputError, match="too large"):
         parse_duration(10**400)
 
