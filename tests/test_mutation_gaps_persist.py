@@ -15,6 +15,7 @@ def test_a_pickle_entry_is_loaded_only_when_this_user_owns_it_and_others_cannot_
     from sparkpredict import fitcache
 
     monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fitcache, "_PRUNED", set())  # this process's record of kinds pruned stays as it was
     fitcache.write("monitor", "k", "pkl", lambda f: f.write(b"mine"))
     path = fitcache.entry_path("monitor", "k", "pkl")
     os.chmod(path, 0o644)
@@ -29,6 +30,27 @@ def test_a_pickle_entry_is_loaded_only_when_this_user_owns_it_and_others_cannot_
         os.chmod(path, 0o644)
         assert fitcache.read("monitor", "k", "pkl", lambda f: f.read(), own_only=True) is None
 
+
+
+
+def test_entries_unused_for_thirty_days_are_removed_by_the_next_write_of_their_kind(tmp_path, monkeypatch):
+    """docs/advice.md: entries unused for 30 days are removed as new ones are written."""
+    import time
+
+    from sparkpredict import fitcache
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fitcache, "_PRUNED", set())
+    folder = tmp_path / "cache" / "advice"
+    folder.mkdir(parents=True)
+    now = time.time()
+    for name, days in (("month.json", 30.5), ("recent.json", 29.5)):
+        (folder / name).write_text("{}")
+        os.utime(folder / name, (now - days * 86400,) * 2)
+    fitcache.write("other-kind", "k", "json", lambda f: f.write(b"{}"))  # prunes its own kind only
+    assert sorted(p.name for p in folder.iterdir()) == ["month.json", "recent.json"]
+    fitcache.write("advice", "k", "json", lambda f: f.write(b"{}"))
+    assert sorted(p.name for p in folder.iterdir()) == ["k.json", "recent.json"]
 
 
 def test_a_model_file_that_cannot_be_read_hashes_no_code(monkeypatch):
@@ -292,3 +314,107 @@ def test_a_fit_handed_to_prepare_advice_answers_the_next_suggest_of_the_same_sto
     cache._CACHE.clear()
     assert _advise("job-00000", path)[0] == fitted.name_ == "gustafson"
     assert len(list((tmp_path / "cache" / "advice").glob("*.json"))) == 1
+
+
+def test_a_commit_is_named_after_a_snapshot_from_a_clock_ahead_so_it_becomes_current(reg_store):
+    """Two writers' clocks disagree: a snapshot named an hour ahead by one of them must not
+    stay the current one over a later commit of the other (readers take the highest name)."""
+    import time
+
+    from sparkpredict import registry as R
+    from sparkpredict import registry_commit as RC
+
+    st = reg_store
+    first = RC.commit_update(st, [_reg_row(st, "a-job", R.new_retrain_id())], "r1")
+    ahead_ms = int(time.time() * 1000) + 3600_000
+    folder = f"{st.root}/_models/registry"
+    ahead = f"part-{ahead_ms:013d}-{first[len('part-') + 14:]}"
+    os.rename(f"{folder}/{first}", f"{folder}/{ahead}")
+    assert RC._name_ms(ahead) == ahead_ms and RC._name_ms("part-x.parquet") == 0
+    second = RC.commit_update(st, [_reg_row(st, "b-job", R.new_retrain_id())], "r2")
+    assert second == f"part-{ahead_ms + 1:013d}-r2.parquet" == R.current_snapshot(st)
+    assert sorted(R.read_registry(st).job) == ["a-job", "b-job"]
+
+
+def test_store_clean_lists_only_old_leftovers_of_sparkpredicts_own_writes(reg_store):
+    """Unreferenced artifacts and hidden .tmp files are leftovers only once older than the
+    age asked for (a retrain may be writing them now); files sparkpredict never writes (a
+    `.gitkeep`, a note) in the registry folder are not its to remove."""
+    import time
+
+    from sparkpredict import registry as R
+    from sparkpredict import registry_commit as RC
+
+    st = reg_store
+    RC.commit_update(st, [_reg_row(st, "a-job", R.new_retrain_id())], "r1")
+    base = f"{st.root}/_models"
+    loose = _reg_row(st, "b-job", R.new_retrain_id())["artifact"]  # never committed
+    for name in ("registry/.part-1.parquet.ab12cd34.tmp", "registry/.gitkeep", "registry/notes.tmp"):
+        with open(f"{base}/{name}", "w") as f:
+            f.write("x")
+    assert RC.orphans(st, min_age_s=600) == []  # all of them young
+    old = time.time() - 3600
+    for dirpath, _, files in os.walk(base):
+        for f in files:
+            os.utime(os.path.join(dirpath, f), (old, old))
+    assert RC.orphans(st, min_age_s=600) == sorted([f"{base}/{loose}", f"{base}/registry/.part-1.parquet.ab12cd34.tmp"])
+
+
+def test_an_artifacts_folder_names_its_job_readably_and_never_hidden():
+    import hashlib
+
+    from sparkpredict import registry as R
+
+    def h(job):
+        return hashlib.sha256(job.encode()).hexdigest()[:10]
+
+    assert R.job_dir("etl.daily") == f"etl.daily-{h('etl.daily')}"
+    assert R.job_dir("a/b c") == f"a_b_c-{h('a/b c')}"
+    assert R.job_dir("..") == f"job-{h('..')}"  # not a hidden folder, nor the parent
+    assert R.job_dir("x" * 80) == f"{'x' * 60}-{h('x' * 80)}"
+
+
+def test_load_artifacts_of_one_kind_gives_that_kinds_documents_only(reg_store):
+    from sparkpredict import registry as R
+    from sparkpredict import registry_commit as RC
+
+    st = reg_store
+    rid = R.new_retrain_id()
+    stage_rel = R.artifact_relpath("a-job", R.KIND_STAGE, 1, rid)
+    R.write_artifact(st, stage_rel, R.make_artifact("a-job", R.KIND_STAGE, {"version": 7}))
+    stage_row = {**_reg_row(st, "a-job", rid), "model_kind": R.KIND_STAGE, "artifact": stage_rel}
+    RC.commit_update(st, [_reg_row(st, "a-job", rid), stage_row], rid)
+    assert set(R.load_artifacts(st)) == {("a-job", "runtime", ""), ("a-job", "stage", "")}
+    stage = R.load_artifacts(st, kind=R.KIND_STAGE)
+    assert list(stage) == [("a-job", "stage", "")] and stage["a-job", "stage", ""]["model"] == {"version": 7}
+
+
+def test_models_of_a_foreign_index_are_not_carried_into_the_new_one(two_models, tmp_path):
+    """A folder whose index file is not sparkpredict's (another format) is replaced: the jobs it
+    names, even with files of our name pattern beside it, are not listed as ours."""
+    from sparkpredict.models.persist import INDEX, load_models, read_index, save_models
+
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / INDEX).write_text(json.dumps({"format": "someone-elses", "version": 1, "jobs": {"x": "job-x-1.json"}}))
+    (d / "job-x-1.json").write_text("{}")
+    save_models({"job-00000": two_models["job-00000"]}, d)
+    assert list(read_index(d)["jobs"]) == ["job-00000"]
+    assert list(load_models(d)) == ["job-00000"]
+
+
+def test_only_a_stores_own_models_folder_is_named_its_registry(reg_store, tmp_path):
+    """A folder given for `fit` models that is the store's `_models` is named the store's registry;
+    any other folder inside a store, or a `_models` folder outside one, is just a folder
+    without models."""
+    from sparkpredict.errors import InputError
+    from sparkpredict.models.persist import read_index
+
+    root = reg_store.root
+    os.makedirs(f"{root}/_models", exist_ok=True)
+    with pytest.raises(InputError, match="is the model registry of a history store"):
+        read_index(f"{root}/_models")
+    for other in (f"{root}/notes", str(tmp_path / "elsewhere" / "_models")):
+        os.makedirs(other)
+        with pytest.raises(InputError, match="no sparkpredict models in"):
+            read_index(other)
