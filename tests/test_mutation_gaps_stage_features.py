@@ -92,6 +92,17 @@ def test_file_scan_tasks_are_sparks_packing_of_the_files_splits(max_partitions):
                     assert got == want, (files, mib, parallelism, mpb)
 
 
+@pytest.mark.parametrize(("files", "bytes_in", "parallelism", "max_partitions", "want"), [
+    # 7 small files packed again into 3: no split of a larger file comes before them
+    (7, 7 * (MiB // 7), 8, 3, 3),
+    # 100 MiB in 16 MiB splits packed again at 2: the last split fills the first partition exactly
+    (1, 100 * MiB, 2, 2, 2)])
+def test_packing_again_at_max_partition_num_fills_partitions_as_spark_does(files, bytes_in, parallelism,
+                                                                         max_partitions, want):
+    assert _spark_file_partitions(files, bytes_in, parallelism, 16 * MiB, max_partitions=max_partitions) == want
+    assert F.file_scan_tasks(files, bytes_in, parallelism, 16 * MiB, 4 * MiB, float(max_partitions)) == want
+
+
 def test_files_of_exactly_the_split_size_are_one_split_each():
     for files in (1, 2, 5):
         want = _spark_file_partitions(files, files * 128 * MiB, 1, 128 * MiB)
