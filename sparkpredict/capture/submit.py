@@ -68,6 +68,9 @@ class SubmitResult:
     #: each recorded run's final (status, error_message), after submit's correction of the
     #: status by spark-submit's exit code
     outcomes: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    #: the signal that killed spark-submit, else None: ``returncode`` 137 is SIGKILL only here,
+    #: as an application's own exit status (System.exit(137), sys.exit(-1): 255) reads alike
+    killed_by: int | None = None
 
 
 #: Comma-separated settings where ours are added to the user's, not dropped for them.
@@ -290,6 +293,7 @@ def submit(spark_submit_args: list[str], *, store: str | None = None, job: str |
             _signal_group(proc, signal.SIGKILL)
     outcomes: dict[str, tuple[str, str | None]] = {}
     run_ids = _record_outcome(resolved, submit_id, rc, outcomes)
+    killed_by = -rc if rc < 0 else None
     if rc < 0:  # killed by a signal (Popen's -N): the shell's code, 128 + N (kill -9: 137, not 247)
         rc = 128 - rc
     compaction = None
@@ -298,7 +302,7 @@ def submit(spark_submit_args: list[str], *, store: str | None = None, job: str |
 
         compaction = auto_compact(resolved)
     return SubmitResult(returncode=rc, store=resolved, run_ids=run_ids, command=cmd, compaction=compaction,
-                        outcomes=outcomes)
+                        outcomes=outcomes, killed_by=killed_by)
 
 
 def _signal_group(proc: subprocess.Popen, signum: int) -> None:

@@ -429,9 +429,11 @@ def _run(args: argparse.Namespace) -> int:
 
         # now, while the user reads the job's output, rather than at the next suggest
         prepare_advice(result.store, result.run_ids)
-    elif result.returncode > 128:
+    elif result.killed_by is not None:
+        # not from the status alone: an application's own exit status 255 (sys.exit(-1)) was
+        # said to be "killed by signal 127"
         print(f"sparkpredict: no run was recorded in {result.store}: spark-submit was killed by signal "
-              f"{result.returncode - 128} (exit status {result.returncode}), before the listener stored "
+              f"{result.killed_by} (exit status {result.returncode}), before the listener stored "
               "a run", file=sys.stderr)
     elif result.returncode != 0:
         # most often an application that failed before its session (a usage error, an import):
