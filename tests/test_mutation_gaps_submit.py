@@ -186,6 +186,25 @@ def test_the_executor_shape_is_read_in_spark_units(args, shape):
     assert executor_shape(["--master", "local[2]", "--driver-memory", "1g", *args, "job.py"])[1] == 1024
 
 
+@pytest.mark.parametrize(("args", "named", "example"), [
+    (["--executor-memory", "1.5g"], "--executor-memory 1.5g", "--executor-memory 1536m"),
+    (["--driver-memory=2.5G"], "--driver-memory 2.5G", "--driver-memory 2560m"),
+    (["--conf", "spark.executor.memory=0.5g"], "spark.executor.memory=0.5g", "spark.executor.memory=512m"),
+])
+def test_a_memory_with_a_fraction_is_refused_before_the_advice_and_spark_submit(
+        fake_spark, job, tmp_path, capfd, args, named, example):
+    """spark-submit refuses ``--executor-memory 1.5g`` ("Executor memory must be a positive
+    number") only after its JVM started; ``--executors auto`` had fitted and printed an advice
+    for 1536 MiB executors first."""
+    record = fake_spark()
+    rc = main(["submit", "--store", str(tmp_path / "s"), "--job", "etl", "--input-size", "1g", "--executors",
+               "auto", "--", "--master", "yarn", *args, job])
+    err = capfd.readouterr().err
+    assert rc == 2, err
+    assert f"error: {named} has a fraction" in err and f"e.g. {example}" in err, err
+    assert "advice" not in err and not record.exists()
+
+
 # --- reading the user's spark-submit arguments -------------------------------------------------
 
 def test_every_conf_spelling_is_read_and_no_other_options_value(tmp_path):

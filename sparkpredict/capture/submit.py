@@ -38,6 +38,7 @@ from .submit_args import (
     _user_conf,
     check_deploy_mode,
     check_master,
+    check_memory,
     driver_is_local,
     dynamic_allocation_master,
     local_executor_limit,
@@ -146,6 +147,7 @@ def build_command(spark_submit_args: list[str], *, store: str | None = None, job
                             "put the job after --, e.g. sparkpredict submit -- job.py ARGS")
     check_master(opts)
     check_deploy_mode(opts)
+    check_memory(opts)
     cli = _user_conf(opts)
     user = _spark_conf(opts)
     check_listener_settings(user, "your --conf or properties file")

@@ -331,6 +331,7 @@ def _run(args: argparse.Namespace) -> int:
         check_application,
         check_deploy_mode,
         check_master,
+        check_memory,
         driver_is_local,
         submit_store,
     )
@@ -357,6 +358,7 @@ def _run(args: argparse.Namespace) -> int:
     check_advice_options(args)
     check_master(spark_args)   # before the advice: a bad master should not wait for a fit
     check_deploy_mode(spark_args)
+    check_memory(spark_args)  # also before the advice, which would be fitted for that size
     # the advice reads the store the listener will write (a cluster's spark-defaults.conf may
     # name it); a --store that contradicts --conf spark.sparkpredict.store fails here, before a fit
     history = submit_store(spark_args, args.store)
