@@ -353,3 +353,112 @@ def test_an_application_path_with_a_colon_past_its_first_folder_is_a_file_here(t
     (tmp_path / "jobs").mkdir()
     (tmp_path / "jobs" / "a:b.py").write_text("")
     check_application(["--master", "yarn", "jobs/a:b.py"])
+
+
+# --- what build_command adds --------------------------------------------------------------------
+
+def _jar_option(argv: list[str]) -> list[str]:
+    return [argv[i + 1].split(",") for i, a in enumerate(argv) if a == "--jars"]
+
+
+def test_the_users_jars_join_the_listeners_in_one_jars_option(fake_spark, job, tmp_path, listener_jar):
+    record = fake_spark()
+    ours = str(listener_jar)
+    assert main(["submit", "--store", str(tmp_path / "s"), "--", "--conf", "spark.jars=/x/a.jar", job]) == 0
+    assert _jar_option(_argv(record)) == [["/x/a.jar", ours]]
+    # spark-submit takes --jars over spark.jars: that list is the one the listener's joins
+    assert main(["submit", "--store", str(tmp_path / "s"), "--", "--jars", "/x/b.jar", "--conf",
+                 "spark.jars=/x/a.jar", job]) == 0
+    assert _jar_option(_argv(record)) == [["/x/b.jar", ours]]
+
+
+def test_what_submit_is_asked_for_goes_on_the_command_line(fake_spark, job, tmp_path):
+    record = fake_spark()
+    assert main(["submit", "--store", str(tmp_path / "s"), "--job", "etl", "--input-size", "1g", "--param",
+                 "iterations=5", "--", "--master", "yarn", job]) == 0
+    argv = _argv(record)
+    assert _confs(argv, "spark.sparkpredict.inputBytes") == [str(2**30)]
+    assert _confs(argv, "spark.sparkpredict.param.iterations") == ["5"]
+    assert _confs(argv, "spark.sparkpredict.job") == ["etl"]
+    assert len(_confs(argv, "spark.sparkpredict.submitId")) == 1
+
+
+def test_build_command_tags_the_submit_only_when_asked(job, listener_jar, tmp_path):
+    from sparkpredict.capture.submit import KEY_SUBMIT_ID, build_command
+
+    assert _confs(build_command([job], store=str(tmp_path / "s"), submit_id="tag1"), KEY_SUBMIT_ID) == ["tag1"]
+    assert _confs(build_command([job], store=str(tmp_path / "s")), KEY_SUBMIT_ID) == []
+
+
+def test_a_local_masters_executor_cores_are_kept_as_the_key_spark_submit_does_not_drop(
+        fake_spark, job, tmp_path):
+    record = fake_spark()
+    assert main(["submit", "--store", str(tmp_path / "s"), "--executors", "2", "--", "--master", "local[1]",
+                 "--executor-cores", "2", job]) == 0
+    argv = _argv(record)
+    assert argv[argv.index("--master") + 1] == "local[4]"
+    assert _confs(argv, "spark.executor.cores") == ["2"] and _confs(argv, "spark.executor.instances") == ["2"]
+    # given as the key already, or on a cluster: nothing added
+    assert main(["submit", "--store", str(tmp_path / "s"), "--executors", "2", "--", "--master", "local[1]",
+                 "--conf", "spark.executor.cores=2", job]) == 0
+    assert _confs(_argv(record), "spark.executor.cores") == ["2"]
+    assert main(["submit", "--store", str(tmp_path / "s"), "--executors", "2", "--", "--master", "yarn",
+                 "--executor-cores", "2", job]) == 0
+    assert _confs(_argv(record), "spark.executor.cores") == []
+
+
+def test_dynamic_allocations_bound_widens_a_local_cluster_on_the_command_line(job, listener_jar, tmp_path):
+    from sparkpredict.capture.submit import build_command
+
+    on = ["--conf", "spark.dynamicAllocation.enabled=true"]
+    bound = {"spark.dynamicAllocation.minExecutors": "1", "spark.dynamicAllocation.maxExecutors": "2"}
+    cmd = build_command(["--master", "local-cluster[1,1,1024]", *on, job], store=str(tmp_path / "s"),
+                        extra_conf=bound)
+    assert cmd[cmd.index("--master") + 1] == "local-cluster[2,1,1024]"
+    assert _confs(cmd, "spark.dynamicAllocation.maxExecutors") == ["2"]
+    cmd = build_command(["--master", "local-cluster[1,1,1024]", *on, job], store=str(tmp_path / "s"),
+                        extra_conf={**bound, "spark.dynamicAllocation.maxExecutors": "0"})
+    assert cmd[cmd.index("--master") + 1] == "local-cluster[1,1,1024]"  # no count: left alone
+
+
+# --- the CLI's own checks -----------------------------------------------------------------------
+
+def test_one_executor_and_an_empty_count_of_the_users_are_accepted(fake_spark, job, tmp_path):
+    record = fake_spark()
+    assert main(["submit", "--store", str(tmp_path / "s"), "--executors", "1", "--", "--master", "yarn", job]) == 0
+    assert _confs(_argv(record), "spark.executor.instances") == ["1"]
+    # an empty --conf is unset, for Spark and submit alike: no conflict, the count is submit's
+    assert main(["submit", "--store", str(tmp_path / "s"), "--executors", "3", "--", "--master", "yarn",
+                 "--conf", "spark.executor.instances=", job]) == 0
+    assert _confs(_argv(record), "spark.executor.instances") == ["", "3"]
+
+
+def test_a_local_drivers_memory_is_refused_below_the_least_spark_starts_only(fake_spark, job, tmp_path, capfd):
+    fake_spark()
+    for memory, refused in (("449m", True), ("450m", False)):
+        assert main(["submit", "--store", str(tmp_path / "s"), "--job", "etl", "--input-size", "1g", "--executors",
+                     "auto", "--", "--master", "local[1]", "--driver-memory", memory, job]) == 2
+        err = capfd.readouterr().err
+        assert ("is too small" in err) == refused, err
+
+
+def test_dry_run_prints_the_command_and_runs_nothing(fake_spark, job, tmp_path, capfd):
+    import shlex
+
+    record = fake_spark()
+    assert main(["submit", "--store", str(tmp_path / "s"), "--dry-run", "--", "--master", "yarn", job, "a b"]) == 0
+    out = capfd.readouterr().out.strip()
+    assert shlex.split(out)[-2:] == [job, "a b"] and not record.exists()
+    assert "--" not in shlex.split(out)  # submit's separator is not spark-submit's argument
+    # without the leading --, the application is spark-submit's all the same
+    assert main(["submit", "--store", str(tmp_path / "s"), "--dry-run", job]) == 0
+    assert shlex.split(capfd.readouterr().out.strip())[-1] == job
+
+
+def test_a_count_below_one_and_a_size_split_by_the_shell_are_refused(fake_spark, job, tmp_path, capfd):
+    record = fake_spark()
+    assert main(["submit", "--store", str(tmp_path / "s"), "--executors", "0", "--", job]) == 2
+    assert "error: --executors 0 must be at least 1" in capfd.readouterr().err
+    assert main(["submit", "--store", str(tmp_path / "s"), "--input-size", "2", "GB", "--", job]) == 2
+    assert "a size or duration typed with a space" in capfd.readouterr().err
+    assert not record.exists()
