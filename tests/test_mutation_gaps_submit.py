@@ -462,3 +462,13 @@ def test_a_count_below_one_and_a_size_split_by_the_shell_are_refused(fake_spark,
     assert main(["submit", "--store", str(tmp_path / "s"), "--input-size", "2", "GB", "--", job]) == 2
     assert "a size or duration typed with a space" in capfd.readouterr().err
     assert not record.exists()
+
+
+def test_store_asked_for_outranks_a_properties_files_and_the_files_outranks_the_default(fake_spark, job, tmp_path):
+    record = fake_spark()
+    props = tmp_path / "my.conf"
+    props.write_text(f"spark.sparkpredict.store  {tmp_path / 'files-store'}\n")
+    assert main(["submit", "--store", str(tmp_path / "s"), "--", "--properties-file", str(props), job]) == 0
+    assert _confs(_argv(record), "spark.sparkpredict.store") == [(tmp_path / "s").as_uri()]
+    assert main(["submit", "--", "--properties-file", str(props), job]) == 0
+    assert _confs(_argv(record), "spark.sparkpredict.store") == []  # the file's is the run's
