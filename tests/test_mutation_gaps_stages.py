@@ -75,16 +75,15 @@ def test_a_query_without_input_bytes_is_asked_at_its_reference_runs_size(wc3):
 
 def test_a_job_of_one_stage_is_planned_and_predicted():
     """A job of a single stage (a map-only write) has a plan of one row, in both combines."""
-    stages = [{"id": 0, "job_id": 0, "name": "save at etl.py:3", "parents": [],
-               "tasks": [int(100 + 10 * s / spark_splits(s, 8) / MB)] * spark_splits(s, 8), "input_bytes": s}
-              for s in (GIB,)]
-    runs = [make_run(f"r{i}", "etl", [dict(stages[0], tasks=[int(100 + 10 * s / spark_splits(s, 8) / MB)]
-                                            * spark_splits(s, 8), input_bytes=s)], 2, 4, s, t0=10**12 + i * 10**7)
-            for i, s in enumerate((GIB, 2 * GIB, 4 * GIB))]
-    tb = tables(runs)
+    def save(size: float) -> list[dict]:  # map tasks of 100 ms + 10 ms per MiB over 8 cores' splits
+        n = spark_splits(size, 8)
+        return [{"id": 0, "job_id": 0, "name": "save at etl.py:3", "parents": [],
+                 "tasks": [int(100 + 10 * size / n / MB)] * n, "input_bytes": size}]
+
+    tb = tables([make_run(f"r{i}", "etl", save(s), 2, 4, s, t0=10**12 + i * 10**7)
+                 for i, s in enumerate((GIB, 2 * GIB, 4 * GIB))])
     q = pd.DataFrame({"job": ["etl"], "input_bytes": [float(8 * GIB)], "executors": [2]})
-    truth = make_run("t", "etl", [dict(stages[0], tasks=[int(100 + 10 * 8 * GIB / spark_splits(8 * GIB, 8) / MB)]
-                                       * spark_splits(8 * GIB, 8), input_bytes=8 * GIB)], 2, 4, 8 * GIB)[0]
+    truth = make_run("t", "etl", save(8 * GIB), 2, 4, 8 * GIB)[0]
     for combine in ("waves", "simulate"):
         model = StageRuntimeModel(tables=tb, n_estimators=10, combine=combine).fit(tb["runs"])
         assert len(model.stage_plan("etl", 8 * GIB, 2)) == 1
@@ -221,7 +220,6 @@ def test_a_plan_mixing_signature_forests_and_the_shared_forest_predicts_every_st
     """mode="auto" with some stages on their own forests and the others on the shared one:
     every stage gets a time (the map and collect here have 4 rows each, the reduce, renamed in
     one run, 3), and the job is predicted as its truth."""
-
     runs = []
     for i, s in enumerate((1 * GIB, 2 * GIB, 3 * GIB, 4 * GIB)):
         st = wordcount_stages(s, 4, 4)
@@ -235,3 +233,60 @@ def test_a_plan_mixing_signature_forests_and_the_shared_forest_predicts_every_st
     assert plan.attrs["reference_run"] == "m2" and plan["signature"].isin(model.forests_).sum() == 2
     pred = model.predict(pd.DataFrame({"job": ["wc"], "input_bytes": [float(3 * GIB)], "executors": [4]}))[0]
     assert pred == pytest.approx(wordcount_truth_s(3 * GIB, 4, 4), rel=0.05)
+
+
+def test_a_task_beyond_the_bytes_its_stage_ever_read_grows_at_ms_per_mib_plus_one():
+    """The shared forest is asked at the most a signature's tasks read, and the time grows from
+    there by (MiB per task + 1) over (the most + 1): the reduce of one 1 GiB word count reads
+    0.5 MiB a task, 5.1 MiB at 10 GiB (its 200 partitions kept), 4.05x the time a task."""
+    tb = wordcount_history([1 * GIB], [4])
+    model = StageRuntimeModel(tables=tb, n_estimators=10).fit(tb["runs"])
+    one, ten = (model.stage_plan("wc", s, 4) for s in (1 * GIB, 10 * GIB))
+    r1, r10 = (p.index[p["stage_id"] == 1][0] for p in (one, ten))
+    assert ten.loc[r10, "num_tasks"] == one.loc[r1, "num_tasks"] == 200
+    bpt1, bpt10 = one.loc[r1, "bytes_in_per_task"] / MB, ten.loc[r10, "bytes_in_per_task"] / MB
+    ms1 = model._task_ms_trees(one).mean(axis=0)[list(one.index).index(r1)]
+    ms10 = model._task_ms_trees(ten).mean(axis=0)[list(ten.index).index(r10)]
+    assert ms10 / ms1 == pytest.approx((bpt10 + 1) / (bpt1 + 1), rel=1e-9)
+
+
+def test_the_head_follows_its_trend_in_the_executor_count_between_the_recorded_counts():
+    """The time from application start to the first stage moves with the executor count along
+    the line fitted over the runs (here +1 s an executor): 3 executors asked of a run on 2 or 4
+    add or take 1 s, in the point and in the trees alike."""
+    runs = [make_run(f"h{i}", "wc", wordcount_stages(s, e, 4), e, 4, s, head_ms=1000 + 1000 * e,
+                     t0=10**12 + i * 10**7)
+            for i, (s, e) in enumerate((s, e) for s in (1 * GIB, 2 * GIB) for e in (1, 2, 4))]
+    tb = tables(runs)
+    q = pd.DataFrame({"job": ["wc"], "input_bytes": [float(2 * GIB)], "executors": [3]})
+    trend = StageRuntimeModel(tables=tb, n_estimators=10).fit(tb["runs"])
+    flat = StageRuntimeModel(tables=tb, n_estimators=10, driver_trend=False).fit(tb["runs"])
+    ref = trend.stage_plan("wc", 2 * GIB, 3).attrs["reference_run"]
+    ref_execs = tb["runs"].set_index("run_id").loc[ref, "executors_max"]
+    assert trend.head_slope_ms_["wc"] == pytest.approx(1000)
+    assert trend.training_range_ == {"input_bytes": (GIB, 2 * GIB), "executors": (1.0, 4.0)}
+    assert trend.predict(q)[0] - flat.predict(q)[0] == pytest.approx(3 - ref_execs, abs=1e-6)
+    a, b = trend.predict_interval(q, 0.5), flat.predict_interval(q, 0.5)
+    assert a["predicted_runtime_s"][0] - b["predicted_runtime_s"][0] == pytest.approx(3 - ref_execs, abs=1e-6)
+    assert a["lower_s"][0] > 0.5 * a["predicted_runtime_s"][0]  # the trees moved by the shift, not cut to 5 %
+
+
+def test_the_interval_spans_the_trees_central_share_and_the_out_of_bag_errors(wc3):
+    """lower_s and upper_s hold the trees' (1 - confidence) / 2 and (1 + confidence) / 2
+    quantiles and point x (1 -/+ the out-of-bag error quantile), beyond the sizes widened."""
+    _, model = wc3
+    assert model.interval_errors() == 3  # 3 runs are enough for out-of-bag errors
+    q = pd.DataFrame({"job": "wc", "input_bytes": [1.5 * GIB, 3.0 * GIB], "executors": [1, 8]})
+    point, trees = model._evaluate(q, trees=True)
+    for conf in (0.5, 0.9):
+        iv = model.predict_interval(q, conf)
+        err = np.quantile(model._oob_abs_rel, conf)
+        assert np.all(iv["lower_s"] <= np.quantile(trees, (1 - conf) / 2, axis=1) + 1e-9)
+        assert np.all(iv["upper_s"] >= np.quantile(trees, (1 + conf) / 2, axis=1) - 1e-9)
+        assert iv["lower_s"] == pytest.approx(np.minimum(np.quantile(trees, (1 - conf) / 2, axis=1),
+                                                         point * (1 - err)))
+        assert iv["upper_s"] == pytest.approx(np.maximum(np.quantile(trees, (1 + conf) / 2, axis=1),
+                                                         point * (1 + err)))
+    # far beyond the sizes the widening passes 100 %: the lower end stays at 5 % of the point
+    far = model.predict_interval(q.assign(input_bytes=4e6 * GIB), 0.9)
+    assert np.all(far["lower_s"] >= 0) and np.all(far["upper_s"] > 2 * far["predicted_runtime_s"])
