@@ -170,7 +170,8 @@ def test_the_simulate_combine_keeps_each_stages_recorded_straggler():
     assert waves < wall - 1.5
 
 
-def _one_stage_timeline(n_tasks: int, task_ms: int, executors: int, cores: int, task_cpus: int = 1):
+def _one_stage_timeline(n_tasks: int, task_ms: int, executors: int, cores: int, task_cpus: int = 1,
+                        head_ms: int = 0, tail_ms: int = 0):
     """A replay timeline of one stage of ``n_tasks`` tasks run in waves on its slots."""
     import json
     from dataclasses import replace
@@ -179,7 +180,8 @@ def _one_stage_timeline(n_tasks: int, task_ms: int, executors: int, cores: int, 
 
     slots = executors * (cores // task_cpus)
     end = -(-n_tasks // slots) * task_ms
-    runs = pd.DataFrame([{"run_id": "r", "job": "j", "start_ms": 0, "end_ms": end, "executors_max": executors,
+    runs = pd.DataFrame([{"run_id": "r", "job": "j", "start_ms": -head_ms, "end_ms": end + tail_ms,
+                          "executors_max": executors,
                           "executor_cores": cores, "task_slots": slots}])
     st = pd.DataFrame([{"run_id": "r", "stage_id": 0, "stage_attempt_id": 0, "job_id": 0, "name": "s0",
                         "parent_stage_ids_json": json.dumps([]), "submission_ms": 0, "completion_ms": end}])
@@ -290,3 +292,59 @@ def test_the_interval_spans_the_trees_central_share_and_the_out_of_bag_errors(wc
     # far beyond the sizes the widening passes 100 %: the lower end stays at 5 % of the point
     far = model.predict_interval(q.assign(input_bytes=4e6 * GIB), 0.9)
     assert np.all(far["lower_s"] >= 0) and np.all(far["upper_s"] > 2 * far["predicted_runtime_s"])
+
+
+def test_a_replays_lower_bound_and_busy_share_are_its_own_not_its_wall_time():
+    """3 tasks of 100 ms on 2 slots: replayed in 200 ms, while no schedule beats 150 ms (the work
+    over the slots), and the slots were busy 300 of 400 slot-ms."""
+    from sparkpredict.models.simulate import replay
+
+    res = replay(_one_stage_timeline(3, 100, 1, 2), 1, 2)
+    assert res.predicted_runtime_s == pytest.approx(0.2)
+    assert res.lower_bound_s == pytest.approx(0.15)
+    assert res.busy_fraction == pytest.approx(0.75)
+    # driver time before the first stage and after the last counts in the bound too
+    res = replay(_one_stage_timeline(3, 100, 1, 2, head_ms=1000, tail_ms=500), 1, 2)
+    assert res.predicted_runtime_s == pytest.approx(1.7) and res.lower_bound_s == pytest.approx(1.65)
+
+
+def test_a_stage_waits_for_every_stage_done_before_its_submission_not_only_its_parents():
+    """Stages 0 (200 ms) and 1 (100 ms) ran side by side and stage 2, child of 0, was submitted
+    when both were done. Asked with stage 1 at 300 ms, stage 2 starts after it: no schedule
+    beats 350 ms, where counting its parent alone, or the stage that finished first in the
+    recording as already done, said 250 ms."""
+    import json
+
+    from sparkpredict.models.simulate import Timeline, lower_bound_ms
+
+    runs = pd.DataFrame([{"run_id": "r", "job": "j", "start_ms": 0, "end_ms": 250, "executors_max": 1,
+                          "executor_cores": 4, "task_slots": 4}])
+    spans = {0: (0, 200, []), 1: (0, 100, []), 2: (200, 250, [0])}
+    st = pd.DataFrame([{"run_id": "r", "stage_id": s, "stage_attempt_id": 0, "job_id": 0, "name": f"s{s}",
+                        "parent_stage_ids_json": json.dumps(p), "submission_ms": a, "completion_ms": b}
+                       for s, (a, b, p) in spans.items()])
+    tk = pd.DataFrame([{"run_id": "r", "stage_id": s, "stage_attempt_id": 0, "executor_id": "1", "launch_ms": a,
+                        "finish_ms": b, "duration_ms": b - a} for s, (a, b, _) in spans.items()])
+    tl = Timeline.from_tables(runs, st, tk)
+    assert lower_bound_ms(tl, 100) == pytest.approx(250)
+    longer = tl.with_durations(np.array([{0: 200.0, 1: 300.0, 2: 50.0}[int(s)] for s in tl.stage_ids]))
+    assert lower_bound_ms(longer, 100) == pytest.approx(350)
+
+
+def test_a_stage_without_tasks_adds_nothing_to_the_lower_bound():
+    """A stage with no task rows between two others takes no time in the critical path: 100 ms
+    then 50 ms bound the run at 150 ms (the next stage's task had counted for it too: 200 ms)."""
+    import json
+
+    from sparkpredict.models.simulate import Timeline, lower_bound_ms
+
+    runs = pd.DataFrame([{"run_id": "r", "job": "j", "start_ms": 0, "end_ms": 150, "executors_max": 1,
+                          "executor_cores": 4, "task_slots": 4}])
+    spans = {0: (0, 100, []), 1: (100, 100, [0]), 2: (100, 150, [1])}
+    st = pd.DataFrame([{"run_id": "r", "stage_id": s, "stage_attempt_id": 0, "job_id": 0, "name": f"s{s}",
+                        "parent_stage_ids_json": json.dumps(p), "submission_ms": a, "completion_ms": b}
+                       for s, (a, b, p) in spans.items()])
+    tk = pd.DataFrame([{"run_id": "r", "stage_id": s, "stage_attempt_id": 0, "executor_id": "1", "launch_ms": a,
+                        "finish_ms": b, "duration_ms": b - a} for s, (a, b, _) in spans.items() if s != 1])
+    tl = Timeline.from_tables(runs, st, tk)
+    assert tl.n_stages == 3 and lower_bound_ms(tl, 100) == pytest.approx(150)
