@@ -3,6 +3,7 @@
 mutant of that code passed every other test with."""
 from __future__ import annotations
 
+import errno
 import io
 import os
 import shutil
@@ -160,7 +161,7 @@ def test_a_path_whose_stat_fails_is_that_logs_error_or_the_rolling_file_error_it
     os.symlink(loop, loop)
     (src,) = find_logs([loop])
     assert src.error is not None and "cannot read" in src.error.message
-    assert "Too many levels of symbolic links" in src.error.message
+    assert os.strerror(errno.ELOOP) in src.error.message  # the cause, named as the system words it
     folder = tmp_path / "eventlog_v2_app-2"
     folder.mkdir()
     part = folder / "events_1_app-2.zstd"
