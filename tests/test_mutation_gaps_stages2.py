@@ -207,3 +207,18 @@ def test_a_job_of_sub_second_runs_loads():
     assert 0 < model.predict(X)[0] < 1
     assert StageRuntimeModel.from_dict(json.loads(json.dumps(model.to_dict())), tables=tb).predict(X) == \
         pytest.approx(model.predict(X))
+
+
+@pytest.mark.parametrize(("table", "column"), [("runs", "job"), ("runs", "run_id"), ("stages", "run_id"),
+                                               ("tasks", "run_id")])
+def test_tables_given_without_a_key_column_are_one_clear_error_naming_it(table, column):
+    """Tables built by hand without the runs' job (or a run_id) stopped the fit with a raw
+    KeyError from the driver-trend code; the error names the table, the column and the fix."""
+    from sparkpredict.errors import InputError
+
+    tb = _wc_tables([1 * GIB, 2 * GIB, 4 * GIB])
+    runs = tb["runs"]
+    given = {**tb, table: tb[table].drop(columns=[column])}
+    with pytest.raises(InputError, match=f"the {table} table given has no {column} column") as e:
+        StageRuntimeModel(tables=given, n_estimators=5).fit(runs)
+    assert "store's columns" in e.value.fix

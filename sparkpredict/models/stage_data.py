@@ -19,6 +19,14 @@ def load_tables(store, tables, run_ids: list[str]):
     if tables is not None:
         runs, stages, tasks, scans = (as_pandas(tables[k]) if tables.get(k) is not None else None
                                       for k in ("runs", "stages", "tasks", "stage_scans"))
+        # tables built by hand: a raw KeyError from deep in the fit named no fix
+        for name, df, need in (("runs", runs, ("run_id", "job")), ("stages", stages, ("run_id",)),
+                               ("tasks", tasks, ("run_id",))):
+            missing = [c for c in need if df is not None and c not in df.columns]
+            if missing:
+                raise InputError(f"the {name} table given has no {' or '.join(missing)} column",
+                                 f"give each table with the store's columns (sparkpredict.store.io.open(PATH)"
+                                 f".read({name!r}) has them); runs need run_id and job")
     else:
         from ..store import io as store_io
 
