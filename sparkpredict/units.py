@@ -238,15 +238,14 @@ def parse_duration(text: str | float) -> float:
                                  "e.g. 1h30m or 45m")
             seconds = sum(float(a) * _DUR_S[b] for a, b in parts)
             written = True
-    if math.isinf(seconds) and written:  # digits too many for a float, not an infinity given
-        if seconds < 0:
-            raise InputError(f"duration {shown(text)} must be positive", "give a duration above zero, e.g. 45m")
-        raise InputError(f"duration {shown(text)} is too large", "give a duration such as 45m, 1h30m or 2d")
-    if not math.isfinite(seconds):
+    # written in digits, an infinity is a number too large for a float (-1e400 is negative)
+    if math.isnan(seconds) or (math.isinf(seconds) and not written):
         raise InputError(f"duration {shown(text)} is not a finite number",
                          "give a duration above zero, e.g. 45m (no deadline: leave it out)")
     if seconds <= 0:
-        raise InputError(f"duration {text!r} must be positive", "give a duration above zero, e.g. 45m")
+        raise InputError(f"duration {shown(text)} must be positive", "give a duration above zero, e.g. 45m")
+    if seconds == math.inf:
+        raise InputError(f"duration {shown(text)} is too large", "give a duration such as 45m, 1h30m or 2d")
     return seconds
 
 
