@@ -187,6 +187,13 @@ def spark_size(text: object, unit: str = "b") -> int | None:
     return int(round(size)) if size < 2**63 else None
 
 
+def spark_size_has_fraction(text: object) -> bool:
+    """Whether ``text`` is a size :func:`spark_size` reads that is written with a fraction
+    (``1.5g``), which Spark itself refuses (``JavaUtils``: "Fractional values are not supported")."""
+    m = _SPARK_SIZE.fullmatch(str(text)) if text is not None else None
+    return m is not None and "." in m.group(1)
+
+
 #: Spark refuses to start an executor with less memory than this (``UnifiedMemoryManager``:
 #: 1.5 x its 300 MiB of reserved memory, "Executor memory ... must be at least 471859200"), so
 #: advice for a smaller executor describes a run that cannot happen.

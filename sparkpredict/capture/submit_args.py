@@ -9,7 +9,6 @@ before a submit and the listener's own attach read them too.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -436,25 +435,20 @@ def check_application(spark_submit_args: list[str]) -> None:
                          f"folder, {os.getcwd()})")
 
 
-#: A size with a fraction (``1.5g``): Spark's byte strings are whole numbers (JavaUtils
-#: refuses "Fractional values are not supported")
-_FRACTIONAL_SIZE = re.compile(r"\s*[0-9]*\.[0-9]+\s*[a-zA-Z]*\s*")
-
-
 def check_memory(spark_submit_args: list[str]) -> None:
     """Raise InputError for a driver or executor memory with a fraction (``--executor-memory
     1.5g``, or ``spark.executor.memory`` in ``--conf`` or a properties file), which spark-submit
     refuses only after its JVM started ("Executor memory must be a positive number"): with
     ``--executors auto`` after an advice fitted for executors of that size."""
+    from ..units import spark_size, spark_size_has_fraction
+
     opts, _ = _split(list(spark_submit_args))
     conf = _spark_conf(opts)
     for option, key in (("--driver-memory", "spark.driver.memory"), ("--executor-memory", "spark.executor.memory")):
         given = _opt_value(opts, option)
         value, where = (given, f"{option} {given}") if given is not None else (conf.get(key), f"{key}={conf.get(key)}")
-        if value is None or not _FRACTIONAL_SIZE.fullmatch(value):
+        if not spark_size_has_fraction(value):
             continue
-        from ..units import spark_size
-
         size = spark_size(value, "m") or 0
         whole = f"{size // 2**20}m" if size >= 2**20 else f"{max(1, size // 2**10)}k"
         example = f"{option} {whole}" if given is not None else f"{key}={whole}"
