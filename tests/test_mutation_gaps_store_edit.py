@@ -4,6 +4,7 @@ an edit may give, the stamp an edit row wins by, and what the refusals name. Eac
 a small real store on disk; none starts a JVM."""
 from __future__ import annotations
 
+import json
 import time
 
 import pandas as pd
@@ -120,3 +121,86 @@ def test_include_restores_the_latest_status_though_an_earlier_row_has_none(tmp_p
     st.append(_runs({"run_id": "a", "status": "excluded", "updated_ms": 30}))
     new = store.edit_runs(st, ["a"], excluded=False)
     assert list(new["status"]) == ["failed"]
+
+
+# ---- sparkpredict store summary ----------------------------------------------------------------
+
+def test_the_summary_tables_cut_long_jobs_at_60_and_show_a_missing_start_as_a_dash(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    long = "x" * 70
+    st = _store(tmp_path, {"run_id": "a", "job": long, "start_ms": None, "wall_ms": 2000},
+                {"run_id": "b", "job": "j", "start_ms": 5 * DAY, "wall_ms": 4000})
+    assert main(["store", "summary", "--store", st.path]) == 0
+    out = capsys.readouterr().out.splitlines()
+    cut = "x" * 59 + "…"
+    row = next(ln for ln in out if ln.startswith(cut + " "))  # the per-job table: cut at 60
+    assert row.split() == [cut, "1", "1", "2.0s", "-"]  # no start recorded: "-", not "None"
+    # the latest runs' job column is as wide as its longest name, and at least as "job"
+    assert next(ln for ln in out if ln.startswith("b ")).split()[:3] == ["b", "j", "succeeded"]
+    head = next(ln for ln in out if ln.startswith("run_id"))
+    assert head.startswith("run_id " + "job".ljust(60) + " status")
+    assert main(["store", "summary", "--store", st.path, "--json"]) == 0
+    assert [j["job"] for j in json.loads(capsys.readouterr().out)["jobs"]] == ["j", long]
+
+
+def test_the_summary_lists_the_short_job_column_three_wide(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    st = _store(tmp_path, {"run_id": "a", "job": "j", "start_ms": 5 * DAY, "wall_ms": 2000})
+    assert main(["store", "summary", "--store", st.path]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2].startswith("job  runs    ok") and out[3].startswith("j       1     1")
+    at = out.index("latest 1 run:")
+    assert out[at + 1].startswith("run_id job status") and out[at + 2].startswith("a      j   succeeded")
+
+
+def test_the_summary_says_no_earlier_excluded_run_when_all_are_listed(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    st = _store(tmp_path, {"run_id": "a", "status": "excluded", "start_ms": 5 * DAY},
+                {"run_id": "b", "status": "excluded", "start_ms": 6 * DAY})
+    assert main(["store", "summary", "--store", st.path, "--last", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "excluded from training: 2 runs" in out and "earlier (--last lists more)" not in out
+    assert main(["store", "summary", "--store", st.path, "--last", "1"]) == 0
+    assert "  ... and 1 earlier (--last lists more)" in capsys.readouterr().out.splitlines()
+
+
+def test_the_summary_counts_an_input_of_one_byte_as_recorded(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    st = _store(tmp_path, {"run_id": "a", "input_bytes": 1}, {"run_id": "b", "input_bytes": 0})
+    assert main(["store", "summary", "--store", st.path, "--json"]) == 0
+    job = json.loads(capsys.readouterr().out)["jobs"][0]
+    assert (job["input_bytes_min"], job["input_bytes_max"]) == (1, 1)
+
+
+# ---- sparkpredict store clean / compact --------------------------------------------------------
+
+def test_a_clean_of_files_older_than_one_second_says_what_it_kept(tmp_path, capsys):
+    # any age above 0 keeps the younger files, and says so on stderr
+    from sparkpredict.cli import main
+
+    st = _store(tmp_path, {"run_id": "a"})
+    (tmp_path / "st" / "runs" / ".part-998-young.parquet.tmp").write_bytes(b"partial")
+    assert main(["store", "clean", "--store", st.path, "--older-than", "1h"]) == 0
+    err = capsys.readouterr().err
+    assert "kept 1 uncommitted file(s) modified in the last 1h" in err
+    assert main(["store", "clean", "--store", st.path, "--older-than", "1s", "--dry-run"]) == 0
+    assert "kept 1 uncommitted file(s) modified in the last 1s" in capsys.readouterr().err
+
+
+def test_a_compaction_that_merged_nothing_says_no_replaced_files_stay():
+    from sparkpredict.cli.store_cmd import compact_lines
+    from sparkpredict.store.compact import CompactResult
+
+    r = CompactResult(store="/s", batches_before=3, batches_after=3, merged=0, written=0,
+                      merged_bytes=0, going=0, keep_s=600.0)
+    assert compact_lines(r) == [("store /s: nothing to merge in its 3 batches: none is small and next to "
+                                 "another small one")]
+    # batches left alone are the reason: "none is small" would be wrong then
+    going = CompactResult(store="/s", batches_before=3, batches_after=3, merged=0, written=0,
+                          merged_bytes=0, going=2, keep_s=600.0)
+    assert compact_lines(going) == ["store /s: nothing to merge in its 3 batches",
+                                    "left alone: 2 batches of runs still going; a later compact takes them"]
