@@ -151,6 +151,7 @@ def test_the_summary_lists_the_short_job_column_three_wide(tmp_path, capsys):
     assert main(["store", "summary", "--store", st.path]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[2].startswith("job  runs    ok") and out[3].startswith("j       1     1")
+    assert out[3].endswith("  1970-01-06 00:00")
     at = out.index("latest 1 run:")
     assert out[at + 1].startswith("run_id job status") and out[at + 2].startswith("a      j   succeeded")
 
@@ -163,8 +164,41 @@ def test_the_summary_says_no_earlier_excluded_run_when_all_are_listed(tmp_path, 
     assert main(["store", "summary", "--store", st.path, "--last", "2"]) == 0
     out = capsys.readouterr().out
     assert "excluded from training: 2 runs" in out and "earlier (--last lists more)" not in out
+    assert "\n  a      j\n  b      j\n" in out  # the ids' column at least as wide as "run_id"
     assert main(["store", "summary", "--store", st.path, "--last", "1"]) == 0
     assert "  ... and 1 earlier (--last lists more)" in capsys.readouterr().out.splitlines()
+
+
+def test_the_summary_of_an_empty_store_exits_0_and_lists_10_runs_by_default(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    path = str(tmp_path / "st")
+    store.open(path, create=True)
+    assert main(["store", "summary", "--store", path]) == 0
+    assert capsys.readouterr().out == f"store {path}: 0 runs\n"
+    st = store.open(path)
+    st.append(_runs(*({"run_id": f"r{i:02}", "start_ms": (i + 1) * DAY} for i in range(11))))
+    assert main(["store", "summary", "--store", path]) == 0
+    out = capsys.readouterr().out
+    assert "latest 10 runs:" in out and "\nr00 " not in out and "\nr01 " in out
+
+
+def test_a_zero_input_leaves_a_column_of_binary_sizes_binary(tmp_path, capsys):
+    # 0 is no size recorded: it neither shows nor turns the column decimal
+    from sparkpredict.cli import main
+
+    st = _store(tmp_path, {"run_id": "a", "input_bytes": 8 * 2**20}, {"run_id": "b", "input_bytes": 0})
+    assert main(["store", "summary", "--store", st.path]) == 0
+    rows = {ln.split()[0]: ln.split()[3:5] for ln in capsys.readouterr().out.splitlines() if ln[:2] in ("a ", "b ")}
+    assert rows == {"a": ["8", "MiB"], "b": ["-", "-"]}
+
+
+def test_an_edit_from_an_input_of_one_byte_tells_it_as_a_size(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    st = _store(tmp_path, {"run_id": "a", "input_bytes": 1})
+    assert main(["store", "edit", "a", "--input-size", "2", "--store", st.path]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "a: input 1 B -> 2 B (declared)"
 
 
 def test_the_summary_counts_an_input_of_one_byte_as_recorded(tmp_path, capsys):
@@ -172,8 +206,15 @@ def test_the_summary_counts_an_input_of_one_byte_as_recorded(tmp_path, capsys):
 
     st = _store(tmp_path, {"run_id": "a", "input_bytes": 1}, {"run_id": "b", "input_bytes": 0})
     assert main(["store", "summary", "--store", st.path, "--json"]) == 0
-    job = json.loads(capsys.readouterr().out)["jobs"][0]
+    out = capsys.readouterr().out
+    assert out.startswith('{\n  "store": ')
+    job = json.loads(out)["jobs"][0]
     assert (job["input_bytes_min"], job["input_bytes_max"]) == (1, 1)
+    assert {r["run_id"]: r["input_bytes"] for r in json.loads(out)["latest"]} == {"a": 1, "b": None}
+    # in the latest runs' table: 1 byte is a size, 0 none
+    assert main(["store", "summary", "--store", st.path]) == 0
+    rows = {ln.split()[0]: ln.split()[3] for ln in capsys.readouterr().out.splitlines() if ln[:2] in ("a ", "b ")}
+    assert rows == {"a": "1", "b": "-"}
 
 
 # ---- sparkpredict store clean / compact --------------------------------------------------------
@@ -191,6 +232,32 @@ def test_a_clean_of_files_older_than_one_second_says_what_it_kept(tmp_path, caps
     assert "kept 1 uncommitted file(s) modified in the last 1s" in capsys.readouterr().err
 
 
+def test_a_young_artifact_of_a_retrain_not_marked_running_is_kept_as_young(tmp_path, capsys):
+    # only a retrain's running marker says "marked running": a killed retrain's artifact
+    # without one is kept for its age alone
+    from sparkpredict import registry as R
+    from sparkpredict.cli import main
+
+    st = _store(tmp_path, {"run_id": "a"})
+    art = tmp_path / "st" / "_models" / R.artifact_relpath("j", "runtime", 1, R.new_retrain_id())
+    art.parent.mkdir(parents=True, exist_ok=True)
+    art.write_text("{}")
+    assert main(["store", "clean", "--store", st.path, "--dry-run"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        ("kept 1 uncommitted file(s) modified in the last 10m, in case their writer is still at work; "
+         "pass --older-than 0 if none is running")]
+
+
+def test_store_compact_and_edit_json_exit_0_and_print_indented_json(tmp_path, capsys):
+    from sparkpredict.cli import main
+
+    st = _store(tmp_path, {"run_id": "a"})
+    assert main(["store", "compact", "--store", st.path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["merged"] == 0
+    assert main(["store", "edit", "a", "--exclude", "--store", st.path, "--json"]) == 0
+    assert capsys.readouterr().out.startswith('{\n  "store": ')
+
+
 def test_a_compaction_that_merged_nothing_says_no_replaced_files_stay():
     from sparkpredict.cli.store_cmd import compact_lines
     from sparkpredict.store.compact import CompactResult
@@ -199,6 +266,11 @@ def test_a_compaction_that_merged_nothing_says_no_replaced_files_stay():
                       merged_bytes=0, going=0, keep_s=600.0)
     assert compact_lines(r) == [("store /s: nothing to merge in its 3 batches: none is small and next to "
                                  "another small one")]
+    # any keep above 0 says how long the replaced files stay
+    kept = CompactResult(store="/s", batches_before=3, batches_after=1, merged=3, written=1,
+                         merged_bytes=3000, going=0, keep_s=1.0)
+    assert compact_lines(kept)[-1] == ("the replaced batches' files stay 1.0s for readers still reading them; "
+                                       "the next compact or `store clean` removes them")
     # batches left alone are the reason: "none is small" would be wrong then
     going = CompactResult(store="/s", batches_before=3, batches_after=3, merged=0, written=0,
                           merged_bytes=0, going=2, keep_s=600.0)
