@@ -276,3 +276,29 @@ def test_a_compaction_that_merged_nothing_says_no_replaced_files_stay():
                           merged_bytes=0, going=2, keep_s=600.0)
     assert compact_lines(going) == ["store /s: nothing to merge in its 3 batches",
                                     "left alone: 2 batches of runs still going; a later compact takes them"]
+
+
+# ---- store.compact -----------------------------------------------------------------------------
+
+def test_pending_counts_a_batch_under_half_the_target_and_not_one_of_exactly_half(tmp_path):
+    from sparkpredict.store import compact as C
+
+    st = _store(tmp_path, {"run_id": "a"})
+    size = sum(p.stat().st_size for p in (tmp_path / "st").rglob("*.parquet"))
+    assert C.pending(st, target_bytes=2 * size) == 0
+    assert C.pending(st, target_bytes=2 * size + 1) == 1
+
+
+def test_a_group_fills_up_to_the_target_exactly():
+    from sparkpredict.store import compact as C
+
+    assert C._groups(["a", "b", "c", "d"], set(), dict.fromkeys("abcd", 1), 4) == [["a", "b", "c", "d"]]
+
+
+def test_a_compaction_keeps_the_replaced_files_10_minutes_by_default(tmp_path):
+    from sparkpredict.store import compact as C
+
+    st = _store(tmp_path, {"run_id": "a"})
+    st.append(_runs({"run_id": "b"}))
+    r = C.compact(st)
+    assert r.merged == 2 and r.keep_s == 600.0
