@@ -224,10 +224,12 @@ def test_a_clean_of_files_older_than_one_second_says_what_it_kept(tmp_path, caps
     from sparkpredict.cli import main
 
     st = _store(tmp_path, {"run_id": "a"})
-    (tmp_path / "st" / "runs" / ".part-998-young.parquet.tmp").write_bytes(b"partial")
+    young = tmp_path / "st" / "runs" / ".part-998-young.parquet.tmp"
+    young.write_bytes(b"partial")
     assert main(["store", "clean", "--store", st.path, "--older-than", "1h"]) == 0
     err = capsys.readouterr().err
     assert "kept 1 uncommitted file(s) modified in the last 1h" in err
+    young.touch()  # the clean lists it well within the second
     assert main(["store", "clean", "--store", st.path, "--older-than", "1s", "--dry-run"]) == 0
     assert "kept 1 uncommitted file(s) modified in the last 1s" in capsys.readouterr().err
 
