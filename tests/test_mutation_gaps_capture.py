@@ -1,0 +1,158 @@
+"""Mutation-audit gaps of capture and sweep planning: building the listener jar (its cache key,
+its contents, a failing compiler), the listener's settings and store checks, event-log reading
+(listener.py, eventlog.py) and a sweep's up-front checks (sweep_plan.py, sweep.py). Each test
+pins a boundary that a mutant of that code passed every other JVM-free test with."""
+from __future__ import annotations
+
+import hashlib
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from sparkpredict import __version__
+from sparkpredict.capture import listener
+from sparkpredict.errors import ListenerError
+
+# ---- building the jar (a stand-in javac: the real one takes seconds, and is tested elsewhere) ----
+
+_FAKE_JAVAC = """#!/bin/sh
+echo "$@" >> "{log}"
+{body}
+"""
+_WRITES_A_CLASS = """while [ $# -gt 0 ]; do
+  if [ "$1" = "-d" ]; then d="$2"; fi
+  shift
+done
+mkdir -p "$d/io/sparkpredict" && printf 'CAFEBABE' > "$d/io/sparkpredict/SparkPredictListener.class"
+"""
+
+
+def _jdk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> Path:
+    """A JAVA_HOME whose javac runs ``body`` and logs its arguments, one call a line; a fresh cache."""
+    home = tmp_path / "jdk"
+    (home / "bin").mkdir(parents=True)
+    log = tmp_path / "javac.log"
+    javac = home / "bin" / "javac"
+    javac.write_text(_FAKE_JAVAC.format(log=log, body=body))
+    javac.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    return log
+
+
+def _digest(src: Path) -> str:
+    """The cache key's source hash, computed here as the docs describe it: every .java file's
+    path and bytes, and the package version."""
+    h = hashlib.sha256()
+    for f in sorted(src.rglob("*.java")):
+        h.update(f.relative_to(src).as_posix().encode() + b"\0" + f.read_bytes())
+    h.update(__version__.encode())
+    return h.hexdigest()[:16]
+
+
+def test_a_failing_javac_is_a_listener_error_quoting_its_output_and_caches_no_jar(tmp_path, monkeypatch):
+    _jdk(tmp_path, monkeypatch, 'echo "SparkPredictListener.java:7: error: boom" >&2\nexit 1')
+    with pytest.raises(ListenerError) as info:
+        listener.build_listener()
+    assert info.value.message == "javac failed building the listener:\nSparkPredictListener.java:7: error: boom\n"
+    assert not list((tmp_path / "cache" / "listener").glob("*.jar"))
+
+
+def test_the_jar_is_keyed_by_version_spark_and_source_hash_and_built_once(tmp_path, monkeypatch):
+    log = _jdk(tmp_path, monkeypatch, _WRITES_A_CLASS)
+    src = listener.java_source_dir()
+    spark = listener.spark_version()
+    jar = listener.build_listener()
+    assert jar == tmp_path / "cache" / "listener" / f"sparkpredict-listener-{__version__}-spark{spark}-{_digest(src)}.jar"
+    with zipfile.ZipFile(jar) as z:
+        assert sorted(z.namelist()) == ["META-INF/MANIFEST.MF", "io/sparkpredict/SparkPredictListener.class",
+                                        "io/sparkpredict/build.properties"]
+        manifest = z.read("META-INF/MANIFEST.MF").decode()
+        props = z.read("io/sparkpredict/build.properties").decode()
+    assert f"Source-Hash: {_digest(src)}\n" in manifest and f"Spark-Version: {spark}\n" in manifest
+    assert props == f"sparkpredict_version={__version__}\nspark_version={spark}\nsource_hash={_digest(src)}\n"
+    # compiled against the installed pyspark's jars, every source file given
+    args = log.read_text().splitlines()
+    assert len(args) == 1
+    words = args[0].split()
+    assert words[words.index("-cp") + 1] == str(listener.pyspark_home() / "jars" / "*")
+    assert sum(w.endswith(".java") for w in words) == len(list(src.rglob("*.java")))
+    assert not [p for p in jar.parent.iterdir() if p != jar]  # no temporary file left beside it
+    # cached: a second build compiles nothing; force compiles again, into the same name
+    assert listener.build_listener() == jar and len(log.read_text().splitlines()) == 1
+    assert listener.build_listener(force=True) == jar and len(log.read_text().splitlines()) == 2
+
+
+def test_an_edited_source_is_another_jar(tmp_path, monkeypatch):
+    import shutil
+
+    _jdk(tmp_path, monkeypatch, _WRITES_A_CLASS)
+    first = listener.build_listener()
+    copy = tmp_path / "src"
+    shutil.copytree(listener.java_source_dir(), copy)
+    monkeypatch.setenv(listener.SRC_ENV, str(copy))
+    assert listener.java_source_dir() == copy
+    assert listener.build_listener() == first  # the same bytes: the same jar
+    f = copy / "io" / "sparkpredict" / "SparkPredictListener.java"
+    f.write_text(f.read_text() + "\n// edited\n")
+    second = listener.build_listener()
+    assert second != first and second.name.endswith(f"-{_digest(copy)}.jar") and first.is_file()
+
+
+# ---- the JVM's file-name charset, and Spark Connect ------------------------------------------
+
+@pytest.mark.skipif(os.uname().sysname == "Darwin", reason="the JDK names files in UTF-8 on macOS")
+def test_the_jvm_path_encoding_follows_the_locale_as_the_jdk_does():
+    enc = listener.jvm_path_encoding
+    for plain in ({}, {"LC_ALL": "C"}, {"LC_ALL": "POSIX", "LANG": "en_US.UTF-8"}, {"LANG": ""}):
+        assert enc(plain) == "ascii", plain
+    # LC_ALL, else LC_CTYPE, else LANG; an empty one is not set
+    assert enc({"LC_ALL": "", "LC_CTYPE": "de_DE.ISO-8859-1", "LANG": "en_US.UTF-8"}) == "iso8859-1"
+    assert enc({"LANG": "de_DE.utf8@euro"}) == "utf-8"
+    assert enc({"LANG": "en_US"}) is None and enc({"LANG": "en_US.NOPE-42"}) is None
+    # what the refusal then says: a store the JVM would name otherwise, under C only
+    with pytest.raises(Exception, match="another folder than Python"):
+        listener.check_store_nameable("/data/ünï", enc({"LC_ALL": "C"}))
+    listener.check_store_nameable("/data/ünï", enc({"LC_ALL": "C.UTF-8"}))
+    listener.check_store_nameable("/data/plain", enc({"LC_ALL": "C"}))
+    listener.check_store_nameable("/data/ünï", None)  # a charset that cannot be told: not refused
+    listener.check_store_nameable("/data/ünï", "no-such-charset")
+
+
+def test_a_connect_remote_is_refused_whatever_the_api_mode_says():
+    remote = {"spark.remote": "sc://host:15002", "spark.master": "local[2]"}
+    with pytest.raises(ListenerError, match="sc://host:15002"):
+        listener._refuse_connect(remote)
+    with pytest.raises(ListenerError, match="sc://host:15002"):
+        listener._refuse_connect({**remote, "spark.api.mode": "connect"})
+    # api.mode=connect alone runs a local Connect server on the master: recorded, no refusal
+    listener._refuse_connect({"spark.api.mode": "Connect ", "spark.master": "local[2]"})
+    with pytest.raises(ListenerError, match="sc://m:1"):
+        listener._refuse_connect({"spark.api.mode": "connect", "spark.master": "sc://m:1"})
+
+
+def test_the_executor_class_path_keeps_the_users_entries_then_adds_ours_once():
+    sep = os.pathsep
+    assert listener.merged_classpath(None, "/c/l.jar") == "/c/l.jar"
+    assert listener.merged_classpath(f"/u/a.jar{sep}{sep}/c/l.jar", "/c/l.jar") == f"/u/a.jar{sep}/c/l.jar"
+    assert listener.merged_classpath("/u/a.jar", f"/c/l.jar{sep}/u/a.jar") == f"/u/a.jar{sep}/c/l.jar"
+    # spark.jars: a started JVM's file: URI of a jar is the jar (not added twice), other lists join
+    assert listener.merged_list(" a.jar , ,file://localhost/c/l.jar", "/c/l.jar") == "a.jar,file://localhost/c/l.jar"
+    assert listener.merged_list(None, "io.L") == "io.L"
+
+
+def test_a_store_folder_of_tables_and_hidden_temporaries_is_no_foreign_folder(tmp_path):
+    """A store the listener began (a table folder, no marker yet) with another writer's hidden
+    temporary file beside it is still the store's folder; one ordinary file makes it foreign."""
+    from sparkpredict.errors import StoreError
+    from sparkpredict.store.schema import TABLES
+
+    store = tmp_path / "store"
+    (store / min(TABLES)).mkdir(parents=True)
+    (store / ".part-0.parquet.tmp").write_text("x")
+    assert listener.check_store(str(store)) is None
+    (store / "notes.txt").write_text("x")
+    with pytest.raises(StoreError, match=r"not a sparkpredict store: .*notes\.txt"):
+        listener.check_store(str(store))
