@@ -156,3 +156,126 @@ def test_a_store_folder_of_tables_and_hidden_temporaries_is_no_foreign_folder(tm
     (store / "notes.txt").write_text("x")
     with pytest.raises(StoreError, match=r"not a sparkpredict store: .*notes\.txt"):
         listener.check_store(str(store))
+
+
+# ---- event logs ----------------------------------------------------------------------------
+
+_LOGS = Path(__file__).parent / "data" / "eventlogs"
+
+
+def test_peeking_at_a_logs_start_names_the_run_the_full_parse_stores(tmp_path):
+    from sparkpredict.capture.eventlog import parse_event_log, peek_run_id
+    from sparkpredict.capture.eventlog_files import LogSource, single_log
+
+    for name in ("aqe_executors_killed_spark4.zstd", "rp_nosql_eventlog.json"):
+        path = str(_LOGS / name)
+        assert peek_run_id(single_log(path)) == parse_event_log(path).run_id
+    # the start not among the first lines: unknown, not a guess
+    late = tmp_path / "late.json"
+    late.write_text('{"Event":"SparkListenerLogStart","Spark Version":"4.0.0"}\n' * 70
+                    + (_LOGS / "rp_nosql_eventlog.json").read_text())
+    assert peek_run_id(single_log(str(late))) is None
+    assert peek_run_id(LogSource(path=str(tmp_path), files=[], in_progress=False, app_hint="x")) is None
+
+
+def test_a_plain_logs_uncompressed_bytes_are_its_size_and_an_empty_in_progress_log_is_not_written_yet(tmp_path):
+    from sparkpredict.capture.eventlog import NotWrittenYet, parse_event_log
+
+    path = _LOGS / "rp_nosql_eventlog.json"
+    parsed = parse_event_log(path)
+    assert parsed.bytes_uncompressed == path.stat().st_size
+    assert parsed.lines == len(path.read_bytes().splitlines())
+    fresh = tmp_path / "app-20260101000000-0001.inprogress"
+    fresh.write_bytes(b"")
+    with pytest.raises(NotWrittenYet, match="has not written its first event yet"):
+        parse_event_log(fresh)
+
+
+# ---- a sweep's up-front checks ----------------------------------------------------------------
+
+@pytest.fixture
+def two_cores(monkeypatch):
+    """A 2-core machine with 10,000 MiB available, as the sweep's checks see it."""
+    from sparkpredict import sweep_plan as P
+
+    monkeypatch.setattr(P.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(P, "_mem_available_mb", lambda: 10_000.0)
+    return P
+
+
+def test_a_local_sweep_may_start_four_task_slots_per_core_and_no_more(two_cores):
+    from sparkpredict.errors import WorkloadError
+
+    P = two_cores
+    assert [P.most_local_executors(c) for c in (0, 1, 2, 3, 8, 9)] == [8, 8, 4, 2, 1, 0]
+    P.check_capacity("local[8]", 8, 1, 1024)  # at the limit
+    with pytest.raises(WorkloadError, match=r"local\[9\] asks for 9 task threads on a 2-core machine") as e:
+        P.check_capacity("local[9]", 9, 1, 1024)
+    assert e.value.fix == "use at most 8 executors with a local master"
+    P.check_capacity("local[*]", 1, 1, 1024)
+    P.check_capacity("local-cluster[4,2,1024]", 4, 2, 1024)
+    with pytest.raises(WorkloadError) as e:
+        P.check_capacity("local-cluster[5,2,1024]", 5, 2, 1024)
+    assert e.value.message == ("local-cluster[5,2,1024] asks for 5 executors x 2 cores = 10 cores; this machine "
+                               "has 2 and a local sweep may start at most 8")
+    assert e.value.fix.startswith("use at most 4 executors here")
+
+
+def test_a_local_cluster_needs_its_executors_memory_and_the_jvms_overhead(two_cores, monkeypatch):
+    from sparkpredict.errors import WorkloadError
+
+    P = two_cores
+    P.check_capacity("local-cluster[1,1,1024]", 1, 1, 1024)  # a worker exactly the executor's size
+    with pytest.raises(WorkloadError, match="gives each worker 1023 MiB, less than the executors' 1024 MiB"):
+        P.check_capacity("local-cluster[1,1,1023]", 1, 1, 1024)
+    exactly = 2 * (1024 + P.JVM_OVERHEAD_MB)
+    monkeypatch.setattr(P, "_mem_available_mb", lambda: float(exactly))
+    P.check_capacity("local-cluster[2,1,1024]", 2, 1, 1024)
+    with pytest.raises(WorkloadError) as e:
+        P.check_capacity("local-cluster[3,1,1024]", 3, 1, 1024)
+    assert e.value.message == (f"local-cluster[3,1,1024] needs about {3 * (1024 + P.JVM_OVERHEAD_MB)} MiB for 3 "
+                               f"executor JVMs; {exactly} MiB is available")
+    assert e.value.fix.startswith("use at most 2 executors")
+
+
+@pytest.mark.skipif(not Path("/proc/meminfo").is_file(), reason="Linux's /proc/meminfo")
+def test_the_memory_available_is_read_from_meminfo_in_mib():
+    from sparkpredict import sweep_plan as P
+
+    kb = [int(x.split()[1]) for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemAvailable:")]
+    # the machine's memory moves between the two reads: within 64 MiB
+    assert abs(P._mem_available_mb() - kb[0] / 1024) < 64
+
+
+def test_a_sweep_needs_a_repeat_a_core_and_256_mib_per_executor():
+    from sparkpredict import sweep_plan as P
+    from sparkpredict.errors import InputError
+
+    plan = P.plan_sweep("sort", "1MB", "1,2", repeats=1, master="local", executor_cores=1, executor_memory_mb=256)
+    assert [(c.executors, c.repeat, c.master) for c in plan.combos] == [(1, 0, "local[1]"), (2, 0, "local[2]")]
+    for bad in ({"repeats": 0}, {"executor_cores": 0}, {"executor_memory_mb": 255}):
+        with pytest.raises(InputError):
+            P.plan_sweep("sort", "1MB", "1", master="local", **bad)
+
+
+def test_an_in_progress_log_without_its_start_is_dead_after_an_hour_unwritten(tmp_path):
+    import time
+
+    from sparkpredict.capture.eventlog import (
+        DIED_BEFORE_START_S,
+        NotWrittenYet,
+        parse_event_log,
+    )
+    from sparkpredict.errors import IngestError
+
+    log = tmp_path / "app-20260101000000-0002.inprogress"
+    log.write_text('{"Event":"SparkListenerLogStart","Spark Version":"4.0.0"}\n')
+    young = time.time() - DIED_BEFORE_START_S + 120
+    os.utime(log, (young, young))
+    with pytest.raises(NotWrittenYet, match="Spark has not written it yet"):
+        parse_event_log(log)
+    old = time.time() - DIED_BEFORE_START_S - 120
+    os.utime(log, (old, old))
+    with pytest.raises(IngestError, match="its application seems to have died before it started") as e:
+        parse_event_log(log)
+    assert not isinstance(e.value, NotWrittenYet) and f"rm {log}" in e.value.fix
