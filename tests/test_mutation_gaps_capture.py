@@ -279,3 +279,55 @@ def test_an_in_progress_log_without_its_start_is_dead_after_an_hour_unwritten(tm
     with pytest.raises(IngestError, match="its application seems to have died before it started") as e:
         parse_event_log(log)
     assert not isinstance(e.value, NotWrittenYet) and f"rm {log}" in e.value.fix
+
+
+def test_the_default_sweep_is_local_cluster_executors_of_one_core_and_1024_mib(two_cores):
+    from sparkpredict.errors import WorkloadError
+
+    P = two_cores
+    plan = P.plan_sweep("sort", "1MB", "1,2")
+    assert (plan.master_template, plan.executor_cores, plan.executor_memory_mb) == (P.DEFAULT_MASTER, 1, 1024)
+    assert plan.job == "sort"  # the runs are recorded under the workload's name
+    assert [c.master for c in plan.combos] == ["local-cluster[1,1,1024]", "local-cluster[2,1,1024]"]
+    assert plan.combos[0].key("sort") == "sort|1000000|1|0|local-cluster[1,1,1024]|seed=0|cores=1|memory_mb=1024"
+    with pytest.raises(WorkloadError, match=r"gives each worker 2 core\(s\) but --executor-cores is 1"):
+        P.plan_sweep("sort", "1MB", "1", master="local-cluster[{executors},2,{memory_mb}]")
+    P.plan_sweep("sort", "1MB", "1", master="local-cluster[{executors},2,{memory_mb}]", executor_cores=2)
+
+
+def test_a_fixed_local_master_names_the_threads_it_runs_every_run_on(two_cores):
+    from sparkpredict.errors import WorkloadError
+
+    P = two_cores
+    with pytest.raises(WorkloadError) as e:
+        P.plan_sweep("sort", "1MB", "1,2", master="local[*]")
+    assert e.value.message == ("--master 'local[*]' runs every run on as many task threads as the machine has "
+                               "cores, so the runs at 1, 2 executor(s) would be recorded as setups they are not")
+    assert e.value.fix.endswith("E task threads for E executors)")
+    with pytest.raises(WorkloadError) as e:
+        P.plan_sweep("sort", "1MB", "1,2,3", master="local[2]")
+    assert "runs every run on 2 task thread(s), so the runs at 1, 3 executor(s)" in e.value.message
+    assert e.value.fix.endswith(", or --executors 2")
+    with pytest.raises(WorkloadError) as e:
+        P.plan_sweep("sort", "1MB", "1,2", master="local-cluster[2,{cores},{memory_mb}]")
+    assert "starts 2 executor(s) in every run, so the runs at 1 executor(s)" in e.value.message
+
+
+def test_a_sweeps_too_long_list_of_counts_names_no_option_only_suggest_has():
+    from sparkpredict import sweep_plan as P
+    from sparkpredict.errors import InputError
+
+    with pytest.raises(InputError, match="holds 20,000 counts") as e:
+        P.plan_sweep("sort", "1MB", "1-20000", master="local")
+    assert e.value.fix == "list fewer counts (e.g. 1,2,4,8,16,32)"
+
+
+def test_a_machine_whose_cores_cannot_be_counted_is_taken_for_one_core(monkeypatch):
+    from sparkpredict import sweep_plan as P
+    from sparkpredict.errors import WorkloadError
+
+    monkeypatch.setattr(P.os, "cpu_count", lambda: None)
+    assert P.most_local_executors(1) == P.OVERSUBSCRIBE
+    P.check_capacity(f"local[{P.OVERSUBSCRIBE}]", P.OVERSUBSCRIBE, 1, 1024)
+    with pytest.raises(WorkloadError, match="task threads on a 1-core machine"):
+        P.check_capacity(f"local[{P.OVERSUBSCRIBE + 1}]", P.OVERSUBSCRIBE + 1, 1, 1024)
