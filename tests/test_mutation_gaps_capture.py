@@ -331,3 +331,23 @@ def test_a_machine_whose_cores_cannot_be_counted_is_taken_for_one_core(monkeypat
     P.check_capacity(f"local[{P.OVERSUBSCRIBE}]", P.OVERSUBSCRIBE, 1, 1024)
     with pytest.raises(WorkloadError, match="task threads on a 1-core machine"):
         P.check_capacity(f"local[{P.OVERSUBSCRIBE + 1}]", P.OVERSUBSCRIBE + 1, 1, 1024)
+
+
+def test_only_a_succeeded_run_of_the_workload_counts_as_done_for_a_resume(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from sparkpredict import sweep as S
+    from sparkpredict.store import io as store_io
+
+    key = "sort|1000000|1|0|local[1]|seed=0"
+    rows = [("sort", "succeeded", {S.KEY_SWEEP: key}), ("sort", "failed", {S.KEY_SWEEP: key + "x"}),
+            ("sort", "incomplete", {S.KEY_SWEEP: key + "y"}), ("wordcount", "succeeded", {S.KEY_SWEEP: key + "z"}),
+            ("sort", "succeeded", None)]
+    n = len(rows)
+    store_io.open(tmp_path / "s", create=True).append({"runs": pd.DataFrame({
+        "run_id": [f"r{i}" for i in range(n)], "app_id": [f"r{i}" for i in range(n)],
+        "job": [r[0] for r in rows], "status": [r[1] for r in rows],
+        "properties_json": [json.dumps(r[2]) if r[2] else "" for r in rows], "updated_ms": [1] * n})})
+    assert S.recorded_keys(str(tmp_path / "s"), "sort", create=False) == {key}
