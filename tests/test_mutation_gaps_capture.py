@@ -15,31 +15,33 @@ from sparkpredict import __version__
 from sparkpredict.capture import listener
 from sparkpredict.errors import ListenerError
 
-# ---- building the jar (a stand-in javac: the real one takes seconds, and is tested elsewhere) ----
+# ---- building the jar (the real javac, counted by a spy around subprocess.run) ------------------
 
-_FAKE_JAVAC = """#!/bin/sh
-echo "$@" >> "{log}"
-{body}
-"""
-_WRITES_A_CLASS = """while [ $# -gt 0 ]; do
-  if [ "$1" = "-d" ]; then d="$2"; fi
-  shift
-done
-mkdir -p "$d/io/sparkpredict" && printf 'CAFEBABE' > "$d/io/sparkpredict/SparkPredictListener.class"
-"""
+def _javac_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """A fresh cache, and the javac command lines build_listener runs from now on (each still runs)."""
+    import subprocess
 
-
-def _jdk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> Path:
-    """A JAVA_HOME whose javac runs ``body`` and logs its arguments, one call a line; a fresh cache."""
-    home = tmp_path / "jdk"
-    (home / "bin").mkdir(parents=True)
-    log = tmp_path / "javac.log"
-    javac = home / "bin" / "javac"
-    javac.write_text(_FAKE_JAVAC.format(log=log, body=body))
-    javac.chmod(0o755)
-    monkeypatch.setenv("JAVA_HOME", str(home))
     monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
-    return log
+    calls: list[list[str]] = []
+    real = subprocess.run
+
+    def spy(cmd, *args, **kwargs):
+        if Path(str(cmd[0])).name == "javac":
+            calls.append([str(c) for c in cmd])
+        return real(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(listener.subprocess, "run", spy)
+    return calls
+
+
+def _source_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    import shutil
+
+    copy = tmp_path / "src"
+    shutil.copytree(listener.java_source_dir(), copy)
+    monkeypatch.setenv(listener.SRC_ENV, str(copy))
+    assert listener.java_source_dir() == copy
+    return copy
 
 
 def _digest(src: Path) -> str:
@@ -53,52 +55,48 @@ def _digest(src: Path) -> str:
 
 
 def test_a_failing_javac_is_a_listener_error_quoting_its_output_and_caches_no_jar(tmp_path, monkeypatch):
-    _jdk(tmp_path, monkeypatch, 'echo "SparkPredictListener.java:7: error: boom" >&2\nexit 1')
+    calls = _javac_calls(tmp_path, monkeypatch)
+    f = _source_copy(tmp_path, monkeypatch) / "io" / "sparkpredict" / "Row.java"
+    f.write_text(f.read_text() + "\nclass Broken { int x = ; }\n")
     with pytest.raises(ListenerError) as info:
         listener.build_listener()
-    assert info.value.message == "javac failed building the listener:\nSparkPredictListener.java:7: error: boom\n"
+    assert len(calls) == 1
+    head, _, said = info.value.message.partition("\n")
+    assert head == "javac failed building the listener:"
+    assert "Row.java" in said and "error:" in said  # the compiler's own words
+    assert "fix the reported error" in info.value.fix
     assert not list((tmp_path / "cache" / "listener").glob("*.jar"))
 
 
-def test_the_jar_is_keyed_by_version_spark_and_source_hash_and_built_once(tmp_path, monkeypatch):
-    log = _jdk(tmp_path, monkeypatch, _WRITES_A_CLASS)
-    src = listener.java_source_dir()
+def test_the_jar_is_keyed_by_version_spark_and_source_hash_built_once_and_again_for_edited_source(
+        tmp_path, monkeypatch):
+    calls = _javac_calls(tmp_path, monkeypatch)
+    src = _source_copy(tmp_path, monkeypatch)
     spark = listener.spark_version()
     jar = listener.build_listener()
     assert jar == tmp_path / "cache" / "listener" / f"sparkpredict-listener-{__version__}-spark{spark}-{_digest(src)}.jar"
     with zipfile.ZipFile(jar) as z:
-        assert sorted(z.namelist()) == ["META-INF/MANIFEST.MF", "io/sparkpredict/SparkPredictListener.class",
-                                        "io/sparkpredict/build.properties"]
+        names = set(z.namelist())
         manifest = z.read("META-INF/MANIFEST.MF").decode()
         props = z.read("io/sparkpredict/build.properties").decode()
+    # every source file compiled into it, beside the manifest and the build stamp
+    assert {f"io/sparkpredict/{f.stem}.class" for f in src.rglob("*.java")} <= names
+    assert {"META-INF/MANIFEST.MF", "io/sparkpredict/build.properties"} <= names
     assert f"Source-Hash: {_digest(src)}\n" in manifest and f"Spark-Version: {spark}\n" in manifest
     assert props == f"sparkpredict_version={__version__}\nspark_version={spark}\nsource_hash={_digest(src)}\n"
     # compiled against the installed pyspark's jars, every source file given
-    args = log.read_text().splitlines()
-    assert len(args) == 1
-    words = args[0].split()
-    assert words[words.index("-cp") + 1] == str(listener.pyspark_home() / "jars" / "*")
-    assert sum(w.endswith(".java") for w in words) == len(list(src.rglob("*.java")))
+    (cmd,) = calls
+    assert cmd[cmd.index("-cp") + 1] == str(listener.pyspark_home() / "jars" / "*")
+    assert sum(w.endswith(".java") for w in cmd) == len(list(src.rglob("*.java")))
     assert not [p for p in jar.parent.iterdir() if p != jar]  # no temporary file left beside it
     # cached: a second build compiles nothing; force compiles again, into the same name
-    assert listener.build_listener() == jar and len(log.read_text().splitlines()) == 1
-    assert listener.build_listener(force=True) == jar and len(log.read_text().splitlines()) == 2
-
-
-def test_an_edited_source_is_another_jar(tmp_path, monkeypatch):
-    import shutil
-
-    _jdk(tmp_path, monkeypatch, _WRITES_A_CLASS)
-    first = listener.build_listener()
-    copy = tmp_path / "src"
-    shutil.copytree(listener.java_source_dir(), copy)
-    monkeypatch.setenv(listener.SRC_ENV, str(copy))
-    assert listener.java_source_dir() == copy
-    assert listener.build_listener() == first  # the same bytes: the same jar
-    f = copy / "io" / "sparkpredict" / "SparkPredictListener.java"
+    assert listener.build_listener() == jar and len(calls) == 1
+    assert listener.build_listener(force=True) == jar and len(calls) == 2
+    # an edited source is another jar; the first stays for whoever still runs it
+    f = src / "io" / "sparkpredict" / "Row.java"
     f.write_text(f.read_text() + "\n// edited\n")
     second = listener.build_listener()
-    assert second != first and second.name.endswith(f"-{_digest(copy)}.jar") and first.is_file()
+    assert len(calls) == 3 and second != jar and second.name.endswith(f"-{_digest(src)}.jar") and jar.is_file()
 
 
 # ---- the JVM's file-name charset, and Spark Connect ------------------------------------------
