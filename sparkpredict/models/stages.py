@@ -552,9 +552,12 @@ class StageRuntimeModel(RuntimeEstimator):
         if not rows:
             return pd.DataFrame(columns=["signature", "n", "er_stage", "er_task", "tasks_exact"])
         m = pd.concat(rows)
-        m = m[(m["stage_ms"] > 0) & (m["task_ms"] > 0)]
-        m["e_stage"] = (m["pred_stage_ms"] - m["stage_ms"]).abs() / m["stage_ms"]
-        m["e_task"] = (m["pred_task_ms"] - m["task_ms"]).abs() / m["task_ms"]
+        # an error relative to a recorded 0 ms is undefined: NaN, left out of that mean alone (a
+        # collect of one sub-ms task, recorded 0 ms, keeps the error of its 200 ms stage time)
+        m = m[(m["stage_ms"] > 0) | (m["task_ms"] > 0)]
+        real_stage, real_task = m["stage_ms"].where(m["stage_ms"] > 0), m["task_ms"].where(m["task_ms"] > 0)
+        m["e_stage"] = (m["pred_stage_ms"] - real_stage).abs() / real_stage
+        m["e_task"] = (m["pred_task_ms"] - real_task).abs() / real_task
         m["tasks_ok"] = m["num_tasks"] == m["num_tasks_pred"]
         return (m.groupby("signature").agg(n=("e_stage", "size"), real_stage_ms=("stage_ms", "mean"),
                                            er_stage=("e_stage", "mean"), er_task=("e_task", "mean"),

@@ -1,0 +1,166 @@
+"""Behaviours of the stage-level replay (models/simulate.py, timeline.py, replay.py) and of the
+stage model's errors and reference runs that a mutation audit found no test pinning
+(synthetic runs and hand-built timelines, no JVM)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from synthetic_runs import make_run, tables, wordcount_stages
+
+from sparkpredict.models.simulate import Timeline, replay
+from sparkpredict.models.stages import StageRuntimeModel
+
+GIB = 2**30
+
+
+def _wc(run_id: str, size: float, E: int = 4, C: int = 4, t0: int = 10**12):
+    return make_run(run_id, "wc", wordcount_stages(size, E, C), E, C, size, t0=t0)
+
+
+@pytest.fixture(scope="module")
+def held_out():
+    """Word counts of 1, 2 and 4 GiB on 4 x 4 cores fitted; one of 3 GiB held out."""
+    runs = [_wc(f"run{i:03d}", S, t0=10**12 + i * 10**7) for i, S in enumerate([GIB, 2 * GIB, 4 * GIB])]
+    tb = tables(runs + [_wc("held", 3 * GIB, t0=2 * 10**12)])
+    model = StageRuntimeModel(tables=tb, n_estimators=10).fit(tb["runs"][tb["runs"].run_id != "held"])
+    return tb, model
+
+
+# ---- stage_errors: recorded times of zero, a run listed twice ----------------------------------
+def _zeroed(tb: dict, stage_id: int, *, tasks: bool, stage: bool) -> dict:
+    """The held-out run with one stage's task durations and/or stage duration recorded as 0 ms."""
+    st, tk = tb["stages"].copy(), tb["tasks"].copy()
+    at_st = (st.run_id == "held") & (st.stage_id == stage_id)
+    at_tk = (tk.run_id == "held") & (tk.stage_id == stage_id)
+    if tasks:
+        tk.loc[at_tk, "finish_ms"] = tk.loc[at_tk, "launch_ms"]
+        tk.loc[at_tk, ["duration_ms", "executor_run_time_ms"]] = 0
+        st.loc[at_st, "executor_run_time_ms"] = 0
+    if stage:
+        st.loc[at_st, "completion_ms"] = st.loc[at_st, "submission_ms"]
+        st.loc[at_st, "duration_ms"] = 0
+    return {**tb, "stages": st, "tasks": tk}
+
+
+def _errors(tb: dict, model: StageRuntimeModel, runs: pd.DataFrame) -> pd.DataFrame:
+    return _refit(tb, model).stage_errors(runs).set_index("signature")
+
+
+def _refit(tb: dict, model: StageRuntimeModel) -> StageRuntimeModel:
+    return StageRuntimeModel(tables=tb, n_estimators=10).fit(tb["runs"][tb["runs"].run_id != "held"])
+
+
+def test_a_stage_of_sub_millisecond_tasks_keeps_its_stage_time_error(held_out):
+    """A relative error of a recorded 0 ms is undefined, so that error is left out, and only it:
+    a collect whose one task took under a millisecond (0 ms recorded) but whose stage took 200 ms
+    still has the error of its stage time, and n counts it; its task error is NaN, not inf.
+    Before, the row was dropped whole and the collect had no stage error at all."""
+    tb, model = held_out
+    sig = next(s for s in model.signatures_ if s.startswith("collect"))
+    er = _errors(_zeroed(tb, 2, tasks=True, stage=False), model, tb["runs"][tb["runs"].run_id == "held"])
+    base = _errors(tb, model, tb["runs"][tb["runs"].run_id == "held"])
+    assert sig in er.index and er.loc[sig, "n"] == 1
+    assert er.loc[sig, "er_stage"] == pytest.approx(base.loc[sig, "er_stage"], rel=1e-9)
+    assert np.isnan(er.loc[sig, "er_task"])
+    assert np.isfinite(er.drop(index=sig)[["er_stage", "er_task"]].to_numpy()).all()
+
+
+def test_a_stage_recorded_at_zero_ms_keeps_its_task_time_error_and_no_infinity(held_out):
+    """A stage whose submission and completion fell in one ms (0 ms) keeps its per-task error;
+    its stage error is NaN, not inf (|pred - 0| / 0), and the other stages' errors are unchanged."""
+    tb, model = held_out
+    sig = next(s for s in model.signatures_ if s.startswith("collect"))
+    er = _errors(_zeroed(tb, 2, tasks=False, stage=True), model, tb["runs"][tb["runs"].run_id == "held"])
+    base = _errors(tb, model, tb["runs"][tb["runs"].run_id == "held"])
+    assert np.isnan(er.loc[sig, "er_stage"]) and er.loc[sig, "er_task"] == pytest.approx(base.loc[sig, "er_task"])
+    assert er.drop(index=sig)["er_stage"].to_numpy() == pytest.approx(base.drop(index=sig)["er_stage"].to_numpy())
+
+
+def test_a_stage_with_both_times_zero_is_left_out(held_out):
+    """With neither time above 0 there is no error to give: the signature has no row."""
+    tb, model = held_out
+    sig = next(s for s in model.signatures_ if s.startswith("collect"))
+    er = _errors(_zeroed(tb, 2, tasks=True, stage=True), model, tb["runs"][tb["runs"].run_id == "held"])
+    assert sig not in er.index and len(er) == len(model.signatures_) - 1
+
+
+def test_a_held_out_run_listed_twice_counts_once(held_out):
+    """stage_errors groups by run: the same run id given twice is one run's errors (n 1), as
+    given once, not two."""
+    tb, model = held_out
+    held = tb["runs"][tb["runs"].run_id == "held"]
+    once = model.stage_errors(held).set_index("signature")
+    twice = model.stage_errors(pd.concat([held, held])).set_index("signature")
+    pd.testing.assert_frame_equal(once, twice)
+    assert (twice["n"] == 1).all()
+
+
+def test_a_run_stored_twice_is_read_from_its_last_row(held_out):
+    """A store holding two rows of one run (a later row replaces an earlier one) asks the plan
+    at the last row's size, as the stage table reads the run: an earlier row saying 1 GiB does
+    not turn the 3 GiB held-out run's errors into those of a 1 GiB plan."""
+    tb, model = held_out
+    held = tb["runs"][tb["runs"].run_id == "held"]
+    stale = held.assign(input_bytes=GIB)
+    tb2 = {**tb, "runs": pd.concat([stale, tb["runs"]], ignore_index=True)}
+    m2 = _refit(tb2, model)
+    er = m2.stage_errors(held).set_index("signature")
+    base = _refit(tb, model).stage_errors(held).set_index("signature")
+    pd.testing.assert_frame_equal(er, base)
+    assert (er["tasks_exact"] == 1).all()
+
+
+# ---- the stage model's reference run: a run of unknown executor count --------------------------
+def test_a_run_of_unknown_executor_count_is_read_as_one_executor_for_the_reference():
+    """The stage table reads a run without any executor count (no requested, held or mean count,
+    no spark.executor.instances) as 1 executor, and its forest learnt the run so; the reference
+    run is chosen in the same reading: for a query at 1 executor the unknown run of that size,
+    at 4 executors the known 4-executor one."""
+    known = _wc("known", 2 * GIB, t0=10**12)
+    r, s, t = _wc("unknown", 2 * GIB, t0=10**12 + 10**7)
+    props = {k: v for k, v in json.loads(r["properties_json"]).items() if k != "spark.executor.instances"}
+    r = {**r, "executors_requested": None, "executors_max": None, "executors_mean": None,
+         "properties_json": json.dumps(props)}
+    others = [_wc(f"run{i}", S, t0=10**12 + (2 + i) * 10**7) for i, S in enumerate([GIB, 4 * GIB])]
+    tb = tables([known, (r, s, t), *others])
+    model = StageRuntimeModel(tables=tb, n_estimators=10).fit(tb["runs"])
+    assert model.stage_table_.groupby("run_id")["executors"].first()["unknown"] == 1
+    assert model.stage_plan("wc", 2 * GIB, 1).attrs["reference_run"] == "unknown"
+    assert model.stage_plan("wc", 2 * GIB, 4).attrs["reference_run"] == "known"
+
+
+# ---- timeline: which attempt of a retried parent a stage waits for ------------------------------
+def _retry_tables():
+    """Stage 0 ran (0-100 ms); its child, stage 1, ran from 110 and lost its parent's output
+    (fetch failure, its attempt ended at 200); stage 0 ran again as attempt 1 (210-510 ms, one
+    300 ms task recomputing the lost partition) and stage 1 as attempt 1 (520-600 ms)."""
+    runs = pd.DataFrame([{"run_id": "r", "job": "j", "start_ms": 0, "end_ms": 600, "executors_max": 1,
+                          "executor_cores": 2, "task_slots": 2}])
+    st = pd.DataFrame([
+        {"stage_id": 0, "stage_attempt_id": 0, "submission_ms": 0, "completion_ms": 100, "parents": []},
+        {"stage_id": 1, "stage_attempt_id": 0, "submission_ms": 110, "completion_ms": 200, "parents": [0]},
+        {"stage_id": 0, "stage_attempt_id": 1, "submission_ms": 210, "completion_ms": 510, "parents": []},
+        {"stage_id": 1, "stage_attempt_id": 1, "submission_ms": 520, "completion_ms": 600, "parents": [0]}])
+    st = st.assign(run_id="r", job_id=0, name=lambda d: "s" + d.stage_id.astype(str),
+                   parent_stage_ids_json=st.parents.map(json.dumps)).drop(columns="parents")
+    tk = pd.DataFrame([(0, 0, 0, 100)] * 2 + [(1, 0, 110, 200)] * 2 + [(0, 1, 210, 510), (1, 1, 520, 600)],
+                      columns=["stage_id", "stage_attempt_id", "launch_ms", "finish_ms"])
+    tk = tk.assign(run_id="r", executor_id="1", duration_ms=tk.finish_ms - tk.launch_ms)
+    return runs, st, tk
+
+
+def test_a_stage_waits_for_the_attempt_of_its_parent_that_finished_before_it_was_submitted():
+    """The child's first attempt waits for the parent's first (the retry came after it); the
+    child's retry waits for the parent's retry, the attempt whose output it read, and for its
+    own first attempt. So the replay keeps the chain: on any number of slots the retry's 300 ms
+    task still stands between the two attempts of the child."""
+    tl = Timeline.from_tables(*_retry_tables())
+    pos = {(int(s), int(a)): i for i, (s, a) in enumerate(zip(tl.stage_ids, tl.stage_attempts, strict=True))}
+    parents = {k: sorted((int(tl.stage_ids[j]), int(tl.stage_attempts[j])) for j in tl.parents[i])
+               for k, i in pos.items()}
+    assert parents == {(0, 0): [], (1, 0): [(0, 0)], (0, 1): [(0, 0)], (1, 1): [(0, 1), (1, 0)]}
+    assert replay(tl, 1, 2).predicted_runtime_s == pytest.approx(0.6)
+    assert replay(tl, 8, 2).predicted_runtime_s == pytest.approx(0.6)
