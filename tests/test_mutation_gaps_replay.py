@@ -30,18 +30,18 @@ def held_out():
 
 
 # ---- stage_errors: recorded times of zero, a run listed twice ----------------------------------
-def _zeroed(tb: dict, stage_id: int, *, tasks: bool, stage: bool) -> dict:
-    """The held-out run with one stage's task durations and/or stage duration recorded as 0 ms."""
+def _zeroed(tb: dict, stage_id: int, *, tasks: bool, stage: bool, ms: int = 0) -> dict:
+    """The held-out run with one stage's task durations and/or stage duration recorded as ``ms``."""
     st, tk = tb["stages"].copy(), tb["tasks"].copy()
     at_st = (st.run_id == "held") & (st.stage_id == stage_id)
     at_tk = (tk.run_id == "held") & (tk.stage_id == stage_id)
     if tasks:
-        tk.loc[at_tk, "finish_ms"] = tk.loc[at_tk, "launch_ms"]
-        tk.loc[at_tk, ["duration_ms", "executor_run_time_ms"]] = 0
-        st.loc[at_st, "executor_run_time_ms"] = 0
+        tk.loc[at_tk, "finish_ms"] = tk.loc[at_tk, "launch_ms"] + ms
+        tk.loc[at_tk, ["duration_ms", "executor_run_time_ms"]] = ms
+        st.loc[at_st, "executor_run_time_ms"] = ms * int(at_tk.sum())
     if stage:
-        st.loc[at_st, "completion_ms"] = st.loc[at_st, "submission_ms"]
-        st.loc[at_st, "duration_ms"] = 0
+        st.loc[at_st, "completion_ms"] = st.loc[at_st, "submission_ms"] + ms
+        st.loc[at_st, "duration_ms"] = ms
     return {**tb, "stages": st, "tasks": tk}
 
 
@@ -87,6 +87,20 @@ def test_a_stage_with_both_times_zero_is_left_out(held_out):
     assert sig not in er.index and len(er) == len(model.signatures_) - 1
 
 
+@pytest.mark.parametrize("stage_ms, task_ms", [(1, 1), (1, 0), (0, 1)])
+def test_a_time_of_one_millisecond_has_its_error(held_out, stage_ms, task_ms):
+    """1 ms is a time: each time recorded at 1 ms gives a finite error (one at 0 ms, NaN)."""
+    tb, model = held_out
+    sig = next(s for s in model.signatures_ if s.startswith("collect"))
+    tb2 = _zeroed(_zeroed(tb, 2, tasks=True, stage=False, ms=task_ms), 2, tasks=False, stage=True, ms=stage_ms)
+    er = _errors(tb2, model, tb["runs"][tb["runs"].run_id == "held"])
+    assert er.loc[sig, "n"] == 1
+    assert np.isfinite(er.loc[sig, "er_stage"]) == (stage_ms == 1)
+    assert np.isfinite(er.loc[sig, "er_task"]) == (task_ms == 1)
+    if task_ms:
+        assert er.loc[sig, "er_task"] > 1  # over 100 ms predicted for a task of 1 ms
+
+
 def test_a_held_out_run_listed_twice_counts_once(held_out):
     """stage_errors groups by run: the same run id given twice is one run's errors (n 1), as
     given once, not two."""
@@ -117,15 +131,19 @@ def test_a_run_stored_twice_is_read_from_its_last_row(held_out):
 def test_a_run_of_unknown_executor_count_is_read_as_one_executor_for_the_reference():
     """The stage table reads a run without any executor count (no requested, held or mean count,
     no spark.executor.instances) as 1 executor, and its forest learnt the run so; the reference
-    run is chosen in the same reading: for a query at 1 executor the unknown run of that size,
-    at 4 executors the known 4-executor one."""
+    run is chosen in the same reading: at 4 executors the known 4-executor run of that size; at 1
+    executor the unknown run ties with the known 1-executor one and, the faster of the two, is
+    the lower middle of their wall times (read as 0 executors, or unknown and so last, as the
+    replay model reads it, the 1-executor run would stand for it)."""
     known = _wc("known", 2 * GIB, t0=10**12)
+    one = _wc("one", 2 * GIB, E=1, t0=10**12 + 5 * 10**7)
     r, s, t = _wc("unknown", 2 * GIB, t0=10**12 + 10**7)
     props = {k: v for k, v in json.loads(r["properties_json"]).items() if k != "spark.executor.instances"}
     r = {**r, "executors_requested": None, "executors_max": None, "executors_mean": None,
          "properties_json": json.dumps(props)}
     others = [_wc(f"run{i}", S, t0=10**12 + (2 + i) * 10**7) for i, S in enumerate([GIB, 4 * GIB])]
-    tb = tables([known, (r, s, t), *others])
+    tb = tables([known, one, (r, s, t), *others])
+    assert r["wall_ms"] < one[0]["wall_ms"]
     model = StageRuntimeModel(tables=tb, n_estimators=10).fit(tb["runs"])
     assert model.stage_table_.groupby("run_id")["executors"].first()["unknown"] == 1
     assert model.stage_plan("wc", 2 * GIB, 1).attrs["reference_run"] == "unknown"
