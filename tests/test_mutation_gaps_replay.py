@@ -182,3 +182,66 @@ def test_a_stage_waits_for_the_attempt_of_its_parent_that_finished_before_it_was
     assert parents == {(0, 0): [], (1, 0): [(0, 0)], (0, 1): [(0, 0)], (1, 1): [(0, 1), (1, 0)]}
     assert replay(tl, 1, 2).predicted_runtime_s == pytest.approx(0.6)
     assert replay(tl, 8, 2).predicted_runtime_s == pytest.approx(0.6)
+
+
+# ---- the replay: recorded slots, host cores, tasks without times ------------------------------
+def _one_run(stages: list[dict], tasks: list[dict], **run):
+    runs = pd.DataFrame([{"run_id": "r", "job": "j", "start_ms": 0, "executors_max": 1, "executor_cores": 4,
+                          "task_slots": 4, **run}])
+    st = pd.DataFrame([{"run_id": "r", "stage_attempt_id": 0, "job_id": 0, "name": f"s{s['stage_id']}",
+                        "parent_stage_ids_json": "[]", **s} for s in stages])
+    tk = pd.DataFrame([{"run_id": "r", "stage_attempt_id": 0, "executor_id": "1", **t} for t in tasks])
+    if "duration_ms" not in tk:
+        tk["duration_ms"] = tk["finish_ms"] - tk["launch_ms"]
+    return runs, st, tk
+
+
+def test_a_run_without_a_slot_count_counts_its_executors_cores_as_its_slots():
+    """A stage submitted at 0 beside another whose 2 tasks held 2 of the run's 4 slots (1 x 4
+    cores, no task_slots recorded) waited 100 ms for its first task with slots free: driver time,
+    kept in the replay (300 ms, as recorded). Read as 1 slot, the wait had been contention and
+    the replay said 200 ms."""
+    stages = [{"stage_id": 0, "submission_ms": 0, "completion_ms": 200},
+              {"stage_id": 1, "submission_ms": 0, "completion_ms": 300}]
+    tasks = [{"stage_id": 0, "launch_ms": 0, "finish_ms": 200}] * 2 + [{"stage_id": 1, "launch_ms": 100,
+                                                                        "finish_ms": 300}]
+    runs, st, tk = _one_run(stages, tasks, end_ms=300)
+    tl = Timeline.from_tables(runs.drop(columns="task_slots"), st, tk)
+    assert tl.cores == 4 and replay(tl, 1, 4).predicted_runtime_s == pytest.approx(0.3)
+
+
+def test_one_host_core_is_a_host():
+    """--host-cores 1 is a machine of one core, not a mistake: 8 tasks of 100 ms recorded on 2
+    slots sharing it ran at 50 ms of CPU each, one at a time on any count: 400 ms."""
+    tasks = [{"stage_id": 0, "launch_ms": (i // 2) * 100, "finish_ms": (i // 2 + 1) * 100} for i in range(8)]
+    runs, st, tk = _one_run([{"stage_id": 0, "submission_ms": 0, "completion_ms": 400}], tasks, end_ms=400,
+                            executor_cores=2, task_slots=2)
+    tl = Timeline.from_tables(runs, st, tk)
+    assert replay(tl, 1, 2, host_cores=1).predicted_runtime_s == pytest.approx(0.4)
+    assert replay(tl, 4, 2, host_cores=1).predicted_runtime_s == pytest.approx(0.4)
+
+
+def test_a_task_without_any_time_replays_as_zero_ms():
+    """A task row with neither duration nor launch and finish (a cut log) takes no slot time."""
+    tasks = [{"stage_id": 0, "launch_ms": 0, "finish_ms": 100, "duration_ms": 100},
+             {"stage_id": 0, "launch_ms": np.nan, "finish_ms": np.nan, "duration_ms": np.nan}]
+    tl = Timeline.from_tables(*_one_run([{"stage_id": 0, "submission_ms": 0, "completion_ms": 100}], tasks,
+                                        end_ms=100))
+    assert sorted(tl.task_duration_ms) == [0.0, 100.0]
+
+
+# ---- the replay model's interval: jobs of one and two runs -------------------------------------
+def test_a_job_of_two_runs_has_a_finite_interval_beside_a_job_of_one():
+    """Two runs of a job measure a leave-one-out error for it: its interval is finite and
+    contains the prediction; a job of one run beside it gets no finite bound."""
+    from sparkpredict.models.replay import ReplayRuntimeModel
+
+    other = make_run("o1", "other", [{**s, "name": s["name"].replace("wc.py", "o.py")}
+                                     for s in wordcount_stages(GIB, 4, 4)], 4, 4, GIB, t0=10**12 + 9 * 10**7)
+    tb = tables([_wc("a", GIB, t0=10**12), _wc("b", 2 * GIB, t0=10**12 + 10**7), other])
+    model = ReplayRuntimeModel(tables=tb).fit(tb["runs"])
+    iv = model.predict_interval(pd.DataFrame({"job": ["wc", "other"], "input_bytes": [1.5 * GIB, GIB],
+                                              "executors": [4, 4]}), confidence=0.9)
+    assert np.isfinite(iv["upper_s"][0]) and iv["lower_s"][0] < iv["predicted_runtime_s"][0] < iv["upper_s"][0]
+    assert np.isinf(iv["upper_s"][1]) and iv["lower_s"][1] == 0
+
