@@ -245,3 +245,27 @@ def test_a_job_of_two_runs_has_a_finite_interval_beside_a_job_of_one():
     assert np.isfinite(iv["upper_s"][0]) and iv["lower_s"][0] < iv["predicted_runtime_s"][0] < iv["upper_s"][0]
     assert np.isinf(iv["upper_s"][1]) and iv["lower_s"][1] == 0
 
+
+
+def test_a_parent_that_completed_in_the_ms_its_child_was_submitted_is_waited_for():
+    """Spark submits a child in the millisecond its parent completes: the child still waits for
+    it (150 ms on any count), not only for stages done strictly before (it had run at once,
+    beside its parent: 100 ms)."""
+    stages = [{"stage_id": 0, "submission_ms": 0, "completion_ms": 100},
+              {"stage_id": 1, "submission_ms": 100, "completion_ms": 150, "parent_stage_ids_json": "[0]"}]
+    tasks = [{"stage_id": 0, "launch_ms": 0, "finish_ms": 100}] * 2 + [{"stage_id": 1, "launch_ms": 100,
+                                                                        "finish_ms": 150}]
+    tl = Timeline.from_tables(*_one_run(stages, tasks, end_ms=150, executor_cores=2, task_slots=2))
+    assert [list(p) for p in tl.parents] == [[], [0]]
+    assert replay(tl, 1, 2).predicted_runtime_s == pytest.approx(0.15)
+    assert replay(tl, 8, 2).predicted_runtime_s == pytest.approx(0.15)
+
+
+def test_a_stages_third_attempt_waits_for_its_second():
+    """Attempt k of a stage waits for attempt k - 1, the latest before it, not the first."""
+    stages = [{"stage_id": 0, "stage_attempt_id": a, "submission_ms": 100 * a, "completion_ms": 100 * a + 50}
+              for a in range(3)]
+    tasks = [{"stage_id": 0, "stage_attempt_id": a, "launch_ms": 100 * a, "finish_ms": 100 * a + 50}
+             for a in range(3)]
+    tl = Timeline.from_tables(*_one_run(stages, tasks, end_ms=250))
+    assert list(tl.stage_attempts) == [0, 1, 2] and [list(p) for p in tl.parents] == [[], [0], [1]]
