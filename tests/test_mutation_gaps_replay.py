@@ -269,3 +269,33 @@ def test_a_stages_third_attempt_waits_for_its_second():
              for a in range(3)]
     tl = Timeline.from_tables(*_one_run(stages, tasks, end_ms=250))
     assert list(tl.stage_attempts) == [0, 1, 2] and [list(p) for p in tl.parents] == [[], [0], [1]]
+
+
+@pytest.mark.parametrize("submitted, free", [(50, 100), (150, 50)])
+def test_a_stages_lag_counts_only_the_time_a_slot_was_free_across_busy_spells(submitted, free):
+    """On 2 slots, a stage submitted at 50 ms whose first task launched at 250 ms waited through
+    a spell with both slots taken (100-200 ms): of its 200 ms lag, 100 ms had a slot free (50-100
+    and 200-250) and is driver time, kept as its delay; the busy spell is contention. Submitted
+    inside the busy spell (150 ms), only 200-250 was free."""
+    stages = [{"stage_id": 0, "submission_ms": 0, "completion_ms": 300},
+              {"stage_id": 1, "submission_ms": submitted, "completion_ms": 350}]
+    tasks = [{"stage_id": 0, "launch_ms": 0, "finish_ms": 300}, {"stage_id": 0, "launch_ms": 100, "finish_ms": 200},
+             {"stage_id": 1, "launch_ms": 250, "finish_ms": 350}]
+    tl = Timeline.from_tables(*_one_run(stages, tasks, end_ms=350, executor_cores=2, task_slots=2))
+    assert list(tl.stage_ids) == [0, 1] and tl.delay_ms[1] == pytest.approx(submitted + free)
+    assert replay(tl, 1, 2).predicted_runtime_s == pytest.approx(0.3)  # 150 + 100 ms, beside the 300 ms task
+
+
+@pytest.mark.parametrize("drop, run", [("executors_max", {}), ("executor_cores", {"executors_max": 3})])
+def test_a_run_without_slot_or_executor_counts_reads_its_slots_from_its_busiest_moment(drop, run):
+    """Without task_slots and one of executors or cores (3 executors of unknown cores are not 3
+    slots), the recorded slots are the most tasks that ran at once (2): a stage that waited for 2 running tasks waited for slots, not for the
+    driver, and the replay on 4 slots starts it at once (200 ms; 300 ms as recorded)."""
+    stages = [{"stage_id": 0, "submission_ms": 0, "completion_ms": 200},
+              {"stage_id": 1, "submission_ms": 0, "completion_ms": 300}]
+    tasks = [{"stage_id": 0, "launch_ms": 0, "finish_ms": 200}] * 2 + [{"stage_id": 1, "launch_ms": 200,
+                                                                        "finish_ms": 300}]
+    runs, st, tk = _one_run(stages, tasks, end_ms=300, **run)
+    tl = Timeline.from_tables(runs.drop(columns=["task_slots", drop]), st, tk)
+    assert tl.delay_ms[1] == 0
+    assert replay(tl, 1, 4).predicted_runtime_s == pytest.approx(0.2)
