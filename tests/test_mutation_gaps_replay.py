@@ -299,3 +299,16 @@ def test_a_run_without_slot_or_executor_counts_reads_its_slots_from_its_busiest_
     tl = Timeline.from_tables(runs.drop(columns=["task_slots", drop]), st, tk)
     assert tl.delay_ms[1] == 0
     assert replay(tl, 1, 4).predicted_runtime_s == pytest.approx(0.2)
+
+
+def test_the_leave_one_out_predicts_the_latest_40_runs():
+    """The leave-one-out error predicts each of the latest 40 runs from the others (what the
+    report and explain --job rank), not every run of a long history: of 42 runs, 40 ratios."""
+    from sparkpredict.models.replay import ReplayRuntimeModel
+
+    stages = [{"id": 0, "job_id": 0, "name": "count at t.py:1", "parents": [], "tasks": [100] * 4,
+               "input_bytes": GIB}]
+    runs = [make_run(f"r{i:02d}", "t", stages, 1, 4, GIB * (1 + i % 3), t0=10**12 + i * 10**7) for i in range(42)]
+    tb = tables(runs)
+    model = ReplayRuntimeModel(tables=tb).fit(tb["runs"])
+    assert len(model.slow_runs_) == 40 and {r for r, _ in model.slow_runs_} == {f"r{i:02d}" for i in range(2, 42)}
