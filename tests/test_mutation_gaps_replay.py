@@ -312,3 +312,20 @@ def test_the_leave_one_out_predicts_the_latest_40_runs():
     tb = tables(runs)
     model = ReplayRuntimeModel(tables=tb).fit(tb["runs"])
     assert len(model.slow_runs_) == 40 and {r for r, _ in model.slow_runs_} == {f"r{i:02d}" for i in range(2, 42)}
+
+
+def test_the_drivers_head_trend_is_the_least_squares_slope_per_executor():
+    """Heads of 1000, 1100 and 1300 ms at 1, 2 and 4 executors: 100 ms more per executor (the
+    line's slope; its intercept is 900 ms); two runs a count apart make a line (50 ms); a job at
+    one count gets no trend."""
+    from sparkpredict.models.replay import head_shift_s, head_trends
+
+    runs = pd.DataFrame({"job": ["a", "a", "a", "b", "b", "c", "c"]},
+                        index=["a1", "a2", "a4", "b1", "b2", "c1", "c2"])
+    heads = {"a1": 1000.0, "a2": 1100.0, "a4": 1300.0, "b1": 500.0, "b2": 700.0, "c1": 400.0, "c2": 450.0}
+    ex = pd.Series([1.0, 2.0, 4.0, 3.0, 3.0, 1.0, 2.0], index=runs.index)
+    slopes = head_trends(runs, heads, ex)
+    assert slopes == {"a": pytest.approx(100.0), "c": pytest.approx(50.0)}
+    # from the 2-executor run to 4 executors: +0.2 s; beyond the runs' 1-4, no further
+    assert head_shift_s(slopes["a"], 4, 2, (1, 4)) == pytest.approx(0.2)
+    assert head_shift_s(slopes["a"], 64, 2, (1, 4)) == pytest.approx(0.2)
