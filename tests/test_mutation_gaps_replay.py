@@ -243,6 +243,17 @@ def test_a_job_of_two_runs_has_a_finite_interval_beside_a_job_of_one():
     iv = model.predict_interval(pd.DataFrame({"job": ["wc", "other"], "input_bytes": [1.5 * GIB, GIB],
                                               "executors": [4, 4]}), confidence=0.9)
     assert np.isfinite(iv["upper_s"][0]) and iv["lower_s"][0] < iv["predicted_runtime_s"][0] < iv["upper_s"][0]
+    # a relative half-width under 95 % is taken off as it is added on
+    p, q = iv["predicted_runtime_s"][0], iv["upper_s"][0] / iv["predicted_runtime_s"][0] - 1
+    assert 0 < q < 0.95 and iv["lower_s"][0] == pytest.approx(p * (1 - q))
+    # under 5 runs the bound widens by 5 % per doubling of executors and 10 % per doubling of
+    # size away from the replayed run (here the 1 GiB run on 4 executors)
+    X = pd.DataFrame({"job": "wc", "input_bytes": [GIB, GIB, 0.25 * GIB], "executors": [4, 16, 4]})
+    w = model.predict_interval(X, confidence=0.9)
+    q = w["upper_s"] / w["predicted_runtime_s"] - 1
+    assert q[1] - q[0] == pytest.approx(0.05 * 2) and q[2] - q[0] == pytest.approx(0.10 * 2)
+    # at a recorded run's own size and count, the replay of that run: its recorded wall time
+    assert w["predicted_runtime_s"][0] == pytest.approx(tb["runs"].set_index("run_id").loc["a", "wall_ms"] / 1000)
     assert np.isinf(iv["upper_s"][1]) and iv["lower_s"][1] == 0
 
 
