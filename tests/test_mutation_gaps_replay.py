@@ -252,6 +252,7 @@ def test_a_job_of_two_runs_has_a_finite_interval_beside_a_job_of_one():
     w = model.predict_interval(X, confidence=0.9)
     q = w["upper_s"] / w["predicted_runtime_s"] - 1
     assert q[1] - q[0] == pytest.approx(0.05 * 2) and q[2] - q[0] == pytest.approx(0.10 * 2)
+    assert q[0] == pytest.approx(float(np.quantile(model._abs_rel, 0.9)))  # no widening at the run itself
     # at a recorded run's own size and count, the replay of that run: its recorded wall time
     assert w["predicted_runtime_s"][0] == pytest.approx(tb["runs"].set_index("run_id").loc["a", "wall_ms"] / 1000)
     assert np.isinf(iv["upper_s"][1]) and iv["lower_s"][1] == 0
@@ -340,3 +341,43 @@ def test_the_drivers_head_trend_is_the_least_squares_slope_per_executor():
     # from the 2-executor run to 4 executors: +0.2 s; beyond the runs' 1-4, no further
     assert head_shift_s(slopes["a"], 4, 2, (1, 4)) == pytest.approx(0.2)
     assert head_shift_s(slopes["a"], 64, 2, (1, 4)) == pytest.approx(0.2)
+
+
+def test_a_stage_with_two_parents_waits_for_the_later_in_the_lower_bound():
+    """A child submitted in the ms its slower parent completed (300 ms) waits for it, not for the
+    faster one (100 ms): the critical path is 300 + 50 ms."""
+    from sparkpredict.models.simulate import lower_bound_ms
+
+    stages = [{"stage_id": 0, "submission_ms": 0, "completion_ms": 100},
+              {"stage_id": 1, "submission_ms": 0, "completion_ms": 300},
+              {"stage_id": 2, "submission_ms": 300, "completion_ms": 350, "parent_stage_ids_json": "[0, 1]"}]
+    tasks = [{"stage_id": 0, "launch_ms": 0, "finish_ms": 100}, {"stage_id": 1, "launch_ms": 0, "finish_ms": 300},
+             {"stage_id": 2, "launch_ms": 300, "finish_ms": 350}]
+    tl = Timeline.from_tables(*_one_run(stages, tasks, end_ms=350))
+    assert lower_bound_ms(tl, 64) == pytest.approx(350)
+    assert replay(tl, 16, 4).predicted_runtime_s == pytest.approx(0.35)
+
+
+@pytest.mark.parametrize("new, scale, want", [([1, 3], [1.0, 2.0], [[40.0], [20.0, 20.0, 20.0]]),
+                                              ([3, 1], [0.5, 1.0], [[20.0, 20.0, 20.0], [10.0]]),
+                                              ([0, 1], [1.0, 1.0], [[], [10.0]])])
+def test_a_resized_stage_of_one_task_repeats_it(new, scale, want):
+    """Resizing keeps each stage's recorded durations, cycled to the new count and scaled: a
+    stage of one recorded task may grow to several and stay at one; 0 tasks is none."""
+    stages = [{"stage_id": 0, "submission_ms": 0, "completion_ms": 40},
+              {"stage_id": 1, "submission_ms": 40, "completion_ms": 50}]
+    tasks = [{"stage_id": 0, "launch_ms": 0, "finish_ms": 40}, {"stage_id": 1, "launch_ms": 40, "finish_ms": 50}]
+    tl = Timeline.from_tables(*_one_run(stages, tasks, end_ms=50)).resized(new, scale)
+    off = tl.task_offsets
+    assert [list(tl.task_duration_ms[off[s]:off[s + 1]]) for s in range(2)] == want
+
+
+def test_a_query_may_set_a_max_partition_size_of_one_byte():
+    """max_partition_bytes is a positive number of bytes: 1 is one, 0 is refused."""
+    from sparkpredict.errors import InputError
+    from sparkpredict.models.replay import checked_query
+
+    ok = checked_query(pd.DataFrame({"input_bytes": [GIB], "executors": [2], "max_partition_bytes": [1]}))
+    assert ok["max_partition_bytes"].tolist() == [1]
+    with pytest.raises(InputError, match="max_partition_bytes"):
+        checked_query(pd.DataFrame({"input_bytes": [GIB], "executors": [2], "max_partition_bytes": [0]}))
