@@ -381,3 +381,26 @@ def test_a_query_may_set_a_max_partition_size_of_one_byte():
     assert ok["max_partition_bytes"].tolist() == [1]
     with pytest.raises(InputError, match="max_partition_bytes"):
         checked_query(pd.DataFrame({"input_bytes": [GIB], "executors": [2], "max_partition_bytes": [0]}))
+
+
+def test_a_lag_from_a_moment_every_slot_was_taken_counts_from_when_one_freed():
+    """Both slots were taken from the first launch (0-100 ms): a stage submitted at 50 whose task
+    launched at 150 had a slot free for 50 ms of its lag (100-150), not 100."""
+    stages = [{"stage_id": 0, "submission_ms": 0, "completion_ms": 100},
+              {"stage_id": 1, "submission_ms": 50, "completion_ms": 250}]
+    tasks = [{"stage_id": 0, "launch_ms": 0, "finish_ms": 100}] * 2 + [{"stage_id": 1, "launch_ms": 150,
+                                                                        "finish_ms": 250}]
+    tl = Timeline.from_tables(*_one_run(stages, tasks, end_ms=250, executor_cores=2, task_slots=2))
+    assert tl.delay_ms[1] == pytest.approx(100)  # 50 submitted + 50 free
+    assert replay(tl, 1, 2).predicted_runtime_s == pytest.approx(0.25)
+
+
+def test_a_run_without_cores_or_slots_reads_its_cores_from_its_busiest_moment():
+    """One executor, no executor_cores and no task_slots: 2 tasks ran at once, so 2 cores, and
+    the replay at the recorded count (its own cores) is the recording."""
+    stages = [{"stage_id": 0, "submission_ms": 0, "completion_ms": 200}]
+    tasks = [{"stage_id": 0, "launch_ms": 0, "finish_ms": 100}] * 4
+    tasks = tasks[:2] + [{"stage_id": 0, "launch_ms": 100, "finish_ms": 200}] * 2
+    runs, st, tk = _one_run(stages, tasks, end_ms=200)
+    tl = Timeline.from_tables(runs.drop(columns=["executor_cores", "task_slots"]), st, tk)
+    assert (tl.executors, tl.cores) == (1, 2) and replay(tl, 1).predicted_runtime_s == pytest.approx(0.2)
