@@ -404,3 +404,31 @@ def test_a_run_without_cores_or_slots_reads_its_cores_from_its_busiest_moment():
     runs, st, tk = _one_run(stages, tasks, end_ms=200)
     tl = Timeline.from_tables(runs.drop(columns=["executor_cores", "task_slots"]), st, tk)
     assert (tl.executors, tl.cores) == (1, 2) and replay(tl, 1).predicted_runtime_s == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize("slots, execs, cores", [(8, 2, 4), (6, 4, 1), (2, 4, 1)])
+def test_a_run_without_executor_cores_reads_them_from_its_slots(slots, execs, cores):
+    """Without executor_cores, each executor has the run's task slots over its executors, whole
+    and at least 1 (slots counted per executor: 6 slots on 4 executors that came and went are
+    1 each, 2 slots on 4 executors 1, not 0)."""
+    tasks = [{"stage_id": 0, "launch_ms": 0, "finish_ms": 100}]
+    runs, st, tk = _one_run([{"stage_id": 0, "submission_ms": 0, "completion_ms": 100}], tasks, end_ms=100,
+                            executors_max=execs, task_slots=slots)
+    tl = Timeline.from_tables(runs.drop(columns="executor_cores"), st, tk)
+    assert (tl.executors, tl.cores) == (execs, cores) and isinstance(tl.cores, int)
+
+
+def test_the_critical_path_of_a_run_without_stages_is_its_driver_time():
+    """A run that ran no stage (num_tasks 0) has only its driver time: its critical path, one
+    answer or one per tree, is that time (500 ms)."""
+    from sparkpredict.models.simulate import _critical_path
+
+    runs = pd.DataFrame([{"run_id": "r", "job": "j", "start_ms": 0, "end_ms": 500, "num_tasks": 0,
+                          "executors_max": 1, "executor_cores": 2, "task_slots": 2}])
+    st = pd.DataFrame(columns=["run_id", "stage_id", "stage_attempt_id", "submission_ms", "completion_ms"])
+    tk = pd.DataFrame(columns=["run_id", "stage_id", "stage_attempt_id", "launch_ms", "finish_ms", "duration_ms",
+                               "executor_id"])
+    tl = Timeline.from_tables(runs, st, tk)
+    assert tl.n_stages == 0
+    assert _critical_path(tl, np.zeros(0)) == pytest.approx(500.0)
+    assert list(_critical_path(tl, np.zeros((3, 0)))) == pytest.approx([500.0] * 3)
