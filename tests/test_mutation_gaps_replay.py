@@ -383,6 +383,20 @@ def test_a_query_may_set_a_max_partition_size_of_one_byte():
         checked_query(pd.DataFrame({"input_bytes": [GIB], "executors": [2], "max_partition_bytes": [0]}))
 
 
+@pytest.mark.parametrize("name, good, bad", [("memory_fraction", [0.6, 1.0], [0.0, 1.5]),
+                                             ("shuffle_compress", [0, 1], [2, 0.5])])
+def test_a_querys_memory_fraction_and_shuffle_compression_are_checked(name, good, bad):
+    """memory_fraction is above 0 and at most 1; shuffle_compress is a flag, 0 or 1."""
+    from sparkpredict.errors import InputError
+    from sparkpredict.models.replay import checked_query
+
+    for v in good:
+        assert checked_query(pd.DataFrame({"input_bytes": [GIB], "executors": [2], name: [v]}))[name].tolist() == [v]
+    for v in bad:
+        with pytest.raises(InputError, match=name):
+            checked_query(pd.DataFrame({"input_bytes": [GIB], "executors": [2], name: [v]}))
+
+
 def test_a_lag_from_a_moment_every_slot_was_taken_counts_from_when_one_freed():
     """Both slots were taken from the first launch (0-100 ms): a stage submitted at 50 whose task
     launched at 150 had a slot free for 50 ms of its lag (100-150), not 100."""
@@ -392,18 +406,19 @@ def test_a_lag_from_a_moment_every_slot_was_taken_counts_from_when_one_freed():
                                                                         "finish_ms": 250}]
     tl = Timeline.from_tables(*_one_run(stages, tasks, end_ms=250, executor_cores=2, task_slots=2))
     assert tl.delay_ms[1] == pytest.approx(100)  # 50 submitted + 50 free
-    assert replay(tl, 1, 2).predicted_runtime_s == pytest.approx(0.25)
 
 
-def test_a_run_without_cores_or_slots_reads_its_cores_from_its_busiest_moment():
-    """One executor, no executor_cores and no task_slots: 2 tasks ran at once, so 2 cores, and
-    the replay at the recorded count (its own cores) is the recording."""
+@pytest.mark.parametrize("execs, cores", [(1, 2), (4, 1)])
+def test_a_run_without_cores_or_slots_reads_its_cores_from_its_busiest_moment(execs, cores):
+    """No executor_cores and no task_slots: 2 tasks ran at once, so one executor had 2 cores (and
+    the replay at the recorded count is the recording); 4 executors had at least 1 each."""
     stages = [{"stage_id": 0, "submission_ms": 0, "completion_ms": 200}]
     tasks = [{"stage_id": 0, "launch_ms": 0, "finish_ms": 100}] * 4
     tasks = tasks[:2] + [{"stage_id": 0, "launch_ms": 100, "finish_ms": 200}] * 2
     runs, st, tk = _one_run(stages, tasks, end_ms=200)
-    tl = Timeline.from_tables(runs.drop(columns=["executor_cores", "task_slots"]), st, tk)
-    assert (tl.executors, tl.cores) == (1, 2) and replay(tl, 1).predicted_runtime_s == pytest.approx(0.2)
+    tl = Timeline.from_tables(runs.drop(columns=["executor_cores", "task_slots"]).assign(executors_max=execs), st, tk)
+    assert (tl.executors, tl.cores) == (execs, cores)
+    assert replay(tl, execs).predicted_runtime_s == pytest.approx(0.2 if execs == 1 else 0.1)
 
 
 @pytest.mark.parametrize("slots, execs, cores", [(8, 2, 4), (6, 4, 1), (2, 4, 1)])
@@ -432,3 +447,18 @@ def test_the_critical_path_of_a_run_without_stages_is_its_driver_time():
     assert tl.n_stages == 0
     assert _critical_path(tl, np.zeros(0)) == pytest.approx(500.0)
     assert list(_critical_path(tl, np.zeros((3, 0)))) == pytest.approx([500.0] * 3)
+
+
+def test_a_job_of_one_run_beside_five_has_no_finite_interval():
+    """With 5 runs or more the leave-one-out errors bound the interval, but not for a job of one
+    run: the other jobs' errors say nothing about its spread."""
+    from sparkpredict.models.replay import ReplayRuntimeModel
+
+    other = make_run("o1", "other", [{**s, "name": s["name"].replace("wc.py", "o.py")}
+                                     for s in wordcount_stages(GIB, 4, 4)], 4, 4, GIB, t0=10**12 + 9 * 10**7)
+    wc = [_wc(f"w{i}", GIB * (1 + i), t0=10**12 + i * 10**7) for i in range(5)]
+    tb = tables([*wc, other])
+    model = ReplayRuntimeModel(tables=tb).fit(tb["runs"])
+    iv = model.predict_interval(pd.DataFrame({"job": ["wc", "other"], "input_bytes": [1.5 * GIB, GIB],
+                                              "executors": [4, 4]}), confidence=0.9)
+    assert np.isfinite(iv["upper_s"][0]) and np.isinf(iv["upper_s"][1])
