@@ -462,3 +462,25 @@ def test_a_job_of_one_run_beside_five_has_no_finite_interval():
     iv = model.predict_interval(pd.DataFrame({"job": ["wc", "other"], "input_bytes": [1.5 * GIB, GIB],
                                               "executors": [4, 4]}), confidence=0.9)
     assert np.isfinite(iv["upper_s"][0]) and np.isinf(iv["upper_s"][1])
+
+
+def test_a_stage_without_recorded_tasks_stays_without_when_resized():
+    """A stage row with no task rows has no durations to cycle: asked for 3 tasks it gets none."""
+    stages = [{"stage_id": 0, "submission_ms": 0, "completion_ms": 40},
+              {"stage_id": 1, "submission_ms": 40, "completion_ms": 50}]
+    tl = Timeline.from_tables(*_one_run(stages, [{"stage_id": 0, "launch_ms": 0, "finish_ms": 40}], end_ms=50))
+    big = tl.resized([2, 3], [1.0, 1.0])
+    assert list(big.task_offsets) == [0, 2, 2] and list(big.task_duration_ms) == [40.0, 40.0]
+
+
+def test_a_reference_run_that_read_nothing_is_replayed_as_recorded():
+    """A run of 0 input bytes (a generated dataset) has no size to scale its tasks by: a query
+    with a size replays it as it ran, not at an infinite ratio."""
+    from sparkpredict.models.replay import ReplayRuntimeModel
+
+    stages = [{"id": 0, "job_id": 0, "name": "range at g.py:1", "parents": [], "tasks": [100] * 4}]
+    tb = tables([make_run("g", "gen", stages, 1, 4, 0, t0=10**12)])
+    model = ReplayRuntimeModel(tables=tb).fit(tb["runs"])
+    wall = float(tb["runs"]["wall_ms"].iloc[0]) / 1000
+    assert model.predict(pd.DataFrame({"job": ["gen"], "input_bytes": [GIB], "executors": [1]}))[0] == \
+        pytest.approx(wall)
