@@ -16,7 +16,8 @@ For each job and each model:
 Metrics: R² (1 − SS_res/SS_tot on the test runs), RRSE (the study's relative residual standard
 error: sqrt(SS_res / (n − p)) / mean runtime, p = the model's fitted parameters — equation
 parameters for equations and their hybrids, 0 for ML regressors), MAPE, and the coverage of
-the 90 % interval where the model has ``predict_interval``.
+the 90 % interval where the model has ``predict_interval`` and gives one (NaN where a fold's model
+was fitted on too few runs for an out-of-fold error: no interval, lower 0 and upper inf).
 
 Extra models: ``evaluate(runs, models={"name": factory})`` where ``factory()`` returns an object
 with ``fit(runs_df)`` and ``predict(X)``; it is fitted on the full training rows of one job
@@ -330,8 +331,11 @@ def _score(jr: pd.DataFrame, y: np.ndarray, masks: list, job: str, split: str, m
         return {"job": job, "split": split, "model": mname, "n_train": n_train, "n_test": int(tested.sum()),
                 "fit_s": fit_s, "error": str(exc)}
     m = metrics(y[tested], pred[tested], n_params)
+    # no coverage without bounds: a model without predict_interval leaves them NaN, and one fitted
+    # on too few runs to leave any out has none (lower 0, upper inf) and counted every run covered
+    bounded = np.isfinite(lo[tested]) & np.isfinite(hi[tested])
     cov = float(np.mean((y[tested] >= lo[tested]) & (y[tested] <= hi[tested]))) \
-        if np.isfinite(lo[tested]).all() else float("nan")
+        if bounded.all() else float("nan")
     return {"job": job, "split": split, "model": mname, "n_train": n_train, "n_test": int(tested.sum()),
             **m, "coverage90": cov, "fit_s": fit_s, "error": None}
 
