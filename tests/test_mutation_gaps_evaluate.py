@@ -369,3 +369,52 @@ def test_the_report_data_and_page_advise_for_twice_the_largest_input_by_default(
     for fn in (build_sections, build_report):
         params = inspect.signature(fn).parameters
         assert params["advice_factor"].default == 2.0 and params["confidence"].default == 0.9
+
+
+def test_a_report_of_a_job_whose_runs_are_all_excluded_says_so_of_that_job(tmp_path):
+    """The reason comes from that job's runs (all excluded), not from the store's other jobs."""
+    import shutil
+    from pathlib import Path
+
+    from sparkpredict.errors import InputError
+    from sparkpredict.report import build_sections
+    from sparkpredict.store import edit_runs
+    from sparkpredict.store import open as open_store
+
+    store = tmp_path / "store"
+    shutil.copytree(Path(__file__).parent / "data" / "history", store)
+    runs = open_store(store).runs()
+    ids = runs[runs.job == "sqljoin"].run_id.tolist()
+    edit_runs(str(store), ids, excluded=True)
+    with pytest.raises(InputError) as e:
+        build_sections(str(store), jobs=["sqljoin"])
+    assert e.value.message == (f"job 'sqljoin' has no succeeded runs in {store}: "
+                               f"{len(ids)} runs are excluded from training")
+    assert "or choose among: 'sort', 'wordcount'" in e.value.fix
+
+
+def test_a_job_whose_only_runs_lack_a_size_gets_the_no_advice_note_alone(tmp_path, monkeypatch):
+    """Every run without a size: the no-advice note names the fix; the left-out note, which says
+    the same of each run, is not added beside it. The stage breakdown draws the latest run with
+    its executor count as the runs table reads it."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    from sparkpredict import report
+    from sparkpredict.cli import main
+    from sparkpredict.features.runs import runs_table
+    from sparkpredict.report import build_sections
+
+    log = Path(__file__).parent / "data" / "eventlogs" / "spark4" / "local-1795969313432"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["ingest", str(log), "--store", str(tmp_path / "store"), "--job", "nosize"]) == 0
+    drawn = []
+    monkeypatch.setattr(report, "fig_stages", lambda stages, latest, executors: drawn.append(executors) or "png")
+    (sec,), _ = build_sections(str(tmp_path / "store"))
+    assert drawn == [float(runs_table(str(tmp_path / "store"))["executors"].iloc[0])] and drawn[0] > 0
+    assert sec.figures["stages"] == "png"
+    assert list(sec.left_out_runs.values()) == ["no input size"]
+    assert [n.split(" (")[0].split(":")[0] for n in sec.notes] == ["no fitted whole-job model for this job",
+                                                                   "no advice"]
+    assert "`sparkpredict store edit RUN_ID... --input-size SIZE`" in sec.notes[1]
