@@ -57,6 +57,8 @@ class RowProblems:
     unknown_jobs: list[str] = field(default_factory=list)
     empty_jobs: bool = False
     bad_values: bool = False
+    #: a cell is True or False (a column of flags, Parquet's boolean): int() reads it as 1 or 0
+    booleans: bool = False
 
     def lines(self) -> list[str]:
         """One line a bad row (``row 4: input_bytes -1 is not a size above zero``), at most
@@ -101,6 +103,9 @@ class RowProblems:
         if self.bad_values:
             fixes.append("write sizes as bytes or with a unit (50MB, 1.5TiB), counts as whole "
                          "numbers of at least 1 and job parameters as numbers")
+        if self.booleans:
+            fixes.append("a True/False cell is a boolean, no count or size: write the number in its "
+                         "place (a column saved as booleans holds only True and False)")
         if skip_hint:
             fixes.append(skip_hint)
         return InputError(message, "; ".join(fixes))
@@ -115,6 +120,7 @@ def check_query(query: Any, known_jobs: Collection[str] | None = None) -> tuple[
     import pandas as pd
 
     from ..errors import InputError
+    from ..units import is_bool
 
     missing = [c for c in ("job", "input_bytes", "executors") if c not in query.columns]
     if missing:
@@ -132,6 +138,7 @@ def check_query(query: Any, known_jobs: Collection[str] | None = None) -> tuple[
             if str(job) not in unknown:
                 unknown.append(str(job))
     bad_values = False
+    booleans = False
     out = query.copy()
     for col in _QUERY_NUMBERS:
         if col not in out.columns:
@@ -142,6 +149,7 @@ def check_query(query: Any, known_jobs: Collection[str] | None = None) -> tuple[
             if why:
                 rows.setdefault(i, []).append(f"{col} {why}")
                 bad_values = True
+                booleans = booleans or is_bool(v)
             values.append(number)
         given = [x for x in values if not math.isnan(x)]
         # bytes and counts stay integers (1e9 in a CSV is 1000000000 bytes, as 1GB is)
@@ -157,10 +165,11 @@ def check_query(query: Any, known_jobs: Collection[str] | None = None) -> tuple[
             continue
         for i, (v, x) in enumerate(zip(cells, read)):
             if not _is_empty(v) and not math.isfinite(x):
-                rows.setdefault(i, []).append(f"{col} {_shown(v)} is not a number")
+                rows.setdefault(i, []).append(f"{col} {_shown(v)} is {'a boolean, ' * is_bool(v)}not a number")
                 bad_values = True
+                booleans = booleans or is_bool(v)
         out[col] = pd.Series(read, index=out.index, dtype=float)
-    return out, RowProblems(rows, unknown, empty_jobs, bad_values)
+    return out, RowProblems(rows, unknown, empty_jobs, bad_values, booleans)
 
 
 #: The query's columns of sizes and counts, each read by its own rule (:func:`_read_cell`).
@@ -177,9 +186,13 @@ def _read_cell(col: str, v: Any) -> tuple[float | int, str]:
     """Query cell ``v`` of ``col`` as a number (bytes as an int: a float cannot hold every byte
     count to 8 EiB), and ``""``; or NaN and why it is not one (an empty optional column is NaN
     and ``""``: the model's default)."""
+    from ..units import is_bool
+
     shown = _shown(v)
     if _is_empty(v):
         return math.nan, ("is empty or NaN" if col in ("input_bytes", "executors") else "")
+    if is_bool(v):
+        return math.nan, f"{shown} is a boolean, not a {'size' if col == 'input_bytes' else 'number'}"
     if col == "input_bytes":
         size = _bytes(v)
         return (size, "") if isinstance(size, int) else (math.nan, f"{shown} {size}")
@@ -229,8 +242,10 @@ def _bytes(v: Any) -> int | str:
 
 
 def _number(v: Any) -> float:
-    """``v`` as a float; NaN when it is not a number (text, a boolean)."""
-    if isinstance(v, bool):
+    """``v`` as a float; NaN when it is not a number (text, a boolean, numpy's too)."""
+    from ..units import is_bool
+
+    if is_bool(v):
         return math.nan
     try:
         return float(v.strip() if isinstance(v, str) else v)
@@ -252,7 +267,11 @@ def _is_empty(v: Any) -> bool:
 
 def _shown(v: Any) -> str:
     """A cell as the user wrote it: text quoted (``'-1MB'``), numbers bare (``-1``, ``2.5``),
-    whether or not pandas read the column as numbers."""
+    whether or not pandas read the column as numbers; a boolean as ``True``, not the 1 it counts as."""
+    from ..units import is_bool
+
+    if is_bool(v):
+        return str(bool(v))
     if isinstance(v, str):
         return v.strip() if not math.isnan(_number(v)) or v.strip().lower() == "nan" else repr(v)
     try:
