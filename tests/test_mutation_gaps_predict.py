@@ -1,15 +1,20 @@
 """Gaps a mutation audit found: a boolean cell in a query (a Parquet column of flags) was named
-as the 1 or 0 it counts as, and numpy's booleans passed as 1 executor."""
+as the 1 or 0 it counts as, and numpy's booleans passed as 1 executor; the rolling event log's
+"cut short" is its LAST file's cut; the replay's leave-one-out reads a run of under half an
+executor on average at 1 executor, not at 0."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from sparkpredict.cli import main
 from sparkpredict.cli.predict import check_query
+from sparkpredict.errors import IngestError
 
 HISTORY = Path(__file__).parent / "data" / "history"
 FIX_VALUES = ("write sizes as bytes or with a unit (50MB, 1.5TiB), counts as whole numbers of at least 1 "
@@ -79,3 +84,69 @@ def test_a_boolean_in_a_parameter_column_of_numbers_is_named_so_and_other_bad_ce
     _, plain = check_query(q.iloc[1:], {"sort"})
     assert plain.error(1, {"sort"}).fix == FIX_VALUES
 
+
+# ---- capture/eventlog.py: a rolling log without its start, cut in its last or its first file ------
+
+JOB = b'{"Event":"SparkListenerJobStart","Job ID":0,"Submission Time":1000,"Stage Infos":[],"Stage IDs":[]}\n'
+CUT = b'{"Event":"SparkListenerJo'  # a line cut inside its event
+CUT_OFF = "it was cut off while being written, or copied in part"
+NOT_SPARK = "no SparkListenerApplicationStart event: not a Spark event log, or its beginning is missing"
+
+
+def _rolling(tmp_path: Path, files: list[bytes], suffix: str = "") -> str:
+    folder = tmp_path / "eventlog_v2_app-1"
+    folder.mkdir(parents=True)
+    for i, data in enumerate(files, 1):
+        (folder / f"events_{i}_app-1{suffix}").write_bytes(data)
+    return str(folder)
+
+
+def _refusal(path: str) -> str:
+    from sparkpredict.capture.eventlog import parse_event_log
+
+    with pytest.raises(IngestError) as e:
+        parse_event_log(path)
+    return e.value.message
+
+
+def test_a_rolling_log_whose_last_file_ends_inside_an_event_was_cut_off(tmp_path):
+    """Events and no start, the last file cut: the log was being written (docs/ingest.md), as a
+    single file cut so is; a cut in the first file, later files following it, is no such end."""
+    assert _refusal(_rolling(tmp_path / "a", [JOB, JOB + CUT])).endswith(
+        f"the log ends after 3 lines, before its SparkListenerApplicationStart event: {CUT_OFF}")
+    first = _refusal(_rolling(tmp_path / "b", [JOB + CUT, JOB]))
+    assert NOT_SPARK in first and CUT_OFF not in first
+
+
+def test_a_rolling_log_whose_last_compressed_stream_ends_early_was_cut_off(tmp_path):
+    z = pa.Codec("zstd").compress(JOB * 50, asbytes=True)
+    last = _refusal(_rolling(tmp_path / "a", [z, z[:-5]], ".zstd"))
+    assert last.endswith(f"before its SparkListenerApplicationStart event: {CUT_OFF}")
+    first = _refusal(_rolling(tmp_path / "b", [z[:-5], z], ".zstd"))
+    assert NOT_SPARK in first and CUT_OFF not in first
+
+
+# ---- models/replay.py: leave-one-out on whole executors, at least 1 -------------------------------
+
+def test_a_dynamic_run_of_under_half_an_executor_is_scored_at_one_executor():
+    """A run under dynamic allocation that held 0.4 executors on average is asked for as 1 (as a
+    query is): its leave-one-out error is counted, not skipped as a replay at 0 executors."""
+    from sparkpredict import store
+    from sparkpredict.features.runs import executors_and_cores, runs_table
+    from sparkpredict.models.replay import ReplayRuntimeModel
+
+    a, b, c = "local-1795975705584", "local-1795975713600", "local-1795975725787"  # wordcount 4, 4, 8 MB
+    s = store.open(HISTORY)
+    raw = s.read("runs")
+    raw = raw[raw.run_id.isin([a, b, c])].copy()
+    raw["master"] = "yarn"
+    raw["properties_json"] = json.dumps({"spark.dynamicAllocation.enabled": "true"})
+    raw.loc[raw.run_id == a, "executors_mean"] = 0.4
+    m = ReplayRuntimeModel(tables={"runs": raw, "stages": s.read("stages"), "tasks": s.read("tasks")}) \
+        .fit(runs_table(raw))
+    ex, cores = executors_and_cores(m.runs_)
+    assert ex[a] == pytest.approx(0.4)
+    assert len(m._abs_rel) == 3 and {r for r, _ in m.slow_runs_} == {a, b, c}
+    run = m.runs_.loc[a]
+    pred = m._predict_one("wordcount", float(run["input_bytes"]), 1.0, float(cores[a]), exclude=a)
+    assert dict(m.slow_runs_)[a] == pytest.approx(float(run["wall_ms"]) / 1000 / pred)
