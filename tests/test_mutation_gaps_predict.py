@@ -85,6 +85,18 @@ def test_a_boolean_in_a_parameter_column_of_numbers_is_named_so_and_other_bad_ce
     assert plain.error(1, {"sort"}).fix == FIX_VALUES
 
 
+@pytest.mark.parametrize("col, cell, said", [
+    ("executors", 1, []),  # the least count is one
+    ("executor_cores", 1, []),
+    ("executor_cores", 4096, []),
+    ("executor_cores", 4097, ["executor_cores 4097 is more than any cluster has (at most 4,096)"]),
+    ("executor_memory_mb", 0.5, []),  # any memory above zero, a fraction of a MiB too
+    ("executor_memory_mb", 0, ["executor_memory_mb 0 is not a number of MiB above zero"]),
+])
+def test_the_counts_bounds_are_inclusive(col, cell, said):
+    assert _one(col, cell) == (said, False)
+
+
 # ---- capture/eventlog.py: a rolling log without its start, cut in its last or its first file ------
 
 JOB = b'{"Event":"SparkListenerJobStart","Job ID":0,"Submission Time":1000,"Stage Infos":[],"Stage IDs":[]}\n'
