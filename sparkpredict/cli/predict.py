@@ -165,7 +165,8 @@ def check_query(query: Any, known_jobs: Collection[str] | None = None) -> tuple[
             continue
         for i, (v, x) in enumerate(zip(cells, read)):
             if not _is_empty(v) and not math.isfinite(x):
-                rows.setdefault(i, []).append(f"{col} {_shown(v)} is {'a boolean, ' * is_bool(v)}not a number")
+                rows.setdefault(i, []).append(f"{col} {_shown(v)} is "
+                                             + ("a boolean, not a number" if is_bool(v) else "not a number"))
                 bad_values = True
                 booleans = booleans or is_bool(v)
         out[col] = pd.Series(read, index=out.index, dtype=float)
