@@ -8,9 +8,11 @@ import os
 import time
 
 import pandas as pd
+import pytest
 
 from sparkpredict import store
 from sparkpredict.store import io as store_io
+from sparkpredict.store import schema as S
 
 
 def _runs(run_id: str) -> dict[str, pd.DataFrame]:
@@ -26,11 +28,13 @@ def _age(*paths) -> None:
 
 def test_an_old_temporary_file_sparkpredict_did_not_write_is_no_orphan(tmp_path):
     # clean removes the .tmp files of sparkpredict's own writers (".part-*" and the marker's
-    # copy); a user's "notes.tmp" in a table folder, or a hidden non-.tmp file, is not its to delete
+    # copy); a user's "notes.tmp" in the store or a table folder, or a hidden non-.tmp file, is
+    # not its to delete; nor a part's temporary name outside the table folders, where none writes one
     root = tmp_path / "st"
     st = store.open(root, create=True)
     st.append({**_runs("a"), "stages": pd.DataFrame({"run_id": ["a"], "stage_id": [0]})})
-    theirs = [root / "stages" / "notes.tmp", root / "stages" / ".part-mine.parquet.bak"]
+    theirs = [root / "stages" / "notes.tmp", root / "stages" / ".part-mine.parquet.bak", root / "notes.tmp",
+              root / f".{S.MARKER_FILE}.bak", root / ".part-0000000000001-py-0123456789ab.parquet.tmp"]
     ours = root / "stages" / ".part-0000000000001-py-0123456789ab.parquet.tmp"
     for p in (*theirs, ours):
         p.write_bytes(b"x")
@@ -46,21 +50,18 @@ def test_a_stale_copy_check_without_gone_is_change_takes_a_gone_copy_as_no_run(t
     # listing is no batch of a run there (Spark reads what is left), not an internal _Changed
     root = tmp_path / "st"
     st = store.open(root, create=True)
-    first = st.append(_runs("app-1"), batch_id=store_io.new_batch_id(store_io.INGEST_LABEL + "app-1"))
-    second = st.append(_runs("app-1"), batch_id=store_io.new_batch_id(store_io.INGEST_LABEL + "app-1"))
-    third = st.append(_runs("app-1"), batch_id=store_io.new_batch_id(store_io.INGEST_LABEL + "app-1"))
+    # ids as new_batch_id makes them, a millisecond apart (two in one millisecond sort by chance)
+    first, second, third = (st.append(_runs("app-1"), batch_id=f"{ms:013d}-{store_io.INGEST_LABEL}app-1-{ms:012x}")
+                            for ms in (1, 2, 3))
     visible = st.visible_marks()
     assert st._stale_ingest_copies(visible) == {first, second}
     (root / "runs" / f"part-{first}.parquet").unlink()  # an ingest dropped it after the listing
     assert st._stale_ingest_copies(visible) == {second}
     # a reader that kept the gone copy's rows from an earlier listing reads again instead
-    try:
+    with pytest.raises(store_io._Changed) as e:
         st._stale_ingest_copies(visible, gone_is_change=True)
-    except store_io._Changed as e:
-        assert e.args == (first,)
-    else:
-        raise AssertionError("a gone copy was not a change for a reader")
-    assert list(st.runs()["run_id"]) == ["app-1"]
+    assert e.value.args == (first,)
+    assert list(st.runs()["run_id"]) == ["app-1"] and third in st.visible_marks()
 
 
 def test_a_read_by_run_keeps_a_row_group_whose_run_ids_have_no_bounds(tmp_path, monkeypatch):
@@ -76,3 +77,30 @@ def test_a_read_by_run_keeps_a_row_group_whose_run_ids_have_no_bounds(tmp_path, 
     assert list(st.read("stages", run_ids=["a"])["stage_id"]) == [0]
     assert list(st.read("stages", run_ids="b")["stage_id"]) == [2]
     assert sorted(st.read("stages")["stage_id"]) == [0, 1, 2]
+
+
+def test_without_an_age_clean_keeps_files_ten_minutes_not_eleven(tmp_path):
+    # the documented default: replaced files and a dead writer's leftovers stay 600 s for readers
+    # that listed the store before; 630 s on, they are old enough
+    from sparkpredict.store import compact as C
+
+    root = tmp_path / "st"
+    st = store.open(root, create=True)
+    for rid in "ab":
+        st.append({**_runs(rid), "stages": pd.DataFrame({"run_id": [rid], "stage_id": [0]})})
+    replaced = sorted(str(p) for p in root.glob("*/part-*.parquet"))
+    assert C.compact(st, keep_s=3600).written == 1
+    leftover = root / "tasks" / ".part-0000000000001-py-0123456789ab.parquet.tmp"
+    leftover.parent.mkdir(exist_ok=True)
+    leftover.write_bytes(b"x")
+    young = time.time() - 570
+    for p in [*root.glob("*/*compacted*"), leftover]:
+        os.utime(p, (young, young))
+    assert st.replaced_files() == [] and st.orphans() == [] and st.remove_orphans() == []
+    old = time.time() - 630
+    for p in [*root.glob("*/*compacted*"), leftover]:
+        os.utime(p, (old, old))
+    assert sorted(st.replaced_files()) == replaced
+    assert sorted(st.orphans()) == sorted([*replaced, str(leftover)])
+    assert sorted(st.remove_orphans()) == sorted([*replaced, str(leftover)])
+    assert sorted(st.read("stages")["run_id"]) == ["a", "b"]
