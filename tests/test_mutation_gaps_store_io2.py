@@ -1,7 +1,7 @@
 """More of ``store.io``'s write and read rules that a mutation audit of it found no test pinning:
-which files a clean may remove (only the temporary files sparkpredict writes), what the stale
-ingest copy rule does for a caller that reads the batches itself, and which row groups a read by
-run keeps. Each test builds a small real store on disk; none starts a JVM."""
+which files a clean may remove (only the temporary files sparkpredict writes) and after how long
+by default, what the stale ingest copy rule does for a caller that reads the batches itself, and
+which row groups a read by run keeps. Each test builds a small real store on disk; none starts a JVM."""
 from __future__ import annotations
 
 import os
