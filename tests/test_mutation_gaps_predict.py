@@ -15,23 +15,16 @@ import pytest
 from sparkpredict.cli import main
 from sparkpredict.cli.predict import check_query
 from sparkpredict.errors import IngestError
+from tests import test_predict_rows
+from tests.test_predict_rows import FIX_VALUES, HISTORY
 
-HISTORY = Path(__file__).parent / "data" / "history"
-FIX_VALUES = ("write sizes as bytes or with a unit (50MB, 1.5TiB), counts as whole numbers of at least 1 "
-              "and job parameters as numbers")
+models = test_predict_rows.models  # the fixture of the history fitted by the CLI, shared
+
 FIX_BOOLEANS = ("a True/False cell is a boolean, no count or size: write the number in its place "
                 "(a column saved as booleans holds only True and False)")
 
 
 # ---- cli/predict.py: boolean cells ---------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def models(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("predict-booleans")
-    assert main(["runs", "--store", str(HISTORY), "--out", str(d / "runs.csv")]) == 0
-    assert main(["fit", str(d / "runs.csv"), "--out", str(d / "models")]) == 0
-    return d / "models"
-
 
 def test_a_parquet_querys_boolean_executors_are_named_as_booleans_with_a_fix(models, tmp_path, capsys):
     """A Parquet column of booleans reaches the reader as True/False: said "executors 1 is not a
