@@ -4,6 +4,7 @@ seed the benchmarks' folds come from, the metrics' degrees of freedom, ..."""
 from __future__ import annotations
 
 import math
+import time
 from typing import ClassVar
 
 import numpy as np
@@ -95,9 +96,11 @@ class _MeanModel:
 def test_an_outside_models_row_is_scored_by_hand():
     """The extrap_size row of a model with no parameters: RRSE over n (p = 0), MAPE, R² of the
     test runs against the training mean, n_train the training rows, no coverage, fit_s the
-    fits' own time (a quick fit, far below a second)."""
+    fits' own time (within the call's)."""
     runs = synthetic_job("a", cliff=False)
+    t0 = time.perf_counter()
     ev = evaluate(runs, models={"mean": _MeanModel}, include_study=False, splits="extrap_size")
+    took_s = time.perf_counter() - t0
     row = ev.rows.iloc[0]
     [(train, test)] = split_masks(runs.sort_values(["input_bytes", "executors", "runtime_s"], kind="mergesort")
                                   .reset_index(drop=True), "extrap_size")
@@ -109,7 +112,7 @@ def test_an_outside_models_row_is_scored_by_hand():
     assert row["rrse"] == pytest.approx(math.sqrt((res @ res) / big.sum()) / y[big].mean())
     assert row["mape"] == pytest.approx(np.mean(np.abs(res) / y[big]))
     assert row["r2"] == pytest.approx(1 - (res @ res) / ((y[big] - y[big].mean()) ** 2).sum())
-    assert math.isnan(row["coverage90"]) and 0 <= row["fit_s"] < 0.5
+    assert math.isnan(row["coverage90"]) and 0 <= row["fit_s"] <= took_s  # a part of the call's own time
 
 
 def test_a_model_that_fails_its_first_fit_trained_and_tested_nothing():
@@ -119,11 +122,13 @@ def test_a_model_that_fails_its_first_fit_trained_and_tested_nothing():
         def fit(self, runs):
             raise DegenerateDataError("cannot fit", "record more runs")
 
+    t0 = time.perf_counter()
     ev = evaluate(synthetic_job("a", cliff=False), models={"failing": Failing}, include_study=False,
                   splits="cv3")
+    took_s = time.perf_counter() - t0
     row = ev.rows.iloc[0]
     assert row["error"] == "cannot fit (fix: record more runs)" and row["n_train"] == 0 and row["n_test"] == 0
-    assert row["fit_s"] < 0.5
+    assert 0 <= row["fit_s"] <= took_s
 
 
 def test_the_level_splits_leave_two_levels_to_train_on_and_one_to_test_at_any_fraction():
