@@ -21,6 +21,17 @@ from sparkpredict.evaluate import (
 )
 
 
+class MeanModel:
+    """An outside model with no equation (p = 0) and no interval: each run is its training mean."""
+
+    def fit(self, runs):
+        self.mean_ = float(runs["runtime_s"].mean())
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.mean_)
+
+
 def test_outer_and_smallest_levels():
     v = np.repeat([2, 4, 6, 8, 10, 12], 2)
     test = outer_levels(v)
@@ -106,16 +117,8 @@ def test_evaluate_skips_small_jobs_and_reports_errors():
 def test_a_model_of_other_runs_still_scores_a_job_of_one_executor_count():
     """The one-count skip is the runtime models' limit only: a model that reads other things
     (a replay, a stage model; here a mean) is still scored on such a job."""
-    class Mean:
-        def fit(self, runs):
-            self.mean_ = float(runs["runtime_s"].mean())
-            return self
-
-        def predict(self, X):
-            return np.full(len(X), self.mean_)
-
     runs = synthetic_job("oneexec", execs=(4,))
-    ev = evaluate(runs, models={"mean": Mean}, include_study=False, splits=("cv3",))
+    ev = evaluate(runs, models={"mean": MeanModel}, include_study=False, splits=("cv3",))
     assert "oneexec" not in ev.skipped
     row = ev.rows.iloc[0]
     assert row["model"] == "mean" and row["n_test"] == len(runs) and np.isfinite(row["mape"])

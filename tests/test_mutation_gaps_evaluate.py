@@ -10,6 +10,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 import pytest
+from test_evaluate import MeanModel
 from test_hybrid import synthetic_job
 
 from sparkpredict.evaluate import (
@@ -82,24 +83,13 @@ def test_a_model_trained_on_too_few_runs_for_an_interval_has_no_coverage():
     assert math.isnan(row["coverage90"])
 
 
-class _MeanModel:
-    """An outside model with no equation (p = 0) and no interval: each run is its training mean."""
-
-    def fit(self, runs):
-        self.mean_ = float(runs["runtime_s"].mean())
-        return self
-
-    def predict(self, X):
-        return np.full(len(X), self.mean_)
-
-
 def test_an_outside_models_row_is_scored_by_hand():
     """The extrap_size row of a model with no parameters: RRSE over n (p = 0), MAPE, R² of the
     test runs against the training mean, n_train the training rows, no coverage, fit_s the
     fits' own time (within the call's)."""
     runs = synthetic_job("a", cliff=False)
     t0 = time.perf_counter()
-    ev = evaluate(runs, models={"mean": _MeanModel}, include_study=False, splits="extrap_size")
+    ev = evaluate(runs, models={"mean": MeanModel}, include_study=False, splits="extrap_size")
     took_s = time.perf_counter() - t0
     row = ev.rows.iloc[0]
     [(train, test)] = split_masks(runs.sort_values(["input_bytes", "executors", "runtime_s"], kind="mergesort")
@@ -118,7 +108,7 @@ def test_an_outside_models_row_is_scored_by_hand():
 def test_a_model_that_fails_its_first_fit_trained_and_tested_nothing():
     from sparkpredict.errors import DegenerateDataError
 
-    class Failing(_MeanModel):
+    class Failing(MeanModel):
         def fit(self, runs):
             raise DegenerateDataError("cannot fit", "record more runs")
 
@@ -206,7 +196,7 @@ def test_runs_of_one_executor_and_under_a_second_are_scored():
     assert ev.skipped == {} and ev.rows.iloc[0]["n_test"] == 12
 
 
-class _ExactInterval(_MeanModel):
+class _ExactInterval(MeanModel):
     """Bounds at the run's own runtime (the test rows carry it): every run lies on both bounds."""
 
     asked: ClassVar[list[float]] = []
