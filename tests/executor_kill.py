@@ -29,3 +29,18 @@ def kill_executor_once(marker: str, index: int, pause_s: float = 0.5):
         return rows
 
     return run
+
+
+def wait_for_executors(sc, count: int, timeout_s: float = 180) -> None:
+    """Return once ``count`` executors have registered with ``sc``. A local-cluster starts its
+    executor JVMs side by side, but the session is back before they are up and a job's tasks go
+    to the first one registered: beside a busy core the second came 0.84 s after the first, and
+    the first job's first task 0.6 s after that. Had it come later, one executor would run the
+    whole first stage, and killing it (or the other) would not be the loss these tests make."""
+    import time
+
+    tracker = sc._jsc.sc().statusTracker()
+    deadline = time.monotonic() + timeout_s
+    while len(tracker.getExecutorInfos()) - 1 < count:  # the driver is listed too
+        assert time.monotonic() < deadline, f"{count} executors did not register in {timeout_s} s"
+        time.sleep(0.1)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from executor_kill import kill_executor_once
+from executor_kill import kill_executor_once, wait_for_executors
 
 from sparkpredict import store
 from sparkpredict.capture.eventlog_ingest import ingest_event_logs
@@ -44,6 +44,7 @@ def recorded(spark_app, tmp_path_factory):
                 **({"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(logs)} if kill else {})}
         with spark_app(tmp / "listener-store", job="fetchfail", master="local-cluster[2,1,1024]",
                        conf=conf) as spark:
+            wait_for_executors(spark.sparkContext, 2)
             counts = spark.sparkContext.parallelize(range(8000), 8).map(lambda r: (r % 8, 1)) \
                 .reduceByKey(lambda a, b: a + b, 8) \
                 .mapPartitionsWithIndex(kill_executor_once(str(marker), index=5)).collect()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from executor_kill import kill_executor_once
+from executor_kill import kill_executor_once, wait_for_executors
 
 from sparkpredict import store
 from sparkpredict.capture.eventlog_ingest import ingest_event_logs
@@ -27,6 +27,7 @@ def test_resubmitted_map_tasks_are_recorded_once_by_listener_and_ingest(spark_ap
             "spark.eventLog.dir": str(logs), "spark.task.maxFailures": "4"}
     with spark_app(tmp_path / "listener-store", job="resubmit", master="local-cluster[2,1,1024]",
                    conf=conf) as spark:
+        wait_for_executors(spark.sparkContext, 2)
         counts = spark.sparkContext.parallelize(range(8000), 8) \
             .mapPartitionsWithIndex(kill_executor_once(str(tmp_path / "killed"), index=7, pause_s=0.4)) \
             .map(lambda r: (r % 10, 1)) \

@@ -11,7 +11,7 @@ rows and 5584 bytes of shuffle where it ran 8 partitions over the 4464 bytes its
 from __future__ import annotations
 
 import pytest
-from executor_kill import kill_executor_once
+from executor_kill import kill_executor_once, wait_for_executors
 
 from sparkpredict import store
 from sparkpredict.features.interference import stage_features
@@ -24,6 +24,7 @@ def test_a_lost_executor_s_map_outputs_run_again_count_once(spark_app, tmp_path)
     conf = {"spark.executor.memory": "512m", "spark.task.maxFailures": "4",
             "spark.sparkpredict.inputBytes": "8000000"}
     with spark_app(tmp_path / "store", job="maprerun", master="local-cluster[2,1,1024]", conf=conf) as spark:
+        wait_for_executors(spark.sparkContext, 2)
         out = spark.sparkContext.parallelize(range(8000), 8).map(lambda r: (r % 8, 1)) \
             .reduceByKey(lambda a, b: a + b, 8) \
             .mapPartitionsWithIndex(kill_executor_once(str(tmp_path / "killed"), index=5)) \

@@ -12,7 +12,7 @@ under its application's name.
 from __future__ import annotations
 
 import pytest
-from executor_kill import kill_executor_once
+from executor_kill import kill_executor_once, wait_for_executors
 
 from sparkpredict import store
 from sparkpredict.capture.eventlog_ingest import ingest_event_logs
@@ -29,6 +29,7 @@ def test_a_map_stage_rerun_for_lost_outputs_counts_its_file_s_partitions_once(sp
     conf = {"spark.executor.memory": "512m", "spark.task.maxFailures": "4",
             "spark.eventLog.enabled": "true", "spark.eventLog.dir": str(logs)}
     with spark_app(tmp_path / "listener", job="inputrerun", master="local-cluster[2,1,1024]", conf=conf) as spark:
+        wait_for_executors(spark.sparkContext, 2)
         assert spark.sparkContext.textFile(str(data), 20).count() == 8000
         counts = spark.sparkContext.textFile(str(data), 8).map(lambda line: (int(line.split()[1]) % 8, 1)) \
             .reduceByKey(lambda a, b: a + b, 8) \
