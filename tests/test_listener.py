@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from executor_kill import wait_for_executors
 
 from sparkpredict import store as store_mod
 from sparkpredict.errors import StoreError
@@ -46,6 +47,7 @@ def test_local_cluster_wordcount_groupby_records_consistent_rows(spark_app, tmp_
     store = tmp_path / "store"
     with spark_app(store, job="wc-cluster", master="local-cluster[2,1,1024]",
                    conf={"spark.executor.memory": "512m"}) as spark:
+        wait_for_executors(spark.sparkContext, 2)  # executors_max == 2 below: both up before the end
         _wordcount_and_groupby(spark)
         app_id, start_ms = spark.sparkContext.applicationId, spark.sparkContext.startTime
     st = store_mod.open(store)
