@@ -3,6 +3,8 @@
 is scikit-learn's GradientBoostingRegressor with the same settings on the same data."""
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -45,6 +47,14 @@ def test_the_1e7_gap_is_between_neighbours_not_from_the_smallest_value():
     x = np.array([0, 0, 0.01, 0.01, 0.01 + 0.5e-7, 0.01 + 0.5e-7])
     m = _same_as_sklearn(x, [0, 0, 1, 1, 5, 5], n_estimators=1, learning_rate=1.0)
     np.testing.assert_allclose(M.predict_exported(m, x[:, None]), [0, 0, 3, 3, 3, 3], atol=1e-12)
+
+
+def test_close_values_chained_over_1e7_cut_in_a_node_as_in_sklearn():
+    # 0, 0.6e-7, 1.2e-7: no two neighbours of the column are 1e-7 apart, but once feature 1
+    # has split off the 0.6e-7 rows, the node holding 0 and 1.2e-7 cuts between them
+    X = [[0, 0], [0, 0], [1.2e-7, 0], [1.2e-7, 0], [0.6e-7, 1], [0.6e-7, 1]]
+    ours = _same_as_sklearn(X, [0, 0, 1, 1, 5, 5], n_estimators=3, learning_rate=1.0)
+    np.testing.assert_allclose(M.predict_exported(ours, np.asarray(X, float)), [0, 0, 1, 1, 5, 5], atol=1e-12)
 
 
 def test_a_node_of_impurity_at_machine_epsilon_is_a_leaf():
@@ -136,6 +146,17 @@ def test_a_table_exactly_at_the_limit_is_fitted_in_numpy(no_sklearn, monkeypatch
         G.fit_gbm(X, y, n_estimators=1)
 
 
+def test_a_table_over_the_limit_is_never_built(no_sklearn):
+    # 3000 distinct values: a 2999 x 3000 table is 72 MB; the limit is there to not build it
+    X = np.arange(3000.0)[:, None]
+    tracemalloc.start()
+    try:
+        with pytest.raises(_Fallback):
+            G.fit_gbm(X, np.arange(3000.0), n_estimators=1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20, peak
 
 
 # --- models/estimator.py: scikit-learn's protocol, checked against scikit-learn itself -------

@@ -9,7 +9,11 @@ predict with :func:`.ml.predict_exported` like any other tree ensemble.
 
 It follows scikit-learn's split rules: features are compared as float32, split positions lie
 between values more than 1e-7 apart, a threshold is the midpoint of its two neighbours, and a
-node whose impurity is at most machine epsilon is a leaf. One difference: where two features'
+node whose impurity is at most machine epsilon is a leaf. scikit-learn applies the 1e-7 rule to
+each node's own values; this applies it once to all of a feature's values, which is the same
+rule unless values closer than 1e-7 apart chain over more than 1e-7 (0, 0.6e-7 and 1.2e-7: a
+node without the middle one may split between the others): such data, like a split table too
+large, is fitted by scikit-learn itself. One difference: where two features'
 best splits score exactly alike (the same partition of the node, say), scikit-learn keeps the
 one its random feature order visits first, and this keeps the lower feature index. On data
 without such ties the trees are the same (``tests/test_small_gbm.py`` compares them).
@@ -38,12 +42,15 @@ def fit_gbm(X: np.ndarray, y: np.ndarray, n_estimators: int = 100, learning_rate
         raise ValueError(f"X has {X.shape[0]} rows and y {len(y)} values: both need the same, "
                          "non-zero number")
     X32 = X.astype(np.float32).astype(np.float64)  # as scikit-learn's trees see X
-    cuts = _cuts(X32)
-    if len(cuts[0]) * len(y) > MAX_TABLE_CELLS:
+    cut_feature, cut_value, same_in_nodes = _cut_points(X32)
+    # counted before the table is built: building it was the memory this limit keeps
+    if not same_in_nodes or len(cut_value) * len(y) > MAX_TABLE_CELLS:
         from .ml import fit_gbm as fit_sklearn
 
         return fit_sklearn(X, y, 0, n_estimators=n_estimators, learning_rate=learning_rate,
                            max_depth=max_depth)[0]
+    goes_left = (X32[:, cut_feature].T <= cut_value[:, None]).astype(np.float64)
+    cuts = cut_feature, cut_value, goes_left
     init = float(np.mean(y))
     raw = np.full(len(y), init)
     trees = []
@@ -55,19 +62,24 @@ def fit_gbm(X: np.ndarray, y: np.ndarray, n_estimators: int = 100, learning_rate
                           for t in trees], init, learning_rate, "gbm")
 
 
-def _cuts(X32: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _cut_points(X32: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
     """Every place a split may cut, in the order sklearn meets them (by feature, then value):
-    (feature, value it cuts after, (cuts, rows) table of the rows on its left as 0/1)."""
+    (feature, value it cuts after, whether these are the cuts of every node too). They are
+    unless a run of values, each within 1e-7 of the next, spans more than 1e-7: scikit-learn
+    checks the gap between a node's own neighbours, and a node lacking an inner value of such
+    a run may cut where the whole column may not."""
     feats, values = [], []
+    same_in_nodes = True
     for f in range(X32.shape[1]):
         u = np.unique(X32[:, f])
-        at = u[:-1][u[1:] > u[:-1] + _FEATURE_THRESHOLD]
+        apart = u[1:] > u[:-1] + _FEATURE_THRESHOLD
+        at = u[:-1][apart]
+        gap = np.flatnonzero(apart)
+        first, last = u[np.r_[0, gap + 1]], u[np.r_[gap, len(u) - 1]]
+        same_in_nodes = same_in_nodes and not np.any(last > first + _FEATURE_THRESHOLD)
         feats.append(np.full(len(at), f))
         values.append(at)
-    feature = np.concatenate(feats).astype(np.int64)
-    value = np.concatenate(values)
-    goes_left = (X32[:, feature].T <= value[:, None]).astype(np.float64)
-    return feature, value, goes_left
+    return np.concatenate(feats).astype(np.int64), np.concatenate(values), same_in_nodes
 
 
 def _grow(X32: np.ndarray, cuts: tuple[np.ndarray, np.ndarray, np.ndarray], r: np.ndarray,
