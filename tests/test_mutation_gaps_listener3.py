@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from test_host_samples import MODES
 from test_listener_isolation import _post, _scala_object
-from test_listener_store_faults import _wait_for
+from test_listener_store_faults import _committed, _wait_for
 
 from sparkpredict import store as store_mod
 from sparkpredict.errors import StoreError
@@ -99,6 +99,19 @@ def _waits_for(gate: str):
 
         deadline = time.time() + 60
         while not os.path.exists(gate) and time.time() < deadline:
+            time.sleep(0.05)
+        return [sum(1 for _ in rows)]
+
+    return run
+
+
+def _last_waits_for(gate: str, last: int):
+    def run(index, rows):
+        import os
+        import time
+
+        deadline = time.time() + 60
+        while index == last and not os.path.exists(gate) and time.time() < deadline:
             time.sleep(0.05)
         return [sum(1 for _ in rows)]
 
@@ -198,6 +211,25 @@ def test_host_samples_hold_what_proc_holds(recorded):
 def test_a_task_end_without_a_finish_time_lasts_zero_ms(recorded):
     tasks = recorded[0].tasks().set_index("task_id")
     assert tasks.loc[_POSTED_TASK_ID, "duration_ms"] == 0
+
+
+def test_task_rows_are_written_once_flush_every_tasks_of_them_wait(spark_app, tmp_path):
+    """spark.sparkpredict.flushEveryTasks=3: the third task row waiting is written while the
+    job's last task still runs, not only with a fourth (host samples off: no other flush)."""
+    st, gate = tmp_path / "store", tmp_path / "gate"
+    conf = {"spark.sparkpredict.flushEveryTasks": "3", "spark.sparkpredict.flushIntervalMs": "0",
+            "spark.sparkpredict.hostSampleIntervalMs": "0"}
+    with spark_app(st, job="every-3", conf=conf) as spark:
+        rdd = spark.sparkContext.parallelize(range(4), 4).mapPartitionsWithIndex(_last_waits_for(str(gate), 3))
+        job = threading.Thread(target=rdd.collect)
+        job.start()
+        seen = _wait_for(lambda: (c := _committed(st)) and len(c[1]) and c, 20)
+        gate.touch()
+        job.join(timeout=60)
+    assert seen, "no task row was written before the job ended"
+    runs, tasks = seen
+    assert set(runs.status) == {"running"} and sorted(tasks.task_index) == [0, 1, 2]
+    assert len(store_mod.open(st).tasks()) == 4
 
 
 @pytest.mark.cluster
