@@ -152,6 +152,9 @@ def test_the_training_runs_shortest_and_longest_total_stage_time_are_kept():
     m = DegradationModel(culprit="none", correction=0.0, n_estimators=5).fit(df)
     # t0: 1000 + 1100; t5: 2000 + 2100
     assert m.train_run_ms_ == (2100.0, 4100.0)
+    # stage rows that do not say which run they belong to: no run's total to keep
+    assert DegradationModel(culprit="none", correction=0.0, n_estimators=5).fit(
+        df.drop(columns="run_id")).train_run_ms_ is None
 
 
 def test_a_stage_without_a_clean_counterpart_is_its_own_baseline(model):
