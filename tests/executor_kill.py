@@ -31,6 +31,11 @@ def kill_executor_once(marker: str, index: int, pause_s: float = 0.5):
     return run
 
 
+def executors_alive(sc) -> int:
+    """Executors registered with ``sc`` now, the driver left out."""
+    return len(sc._jsc.sc().statusTracker().getExecutorInfos()) - 1
+
+
 def wait_for_executors(sc, count: int, timeout_s: float = 180) -> None:
     """Return once ``count`` executors have registered with ``sc``. A local-cluster starts its
     executor JVMs side by side, but the session is back before they are up and a job's tasks go
@@ -39,8 +44,7 @@ def wait_for_executors(sc, count: int, timeout_s: float = 180) -> None:
     whole first stage, and killing it (or the other) would not be the loss these tests make."""
     import time
 
-    tracker = sc._jsc.sc().statusTracker()
     deadline = time.monotonic() + timeout_s
-    while len(tracker.getExecutorInfos()) - 1 < count:  # the driver is listed too
+    while executors_alive(sc) < count:
         assert time.monotonic() < deadline, f"{count} executors did not register in {timeout_s} s"
         time.sleep(0.1)

@@ -23,6 +23,7 @@ from sparkpredict import store as store_mod
 from sparkpredict.capture.eventlog_ingest import ingest_event_logs
 
 sys.path.insert(0, os.path.dirname(__file__))
+from executor_kill import executors_alive
 from test_advise_history import fast_model, history, make_store
 
 JOB = "dynalloc"
@@ -38,12 +39,6 @@ def _events(log_dir: Path) -> list[dict]:
             if f.suffix == ".zstd" else f.read_bytes()
         out += [json.loads(line) for line in data.splitlines() if line.strip()]
     return out
-
-
-def _executors_alive(sc) -> int:
-    """Executors registered now, the driver left out."""
-    infos = sc._jsc.sc().statusTracker().getExecutorInfos()
-    return len(infos) - 1
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +67,7 @@ def da_run(spark_app, tmp_path_factory):
         assert sc.parallelize(range(12), 12).map(slow).sum() == 66
         # then idle past executorIdleTimeout: the executors beyond minExecutors are removed
         deadline = time.time() + 40
-        while _executors_alive(sc) > 1 and time.time() < deadline:
+        while executors_alive(sc) > 1 and time.time() < deadline:
             time.sleep(0.5)
     ingested = base / "eventlog"
     report = ingest_event_logs([logs], ingested)
