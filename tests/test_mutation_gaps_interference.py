@@ -54,6 +54,16 @@ def test_a_task_without_a_launch_time_is_windowed_from_the_stages_first_known_la
     assert f["w3_gc_ratio_range"] == pytest.approx(0.2)
 
 
+def test_a_stage_without_any_launch_time_is_windowed_from_its_first_finish():
+    # every launch unknown: the windows start at the first finish (10 s), so one 3 s window
+    # holds all three tasks (0, 1 and 2 s in); it had raised IntCastingNaNError
+    tasks = pd.DataFrame([_task(0), _task(1), _task(2, jvm_gc_time_ms=300)])
+    tasks["launch_ms"] = np.nan
+    f = itf.stage_features(_stage(3), tasks).iloc[0]
+    assert f["w3_gc_ratio_mean"] == pytest.approx(0.5 / 3)
+    assert f["w3_gc_ratio_range"] == pytest.approx(0.2)
+
+
 def test_a_stage_with_no_recorded_run_time_reads_its_ratios_over_one_millisecond():
     # event logs of tasks too short to time: 0 ms run, yet 5 ms of GC and 3 of fetch wait
     zero = {"executor_run_time_ms": 0, "executor_cpu_time_ms": 0.0, "jvm_gc_time_ms": 5,
