@@ -7,26 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from test_mutation_gaps_stage_features import _task
 
 from sparkpredict.features import interference as itf
 
 MiB = 2**20
-
-
-def _task(i: int, **kw) -> dict:
-    """A succeeded task of stage 0 finishing ``i`` seconds after 10 s: 1000 ms run, 500 CPU, 100
-    GC, 100 fetch wait, 50 shuffle write, 20 deserialize, 10 serialize, 1100 ms duration."""
-    row = {"run_id": "r", "stage_id": 0, "stage_attempt_id": 0, "task_id": i, "task_index": i, "attempt": 0,
-           "executor_id": "0", "host": "h", "status": "SUCCESS", "getting_result_ms": 0,
-           "executor_run_time_ms": 1000, "executor_cpu_time_ms": 500.0, "jvm_gc_time_ms": 100,
-           "shuffle_fetch_wait_ms": 100, "shuffle_write_time_ms": 50.0, "executor_deserialize_time_ms": 20,
-           "result_serialization_time_ms": 10, "duration_ms": 1100, "input_bytes": MiB,
-           "shuffle_read_bytes": 0, "shuffle_write_bytes": MiB, "output_bytes": 0,
-           "memory_spilled_bytes": 0, "disk_spilled_bytes": 0}
-    row.update(kw)
-    row["finish_ms"] = 10_000 + 1000 * i
-    row["launch_ms"] = row["finish_ms"] - row["duration_ms"]
-    return row
 
 
 def _stage(num_tasks: int = 2) -> pd.DataFrame:
