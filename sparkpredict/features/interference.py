@@ -77,9 +77,9 @@ def _windowed(t: pd.DataFrame) -> pd.DataFrame:
     """Alioth's first-order statistics per window of task finish times, averaged over windows."""
     import pandas as pd
 
-    # a stage none of whose tasks has a launch time (a store not written by the listener or the
-    # ingest, which drop such tasks' durations) is windowed from its first finish: a NaN start
-    # had made every bin NaN and the int cast raise
+    # a stage none of whose tasks has a launch time (only a store written by neither the listener,
+    # which always records one, nor the ingest, which leaves such a task no duration, so the
+    # features drop it) is windowed from its first finish: a NaN start made the int cast raise
     start = t.groupby(KEY)["launch_ms"].transform("min").fillna(t.groupby(KEY)["finish_ms"].transform("min"))
     cols = list(TASK_RATIOS)
     out = []
