@@ -25,7 +25,7 @@ def _queries(X):
     return np.vstack([X, inside, outside])
 
 
-@pytest.mark.parametrize("fit", [M.fit_gbm, M.fit_random_forest, M.fit_tree, M.fit_kernel_ridge])
+@pytest.mark.parametrize("fit", [M.fit_gbm, M.fit_random_forest, M.fit_kernel_ridge])
 def test_numpy_prediction_equals_sklearn(fit):
     X, y = _xy()
     exported, est = fit(X, y) if fit is M.fit_kernel_ridge else fit(X, y, 0)

@@ -133,7 +133,7 @@ def test_the_tuned_constants_are_the_ones_docs_models_md_gives():
     # blend over the first 10 % beyond the box; an extrapolation fold less than 25 % beyond
     # counts as 25 % away; the hybrid's correction: 30 boosting stages at learning rate 0.2
     assert SEL.BLEND == 0.1 and SEL.Z_MIN_DISTANCE == 0.25
-    assert (SEL.CORRECTION, SEL.CORRECTION_STAGES, SEL.CORRECTION_RATE) == ("gbm", 30, 0.2)
+    assert (SEL.CORRECTION_STAGES, SEL.CORRECTION_RATE) == (30, 0.2)
 
 
 def test_six_runs_are_enough_for_three_random_thirds_of_two():

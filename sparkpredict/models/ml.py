@@ -98,23 +98,6 @@ def predict_exported(m: dict, X: np.ndarray) -> np.ndarray:
     raise ValueError(f"unknown exported model type {m['type']!r}")
 
 
-def merge_forests(parts: list[dict]) -> dict:
-    """One averaging ensemble ("random_forest" type) of the trees of several exported ones."""
-    out = {"type": "random_forest", "init": 0.0, "scale": 1.0, "depth": max(p["depth"] for p in parts)}
-    off = 0
-    roots, left, right = [], [], []
-    for p in parts:
-        roots.append(np.asarray(p["roots"]) + off)
-        left.append(np.asarray(p["left"]) + off)
-        right.append(np.asarray(p["right"]) + off)
-        off += len(p["value"])
-    out.update(roots=np.concatenate(roots), left=np.concatenate(left), right=np.concatenate(right),
-               feature=np.concatenate([p["feature"] for p in parts]),
-               threshold=np.concatenate([p["threshold"] for p in parts]),
-               value=np.concatenate([p["value"] for p in parts]))
-    return out
-
-
 def to_jsonable(m: dict) -> dict:
     """Arrays -> lists (float64 round-trips exactly through JSON's repr)."""
     return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in m.items()}
@@ -141,16 +124,6 @@ def fit_gbm(X: np.ndarray, y: np.ndarray, random_state: int = 0, **params: Any) 
         else float(est.init_.predict(X[:1])[0])
     trees = [e[0] for e in est.estimators_]
     return _export_trees(trees, init, est.learning_rate, "gbm"), est
-
-
-def fit_tree(X: np.ndarray, y: np.ndarray, random_state: int = 0, min_samples_leaf: int = 3,
-             max_depth: int | None = 6) -> tuple[dict, Any]:
-    """One regression tree (the hybrid's residual correction: cheap, flat beyond the data)."""
-    from sklearn.tree import DecisionTreeRegressor
-
-    est = DecisionTreeRegressor(min_samples_leaf=min_samples_leaf, max_depth=max_depth,
-                                random_state=random_state).fit(X, y)
-    return _export_trees([est], 0.0, 1.0, "random_forest"), est
 
 
 def fit_random_forest(X: np.ndarray, y: np.ndarray, random_state: int = 0, n_estimators: int = 50,

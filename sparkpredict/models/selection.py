@@ -139,9 +139,6 @@ def _anchored(inner: Component, outer: Component, F: dict[str, np.ndarray], extr
 
 
 # ---- fitting candidates ------------------------------------------------------------------
-#: Residual correction of the hybrid: "tree" (one regression tree, ~1 ms), "tree2" (mean of a
-#: deep and a shallow tree) or "gbm".
-CORRECTION = "gbm"
 #: Switch: inside the training box the best interpolating candidate, beyond it the best
 #: extrapolating one, blended geometrically over this relative distance.
 BLEND = 0.1
@@ -152,21 +149,15 @@ OUTER = "cv"
 FADES: tuple[float | None, ...] = (None, 0.25)
 
 
-#: Boosting stages and learning rate of the hybrid's correction.
+#: Boosting stages and learning rate of the hybrid's residual correction (gradient boosting).
 CORRECTION_STAGES, CORRECTION_RATE = 30, 0.2
 
 
-def _fit_correction(X: np.ndarray, r: np.ndarray, random_state: int) -> dict:
-    if CORRECTION == "gbm":
-        # numpy, not scikit-learn: its import alone took longer than a first suggest's fit
-        from .small_gbm import fit_gbm
+def _fit_correction(X: np.ndarray, r: np.ndarray) -> dict:
+    # numpy, not scikit-learn: its import alone took longer than a first suggest's fit
+    from .small_gbm import fit_gbm
 
-        return fit_gbm(X, r, n_estimators=CORRECTION_STAGES, learning_rate=CORRECTION_RATE)
-    if CORRECTION == "tree":
-        return M.fit_tree(X, r, random_state)[0]
-    deep = M.fit_tree(X, r, random_state, min_samples_leaf=1, max_depth=None)[0]
-    shallow = M.fit_tree(X, r, random_state, min_samples_leaf=5, max_depth=3)[0]
-    return M.merge_forests([deep, shallow])
+    return fit_gbm(X, r, n_estimators=CORRECTION_STAGES, learning_rate=CORRECTION_RATE)
 
 
 def fit_component(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: list[str],
@@ -193,7 +184,7 @@ def fit_component(kind: str, F: dict[str, np.ndarray], y: np.ndarray, extras: li
         if kind != "hybrid":
             return Component("equation", equation=eq, single_size=single)
         base = np.maximum(eq.predict(S, E), 1e-3)
-        ml = _fit_correction(_design(F, extras), np.log(y / base), random_state)
+        ml = _fit_correction(_design(F, extras), np.log(y / base))
         box = {k: (float(F[k].min()), float(F[k].max())) for k in ("input_bytes", "executors")}
         return Component("hybrid", equation=eq, ml=ml, ml_target="log_ratio", single_size=single, box=box)
     if kind in M.ML_KINDS:
