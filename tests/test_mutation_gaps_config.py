@@ -191,6 +191,7 @@ def test_folder_problem_probes_the_first_existing_folder(tmp_path):
 def test_make_cache_dir_makes_the_parents_or_says_why_not(tmp_path):
     assert config.make_cache_dir(tmp_path / "a" / "b") == tmp_path / "a" / "b"
     assert (tmp_path / "a" / "b").is_dir()
+    assert config.make_cache_dir(tmp_path / "a" / "b") == tmp_path / "a" / "b"  # there already: fine
     (tmp_path / "afile").write_text("x")
     with pytest.raises(InputError) as e:
         config.make_cache_dir(tmp_path / "afile")
@@ -217,8 +218,8 @@ def test_properties_separators_as_java_reads_them(tmp_path):
 
 
 def test_properties_escapes(tmp_path):
-    assert _props(tmp_path, "a = x\\u0041\\u00e9y\nb = \\fz\nc = p\\qr\nd\\ e = 1\n") == {
-        "a": "xAéy", "b": "z", "c": "pqr", "d e": "1"}
+    assert _props(tmp_path, "a = x\\u0041\\u00e9\\u20ACy\nb = \\fz\nc = p\\qr\nd\\ e = 1\n") == {
+        "a": "xAé€y", "b": "z", "c": "pqr", "d e": "1"}
     # \f escaped in the middle is kept; \u with fewer than four hex digits is the letter u
     assert _props(tmp_path, "a = x\\fy\nb = \\u12g\n") == {"a": "x\fy", "b": "u12g"}
 
@@ -318,6 +319,21 @@ def test_generated_data_is_cached_by_name_seed_and_bytes(tmp_path):
     assert path == tmp_path / "cache" / "nines-s3-100B" and gen.is_cached("nines", 100, 3, tmp_path / "cache")
     assert gen.manifest(path) == {"workload": "nines", "seed": 3, "requested_bytes": 100, "bytes": 99}
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["nines-s3-100B"]
+
+
+def test_the_hidden_generation_folder_is_one_a_later_generation_can_clear(tmp_path):
+    """Written beside the data set under a name :func:`gen.remove_stale` recognises: one left by
+    a killed generator is removed by a later one (docs/workloads.md)."""
+    seen: list[Path] = []
+
+    def writer(folder: Path, nbytes: int, seed: int) -> None:
+        seen.append(folder)
+        gen.write_sized(folder, _nine_byte_lines, nbytes, seed)
+
+    gen.ensure_data("nines", writer, 100, 3, tmp_path)
+    (folder,) = seen
+    assert folder.parent == tmp_path and folder.name.startswith(".nines-s3-100B.")
+    assert gen._TMP_NAME.fullmatch(folder.name) and not folder.exists()
 
 
 def test_a_data_set_another_process_finished_first_is_taken(tmp_path):
@@ -515,3 +531,4 @@ def test_data_goes_to_the_default_cache_when_none_is_given(tmp_path, monkeypatch
     path = W.get("sort").data("1MB", seed=2)
     assert path == tmp_path / "data" / "sort-s2-1000000B"
     assert gen.manifest(path)["bytes"] == 1_000_000  # 10,000 records of 100 bytes
+    assert W.get("sort").data(1_000_000) == tmp_path / "data" / "sort-s0-1000000B"  # seed 0 by default
