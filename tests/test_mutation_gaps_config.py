@@ -273,10 +273,10 @@ def test_write_sized_cuts_parts_at_lines_and_the_end_below_the_size(tmp_path, mo
     # parts of at most 40 bytes hold 4 lines (36 bytes); 200 bytes is 22 lines (198) and 2
     # bytes of a 23rd, which is left out
     monkeypatch.setattr(gen, "PART_BYTES", 40)
-    assert gen.write_sized(tmp_path / "d", _nine_byte_lines, 200, 0) == 198
-    parts = _parts(tmp_path / "d")
+    assert gen.write_sized(tmp_path / "d" / "orders", _nine_byte_lines, 200, 0) == 198  # parents made
+    parts = _parts(tmp_path / "d" / "orders")
     assert [len(p) for p in parts] == [36, 36, 36, 36, 36, 18]
-    assert [p.name for p in sorted((tmp_path / "d").iterdir())] == [f"part-0000{i}.txt" for i in range(6)]
+    assert [p.name for p in sorted((tmp_path / "d" / "orders").iterdir())] == [f"part-0000{i}.txt" for i in range(6)]
     lines = b"".join(parts).splitlines()
     assert lines == [b"%04d%04d" % (i // 10, i % 10) for i in range(22)]
     # a size that ends on a line is met exactly, and a part of exactly PART_BYTES is whole
@@ -317,6 +317,9 @@ def test_generated_data_is_cached_by_name_seed_and_bytes(tmp_path):
 
     path = gen.ensure_data("nines", writer, 100, 3, tmp_path / "cache")
     assert path == tmp_path / "cache" / "nines-s3-100B" and gen.is_cached("nines", 100, 3, tmp_path / "cache")
+    calls = []
+    again = gen.ensure_data("nines", lambda *a: calls.append(a), 100, 3, tmp_path / "cache")
+    assert again == path and calls == []  # cached: not generated a second time
     assert gen.manifest(path) == {"workload": "nines", "seed": 3, "requested_bytes": 100, "bytes": 99}
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["nines-s3-100B"]
 
