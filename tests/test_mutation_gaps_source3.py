@@ -1,0 +1,79 @@
+"""Behaviours of sparkpredict/advice_source.py and advice_cache.py that a third mutation pass
+(the memory and size warnings, the sweep and master mixes, ``resolve``, and advice_cache's
+registry lookup and caches; 2026-12-06) found no test pinning: each test here failed on a
+one-operator change of the rule it pins, which the JVM-free advice tests let pass.
+
+No JVM: the model is its attributes as the advice reads them, the runs the store's rows as frames.
+"""
+from __future__ import annotations
+
+import pandas as pd
+from test_mutation_gaps_history import _memory, _Model
+
+from sparkpredict.advice_cache import _CACHE, _CACHE_SIZE, _remember
+from sparkpredict.advice_source import HistorySource, SizeMix
+
+MiB = 2**20
+
+
+def test_runs_that_never_recorded_their_executor_memory_give_no_memory_warning():
+    # sized runs without executor_memory_mb: nothing to compare with, and no run is said to have
+    # spilled heavily (it did not: 0 bytes spilled), however large the question
+    runs = pd.DataFrame({"run_id": ["a", "b"], "input_bytes": [100 * MiB, 200 * MiB], "executors": [1.0, 2.0],
+                         "executor_memory_mb": [float("nan")] * 2})
+    for spill in (None, pd.Series({"a": 0, "b": 0})):
+        src = HistorySource("wc", _Model(), runs, spill=spill)
+        assert [w for w in src.warnings(10**12, 1, 1000, 10**12 / (1000 * MiB))
+                if "spilled heavily" in w or "bytes of input per byte" in w] == []
+
+
+def test_below_two_hundredths_a_ratio_at_which_a_run_spilled_heavily_is_warned_of():
+    # docs/advice.md: below 0.02 nothing is warned of "unless runs at that ratio or below spilled
+    # heavily". Run "ok" held 0.005 bytes per byte, run "skew" 0.01 and spilled all of its input.
+    runs = pd.DataFrame({"run_id": ["ok", "skew"], "input_bytes": [5 * MiB, 10 * MiB], "executors": [1.0, 1.0],
+                         "executor_memory_mb": [1000, 1000]})
+    src = HistorySource("wc", _Model(), runs, spill=pd.Series({"ok": 0, "skew": 10 * MiB}))
+    # at the skewed run's very ratio: warned, naming where spill began
+    [w] = _memory(src, 10 * MiB, 1, 1000)
+    assert "holds 0.01 bytes of input per byte of executor memory, beyond the 0.005 that ran without heavy " \
+           "spill; runs at 0.01 and above spilled heavily" in w, w
+    # just below it (and beyond what ran cleanly): silent
+    assert _memory(src, 9 * MiB, 1, 1000) == []
+
+
+def test_the_process_cache_keeps_its_size_by_dropping_the_oldest_entry():
+    # advice_cache: "the oldest entries go beyond _CACHE_SIZE"; the cache is the module's own dict
+    # (advice_source imports it by name), so it is emptied and refilled in place, then restored
+    held = dict(_CACHE)
+    try:
+        _CACHE.clear()
+        for i in range(_CACHE_SIZE + 1):
+            _remember(("k", i), i)
+        assert list(_CACHE) == [("k", i) for i in range(1, _CACHE_SIZE + 1)]
+    finally:
+        _CACHE.clear()
+        _CACHE.update(held)
+
+
+def _mixed(mix: SizeMix) -> list[str]:
+    return [w for w in HistorySource("wc", _Model(), size_mix=mix)._size_warnings()
+            if "whose input size was declared" in w]
+
+
+def test_the_mix_warning_says_why_by_what_the_declared_runs_lack():
+    # declared runs none of which kept a measured size: the general caution, no count of "others"
+    [unknown] = _mixed(SizeMix(declared=2, measured=3, unknown=2))
+    assert "mixes 2 runs whose input size was declared" in unknown, unknown
+    assert ". A declared run keeps no measured size to compare: where each declared size is what its " \
+           "stages read, the sizes agree and nothing is wrong; where not, one input is recorded as two " \
+           "sizes. Declare the size" in unknown, unknown
+    assert "others keep" not in unknown and "other keeps" not in unknown, unknown
+    # one declared run 50 % off what its stages read and none unknown: named alone, capitalised
+    [near] = _mixed(SizeMix(declared=1, measured=3, compared=(("n", 1500, 1000),), usual=1.0))
+    assert ". It differs by more than 10% from what its stages read (n declared 1.5 KB, its stages read " \
+           "1 KB): one input is recorded as two sizes. Declare" in near, near
+    assert "keep" not in near.split("Declare")[0], near
+    # both: the one that differs, then the one other without a measured size
+    [both] = _mixed(SizeMix(declared=2, measured=3, unknown=1, compared=(("n", 1500, 1000),), usual=1.0))
+    assert "One of them differs by more than 10% from what its stages read" in both, both
+    assert "; 1 other keeps no measured size to compare (recorded before" in both, both
