@@ -7,11 +7,14 @@ No JVM: the model is its attributes as the advice reads them, the runs the store
 """
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
+import pytest
 from test_mutation_gaps_history import _memory, _Model
 
 from sparkpredict.advice_cache import _CACHE, _CACHE_SIZE, _remember
-from sparkpredict.advice_source import HistorySource, SizeMix
+from sparkpredict.advice_source import _SAME_RATIO, HistorySource, SizeMix
 
 MiB = 2**20
 
@@ -77,3 +80,27 @@ def test_the_mix_warning_says_why_by_what_the_declared_runs_lack():
     [both] = _mixed(SizeMix(declared=2, measured=3, unknown=1, compared=(("n", 1500, 1000),), usual=1.0))
     assert "One of them differs by more than 10% from what its stages read" in both, both
     assert "; 1 other keeps no measured size to compare (recorded before" in both, both
+
+
+def test_a_ratio_at_the_tolerance_above_what_ran_counts_as_what_ran():
+    # one run held exactly 1 byte per byte; _SAME_RATIO (docs/advice.md: a size rounded in print
+    # is no step beyond what ran) is the tolerance: at it, no warning; past it, one
+    runs = pd.DataFrame({"run_id": ["r"], "input_bytes": [1000 * MiB], "executors": [1.0],
+                         "executor_memory_mb": [1000]})
+    src = HistorySource("wc", _Model(), runs)
+
+    def warned(ratio: float) -> list[str]:
+        return [w for w in src.warnings(1000 * MiB, 1, 1000, ratio) if "bytes of input per byte" in w]
+
+    assert warned(_SAME_RATIO) == []
+    [w] = warned(_SAME_RATIO * 1.001)
+    assert w.startswith("1 executor x 1000 MiB holds 1.01 bytes of input per byte of executor memory, beyond "
+                        "the 1.00 that ran (no spill data recorded)"), w
+
+
+def test_a_size_mix_is_immutable_as_the_default_every_source_shares():
+    # HistorySource's size_mix defaults to one SizeMix() for every source: an assignment to it
+    # would change every other source's; frozen, it is refused
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        SizeMix().declared = 1  # type: ignore[misc]
+    assert HistorySource("a", _Model()).size_mix is HistorySource("b", _Model()).size_mix
