@@ -104,3 +104,18 @@ def test_a_size_mix_is_immutable_as_the_default_every_source_shares():
     with pytest.raises(dataclasses.FrozenInstanceError):
         SizeMix().declared = 1  # type: ignore[misc]
     assert HistorySource("a", _Model()).size_mix is HistorySource("b", _Model()).size_mix
+
+
+def test_a_model_given_alone_is_a_given_model_whose_shift_fix_asks_for_a_refit():
+    # models= without a store: the edit the shift warning names changes no advice by itself, so
+    # the warning adds the store to name and the refit (as it does with a store given)
+    # its newest 3 runs (10 since the first of them) took twice what a model of its 12 earlier runs predicts
+    model = _Model()
+    model.recent_shift_ = {"runs": 3, "ratio": 2.0, "since_ms": 1_700_000_000_000, "previous_ms": 1_699_000_000_000,
+                           "earlier_runs": 12, "level": 0.9, "runs_since": 10}
+    src = HistorySource.resolve("etl", models={"etl": model})
+    assert src.given_model and src.source == "from the models given" and src.store_path is None
+    [w] = [w for w in src.warnings(1, 1, None, None) if "the job changed" in w]
+    assert "--before 2023-11-14T22:13:20Z` (with --store naming the store its runs came from), then fit the " \
+           "model again on the store's runs (`sparkpredict runs`, then `sparkpredict fit`): the model given " \
+           "was fitted on both kinds of run. If it has passed" in w, w
