@@ -11,8 +11,11 @@ import dataclasses
 
 import pandas as pd
 import pytest
+from test_advise_history import history, make_store
 from test_mutation_gaps_history import _memory, _Model
 
+from sparkpredict import store as store_mod
+from sparkpredict import suggest_executors
 from sparkpredict.advice_cache import _CACHE, _CACHE_SIZE, _remember
 from sparkpredict.advice_source import _SAME_RATIO, HistorySource, SizeMix
 
@@ -119,3 +122,77 @@ def test_a_model_given_alone_is_a_given_model_whose_shift_fix_asks_for_a_refit()
     assert "--before 2023-11-14T22:13:20Z` (with --store naming the store its runs came from), then fit the " \
            "model again on the store's runs (`sparkpredict runs`, then `sparkpredict fit`): the model given " \
            "was fitted on both kinds of run. If it has passed" in w, w
+
+
+def _registry_note(tmp_path, monkeypatch, change) -> tuple[list[str], str | None]:
+    """The registry notes of the advice for etl after ``change(path)`` on a store whose runs
+    the registry holds a current model of, and the advice's model source."""
+    import sparkpredict.advice_cache as cache
+    from sparkpredict.retrain import retrain_local
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    path = make_store(tmp_path / "s", history(sizes=(10, 20, 40)))
+    retrain_local(path, kind="amdahl")
+    change(path)
+    cache._CACHE.clear()
+    a = suggest_executors("etl", "30GB", store=path)
+    return [w for w in a.warnings if "the registry's model" in w], a.model_source
+
+
+def test_a_run_that_did_not_succeed_added_after_the_retrain_is_named_as_a_change_of_the_runs(tmp_path, monkeypatch):
+    def failed_run(path):
+        runs, _ = history(sizes=(80,), seed=1)
+        store_mod.open(path).append({"runs": runs.iloc[:1].assign(run_id="app-etl-failed", app_id="app-etl-failed",
+                                                                   status="failed")})
+
+    n = len(history(sizes=(10, 20, 40))[0])
+    [note], source = _registry_note(tmp_path, monkeypatch, failed_run)
+    assert note.startswith(f"the registry's model of etl predates its latest runs (the job's runs changed since: "
+                           f"a run edited, or one that did not succeed added; {n} usable then and now): this "
+                           "advice is from a model fitted on the current runs; run `sparkpredict retrain"), note
+    assert source == "fitted on the store's runs"
+
+
+def test_a_registry_model_of_another_format_is_not_used_and_named_so(tmp_path, monkeypatch):
+    from sparkpredict import registry
+
+    def other_format(path):
+        monkeypatch.setattr(registry, "runtime_model_format", lambda: 10**6)
+
+    [note], source = _registry_note(tmp_path, monkeypatch, other_format)
+    assert note.startswith("the registry's model of etl is of another format than this sparkpredict writes: this "
+                           "advice is from a model fitted on the job's runs; run `sparkpredict retrain"), note
+    assert source == "fitted on the store's runs"
+
+
+def test_an_unreadable_registry_model_names_the_errors_own_fix_or_else_retrain(tmp_path, monkeypatch):
+    from sparkpredict import registry
+    from sparkpredict.errors import ModelError
+
+    def damaged(exc):
+        def change(path):
+            def read(*a, **k):
+                raise exc
+            monkeypatch.setattr(registry, "read_artifact", read)
+        return change
+
+    [note], _ = _registry_note(tmp_path, monkeypatch, damaged(ModelError("artifact 'x' is damaged", "retrain --force")))
+    assert note == ("the registry's model of etl is unusable (artifact 'x' is damaged): this advice is from a model "
+                    "fitted on the job's runs; retrain --force")
+    [note], _ = _registry_note(tmp_path / "plain", monkeypatch, damaged(OSError("disk gone")))
+    assert note.startswith("the registry's model of etl is unusable (disk gone): this advice is from a model "
+                           "fitted on the job's runs; run `sparkpredict retrain --store "), note
+
+
+def test_a_job_never_retrained_is_fitted_from_its_runs_without_a_registry_note(tmp_path, monkeypatch):
+    # a store whose registry holds another job's model only: nothing of etl to pass over
+    import sparkpredict.advice_cache as cache
+    from sparkpredict.retrain import retrain_local
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    path = make_store(tmp_path / "s", history(sizes=(10, 20, 40)), history(job="other", sizes=(10, 20, 40)))
+    retrain_local(path, kind="amdahl", jobs=["other"])
+    cache._CACHE.clear()
+    a = suggest_executors("etl", "30GB", store=path)
+    assert a.model_source == "fitted on the store's runs (no retrain has registered a model of the job)"
+    assert [w for w in a.warnings if "registry" in w] == []
