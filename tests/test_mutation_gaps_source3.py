@@ -196,3 +196,15 @@ def test_a_job_never_retrained_is_fitted_from_its_runs_without_a_registry_note(t
     a = suggest_executors("etl", "30GB", store=path)
     assert a.model_source == "fitted on the store's runs (no retrain has registered a model of the job)"
     assert [w for w in a.warnings if "registry" in w] == []
+
+
+def test_a_run_of_no_input_that_spilled_nothing_did_not_spill_heavily():
+    # docs/advice.md: "a spill of 0 bytes is not 10 % of 0". Beside a run that held 0.01 bytes per
+    # byte, a run that read nothing would otherwise count as spilling heavily at ratio 0, and
+    # every question below 0.02 would be warned of as "at 0 and above spilled heavily"
+    runs = pd.DataFrame({"run_id": ["none", "a"], "input_bytes": [0, 10 * MiB], "executors": [1.0, 1.0],
+                         "executor_memory_mb": [1000, 1000]})
+    src = HistorySource("wc", _Model(), runs, spill=pd.Series({"none": 0, "a": 0}))
+    assert _memory(src, 15 * MiB, 1, 1000) == []
+    [w] = _memory(src, 20 * MiB, 1, 1000)  # from 0.02 on: beyond what ran, and untested
+    assert "beyond the 0.01 that ran without heavy spill; none of its runs spilled heavily" in w, w
