@@ -208,3 +208,18 @@ def test_a_run_of_no_input_that_spilled_nothing_did_not_spill_heavily():
     assert _memory(src, 15 * MiB, 1, 1000) == []
     [w] = _memory(src, 20 * MiB, 1, 1000)  # from 0.02 on: beyond what ran, and untested
     assert "beyond the 0.01 that ran without heavy spill; none of its runs spilled heavily" in w, w
+
+
+def test_the_count_the_memory_warning_names_is_the_smallest_that_it_does_not_warn_of():
+    # a size at a float boundary: 25 x (what ran x _SAME_RATIO) exactly in decimal, which the
+    # ceil() of the quotient names though the check itself, in floats, fails at 25; the loops
+    # settle it, and the count named must be one at which the advice asked again is quiet
+    runs = pd.DataFrame({"run_id": ["r"], "input_bytes": [675_340_208], "executors": [1.0],
+                         "executor_memory_mb": [1000]})
+    src = HistorySource("wc", _Model(), runs)
+    size = 16_967_922_726
+    [w] = _memory(src, size, 1, 1000)
+    named = int(w.rsplit("; >= ", 1)[1].split(" executors")[0])
+    assert _memory(src, size, named, 1000) == []
+    assert len(_memory(src, size, named - 1, 1000)) == 1
+    assert named == 26
