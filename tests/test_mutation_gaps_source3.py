@@ -223,3 +223,15 @@ def test_the_count_the_memory_warning_names_is_the_smallest_that_it_does_not_war
     assert _memory(src, size, named, 1000) == []
     assert len(_memory(src, size, named - 1, 1000)) == 1
     assert named == 26
+
+
+def test_on_a_local_master_the_warning_says_one_executor_shares_and_several_share_the_driver():
+    runs = pd.DataFrame({"run_id": ["r"], "input_bytes": [100 * MiB], "executors": [2.0],
+                         "executor_memory_mb": [1000]})
+    src = HistorySource("wc", _Model(), runs, local=True)
+    size = 150 * MiB  # 0.15 bytes per byte of the driver's 1000 MiB, beyond the 0.1 that ran
+    [one] = [w for w in src.warnings(size, 1, 1000, size / (1000 * MiB)) if "bytes of input per byte" in w]
+    assert one.startswith("the driver's 1000 MiB, which local mode's 1 executor shares (one JVM), holds 0.15 "
+                          "bytes of input per byte"), one
+    [two] = [w for w in src.warnings(size, 2, 1000, size / (1000 * MiB)) if "bytes of input per byte" in w]
+    assert two.startswith("the driver's 1000 MiB, which local mode's 2 executors share (one JVM), holds"), two
