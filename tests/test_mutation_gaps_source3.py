@@ -166,20 +166,45 @@ def test_a_registry_model_of_another_format_is_not_used_and_named_so(tmp_path, m
 
 
 def test_an_unreadable_registry_model_names_the_errors_own_fix_or_else_retrain(tmp_path, monkeypatch):
+    import json
+    from pathlib import Path
+
+    def artifact(path) -> Path:
+        [f] = (Path(path) / "_models" / "artifacts").rglob("runtime-*.json")
+        return f
+
+    def not_json(path):
+        artifact(path).write_text("{ cut short")
+
+    # a damaged artifact: the read's own error, whose fix refits that job alone
+    [note], _ = _registry_note(tmp_path, monkeypatch, not_json)
+    assert note.startswith("the registry's model of etl is unusable (model artifact "), note
+    assert "is not valid JSON): this advice is from a model fitted on the job's runs; " in note
+    assert note.endswith("--job etl --force`"), note
+
+    def no_model(path):
+        f = artifact(path)
+        doc = json.loads(f.read_text())
+        doc["model"] = {}
+        f.write_text(json.dumps(doc))
+
+    # valid JSON whose model cannot be built: named as that job's artifact, with the refit of
+    # that job (as `load_models` says it), not the `sparkpredict fit` of a model file's loader
+    [note], _ = _registry_note(tmp_path / "model", monkeypatch, no_model)
+    assert note.startswith("the registry's model of etl is unusable (model artifact "), note
+    assert "of job 'etl': not a sparkpredict job model): this advice is from a model fitted on the job's runs; " \
+        "refit it: `sparkpredict retrain --store " in note and note.endswith("--job etl --force`"), note
+
+    # an error that names no fix of its own (the disk failing under the read, which cannot be
+    # made here: root reads any file): the plain retrain
     from sparkpredict import registry
-    from sparkpredict.errors import ModelError
 
-    def damaged(exc):
-        def change(path):
-            def read(*a, **k):
-                raise exc
-            monkeypatch.setattr(registry, "read_artifact", read)
-        return change
+    def disk_gone(path):
+        def read(*a, **k):
+            raise OSError("disk gone")
+        monkeypatch.setattr(registry, "read_artifact", read)
 
-    [note], _ = _registry_note(tmp_path, monkeypatch, damaged(ModelError("artifact 'x' is damaged", "retrain --force")))
-    assert note == ("the registry's model of etl is unusable (artifact 'x' is damaged): this advice is from a model "
-                    "fitted on the job's runs; retrain --force")
-    [note], _ = _registry_note(tmp_path / "plain", monkeypatch, damaged(OSError("disk gone")))
+    [note], _ = _registry_note(tmp_path / "plain", monkeypatch, disk_gone)
     assert note.startswith("the registry's model of etl is unusable (disk gone): this advice is from a model "
                            "fitted on the job's runs; run `sparkpredict retrain --store "), note
 
