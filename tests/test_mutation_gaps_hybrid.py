@@ -111,3 +111,35 @@ def test_cv_mape_of_nan_or_no_number_is_saved_as_null():
     assert _float_or_none("x") is None and _float_or_none(np.float32(0.25)) == 0.25
     assert _jsonable(None) is None
     assert _jsonable({"input_bytes": (np.float64(1.0), np.int64(2))}) == {"input_bytes": [1.0, 2]}
+
+
+def test_a_pickle_entry_that_others_may_only_run_is_still_loaded(tmp_path, monkeypatch):
+    """Only others' *write* bit refuses an entry: read or execute for others cannot replace it."""
+    import os
+
+    from sparkpredict import fitcache
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fitcache, "_PRUNED", set())
+    fitcache.write("monitor", "k", "pkl", lambda f: f.write(b"mine"))
+    path = fitcache.entry_path("monitor", "k", "pkl")
+    os.chmod(path, 0o645)
+    assert fitcache.read("monitor", "k", "pkl", lambda f: f.read(), own_only=True) == b"mine"
+
+
+# ---- hybrid: the training columns -------------------------------------------------------------
+
+def test_a_resource_recorded_as_zero_is_filled_with_the_runs_median_not_kept():
+    """0 cores or 0 MiB per executor is no resource (a log that did not say): filled with the
+    median of the runs that recorded one, as a missing value is, so the range stays 4 cores."""
+    from test_mutation_gaps_intervals import _exact_runs
+
+    from sparkpredict.models.hybrid import JobRuntimeModel
+
+    runs = _exact_runs().assign(executor_cores=4.0, executor_memory_mb=2048.0)
+    runs.loc[0, "executor_cores"] = 0.0
+    runs.loc[1, "executor_memory_mb"] = np.nan
+    m = JobRuntimeModel(kind="amdahl").fit(runs)
+    assert m.training_range_["executor_cores"] == (4.0, 4.0)
+    assert m.training_range_["executor_memory_mb"] == (2048.0, 2048.0)
+    assert m.unrecorded_ == [] and m.dropped_runs_ == 0
