@@ -127,6 +127,27 @@ def test_a_pickle_entry_that_others_may_only_run_is_still_loaded(tmp_path, monke
     assert fitcache.read("monitor", "k", "pkl", lambda f: f.read(), own_only=True) == b"mine"
 
 
+
+def test_old_entries_are_pruned_once_per_process_and_kind(tmp_path, monkeypatch):
+    """The pruning scans the folder at the first write of a kind only (every later write of a
+    busy process would scan it again): an entry grown old since stays until the next process."""
+    import os
+    import time
+
+    from sparkpredict import fitcache
+
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fitcache, "_PRUNED", set())
+    fitcache.write("advice", "a", "json", lambda f: f.write(b"{}"))
+    old = tmp_path / "cache" / "advice" / "old.json"
+    old.write_text("{}")
+    os.utime(old, (time.time() - 40 * 86400,) * 2)
+    fitcache.write("advice", "b", "json", lambda f: f.write(b"{}"))
+    assert old.exists()
+    monkeypatch.setattr(fitcache, "_PRUNED", set())  # a new process
+    fitcache.write("advice", "c", "json", lambda f: f.write(b"{}"))
+    assert not old.exists()
+
 # ---- hybrid: the training columns -------------------------------------------------------------
 
 def test_a_resource_recorded_as_zero_is_filled_with_the_runs_median_not_kept():
