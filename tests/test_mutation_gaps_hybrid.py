@@ -148,6 +148,20 @@ def test_old_entries_are_pruned_once_per_process_and_kind(tmp_path, monkeypatch)
     fitcache.write("advice", "c", "json", lambda f: f.write(b"{}"))
     assert not old.exists()
 
+
+def test_up_to_three_runs_are_named_in_the_fix_and_four_get_the_placeholder():
+    from sparkpredict.fitting import no_succeeded_run
+
+    def fix(n, status):
+        return no_succeeded_run(pd.DataFrame({"run_id": [f"r{i}" for i in range(n)], "status": status}))[1]
+
+    assert fix(3, "excluded").startswith("include the runs to learn from again (sparkpredict store edit "
+                                         "r0 r1 r2 --include)")
+    assert fix(4, "excluded").startswith("include the runs to learn from again (sparkpredict store edit "
+                                         "RUN_ID... --include; `sparkpredict store summary` lists the excluded runs)")
+    assert fix(3, "incomplete").startswith("ingest the complete event logs of runs r0, r1, r2 (")
+    assert fix(4, "incomplete").startswith("ingest the complete event logs of the incomplete runs (")
+
 # ---- hybrid: the training columns -------------------------------------------------------------
 
 def test_a_resource_recorded_as_zero_is_filled_with_the_runs_median_not_kept():
