@@ -178,3 +178,17 @@ def test_a_resource_recorded_as_zero_is_filled_with_the_runs_median_not_kept():
     assert m.training_range_["executor_cores"] == (4.0, 4.0)
     assert m.training_range_["executor_memory_mb"] == (2048.0, 2048.0)
     assert m.unrecorded_ == [] and m.dropped_runs_ == 0
+
+
+
+# ---- hybrid: the prediction below the smallest size -------------------------------------------
+
+def test_below_the_smallest_size_the_prediction_is_at_most_the_smallest_sizes():
+    """docs/models.md: below the smallest size the point prediction is at most the smallest
+    size's. A curve that falls as the input grows (20 - S/E s, S in GiB, fitted on 1-4 GiB)
+    would read 19.75 s at 0.5 GiB on 2 executors; the smallest size's 19.5 s holds it."""
+    from test_mutation_gaps_intervals import law_model, q
+
+    m = law_model(theta=(-1.0, 0.0, 20.0))
+    np.testing.assert_allclose(m.predict(q([2.0, 1.0, 0.5, 0.1], [2.0, 2.0, 2.0, 4.0])),
+                               [19.0, 19.5, 19.5, 19.75], rtol=1e-12)
