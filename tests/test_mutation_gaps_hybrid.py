@@ -12,6 +12,7 @@ import hashlib
 import numpy as np
 import pandas as pd
 import pytest
+from test_mutation_gaps_intervals import GIB
 
 # ---- fitcache --------------------------------------------------------------------------------
 
@@ -192,3 +193,18 @@ def test_below_the_smallest_size_the_prediction_is_at_most_the_smallest_sizes():
     m = law_model(theta=(-1.0, 0.0, 20.0))
     np.testing.assert_allclose(m.predict(q([2.0, 1.0, 0.5, 0.1], [2.0, 2.0, 2.0, 4.0])),
                                [19.0, 19.5, 19.5, 19.75], rtol=1e-12)
+
+
+def test_the_fixed_cost_is_the_curve_at_one_byte_held_between_zero_and_the_edge():
+    """A curve with no finite value at a 1-byte input (outside its domain) has no fixed cost:
+    all of the largest size's runtime grows; a finite value is clipped to [0, edge]."""
+    from sparkpredict.models.hybrid import _fixed_cost
+
+    at_one = np.array([-np.inf, np.inf, np.nan, 5.0, -2.0, 1.5])
+    F = {"input_bytes": np.full(6, 4 * GIB), "executors": np.arange(6, dtype=float)}
+
+    def curve(G):
+        assert np.all(G["input_bytes"] == 1.0)
+        return at_one[G["executors"].astype(int)]
+
+    np.testing.assert_array_equal(_fixed_cost(curve, F, np.full(6, 3.0)), [0.0, 0.0, 0.0, 3.0, 0.0, 1.5])
