@@ -1,12 +1,13 @@
 """Behaviours of the model registry (registry.py, registry_commit.py) that its first mutation
 audit found no test pinning: each test here fails on one-operator changes of the two modules
 (a dropped guard, a swapped comparison or constant) that the registry's JVM-free tests let
-pass: a registry of another version read as this one's, malformed failed-fit records, a commit
-of nothing, pruning, the (job, kind, signature) key, an unwritable registry folder, the day a
-running marker protects, the merge's rule for failed-fit records, mounts without flock, the
-lock's polling, and remote stores never locked through a local path. Real stores and Parquet
-snapshots under tmp_path (S3: moto's server, as tests/test_remote_store.py), artifacts written
-as a retrain writes them (``_reg_row``); no JVM, no timings."""
+pass: a registry of another version read as this one's, foreign or malformed artifacts and
+failed-fit records, a commit of nothing, pruning, the (job, kind, signature) key, an
+unwritable registry folder, the day a running marker protects, the merge's rule for failed-fit
+records and its round that has nothing to add, mounts without flock, the lock's polling, and
+remote stores never locked through a local path. Real stores and Parquet snapshots under
+tmp_path (S3: moto's server, as tests/test_remote_store.py), artifacts written as a retrain
+writes them (``_reg_row``); no JVM, no timings."""
 from __future__ import annotations
 
 import contextlib
@@ -331,3 +332,24 @@ def test_a_commit_to_a_remote_store_takes_no_lock_on_a_local_path(s3, tmp_path, 
     name = RC.commit_update(st, [_reg_row(st, "a-job", R.new_retrain_id())], "r1")
     assert R.current_snapshot(st) == name and list(R.read_registry(st).job) == ["a-job"]
     assert os.listdir(tmp_path) == []
+
+
+def test_a_merge_round_writes_nothing_when_the_newest_snapshot_already_holds_every_row(st, monkeypatch):
+    """C commits right after A's rename, on top of A's snapshot: when A looks for commits made
+    meanwhile it finds C's, which already holds A's rows and its own. A writes no merge of its
+    own (it would be C's rows again, one more snapshot pushing an older one out of the kept ten)."""
+    monkeypatch.setattr(RC, "fcntl", None)
+    a_id, c_id = R.new_retrain_id(), R.new_retrain_id()
+    real_write = RC._write_snapshot
+    c_done: list = []
+
+    def c_after_a(st_, rows, retrain_id, after):
+        name = real_write(st_, rows, retrain_id, after)
+        if retrain_id == a_id and not c_done:
+            c_done.append(RC.commit_update(st_, [_reg_row(st_, "c-job", c_id)], c_id))
+        return name
+
+    monkeypatch.setattr(RC, "_write_snapshot", c_after_a)
+    a_snap = RC.commit_update(st, [_reg_row(st, "a-job", a_id)], a_id)
+    assert c_done and _snapshot_files(st) == sorted([a_snap, c_done[0]])
+    assert R.current_snapshot(st) == c_done[0] and sorted(R.read_registry(st).job) == ["a-job", "c-job"]
