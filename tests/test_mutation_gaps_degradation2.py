@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from test_mutation_gaps_degradation import BASE, _frame, _stage
+from test_mutation_gaps_degradation import BASE, _culprit_runs, _frame, _stage
 
-from sparkpredict.features.interference import COMPONENTS, FEATURES
+from sparkpredict.features.interference import COMPONENTS, FEATURES, HOST_FEATURES
 from sparkpredict.models.degradation import DegradationModel, run_estimate
 
 #: two kinds of stage, each with its clean features (run-time components in ms per task): the
@@ -170,3 +170,25 @@ def test_the_boosting_learns_only_what_the_prior_leaves_out():
     m = DegradationModel(culprit="none", correction=1.0, n_estimators=20).fit(df)
     assert m.correction_ == 1.0
     assert m.predict(df) == pytest.approx(0.025 * np.arange(12), abs=1e-9)
+
+
+def test_interfered_runs_without_host_samples_teach_the_culprit_model_nothing():
+    # runs ingested from event logs have no host samples: they neither count towards the 8
+    # runs the culprit model needs nor change what it learns from the others
+    kw = {"n_estimators": 5, "correction": 0.0}
+    blind = _culprit_runs(12).query("run_id in ['r1', 'r2', 'r4', 'r5']").assign(
+        run_id=lambda d: "log-" + d["run_id"], **{h: np.nan for h in HOST_FEATURES})
+    with_logs = DegradationModel(**kw).fit(pd.concat([_culprit_runs(12), blind], ignore_index=True))
+    alone = DegradationModel(**kw).fit(_culprit_runs(12))
+    run = _culprit_runs(12).query("run_id == 'r2'").reset_index(drop=True)
+    assert with_logs.host_culprit(run) == pytest.approx(alone.host_culprit(run), abs=1e-12)
+    # 7 runs with host samples and 4 without: too few
+    assert DegradationModel(**kw).fit(pd.concat([_culprit_runs(11), blind], ignore_index=True)).culprit_ is None
+
+
+def test_runs_of_a_single_stage_train_the_culprit_model():
+    one_stage = _culprit_runs(12).query("stage_id == 0").reset_index(drop=True)
+    m = DegradationModel(n_estimators=5, correction=0.0).fit(one_stage)
+    assert list(m.culprit_.classes_) == ["cpu", "network"]
+    p = m.host_culprit(one_stage.query("run_id == 'r2'"))
+    assert p["network"] > p["cpu"]
