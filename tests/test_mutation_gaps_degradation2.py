@@ -192,3 +192,20 @@ def test_runs_of_a_single_stage_train_the_culprit_model():
     assert list(m.culprit_.classes_) == ["cpu", "network"]
     p = m.host_culprit(one_stage.query("run_id == 'r2'"))
     assert p["network"] > p["cpu"]
+
+
+def test_a_correction_that_does_not_carry_over_between_jobs_gets_weight_zero():
+    # job a is slowed by exactly its waits' change (the prior), job b by 1.5x it: what the
+    # boosting learns from b overestimates a's runs, and what it learns from a (nothing) leaves
+    # b's error as the prior's, whatever its weight; so the prior alone errs least
+    rng = np.random.default_rng(2)
+    waits = rng.uniform(0, 400, 24)
+    rows = [_stage(f"t{i}", 0, {"wait_ms": w}, duration_ms=1000.0 + w * (1.0 if i < 12 else 1.5))
+            for i, w in enumerate(waits)]
+    df = _frame(*rows).assign(job=["a"] * 12 + ["b"] * 12)
+    m = DegradationModel(culprit="none", n_estimators=20).fit(df)
+    cv = m.correction_cv_
+    assert cv[0.0] < cv[0.25] < cv[0.5] < cv[1.0]
+    assert m.correction_ == 0.0
+    # with weight 0 only b's runs err, each by half its waits' change over the 1 s baseline
+    assert cv[0.0] == pytest.approx(np.mean(np.r_[np.zeros(12), 0.5 * waits[12:] / 1000]), rel=1e-6)
