@@ -71,9 +71,11 @@ def test_the_autoencoder_gives_back_each_kinds_clean_features_for_a_slowed_stage
     probe = _probe(history=False)
     rec = with_dae.baseline_features(probe)
     assert rec.shape == (2, len(FEATURES)) and np.isfinite(rec).all()
-    # each stage's own kind, every feature within 10 %: the kinds differ by 50 % or more
+    # each stage's own kind, every feature within 20 %: the kinds differ by 50 % or more. Not
+    # tighter: the network's random start moves single features by up to 18 % (one more unit in
+    # its first layer did), so a tighter bound would pin the start, not the behaviour
     for k in range(2):
-        assert rec[k] == pytest.approx(_clean(k), rel=0.1)
+        assert rec[k] == pytest.approx(_clean(k), rel=0.2)
     wait = FEATURES.index("wait_ms")
     assert rec[:, wait] == pytest.approx([KINDS[0]["wait_ms"], KINDS[1]["wait_ms"]], abs=30.0)
     # so the estimate is the 300 ms wait over the 1 s run time, as with a clean history...
