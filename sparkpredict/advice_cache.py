@@ -133,11 +133,10 @@ def registry_model(job: str, st: Any, raw: pd.DataFrame, n_runs: int) -> tuple[A
                 else f"fitted by another sparkpredict ({row.sparkpredict_version}; this is {R.fitted_by()})")
             return None, (f"the registry's model of {job} is {other}: this advice is from a model "
                           f"fitted on the job's runs; {retrain}"), None
-        doc = R.read_artifact(st, row.artifact, row.job)
         which = f"from the registry, version {int(row.version)} (retrain {row.retrain_id}, {row.fit_path} path)"
-        # through the registry's own restore: a damaged model then names its artifact and the
-        # refit of this job, not the `sparkpredict fit` a model file's loader names
-        return R._restore(R._runtime_model_from_dict, doc, row, st), None, which
+        # the registry's own load, as `load_models` does it: a damaged model then names its
+        # artifact and the refit of this job, not the `sparkpredict fit` a model file's loader names
+        return R.restore_runtime_model(st, row), None, which
     except Exception as exc:  # a broken registry must not stop advice: refit from the runs  # noqa: BLE001
         log.info("registry models of %s unusable (%s); fitting from its runs", st.path, exc)
         why = getattr(exc, "message", None) or str(exc)

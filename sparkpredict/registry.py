@@ -411,7 +411,12 @@ def runtime_model_format() -> int:
 
 
 def _check_model_format(doc: dict, store_path: str) -> None:
-    v = doc.get("model", {}).get("version")
+    model = doc.get("model")
+    if not isinstance(model, dict) or "version" not in model:
+        # not a model of any format: damaged, which the restore names with the refit of its job
+        # (a plain retrain would judge the registry row, not this file, current)
+        return
+    v = model["version"]
     if v != runtime_model_format():
         raise ModelError(
             f"the model of job {doc.get('job')!r} has model format version {v}; this sparkpredict reads "
@@ -469,13 +474,25 @@ def load_models(store: Any = None, jobs: Iterable[str] | str | None = None) -> d
             raise UnknownJobError(f"no trained model for job(s) {missing[:5]} in {st.path!r}",
                                   f"run `sparkpredict retrain --store {st.path}` after recording runs")
         reg = reg[reg.job.isin(wanted)]
-    out: dict[str, JobRuntimeModel] = {}
-    for row in _rows(reg):
-        check_artifact_version(int(row.artifact_version), row.job, st.path)
-        doc = read_artifact(st, row.artifact, row.job)
-        _check_model_format(doc, st.path)
-        out[row.job] = _restore(_runtime_model_from_dict, doc, row, st)
-    return out
+    return {row.job: restore_runtime_model(st, row) for row in _rows(reg)}
+
+
+def restore_runtime_model(store: Any, row: Any) -> JobRuntimeModel:
+    """The whole-job runtime model of one registry row (a row of :func:`read_registry`): its
+    artifact read, checked and built.
+
+    Raises
+    ------
+    SparkPredictError
+        Of the kind the failure is, naming the artifact and its fix: a missing artifact a plain
+        ``retrain``, a damaged one the refit of its job (``--job J --force``), another format
+        the retrain that refits it. Never a bare KeyError or AttributeError from inside.
+    """
+    st = _open(store)
+    check_artifact_version(int(row.artifact_version), row.job, st.path)
+    doc = read_artifact(st, row.artifact, row.job)
+    _check_model_format(doc, st.path)
+    return _restore(_runtime_model_from_dict, doc, row, st)
 
 
 def load_stage_models(store: Any = None, jobs: Iterable[str] | str | None = None) -> dict[str, StageRuntimeModel]:
@@ -556,6 +573,7 @@ __all__ = [
     "read_artifact",
     "read_registry",
     "read_registry_state",
+    "restore_runtime_model",
     "runs_fingerprint",
     "write_artifact",
 ]

@@ -951,3 +951,32 @@ def test_retrain_of_a_job_without_runs_is_refused_with_the_jobs_that_have_them(h
         RT.retrain(path, jobs=["nope"], use_spark=False)
     # a bare name is one job, not its letters
     assert RT.retrain(path, jobs=jobs[2], use_spark=False, kind=KIND).refit == [jobs[2]]
+
+
+@pytest.mark.parametrize("model", [[], "cut", None, 3, {}])
+def test_an_artifact_whose_model_is_not_one_is_a_model_error_that_refits_its_job(hist, model):
+    """`load_models` read the model's format as ``doc["model"].get("version")``: an artifact whose
+    model was a list or a string (valid JSON, damaged) raised a bare AttributeError from the
+    public API. It is now the error the advice names too: the artifact, and the refit of its job."""
+    from sparkpredict.advice_cache import registry_model
+    from sparkpredict.features.runs import runs_table
+
+    path, _ = hist
+    RT.retrain_local(path, kind=KIND)
+    st = store.open(path)
+    reg = R.read_registry(st)
+    job, artifact = reg.job.iloc[0], reg.artifact.iloc[0]
+    f = Path(path) / R.MODELS_DIR / artifact
+    f.write_text(json.dumps({**json.loads(f.read_text()), "model": model}))
+
+    with pytest.raises(ModelError) as e:
+        R.load_models(path)
+    assert str(e.value).startswith(f"model artifact {artifact!r} of job {job!r}"), e.value
+    assert e.value.fix.endswith(f"--job {job} --force`"), e.value.fix
+    assert len(R.load_models(path, jobs=list(reg.job.iloc[1:]))) == len(reg) - 1  # the others load
+
+    raw = st.runs()
+    mine = raw[raw.job == job]
+    got, note, _ = registry_model(job, st, mine, len(runs_table(mine)))
+    assert got is None
+    assert f"unusable (model artifact {artifact!r} of job {job!r}" in note and note.endswith(f"--job {job} --force`"), note
