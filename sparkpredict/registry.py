@@ -279,14 +279,47 @@ def _read_snapshot(st: store_io.Store, name: str, columns: list[str] | None = No
     try:
         table = pq.read_table(path, filesystem=st.fs, columns=columns)
     except Exception as exc:  # pyarrow raises several types for broken files
-        raise StoreError(f"registry snapshot {path!r} is unreadable: {exc}",
-                         "delete that file to fall back to the previous snapshot, then retrain") from exc
-    version = (table.schema.metadata or {}).get(b"registry_version", b"0")
-    if int(version) != REGISTRY_VERSION:
+        raise StoreError(f"registry snapshot {path!r} is unreadable: {exc}", _SNAPSHOT_FIX) from exc
+    raw = (table.schema.metadata or {}).get(b"registry_version", b"0")
+    try:
+        version = int(raw)
+    except ValueError:  # a footer edited or damaged: a bare ValueError reached the user
+        raise StoreError(f"registry snapshot {path!r} is damaged: its registry_version {raw!r} is "
+                         "not a number", _SNAPSHOT_FIX) from None
+    if version != REGISTRY_VERSION:
         raise ModelError(
-            f"the model registry in {st.path!r} has version {int(version)}; this sparkpredict reads "
+            f"the model registry in {st.path!r} has version {version}; this sparkpredict reads "
             f"{REGISTRY_VERSION}",
             f"run `sparkpredict retrain --store {st.path} --force` to rebuild it")
+    return _checked_snapshot(table, path, columns)
+
+
+#: What to do about a registry snapshot that cannot be read as this version writes it.
+_SNAPSHOT_FIX = "delete that file to fall back to the previous snapshot, then retrain"
+#: Columns every row of a snapshot has a value in (a null signature is ""): what retrain and the merge key and count on.
+_SNAPSHOT_REQUIRED = ("job", "model_kind", "version")
+
+
+def _checked_snapshot(table: pa.Table, path: str, columns: list[str] | None) -> pa.Table:
+    """``table`` (the ``columns`` read, default all) with REGISTRY_SCHEMA's types. A snapshot that
+    lacks a column, holds one of another type, or a row without its key or artifact is damaged
+    (edited by hand, another file saved under a snapshot's name): load_models, retrain and the
+    commit's merge had raised a bare AttributeError, KeyError or ValueError from deep inside."""
+    wanted = REGISTRY_SCHEMA.names if columns is None else columns
+    missing = [c for c in wanted if c not in table.column_names]
+    if missing:
+        raise StoreError(f"registry snapshot {path!r} is damaged: it has no column(s) "
+                         f"{', '.join(missing)}", _SNAPSHOT_FIX)
+    try:
+        table = table.select(wanted).cast(pa.schema([REGISTRY_SCHEMA.field(c) for c in wanted]),
+                                          safe=True).replace_schema_metadata(table.schema.metadata)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise StoreError(f"registry snapshot {path!r} is damaged: a column is not of the type "
+                         f"sparkpredict writes: {exc}", _SNAPSHOT_FIX) from exc
+    empty = [c for c in _SNAPSHOT_REQUIRED if c in wanted and table.column(c).null_count]
+    if empty:
+        raise StoreError(f"registry snapshot {path!r} is damaged: row(s) without a value in "
+                         f"{', '.join(empty)}", _SNAPSHOT_FIX)
     return table
 
 
@@ -489,7 +522,7 @@ def restore_runtime_model(store: Any, row: Any) -> JobRuntimeModel:
         the retrain that refits it. Never a bare KeyError or AttributeError from inside.
     """
     st = _open(store)
-    check_artifact_version(int(row.artifact_version), row.job, st.path)
+    check_artifact_version(_int(row.artifact_version), row.job, st.path)  # a null: refit
     doc = read_artifact(st, row.artifact, row.job)
     _check_model_format(doc, st.path)
     return _restore(_runtime_model_from_dict, doc, row, st)
