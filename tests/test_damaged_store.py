@@ -132,3 +132,24 @@ def test_a_registry_row_without_an_artifact_version_is_an_older_model_to_refit(c
     assert f"sparkpredict retrain --store {copy}" in err.value.fix
     assert main(["retrain", "--store", str(copy), "--local", "--no-stage-models"]) == 0
     assert sorted(R.load_models(str(copy))) == ["etl", "other"]
+
+
+def _first_runs_file(store: Path) -> Path:
+    """The runs file of the first batch written: etl's 32 runs."""
+    return min((store / "runs").glob("part-*.parquet"))
+
+
+@pytest.mark.parametrize("how", ["null", "missing"])
+def test_store_summary_lists_runs_without_a_status_as_unknown(copy, capsys, how):
+    """A runs file whose status is null or missing (another tool's, or edited) made `store
+    summary`'s listing raise TypeError (None in a format of width 10); --json counts such runs as
+    "unknown", and so does the table now."""
+    damage = _drop("status") if how == "missing" else _set("status", lambda t: pa.nulls(t.num_rows, pa.string()))
+    _rewrite(_first_runs_file(copy), damage)
+    capsys.readouterr()
+    assert main(["store", "summary", "--store", str(copy), "--last", "40"]) == 0
+    out = capsys.readouterr().out
+    etl_rows = [line.split() for line in out.splitlines() if line.startswith("app-etl-")]
+    other_rows = [line.split() for line in out.splitlines() if line.startswith("app-other-")]
+    assert len(etl_rows) == 32 and {r[2] for r in etl_rows} == {"unknown"}
+    assert len(other_rows) == 8 and {r[2] for r in other_rows} == {"succeeded"}

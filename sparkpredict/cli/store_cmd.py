@@ -203,7 +203,9 @@ def _summary(args: argparse.Namespace) -> int:
         ex = format_executors(r.executors)
         size = size_of(r.input_bytes) if r.input_bytes == r.input_bytes and r.input_bytes > 0 else "-"
         nt = "-" if r.num_tasks != r.num_tasks else int(r.num_tasks)
-        print(f"{r.run_id!s:<{rw}} {job:<{jw}} {r.status:<10} {size:>10} {ex:>9} {wall:>9} {nt:>7}")
+        # a runs row without a status (another tool's file, a damaged one): as --json counts it
+        status = r.status if isinstance(r.status, str) else "unknown"
+        print(f"{r.run_id!s:<{rw}} {job:<{jw}} {status:<10} {size:>10} {ex:>9} {wall:>9} {nt:>7}")
     masters = latest["master"].astype(str) if "master" in latest else None
     if masters is not None and masters.str.fullmatch(r"local(\[.*\])?").any():
         # the store keeps local[N] as 1 executor of N cores: say why the column reads N
