@@ -106,6 +106,10 @@ class SizeMix:
         return [d for d in self.compared if max(d[1] / d[2], u) >= SIZE_OFF * min(d[1] / d[2], u)]
 
 
+#: Per-executor resources the advice asks for: only a positive value is one.
+_RESOURCES = ("executor_cores", "executor_memory_mb")
+
+
 class HistorySource:
     """The job's fitted model, plus its runs when a store is at hand (for defaults and warnings)."""
 
@@ -308,8 +312,14 @@ class HistorySource:
 
     # -- what the advice asks ------------------------------------------------------------------
     def _latest(self, col: str) -> float | None:
-        if self.runs is not None and col in self.runs and self.runs[col].notna().any():
-            return float(self.runs[col].dropna().iloc[-1])
+        if self.runs is not None and col in self.runs:
+            seen = self.runs[col].dropna()
+            if col in _RESOURCES:
+                # a run recorded with 0 cores or memory (a damaged or hand-written row) is no
+                # size to ask for: its 0 divided the unvaried-resource warning's speed-up
+                seen = seen[seen > 0]
+            if len(seen):
+                return float(seen.iloc[-1])
         latest = getattr(self.model, "latest_", None) or {}
         if col in latest:  # a model folder without the store: its latest training run's value
             return float(latest[col])

@@ -22,6 +22,7 @@ import pytest
 from test_advise_history import history, make_store
 
 from sparkpredict import registry as R
+from sparkpredict import suggest_executors
 from sparkpredict.cli import main
 from sparkpredict.errors import ModelError, StoreError
 
@@ -153,3 +154,22 @@ def test_store_summary_lists_runs_without_a_status_as_unknown(copy, capsys, how)
     other_rows = [line.split() for line in out.splitlines() if line.startswith("app-other-")]
     assert len(etl_rows) == 32 and {r[2] for r in etl_rows} == {"unknown"}
     assert len(other_rows) == 8 and {r[2] for r in other_rows} == {"succeeded"}
+
+
+def test_runs_recorded_with_zero_cores_advise_with_the_models_cores(copy):
+    """Runs whose executor_cores is 0 (a damaged or hand-written runs file) gave the advice 0 cores
+    to ask for, and its unvaried-resource warning divided by it (ZeroDivisionError). A 0 is no
+    size: the advice takes the model's own (every run trained on had 4)."""
+    _rewrite(_first_runs_file(copy), _set("executor_cores", lambda t: pa.array([0] * t.num_rows, pa.int32())))
+    a = suggest_executors("etl", "30GB", store=str(copy))
+    assert a.executor_cores == 4
+    assert not any("per executor and this asks for" in w for w in a.warnings)
+
+
+def test_a_recorded_zero_memory_is_skipped_for_the_latest_positive_one(copy):
+    """Of the runs' memory, the latest positive value is asked for: a later run of 0 MiB is skipped,
+    not a reason to drop to the model's default."""
+    _rewrite(_first_runs_file(copy), _set("executor_memory_mb", lambda t: pa.array(
+        [0 if i == t.num_rows - 1 else 2048 for i in range(t.num_rows)], pa.int64())))
+    a = suggest_executors("etl", "30GB", store=str(copy))
+    assert a.executor_memory_mb == 2048
