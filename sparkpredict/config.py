@@ -154,6 +154,11 @@ def resolve_store(store: str | os.PathLike[str] | None) -> str:
         except StoreError as exc:  # a setting of spark-defaults.conf: say which file to fix
             raise StoreError(f"{exc.message} ({where})", exc.fix) from None
     s = str(store)
+    if "\0" in s:
+        # a binary byte of a damaged spark-defaults.conf (or a str built by hand): pyarrow's
+        # "Embedded NUL char in path" came back as a traceback
+        raise StoreError(f"the store path {s!r} holds a NUL character",
+                         "give the store's folder without it (--store DIR; store= from Python)")
     if not s.strip():
         raise StoreError("the store path is empty", "give the store's folder (--store DIR; store= from Python), "
                          f"or leave it out for the default (${STORE_ENV} or ~/.sparkpredict/store)")

@@ -173,3 +173,30 @@ def test_a_recorded_zero_memory_is_skipped_for_the_latest_positive_one(copy):
         [0 if i == t.num_rows - 1 else 2048 for i in range(t.num_rows)], pa.int64())))
     a = suggest_executors("etl", "30GB", store=str(copy))
     assert a.executor_memory_mb == 2048
+
+
+@pytest.mark.parametrize("uri", ["s3://", "gs://"])
+def test_a_store_uri_of_no_bucket_is_refused_before_it_is_read(uri, capsys):
+    """pyarrow makes a file system of s3:// alone; its first look at the store's marker then
+    raised a bare ArrowInvalid ("Path cannot start with a separator")."""
+    from sparkpredict import store
+
+    with pytest.raises(StoreError, match="names no bucket or folder") as err:
+        store.open(uri)
+    assert err.value.fix == f"give the bucket and the store's folder in it: {uri}BUCKET/FOLDER"
+    assert main(["store", "summary", "--store", uri]) == 2
+    assert "error: the store" in capsys.readouterr().err
+
+
+def test_a_nul_in_the_store_setting_of_spark_defaults_names_the_file(tmp_path, monkeypatch, capsys):
+    """A damaged spark-defaults.conf whose store value holds a NUL byte raised pyarrow's
+    "Embedded NUL char in path" as a traceback from every command given no --store."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_bytes(b"spark.sparkpredict.store /tmp/st\x00re\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf))
+    monkeypatch.delenv("SPARKPREDICT_STORE", raising=False)
+    assert main(["suggest", "--job", "etl", "--input-size", "30GB"]) == 2
+    err = capsys.readouterr().err
+    assert "holds a NUL character" in err and f"in {conf / 'spark-defaults.conf'}" in err
+    assert "fix: give the store's folder without it" in err

@@ -44,9 +44,9 @@ def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
                     "and logs (reports show it as ***): give them in the environment instead "
                     "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN)", store_for_display(path))
     try:
-        if "://" in path:
-            return pafs.FileSystem.from_uri(path)
-        return pafs.LocalFileSystem(), path
+        if "://" not in path:
+            return pafs.LocalFileSystem(), path
+        fs, root = pafs.FileSystem.from_uri(path)
     except Exception as exc:  # pyarrow raises several types for bad URIs
         shown = store_for_display(path)  # the warning above hid the secret: so does the error
         why = str(exc).replace(path, shown)
@@ -58,6 +58,13 @@ def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
                    "Hadoop is installed (`retrain --spark` and jobs/retrain.py too: their driver opens the "
                    "store, and writes its registry, through pyarrow)")
         raise StoreError(f"cannot reach store {shown!r}: {why}", fix) from exc
+    if not root.strip("/"):
+        # s3:// or gs:// alone: pyarrow made a file system, and its first look at the marker
+        # ("/_sparkpredict_store.json") raised a bare ArrowInvalid
+        scheme = path.split("://", 1)[0]
+        raise StoreError(f"the store {store_for_display(path)!r} names no bucket or folder",
+                         f"give the bucket and the store's folder in it: {scheme}://BUCKET/FOLDER")
+    return fs, root
 
 
 def new_batch_id(label: str = "py") -> str:
