@@ -594,8 +594,8 @@ class JobRuntimeModel(RuntimeEstimator):
         m.latest_ = {k: float(v) for k, v in d.get("latest", {}).items()}  # saved before: none
         # None: a candidate no fold could score (JSON has no infinity)
         m.candidates_ = {k: math.inf if v is None else float(v) for k, v in d.get("candidates", {}).items()}
-        m.residuals_ = np.asarray(d["residuals"], float)
-        m.extrap_z_ = {k: np.asarray(v, float) for k, v in d["extrap_z"].items()}
+        m.residuals_ = _floats(d["residuals"], "residuals")
+        m.extrap_z_ = {k: _floats(v, f"extrap_z {k}") for k, v in d["extrap_z"].items()}
         # saved before the law was recorded: the drift grew with the relative distance then
         m.drift_law_ = str(d.get("drift_law", "relative"))
         # saved before the cap existed: the fitted curve's own growth, as then
@@ -606,10 +606,10 @@ class JobRuntimeModel(RuntimeEstimator):
         m.unrecorded_ = [str(c) for c in d.get("unrecorded", [])]
         # saved before seen sizes were recorded: every size gets the unseen-size interval
         seen = d.get("seen_residuals")
-        m.seen_residuals_ = None if seen is None else np.asarray(seen, float)
-        m.size_levels_ = np.asarray(d.get("size_levels", []), float)
+        m.seen_residuals_ = None if seen is None else _floats(seen, "seen_residuals")
+        m.size_levels_ = _floats(d.get("size_levels", []), "size_levels")
         # saved before they were kept: no pooled growth (their size_growth_ predates it)
-        m.executor_levels_ = np.asarray(d.get("executor_levels", []), float)
+        m.executor_levels_ = _floats(d.get("executor_levels", []), "executor_levels")
         # saved before they were kept: none known (explain --job then ranks in-sample)
         m.slow_runs_ = [(str(r), float(x)) for r, x in d.get("slow_runs", [])]
         # saved before they were kept: the interval beyond the executor counts is the drift's alone
@@ -629,6 +629,17 @@ class JobRuntimeModel(RuntimeEstimator):
         if hasattr(self, "name_"):
             return f"JobRuntimeModel(name_={self.name_!r}, n_runs_={self.n_runs_}, cv_mape_={self.cv_mape_:.3f})"
         return f"JobRuntimeModel(kind={self.kind!r}, random_state={self.random_state})"
+
+
+def _floats(v: Any, what: str) -> np.ndarray:
+    """A saved list of numbers as a 1-d array. A number or null where the list was (a file
+    edited by hand) made a 0-d array that loaded, and failed at the first prediction beyond
+    the training range (a ValueError inside the interval's concatenation, a TypeError from
+    len()), past the loader's check, which predicts inside the range."""
+    a = np.asarray(v, float)
+    if a.ndim != 1:
+        raise ValueError(f"{what} must be a list of numbers, not {type(v).__name__}")
+    return a
 
 
 def _shift_doc(shift: Mapping[str, Any] | None) -> dict[str, Any] | None:
