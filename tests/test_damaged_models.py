@@ -9,16 +9,25 @@ cut and emptied the files and swapped in another job's, then loaded, predicted, 
   seen-size errors) replaced by a number or null loaded, and the first prediction beyond the
   training range raised a bare ValueError or TypeError (inside the interval), out of
   `sparkpredict predict` as a traceback;
+- a registry artifact got none of the check a model file of `sparkpredict fit` gets at load:
+  its component of no kind, its defaults or training range emptied, loaded, and `load_models`
+  handed out a model whose first prediction raised a bare AttributeError or KeyError, and
+  `sparkpredict suggest --store` died with that traceback instead of refitting from the runs.
 """
 from __future__ import annotations
 
 import json
+import shutil
 
 import pandas as pd
 import pytest
 from test_advise_history import history, make_store
 
+from sparkpredict import registry as R
+from sparkpredict import retrain as RT
 from sparkpredict import store as store_mod
+from sparkpredict import suggest_executors
+from sparkpredict.advice_cache import _CACHE
 from sparkpredict.cli import main
 from sparkpredict.errors import ModelError
 from sparkpredict.features.runs import runs_table
@@ -49,6 +58,26 @@ def model_file(saved_model):
     out, name, text = saved_model
     yield out, out / name, json.loads(text)
     (out / name).write_text(text)
+
+
+@pytest.fixture(scope="module")
+def retrained(history_store, tmp_path_factory):
+    """A store whose registry holds `etl`'s runtime model (as `retrain --local` fits it)."""
+    path = tmp_path_factory.mktemp("retrained") / "store"
+    shutil.copytree(history_store, path)
+    RT.retrain_local(str(path), stage_models=False)
+    [artifact] = R.read_registry(str(path)).artifact
+    target = path / "_models" / artifact
+    return str(path), artifact, target, target.read_text()
+
+
+@pytest.fixture
+def artifact(retrained):
+    path, rel, target, text = retrained
+    _CACHE.clear()  # the advice's per-process model: keyed by the store's version, unchanged here
+    yield path, rel, target, json.loads(text)
+    target.write_text(text)
+    _CACHE.clear()
 
 
 def _first_key(d):
@@ -88,3 +117,48 @@ def test_predict_of_a_model_file_whose_errors_are_null_exits_2_with_its_fix(mode
     err = capsys.readouterr().err
     assert f"error: model file {str(path)!r} is corrupt" in err and "fix: refit the models" in err
     assert not (tmp_path / "p.csv").exists()
+
+
+# what an artifact's model may be damaged to -> the words of its error
+DAMAGED_ARTIFACTS = [
+    (("component", "kind"), None, "is corrupt: AttributeError"),  # no kind: predicted with nothing
+    (("defaults",), {}, "is corrupt: KeyError: 'executor_cores'"),
+    (("training_range",), {}, "its check prediction failed: query lacks column(s) input_bytes, executors"),
+]
+
+
+def _damage(doc, where, value):
+    part = doc["model"]
+    for k in where[:-1]:
+        part = part[k]
+    part[where[-1]] = value
+
+
+@pytest.mark.parametrize("where,value,words", DAMAGED_ARTIFACTS)
+def test_a_damaged_registry_artifact_is_refused_by_load_models_and_the_advice_refits(artifact, where, value, words):
+    path, rel, target, doc = artifact
+    _damage(doc, where, value)
+    target.write_text(json.dumps(doc))
+    with pytest.raises(ModelError) as got:
+        R.load_models(path)
+    assert got.value.message.startswith(f"model artifact {rel!r} of job 'etl'")
+    assert words in got.value.message
+    assert got.value.fix == R.refit_fix(path, "etl")
+    # the advice passes it over, says why and how to mend it, and answers from the runs
+    a = suggest_executors("etl", "500GB", store=path, objective="knee")
+    [note] = [w for w in a.warnings if "registry" in w]
+    assert note.startswith(f"the registry's model of etl is unusable (model artifact {rel!r}")
+    assert note.endswith(R.refit_fix(path, "etl"))
+    assert a.model_source.startswith("fitted on the store's runs")
+    assert 0 < a.predicted_runtime_s < float("inf")
+
+
+def test_suggest_from_a_store_whose_artifact_is_damaged_answers_from_the_runs(artifact, capsys):
+    path, rel, target, doc = artifact
+    _damage(doc, ("defaults",), {})
+    target.write_text(json.dumps(doc))
+    assert main(["suggest", "--job", "etl", "--input-size", "500GB", "--store", path, "--objective", "knee",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert any(w.startswith(f"the registry's model of etl is unusable (model artifact {rel!r}") and "KeyError" in w
+               for w in out["warnings"])
