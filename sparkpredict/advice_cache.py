@@ -186,9 +186,19 @@ def _load_fitted(key: str) -> Any:
     import json
 
     from . import fitcache
-    from .models.hybrid import JobRuntimeModel
+    from .models.persist import JobRuntimeModel, _self_check
 
-    return fitcache.read("advice", key, "json", lambda f: JobRuntimeModel.from_dict(json.load(f)))
+    def load(f: Any) -> Any:
+        model = JobRuntimeModel.from_dict(json.load(f))
+        # the check a model file of `sparkpredict fit` gets: an entry edited or damaged on disk (a
+        # component of no kind, its defaults emptied, a NaN bound) loaded, and the advice died at
+        # its first prediction with a bare AttributeError or KeyError, or advised from NaN
+        problem = _self_check(model)
+        if problem:
+            raise ValueError(problem)  # read() logs it and returns None: refit, and kept anew
+        return model
+
+    return fitcache.read("advice", key, "json", load)
 
 
 def _save_fitted(key: str, model: Any) -> None:

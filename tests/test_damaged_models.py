@@ -9,10 +9,11 @@ cut and emptied the files and swapped in another job's, then loaded, predicted, 
   seen-size errors) replaced by a number or null loaded, and the first prediction beyond the
   training range raised a bare ValueError or TypeError (inside the interval), out of
   `sparkpredict predict` as a traceback;
-- a registry artifact got none of the check a model file of `sparkpredict fit` gets at load:
-  its component of no kind, its defaults or training range emptied, loaded, and `load_models`
-  handed out a model whose first prediction raised a bare AttributeError or KeyError, and
-  `sparkpredict suggest --store` died with that traceback instead of refitting from the runs.
+- a registry artifact and an entry of the advice's fit cache got none of the check a model file
+  of `sparkpredict fit` gets at load: its component of no kind, its defaults or training range
+  emptied, loaded; `load_models` handed out a model whose first prediction raised a bare
+  AttributeError or KeyError, and `sparkpredict suggest --store` died with that traceback
+  instead of refitting from the runs.
 """
 from __future__ import annotations
 
@@ -162,3 +163,25 @@ def test_suggest_from_a_store_whose_artifact_is_damaged_answers_from_the_runs(ar
     out = json.loads(capsys.readouterr().out)
     assert any(w.startswith(f"the registry's model of etl is unusable (model artifact {rel!r}") and "KeyError" in w
                for w in out["warnings"])
+
+
+@pytest.mark.parametrize("where,value", [(("component", "kind"), None), (("defaults",), {})])
+def test_a_damaged_entry_of_the_advice_fit_cache_is_refitted_and_kept_anew(history_store, tmp_path, monkeypatch,
+                                                                           where, value):
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path))
+    _CACHE.clear()
+    before = suggest_executors("etl", "30GB", store=history_store, objective="knee")
+    [entry] = (tmp_path / "advice").glob("*.json")
+    kept = entry.read_text()
+    doc = json.loads(kept)
+    part = doc
+    for k in where[:-1]:
+        part = part[k]
+    part[where[-1]] = value
+    entry.write_text(json.dumps(doc))
+    _CACHE.clear()
+    after = suggest_executors("etl", "30GB", store=history_store, objective="knee")
+    assert (after.executors, after.predicted_runtime_s, after.upper_s) == \
+        (before.executors, before.predicted_runtime_s, before.upper_s)
+    assert entry.read_text() == kept  # the refit replaced the damaged entry
+    _CACHE.clear()
