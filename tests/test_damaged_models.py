@@ -13,7 +13,10 @@ cut and emptied the files and swapped in another job's, then loaded, predicted, 
   of `sparkpredict fit` gets at load: its component of no kind, its defaults or training range
   emptied, loaded; `load_models` handed out a model whose first prediction raised a bare
   AttributeError or KeyError, and `sparkpredict suggest --store` died with that traceback
-  instead of refitting from the runs.
+  instead of refitting from the runs;
+- a NaN bound of a component's box (the fitted runs' range the switch blends at) passed that
+  check, which predicts inside the range, and the advice from such a cache entry changed (8
+  executors, not 16) or predicted NaN seconds beyond the range.
 """
 from __future__ import annotations
 
@@ -125,6 +128,9 @@ DAMAGED_ARTIFACTS = [
     (("component", "kind"), None, "is corrupt: AttributeError"),  # no kind: predicted with nothing
     (("defaults",), {}, "is corrupt: KeyError: 'executor_cores'"),
     (("training_range",), {}, "its check prediction failed: query lacks column(s) input_bytes, executors"),
+    # a NaN bound of the switch's box: inside the range it predicts as before (the check passed)
+    (("component", "box", "executors", 0), float("nan"),
+     "is corrupt: ValueError: the range of executors of a component is [nan, 8.0]"),
 ]
 
 
@@ -165,7 +171,8 @@ def test_suggest_from_a_store_whose_artifact_is_damaged_answers_from_the_runs(ar
                for w in out["warnings"])
 
 
-@pytest.mark.parametrize("where,value", [(("component", "kind"), None), (("defaults",), {})])
+@pytest.mark.parametrize("where,value", [(("component", "kind"), None), (("defaults",), {}),
+                                         (("component", "box", "executors", 0), float("nan"))])
 def test_a_damaged_entry_of_the_advice_fit_cache_is_refitted_and_kept_anew(history_store, tmp_path, monkeypatch,
                                                                            where, value):
     monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path))

@@ -79,14 +79,23 @@ def component_to_dict(c: Component) -> dict:
 def component_from_dict(d: dict) -> Component:
     if d["kind"] == "switch":
         inner, outer = (component_from_dict(p) for p in d["parts"])
-        return Component("switch", parts=(inner, outer),
-                         box={k: (float(v[0]), float(v[1])) for k, v in d["box"].items()})
+        return Component("switch", parts=(inner, outer), box=_box(d["box"]))
     return Component(kind=d["kind"],
                      equation=A.FittedEquation.from_dict(d["equation"]) if d.get("equation") else None,
                      ml=M.from_jsonable(d["ml"]) if d.get("ml") else None,
                      ml_target=d.get("ml_target", "runtime"), single_size=bool(d.get("single_size")),
                      fade=d.get("fade"),
-                     box={k: (float(v[0]), float(v[1])) for k, v in d["box"].items()} if d.get("box") else None)
+                     box=_box(d["box"]) if d.get("box") else None)
+
+
+def _box(d: dict) -> dict[str, tuple[float, float]]:
+    """A saved box of training ranges; a bound edited to NaN (or cut) read every row beyond it as
+    inside it, or predicted NaN seconds there, past the loader's check inside the range."""
+    box = {k: (float(v[0]), float(v[1])) for k, v in d.items()}
+    for k, (lo, hi) in box.items():
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
+            raise ValueError(f"the range of {k} of a component is [{lo}, {hi}]")
+    return box
 
 
 def _design(F: dict[str, np.ndarray], extras: list[str]) -> np.ndarray:
