@@ -14,6 +14,9 @@ cut and emptied the files and swapped in another job's, then loaded, predicted, 
   emptied, loaded; `load_models` handed out a model whose first prediction raised a bare
   AttributeError or KeyError, and `sparkpredict suggest --store` died with that traceback
   instead of refitting from the runs;
+- the switch's outer part (what predicts beyond the runs) of no kind or without its equation
+  passed that check too, and predicting beyond the range raised a bare TypeError or
+  AttributeError out of `predict` and `suggest`;
 - a NaN bound of a component's box (the fitted runs' range the switch blends at) passed that
   check, which predicts inside the range, and the advice from such a cache entry changed (8
   executors, not 16) or predicted NaN seconds beyond the range.
@@ -125,9 +128,13 @@ def test_predict_of_a_model_file_whose_errors_are_null_exits_2_with_its_fix(mode
 
 # what an artifact's model may be damaged to -> the words of its error
 DAMAGED_ARTIFACTS = [
-    (("component", "kind"), None, "is corrupt: AttributeError"),  # no kind: predicted with nothing
+    (("component", "kind"), None, "is corrupt: ValueError: a component of unknown kind None"),
     (("defaults",), {}, "is corrupt: KeyError: 'executor_cores'"),
     (("training_range",), {}, "its check prediction failed: query lacks column(s) input_bytes, executors"),
+    # the switch's outer part, which predicts beyond the runs: the check inside them passed
+    (("component", "parts", 1, "kind"), None, "is corrupt: ValueError: a component of unknown kind None"),
+    (("component", "parts", 1, "equation"), None,
+     "is corrupt: ValueError: a component of kind 'equation' lacks its equation"),
     # a NaN bound of the switch's box: inside the range it predicts as before (the check passed)
     (("component", "box", "executors", 0), float("nan"),
      "is corrupt: ValueError: the range of executors of a component is [nan, 8.0]"),

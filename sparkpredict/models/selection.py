@@ -80,6 +80,14 @@ def component_from_dict(d: dict) -> Component:
     if d["kind"] == "switch":
         inner, outer = (component_from_dict(p) for p in d["parts"])
         return Component("switch", parts=(inner, outer), box=_box(d["box"]))
+    # what each kind predicts with must be there: the switch's outer part (beyond the runs) of no
+    # kind, or without its equation, loaded and passed the check inside the range, and the first
+    # row beyond it raised a bare TypeError or AttributeError out of `predict` and `suggest`
+    needs = {"equation": ("equation",), "ml": ("ml",), "hybrid": ("equation", "ml")}.get(d["kind"])
+    if needs is None:
+        raise ValueError(f"a component of unknown kind {d['kind']!r}")
+    if not all(d.get(part) for part in needs):
+        raise ValueError(f"a component of kind {d['kind']!r} lacks its {' and '.join(needs)}")
     return Component(kind=d["kind"],
                      equation=A.FittedEquation.from_dict(d["equation"]) if d.get("equation") else None,
                      ml=M.from_jsonable(d["ml"]) if d.get("ml") else None,
