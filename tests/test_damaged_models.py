@@ -14,9 +14,9 @@ cut and emptied the files and swapped in another job's, then loaded, predicted, 
   emptied, loaded; `load_models` handed out a model whose first prediction raised a bare
   AttributeError or KeyError, and `sparkpredict suggest --store` died with that traceback
   instead of refitting from the runs;
-- the switch's outer part (what predicts beyond the runs) of no kind or without its equation
-  passed that check too, and predicting beyond the range raised a bare TypeError or
-  AttributeError out of `predict` and `suggest`;
+- the switch's outer part (what predicts beyond the runs) of no kind or without its equation, and
+  a default edited to NaN, passed that check too, and predicting beyond the range (or without
+  the column) raised a bare TypeError or AttributeError out of `predict` and `suggest`, or gave NaN s;
 - a NaN bound of a component's box (the fitted runs' range the switch blends at) passed that
   check, which predicts inside the range, and the advice from such a cache entry changed (8
   executors, not 16) or predicted NaN seconds beyond the range.
@@ -111,6 +111,17 @@ def test_a_model_file_whose_list_of_numbers_is_a_number_is_refused_when_loaded(m
     assert got.value.message.startswith(f"model file {str(path)!r} is corrupt: ValueError: ")
     assert "must be a list of numbers" in got.value.message
     assert got.value.fix == "refit the models: `sparkpredict fit RUNS --out DIR`"
+
+
+def test_a_model_file_whose_default_is_nan_is_refused_when_loaded(model_file):
+    # the default stands in for a column a query leaves out; the check at load gives every
+    # column, so a NaN one loaded and a kernel_ridge model predicted NaN s for every such query
+    out, path, doc = model_file
+    doc["defaults"]["executor_cores"] = float("nan")
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ModelError) as got:
+        persist.load_models(out)
+    assert got.value.message == f"model file {str(path)!r} is corrupt: ValueError: the default of executor_cores is nan"
 
 
 def test_predict_of_a_model_file_whose_errors_are_null_exits_2_with_its_fix(model_file, tmp_path, capsys):

@@ -590,7 +590,7 @@ class JobRuntimeModel(RuntimeEstimator):
         m.feature_names_ = list(d["feature_names"])
         m.extras_ = list(d["extras"])
         m.training_range_ = {k: (float(v[0]), float(v[1])) for k, v in d["training_range"].items()}
-        m.defaults_ = {k: float(v) for k, v in d["defaults"].items()}
+        m.defaults_ = {k: _finite(v, f"default of {k}") for k, v in d["defaults"].items()}
         m.latest_ = {k: float(v) for k, v in d.get("latest", {}).items()}  # saved before: none
         # None: a candidate no fold could score (JSON has no infinity)
         m.candidates_ = {k: math.inf if v is None else float(v) for k, v in d.get("candidates", {}).items()}
@@ -629,6 +629,15 @@ class JobRuntimeModel(RuntimeEstimator):
         if hasattr(self, "name_"):
             return f"JobRuntimeModel(name_={self.name_!r}, n_runs_={self.n_runs_}, cv_mape_={self.cv_mape_:.3f})"
         return f"JobRuntimeModel(kind={self.kind!r}, random_state={self.random_state})"
+
+
+def _finite(v: Any, what: str) -> float:
+    """A saved number that must be finite: a default edited to NaN loaded (the loader's check
+    gives every column it knows), and every query that left the column out predicted NaN s."""
+    x = float(v)
+    if not math.isfinite(x):
+        raise ValueError(f"the {what} is {x}")
+    return x
 
 
 def _floats(v: Any, what: str) -> np.ndarray:
