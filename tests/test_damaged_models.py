@@ -210,3 +210,23 @@ def test_a_damaged_entry_of_the_advice_fit_cache_is_refitted_and_kept_anew(histo
         (before.executors, before.predicted_runtime_s, before.upper_s)
     assert entry.read_text() == kept  # the refit replaced the damaged entry
     _CACHE.clear()
+
+
+@pytest.mark.parametrize("field,words", [("extrap_z", "holds a null or NaN"),
+                                         ("unvaried", "the value every run had of executor_cores is nan")])
+def test_a_model_file_with_a_null_among_its_numbers_is_refused_when_loaded(model_file, field, words):
+    """Left open by the probe that found the above: a null item among the extrapolation errors
+    loaded, and the advice's upper bound beyond the range was NaN s; a NaN resource value every
+    run had loaded, and the advice's warning for another value died in int(NaN)."""
+    out, path, doc = model_file
+    if field == "extrap_z":
+        k = _first_key(doc["extrap_z"])
+        assert doc["extrap_z"][k], "no extrapolation errors: the case is not exercised"
+        doc["extrap_z"][k][0] = None
+    else:
+        doc["unvaried"]["executor_cores"] = float("nan")
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ModelError) as got:
+        persist.load_models(out)
+    assert got.value.message.startswith(f"model file {str(path)!r} is corrupt: ValueError: ")
+    assert words in got.value.message, got.value.message

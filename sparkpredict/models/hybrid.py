@@ -601,7 +601,8 @@ class JobRuntimeModel(RuntimeEstimator):
         # saved before the cap existed: the fitted curve's own growth, as then
         m.size_growth_ = str(d.get("size_growth", "free"))
         # saved before the rule existed: the fitted curve at the value asked, as then
-        m.unvaried_ = {str(k): float(v) for k, v in d.get("unvaried", {}).items()}
+        # NaN: the advice's warning for another value died converting it to a whole count
+        m.unvaried_ = {str(k): _finite(v, f"value every run had of {k}") for k, v in d.get("unvaried", {}).items()}
         # saved before: such a column kept its stand-in range and default, as then
         m.unrecorded_ = [str(c) for c in d.get("unrecorded", [])]
         # saved before seen sizes were recorded: every size gets the unseen-size interval
@@ -648,6 +649,10 @@ def _floats(v: Any, what: str) -> np.ndarray:
     a = np.asarray(v, float)
     if a.ndim != 1:
         raise ValueError(f"{what} must be a list of numbers, not {type(v).__name__}")
+    if np.isnan(a).any():
+        # a null item (NaN in JSON): no fit writes one, and a NaN extrapolation error made every
+        # interval beyond the range NaN s, which the advice showed as its upper bound
+        raise ValueError(f"{what} holds a null or NaN")
     return a
 
 
