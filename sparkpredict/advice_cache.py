@@ -186,19 +186,12 @@ def _load_fitted(key: str) -> Any:
     import json
 
     from . import fitcache
-    from .models.persist import JobRuntimeModel, _self_check
+    from .models.persist import checked_model
 
-    def load(f: Any) -> Any:
-        model = JobRuntimeModel.from_dict(json.load(f))
-        # the check a model file of `sparkpredict fit` gets: an entry edited or damaged on disk (a
-        # component of no kind, its defaults emptied, a NaN bound) loaded, and the advice died at
-        # its first prediction with a bare AttributeError or KeyError, or advised from NaN
-        problem = _self_check(model)
-        if problem:
-            raise ValueError(problem)  # read() logs it and returns None: refit, and kept anew
-        return model
-
-    return fitcache.read("advice", key, "json", load)
+    # checked as a model file is at load: a damaged entry (a component of no kind, its defaults
+    # emptied, a NaN bound) is refitted and kept anew (read() returns None on any error), where
+    # the advice died at its first prediction with a bare AttributeError, or advised from NaN
+    return fitcache.read("advice", key, "json", lambda f: checked_model(json.load(f)))
 
 
 def _save_fitted(key: str, model: Any) -> None:

@@ -458,19 +458,9 @@ def _check_model_format(doc: dict, store_path: str) -> None:
 
 
 def _runtime_model_from_dict(d: dict) -> JobRuntimeModel:
-    from .models.persist import JobRuntimeModel, _self_check
+    from .models.persist import checked_model
 
-    model = JobRuntimeModel.from_dict(d)
-    # the check a model file of `sparkpredict fit` gets: an artifact edited by hand (a component
-    # of no kind, its defaults or training range emptied, a NaN parameter) loaded, and failed at
-    # the first prediction with a bare TypeError or AttributeError, or predicted NaN seconds
-    try:
-        problem = _self_check(model)
-    except InputError as exc:  # its training range lacks a column: not the caller's query
-        problem = f"its check prediction failed: {exc.message}"
-    if problem:
-        raise ModelError(f"its model is corrupt: {problem}", "refit it")
-    return model
+    return checked_model(d)
 
 
 def _names(jobs: Iterable[str] | str) -> list[str]:

@@ -230,3 +230,17 @@ def test_a_model_file_with_a_null_among_its_numbers_is_refused_when_loaded(model
         persist.load_models(out)
     assert got.value.message.startswith(f"model file {str(path)!r} is corrupt: ValueError: ")
     assert words in got.value.message, got.value.message
+
+
+def test_a_model_file_whose_training_range_is_emptied_is_named_corrupt_without_the_querys_fix(model_file):
+    """The check prediction's InputError (no column to predict at) was the query's, and the
+    model file's error quoted its fix ("give input_bytes and executors for every row") inside
+    the refit's; a registry artifact so damaged said it plainly. One check now words both."""
+    out, path, doc = model_file
+    doc["training_range"] = {}
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ModelError) as got:
+        persist.load_models(out)
+    assert got.value.message == (f"model file {str(path)!r} is corrupt: its check prediction failed: "
+                                 "query lacks column(s) input_bytes, executors")
+    assert got.value.fix == "refit the models: `sparkpredict fit RUNS --out DIR`"

@@ -306,6 +306,26 @@ def _load_job(path: str, job: str) -> JobRuntimeModel:
     return model
 
 
+def checked_model(d: dict) -> JobRuntimeModel:
+    """``JobRuntimeModel.from_dict(d)`` given the check a model file gets at load
+    (:func:`_self_check`), for a model saved elsewhere (a registry artifact, an entry of the
+    advice's fit cache): a damaged one (a component of no kind, its defaults or training range
+    emptied, a NaN parameter) loaded, and failed at its first prediction with a bare TypeError
+    or AttributeError, or predicted NaN seconds.
+
+    Raises
+    ------
+    ModelError
+        "its model is corrupt: ..." when the check fails; the caller names where it was read
+        and how to refit it. Mangled fields raise what ``from_dict`` raises.
+    """
+    model = JobRuntimeModel.from_dict(d)
+    problem = _self_check(model)
+    if problem:
+        raise ModelError(f"its model is corrupt: {problem}", "refit it")
+    return model
+
+
 def _self_check(model: JobRuntimeModel) -> str | None:
     """What is wrong with a model read back, found before it advises: its training range, and
     one prediction in the middle of it, which must be finite. A file edited by hand (an
@@ -323,8 +343,11 @@ def _self_check(model: JobRuntimeModel) -> str | None:
             return f"its training range of {col} starts at {lo}, not above zero"
     X = {col: np.array([(lo * hi) ** 0.5 if lo > 0 else (lo + hi) / 2])
          for col, (lo, hi) in model.training_range_.items()}
-    with np.errstate(all="ignore"):
-        pred = model.predict_interval(X, 0.9)
+    try:
+        with np.errstate(all="ignore"):
+            pred = model.predict_interval(X, 0.9)
+    except InputError as exc:  # its training range lacks a column: a damaged model, not a query's fault
+        return f"its check prediction failed: {exc.message}"
     # the bounds may be infinite (a model with too few runs for an interval); the runtime not
     runtime = float(np.asarray(pred["predicted_runtime_s"], dtype=float)[0])
     if not math.isfinite(runtime) or runtime < 0:
