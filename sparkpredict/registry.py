@@ -302,7 +302,7 @@ _SNAPSHOT_REQUIRED = ("job", "model_kind", "version")
 
 def _checked_snapshot(table: pa.Table, path: str, columns: list[str] | None) -> pa.Table:
     """``table`` (the ``columns`` read, default all) with REGISTRY_SCHEMA's types. A snapshot that
-    lacks a column, holds one of another type, or a row without its key or artifact is damaged
+    lacks a column, holds one of another type, or a row without its job, kind or version is damaged
     (edited by hand, another file saved under a snapshot's name): load_models, retrain and the
     commit's merge had raised a bare AttributeError, KeyError or ValueError from deep inside."""
     wanted = REGISTRY_SCHEMA.names if columns is None else columns
