@@ -244,3 +244,50 @@ def test_a_model_file_whose_training_range_is_emptied_is_named_corrupt_without_t
     assert got.value.message == (f"model file {str(path)!r} is corrupt: its check prediction failed: "
                                  "query lacks column(s) input_bytes, executors")
     assert got.value.fix == "refit the models: `sparkpredict fit RUNS --out DIR`"
+
+
+@pytest.mark.parametrize("where,value,words", [
+    (("theta", 0), -1.0, "has a = -1 (not in [0, inf]), beyond what a fit gives"),
+    (("theta", 1), 1.5, "has b = 1.5 (not in [0, 1]), beyond what a fit gives"),
+    (("power",), 3, "has power = 3 (not 1 or 2), beyond what a fit gives"),
+])
+def test_a_model_file_whose_equation_is_beyond_any_fit_is_refused_when_loaded(model_file, tmp_path, capsys,
+                                                                            where, value, words):
+    """Every fit keeps an equation's parameters in its bounds (non-negative least squares) and its
+    power 1 or 2. Edited to a = -1, the file loaded, passed the check (a finite runtime in the
+    middle of its range) and `suggest --models` advised 1 executor for 0.001 s; a power of 3
+    read as 2."""
+    out, path, doc = model_file
+    eq = doc["component"]["equation"]
+    assert eq["name"] == "amdahl", "the case needs the amdahl equation's bounds"
+    part = eq
+    for k in where[:-1]:
+        part = part[k]
+    part[where[-1]] = value
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ModelError) as got:
+        persist.load_models(out)
+    assert got.value.message == f"model file {str(path)!r}: equation 'amdahl' in a saved model {words}"
+    assert "refit" in got.value.fix
+    assert main(["suggest", "--models", str(out), "--job", "etl", "--input-size", "30GB"]) == 2
+    err = capsys.readouterr().err
+    assert "error: model file" in err and words in err and "fix: refit" in err
+
+
+def test_every_equation_at_its_bounds_or_fitted_to_a_falling_law_loads_back():
+    """The bounds check refuses only what no fit gives: parameters on the bounds load, and so
+    does the fit of every equation to runs that get faster with input (pushing its parameters
+    onto their bounds), at either power."""
+    from test_mutation_gaps_models import _grid
+
+    from sparkpredict.models import analytical as A
+
+    for name, eq in A.EQUATIONS.items():
+        for end in (0, 1):
+            theta = [min(b[end], 1e6) for b in eq.bounds]
+            back = A.FittedEquation.from_dict({"name": name, "power": 2, "theta": theta, "sse": 0.0, "n": 4})
+            assert list(back.theta) == theta
+        S, E = _grid()
+        for power in (1, 2):
+            fit = A.fit_equation(name, S, E, 100.0 - S / E, power=power)
+            assert A.FittedEquation.from_dict(fit.to_dict()) == fit

@@ -238,7 +238,20 @@ class FittedEquation:
         if len(theta) != want or not all(np.isfinite(theta)):
             raise DegenerateDataError(f"equation {d['name']!r} in a saved model has parameters {list(theta)}, "
                                       f"not {want} finite numbers", "refit the model")
-        return cls(d["name"], int(d["power"]), theta, float(d["sse"]), int(d["n"]))
+        # every fit keeps to the equation's bounds (non-negative least squares, a grid within the
+        # nonlinear bounds): a parameter beyond them was edited by hand, and one edited to -1
+        # loaded, passed the loader's check and advised 1 executor for 0.001 s. The slack: a
+        # grid point's last bits, never a hand's edit
+        eq = EQUATIONS[d["name"]]
+        beyond = [f"{p} = {t:g} (not in [{lo:g}, {hi:g}])"
+                  for p, t, (lo, hi) in zip(eq.params, theta, eq.bounds) if not lo - 1e-9 <= t <= hi + 1e-9]
+        power = int(d["power"])
+        if power not in (1, 2):  # f(S) = S or S**2: any other power read as S**2
+            beyond.append(f"power = {power} (not 1 or 2)")
+        if beyond:
+            raise DegenerateDataError(f"equation {d['name']!r} in a saved model has {', '.join(beyond)}, "
+                                      "beyond what a fit gives", "refit the model")
+        return cls(d["name"], power, theta, float(d["sse"]), int(d["n"]))
 
 
 def check_inputs(S: Array, E: Array, y: Array, n_params: int = 1, what: str = "runs") -> None:
