@@ -200,3 +200,16 @@ def test_a_nul_in_the_store_setting_of_spark_defaults_names_the_file(tmp_path, m
     err = capsys.readouterr().err
     assert "holds a NUL character" in err and f"in {conf / 'spark-defaults.conf'}" in err
     assert "fix: give the store's folder without it" in err
+
+
+def test_a_run_recorded_with_more_executors_than_any_cluster_is_no_count_the_advice_saw(copy):
+    """A runs row of 10^9 executors (a typo, a damaged row) is dropped by the fit, but the advice
+    still counted it among the executors its runs used: the candidates' default ceiling (twice
+    the largest count seen, capped at 1000) went from 16 to 1000, and the knee from "not
+    reached up to 16" to 34. The counts seen are now those a fit keeps: 1 to 8."""
+    _rewrite(_first_runs_file(copy), _set("executors_requested", lambda t: pa.array(
+        [10**9 if i == 0 else v for i, v in enumerate(t.column("executors_requested").to_pylist())],
+        t.schema.field("executors_requested").type)))
+    a = suggest_executors("etl", "30GB", store=str(copy), objective="knee")
+    assert [c.executors for c in a.candidates] == list(range(1, 17))
+
