@@ -18,6 +18,13 @@ from ..errors import InputError
 REQUIRED = ("input_bytes", "executors")
 
 
+def is_range(lo: float, hi: float) -> bool:
+    """Whether a saved range ``[lo, hi]`` can be one: both ends finite and in order. A model's
+    training range and a component's box are both read back from files a hand may edit; a NaN
+    bound reads every row as inside it (or predicts NaN seconds beyond it)."""
+    return math.isfinite(lo) and math.isfinite(hi) and lo <= hi
+
+
 def floats(values: Any, name: str, what: str = "query") -> np.ndarray:
     """``values`` as a float array, or one error naming the column (not numpy's ValueError)."""
     try:

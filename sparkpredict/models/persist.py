@@ -336,8 +336,10 @@ def _self_check(model: JobRuntimeModel) -> str | None:
 
     import numpy as np
 
+    from .columns import is_range
+
     for col, (lo, hi) in model.training_range_.items():
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+        if not is_range(lo, hi):
             return f"its training range of {col} is [{lo}, {hi}]"
         if col in ("input_bytes", "executors") and lo <= 0:
             return f"its training range of {col} starts at {lo}, not above zero"

@@ -34,6 +34,7 @@ from ..errors import DegenerateDataError
 from ..units import plural
 from . import analytical as A
 from . import ml as M
+from .columns import is_range
 
 log = logging.getLogger(__name__)
 GIB = float(2**30)
@@ -101,7 +102,7 @@ def _box(d: dict) -> dict[str, tuple[float, float]]:
     inside it, or predicted NaN seconds there, past the loader's check inside the range."""
     box = {k: (float(v[0]), float(v[1])) for k, v in d.items()}
     for k, (lo, hi) in box.items():
-        if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
+        if not is_range(lo, hi):
             raise ValueError(f"the range of {k} of a component is [{lo}, {hi}]")
     return box
 
