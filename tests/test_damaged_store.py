@@ -213,3 +213,35 @@ def test_a_run_recorded_with_more_executors_than_any_cluster_is_no_count_the_adv
     a = suggest_executors("etl", "30GB", store=str(copy), objective="knee")
     assert [c.executors for c in a.candidates] == list(range(1, 17))
 
+
+@pytest.mark.parametrize("table", ["runs", "stages"])
+def test_a_file_where_a_tables_folder_belongs_is_named_by_the_python_api(copy, capsys, table):
+    """A file saved over ``STORE/runs`` (or ``stages``): reading raised pyarrow's bare
+    NotADirectoryError out of ``store.open(p).runs()``; it is now the StoreError the CLI gives."""
+    from sparkpredict import store as store_mod
+
+    shutil.rmtree(copy / table)
+    (copy / table).write_text("runs.csv was saved here\n")
+    with pytest.raises(StoreError) as got:
+        getattr(store_mod.open(str(copy)), table)()
+    assert got.value.message == (f"{str(copy / table)!r} of store {str(copy)!r} is a file, where the store "
+                                 "keeps a folder of Parquet files")
+    assert got.value.fix.startswith("move that file out of the store")
+    if table == "runs":  # the summary reads no stages
+        err = _refused(capsys, ["store", "summary", "--store", str(copy)], copy)
+        assert "is a file, where the store keeps a folder" in err
+
+
+def test_an_append_into_a_store_whose_table_folder_is_a_file_names_it_and_writes_nothing(copy):
+    """Writing a batch whose stages folder is a file failed, as it must, but its fix read
+    "choose a writable folder, or fix its permissions", which nothing was wrong with."""
+    from sparkpredict import store as store_mod
+
+    shutil.rmtree(copy / "stages")
+    (copy / "stages").write_text("x\n")
+    before = _sums(copy)
+    runs, stages = history(job="new", sizes=(1,), execs=(1,))
+    with pytest.raises(StoreError) as got:
+        store_mod.open(str(copy)).append({"runs": runs, "stages": stages})
+    assert "stages" in got.value.message and got.value.fix.startswith("a file stands where the store keeps a folder")
+    assert _sums(copy) == before

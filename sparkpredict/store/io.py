@@ -234,11 +234,22 @@ class Store:
     def _dir(self, table: str) -> str:
         return f"{self.root.rstrip('/')}/{table}"
 
+    def _entries(self, folder: str) -> list[pafs.FileInfo]:
+        """What ``folder`` holds (nothing when it is not there). A file where a table's folder
+        belongs (copied over it, a runs file saved as ``STORE/runs``) is the store's damage to
+        name: pyarrow's NotADirectoryError reached Python callers of every read bare."""
+        try:
+            return self.fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+        except NotADirectoryError:
+            raise StoreError(f"{folder!r} of store {store_for_display(self.path)!r} is a file, where "
+                             "the store keeps a folder of Parquet files",
+                             "move that file out of the store; if it was saved over the folder, "
+                             "restore the folder from a backup") from None
+
     def _listing(self, table: str) -> dict[str, pafs.FileInfo]:
         """batch_id -> file info of the part files of ``table`` (committed or not)."""
-        sel = pafs.FileSelector(self._dir(table), allow_not_found=True)
         out: dict[str, pafs.FileInfo] = {}
-        for info in self.fs.get_file_info(sel):
+        for info in self._entries(self._dir(table)):
             if info.type != pafs.FileType.File:
                 continue
             b = _batch_of(info.base_name)
@@ -476,10 +487,9 @@ class Store:
         cutoff_ns = (time.time() - min_age_s) * 1e9
         # Parts listed before the commit marks: a batch a writer commits in between has its
         # parts listed and its mark found, where the other order called its parts uncommitted.
-        listed = [info for table in S.TABLES
-                  for info in self.fs.get_file_info(pafs.FileSelector(self._dir(table), allow_not_found=True))]
+        listed = [info for table in S.TABLES for info in self._entries(self._dir(table))]
         # a marker's temporary copy left by a writer that died while making the store (_put_marker)
-        listed += [info for info in self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True))
+        listed += [info for info in self._entries(self.root)
                    if info.base_name.startswith(f".{S.MARKER_FILE}.") and info.base_name.endswith(".tmp")]
         committed = self.committed_batches()
         marks = self._listing(S.COMMIT_TABLE)
@@ -950,6 +960,10 @@ class Store:
         if code in (errno.ENOSPC, errno.EDQUOT):
             return ("free space on the store's disk (or raise the quota), then run the command again: "
                     "nothing of this batch was committed, and the store's earlier runs are intact")
+        if code == errno.EEXIST and isinstance(self.fs, pafs.LocalFileSystem):
+            # a file where a table's folder goes (saved over STORE/stages): no permission is wrong
+            return ("a file stands where the store keeps a folder (the path above): move it out of the "
+                    "store; if it was saved over the folder, restore the folder from a backup")
         if code == errno.ENOENT and isinstance(self.fs, pafs.LocalFileSystem) and not making:
             return ("run the command again: the batch's files went while they were written (a "
                     "`store clean --older-than 0` beside a writer?); nothing of it was committed")
