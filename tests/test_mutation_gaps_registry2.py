@@ -1,0 +1,63 @@
+"""Behaviours of the model registry (registry.py, registry_commit.py) that its second mutation
+audit found no test pinning. The first audit (tests/test_mutation_gaps_registry.py) ran a sample;
+this one generated every one-operator mutant of both modules (comparisons and arithmetic swapped,
+constants moved, ``and``/``or`` swapped, ``not`` dropped, guards and call statements dropped,
+returns of None, and, in the checks added since, each argument of a call replaced by None),
+ran those of ``restore_runtime_model``, ``_checked_snapshot`` and ``_SNAPSHOT_FIX`` first and then
+a seeded shuffle of the rest against the registry's JVM-free tests, and pins here what the
+survivors showed unpinned: a snapshot row without a model kind, ... Real stores, Parquet
+snapshots and artifacts under tmp_path, written as a retrain writes them (``_reg_row``); no JVM,
+no timings."""
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from test_damaged_store import _rewrite, _set
+from test_mutation_gaps_persist import _reg_row
+
+from sparkpredict import registry as R
+from sparkpredict import registry_commit as RC
+from sparkpredict import store
+from sparkpredict.errors import ModelError, StoreError
+
+
+@pytest.fixture
+def st(tmp_path):
+    return store.open(tmp_path / "st", create=True)
+
+
+# ---- reading: a damaged snapshot ----------------------------------------------------------------
+def test_a_snapshot_row_without_a_model_kind_is_refused_as_damaged(st):
+    """A row's kind is part of the registry's key (job, kind, signature) and what each loader
+    selects its rows by: a row without one is damage, refused with the snapshot fallback as a row
+    without a job or a version is, not a row no loader selects and the next commit merges on."""
+    name = RC.commit_update(st, [_reg_row(st, "a-job", R.new_retrain_id())], "r1")
+    path = f"{st.root}/_models/registry/{name}"
+    _rewrite(path, _set("model_kind", lambda t: pa.array([None] * t.num_rows, pa.string())))
+    assert pq.read_table(path).column("model_kind").null_count == 1
+    with pytest.raises(StoreError) as err:
+        R.read_registry(st)
+    assert err.value.message == f"registry snapshot {path!r} is damaged: row(s) without a value in model_kind"
+    assert err.value.fix == "delete that file to fall back to the previous snapshot, then retrain"
+
+
+# ---- loading: a registry row's artifact version ---------------------------------------------------
+_NEWER = ("the model of job 'a-job' was written by a newer sparkpredict (artifact version 2; this one reads 1)",
+          "upgrade sparkpredict")
+_OLDER = ("the model of job 'a-job' has artifact version 0, older than this sparkpredict's 1, and is not loaded",
+          "run `sparkpredict retrain --store {path}`: it refits jobs whose models are of an older format")
+
+
+@pytest.mark.parametrize("version, said, fix", [(R.ARTIFACT_VERSION + 1, *_NEWER), (R.ARTIFACT_VERSION - 1, *_OLDER)])
+def test_a_registry_row_of_another_artifact_version_is_refused_naming_its_job(st, version, said, fix):
+    """The row's artifact version is judged before its file is read (the file here is of this
+    version): the refusal names the job the row is of, which the user refits or upgrades for."""
+    rid = R.new_retrain_id()
+    row = {**_reg_row(st, "a-job", rid), "artifact_version": version}
+    RC.commit_registry(st, pd.DataFrame([row]), rid)
+    with pytest.raises(ModelError) as err:
+        R.load_models(st, "a-job")
+    assert err.value.message == said
+    assert err.value.fix == fix.format(path=st.path)
