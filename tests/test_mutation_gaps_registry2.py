@@ -10,6 +10,7 @@ snapshots and artifacts under tmp_path, written as a retrain writes them (``_reg
 no timings."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -41,6 +42,37 @@ def test_a_snapshot_row_without_a_model_kind_is_refused_as_damaged(st):
         R.read_registry(st)
     assert err.value.message == f"registry snapshot {path!r} is damaged: row(s) without a value in model_kind"
     assert err.value.fix == "delete that file to fall back to the previous snapshot, then retrain"
+
+
+
+def test_a_snapshot_column_whose_values_do_not_fit_its_type_is_refused_not_truncated(st):
+    """A version of 1.5 (a float column, another tool's) is not version 1: a cast that loses part
+    of a value is damage, refused with the snapshot fallback, where a float column of whole
+    numbers is read as the integers it holds."""
+    name = RC.commit_update(st, [_reg_row(st, "a-job", R.new_retrain_id())], "r1")
+    path = f"{st.root}/_models/registry/{name}"
+    _rewrite(path, _set("version", lambda t: pa.array([1.0] * t.num_rows, pa.float64())))
+    assert R.read_registry(st).version.tolist() == [1]
+    _rewrite(path, _set("version", lambda t: pa.array([1.5] * t.num_rows, pa.float64())))
+    with pytest.raises(StoreError, match="a column is not of the type sparkpredict writes") as err:
+        R.read_registry(st)
+    assert err.value.fix == "delete that file to fall back to the previous snapshot, then retrain"
+
+
+# ---- committing: failed-fit records ---------------------------------------------------------------
+def test_a_failed_fit_record_of_numpy_scalars_is_committed_with_their_values(st):
+    """A record's numbers taken from a pandas row are numpy scalars, which JSON cannot write: the
+    record in the snapshot's footer holds their values (what the next retrain compares), not
+    nulls."""
+    rec = {"job": "c-job", "model_kind": R.failed_kind(R.KIND_RUNTIME), "signature": "", "version": np.int64(2),
+           "trained_at_ms": np.int64(5), "trained_on": "fp-c", "trained_on_rows": np.int64(3),
+           "cv_mape": np.float64(0.25), "artifact": None, "retrain_id": "r1",
+           "registry_version": R.REGISTRY_VERSION, "error": "boom"}
+    RC.commit_update(st, [rec], "r1")
+    _, failures = R.read_registry_state(st)
+    got = failures[("c-job", R.KIND_RUNTIME)]
+    assert (got["version"], got["trained_at_ms"], got["trained_on_rows"], got["cv_mape"]) == (1, 5, 3, 0.25)
+    assert type(got["trained_at_ms"]) is int
 
 
 # ---- loading: a registry row's artifact version ---------------------------------------------------
