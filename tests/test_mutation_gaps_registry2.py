@@ -10,6 +10,8 @@ snapshots and artifacts under tmp_path, written as a retrain writes them (``_reg
 no timings."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -57,6 +59,20 @@ def test_a_snapshot_column_whose_values_do_not_fit_its_type_is_refused_not_trunc
     with pytest.raises(StoreError, match="a column is not of the type sparkpredict writes") as err:
         R.read_registry(st)
     assert err.value.fix == "delete that file to fall back to the previous snapshot, then retrain"
+
+
+# ---- writing: an artifact whose rename fails -----------------------------------------------------
+def test_an_artifact_whose_rename_fails_is_refused_and_leaves_no_hidden_file(st):
+    """The artifact is written under a hidden name and renamed: where the rename fails (a folder
+    in the artifact's place) the write is refused with the store's fix, and its hidden file is
+    deleted, not left for `store clean` to find."""
+    rel = R.artifact_relpath("a-job", R.KIND_RUNTIME, 1, R.new_retrain_id())
+    folder, name = f"{st.root}/_models/{rel}".rsplit("/", 1)
+    os.makedirs(f"{folder}/{name}/in-the-way")
+    with pytest.raises(StoreError, match="cannot write model artifact to store .*Is a directory") as err:
+        R.write_artifact(st, rel, R.make_artifact("a-job", R.KIND_RUNTIME, {"version": 1}))
+    assert err.value.fix == "choose a writable store, or fix its permissions"
+    assert os.listdir(folder) == [name]
 
 
 # ---- committing: failed-fit records ---------------------------------------------------------------
