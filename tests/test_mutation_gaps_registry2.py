@@ -5,7 +5,9 @@ constants moved, ``and``/``or`` swapped, ``not`` dropped, guards and call statem
 returns of None, and, in the checks added since, each argument of a call replaced by None),
 ran those of ``restore_runtime_model``, ``_checked_snapshot`` and ``_SNAPSHOT_FIX`` first and then
 a seeded shuffle of the rest against the registry's JVM-free tests, and pins here what the
-survivors showed unpinned: a snapshot row without a model kind, ... Real stores, Parquet
+survivors showed unpinned: a snapshot row without a model kind, a snapshot value its column's
+type cannot hold, the job a row of another artifact version is refused for, the hidden file of
+an artifact write whose rename fails, and a failed-fit record of numpy scalars. Real stores, Parquet
 snapshots and artifacts under tmp_path, written as a retrain writes them (``_reg_row``); no JVM,
 no timings."""
 from __future__ import annotations
