@@ -8,7 +8,7 @@ mutant the rest of the JVM-free suite let pass. Models with a known law come fro
 from __future__ import annotations
 
 import pytest
-from test_mutation_gaps_intervals import law_model
+from test_mutation_gaps_intervals import law_model, q
 
 # ---- load checks of a damaged model file (_floats, _finite) ----------------------------------
 
@@ -20,3 +20,16 @@ def test_one_null_among_a_saved_list_of_numbers_is_refused_at_load(field):
     with pytest.raises(ValueError, match=f"^{field} holds a null or NaN$"):
         law_model(**{field: [None, 0.0, 0.05, 0.1]})
     law_model(**{field: [0.0, 0.0, 0.05, 0.1]})  # the same list, all numbers, loads
+
+
+# ---- growth beyond the sizes (SIZE_GROWTH "linear_pooled") -----------------------------------
+
+def test_a_sub_second_job_pools_the_share_that_grows_as_a_longer_one_does():
+    """The pooled share is read at every runtime above zero, not from one second up: 0.1 + 0.2·S/E
+    (S in GiB) over 1-4 GiB at 2 and 8 executors grows by 0.4 of 0.5 s at 2 (share 0.8) and 0.1 of
+    0.2 s at 8 (0.5), median 0.65; at 8 GiB and 8 executors the curve's own 0.3 s is below the
+    pooled 0.2·(1 + 0.65·(8/4 - 1)) = 0.33 s. A share read as none below one second predicted
+    0.3 s, and every count of a sub-second job grew only by its own curve."""
+    m = law_model(theta=(0.2, 0.0, 0.1))
+    assert m.predict(q([4.0, 4.0], [2.0, 8.0])) == pytest.approx([0.5, 0.2], rel=1e-6)
+    assert m.predict(q([8.0, 8.0], [2.0, 8.0])) == pytest.approx([0.9, 0.33], rel=1e-6)
