@@ -8,6 +8,7 @@ mutant the rest of the JVM-free suite let pass. Models with a known law come fro
 from __future__ import annotations
 
 import pytest
+from test_mutation_gaps_hybrid import _raw
 from test_mutation_gaps_intervals import law_model, q
 
 # ---- load checks of a damaged model file (_floats, _finite) ----------------------------------
@@ -33,3 +34,27 @@ def test_a_sub_second_job_pools_the_share_that_grows_as_a_longer_one_does():
     m = law_model(theta=(0.2, 0.0, 0.1))
     assert m.predict(q([4.0, 4.0], [2.0, 8.0])) == pytest.approx([0.5, 0.2], rel=1e-6)
     assert m.predict(q([8.0, 8.0], [2.0, 8.0])) == pytest.approx([0.9, 0.33], rel=1e-6)
+
+
+# ---- the fit --------------------------------------------------------------------------------
+
+def test_random_state_none_draws_a_fresh_seed_for_each_fit(monkeypatch):
+    """``random_state=None`` is scikit-learn's "a fresh seed per fit": the seed every candidate is
+    scored with is drawn from [0, 2**31), so two fits get two seeds (the same one with chance
+    2**-31). A range of one drew seed 0 every time, a fixed seed by another name."""
+    from sparkpredict.models import selection
+    from sparkpredict.models.hybrid import JobRuntimeModel
+
+    seeds = []
+
+    def recorded(*a, random_state, **k):
+        seeds.append(random_state)
+        raise RuntimeError("seed recorded")
+
+    monkeypatch.setattr(selection, "select", recorded)
+    runs = _raw().assign(runtime_s=lambda d: d["wall_ms"] / 1000, executors=lambda d: d["executors_requested"])
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="seed recorded"):
+            JobRuntimeModel(random_state=None).fit(runs)
+    assert len(seeds) == 2 and all(0 <= s < 2**31 for s in seeds)
+    assert seeds[0] != seeds[1]
