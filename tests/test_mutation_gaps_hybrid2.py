@@ -7,9 +7,11 @@ mutant the rest of the JVM-free suite let pass. Models with a known law come fro
 """
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from test_mutation_gaps_hybrid import _raw
 from test_mutation_gaps_intervals import law_model, q
+from test_stage_models import MiB, make_run
 
 # ---- load checks of a damaged model file (_floats, _finite) ----------------------------------
 
@@ -58,3 +60,25 @@ def test_random_state_none_draws_a_fresh_seed_for_each_fit(monkeypatch):
             JobRuntimeModel(random_state=None).fit(runs)
     assert len(seeds) == 2 and all(0 <= s < 2**31 for s in seeds)
     assert seeds[0] != seeds[1]
+
+
+# ---- fitting.fit_stage_group -----------------------------------------------------------------
+
+def test_a_stage_model_is_fitted_when_some_run_read_an_input_and_skipped_when_none_did():
+    """The stage model of 6 runs (64-256 MiB, 1-2 executors) with stage and task rows is fitted:
+    also when one of them read no input (the others still answer for a size); it is skipped
+    (None) only without stage rows, or when no run read an input. Asked that some run had stage
+    rows, or that every run read an input, a job with stages got no stage model."""
+    from sparkpredict.fitting import fit_stage_group
+
+    cells = [(64, 1), (64, 2), (128, 1), (128, 2), (256, 1), (256, 2)]
+    tables = [make_run(k, mb * MiB, e)[0] for k, (mb, e) in enumerate(cells)]
+    runs, stages, tasks = (pd.concat([t[n] for t in tables], ignore_index=True) for n in ("runs", "stages", "tasks"))
+    meta = fit_stage_group(runs, stages, tasks)["meta"]
+    assert (meta["fit_kind"], meta["n_runs"]) == ("stage", 6)
+    assert meta["training_range"]["input_bytes"] == [64 * MiB, 256 * MiB]
+    one_without = runs.assign(input_bytes=[0] + [mb * MiB for mb, _ in cells[1:]])
+    meta = fit_stage_group(one_without, stages, tasks)["meta"]
+    assert meta["n_runs"] == 6 and meta["training_range"]["input_bytes"] == [0, 256 * MiB]
+    assert fit_stage_group(runs.assign(input_bytes=0), stages, tasks) is None
+    assert fit_stage_group(runs, stages.iloc[:0], tasks) is None
