@@ -82,3 +82,16 @@ def test_a_stage_model_is_fitted_when_some_run_read_an_input_and_skipped_when_no
     assert meta["n_runs"] == 6 and meta["training_range"]["input_bytes"] == [0, 256 * MiB]
     assert fit_stage_group(runs.assign(input_bytes=0), stages, tasks) is None
     assert fit_stage_group(runs, stages.iloc[:0], tasks) is None
+
+
+def test_no_rows_at_all_are_the_runs_of_no_job_not_a_traceback():
+    """No rows (a job whose runs were all removed from the store) read as the store's empty table:
+    the fit refuses them as the runs of 0 jobs, and the retrain records that as the job's failure.
+    Given no frame to conform, the empty rows were None and the fit died on its sort."""
+    from sparkpredict import fitting
+    from sparkpredict.errors import InputError
+
+    with pytest.raises(InputError, match="exactly one job, got 0"):
+        fitting.fit_group(_raw().iloc[:0])
+    ((job, _, status, _, error),) = fitting.fit_group_safe(_raw().iloc[:0])
+    assert (job, status) == ("", "failed") and error.startswith("InputError: ")
