@@ -84,6 +84,22 @@ def test_a_stage_model_is_fitted_when_some_run_read_an_input_and_skipped_when_no
     assert fit_stage_group(runs, stages.iloc[:0], tasks) is None
 
 
+def test_a_stage_model_of_one_run_or_of_runs_without_task_rows_is_fitted():
+    """A job of one run with stage rows gets its stage model (the replay of that run's stages),
+    and stage rows without task rows are the store's empty tasks table, not None: the job's name
+    was read from a second row, and no task rows were measured by len(None); both died with a
+    traceback, recorded by the retrain as the job's failure."""
+    from sparkpredict.fitting import fit_stage_group
+
+    tables = [make_run(k, mb * MiB, e)[0] for k, (mb, e) in enumerate([(64, 1), (64, 2), (128, 1), (128, 2)])]
+    runs, stages = (pd.concat([t[n] for t in tables], ignore_index=True) for n in ("runs", "stages"))
+    one = tables[0]
+    doc = fit_stage_group(one["runs"], one["stages"], one["tasks"])
+    assert doc["job"] == "etl" and doc["meta"]["n_runs"] == 1
+    assert doc["meta"]["training_range"]["input_bytes"] == [64 * MiB, 64 * MiB]
+    assert fit_stage_group(runs, stages, None)["meta"]["n_runs"] == 4
+
+
 def test_no_rows_at_all_are_the_runs_of_no_job_not_a_traceback():
     """No rows (a job whose runs were all removed from the store) read as the store's empty table:
     the fit refuses them as the runs of 0 jobs, and the retrain records that as the job's failure.
