@@ -42,8 +42,9 @@ def test_a_sub_second_job_pools_the_share_that_grows_as_a_longer_one_does():
 
 def test_random_state_none_draws_a_fresh_seed_for_each_fit(monkeypatch):
     """``random_state=None`` is scikit-learn's "a fresh seed per fit": the seed every candidate is
-    scored with is drawn from [0, 2**31), so two fits get two seeds (the same one with chance
-    2**-31). A range of one drew seed 0 every time, a fixed seed by another name."""
+    scored with is drawn from [0, 2**31), so 20 fits get 20 seeds (two alike with chance
+    190 / 2**31), not all below 2**20 (chance 2**-220). A range of one drew seed 0 every time,
+    a fixed seed by another name; a range of 62 (2 * 31) repeated seeds within 20 fits."""
     from sparkpredict.models import selection
     from sparkpredict.models.hybrid import JobRuntimeModel
 
@@ -55,11 +56,11 @@ def test_random_state_none_draws_a_fresh_seed_for_each_fit(monkeypatch):
 
     monkeypatch.setattr(selection, "select", recorded)
     runs = _raw().assign(runtime_s=lambda d: d["wall_ms"] / 1000, executors=lambda d: d["executors_requested"])
-    for _ in range(2):
+    for _ in range(20):
         with pytest.raises(RuntimeError, match="seed recorded"):
             JobRuntimeModel(random_state=None).fit(runs)
-    assert len(seeds) == 2 and all(0 <= s < 2**31 for s in seeds)
-    assert seeds[0] != seeds[1]
+    assert len(set(seeds)) == 20 and all(0 <= s < 2**31 for s in seeds)
+    assert max(seeds) >= 2**20
 
 
 # ---- fitting.fit_stage_group -----------------------------------------------------------------
