@@ -7,10 +7,11 @@ mutant the rest of the JVM-free suite let pass. Models with a known law come fro
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from test_mutation_gaps_hybrid import _raw
-from test_mutation_gaps_intervals import law_model, q
+from test_mutation_gaps_intervals import GIB, law_model, q
 from test_stage_models import MiB, make_run
 
 # ---- load checks of a damaged model file (_floats, _finite) ----------------------------------
@@ -112,3 +113,32 @@ def test_no_rows_at_all_are_the_runs_of_no_job_not_a_traceback():
         fitting.fit_group(_raw().iloc[:0])
     ((job, _, status, _, error),) = fitting.fit_group_safe(_raw().iloc[:0])
     assert (job, status) == ("", "failed") and error.startswith("InputError: ")
+
+
+def test_the_pooled_share_a_question_reuses_is_that_of_its_own_other_columns():
+    """The share pooled beyond the sizes is kept per question's other columns (the advice asks
+    each again for its bounds), not per its sizes and counts: a question's prediction does not
+    depend on what was asked before it. Only a curve with trees reads the other columns (an
+    equation does not, and a switch anchors its outer part at the box's edge); here a hybrid
+    fitted to runs whose fixed cost is 30 s at 1 core and 2 s at 4. Kept by sizes and counts,
+    4 cores asked after 1 were predicted with 1 core's share (12.0 s, not 12.8 s, at 8 GiB and
+    8 executors), and 1 core after 4 with 4 cores' (72.9 s, not 65.4 s)."""
+    from sparkpredict.models import selection
+
+    cells = [(s, e, c) for s in (1, 2, 4) for e in (2, 8) for c in (1, 4)]
+    F = {"input_bytes": np.array([s * GIB for s, _, _ in cells]), "executors": np.array([e for _, e, _ in cells], float),
+         "executor_cores": np.array([c for _, _, c in cells], float), "executor_memory_mb": np.full(len(cells), 1024.0)}
+    y = np.array([30 + 20 * s / e if c == 1 else 2 + 10 * s / e for s, e, c in cells])
+    hybrid = selection.component_to_dict(selection.fit_component("hybrid", F, y, [], backbone="amdahl"))
+
+    def model():
+        return law_model(unrecorded=[], defaults={"executor_cores": 1.0, "executor_memory_mb": 1024.0},
+                         component=hybrid, training_range={"input_bytes": [GIB, 4 * GIB], "executors": [2.0, 8.0],
+                                                           "executor_cores": [1.0, 4.0]})
+
+    at = q([8.0, 8.0, 16.0], [2.0, 8.0, 8.0])
+    for first, then in ((1.0, 4.0), (4.0, 1.0)):
+        fresh = model().predict(dict(at, executor_cores=np.full(3, then)))
+        m = model()
+        m.predict(dict(at, executor_cores=np.full(3, first)))
+        np.testing.assert_array_equal(m.predict(dict(at, executor_cores=np.full(3, then))), fresh)
