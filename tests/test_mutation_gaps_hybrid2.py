@@ -142,3 +142,17 @@ def test_the_pooled_share_a_question_reuses_is_that_of_its_own_other_columns():
         m = model()
         m.predict(dict(at, executor_cores=np.full(3, first)))
         np.testing.assert_array_equal(m.predict(dict(at, executor_cores=np.full(3, then))), fresh)
+
+
+def test_a_fit_that_drops_runs_says_how_many_of_how_many(caplog):
+    """Runs without a usable runtime are dropped with a warning that counts them (1 of 7 here), so
+    that a model of fewer runs than recorded says why; the count is kept in ``dropped_runs_``."""
+    from sparkpredict.models.hybrid import JobRuntimeModel
+
+    runs = _raw(cells=((2, 1), (2, 2), (4, 1), (4, 2), (8, 1), (8, 2), (8, 4)))
+    runs = runs.assign(runtime_s=runs["wall_ms"] / 1000, executors=runs["executors_requested"])
+    runs.loc[6, "runtime_s"] = 0.0
+    with caplog.at_level("WARNING", logger="sparkpredict.models.hybrid"):
+        m = JobRuntimeModel(kind="amdahl").fit(runs)
+    assert (m.n_runs_, m.dropped_runs_) == (6, 1)
+    assert [r.getMessage().startswith("dropped 1 of 7 runs") for r in caplog.records] == [True]
