@@ -156,3 +156,21 @@ def test_a_fit_that_drops_runs_says_how_many_of_how_many(caplog):
         m = JobRuntimeModel(kind="amdahl").fit(runs)
     assert (m.n_runs_, m.dropped_runs_) == (6, 1)
     assert [r.getMessage().startswith("dropped 1 of 7 runs") for r in caplog.records] == [True]
+
+
+# ---- persistence ----------------------------------------------------------------------------
+
+def test_a_file_of_another_format_is_refused_and_a_change_of_regime_survives_a_round_trip():
+    """A file that is not a job model is refused before any field is read; the newest runs'
+    change of regime (``recent_shift_``) is kept through ``to_dict``/``from_dict`` as plain
+    numbers, so that a saved model still warns of it."""
+    from sparkpredict.errors import ModelError
+    from sparkpredict.models.hybrid import JobRuntimeModel
+
+    with pytest.raises(ModelError, match="not a sparkpredict job model"):
+        law_model(format="sparkpredict-stage-model")
+    shift = {"runs": 3, "earlier_runs": 9, "since_ms": 1_700_000_000_000, "previous_ms": 1_690_000_000_000,
+             "runs_since": 3, "ratio": 1.5, "level": 0.9, "run_ids": ["a", "b", "c"]}
+    m = law_model(recent_shift=dict(shift, runs=3.0, run_ids=("a", "b", "c")))
+    assert m.recent_shift_ == shift and type(m.recent_shift_["runs"]) is int
+    assert JobRuntimeModel.from_dict(m.to_dict()).recent_shift_ == shift
