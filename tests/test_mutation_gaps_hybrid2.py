@@ -174,3 +174,24 @@ def test_a_file_of_another_format_is_refused_and_a_change_of_regime_survives_a_r
     m = law_model(recent_shift=dict(shift, runs=3.0, run_ids=("a", "b", "c")))
     assert m.recent_shift_ == shift and type(m.recent_shift_["runs"]) is int
     assert JobRuntimeModel.from_dict(m.to_dict()).recent_shift_ == shift
+
+
+def test_a_resource_every_run_recorded_as_zero_is_unrecorded():
+    """Zero cores is how a run without the value reads: a column of zeros is unrecorded (no
+    range, no default, a value asked is not read), as a column of nulls is, not a range of 0-0."""
+    from sparkpredict.models.hybrid import JobRuntimeModel
+
+    runs = _raw().assign(runtime_s=lambda d: d["wall_ms"] / 1000, executors=lambda d: d["executors_requested"],
+                         executor_cores=0)
+    m = JobRuntimeModel(kind="amdahl").fit(runs)
+    assert m.unrecorded_ == ["executor_cores"]
+    assert "executor_cores" not in m.training_range_ and "executor_cores" not in m.defaults_
+    assert m.training_range_["executor_memory_mb"] == (1024.0, 1024.0)
+
+
+def test_flat_beyond_the_sizes_is_asked_from_one_and_a_half_times_the_largest():
+    """10 + 0.04·S/2 (S in GiB, runs over 1-4 GiB) grows 0.8 % from 4 to 8 GiB at 2 executors:
+    flat from 6 GiB (1.5x the largest) on, not at 5.9 GiB (1.475x), nor inside the sizes, where
+    a smaller input is faster than the largest and says nothing of how a larger one costs more."""
+    m = law_model(theta=(0.04, 0.0, 10.0))
+    assert m.flat_beyond_sizes(q([2.0, 4.0, 5.9, 6.0, 8.0], 2.0)).tolist() == [False, False, False, True, True]
