@@ -195,3 +195,10 @@ def test_flat_beyond_the_sizes_is_asked_from_one_and_a_half_times_the_largest():
     a smaller input is faster than the largest and says nothing of how a larger one costs more."""
     m = law_model(theta=(0.04, 0.0, 10.0))
     assert m.flat_beyond_sizes(q([2.0, 4.0, 5.9, 6.0, 8.0], 2.0)).tolist() == [False, False, False, True, True]
+
+
+def test_a_fitted_models_repr_names_its_model_runs_and_error():
+    from sparkpredict.models.hybrid import JobRuntimeModel
+
+    assert repr(law_model()) == "JobRuntimeModel(name_='amdahl', n_runs_=19, cv_mape_=0.050)"
+    assert repr(JobRuntimeModel(kind="gbm")) == "JobRuntimeModel(kind='gbm', random_state=0)"
