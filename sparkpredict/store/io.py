@@ -797,10 +797,19 @@ class Store:
             try:
                 # a file written by another tool (run_id as a number, task_id as text) failed
                 # later, in the concatenation of every batch, as a traceback naming no file
-                return _typed_as(S.TABLES[table], t)
+                t = _typed_as(S.TABLES[table], t)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
                 raise StoreError(f"file {path!r} of the store's {table} has a column of a type "
                                  f"sparkpredict does not write: {exc}", self._damaged_fix_of(table, batch)) from exc
+            # A runs row is a run only by its id: rows without one read as a single run (each
+            # run's latest row wins), hiding the others, and that run's None reached `simulate`'s
+            # and `explain`'s messages as a TypeError. Another table's such rows belong to no run
+            # and are left out of every run's reads.
+            nulls = t.column("run_id").null_count if table == S.COMMIT_TABLE else 0
+            if nulls:
+                raise StoreError(f"file {path!r} of the store's runs has {nulls} row(s) without a run id",
+                                 self._damaged_fix_of(table, batch))
+            return t
 
         return _overlapped(one, files)
 

@@ -1,0 +1,73 @@
+"""Damaged store files that reached the user as a traceback, found by a probe of the parts the
+earlier damage probes (tests/test_damaged_store.py, tests/test_damaged_models.py) left out: the
+``tasks`` table of a listener's store (tests/data/history, written one batch per run: each file
+cut short, emptied, not Parquet, a column missing, null or of another type, another table's file
+planted, the folder gone), the files of a compacted batch (the same damage, its footer's list of
+the batches it replaced mangled, a half-finished compaction's leftovers: uncommitted parts, a
+twin compacted batch, the replaced batches' files half removed) and the stage-model artifacts
+of a local retrain, whose loaded variants were asked every reader's question (predict, interval,
+stage plan, stage errors). After each damage it ran ``Store.runs/stages/tasks``,
+``suggest_executors``, ``load_models``, ``load_stage_models`` and, through ``cli.main``,
+``runs``, ``store summary``, ``simulate``, ``explain``, ``suggest``, ``retrain --local`` and
+``store compact``. Nearly all of it was refused with an ``error:`` and a ``fix:``, or read
+around; these are the cases that were not. No JVM, no timings.
+"""
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sparkpredict import store
+from sparkpredict.cli import main
+from sparkpredict.errors import StoreError
+
+HISTORY = Path(__file__).parent / "data" / "history"
+
+
+@pytest.fixture
+def copy(tmp_path) -> Path:
+    dest = tmp_path / "store"
+    shutil.copytree(HISTORY, dest)
+    return dest
+
+
+def _sums(path: Path) -> dict[str, str]:
+    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def _refused(capsys, argv: list[str], store_path: Path) -> str:
+    """Run ``argv``; it must exit 2 with an error and a fix, and leave every file of the store as
+    it was. Returns what it wrote to stderr."""
+    before = _sums(store_path)
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "fix:" in err and "Traceback" not in err
+    assert _sums(store_path) == before
+    return err
+
+
+def test_runs_rows_without_a_run_id_are_refused_not_read_as_one_run(copy, capsys):
+    """A runs file whose run ids are null (another tool's, or edited) read as one run: every
+    run's latest row wins, so its 72 runs came back as 1, silently, and `simulate` and `explain`
+    of one of them put that run's None in their "no run" message (TypeError: sequence item 0:
+    expected str instance, NoneType found, timeline.py and monitor_explain.py)."""
+    [runs_file] = (copy / "runs").glob("part-*.parquet")
+    first = pq.read_table(runs_file)["run_id"][0].as_py()
+    table = pq.read_table(runs_file)
+    i = table.column_names.index("run_id")
+    pq.write_table(table.set_column(i, "run_id", pa.nulls(table.num_rows, pa.string())), runs_file)
+    with pytest.raises(StoreError, match="has 72 row\\(s\\) without a run id") as err:
+        store.open(copy).runs()
+    assert runs_file.name in err.value.message
+    assert err.value.fix.startswith(f"move the batch's files ({runs_file.name}")
+    for argv in (["simulate", first], ["explain", first], ["runs", "--out", str(copy.parent / "r.csv")]):
+        out = _refused(capsys, [*argv, "--store", str(copy)], copy)
+        assert "without a run id" in out
+
