@@ -1,16 +1,17 @@
 """Damaged store files that reached the user as a traceback, found by a probe of the parts the
 earlier damage probes (tests/test_damaged_store.py, tests/test_damaged_models.py) left out: the
-``tasks`` table of a listener's store (tests/data/history, written one batch per run: each file
-cut short, emptied, not Parquet, a column missing, null or of another type, another table's file
-planted, the folder gone), the files of a compacted batch (the same damage, its footer's list of
-the batches it replaced mangled, a half-finished compaction's leftovers: uncommitted parts, a
-twin compacted batch, the replaced batches' files half removed) and the stage-model artifacts
-of a local retrain, whose loaded variants were asked every reader's question (predict, interval,
-stage plan, stage errors). After each damage it ran ``Store.runs/stages/tasks``,
-``suggest_executors``, ``load_models``, ``load_stage_models`` and, through ``cli.main``,
-``runs``, ``store summary``, ``simulate``, ``explain``, ``suggest``, ``retrain --local`` and
-``store compact``. Nearly all of it was refused with an ``error:`` and a ``fix:``, or read
-around; these are the cases that were not. No JVM, no timings.
+``tasks`` table of a listener's store (tests/data/history, written one batch per run: a file cut
+short, emptied, not Parquet, a column missing, null or of another type, impossible values,
+another table's file planted, the folder gone or a file), the files of a compacted batch (the
+same damage, its footer's list of replaced batches mangled, a half-finished compaction's
+leftovers: uncommitted parts, a twin compacted batch, files half removed) and a local retrain's
+stage-model artifacts (every field set to null, [], {}, "x", -1, 0, 1e308, NaN or true, the
+file cut short; each loaded one asked predict, interval, stage plan and stage errors). After
+each damage it ran ``Store.runs/stages/tasks``, ``suggest_executors``, ``load_models``,
+``load_stage_models`` and, through ``cli.main``, ``runs``, ``store summary``, ``simulate``,
+``explain``, ``suggest``, ``retrain --local`` and ``store compact``. Nearly all of it was refused
+with an ``error:`` and a ``fix:``, or read around; these are the cases that were not: runs rows
+without a run id (compacted or not) and a stage model's node index too large for numpy.
 """
 from __future__ import annotations
 
@@ -71,3 +72,33 @@ def test_runs_rows_without_a_run_id_are_refused_not_read_as_one_run(copy, capsys
         out = _refused(capsys, [*argv, "--store", str(copy)], copy)
         assert "without a run id" in out
 
+
+
+@pytest.fixture(scope="module")
+def with_stage_models(tmp_path_factory) -> Path:
+    """tests/data/history with the sort job's models (its stage model too) in its registry."""
+    path = tmp_path_factory.mktemp("damaged-stage") / "store"
+    shutil.copytree(HISTORY, path)
+    assert main(["retrain", "--store", str(path), "--local", "--job", "sort", "--no-compact"]) == 0
+    return path
+
+
+def test_a_stage_model_whose_tree_holds_a_node_index_too_large_is_refused_as_corrupt(with_stage_models, tmp_path):
+    """A stage-model artifact whose tree's node array is a number too large for an index (1e308)
+    raised numpy's OverflowError from `load_stage_models`, not the ModelError that names the
+    artifact and the refit that every other mangled field gets."""
+    import json
+
+    from sparkpredict import registry as R
+    from sparkpredict.errors import ModelError
+
+    path = tmp_path / "store"
+    shutil.copytree(with_stage_models, path)
+    [artifact] = (path / "_models" / "artifacts").glob("sort-*/stage-*.json")
+    doc = json.loads(artifact.read_text())
+    doc["model"]["shared"]["trees"][0]["left"] = 1e308
+    artifact.write_text(json.dumps(doc))
+    with pytest.raises(ModelError, match="stage model is corrupt: OverflowError") as err:
+        R.load_stage_models(str(path), ["sort"])
+    assert artifact.name in err.value.message and "'sort'" in err.value.message
+    assert f"sparkpredict retrain --store {path} --job sort --force" in err.value.fix

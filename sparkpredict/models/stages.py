@@ -227,8 +227,9 @@ class StageRuntimeModel(RuntimeEstimator):
             oob_abs_rel = np.asarray(d["oob_abs_rel"], dtype=float)
             if oob_abs_rel.ndim != 1 or not np.isfinite(oob_abs_rel).all():
                 raise ValueError("oob_abs_rel is not a list of finite errors")
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError, InputError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, InputError) as exc:
             # the right format with fields missing or mangled, as a damaged whole-job model file
+            # (a node index of 1e308: numpy's int64 cast overflows)
             why = exc.message if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
             raise ModelError(f"stage model is corrupt: {why}", "refit it with `sparkpredict retrain --force`") from exc
         try:
