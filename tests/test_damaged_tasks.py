@@ -15,13 +15,13 @@ without a run id (compacted or not) and a stage model's node index too large for
 """
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from test_damaged_store import _refused
 
 from sparkpredict import store
 from sparkpredict.cli import main
@@ -35,23 +35,6 @@ def copy(tmp_path) -> Path:
     dest = tmp_path / "store"
     shutil.copytree(HISTORY, dest)
     return dest
-
-
-def _sums(path: Path) -> dict[str, str]:
-    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(path.rglob("*")) if p.is_file()}
-
-
-def _refused(capsys, argv: list[str], store_path: Path) -> str:
-    """Run ``argv``; it must exit 2 with an error and a fix, and leave every file of the store as
-    it was. Returns what it wrote to stderr."""
-    before = _sums(store_path)
-    capsys.readouterr()
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert "error:" in err and "fix:" in err and "Traceback" not in err
-    assert _sums(store_path) == before
-    return err
 
 
 def test_runs_rows_without_a_run_id_are_refused_not_read_as_one_run(copy, capsys):
