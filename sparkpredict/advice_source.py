@@ -338,12 +338,13 @@ class HistorySource:
     def _executors_recorded(self) -> list[float]:
         # a dynamic-allocation run's count is its mean (2.2, 2.8): not a whole number
         if self.runs is not None:
-            from .units import MAX_EXECUTORS
+            from .models.job_runs import usable_executors
 
-            # only counts a fit keeps (job_runs.fitted_rows): one run recorded with 10^9
-            # executors (a typo, a damaged row), which the fit drops, set the candidates' default
-            # ceiling to 1000 and its knee to 34, in a history of 1 to 8 executors
-            return sorted({float(x) for x in self.runs["executors"].dropna() if 0 < x <= MAX_EXECUTORS})
+            # only counts a fit keeps: one run recorded with 10^9 executors (a typo, a damaged
+            # row), which the fit drops, set the candidates' default ceiling to 1000 and its
+            # knee to 34, in a history of 1 to 8 executors
+            e = self.runs["executors"].to_numpy(dtype=float, na_value=float("nan"))
+            return sorted({float(x) for x in e[usable_executors(e)]})
         if "executors" in self.ranges:
             return sorted(set(self.ranges["executors"]))
         return []

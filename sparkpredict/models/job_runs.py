@@ -47,8 +47,13 @@ def fitted_rows(runs: Any) -> np.ndarray:
     typo, which the equations fitted). The fit drops the others, and the advice's look at the
     runs a model was fitted on must leave out the same ones."""
     size, execs, runtime = (floats(runs[c], c, "runs") for c in ("input_bytes", "executors", "runtime_s"))
-    ok = np.isfinite(size) & (size > 0) & np.isfinite(execs) & (execs > 0) & np.isfinite(runtime) & (runtime > 0)
-    return ok & ~(execs > MAX_EXECUTORS)
+    return np.isfinite(size) & (size > 0) & usable_executors(execs) & np.isfinite(runtime) & (runtime > 0)
+
+
+def usable_executors(execs: np.ndarray) -> np.ndarray:
+    """Which executor counts a fit keeps (:func:`fitted_rows`): finite, positive, and no more
+    than :data:`~sparkpredict.units.MAX_EXECUTORS`. The advice's counts seen are these too."""
+    return np.isfinite(execs) & (execs > 0) & ~(execs > MAX_EXECUTORS)
 
 
 def design_matrix(F: Mapping[str, np.ndarray], extras: list[str]) -> np.ndarray:
