@@ -37,6 +37,11 @@ _warned_many: set[str] = set()
 _supersedes_cache: dict[tuple, tuple[list[str], list[str] | None] | None] = {}
 
 
+#: What to do about a file where the store keeps a folder (a table's), read or written.
+_FILE_OVER_FOLDER_FIX = ("move that file out of the store; if it was saved over the folder, restore the "
+                         "folder from a backup")
+
+
 def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     if uri_has_credentials(path) and path not in _warned_credentials:
         _warned_credentials.add(path)
@@ -242,9 +247,7 @@ class Store:
             return self.fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
         except NotADirectoryError:
             raise StoreError(f"{folder!r} of store {store_for_display(self.path)!r} is a file, where "
-                             "the store keeps a folder of Parquet files",
-                             "move that file out of the store; if it was saved over the folder, "
-                             "restore the folder from a backup") from None
+                             "the store keeps a folder of Parquet files", _FILE_OVER_FOLDER_FIX) from None
 
     def _listing(self, table: str) -> dict[str, pafs.FileInfo]:
         """batch_id -> file info of the part files of ``table`` (committed or not)."""
@@ -971,8 +974,7 @@ class Store:
                     "nothing of this batch was committed, and the store's earlier runs are intact")
         if code == errno.EEXIST and isinstance(self.fs, pafs.LocalFileSystem):
             # a file where a table's folder goes (saved over STORE/stages): no permission is wrong
-            return ("a file stands where the store keeps a folder (the path above): move it out of the "
-                    "store; if it was saved over the folder, restore the folder from a backup")
+            return f"a file stands where the store keeps a folder (the path above): {_FILE_OVER_FOLDER_FIX}"
         if code == errno.ENOENT and isinstance(self.fs, pafs.LocalFileSystem) and not making:
             return ("run the command again: the batch's files went while they were written (a "
                     "`store clean --older-than 0` beside a writer?); nothing of it was committed")
