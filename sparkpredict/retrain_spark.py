@@ -87,7 +87,10 @@ def _visible_batches(spark: Any, st: store_io.Store, used: set[str] | None = Non
     committed, and not replaced by a compaction. Their ids are added to ``used``."""
     from pyspark.sql import types as T
 
-    visible = st.visible_marks()
+    marks = st._listing(S.COMMIT_TABLE)
+    visible = st.visible_marks(marks)
+    # as Store.read: a compacted batch's file gone is an error, not runs without those rows
+    st.check_lost(marks, visible=visible)
     # as Store.read: of a run ingest stored twice (stopped between its two steps), the latest
     # copy; both, the stage models were fitted on its stages and tasks twice
     ids = sorted(set(visible) - st._stale_ingest_copies(visible))

@@ -494,3 +494,13 @@ def test_spark_reads_a_compacted_store_once(spark_app, tmp_path):
         assert latest.where("run_id = 'tie'").collect()[0]["app_name"] == "second"
         for t, n in want.items():
             assert RT.read_committed_spark(spark, st, t).count() == n
+        # a compacted batch's tasks file lost: refused as Store.read refuses it, where Spark read
+        # the batch's runs without their tasks (tests/test_compacted_lost_file.py)
+        from sparkpredict.errors import StoreError
+        from sparkpredict.store import io as store_io
+
+        lost = next(b for b in st.visible_marks() if store_io.is_compacted(b)
+                    and (tmp_path / "st" / "tasks" / f"part-{b}.parquet").exists())
+        (tmp_path / "st" / "tasks" / f"part-{lost}.parquet").unlink()
+        with pytest.raises(StoreError, match=f"'tasks/part-{lost}.parquet' of a compacted batch is missing"):
+            RT.read_committed_spark(spark, st, "tasks")

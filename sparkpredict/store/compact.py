@@ -243,6 +243,9 @@ def _compact(st: Any, target_bytes: int, keep_s: float, dry_run: bool) -> Compac
     marks = st._listing(S.COMMIT_TABLE)
     visible = st.visible_marks(marks)
     listings = {t: st._listing(t) for t in S.TABLES}
+    # merging a compacted batch that lost a file would make the loss permanent, and its end
+    # would remove the replaced batches' files, which may hold those rows still
+    st.check_lost(marks, {t: listings[t] for t in S.TABLES if t != S.COMMIT_TABLE}, visible)
     size = {b: sum(int(listings[t][b].size or 0) for t in S.TABLES if b in listings[t]) for b in visible}
     runs_of, going_runs = _runs_by_batch(st, visible)
     doubled_runs = _doubled(runs_of)

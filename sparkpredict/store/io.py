@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, cast
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -33,8 +33,9 @@ R = TypeVar("R")
 _warned_credentials: set[str] = set()
 _warned_many: set[str] = set()
 #: (store, file, size, mtime) -> what a compacted batch's file says in its footer: the batches
-#: it replaced, and the tables its writer knew (None: not said), or None where it says nothing
-_supersedes_cache: dict[tuple, tuple[list[str], list[str] | None] | None] = {}
+#: it replaced, the tables its writer knew and the tables it wrote a file of (each None: not
+#: said), or None where it says nothing
+_supersedes_cache: dict[tuple, _Footer | None] = {}
 
 
 #: What to do about a file where the store keeps a folder (a table's), read or written.
@@ -93,6 +94,12 @@ SUPERSEDES_KEY = b"sparkpredict.supersedes"
 #: its `store clean` leaves (:meth:`Store.held`). The batches replaced are written in every
 #: file's footer too, so that they are known once the runs file is gone.
 TABLES_KEY = b"sparkpredict.tables"
+#: Key, in the footers of a compacted batch's files, of the JSON list of the tables it wrote a
+#: file of. A listed table whose file is gone lost rows (deleted by hand, a sync tool, a bucket's
+#: lifecycle rule): without it that table read as empty for those runs, and the next compaction
+#: removed the replaced batches' files, the rows' last copies (:meth:`Store.lost_files`).
+#: Compacted batches written before it do not say.
+WRITTEN_KEY = b"sparkpredict.written"
 #: Reads retried from a new listing when a batch went while being read (a compaction's leftovers
 #: removed, an ingest's replaced copy dropped) before the store is called busy.
 _READ_TRIES = 10
@@ -153,6 +160,16 @@ def _json_names(raw: bytes | None) -> list[str] | None:
     except ValueError:
         return None
     return names if isinstance(names, list) and all(isinstance(n, str) for n in names) else None
+
+
+class _Footer(NamedTuple):
+    """What a compacted batch's file says in its footer (:meth:`Store._footer`)."""
+
+    replaced: list[str]
+    #: the tables its writer knew (:data:`TABLES_KEY`), None when not said
+    known: list[str] | None
+    #: the tables it has a file of (:data:`WRITTEN_KEY`), None when not said
+    written: list[str] | None
 
 
 class LockBusy(Exception):
@@ -273,12 +290,12 @@ class Store:
         file's ``info``, once per process, as sparkpredict never rewrites such a file)."""
         found = self._footer(runs_file, info)
         assert found is not None  # required: a footer that says nothing raised
-        return found[0]
+        return found.replaced
 
     def _footer(self, path: str, info: pafs.FileInfo | None = None, *,
-                required: bool = True) -> tuple[list[str], list[str] | None] | None:
-        """(the batches replaced, the tables known or None) from the footer of a compacted batch's
-        file (:data:`SUPERSEDES_KEY`, :data:`TABLES_KEY`). ``required`` (a runs file): a footer
+                required: bool = True) -> _Footer | None:
+        """What the footer of a compacted batch's file says (:data:`SUPERSEDES_KEY`,
+        :data:`TABLES_KEY`, :data:`WRITTEN_KEY`). ``required`` (a runs file): a footer
         that cannot be read or does not say is an error; else it is None (a file of another table,
         written before the footers named the batches, or damaged: reading it says so)."""
         key = None if info is None else (self.path, path, info.size, info.mtime_ns)
@@ -294,13 +311,13 @@ class Store:
             if not required:
                 return None
             raise StoreError(f"unreadable compacted batch {path!r} in store: {exc}", fix) from exc
-        ids, tables = _json_names(meta.get(SUPERSEDES_KEY)), _json_names(meta.get(TABLES_KEY))
+        ids = _json_names(meta.get(SUPERSEDES_KEY))
         if ids is None:
             if required:
                 raise StoreError(f"compacted batch {path!r} does not say which batches it replaced", fix)
             found = None
         else:
-            found = (ids, tables)
+            found = _Footer(ids, _json_names(meta.get(TABLES_KEY)), _json_names(meta.get(WRITTEN_KEY)))
         if key is not None:
             _supersedes_cache[key] = found
         return found
@@ -384,7 +401,7 @@ class Store:
         except FileNotFoundError:
             return None
         assert found is not None
-        return found[0], found[1] is not None and table in found[1]
+        return found.replaced, found.known is not None and table in found.known
 
     def _held_by(self, table: str, v: str, marks: dict[str, pafs.FileInfo],
                  listing: dict[str, pafs.FileInfo]) -> tuple[list[str], set[str]]:
@@ -429,7 +446,7 @@ class Store:
             except (FileNotFoundError, PermissionError):
                 continue
             if found is not None:
-                return found[0]
+                return found.replaced
         return []
 
     def _held_parts(self, marks: dict[str, pafs.FileInfo],
@@ -446,6 +463,55 @@ class Store:
             parts.update((table, b) for bs in h.files.values() for b in bs)
             links |= h.links
         return parts, links
+
+    def lost_files(self, marks: dict[str, pafs.FileInfo] | None = None,
+                   listings: dict[str, dict[str, pafs.FileInfo]] | None = None,
+                   visible: dict[str, str] | None = None) -> list[tuple[str, str]]:
+        """(table, batch) of each file that a visible compacted batch wrote (:data:`WRITTEN_KEY`)
+        and the store no longer has, of the tables in ``listings`` (default: all). Nothing else
+        tells a lost file from a table the batch had no rows of."""
+        marks = self._listing(S.COMMIT_TABLE) if marks is None else marks
+        visible = self.visible_marks(marks) if visible is None else visible
+        compacted = sorted(b for b in visible if is_compacted(b) and b in marks)
+        if not compacted:
+            return []
+        if listings is None:
+            listings = {t: self._listing(t) for t in S.TABLES if t != S.COMMIT_TABLE}
+        out = []
+        for b in compacted:
+            try:
+                said = self._footer(marks[b].path, marks[b])
+            except FileNotFoundError:  # replaced and removed since: no reader reads it
+                continue
+            assert said is not None  # required: a footer that says nothing raised
+            out += [(t, b) for t, listing in listings.items() if t in (said.written or ()) and b not in listing]
+        return out
+
+    def check_lost(self, marks: dict[str, pafs.FileInfo] | None = None,
+                   listings: dict[str, dict[str, pafs.FileInfo]] | None = None,
+                   visible: dict[str, str] | None = None) -> None:
+        """Raise :class:`StoreError` when :meth:`lost_files` finds any: restore the file, or, while
+        every batch the compacted one replaced is still there, drop the compacted batch so that
+        they are read again."""
+        marks = self._listing(S.COMMIT_TABLE) if marks is None else marks
+        lost = self.lost_files(marks, listings, visible)
+        if not lost:
+            return
+        table, batch = lost[0]
+        name = f"{table}/part-{batch}.parquet"
+        more = f" (and {len(lost) - 1} more file(s) of compacted batches)" if len(lost) > 1 else ""
+        replaced = self.supersedes(marks[batch].path, marks[batch])
+        fix = f"restore {name} from a backup"
+        if all(b in marks for b in replaced):
+            fix += (f"; or move that batch's files (part-{batch}.parquet, in every table folder) out of "
+                    f"the store folder: the {len(replaced)} batch(es) it replaced are still in the store, "
+                    "with every row, and are read again (the next compaction merges them again). Until "
+                    "then `store compact` and `store clean` remove none of their files")
+        else:
+            fix += ": the batches it replaced have been removed, so the store holds no other copy of those rows"
+        raise StoreError(f"file {name!r} of a compacted batch is missing from store "
+                         f"{store_for_display(self.path)!r}{more}: the batch wrote {table} rows, and "
+                         f"its runs would read without them", fix)
 
     def version(self) -> tuple[tuple[str, int, int], ...]:
         """What caches of derived results key on: each batch a reader reads with its runs file's
@@ -474,6 +540,8 @@ class Store:
         # found with the replaced compacted batch that held them, whose runs file lasts as long
         folded = {old for b in old_enough for old in replaces[b] if old not in marks}
         listings = {t: self._listing(t) for t in S.TABLES if t != S.COMMIT_TABLE}
+        # the replaced files may hold the last copy of a lost file's rows (the fix says so)
+        self.check_lost(marks, listings)
         # what an older compaction left its rows of a newer table in is read still: kept
         held, links = self._held_parts(marks, listings)
         parts = [info.path for t, listing in listings.items()
@@ -654,9 +722,10 @@ class Store:
                 # one listing serves both: a second one cost a remote store 30 ms a read
                 listing = self._listing(table)
                 files = {b: info.path for b, info in listing.items()}
-                if any(b not in files and is_compacted(b) for b in visible):
+                without = any(b not in files and is_compacted(b) for b in visible)
+                if without:
                     # a compacted batch without this table's file: it had no rows, or an older
-                    # compaction left them in the files of the batches it replaced
+                    # compaction left them in the files of the batches it replaced, or it is lost
                     held = self.held(table, marks, listing, visible).files
                 # A batch that went between the two listings (replaced by a compaction whose
                 # leftovers were removed at once, dropped by an ingest) may have no parts
@@ -664,6 +733,8 @@ class Store:
                 # committed meanwhile is no matter: it is read next time.
                 if set(visible) - set(self.visible_marks()):
                     continue
+                if without:
+                    self.check_lost(marks, {table: listing}, visible)
             try:
                 stale = self._stale_ingest_copies(visible, gone_is_change=True)
             except _Changed:
@@ -1078,7 +1149,8 @@ class Store:
             # in every file: the runs file commits the batch, and the others say what they
             # replaced once it is gone (an older `store clean` removes it, and not a newer
             # table's file); the tables known say that one without a file had no rows
-            said = {SUPERSEDES_KEY: json.dumps(replaces).encode(), TABLES_KEY: json.dumps(list(S.TABLES)).encode()}
+            said = {SUPERSEDES_KEY: json.dumps(replaces).encode(), TABLES_KEY: json.dumps(list(S.TABLES)).encode(),
+                    WRITTEN_KEY: json.dumps(sorted(conformed)).encode()}
             for name, t in conformed.items():
                 conformed[name] = t.replace_schema_metadata({**(t.schema.metadata or {}), **said})
         order = [n for n in conformed if n != S.COMMIT_TABLE] + [S.COMMIT_TABLE]
