@@ -85,3 +85,23 @@ def test_a_stage_model_whose_tree_holds_a_node_index_too_large_is_refused_as_cor
         R.load_stage_models(str(path), ["sort"])
     assert artifact.name in err.value.message and "'sort'" in err.value.message
     assert f"sparkpredict retrain --store {path} --job sort --force" in err.value.fix
+
+
+@pytest.mark.parametrize("home,planted", [("stages", "tasks"), ("executors", "tasks"), ("tasks", "stages"),
+                                          ("stages", "runs"), ("tasks", "executors")])
+def test_another_tables_file_copied_over_a_tables_file_is_refused_naming_where_it_belongs(copy, capsys,
+                                                                                          home, planted):
+    """A file of one table copied into another's folder under its batch's name (a copy to the
+    wrong folder) has a run_id, and read as rows of that table: a stages file in tasks/ gave
+    384 task rows of null task ids, without a word. Its columns the table lacks now refuse it."""
+    first = store.open(copy).runs().run_id.iloc[0]
+    [src] = (copy / home).glob("part-*.parquet")
+    shutil.copy(src, copy / planted / src.name)
+    with pytest.raises(StoreError, match=f"in the store's {planted}/ folder has column\\(s\\) the {planted} "
+                                         "table does not have") as err:
+        store.open(copy).read(planted)
+    assert err.value.fix.startswith(f"move it out of that folder (its columns are those of the {home} table); "
+                                    f"if it was copied over the {planted} file of that name, restore")
+    reader = {"runs": ["runs", "--out", str(copy.parent / "r.csv")], "executors": ["explain", first]}
+    out = _refused(capsys, [*reader.get(planted, ["simulate", first]), "--store", str(copy)], copy)
+    assert "does not have" in out

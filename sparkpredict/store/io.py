@@ -913,6 +913,15 @@ class Store:
             if "run_id" not in names:
                 raise StoreError(f"foreign file {path!r} in the store's {table}/ folder",
                                  "move files that sparkpredict did not write out of the store folder")
+            # No column of a table was ever removed or renamed in a schema version, so a column
+            # the table lacks is another table's file copied here (its run_id made it read as
+            # rows of this table, with nulls where its columns differ) or another tool's
+            extra = [n for n in names if n not in S.TABLES[table].names]
+            if extra:
+                raise StoreError(f"file {path!r} in the store's {table}/ folder has column(s) the "
+                                 f"{table} table does not have ({', '.join(extra[:5])}"
+                                 f"{', ...' if len(extra) > 5 else ''}): it is not a file of that table",
+                                 _foreign_fix(names, table))
             cols = None if columns is None else [c for c in columns if c in names]
             if run_ids is None or pf.metadata.num_row_groups < 2:
                 return pf.read(columns=cols)
@@ -1202,6 +1211,14 @@ def _damaged_fix(batch: str) -> str:
             "folder, its runs file included, and ingest those runs' event logs again: moving this "
             "file alone leaves its runs without these rows for good, as ingest skips a log whose run "
             "is stored; other runs are unaffected")
+
+
+def _foreign_fix(names: list[str], table: str) -> str:
+    """The fix for a file in ``table``'s folder with columns that table does not have."""
+    home = [t for t, schema in S.TABLES.items() if set(names) <= set(schema.names)]
+    where = f" (its columns are those of the {' or '.join(home)} table)" if home else ""
+    return (f"move it out of that folder{where}; if it was copied over the {table} file of that name, "
+            "restore that file from a backup. Keep files sparkpredict did not write out of the store folder")
 
 
 def _held_fix(batch: str, table: str) -> str:
