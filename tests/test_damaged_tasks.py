@@ -105,3 +105,27 @@ def test_another_tables_file_copied_over_a_tables_file_is_refused_naming_where_i
     reader = {"runs": ["runs", "--out", str(copy.parent / "r.csv")], "executors": ["explain", first]}
     out = _refused(capsys, [*reader.get(planted, ["simulate", first]), "--store", str(copy)], copy)
     assert "does not have" in out
+
+
+@pytest.mark.parametrize("table,key", [("tasks", "stage_id"), ("tasks", "task_id"), ("stages", "stage_id"),
+                                       ("executors", "executor_id")])
+@pytest.mark.parametrize("damage", ["null", "dropped"])
+def test_rows_without_their_own_id_are_refused_naming_the_file(copy, capsys, table, key, damage):
+    """Task rows whose stage ids were nulls (another tool's file, an edit) read as tasks of no
+    stage: `explain` said the run "has no completed stages", `simulate` replayed it with numpy's
+    cast warning. Spark gives every task, stage and executor its id, and the listener and ingest
+    write them (no real log of tests/data/eventlogs or shared/ has a null one)."""
+    first = store.open(copy).runs().run_id.iloc[0]
+    [f] = (copy / table).glob("part-*.parquet")
+    t = pq.read_table(f)
+    i = t.column_names.index(key)
+    t = t.remove_column(i) if damage == "dropped" else t.set_column(i, key, pa.nulls(t.num_rows, t.schema.field(key).type))
+    pq.write_table(t, f)
+    said = f"of the store's {table} has {t.num_rows} row\\(s\\) without a {key.replace('_', ' ')}"
+    with pytest.raises(StoreError, match=said) as err:
+        store.open(copy).read(table)
+    assert f.name in err.value.message and err.value.fix.startswith("move the batch's files")
+    # a read that does not ask for the id reads what it asked for
+    assert len(store.open(copy).read(table, columns=["run_id"])) == t.num_rows
+    out = _refused(capsys, ["explain", first, "--store", str(copy)], copy)
+    assert "without a" in out

@@ -103,6 +103,11 @@ WRITTEN_KEY = b"sparkpredict.written"
 #: Reads retried from a new listing when a batch went while being read (a compaction's leftovers
 #: removed, an ingest's replaced copy dropped) before the store is called busy.
 _READ_TRIES = 10
+#: Columns every row of a table has, since the first schema (the listener and ingest write them
+#: from Spark's own ids): a row without one is damage, refused by a read.
+_KEYS: dict[str, tuple[str, ...]] = {"runs": ("run_id",), "stages": ("stage_id",), "tasks": ("stage_id", "task_id"),
+                                     "executors": ("executor_id",)}
+_KEYS.update({t: () for t in S.TABLES if t not in _KEYS})
 #: Visible batches past which a read warns that one file per batch is slow.
 MANY_BATCHES = 1000
 
@@ -877,12 +882,17 @@ class Store:
                                  f"sparkpredict does not write: {exc}", self._damaged_fix_of(table, batch)) from exc
             # A runs row is a run only by its id: rows without one read as a single run (each
             # run's latest row wins), hiding the others, and that run's None reached `simulate`'s
-            # and `explain`'s messages as a TypeError. Another table's such rows belong to no run
-            # and are left out of every run's reads.
-            nulls = t.column("run_id").null_count if table == S.COMMIT_TABLE else 0
-            if nulls:
-                raise StoreError(f"file {path!r} of the store's runs has {nulls} row(s) without a run id",
-                                 self._damaged_fix_of(table, batch))
+            # and `explain`'s messages as a TypeError. Another table's rows without a run id
+            # belong to no run and are left out of every run's reads; rows without their own key
+            # (a task without its stage) were read as rows of no stage: `explain` then said the
+            # run "has no completed stages", and `simulate` replayed it with a cast warning.
+            for key in _KEYS[table]:
+                if columns is not None and key not in columns:
+                    continue
+                nulls = t.column(key).null_count if key in t.column_names else t.num_rows
+                if nulls:
+                    raise StoreError(f"file {path!r} of the store's {table} has {nulls} row(s) without "
+                                     f"a {key.replace('_', ' ')}", self._damaged_fix_of(table, batch))
             return t
 
         return _overlapped(one, files)
