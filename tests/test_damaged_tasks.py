@@ -129,3 +129,26 @@ def test_rows_without_their_own_id_are_refused_naming_the_file(copy, capsys, tab
     assert len(store.open(copy).read(table, columns=["run_id"])) == t.num_rows
     out = _refused(capsys, ["explain", first, "--store", str(copy)], copy)
     assert "without a" in out
+
+
+@pytest.mark.parametrize("column, value", [("duration_ms", -5), ("finish_ms", 1)])
+def test_task_rows_that_end_before_they_start_are_refused_not_replayed_as_no_time(copy, capsys, column, value):
+    """A tasks file whose durations were set to -5 ms (or whose finish times fell before their
+    launch) replayed as if those tasks took no time: `simulate` said 3.1 s for a run recorded in
+    6.4 s (self-check -52%), with no warning. Spark never records a task ending before it starts."""
+    import pyarrow.compute as pc
+
+    [tasks_file] = (copy / "tasks").glob("part-*.parquet")
+    table = pq.read_table(tasks_file)
+    run = table["run_id"][0].as_py()
+    mine = pc.equal(table["run_id"], run)
+    i = table.column_names.index(column)
+    table = table.set_column(i, column, pc.if_else(mine, pa.scalar(value, pa.int64()), table[column]))
+    pq.write_table(table, tasks_file)
+    out = _refused(capsys, ["simulate", run, "--store", str(copy)], copy)
+    n = pc.sum(mine.cast(pa.int64())).as_py()
+    assert f"run '{run}' has {n} of {n} task rows that end before they start" in out
+    assert f"sparkpredict store edit {run} --exclude" in out and "sparkpredict ingest LOG --store NEW_FOLDER" in out
+    # the other runs of the file replay as before
+    other = next(r for r in table["run_id"].to_pylist() if r != run)
+    assert main(["simulate", other, "--store", str(copy)]) == 0

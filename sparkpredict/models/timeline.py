@@ -93,6 +93,7 @@ class Timeline:
         if tk.empty and require_tasks and not ran_nothing:
             raise ModelError(f"run {run_id!r} has no task rows, so it cannot be replayed",
                              "record with spark.sparkpredict.tasks=true (the default) or ingest its event log")
+        _refuse_negative_durations(run, tk)
         return _build(run, st, tk, executors)
 
     def with_durations(self, durations_ms: np.ndarray) -> Timeline:
@@ -125,6 +126,35 @@ class Timeline:
 def as_pandas(t):
     """A pandas frame of a store table read either way (pyarrow Table or pandas)."""
     return t.to_pandas() if hasattr(t, "to_pandas") and not hasattr(t, "iloc") else t
+
+
+def _refuse_negative_durations(run, tk: pd.DataFrame) -> None:
+    """Refuse a run whose task rows end before they start. Spark never records one (the listener
+    and ingest write finish - launch of the driver's clock), so they are rows altered or damaged
+    since; read as taking no time, they had replayed a run of 5.2 s in 2.2 s, with no word."""
+    import pandas as pd
+
+    def col(name: str) -> pd.Series:
+        return pd.to_numeric(tk[name], errors="coerce") if name in tk else pd.Series(np.nan, index=tk.index)
+
+    dur, launch, finish = col("duration_ms"), col("launch_ms"), col("finish_ms")
+    # a finish of 0 is a task that never finished (its duration 0), not one that ended at 1970
+    span = finish.where(finish > 0) - launch
+    bad = (dur < 0) | (span < 0)
+    n = int(bad.sum())
+    if not n:
+        return
+    worst = float(np.fmin(dur[bad], span[bad]).min())
+    run_id = str(run["run_id"])
+    path = run.get("source_path")
+    log = (f"its event log ({path}), intact, into a fresh store (sparkpredict ingest LOG --store "
+           "NEW_FOLDER: ingest skips a run the store holds)" if isinstance(path, str) and path else
+           "its event log, if Spark kept one, into a fresh store (sparkpredict ingest LOG --store NEW_FOLDER)")
+    raise ModelError(f"run {run_id!r} has {n} of {len(tk)} task rows that end before they start "
+                     f"(as low as {worst:g} ms), which Spark never records: its task rows were altered "
+                     "or damaged, and a replay would count those tasks as taking no time",
+                     f"restore the store's tasks files from a backup, or ingest {log}; meanwhile "
+                     f"`sparkpredict store edit {run_id} --exclude` leaves the run out of training")
 
 
 def _ms(v, default: float) -> float:
