@@ -263,3 +263,68 @@ def test_an_empty_file_a_compressed_log_without_its_suffix_and_a_lost_start_line
     renamed.parent.mkdir()
     bare.rename(renamed)
     assert ingest_event_logs(renamed, tmp_path / "st").files_ingested == 1
+
+
+def _edited(tmp_path: Path, edit) -> Path:
+    """A copy of SMALL with ``edit(event)`` applied to each of its events (JSON lines)."""
+    import json
+
+    lines = []
+    for line in SMALL.read_bytes().splitlines():
+        ev = json.loads(line)
+        edit(ev)
+        lines.append(json.dumps(ev, separators=(",", ":")).encode())
+    out = tmp_path / "logs" / SMALL.name
+    out.parent.mkdir(exist_ok=True)
+    out.write_bytes(b"\n".join(lines) + b"\n")
+    return out
+
+
+def _finish_before_launch(ev: dict) -> None:
+    if ev["Event"] == "SparkListenerTaskEnd" and ev["Task Info"]["Task ID"] in (2, 5):
+        ev["Task Info"]["Finish Time"] = ev["Task Info"]["Launch Time"] - 5
+
+
+def _negative_run_time(ev: dict) -> None:
+    if ev["Event"] == "SparkListenerTaskEnd" and ev["Task Info"]["Task ID"] == 3:
+        ev["Task Metrics"]["Executor Run Time"] = -5
+
+
+def _stage_completed_before_submitted(ev: dict) -> None:
+    if ev["Event"] == "SparkListenerStageCompleted" and ev["Stage Info"]["Stage ID"] == 1:
+        ev["Stage Info"]["Completion Time"] = ev["Stage Info"]["Submission Time"] - 5
+
+
+@pytest.mark.parametrize("edit, said", [
+    (_finish_before_launch, "2 tasks finishing before they launched (the first: task 2 of stage "),
+    (_negative_run_time, ("1 task with a negative Executor Run Time (the first: task 3 of stage 0 has "
+                          "an Executor Run Time of -5 ms)")),
+    (_stage_completed_before_submitted, "1 stage completed before it was submitted (the first: stage 1 "),
+])
+def test_a_log_with_times_spark_never_writes_is_refused_and_nothing_stored(tmp_path, capsys, edit, said):
+    """A log whose tasks finish before they launch, run a negative time, or whose stage completes
+    before its submission was ingested with no word, its task rows keeping durations below zero
+    (which `simulate` read as tasks taking no time). Spark never writes such times: the log is
+    refused as one damaged in the middle is, naming what is wrong, and nothing of it is stored."""
+    from sparkpredict.cli import main
+
+    bad = _edited(tmp_path, edit)
+    parsed = parse_event_log(bad)
+    assert parsed.damage is not None and said in parsed.damage
+    st = tmp_path / "st"
+    capsys.readouterr()
+    assert main(["ingest", str(bad), "--store", str(st)]) == 1
+    out = capsys.readouterr().out
+    (failed,) = [ln for ln in out.splitlines() if ln.startswith("FAILED")]
+    assert str(bad) in failed and said in failed and "times Spark never writes" in failed
+    assert "not ingested: the run's rows would keep those times for good" in failed
+    assert "  fix: ingest an intact copy of this log" in out.splitlines()
+    assert not st.exists() or store.open(st).runs().empty
+    with pytest.raises(IngestError, match="times Spark never writes"):
+        ingest_event_logs(bad, tmp_path / "st2", on_error="raise")
+
+
+def test_the_unedited_copy_of_that_log_has_no_damage(tmp_path):
+    """The edits above are what is refused: the log written back unedited parses clean."""
+    parsed = parse_event_log(_edited(tmp_path, lambda ev: None))
+    assert parsed.damage is None and parsed.tables["tasks"].num_rows == 8

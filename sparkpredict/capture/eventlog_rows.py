@@ -189,6 +189,9 @@ class RunBuilder:
         self._content_at_not_json = 0
         self._rows: list[tuple] = []
         self._chunks: list[pa.RecordBatch] = []
+        # Times Spark never writes (a task or stage that ends before it starts, a negative run
+        # time): per kind, how many and the first one, for :meth:`impossible_times`
+        self._backwards: dict[str, list[Any]] = {}
         self._sums: dict[tuple[int, int], dict[str, Any]] = {}  # stage -> sums of counted tasks
         # Resubmitted task ends (see _task_end): the run's count, and the stages' counted ones
         self.resubmitted = 0
@@ -452,6 +455,9 @@ class RunBuilder:
             self._ts(done)
             return
         self.stages[key] = row
+        if sub is not None and done is not None and done < sub:
+            self._impossible("stage", f"stage {key[0]} (attempt {key[1]}) completed before it was "
+                                      f"submitted (Submission Time {sub}, Completion Time {done})")
         rdd_info = [r for r in si.get("RDD Info") or [] if isinstance(r, dict)]
         infos = [r for r in rdd_info if isinstance(r.get("RDD ID"), int) and _persisted(r.get("Storage Level"))]
         persisted = {r["RDD ID"] for r in infos}
@@ -529,6 +535,14 @@ class RunBuilder:
         got = info.get("Getting Result Time") or 0
         status = _task_status(info)
         metrics = _metrics(ev.get("Task Metrics"), line)
+        # a Finish Time of 0 is a task that never finished, not one that ended in 1970
+        if isinstance(finish, int) and finish and isinstance(launch, int) and finish < launch:
+            self._impossible("finish", f"task {info['Task ID']} of stage {stage} finished before it "
+                                       f"launched (Launch Time {launch}, Finish Time {finish})")
+        run_time = metrics[0]
+        if isinstance(run_time, (int, float)) and run_time < 0:
+            self._impossible("run", f"task {info['Task ID']} of stage {stage} has an Executor Run Time "
+                                    f"of {run_time} ms")
         if ev.get("Task Type") == "ShuffleMapTask":  # as the listener tells a map stage (Agg.mapStage)
             self._map_stages.add((stage, attempt))
         # Like the listener, a stage sums only tasks that ended before it completed.
@@ -555,6 +569,23 @@ class RunBuilder:
             self.last_ms = finish
         if len(self._rows) >= _CHUNK_ROWS:
             self._flush()
+
+    def _impossible(self, kind: str, first: str) -> None:
+        seen = self._backwards.setdefault(kind, [0, first])
+        seen[0] += 1
+
+    def impossible_times(self) -> str | None:
+        """What the log holds of times Spark never writes, or None: a task that finished before
+        it launched, a negative Executor Run Time, a stage completed before it was submitted
+        (each ms of the driver's clock, or a task's own). A log so altered or damaged would
+        store durations below zero, which a replay read as tasks taking no time."""
+        nouns = {"finish": ("task finishing before it launched", "tasks finishing before they launched"),
+                 "run": ("task with a negative Executor Run Time", "tasks with a negative Executor Run Time"),
+                 "stage": ("stage completed before it was submitted", "stages completed before they were submitted")}
+        said = [f"{n:,} {nouns[k][n != 1]} (the first: {first})" for k, (n, first) in self._backwards.items()]
+        if not said:
+            return None
+        return "it has " + "; ".join(said) + ", times Spark never writes: the log was altered or damaged"
 
     def _flush(self) -> None:
         if not self._rows:
