@@ -633,3 +633,11 @@ def test_a_map_stage_rerun_under_a_new_stage_id_counts_its_input_once(shared):
     [(node, files)] = reference("aqe_executors_killed_spark4.zstd")["scan_files"].values()
     assert node.startswith("FileScan parquet") and files == 17_535_944
     assert tables["runs"]["input_bytes"][0].as_py() == files
+
+
+def test_no_real_log_reads_as_out_of_order(shared):
+    """The order warning (tests/test_eventlog_damage.py) never fires on what Spark wrote: every
+    real log here, from Spark 2.3 to 4 and Databricks, ingests without it."""
+    for name in SHARED:
+        _, outcome = shared(name)
+        assert not [w for w in outcome.warnings if "out of the order" in w], name

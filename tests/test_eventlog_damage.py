@@ -297,8 +297,7 @@ def _stage_completed_before_submitted(ev: dict) -> None:
 
 @pytest.mark.parametrize("edit, said", [
     (_finish_before_launch, "2 tasks finishing before they launched (the first: task 2 of stage "),
-    (_negative_run_time, ("1 task with a negative Executor Run Time (the first: task 3 of stage 0 has "
-                          "an Executor Run Time of -5 ms)")),
+    (_negative_run_time, "1 task with a negative Executor Run Time (the first: task 3 of stage 0: Executor Run Time -5 ms)"),
     (_stage_completed_before_submitted, "1 stage completed before it was submitted (the first: stage 1 "),
 ])
 def test_a_log_with_times_spark_never_writes_is_refused_and_nothing_stored(tmp_path, capsys, edit, said):
@@ -322,9 +321,49 @@ def test_a_log_with_times_spark_never_writes_is_refused_and_nothing_stored(tmp_p
     assert not st.exists() or store.open(st).runs().empty
     with pytest.raises(IngestError, match="times Spark never writes"):
         ingest_event_logs(bad, tmp_path / "st2", on_error="raise")
+    # replayed straight from the log, it is refused too, not read as tasks that took no time
+    assert main(["simulate", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {bad}: it has " in err and said in err and "fix: replay an intact copy of this log" in err
 
 
 def test_the_unedited_copy_of_that_log_has_no_damage(tmp_path):
     """The edits above are what is refused: the log written back unedited parses clean."""
     parsed = parse_event_log(_edited(tmp_path, lambda ev: None))
     assert parsed.damage is None and parsed.tables["tasks"].num_rows == 8
+
+
+def test_a_log_whose_lines_are_out_of_order_is_ingested_with_a_warning_naming_how_many(tmp_path):
+    """A log whose lines were shuffled was ingested keeping 6 of its 8 tasks, with no word: the
+    task ends after the application's end were dropped, and those before their stage's
+    submission or the application's start were read as if in place. Spark writes its events in
+    the order it posts them, one queue: the ingest now says how many came out of that order."""
+    import random
+
+    lines = SMALL.read_bytes().splitlines()
+    kind = [ln[10:ln.index(b'"', 10)].decode() for ln in lines]
+    start, end = kind.index("SparkListenerApplicationStart"), kind.index("SparkListenerApplicationEnd")
+    first_end = kind.index("SparkListenerTaskEnd")
+    stage_done = kind.index("SparkListenerStageCompleted")
+    # the application's end moved before the first stage's completion (the stage and the task
+    # ends after it, all successful, are left out); a task end moved before the application's start
+    moved = [*lines[:start], lines[first_end], *lines[start:first_end], *lines[first_end + 1:stage_done],
+             lines[end], *lines[stage_done:end], *lines[end + 1:]]
+    log = tmp_path / "logs" / SMALL.name
+    log.parent.mkdir()
+    log.write_bytes(b"\n".join(moved) + b"\n")
+    n_after = sum(k in ("SparkListenerTaskEnd", "SparkListenerStageCompleted") for k in kind[stage_done:end])
+    r = ingest_event_logs(log, tmp_path / "st")
+    (f,) = r.files
+    assert f.outcome == "ingested"
+    (said,) = [w for w in f.warnings if "out of the order" in w]
+    assert said.startswith("events out of the order Spark writes them in: 1 task end or stage completion "
+                           "before the stage's submission; 1 stage or task event before the "
+                           f"application's start; {n_after} successful task ends or stage completions "
+                           "after the application's end, left out of the rows. The log's lines look "
+                           "reordered")
+    assert said.endswith("ingest an intact copy of it")
+    # the probe's own damage: a shuffle of every line
+    random.Random(3).shuffle(lines)
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    assert any("out of the order" in w for w in parse_event_log(log).warnings)

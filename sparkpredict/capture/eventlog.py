@@ -79,8 +79,8 @@ class ParsedLog:
     ``damage`` is set when events were lost before the log's end (undecodable compressed data,
     a line that is not JSON with more lines after it, or a rolling file cut short with more
     files after it), or when it holds times Spark never writes (a task that finished before it
-    launched, a negative Executor Run Time, a stage completed before it was submitted:
-    ``damage_effect`` then says so): the tables hold the events that could be read, but
+    launched, a negative Executor Run Time, a stage completed before it was submitted: also
+    ``false_times``): the tables hold the events that could be read, but
     :func:`~.eventlog_ingest.ingest_event_logs` does not store them (see its docstring).
     """
 
@@ -93,8 +93,8 @@ class ParsedLog:
     lines: int
     bytes_uncompressed: int
     damage: str | None = None
-    #: what storing the rows despite ``damage`` would do (for ingest's refusal)
-    damage_effect: str = "the run's rows would lack the events lost there"
+    #: what the log holds of times Spark never writes, or None (the replay refuses such rows)
+    false_times: str | None = None
 
 
 # ---- parsing --------------------------------------------------------------------------------
@@ -281,12 +281,9 @@ def _parse_source(source: LogSource) -> ParsedLog:
             raise IngestError(f"{source.path}: {packed[0]}", packed[1]) from None
         raise IngestError(f"{source.path}: {exc}", "ingest Spark event logs only "
                           "(files written by spark.eventLog.enabled=true)") from None
-    effect = ParsedLog.damage_effect
-    impossible = builder.impossible_times()
-    if impossible is not None and damage is None:
-        # not lost events but false ones: stored, they stay in the run's rows for good
-        damage, effect = impossible, ("the run's rows would keep those times for good (a replay reads a task "
-                                      "that ends before it starts as one that took no time)")
+    false_times = builder.impossible_times()
+    # not lost events but false ones: stored, they would stay in the run's rows for good
+    damage = damage or false_times
     run = tables["runs"]
     if run["status"][0].as_py() == "incomplete" and not source.in_progress:
         builder.warnings.append("no SparkListenerApplicationEnd event: recorded as incomplete")
@@ -298,7 +295,7 @@ def _parse_source(source: LogSource) -> ParsedLog:
     return ParsedLog(path=source.path, tables=tables, warnings=builder.warnings,
                      run_id=run["run_id"][0].as_py(), status=run["status"][0].as_py(),
                      fingerprint=fp, lines=builder.lines, bytes_uncompressed=nbytes[0], damage=damage,
-                     damage_effect=effect)
+                     false_times=false_times)
 
 
 _LOG_START = b'{"Event":"SparkListenerLogStart"'

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..store import schema as S
+from ..units import plural
 from .eventlog_run import listener_json, run_tables
 from .eventlog_scans import (
     SQL_ADAPTIVE_UPDATE,
@@ -192,6 +193,13 @@ class RunBuilder:
         # Times Spark never writes (a task or stage that ends before it starts, a negative run
         # time): per kind, how many and the first one, for :meth:`impossible_times`
         self._backwards: dict[str, list[Any]] = {}
+        # Events out of the order Spark writes them in (one listener-bus queue): per stage
+        # attempt not submitted yet, its task ends and completion read so far; the ends and
+        # completions whose submission came later; stage and task events before the
+        # application's start; successful ones after its end, left out (see order_warnings)
+        self._submitted: set[tuple[int, int]] = set()
+        self._unsubmitted: dict[tuple[int, int], int] = {}
+        self.before_submission = self.before_start = self.after_end = 0
         self._sums: dict[tuple[int, int], dict[str, Any]] = {}  # stage -> sums of counted tasks
         # Resubmitted task ends (see _task_end): the run's count, and the stages' counted ones
         self.resubmitted = 0
@@ -229,6 +237,7 @@ class RunBuilder:
             b"SparkListenerResourceProfileAdded": self._resource_profile_added,
             b"SparkListenerJobStart": self._job_start,
             b"SparkListenerJobEnd": self._job_end,
+            b"SparkListenerStageSubmitted": self._stage_submitted,
             b"SparkListenerStageCompleted": self._stage_completed,
             b"SparkListenerUnpersistRDD": self._unpersist_rdd,
             SQL_EXECUTION_START: self.scans.plan,
@@ -431,13 +440,31 @@ class RunBuilder:
             self.error_message = str(msg) if msg is not None else f"job {ev.get('Job ID')} failed"
         self._ts(ev.get("Completion Time"))
 
+    def _stage_submitted(self, ev: dict) -> None:
+        if self.end_ms is not None:
+            return
+        si = ev["Stage Info"]
+        key = (_typed(si["Stage ID"], int), _typed(si.get("Stage Attempt ID", 0), int))
+        self.before_start += not self.app
+        self._submitted.add(key)
+        self.before_submission += self._unsubmitted.pop(key, 0)
+
+    def _seen_before_submission(self, key: tuple[int, int]) -> None:
+        if key not in self._submitted:
+            self._unsubmitted[key] = self._unsubmitted.get(key, 0) + 1
+
     def _stage_completed(self, ev: dict) -> None:
         if self.end_ms is not None:
             # Spark posts the application's end, then cancels the jobs still running: their
             # stages' ends are no stages of this run, and the listener, stopped, never sees them
+            # (one that succeeded ended before the application did: lines out of order)
+            si = ev.get("Stage Info")
+            self.after_end += isinstance(si, dict) and "Failure Reason" not in si
             return
         si = ev["Stage Info"]
         key = (_typed(si["Stage ID"], int), _typed(si.get("Stage Attempt ID", 0), int))
+        self.before_start += not self.app
+        self._seen_before_submission(key)
         sub, done = _typed(si.get("Submission Time"), int), _typed(si.get("Completion Time"), int)
         failure = si.get("Failure Reason")
         row = {  # only what the stage row needs: Stage Info's accumulables are large
@@ -456,8 +483,8 @@ class RunBuilder:
             return
         self.stages[key] = row
         if sub is not None and done is not None and done < sub:
-            self._impossible("stage", f"stage {key[0]} (attempt {key[1]}) completed before it was "
-                                      f"submitted (Submission Time {sub}, Completion Time {done})")
+            self._impossible("stage", f"stage {key[0]} attempt {key[1]}: Submission Time {sub}, "
+                                      f"Completion Time {done}")
         rdd_info = [r for r in si.get("RDD Info") or [] if isinstance(r, dict)]
         infos = [r for r in rdd_info if isinstance(r.get("RDD ID"), int) and _persisted(r.get("Storage Level"))]
         persisted = {r["RDD ID"] for r in infos}
@@ -517,9 +544,13 @@ class RunBuilder:
 
     def _task_end(self, ev: dict, line: bytes) -> None:
         if self.end_ms is not None:  # after the application's end (see _stage_completed)
+            info = ev.get("Task Info")
+            self.after_end += isinstance(info, dict) and _task_status(info) == "SUCCESS"
             return
         info = ev["Task Info"]
         stage, attempt = ev["Stage ID"], ev.get("Stage Attempt ID", 0)
+        self.before_start += not self.app
+        self._seen_before_submission((stage, attempt))
         reason = ev.get("Task End Reason")
         if isinstance(reason, dict) and reason.get("Reason") == "Resubmitted":
             # A shuffle map task whose output was lost with its executor: Spark posts a second
@@ -537,12 +568,12 @@ class RunBuilder:
         metrics = _metrics(ev.get("Task Metrics"), line)
         # a Finish Time of 0 is a task that never finished, not one that ended in 1970
         if isinstance(finish, int) and finish and isinstance(launch, int) and finish < launch:
-            self._impossible("finish", f"task {info['Task ID']} of stage {stage} finished before it "
-                                       f"launched (Launch Time {launch}, Finish Time {finish})")
+            self._impossible("finish", f"task {info['Task ID']} of stage {stage}: Launch Time {launch}, "
+                                       f"Finish Time {finish}")
         run_time = metrics[0]
         if isinstance(run_time, (int, float)) and run_time < 0:
-            self._impossible("run", f"task {info['Task ID']} of stage {stage} has an Executor Run Time "
-                                    f"of {run_time} ms")
+            self._impossible("run", f"task {info['Task ID']} of stage {stage}: Executor Run Time "
+                                    f"{run_time} ms")
         if ev.get("Task Type") == "ShuffleMapTask":  # as the listener tells a map stage (Agg.mapStage)
             self._map_stages.add((stage, attempt))
         # Like the listener, a stage sums only tasks that ended before it completed.
@@ -573,6 +604,25 @@ class RunBuilder:
     def _impossible(self, kind: str, first: str) -> None:
         seen = self._backwards.setdefault(kind, [0, first])
         seen[0] += 1
+
+    def order_warnings(self) -> list[str]:
+        """What was read out of the order Spark writes events in (one queue, in the order it
+        posts them): a stage's task ends or completion before its submission, events of stages
+        or tasks before the application's start, successful task ends and stage
+        completions after its end (left out, as the listener, stopped, never sees them). A log
+        whose lines were shuffled had kept 6 of its 8 tasks with no word."""
+        said = [f"{plural(n, one, many)} {where}" for n, one, many, where in (
+            (self.before_submission, "task end or stage completion", "task ends or stage completions",
+             "before the stage's submission"),
+            (self.before_start, "stage or task event", None, "before the application's start"),
+            (self.after_end, "successful task end or stage completion",
+             "successful task ends or stage completions", "after the application's end, left out of the rows"),
+        ) if n]
+        if not said:
+            return []
+        return [(f"events out of the order Spark writes them in: {'; '.join(said)}. The log's lines "
+                 "look reordered (sorted, shuffled, merged from copies): its stage and task rows may be wrong "
+                 "or incomplete; ingest an intact copy of it")]
 
     def impossible_times(self) -> str | None:
         """What the log holds of times Spark never writes, or None: a task that finished before
@@ -650,6 +700,7 @@ class RunBuilder:
         if not self.app:
             raise ValueError("no SparkListenerApplicationStart event: not a Spark event log, "
                              "or its beginning is missing")
+        self.warnings += self.order_warnings()
         self._flush()
         tasks = pa.Table.from_batches(self._chunks, schema=_TASK_SCHEMA)
         self._chunks = []

@@ -52,6 +52,12 @@ def run(args: argparse.Namespace) -> int:
         from ..capture.eventlog import parse_event_log
 
         parsed = parse_event_log(args.run)
+        if parsed.false_times is not None:
+            from ..errors import InputError
+
+            # a replay of them is no answer: Spark never writes such times (the store's refusal
+            # of such rows, in the timeline, named a store this log is not in)
+            raise InputError(f"{args.run}: {parsed.false_times}", "replay an intact copy of this log")
         # what the log lacks (a cut end, undecodable data) changes what "recorded" means below
         warnings = list(parsed.warnings)
         t = parsed.tables
