@@ -152,3 +152,35 @@ def test_task_rows_that_end_before_they_start_are_refused_not_replayed_as_no_tim
     # the other runs of the file replay as before
     other = next(r for r in table["run_id"].to_pylist() if r != run)
     assert main(["simulate", other, "--store", str(copy)]) == 0
+
+
+def test_a_models_reference_run_whose_tasks_end_before_they_start_warns_and_still_predicts(copy, caplog):
+    """One run whose driver's clock stepped back (ingest stores it, with a warning) must not make
+    every prediction of its job an error where the replay or the stage model takes it as their
+    reference run: they read those tasks as taking no time, as before, and say so."""
+    import logging
+
+    import pyarrow.compute as pc
+
+    from sparkpredict.features.runs import runs_table
+    from sparkpredict.models.replay import ReplayRuntimeModel
+    from sparkpredict.models.stages import StageRuntimeModel
+
+    [tasks_file] = (copy / "tasks").glob("part-*.parquet")
+    table = pq.read_table(tasks_file)
+    runs = runs_table(copy)
+    sort = runs[runs.job == "sort"]
+    run = sort.index[0] if sort.index.name == "run_id" else sort.run_id.iloc[0]
+    # one task of the run (a run all of whose tasks took no time models no stage: no reference)
+    first = table["run_id"].to_pylist().index(run)
+    one = pa.array([k == first for k in range(table.num_rows)])
+    i = table.column_names.index("duration_ms")
+    pq.write_table(table.set_column(i, "duration_ms", pc.if_else(one, pa.scalar(-5, pa.int64()),
+                                                                    table["duration_ms"])), tasks_file)
+    query = sort[sort.run_id == run] if "run_id" in sort else sort.loc[[run]]
+    for model in (ReplayRuntimeModel(store=str(copy)), StageRuntimeModel(store=str(copy))):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="sparkpredict.models.timeline"):
+            got = model.fit(sort).predict(query)
+        assert len(got) == 1 and got[0] > 0
+        assert f"run '{run}' has 1 of " in caplog.text and "replayed with those tasks taking no time" in caplog.text

@@ -295,36 +295,53 @@ def _stage_completed_before_submitted(ev: dict) -> None:
         ev["Stage Info"]["Completion Time"] = ev["Stage Info"]["Submission Time"] - 5
 
 
+def _killed_negative_run_time(ev: dict) -> None:
+    _negative_run_time(ev)
+    if ev["Event"] == "SparkListenerTaskEnd" and ev["Task Info"]["Task ID"] == 3:
+        ev["Task Info"]["Killed"] = True
+
+
 @pytest.mark.parametrize("edit, said", [
     (_finish_before_launch, "2 tasks finishing before they launched (the first: task 2 of stage "),
     (_negative_run_time, "1 task with a negative Executor Run Time (the first: task 3 of stage 0: Executor Run Time -5 ms)"),
     (_stage_completed_before_submitted, "1 stage completed before it was submitted (the first: stage 1 "),
 ])
-def test_a_log_with_times_spark_never_writes_is_refused_and_nothing_stored(tmp_path, capsys, edit, said):
+def test_a_log_with_times_spark_never_writes_is_stored_with_a_warning_and_not_replayed(tmp_path, capsys, edit, said):
     """A log whose tasks finish before they launch, run a negative time, or whose stage completes
     before its submission was ingested with no word, its task rows keeping durations below zero
-    (which `simulate` read as tasks taking no time). Spark never writes such times: the log is
-    refused as one damaged in the middle is, naming what is wrong, and nothing of it is stored."""
+    (which `simulate` read as tasks taking no time). A driver's clock stepped back writes such
+    times too, and no intact copy of that log exists: it is stored as written, with a warning
+    naming what is wrong, and a replay of it (from the log, or from the store) is refused."""
     from sparkpredict.cli import main
 
     bad = _edited(tmp_path, edit)
     parsed = parse_event_log(bad)
-    assert parsed.damage is not None and said in parsed.damage
+    assert parsed.damage is None and parsed.false_times is not None and said in parsed.false_times
     st = tmp_path / "st"
     capsys.readouterr()
-    assert main(["ingest", str(bad), "--store", str(st)]) == 1
-    out = capsys.readouterr().out
-    (failed,) = [ln for ln in out.splitlines() if ln.startswith("FAILED")]
-    assert str(bad) in failed and said in failed and "times Spark never writes" in failed
-    assert "not ingested: the run's rows would keep those times for good" in failed
-    assert "  fix: ingest an intact copy of this log" in out.splitlines()
-    assert not st.exists() or store.open(st).runs().empty
-    with pytest.raises(IngestError, match="times Spark never writes"):
-        ingest_event_logs(bad, tmp_path / "st2", on_error="raise")
-    # replayed straight from the log, it is refused too, not read as tasks that took no time
+    assert main(["ingest", str(bad), "--store", str(st)]) == 0
+    out = capsys.readouterr()
+    assert said in out.out + out.err and "times Spark never writes: the driver's clock stepped back" in out.out + out.err
+    assert "`sparkpredict simulate` will not replay this run" in out.out + out.err
+    (run,) = store.open(st).runs().run_id
+    r = ingest_event_logs(bad, tmp_path / "st2", on_error="raise")
+    assert r.files_ingested == 1 and any(said in w for w in r.files[0].warnings)
+    # replayed straight from the log, it is refused, not read as tasks that took no time
     assert main(["simulate", str(bad)]) == 2
     err = capsys.readouterr().err
     assert f"error: {bad}: it has " in err and said in err and "fix: replay an intact copy of this log" in err
+    if edit is _finish_before_launch:  # its rows end before they start: the stored run is refused too
+        assert main(["simulate", run, "--store", str(st)]) == 2
+        assert "task rows that end before they start" in capsys.readouterr().err
+
+
+def test_a_killed_tasks_negative_run_time_is_sparks_own_and_no_warning(tmp_path):
+    """Spark before 3.0.2 wrote a task killed before it started a run time of System.nanoTime()
+    - 0, below zero where the clock's origin lies ahead (SPARK-32898): real logs of speculation
+    hold them, and they are no sign of an altered log."""
+    parsed = parse_event_log(_edited(tmp_path, _killed_negative_run_time))
+    assert parsed.false_times is None and parsed.damage is None
+    assert not any("never writes" in w for w in parsed.warnings)
 
 
 def test_the_unedited_copy_of_that_log_has_no_damage(tmp_path):

@@ -78,9 +78,7 @@ class ParsedLog:
 
     ``damage`` is set when events were lost before the log's end (undecodable compressed data,
     a line that is not JSON with more lines after it, or a rolling file cut short with more
-    files after it), or when it holds times Spark never writes (a task that finished before it
-    launched, a negative Executor Run Time, a stage completed before it was submitted: also
-    ``false_times``): the tables hold the events that could be read, but
+    files after it): the tables hold the events that could be read, but
     :func:`~.eventlog_ingest.ingest_event_logs` does not store them (see its docstring).
     """
 
@@ -93,7 +91,8 @@ class ParsedLog:
     lines: int
     bytes_uncompressed: int
     damage: str | None = None
-    #: what the log holds of times Spark never writes, or None (the replay refuses such rows)
+    #: what the log holds of times Spark never writes, or None: stored with a warning, but a
+    #: replay refuses such rows (:meth:`.eventlog_rows.RunBuilder.impossible_times`)
     false_times: str | None = None
 
 
@@ -282,8 +281,10 @@ def _parse_source(source: LogSource) -> ParsedLog:
         raise IngestError(f"{source.path}: {exc}", "ingest Spark event logs only "
                           "(files written by spark.eventLog.enabled=true)") from None
     false_times = builder.impossible_times()
-    # not lost events but false ones: stored, they would stay in the run's rows for good
-    damage = damage or false_times
+    if false_times is not None:
+        builder.warnings.append(f"{false_times}; stored as written: `sparkpredict simulate` will not "
+                                "replay this run, and `sparkpredict store edit RUN_ID --exclude` keeps it "
+                                "out of training")
     run = tables["runs"]
     if run["status"][0].as_py() == "incomplete" and not source.in_progress:
         builder.warnings.append("no SparkListenerApplicationEnd event: recorded as incomplete")

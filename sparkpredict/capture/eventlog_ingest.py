@@ -647,11 +647,8 @@ def _older_copy(stored: _StoredRun, why: str) -> str:
 def _damaged(path: str, parsed: ParsedLog, run_id: str, kept: str = "") -> FileOutcome:
     """The failure of a log damaged in the middle (``kept``: what the store keeps of its run)."""
     return FileOutcome(path, "failed", run_id=run_id,
-                       error=f"{path}: {parsed.damage}; not ingested: " + (
-                           "the run's rows would keep those times for good (a replay reads a task that "
-                           "ends before it starts as one that took no time)" if parsed.damage == parsed.false_times
-                           else "the run's rows would lack the events lost there"),
-                       fix="ingest an intact copy of this log" + kept)
+                       error=f"{path}: {parsed.damage}; not ingested: the run's rows would lack the "
+                             "events lost there", fix="ingest an intact copy of this log" + kept)
 
 
 def _kept_copy(known: _Known, run_id: str | None) -> str:

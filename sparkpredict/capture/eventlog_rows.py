@@ -571,7 +571,9 @@ class RunBuilder:
             self._impossible("finish", f"task {info['Task ID']} of stage {stage}: Launch Time {launch}, "
                                        f"Finish Time {finish}")
         run_time = metrics[0]
-        if isinstance(run_time, (int, float)) and run_time < 0:
+        # of a killed or failed task, Spark before 3.0.2 wrote System.nanoTime() - 0 when the
+        # kill came before the task's start (SPARK-32898), which can be below zero: not damage
+        if isinstance(run_time, (int, float)) and run_time < 0 and status == "SUCCESS":
             self._impossible("run", f"task {info['Task ID']} of stage {stage}: Executor Run Time "
                                     f"{run_time} ms")
         if ev.get("Task Type") == "ShuffleMapTask":  # as the listener tells a map stage (Agg.mapStage)
@@ -626,16 +628,19 @@ class RunBuilder:
 
     def impossible_times(self) -> str | None:
         """What the log holds of times Spark never writes, or None: a task that finished before
-        it launched, a negative Executor Run Time, a stage completed before it was submitted
-        (each ms of the driver's clock, or a task's own). A log so altered or damaged would
-        store durations below zero, which a replay read as tasks taking no time."""
+        it launched, a succeeded task's negative Executor Run Time, a stage completed before it
+        was submitted (each ms of the driver's clock, or a task's own). Ingest stores them as
+        written, with this as a warning: a driver's clock stepped back (an NTP step, a resumed
+        VM) writes them too, and refusing that log would lose its run for good, as no intact
+        copy exists. A replay refuses such a run (a task below zero would take no time)."""
         nouns = {"finish": ("task finishing before it launched", "tasks finishing before they launched"),
                  "run": ("task with a negative Executor Run Time", "tasks with a negative Executor Run Time"),
                  "stage": ("stage completed before it was submitted", "stages completed before they were submitted")}
         said = [f"{n:,} {nouns[k][n != 1]} (the first: {first})" for k, (n, first) in self._backwards.items()]
         if not said:
             return None
-        return "it has " + "; ".join(said) + ", times Spark never writes: the log was altered or damaged"
+        return ("it has " + "; ".join(said) + ", times Spark never writes: the driver's clock stepped "
+                "back, or the log was altered")
 
     def _flush(self) -> None:
         if not self._rows:

@@ -242,7 +242,7 @@ class ReplayRuntimeModel(RuntimeEstimator):
         if run_id not in self._timelines:
             self._timelines[run_id] = Timeline.from_tables(
                 self.runs_.loc[[run_id]], self._stages[self._stages["run_id"] == run_id],
-                self._tasks[self._tasks["run_id"] == run_id], run_id)
+                self._tasks[self._tasks["run_id"] == run_id], run_id, refuse_backwards=False)
         return self._timelines[run_id]
 
     def _reference(self, job, input_bytes: float, executors: float, exclude: str | None = None) -> str:

@@ -354,7 +354,7 @@ class StageRuntimeModel(RuntimeEstimator):
                                               "finish_ms", "duration_ms", "executor_id"])
             self._timelines[run_id] = sim.Timeline.from_tables(
                 self.runs_.loc[[run_id]], self.stages_[self.stages_["run_id"] == run_id], tasks,
-                run_id, require_tasks=False)
+                run_id, require_tasks=False, refuse_backwards=False)
         return self._timelines[run_id]
 
     def _reference(self, job, input_bytes: float, executors: float) -> str:

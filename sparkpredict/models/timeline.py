@@ -8,6 +8,7 @@ replay keeps from the recording, and why, is in :mod:`sparkpredict.models.simula
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -18,6 +19,8 @@ import numpy as np
 from ..errors import InputError, ModelError, UnknownJobError
 from ..features.runs import local_run_executors
 from ..features.stages import run_task_cpus
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,12 +70,15 @@ class Timeline:
     @classmethod
     def from_tables(cls, runs: pd.DataFrame, stages: pd.DataFrame, tasks: pd.DataFrame,
                     run_id: str | None = None, executors: pd.DataFrame | None = None,
-                    *, require_tasks: bool = True) -> Timeline:
+                    *, require_tasks: bool = True, refuse_backwards: bool = True) -> Timeline:
         """Build the timeline of ``run_id`` from store-schema tables (pandas or pyarrow).
 
         Raises :class:`ModelError` when the run has no task rows (the listener ran with
         ``spark.sparkpredict.tasks=false``): there is nothing to replay. A run that ran no
-        stage (``num_tasks`` 0) is its driver time alone, the same at every count.
+        stage (``num_tasks`` 0) is its driver time alone, the same at every count. Task rows
+        that end before they start are a :class:`ModelError` too, or with ``refuse_backwards``
+        False (a model's reference run, which one clock step must not make unusable for every
+        prediction of its job) a logged warning, those tasks taking no time.
         """
         runs, stages, tasks = (as_pandas(t) for t in (runs, stages, tasks))
         if run_id is None:
@@ -93,7 +99,7 @@ class Timeline:
         if tk.empty and require_tasks and not ran_nothing:
             raise ModelError(f"run {run_id!r} has no task rows, so it cannot be replayed",
                              "record with spark.sparkpredict.tasks=true (the default) or ingest its event log")
-        _refuse_negative_durations(run, tk)
+        _refuse_negative_durations(run, tk, refuse_backwards)
         return _build(run, st, tk, executors)
 
     def with_durations(self, durations_ms: np.ndarray) -> Timeline:
@@ -128,10 +134,11 @@ def as_pandas(t):
     return t.to_pandas() if hasattr(t, "to_pandas") and not hasattr(t, "iloc") else t
 
 
-def _refuse_negative_durations(run, tk: pd.DataFrame) -> None:
-    """Refuse a run whose task rows end before they start. Spark never records one (the listener
-    and ingest write finish - launch of the driver's clock), so they are rows altered or damaged
-    since; read as taking no time, they had replayed a run of 5.2 s in 2.2 s, with no word."""
+def _refuse_negative_durations(run, tk: pd.DataFrame, refuse: bool = True) -> None:
+    """Refuse (or, without ``refuse``, warn of) a run whose task rows end before they start. The
+    listener and ingest write finish - launch of the driver's clock: only a clock stepped back
+    (ingest warns of it) or rows altered since give one; read as taking no time, they had
+    replayed a run of 5.2 s in 2.2 s, with no word."""
     import pandas as pd
 
     def col(name: str) -> pd.Series:
@@ -147,14 +154,18 @@ def _refuse_negative_durations(run, tk: pd.DataFrame) -> None:
     worst = float(np.fmin(dur[bad], span[bad]).min())
     run_id = str(run["run_id"])
     path = run.get("source_path")
-    log = (f"its event log ({path}), intact, into a fresh store (sparkpredict ingest LOG --store "
-           "NEW_FOLDER: ingest skips a run the store holds)" if isinstance(path, str) and path else
-           "its event log, if Spark kept one, into a fresh store (sparkpredict ingest LOG --store NEW_FOLDER)")
-    raise ModelError(f"run {run_id!r} has {n} of {len(tk)} task rows that end before they start "
-                     f"(as low as {worst:g} ms), which Spark never records: its task rows were altered "
-                     "or damaged, and a replay would count those tasks as taking no time",
-                     f"restore the store's tasks files from a backup, or ingest {log}; meanwhile "
-                     f"`sparkpredict store edit {run_id} --exclude` leaves the run out of training")
+    again = (f"its event log ({path}), intact, into a fresh store (sparkpredict ingest LOG --store "
+             "NEW_FOLDER: ingest skips a run the store holds)" if isinstance(path, str) and path else
+             "its event log, if Spark kept one, into a fresh store (sparkpredict ingest LOG --store NEW_FOLDER)")
+    said = (f"run {run_id!r} has {n} of {len(tk)} task rows that end before they start (as low as "
+            f"{worst:g} ms): the driver's clock stepped back, or its task rows were altered")
+    if not refuse:
+        log.warning("%s; replayed with those tasks taking no time", said)
+        return
+    raise ModelError(f"{said}, and a replay would count those tasks as taking no time",
+                     f"replay another run of its job; if its rows were altered, restore the store's tasks "
+                     f"files from a backup, or ingest {again}. `sparkpredict store edit {run_id} --exclude` "
+                     "leaves the run out of training")
 
 
 def _ms(v, default: float) -> float:
