@@ -384,3 +384,20 @@ def test_a_log_whose_lines_are_out_of_order_is_ingested_with_a_warning_naming_ho
     random.Random(3).shuffle(lines)
     log.write_bytes(b"\n".join(lines) + b"\n")
     assert any("out of the order" in w for w in parse_event_log(log).warnings)
+
+
+def test_successful_ends_after_the_application_end_alone_are_said_without_calling_the_log_reordered(tmp_path):
+    """Spark posts the application's end when it stops, and a task that finishes meanwhile comes
+    after it: such a log is in Spark's order, and its warning says what was left out, not that
+    its lines look reordered."""
+    lines = SMALL.read_bytes().splitlines()
+    kind = [ln[10:ln.index(b'"', 10)].decode() for ln in lines]
+    end = kind.index("SparkListenerApplicationEnd")
+    last_task = max(i for i, k in enumerate(kind) if k == "SparkListenerTaskEnd")
+    moved = [*lines[:last_task], *lines[last_task + 1:end + 1], lines[last_task], *lines[end + 1:]]
+    log = tmp_path / SMALL.name
+    log.write_bytes(b"\n".join(moved) + b"\n")
+    warnings = parse_event_log(log).warnings
+    assert ("1 successful task end or stage completion after the application's end, left out of the rows "
+            "(work that finished as the application stopped)") in warnings
+    assert not any("reordered" in w for w in warnings)

@@ -612,19 +612,22 @@ class RunBuilder:
         posts them): a stage's task ends or completion before its submission, events of stages
         or tasks before the application's start, successful task ends and stage
         completions after its end (left out, as the listener, stopped, never sees them). A log
-        whose lines were shuffled had kept 6 of its 8 tasks with no word."""
+        whose lines were shuffled had kept 6 of its 8 tasks with no word. Successful ends after
+        the application's end alone are no sign of reordered lines: Spark posts the end first
+        when it stops, and a task finishing meanwhile follows it."""
+        late = (plural(self.after_end, "successful task end or stage completion",
+                       "successful task ends or stage completions") + " after the application's end, "
+                "left out of the rows") if self.after_end else ""
         said = [f"{plural(n, one, many)} {where}" for n, one, many, where in (
             (self.before_submission, "task end or stage completion", "task ends or stage completions",
              "before the stage's submission"),
             (self.before_start, "stage or task event", None, "before the application's start"),
-            (self.after_end, "successful task end or stage completion",
-             "successful task ends or stage completions", "after the application's end, left out of the rows"),
         ) if n]
         if not said:
-            return []
-        return [(f"events out of the order Spark writes them in: {'; '.join(said)}. The log's lines "
-                 "look reordered (sorted, shuffled, merged from copies): its stage and task rows may be wrong "
-                 "or incomplete; ingest an intact copy of it")]
+            return [f"{late} (work that finished as the application stopped)"] if late else []
+        return [(f"events out of the order Spark writes them in: {'; '.join(said + ([late] if late else []))}. "
+                 "The log's lines look reordered (sorted, shuffled, merged from copies): its stage and task "
+                 "rows may be wrong or incomplete; ingest an intact copy of it")]
 
     def impossible_times(self) -> str | None:
         """What the log holds of times Spark never writes, or None: a task that finished before
