@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import InputError
+
 log = logging.getLogger(__name__)
 
 #: Largest part file; Spark reads one part (or less) per task.
@@ -270,7 +272,8 @@ def ensure_data(name: str, writer: Callable[[Path, int, int], None], nbytes: int
     interruption (Ctrl-C, SIGTERM taken as one) removes the hidden folder on the way out; one
     left by a killed generator is removed by a later generation (:func:`remove_stale`).
 
-    Raises :class:`sparkpredict.errors.InputError` when ``cache_dir`` cannot be written.
+    Raises :class:`sparkpredict.errors.InputError` when ``cache_dir`` cannot be written, or holds
+    something at the data set's name without its manifest (not a complete data set).
     """
     from ..config import cache_error, make_cache_dir
 
@@ -279,6 +282,11 @@ def ensure_data(name: str, writer: Callable[[Path, int, int], None], nbytes: int
     if (final / MANIFEST).is_file():
         return final
     make_cache_dir(cache_dir, DATA_CACHE_FIX)
+    if final.exists() and (not final.is_dir() or any(final.iterdir())):
+        # (a copy cut short, a file): the rename onto it would fail only once the whole data set
+        # was generated, said as "cannot write the cache: Directory not empty"
+        raise InputError(f"the cache holds {str(final)!r} without its {MANIFEST}: not a complete data set",
+                         "remove it; the data set is generated again")
     remove_stale(cache_dir)
     tmp = cache_dir / f".{final.name}.{uuid.uuid4().hex[:8]}.tmp"
     try:
