@@ -329,7 +329,7 @@ def test_a_log_with_times_spark_never_writes_is_stored_with_a_warning_and_not_re
     # replayed straight from the log, it is refused, not read as tasks that took no time
     assert main(["simulate", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert f"error: {bad}: it has " in err and said in err and "fix: replay an intact copy of this log" in err
+    assert f"error: {bad}: it has " in err and said in err and "fix: replay another run's log; if this one was altered, replay an intact copy" in err
     if edit is _finish_before_launch:  # its rows end before they start: the stored run is refused too
         assert main(["simulate", run, "--store", str(st)]) == 2
         assert "task rows that end before they start" in capsys.readouterr().err

@@ -55,9 +55,10 @@ def run(args: argparse.Namespace) -> int:
         if parsed.false_times is not None:
             from ..errors import InputError
 
-            # a replay of them is no answer: Spark never writes such times (the store's refusal
-            # of such rows, in the timeline, named a store this log is not in)
-            raise InputError(f"{args.run}: {parsed.false_times}", "replay an intact copy of this log")
+            # a replay of tasks ending before they start is no answer (the store's refusal of
+            # such rows, in the timeline, named a store this log is not in)
+            raise InputError(f"{args.run}: {parsed.false_times}",
+                             "replay another run's log; if this one was altered, replay an intact copy of it")
         # what the log lacks (a cut end, undecodable data) changes what "recorded" means below
         warnings = list(parsed.warnings)
         t = parsed.tables
