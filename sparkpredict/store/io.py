@@ -108,6 +108,8 @@ _READ_TRIES = 10
 _KEYS: dict[str, tuple[str, ...]] = {"runs": ("run_id",), "stages": ("stage_id",), "tasks": ("stage_id", "task_id"),
                                      "executors": ("executor_id",)}
 _KEYS.update({t: () for t in S.TABLES if t not in _KEYS})
+#: Each table's columns, for the check of every file read (Schema.names builds a new list a call)
+_COLUMNS = {t: frozenset(schema.names) for t, schema in S.TABLES.items()}
 #: Visible batches past which a read warns that one file per batch is slow.
 MANY_BATCHES = 1000
 
@@ -854,7 +856,7 @@ class Store:
     def _read_each(self, table: str, files: list[tuple[str, str]], columns: list[str] | None,
                    run_ids: list[str] | None) -> list[pa.Table | None]:
         """The rows of each (batch, file), in order; None for a file gone since it was listed."""
-        want = set(S.TABLES[table].names)
+        want = _COLUMNS[table]
         wanted = None if run_ids is None else sorted(set(run_ids))
 
         def one(item: tuple[str, str]) -> pa.Table | None:
@@ -926,7 +928,7 @@ class Store:
             # No column of a table was ever removed or renamed in a schema version, so a column
             # the table lacks is another table's file copied here (its run_id made it read as
             # rows of this table, with nulls where its columns differ) or another tool's
-            extra = [n for n in names if n not in S.TABLES[table].names]
+            extra = [n for n in names if n not in _COLUMNS[table]]
             if extra:
                 raise StoreError(f"file {path!r} in the store's {table}/ folder has column(s) the "
                                  f"{table} table does not have ({', '.join(extra[:5])}"
@@ -1225,7 +1227,7 @@ def _damaged_fix(batch: str) -> str:
 
 def _foreign_fix(names: list[str], table: str) -> str:
     """The fix for a file in ``table``'s folder with columns that table does not have."""
-    home = [t for t, schema in S.TABLES.items() if set(names) <= set(schema.names)]
+    home = [t for t, columns in _COLUMNS.items() if columns.issuperset(names)]
     where = f" (its columns are those of the {' or '.join(home)} table)" if home else ""
     return (f"move it out of that folder{where}; if it was copied over the {table} file of that name, "
             "restore that file from a backup. Keep files sparkpredict did not write out of the store folder")
