@@ -126,3 +126,22 @@ def test_a_second_question_of_an_unchanged_store_reads_its_runs_once(tmp_path, m
                         staticmethod(lambda *a, **k: pytest.fail("read the runs of an unchanged store again")))
     second = suggest_executors("etl", "31GB", store=path)
     assert (second.model_name, second.n_runs) == (first.model_name, first.n_runs)
+
+
+def test_a_model_given_with_the_store_keeps_the_stores_note_on_inputs_measured_before_0_3(tmp_path):
+    # the note is the store's runs' (Spark 4's Parquet footers counted as the input), whoever
+    # fitted the model: a folder's model given with the store gets it as a fit of the store does
+    import pandas as pd
+    from test_advise_history import fast_model
+
+    old, old_stages = history(sizes=(0.1, 0.2), repeats=1)
+    old["run_id"] = old["app_id"] = old_stages["run_id"] = "old-" + old["run_id"]
+    new, new_stages = history(sizes=(10, 20, 40), repeats=1)
+    h = (pd.concat([old.assign(sparkpredict_version="0.2.0"), new.assign(sparkpredict_version="0.3.0")],
+                   ignore_index=True).assign(input_bytes_source="measured"),
+         pd.concat([old_stages, new_stages], ignore_index=True))
+    path = make_store(tmp_path / "s", h)
+    for models in (None, {"etl": fast_model(h)}):
+        a = suggest_executors("etl", "30GB", store=path, models=models)
+        (note,) = [w for w in a.warnings if "had their input measured by sparkpredict before 0.3.0" in w]
+        assert note.startswith("8 runs of etl had their input measured"), note
