@@ -145,3 +145,14 @@ def test_a_model_given_with_the_store_keeps_the_stores_note_on_inputs_measured_b
         a = suggest_executors("etl", "30GB", store=path, models=models)
         (note,) = [w for w in a.warnings if "had their input measured by sparkpredict before 0.3.0" in w]
         assert note.startswith("8 runs of etl had their input measured"), note
+
+
+def test_a_store_without_the_jobs_runs_says_nothing_of_dynamic_allocation(tmp_path):
+    # given beside a model, a store that holds none of the job's runs says nothing of how they
+    # ran: the advice does not say that the history used dynamic allocation
+    from test_advise_history import fast_model
+
+    path = make_store(tmp_path / "s", history(job="other", sizes=(1, 2), execs=(1, 2)))
+    a = suggest_executors("etl", "30GB", store=path, models={"etl": fast_model(history())})
+    assert [w for w in a.warnings if "holds no succeeded run of etl" in w]
+    assert not [w for w in a.warnings if "the history used dynamic allocation" in w], a.warnings
