@@ -147,7 +147,7 @@ def test_a_model_given_with_the_store_keeps_the_stores_note_on_inputs_measured_b
         assert note.startswith("8 runs of etl had their input measured"), note
 
 
-def test_a_store_without_the_jobs_runs_says_nothing_of_dynamic_allocation(tmp_path):
+def test_a_model_given_alone_or_with_a_store_without_the_jobs_runs_says_nothing_of_dynamic_allocation(tmp_path):
     # given beside a model, a store that holds none of the job's runs says nothing of how they
     # ran: the advice does not say that the history used dynamic allocation
     from test_advise_history import fast_model
@@ -156,3 +156,6 @@ def test_a_store_without_the_jobs_runs_says_nothing_of_dynamic_allocation(tmp_pa
     a = suggest_executors("etl", "30GB", store=path, models={"etl": fast_model(history())})
     assert [w for w in a.warnings if "holds no succeeded run of etl" in w]
     assert not [w for w in a.warnings if "the history used dynamic allocation" in w], a.warnings
+    # nor does a model given alone, without any store
+    alone = suggest_executors("etl", "30GB", models={"etl": fast_model(history())})
+    assert not [w for w in alone.warnings if "the history used dynamic allocation" in w], alone.warnings
