@@ -159,3 +159,18 @@ def test_a_model_given_alone_or_with_a_store_without_the_jobs_runs_says_nothing_
     # nor does a model given alone, without any store
     alone = suggest_executors("etl", "30GB", models={"etl": fast_model(history())})
     assert not [w for w in alone.warnings if "the history used dynamic allocation" in w], alone.warnings
+
+
+def test_the_latest_runs_one_core_is_the_default_only_a_zero_is_passed_over():
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from sparkpredict.advice_source import HistorySource
+
+    def latest(cores):
+        runs = pd.DataFrame({"executor_cores": cores, "executor_memory_mb": [1024.0] * len(cores)})
+        return HistorySource("etl", SimpleNamespace(), runs).default_column("executor_cores")
+
+    assert latest([4.0, 1.0]) == 1
+    assert latest([4.0, 0.0]) == 4
