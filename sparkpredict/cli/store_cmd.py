@@ -60,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "more per run, ingest one per log) as one batch of about --target-size, whose commit hides "
         "the batches it replaces in the same rename: readers see each row once, before, during "
         "and after. A read opens a file per batch and table: a store of 3,000 one-batch runs read "
-        "each table in about 3 s here, and in 0.01 to 0.18 s compacted (benchmarks/RESULTS.md, "
+        "each table in about 3 s here, and in 0.01 to 0.17 s compacted (benchmarks/RESULTS.md, "
         "store reads). Batches of runs still "
         "going (running, or an incomplete ingested log) are left alone, and so are batches of a "
         "run stored twice (the next ingest keeps one copy) and batches already half of --target-size. The replaced batches' files stay --keep (10m) for "
