@@ -84,15 +84,19 @@ def test_an_empty_folder_at_the_data_sets_name_is_filled(tmp_path):
     assert gen.manifest(final)["bytes"] == 99
 
 
+def _aged_folder(d: Path, name: str) -> Path:
+    """``d`` made with one file ``name``, both last modified in 1970 (long stale)."""
+    d.mkdir()
+    (d / name).write_text("x")
+    for p in (d / name, d):
+        os.utime(p, (1_000_000.0, 1_000_000.0))
+    return d
+
+
 def test_a_link_named_as_a_generation_folder_is_left_alone(tmp_path):
     """remove_stale removes folders, not what a link points at: a link named as ours (a cache
     folder someone linked in) is neither followed nor reported removed."""
-    old = 1_000_000.0
-    target = tmp_path / "elsewhere"
-    target.mkdir()
-    (target / "keep.txt").write_text("x")
-    for p in (target / "keep.txt", target):
-        os.utime(p, (old, old))
+    target = _aged_folder(tmp_path / "elsewhere", "keep.txt")
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / ".sort-s0-1000B.0123abcd.tmp").symlink_to(target, target_is_directory=True)
@@ -103,12 +107,7 @@ def test_a_link_named_as_a_generation_folder_is_left_alone(tmp_path):
 def test_a_generation_folder_whose_file_goes_while_walked_is_not_stale(tmp_path, monkeypatch):
     """A file removed while its folder's age is read means a generator is alive there (it
     renames or cleans up): the folder is young, not removed."""
-    old = 1_000_000.0
-    d = tmp_path / ".sort-s0-1000B.0123abcd.tmp"
-    d.mkdir()
-    (d / "part-00000.txt").write_text("x")
-    for p in (d / "part-00000.txt", d):
-        os.utime(p, (old, old))
+    d = _aged_folder(tmp_path / ".sort-s0-1000B.0123abcd.tmp", "part-00000.txt")
     real_stat = os.stat
 
     def stat(path, *a, **k):
