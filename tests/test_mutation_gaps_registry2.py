@@ -111,3 +111,22 @@ def test_a_registry_row_of_another_artifact_version_is_refused_naming_its_job(st
         R.load_models(st, "a-job")
     assert err.value.message == said
     assert err.value.fix == fix.format(path=st.path)
+
+
+@pytest.mark.parametrize("fix, want", [("restore the store's folder from a backup", "restore the store's folder from a backup"),
+                                       (None, "refit it: `sparkpredict retrain --store")])
+def test_a_loaders_other_error_keeps_its_kind_and_its_own_fix_else_gets_the_refit(st, fix, want):
+    """An error of another kind than a damaged model's (a StoreError from a stage model's store)
+    keeps its class, so a caller may tell them apart, and its own fix; without one it gets the
+    refit, as a damaged model does; either way its message names the artifact and the job."""
+    from types import SimpleNamespace
+
+    def load(doc):
+        raise StoreError("the store went away", fix)
+
+    row = SimpleNamespace(artifact="artifacts/sort-1/runtime.json", job="sort")
+    with pytest.raises(StoreError) as err:
+        R._restore(load, {"model": {}}, row, st)
+    assert type(err.value) is StoreError
+    assert err.value.message == "model artifact 'artifacts/sort-1/runtime.json' of job 'sort': the store went away"
+    assert err.value.fix.startswith(want)
