@@ -306,33 +306,49 @@ def _killed_negative_run_time(ev: dict) -> None:
     (_negative_run_time, "1 task with a negative Executor Run Time (the first: task 3 of stage 0: Executor Run Time -5 ms)"),
     (_stage_completed_before_submitted, "1 stage completed before it was submitted (the first: stage 1 "),
 ])
-def test_a_log_with_times_spark_never_writes_is_stored_with_a_warning_and_not_replayed(tmp_path, capsys, edit, said):
+def test_a_log_with_times_spark_never_writes_is_stored_with_a_warning(tmp_path, capsys, edit, said):
     """A log whose tasks finish before they launch, run a negative time, or whose stage completes
     before its submission was ingested with no word, its task rows keeping durations below zero
     (which `simulate` read as tasks taking no time). A driver's clock stepped back writes such
     times too, and no intact copy of that log exists: it is stored as written, with a warning
-    naming what is wrong, and a replay of it (from the log, or from the store) is refused."""
+    naming what is wrong. A replay, from the log or from the store alike, refuses tasks ending
+    before they start; the other two it does not read, and the log's replay, which had refused
+    them while the stored run's replayed, now answers as the unedited log's does."""
+    import json
+
     from sparkpredict.cli import main
 
     bad = _edited(tmp_path, edit)
     parsed = parse_event_log(bad)
     assert parsed.damage is None and parsed.false_times is not None and said in parsed.false_times
+    backwards = edit is _finish_before_launch
+    assert (parsed.backward_tasks is not None) is backwards
     st = tmp_path / "st"
     capsys.readouterr()
     assert main(["ingest", str(bad), "--store", str(st)]) == 0
     out = capsys.readouterr()
     assert said in out.out + out.err and "times Spark never writes: the driver's clock stepped back" in out.out + out.err
-    assert "`sparkpredict simulate` will not replay this run" in out.out + out.err
+    assert ("`sparkpredict simulate` will not replay this run" in out.out + out.err) is backwards
+    assert "`sparkpredict store edit RUN_ID --exclude` keeps it out of training" in out.out + out.err
     (run,) = store.open(st).runs().run_id
     r = ingest_event_logs(bad, tmp_path / "st2", on_error="raise")
     assert r.files_ingested == 1 and any(said in w for w in r.files[0].warnings)
-    # replayed straight from the log, it is refused, not read as tasks that took no time
-    assert main(["simulate", str(bad)]) == 2
-    err = capsys.readouterr().err
-    assert f"error: {bad}: it has " in err and said in err and "fix: replay another run's log; if this one was altered, replay an intact copy" in err
-    if edit is _finish_before_launch:  # its rows end before they start: the stored run is refused too
+    if backwards:
+        # replayed straight from the log, it is refused, not read as tasks that took no time
+        assert main(["simulate", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert f"error: {bad}: it has " in err and said in err and "fix: replay another run's log; if this one was altered, replay an intact copy" in err
         assert main(["simulate", run, "--store", str(st)]) == 2
         assert "task rows that end before they start" in capsys.readouterr().err
+        return
+    (tmp_path / "plain").mkdir()
+    plain = _edited(tmp_path / "plain", lambda ev: None)
+    answers = []
+    for args in ([str(bad)], [run, "--store", str(st)], [str(plain)]):
+        assert main(["simulate", *args, "--executors", "1,2,4", "--json"]) == 0
+        got = json.loads(capsys.readouterr().out)
+        answers.append([p["predicted_runtime_s"] for p in got["predictions"]])
+    assert answers[0] == answers[1] == answers[2] and len(answers[0]) == 3
 
 
 def test_a_killed_tasks_negative_run_time_is_sparks_own_and_no_warning(tmp_path):

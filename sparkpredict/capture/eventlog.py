@@ -91,9 +91,11 @@ class ParsedLog:
     lines: int
     bytes_uncompressed: int
     damage: str | None = None
-    #: what the log holds of times Spark never writes, or None: stored with a warning, but a
-    #: replay refuses such rows (:meth:`.eventlog_rows.RunBuilder.impossible_times`)
+    #: what the log holds of times Spark never writes, or None: stored with a warning
+    #: (:meth:`.eventlog_rows.RunBuilder.impossible_times`)
     false_times: str | None = None
+    #: the part of ``false_times`` a replay refuses, or None: tasks finishing before they launched
+    backward_tasks: str | None = None
 
 
 # ---- parsing --------------------------------------------------------------------------------
@@ -281,10 +283,11 @@ def _parse_source(source: LogSource) -> ParsedLog:
         raise IngestError(f"{source.path}: {exc}", "ingest Spark event logs only "
                           "(files written by spark.eventLog.enabled=true)") from None
     false_times = builder.impossible_times()
+    backward_tasks = builder.impossible_times(("finish",))
     if false_times is not None:
-        builder.warnings.append(f"{false_times}; stored as written: `sparkpredict simulate` will not "
-                                "replay this run, and `sparkpredict store edit RUN_ID --exclude` keeps it "
-                                "out of training")
+        replay = "`sparkpredict simulate` will not replay this run, and " if backward_tasks else ""
+        builder.warnings.append(f"{false_times}; stored as written: {replay}`sparkpredict store edit "
+                                "RUN_ID --exclude` keeps it out of training")
     run = tables["runs"]
     if run["status"][0].as_py() == "incomplete" and not source.in_progress:
         builder.warnings.append("no SparkListenerApplicationEnd event: recorded as incomplete")
@@ -296,7 +299,7 @@ def _parse_source(source: LogSource) -> ParsedLog:
     return ParsedLog(path=source.path, tables=tables, warnings=builder.warnings,
                      run_id=run["run_id"][0].as_py(), status=run["status"][0].as_py(),
                      fingerprint=fp, lines=builder.lines, bytes_uncompressed=nbytes[0], damage=damage,
-                     false_times=false_times)
+                     false_times=false_times, backward_tasks=backward_tasks)
 
 
 _LOG_START = b'{"Event":"SparkListenerLogStart"'

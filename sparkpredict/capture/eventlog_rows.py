@@ -629,17 +629,20 @@ class RunBuilder:
                  "The log's lines look reordered (sorted, shuffled, merged from copies): its stage and task "
                  "rows may be wrong or incomplete; ingest an intact copy of it")]
 
-    def impossible_times(self) -> str | None:
+    def impossible_times(self, kinds: tuple[str, ...] = ("finish", "run", "stage")) -> str | None:
         """What the log holds of times Spark never writes, or None: a task that finished before
-        it launched, a succeeded task's negative Executor Run Time, a stage completed before it
-        was submitted (each ms of the driver's clock, or a task's own). Ingest stores them as
-        written, with this as a warning: a driver's clock stepped back (an NTP step, a resumed
-        VM) writes them too, and refusing that log would lose its run for good, as no intact
-        copy exists. A replay refuses such a run (a task below zero would take no time)."""
+        it launched (kind ``finish``), a succeeded task's negative Executor Run Time (``run``), a
+        stage completed before it was submitted (``stage``), each ms of the driver's clock or a
+        task's own. Ingest stores them as written, with this as a warning: a driver's clock
+        stepped back (an NTP step, a resumed VM) writes them too, and refusing that log would
+        lose its run for good, as no intact copy exists. A replay refuses the ``finish`` kind
+        alone, as the store's replay does (a task below zero would take no time); it reads
+        neither the run time nor a stage's completion ahead of its own tasks'."""
         nouns = {"finish": ("task finishing before it launched", "tasks finishing before they launched"),
                  "run": ("task with a negative Executor Run Time", "tasks with a negative Executor Run Time"),
                  "stage": ("stage completed before it was submitted", "stages completed before they were submitted")}
-        said = [f"{n:,} {nouns[k][n != 1]} (the first: {first})" for k, (n, first) in self._backwards.items()]
+        said = [f"{n:,} {nouns[k][n != 1]} (the first: {first})" for k, (n, first) in self._backwards.items()
+                if k in kinds]
         if not said:
             return None
         return ("it has " + "; ".join(said) + ", times Spark never writes: the driver's clock stepped "

@@ -52,12 +52,13 @@ def run(args: argparse.Namespace) -> int:
         from ..capture.eventlog import parse_event_log
 
         parsed = parse_event_log(args.run)
-        if parsed.false_times is not None:
+        if parsed.backward_tasks is not None:
             from ..errors import InputError
 
             # a replay of tasks ending before they start is no answer (the store's refusal of
-            # such rows, in the timeline, named a store this log is not in)
-            raise InputError(f"{args.run}: {parsed.false_times}",
+            # such rows, in the timeline, named a store this log is not in); the log's other
+            # false times are no part of a replay, which the stored run's replay does not refuse
+            raise InputError(f"{args.run}: {parsed.backward_tasks}",
                              "replay another run's log; if this one was altered, replay an intact copy of it")
         # what the log lacks (a cut end, undecodable data) changes what "recorded" means below
         warnings = list(parsed.warnings)
