@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from child_signals import sighup_as_from_a_terminal
 
 from sparkpredict import store as store_mod
 
@@ -23,8 +24,9 @@ def _start(store: Path, job: str, log: Path, *args: str) -> subprocess.Popen:
                          str(JOB), "--sleep", "300", *args], store=str(store), job=job)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     # A session of its own, so that the Python driver child can be reaped with its JVM.
-    return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    with sighup_as_from_a_terminal():
+        return subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                                start_new_session=True)
 
 
 def test_killed_drivers_keep_their_first_batch(listener_jar, runs_so_far, tmp_path):

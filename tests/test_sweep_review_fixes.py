@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from child_signals import sighup_as_from_a_terminal
 from test_sweep import SIGNALLED_SWEEP
 
 from sparkpredict import sweep as S
@@ -114,9 +115,10 @@ def _signal_sweep(tmp_path: Path, during: str, signum: int, group: bool = False)
     """A sweep sent ``signum`` while its warm-up's or its first run's job runs; with ``group``,
     its driver JVM too (its process group), as systemd or a closed terminal sends it."""
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    p = subprocess.Popen([sys.executable, "-c", SIGNALLED_SWEEP, str(tmp_path / "store"), str(tmp_path / "cache"),
-                          during, "1"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+    with sighup_as_from_a_terminal():
+        p = subprocess.Popen([sys.executable, "-c", SIGNALLED_SWEEP, str(tmp_path / "store"), str(tmp_path / "cache"),
+                              during, "1"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
     try:
         assert p.stdout is not None and p.stdout.readline().strip() == "RUNNING", p.stderr and p.stderr.read()[-3000:]
         time.sleep(1.0)  # the job's tasks are running
