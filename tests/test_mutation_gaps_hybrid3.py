@@ -60,3 +60,26 @@ def test_the_interval_stands_on_the_fewer_of_its_two_samples_of_errors():
     assert m.max_confidence() == pytest.approx(0.8, rel=1e-12)
     assert m.chance_within(q([2.0], [2.0]), 1e6).tolist() == [pytest.approx(0.9, rel=1e-12)]
     assert law_model().interval_errors() == 19  # no recorded-size errors kept: the one sample
+
+
+# ---- the model of the earlier runs (fit_part) -------------------------------------------------
+
+def test_the_model_of_a_jobs_earlier_runs_looks_for_no_change_of_its_own(monkeypatch):
+    """A fit of 30 runs with start times looks once for a change of regime among its newest
+    runs; the model of its 20 earlier runs that the look fits does not look again among its own
+    (mutant: ``_check_shift`` left True there, a second, nested look per fit)."""
+    from test_mutation_gaps_intervals import _exact_runs
+
+    from sparkpredict.models import regime
+
+    looks = []
+    real = regime.newest_shift
+
+    def counted(*a, **k):
+        looks.append(len(a[2]))  # the training rows of the model that looks
+        return real(*a, **k)
+
+    monkeypatch.setattr(regime, "newest_shift", counted)
+    runs = _exact_runs(sizes=(1, 2, 3, 4, 5, 6), counts=(2, 4, 8, 16, 32))
+    m = JobRuntimeModel(kind="amdahl").fit(runs.assign(start_ms=np.arange(len(runs)) * 1000))
+    assert looks == [30] and m.recent_shift_ is None
