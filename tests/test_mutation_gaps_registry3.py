@@ -1,0 +1,57 @@
+"""Behaviours of the model registry (registry.py) that its third mutation audit found no test
+pinning. The audit generated every one-operator mutant of the module (comparisons, arithmetic,
+constants and short strings moved, ``and``/``or`` swapped, ``not`` dropped, statements dropped,
+functions returning None first), ran an even sample across its functions against the registry's
+JVM-free tests (tests/test_registry.py without its Spark test, test_damaged_models.py,
+test_mutation_gaps_persist.py, test_mutation_gaps_registry*.py), checked each survivor against the
+other JVM-free tests that exercise it, and pins here what none did. Real stores and artifacts
+under tmp_path, written as a retrain writes them (``_reg_row``); no JVM, no timings."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from test_mutation_gaps_persist import _reg_row
+
+from sparkpredict import __version__, store
+from sparkpredict import registry as R
+from sparkpredict.store import schema as S
+
+
+@pytest.fixture
+def st(tmp_path):
+    return store.open(tmp_path / "st", create=True)
+
+
+# ---- artifacts: the document one file holds --------------------------------------------------------
+def test_an_artifact_holds_the_documented_fields_and_reads_back_as_written(st):
+    """The artifact's JSON layout is what ARTIFACT_VERSION versions (docs/retrain.md: each carries
+    its formats' versions): a field renamed or dropped without a version bump would be read by
+    an older sparkpredict as this layout. The rows count from a pandas column (a numpy integer,
+    which JSON cannot write) is stored as its int. Mutants: each key of ``make_artifact``'s
+    document renamed."""
+    model = {"version": 3, "kind": "amdahl"}
+    doc = R.make_artifact("etl daily", R.KIND_STAGE, model, signature="sig-1", trained_on="fp",
+                          trained_on_rows=np.int64(12))
+    assert doc == {"format": "sparkpredict-model", "artifact_version": R.ARTIFACT_VERSION,
+                   "store_schema_version": S.SCHEMA_VERSION, "sparkpredict_version": R.fitted_by(),
+                   "job": "etl daily", "kind": "stage", "signature": "sig-1", "trained_on": "fp",
+                   "trained_on_rows": 12, "model_format_version": 3, "model": model}
+    assert doc["sparkpredict_version"].startswith(f"{__version__}+fit.")
+    rel = R.artifact_relpath("etl daily", R.KIND_STAGE, 1, R.new_retrain_id(), signature="sig-1")
+    R.write_artifact(st, rel, doc)
+    assert R.read_artifact(st, rel, "etl daily") == doc
+
+
+# ---- present_artifacts: a folder that is not there holds nothing --------------------------------
+def test_a_registry_whose_artifacts_folder_is_gone_has_no_artifact_present(st, tmp_path):
+    """A missing artifacts folder is known to hold nothing (every row's model is then stale, and
+    the next plain retrain refits it), not unknown (None: no row judged by its file, so nothing
+    is refit and every load fails). Mutant: ``allow_not_found=True`` -> False in
+    ``present_artifacts`` (the missing folder raised FileNotFoundError, taken as not known)."""
+    row = _reg_row(st, "a-job", R.new_retrain_id())
+    assert R.present_artifacts(st) == {row["artifact"]}
+    shutil.rmtree(f"{st.root}/_models/artifacts")
+    assert R.present_artifacts(st) == set()
+    assert R.present_artifacts(store.open(tmp_path / "fresh", create=True)) == set()
