@@ -55,3 +55,15 @@ def test_a_registry_whose_artifacts_folder_is_gone_has_no_artifact_present(st, t
     shutil.rmtree(f"{st.root}/_models/artifacts")
     assert R.present_artifacts(st) == set()
     assert R.present_artifacts(store.open(tmp_path / "fresh", create=True)) == set()
+
+
+def test_artifacts_that_cannot_be_listed_are_not_known_rather_than_an_error(st):
+    """Where the artifacts cannot be listed (here a file stands in the folder's place) which are
+    there is not known: None, so that no row is judged stale by its file (an empty set would refit
+    every job), and never a bare error from the listing. Mutant: the ``return None`` of
+    ``present_artifacts``' OSError branch dropped (an UnboundLocalError escaped)."""
+    _reg_row(st, "a-job", R.new_retrain_id())
+    shutil.rmtree(f"{st.root}/_models/artifacts")
+    with open(f"{st.root}/_models/artifacts", "w") as f:
+        f.write("not a folder")
+    assert R.present_artifacts(st) is None
