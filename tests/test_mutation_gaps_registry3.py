@@ -67,3 +67,25 @@ def test_artifacts_that_cannot_be_listed_are_not_known_rather_than_an_error(st):
     with open(f"{st.root}/_models/artifacts", "w") as f:
         f.write("not a folder")
     assert R.present_artifacts(st) is None
+
+
+# ---- loading: only the stage models asked for ------------------------------------------------------
+def test_stage_models_of_the_jobs_asked_for_read_no_other_jobs_artifact(st):
+    """``load_stage_models(store, jobs)`` loads those jobs' models only: another job's stage model
+    (here a damaged one, which refuses to load) is not read, so it neither costs its load nor
+    stops the jobs asked for; asked for every job, that one's damage is named. Mutant: the
+    ``reg.job.isin(...)`` filter of ``load_stage_models`` dropped."""
+    from sparkpredict import registry_commit as RC
+    from sparkpredict.errors import SparkPredictError
+    from sparkpredict.models.stages import STAGE_FORMAT_VERSION
+
+    rid = R.new_retrain_id()
+    rel = R.artifact_relpath("b-job", R.KIND_STAGE, 1, rid)
+    R.write_artifact(st, rel, R.make_artifact("b-job", R.KIND_STAGE, {"version": STAGE_FORMAT_VERSION}))
+    stage_row = {**_reg_row(st, "b-job", rid), "model_kind": R.KIND_STAGE, "artifact": rel,
+                 "model_format_version": STAGE_FORMAT_VERSION}
+    RC.commit_update(st, [_reg_row(st, "a-job", rid), stage_row], rid)
+    assert R.load_stage_models(st, "a-job") == {} == R.load_stage_models(st, ["a-job"])
+    with pytest.raises(SparkPredictError, match=f"model artifact {rel!r} of job 'b-job'") as err:
+        R.load_stage_models(st)
+    assert err.value.fix == f"refit it: `sparkpredict retrain --store {st.path} --job b-job --force`"
