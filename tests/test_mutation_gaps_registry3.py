@@ -30,7 +30,7 @@ def test_an_artifact_holds_the_documented_fields_and_reads_back_as_written(st):
     its formats' versions): a field renamed or dropped without a version bump would be read by
     an older sparkpredict as this layout. The rows count from a pandas column (a numpy integer,
     which JSON cannot write) is stored as its int. Mutants: each key of ``make_artifact``'s
-    document renamed."""
+    document renamed, the rows count's default moved."""
     model = {"version": 3, "kind": "amdahl"}
     doc = R.make_artifact("etl daily", R.KIND_STAGE, model, signature="sig-1", trained_on="fp",
                           trained_on_rows=np.int64(12))
@@ -39,6 +39,8 @@ def test_an_artifact_holds_the_documented_fields_and_reads_back_as_written(st):
                    "job": "etl daily", "kind": "stage", "signature": "sig-1", "trained_on": "fp",
                    "trained_on_rows": 12, "model_format_version": 3, "model": model}
     assert doc["sparkpredict_version"].startswith(f"{__version__}+fit.")
+    bare = R.make_artifact("a-job", R.KIND_RUNTIME, {})  # a whole-job model, its runs not given
+    assert (bare["signature"], bare["trained_on"], bare["trained_on_rows"], bare["model_format_version"]) == ("", "", 0, None)
     rel = R.artifact_relpath("etl daily", R.KIND_STAGE, 1, R.new_retrain_id(), signature="sig-1")
     R.write_artifact(st, rel, doc)
     assert R.read_artifact(st, rel, "etl daily") == doc
