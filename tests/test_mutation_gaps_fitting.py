@@ -54,6 +54,32 @@ def test_a_stage_model_fitted_without_a_seed_is_the_one_of_seed_zero(job_tables)
     assert (kind, status) == ("stage", "fit")
     assert art == json.dumps(fit_stage_group(runs, stages, tasks, random_state=0), sort_keys=True)
     assert art != json.dumps(fit_stage_group(runs, stages, tasks, random_state=1), sort_keys=True)
+    # Mutant: fit_stage_group's own default ``random_state`` 0 -> 1
+    assert json.dumps(fit_stage_group(runs, stages, tasks), sort_keys=True) == art
+
+
+def test_the_artifacts_json_has_its_keys_sorted():
+    """The same fit is the same bytes, whichever path ran it. Mutant: ``sort_keys=True`` -> False
+    for the whole-job model's artifact."""
+    ((_, kind, status, art, _),) = fit_group_safe(_raw("a"), kind="amdahl")
+    assert (kind, status) == ("runtime", "fit")
+    assert art == json.dumps(fit_group(_raw("a"), kind="amdahl"), sort_keys=True)
+
+
+def test_no_runs_and_no_stages_are_a_skipped_stage_model_not_a_failed_one():
+    """Mutants: the first ``return None`` of fit_stage_group (no stage rows) deleted, or its
+    check (no rows to read the job's name from: an IndexError, recorded as a failure)."""
+    assert fit_stage_group(_raw().iloc[:0], None, None) is None
+    assert fit_group_safe(_raw().iloc[:0], None, None, stage_models=True, runtime_model=False) == [
+        ("", "stage", "skipped", None, None)]
+
+
+def test_a_single_run_that_read_one_byte_is_enough_for_a_stage_model(job_tables):
+    """Mutant: ``input_bytes > 0`` -> ``> 1`` (a job whose one run that read an input read a
+    byte got no stage model)."""
+    runs, stages, tasks = job_tables
+    doc = fit_stage_group(runs.assign(input_bytes=[0, 0, 0, 1]), stages, tasks)
+    assert doc["meta"]["training_range"]["input_bytes"] == [0, 1]
 
 
 def test_tasks_given_as_a_frame_without_rows_or_columns_are_no_tasks(job_tables):
@@ -61,6 +87,19 @@ def test_tasks_given_as_a_frame_without_rows_or_columns_are_no_tasks(job_tables)
     which refused it for lacking a run_id column)."""
     runs, stages, _ = job_tables
     assert fit_stage_group(runs, stages, pd.DataFrame()) == fit_stage_group(runs, stages, None)
+
+
+def test_a_stage_fit_that_raises_is_the_jobs_failed_stage_model(job_tables, monkeypatch):
+    """Mutant: the "failed" outcome of the stage branch deleted (the stage model vanished from
+    the retrain's outcomes without a word)."""
+    runs, stages, tasks = job_tables
+
+    def bad(*a, **k):
+        raise ValueError("bad stage rows")
+
+    monkeypatch.setattr(fitting, "fit_stage_group", bad)
+    assert fit_group_safe(runs, stages, tasks, stage_models=True, runtime_model=False) == [
+        ("etl", "stage", "failed", None, "ValueError: bad stage rows")]
 
 
 @pytest.mark.parametrize("error", [MemoryError, OSError])
@@ -99,3 +138,12 @@ def test_a_jobs_runs_are_told_without_its_succeeded_ones_and_three_excluded_runs
     assert what == "3 runs are excluded from training"
     assert fix == ("include the runs to learn from again (sparkpredict store edit a b c --include); "
                    "or record a run of the job that succeeds")
+
+
+def test_runs_still_running_are_told_to_end_or_be_set_aside():
+    """Mutant: the fix for running runs deleted (only "record a run of the job that succeeds")."""
+    what, fix = no_succeeded_run(pd.DataFrame({"run_id": ["a", "b"], "status": ["running", "running"]}))
+    assert what == "2 runs are still running"
+    assert fix == ("let the running one end (its last record then says how it ended); a run whose driver is "
+                   "gone for good stays running: `sparkpredict store edit RUN_ID --exclude --ended` sets it "
+                   "aside; or record a run of the job that succeeds")
