@@ -82,3 +82,13 @@ def test_a_weakly_regularised_culprit_model_is_fitted_to_convergence():
     want = converged.predict_proba(evidence)
     got = np.array([[m.host_culprit(runs.iloc[[i]])[k] for k in converged.classes_] for i in range(len(runs))])
     assert got == pytest.approx(want, abs=1e-3)
+
+
+def test_stages_recorded_without_a_baseline_run_time_column_are_scaled_by_their_own():
+    """Mutants: _scale's ``return own`` for a frame without ``base_run_ms``, or its check,
+    deleted (a KeyError on the missing column)."""
+    m = DegradationModel(**KW).fit(_train())  # correction 0: the estimate is the prior alone
+    run = _frame(_stage("x", 0, {"wait_ms": 100.0}, run_ms=400.0)).drop(columns="base_run_ms")
+    assert m.predict(run) == pytest.approx([0.25], abs=1e-12)  # 100 ms more over its own 400 ms
+    # nor a run time of its own: 1 ms per task
+    assert m.predict(run.drop(columns="run_ms")) == pytest.approx([20.0], abs=1e-12)
