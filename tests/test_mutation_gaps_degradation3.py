@@ -92,3 +92,12 @@ def test_stages_recorded_without_a_baseline_run_time_column_are_scaled_by_their_
     assert m.predict(run) == pytest.approx([0.25], abs=1e-12)  # 100 ms more over its own 400 ms
     # nor a run time of its own: 1 ms per task
     assert m.predict(run.drop(columns="run_ms")) == pytest.approx([20.0], abs=1e-12)
+
+
+def test_an_unknown_culprit_model_is_refused_with_the_ones_there_are():
+    """Mutant: the check of ``culprit`` deleted (an unknown name trained the host model)."""
+    from sparkpredict.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        DegradationModel(**dict(KW, culprit="hosts")).fit(_train())
+    assert (e.value.message, e.value.fix) == ("culprit='hosts' is not a culprit model", "use 'host', 'host3' or 'none'")
