@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
             # a replay of tasks ending before they start is no answer (the store's refusal of
             # such rows, in the timeline, named a store this log is not in); the log's other
-            # false times are no part of a replay, which the stored run's replay does not refuse
+            # false times do not move a replay, and the stored run's replay does not refuse them
             raise InputError(f"{args.run}: {parsed.backward_tasks}",
                              "replay another run's log; if this one was altered, replay an intact copy of it")
         # what the log lacks (a cut end, undecodable data) changes what "recorded" means below
