@@ -1,0 +1,50 @@
+"""The whole-job model (models/hybrid.py) at the points a fourth mutation audit found no test
+pinning: each test here failed on a one-operator change of the module that the rest of the
+JVM-free suite let pass. Expected values are worked out by hand; no JVM, no timings.
+"""
+from __future__ import annotations
+
+import numpy as np
+from test_mutation_gaps_intervals import GIB, law_model
+
+from sparkpredict.models.hybrid import _pooled_share
+
+# ---- the share of the runtime that grows, pooled over the counts (_pooled_share) ---------------
+
+
+def test_a_count_whose_curve_is_not_positive_at_the_largest_size_grows_by_no_share():
+    """A count whose curve at the largest size is 0 (no runtime to grow) counts as a share of 0
+    in the median (mutant: a share of 1). ``1 + 3·(S - 1)/E`` at size 5 grows by 12 of 13 s at
+    1 executor and 6 of 7 at 2; at 4 executors the curve is 0: median of 12/13, 6/7, 0 is 6/7
+    (the mutant's 12/13)."""
+
+    def curve(G):
+        return np.where(G["executors"] < 4, 1 + 3 * (G["input_bytes"] - 1) / G["executors"], 0.0)
+
+    F = {"input_bytes": np.array([10.0]), "executors": np.array([1.0])}
+    np.testing.assert_allclose(_pooled_share(curve, F, 5.0, np.array([1.0, 2.0, 4.0])), [6 / 7], rtol=1e-12)
+
+
+def test_the_cache_of_pooled_shares_holds_at_most_64_questions():
+    """Each question beyond the sizes with other columns of its own keeps its pooled share;
+    the 65th clears the cache (mutant: the clear dropped, a cache that grows with every
+    distinct question a long-lived model is asked)."""
+    m = law_model(unrecorded=[], defaults={"executor_cores": 1.0, "executor_memory_mb": 1024.0})
+    for cores in range(1, 66):
+        m.predict({"input_bytes": [8 * GIB], "executors": [2.0], "executor_cores": [float(cores)]})
+        assert len(m._share_cache) == (cores - 1) % 64 + 1
+
+
+# ---- how far a question lies beyond the runs (extrapolation) ---------------------------------
+
+def test_an_extra_column_asked_at_its_largest_value_lies_inside_the_range_even_at_or_below_zero():
+    """A job's own numeric column may be 0 or negative in every run (no positivity asked of
+    extras). Asked at the largest value the runs had, the question is inside the range, 0
+    beyond, not infinitely (mutant: ``v >= hi`` read as above the range, ``v / 0 - 1``); a
+    value above a largest value of 0 or less is as far beyond as a float goes."""
+    gib = {"input_bytes": [GIB, 4 * GIB], "executors": [2.0, 8.0]}
+    for lo, hi in ((-2.0, 0.0), (-2.0, -1.0)):
+        m = law_model(extras=["p"], defaults={"p": lo}, training_range={**gib, "p": [lo, hi]})
+        got = m.extrapolation({"input_bytes": [2 * GIB] * 2, "executors": [4.0] * 2, "p": [hi, hi + 1]})
+        assert got["p"].tolist() == [0.0, np.finfo(float).max]
+        assert got["max"].tolist() == got["p"].tolist()
