@@ -5,6 +5,7 @@ JVM-free suite let pass. Expected values are worked out by hand; no JVM, no timi
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from test_mutation_gaps_intervals import GIB, law_model
 
 from sparkpredict.models.hybrid import _pooled_share
@@ -12,14 +13,16 @@ from sparkpredict.models.hybrid import _pooled_share
 # ---- the share of the runtime that grows, pooled over the counts (_pooled_share) ---------------
 
 
-def test_a_count_whose_curve_is_not_positive_at_the_largest_size_grows_by_no_share():
-    """A count whose curve at the largest size is 0 (no runtime to grow) counts as a share of 0
-    in the median (mutant: a share of 1). ``1 + 3·(S - 1)/E`` at size 5 grows by 12 of 13 s at
-    1 executor and 6 of 7 at 2; at 4 executors the curve is 0: median of 12/13, 6/7, 0 is 6/7
-    (the mutant's 12/13)."""
+@pytest.mark.parametrize("at_four", [0.0, np.inf], ids=["zero", "infinite"])
+def test_a_count_whose_curve_has_no_finite_positive_runtime_at_the_largest_size_grows_by_no_share(at_four):
+    """A count whose curve at the largest size is 0 (no runtime to grow) or infinite (a share
+    of inf/inf) counts as a share of 0 in the median (mutants: a share of 1, for either).
+    ``1 + 3·(S - 1)/E`` at size 5 grows by 12 of 13 s at 1 executor and 6 of 7 at 2; at 4
+    executors the curve is ``at_four``: the median of 12/13, 6/7, 0 is 6/7 (the mutants' 12/13)."""
 
     def curve(G):
-        return np.where(G["executors"] < 4, 1 + 3 * (G["input_bytes"] - 1) / G["executors"], 0.0)
+        with np.errstate(invalid="ignore"):
+            return np.where(G["executors"] < 4, 1 + 3 * (G["input_bytes"] - 1) / G["executors"], at_four)
 
     F = {"input_bytes": np.array([10.0]), "executors": np.array([1.0])}
     np.testing.assert_allclose(_pooled_share(curve, F, 5.0, np.array([1.0, 2.0, 4.0])), [6 / 7], rtol=1e-12)
@@ -48,3 +51,22 @@ def test_an_extra_column_asked_at_its_largest_value_lies_inside_the_range_even_a
         got = m.extrapolation({"input_bytes": [2 * GIB] * 2, "executors": [4.0] * 2, "p": [hi, hi + 1]})
         assert got["p"].tolist() == [0.0, np.finfo(float).max]
         assert got["max"].tolist() == got["p"].tolist()
+
+
+# ---- the prediction below the counts (_below_counts_prediction) -----------------------------
+
+def test_a_question_within_the_counts_evaluates_the_curve_once(monkeypatch):
+    """No row asks for fewer executors than the runs had: the hedge below the counts reads
+    nothing more (mutant: its early return dropped, a second evaluation of the curve on no rows
+    per prediction, which suggest makes several times per candidate)."""
+    m = law_model()
+    calls = []
+    real = m._curve
+
+    def counted(F):
+        calls.append(len(F["executors"]))
+        return real(F)
+
+    monkeypatch.setattr(m, "_curve", counted)
+    np.testing.assert_allclose(m.predict({"input_bytes": [2 * GIB], "executors": [4.0]}), [20.0 * 2 / 4 + 10.0])
+    assert calls == [1]
