@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from test_mutation_gaps_intervals import GIB, law_model
 
-from sparkpredict.models.hybrid import _pooled_share
+from sparkpredict.errors import NotFittedError
+from sparkpredict.models.hybrid import JobRuntimeModel, _pooled_share
 
 # ---- the share of the runtime that grows, pooled over the counts (_pooled_share) ---------------
 
@@ -38,20 +39,34 @@ def test_the_cache_of_pooled_shares_holds_at_most_64_questions():
         assert len(m._share_cache) == (cores - 1) % 64 + 1
 
 
+def test_the_pooled_share_is_computed_only_for_the_pooled_rule_beyond_the_sizes():
+    """A question within the sizes, or beyond them for a model saved with another growth rule,
+    pools no share (mutant: each ``and`` of the condition an ``or``, a share computed and kept
+    for every question)."""
+    inside = {"input_bytes": [2 * GIB], "executors": [4.0]}
+    m = law_model()
+    m.predict(inside)
+    assert getattr(m, "_share_cache", {}) == {}
+    m = law_model(size_growth="linear")
+    np.testing.assert_allclose(m.predict({"input_bytes": [8 * GIB], "executors": [4.0]}), [20.0 * 8 / 4 + 10.0])
+    assert getattr(m, "_share_cache", {}) == {}
+
+
 # ---- how far a question lies beyond the runs (extrapolation) ---------------------------------
 
 def test_an_extra_column_asked_at_its_largest_value_lies_inside_the_range_even_at_or_below_zero():
     """A job's own numeric column may be 0 or negative in every run (no positivity asked of
     extras). Asked at the largest value the runs had, the question is inside the range, 0
     beyond, not infinitely (mutant: ``v >= hi`` read as above the range, ``v / 0 - 1``); a
-    value above a largest value of 0 or less is as far beyond as a float goes."""
+    value above a largest value of 0 or less is as far beyond as a float goes, and one above a
+    largest value between 0 and 1 is ``v / hi - 1`` beyond (mutant: ``hi > 1`` asked, as far
+    as a float goes)."""
     gib = {"input_bytes": [GIB, 4 * GIB], "executors": [2.0, 8.0]}
-    for lo, hi in ((-2.0, 0.0), (-2.0, -1.0)):
+    for lo, hi, beyond in ((-2.0, 0.0, np.finfo(float).max), (-2.0, -1.0, np.finfo(float).max), (0.25, 0.5, 2.0)):
         m = law_model(extras=["p"], defaults={"p": lo}, training_range={**gib, "p": [lo, hi]})
         got = m.extrapolation({"input_bytes": [2 * GIB] * 2, "executors": [4.0] * 2, "p": [hi, hi + 1]})
-        assert got["p"].tolist() == [0.0, np.finfo(float).max]
+        assert got["p"].tolist() == [0.0, beyond]
         assert got["max"].tolist() == got["p"].tolist()
-
 
 # ---- the prediction below the counts (_below_counts_prediction) -----------------------------
 
@@ -70,3 +85,11 @@ def test_a_question_within_the_counts_evaluates_the_curve_once(monkeypatch):
     monkeypatch.setattr(m, "_curve", counted)
     np.testing.assert_allclose(m.predict({"input_bytes": [2 * GIB], "executors": [4.0]}), [20.0 * 2 / 4 + 10.0])
     assert calls == [1]
+
+
+def test_an_unfitted_model_asked_a_chance_says_to_fit_it_before_reading_the_limit():
+    """An unfitted model is refused as such whatever limit it is asked about (mutant:
+    ``chance_within``'s own check dropped, a malformed limit then refused first, as if the
+    limit were all that was wrong)."""
+    with pytest.raises(NotFittedError):
+        JobRuntimeModel().chance_within({"input_bytes": [GIB], "executors": [2.0]}, "soon")
