@@ -39,6 +39,26 @@ def test_the_cache_of_pooled_shares_holds_at_most_64_questions():
         assert len(m._share_cache) == (cores - 1) % 64 + 1
 
 
+
+def test_a_question_asked_again_reuses_its_pooled_share(monkeypatch):
+    """The pooled share of a question beyond the sizes is worked out once and read back for the
+    same question, its interval and its advice (mutant: the cache never read, the median over
+    the counts worked out again at each prediction)."""
+    from sparkpredict.models import hybrid
+
+    pooled = []
+    real = hybrid._pooled_share
+
+    def counted(*a):
+        pooled.append(len(a[3]))  # the runs' executor counts it pools over
+        return real(*a)
+
+    monkeypatch.setattr(hybrid, "_pooled_share", counted)
+    m = law_model()
+    beyond = {"input_bytes": [8 * GIB], "executors": [4.0]}
+    assert m.predict(beyond).tolist() == m.predict(beyond).tolist()
+    assert pooled == [2]
+
 def test_the_pooled_share_is_computed_only_for_the_pooled_rule_beyond_the_sizes():
     """A question within the sizes, or beyond them for a model saved with another growth rule,
     pools no share (mutant: each ``and`` of the condition an ``or``, a share computed and kept
