@@ -113,3 +113,32 @@ def test_an_unfitted_model_asked_a_chance_says_to_fit_it_before_reading_the_limi
     limit were all that was wrong)."""
     with pytest.raises(NotFittedError):
         JobRuntimeModel().chance_within({"input_bytes": [GIB], "executors": [2.0]}, "soon")
+
+
+# ---- fitting ---------------------------------------------------------------------------------
+
+def test_a_fit_left_with_just_enough_runs_still_says_it_dropped_some(caplog):
+    """5 runs, one without a runtime: the 4 left (MIN_RUNS, just enough to fit) make a model, and
+    the fit says it dropped one of 5 (mutant: the warning only with more than MIN_RUNS left, a
+    model of fewer runs than recorded that does not say why)."""
+    from test_mutation_gaps_intervals import _exact_runs
+
+    runs = _exact_runs(sizes=(1, 2), counts=(2, 4))
+    runs.loc[len(runs)] = [3 * GIB, 4.0, 0.0]
+    with caplog.at_level("WARNING", logger="sparkpredict.models.hybrid"):
+        m = JobRuntimeModel(kind="amdahl").fit(runs)
+    assert (m.n_runs_, m.dropped_runs_) == (4, 1)
+    assert [r.getMessage().startswith("dropped 1 of 5 runs") for r in caplog.records] == [True]
+
+
+# ---- the flat sizes' check (_flat_rows) --------------------------------------------------------
+
+def test_a_question_below_one_and_a_half_times_the_largest_size_is_not_flat_without_reading_the_curve(monkeypatch):
+    """Only a question at least 1.5x the largest size can be flat beyond the sizes; one short of
+    it is answered False with no evaluation of the curve (mutant: the early return dropped, the
+    curve read three times for an answer known before)."""
+    m = law_model()
+    calls = []
+    monkeypatch.setattr(m, "_curve", lambda F: calls.append(1))
+    assert m.flat_beyond_sizes({"input_bytes": [5.9 * GIB], "executors": [4.0]}).tolist() == [False]
+    assert calls == []
