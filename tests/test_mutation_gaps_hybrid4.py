@@ -142,3 +142,23 @@ def test_a_question_below_one_and_a_half_times_the_largest_size_is_not_flat_with
     monkeypatch.setattr(m, "_curve", lambda F: calls.append(1))
     assert m.flat_beyond_sizes({"input_bytes": [5.9 * GIB], "executors": [4.0]}).tolist() == [False]
     assert calls == []
+
+
+def test_runs_of_several_jobs_are_refused_naming_the_first_five():
+    """Runs of 6 jobs given to one model: the refusal counts them and names the first five in
+    order (mutant: six named), with the fix of one model per job."""
+    from sparkpredict.errors import InputError
+
+    runs = {"input_bytes": [GIB] * 6, "executors": [2.0] * 6, "runtime_s": [10.0] * 6, "job": list("fedcba")}
+    with pytest.raises(InputError) as got:
+        JobRuntimeModel().fit(runs)
+    assert got.value.message == "runs of 6 jobs given to one model: ['a', 'b', 'c', 'd', 'e']"
+    assert got.value.fix == "fit one model per job (sparkpredict.models.persist.fit_all)"
+
+
+def test_a_deadline_given_as_a_duration_is_read_as_its_seconds():
+    """``"45m"`` is 2,700 s (mutant: the parser's import dropped, a NameError for any duration)."""
+    m = law_model()
+    at = {"input_bytes": [2 * GIB], "executors": [4.0]}
+    np.testing.assert_array_equal(m.chance_within(at, "45m"), m.chance_within(at, 2700.0))
+    np.testing.assert_array_equal(m.chance_within(at, "19s"), m.chance_within(at, 19.0))
