@@ -162,3 +162,19 @@ def test_a_deadline_given_as_a_duration_is_read_as_its_seconds():
     at = {"input_bytes": [2 * GIB], "executors": [4.0]}
     np.testing.assert_array_equal(m.chance_within(at, "45m"), m.chance_within(at, 2700.0))
     np.testing.assert_array_equal(m.chance_within(at, "19s"), m.chance_within(at, 19.0))
+
+
+def test_a_regressor_learns_from_runs_at_two_executor_counts():
+    """Two executor counts are enough for a regressor (only one is refused; mutant: two refused
+    as well)."""
+    from test_mutation_gaps_intervals import _exact_runs
+
+    m = JobRuntimeModel(kind="kernel_ridge").fit(_exact_runs(sizes=(1, 2, 4), counts=(2, 4)))
+    assert (m.name_, m.n_runs_, m.training_range_["executors"]) == ("kernel_ridge", 6, (2.0, 4.0))
+
+
+def test_a_model_saved_before_dropped_runs_were_counted_loads_with_none_dropped():
+    """A saved model without ``dropped_runs`` (saved before it was kept) dropped none (mutant: 1)."""
+    d = law_model().to_dict()
+    del d["dropped_runs"]
+    assert JobRuntimeModel.from_dict(d).dropped_runs_ == 0
