@@ -589,7 +589,53 @@ class Store:
             if leftover or (batch is not None and batch not in committed and batch not in recent
                             and info.path not in held_paths):
                 out.append(info.path)
+        self.check_uncommitted_copies(out)
         return self.replaced_files(min_age_s) + sorted(out)
+
+    def check_uncommitted_copies(self, paths: list[str]) -> None:
+        """Raise :class:`StoreError` when a compacted batch among ``paths`` (files without a runs
+        file) holds rows of runs that no committed batch holds: its runs file was lost (deleted
+        by hand, a sync tool), after a clean had removed the batches it replaced, and its other
+        files are their last copy. A compaction that died before its commit copied rows that
+        are still read, so its files go. Told by the rows, not by the footers' lineage, which
+        later compactions and cleans rewrite."""
+        by_batch: dict[str, list[str]] = {}
+        for path in paths:
+            batch = _batch_of(path.rsplit("/", 1)[-1])
+            if batch is not None and is_compacted(batch):
+                by_batch.setdefault(batch, []).append(path)
+        if not by_batch:  # the usual answer: spares a read of every runs file
+            return
+        stored = set(cast(pa.Table, self.read(S.COMMIT_TABLE, form="arrow", columns=["run_id"]))
+                     .column("run_id").to_pylist())
+        for batch in sorted(by_batch):
+            held: set[str] = set()
+            for path in by_batch[batch]:
+                try:
+                    with self.fs.open_input_file(path) as f:
+                        pf = pq.ParquetFile(f)
+                        if "run_id" in pf.schema_arrow.names:
+                            held.update(pf.read(columns=["run_id"]).column("run_id").to_pylist())
+                except FileNotFoundError:
+                    continue
+                except (OSError, ValueError, pa.ArrowException) as exc:
+                    # unreadable: nothing tells its rows are held elsewhere, so it stays
+                    raise StoreError(f"unreadable file {path!r} of compacted batch {batch!r}, whose runs "
+                                     f"file is missing from store {store_for_display(self.path)!r}: {exc}",
+                                     f"restore runs/part-{batch}.parquet and this file from a backup; "
+                                     "`store clean` removes nothing until then") from exc
+            lost = sorted(r for r in held - stored if r is not None)
+            if not lost:
+                continue
+            tables = sorted({p.rsplit("/", 2)[-2] for p in by_batch[batch]})
+            shown = ", ".join(lost[:3]) + (f", ... ({len(lost)} in all)" if len(lost) > 3 else "")
+            raise StoreError(f"the runs file of compacted batch {batch!r} is missing from store "
+                             f"{store_for_display(self.path)!r}: its {', '.join(tables)} file(s) hold the "
+                             f"only copy of the rows of {len(lost)} run(s) no committed batch holds ({shown})",
+                             f"restore runs/part-{batch}.parquet from a backup: its runs read again whole; "
+                             "`store clean` removes none of that batch's files until then. To give those "
+                             f"runs up instead, move its files (part-{batch}.parquet, in every table folder) "
+                             "out of the store folder")
 
     def remove_orphans(self, min_age_s: float = 600.0, found: list[str] | None = None) -> list[str]:
         """Delete :meth:`orphans` (or ``found``, what it listed a moment ago); returns the paths
