@@ -74,12 +74,26 @@ def spark_path(st: store_io.Store) -> str:
     return "".join("\\" + c if c in _GLOB_CHARS else c for c in path)
 
 
-def _spark_schema(table: str):
+def _spark_schema(table: str, fields: Iterable[pa.Field] | None = None):
+    """``table``'s schema (or just ``fields``) as Spark's read schema."""
     from pyspark.sql import types as T
 
     m = {pa.string(): T.StringType(), pa.int64(): T.LongType(), pa.int32(): T.IntegerType(),
          pa.float64(): T.DoubleType(), pa.bool_(): T.BooleanType()}
-    return T.StructType([T.StructField(f.name, m[f.type], True) for f in S.TABLES[table]])
+    return T.StructType([T.StructField(f.name, m[f.type], True) for f in (S.TABLES[table] if fields is None else fields)])
+
+
+def _planted_columns(table: str) -> list[pa.Field]:
+    """The columns ``table`` lacks of the other tables whose files have a run id and ``table``'s
+    keys (:data:`~sparkpredict.store.io._KEYS`): such a file copied into ``table``'s folder passes
+    the check of its keys, and Spark, reading ``table``'s columns, sees none of its own. The
+    others' files lack a key, which that check finds."""
+    need = {"run_id", *store_io._KEYS[table]}
+    out: dict[str, pa.Field] = {}
+    for other, schema in S.TABLES.items():
+        if other != table and need.issubset(schema.names):
+            out.update((f.name, f) for f in schema if f.name not in S.TABLES[table].names and f.name not in out)
+    return list(out.values())
 
 
 def _visible_batches(spark: Any, st: store_io.Store, used: set[str] | None = None):
@@ -105,23 +119,77 @@ def _batch(col):
     return F.regexp_extract(col, r"^part-(.*)\.parquet$", 1)
 
 
+def _parts(spark: Any, st: store_io.Store, table: str, visible: Any, fields: Iterable[pa.Field] | None = None,
+           row_index: bool = False):
+    """The rows of ``table``'s part files of the ``visible`` batches (``fields``, default every
+    column; a column a file lacks reads as null) with their file's name (``_file``), and with
+    ``row_index`` their place in it (``_row``)."""
+    from pyspark.sql import functions as F
+
+    rows = (spark.read.schema(_spark_schema(table, fields)).option("pathGlobFilter", "part-*.parquet")
+            .option("ignoreMissingFiles", "true")
+            .parquet(f"{spark_path(st)}/{table}").withColumn("_file", F.col("_metadata.file_name")))
+    if row_index:
+        rows = rows.withColumn("_row", F.col("_metadata.row_index"))
+    return (rows.withColumn("_batch", _batch(F.col("_file"))).join(F.broadcast(visible), "_batch", "left_semi")
+            .drop("_batch"))
+
+
+def _refuse_damaged(spark: Any, st: store_io.Store, table: str, visible: Any) -> None:
+    """Refuse ``table``'s files of the ``visible`` batches that :meth:`Store.read` refuses, with
+    its error: a foreign file (no run_id), another table's file copied there, rows without their
+    key (:data:`~sparkpredict.store.io._KEYS`). Spark reads every file with the table's columns, so
+    a missing column reads as nulls and one the table lacks is never seen: the fit read these files
+    as rows of the table, or dropped them, silently.
+
+    One Spark job, not a second read of the table: the names of the files with a row whose key or
+    run id is null, or (of the tables another table's file with their keys could be copied into:
+    runs, stages) with a value in a column of such a table. Of ``tasks`` Parquet skips each row
+    group whose statistics count no null, so a sound file costs its footer; of ``runs`` and
+    ``stages`` (the other tables' columns are in no sound file, which stops that skipping) it
+    costs their key columns too. A global aggregate, so that the job's last stage is one task,
+    however many shuffle partitions the session has. The driver then makes the local read's
+    checks of each file found, in its order: the footer's (no column read), then the rows
+    without a key, counted in Spark. Columns no table has (another tool's file with the table's
+    keys) stay unseen: only every file's footer shows them."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    keys = list(dict.fromkeys(["run_id", *store_io._KEYS[table]]))
+    planted = _planted_columns(table)
+    damage = reduce(lambda a, b: a | b, [F.col(k).isNull() for k in keys] + [F.col(f.name).isNotNull() for f in planted])
+    found = (_parts(spark, st, table, visible, [S.TABLES[table].field(k) for k in keys] + planted)
+             .where(damage))
+    for name in sorted(found.agg(F.collect_set("_file")).first()[0]):
+        batch = store_io._batch_of(name)
+        assert batch is not None  # the read's glob: part-*.parquet
+        path = f"{st._dir(table)}/{name}"
+        # a file without a key may be foreign or another table's, which its footer names; one
+        # gone since Spark read it went with its batch, for which the caller reads again
+        if st._read_each(table, [(batch, path)], [], None) == [None]:
+            continue
+        nulls = (found.where(F.col("_file") == name)
+                 .agg(*[F.sum(F.col(k).isNull().cast("long")).alias(k) for k in keys]).first())
+        for key in store_io._KEYS[table]:
+            if nulls[key]:
+                raise st.without_key(path, table, batch, key, nulls[key])
+
+
 def read_runs_spark(spark: Any, st: store_io.Store, used: set[str] | None = None):
     """The committed runs of the store as a Spark DataFrame, latest row per run_id.
 
     Every visible ``runs/part-*.parquet`` (one a compaction replaced is not) is a commit mark,
     so all of them are read; ties on ``updated_ms`` go to the later batch (file name), as in
-    :meth:`Store.read`.
+    :meth:`Store.read`. A damaged file is refused as :meth:`Store.read` refuses it
+    (:func:`_refuse_damaged`), before the DataFrame is returned.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     visible = _visible_batches(spark, st, used)
-    df = (spark.read.schema(_spark_schema("runs")).option("pathGlobFilter", "part-*.parquet")
-          .option("ignoreMissingFiles", "true")
-          .parquet(f"{spark_path(st)}/runs").withColumn("_file", F.col("_metadata.file_name"))
-          .withColumn("_row", F.col("_metadata.row_index"))
-          .withColumn("_batch", _batch(F.col("_file"))).join(F.broadcast(visible), "_batch", "left_semi")
-          .drop("_batch"))
+    _refuse_damaged(spark, st, "runs", visible)
+    df = _parts(spark, st, "runs", visible, row_index=True)
     # a compacted runs file holds a run's rows in their batches' order: the row breaks a tie there
     w = Window.partitionBy("run_id").orderBy(F.col("updated_ms").desc_nulls_last(), F.col("_file").desc(),
                                              F.col("_row").desc())
@@ -133,16 +201,13 @@ def read_runs_spark(spark: Any, st: store_io.Store, used: set[str] | None = None
 
 def read_committed_spark(spark: Any, st: store_io.Store, table: str, used: set[str] | None = None):
     """Rows of ``stages``/``tasks``/``executors`` whose batch a reader reads: it has a runs
-    file (the commit protocol), and no compaction replaced it."""
-    from pyspark.sql import functions as F
-
+    file (the commit protocol), and no compaction replaced it. A damaged file is refused as
+    :meth:`Store.read` refuses it (:func:`_refuse_damaged`), before the DataFrame is returned."""
     # the visible batches are listed before Spark lists the parts: a batch committed by then
     # has its parts written, and a replaced one's files stay a while after its compaction
     visible = _visible_batches(spark, st, used)
-    rows = (spark.read.schema(_spark_schema(table)).option("pathGlobFilter", "part-*.parquet")
-            .option("ignoreMissingFiles", "true")
-            .parquet(f"{spark_path(st)}/{table}").withColumn("_batch", _batch(F.col("_metadata.file_name"))))
-    return rows.join(F.broadcast(visible), "_batch", "left_semi").drop("_batch")
+    _refuse_damaged(spark, st, table, visible)
+    return _parts(spark, st, table, visible).drop("_file")
 
 
 def retrain_spark(store: Any = None, *, spark: Any = None, master: str | None = None, force: bool = False,

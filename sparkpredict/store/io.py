@@ -939,11 +939,16 @@ class Store:
                     continue
                 nulls = t.column(key).null_count if key in t.column_names else t.num_rows
                 if nulls:
-                    raise StoreError(f"file {path!r} of the store's {table} has {nulls} row(s) without "
-                                     f"a {key.replace('_', ' ')}", self._damaged_fix_of(table, batch))
+                    raise self.without_key(path, table, batch, key, nulls)
             return t
 
         return _overlapped(one, files)
+
+    def without_key(self, path: str, table: str, batch: str, key: str, nulls: int) -> StoreError:
+        """The refusal of ``table``'s file ``path`` (of ``batch``) whose ``nulls`` rows have no ``key``
+        (one of :data:`_KEYS`): a read's, and the Spark retrain's, which counts them in Spark."""
+        return StoreError(f"file {path!r} of the store's {table} has {nulls} row(s) without "
+                          f"a {key.replace('_', ' ')}", self._damaged_fix_of(table, batch))
 
     def _damaged_fix_of(self, table: str, batch: str) -> str:
         """:func:`_damaged_fix`, or, for a file read without its batch's runs file (rows an older
