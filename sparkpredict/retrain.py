@@ -65,11 +65,11 @@ log = logging.getLogger(__name__)
 #: Jobs to refit at or above which Spark (``local[*]``) beats the local loop on a 2-core
 #: machine, JVM start-up included, for the default ``auto`` models (and the ML kinds): measured
 #: 221 by benchmarks/retrain_scaling.py on 1,000 jobs (quiet machine; see docs/retrain.md), then
-#: 167 (Intel Xeon, 2026-11-30) and 269 (AMD EPYC, 2026-12-02).
+#: 167 (Intel Xeon, 2026-11-30), 269 (AMD EPYC, 2026-12-02) and 260 (AMD EPYC, 2026-12-07).
 CROSSOVER_JOBS = 220
 #: The same for a single equation (``kind="amdahl"``, ...): each fit is ~10x cheaper, so Spark's
 #: start-up takes more jobs to pay back: measured 1,279 and 1,806 (Intel Xeon, 2026-11-29/30) and
-#: 3,691 (AMD EPYC, 2026-12-02, whose local loop is relatively faster); 2,600 lies within a
+#: 3,691 and 2,237 (AMD EPYC, 2026-12-02/07, whose local loop is relatively faster); 2,600 lies within a
 #: factor 2 of each, where the Spark path loses or wins by seconds either way.
 CROSSOVER_JOBS_EQUATION = 2600
 CROSSOVER_ENV = "SPARKPREDICT_RETRAIN_CROSSOVER"
