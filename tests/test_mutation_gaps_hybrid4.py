@@ -90,12 +90,9 @@ def test_an_extra_column_asked_at_its_largest_value_lies_inside_the_range_even_a
 
 # ---- the prediction below the counts (_below_counts_prediction) -----------------------------
 
-def test_a_question_within_the_counts_evaluates_the_curve_once(monkeypatch):
-    """No row asks for fewer executors than the runs had: the hedge below the counts reads
-    nothing more (mutant: its early return dropped, a second evaluation of the curve on no rows
-    per prediction, which suggest makes several times per candidate)."""
-    m = law_model()
-    calls = []
+def count_curve_calls(monkeypatch, m) -> list[int]:
+    """The rows of each evaluation of ``m``'s curve from now on (a list filled as it is read)."""
+    calls: list[int] = []
     real = m._curve
 
     def counted(F):
@@ -103,6 +100,15 @@ def test_a_question_within_the_counts_evaluates_the_curve_once(monkeypatch):
         return real(F)
 
     monkeypatch.setattr(m, "_curve", counted)
+    return calls
+
+
+def test_a_question_within_the_counts_evaluates_the_curve_once(monkeypatch):
+    """No row asks for fewer executors than the runs had: the hedge below the counts reads
+    nothing more (mutant: its early return dropped, a second evaluation of the curve on no rows
+    per prediction, which suggest makes several times per candidate)."""
+    m = law_model()
+    calls = count_curve_calls(monkeypatch, m)
     np.testing.assert_allclose(m.predict({"input_bytes": [2 * GIB], "executors": [4.0]}), [20.0 * 2 / 4 + 10.0])
     assert calls == [1]
 

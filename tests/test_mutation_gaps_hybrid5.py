@@ -7,6 +7,7 @@ are worked out by hand; no JVM, no timings.
 from __future__ import annotations
 
 import numpy as np
+from test_mutation_gaps_hybrid4 import count_curve_calls
 from test_mutation_gaps_intervals import GIB, _exact_runs, law_model
 
 from sparkpredict.models.hybrid import JobRuntimeModel
@@ -58,14 +59,7 @@ def test_a_question_at_the_largest_size_is_no_question_beyond_it(monkeypatch):
     is worked out or kept (mutants: ``>`` read as ``>=`` in ``_capped`` or in
     ``capped_beyond_sizes``, the share of a growth of nothing computed, the curve read again)."""
     m = law_model()
-    calls = []
-    real = m._curve
-
-    def counted(F):
-        calls.append(len(F["executors"]))
-        return real(F)
-
-    monkeypatch.setattr(m, "_curve", counted)
+    calls = count_curve_calls(monkeypatch, m)
     np.testing.assert_allclose(m.predict({"input_bytes": [4 * GIB], "executors": [4.0]}), [20.0 * 4 / 4 + 10.0])
     assert calls == [1]
     assert getattr(m, "_share_cache", {}) == {}
