@@ -4,6 +4,7 @@ them, the last copy of those runs' stage, task and executor rows. A clean now re
 the file to restore; a compaction that died before its commit still has its files cleaned."""
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -107,3 +108,42 @@ def test_a_dead_compaction_whose_sources_a_later_one_merged_and_removed_is_clean
     assert {Path(p).name for p in gone} == {f"part-{dead}.parquet"}
     for t in TABLES:
         pd.testing.assert_frame_equal(_keyed(st.read(t)), before[t])
+
+
+def _summary(capsys, root: Path, *extra: str) -> tuple[str, str]:
+    capsys.readouterr()
+    assert main(["store", "summary", "--store", str(root), *extra]) == 0
+    got = capsys.readouterr()
+    return got.out, got.err
+
+
+def test_store_summary_warns_of_the_runs_a_lost_runs_file_hides_until_it_is_restored(lost, capsys):
+    """A read shows such runs as gone without a word; the summary, where a user looks for
+    them, names them and the file to restore, in text and in --json."""
+    st, batch, _ = lost
+    root = Path(st.path)
+    out, err = _summary(capsys, root)
+    assert out.startswith(f"store {st.path}: 0 runs")
+    assert (f"warning: 4 runs (app-0000, app-0001, app-0002, ...) missing from this summary and from "
+            f"every read: the runs file of compacted batch {batch} is gone, its executors, stages, tasks "
+            f"file(s) hold their only copy; restore runs/part-{batch}.parquet from a backup") in err
+    out, _ = _summary(capsys, root, "--json")
+    assert json.loads(out)["lost"] == [{
+        "batch": batch, "tables": ["executors", "stages", "tasks"],
+        "run_ids": ["app-0000", "app-0001", "app-0002", "app-0003"],
+        "fix": f"restore runs/part-{batch}.parquet from a backup: its runs read again whole"}]
+    shutil.move(root.parent / "aside" / f"part-{batch}.parquet", root / "runs")
+    out, err = _summary(capsys, root)
+    assert out.startswith(f"store {st.path}: 4 runs") and "warning" not in err
+    assert json.loads(_summary(capsys, root, "--json")[0])["lost"] == []
+
+
+def test_store_summary_says_nothing_of_a_compaction_that_died_before_its_commit(tmp_path, capsys):
+    """Its rows are read from the batches it copied: no run is missing, so no false alarm."""
+    st = _copies(tmp_path, 4)
+    C.compact(st)
+    batch = _compacted(st)
+    _runs_file(st, batch).unlink()
+    assert st.lost_copies() == []
+    out, err = _summary(capsys, Path(st.path))
+    assert out.startswith(f"store {st.path}: 4 runs") and "warning" not in err

@@ -147,7 +147,7 @@ def test_the_jobs_table_counts_runs_as_store_summary_does_and_names_the_jobs_lef
     from sparkpredict.cli.store_cmd import store_summary
 
     res, page, out, *_ = report
-    per_job, _, _ = store_summary(str(report[-1]))
+    per_job, _, _, _ = store_summary(str(report[-1]))
     summary = {r.job: (r.runs, r.succeeded) for r in per_job.itertuples()}
     assert summary["Spark shell"] == (2, 1) and summary["Databricks Shell"] == (1, 0)
     rows = re.findall(r"<a href='#[^']+'>([^<]*)</a></td><td>(\d+)</td><td>(\d+)</td>", page)

@@ -295,7 +295,7 @@ def test_summary_json_gives_the_same_data_in_base_units(tmp_path, capsys):
     store.open(tmp_path / "empty", create=True)
     assert main(["store", "summary", "--store", str(tmp_path / "empty"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"store": str(tmp_path / "empty"), "runs": 0,
-                                                   "jobs": [], "latest": [], "excluded": []}
+                                                   "jobs": [], "latest": [], "excluded": [], "lost": []}
     assert main(["store", "summary", "--store", str(tmp_path / "st"), "--json", "--last", "0"]) == 2
     cap = capsys.readouterr()
     assert json.loads(cap.out) == {"error": "--last 0: the number of latest runs to list must be at least 1",

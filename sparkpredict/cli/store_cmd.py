@@ -29,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "succeeded runs; null without one), input_bytes_min, input_bytes_max (over "
                        "runs that recorded an input), last_start_ms}], latest: [{run_id, job, status, "
                        "start_ms, input_bytes, executors, wall_ms, num_tasks}], excluded: [{run_id, "
-                       "job}] (every run excluded from training, oldest first)}, numbers in base units "
+                       "job}] (every run excluded from training, oldest first), lost: [{batch, tables, run_ids, fix}] (runs "
+                       "no read sees, as a compacted batch's runs file is missing; also warned of on "
+                       "stderr without --json)}, numbers in base units "
                        "(bytes, ms, epoch ms), null where nothing was recorded; an error is {error, "
                        "fix} on stdout.")
     s.add_argument("--store", help="history store path or URI (default: spark.sparkpredict.store of spark-defaults.conf, else $SPARKPREDICT_STORE, else ~/.sparkpredict/store)")
@@ -127,7 +129,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def store_summary(store: str | None = None):
-    """(per-job table, runs table, store path), the tables as pandas DataFrames. Per job:
+    """(per-job table, runs table, store path, lost), the tables as pandas DataFrames. ``lost``:
+    (batch, tables, run ids) of each compacted batch whose runs file is missing, whose runs
+    the tables leave out (:meth:`~sparkpredict.store.Store.lost_copies`). Per job:
     runs, succeeded, runs_by_status (status -> count), last_start_ms, median_wall_ms (of
     succeeded runs only: a cancelled run's seconds are no runtime; NaN without one),
     input_bytes_min and input_bytes_max (over runs that recorded an input)."""
@@ -135,8 +139,9 @@ def store_summary(store: str | None = None):
 
     st = store_mod.open(store)
     runs = st.runs()
+    lost = st.lost_copies()
     if runs.empty:
-        return runs, runs, st.path
+        return runs, runs, st.path, lost
     ok = runs["status"] == "succeeded"
     recorded = runs["input_bytes"].where(runs["input_bytes"] > 0)
     per_job = runs.assign(ok_wall_ms=runs["wall_ms"].where(ok), recorded_input=recorded).groupby(
@@ -148,7 +153,7 @@ def store_summary(store: str | None = None):
         median_wall_ms=("ok_wall_ms", "median"),
         input_bytes_min=("recorded_input", "min"),
         input_bytes_max=("recorded_input", "max")).reset_index()
-    return per_job, runs, st.path
+    return per_job, runs, st.path, lost
 
 
 def _summary(args: argparse.Namespace) -> int:
@@ -157,20 +162,28 @@ def _summary(args: argparse.Namespace) -> int:
     from ..config import shown_job
     from ..errors import InputError
     from ..features.runs import executors_and_cores
+    from ..store.io import lost_runs_fix
     from ..units import format_duration, format_executors, plural
 
     if args.last < 1:  # pandas' tail(-3) would list all but 3, tail(0) none
         raise InputError(f"--last {args.last}: the number of latest runs to list must be at least 1",
                          "give --last 1 or more (default 10)")
-    per_job, runs, path = store_summary(args.store)
+    per_job, runs, path, lost = store_summary(args.store)
     latest = runs
     if not runs.empty:
         latest = runs.sort_values("start_ms").tail(args.last)
         latest = latest.assign(executors=executors_and_cores(latest)[0])
     if args.json:
-        _print_summary_json(path, per_job, runs, latest)
+        _print_summary_json(path, per_job, runs, latest, lost)
         return 0
     print(f"store {path}: {plural(len(runs), 'run')}")
+    for batch, tables, run_ids in lost:
+        # the one place a user looks for runs gone missing; a read would need a listing of
+        # another table to tell this from a compaction committing, on every read
+        shown = ", ".join(run_ids[:3]) + (", ..." if len(run_ids) > 3 else "")
+        print(f"warning: {plural(len(run_ids), 'run')} ({shown}) missing from this summary and from every "
+              f"read: the runs file of compacted batch {batch} is gone, its {', '.join(tables)} file(s) "
+              f"hold their only copy; {lost_runs_fix(batch)}", file=sys.stderr)
     if runs.empty:
         return 0
 
@@ -336,7 +349,7 @@ def _bytes_column(values: Any) -> Callable[[float], str]:
     return lambda n: format_bytes_in(n, False)
 
 
-def _print_summary_json(path: str, per_job: Any, runs: Any, latest: Any) -> None:
+def _print_summary_json(path: str, per_job: Any, runs: Any, latest: Any, lost: list) -> None:
     import json
 
     import pandas as pd
@@ -365,8 +378,11 @@ def _print_summary_json(path: str, per_job: Any, runs: Any, latest: Any) -> None
     # every one, as the text lists them: the runs `store edit --include` can take back
     out = runs[runs["status"] == EXCLUDED].sort_values("start_ms") if len(runs) else runs
     excluded = [{"run_id": text(r.run_id), "job": text(r.job)} for r in out.itertuples()]
+    from ..store.io import lost_runs_fix
+
+    missing = [{"batch": b, "tables": tables, "run_ids": ids, "fix": lost_runs_fix(b)} for b, tables, ids in lost]
     print(json.dumps({"store": str(path), "runs": len(runs), "jobs": jobs, "latest": rows,
-                      "excluded": excluded}, indent=2))
+                      "excluded": excluded, "lost": missing}, indent=2))
 
 
 def _clean(args: argparse.Namespace) -> int:

@@ -126,6 +126,11 @@ def batch_label(batch_id: str) -> str | None:
     return m.group(1) if m else None
 
 
+def lost_runs_fix(batch_id: str) -> str:
+    """The fix for compacted batch ``batch_id`` whose runs file was lost (:meth:`Store.lost_copies`)."""
+    return f"restore runs/part-{batch_id}.parquet from a backup: its runs read again whole"
+
+
 def is_compacted(batch_id: str) -> bool:
     return _COMPACTED.search(batch_id) is not None
 
@@ -594,20 +599,39 @@ class Store:
 
     def check_uncommitted_copies(self, paths: list[str]) -> None:
         """Raise :class:`StoreError` when a compacted batch among ``paths`` (files without a runs
-        file) holds rows of runs that no committed batch holds: its runs file was lost (deleted
-        by hand, a sync tool), after a clean had removed the batches it replaced, and its other
+        file) holds rows of runs that no committed batch holds (:meth:`lost_copies`): its other
         files are their last copy. A compaction that died before its commit copied rows that
-        are still read, so its files go. Told by the rows, not by the footers' lineage, which
-        later compactions and cleans rewrite."""
+        are still read, so its files go."""
+        for batch, tables, lost in self.lost_copies(paths):
+            shown = ", ".join(lost[:3]) + (f", ... ({len(lost)} in all)" if len(lost) > 3 else "")
+            raise StoreError(f"the runs file of compacted batch {batch!r} is missing from store "
+                             f"{store_for_display(self.path)!r}: its {', '.join(tables)} file(s) hold the "
+                             f"only copy of the rows of {len(lost)} run(s) no committed batch holds ({shown})",
+                             lost_runs_fix(batch) + "; `store clean` removes none of that batch's files "
+                             "until then. To give those runs up instead, move its files "
+                             f"(part-{batch}.parquet, in every table folder) out of the store folder")
+
+    def lost_copies(self, paths: list[str] | None = None) -> list[tuple[str, list[str], list[str]]]:
+        """(batch, its tables, run ids) of each compacted batch among ``paths`` (default: every
+        compacted batch's file without a runs file, whatever its age) whose files hold rows of
+        runs that no committed batch holds: its runs file was lost (deleted by hand, a sync
+        tool) after a clean had removed the batches it replaced, and readers no longer see
+        those runs. Told by the rows, not by the footers' lineage, which later compactions and
+        cleans rewrite; a compaction committing meanwhile copied rows that are still read."""
+        if paths is None:
+            committed = self.committed_batches()
+            paths = [info.path for table in S.TABLES if table != S.COMMIT_TABLE
+                     for b, info in self._listing(table).items() if b not in committed]
         by_batch: dict[str, list[str]] = {}
         for path in paths:
             batch = _batch_of(path.rsplit("/", 1)[-1])
             if batch is not None and is_compacted(batch):
                 by_batch.setdefault(batch, []).append(path)
         if not by_batch:  # the usual answer: spares a read of every runs file
-            return
+            return []
         stored = set(cast(pa.Table, self.read(S.COMMIT_TABLE, form="arrow", columns=["run_id"]))
                      .column("run_id").to_pylist())
+        out = []
         for batch in sorted(by_batch):
             held: set[str] = set()
             for path in by_batch[batch]:
@@ -625,17 +649,9 @@ class Store:
                                      f"restore runs/part-{batch}.parquet and this file from a backup; "
                                      "`store clean` removes nothing until then") from exc
             lost = sorted(r for r in held - stored if r is not None)
-            if not lost:
-                continue
-            tables = sorted({p.rsplit("/", 2)[-2] for p in by_batch[batch]})
-            shown = ", ".join(lost[:3]) + (f", ... ({len(lost)} in all)" if len(lost) > 3 else "")
-            raise StoreError(f"the runs file of compacted batch {batch!r} is missing from store "
-                             f"{store_for_display(self.path)!r}: its {', '.join(tables)} file(s) hold the "
-                             f"only copy of the rows of {len(lost)} run(s) no committed batch holds ({shown})",
-                             f"restore runs/part-{batch}.parquet from a backup: its runs read again whole; "
-                             "`store clean` removes none of that batch's files until then. To give those "
-                             f"runs up instead, move its files (part-{batch}.parquet, in every table folder) "
-                             "out of the store folder")
+            if lost:
+                out.append((batch, sorted({p.rsplit("/", 2)[-2] for p in by_batch[batch]}), lost))
+        return out
 
     def remove_orphans(self, min_age_s: float = 600.0, found: list[str] | None = None) -> list[str]:
         """Delete :meth:`orphans` (or ``found``, what it listed a moment ago); returns the paths
