@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pandas as pd
+from test_advise_history import history, make_store
+
 from sparkpredict.advice_source import HistorySource
+from sparkpredict.cli import main
 from sparkpredict.models import persist
 
 
@@ -47,3 +51,29 @@ def test_a_file_beside_the_model_files_that_is_none_of_them_does_not_reload_the_
     (tmp_path / "etl.json").write_text('{"rewritten": true}')
     assert HistorySource._from_dir("etl", str(tmp_path)) is not first
     assert loads == [str(tmp_path)] * 2
+
+
+def test_a_first_submit_of_a_new_job_names_the_other_jobs_without_the_attach_fix(tmp_path, capsys):
+    """Mutant: ``_unknown_job`` drops ``err.listed = listed``, so `submit --executors auto` of a
+    job the store has never seen read the whole fix instead, and its "if mistyped" clause went on
+    to tell the user to attach the listener or run ``sparkpredict submit --job`` (the command
+    being run)."""
+    path = make_store(tmp_path / "store", history(sizes=(10, 20), execs=(1, 2), repeats=1))
+    rc = main(["submit", "--store", path, "--executors", "auto", "--job", "nightly", "--input-size", "1GB",
+               "--", "--master", "local[1]", "x.py"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    fix = err.splitlines()[-1]
+    assert fix.startswith("fix: submit its first run with --executors N: the next submit advises from it"), err
+    assert fix.endswith("; if 'nightly' is mistyped, use one of: etl"), err
+    assert "attach" not in err
+
+
+def test_a_run_exactly_the_least_ratio_above_the_model_is_listed_as_above_it():
+    """Mutant: ``runs_above_model`` keeps a run fitted in sample only when its runtime over the
+    prediction is *more than* ``min_ratio``, so a run that took exactly 1.25x the model's time
+    (the least the advice and the report name) was left out."""
+    runs = pd.DataFrame({"run_id": ["a", "b", "c"], "input_bytes": [1e9] * 3, "executors": [2.0] * 3,
+                         "runtime_s": [5.0, 6.0, 4.0]})
+    model = SimpleNamespace(predict=lambda r: [4.0] * len(r))  # no out-of-fold ratios kept
+    assert HistorySource("etl", model, runs).runs_above_model() == [("b", 1.5), ("a", 1.25)]
