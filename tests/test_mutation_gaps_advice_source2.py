@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pandas as pd
 from test_advise_history import history, make_store
 
-from sparkpredict.advice_source import HistorySource
+from sparkpredict.advice_source import _SAME_RATIO, HistorySource
 from sparkpredict.cli import main
 from sparkpredict.models import persist
 
@@ -77,3 +77,18 @@ def test_a_run_exactly_the_least_ratio_above_the_model_is_listed_as_above_it():
                          "runtime_s": [5.0, 6.0, 4.0]})
     model = SimpleNamespace(predict=lambda r: [4.0] * len(r))  # no out-of-fold ratios kept
     assert HistorySource("etl", model, runs).runs_above_model() == [("b", 1.5), ("a", 1.25)]
+
+
+def test_the_count_the_memory_warning_names_is_the_least_that_passes_its_check_after_rounding():
+    """Mutant: ``_memory_warning`` drops the loop that steps its count down while one fewer
+    executor passes the check, so where the ceil() of the division rounded up past an exact
+    multiple of what ran it named one executor too many."""
+    run_bytes, mem_mb = 64753712744, 4096
+    runs = pd.DataFrame({"run_id": ["a"], "input_bytes": [float(run_bytes)], "executors": [7.0],
+                         "executor_memory_mb": [512.0], "runtime_s": [60.0]})
+    src = HistorySource("etl", SimpleNamespace(), runs)
+    size = 7437426435168  # by the warning's own check, 100 executors of 4096 MiB hold it, 99 do not
+    limit = run_bytes / (7 * 512 * 2**20) * _SAME_RATIO
+    assert size / (99 * mem_mb * 2**20) > limit >= size / (100 * mem_mb * 2**20)
+    said = [w for w in src.warnings(size, 1, mem_mb, size / (mem_mb * 2**20)) if "executor memory" in w]
+    assert len(said) == 1 and said[0].endswith("; >= 100 executors (or more executor memory) stay within what ran"), said
