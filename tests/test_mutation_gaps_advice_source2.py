@@ -11,8 +11,9 @@ from types import SimpleNamespace
 
 import pandas as pd
 from test_advise_history import history, make_store
+from test_mutation_gaps_source import _raw
 
-from sparkpredict.advice_source import _SAME_RATIO, HistorySource
+from sparkpredict.advice_source import _SAME_RATIO, HistorySource, _size_mix
 from sparkpredict.cli import main
 from sparkpredict.models import persist
 
@@ -92,3 +93,12 @@ def test_the_count_the_memory_warning_names_is_the_least_that_passes_its_check_a
     assert size / (99 * mem_mb * 2**20) > limit >= size / (100 * mem_mb * 2**20)
     said = [w for w in src.warnings(size, 1, mem_mb, size / (mem_mb * 2**20)) if "executor memory" in w]
     assert len(said) == 1 and said[0].endswith("; >= 100 executors (or more executor memory) stay within what ran"), said
+
+
+def test_declared_sizes_without_what_their_stages_read_are_counted_as_unknown():
+    """Mutant: ``_size_mix`` drops ``read = read or {}``, so asked without what the stages read
+    (its default) it raised AttributeError on the first declared run instead of counting the
+    declared runs as not compared."""
+    raw = _raw(("d1", "declared", 2000), ("d2", "declared", 3000), ("m", "measured", 1000))
+    assert _size_mix(raw) == _size_mix(raw, {})
+    assert (_size_mix(raw).declared, _size_mix(raw).measured, _size_mix(raw).unknown) == (2, 1, 2)
