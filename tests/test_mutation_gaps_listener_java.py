@@ -1,0 +1,240 @@
+"""Values of the JVM listener's rows that no other test pinned (a fourth, sampled mutation pass of
+its Java: StageTracker, TaskRows, Tables, RunRecord, Flusher, StoreWriter).
+
+No application of the tests' own runs spills, runs a speculative copy, or gives every metric a
+value of its own (most are 0 in a small local job), and none of the shared cluster logs spills
+or speculates: a task row could take the memory spill for the disk spill, or drop the
+speculative flag, unseen. Here Spark's own ReplayListenerBus feeds the real listener (in a JVM
+of its own, as in test_eventlog.py) the plain Spark 4 log with every task's every metric set to
+a value of its own, so that any two metrics swapped, a unit off, or a sum that keeps only its
+last task, reads as a wrong number; and a copy of it whose partition is read first by a task of
+0 bytes, with Databricks' disk cache accumulables. Last, a store whose first rename of a tasks
+file fails: the batch's runs file, its commit mark, must land after every other table's.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_listener_fs_closed import ONE_JOB, _run_job
+
+from sparkpredict import store
+from sparkpredict.capture.eventlog import parse_event_log
+from sparkpredict.store import schema as S
+
+pytestmark = pytest.mark.spark
+
+PLAIN4 = Path(__file__).parent / "data" / "eventlogs" / "spark4" / "local-1795969313432"
+
+#: each metric column: where a TaskEnd's "Task Metrics" holds it, and whether in nanoseconds
+_FIELDS = {
+    "executor_run_time_ms": (("Executor Run Time",), False),
+    "executor_cpu_time_ms": (("Executor CPU Time",), True),
+    "executor_deserialize_time_ms": (("Executor Deserialize Time",), False),
+    "executor_deserialize_cpu_time_ms": (("Executor Deserialize CPU Time",), True),
+    "jvm_gc_time_ms": (("JVM GC Time",), False),
+    "result_serialization_time_ms": (("Result Serialization Time",), False),
+    "result_size_bytes": (("Result Size",), False),
+    "input_bytes": (("Input Metrics", "Bytes Read"), False),
+    "input_records": (("Input Metrics", "Records Read"), False),
+    "output_bytes": (("Output Metrics", "Bytes Written"), False),
+    "output_records": (("Output Metrics", "Records Written"), False),
+    "shuffle_remote_read_bytes": (("Shuffle Read Metrics", "Remote Bytes Read"), False),
+    "shuffle_local_read_bytes": (("Shuffle Read Metrics", "Local Bytes Read"), False),
+    "shuffle_fetch_wait_ms": (("Shuffle Read Metrics", "Fetch Wait Time"), False),
+    "shuffle_read_records": (("Shuffle Read Metrics", "Total Records Read"), False),
+    "shuffle_write_bytes": (("Shuffle Write Metrics", "Shuffle Bytes Written"), False),
+    "shuffle_write_time_ms": (("Shuffle Write Metrics", "Shuffle Write Time"), True),
+    "shuffle_write_records": (("Shuffle Write Metrics", "Shuffle Records Written"), False),
+    "memory_spilled_bytes": (("Memory Bytes Spilled",), False),
+    "disk_spilled_bytes": (("Disk Bytes Spilled",), False),
+    "peak_execution_memory_bytes": (("Peak Execution Memory",), False),
+}
+_SPECULATIVE_TASK = 3
+
+
+def _value(col: str, task_id: int) -> int:
+    """Metric ``col`` of task ``task_id`` in the marked log: apart for every metric and task."""
+    return (S.METRIC_NAMES.index(col) + 1) * 1000 + task_id + 1
+
+
+def _marked_log(path: Path) -> None:
+    """The plain Spark 4 log, every task end's metrics set by :func:`_value`, one task a
+    speculative copy."""
+    out = []
+    for line in PLAIN4.read_text().splitlines():
+        ev = json.loads(line)
+        if ev["Event"] == "SparkListenerTaskEnd":
+            task_id = ev["Task Info"]["Task ID"]
+            tm = ev["Task Metrics"]
+            for col, (keys, nanos) in _FIELDS.items():
+                holder = tm
+                for k in keys[:-1]:
+                    holder = holder.setdefault(k, {})
+                holder[keys[-1]] = _value(col, task_id) * (1_000_000 if nanos else 1)
+            ev["Task Info"]["Speculative"] = task_id == _SPECULATIVE_TASK
+            line = json.dumps(ev)
+        out.append(line)
+    path.write_text("\n".join(out) + "\n")
+
+
+_RERUN_TASK = 100  # a later try of stage 2's partition 0, whose first success read nothing
+_DISK_CACHE_HITS = ("-4096", "2048")  # stage 1's accumulables of that name: not a byte count, and one
+
+
+def _rerun_log(marked: Path, path: Path) -> int:
+    """The marked log with stage 2's partition 0 read by its first successful task as 0 bytes
+    and by a later one (task 100) whole, and stage 1 holding Databricks' disk cache accumulables
+    (StageTracker.DISK_CACHE_HITS), its one executor added before the application's start;
+    returns the run's input as both capture paths count it."""
+    out, want = [], 0
+    for line in marked.read_text().splitlines():
+        ev = json.loads(line)
+        if ev["Event"] == "SparkListenerTaskEnd":
+            want += ev["Task Metrics"]["Input Metrics"]["Bytes Read"]
+            if (ev["Stage ID"], ev["Task Info"]["Index"]) == (2, 0):
+                want -= ev["Task Metrics"]["Input Metrics"]["Bytes Read"]
+                again = json.loads(line)
+                again["Task Info"].update({"Task ID": _RERUN_TASK, "Attempt": 1})
+                again["Task Metrics"]["Input Metrics"]["Bytes Read"] = _value("input_bytes", _RERUN_TASK)
+                want += _value("input_bytes", _RERUN_TASK)
+                ev["Task Metrics"]["Input Metrics"]["Bytes Read"] = 0
+                line = json.dumps(ev) + "\n" + json.dumps(again)
+        if ev["Event"] == "SparkListenerStageCompleted" and ev["Stage Info"]["Stage ID"] == 1:
+            ev["Stage Info"]["Accumulables"] += [
+                {"ID": 99_000 + i, "Name": "cache hits size", "Update": v, "Value": v, "Internal": False,
+                 "Count Failed Values": True} for i, v in enumerate(_DISK_CACHE_HITS)]
+            line = json.dumps(ev)
+        if ev["Event"] == "SparkListenerExecutorAdded":  # a minute before the application's start
+            ev["Timestamp"] -= 60_000
+            line = json.dumps(ev)
+        out.append(line)
+    path.write_text("\n".join(out) + "\n")
+    return want + 2048  # the one byte count of _DISK_CACHE_HITS
+
+
+@pytest.fixture(scope="module")
+def replayed(listener_jar, tmp_path_factory):
+    """The marked logs' rows as the real listener records them (one JVM replays both), and as
+    the ingest reads them; and the rerun log's input as both count it."""
+    tmp = tmp_path_factory.mktemp("marked-log")
+    log, rerun = tmp / "local-marked", tmp / "local-rerun"
+    _marked_log(log)
+    want_input = _rerun_log(log, rerun)
+    parsed = {p.name: parse_event_log(p) for p in (log, rerun)}
+    jobs = [[str(p), str(tmp / f"listened-{p.name}"),
+             json.loads(parsed[p.name].tables["runs"]["properties_json"][0].as_py())] for p in (log, rerun)]
+    done = subprocess.run([sys.executable, str(Path(__file__).parent / "listener_replay.py"), str(listener_jar),
+                           json.dumps(jobs)], check=False, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count('"error": null') == 2, done.stdout[-3000:]
+    return {"marked": (store.open(tmp / "listened-local-marked"), parsed[log.name]),
+            "rerun": (store.open(tmp / "listened-local-rerun"), parsed[rerun.name], want_input)}
+
+
+def test_each_task_metric_lands_in_its_own_column_in_its_unit(replayed):
+    """Mutants: TaskRows.metricValues with the memory and disk spills swapped, a peak execution
+    memory of 0, a ns -> ms conversion off by 1000; Tables.METRICS with two columns swapped."""
+    listener, _ = replayed["marked"]
+    tasks = listener.tasks().sort_values("task_id")
+    assert len(tasks) == 21
+    for col in _FIELDS:
+        want = [_value(col, t) for t in tasks.task_id]
+        assert tasks[col].tolist() == pytest.approx(want), col
+    # Spark's total is its remote and local reads together
+    assert (tasks.shuffle_read_bytes == tasks.shuffle_remote_read_bytes + tasks.shuffle_local_read_bytes).all()
+
+
+def test_a_speculative_copy_is_marked_so(replayed):
+    """Mutant: TaskRows.row writing speculative as false."""
+    listener, _ = replayed["marked"]
+    tasks = listener.tasks()
+    assert tasks.loc[tasks.speculative, "task_id"].tolist() == [_SPECULATIVE_TASK]
+
+
+def test_a_stage_s_metric_sums_are_its_tasks_and_agree_with_the_ingest(replayed):
+    """Mutant: StageTracker.Agg.add keeping a double metric's last task instead of its sum."""
+    listener, parsed = replayed["marked"]
+    tasks, stages = listener.tasks(), listener.stages()
+    theirs = parsed.tables["stages"].to_pandas().set_index(["stage_id", "stage_attempt_id"])
+    for stage in stages.itertuples():
+        mine = tasks[(tasks.stage_id == stage.stage_id) & (tasks.stage_attempt_id == stage.stage_attempt_id)]
+        assert len(mine) == stage.num_task_rows > 0
+        for col in S.METRIC_NAMES:
+            assert getattr(stage, col) == pytest.approx(mine[col].sum()), (stage.stage_id, col)
+            assert getattr(stage, col) == pytest.approx(theirs.loc[(stage.stage_id, stage.stage_attempt_id), col])
+    assert stages.num_task_rows.max() > 1
+    assert np.isclose(stages.executor_cpu_time_ms.sum(), sum(_value("executor_cpu_time_ms", t) for t in range(21)))
+
+
+def test_a_partition_s_input_counts_from_its_first_task_that_read_it_and_only_positive_cache_hits(replayed):
+    """Stage 2's partition 0: its first successful task read 0 bytes, a later try of it the
+    partition whole, and the run's input counts the later read (a read of nothing claims no
+    partition). Stage 1's "cache hits size" accumulables, -4096 and 2048, add 2048, not -2048.
+    As the ingest counts. Mutants: StageTracker.Agg.read keeping reads of 0 bytes;
+    StageTracker.diskCacheHitBytes adding a negative count."""
+    listener, parsed, want = replayed["rerun"]
+    run = listener.runs().iloc[0]
+    assert _RERUN_TASK in set(listener.tasks().task_id)
+    assert run.input_bytes == want == parsed.tables["runs"]["input_bytes"][0].as_py()
+
+
+def test_an_executor_added_before_the_application_s_start_is_alive_from_its_start(replayed):
+    """The one executor, added a minute before the application started, was alive through the
+    whole run: executors_mean 1, as the ingest says, not more. Mutant: RunRecord.runRow timing
+    an executor from its added time."""
+    listener, parsed, _ = replayed["rerun"]
+    run = listener.runs().iloc[0]
+    assert (run.executors_max, run.executors_mean) == (1, 1.0)
+    assert parsed.tables["runs"]["executors_mean"][0].as_py() == 1.0
+
+
+# The local file system under a scheme of its own whose first rename of a tasks file fails
+# (not done), as a store's may: the batch is written again, under a new id.
+FAILED_RENAME_FS = """
+package sptest;
+
+import java.io.IOException;
+import java.net.URI;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.RawLocalFileSystem;
+
+public class FailedRenameFileSystem extends RawLocalFileSystem {
+    private static final URI NAME = URI.create("failedrename:///");
+    private static volatile boolean failed;
+
+    @Override public URI getUri() { return NAME; }
+    @Override public String getScheme() { return "failedrename"; }
+
+    @Override public boolean rename(Path s, Path d) throws IOException {
+        if (!failed && d.getParent().getName().equals("tasks")) {
+            failed = true;
+            System.out.println("rename failed: " + d.getName());
+            throw new IOException("a tasks file's rename failed");
+        }
+        return super.rename(s, d);
+    }
+}
+"""
+
+
+def test_a_batch_whose_tasks_file_failed_to_land_is_not_committed_before_it(listener_jar, tmp_path):
+    """A batch's runs file is its commit mark, renamed after every other table's: the batch
+    whose tasks file failed to land is not read, and its second write is read once. Mutant:
+    Tables.ALL with the runs table first, which committed the failed batch's stage rows, and
+    its second write's again, so the run's stages read back twice."""
+    folder = tmp_path / "store"
+    job = ONE_JOB.replace("laterename://", "failedrename://")  # its one job, on this file system
+    out = _run_job(tmp_path, "failedrename", "FailedRenameFileSystem", FAILED_RENAME_FS, job, folder)
+    assert "done" in out and not out.startswith("exit "), out[-3000:]
+    assert "rename failed: part-" in out, out[-3000:]
+    st = store.open(folder)
+    (run,) = st.runs().itertuples()
+    assert run.status == "succeeded"
+    assert len(st.tasks()) == run.num_tasks == 2
+    assert len(st.stages()) == run.num_stages == 1
+    assert len(st.executors()) == 1
