@@ -8,8 +8,10 @@ speculative flag, unseen. Here Spark's own ReplayListenerBus feeds the real list
 of its own, as in test_eventlog.py) the plain Spark 4 log with every task's every metric set to
 a value of its own, so that any two metrics swapped, a unit off, or a sum that keeps only its
 last task, reads as a wrong number; and a copy of it whose partition is read first by a task of
-0 bytes, with Databricks' disk cache accumulables. Last, a store whose first rename of a tasks
-file fails: the batch's runs file, its commit mark, must land after every other table's.
+0 bytes, with Databricks' disk cache accumulables. Then live applications: a store whose
+first rename of a tasks file fails (the batch's runs file, its commit mark, must land after
+every other table's), a store that fails and comes back (the task rows it held are released
+once written), and a failed stage over a persisted RDD (not taken as computed).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_listener import _listener_error_once_it_says
 from test_listener_fs_closed import ONE_JOB, _run_job
 
 from sparkpredict import store
@@ -88,9 +91,9 @@ _DISK_CACHE_HITS = ("-4096", "2048")  # stage 1's accumulables of that name: not
 
 def _rerun_log(marked: Path, path: Path) -> int:
     """The marked log with stage 2's partition 0 read by its first successful task as 0 bytes
-    and by a later one (task 100) whole, and stage 1 holding Databricks' disk cache accumulables
-    (StageTracker.DISK_CACHE_HITS), its one executor added before the application's start;
-    returns the run's input as both capture paths count it."""
+    and by a later one (task 100) whole; stage 1 holding Databricks' disk cache accumulables
+    (StageTracker.DISK_CACHE_HITS), as does stage 4, which failed; its one executor added
+    before the application's start. Returns the run's input as both capture paths count it."""
     out, want = [], 0
     for line in marked.read_text().splitlines():
         ev = json.loads(line)
@@ -108,6 +111,13 @@ def _rerun_log(marked: Path, path: Path) -> int:
             ev["Stage Info"]["Accumulables"] += [
                 {"ID": 99_000 + i, "Name": "cache hits size", "Update": v, "Value": v, "Internal": False,
                  "Count Failed Values": True} for i, v in enumerate(_DISK_CACHE_HITS)]
+            line = json.dumps(ev)
+        if ev["Event"] == "SparkListenerStageCompleted" and ev["Stage Info"]["Stage ID"] == 4:
+            # a failed attempt: its successful task's read counts, its cache hits do not
+            ev["Stage Info"]["Failure Reason"] = "org.apache.spark.shuffle.FetchFailedException: lost"
+            ev["Stage Info"]["Accumulables"].append(
+                {"ID": 99_100, "Name": "cache hits size", "Update": "1000", "Value": "1000", "Internal": False,
+                 "Count Failed Values": True})
             line = json.dumps(ev)
         if ev["Event"] == "SparkListenerExecutorAdded":  # a minute before the application's start
             ev["Timestamp"] -= 60_000
@@ -174,9 +184,10 @@ def test_a_stage_s_metric_sums_are_its_tasks_and_agree_with_the_ingest(replayed)
 def test_a_partition_s_input_counts_from_its_first_task_that_read_it_and_only_positive_cache_hits(replayed):
     """Stage 2's partition 0: its first successful task read 0 bytes, a later try of it the
     partition whole, and the run's input counts the later read (a read of nothing claims no
-    partition). Stage 1's "cache hits size" accumulables, -4096 and 2048, add 2048, not -2048.
-    As the ingest counts. Mutants: StageTracker.Agg.read keeping reads of 0 bytes;
-    StageTracker.diskCacheHitBytes adding a negative count."""
+    partition). Stage 1's "cache hits size" accumulables, -4096 and 2048, add 2048, not -2048;
+    failed stage 4's 1000 add nothing. As the ingest counts. Mutants: StageTracker.Agg.read
+    keeping reads of 0 bytes; StageTracker.diskCacheHitBytes adding a negative count;
+    StageTracker.completed counting a failed attempt's cache hits."""
     listener, parsed, want = replayed["rerun"]
     run = listener.runs().iloc[0]
     assert _RERUN_TASK in set(listener.tasks().task_id)
@@ -238,3 +249,65 @@ def test_a_batch_whose_tasks_file_failed_to_land_is_not_committed_before_it(list
     assert len(st.tasks()) == run.num_tasks == 2
     assert len(st.stages()) == run.num_stages == 1
     assert len(st.executors()) == 1
+
+
+def test_batches_merged_while_the_store_failed_release_all_their_task_rows_once_written(spark_app, runs_so_far,
+                                                                                        tmp_path):
+    """Task rows waiting for the store are capped (4 chunks of flushEveryTasks: 20 here); the
+    batches snapshotted while the store failed merge into one, which, once written, must
+    release every row it held. A job after the store came back keeps all 8 of its task rows.
+    Mutant: Flusher.Batch.absorb not adding the newer batch's task rows, so the written batch
+    released only its first snapshot's and the rest stayed counted as waiting: the next job's
+    rows met the cap with the store writable, and most were dropped."""
+    import time
+
+    blocker = tmp_path / "blocked"
+    blocker.write_text("a file where the store's parent folder should be")
+    st = blocker / "store"
+    conf = {"spark.sparkpredict.flushEveryTasks": "5", "spark.sparkpredict.flushEveryStages": "1",
+            "spark.sparkpredict.flushIntervalMs": "200"}
+    with spark_app(st, job="held-rows", conf=conf) as spark:
+        sc = spark.sparkContext
+        assert sc.parallelize(range(1), 1).count() == 1
+        assert "cannot write to store" in (_listener_error_once_it_says(spark, "cannot write to store") or "")
+        assert sc.parallelize(range(30), 30).count() == 30  # past the cap: its last rows are dropped
+        blocker.unlink()
+        deadline = time.monotonic() + 120
+        while runs_so_far(st) is None:
+            assert time.monotonic() < deadline, "the store was not written once writable"
+            time.sleep(0.2)
+        assert sc.parallelize(range(8), 8).count() == 8
+    stages, tasks = store.open(st).stages(), store.open(st).tasks()
+    last = stages[stages.job_id == stages.job_id.max()]
+    assert last.num_task_rows.tolist() == [8]
+    assert (tasks.stage_id == last.stage_id.iloc[0]).sum() == 8
+
+
+def _fails_on_partition_1():
+    # nested: the workers unpickle it by value, without this module
+    def run(index, rows):
+        if index == 1:
+            raise RuntimeError("a bad record")
+        return [sum(1 for _ in rows)]
+
+    return run
+
+
+def test_a_failed_stage_over_a_persisted_rdd_leaves_it_uncomputed(spark_app, tmp_path):
+    """A stage over a persisted text file fails (its partition 1): the RDD is not taken as
+    computed, so the count after it, which reads the file again, is the run's input too.
+    Mutant: StageTracker.completed remembering a failed stage's persisted RDDs as computed,
+    which left the count's read out of the run's input."""
+    data = tmp_path / "lines.txt"
+    data.write_text("\n".join(f"line {i}" for i in range(2000)))
+    st = tmp_path / "store"
+    with spark_app(st, job="failed-persisted") as spark:
+        rdd = spark.sparkContext.textFile(str(data), 2).persist()
+        with pytest.raises(Exception, match="a bad record"):
+            rdd.mapPartitionsWithIndex(_fails_on_partition_1()).collect()
+        assert rdd.count() == 2000
+    run, tasks = store.open(st).runs().iloc[0], store.open(st).tasks()
+    stages = store.open(st).stages().sort_values("stage_id")
+    assert stages.status.tolist() == ["failed", "succeeded"]
+    assert stages.input_bytes.iloc[1] > 0
+    assert run.input_bytes == tasks.loc[tasks.status == "SUCCESS", "input_bytes"].sum()
