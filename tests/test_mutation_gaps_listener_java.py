@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 from test_listener import _listener_error_once_it_says
 from test_listener_fs_closed import ONE_JOB, _run_job
+from test_mutation_gaps_listener3 import _partition_1_fails
 
 from sparkpredict import store
 from sparkpredict.capture.eventlog import parse_event_log
@@ -283,16 +284,6 @@ def test_batches_merged_while_the_store_failed_release_all_their_task_rows_once_
     assert (tasks.stage_id == last.stage_id.iloc[0]).sum() == 8
 
 
-def _fails_on_partition_1():
-    # nested: the workers unpickle it by value, without this module
-    def run(index, rows):
-        if index == 1:
-            raise RuntimeError("a bad record")
-        return [sum(1 for _ in rows)]
-
-    return run
-
-
 def test_a_failed_stage_over_a_persisted_rdd_leaves_it_uncomputed(spark_app, tmp_path):
     """A stage over a persisted text file fails (its partition 1): the RDD is not taken as
     computed, so the count after it, which reads the file again, is the run's input too.
@@ -304,7 +295,7 @@ def test_a_failed_stage_over_a_persisted_rdd_leaves_it_uncomputed(spark_app, tmp
     with spark_app(st, job="failed-persisted") as spark:
         rdd = spark.sparkContext.textFile(str(data), 2).persist()
         with pytest.raises(Exception, match="a bad record"):
-            rdd.mapPartitionsWithIndex(_fails_on_partition_1()).collect()
+            rdd.mapPartitionsWithIndex(_partition_1_fails()).collect()
         assert rdd.count() == 2000
     run, tasks = store.open(st).runs().iloc[0], store.open(st).tasks()
     stages = store.open(st).stages().sort_values("stage_id")
