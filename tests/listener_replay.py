@@ -7,7 +7,18 @@ built from that application's own properties, as it would have been on its clust
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+from pathlib import Path
+
+
+def replay(jar, jobs: list) -> list[dict]:
+    """Run this script on ``jobs`` (``[log, store, properties]`` each) in a process of its own;
+    its one result per log (``{log, replayed, error}``), after checking that it exited cleanly."""
+    done = subprocess.run([sys.executable, str(Path(__file__)), str(jar), json.dumps(jobs)],
+                          check=False, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
 def main(jar: str, jobs: list) -> None:

@@ -8,14 +8,13 @@ from __future__ import annotations
 import functools
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from listener_replay import replay
 
 from sparkpredict import store
 from sparkpredict.capture.eventlog import parse_event_log
@@ -209,10 +208,7 @@ def test_the_real_listener_fed_each_cluster_log_records_what_the_ingest_records(
         ingested[name] = tables
         props = json.loads(tables["runs"]["properties_json"][0].as_py())
         jobs.append([str(LOGS / name), str(tmp_path / name), props])
-    done = subprocess.run([sys.executable, str(Path(__file__).parent / "listener_replay.py"), str(listener_jar),
-                           json.dumps(jobs)], check=False, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    results = replay(listener_jar, jobs)
     assert [(r["replayed"], r["error"]) for r in results] == [(True, None)] * len(SHARED), results
     for name in SHARED:
         got = {t: store.open(tmp_path / name).read(t, form="arrow").to_pandas()
@@ -613,9 +609,7 @@ def test_a_partition_read_again_counts_once_in_the_runs_input_listener_and_inges
     assert 9999 not in set(parsed.tables["tasks"]["task_id"].to_pylist())
     props = json.loads(run["properties_json"])
     jobs = [[str(log), str(tmp_path / "listened"), props]]
-    done = subprocess.run([sys.executable, str(Path(__file__).parent / "listener_replay.py"), str(listener_jar),
-                           json.dumps(jobs)], check=False, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    replay(listener_jar, jobs)
     listened = store.open(tmp_path / "listened").runs().iloc[0]
     assert listened.input_bytes == 8000 and listened.num_stages == run["num_stages"]
 

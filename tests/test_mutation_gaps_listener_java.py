@@ -16,12 +16,11 @@ once written), and a failed stage over a persisted RDD (not taken as computed).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from listener_replay import replay
 from test_listener import _listener_error_once_it_says
 from test_listener_fs_closed import ONE_JOB, _run_job
 from test_mutation_gaps_listener3 import _partition_1_fails
@@ -139,10 +138,8 @@ def replayed(listener_jar, tmp_path_factory):
     parsed = {p.name: parse_event_log(p) for p in (log, rerun)}
     jobs = [[str(p), str(tmp / f"listened-{p.name}"),
              json.loads(parsed[p.name].tables["runs"]["properties_json"][0].as_py())] for p in (log, rerun)]
-    done = subprocess.run([sys.executable, str(Path(__file__).parent / "listener_replay.py"), str(listener_jar),
-                           json.dumps(jobs)], check=False, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.count('"error": null') == 2, done.stdout[-3000:]
+    results = replay(listener_jar, jobs)
+    assert [r["error"] for r in results] == [None, None], results
     return {"marked": (store.open(tmp / "listened-local-marked"), parsed[log.name]),
             "rerun": (store.open(tmp / "listened-local-rerun"), parsed[rerun.name], want_input)}
 

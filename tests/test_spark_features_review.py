@@ -5,11 +5,10 @@ through the real listener: both sides must record the same run."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from listener_replay import replay
 
 from sparkpredict import store
 from sparkpredict.capture.eventlog import parse_event_log
@@ -50,9 +49,7 @@ def test_the_listener_records_them_as_the_ingest_does(listener_jar, tmp_path):
     for i, name in enumerate(CASES):
         props = json.loads(parse_event_log(LOGS / name).tables["runs"]["properties_json"][0].as_py())
         jobs.append([str(LOGS / name), str(tmp_path / f"s{i}"), props])
-    done = subprocess.run([sys.executable, str(Path(__file__).parent / "listener_replay.py"), str(listener_jar),
-                           json.dumps(jobs)], check=False, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    replay(listener_jar, jobs)
     for i, (name, want) in enumerate(CASES.items()):
         st = store.open(tmp_path / f"s{i}")
         runs = st.runs()
