@@ -297,5 +297,11 @@ def test_a_failed_stage_over_a_persisted_rdd_leaves_it_uncomputed(spark_app, tmp
     run, tasks = store.open(st).runs().iloc[0], store.open(st).tasks()
     stages = store.open(st).stages().sort_values("stage_id")
     assert stages.status.tolist() == ["failed", "succeeded"]
-    assert stages.input_bytes.iloc[1] > 0
-    assert run.input_bytes == tasks.loc[tasks.status == "SUCCESS", "input_bytes"].sum()
+    ok = tasks[tasks.status == "SUCCESS"].groupby("stage_id").input_bytes.sum()
+    count_read = stages.input_bytes.iloc[1]
+    assert count_read > 0 and ok[stages.stage_id.iloc[1]] == count_read
+    # The failed stage's partition 0 counts only when its task ended before the stage was
+    # aborted: a task end that comes after its attempt completed is not summed, and which of
+    # the two comes first is Spark's race (CI saw both).
+    first_ok = ok.get(stages.stage_id.iloc[0], 0)
+    assert run.input_bytes in {count_read, count_read + first_ok}
