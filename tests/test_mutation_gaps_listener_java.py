@@ -8,7 +8,8 @@ speculative flag, unseen. Here Spark's own ReplayListenerBus feeds the real list
 of its own, as in test_eventlog.py) the plain Spark 4 log with every task's every metric set to
 a value of its own, so that any two metrics swapped, a unit off, or a sum that keeps only its
 last task, reads as a wrong number; and a copy of it whose partition is read first by a task of
-0 bytes, with Databricks' disk cache accumulables. Then live applications: a store whose
+0 bytes, with Databricks' disk cache accumulables; and a copy in which a second job shares a
+running job's stage. Then live applications: a store whose
 first rename of a tasks file fails (the batch's runs file, its commit mark, must land after
 every other table's), a store that fails and comes back (the task rows it held are released
 once written), and a failed stage over a persisted RDD (not taken as computed).
@@ -19,6 +20,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from listener_replay import replay
 from test_listener import _listener_error_once_it_says
@@ -127,21 +129,46 @@ def _rerun_log(marked: Path, path: Path) -> int:
     return want + 2048  # the one byte count of _DISK_CACHE_HITS
 
 
+_SHARING_JOB = 9  # starts while job 0 runs, and shares its map stage 0
+
+
+def _shared_stage_log(marked: Path, path: Path) -> None:
+    """The marked log with a job 9 that starts while job 0 runs and shares its map stage 0
+    (Spark reuses a running shuffle's stage for a concurrent job over the same shuffle); its own
+    result stage 5 is never submitted, and it ends after job 0."""
+    out = []
+    for line in marked.read_text().splitlines():
+        ev = json.loads(line)
+        out.append(line)
+        if ev["Event"] in ("SparkListenerJobStart", "SparkListenerJobEnd") and ev["Job ID"] == 0:
+            again = json.loads(line)
+            again["Job ID"] = _SHARING_JOB
+            if ev["Event"] == "SparkListenerJobStart":
+                infos = [i for i in ev["Stage Infos"] if i["Stage ID"] == 0]
+                infos.append(dict(infos[0], **{"Stage ID": 5, "Stage Name": "collect (sharing job)"}))
+                again.update({"Stage IDs": [0, 5], "Stage Infos": infos})
+            out.append(json.dumps(again))
+    path.write_text("\n".join(out) + "\n")
+
+
 @pytest.fixture(scope="module")
 def replayed(listener_jar, tmp_path_factory):
     """The marked logs' rows as the real listener records them (one JVM replays both), and as
     the ingest reads them; and the rerun log's input as both count it."""
     tmp = tmp_path_factory.mktemp("marked-log")
-    log, rerun = tmp / "local-marked", tmp / "local-rerun"
+    log, rerun, shared = tmp / "local-marked", tmp / "local-rerun", tmp / "local-shared"
     _marked_log(log)
     want_input = _rerun_log(log, rerun)
-    parsed = {p.name: parse_event_log(p) for p in (log, rerun)}
+    _shared_stage_log(log, shared)
+    logs = (log, rerun, shared)
+    parsed = {p.name: parse_event_log(p) for p in logs}
     jobs = [[str(p), str(tmp / f"listened-{p.name}"),
-             json.loads(parsed[p.name].tables["runs"]["properties_json"][0].as_py())] for p in (log, rerun)]
+             json.loads(parsed[p.name].tables["runs"]["properties_json"][0].as_py())] for p in logs]
     results = replay(listener_jar, jobs)
-    assert [r["error"] for r in results] == [None, None], results
+    assert [r["error"] for r in results] == [None, None, None], results
     return {"marked": (store.open(tmp / "listened-local-marked"), parsed[log.name]),
-            "rerun": (store.open(tmp / "listened-local-rerun"), parsed[rerun.name], want_input)}
+            "rerun": (store.open(tmp / "listened-local-rerun"), parsed[rerun.name], want_input),
+            "shared": (store.open(tmp / "listened-local-shared"), parsed[shared.name])}
 
 
 def test_each_task_metric_lands_in_its_own_column_in_its_unit(replayed):
@@ -200,6 +227,17 @@ def test_an_executor_added_before_the_application_s_start_is_alive_from_its_star
     run = listener.runs().iloc[0]
     assert (run.executors_max, run.executors_mean) == (1, 1.0)
     assert parsed.tables["runs"]["executors_mean"][0].as_py() == 1.0
+
+
+def test_a_stage_two_running_jobs_share_keeps_the_first_job_that_had_it(replayed):
+    """Job 9 starts while job 0 runs and lists job 0's map stage 0 as its own: the stage's row
+    keeps job 0, as the ingest assigns it, and the other stages their one job. Mutant:
+    StageTracker.jobStarted putting each stage's job rather than keeping the first (S13 of the
+    Java pass)."""
+    listener, parsed = replayed["shared"]
+    mine = listener.stages().set_index("stage_id").job_id.to_dict()
+    theirs = parsed.tables["stages"].to_pandas().set_index("stage_id").job_id.to_dict()
+    assert mine == theirs == {0: 0, 1: 0, 2: 1, 4: 2}
 
 
 # The local file system under a scheme of its own whose first rename of a tasks file fails
@@ -279,6 +317,12 @@ def test_batches_merged_while_the_store_failed_release_all_their_task_rows_once_
     last = stages[stages.job_id == stages.job_id.max()]
     assert last.num_task_rows.tolist() == [8]
     assert (tasks.stage_id == last.stage_id.iloc[0]).sum() == 8
+    # A merged batch holds its newest run row alone: the reader keeps each run's latest row, so
+    # only the files show that absorb replaced the older snapshots' rows rather than adding them.
+    # Mutant: Flusher.Batch.absorb appending the newer batch's run rows (F1 of the Java pass).
+    runs_files = sorted((st / S.COMMIT_TABLE).glob("part-*.parquet"))
+    assert len(runs_files) >= 2
+    assert [pq.read_metadata(f).num_rows for f in runs_files] == [1] * len(runs_files)
 
 
 def test_a_failed_stage_over_a_persisted_rdd_leaves_it_uncomputed(spark_app, tmp_path):
