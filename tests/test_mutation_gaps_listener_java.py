@@ -9,10 +9,10 @@ of its own, as in test_eventlog.py) the plain Spark 4 log with every task's ever
 a value of its own, so that any two metrics swapped, a unit off, or a sum that keeps only its
 last task, reads as a wrong number; and a copy of it whose partition is read first by a task of
 0 bytes, with Databricks' disk cache accumulables; and a copy in which a second job shares a
-running job's stage. Then live applications: a store whose
-first rename of a tasks file fails (the batch's runs file, its commit mark, must land after
-every other table's), a store that fails and comes back (the task rows it held are released
-once written), and a failed stage over a persisted RDD (not taken as computed).
+running job's stage. Then live applications: a store whose first rename of a tasks file fails
+(the batch's runs file, its commit mark, must land after every other table's), a store that
+fails and comes back (the task rows it held are released once written, its merged batch holds
+one run row), and a failed stage over a persisted RDD (not taken as computed).
 """
 from __future__ import annotations
 
