@@ -118,11 +118,24 @@ def _last_waits_for(gate: str, last: int):
     return run
 
 
-def _partition_1_fails():
+def _partition_1_fails(done: str):
+    """Partition 1 fails, once partition 0 has been read whole (it touches ``done``) and half a
+    second more has passed: partition 0's task then ends before the failure aborts its stage.
+    Without the wait that order was Spark's race, and a task end that comes after its attempt
+    completed is not summed (CI saw the run's input miss partition 0)."""
     def run(index, lines):
-        if index == 1:
-            raise RuntimeError("a bad record")
-        return [sum(1 for _ in lines)]
+        import os
+        import time
+
+        if index == 0:
+            n = sum(1 for _ in lines)
+            open(done, "w").close()
+            return [n]
+        deadline = time.time() + 60
+        while not os.path.exists(done) and time.time() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.5)
+        raise RuntimeError("a bad record")
 
     return run
 
@@ -148,7 +161,7 @@ def recorded(spark_app, tmp_path_factory):
         job.join(timeout=60)
         assert sum(result["rows"]) == 3
         with pytest.raises(Exception, match="a bad record"):
-            sc.textFile(str(data), 2).mapPartitionsWithIndex(_partition_1_fails()).collect()
+            sc.textFile(str(data), 2).mapPartitionsWithIndex(_partition_1_fails(str(tmp / "read-0"))).collect()
         t0 = time.monotonic()
         while time.monotonic() - t0 < 2.0:  # about 20 readings while both task threads run
             spark.range(0, 3_000_000, numPartitions=2).selectExpr("sum(hash(id, id * 7))").collect()
