@@ -8,8 +8,8 @@ short local run must lie between what /proc said just before the application and
 it, and the available memory near what /proc/meminfo says, in bytes. Then the SQL scan rule
 and the persisted-RDD rule on inputs the tests' runs and the cluster logs lack: a stage whose
 scan metric reads 0, a scan whose files size never came, a read of 2 partitions of 4 (1 of 4
-reads the same under a wrong share), a persisted RDD computed in part; and a task end with no
-finish time.
+reads the same under a wrong share), a persisted RDD computed in part, a stage listing a
+computed persisted RDD before one never computed; and a task end with no finish time.
 """
 from __future__ import annotations
 
@@ -150,6 +150,24 @@ def test_a_scan_whose_files_size_never_came_leaves_the_files_rule_on(spark_app, 
     assert _last_run(store).input_bytes == files
 
 
+
+def _replayed_edit(listener_jar, tmp_path: Path, edit) -> tuple:
+    """The marked log of test_mutation_gaps_listener_java with ``edit`` applied to each event
+    (which it changes in place), replayed to the real listener and read by the ingest: the
+    listener's store and the ingest's tables."""
+    marked, log = tmp_path / "local-marked", tmp_path / "local-edited"
+    _marked_log(marked)
+    events = [json.loads(line) for line in marked.read_text().splitlines()]
+    for ev in events:
+        edit(ev)
+    log.write_text("".join(json.dumps(ev) + "\n" for ev in events))
+    parsed = parse_event_log(log)
+    props = json.loads(parsed.tables["runs"]["properties_json"][0].as_py())
+    results = replay(listener_jar, [[str(log), str(tmp_path / "listened"), props]])
+    assert [r["error"] for r in results] == [None], results
+    return store_mod.open(tmp_path / "listened"), parsed.tables
+
+
 _UNFINISHED_TASK = 5
 
 
@@ -157,24 +175,43 @@ def test_a_task_end_without_a_finish_time_lasted_0_ms(listener_jar, tmp_path):
     """A task end whose Finish Time is 0 (a task Spark never saw finish) lasted 0 ms, as the
     ingest records it, not minus its launch time. Mutant: SparkPredictListener.taskEnd taking
     the duration as finish - launch whatever the finish."""
-    marked, log = tmp_path / "local-marked", tmp_path / "local-unfinished"
-    _marked_log(marked)
-    out = []
-    for line in marked.read_text().splitlines():
-        ev = json.loads(line)
+    def unfinished(ev: dict) -> None:
         if ev["Event"] == "SparkListenerTaskEnd" and ev["Task Info"]["Task ID"] == _UNFINISHED_TASK:
             ev["Task Info"]["Finish Time"] = 0
-            line = json.dumps(ev)
-        out.append(line)
-    log.write_text("\n".join(out) + "\n")
-    parsed = parse_event_log(log)
-    props = json.loads(parsed.tables["runs"]["properties_json"][0].as_py())
-    results = replay(listener_jar, [[str(log), str(tmp_path / "listened"), props]])
-    assert [r["error"] for r in results] == [None], results
-    mine = store_mod.open(tmp_path / "listened").tasks().set_index("task_id").duration_ms
-    theirs = parsed.tables["tasks"].to_pandas().set_index("task_id").duration_ms
+
+    listener, ingested = _replayed_edit(listener_jar, tmp_path, unfinished)
+    mine = listener.tasks().set_index("task_id").duration_ms
+    theirs = ingested["tasks"].to_pandas().set_index("task_id").duration_ms
     assert mine[_UNFINISHED_TASK] == theirs[_UNFINISHED_TASK] == 0
     assert (mine.drop(_UNFINISHED_TASK) > 0).any()
+
+
+_MEMORY = {"Use Disk": False, "Use Memory": True, "Deserialized": True, "Replication": 1}
+
+
+def test_a_stage_over_a_computed_persisted_rdd_reads_its_cache_whatever_rdd_follows(listener_jar, tmp_path):
+    """Stage 0 computes its RDD, persisted; stage 4 lists that RDD and after it another persisted
+    one never computed: stage 4 read the cache, and its task's input is no input of the run, as
+    the ingest counts. Mutant: StageTracker.completed keeping only the last persisted RDD's
+    "computed" (stage 4's input counted)."""
+    computed: list[dict] = []
+
+    def persisted(ev: dict) -> None:
+        if ev["Event"] != "SparkListenerStageCompleted":
+            return
+        infos = ev["Stage Info"]["RDD Info"]
+        if ev["Stage Info"]["Stage ID"] == 0:
+            infos[0]["Storage Level"] = _MEMORY
+            computed.append(infos[0])
+        elif ev["Stage Info"]["Stage ID"] == 4:
+            infos += [computed[0], dict(computed[0], **{"RDD ID": 9_999})]
+
+    listener, ingested = _replayed_edit(listener_jar, tmp_path, persisted)
+    tasks = listener.tasks()
+    run_input = listener.runs().iloc[0].input_bytes
+    assert run_input == ingested["runs"]["input_bytes"][0].as_py()
+    assert run_input == tasks.input_bytes.sum() - tasks[tasks.stage_id == 4].input_bytes.sum()
+    assert tasks[tasks.stage_id == 4].input_bytes.sum() > 0
 
 
 def test_a_scan_read_in_half_its_partitions_counts_half_its_files(spark_app, tmp_path):
