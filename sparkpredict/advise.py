@@ -20,7 +20,8 @@ executor-hours (and money, given a price), and picks one by an objective:
 
 With a deadline, candidates whose upper bound misses it are set aside for every objective;
 when no candidate meets it, the advice says so (``meets_deadline=False``) and gives the count
-most likely to make it (ties: the lower upper bound, then fewer executors), or, when no count is
+most likely to make it (chances compared to 4 decimals, a count at 50 % or more before one under
+it, as the table's verdicts read; ties: the lower upper bound, then fewer executors), or, when no count is
 even predicted within it nor likelier to make it than not, the fastest by the upper bound (the
 likeliest count would then be the one whose interval is widest), as for a model that states no
 chance. A model without any
@@ -167,7 +168,10 @@ def _choose(objective: str, e, t, up, cost, meets, budget_ok, knee_i: int,
         # knows least about (its interval reaches furthest down), 24 executors predicted at
         # 8m51s over 12 at 3m57s against 3 minutes. Ties: the lowest upper bound, then (every
         # bound infinite: a single run's replay) the lowest predicted runtime, then fewer executors.
-        ranks = (-np.round(chance, 4), up, t) if _likeliest_rule(chance, in_time) else (up, t)
+        # The side of 50 % ranks first: at 4 decimals 49.997 % ties 50 %, and the tie gave a
+        # count the table calls "misses" over one it calls "may miss" (deadline_verdict).
+        ranks = ((np.asarray(chance) < 0.5, -np.round(chance, 4), up, t)
+                 if _likeliest_rule(chance, in_time) else (up, t))
         return _first_of_ties(ranks, e), False
     pool = feasible & budget_ok
     if objective == "knee" and feasible[knee_i]:

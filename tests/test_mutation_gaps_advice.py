@@ -141,6 +141,18 @@ def test_no_count_meeting_the_deadline_gives_the_likeliest_when_one_is_predicted
     assert table(rows, {2: 0.49, 4: 0.4}, deadline_s=100).executors == 4
 
 
+def test_the_likeliest_count_is_never_one_the_table_says_misses_over_one_that_may_miss():
+    # the rule ranks chances at 4 decimals, where 49.997 % ties 50 %, and the tie went to the
+    # lower upper bound: the advice chose a count its own table marked "misses" (49 %) over
+    # one marked "may miss" (50 %); the verdict's side of 50 % now ranks first
+    rows = {5: (100.01, 130.0), 7: (100.0, 140.0)}
+    a = table(rows, {5: 0.49997, 7: 0.5}, deadline_s=100)
+    assert a.executors == 7 and a.meets_deadline is False
+    assert a.candidate_verdicts() == ["misses", "may miss"] and "may miss deadline" in a.summary()
+    # on one side of 50 % the 4-decimal tie stands, and the lower upper bound still breaks it
+    assert table(rows, {5: 0.50003, 7: 0.5}, deadline_s=100).executors == 5
+
+
 def test_a_tie_at_zero_is_still_a_tie():
     from sparkpredict.advise import _first_of_ties
 
