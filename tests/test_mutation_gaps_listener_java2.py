@@ -149,7 +149,6 @@ def test_a_scan_whose_files_size_never_came_leaves_the_files_rule_on(spark_app, 
     assert _last_run(store).input_bytes == files
 
 
-
 def _replayed_edit(listener_jar, tmp_path: Path, edit) -> tuple:
     """The marked log of test_mutation_gaps_listener_java with ``edit`` applied to each event
     (which it changes in place), replayed to the real listener and read by the ingest: the
