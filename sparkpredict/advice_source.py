@@ -703,14 +703,20 @@ class HistorySource:
         def within(e: int) -> bool:  # the check above, at e executors (ratio as the advice computes it)
             return size / (e * mem * 2**20) <= limit * _SAME_RATIO
 
-        # the smallest count that passes the very check above: a ceil() without its tolerance
-        # named one too many for a size a hair over a multiple of what ran (64 MB against a run
-        # of 31,999,986 B: 3, where 2 pass); the loops settle float rounding either way
-        need = max(int(m.ceil(size / (limit * _SAME_RATIO * mem * 2**20))), 1)
-        msg = (f"{plural(execs, 'executor')} x {mem} MiB {'holds' if execs == 1 else 'hold'} {r2(ratio)} bytes of input per byte of "
-               f"executor memory, beyond the {r2(limit)} that ran {what}") + spilled_note()
         from .units import MAX_EXECUTORS
 
+        # the smallest count that passes the very check above: a ceil() without its tolerance
+        # named one too many for a size a hair over a multiple of what ran (64 MB against a run
+        # of 31,999,986 B: 3, where 2 pass); the loops settle float rounding either way, and
+        # before the cap is checked (an estimate one over it said no count up to it passes
+        # where the cap itself does); the cap bounds the loops for a need far beyond it
+        need = min(max(int(m.ceil(size / (limit * _SAME_RATIO * mem * 2**20))), 1), MAX_EXECUTORS + 1)
+        while need > 1 and within(need - 1):
+            need -= 1
+        while need <= MAX_EXECUTORS and not within(need):
+            need += 1
+        msg = (f"{plural(execs, 'executor')} x {mem} MiB {'holds' if execs == 1 else 'hold'} {r2(ratio)} bytes of input per byte of "
+               f"executor memory, beyond the {r2(limit)} that ran {what}") + spilled_note()
         if need > MAX_EXECUTORS:
             # no cluster's count: say what memory each of the advised executors would need
             from .units import format_bytes_in
@@ -718,10 +724,6 @@ class HistorySource:
             each = format_bytes_in(m.ceil(size / (limit * _SAME_RATIO * execs * 2**20)) * 2**20, True)
             return [msg + f"; no count up to {MAX_EXECUTORS:,} of {mem} MiB stays within what ran: "
                           f"{plural(execs, 'executor')} of >= {each} each would"]
-        while need > 1 and within(need - 1):
-            need -= 1
-        while not within(need):
-            need += 1
         return [msg + f"; >= {need} executors (or more executor memory) stay within what ran"]
 
 
