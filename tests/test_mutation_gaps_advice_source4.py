@@ -37,3 +37,9 @@ def test_a_million_executors_that_stay_within_what_ran_are_named_not_refused():
     assert _said(1000.0 * MiB, 1000.0, 1005 * 10**6 * MiB, 4, 1000).endswith(_MILLION)
     assert "; no count up to 1,000,000 of 1000 MiB stays within what ran: 4 executors of >= " \
         in _said(1000.0 * MiB, 1000.0, 1005 * 10**6 * MiB + 1, 4, 1000)
+
+
+def test_a_need_of_exactly_the_cap_is_named_as_a_count():
+    """Mutant: ``need > MAX_EXECUTORS`` -> ``>=`` in ``_memory_warning``, so a size a MiB under what
+    a million executors hold at 1.005 bytes per byte ran said no count up to 1,000,000 does."""
+    assert _said(1000.0 * MiB, 1000.0, 1005 * 10**6 * MiB - MiB, 4, 1000).endswith(_MILLION)
