@@ -217,17 +217,25 @@ def test_a_scan_read_in_half_its_partitions_counts_half_its_files(spark_app, tmp
     four, one file each: half the files, as the ingest of its event log counts too (the test of
     test_scan_input runs one partition, where a share of 1/4 reads the same either way).
     Mutant: ScanInput.countedBytes dividing the files by the partitions without the count that ran."""
-    store, conf = _logged(tmp_path, "half")
+    recorded, size = limited_scan_input(spark_app, tmp_path, initial_partitions=2, rows=1)
+    assert recorded == int(size * 2 / 4)
+
+
+def limited_scan_input(spark_app, tmp_path: Path, initial_partitions: int, rows: int) -> tuple[int, int]:
+    """(the run's recorded input, the files' size) of `limit(rows).collect()` over four Parquet
+    files of 25,000 rows, one a partition, Spark's first limit job running
+    ``initial_partitions`` of them."""
+    store, conf = _logged(tmp_path, "limit")
     data = tmp_path / "data"
     # files of 0.2 MB: an open cost of the most a partition holds keeps them one a partition
-    conf.update({"spark.sql.files.openCostInBytes": "2m", "spark.sql.limit.initialNumPartitions": "2"})
-    with spark_app(store, job="half", conf=conf) as spark:
+    conf.update({"spark.sql.files.openCostInBytes": "2m",
+                 "spark.sql.limit.initialNumPartitions": str(initial_partitions)})
+    with spark_app(store, job="limit", conf=conf) as spark:
         spark.range(100_000).repartition(4).write.parquet(str(data))
         df = spark.read.parquet(str(data))
         assert df.rdd.getNumPartitions() == 4
-        assert len(df.limit(1).collect()) == 1
-    size = sum(f.stat().st_size for f in data.glob("part-*.parquet"))
-    assert _input(store) == int(size * 2 / 4)
+        assert len(df.limit(rows).collect()) == rows
+    return _input(store), sum(f.stat().st_size for f in data.glob("part-*.parquet"))
 
 
 def test_a_persisted_rdd_computed_in_part_is_not_taken_as_computed(spark_app, tmp_path):

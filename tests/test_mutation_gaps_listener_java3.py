@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 from test_listener_isolation import _post, _scala_object
-from test_scan_input import _input, _logged
+from test_mutation_gaps_listener_java2 import limited_scan_input
 
 from sparkpredict import store as store_mod
 
@@ -25,17 +25,8 @@ def test_a_limit_run_as_two_jobs_counts_the_partitions_each_ran(spark_app, tmp_p
     partitions of four ran: half the files, as the ingest of its event log counts too.
     Mutant: SparkPredictListener.taskEnd taking a task's index for its partition (the second
     job's partition 1 was taken for partition 0 again: a quarter of the files)."""
-    store, conf = _logged(tmp_path, "two-jobs")
-    data = tmp_path / "data"
-    # files of 0.2 MB: an open cost of the most a partition holds keeps them one a partition
-    conf.update({"spark.sql.files.openCostInBytes": "2m", "spark.sql.limit.initialNumPartitions": "1"})
-    with spark_app(store, job="two-jobs", conf=conf) as spark:
-        spark.range(100_000).repartition(4).write.parquet(str(data))
-        df = spark.read.parquet(str(data))
-        assert df.rdd.getNumPartitions() == 4
-        assert len(df.limit(30_000).collect()) == 30_000
-    size = sum(f.stat().st_size for f in data.glob("part-*.parquet"))
-    assert _input(store) == int(size * 2 / 4)
+    recorded, size = limited_scan_input(spark_app, tmp_path, initial_partitions=1, rows=30_000)
+    assert recorded == int(size * 2 / 4)
 
 
 def test_host_samples_read_before_the_runs_start_are_not_the_runs(spark_app, tmp_path):
