@@ -65,11 +65,16 @@ def test_spark_reran_the_reduce_stage_in_part_and_both_sources_record_it_alike(r
     es = ingested.stages().sort_values(key)[cols].reset_index(drop=True)
     assert ls.astype(str).values.tolist() == es.astype(str).values.tolist()
     attempts = {(r.stage_id, r.stage_attempt_id): r for r in es.itertuples()}
-    # the map stage ran whole, then again for the lost outputs only; the reduce stage failed on
-    # the fetch and its rerun ran only the partitions its first attempt had not finished
-    assert set(attempts) == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    # the map stage ran whole, then again for the lost outputs only (twice when a second fetch
+    # failure of the reduce stage's first attempt came after the first rerun had ended, as once
+    # in CI); the reduce stage failed on the fetch and its rerun ran only the partitions its
+    # first attempt had not finished
+    reruns = sorted(a for s, a in attempts if s == 0 and a > 0)
+    assert set(attempts) == {(0, 0), *((0, a) for a in reruns), (1, 0), (1, 1)} and reruns[:1] == [1]
+    assert reruns == list(range(1, len(reruns) + 1))
     assert attempts[0, 0].num_tasks == 8 and attempts[0, 0].status == "succeeded"
-    assert 0 < attempts[0, 1].num_tasks < 8 and attempts[0, 1].status == "succeeded"
+    for a in reruns:
+        assert 0 < attempts[0, a].num_tasks < 8 and attempts[0, a].status == "succeeded"
     assert attempts[1, 0].num_tasks == 8 and attempts[1, 0].status == "failed"
     assert 0 < attempts[1, 1].num_tasks < 8 and attempts[1, 1].status == "succeeded"
     reason = ingested.stages().set_index(key).loc[(1, 0), "failure_reason"]
@@ -96,7 +101,7 @@ def test_spark_reran_the_reduce_stage_in_part_and_both_sources_record_it_alike(r
     assert len(ex) in (2, 3)  # the worker starts another in its place, if the run lasts that long
     lrun, erun = listener.read("runs", run_ids=[run_id]).iloc[-1], ingested.runs().iloc[0]
     assert lrun.status == erun.status == "succeeded"
-    assert lrun.num_stages == erun.num_stages == 4
+    assert lrun.num_stages == erun.num_stages == len(attempts)
     assert lrun.num_failed_tasks == erun.num_failed_tasks == int((et.status != "SUCCESS").sum())
 
 
