@@ -1,0 +1,110 @@
+"""Behaviour of ``store.compact`` that a full one-operator mutation pass over the module found no
+test pinning: a compacted batch that lost a file is never merged into a new one, a batch that
+another writer removed mid-compaction is a :class:`StoreError`, what an automatic compaction
+notes and says. Each test builds a small real store on disk; none starts a JVM."""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+from test_auto_compact import _one_run_batches
+from test_mutation_gaps_store import _runs
+from test_store_compact import _copies
+
+from sparkpredict import store
+from sparkpredict.errors import StoreError
+from sparkpredict.store import compact as C
+from sparkpredict.store import io as store_io
+
+
+def test_a_compacted_batch_that_lost_a_file_is_not_merged_with_a_new_small_batch(tmp_path):
+    """Mutant: ``st.check_lost(...)`` deleted in ``_compact``. The lost tasks rows' last copies
+    are the replaced batches' files; merging the damaged batch with its new neighbour hid them
+    for good (the new batch replaces everything), and the compaction reported success."""
+    st = _copies(tmp_path, 4)
+    C.compact(st)
+    [old] = [b for b in st.visible_marks() if store_io.is_compacted(b)]
+    (tmp_path / "st" / "tasks" / f"part-{old}.parquet").unlink()
+    st.append({"runs": st.read("runs").iloc[[0]].assign(run_id="app-late", app_id="app-late")})
+    marks = sorted(st.committed_batches())
+    with pytest.raises(StoreError, match=f"'tasks/part-{old}.parquet' of a compacted batch is missing"):
+        C.compact(st)
+    assert sorted(st.committed_batches()) == marks  # nothing written, nothing removed
+
+
+def test_a_batch_another_writer_removes_mid_compaction_is_a_store_error_and_nothing_is_written(tmp_path,
+                                                                                             monkeypatch):
+    """Mutant: the ``raise StoreError`` of ``_compact_held`` deleted (the compaction returned None
+    and said nothing)."""
+    st = _one_run_batches(tmp_path / "st", 3)
+    first = min(st.committed_batches())
+    real, calls = st._read_parts, []
+
+    def read_parts(table, files, columns, run_ids):
+        calls.append(table)
+        if len(calls) == 2:  # after the runs were listed and read: an ingest drops its copy
+            st.drop_batch(first)
+        return real(table, files, columns, run_ids)
+
+    monkeypatch.setattr(st, "_read_parts", read_parts)
+    with pytest.raises(StoreError) as err:
+        C.compact(st)
+    assert f"batch {first} of store {st.path!r} went while it was compacted" in err.value.message
+    assert err.value.fix.startswith("run the compaction again once that writer is done")
+    assert not any(store_io.is_compacted(b) for b in st.committed_batches())
+
+
+def test_the_first_automatic_compaction_of_a_user_notes_what_it_left_in_a_new_cache(tmp_path, monkeypatch):
+    """Mutant: ``path.parent.mkdir(...)`` deleted in ``_remember_examined``: with no
+    ``compact`` folder in the cache yet, the note was never written, and every later writer
+    compacted again for batches left alone (a run still going between them)."""
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "new-cache"))
+    st = _one_run_batches(tmp_path / "st", 4, going=(0, 2))
+    passes = []
+    real = C._compact
+    monkeypatch.setattr(C, "_compact", lambda *a, **k: passes.append(1) or real(*a, **k))
+    assert C.auto_compact(st, min_batches=4) is None  # merged nothing: every other batch going
+    assert C.auto_compact(st, min_batches=4) is None
+    assert len(passes) == 1
+    assert Path(C._examined_file(st)).parent == tmp_path / "new-cache" / "compact"
+
+
+def test_an_automatic_compaction_says_how_many_batches_it_merged_into_how_many(tmp_path, caplog):
+    """Mutant: the ``log.info("... merged %d small batches into %d")`` of ``auto_compact``
+    deleted: a writer's log said nothing of the store it rewrote."""
+    st = _one_run_batches(tmp_path / "st", 3)
+    with caplog.at_level(logging.INFO, logger="sparkpredict.store.compact"):
+        assert C.auto_compact(st, min_batches=3).merged == 3
+    assert f"store {st.path}: merged 3 small batches into 1" in caplog.messages
+
+
+def test_by_default_a_batch_of_32_mib_is_large_and_one_byte_less_is_small(tmp_path):
+    """Mutants of ``TARGET_BYTES = 64 * 2**20`` (65, 3**20, 2**21, ``*`` as ``/``, ``**`` as
+    ``*``): the default target is 64 MiB, so half of it is where a batch stops being merged.
+    The stages file is grown sparse to the size: ``pending`` only lists the files."""
+    st = _copies(tmp_path, 1)
+    [batch] = st.committed_batches()
+    files = [p for p in (tmp_path / "st").glob(f"*/part-{batch}.parquet")]
+    others = sum(p.stat().st_size for p in files if p.parent.name != "stages")
+    stages = tmp_path / "st" / "stages" / f"part-{batch}.parquet"
+    os.truncate(stages, 32 * 2**20 - others)
+    assert C.pending(st) == 0
+    os.truncate(stages, 32 * 2**20 - others - 1)
+    assert C.pending(st) == 1
+
+
+def test_a_compacted_file_holds_65536_rows_per_row_group(tmp_path):
+    """Mutant: ``ROW_GROUP_ROWS`` 65,537: a read of a few runs skips row groups of 65,536 rows."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    st = store.open(tmp_path / "st", create=True)
+    for rid in ("a", "b"):
+        st.append({**_runs({"run_id": rid}),
+                   "tasks": pd.DataFrame({"run_id": rid, "stage_id": 0, "task_id": range(32_769)})})
+    assert C.compact(st, keep_s=0).merged == 2
+    [batch] = st.committed_batches()
+    meta = pq.ParquetFile(tmp_path / "st" / "tasks" / f"part-{batch}.parquet").metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [65_536, 2]
