@@ -108,3 +108,38 @@ def test_a_compacted_file_holds_65536_rows_per_row_group(tmp_path):
     [batch] = st.committed_batches()
     meta = pq.ParquetFile(tmp_path / "st" / "tasks" / f"part-{batch}.parquet").metadata
     assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [65_536, 2]
+
+
+def test_an_edit_of_an_ingested_run_is_no_second_copy_of_it(tmp_path):
+    """Mutants: the ``continue`` past compacted and ``edit`` batches in ``_doubled`` deleted (or
+    its ``or`` as ``and``): a run ingested once and then edited read as stored twice, and its
+    batches were left alone for good (no ingest ever reduces an edit)."""
+    st = store.open(tmp_path / "st", create=True)
+    for rid in "ab":
+        st.append(_runs({"run_id": rid}), batch_id=store_io.new_batch_id(f"{store_io.INGEST_LABEL}{rid}"))
+    store.edit_runs(st, ["a"], excluded=True)
+    r = C.compact(st, keep_s=0)
+    assert (r.merged, r.written, r.doubled) == (3, 1, 0)
+    assert list(st.read("runs")["status"]) == ["excluded", "succeeded"]
+
+
+def test_a_batch_left_alone_between_two_compactions_is_not_counted_as_pending(tmp_path):
+    """Mutant: ``max`` as ``min`` over the compacted batches in ``pending``: a running run's batch
+    between two compacted ones counted as new, so every writer compacted again for it."""
+    st = _one_run_batches(tmp_path / "st", 5, going=(2,))
+    r = C.compact(st)
+    assert (r.merged, r.written, r.going) == (4, 2, 1)
+    assert C.pending(st) == 0
+
+
+def test_a_cache_that_cannot_be_written_costs_the_note_only_and_says_why(tmp_path, monkeypatch, caplog):
+    """Mutant: the ``log.debug`` of ``_remember_examined`` deleted: the note not written was
+    said nowhere. The compaction itself stands."""
+    (tmp_path / "cache").write_text("a file where the cache folder would be")
+    monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "cache"))
+    st = _one_run_batches(tmp_path / "st", 2)
+    with caplog.at_level(logging.DEBUG, logger="sparkpredict.store.compact"):
+        assert C.auto_compact(st, min_batches=2).merged == 2
+    [said] = [m for m in caplog.messages if m.startswith("could not note")]
+    assert said.startswith(f"could not note the compaction of {st.path} in {C._examined_file(st)}: ")
+    assert C._examined(st) == ""
