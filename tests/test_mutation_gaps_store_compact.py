@@ -143,3 +143,26 @@ def test_a_cache_that_cannot_be_written_costs_the_note_only_and_says_why(tmp_pat
     [said] = [m for m in caplog.messages if m.startswith("could not note")]
     assert said.startswith(f"could not note the compaction of {st.path} in {C._examined_file(st)}: ")
     assert C._examined(st) == ""
+
+
+def test_an_automatic_compaction_not_due_takes_no_lock(tmp_path, caplog):
+    """Mutant: the check before the lock deleted in ``auto_compact``: every writer's call took
+    the store's lock though nothing was due, and met the next writer holding it."""
+    st = _one_run_batches(tmp_path / "st", 2)
+    with store.open(tmp_path / "st").writer_lock("ingest"), \
+            caplog.at_level(logging.INFO, logger="sparkpredict.store.compact"):
+        assert C.auto_compact(st, min_batches=3) is None
+    assert caplog.messages == []
+    assert len(st.committed_batches()) == 2
+
+
+def test_by_default_the_256th_small_batch_makes_an_automatic_compaction_due(tmp_path):
+    """Mutant: ``AUTO_BATCHES`` 257 (every other test sets its own count)."""
+    st = store.open(tmp_path / "st", create=True)
+    for i in range(255):
+        st.append(_runs({"run_id": f"r{i:03d}"}))
+    assert C.auto_compact(st) is None
+    st.append(_runs({"run_id": "r255"}))
+    r = C.auto_compact(st)
+    assert r is not None and (r.merged, r.written) == (256, 1)
+    assert len(st.read("runs")) == 256
