@@ -56,16 +56,20 @@ def test_a_batch_another_writer_removes_mid_compaction_is_a_store_error_and_noth
     assert not any(store_io.is_compacted(b) for b in st.committed_batches())
 
 
-def test_the_first_automatic_compaction_of_a_user_notes_what_it_left_in_a_new_cache(tmp_path, monkeypatch):
-    """Mutant: ``path.parent.mkdir(...)`` deleted in ``_remember_examined``: with no
-    ``compact`` folder in the cache yet, the note was never written, and every later writer
-    compacted again for batches left alone (a run still going between them)."""
+def test_the_first_automatic_compaction_of_a_user_notes_what_it_left_in_a_new_cache(tmp_path, monkeypatch,
+                                                                                     caplog):
+    """Mutants: ``path.parent.mkdir(...)`` deleted in ``_remember_examined`` (or its
+    ``parents=True`` as False): with no ``compact`` folder in the cache yet, the note was never
+    written, and every later writer compacted again for batches left alone (a run still going
+    between them). And the ``log.info`` of a compaction that merged nothing deleted."""
     monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "new-cache"))
     st = _one_run_batches(tmp_path / "st", 4, going=(0, 2))
     passes = []
     real = C._compact
     monkeypatch.setattr(C, "_compact", lambda *a, **k: passes.append(1) or real(*a, **k))
-    assert C.auto_compact(st, min_batches=4) is None  # merged nothing: every other batch going
+    with caplog.at_level(logging.INFO, logger="sparkpredict.store.compact"):
+        assert C.auto_compact(st, min_batches=4) is None  # merged nothing: every other batch going
+    assert caplog.messages == [f"store {st.path}: no small batches to merge (2 with a run still going)"]
     assert C.auto_compact(st, min_batches=4) is None
     assert len(passes) == 1
     assert Path(C._examined_file(st)).parent == tmp_path / "new-cache" / "compact"
@@ -166,3 +170,15 @@ def test_by_default_the_256th_small_batch_makes_an_automatic_compaction_due(tmp_
     r = C.auto_compact(st)
     assert r is not None and (r.merged, r.written) == (256, 1)
     assert len(st.read("runs")) == 256
+
+
+def test_a_compaction_result_cannot_be_changed_after_the_fact(tmp_path):
+    """Mutant: ``@dataclass(frozen=True)`` as ``frozen=False``: a caller could change what a
+    compaction says it did."""
+    import dataclasses
+
+    st = _one_run_batches(tmp_path / "st", 2)
+    r = C.compact(st, dry_run=True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.merged = 0  # type: ignore[misc]
+    assert r.merged == 2
