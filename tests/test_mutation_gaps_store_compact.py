@@ -182,3 +182,12 @@ def test_a_compaction_result_cannot_be_changed_after_the_fact(tmp_path):
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.merged = 0  # type: ignore[misc]
     assert r.merged == 2
+
+
+def test_a_star_import_brings_the_public_api_and_none_of_the_modules_helpers():
+    """Mutant: ``__all__`` deleted: ``from sparkpredict.store.compact import *`` also brought the
+    module's logger, imports and private helpers, and shadowed a caller's ``log`` or ``Any``."""
+    names: dict = {}
+    exec("from sparkpredict.store.compact import *", names)  # noqa: S102
+    assert {"compact", "auto_compact", "pending", "CompactResult", "KEEP_S", "TARGET_BYTES"} <= set(names)
+    assert not {"log", "Any", "dataclass", "StoreError", "is_bool", "_compact", "_groups"} & set(names)
