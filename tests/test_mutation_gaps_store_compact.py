@@ -191,3 +191,36 @@ def test_a_star_import_brings_the_public_api_and_none_of_the_modules_helpers():
     exec("from sparkpredict.store.compact import *", names)  # noqa: S102
     assert {"compact", "auto_compact", "pending", "CompactResult", "KEEP_S", "TARGET_BYTES"} <= set(names)
     assert not {"log", "Any", "dataclass", "StoreError", "is_bool", "_compact", "_groups"} & set(names)
+
+
+def test_a_writer_not_due_removes_old_replaced_files_and_merges_nothing(tmp_path):
+    """Mutant: the check again under the lock deleted in ``auto_compact``: a call let in only
+    because replaced files were due to go compacted the few small batches too."""
+    st = _one_run_batches(tmp_path / "st", 4)
+    assert C.auto_compact(st, min_batches=4).merged == 4
+    [mark] = (tmp_path / "st" / "runs").glob("*compacted*.parquet")
+    old = mark.stat().st_mtime - C.KEEP_S - 60
+    os.utime(mark, (old, old))
+    _one_run_batches(tmp_path / "st", 2)  # two new small batches in the same store
+    assert C.auto_compact(st, min_batches=3) is None
+    assert len(st.committed_batches()) == 3  # the compacted one and the two new ones, unmerged
+    assert st.replaced_files(0) == []
+
+
+def test_a_dry_run_lists_the_merged_batches_files_as_going_only_without_a_keep_time(tmp_path):
+    """Mutant: ``dry_run and keep_s == 0`` as ``or`` in ``_compact``: a dry run with the default
+    10 minutes said it would remove the files of the batches it merges."""
+    st = _one_run_batches(tmp_path / "st", 2)
+    files = sorted(str(p) for p in (tmp_path / "st").rglob("*.parquet"))
+    assert C.compact(st, dry_run=True).removed == []
+    assert sorted(C.compact(st, dry_run=True, keep_s=0).removed) == files
+    assert sorted(C.compact(st, keep_s=0).removed) == files
+
+
+def test_a_writer_that_finds_the_store_held_says_the_next_writer_compacts_it(tmp_path, caplog):
+    """Mutant: the ``log.info`` of ``auto_compact``'s :class:`LockBusy` deleted."""
+    st = _one_run_batches(tmp_path / "st", 2)
+    with store.open(tmp_path / "st").writer_lock("ingest"), \
+            caplog.at_level(logging.INFO, logger="sparkpredict.store.compact"):
+        assert C.auto_compact(st, min_batches=2) is None
+    assert caplog.messages == [f"store {st.path}: another writer holds it; the next writer compacts it"]
