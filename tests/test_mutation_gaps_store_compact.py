@@ -61,7 +61,8 @@ def test_the_first_automatic_compaction_of_a_user_notes_what_it_left_in_a_new_ca
     """Mutants: ``path.parent.mkdir(...)`` deleted in ``_remember_examined`` (or its
     ``parents=True`` as False): with no ``compact`` folder in the cache yet, the note was never
     written, and every later writer compacted again for batches left alone (a run still going
-    between them). And the ``log.info`` of a compaction that merged nothing deleted."""
+    between them). ``max`` as ``min`` over the batches noted (the oldest noted: all but it
+    counted again). And the ``log.info`` of a compaction that merged nothing deleted."""
     monkeypatch.setenv("SPARKPREDICT_CACHE", str(tmp_path / "new-cache"))
     st = _one_run_batches(tmp_path / "st", 4, going=(0, 2))
     passes = []
@@ -70,7 +71,7 @@ def test_the_first_automatic_compaction_of_a_user_notes_what_it_left_in_a_new_ca
     with caplog.at_level(logging.INFO, logger="sparkpredict.store.compact"):
         assert C.auto_compact(st, min_batches=4) is None  # merged nothing: every other batch going
     assert caplog.messages == [f"store {st.path}: no small batches to merge (2 with a run still going)"]
-    assert C.auto_compact(st, min_batches=4) is None
+    assert C.auto_compact(st, min_batches=3) is None  # 3 batches after the oldest, none after the note
     assert len(passes) == 1
     assert Path(C._examined_file(st)).parent == tmp_path / "new-cache" / "compact"
 
@@ -224,3 +225,20 @@ def test_a_writer_that_finds_the_store_held_says_the_next_writer_compacts_it(tmp
             caplog.at_level(logging.INFO, logger="sparkpredict.store.compact"):
         assert C.auto_compact(st, min_batches=2) is None
     assert caplog.messages == [f"store {st.path}: another writer holds it; the next writer compacts it"]
+
+
+def test_a_failed_automatic_compaction_warns_with_the_errors_own_fix(tmp_path, monkeypatch, caplog):
+    """Mutant: ``getattr(exc, "fix", None) or "run ..."`` as ``and`` in ``auto_compact``: the
+    warning named the generic fix instead of the error's, and "None" for an error without one."""
+    st = _one_run_batches(tmp_path / "st", 2)
+    said = "store {}: compacting its small batches failed, and what readers see is unchanged: {} (fix: {})"
+    for exc, fix in ((StoreError("the store is busy", "wait for it"), "wait for it"),
+                     (RuntimeError("boom"), "run `sparkpredict store compact` to see why")):
+        def fail(*_a, exc=exc, **_k):
+            raise exc
+        monkeypatch.setattr(C, "_compact", fail)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="sparkpredict.store.compact"):
+            assert C.auto_compact(st, min_batches=2) is None
+        assert caplog.messages == [said.format(st.path, exc.args[0], fix)]
+    assert len(st.committed_batches()) == 2
