@@ -20,7 +20,8 @@ from sparkpredict.store import io as store_io
 
 
 def test_a_compacted_batch_that_lost_a_file_is_not_merged_with_a_new_small_batch(tmp_path):
-    """Mutant: ``st.check_lost(...)`` deleted in ``_compact``. The lost tasks rows' last copies
+    """Mutants: ``st.check_lost(...)`` deleted in ``_compact``, or given the runs listing only
+    (``t != COMMIT_TABLE`` as ``==``). The lost tasks rows' last copies
     are the replaced batches' files; merging the damaged batch with its new neighbour hid them
     for good (the new batch replaces everything), and the compaction reported success."""
     st = _copies(tmp_path, 4)
