@@ -123,8 +123,7 @@ def test_the_run_s_last_batch_is_tried_a_fourth_time(spark_app, tmp_path):
     """The last batch's tries are at 0, 1, 2 and 4 s: a store that heals once the third has
     failed (its message says the next is in 4 s) still gets the run whole, and stop() waits for
     it, however long the stop timeout set (it is read as at most a year).
-    Mutants: Flusher.run making LAST_ATTEMPTS - 1 tries (the run was lost); ListenerSettings
-    not bounding stopTimeoutMs (now + 2^63 - 1 ms wrapped: stop() gave up at once)."""
+    Mutant: Flusher.run making LAST_ATTEMPTS - 1 tries (the run was lost)."""
     parent, store = _blocked_store(tmp_path)
     with spark_app(store, job="fourth-try", conf={"spark.sparkpredict.stopTimeoutMs": str(2**63 - 1)}) as spark:
         assert spark.sparkContext.parallelize(range(10), 2).count() == 10
