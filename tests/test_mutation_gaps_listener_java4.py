@@ -6,7 +6,6 @@ earlier application's driver reading, and ListenerSettings' smallest declared si
 from __future__ import annotations
 
 import threading
-import time
 
 import pyarrow.parquet as pq
 import pytest
@@ -56,10 +55,7 @@ def test_an_ingested_copy_stored_after_the_listener_s_first_write_is_removed_by_
             assert sc.parallelize(range(10), 2).count() == 10
             # the writer writes each job's batch at once (interval 0); the second one written means
             # the first write's removal of copies is over (one thread does both, in that order)
-            deadline = time.monotonic() + 60
-            while len(_batches(store)) < n and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert len(_batches(store)) >= n
+            assert _wait_for(lambda n=n: len(_batches(store)) >= n, 60)
         runs = pq.read_table(store / S.COMMIT_TABLE / _batches(store)[-1])
         copy = store_mod.open(store).append({S.COMMIT_TABLE: runs}, batch_id=store_io.new_batch_id("ingest-" + app))
         assert copy in store_mod.open(store).committed_batches()
@@ -97,13 +93,10 @@ def _blocked_store(tmp_path) -> tuple:
 
 def _unblock_once_it_says(listener, parent, words: str, said: list) -> None:
     """Remove the file ``parent`` once the listener's error holds ``words`` (kept in ``said``)."""
-    deadline = time.monotonic() + 60
-    while not said and time.monotonic() < deadline:
-        err = listener.lastError()
-        if err and words in err:
-            said.append(err)
-            parent.unlink()
-        time.sleep(0.05)
+    err = _wait_for(lambda: (e := listener.lastError()) and words in e and e, 60)
+    if err:
+        said.append(err)
+        parent.unlink()
 
 
 def _stopped_unblocking(spark, parent, words: str) -> str | None:
